@@ -1,0 +1,1 @@
+"""Paper records and the collections they come in."""

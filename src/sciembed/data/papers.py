@@ -1,0 +1,222 @@
+"""Paper records: reading them from the files users have, and turning one into model text.
+
+A paper is a dict with at least ``paper_id`` (a string), ``title`` and ``abstract`` (strings, possibly
+empty); every other field of the source record is kept. Readers validate each record and either stop
+at the first bad one with an :class:`InvalidPaperError` naming the file, line and id, or (with
+``skip_invalid=True``) skip, count and report every bad record in :attr:`PaperFile.skipped`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Fields tried, in order, for a record's id when the caller names none. SciDocs and SPECTER use
+#: ``paper_id``; SciRepEval's samples use ``corpus_id``.
+ID_FIELDS = ("paper_id", "corpus_id", "id", "doc_id")
+
+SUPPORTED_SUFFIXES = (".jsonl", ".json", ".csv")
+
+
+def paper_text(paper: Mapping[str, Any], sep_token: str) -> str:
+    """Return the model text of ``paper``: ``title + sep_token + abstract`` (the SPECTER convention).
+
+    A paper with only a title (or only an abstract) gives that text alone. Surrounding whitespace is
+    stripped; ``None`` counts as absent.
+
+    Raises:
+        ValueError: the paper has neither a title nor an abstract.
+    """
+    try:
+        title = _text_field(paper, "title")
+        abstract = _text_field(paper, "abstract")
+    except TypeError as error:
+        raise ValueError(f"paper {paper.get('paper_id')!r}: {error}") from error
+    if title and abstract:
+        return title + sep_token + abstract
+    if title or abstract:
+        return title or abstract
+    raise ValueError(f"paper {paper.get('paper_id')!r} has neither a title nor an abstract")
+
+
+def _text_field(paper: Mapping[str, Any], name: str) -> str:
+    value = paper.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+    return value.strip()
+
+
+@dataclass(frozen=True)
+class PaperProblem:
+    """One record a reader could not accept."""
+
+    source: str
+    location: str
+    reason: str
+    paper_id: str | None = None
+
+    def __str__(self) -> str:
+        paper = f" (paper_id {self.paper_id!r})" if self.paper_id is not None else ""
+        return f"{self.source}, {self.location}{paper}: {self.reason}"
+
+
+class InvalidPaperError(ValueError):
+    """Raised when a paper file holds a record that cannot be used; the message names file, line and id."""
+
+    def __init__(self, problems: list[PaperProblem]):
+        self.problems = problems
+        shown = "\n  ".join(str(p) for p in problems[:10])
+        more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+        hint = "\n(pass skip_invalid=True / --skip-invalid to skip such records and report them)"
+        super().__init__(f"{len(problems)} invalid paper record(s):\n  {shown}{more}{hint}")
+
+
+@dataclass
+class PaperFile:
+    """The papers read from one file, in file order, and the records that were skipped."""
+
+    path: str
+    papers: list[dict[str, Any]]
+    skipped: list[PaperProblem] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.papers)
+
+
+def read_papers(
+    path: str | os.PathLike[str],
+    *,
+    id_field: str | None = None,
+    skip_invalid: bool = False,
+) -> PaperFile:
+    """Read papers from ``.jsonl`` (one record a line), ``.json`` (a list of records, or a dict keyed
+    by paper id) or ``.csv`` (a header row naming the columns).
+
+    Args:
+        path: the file.
+        id_field: the column holding the paper id; by default the first of :data:`ID_FIELDS` that a
+            record has. In an id-keyed ``.json`` dict the key is the id.
+        skip_invalid: skip records that are malformed, lack an id, have neither title nor abstract, or
+            repeat an earlier id (the first is kept), and list them in ``PaperFile.skipped``. When
+            false, the first such record raises :class:`InvalidPaperError`.
+
+    Raises:
+        InvalidPaperError: a bad record (and ``skip_invalid`` is false), or a file that holds no papers.
+        ValueError: the file type is not supported, or the whole file is not valid JSON.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        raise ValueError(f"{path}: unsupported paper file type {suffix!r}; use one of {', '.join(SUPPORTED_SUFFIXES)}")
+    source = str(path)
+    records = {".jsonl": _jsonl_records, ".json": _json_records, ".csv": _csv_records}[suffix](path)
+
+    papers: list[dict[str, Any]] = []
+    skipped: list[PaperProblem] = []
+    first_location: dict[str, str] = {}
+    for location, record, key in records:
+        if isinstance(record, PaperProblem):
+            problem = record
+        else:
+            paper, problem = _validate(record, key, id_field, source, location)
+            if problem is None:
+                earlier = first_location.get(paper["paper_id"])
+                if earlier is not None:
+                    problem = PaperProblem(source, location, f"duplicate paper_id (first at {earlier})", paper["paper_id"])
+                else:
+                    first_location[paper["paper_id"]] = location
+                    papers.append(paper)
+                    continue
+        if not skip_invalid:
+            raise InvalidPaperError([problem])
+        skipped.append(problem)
+
+    if not papers:
+        reason = f"no valid papers ({len(skipped)} skipped)" if skipped else "no papers"
+        raise InvalidPaperError([*skipped, PaperProblem(source, "whole file", reason)])
+    return PaperFile(source, papers, skipped)
+
+
+# Each record source yields (location, record or PaperProblem, key-as-id or None).
+_Records = Iterator[tuple[str, Any, "str | None"]]
+
+
+def _jsonl_records(path: Path) -> _Records:
+    with path.open(encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            location = f"line {line_number}"
+            try:
+                yield location, json.loads(line), None
+            except json.JSONDecodeError as error:
+                yield location, PaperProblem(str(path), location, f"malformed JSON ({error.msg} at column {error.colno})"), None
+
+
+def _json_records(path: Path) -> _Records:
+    try:
+        with path.open(encoding="utf-8") as handle:
+            data = json.load(handle)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}, line {error.lineno}: malformed JSON ({error.msg} at column {error.colno})") from error
+    if isinstance(data, list):
+        for index, record in enumerate(data):
+            yield f"record {index}", record, None
+    elif isinstance(data, dict):
+        for key, record in data.items():
+            yield f"key {key!r}", record, key
+    else:
+        raise ValueError(f"{path}: expected a JSON list of papers or a dict keyed by paper id, got {type(data).__name__}")
+
+
+def _csv_records(path: Path) -> _Records:
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        if reader.fieldnames is None:
+            return
+        for record in reader:
+            # line_num is the physical line where the record ends (records may span lines).
+            yield f"line {reader.line_num}", record, None
+
+
+def _validate(
+    record: Any, key: str | None, id_field: str | None, source: str, location: str
+) -> tuple[dict[str, Any], PaperProblem | None]:
+    if not isinstance(record, dict):
+        return {}, PaperProblem(source, location, f"expected a JSON object, got {type(record).__name__}")
+    paper_id, reason = _paper_id(record, key, id_field)
+    if reason is not None:
+        return {}, PaperProblem(source, location, reason, paper_id)
+    paper = {**record, "paper_id": paper_id}
+    try:
+        paper["title"] = _text_field(paper, "title")
+        paper["abstract"] = _text_field(paper, "abstract")
+    except TypeError as error:
+        return {}, PaperProblem(source, location, str(error), paper_id)
+    if not paper["title"] and not paper["abstract"]:
+        return {}, PaperProblem(source, location, "neither title nor abstract", paper_id)
+    return paper, None
+
+
+def _paper_id(record: dict[str, Any], key: str | None, id_field: str | None) -> tuple[str | None, str | None]:
+    names = (id_field,) if id_field else ID_FIELDS
+    value = next((record[name] for name in names if record.get(name) not in (None, "")), None)
+    if key is not None:
+        if value is not None and str(value) != key:
+            return key, f"record id {value!r} differs from its key"
+        return key, None
+    if value is None:
+        return None, f"no paper id (looked for {' / '.join(names)})"
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None, f"paper id must be a string or integer, got {type(value).__name__}"
+    paper_id = str(value).strip()
+    if not paper_id:
+        return None, "empty paper id"
+    return paper_id, None

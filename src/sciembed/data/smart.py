@@ -1,0 +1,186 @@
+"""SMART test collections (CACM, CISI style): ``.I`` records with ``.T .W .B .A .K .C .N .X`` fields.
+
+In CACM the ``.X`` lines of record R read ``other<TAB>type<TAB>R``; type 5 means a citation link
+(R cites other, other cites R, or other == R), 6 co-citation, 4 bibliographic coupling. Each link is
+listed from both ends and pairs repeat, so the reader keeps each undirected pair once and counts what
+it dropped (repeats, self pairs, links to ids without a record) in :attr:`SmartCollection.link_stats`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .papers import InvalidPaperError, PaperProblem
+
+logger = logging.getLogger(__name__)
+
+CACM_COUPLING = 4
+CACM_CITATION = 5
+CACM_COCITATION = 6
+
+_FIELDS = {"T": "title", "W": "abstract", "B": "date", "A": "authors", "N": "entry", "X": "links", "K": "keywords", "C": "categories"}
+_RECORD = re.compile(r"^\.I\s+(\S+)\s*$")
+_FIELD = re.compile(r"^\.([A-Z])\s*$")
+
+
+@dataclass
+class SmartCollection:
+    """Papers with text, undirected ``.X`` links by type, and the records that were skipped."""
+
+    path: str
+    papers: list[dict[str, Any]]
+    links: dict[int, set[tuple[str, str]]]
+    link_stats: dict[int, Counter] = field(default_factory=dict)
+    skipped: list[PaperProblem] = field(default_factory=list)
+
+    def neighbours(self, link_type: int = CACM_CITATION) -> dict[str, set[str]]:
+        """Each paper id's linked ids for one link type (both directions)."""
+        result: dict[str, set[str]] = defaultdict(set)
+        for a, b in self.links.get(link_type, ()):
+            result[a].add(b)
+            result[b].add(a)
+        return dict(result)
+
+
+def read_smart_collection(path: str | os.PathLike[str], *, skip_invalid: bool = False) -> SmartCollection:
+    """Read a SMART document file such as CACM's ``cacm.all`` (or a folder holding ``cacm.all``).
+
+    Args:
+        path: the document file, or a folder with exactly one ``*.all`` file.
+        skip_invalid: skip records with a repeated id or with neither title nor abstract (listing them
+            in ``skipped``) instead of raising :class:`~sciembed.data.papers.InvalidPaperError`. Links
+            stay in ``links`` either way, so papers without text remain part of the graph.
+
+    Raises:
+        InvalidPaperError: a bad record and ``skip_invalid`` is false.
+        ValueError: a line outside any record, an unknown field marker or a malformed ``.X`` line.
+    """
+    path = _document_file(Path(path))
+    records = list(_parse(path))
+    papers: list[dict[str, Any]] = []
+    skipped: list[PaperProblem] = []
+    first_line: dict[str, int] = {}
+    raw_links: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    for line_number, record in records:
+        paper_id = record["paper_id"]
+        owners = {owner for _, _, owner in record["links"]}
+        reasons = []
+        if record["stray"]:
+            reasons.append(f"text between .I and the first field ({record['stray'][:40]!r}; a broken id line?)")
+        if paper_id in first_line:
+            reasons.append(f"duplicate id (first at line {first_line[paper_id]})")
+        if reasons and owners and paper_id not in owners:
+            reasons.append(f"its .X lines name the record {', '.join(sorted(owners))}")
+        problem = None
+        if reasons:
+            problem = PaperProblem(str(path), f"line {line_number}", "; ".join(reasons), paper_id)
+        else:
+            first_line[paper_id] = line_number
+            for other, link_type, owner in record["links"]:
+                raw_links[link_type].append((other, owner))
+            if not record["title"] and not record["abstract"]:
+                problem = PaperProblem(str(path), f"line {line_number}", "neither title nor abstract", paper_id)
+        if problem is None:
+            papers.append({key: value for key, value in record.items() if key not in ("links", "stray")})
+            continue
+        if not skip_invalid:
+            raise InvalidPaperError([problem])
+        skipped.append(problem)
+
+    links, stats = {}, {}
+    for link_type, pairs in raw_links.items():
+        links[link_type], stats[link_type] = _undirected(pairs, set(first_line))
+        logger.info("%s: .X type %d: %s", path, link_type, dict(stats[link_type]))
+    if skipped:
+        logger.warning("%s: skipped %d record(s): %s", path, len(skipped), "; ".join(map(str, skipped)))
+    return SmartCollection(str(path), papers, links, stats, skipped)
+
+
+def _document_file(path: Path) -> Path:
+    if path.is_dir():
+        candidates = sorted(path.glob("*.all"))
+        if len(candidates) != 1:
+            raise ValueError(f"{path}: expected one SMART document file (*.all), found {len(candidates)}")
+        return candidates[0]
+    return path
+
+
+def _parse(path: Path):
+    record: dict[str, Any] | None = None
+    start = 0
+    current: str | None = None
+    lines: dict[str, list] = {}
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for line_number, raw in enumerate(handle, start=1):
+            line = raw.rstrip("\r\n")
+            if match := _RECORD.match(line):
+                if record is not None:
+                    yield start, _finish(record, lines, path)
+                record, start, current, lines = {"paper_id": match.group(1)}, line_number, None, defaultdict(list)
+            elif match := _FIELD.match(line):
+                if match.group(1) not in _FIELDS:
+                    raise ValueError(f"{path}, line {line_number}: unknown field marker {line!r}")
+                if record is None:
+                    raise ValueError(f"{path}, line {line_number}: field marker before the first .I record")
+                current = _FIELDS[match.group(1)]
+            elif current is not None:
+                lines[current].append((line_number, line) if current == "links" else line)
+            elif record is not None:
+                lines["stray"].append(line)
+            elif line.strip():
+                raise ValueError(f"{path}, line {line_number}: text before the first .I record: {line[:60]!r}")
+    if record is not None:
+        yield start, _finish(record, lines, path)
+
+
+def _finish(record: dict[str, Any], lines: dict[str, list], path: Path) -> dict[str, Any]:
+    def text(name: str) -> str:
+        return " ".join(" ".join(lines.get(name, [])).split())
+
+    links = []
+    for line_number, line in lines.get("links", []):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 3 or not parts[1].isdigit():
+            raise ValueError(f"{path}, line {line_number}: .X line must be 'id<TAB>type<TAB>id', got {line!r}")
+        links.append((parts[0], int(parts[1]), parts[2]))
+    return {
+        **record,
+        "title": text("title"),
+        "abstract": text("abstract"),
+        "date": text("date"),
+        "authors": [author.strip() for author in lines.get("authors", []) if author.strip()],
+        "keywords": text("keywords"),
+        "categories": text("categories"),
+        "links": links,
+        "stray": " ".join(" ".join(lines.get("stray", [])).split()),
+    }
+
+
+def _undirected(pairs: list[tuple[str, str]], known: set[str]) -> tuple[set[tuple[str, str]], Counter]:
+    stats: Counter = Counter(lines=len(pairs))
+    result: set[tuple[str, str]] = set()
+    for a, b in pairs:
+        if a == b:
+            stats["self_pairs"] += 1
+            continue
+        if a not in known or b not in known:
+            stats["dangling"] += 1
+            continue
+        pair = (a, b) if _id_key(a) <= _id_key(b) else (b, a)
+        if pair in result:
+            stats["repeats"] += 1
+        result.add(pair)
+    stats["pairs"] = len(result)
+    return result, stats
+
+
+def _id_key(paper_id: str) -> tuple[int, int | str]:
+    return (0, int(paper_id)) if paper_id.isdigit() else (1, paper_id)

@@ -1,0 +1,142 @@
+"""The ``sciembed embed`` job: papers to an embedding file, in shards that survive an interruption.
+
+Papers are encoded ``shard_size`` at a time; each finished shard is saved (atomically) in
+``<output>.partial/`` next to a manifest of the run's settings. When every shard is done the output is
+assembled, written atomically, and the ``.partial`` folder removed. A run that was interrupted is
+continued with ``resume=True``: finished shards are kept, and only the rest is encoded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .embeddings_io import Chunk, atomic_path, check_embedding_path, write_embeddings
+from .encode import PaperEncoder
+
+logger = logging.getLogger(__name__)
+
+_MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class EmbedReport:
+    """What an :func:`embed_to_file` run did."""
+
+    output: Path
+    papers: int
+    dim: int
+    shards: int
+    resumed_shards: int
+
+
+def partial_dir(output: str | os.PathLike[str]) -> Path:
+    """The folder holding the finished shards of an unfinished run writing ``output``."""
+    output = Path(output)
+    return output.with_name(output.name + ".partial")
+
+
+def embed_to_file(
+    encoder: PaperEncoder,
+    papers: Sequence[Mapping[str, Any]],
+    output: str | os.PathLike[str],
+    *,
+    shard_size: int = 10_000,
+    batch_size: int = 32,
+    resume: bool = False,
+    show_progress_bar: bool = True,
+) -> EmbedReport:
+    """Embed ``papers`` (records with ``paper_id``) into ``output`` (``.jsonl``, ``.npy`` or ``.parquet``).
+
+    Raises:
+        FileExistsError: an unfinished run of ``output`` exists and ``resume`` is false.
+        ValueError: ``resume`` is true but the unfinished run used other papers or settings.
+    """
+    output = check_embedding_path(output)
+    if shard_size < 1:
+        raise ValueError(f"shard_size must be positive, got {shard_size}")
+    if not papers:
+        raise ValueError("no papers to embed")
+    ids = [str(paper["paper_id"]) for paper in papers]
+    manifest = _manifest(encoder, ids, encoder.texts(papers), shard_size)
+    shards = _shard_folder(partial_dir(output), manifest, resume)
+
+    count = math.ceil(len(papers) / shard_size)
+    resumed = 0
+    for index in range(count):
+        shard = shards / f"shard-{index:05d}.npy"
+        if shard.exists():
+            resumed += 1
+            continue
+        vectors = encoder.encode(
+            papers[index * shard_size : (index + 1) * shard_size],
+            batch_size=batch_size,
+            show_progress_bar=show_progress_bar,
+            progress_desc=f"Shard {index + 1}/{count}" if count > 1 else "Encoding",
+        )
+        with atomic_path(shard) as temporary, temporary.open("wb") as handle:
+            np.save(handle, vectors)
+    if resumed:
+        logger.info("resumed: %d of %d shards were already done in %s", resumed, count, shards)
+
+    dim = np.load(shards / "shard-00000.npy", mmap_mode="r").shape[1]
+
+    def chunks() -> Iterator[Chunk]:
+        for index in range(count):
+            yield ids[index * shard_size : (index + 1) * shard_size], np.load(shards / f"shard-{index:05d}.npy")
+
+    write_embeddings(output, chunks(), total=len(ids), dim=dim)
+    shutil.rmtree(shards)
+    return EmbedReport(output, len(ids), dim, count, resumed)
+
+
+def _manifest(encoder: PaperEncoder, ids: list[str], texts: list[str], shard_size: int) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    for paper_id, text in zip(ids, texts):
+        digest.update(paper_id.encode() + b"\0" + text.encode() + b"\0")
+    return {
+        "model": encoder.name_or_path,
+        "pooling": encoder.pooling,
+        "normalize": encoder.normalize,
+        "max_length": encoder.max_length,
+        "shard_size": shard_size,
+        "papers": len(ids),
+        "papers_sha256": digest.hexdigest(),
+    }
+
+
+def _shard_folder(folder: Path, manifest: dict[str, Any], resume: bool) -> Path:
+    manifest_file = folder / _MANIFEST
+    if folder.exists():
+        done = len(list(folder.glob("shard-*.npy")))
+        if not resume:
+            raise FileExistsError(
+                f"{folder} holds an unfinished run ({done} shard(s) done): pass --resume (resume=True) "
+                "to continue it, or delete the folder to start over"
+            )
+        if not manifest_file.is_file():
+            raise ValueError(f"{folder} has no {_MANIFEST}; it was not written by sciembed embed: delete it to start over")
+        earlier = json.loads(manifest_file.read_text(encoding="utf-8"))
+        differing = sorted(key for key in manifest if earlier.get(key) != manifest[key])
+        if differing:
+            raise ValueError(
+                f"cannot resume {folder}: the unfinished run differs in {', '.join(differing)} "
+                "(other papers, model or settings); delete the folder to start over"
+            )
+        return folder
+    if resume:
+        logger.info("nothing to resume at %s; starting from the first shard", folder)
+    folder.mkdir(parents=True)
+    with atomic_path(manifest_file) as temporary:
+        temporary.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    return folder

@@ -1,0 +1,138 @@
+"""Embedding files: SciDocs-style JSON lines, ``.npy`` + ids, and Parquet, always written atomically.
+
+Every writer fills a temporary file next to the target and renames it into place only when it is
+complete, so an interrupted run never leaves a file that looks finished.
+
+- ``.jsonl``: one ``{"paper_id": ..., "embedding": [...]}`` object a line (the format SciDocs reads).
+- ``.npy``: a float32 ``(n, dim)`` array, with the ids, in row order, in ``<stem>.ids.json``.
+- ``.parquet``: columns ``paper_id`` (string) and ``embedding`` (fixed-size list of float32).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+EMBEDDING_SUFFIXES = (".jsonl", ".npy", ".parquet")
+
+Chunk = tuple[list[str], np.ndarray]
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it to ``path`` if the block succeeds, delete it if not."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
+    temporary = Path(temporary)
+    try:
+        yield temporary
+        with temporary.open("rb") as written:
+            os.fsync(written.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def ids_path(npy_path: str | os.PathLike[str]) -> Path:
+    """The ids file that accompanies an ``.npy`` embedding file: ``out.npy`` -> ``out.ids.json``."""
+    return Path(npy_path).with_suffix(".ids.json")
+
+
+def check_embedding_path(path: str | os.PathLike[str]) -> Path:
+    """Return ``path`` as a Path, or raise a ValueError if its suffix names no supported format."""
+    path = Path(path)
+    if path.suffix.lower() not in EMBEDDING_SUFFIXES:
+        raise ValueError(f"{path}: unsupported embedding file type; use one of {', '.join(EMBEDDING_SUFFIXES)}")
+    return path
+
+
+def write_embeddings(path: str | os.PathLike[str], chunks: Iterable[Chunk], *, total: int, dim: int) -> None:
+    """Write ``total`` embeddings of size ``dim``, given as ``(ids, vectors)`` chunks in order, atomically.
+
+    Chunks are streamed, so the whole matrix never needs to be in memory.
+    """
+    path = check_embedding_path(path)
+    writer = {".jsonl": _write_jsonl, ".npy": _write_npy, ".parquet": _write_parquet}[path.suffix.lower()]
+    writer(path, _checked(chunks, total, dim), total, dim)
+
+
+def read_embeddings(path: str | os.PathLike[str]) -> tuple[list[str], np.ndarray]:
+    """Read an embedding file written by :func:`write_embeddings` (or by SciDocs tooling, for ``.jsonl``)."""
+    path = check_embedding_path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        ids, rows = [], []
+        with path.open(encoding="utf-8") as handle:
+            for line_number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    ids.append(str(record["paper_id"]))
+                    rows.append(record["embedding"])
+                except (json.JSONDecodeError, KeyError, TypeError) as error:
+                    raise ValueError(f"{path}, line {line_number}: not an embedding record ({error})") from error
+        return ids, np.asarray(rows, dtype=np.float32)
+    if suffix == ".npy":
+        vectors = np.load(path, allow_pickle=False)
+        ids = json.loads(ids_path(path).read_text(encoding="utf-8"))
+        if len(ids) != len(vectors):
+            raise ValueError(f"{path}: {len(vectors)} vectors but {len(ids)} ids in {ids_path(path)}")
+        return ids, vectors
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    vectors = table.column("embedding").combine_chunks().flatten().to_numpy().reshape(table.num_rows, -1)
+    return table.column("paper_id").to_pylist(), vectors.astype(np.float32, copy=False)
+
+
+def _checked(chunks: Iterable[Chunk], total: int, dim: int) -> Iterator[Chunk]:
+    # Raised inside the writer's atomic block, so a short or ragged input leaves no output behind.
+    count = 0
+    for ids, vectors in chunks:
+        if vectors.shape != (len(ids), dim):
+            raise ValueError(f"chunk of {len(ids)} ids has vectors of shape {vectors.shape}, expected ({len(ids)}, {dim})")
+        count += len(ids)
+        yield ids, np.asarray(vectors, dtype=np.float32)
+    if count != total:
+        raise ValueError(f"expected {total} embeddings, got {count}")
+
+
+def _write_jsonl(path: Path, chunks: Iterable[Chunk], total: int, dim: int) -> None:
+    with atomic_path(path) as temporary, temporary.open("w", encoding="utf-8") as handle:
+        for ids, vectors in chunks:
+            for paper_id, vector in zip(ids, vectors.tolist()):
+                handle.write(json.dumps({"paper_id": paper_id, "embedding": vector}) + "\n")
+
+
+def _write_npy(path: Path, chunks: Iterable[Chunk], total: int, dim: int) -> None:
+    all_ids: list[str] = []
+    with atomic_path(path) as temporary:
+        array = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=(total, dim))
+        for ids, vectors in chunks:
+            array[len(all_ids) : len(all_ids) + len(ids)] = vectors
+            all_ids.extend(ids)
+        array.flush()
+        del array
+        # The ids land first: a reader that finds the .npy also finds its ids.
+        with atomic_path(ids_path(path)) as ids_temporary:
+            ids_temporary.write_text(json.dumps(all_ids), encoding="utf-8")
+
+
+def _write_parquet(path: Path, chunks: Iterable[Chunk], total: int, dim: int) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([("paper_id", pa.string()), ("embedding", pa.list_(pa.float32(), dim))])
+    with atomic_path(path) as temporary, pq.ParquetWriter(temporary, schema) as writer:
+        for ids, vectors in chunks:
+            embedding = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dim)
+            writer.write_table(pa.Table.from_arrays([pa.array(ids, pa.string()), embedding], schema=schema))

@@ -1,0 +1,258 @@
+"""Papers to vectors: the one place in sciembed that batches text through a model.
+
+Every evaluator, the CLI and the demo embed papers through :func:`encode` (or a :class:`PaperEncoder`
+held across calls). Texts are tokenized once to measure their length, grouped into batches of similar
+length (longest first, so a batch that does not fit in memory fails at once), run under
+``torch.inference_mode`` and put back in input order; the result is a float32 numpy array.
+
+Pooling is the model's own: the ``[CLS]`` vector for a plain transformers encoder (SPECTER's choice),
+and the model's own modules (pooling, normalisation, ...) for a sentence-transformers model, which is
+recognised by its ``modules.json``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .data.papers import paper_text
+from .default_model import default_model_path
+
+if TYPE_CHECKING:
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+logger = logging.getLogger(__name__)
+
+Pooling = Literal["cls", "mean"]
+POOLINGS: tuple[Pooling, ...] = ("cls", "mean")
+
+# Texts are length-sorted within windows of this many, so measuring lengths never holds more than one
+# window of token ids in memory however many papers are encoded.
+_LENGTH_WINDOW = 16_384
+
+
+class PaperEncoder:
+    """A model, its tokenizer and its pooling, ready to turn papers into vectors.
+
+    Args:
+        model: a transformers ``PreTrainedModel`` (encoder) or a ``SentenceTransformer``.
+        tokenizer: the tokenizer of a transformers model; loaded from ``model.name_or_path`` when omitted.
+        pooling: ``"cls"`` (default) or ``"mean"`` for a transformers model. A sentence-transformers
+            model pools with its own modules, so this must be left unset for one.
+        normalize: L2-normalise the vectors of a transformers model (a sentence-transformers model
+            normalises when its modules say so).
+        max_length: tokens per text after truncation; defaults to the model's limit (the tokenizer's
+            ``model_max_length`` capped by ``max_position_embeddings``, at most 512).
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...; defaults to CUDA when available, else CPU.
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel | SentenceTransformer,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        *,
+        pooling: Pooling | None = None,
+        normalize: bool = False,
+        max_length: int | None = None,
+        device: str | torch.device | None = None,
+    ):
+        import torch
+
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self._sentence_transformer = model if _is_sentence_transformer(model) else None
+        if self._sentence_transformer is not None:
+            if tokenizer is not None or pooling is not None or normalize:
+                raise ValueError(
+                    "a sentence-transformers model tokenizes and pools with its own modules: "
+                    "leave tokenizer, pooling and normalize unset"
+                )
+            self.tokenizer = model.tokenizer
+            model_limit = model.max_seq_length
+            self.pooling: Pooling | None = None
+        else:
+            if pooling is not None and pooling not in POOLINGS:
+                raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+            if tokenizer is None:
+                from transformers import AutoTokenizer
+
+                tokenizer = AutoTokenizer.from_pretrained(model.name_or_path)
+            self.tokenizer = tokenizer
+            self.pooling = pooling or "cls"
+            model_limit = min(
+                tokenizer.model_max_length, getattr(model.config, "max_position_embeddings", 512), 512
+            )
+        if max_length is not None and max_length < 2:
+            raise ValueError(f"max_length must be at least 2, got {max_length}")
+        self.max_length = max_length or model_limit
+        self.normalize = normalize
+        self.model = model.to(self.device).eval()
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        name_or_path: str | os.PathLike[str] | None = None,
+        *,
+        trust_remote_code: bool = False,
+        device: str | torch.device | None = None,
+        **kwargs: Any,
+    ) -> PaperEncoder:
+        """Load a model by Hub id or local path (default: the embedded all-MiniLM-L6-v2).
+
+        A folder or Hub repository with a sentence-transformers ``modules.json`` loads as a
+        ``SentenceTransformer``; anything else with ``AutoModel`` / ``AutoTokenizer``. Hub ids go to
+        transformers / sentence-transformers unchanged (with ``HF_HUB_OFFLINE=1`` only cached ones load).
+        ``kwargs`` are those of :class:`PaperEncoder`.
+        """
+        name = str(name_or_path) if name_or_path is not None else default_model_path()
+        if _has_sentence_transformers_modules(name):
+            from sentence_transformers import SentenceTransformer
+
+            model = SentenceTransformer(name, device=str(device) if device else None, trust_remote_code=trust_remote_code)
+            return cls(model, device=device, **kwargs)
+        from transformers import AutoModel
+
+        return cls(AutoModel.from_pretrained(name, trust_remote_code=trust_remote_code), device=device, **kwargs)
+
+    @property
+    def name_or_path(self) -> str:
+        """Where the model was loaded from."""
+        inner = self.model[0].auto_model if self._sentence_transformer is not None else self.model
+        return str(inner.name_or_path)
+
+    @property
+    def sep_token(self) -> str:
+        """The separator placed between title and abstract (the tokenizer's ``sep_token``)."""
+        return self.tokenizer.sep_token or " "
+
+    def texts(self, papers: Sequence[Mapping[str, Any] | str]) -> list[str]:
+        """Model texts of ``papers``: paper records through :func:`~sciembed.data.papers.paper_text`,
+        strings unchanged."""
+        return [paper if isinstance(paper, str) else paper_text(paper, self.sep_token) for paper in papers]
+
+    def encode(
+        self,
+        papers: Sequence[Mapping[str, Any] | str],
+        *,
+        batch_size: int = 32,
+        show_progress_bar: bool = True,
+        progress_desc: str = "Encoding",
+    ) -> np.ndarray:
+        """Embed ``papers`` (paper records or ready-made texts); returns float32 ``(len(papers), dim)``
+        in input order."""
+        import torch
+
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        texts = self.texts(papers)
+        if not texts:
+            raise ValueError("no papers to encode")
+        order = self._longest_first(texts)
+        vectors: np.ndarray | None = None
+        with torch.inference_mode(), tqdm(
+            total=len(texts), desc=progress_desc, unit="paper", disable=not show_progress_bar
+        ) as progress:
+            for start in range(0, len(order), batch_size):
+                rows = order[start : start + batch_size]
+                embeddings = self._embed([texts[i] for i in rows]).float().cpu().numpy()
+                if vectors is None:
+                    vectors = np.empty((len(texts), embeddings.shape[1]), dtype=np.float32)
+                vectors[rows] = embeddings
+                progress.update(len(rows))
+        return vectors
+
+    def _longest_first(self, texts: list[str]) -> np.ndarray:
+        lengths = np.empty(len(texts), dtype=np.int64)
+        for start in range(0, len(texts), _LENGTH_WINDOW):
+            window = texts[start : start + _LENGTH_WINDOW]
+            ids = self.tokenizer(window, truncation=True, max_length=self.max_length)["input_ids"]
+            lengths[start : start + len(window)] = [len(i) for i in ids]
+        # A stable sort keeps equal-length texts in input order, so results never depend on ties.
+        return np.argsort(-lengths, kind="stable")
+
+    def _embed(self, texts: list[str]) -> torch.Tensor:
+        import torch
+
+        if self._sentence_transformer is not None:
+            st = self._sentence_transformer
+            features = st.preprocess(texts, processing_kwargs={"text": {"max_length": self.max_length}})
+            features = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
+            embeddings = st(features)["sentence_embedding"]
+            return embeddings[:, : st.truncate_dim] if st.truncate_dim else embeddings
+        features = self.tokenizer(
+            texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+        ).to(self.device)
+        hidden = self.model(**features).last_hidden_state
+        if self.pooling == "cls":
+            embeddings = hidden[:, 0]
+        else:
+            mask = features["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            embeddings = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(embeddings, dim=-1) if self.normalize else embeddings
+
+
+def encode(
+    model: PaperEncoder | PreTrainedModel | SentenceTransformer | str | os.PathLike[str] | None,
+    papers: Sequence[Mapping[str, Any] | str],
+    *,
+    tokenizer: PreTrainedTokenizerBase | None = None,
+    batch_size: int = 32,
+    max_length: int | None = None,
+    device: str | torch.device | None = None,
+    pooling: Pooling | None = None,
+    normalize: bool = False,
+    show_progress_bar: bool = True,
+    trust_remote_code: bool = False,
+) -> np.ndarray:
+    """Embed papers with any supported model; returns float32 ``(len(papers), dim)`` in input order.
+
+    Args:
+        model: a :class:`PaperEncoder`, a transformers model, a ``SentenceTransformer``, or a Hub id /
+            local path (``None``: the embedded all-MiniLM-L6-v2). Load once with
+            :meth:`PaperEncoder.from_pretrained` when encoding repeatedly.
+        papers: paper records (``title`` / ``abstract``, see :func:`~sciembed.data.papers.paper_text`)
+            or ready-made texts.
+        tokenizer, max_length, device, pooling, normalize: see :class:`PaperEncoder` (ignored for a
+            :class:`PaperEncoder`, which already holds them).
+        batch_size: texts per forward pass.
+        show_progress_bar: show a tqdm bar over the papers.
+        trust_remote_code: passed to transformers when ``model`` is loaded from a path or Hub id.
+
+    Example::
+
+        >>> vectors = sciembed.encode(sciembed.default_model_path(), [{"title": "BERT", "abstract": "..."}])
+    """
+    if not isinstance(model, PaperEncoder):
+        options = dict(pooling=pooling, normalize=normalize, max_length=max_length, device=device)
+        if model is None or isinstance(model, (str, os.PathLike)):
+            if tokenizer is not None:
+                raise ValueError("pass a tokenizer only with a loaded model; a path loads its own")
+            model = PaperEncoder.from_pretrained(model, trust_remote_code=trust_remote_code, **options)
+        else:
+            model = PaperEncoder(model, tokenizer, **options)
+    return model.encode(papers, batch_size=batch_size, show_progress_bar=show_progress_bar)
+
+
+def _is_sentence_transformer(model: Any) -> bool:
+    # Checked by class name so that plain transformers models never import sentence_transformers.
+    return any(cls.__name__ == "SentenceTransformer" for cls in type(model).__mro__)
+
+
+def _has_sentence_transformers_modules(name_or_path: str) -> bool:
+    if Path(name_or_path).is_dir():
+        return (Path(name_or_path) / "modules.json").is_file()
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        hf_hub_download(name_or_path, "modules.json")
+    except EntryNotFoundError:
+        return False
+    return True
