@@ -27,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return args.run(args)
-    except (ValueError, FileExistsError, FileNotFoundError) as error:
+    except (ValueError, OSError) as error:  # bad input, missing files, unreachable Hub
         logger.error("%s", error)
         return 2
 
@@ -94,8 +94,6 @@ def _embed(args: argparse.Namespace) -> int:
 
     check_embedding_path(args.output)
     papers = read_papers(args.input, id_field=args.id_field, skip_invalid=args.skip_invalid)
-    for problem in papers.skipped:
-        logger.warning("skipped: %s", problem)
 
     from .encode import PaperEncoder
 
@@ -116,9 +114,13 @@ def _embed(args: argparse.Namespace) -> int:
         show_progress_bar=not args.no_progress,
     )
     logger.info(
-        "wrote %d embeddings of dimension %d to %s (%d shard(s), %d resumed); skipped %d invalid record(s)",
-        report.papers, report.dim, report.output, report.shards, report.resumed_shards, len(papers.skipped),
+        "wrote %d embeddings of dimension %d to %s (%d shard(s), %d resumed)",
+        report.papers, report.dim, report.output, report.shards, report.resumed_shards,
     )
+    if papers.skipped:
+        logger.warning(
+            "skipped %d invalid record(s) of %s:\n  %s", len(papers.skipped), papers.path, "\n  ".join(map(str, papers.skipped))
+        )
     return 0
 
 

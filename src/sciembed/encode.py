@@ -254,5 +254,6 @@ def _has_sentence_transformers_modules(name_or_path: str) -> bool:
     try:
         hf_hub_download(name_or_path, "modules.json")
     except EntryNotFoundError:
+        # Also raised offline or with the Hub unreachable; transformers then reports that itself.
         return False
     return True

@@ -1,0 +1,71 @@
+"""Shared fixtures: a tiny random BERT saved to disk, the shared data folder, offline Hub."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Tests never reach a model hub; set before transformers / huggingface_hub read it.
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+WORDS = (
+    "the a of and in on for with by to is are we paper method model results graph citation "
+    "neural network learning embedding document scientific text language data set task "
+    "garbage collection memory query database join index matrix linear system algorithm "
+    "compiler syntax translation program time sharing operating storage list structure"
+).split()
+
+
+def shared_data(*parts: str) -> Path:
+    """Path under ../shared/data, skipping the test with a clear reason when it is absent."""
+    path = DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"real data not available: {path} is absent (see ../shared/data/README.md)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> Path:
+    """A randomly initialised 2-layer BERT (hidden 32) with a small word-piece vocabulary, saved to disk."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *[f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"], *"abcdefghijklmnopqrstuvwxyz.,;:"]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), model_max_length=64)
+    tokenizer.save_pretrained(folder)
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=37, max_position_embeddings=64,
+    )
+    BertModel(config).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder(tiny_bert):
+    from sciembed import PaperEncoder
+
+    return PaperEncoder.from_pretrained(tiny_bert, device="cpu")
+
+
+@pytest.fixture(scope="session")
+def minilm_encoder():
+    from sciembed import PaperEncoder
+
+    return PaperEncoder.from_pretrained(device="cpu")
+
+
+PAPERS = [
+    {"paper_id": "p1", "title": "Garbage collection of list structure", "abstract": "We reclaim memory in a time sharing system."},
+    {"paper_id": "p2", "title": "Query join index", "abstract": ""},
+    {"paper_id": "p3", "title": "", "abstract": "A linear system algorithm for the matrix of a graph, with a long abstract about citation embedding of scientific documents and neural network learning on text data."},
+    {"paper_id": "p4", "title": "Compiler syntax translation", "abstract": "The program translation of a language."},
+    {"paper_id": "p5", "title": "Embedding", "abstract": "Document."},
+]

@@ -1,0 +1,84 @@
+"""The `sciembed` command: help, embed end to end, bad input, resume."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import shared_data
+from sciembed.cli import main
+from sciembed.embeddings_io import read_embeddings
+
+
+def test_console_script_help():
+    script = Path(sys.executable).with_name("sciembed")
+    result = subprocess.run([str(script), "embed", "--help"], capture_output=True, text=True, check=True)
+    for option in ("--model", "--input", "--output", "--resume", "--skip-invalid", "--batch-size", "--max-length"):
+        assert option in result.stdout
+
+
+def test_help_does_not_import_torch():
+    code = "import sys; from sciembed.cli import main\ntry: main(['--help'])\nexcept SystemExit: pass\nprint('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip().endswith("False")
+
+
+def _papers(tmp_path, lines):
+    path = tmp_path / "papers.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+GOOD = [json.dumps({"paper_id": f"p{i}", "title": f"paper {i} on graph citation", "abstract": "text " * i}) for i in range(6)]
+
+
+def test_embed_with_a_local_model(tiny_bert, tmp_path):
+    output = tmp_path / "out.npy"
+    code = main(["-q", "embed", "--model", str(tiny_bert), "--input", str(_papers(tmp_path, GOOD)), "--output", str(output),
+                 "--shard-size", "4", "--no-progress", "--pooling", "mean"])
+    assert code == 0
+    ids, vectors = read_embeddings(output)
+    assert ids == [f"p{i}" for i in range(6)] and vectors.shape == (6, 32)
+
+
+def test_bad_input_stops_with_file_line_and_id(tiny_bert, tmp_path, caplog):
+    path = _papers(tmp_path, [GOOD[0], GOOD[1], json.dumps({"paper_id": "p0", "title": "again"})])
+    code = main(["embed", "--model", str(tiny_bert), "--input", str(path), "--output", str(tmp_path / "o.jsonl")])
+    assert code == 2
+    assert "papers.jsonl, line 3 (paper_id 'p0'): duplicate paper_id (first at line 1)" in caplog.text
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_skip_invalid_reports_what_it_skipped(tiny_bert, tmp_path, caplog):
+    path = _papers(tmp_path, [GOOD[0], "{broken", json.dumps({"paper_id": "e", "abstract": ""}), GOOD[2]])
+    output = tmp_path / "o.jsonl"
+    code = main(["embed", "--model", str(tiny_bert), "--input", str(path), "--output", str(output), "--skip-invalid", "--no-progress"])
+    assert code == 0
+    assert "line 2: malformed JSON" in caplog.text and "line 3 (paper_id 'e'): neither title nor abstract" in caplog.text
+    assert f"skipped 2 invalid record(s) of {path}" in caplog.text
+    assert read_embeddings(output)[0] == ["p0", "p2"]
+
+
+def test_empty_input_and_bad_output_are_errors(tiny_bert, tmp_path, caplog):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["embed", "--model", str(tiny_bert), "--input", str(empty), "--output", str(tmp_path / "o.jsonl")]) == 2
+    assert "empty.jsonl, whole file: no papers" in caplog.text
+    assert main(["embed", "--input", str(empty), "--output", str(tmp_path / "o.txt")]) == 2
+    assert "unsupported embedding file type" in caplog.text
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_embed_real_fos_sample_with_the_embedded_model(tmp_path):
+    source = shared_data("scirepeval-samples", "fos_small.json")
+    output = tmp_path / "fos.jsonl"
+    assert main(["-q", "embed", "--input", str(source), "--output", str(output), "--no-progress"]) == 0
+    expected = [str(record["corpus_id"]) for record in json.loads(source.read_text())]
+    ids, vectors = read_embeddings(output)
+    assert ids == expected and vectors.shape == (205, 384)
+    assert abs(float((vectors**2).sum(1).mean()) - 1.0) < 1e-4  # the model's own normalisation

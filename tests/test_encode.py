@@ -1,0 +1,133 @@
+"""sciembed.encode: order restoration, pooling against a hand-pooled forward, sentence-transformers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import sciembed
+from conftest import PAPERS
+from sciembed import PaperEncoder, paper_text
+
+
+def _hand_pooled(model, tokenizer, texts, pooling="cls", max_length=512):
+    """One text at a time, no padding: the reference each batched result must match."""
+    rows = []
+    with torch.no_grad():
+        for text in texts:
+            features = tokenizer(text, truncation=True, max_length=max_length, return_tensors="pt")
+            hidden = model(**features).last_hidden_state[0]
+            rows.append(hidden[0] if pooling == "cls" else hidden.mean(0))
+    return torch.stack(rows).numpy()
+
+
+def test_default_model_path_is_the_embedded_minilm():
+    from pathlib import Path
+
+    folder = Path(sciembed.default_model_path())
+    assert (folder / "config.json").is_file() and (folder / "modules.json").is_file()
+    assert '"hidden_size": 384' in (folder / "config.json").read_text()
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_matches_hand_pooled_forward(tiny_bert, pooling):
+    from transformers import AutoModel, AutoTokenizer
+
+    model, tokenizer = AutoModel.from_pretrained(tiny_bert).eval(), AutoTokenizer.from_pretrained(tiny_bert)
+    vectors = sciembed.encode(model, PAPERS, tokenizer=tokenizer, batch_size=2, pooling=pooling, show_progress_bar=False)
+    texts = [paper_text(p, tokenizer.sep_token) for p in PAPERS]
+    assert vectors.dtype == np.float32 and vectors.shape == (len(PAPERS), 32)
+    np.testing.assert_allclose(vectors, _hand_pooled(model, tokenizer, texts, pooling), atol=1e-5, rtol=0)
+
+
+def test_order_is_restored_whatever_the_batching(tiny_encoder):
+    reference = tiny_encoder.encode(PAPERS, batch_size=1, show_progress_bar=False)
+    permutation = [3, 0, 4, 2, 1]
+    for batch_size in (2, 3, 64):
+        shuffled = tiny_encoder.encode([PAPERS[i] for i in permutation], batch_size=batch_size, show_progress_bar=False)
+        np.testing.assert_allclose(shuffled, reference[permutation], atol=1e-5, rtol=0)
+    # Papers of very different lengths really are batched out of input order.
+    lengths = [len(t) for t in tiny_encoder.texts(PAPERS)]
+    assert list(tiny_encoder._longest_first(tiny_encoder.texts(PAPERS))) != list(range(len(PAPERS)))
+    assert lengths.index(max(lengths)) == tiny_encoder._longest_first(tiny_encoder.texts(PAPERS))[0]
+
+
+def test_texts_and_records_give_the_same_vectors(tiny_encoder):
+    texts = tiny_encoder.texts(PAPERS)
+    assert texts[0] == "Garbage collection of list structure[SEP]We reclaim memory in a time sharing system."
+    np.testing.assert_array_equal(
+        tiny_encoder.encode(texts, show_progress_bar=False), tiny_encoder.encode(PAPERS, show_progress_bar=False)
+    )
+
+
+def test_max_length_truncates(tiny_bert):
+    from transformers import AutoModel, AutoTokenizer
+
+    model, tokenizer = AutoModel.from_pretrained(tiny_bert).eval(), AutoTokenizer.from_pretrained(tiny_bert)
+    encoder = PaperEncoder(model, tokenizer, max_length=6, device="cpu")
+    texts = encoder.texts(PAPERS)
+    np.testing.assert_allclose(
+        encoder.encode(PAPERS, show_progress_bar=False), _hand_pooled(model, tokenizer, texts, max_length=6), atol=1e-5, rtol=0
+    )
+    assert PaperEncoder(model, tokenizer, device="cpu").max_length == 64  # the model's own limit
+
+
+def test_normalize(tiny_encoder, tiny_bert):
+    encoder = PaperEncoder.from_pretrained(tiny_bert, normalize=True, device="cpu")
+    vectors = encoder.encode(PAPERS, show_progress_bar=False)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
+    raw = tiny_encoder.encode(PAPERS, show_progress_bar=False)
+    np.testing.assert_allclose(vectors, raw / np.linalg.norm(raw, axis=1, keepdims=True), atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda e: e.encode([], show_progress_bar=False), "no papers to encode"),
+        (lambda e: e.encode(PAPERS, batch_size=0), "batch_size must be positive"),
+        (lambda e: e.encode([{"paper_id": "z", "title": ""}]), "'z' has neither a title nor an abstract"),
+    ],
+)
+def test_bad_calls(tiny_encoder, call, message):
+    with pytest.raises(ValueError, match=message):
+        call(tiny_encoder)
+
+
+def test_bad_options(tiny_bert):
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        PaperEncoder.from_pretrained(tiny_bert, pooling="max")
+    with pytest.raises(ValueError, match="a tokenizer only with a loaded model"):
+        sciembed.encode(str(tiny_bert), PAPERS, tokenizer=object())
+
+
+def test_hub_id_goes_to_transformers_and_fails_offline():
+    with pytest.raises(OSError, match="couldn't connect to 'https://huggingface.co'"):
+        sciembed.encode("allenai/specter2_base", PAPERS)
+
+
+@pytest.mark.slow
+def test_embedded_model_pools_its_own_way(minilm_encoder):
+    """all-MiniLM-L6-v2 ships sentence-transformers modules: mean pooling, then L2 normalisation."""
+    from transformers import AutoModel, AutoTokenizer
+
+    path = sciembed.default_model_path()
+    model, tokenizer = AutoModel.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
+    vectors = minilm_encoder.encode(PAPERS, batch_size=2, show_progress_bar=False)
+    expected = _hand_pooled(model, tokenizer, minilm_encoder.texts(PAPERS), "mean", max_length=256)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(vectors, expected, atol=1e-5, rtol=0)
+    assert minilm_encoder.max_length == 256 and minilm_encoder.sep_token == "[SEP]"
+
+
+@pytest.mark.slow
+def test_embedded_model_matches_sentence_transformers(minilm_encoder):
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(sciembed.default_model_path(), device="cpu")
+    texts = minilm_encoder.texts(PAPERS)
+    expected = st.encode(texts, batch_size=2, convert_to_numpy=True)
+    np.testing.assert_allclose(sciembed.encode(st, PAPERS, batch_size=3, show_progress_bar=False), expected, atol=1e-4, rtol=0)
+    np.testing.assert_allclose(minilm_encoder.encode(PAPERS, show_progress_bar=False), expected, atol=1e-4, rtol=0)
+    with pytest.raises(ValueError, match="sentence-transformers model tokenizes and pools with its own modules"):
+        PaperEncoder(st, pooling="cls")

@@ -1,0 +1,42 @@
+"""Packaging: every package folder is listed in pyproject.toml, and a built wheel holds sciembed.modeling."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_package_folder_is_listed():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    found = {".".join(p.parent.relative_to(ROOT / "src").parts) for p in (ROOT / "src").rglob("__init__.py")}
+    found |= {".".join(("sciembed", *p.parent.relative_to(ROOT).parts)) for p in (ROOT / "modeling").rglob("__init__.py")}
+    assert listed == found
+
+
+def test_modeling_is_importable_as_a_subpackage():
+    import sciembed.modeling
+
+    assert Path(sciembed.modeling.__file__).resolve().parent == ROOT / "modeling"
+
+
+def test_wheel_contents(tmp_path):
+    # Built from a copy so that the build leaves nothing in the working tree.
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__"))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w", str(tmp_path), str(source)],
+        check=True, capture_output=True,
+    )
+    [wheel] = tmp_path.glob("sciembed-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for module in ("sciembed/__init__.py", "sciembed/encode.py", "sciembed/cli.py", "sciembed/data/papers.py", "sciembed/modeling/__init__.py"):
+        assert module in names
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "sciembed = sciembed.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

@@ -1,0 +1,103 @@
+"""The SMART collection reader, on a hand-written file with CACM's quirks and on the real CACM."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import shared_data
+from sciembed import InvalidPaperError
+from sciembed.data.smart import CACM_CITATION, CACM_COCITATION, read_smart_collection
+
+SMART = """.I 1
+.T
+Compiling Algebraic
+Formulas
+.W
+A method for
+translating formulas.
+.A
+Doe, J.
+Roe, R.
+.X
+2\t5\t1
+2\t5\t1
+1\t5\t1
+3\t6\t1
+9\t5\t1
+.I 2
+.T
+Syntax Analysis
+.X
+1\t5\t2
+.I 3
+.B
+CACM 1960
+.X
+1\t6\t3
+.I 4
+.T
+Broken
+.I 4
+5
+.T
+A record whose id line broke
+.X
+1\t5\t45
+"""
+
+
+def _write(tmp_path, text=SMART, newline="\r\n"):
+    path = tmp_path / "tiny.all"
+    path.write_bytes(text.replace("\n", newline).encode())
+    return path
+
+
+def test_reads_records_fields_and_undirected_links(tmp_path):
+    collection = read_smart_collection(_write(tmp_path), skip_invalid=True)
+    papers = {p["paper_id"]: p for p in collection.papers}
+    assert list(papers) == ["1", "2", "4"]
+    assert papers["1"]["title"] == "Compiling Algebraic Formulas"
+    assert papers["1"]["abstract"] == "A method for translating formulas."
+    assert papers["1"]["authors"] == ["Doe, J.", "Roe, R."]
+    assert collection.links[CACM_CITATION] == {("1", "2")}
+    assert collection.links[CACM_COCITATION] == {("1", "3")}
+    stats = collection.link_stats[CACM_CITATION]
+    assert (stats["lines"], stats["self_pairs"], stats["dangling"], stats["repeats"], stats["pairs"]) == (5, 1, 1, 2, 1)  # the skipped record's own .X lines are not read
+    assert collection.neighbours()["2"] == {"1"}
+
+
+def test_textless_and_broken_records_are_reported(tmp_path):
+    collection = read_smart_collection(_write(tmp_path), skip_invalid=True)
+    reasons = [str(problem) for problem in collection.skipped]
+    assert len(reasons) == 2
+    assert "line 22 (paper_id '3'): neither title nor abstract" in reasons[0]
+    assert "line 30 (paper_id '4')" in reasons[1]
+    assert "text between .I and the first field ('5'" in reasons[1]
+    assert "duplicate id (first at line 27)" in reasons[1]
+    assert "its .X lines name the record 45" in reasons[1]
+
+
+def test_strict_mode_stops_at_the_first_bad_record(tmp_path):
+    with pytest.raises(InvalidPaperError, match="paper_id '3'"):
+        read_smart_collection(_write(tmp_path, newline="\n"))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("stray\n.I 1\n.T\nX\n", "line 1: text before the first .I record"), (".I 1\n.Q\nX\n", "line 2: unknown field marker"),
+     (".I 1\n.T\nX\n.X\n1 5\n", "line 5: .X line must be")],
+)
+def test_malformed_files_name_the_line(tmp_path, text, message):
+    with pytest.raises(ValueError, match=message):
+        read_smart_collection(_write(tmp_path, text))
+
+
+def test_real_cacm():
+    collection = read_smart_collection(shared_data("cacm"), skip_invalid=True)
+    assert len(collection.papers) == 3203
+    assert sum(1 for p in collection.papers if p["abstract"]) == 1586
+    # README: 2,720 citation links; 9 of them touch record 2856, whose id line is broken in the file.
+    assert len(collection.links[CACM_CITATION]) == 2711
+    assert collection.link_stats[CACM_CITATION]["dangling"] == 9
+    [problem] = collection.skipped
+    assert problem.location == "line 92798" and "2856" in problem.reason
