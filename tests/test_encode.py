@@ -99,6 +99,13 @@ def test_bad_options(tiny_bert):
         PaperEncoder.from_pretrained(tiny_bert, pooling="max")
     with pytest.raises(ValueError, match="a tokenizer only with a loaded model"):
         sciembed.encode(str(tiny_bert), PAPERS, tokenizer=object())
+    with pytest.raises(ValueError, match="max_length 65 exceeds the model's 64 position embeddings"):
+        PaperEncoder.from_pretrained(tiny_bert, max_length=65)
+
+
+def test_encoder_settings_are_not_overridden_per_call(tiny_encoder):
+    with pytest.raises(ValueError, match="PaperEncoder holds its own settings; set max_length, device"):
+        sciembed.encode(tiny_encoder, PAPERS, max_length=8, device="cpu")
 
 
 def test_hub_id_goes_to_transformers_and_fails_offline():

@@ -86,9 +86,10 @@ class PaperEncoder:
                 tokenizer = AutoTokenizer.from_pretrained(model.name_or_path)
             self.tokenizer = tokenizer
             self.pooling = pooling or "cls"
-            model_limit = min(
-                tokenizer.model_max_length, getattr(model.config, "max_position_embeddings", 512), 512
-            )
+            positions = getattr(model.config, "max_position_embeddings", 512)
+            if max_length is not None and max_length > positions:
+                raise ValueError(f"max_length {max_length} exceeds the model's {positions} position embeddings")
+            model_limit = min(tokenizer.model_max_length, positions, 512)
         if max_length is not None and max_length < 2:
             raise ValueError(f"max_length must be at least 2, got {max_length}")
         self.max_length = max_length or model_limit
@@ -219,8 +220,8 @@ def encode(
             :meth:`PaperEncoder.from_pretrained` when encoding repeatedly.
         papers: paper records (``title`` / ``abstract``, see :func:`~sciembed.data.papers.paper_text`)
             or ready-made texts.
-        tokenizer, max_length, device, pooling, normalize: see :class:`PaperEncoder` (ignored for a
-            :class:`PaperEncoder`, which already holds them).
+        tokenizer, max_length, device, pooling, normalize: see :class:`PaperEncoder` (a
+            :class:`PaperEncoder` already holds them, so they must be left unset with one).
         batch_size: texts per forward pass.
         show_progress_bar: show a tqdm bar over the papers.
         trust_remote_code: passed to transformers when ``model`` is loaded from a path or Hub id.
@@ -229,14 +230,17 @@ def encode(
 
         >>> vectors = sciembed.encode(sciembed.default_model_path(), [{"title": "BERT", "abstract": "..."}])
     """
-    if not isinstance(model, PaperEncoder):
-        options = dict(pooling=pooling, normalize=normalize, max_length=max_length, device=device)
-        if model is None or isinstance(model, (str, os.PathLike)):
-            if tokenizer is not None:
-                raise ValueError("pass a tokenizer only with a loaded model; a path loads its own")
-            model = PaperEncoder.from_pretrained(model, trust_remote_code=trust_remote_code, **options)
-        else:
-            model = PaperEncoder(model, tokenizer, **options)
+    options = dict(pooling=pooling, normalize=normalize, max_length=max_length, device=device)
+    if isinstance(model, PaperEncoder):
+        given = [name for name, value in {**options, "tokenizer": tokenizer, "trust_remote_code": trust_remote_code}.items() if value]
+        if given:
+            raise ValueError(f"a PaperEncoder holds its own settings; set {', '.join(given)} when creating it")
+    elif model is None or isinstance(model, (str, os.PathLike)):
+        if tokenizer is not None:
+            raise ValueError("pass a tokenizer only with a loaded model; a path loads its own")
+        model = PaperEncoder.from_pretrained(model, trust_remote_code=trust_remote_code, **options)
+    else:
+        model = PaperEncoder(model, tokenizer, **options)
     return model.encode(papers, batch_size=batch_size, show_progress_bar=show_progress_bar)
 
 
