@@ -60,6 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     embed.add_argument("--batch-size", type=int, default=32, help="texts per forward pass")
     embed.add_argument("--max-length", type=int, help="tokens per text (default: the model's limit, at most 512)")
     embed.add_argument("--pooling", choices=("cls", "mean"), help="pooling of a plain transformers model (default: cls); sentence-transformers models use their own")
+    embed.add_argument("--task-format", choices=("classification", "regression", "proximity", "adhoc_query"),
+                       help="format of a control-code model (default: the model's own default)")
+    embed.add_argument("--domain", help="domain of a mixture-of-experts model with domain routing (one of its config's domains)")
     embed.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: cuda when available, else cpu)")
     embed.add_argument("--shard-size", type=int, default=10_000, help="papers per shard saved for --resume")
     embed.add_argument("--resume", action="store_true", help="continue an interrupted run from its finished shards")
@@ -103,6 +106,8 @@ def _embed(args: argparse.Namespace) -> int:
         device=args.device,
         max_length=args.max_length,
         pooling=args.pooling,
+        task_format=args.task_format,
+        domain=args.domain,
     )
     report = embed_to_file(
         encoder,

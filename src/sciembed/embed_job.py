@@ -109,6 +109,7 @@ def _manifest(encoder: PaperEncoder, ids: list[str], texts: list[str], shard_siz
         "pooling": encoder.pooling,
         "normalize": encoder.normalize,
         "max_length": encoder.max_length,
+        "forward_options": encoder.forward_options,
         "shard_size": shard_size,
         "papers": len(ids),
         "papers_sha256": digest.hexdigest(),

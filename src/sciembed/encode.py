@@ -6,12 +6,13 @@ length (longest first, so a batch that does not fit in memory fails at once), ru
 ``torch.inference_mode`` and put back in input order; the result is a float32 numpy array.
 
 Pooling is the model's own: the ``[CLS]`` vector for a plain transformers encoder (SPECTER's choice),
-and the model's own modules (pooling, normalisation, ...) for a sentence-transformers model, which is
-recognised by its ``modules.json``.
+the family's embedding (``pooler_output``) for sciembed's model families, and the model's own modules
+(pooling, normalisation, ...) for a sentence-transformers model, recognised by its ``modules.json``.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,7 @@ from tqdm.auto import tqdm
 
 from .data.papers import paper_text
 from .default_model import default_model_path
+from .families import family_of, register_families
 
 if TYPE_CHECKING:
     import torch
@@ -33,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 Pooling = Literal["cls", "mean"]
 POOLINGS: tuple[Pooling, ...] = ("cls", "mean")
+#: The pooling of sciembed's families: their forward returns the paper embedding as ``pooler_output``.
+FAMILY_POOLING = "family"
 
 # Texts are length-sorted within windows of this many, so measuring lengths never holds more than one
 # window of token ids in memory however many papers are encoded.
@@ -45,13 +49,16 @@ class PaperEncoder:
     Args:
         model: a transformers ``PreTrainedModel`` (encoder) or a ``SentenceTransformer``.
         tokenizer: the tokenizer of a transformers model; loaded from ``model.name_or_path`` when omitted.
-        pooling: ``"cls"`` (default) or ``"mean"`` for a transformers model. A sentence-transformers
-            model pools with its own modules, so this must be left unset for one.
+        pooling: ``"cls"`` (default) or ``"mean"`` for a plain transformers model. sciembed's families
+            and sentence-transformers models pool their own way, so this must be left unset for them.
         normalize: L2-normalise the vectors of a transformers model (a sentence-transformers model
             normalises when its modules say so).
         max_length: tokens per text after truncation; defaults to the model's limit (the tokenizer's
             ``model_max_length`` capped by ``max_position_embeddings``, at most 512).
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...; defaults to CUDA when available, else CPU.
+        task_format: the format of a control-code model (``classification``, ``regression``,
+            ``proximity``, ``adhoc_query``); the model's default when unset.
+        domain: the domain of a mixture-of-experts model with domain routing (one of ``config.domains``).
     """
 
     def __init__(
@@ -63,6 +70,8 @@ class PaperEncoder:
         normalize: bool = False,
         max_length: int | None = None,
         device: str | torch.device | None = None,
+        task_format: str | None = None,
+        domain: str | None = None,
     ):
         import torch
 
@@ -76,7 +85,7 @@ class PaperEncoder:
                 )
             self.tokenizer = model.tokenizer
             model_limit = model.max_seq_length
-            self.pooling: Pooling | None = None
+            self.pooling: str | None = None
         else:
             if pooling is not None and pooling not in POOLINGS:
                 raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
@@ -85,7 +94,12 @@ class PaperEncoder:
 
                 tokenizer = AutoTokenizer.from_pretrained(model.name_or_path)
             self.tokenizer = tokenizer
-            self.pooling = pooling or "cls"
+            if family_of(model) is not None:
+                if pooling is not None:
+                    raise ValueError(f"a {family_of(model)} model gives its own paper embedding: leave pooling unset")
+                self.pooling = FAMILY_POOLING
+            else:
+                self.pooling = pooling or "cls"
             positions = getattr(model.config, "max_position_embeddings", 512)
             if max_length is not None and max_length > positions:
                 raise ValueError(f"max_length {max_length} exceeds the model's {positions} position embeddings")
@@ -95,6 +109,7 @@ class PaperEncoder:
         self.max_length = max_length or model_limit
         self.normalize = normalize
         self.model = model.to(self.device).eval()
+        self.forward_options = self._forward_options(task_format, domain)
 
     @classmethod
     def from_pretrained(
@@ -113,6 +128,7 @@ class PaperEncoder:
         ``kwargs`` are those of :class:`PaperEncoder`.
         """
         name = str(name_or_path) if name_or_path is not None else default_model_path()
+        register_families()
         if _has_sentence_transformers_modules(name):
             from sentence_transformers import SentenceTransformer
 
@@ -123,10 +139,41 @@ class PaperEncoder:
         return cls(AutoModel.from_pretrained(name, trust_remote_code=trust_remote_code), device=device, **kwargs)
 
     @property
+    def transformer(self) -> PreTrainedModel:
+        """The transformers model (inside the sentence-transformers model, if that is what was given)."""
+        return self.model[0].auto_model if self._sentence_transformer is not None else self.model
+
+    @property
     def name_or_path(self) -> str:
         """Where the model was loaded from."""
-        inner = self.model[0].auto_model if self._sentence_transformer is not None else self.model
-        return str(inner.name_or_path)
+        return str(self.transformer.name_or_path)
+
+    def _forward_options(self, task_format: str | None, domain: str | None) -> dict[str, Any]:
+        model = self.transformer
+        options: dict[str, Any] = {}
+        if task_format is not None:
+            if "task_format" not in inspect.signature(model.forward).parameters:
+                raise ValueError(f"{type(model).__name__} has no task formats; task_format is for control-code models")
+            options["task_format"] = task_format
+        if domain is not None:
+            domains = list(getattr(model.config, "domains", None) or [])
+            if not domains:
+                raise ValueError(f"{type(model).__name__} has no domains; domain is for mixture-of-experts models")
+            if domain not in domains:
+                raise ValueError(f"unknown domain {domain!r}; this model knows {', '.join(domains)}")
+            options["domain"] = domain
+        return options
+
+    def _forward_kwargs(self, batch_size: int) -> dict[str, Any]:
+        import torch
+
+        kwargs: dict[str, Any] = {}
+        if "task_format" in self.forward_options:
+            kwargs["task_format"] = self.forward_options["task_format"]
+        if "domain" in self.forward_options:
+            index = list(self.transformer.config.domains).index(self.forward_options["domain"])
+            kwargs["domain_ids"] = torch.full((batch_size,), index, dtype=torch.long, device=self.device)
+        return kwargs
 
     @property
     def sep_token(self) -> str:
@@ -185,13 +232,17 @@ class PaperEncoder:
             st = self._sentence_transformer
             features = st.preprocess(texts, processing_kwargs={"text": {"max_length": self.max_length}})
             features = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
-            embeddings = st(features)["sentence_embedding"]
+            # The Transformer module passes keys that the model's forward accepts on to it.
+            embeddings = st({**features, **self._forward_kwargs(len(texts))})["sentence_embedding"]
             return embeddings[:, : st.truncate_dim] if st.truncate_dim else embeddings
         features = self.tokenizer(
             texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
         ).to(self.device)
-        hidden = self.model(**features).last_hidden_state
-        if self.pooling == "cls":
+        outputs = self.model(**features, **self._forward_kwargs(len(texts)))
+        hidden = outputs.last_hidden_state
+        if self.pooling == FAMILY_POOLING:
+            embeddings = outputs.pooler_output
+        elif self.pooling == "cls":
             embeddings = hidden[:, 0]
         else:
             mask = features["attention_mask"].unsqueeze(-1).to(hidden.dtype)
@@ -211,6 +262,8 @@ def encode(
     normalize: bool = False,
     show_progress_bar: bool = True,
     trust_remote_code: bool = False,
+    task_format: str | None = None,
+    domain: str | None = None,
 ) -> np.ndarray:
     """Embed papers with any supported model; returns float32 ``(len(papers), dim)`` in input order.
 
@@ -220,7 +273,7 @@ def encode(
             :meth:`PaperEncoder.from_pretrained` when encoding repeatedly.
         papers: paper records (``title`` / ``abstract``, see :func:`~sciembed.data.papers.paper_text`)
             or ready-made texts.
-        tokenizer, max_length, device, pooling, normalize: see :class:`PaperEncoder` (a
+        tokenizer, max_length, device, pooling, normalize, task_format, domain: see :class:`PaperEncoder` (a
             :class:`PaperEncoder` already holds them, so they must be left unset with one).
         batch_size: texts per forward pass.
         show_progress_bar: show a tqdm bar over the papers.
@@ -230,7 +283,9 @@ def encode(
 
         >>> vectors = sciembed.encode(sciembed.default_model_path(), [{"title": "BERT", "abstract": "..."}])
     """
-    options = dict(pooling=pooling, normalize=normalize, max_length=max_length, device=device)
+    options = dict(
+        pooling=pooling, normalize=normalize, max_length=max_length, device=device, task_format=task_format, domain=domain
+    )
     if isinstance(model, PaperEncoder):
         given = [name for name, value in {**options, "tokenizer": tokenizer, "trust_remote_code": trust_remote_code}.items() if value]
         if given:
