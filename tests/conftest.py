@@ -35,7 +35,8 @@ def tiny_bert(tmp_path_factory) -> Path:
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     folder = tmp_path_factory.mktemp("tiny-bert")
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *[f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"], *"abcdefghijklmnopqrstuvwxyz.,;:"]
+    # No repeated entries: a repeat leaves a hole in the ids, and tokens added later would reuse a real id.
+    vocab = list(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *[f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"], *"abcdefghijklmnopqrstuvwxyz.,;:"]))
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     tokenizer = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), model_max_length=64)
     tokenizer.save_pretrained(folder)

@@ -99,7 +99,7 @@ def test_bad_options(tiny_bert):
         PaperEncoder.from_pretrained(tiny_bert, pooling="max")
     with pytest.raises(ValueError, match="a tokenizer only with a loaded model"):
         sciembed.encode(str(tiny_bert), PAPERS, tokenizer=object())
-    with pytest.raises(ValueError, match="max_length 65 exceeds the model's 64 position embeddings"):
+    with pytest.raises(ValueError, match="max_length 65 exceeds the 64 tokens the model takes"):
         PaperEncoder.from_pretrained(tiny_bert, max_length=65)
 
 

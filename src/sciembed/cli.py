@@ -70,6 +70,25 @@ def _parser() -> argparse.ArgumentParser:
     embed.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     embed.set_defaults(run=_embed)
 
+    build = commands.add_parser(
+        "from-bert",
+        help="build a model family (multi2spe, control_code, moe_bert) from a BERT checkpoint and save it",
+        description=(
+            "Build one of sciembed's model families from any BERT checkpoint (SciBERT, SPECTER, SciNCL, the "
+            "embedded MiniLM), copying every pretrained weight and initialising only what the family adds, "
+            "and save it with its tokenizer, remote code and sentence-transformers files."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    build.add_argument("--family", required=True, choices=("multi2spe", "control_code", "moe_bert"))
+    build.add_argument("--base", help="Hub id or local folder of a BERT model (default: the embedded all-MiniLM-L6-v2)")
+    build.add_argument("--output", required=True, help="folder to save the model in")
+    build.add_argument(
+        "--set", action="append", default=[], metavar="FIELD=VALUE",
+        help="a config field of the family, VALUE as JSON (e.g. --set num_cls_tokens=5 --set 'domains=[\"cs\",\"bio\"]'); repeatable",
+    )
+    build.set_defaults(run=_from_bert)
+
     demo = commands.add_parser(
         "demo",
         help="embed the CACM papers and show nearest neighbours and citation links (the main job of `make demo`)",
@@ -126,6 +145,27 @@ def _embed(args: argparse.Namespace) -> int:
         logger.warning(
             "skipped %d invalid record(s) of %s:\n  %s", len(papers.skipped), papers.path, "\n  ".join(map(str, papers.skipped))
         )
+    return 0
+
+
+def _from_bert(args: argparse.Namespace) -> int:
+    import json
+
+    from .default_model import default_model_path
+    from .families import from_bert, save_pretrained
+
+    options = {}
+    for assignment in args.set:
+        field, separator, value = assignment.partition("=")
+        if not separator or not field:
+            raise ValueError(f"--set expects FIELD=VALUE, got {assignment!r}")
+        try:
+            options[field] = json.loads(value)
+        except json.JSONDecodeError:
+            options[field] = value  # a bare string such as routing=token
+    model, tokenizer = from_bert(args.family, args.base or default_model_path(), **options)
+    save_pretrained(model, tokenizer, args.output)
+    logger.info("saved a %s model built from %s to %s", args.family, args.base or "the embedded all-MiniLM-L6-v2", args.output)
     return 0
 
 

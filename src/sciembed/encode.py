@@ -84,7 +84,7 @@ class PaperEncoder:
                     "leave tokenizer, pooling and normalize unset"
                 )
             self.tokenizer = model.tokenizer
-            model_limit = model.max_seq_length
+            model_limit = min(model.max_seq_length, _position_limit(model[0].auto_model))
             self.pooling: str | None = None
         else:
             if pooling is not None and pooling not in POOLINGS:
@@ -100,9 +100,9 @@ class PaperEncoder:
                 self.pooling = FAMILY_POOLING
             else:
                 self.pooling = pooling or "cls"
-            positions = getattr(model.config, "max_position_embeddings", 512)
+            positions = _position_limit(model)
             if max_length is not None and max_length > positions:
-                raise ValueError(f"max_length {max_length} exceeds the model's {positions} position embeddings")
+                raise ValueError(f"max_length {max_length} exceeds the {positions} tokens the model takes")
             model_limit = min(tokenizer.model_max_length, positions, 512)
         if max_length is not None and max_length < 2:
             raise ValueError(f"max_length must be at least 2, got {max_length}")
@@ -164,16 +164,21 @@ class PaperEncoder:
             options["domain"] = domain
         return options
 
-    def _forward_kwargs(self, batch_size: int) -> dict[str, Any]:
+    def _with_forward_options(self, features: dict[str, Any]) -> dict[str, Any]:
         import torch
 
-        kwargs: dict[str, Any] = {}
+        features = dict(features)
         if "task_format" in self.forward_options:
-            kwargs["task_format"] = self.forward_options["task_format"]
+            features["task_format"] = self.forward_options["task_format"]
         if "domain" in self.forward_options:
-            index = list(self.transformer.config.domains).index(self.forward_options["domain"])
-            kwargs["domain_ids"] = torch.full((batch_size,), index, dtype=torch.long, device=self.device)
-        return kwargs
+            config = self.transformer.config
+            index = list(config.domains).index(self.forward_options["domain"])
+            features["domain_ids"] = torch.full((len(features["input_ids"]),), index, dtype=torch.long, device=self.device)
+            if getattr(config, "domain_token_ids", None):
+                # The MoE paper's input: the domain token takes the place of [CLS].
+                features["input_ids"] = features["input_ids"].clone()
+                features["input_ids"][:, 0] = config.domain_token_ids[index]
+        return features
 
     @property
     def sep_token(self) -> str:
@@ -233,12 +238,12 @@ class PaperEncoder:
             features = st.preprocess(texts, processing_kwargs={"text": {"max_length": self.max_length}})
             features = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
             # The Transformer module passes keys that the model's forward accepts on to it.
-            embeddings = st({**features, **self._forward_kwargs(len(texts))})["sentence_embedding"]
+            embeddings = st(self._with_forward_options(features))["sentence_embedding"]
             return embeddings[:, : st.truncate_dim] if st.truncate_dim else embeddings
         features = self.tokenizer(
             texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
         ).to(self.device)
-        outputs = self.model(**features, **self._forward_kwargs(len(texts)))
+        outputs = self.model(**self._with_forward_options(features))
         hidden = outputs.last_hidden_state
         if self.pooling == FAMILY_POOLING:
             embeddings = outputs.pooler_output
@@ -297,6 +302,11 @@ def encode(
     else:
         model = PaperEncoder(model, tokenizer, **options)
     return model.encode(papers, batch_size=batch_size, show_progress_bar=show_progress_bar)
+
+
+def _position_limit(model: Any) -> int:
+    # Families that insert tokens (extra CLS tokens, a control code) need room for them.
+    return getattr(model.config, "max_position_embeddings", 512) - getattr(model, "num_inserted_tokens", 0)
 
 
 def _is_sentence_transformer(model: Any) -> bool:

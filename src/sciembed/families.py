@@ -9,6 +9,7 @@ first, so sciembed's own code never needs ``trust_remote_code``.
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,9 +56,16 @@ def from_bert(
     The tokenizer is the base's, with whatever tokens the family adds (control codes, domain tokens,
     extra CLS tokens), so the pair can be saved together with :func:`save_pretrained`.
     """
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer, BertConfig
 
     model_class = family_class(family)
+    # PretrainedConfig keeps unknown keyword arguments silently; a misspelt option must not vanish.
+    known = set(inspect.signature(model_class.config_class.__init__).parameters) | set(
+        inspect.signature(BertConfig.__init__).parameters
+    )
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ValueError(f"unknown {family} option(s) {', '.join(unknown)}")
     tokenizer = AutoTokenizer.from_pretrained(base)
     return model_class.from_bert(str(base), tokenizer=tokenizer, **options), tokenizer
 

@@ -1,0 +1,101 @@
+"""Forward-pass cost of each model family against the plain BertModel it was built from, in one run.
+
+All models are built from the embedded all-MiniLM-L6-v2 and run on the same batch of real papers (CACM
+titles + abstracts, tokenized once by the base tokenizer; the families insert their own tokens). Rounds
+alternate between the models so that drift on a noisy machine hits all alike; the JSON holds each
+model's median seconds per forward and its ratio to BertModel.
+
+Targets (issue 3): Multi2SPE <= 1.10x, ControlCode <= 1.05x, MoE with enforced routing <= 1.15x,
+SMoE (middle layer) token top-2 <= 1.3x.
+
+    python benchmarks/model_overhead.py --data ../shared/data --output benchmarks/results/model_overhead.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import torch
+from transformers import AutoTokenizer, BertModel
+
+import sciembed
+from sciembed.embeddings_io import atomic_path
+from sciembed.families import from_bert
+
+from encode_speed import benchmark_papers
+
+TARGETS = {"multi2spe": 1.10, "control_code": 1.05, "moe_enforced_all_layers": 1.15, "smoe_token_top2": 1.30}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="folder holding cacm/")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max-length", type=int, default=256)
+    parser.add_argument("--rounds", type=int, default=10, help="timed forward passes of each model, alternating")
+    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "model_overhead.json")
+    args = parser.parse_args()
+
+    base = sciembed.default_model_path()
+    source, papers = benchmark_papers(args.data, args.batch_size)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    batch = tokenizer(
+        [sciembed.paper_text(p, tokenizer.sep_token) for p in papers],
+        padding=True, truncation=True, max_length=args.max_length, return_tensors="pt",
+    )
+    # MoE domains for the enforced model: the rows take turns, so every expert runs on part of the batch.
+    domains = ["cs", "bio", "med", "eng"]
+    domain_ids = torch.arange(len(papers)) % len(domains)
+
+    torch.manual_seed(0)
+    models = {
+        "bert": (BertModel.from_pretrained(base, add_pooling_layer=False), {}),
+        "multi2spe": (from_bert("multi2spe", base)[0], {}),
+        "control_code": (from_bert("control_code", base)[0], {"task_format": "proximity"}),
+        "moe_enforced_all_layers": (
+            from_bert("moe_bert", base, routing="enforced", moe_layers="all", domains=domains)[0],
+            {"domain_ids": domain_ids},
+        ),
+        "smoe_token_top2": (
+            from_bert("moe_bert", base, routing="token", moe_layers="middle", top_k=2, domains=domains)[0],
+            {},
+        ),
+    }
+    seconds: dict[str, list[float]] = {name: [] for name in models}
+    with torch.inference_mode():
+        for model, kwargs in models.values():
+            model.eval()(**batch, **kwargs)  # warm-up
+        for _ in range(args.rounds):
+            for name, (model, kwargs) in models.items():
+                start = time.perf_counter()
+                model(**batch, **kwargs)
+                seconds[name].append(time.perf_counter() - start)
+
+    medians = {name: statistics.median(values) for name, values in seconds.items()}
+    ratios = {name: round(medians[name] / medians["bert"], 3) for name in models if name != "bert"}
+    result = {
+        "benchmark": "model_overhead",
+        "base_model": "all-MiniLM-L6-v2 (embedded)",
+        "data": source,
+        "batch_size": len(papers),
+        "tokens_per_row": int(batch["input_ids"].shape[1]),
+        "rounds": args.rounds,
+        "median_seconds_per_forward": {name: round(value, 4) for name, value in medians.items()},
+        "ratio_to_bert": ratios,
+        "targets": TARGETS,
+        "meets_target": {name: ratios[name] <= target for name, target in TARGETS.items()},
+        "torch": torch.__version__,
+        "machine": f"{platform.machine()}, {torch.get_num_threads()} threads",
+    }
+    with atomic_path(args.output) as temporary:
+        temporary.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""Configuration of the SciRepEval control-code model (Singh et al., 2023)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import BertConfig
+
+#: SciRepEval's four task formats and their control codes (``TASK_IDS`` in allenai/scirepeval).
+DEFAULT_CONTROL_CODES: dict[str, str] = {
+    "classification": "[CLF]",
+    "regression": "[RGN]",
+    "proximity": "[PRX]",
+    "adhoc_query": "[QRY]",
+}
+
+
+class ControlCodeConfig(BertConfig):
+    """A BERT configuration plus the task-format control codes of SciRepEval's MTL CTRL model.
+
+    SciRepEval (Singh et al., "SciRepEval: A Multi-Format Benchmark for Scientific Document
+    Representations", EMNLP 2023) trains one encoder on four task formats and tells it the format of
+    each input with a control code, a special token placed right after ``[CLS]``; the final hidden state
+    of that token is the document embedding for that format.
+
+    Args:
+        control_codes: task-format name -> control-code token. Defaults to SciRepEval's
+            ``{"classification": "[CLF]", "regression": "[RGN]", "proximity": "[PRX]",
+            "adhoc_query": "[QRY]"}``. In ad-hoc search SciRepEval embeds the *query* with ``[QRY]``
+            and the candidate papers with ``[PRX]``, so ``adhoc_query`` is only for queries.
+        control_code_token_ids: task-format name -> vocabulary id of its control code; filled by
+            ``ControlCodeModel.from_bert`` when it adds the codes to the tokenizer. Empty until then.
+        default_task_format: the format used when ``forward`` gets ``task_format=None``. Defaults to
+            ``"proximity"``: ``[PRX]`` is the code SciRepEval uses for proximity (similarity, citation
+            prediction, recommendation) and for search candidates, i.e. the general-purpose paper
+            embedding, and SPECTER2's default released adapter (``allenai/specter2``) is the proximity
+            one as well. SciRepEval's own evaluation has no default: it sets the code per task.
+        **kwargs: every ``transformers.BertConfig`` field.
+    """
+
+    model_type = "control_code"
+
+    def __init__(
+        self,
+        control_codes: dict[str, str] | None = None,
+        control_code_token_ids: dict[str, int] | None = None,
+        default_task_format: str = "proximity",
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        self.control_codes = dict(DEFAULT_CONTROL_CODES if control_codes is None else control_codes)
+        self.control_code_token_ids = {name: int(i) for name, i in (control_code_token_ids or {}).items()}
+        self.default_task_format = default_task_format
+        formats = ", ".join(self.control_codes)
+        if default_task_format not in self.control_codes:
+            raise ValueError(f"default_task_format {default_task_format!r} is not one of the formats: {formats}")
+        unknown = sorted(set(self.control_code_token_ids) - set(self.control_codes))
+        if unknown:
+            raise ValueError(f"control_code_token_ids names unknown formats {unknown}; the formats are: {formats}")

@@ -1,0 +1,306 @@
+"""SciRepEval's multi-task control-code encoder (MTL CTRL; Singh et al., EMNLP 2023) as a transformers model.
+
+One BERT encoder serves four task formats. The format of each input is a control code, a special
+token inserted right after ``[CLS]`` (``[CLF]`` classification, ``[RGN]`` regression, ``[PRX]``
+proximity, ``[QRY]`` ad-hoc search queries), and the document embedding for that format is the final
+hidden state at the control code's position, index 1.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers import AutoTokenizer, BertModel, PreTrainedModel, PreTrainedTokenizerBase
+from transformers.modeling_attn_mask_utils import _prepare_4d_attention_mask_for_sdpa
+from transformers.models.bert.modeling_bert import BertEmbeddings, BertEncoder
+from transformers.utils import ModelOutput, logging
+
+from .configuration_control_code import ControlCodeConfig
+
+logger = logging.get_logger(__name__)
+
+#: Where the control code sits and where the embedding is read: right after ``[CLS]``.
+CONTROL_CODE_POSITION = 1
+
+# BERT config entries that describe the source checkpoint rather than the architecture.
+_SOURCE_ONLY_CONFIG_KEYS = ("model_type", "architectures", "auto_map", "transformers_version", "_name_or_path")
+
+
+@dataclass
+class ControlCodeModelOutput(ModelOutput):
+    """Output of :class:`ControlCodeModel`; sequences are one token longer than the input (the control code).
+
+    Args:
+        last_hidden_state: ``(batch, n + 1, hidden)`` final hidden states, control code at index 1.
+        pooler_output: ``(batch, hidden)`` the paper embedding for the requested task format: the
+            final hidden state of the control code (SciRepEval reads ``last_hidden_state[:, 1]``).
+        hidden_states: with ``output_hidden_states``, the embedding output and every layer's output,
+            each ``(batch, n + 1, hidden)``.
+        attention_mask: ``(batch, n + 1)`` the attention mask of the sequence the encoder saw, with the
+            control code (pool or mask ``last_hidden_state`` with this one, not the input's).
+    """
+
+    last_hidden_state: torch.FloatTensor | None = None
+    pooler_output: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attention_mask: torch.LongTensor | None = None
+
+
+class ControlCodePreTrainedModel(PreTrainedModel):
+    """Weight initialisation and loading for the control-code model (BERT's: SciRepEval starts from SciBERT)."""
+
+    config_class = ControlCodeConfig
+    base_model_prefix = "control_code"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+    _no_split_modules = ["BertEmbeddings", "BertLayer"]
+
+    def _init_weights(self, module: nn.Module) -> None:
+        """BERT's initialisation; the control-code rows are ordinary word-embedding rows, N(0, initializer_range)."""
+        if isinstance(module, nn.Linear):
+            module.weight.data.normal_(mean=0.0, std=self.config.initializer_range)
+            if module.bias is not None:
+                module.bias.data.zero_()
+        elif isinstance(module, nn.Embedding):
+            module.weight.data.normal_(mean=0.0, std=self.config.initializer_range)
+            if module.padding_idx is not None:
+                module.weight.data[module.padding_idx].zero_()
+        elif isinstance(module, nn.LayerNorm):
+            module.bias.data.zero_()
+            module.weight.data.fill_(1.0)
+
+
+def _insert_after_first(tensor: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
+    """``tensor`` with ``column`` (batch, 1, ...) inserted at position 1 of dimension 1."""
+    return torch.cat([tensor[:, :CONTROL_CODE_POSITION], column, tensor[:, CONTROL_CODE_POSITION:]], dim=1)
+
+
+class ControlCodeModel(ControlCodePreTrainedModel):
+    """BERT with SciRepEval's task-format control codes; ``pooler_output`` is the embedding at the code.
+
+    Parameter names are ``BertModel``'s without the pooler (``embeddings.*``, ``encoder.layer.N.*``),
+    so any BERT checkpoint loads into it; build one with :meth:`from_bert`, which also adds the codes
+    to the tokenizer.
+
+    Example::
+
+        model = ControlCodeModel.from_bert("allenai/scibert_scivocab_uncased", tokenizer=tokenizer)
+        batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
+        embeddings = model(**batch, task_format="classification").pooler_output
+    """
+
+    def __init__(self, config: ControlCodeConfig):
+        super().__init__(config)
+        self.embeddings = BertEmbeddings(config)
+        self.encoder = BertEncoder(config)
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings.word_embeddings
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embeddings.word_embeddings = value
+
+    @property
+    def num_inserted_tokens(self) -> int:
+        """Tokens the model inserts into each input: a tokenizer must leave room for them below the position limit."""
+        return 1
+
+    @classmethod
+    def from_bert(
+        cls,
+        path_or_model: str | os.PathLike[str] | BertModel,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        **options: object,
+    ) -> ControlCodeModel:
+        """Build the model from a BERT checkpoint and add the control codes to its tokenizer.
+
+        Every pretrained weight (embeddings and all layers; not the pooler, which the model lacks) is
+        copied. The control codes are added to ``tokenizer`` *in place* as additional special tokens,
+        in sorted order as SciRepEval's ``training/pl_training.py`` adds them, so save that tokenizer next
+        to the model. Codes the tokenizer already knows (e.g. starting from a control-code checkpoint)
+        keep their ids and trained rows; each newly added code gets a new word-embedding row drawn from
+        N(0, initializer_range), BERT's init, which is what SciRepEval's ``resize_token_embeddings``
+        call gave in the transformers of its time (recent releases default to mean-resizing instead).
+
+        Args:
+            path_or_model: a folder or Hub id loadable by ``BertModel.from_pretrained`` (a
+                sentence-transformers folder works too), or a ``BertModel``.
+            tokenizer: the checkpoint's tokenizer; loaded with ``AutoTokenizer`` from the path (or the
+                model's ``name_or_path``) when omitted.
+            **options: :class:`ControlCodeConfig` fields (``control_codes``, ``default_task_format``,
+                or BERT fields such as dropout); ``control_code_token_ids`` is filled here.
+        """
+        if "control_code_token_ids" in options:
+            raise TypeError("control_code_token_ids is filled by from_bert from the tokenizer; do not pass it")
+        bert = path_or_model if isinstance(path_or_model, BertModel) else BertModel.from_pretrained(path_or_model)
+        if tokenizer is None:
+            source = bert.name_or_path if isinstance(path_or_model, BertModel) else path_or_model
+            if not source:
+                raise ValueError("the BertModel has no name_or_path to load its tokenizer from: pass tokenizer=")
+            tokenizer = AutoTokenizer.from_pretrained(source)
+
+        fields = {k: v for k, v in bert.config.to_diff_dict().items() if k not in _SOURCE_ONLY_CONFIG_KEYS}
+        model = cls(ControlCodeConfig(**{**fields, **options})).to(device=bert.device, dtype=bert.dtype)
+        model.load_state_dict({k: v for k, v in bert.state_dict().items() if not k.startswith("pooler.")})
+
+        codes = sorted(set(model.config.control_codes.values()))
+        new_codes = [code for code in codes if code not in tokenizer.get_vocab()]
+        tokenizer.add_special_tokens({"additional_special_tokens": codes}, replace_additional_special_tokens=False)
+        # A word-piece vocabulary with a repeated entry leaves an id unused, and tokenizers then hands an
+        # added token the id of an existing word: the code and that word would share one embedding row.
+        vocab = tokenizer.get_vocab()
+        code_of_id = {vocab[code]: code for code in codes}
+        clashes = [
+            f"{code_of_id[i]} and {word!r} (id {i})"
+            for word, i in vocab.items() if code_of_id.get(i, word) != word
+        ]
+        if clashes:
+            raise ValueError(
+                f"the tokenizer gives control codes the ids of other tokens: {'; '.join(clashes)} "
+                "(does its vocabulary file repeat an entry?)"
+            )
+        if len(tokenizer) > model.get_input_embeddings().num_embeddings:
+            model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+        if new_codes:
+            weight = model.get_input_embeddings().weight
+            rows = torch.tensor(tokenizer.convert_tokens_to_ids(new_codes), device=weight.device)
+            with torch.no_grad():
+                weight[rows] = torch.empty_like(weight[rows]).normal_(0.0, model.config.initializer_range)
+        model.config.control_code_token_ids = {
+            name: tokenizer.convert_tokens_to_ids(code) for name, code in model.config.control_codes.items()
+        }
+        return model
+
+    def _control_code_ids(self, task_format: str | Sequence[str] | None, batch_size: int) -> torch.LongTensor:
+        """The control-code token id of each of ``batch_size`` rows for ``task_format`` (see :meth:`forward`)."""
+        if task_format is None or isinstance(task_format, str):
+            formats = [task_format or self.config.default_task_format] * batch_size
+        else:
+            formats = list(task_format)
+            if len(formats) != batch_size:
+                raise ValueError(f"task_format has {len(formats)} entries for a batch of {batch_size}")
+        valid = ", ".join(self.config.control_codes)
+        for name in formats:
+            if name not in self.config.control_codes:
+                raise ValueError(f"unknown task_format {name!r}; valid formats: {valid}")
+            if name not in self.config.control_code_token_ids:
+                raise ValueError(
+                    f"no token id for the {name!r} control code: build the model with ControlCodeModel.from_bert, "
+                    "which adds the codes to the tokenizer"
+                )
+        ids = [self.config.control_code_token_ids[name] for name in formats]
+        return torch.tensor(ids, dtype=torch.long, device=self.device)
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        task_format: str | Sequence[str] | None = None,
+    ) -> ControlCodeModelOutput | tuple[torch.Tensor, ...]:
+        """Encode a batch with the control code of ``task_format`` inserted after ``[CLS]``.
+
+        The inputs are a plain BERT tokenizer's output (``[CLS]`` first, right padding, 2-D mask). The
+        model inserts the code at position 1, with attention 1 and token type 0, which gives exactly the
+        sequence SciRepEval feeds its encoder: it prepends the code to the text (``f"{code} {text}"``,
+        ``evaluation/encoders.py`` and ``training/mtl_datasets.py``), so the tokenizer yields
+        ``[CLS] code text [SEP]``. Input that already holds a control code at position 1 is refused
+        rather than given a second code. When the extra token makes a sequence longer than
+        ``max_position_embeddings``, the last text token before each overflowing row's final token
+        (its ``[SEP]``) is dropped, with a warning, as SciRepEval's truncating tokenizer would do.
+
+        Args:
+            input_ids, attention_mask, token_type_ids, inputs_embeds: as for ``BertModel``, without the
+                control code (``inputs_embeds`` get the code's word embedding inserted).
+            position_ids: positions of the given tokens; the code takes the position after ``[CLS]``'s
+                and the following tokens shift by one. Usually left unset.
+            output_hidden_states: also return every layer's hidden states.
+            return_dict: return a :class:`ControlCodeModelOutput` (default) or a tuple.
+            task_format: ``"classification"``, ``"regression"``, ``"proximity"`` or ``"adhoc_query"``
+                (the keys of ``config.control_codes``) for the whole batch, or a list with one format
+                per row for task-heterogeneous batches; ``config.default_task_format`` when ``None``.
+        """
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
+        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("pass exactly one of input_ids and inputs_embeds")
+        batch_size, length = (input_ids if input_ids is not None else inputs_embeds).shape[:2]
+        codes = self._control_code_ids(task_format, batch_size)
+
+        if input_ids is not None:
+            self.warn_if_padding_and_no_attention_mask(input_ids, attention_mask)
+            all_codes = torch.tensor(list(self.config.control_code_token_ids.values()), device=input_ids.device)
+            if length > CONTROL_CODE_POSITION and torch.isin(input_ids[:, CONTROL_CODE_POSITION], all_codes).any():
+                raise ValueError(
+                    "input_ids already hold a control code after [CLS]; pass the plain text's tokens and choose the "
+                    "code with task_format (the model inserts it)"
+                )
+            input_ids = _insert_after_first(input_ids, codes[:, None])
+        else:
+            inputs_embeds = _insert_after_first(inputs_embeds, self.embeddings.word_embeddings(codes)[:, None])
+        if attention_mask is None:
+            attention_mask = torch.ones(batch_size, length, dtype=torch.long, device=codes.device)
+        attention_mask = _insert_after_first(attention_mask, attention_mask.new_ones(batch_size, 1))
+        if token_type_ids is not None:
+            token_type_ids = _insert_after_first(token_type_ids, token_type_ids.new_zeros(batch_size, 1))
+        if position_ids is not None:
+            head, tail = position_ids[:, :CONTROL_CODE_POSITION], position_ids[:, CONTROL_CODE_POSITION:]
+            position_ids = torch.cat([head, head[:, -1:] + 1, tail + 1], dim=1)
+
+        limit = self.config.max_position_embeddings
+        if attention_mask.shape[1] > limit:
+            logger.warning_once(
+                f"with the control code the input has {attention_mask.shape[1]} tokens, more than the model's "
+                f"{limit} positions: dropping the last text tokens before each row's final token ([SEP]); "
+                f"tokenize to at most {limit - 1} tokens to avoid this"
+            )
+            lengths = attention_mask.sum(dim=1).long()
+            keep = torch.arange(limit, device=codes.device).expand(batch_size, limit).clone()
+            overflow = lengths > limit
+            keep[overflow, -1] = lengths[overflow] - 1
+            attention_mask = attention_mask.gather(1, keep)
+            if input_ids is not None:
+                input_ids = input_ids.gather(1, keep)
+            else:
+                inputs_embeds = inputs_embeds.gather(1, keep[..., None].expand(-1, -1, inputs_embeds.shape[-1]))
+            if token_type_ids is not None:
+                token_type_ids = token_type_ids.gather(1, keep)
+            if position_ids is not None:
+                position_ids = position_ids[:, :limit]
+
+        embedding_output = self.embeddings(
+            input_ids=input_ids, token_type_ids=token_type_ids, position_ids=position_ids, inputs_embeds=inputs_embeds
+        )
+        # The 4-D mask as BertModel.forward builds it (transformers 4.57), so outputs equal BertModel's
+        # on the same sequence under both attention implementations.
+        if self.config._attn_implementation == "sdpa" and self.config.position_embedding_type == "absolute":
+            extended_mask = _prepare_4d_attention_mask_for_sdpa(
+                attention_mask, embedding_output.dtype, tgt_len=embedding_output.shape[1]
+            )
+        else:
+            extended_mask = self.get_extended_attention_mask(attention_mask, embedding_output.shape[:2])
+        encoded = self.encoder(
+            embedding_output, attention_mask=extended_mask, output_hidden_states=output_hidden_states, return_dict=True
+        )
+        output = ControlCodeModelOutput(
+            last_hidden_state=encoded.last_hidden_state,
+            pooler_output=encoded.last_hidden_state[:, CONTROL_CODE_POSITION],
+            hidden_states=encoded.hidden_states,
+            attention_mask=attention_mask,
+        )
+        return output if return_dict else output.to_tuple()
+
+
+ControlCodeConfig.register_for_auto_class()
+ControlCodeModel.register_for_auto_class("AutoModel")

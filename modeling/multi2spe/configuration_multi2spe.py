@@ -1,0 +1,98 @@
+"""Configuration of Multi²SPE (Seoh, Chang & McCallum, 2023)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from transformers import BertConfig
+
+REPARAMETERIZATION_INITS = ("identity", "literal")
+CLS_ACTIVATIONS = ("tanh", None)
+
+
+class Multi2SPEConfig(BertConfig):
+    """A BERT configuration plus the multiple-CLS settings of Multi²SPE.
+
+    Multi²SPE (Seoh, Chang & McCallum, "Encoding Multi-Domain Scientific Papers by Ensembling Multiple
+    CLS Tokens", 2023; built on Multi-CLS BERT, Chang et al., ACL 2023) feeds K CLS tokens, ``[CLS]``
+    followed by K−1 extra tokens, and passes the hidden state of the k-th CLS token through its own
+    linear layer L_{l,k} after a few encoder layers l. Equation (1) re-parameterises the weights as
+    W_{l,k} − (1/K) Σ_k' W_{l,k'} so that the K layers cannot collapse into one; the final CLS outputs
+    c_1..c_K are summed into the paper embedding Σ_k c_k. Table 2's ablations (number of CLS tokens,
+    no linear layer injection, no re-parameterisation) are the fields below.
+
+    Args:
+        num_cls_tokens: K, the number of CLS tokens including ``[CLS]``. Defaults to 3, the setting of
+            the authors' training command (``--num_facets 3`` in the README of ronaldseoh/multi2spe).
+        extra_cls_token_ids: the vocabulary ids of the K−1 tokens the model inserts right after
+            ``[CLS]``; filled by ``Multi2SPEModel.from_bert`` (``[unused1]``.. ``[unused{K-1}]`` as in the
+            authors' ``utils.py``, or added tokens ``[CLS1]``.. when the vocabulary has no ``[unused*]``).
+        linear_layers: 1-based numbers of the encoder layers after which the per-CLS linear layers sit.
+            ``None`` (default) spreads three of them evenly over the depth: 4, 8, 12 for a 12-layer model
+            as in the paper (the authors' ``--add_extra_facet_layers_after 3 7`` counts from 0, plus
+            ``--add_extra_facet_layers`` after the last layer), 2, 4, 6 for 6 layers. ``[]`` is the
+            "no linear layer injection" ablation. Layers before the last start as the identity, the
+            last one starts random (BERT's normal(0, initializer_range) init, as its pooler).
+        reparameterize: apply equation (1) to the weights when K > 1 (default True). With K = 1 the
+            formula would cancel the only layer, so it is skipped. As in the authors' ``custom_bert.py``
+            only the weights are centred; each L_{l,k} keeps its own bias.
+        reparameterization_init: how equation (1) treats the identity-initialised layers.
+            ``"identity"`` (default) uses I + W_{l,k} − (1/K) Σ_k' W_{l,k'}: the constant I does not change
+            the gradients of equation (1), and identical identity inits then give exactly the identity, so
+            the pretrained encoder's hidden states are unchanged at initialisation, as the paper intends.
+            ``"literal"`` uses equation (1) as printed, which with identical identity inits gives a zero
+            effective weight at step 0 (the CLS hidden states after those layers are just the biases, 0):
+            this is what the authors' released code computes. The randomly initialised last layer uses
+            equation (1) as printed either way.
+        cls_activation: ``"tanh"`` (default) or ``None``: the activation applied to the CLS outputs
+            after the last layer's linear layers, like BERT's pooler (dense + tanh) and the authors'
+            ``--add_extra_facet_nonlinearity``. Without linear layers after the last layer, c_k is the
+            plain final hidden state.
+        **kwargs: every ``transformers.BertConfig`` field.
+    """
+
+    model_type = "multi2spe"
+
+    def __init__(
+        self,
+        num_cls_tokens: int = 3,
+        extra_cls_token_ids: Optional[list[int]] = None,
+        linear_layers: Optional[list[int]] = None,
+        reparameterize: bool = True,
+        reparameterization_init: str = "identity",
+        cls_activation: Optional[str] = "tanh",
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        if num_cls_tokens < 1:
+            raise ValueError(f"num_cls_tokens must be at least 1, got {num_cls_tokens}")
+        if extra_cls_token_ids is not None and len(extra_cls_token_ids) != num_cls_tokens - 1:
+            raise ValueError(
+                f"extra_cls_token_ids must hold num_cls_tokens - 1 = {num_cls_tokens - 1} ids, "
+                f"got {len(extra_cls_token_ids)}"
+            )
+        if linear_layers is not None:
+            bad = [n for n in linear_layers if not 1 <= n <= self.num_hidden_layers]
+            if bad or len(set(linear_layers)) != len(linear_layers):
+                raise ValueError(
+                    f"linear_layers must be distinct layer numbers in 1..{self.num_hidden_layers}, got {linear_layers}"
+                )
+        if reparameterization_init not in REPARAMETERIZATION_INITS:
+            raise ValueError(
+                f"reparameterization_init must be one of {REPARAMETERIZATION_INITS}, got {reparameterization_init!r}"
+            )
+        if cls_activation not in CLS_ACTIVATIONS:
+            raise ValueError(f"cls_activation must be one of {CLS_ACTIVATIONS}, got {cls_activation!r}")
+        self.num_cls_tokens = num_cls_tokens
+        self.extra_cls_token_ids = None if extra_cls_token_ids is None else [int(i) for i in extra_cls_token_ids]
+        self.linear_layers = None if linear_layers is None else sorted(int(n) for n in linear_layers)
+        self.reparameterize = reparameterize
+        self.reparameterization_init = reparameterization_init
+        self.cls_activation = cls_activation
+
+    def get_linear_layers(self) -> list[int]:
+        """The 1-based layer numbers followed by per-CLS linear layers, resolving the ``None`` default."""
+        if self.linear_layers is not None:
+            return list(self.linear_layers)
+        depth = self.num_hidden_layers
+        return sorted({max(1, round(depth * i / 3)) for i in (1, 2, 3)})

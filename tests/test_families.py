@@ -1,0 +1,131 @@
+"""The families inside sciembed: built from BERT, saved with sentence-transformers files, and embedded by
+sciembed.encode, sentence-transformers and the CLI alike."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import sciembed
+from conftest import PAPERS
+from sciembed.cli import main
+from sciembed.embeddings_io import read_embeddings
+from sciembed.families import FAMILIES, family_of, from_bert, save_pretrained
+
+# Case -> (family, options for from_bert, keyword arguments that select a format / domain at encode time).
+CASES = {
+    "multi2spe": ("multi2spe", {}, {}),
+    "control_code": ("control_code", {}, {"task_format": "classification"}),
+    "moe_enforced": ("moe_bert", {"routing": "enforced", "domains": ["cs", "bio"]}, {"domain": "bio"}),
+    "moe_token": ("moe_bert", {"routing": "token", "moe_layers": "middle", "domains": ["cs", "bio"]}, {}),
+}
+
+
+def test_every_family_has_a_case():
+    assert {family for family, _, _ in CASES.values()} == set(FAMILIES)
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def saved_family(request, tiny_bert, tmp_path_factory):
+    family, options, encode_options = CASES[request.param]
+    torch.manual_seed(0)
+    model, tokenizer = from_bert(family, tiny_bert, **options)
+    folder = save_pretrained(model, tokenizer, tmp_path_factory.mktemp(request.param))
+    return family, model.eval(), tokenizer, folder, encode_options
+
+
+def _single_forward(model, tokenizer, papers, encode_options):
+    """Each paper alone through the model's forward, no padding: the reference embedding."""
+    kwargs = {k: v for k, v in encode_options.items() if k == "task_format"}
+    rows = []
+    with torch.no_grad():
+        for paper in papers:
+            features = tokenizer(sciembed.paper_text(paper, tokenizer.sep_token), return_tensors="pt")
+            if "domain" in encode_options:
+                # The MoE paper's input: the domain token in place of [CLS].
+                domain = model.config.domains.index(encode_options["domain"])
+                features["input_ids"][0, 0] = model.config.domain_token_ids[domain]
+            rows.append(model(**features, **kwargs).pooler_output[0])
+    return torch.stack(rows).numpy()
+
+
+def test_folder_has_transformers_and_sentence_transformers_files(saved_family):
+    family, _, _, folder, _ = saved_family
+    config = json.loads((folder / "config.json").read_text())
+    assert config["model_type"] == family and "AutoModel" in config["auto_map"]
+    assert (folder / f"modeling_{family}.py").is_file() and (folder / f"configuration_{family}.py").is_file()
+    assert (folder / "model.safetensors").is_file() and not list(folder.glob("*.bin"))
+    assert json.loads((folder / "sentence_bert_config.json").read_text())["modality_config"]["text"]["method_output_name"] == "pooler_output"
+
+
+def test_encode_gives_the_family_embedding(saved_family):
+    family, model, tokenizer, folder, encode_options = saved_family
+    expected = _single_forward(model, tokenizer, PAPERS, encode_options)
+    in_memory = sciembed.encode(model, PAPERS, tokenizer=tokenizer, batch_size=2, show_progress_bar=False, **encode_options)
+    np.testing.assert_allclose(in_memory, expected, atol=1e-5, rtol=0)
+    from_folder = sciembed.encode(folder, PAPERS, batch_size=3, show_progress_bar=False, **encode_options)
+    np.testing.assert_allclose(from_folder, expected, atol=1e-5, rtol=0)
+
+
+def test_sentence_transformers_gives_the_same_vectors(saved_family):
+    """Padding must not leak into the embedding even though some families return more positions than
+    they were given (ENV.md: sentence-transformers' Pooling would pool padding)."""
+    from sentence_transformers import SentenceTransformer
+
+    family, model, tokenizer, folder, encode_options = saved_family
+    if "domain" in encode_options:
+        pytest.skip("enforced MoE routing needs a domain, which SentenceTransformer.encode cannot pass; covered through sciembed.encode")
+    st = SentenceTransformer(str(folder), trust_remote_code=True, device="cpu")
+    texts = [sciembed.paper_text(p, tokenizer.sep_token) for p in PAPERS]
+    expected = sciembed.encode(folder, PAPERS, show_progress_bar=False)  # a control-code model's default format
+    np.testing.assert_allclose(st.encode(texts, batch_size=2), expected, atol=1e-5, rtol=0)
+
+
+def test_auto_model_loads_without_remote_code_once_registered(saved_family):
+    from transformers import AutoModel
+
+    family, model, _, folder, _ = saved_family
+    loaded = AutoModel.from_pretrained(folder)  # no trust_remote_code: the local classes are registered
+    assert family_of(loaded) == family and type(loaded).__module__.startswith("sciembed.modeling")
+
+
+def test_cli_embeds_a_saved_family(saved_family, tmp_path):
+    family, model, tokenizer, folder, encode_options = saved_family
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text("".join(json.dumps(p) + "\n" for p in PAPERS))
+    output = tmp_path / "out.jsonl"
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in encode_options.items()]
+    assert main(["-q", "embed", "--model", str(folder), "--input", str(papers), "--output", str(output), "--no-progress", *flags]) == 0
+    ids, vectors = read_embeddings(output)
+    assert ids == [p["paper_id"] for p in PAPERS]
+    np.testing.assert_allclose(vectors, _single_forward(model, tokenizer, PAPERS, encode_options), atol=1e-5, rtol=0)
+
+
+def test_options_are_checked(tiny_bert):
+    with pytest.raises(ValueError, match="unknown multi2spe option"):
+        from_bert("multi2spe", tiny_bert, num_cls_tokenz=4)
+    with pytest.raises(ValueError, match="unknown model family 'specter'"):
+        from_bert("specter", tiny_bert)
+
+
+def test_format_and_domain_are_checked(saved_family):
+    family, model, tokenizer, _, _ = saved_family
+    if family != "control_code":
+        with pytest.raises(ValueError, match="task_format is for control-code models"):
+            sciembed.PaperEncoder(model, tokenizer, task_format="proximity")
+    if family != "moe_bert":
+        with pytest.raises(ValueError, match="domain is for mixture-of-experts models"):
+            sciembed.PaperEncoder(model, tokenizer, domain="cs")
+    else:
+        with pytest.raises(ValueError, match="unknown domain 'physics'; this model knows cs, bio"):
+            sciembed.PaperEncoder(model, tokenizer, domain="physics")
+
+
+def test_default_length_leaves_room_for_inserted_tokens(saved_family):
+    family, model, tokenizer, folder, _ = saved_family
+    inserted = {"multi2spe": model.config.num_cls_tokens - 1, "control_code": 1, "moe_bert": 0}[family]
+    assert sciembed.PaperEncoder(model, tokenizer).max_length == 64 - inserted  # tiny_bert: 64 positions
+    assert sciembed.PaperEncoder.from_pretrained(folder).max_length == 64 - inserted  # through sentence-transformers

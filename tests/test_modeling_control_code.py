@@ -1,0 +1,369 @@
+"""ControlCodeModel: SciRepEval's control codes on a BERT encoder, built from BERT, saved as remote code."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import string
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoTokenizer, BertConfig, BertModel, BertTokenizerFast
+
+from sciembed.modeling.control_code import ControlCodeConfig, ControlCodeModel, ControlCodeModelOutput
+
+CODES = {"classification": "[CLF]", "regression": "[RGN]", "proximity": "[PRX]", "adhoc_query": "[QRY]"}
+TEXTS = [
+    "garbage collection of list structure [SEP] we reclaim memory in a time sharing system",
+    "query join index",
+    "a linear system algorithm for the matrix of a graph",
+]
+
+
+WORDS = "the a of and in for we query join index graph citation garbage collection list structure memory time".split()
+# Unique entries: a repeated one leaves an id unused, which tokenizers then give to an added token as well
+# (conftest's WORDS repeats "a", so its tiny_bert tokenizer would give [CLF] the id of ":").
+VOCAB = list(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS,
+                            *[f"##{c}" for c in string.ascii_lowercase], *string.ascii_lowercase, *".,;:"]))
+
+
+def save_tiny_bert(folder: Path, vocab: list[str]) -> Path:
+    """A random 2-layer BERT (hidden 32, 64 positions) with a word-piece tokenizer over ``vocab``."""
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), model_max_length=64).save_pretrained(folder)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=37, max_position_embeddings=64)
+    BertModel(config).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory) -> Path:
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert-unique-vocab"), VOCAB)
+
+
+def build(tiny_bert: Path, **options) -> tuple[ControlCodeModel, object]:
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    model = ControlCodeModel.from_bert(tiny_bert, tokenizer=tokenizer, **options).eval()
+    return model, tokenizer
+
+
+def bert_twin(model: ControlCodeModel, source: Path | str, attn_implementation: str = "sdpa") -> BertModel:
+    """A plain BertModel holding the control-code model's weights (loaded strictly, so the keys match)."""
+    bert = BertModel.from_pretrained(source, add_pooling_layer=False, attn_implementation=attn_implementation)
+    bert.resize_token_embeddings(model.config.vocab_size, mean_resizing=False)
+    bert.load_state_dict(model.state_dict())
+    return bert.eval()
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_bert):
+    return build(tiny_bert)
+
+
+@pytest.fixture(scope="module")
+def batch(tiny):
+    _, tokenizer = tiny
+    return tokenizer(TEXTS, padding=True, return_tensors="pt")
+
+
+@pytest.fixture(scope="module")
+def saved(tiny, tmp_path_factory) -> Path:
+    model, tokenizer = tiny
+    folder = tmp_path_factory.mktemp("control-code")
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_from_bert_copies_weights_and_adds_the_four_codes(tiny_bert):
+    source = BertModel.from_pretrained(tiny_bert).state_dict()
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    old_vocab = len(tokenizer)
+    model = ControlCodeModel.from_bert(tiny_bert, tokenizer=tokenizer)
+    state = model.state_dict()
+
+    assert isinstance(model.config, ControlCodeConfig) and model.config.model_type == "control_code"
+    assert not any(key.startswith("pooler.") for key in state)
+    assert set(state) == {key for key in source if not key.startswith("pooler.")}
+    for key in ("embeddings.position_embeddings.weight", "encoder.layer.0.attention.self.query.weight",
+                "encoder.layer.1.output.LayerNorm.weight", "encoder.layer.1.intermediate.dense.bias"):
+        assert torch.equal(state[key], source[key]), key
+    words = state["embeddings.word_embeddings.weight"]
+    assert torch.equal(words[:old_vocab], source["embeddings.word_embeddings.weight"])
+
+    # Added to the caller's tokenizer in place, in SciRepEval's (sorted) order, one new row each.
+    assert len(tokenizer) == old_vocab + 4 == model.config.vocab_size
+    ids = model.config.control_code_token_ids
+    assert ids == {name: tokenizer.convert_tokens_to_ids(code) for name, code in CODES.items()}
+    assert [ids[name] for name in ("classification", "proximity", "adhoc_query", "regression")] == list(
+        range(old_vocab, old_vocab + 4)
+    )
+    assert set(CODES.values()) <= set(tokenizer.additional_special_tokens)
+    new_rows = words[old_vocab:]
+    assert 0.01 < new_rows.std().item() < 0.03  # N(0, initializer_range = 0.02), not zeros or mean-resized
+    assert new_rows.mean().abs().item() < 0.01
+
+
+def test_from_bert_accepts_a_bert_model_and_loads_its_tokenizer(tiny_bert):
+    bert = BertModel.from_pretrained(tiny_bert)
+    model = ControlCodeModel.from_bert(bert, default_task_format="classification")
+    assert model.config.default_task_format == "classification"
+    layer = model.encoder.layer[1].attention.output.dense
+    assert torch.equal(layer.weight, bert.encoder.layer[1].attention.output.dense.weight)
+    assert model.config.control_code_token_ids["proximity"] == bert.config.vocab_size + 1
+
+
+def test_from_bert_keeps_codes_the_tokenizer_already_knows(saved, tiny):
+    model, _ = tiny
+    tokenizer = AutoTokenizer.from_pretrained(saved)
+    rebuilt = ControlCodeModel.from_bert(saved, tokenizer=tokenizer)
+    assert len(tokenizer) == model.config.vocab_size
+    assert rebuilt.config.control_code_token_ids == model.config.control_code_token_ids
+    assert torch.equal(rebuilt.get_input_embeddings().weight, model.get_input_embeddings().weight)
+
+
+def test_from_bert_refuses_token_ids(tiny_bert):
+    with pytest.raises(TypeError, match="control_code_token_ids"):
+        ControlCodeModel.from_bert(tiny_bert, control_code_token_ids={"proximity": 3})
+
+
+def test_from_bert_refuses_codes_that_share_an_id_with_a_word(tiny_bert, tmp_path):
+    (tmp_path / "vocab.txt").write_text("\n".join([*VOCAB, "the"]) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizerFast(vocab_file=str(tmp_path / "vocab.txt"))
+    with pytest.raises(ValueError, match=r"\[CLF\] and 'the'"):
+        ControlCodeModel.from_bert(tiny_bert, tokenizer=tokenizer)
+
+
+@pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])
+def test_equals_bert_on_scirepeval_input(tiny_bert, attn_implementation):
+    """Inserting the code equals SciRepEval's input, f"{code} {text}" through the tokenizer, in a BertModel."""
+    model, tokenizer = build(tiny_bert, attn_implementation=attn_implementation)
+    expected_attention = "BertSdpaSelfAttention" if attn_implementation == "sdpa" else "BertSelfAttention"
+    assert type(model.encoder.layer[0].attention.self).__name__ == expected_attention
+    bert = bert_twin(model, tiny_bert, attn_implementation)
+    batch = tokenizer(TEXTS, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        for name, code in CODES.items():
+            reference = tokenizer([f"{code} {text}" for text in TEXTS], padding=True, return_tensors="pt")
+            expected = bert(**reference).last_hidden_state
+            output = model(**batch, task_format=name)
+            assert torch.equal(output.attention_mask, reference["attention_mask"])
+            torch.testing.assert_close(output.last_hidden_state, expected, rtol=0, atol=1e-6)
+            torch.testing.assert_close(output.pooler_output, expected[:, 1], rtol=0, atol=1e-6)
+
+
+def test_output_fields_and_tuple(tiny, batch):
+    model, _ = tiny
+    batch_size, length = batch["input_ids"].shape
+    with torch.no_grad():
+        output = model(**batch, output_hidden_states=True)
+        as_tuple = model(**batch, return_dict=False)
+    assert isinstance(output, ControlCodeModelOutput)
+    assert output.last_hidden_state.shape == (batch_size, length + 1, 32)
+    assert output.pooler_output.shape == (batch_size, 32)
+    assert torch.equal(output.pooler_output, output.last_hidden_state[:, 1])
+    assert len(output.hidden_states) == 3 and output.hidden_states[-1].shape == (batch_size, length + 1, 32)
+    assert torch.equal(output.attention_mask[:, 1], torch.ones(batch_size, dtype=torch.long))
+    assert torch.equal(output.attention_mask[:, 2:], batch["attention_mask"][:, 1:])
+    assert isinstance(as_tuple, tuple) and len(as_tuple) == 3
+    torch.testing.assert_close(as_tuple[1], output.pooler_output, rtol=0, atol=1e-6)
+    assert torch.equal(as_tuple[2], output.attention_mask)
+
+
+def test_default_format_is_proximity(tiny, batch):
+    model, _ = tiny
+    with torch.no_grad():
+        default = model(**batch).pooler_output
+        proximity = model(**batch, task_format="proximity").pooler_output
+    assert torch.equal(default, proximity)
+
+
+def test_unknown_format_error_lists_the_valid_names(tiny, batch):
+    model, _ = tiny
+    with pytest.raises(ValueError, match="search") as error:
+        model(**batch, task_format="search")
+    for name in CODES:
+        assert name in str(error.value)
+    with pytest.raises(ValueError, match="bogus"):
+        model(**batch, task_format=["proximity", "bogus", "proximity"])
+
+
+def test_formats_give_different_embeddings(tiny, batch):
+    model, _ = tiny
+    with torch.no_grad():
+        embeddings = [model(**batch, task_format=name).pooler_output for name in CODES]
+    for i in range(len(embeddings)):
+        for j in range(i + 1, len(embeddings)):
+            assert (embeddings[i] - embeddings[j]).abs().max() > 1e-3
+
+
+def test_per_row_formats_equal_per_call_formats(tiny, batch):
+    model, _ = tiny
+    formats = ["regression", "adhoc_query", "classification"]
+    with torch.no_grad():
+        mixed = model(**batch, task_format=formats).last_hidden_state
+        for row, name in enumerate(formats):
+            single = model(**batch, task_format=name).last_hidden_state
+            torch.testing.assert_close(mixed[row], single[row], rtol=0, atol=1e-6)
+    with pytest.raises(ValueError, match="2 entries for a batch of 3"):
+        model(**batch, task_format=formats[:2])
+
+
+def test_gradients_reach_only_the_codes_used(tiny_bert, batch):
+    model, _ = build(tiny_bert)
+    model.train()
+    model.gradient_checkpointing_enable()
+    model(**batch, task_format=["regression", "adhoc_query", "regression"]).pooler_output.pow(2).sum().backward()
+    grad = model.get_input_embeddings().weight.grad
+    ids = model.config.control_code_token_ids
+    assert grad[ids["regression"]].abs().sum() > 0 and grad[ids["adhoc_query"]].abs().sum() > 0
+    assert grad[ids["classification"]].abs().sum() == 0 == grad[ids["proximity"]].abs().sum()
+
+
+def test_input_that_already_has_a_code_is_refused(tiny):
+    model, tokenizer = tiny
+    coded = tokenizer(["[PRX] query join index"], return_tensors="pt")
+    with pytest.raises(ValueError, match="already hold a control code"):
+        model(**coded)
+
+
+def test_inputs_embeds_and_position_ids_agree_with_input_ids(tiny, batch):
+    model, _ = tiny
+    positions = torch.arange(batch["input_ids"].shape[1]).expand_as(batch["input_ids"])
+    with torch.no_grad():
+        expected = model(**batch, task_format="regression").last_hidden_state
+        embeds = model.get_input_embeddings()(batch["input_ids"])
+        from_embeds = model(inputs_embeds=embeds, attention_mask=batch["attention_mask"],
+                            token_type_ids=batch["token_type_ids"], task_format="regression").last_hidden_state
+        with_positions = model(**batch, position_ids=positions, task_format="regression").last_hidden_state
+    torch.testing.assert_close(from_embeds, expected, rtol=0, atol=1e-6)
+    torch.testing.assert_close(with_positions, expected, rtol=0, atol=1e-6)
+
+
+def test_overlong_input_is_truncated_as_scirepeval_tokenizes(tiny, tiny_bert):
+    model, tokenizer = tiny
+    limit = model.config.max_position_embeddings
+    texts = [" ".join(["citation graph"] * limit), "query join index"]
+    batch = tokenizer(texts, padding=True, truncation=True, max_length=limit, return_tensors="pt")
+    reference = tokenizer([f"[QRY] {text}" for text in texts], padding=True, truncation=True, max_length=limit,
+                          return_tensors="pt")
+    assert batch["input_ids"].shape[1] == limit and reference["input_ids"][0, -1] == tokenizer.sep_token_id
+
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    module_logger = logging.getLogger(type(model).__module__)
+    module_logger.addHandler(handler)
+    try:
+        with torch.no_grad():
+            output = model(**batch, task_format="adhoc_query")
+    finally:
+        module_logger.removeHandler(handler)
+    assert any("positions" in record.getMessage() for record in records)
+    with torch.no_grad():
+        expected = bert_twin(model, tiny_bert)(**reference).last_hidden_state
+    assert output.last_hidden_state.shape[1] == limit
+    assert torch.equal(output.attention_mask, reference["attention_mask"])
+    torch.testing.assert_close(output.last_hidden_state, expected, rtol=0, atol=1e-6)
+
+
+def test_config_validates_formats():
+    with pytest.raises(ValueError, match="classification, regression, proximity, adhoc_query"):
+        ControlCodeConfig(default_task_format="search")
+    with pytest.raises(ValueError, match="unknown formats"):
+        ControlCodeConfig(control_code_token_ids={"search": 5})
+    config = ControlCodeConfig(control_code_token_ids={"proximity": 7})
+    assert ControlCodeConfig.from_dict(config.to_dict()).control_code_token_ids == {"proximity": 7}
+
+
+def test_model_without_token_ids_explains_how_to_build_one(tiny_bert):
+    config = ControlCodeConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                               intermediate_size=37)
+    model = ControlCodeModel(config)
+    assert torch.equal(model.encoder.layer[0].output.LayerNorm.weight, torch.ones(32))
+    assert torch.equal(model.get_input_embeddings().weight[config.pad_token_id], torch.zeros(32))
+    assert 0.015 < model.encoder.layer[0].attention.self.key.weight.std().item() < 0.025
+    with pytest.raises(ValueError, match="from_bert"):
+        model(input_ids=torch.tensor([[2, 7, 3]]))
+
+
+def test_save_pretrained_writes_remote_code(saved):
+    config = json.loads((saved / "config.json").read_text())
+    assert config["model_type"] == "control_code"
+    assert config["auto_map"] == {
+        "AutoConfig": "configuration_control_code.ControlCodeConfig",
+        "AutoModel": "modeling_control_code.ControlCodeModel",
+    }
+    assert set(config["control_code_token_ids"]) == set(CODES)
+    for name in ("configuration_control_code.py", "modeling_control_code.py", "model.safetensors"):
+        assert (saved / name).is_file(), name
+    assert not (saved / "pytorch_model.bin").exists()
+
+
+def test_saved_tokenizer_knows_the_codes(saved):
+    tokenizer = AutoTokenizer.from_pretrained(saved)
+    ids = json.loads((saved / "config.json").read_text())["control_code_token_ids"]
+    for name, code in CODES.items():
+        assert tokenizer.tokenize(f"{code} query join") == [code, "query", "join"]
+        assert tokenizer.convert_tokens_to_ids(code) == ids[name]
+
+
+def test_loads_as_remote_code_without_sciembed(tiny, saved, tmp_path):
+    model, tokenizer = tiny
+    batch = tokenizer(TEXTS, padding=True, return_tensors="np")
+    formats = ["classification", "proximity", "adhoc_query"]
+    with torch.no_grad():
+        expected = model(**{k: torch.from_numpy(v) for k, v in batch.items()}, task_format=formats)
+    np.savez(tmp_path / "inputs.npz", **batch)
+    code = "import sys; sys.modules['sciembed'] = None\n" + textwrap.dedent(f"""
+        import numpy as np, torch
+        from transformers import AutoModel
+        model = AutoModel.from_pretrained({str(saved)!r}, trust_remote_code=True).eval()
+        assert type(model).__name__ == "ControlCodeModel", type(model)
+        assert type(model).__module__.startswith("transformers_modules."), type(model).__module__
+        inputs = {{k: torch.from_numpy(v) for k, v in np.load("inputs.npz").items()}}
+        with torch.no_grad():
+            output = model(**inputs, task_format={formats!r})
+        np.savez("outputs.npz", pooler_output=output.pooler_output.numpy(),
+                 last_hidden_state=output.last_hidden_state.numpy())
+    """)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    outputs = np.load(tmp_path / "outputs.npz")
+    np.testing.assert_allclose(outputs["pooler_output"], expected.pooler_output.numpy(), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(outputs["last_hidden_state"], expected.last_hidden_state.numpy(), rtol=0, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_from_bert_on_the_embedded_minilm():
+    import sciembed
+
+    path = sciembed.default_model_path()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = ControlCodeModel.from_bert(path, tokenizer=tokenizer).eval()
+    source = BertModel.from_pretrained(path, add_pooling_layer=False).eval()
+    assert model.config.control_code_token_ids == {
+        "classification": 30522, "proximity": 30523, "adhoc_query": 30524, "regression": 30525,
+    }
+    assert model.config.vocab_size == len(tokenizer) == 30526
+    for name in ("encoder.layer.5.output.LayerNorm.weight", "encoder.layer.3.attention.self.value.bias"):
+        assert torch.equal(model.state_dict()[name], source.state_dict()[name]), name
+    assert torch.equal(model.get_input_embeddings().weight[:30522], source.get_input_embeddings().weight)
+
+    batch = tokenizer(["Garbage collection of list structure", "Query join index"], padding=True, return_tensors="pt")
+    reference = tokenizer(["[CLF] Garbage collection of list structure", "[CLF] Query join index"], padding=True,
+                          return_tensors="pt")
+    with torch.no_grad():
+        output = model(**batch, task_format="classification")
+        expected = bert_twin(model, path)(**reference).last_hidden_state
+    assert output.pooler_output.shape == (2, 384)
+    torch.testing.assert_close(output.last_hidden_state, expected, rtol=0, atol=1e-5)

@@ -1,0 +1,299 @@
+"""Multi2SPEModel (modeling/multi2spe): built from BERT, identity at initialisation where the paper says
+so, the K CLS tokens inserted by the model, and loadable as remote code without sciembed."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoTokenizer, BertConfig, BertModel
+
+from sciembed.modeling.multi2spe import Multi2SPEConfig, Multi2SPEModel
+
+K = 3  # the default number of CLS tokens
+
+
+@pytest.fixture()
+def tokenizer(tiny_bert):
+    """A fresh tokenizer of the tiny BERT (from_bert adds tokens to it in place)."""
+    return AutoTokenizer.from_pretrained(tiny_bert)
+
+
+def random_bert(tiny_bert, layers: int = 4, attn_implementation: str = "sdpa") -> BertModel:
+    """A random BERT with the tiny vocabulary and ``layers`` layers, so that intermediate linear layers exist."""
+    config = BertConfig.from_pretrained(tiny_bert, num_hidden_layers=layers, attn_implementation=attn_implementation)
+    torch.manual_seed(1)
+    return BertModel(config).eval()
+
+
+def batch(tokenizer, texts=("garbage collection of list structure", "query join")) -> dict[str, torch.Tensor]:
+    return dict(tokenizer(list(texts), padding=True, return_tensors="pt"))
+
+
+def with_vocabulary_of(bert: BertModel, model: Multi2SPEModel) -> BertModel:
+    """``bert`` with the word embeddings of ``model`` (which holds rows for the added CLS tokens)."""
+    bert.set_input_embeddings(copy.deepcopy(model.get_input_embeddings()))
+    return bert
+
+
+def extended(features: dict[str, torch.Tensor], extra_ids: list[int]) -> dict[str, torch.Tensor]:
+    """What a tokenizer would produce with the extra CLS tokens written after [CLS] (for a plain BertModel)."""
+    ids, mask = features["input_ids"], features["attention_mask"]
+    extra = torch.tensor(extra_ids).expand(ids.shape[0], -1)
+    return {
+        "input_ids": torch.cat([ids[:, :1], extra, ids[:, 1:]], dim=1),
+        "attention_mask": torch.cat([mask[:, :1], torch.ones_like(extra), mask[:, 1:]], dim=1),
+    }
+
+
+def test_from_tiny_bert_copies_weights_and_adds_cls_tokens(tiny_bert, tokenizer):
+    tokenizer_size = len(tokenizer)
+    model = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer)
+    bert = BertModel.from_pretrained(tiny_bert)
+
+    assert isinstance(model.config, Multi2SPEConfig) and model.config.to_dict()["model_type"] == "multi2spe"
+    # The tiny vocabulary has no [unused*] tokens: [CLS1], [CLS2] are added to the caller's tokenizer.
+    added = model.config.extra_cls_token_ids
+    assert tokenizer.convert_ids_to_tokens(added) == ["[CLS1]", "[CLS2]"] and "[CLS1]" in tokenizer.all_special_tokens
+    assert added == [tokenizer_size, tokenizer_size + 1] and len(tokenizer) == tokenizer_size + 2
+    words, pretrained = model.embeddings.word_embeddings.weight, bert.embeddings.word_embeddings.weight
+    assert model.config.vocab_size == words.shape[0] == max(pretrained.shape[0], max(added) + 1)
+    kept = [i for i in range(pretrained.shape[0]) if i not in added]
+    assert torch.equal(words[kept], pretrained[kept])
+    assert torch.equal(words[added], pretrained[tokenizer.cls_token_id].expand(2, -1))
+
+    ours, theirs = model.state_dict(), bert.state_dict()
+    assert {k for k in ours if not k.startswith("encoder.cls_linear.")} == {k for k in theirs if not k.startswith("pooler.")}
+    for key in ("embeddings.position_embeddings.weight", "encoder.layer.0.attention.self.query.weight",
+                "encoder.layer.1.output.LayerNorm.bias"):
+        assert torch.equal(ours[key], theirs[key]), key
+    assert model.config.get_linear_layers() == [1, 2] and sorted(model.encoder.cls_linear) == ["1", "2"]
+    assert not model.training
+
+
+@pytest.mark.slow
+def test_from_embedded_minilm_uses_unused_tokens():
+    import sciembed
+
+    path = sciembed.default_model_path()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    vocab_size = len(tokenizer)
+    model = Multi2SPEModel.from_bert(path, tokenizer=tokenizer)
+    bert = BertModel.from_pretrained(path)
+
+    assert model.config.extra_cls_token_ids == tokenizer.convert_tokens_to_ids(["[unused1]", "[unused2]"])
+    assert len(tokenizer) == vocab_size and model.config.vocab_size == bert.config.vocab_size == 30522
+    assert model.config.get_linear_layers() == [2, 4, 6]  # 4, 8, 12 of a 12-layer model, scaled to 6 layers
+    ours, theirs = model.state_dict(), bert.state_dict()
+    for key in ("embeddings.word_embeddings.weight", "encoder.layer.0.attention.self.key.weight",
+                "encoder.layer.5.output.dense.weight"):
+        assert torch.equal(ours[key], theirs[key]), key
+
+
+@pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])
+@pytest.mark.parametrize("options", [{}, {"reparameterize": False}])
+def test_intermediate_linear_layers_are_the_identity_at_init(tiny_bert, tokenizer, attn_implementation, options):
+    """The default (and the unre-parameterised variant) leave the pretrained encoder's hidden states
+    unchanged up to the last layer; only the randomly initialised linear layers after the last layer move the
+    CLS outputs."""
+    bert = random_bert(tiny_bert, attn_implementation=attn_implementation)
+    model = Multi2SPEModel.from_bert(bert, tokenizer=tokenizer, **options)
+    assert model.config.get_linear_layers() == [1, 3, 4] and model.attn_implementation == attn_implementation
+    for layer in ("1", "3"):
+        assert torch.equal(model.encoder.cls_linear[layer].effective_weight(), torch.eye(32).expand(K, -1, -1))
+
+    features = batch(tokenizer)
+    with torch.no_grad():
+        ours = model(**features, output_hidden_states=True)
+        reference = with_vocabulary_of(bert, model)
+        theirs = reference(**extended(features, model.config.extra_cls_token_ids), output_hidden_states=True)
+    for layer in range(4):  # embeddings and the outputs of layers 1..3, linear layers included
+        torch.testing.assert_close(ours.hidden_states[layer], theirs.hidden_states[layer], atol=1e-6, rtol=0)
+    torch.testing.assert_close(ours.last_hidden_state[:, K:], theirs.last_hidden_state[:, K:], atol=1e-6, rtol=0)
+    assert not torch.allclose(ours.last_hidden_state[:, :K], theirs.last_hidden_state[:, :K], atol=1e-3)
+
+
+def test_literal_reparameterization_gives_zero_weights_at_init(tiny_bert, tokenizer):
+    """Equation (1) as printed (and as the authors' code computes it): identical identity inits cancel."""
+    bert = random_bert(tiny_bert)
+    model = Multi2SPEModel.from_bert(bert, tokenizer=tokenizer, reparameterization_init="literal")
+    for layer in ("1", "3"):
+        assert torch.equal(model.encoder.cls_linear[layer].weight, torch.eye(32).expand(K, -1, -1))
+        assert not model.encoder.cls_linear[layer].effective_weight().any()
+
+    features = batch(tokenizer)
+    with torch.no_grad():
+        ours = model(**features, output_hidden_states=True)
+        reference = with_vocabulary_of(bert, model)
+        theirs = reference(**extended(features, model.config.extra_cls_token_ids), output_hidden_states=True)
+    assert not ours.hidden_states[1][:, :K].any()  # the CLS states after layer 1 are the zero biases
+    torch.testing.assert_close(ours.hidden_states[1][:, K:], theirs.hidden_states[1][:, K:], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("reparameterize", [True, False])
+def test_reparameterization_removes_the_shared_gradient(tiny_bert, tokenizer, reparameterize):
+    """With equation (1) the gradients of W_{l,1..K} sum to zero: no update moves all K layers alike."""
+    model = Multi2SPEModel.from_bert(random_bert(tiny_bert), tokenizer=tokenizer, reparameterize=reparameterize)
+    model(**batch(tokenizer)).pooler_output.pow(2).sum().backward()
+    for layer in ("1", "3", "4"):
+        grad = model.encoder.cls_linear[layer].weight.grad
+        assert grad.abs().max() > 1e-6
+        assert (grad.sum(dim=0).abs().max() < 1e-6) == reparameterize, layer
+
+
+def test_outputs_sum_the_cls_embeddings_and_ignore_padding(tiny_bert, tokenizer):
+    model = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer)
+    texts = ("garbage collection of list structure", "query join")
+    features = batch(tokenizer, texts)
+    with torch.no_grad():
+        output = model(**features)
+        alone = [model(**batch(tokenizer, [text])) for text in texts]
+        as_tuple = model(**features, return_dict=False)
+
+    n = features["input_ids"].shape[1]
+    assert output.last_hidden_state.shape == (2, n + K - 1, 32) and output.cls_embeddings.shape == (2, K, 32)
+    torch.testing.assert_close(output.cls_embeddings, torch.tanh(output.last_hidden_state[:, :K]))
+    torch.testing.assert_close(output.pooler_output, output.cls_embeddings.sum(dim=1))
+    mask = features["attention_mask"]
+    inserted = torch.ones(2, K - 1, dtype=mask.dtype)
+    assert torch.equal(output.attention_mask, torch.cat([mask[:, :1], inserted, mask[:, 1:]], dim=1))
+    for row, single in enumerate(alone):
+        length = single.last_hidden_state.shape[1]
+        torch.testing.assert_close(output.pooler_output[row], single.pooler_output[0], atol=1e-5, rtol=0)
+        torch.testing.assert_close(output.last_hidden_state[row, :length], single.last_hidden_state[0], atol=1e-5, rtol=0)
+    assert len(as_tuple) == 4 and all(torch.equal(a, b) for a, b in zip(as_tuple, output.values()))
+
+
+def test_inputs_embeds_position_and_token_type_ids_match_the_plain_call(tiny_bert, tokenizer):
+    model = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer)
+    features = batch(tokenizer)
+    ids, mask = features["input_ids"], features["attention_mask"]
+    with torch.no_grad():
+        plain = model(input_ids=ids, attention_mask=mask).last_hidden_state
+        from_embeds = model(inputs_embeds=model.embeddings.word_embeddings(ids), attention_mask=mask).last_hidden_state
+        explicit = model(
+            input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids),
+            position_ids=torch.arange(ids.shape[1]).expand_as(ids),
+        ).last_hidden_state
+        shifted = model(
+            input_ids=ids, attention_mask=mask, position_ids=torch.arange(ids.shape[1]).expand_as(ids) + 1
+        ).last_hidden_state
+    torch.testing.assert_close(from_embeds, plain, atol=1e-6, rtol=0)
+    torch.testing.assert_close(explicit, plain, atol=1e-6, rtol=0)
+    assert not torch.allclose(shifted, plain, atol=1e-3)
+    with pytest.raises(ValueError, match="exactly one"):
+        model(input_ids=ids, inputs_embeds=model.embeddings.word_embeddings(ids))
+
+
+def test_overlong_input_is_truncated_keeping_its_final_token(tiny_bert, tokenizer):
+    """64 positions (the tiny model's limit) + 2 inserted tokens: the two tokens before [SEP] are dropped."""
+    model = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer)
+    limit = model.config.max_position_embeddings
+    words = torch.tensor(tokenizer.convert_tokens_to_ids(["graph", "citation"] * 31))
+    cls, sep = torch.tensor([tokenizer.cls_token_id]), torch.tensor([tokenizer.sep_token_id])
+    long_row = torch.cat([cls, words, sep])  # exactly `limit` tokens
+    short = batch(tokenizer, ["query join"])
+    padded_short = torch.nn.functional.pad(short["input_ids"][0], (0, limit - short["input_ids"].shape[1]))
+    ids = torch.stack([long_row, padded_short])
+    mask = (ids != tokenizer.pad_token_id).long()
+    with torch.no_grad():
+        output = model(input_ids=ids, attention_mask=mask)
+        kept = model(input_ids=torch.cat([cls, words[: limit - K - 1], sep])[None])
+        short_alone = model(**short)
+    assert output.last_hidden_state.shape[1] == output.attention_mask.shape[1] == limit
+    torch.testing.assert_close(output.last_hidden_state[0], kept.last_hidden_state[0], atol=1e-5, rtol=0)
+    torch.testing.assert_close(output.pooler_output[1], short_alone.pooler_output[0], atol=1e-5, rtol=0)
+
+
+def test_ablations_no_linear_layer_injection_and_a_single_cls(tiny_bert, tokenizer):
+    bert = BertModel.from_pretrained(tiny_bert)
+    features = batch(tokenizer)
+    none = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer, linear_layers=[])
+    single = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer, num_cls_tokens=1, linear_layers=[])
+    assert len(none.encoder.cls_linear) == 0 and single.config.extra_cls_token_ids == []
+    with torch.no_grad():
+        theirs = with_vocabulary_of(bert, none)(**extended(features, none.config.extra_cls_token_ids))
+        plain = bert(**features)
+        ours = none(**features)
+        one = single(**features)
+    torch.testing.assert_close(ours.last_hidden_state, theirs.last_hidden_state, atol=1e-6, rtol=0)
+    torch.testing.assert_close(ours.pooler_output, theirs.last_hidden_state[:, :K].sum(dim=1), atol=1e-6, rtol=0)
+    torch.testing.assert_close(one.pooler_output, plain.last_hidden_state[:, 0], atol=1e-6, rtol=0)  # SPECTER's [CLS]
+
+
+def test_config_defaults_validation_and_json_round_trip():
+    for depth, layers in ((12, [4, 8, 12]), (6, [2, 4, 6]), (4, [1, 3, 4]), (2, [1, 2]), (1, [1])):
+        assert Multi2SPEConfig(num_hidden_layers=depth).get_linear_layers() == layers
+    config = Multi2SPEConfig(
+        num_hidden_layers=2, extra_cls_token_ids=[5, 6], linear_layers=[2], reparameterization_init="literal"
+    )
+    restored = Multi2SPEConfig.from_dict(json.loads(config.to_json_string()))
+    fields = ("num_cls_tokens", "extra_cls_token_ids", "linear_layers", "reparameterize", "reparameterization_init", "cls_activation")
+    for field in fields:
+        assert getattr(restored, field) == getattr(config, field), field
+    with pytest.raises(ValueError, match="reparameterization_init"):
+        Multi2SPEConfig(reparameterization_init="zero")
+    with pytest.raises(ValueError, match="linear_layers"):
+        Multi2SPEConfig(num_hidden_layers=2, linear_layers=[3])
+    with pytest.raises(ValueError, match="extra_cls_token_ids"):
+        Multi2SPEConfig(num_cls_tokens=3, extra_cls_token_ids=[5])
+    with pytest.raises(ValueError, match="from_bert"):
+        Multi2SPEModel(Multi2SPEConfig(num_hidden_layers=1, hidden_size=8, num_attention_heads=2, intermediate_size=8))
+
+
+@pytest.fixture(scope="module")
+def saved(tiny_bert, tmp_path_factory):
+    """A Multi²SPE model from the tiny BERT, saved with its tokenizer, plus fixed inputs and its outputs."""
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    torch.manual_seed(0)
+    model = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer)
+    folder = tmp_path_factory.mktemp("multi2spe")
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    features = batch(tokenizer)
+    with torch.no_grad():
+        output = model(**features)
+    return folder, features, output
+
+
+def test_save_pretrained_writes_remote_code_and_safetensors(saved):
+    folder, features, output = saved
+    config = json.loads((folder / "config.json").read_text())
+    assert config["model_type"] == "multi2spe"
+    assert config["auto_map"] == {
+        "AutoConfig": "configuration_multi2spe.Multi2SPEConfig",
+        "AutoModel": "modeling_multi2spe.Multi2SPEModel",
+    }
+    assert (folder / "configuration_multi2spe.py").is_file() and (folder / "modeling_multi2spe.py").is_file()
+    assert (folder / "model.safetensors").is_file() and not list(folder.glob("*.bin"))
+    reloaded = Multi2SPEModel.from_pretrained(folder)
+    with torch.no_grad():
+        again = reloaded(**features)
+    assert torch.equal(again.pooler_output, output.pooler_output)
+
+
+def test_remote_code_loads_without_sciembed(saved, tmp_path):
+    folder, features, output = saved
+    np.savez(tmp_path / "inputs.npz", **{k: v.numpy() for k, v in features.items()})
+    code = f"""import sys; sys.modules["sciembed"] = None
+import numpy as np, torch
+from transformers import AutoModel
+model = AutoModel.from_pretrained({str(folder)!r}, trust_remote_code=True)
+assert type(model).__module__.startswith("transformers_modules."), type(model).__module__
+inputs = {{k: torch.from_numpy(v) for k, v in np.load("inputs.npz").items()}}
+with torch.no_grad():
+    out = model(**inputs)
+np.savez("outputs.npz", pooler_output=out.pooler_output.numpy(), last_hidden_state=out.last_hidden_state.numpy())
+"""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    remote = np.load(tmp_path / "outputs.npz")
+    np.testing.assert_allclose(remote["pooler_output"], output.pooler_output.numpy(), atol=1e-6, rtol=0)
+    np.testing.assert_allclose(remote["last_hidden_state"], output.last_hidden_state.numpy(), atol=1e-6, rtol=0)
