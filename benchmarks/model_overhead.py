@@ -1,9 +1,13 @@
 """Forward-pass cost of each model family against the plain BertModel it was built from, in one run.
 
 All models are built from the embedded all-MiniLM-L6-v2 and run on the same batch of real papers (CACM
-titles + abstracts, tokenized once by the base tokenizer; the families insert their own tokens). Rounds
-alternate between the models so that drift on a noisy machine hits all alike; the JSON holds each
-model's median seconds per forward and its ratio to BertModel.
+titles + abstracts, tokenized once by the base tokenizer; the families insert their own tokens). Each
+round runs every model once, in a fresh (seeded) random order, so no model always follows the same
+one. Timings on this shared 2-core
+machine drift by +-20% within minutes, so each model is compared with BertModel *within the same round*
+(paired ratios) and the median of those ratios is reported, measured both on the wall clock and on the
+process's CPU time (which leaves out time the process spent descheduled); targets are judged on the
+CPU-time ratio. Medians of the raw seconds are kept for reference.
 
 Targets (issue 3): Multi2SPE <= 1.10x, ControlCode <= 1.05x, MoE with enforced routing <= 1.15x,
 SMoE (middle layer) token top-2 <= 1.3x.
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import random
 import statistics
 import time
 from pathlib import Path
@@ -29,7 +34,14 @@ from sciembed.families import from_bert
 
 from encode_speed import benchmark_papers
 
-TARGETS = {"multi2spe": 1.10, "control_code": 1.05, "moe_enforced_all_layers": 1.15, "smoe_token_top2": 1.30}
+# The issue's MoE target does not say which layers; both the all-layer and the middle-layer model are timed.
+TARGETS = {
+    "multi2spe": 1.10,
+    "control_code": 1.05,
+    "moe_enforced_all_layers": 1.15,
+    "moe_enforced_middle_layer": 1.15,
+    "smoe_token_top2": 1.30,
+}
 
 
 def main() -> None:
@@ -37,7 +49,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="folder holding cacm/")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=256)
-    parser.add_argument("--rounds", type=int, default=10, help="timed forward passes of each model, alternating")
+    parser.add_argument("--rounds", type=int, default=30, help="timed forward passes of each model, alternating")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "model_overhead.json")
     args = parser.parse_args()
 
@@ -61,23 +73,37 @@ def main() -> None:
             from_bert("moe_bert", base, routing="enforced", moe_layers="all", domains=domains)[0],
             {"domain_ids": domain_ids},
         ),
+        "moe_enforced_middle_layer": (
+            from_bert("moe_bert", base, routing="enforced", moe_layers="middle", domains=domains)[0],
+            {"domain_ids": domain_ids},
+        ),
         "smoe_token_top2": (
             from_bert("moe_bert", base, routing="token", moe_layers="middle", top_k=2, domains=domains)[0],
             {},
         ),
     }
-    seconds: dict[str, list[float]] = {name: [] for name in models}
+    wall: dict[str, list[float]] = {name: [] for name in models}
+    cpu: dict[str, list[float]] = {name: [] for name in models}
     with torch.inference_mode():
         for model, kwargs in models.values():
             model.eval()(**batch, **kwargs)  # warm-up
+        order = random.Random(0)
         for _ in range(args.rounds):
-            for name, (model, kwargs) in models.items():
-                start = time.perf_counter()
+            for name in order.sample(list(models), len(models)):
+                model, kwargs = models[name]
+                start, start_cpu = time.perf_counter(), time.process_time()
                 model(**batch, **kwargs)
-                seconds[name].append(time.perf_counter() - start)
+                wall[name].append(time.perf_counter() - start)
+                cpu[name].append(time.process_time() - start_cpu)
 
-    medians = {name: statistics.median(values) for name, values in seconds.items()}
-    ratios = {name: round(medians[name] / medians["bert"], 3) for name in models if name != "bert"}
+    def paired(times: dict[str, list[float]]) -> dict[str, float]:
+        return {
+            name: round(statistics.median(t / b for t, b in zip(times[name], times["bert"])), 3)
+            for name in models
+            if name != "bert"
+        }
+
+    ratios = paired(cpu)
     result = {
         "benchmark": "model_overhead",
         "base_model": "all-MiniLM-L6-v2 (embedded)",
@@ -85,8 +111,10 @@ def main() -> None:
         "batch_size": len(papers),
         "tokens_per_row": int(batch["input_ids"].shape[1]),
         "rounds": args.rounds,
-        "median_seconds_per_forward": {name: round(value, 4) for name, value in medians.items()},
-        "ratio_to_bert": ratios,
+        "median_wall_seconds_per_forward": {name: round(statistics.median(v), 4) for name, v in wall.items()},
+        "median_cpu_seconds_per_forward": {name: round(statistics.median(v), 4) for name, v in cpu.items()},
+        "ratio_to_bert_cpu": ratios,
+        "ratio_to_bert_wall": paired(wall),
         "targets": TARGETS,
         "meets_target": {name: ratios[name] <= target for name, target in TARGETS.items()},
         "torch": torch.__version__,

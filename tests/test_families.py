@@ -129,3 +129,15 @@ def test_default_length_leaves_room_for_inserted_tokens(saved_family):
     inserted = model.config.num_cls_tokens - 1 if family == "multi2spe" else {"control_code": 1, "moe_bert": 0}[family]
     assert sciembed.PaperEncoder(model, tokenizer).max_length == 64 - inserted  # tiny_bert: 64 positions
     assert sciembed.PaperEncoder.from_pretrained(folder).max_length == 64 - inserted  # through sentence-transformers
+
+
+def test_cli_from_bert(tiny_bert, tmp_path, caplog):
+    folder = tmp_path / "m2s"
+    code = main(["-q", "from-bert", "--family", "multi2spe", "--base", str(tiny_bert), "--output", str(folder),
+                 "--set", "num_cls_tokens=2", "--set", "linear_layers=[1]"])
+    assert code == 0
+    config = json.loads((folder / "config.json").read_text())
+    assert (config["model_type"], config["num_cls_tokens"], config["linear_layers"]) == ("multi2spe", 2, [1])
+    assert sciembed.encode(folder, PAPERS, show_progress_bar=False).shape == (len(PAPERS), 32)
+    assert main(["from-bert", "--family", "multi2spe", "--base", str(tiny_bert), "--output", str(folder), "--set", "num_cls"]) == 2
+    assert "--set expects FIELD=VALUE" in caplog.text
