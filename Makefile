@@ -22,8 +22,8 @@ test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
 
 benchmark: $(STAMP)
-	cd benchmarks && HF_HUB_OFFLINE=1 ../$(BIN)/python encode_speed.py --data ../$(DATA)
-	cd benchmarks && HF_HUB_OFFLINE=1 ../$(BIN)/python model_overhead.py --data ../$(DATA)
+	cd benchmarks && HF_HUB_OFFLINE=1 ../$(BIN)/python encode_speed.py --data $(abspath $(DATA))
+	cd benchmarks && HF_HUB_OFFLINE=1 ../$(BIN)/python model_overhead.py --data $(abspath $(DATA))
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info
