@@ -141,3 +141,46 @@ def test_cli_from_bert(tiny_bert, tmp_path, caplog):
     assert sciembed.encode(folder, PAPERS, show_progress_bar=False).shape == (len(PAPERS), 32)
     assert main(["from-bert", "--family", "multi2spe", "--base", str(tiny_bert), "--output", str(folder), "--set", "num_cls"]) == 2
     assert "--set expects FIELD=VALUE" in caplog.text
+
+
+REMOTE_CHECK = """
+import sys, json
+sys.modules["sciembed"] = None  # sciembed must not be importable here
+import numpy as np, torch
+from transformers import AutoModel, AutoTokenizer
+from sentence_transformers import SentenceTransformer
+folder, texts, kwargs = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+model = AutoModel.from_pretrained(folder, trust_remote_code=True).eval()
+tokenizer = AutoTokenizer.from_pretrained(folder)
+assert type(model).__module__.startswith("transformers_modules"), type(model).__module__
+with torch.no_grad():
+    rows = [model(**tokenizer(t, return_tensors="pt"), **kwargs).pooler_output[0].numpy() for t in texts]
+np.save("auto_model.npy", np.stack(rows))
+if not kwargs:
+    np.save("sentence_transformers.npy", SentenceTransformer(folder, trust_remote_code=True, device="cpu").encode(texts, batch_size=2))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["multi2spe", "control_code", "moe_token"])
+def test_built_from_minilm_loads_without_sciembed(family, tmp_path):
+    """Built from the embedded MiniLM, saved, then loaded as remote code where sciembed cannot be imported:
+    transformers and sentence-transformers both reproduce sciembed.encode's vectors."""
+    import os
+    import subprocess
+    import sys
+
+    name, options, _ = CASES[family]
+    torch.manual_seed(0)
+    model, tokenizer = from_bert(name, sciembed.default_model_path(), **options)
+    folder = save_pretrained(model, tokenizer, tmp_path / "model")
+    texts = [sciembed.paper_text(p, tokenizer.sep_token) for p in PAPERS]
+    expected = sciembed.encode(folder, PAPERS, batch_size=2, show_progress_bar=False)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
+    result = subprocess.run(
+        [sys.executable, "-c", REMOTE_CHECK, str(folder), json.dumps(texts), "{}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    np.testing.assert_allclose(np.load(tmp_path / "auto_model.npy"), expected, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(np.load(tmp_path / "sentence_transformers.npy"), expected, atol=1e-5, rtol=0)
