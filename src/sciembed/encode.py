@@ -54,7 +54,8 @@ class PaperEncoder:
         normalize: L2-normalise the vectors of a transformers model (a sentence-transformers model
             normalises when its modules say so).
         max_length: tokens per text after truncation; defaults to the model's limit (the tokenizer's
-            ``model_max_length`` capped by ``max_position_embeddings``, at most 512).
+            ``model_max_length`` capped by ``max_position_embeddings`` less the tokens a family inserts
+            itself, at most 512).
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...; defaults to CUDA when available, else CPU.
         task_format: the format of a control-code model (``classification``, ``regression``,
             ``proximity``, ``adhoc_query``); the model's default when unset.
@@ -84,7 +85,7 @@ class PaperEncoder:
                     "leave tokenizer, pooling and normalize unset"
                 )
             self.tokenizer = model.tokenizer
-            model_limit = min(model.max_seq_length, _position_limit(model[0].auto_model))
+            model_limit = min(model.max_seq_length or 512, _position_limit(model[0].auto_model))
             self.pooling: str | None = None
         else:
             if pooling is not None and pooling not in POOLINGS:
