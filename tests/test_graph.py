@@ -1,0 +1,107 @@
+"""CitationGraph: build counts, neighbourhoods against brute force, and the real CACM graph."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sciembed.data.graph import CitationGraph
+from conftest import shared_data
+
+
+def test_from_edges_counts_self_duplicate_and_dangling():
+    citing = ["a", "a", "a", "b", "b", "c", "c", "x"]
+    cited = ["b", "b", "a", "c", "zz", "a", "yy", "a"]
+    graph = CitationGraph.from_edges(citing, cited, ids=["a", "b", "c", "d"], papers_with_text=["a", "b", "d"])
+    stats = graph.stats
+    assert stats.edges_given == 8
+    assert stats.self_citations == 1  # a -> a
+    assert stats.duplicate_edges == 1  # second a -> b
+    assert stats.dangling_references == 2  # b -> zz, c -> yy
+    assert stats.dangling_papers == 2
+    assert stats.unknown_citing == 1  # x -> a
+    assert stats.citations == 6
+    # Unknown papers stay in the graph, without text; d (text, no links) is kept as a paper.
+    assert graph.ids.tolist() == ["a", "b", "c", "d", "x", "yy", "zz"]
+    assert graph.has_text.tolist() == [True, True, False, True, False, False, False]
+    a, b, c = graph.index_of(["a", "b", "c"])
+    assert graph.cited(a).tolist() == [b]
+    assert graph.citing(a).tolist() == sorted([c, graph.index_of("x")])
+
+
+def test_drop_dangling_removes_unknown_ends():
+    graph = CitationGraph.from_edges(["a", "b", "x"], ["b", "zz", "a"], ids=["a", "b"], drop_dangling=True)
+    assert graph.ids.tolist() == ["a", "b"]
+    assert graph.stats.dropped_dangling == 2
+    assert graph.num_citations == 1
+
+
+def test_from_undirected_pairs_stores_both_directions_and_counts_reversed_repeats():
+    graph = CitationGraph.from_undirected_pairs(["1", "2", "2", "3"], ["2", "1", "2", "1"])
+    assert graph.stats.duplicate_edges == 1  # (2, 1) repeats (1, 2)
+    assert graph.stats.self_citations == 1
+    assert graph.stats.citations == 4  # links 1-2 and 1-3, each way
+    one = graph.index_of("1")
+    assert graph.ids[graph.cited(one)].tolist() == ["2", "3"]
+    assert graph.ids[graph.citing(one)].tolist() == ["2", "3"]
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="differ in length"):
+        CitationGraph.from_edges(["a"], ["b", "c"])
+    graph = CitationGraph.from_edges(["a"], ["b"])
+    with pytest.raises(KeyError, match="'nope'"):
+        graph.index_of(["a", "nope"])
+    with pytest.raises(ValueError, match=r"\[0, 3\)"):
+        CitationGraph.from_indices(np.array([0]), np.array([3]), 3)
+
+
+def test_neighbourhoods_match_brute_force_on_a_random_graph():
+    rng = np.random.default_rng(7)
+    n = 60
+    citing, cited = rng.integers(0, n, 400), rng.integers(0, n, 400)
+    graph = CitationGraph.from_indices(citing, cited, n)
+    dense = np.zeros((n, n), dtype=int)
+    for s, d in zip(citing, cited):
+        if s != d:
+            dense[s, d] = 1
+    assert graph.stats.duplicate_edges == int((citing != cited).sum() - dense.sum())
+    assert np.array_equal(graph.adjacency.toarray(), dense)
+    assert np.array_equal(graph.out_degree, dense.sum(1))
+    assert np.array_equal(graph.in_degree, dense.sum(0))
+    paths = dense @ dense
+    assert np.array_equal(graph.two_hop_counts().toarray(), paths)
+    cocited = dense.T @ dense
+    np.fill_diagonal(cocited, 0)
+    assert np.array_equal(graph.cocitation_counts().toarray(), cocited)
+    for i in range(n):
+        assert graph.cited(i).tolist() == np.nonzero(dense[i])[0].tolist()
+        assert graph.citing(i).tolist() == np.nonzero(dense[:, i])[0].tolist()
+        expected = {x for c in np.nonzero(dense[i])[0] for x in np.nonzero(dense[c])[0]} - {i} - set(np.nonzero(dense[i])[0])
+        assert graph.two_hop(i).tolist() == sorted(expected)
+        j = (i * 7) % n
+        assert graph.cocitation(i, j) == cocited[i, j]
+    pairs = rng.integers(0, n, (500, 2))
+    assert np.array_equal(graph.has_edge(pairs[:, 0], pairs[:, 1]), dense[pairs[:, 0], pairs[:, 1]] == 1)
+
+
+def test_real_cacm_citation_graph():
+    from sciembed.data.smart import CACM_CITATION, read_smart_collection
+
+    collection = read_smart_collection(shared_data("cacm"), skip_invalid=True)
+    links = sorted(collection.links[CACM_CITATION])
+    with_text = [p["paper_id"] for p in collection.papers]
+    graph = CitationGraph.from_undirected_pairs(
+        [a for a, _ in links], [b for _, b in links], papers_with_text=with_text, ids=with_text
+    )
+    # 2,711 distinct pairs: the README's 2,720 links less the 9 that name an id without a record.
+    assert len(links) == 2711
+    assert graph.stats.citations == 2 * 2711
+    assert graph.stats.self_citations == graph.stats.duplicate_edges == 0  # the reader already removed them
+    assert graph.stats.dangling_references == 0
+    assert graph.num_papers == len(with_text) == graph.stats.papers_with_text
+    assert np.array_equal(graph.in_degree, graph.out_degree)  # undirected: symmetric
+    neighbours = collection.neighbours(CACM_CITATION)
+    for paper_id in ("1", "1410", "3025"):
+        if paper_id in neighbours:
+            assert set(graph.ids[graph.cited(graph.index_of(paper_id))]) == neighbours[paper_id]
