@@ -101,3 +101,36 @@ def test_real_cacm():
     assert collection.link_stats[CACM_CITATION]["dangling"] == 9
     [problem] = collection.skipped
     assert problem.location == "line 92798" and "2856" in problem.reason
+
+
+def test_queries_and_qrels(tmp_path):
+    from sciembed.data.smart import read_smart_qrels, read_smart_queries
+
+    queries = tmp_path / "query.text"
+    queries.write_text(".I 1\n.W\n What is\n time sharing?\n.N\n 1. note\n.I 2\n.W\nGarbage collection\n.A\nDoe, J.\n")
+    loaded = read_smart_queries(queries)
+    assert loaded["query_id"] == ["1", "2"] and loaded["text"] == ["What is time sharing?", "Garbage collection"]
+    assert loaded["authors"] == [[], ["Doe, J."]]
+    qrels = tmp_path / "qrels.text"
+    qrels.write_text("01 10 0 0\n01 11 0 0\n02 12 0 0\n")
+    judged = read_smart_qrels(qrels, query_ids={"1", "2"}, paper_ids={"10", "11", "12"})
+    assert list(zip(judged["query_id"], judged["cand_id"], judged["score"])) == [("1", "10", 1), ("1", "11", 1), ("2", "12", 1)]
+    with pytest.raises(ValueError, match=r"1 judgement\(s\) name unknown queries or papers: line 3 \('2', '12'\)"):
+        read_smart_qrels(qrels, paper_ids={"10", "11"})
+    assert len(read_smart_qrels(qrels, paper_ids={"10", "11"}, skip_invalid=True)) == 2
+    qrels.write_text("01 10 0 0\n01 10\n")
+    with pytest.raises(ValueError, match=r"qrels\.text, line 2: expected 'qid docid 0 0'"):
+        read_smart_qrels(qrels)
+    qrels.write_text("01 10 0 0\n1 10 0 0\n")
+    with pytest.raises(ValueError, match=r"line 2: judgement \('1', '10'\) repeats line 1"):
+        read_smart_qrels(qrels)
+
+
+def test_real_cacm_queries_and_qrels():
+    from sciembed.data.smart import read_smart_qrels, read_smart_queries
+
+    queries = read_smart_queries(shared_data("cacm", "query.text"))
+    assert len(queries) == 64
+    papers = {p["paper_id"] for p in read_smart_collection(shared_data("cacm"), skip_invalid=True).papers}
+    qrels = read_smart_qrels(shared_data("cacm", "qrels.text"), query_ids=set(queries["query_id"]), paper_ids=papers)
+    assert len(qrels) == 796 and len(set(qrels["query_id"])) == 52

@@ -1,5 +1,9 @@
 """SMART test collections (CACM, CISI style): ``.I`` records with ``.T .W .B .A .K .C .N .X`` fields.
 
+Queries (``query.text``: ``.I`` records whose ``.W`` is the query) and relevance judgements
+(``qrels.text``: ``qid docid 0 0`` lines) are read by :func:`read_smart_queries` and
+:func:`read_smart_qrels`; numeric ids are normalised (``01`` -> ``1``) so they match the documents.
+
 In CACM the ``.X`` lines of record R read ``other<TAB>type<TAB>R``; type 5 means a citation link
 (R cites other, other cites R, or other == R), 6 co-citation, 4 bibliographic coupling. Each link is
 listed from both ends and pairs repeat, so the reader keeps each undirected pair once and counts what
@@ -14,9 +18,12 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .papers import InvalidPaperError, PaperProblem
+
+if TYPE_CHECKING:
+    from datasets import Dataset
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +107,86 @@ def read_smart_collection(path: str | os.PathLike[str], *, skip_invalid: bool = 
     if skipped:
         logger.warning("%s: skipped %d record(s): %s", path, len(skipped), "; ".join(map(str, skipped)))
     return SmartCollection(str(path), papers, links, stats, skipped)
+
+
+def read_smart_queries(path: str | os.PathLike[str]) -> Dataset:
+    """Read SMART queries (CACM's ``query.text``) as a Dataset with ``query_id``, ``text`` and ``authors``.
+
+    Raises:
+        ValueError: a malformed file (see :func:`read_smart_collection`), a repeated query id, or a
+            query without text, naming the file and line.
+    """
+    from datasets import Dataset
+
+    path = Path(path)
+    rows: dict[str, list] = {"query_id": [], "text": [], "authors": []}
+    first_line: dict[str, int] = {}
+    for line_number, record in _parse(path):
+        query_id = _normal_id(record["paper_id"])
+        if query_id in first_line:
+            raise ValueError(f"{path}, line {line_number}: duplicate query id {query_id!r} (first at line {first_line[query_id]})")
+        if not record["abstract"]:
+            raise ValueError(f"{path}, line {line_number}: query {query_id!r} has no .W text")
+        first_line[query_id] = line_number
+        rows["query_id"].append(query_id)
+        rows["text"].append(record["abstract"])
+        rows["authors"].append(record["authors"])
+    if not rows["query_id"]:
+        raise ValueError(f"{path}: no queries")
+    return Dataset.from_dict(rows)
+
+
+def read_smart_qrels(
+    path: str | os.PathLike[str],
+    *,
+    query_ids: set[str] | None = None,
+    paper_ids: set[str] | None = None,
+    skip_invalid: bool = False,
+) -> Dataset:
+    """Read SMART relevance judgements (``qid docid 0 0`` lines) as a Dataset with ``query_id``,
+    ``cand_id`` and ``score`` (1: SMART judgements are binary), the columns of the other qrel readers.
+
+    Args:
+        query_ids, paper_ids: the known queries and documents; judgements naming others are errors
+            (or, with ``skip_invalid``, skipped and counted in the log).
+
+    Raises:
+        ValueError: a line without four fields, a repeated judgement, or (unless ``skip_invalid``)
+            unknown ids, naming the file and line.
+    """
+    from datasets import Dataset
+
+    path = Path(path)
+    rows: dict[str, list] = {"query_id": [], "cand_id": [], "score": []}
+    seen: dict[tuple[str, str], int] = {}
+    unknown: list[str] = []
+    with path.open(encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) != 4:
+                raise ValueError(f"{path}, line {line_number}: expected 'qid docid 0 0', got {line.strip()!r}")
+            pair = (_normal_id(fields[0]), _normal_id(fields[1]))
+            if pair in seen:
+                raise ValueError(f"{path}, line {line_number}: judgement {pair} repeats line {seen[pair]}")
+            seen[pair] = line_number
+            if (query_ids is not None and pair[0] not in query_ids) or (paper_ids is not None and pair[1] not in paper_ids):
+                unknown.append(f"line {line_number} {pair}")
+                continue
+            rows["query_id"].append(pair[0])
+            rows["cand_id"].append(pair[1])
+            rows["score"].append(1)
+    if unknown:
+        message = f"{path}: {len(unknown)} judgement(s) name unknown queries or papers: {', '.join(unknown[:5])}"
+        if not skip_invalid:
+            raise ValueError(message + " (pass skip_invalid=True to skip them)")
+        logger.warning("%s; skipped", message)
+    return Dataset.from_dict(rows)
+
+
+def _normal_id(value: str) -> str:
+    return str(int(value)) if value.isdigit() else value
 
 
 def _document_file(path: Path) -> Path:
