@@ -44,13 +44,17 @@ def paper_text(paper: Mapping[str, Any], sep_token: str) -> str:
     raise ValueError(f"paper {paper.get('paper_id')!r} has neither a title nor an abstract")
 
 
-def _text_field(paper: Mapping[str, Any], name: str) -> str:
-    value = paper.get(name)
+def clean_text(value: Any, name: str) -> str:
+    """A text field as readers keep it: stripped, ``None`` as ``""``; TypeError naming ``name`` otherwise."""
     if value is None:
         return ""
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a string, got {type(value).__name__}")
     return value.strip()
+
+
+def _text_field(paper: Mapping[str, Any], name: str) -> str:
+    return clean_text(paper.get(name), name)
 
 
 @dataclass(frozen=True)

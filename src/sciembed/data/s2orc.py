@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from datasets import Dataset, Features, Sequence, Value
 
-from .papers import InvalidPaperError, PaperProblem
+from .papers import InvalidPaperError, PaperProblem, clean_text
 
 logger = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ def _parse(line: str, source: str, location: str) -> tuple[dict[str, Any] | None
     record: dict[str, Any] = {"paper_id": paper_id}
     try:
         for name in ("title", "abstract"):
-            record[name] = _text(raw.get(name), name)
+            record[name] = clean_text(raw.get(name), name)
         for name in ("venue", "journal", "doi", "mag_id"):
             value = raw.get(name)
             record[name] = None if value in (None, "") else str(value)
@@ -165,14 +165,6 @@ def _parse(line: str, source: str, location: str) -> tuple[dict[str, Any] | None
     except (TypeError, ValueError) as error:
         return None, PaperProblem(source, location, str(error), paper_id)
     return record, None
-
-
-def _text(value: Any, name: str) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a string, got {type(value).__name__}")
-    return value.strip()
 
 
 def _year(value: Any) -> int | None:

@@ -30,7 +30,7 @@ import datasets
 import numpy as np
 from datasets import Dataset, DatasetDict, Value
 
-from .papers import InvalidPaperError, PaperProblem
+from .papers import InvalidPaperError, PaperProblem, clean_text
 
 logger = logging.getLogger(__name__)
 
@@ -155,16 +155,8 @@ def _id(value: Any, name: str) -> str:
     return str(value).strip()
 
 
-def _text(value: Any, name: str) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a string, got {type(value).__name__}")
-    return value.strip()
-
-
 def _paper(record: dict[str, Any], *, need_text: bool = True) -> dict[str, str]:
-    paper = {"paper_id": _id(record.get("corpus_id"), "corpus_id"), "title": _text(record.get("title"), "title"), "abstract": _text(record.get("abstract"), "abstract")}
+    paper = {"paper_id": _id(record.get("corpus_id"), "corpus_id"), "title": clean_text(record.get("title"), "title"), "abstract": clean_text(record.get("abstract"), "abstract")}
     if need_text and not paper["title"] and not paper["abstract"]:
         raise ValueError(f"paper {paper['paper_id']!r} has neither title nor abstract")
     return paper
@@ -180,11 +172,11 @@ def _fos(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _mesh(record: dict[str, Any]) -> dict[str, Any]:
-    descriptor = _text(record["descriptor"], "descriptor")
+    descriptor = clean_text(record["descriptor"], "descriptor")
     if not descriptor:
         raise ValueError("empty descriptor")
     mag_id = record.get("mag_id")
-    return {**_paper(record), "mag_id": None if mag_id is None else str(mag_id), "descriptor": descriptor, "qualifier": _text(record.get("qualifier"), "qualifier")}
+    return {**_paper(record), "mag_id": None if mag_id is None else str(mag_id), "descriptor": descriptor, "qualifier": clean_text(record.get("qualifier"), "qualifier")}
 
 
 def _triplet(record: dict[str, Any]) -> dict[str, Any]:
@@ -192,12 +184,12 @@ def _triplet(record: dict[str, Any]) -> dict[str, Any]:
     for role in ("query", "pos", "neg"):
         if not isinstance(record[role], dict):
             raise TypeError(f"{role} must be a paper object, got {type(record[role]).__name__}")
-        row[role] = {**_paper(record[role]), "sha": _text(record[role].get("sha"), "sha")}
+        row[role] = {**_paper(record[role]), "sha": clean_text(record[role].get("sha"), "sha")}
     return row
 
 
 def _search(record: dict[str, Any]) -> dict[str, Any]:
-    query = _text(record["query"], "query")
+    query = clean_text(record["query"], "query")
     if not query:
         raise ValueError("empty query")
     candidates = []
@@ -210,7 +202,7 @@ def _search(record: dict[str, Any]) -> dict[str, Any]:
             candidates.append({
                 # A search candidate may have a title only; an empty abstract is normal here.
                 **_paper(candidate, need_text=False),
-                "venue": _text(candidate.get("venue"), "venue"),
+                "venue": clean_text(candidate.get("venue"), "venue"),
                 # The sample writes years as floats (1964.0) and an unknown year as "".
                 "year": None if year in (None, "") else int(float(year)),
                 "n_citations": candidate.get("n_citations"),
