@@ -214,3 +214,132 @@ def test_clear_errors_for_bad_arguments(cacm_graph, cacm_vectors):
     tiny, _ = planted_graph(communities=1, size=6)
     with pytest.raises(ValueError, match="too few for a positive range"):
         sample_scincl_triplets(tiny, embedding_dim=2)
+
+
+# ---------------------------------------------------------------------- the IVF (approximate kNN) index
+
+
+@pytest.fixture(scope="module")
+def clustered() -> tuple[CitationGraph, np.ndarray, np.ndarray]:
+    """4,000 linkless papers with vectors in 40 Gaussian clusters of ~100, and their exact distance matrix."""
+    n = 4000
+    rng = np.random.default_rng(0)
+    centres = 2.0 * rng.standard_normal((40, 16))
+    vectors = centres[rng.integers(0, 40, n)] + rng.standard_normal((n, 16))
+    ids = [f"x{i:04d}" for i in range(n)]
+    graph = CitationGraph.from_edges(np.array([], dtype=str), np.array([], dtype=str), papers_with_text=ids)
+    squared = np.einsum("ij,ij->i", vectors, vectors)
+    distance = np.sqrt(np.maximum(squared[:, None] + squared[None, :] - 2.0 * vectors @ vectors.T, 0.0))
+    np.fill_diagonal(distance, np.inf)
+    return graph, vectors, distance
+
+
+# Scan 1,200 of the 4,000 candidates (30 %): approximate, unlike a scan of everything, yet deep enough for rank 600.
+IVF = dict(index="ivf", hard_negative_ranks=(598, 600), ivf_scan=1200)
+
+
+def true_ranks(distance: np.ndarray, query: np.ndarray, paper: np.ndarray) -> np.ndarray:
+    """0-based exact rank of each ``paper`` among the other papers of its ``query`` (strictly nearer ones)."""
+    return (distance[query] < distance[query, paper][:, None]).sum(axis=1)
+
+
+def test_ivf_agrees_with_exact_search(clustered):
+    graph, vectors, distance = clustered
+    n = len(vectors)
+    # Ranks [0, 25) as the 25 positives: every query's whole IVF top-25 comes back.
+    top = sample_scincl_triplets(graph, vectors=vectors, positives=25, positive_ranks=(0, 25), easy_negatives=23, seed=0, **IVF)
+    stats = top.stats
+    assert stats.index == "ivf" and stats.index_params["requested"] == "ivf"
+    assert stats.index_params["cells"] == 63 and stats.index_params["scan"] == 1200  # round(sqrt(4000))
+    assert 1200 <= stats.index_params["scanned_min"] and stats.index_params["scanned_mean"] < 0.5 * n  # it did not scan everything
+    ivf_top = top.positive.reshape(n, 25)
+    exact_top = np.argpartition(distance, 24, axis=1)[:, :25]
+    recall = np.mean([len(np.intersect1d(a, b)) for a, b in zip(ivf_top, exact_top)]) / 25
+    assert recall >= 0.9
+
+    triplets = sample_scincl_triplets(graph, vectors=vectors, seed=0, **IVF)
+    assert len(triplets) == 5 * n and triplets.stats.hard_negatives == 2 * n
+    positive_rank = true_ranks(distance, triplets.query, triplets.positive)
+    assert ((positive_rank >= 20) & (positive_rank < 25)).mean() >= 0.9
+    # A scanned subset can only hide nearer papers: the IVF rank never exceeds the true rank, so hard negatives
+    # sit at true rank >= 598, and not far beyond when the scan covers most of the neighbourhood.
+    hard_rank = true_ranks(distance, triplets.query[triplets.hard], triplets.negative[triplets.hard])
+    assert (hard_rank >= 598).all() and np.median(hard_rank) <= 700
+    # Easy negatives keep their rule: never among the query's 25 nearest (by the IVF ranking).
+    easy = ~triplets.hard
+    for q, x in zip(triplets.query[easy][::50], triplets.negative[easy][::50]):
+        assert x not in ivf_top[q] and x != q
+
+
+def test_ivf_scanning_everything_is_exact(clustered):
+    graph, vectors, _ = clustered
+    exact = sample_scincl_triplets(graph, vectors=vectors, hard_negative_ranks=(598, 600), index="exact", seed=2)
+    full = sample_scincl_triplets(graph, vectors=vectors, hard_negative_ranks=(598, 600), index="ivf", ivf_scan=len(vectors), seed=2)
+    assert full.stats.index_params["scanned_min"] == len(vectors)
+    positives = lambda t: np.sort(t.positive.reshape(-1, 5), axis=1)  # noqa: E731 - sets per query
+    hards = lambda t: np.sort(t.negative[t.hard].reshape(-1, 2), axis=1)  # noqa: E731
+    # float32 scores may order a near-tie differently from exact float64: allow a handful of queries.
+    assert (positives(exact) == positives(full)).all(axis=1).mean() > 0.995
+    assert (hards(exact) == hards(full)).all(axis=1).mean() > 0.995
+
+
+def test_ivf_is_deterministic_by_seed(clustered):
+    graph, vectors, _ = clustered
+    first = sample_scincl_triplets(graph, vectors=vectors, seed=7, **IVF)
+    again = sample_scincl_triplets(graph, vectors=vectors, seed=7, **IVF)
+    other = sample_scincl_triplets(graph, vectors=vectors, seed=8, **IVF)
+    assert all((a == b).all() for a, b in zip(first.ids(), again.ids()))
+    assert first.stats.index_params == again.stats.index_params
+    assert not all((a == b).all() for a, b in zip(first.ids(), other.ids()))
+    assert first.stats.index_params["kmeans_seed"] != other.stats.index_params["kmeans_seed"]
+    # Each query is ranked among its own probed cells only, so blocks bound memory without changing the result.
+    small = sample_scincl_triplets(graph, vectors=vectors, seed=7, block_size=33, **IVF)
+    assert (small.positive == first.positive).all() and (small.negative == first.negative).all()
+
+
+def test_ivf_with_exclusions_and_other_metrics(clustered):
+    graph, vectors, _ = clustered
+    test_papers = np.arange(0, len(vectors), 10)
+    for metric in ("cosine", "dot"):
+        triplets = sample_scincl_triplets(graph, vectors=vectors, metric=metric, exclude=test_papers, seed=0, **IVF)
+        used = np.concatenate([triplets.query, triplets.positive, triplets.negative])
+        assert not np.isin(used, test_papers).any() and (triplets.positive != triplets.query).all()
+        assert triplets.stats.index == "ivf" and len(triplets) == 5 * (len(vectors) - len(test_papers))
+        if metric == "cosine":  # near ranks survive: positives are among each query's 40 cosine-nearest (of the non-excluded)
+            unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+            cosine = 1.0 - unit @ unit.T
+            cosine[:, test_papers] = np.inf
+            np.fill_diagonal(cosine, np.inf)
+            assert (true_ranks(cosine, triplets.query, triplets.positive) < 40).mean() > 0.95
+
+
+def test_auto_index_choice(clustered, cacm_graph, cacm_vectors, monkeypatch):
+    import sciembed.data.scincl as scincl
+
+    small = sample_scincl_triplets(cacm_graph, vectors=cacm_vectors, seed=0)
+    assert small.stats.index == "exact" and small.stats.index_params == {"requested": "auto", "block_size": small.stats.index_params["block_size"]}
+    explicit = sample_scincl_triplets(cacm_graph, vectors=cacm_vectors, index="exact", seed=0)
+    assert (explicit.positive == small.positive).all() and (explicit.negative == small.negative).all()
+    graph, vectors, _ = clustered
+    monkeypatch.setattr(scincl, "EXACT_MAX_CANDIDATES", 3999)
+    big = sample_scincl_triplets(graph, vectors=vectors, hard_negative_ranks=(598, 600), ivf_scan=1200, seed=0)
+    assert big.stats.index == "ivf" and big.stats.index_params["requested"] == "auto"
+
+
+def test_ivf_parameter_errors(clustered):
+    graph, vectors, _ = clustered
+    cases = [
+        (dict(index="hnsw"), "unknown index 'hnsw'"),
+        (dict(index="ivf", ivf_cells=0), "ivf_cells must be a positive integer"),
+        (dict(index="ivf", ivf_nprobe=-1), "ivf_nprobe must be a positive integer"),
+        (dict(index="ivf", ivf_scan=2.5), "ivf_scan must be a positive integer"),
+        (dict(index="ivf", ivf_scan=True), "ivf_scan must be a positive integer"),
+        (dict(index="exact", ivf_scan=2000), "apply to index='ivf'"),
+        (dict(index="ivf", ivf_scan=600), r"ivf_scan \(600\) must exceed the hard-negative range end in use \(600\)"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(ValueError, match=message):
+            sample_scincl_triplets(graph, vectors=vectors, hard_negative_ranks=(598, 600), **kwargs)
+    # nprobe as a floor: probing every cell scans everything.
+    every = sample_scincl_triplets(graph, vectors=vectors, hard_negative_ranks=(598, 600), index="ivf", ivf_cells=20, ivf_nprobe=20, seed=0)
+    assert every.stats.index_params["cells_probed_mean"] == 20 and every.stats.index_params["scanned_min"] == len(vectors)
