@@ -192,14 +192,15 @@ def main() -> None:
         "scale": scale,
         "comparison": comparison,
         "peak_memory_gb_whole_run": round(peak_memory_gb(), 3),
-        "machine": {"python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform(), "cpus": _cpus()},
+        "machine": {"python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform(), "cpus": cpu_count()},
     }
     with atomic_path(args.output) as temporary:
         temporary.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     logger.info("wrote %s", args.output)
 
 
-def _cpus() -> int | None:
+def cpu_count() -> int | None:
+    """CPUs this process may run on (its affinity set where the platform has one)."""
     import os
 
     try:

@@ -43,6 +43,8 @@ from sciembed.data.graph import CitationGraph
 from sciembed.data.scincl import EMBEDDING_DIM, citation_graph_embedding, sample_scincl_triplets
 from sciembed.embeddings_io import atomic_path
 
+from sampling_scale import cpu_count
+
 logger = logging.getLogger("scincl_scale")
 
 
@@ -198,20 +200,11 @@ def main() -> None:
         "accuracy_vs_exact": accuracy,
         "exact_index": exact,
         "peak_memory_gb_whole_run": round(peak_memory_gb(), 3),
-        "machine": {"python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform(), "cpus": _cpus()},
+        "machine": {"python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform(), "cpus": cpu_count()},
     }
     with atomic_path(output) as temporary:
         temporary.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     logger.info("wrote %s", output)
-
-
-def _cpus() -> int | None:
-    import os
-
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count()
 
 
 if __name__ == "__main__":

@@ -127,13 +127,8 @@ class CitationGraph:
         The integer index of each paper is its position in the sorted array of all ids (``np.unique``),
         so the same input always gives the same numbering.
         """
-        citing = _id_array(citing_ids, "citing_ids")
-        cited = _id_array(cited_ids, "cited_ids")
-        if len(citing) != len(cited):
-            raise ValueError(f"citing_ids and cited_ids differ in length ({len(citing)} != {len(cited)})")
-        known = None if ids is None else _id_array(ids, "ids")
-        text = None if papers_with_text is None else _id_array(papers_with_text, "papers_with_text")
-        return cls._build(citing, cited, known, text, drop_dangling=drop_dangling, undirected=False)
+        arrays = _edge_arrays((citing_ids, "citing_ids"), (cited_ids, "cited_ids"), ids, papers_with_text)
+        return cls._build(*arrays, drop_dangling=drop_dangling, undirected=False)
 
     @classmethod
     def from_undirected_pairs(
@@ -155,13 +150,8 @@ class CitationGraph:
         ``(b, a)`` counts as a duplicate link; :attr:`GraphStats.citations` counts each kept link twice.
         Arguments as in :meth:`from_edges`.
         """
-        a = _id_array(a_ids, "a_ids")
-        b = _id_array(b_ids, "b_ids")
-        if len(a) != len(b):
-            raise ValueError(f"a_ids and b_ids differ in length ({len(a)} != {len(b)})")
-        known = None if ids is None else _id_array(ids, "ids")
-        text = None if papers_with_text is None else _id_array(papers_with_text, "papers_with_text")
-        return cls._build(a, b, known, text, drop_dangling=drop_dangling, undirected=True)
+        arrays = _edge_arrays((a_ids, "a_ids"), (b_ids, "b_ids"), ids, papers_with_text)
+        return cls._build(*arrays, drop_dangling=drop_dangling, undirected=True)
 
     @classmethod
     def from_indices(
@@ -409,6 +399,21 @@ class CitationGraph:
 
 # ---------------------------------------------------------------------- helpers
 
+
+
+def _edge_arrays(
+    first: tuple[Iterable[IdLike], str],
+    second: tuple[Iterable[IdLike], str],
+    ids: Iterable[IdLike] | None,
+    papers_with_text: Iterable[IdLike] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The id arrays of an edge list, checked: both ends, the known ids and the ids with text."""
+    a, b = _id_array(*first), _id_array(*second)
+    if len(a) != len(b):
+        raise ValueError(f"{first[1]} and {second[1]} differ in length ({len(a)} != {len(b)})")
+    known = None if ids is None else _id_array(ids, "ids")
+    text = None if papers_with_text is None else _id_array(papers_with_text, "papers_with_text")
+    return a, b, known, text
 
 def _id_array(values: Iterable[IdLike], name: str) -> np.ndarray:
     array = np.asarray(values if isinstance(values, np.ndarray) else list(values))
