@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 # Tests never reach a model hub; set before transformers / huggingface_hub read it.
 os.environ["HF_HUB_OFFLINE"] = "1"
+# A datasets cache of the session's own, so no test reads Arrow files another run left behind.
+os.environ["HF_DATASETS_CACHE"] = tempfile.mkdtemp(prefix="sciembed-tests-datasets-")
+atexit.register(shutil.rmtree, os.environ["HF_DATASETS_CACHE"], ignore_errors=True)
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -26,6 +32,21 @@ def shared_data(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"real data not available: {path} is absent (see ../shared/data/README.md)")
     return path
+
+
+def write_hub_folder(root: Path, configs: dict) -> Path:
+    """A local folder in the Hub layout: Parquet files per config and split, plus README.md with YAML
+    ``configs:`` (what ``datasets.load_dataset(folder, config)`` reads offline)."""
+    root.mkdir(parents=True)
+    lines = ["---", "configs:"]
+    for config, splits in configs.items():
+        lines += [f"- config_name: {config}", "  data_files:"]
+        for split, data in splits.items():
+            (root / config).mkdir(exist_ok=True)
+            data.to_parquet(root / config / f"{split}.parquet")
+            lines += [f"  - split: {split}", f"    path: {config}/{split}.parquet"]
+    (root / "README.md").write_text("\n".join(lines + ["---", "Test copy in a Hub dataset layout."]) + "\n")
+    return root
 
 
 @pytest.fixture(scope="session")

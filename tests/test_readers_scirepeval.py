@@ -7,7 +7,7 @@ import json
 import pytest
 from datasets import Dataset
 
-from conftest import shared_data
+from conftest import shared_data, write_hub_folder
 from sciembed import InvalidPaperError
 from sciembed.data.scirepeval import load_scirepeval_task, read_scirepeval_sample
 
@@ -67,27 +67,13 @@ def test_bad_sample_records_name_file_record_and_id(tmp_path):
         read_scirepeval_sample(broken)
 
 
-def _hub_folder(root, configs: dict[str, dict[str, Dataset]]):
-    """A local folder in the Hub layout: Parquet files plus README.md with YAML ``configs:``."""
-    root.mkdir()
-    lines = ["---", "configs:"]
-    for config, splits in configs.items():
-        lines += [f"- config_name: {config}", "  data_files:"]
-        for split, data in splits.items():
-            (root / config).mkdir(exist_ok=True)
-            data.to_parquet(root / config / f"{split}.parquet")
-            lines += [f"  - split: {split}", f"    path: {config}/{split}.parquet"]
-    (root / "README.md").write_text("\n".join(lines + ["---", "Test copy in the allenai/scirepeval layout."]) + "\n")
-    return root
-
-
 @pytest.fixture
 def hub(tmp_path):
-    meta = _hub_folder(tmp_path / "scirepeval", {
+    meta = write_hub_folder(tmp_path / "scirepeval", {
         "fos": {"evaluation": Dataset.from_dict({"doc_id": [11, 12, 13], "title": ["a", "b", "c"], "abstract": ["x", None, "z"]})},
         "scidocs_view_cite_read": {"evaluation": Dataset.from_dict({"doc_id": ["p1", "p2", "p3"], "title": ["a", "b", "c"], "abstract": ["", "", ""]})},
     })
-    test = _hub_folder(tmp_path / "scirepeval_test", {
+    test = write_hub_folder(tmp_path / "scirepeval_test", {
         "fos": {"train": Dataset.from_dict({"paper_id": [11, 12], "label": [[1], [2, 3]]}),
                 "test": Dataset.from_dict({"paper_id": [13, 99], "label": [[0], [1]]})},
         "scidocs_cite": {"test": Dataset.from_dict({"query_id": ["p1", "p1"], "cand_id": ["p2", "p3"], "score": [1, 0]})},

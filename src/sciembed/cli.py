@@ -35,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sciembed",
-        description="Scientific-document embeddings: embed papers, and (in later releases) train, evaluate and publish models.",
+        description="Scientific-document embeddings: embed papers, build model families and evaluate them on the field's benchmarks.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-q", "--quiet", action="store_true", help="log warnings and errors only")
@@ -88,6 +88,44 @@ def _parser() -> argparse.ArgumentParser:
         help="a config field of the family, VALUE as JSON (e.g. --set num_cls_tokens=5 --set 'domains=[\"cs\",\"bio\"]'); repeatable",
     )
     build.set_defaults(run=_from_bert)
+
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="evaluate a model on SciDocs, SciRepEval, Multi-SciDocs, BEIR, co-citation pairs or CACM",
+        description=(
+            "Embed every paper (and query) a benchmark's tasks need once, score each task with the benchmark's "
+            "reference protocol (SciDocs: -L2 ranking with pytrec_eval MAP/nDCG, LinearSVC macro-F1; SciRepEval: its "
+            "task list, formats, few-shot and reviewer matching; BEIR: cosine nDCG@10 / recall@100; co-citation: "
+            "F1max), print a table with the benchmark's averages and write the full results as JSON. A folder with "
+            "only some of a benchmark's tasks evaluates those and lists the others. Vectors are cached per model "
+            "and text (float32), so a second run or another benchmark sharing papers embeds nothing twice."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    evaluate.add_argument("--model", help="Hub id or local folder (default: the embedded all-MiniLM-L6-v2)")
+    evaluate.add_argument("--benchmark", required=True, choices=("scidocs", "scirepeval", "multi-scidocs", "beir", "cocitation", "cacm"))
+    evaluate.add_argument("--data", required=True, help="the benchmark's local folder or Hub dataset id (SciRepEval: a folder built by "
+                          "datasets_scripts/build_scirepeval.py, or the metadata source allenai/scirepeval)")
+    evaluate.add_argument("--test-data", help="SciRepEval only: the labels source when --data is the metadata source (default allenai/scirepeval_test)")
+    evaluate.add_argument("--output", help="write the results as JSON here (atomically)")
+    evaluate.add_argument("--tasks", nargs="+", help="task ids to run (e.g. cite mag; SciRepEval config names such as fos search)")
+    evaluate.add_argument("--split", default="test", help="judged split to score (val to tune)")
+    evaluate.add_argument("--pooling", choices=("cls", "mean"), help="pooling of a plain encoder; a sentence-transformers folder is then "
+                          "read as a plain transformer (default: the model's own; CLS for BERT as SPECTER)")
+    evaluate.add_argument("--proximity-similarity", choices=("l2", "min_facet_l2"), default="l2",
+                          help="ranking score of proximity tasks: -L2 (the references) or Multi2SPE's min distance over facet pairs")
+    evaluate.add_argument("--no-few-shot", action="store_true", help="skip SciRepEval's few-shot settings")
+    evaluate.add_argument("--skip-invalid", action="store_true", help="drop rows naming papers without metadata and report them, instead of stopping")
+    evaluate.add_argument("--batch-size", type=int, default=32, help="texts per forward pass")
+    evaluate.add_argument("--max-length", type=int, help="tokens per text (default: the model's limit, at most 512)")
+    evaluate.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: cuda when available, else cpu)")
+    evaluate.add_argument("--cache-dir", help="embedding cache folder (default: $SCIEMBED_CACHE or $HF_HOME/sciembed/embeddings)")
+    evaluate.add_argument("--no-cache", action="store_true", help="keep vectors in memory for this run only")
+    evaluate.add_argument("--jobs", type=int, default=-1, help="processes for the classifiers' grid searches (-1: all cores)")
+    evaluate.add_argument("--seed", type=int, help="seed of what is sampled or trained while evaluating (default: CACM 0, SciDocs' recommender 7 as SciDocs)")
+    evaluate.add_argument("--trust-remote-code", action="store_true", help="allow a Hub model to run its own modeling code")
+    evaluate.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    evaluate.set_defaults(run=_evaluate)
 
     demo = commands.add_parser(
         "demo",
@@ -166,6 +204,36 @@ def _from_bert(args: argparse.Namespace) -> int:
     model, tokenizer = from_bert(args.family, args.base or default_model_path(), **options)
     save_pretrained(model, tokenizer, args.output)
     logger.info("saved a %s model built from %s to %s", args.family, args.base or "the embedded all-MiniLM-L6-v2", args.output)
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from .evaluation import evaluate
+
+    report = evaluate(
+        args.model,
+        args.benchmark,
+        args.data,
+        tasks=args.tasks,
+        split=args.split,
+        pooling=args.pooling,
+        max_length=args.max_length,
+        batch_size=args.batch_size,
+        device=args.device,
+        trust_remote_code=args.trust_remote_code,
+        cache_dir=args.cache_dir,
+        use_cache=not args.no_cache,
+        skip_invalid=args.skip_invalid,
+        test_data=args.test_data,
+        few_shot=not args.no_few_shot,
+        proximity_similarity=args.proximity_similarity,
+        n_jobs=args.jobs,
+        seed=args.seed,
+        show_progress_bar=not args.no_progress,
+    )
+    print(report.table())
+    if args.output:
+        logger.info("wrote %s", report.write_json(args.output))
     return 0
 
 

@@ -12,7 +12,10 @@ the family's embedding (``pooler_output``) for sciembed's model families, and th
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import inspect
+import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -60,6 +63,8 @@ class PaperEncoder:
         task_format: the format of a control-code model (``classification``, ``regression``,
             ``proximity``, ``adhoc_query``); the model's default when unset.
         domain: the domain of a mixture-of-experts model with domain routing (one of ``config.domains``).
+        facets: return each paper's facet vectors ``(K, dim)`` instead of one vector, for a model whose
+            output holds ``cls_embeddings`` (Multi2SPEModel); :meth:`encode` then returns ``(n, K, dim)``.
     """
 
     def __init__(
@@ -73,6 +78,7 @@ class PaperEncoder:
         device: str | torch.device | None = None,
         task_format: str | None = None,
         domain: str | None = None,
+        facets: bool = False,
     ):
         import torch
 
@@ -111,6 +117,9 @@ class PaperEncoder:
         self.normalize = normalize
         self.model = model.to(self.device).eval()
         self.forward_options = self._forward_options(task_format, domain)
+        if facets and family_of(self.transformer) != "multi2spe":
+            raise ValueError(f"{type(self.transformer).__name__} has no facet vectors; facets is for models with cls_embeddings (Multi2SPEModel)")
+        self.facets = facets
 
     @classmethod
     def from_pretrained(
@@ -126,11 +135,13 @@ class PaperEncoder:
         A folder or Hub repository with a sentence-transformers ``modules.json`` loads as a
         ``SentenceTransformer``; anything else with ``AutoModel`` / ``AutoTokenizer``. Hub ids go to
         transformers / sentence-transformers unchanged (with ``HF_HUB_OFFLINE=1`` only cached ones load).
-        ``kwargs`` are those of :class:`PaperEncoder`.
+        ``kwargs`` are those of :class:`PaperEncoder`. A ``pooling`` given for a sentence-transformers
+        folder loads its transformer alone and pools that way instead of with its own modules, so that
+        off-the-shelf sentence encoders can be compared with SPECTER-style models under one pooling.
         """
         name = str(name_or_path) if name_or_path is not None else default_model_path()
         register_families()
-        if _has_sentence_transformers_modules(name):
+        if kwargs.get("pooling") is None and _has_sentence_transformers_modules(name):
             from sentence_transformers import SentenceTransformer
 
             model = SentenceTransformer(name, device=str(device) if device else None, trust_remote_code=trust_remote_code)
@@ -182,6 +193,45 @@ class PaperEncoder:
         return features
 
     @property
+    def task_formats(self) -> tuple[str, ...]:
+        """The formats the model embeds differently (empty for a single-embedding model)."""
+        model = self.transformer
+        if "task_format" not in inspect.signature(model.forward).parameters:
+            return ()
+        return tuple(getattr(model.config, "control_codes", None) or ())
+
+    def with_format(self, task_format: str | None) -> PaperEncoder:
+        """This encoder (same model, no copy of the weights) embedding in ``task_format``."""
+        other = copy.copy(self)
+        other.forward_options = self._forward_options(task_format, self.forward_options.get("domain"))
+        return other
+
+    def fingerprint(self) -> str:
+        """A hash of everything that decides the vectors: weights, config, pooling, length, options.
+
+        Two encoders with equal fingerprints give equal vectors for equal texts, so vectors may be
+        cached under it (the evaluation cache does).
+        """
+        import torch
+
+        digest = hashlib.sha256()
+        settings = {
+            "config": self.transformer.config.to_dict(),
+            "modules": repr(self.model) if self._sentence_transformer is not None else None,
+            "pooling": self.pooling,
+            "normalize": self.normalize,
+            "max_length": self.max_length,
+            "facets": self.facets,
+            "sep_token": self.sep_token,
+            "forward_options": self.forward_options,
+        }
+        digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
+        for name, tensor in sorted(self.model.state_dict().items()):
+            digest.update(f"{name}:{tuple(tensor.shape)}:{tensor.dtype}".encode())
+            digest.update(tensor.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
+        return digest.hexdigest()
+
+    @property
     def sep_token(self) -> str:
         """The separator placed between title and abstract (the tokenizer's ``sep_token``)."""
         return self.tokenizer.sep_token or " "
@@ -200,7 +250,7 @@ class PaperEncoder:
         progress_desc: str = "Encoding",
     ) -> np.ndarray:
         """Embed ``papers`` (paper records or ready-made texts); returns float32 ``(len(papers), dim)``
-        in input order."""
+        (``(len(papers), K, dim)`` with ``facets``) in input order."""
         import torch
 
         if batch_size < 1:
@@ -217,7 +267,7 @@ class PaperEncoder:
                 rows = order[start : start + batch_size]
                 embeddings = self._embed([texts[i] for i in rows]).float().cpu().numpy()
                 if vectors is None:
-                    vectors = np.empty((len(texts), embeddings.shape[1]), dtype=np.float32)
+                    vectors = np.empty((len(texts), *embeddings.shape[1:]), dtype=np.float32)
                 vectors[rows] = embeddings
                 progress.update(len(rows))
         return vectors
@@ -246,7 +296,9 @@ class PaperEncoder:
         ).to(self.device)
         outputs = self.model(**self._with_forward_options(features))
         hidden = outputs.last_hidden_state
-        if self.pooling == FAMILY_POOLING:
+        if self.facets:
+            embeddings = outputs.cls_embeddings
+        elif self.pooling == FAMILY_POOLING:
             embeddings = outputs.pooler_output
         elif self.pooling == "cls":
             embeddings = hidden[:, 0]

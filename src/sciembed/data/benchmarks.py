@@ -35,6 +35,8 @@ from pathlib import Path
 import datasets
 from datasets import DatasetDict
 
+from .hub_datasets import load_hub_dataset
+
 logger = logging.getLogger(__name__)
 
 PAPER_COLUMNS = ("paper_id", "title", "abstract")
@@ -163,7 +165,7 @@ def load_benchmark(
     benchmark = Benchmark(name, location)
     for config in wanted:
         try:
-            loaded = datasets.load_dataset(location, config, cache_dir=cache_dir)
+            loaded = load_hub_dataset(location, config, cache_dir=cache_dir)
         except ConnectionError as error:
             raise BenchmarkSourceError(_unreachable(name, location, error)) from error
         required = spec.columns_for(config) or ()

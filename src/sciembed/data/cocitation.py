@@ -14,10 +14,10 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 
-import datasets
 import numpy as np
 from datasets import DatasetDict
 
+from .hub_datasets import load_hub_dataset
 from .papers import InvalidPaperError, PaperProblem
 
 logger = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ def load_cocitation_pairs(
         InvalidPaperError: bad rows (split and row named) and ``skip_invalid`` is false.
     """
     source = DOMAIN_DATASETS.get(str(source), str(source))
-    loaded = datasets.load_dataset(source, cache_dir=cache_dir)
+    loaded = load_hub_dataset(source, cache_dir=cache_dir)
     stats: Counter = Counter()
     problems: list[PaperProblem] = []
     splits = {}

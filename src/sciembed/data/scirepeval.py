@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import datasets
 import numpy as np
 from datasets import Dataset, DatasetDict, Value
 
+from .hub_datasets import load_hub_dataset
 from .papers import InvalidPaperError, PaperProblem, clean_text
 
 logger = logging.getLogger(__name__)
@@ -53,6 +53,8 @@ META_CONFIG = {
 }
 #: Label columns that name papers of the metadata config.
 ID_COLUMNS = ("paper_id", "query_id", "cand_id", "corpus_id", "doc_id")
+#: Test configs whose candidates are not papers (reviewer ids, described by the ``reviewers`` config).
+REVIEWER_CANDIDATES = ("paper_reviewer_matching",)
 
 
 @dataclass
@@ -257,18 +259,18 @@ def load_scirepeval_task(
         InvalidPaperError: label rows naming unknown papers, and ``skip_invalid`` is false.
     """
     meta_config = meta_config or META_CONFIG.get(task, task)
-    meta = datasets.load_dataset(str(meta_source), meta_config, split=META_SPLIT, cache_dir=cache_dir)
+    meta = load_hub_dataset(meta_source, meta_config, split=META_SPLIT, cache_dir=cache_dir)
     meta = _string_ids(meta)
     if "doc_id" in meta.column_names and "paper_id" not in meta.column_names:
         meta = meta.rename_column("doc_id", "paper_id")
     known = _known_ids(meta)
-    labels = datasets.load_dataset(str(test_source), task, cache_dir=cache_dir)
+    labels = load_hub_dataset(test_source, task, cache_dir=cache_dir)
     stats: Counter = Counter(meta_papers=len(meta))
     problems: list[PaperProblem] = []
     splits: dict[str, Dataset] = {}
     for split, data in labels.items():
         data = _string_ids(data)
-        columns = [c for c in ID_COLUMNS if c in data.column_names]
+        columns = [c for c in ID_COLUMNS if c in data.column_names and not (c == "cand_id" and task in REVIEWER_CANDIDATES)]
         found = {c: np.isin(np.array(data[c], dtype=str), known) for c in columns}
         keep = np.logical_and.reduce(list(found.values())) if found else np.ones(len(data), dtype=bool)
         stats[f"{split}_rows"] = len(data)

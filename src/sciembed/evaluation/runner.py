@@ -1,0 +1,217 @@
+"""Evaluate a model on a benchmark: embed every text the tasks need once, then score every task.
+
+:func:`evaluate` is what ``sciembed evaluate`` runs: it loads the benchmark's tasks
+(:func:`~sciembed.evaluation.loaders.load_tasks`), embeds each task's documents and queries through
+:class:`~sciembed.encode.PaperEncoder` in the format the task calls for (one encoder per format for a
+multi-format model, one for all otherwise), reusing the :class:`~sciembed.evaluation.cache.EmbeddingCache`,
+scores the tasks and returns an :class:`EvaluationReport` (a table, averages and JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from ..embeddings_io import atomic_path
+from ..encode import PaperEncoder
+from .cache import EmbeddingCache, default_cache_dir
+from .loaders import TaskSuite, load_tasks
+from .tables import averages, format_table
+from .tasks import ClassificationTask, ProximityTask, TaskResult, record_text
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class EvaluationReport:
+    """What one evaluation gave: per-task results, the benchmark's averages and how it was run."""
+
+    benchmark: str
+    source: str
+    model: str
+    results: list[TaskResult]
+    missing: list[str] = field(default_factory=list)
+    skipped_records: list[str] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    embedding: dict[str, Any] = field(default_factory=dict)
+    version: str = __version__
+
+    @property
+    def averages(self) -> dict[str, float]:
+        """The benchmark's own averages (SciDocs' average over its metrics, SciRepEval's groups)."""
+        return averages(self.benchmark, self.results)
+
+    def table(self) -> str:
+        """The results as a text table shaped like the benchmark paper's, averages last."""
+        return format_table(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: one row per task and metric, plus averages and the run's settings."""
+        rows = [
+            {"benchmark": r.benchmark, "task": r.task, "task_id": r.task_id, "kind": r.kind, "group": r.group, "metric": metric,
+             "value": value, "counts": r.counts, "skipped": r.skipped}
+            for r in self.results for metric, value in r.metrics.items()
+        ]
+        return {
+            "benchmark": self.benchmark,
+            "source": self.source,
+            "model": self.model,
+            "sciembed_version": self.version,
+            "settings": self.settings,
+            "results": rows,
+            "averages": self.averages,
+            "missing_tasks": self.missing,
+            "skipped_records": {"count": len(self.skipped_records), "first": self.skipped_records[:50]},
+            "embedding": self.embedding,
+            "tasks": [asdict(r) for r in self.results],
+        }
+
+    def write_json(self, path: str | os.PathLike[str]) -> Path:
+        """Write :meth:`to_dict` to ``path`` atomically."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as temporary:
+            temporary.write_text(json.dumps(self.to_dict(), indent=1, default=_json_default) + "\n", encoding="utf-8")
+        return path
+
+
+def evaluate(
+    model: str | os.PathLike[str] | PaperEncoder | None,
+    benchmark: str,
+    data: str | os.PathLike[str],
+    *,
+    tasks: list[str] | None = None,
+    split: str = "test",
+    pooling: str | None = None,
+    max_length: int | None = None,
+    batch_size: int = 32,
+    device: str | None = None,
+    trust_remote_code: bool = False,
+    cache_dir: str | os.PathLike[str] | None = None,
+    use_cache: bool = True,
+    skip_invalid: bool = False,
+    test_data: str | None = None,
+    few_shot: bool = True,
+    proximity_similarity: str = "l2",
+    n_jobs: int = -1,
+    seed: int | None = None,
+    show_progress_bar: bool = True,
+) -> EvaluationReport:
+    """Evaluate ``model`` on every task of ``benchmark`` found in ``data``.
+
+    Args:
+        model: a Hub id or local folder (``None``: the embedded all-MiniLM-L6-v2), or a ready
+            :class:`~sciembed.encode.PaperEncoder`.
+        benchmark: ``scidocs``, ``scirepeval``, ``multi-scidocs``, ``beir``, ``cocitation`` or ``cacm``.
+        data: the benchmark's local folder or Hub id.
+        tasks: run only these task ids (e.g. ``["cite", "mag"]``).
+        split: the judged split to score (``test``; ``val`` for tuning).
+        pooling: ``cls`` or ``mean`` for a plain encoder (default: the model's own; CLS for BERT).
+        max_length, batch_size, device, trust_remote_code: as for :class:`~sciembed.encode.PaperEncoder`.
+        cache_dir, use_cache: where vectors are cached (default :func:`~.cache.default_cache_dir`);
+            ``use_cache=False`` keeps them in memory for this call only.
+        skip_invalid: drop rows naming papers without metadata (counted in the report) instead of failing.
+        test_data: SciRepEval's labels source when ``data`` is its metadata source.
+        few_shot: also run SciRepEval's few-shot settings.
+        proximity_similarity: ``l2`` (the references) or ``min_facet_l2`` (Multi²SPE facets ablation).
+        n_jobs: processes for the classifiers' grid searches (-1: all cores).
+        seed: seed of what is sampled or trained during evaluation (see :func:`~.loaders.load_tasks`).
+        show_progress_bar: show progress while embedding.
+    """
+    suite = load_tasks(benchmark, data, tasks=tasks, split=split, skip_invalid=skip_invalid, test_data=test_data,
+                       few_shot=few_shot, proximity_similarity=proximity_similarity, seed=seed)
+    if isinstance(model, PaperEncoder):
+        if pooling is not None or max_length is not None or device is not None:
+            raise ValueError("a PaperEncoder holds its own pooling, max_length and device; set them when creating it")
+        encoder = model
+    else:
+        encoder = PaperEncoder.from_pretrained(model, pooling=pooling, max_length=max_length, device=device, trust_remote_code=trust_remote_code)
+    folder = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
+    started = time.perf_counter()
+    vectors, caches = _embed_tasks(suite, encoder, folder, batch_size=batch_size, show_progress_bar=show_progress_bar)
+    embedded = time.perf_counter() - started
+
+    results: list[TaskResult] = []
+    for task in suite.tasks:
+        documents, queries = vectors[id(task)]
+        begun = time.perf_counter()
+        result = task.evaluate(documents, queries, n_jobs=n_jobs)
+        result.details["seconds"] = round(time.perf_counter() - begun, 3)
+        results.append(result)
+        logger.info("%s %s: %s", suite.benchmark, task.name, {k: round(v, 2) for k, v in result.metrics.items()})
+        if isinstance(task, ClassificationTask) and task.few_shot:
+            results += task.evaluate_few_shot(documents, n_jobs=n_jobs)
+    return EvaluationReport(
+        benchmark=suite.benchmark,
+        source=suite.source,
+        model=encoder.name_or_path,
+        results=results,
+        missing=suite.missing,
+        skipped_records=[str(problem) for problem in suite.skipped],
+        settings={"split": split, "pooling": encoder.pooling, "max_length": encoder.max_length, "batch_size": batch_size,
+                  "proximity_similarity": proximity_similarity, "few_shot": few_shot, "seed": seed, "skip_invalid": skip_invalid,
+                  "tasks": tasks},
+        embedding={"texts_encoded": sum(c.encoded for c in caches), "cache_hits": sum(c.hits for c in caches),
+                   "seconds": round(embedded, 2), "cache": str(folder) if folder else None},
+    )
+
+
+def _embed_tasks(suite: TaskSuite, encoder: PaperEncoder, folder: Path | None, *, batch_size: int, show_progress_bar: bool):
+    """Embed every task's documents and queries.
+
+    Returns:
+        ``id(task)`` -> (document vectors, query vectors) by id, and the caches used.
+    """
+    caches: dict[tuple[str | None, bool], EmbeddingCache] = {}
+
+    def cache_for(task_format: str, facets: bool) -> EmbeddingCache:
+        key = (task_format if task_format in encoder.task_formats else None, facets)
+        if key not in caches:
+            chosen = encoder.with_format(key[0]) if key[0] else encoder
+            if facets:
+                chosen = PaperEncoder(chosen.transformer, chosen.tokenizer, max_length=chosen.max_length, device=chosen.device,
+                                      facets=True, task_format=chosen.forward_options.get("task_format"))
+            caches[key] = EmbeddingCache(chosen, folder)
+        return caches[key]
+
+    plans = []
+    for task in suite.tasks:
+        facets = isinstance(task, ProximityTask) and task.similarity == "min_facet_l2"
+        for role, records, task_format in (
+            ("documents", task.documents, task.document_format),
+            ("queries", task.queries, task.query_format or task.document_format),
+        ):
+            cache = cache_for(task_format, facets)
+            texts = [record_text(record, encoder.sep_token, task.fields) for record in records.values()]
+            plans.append((task, role, cache, list(records), texts))
+
+    # One pass per encoder over the unique texts of all tasks, so shared papers embed once.
+    for key, cache in caches.items():
+        texts = list(dict.fromkeys(t for _, _, c, _, ts in plans if c is cache for t in ts))
+        label = f"Encoding ({key[0] or 'papers'}{', facets' if key[1] else ''})"
+        cache.embed(texts, batch_size=batch_size, show_progress_bar=show_progress_bar, desc=label)
+
+    vectors: dict[int, tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]]] = {}
+    for task, role, cache, ids, texts in plans:
+        matrix = cache.lookup(texts)
+        mapping = dict(zip(ids, matrix))
+        documents, queries = vectors.get(id(task), ({}, {}))
+        vectors[id(task)] = (mapping, queries) if role == "documents" else (documents, mapping)
+    return vectors, list(caches.values())
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -1,0 +1,304 @@
+"""Evaluation tasks: what to embed, in which format, and how to score the vectors.
+
+A task holds the texts it needs — ``documents`` (papers, as records or ready-made texts) and, for
+search, ``queries`` — and the labels or judgements, and turns their vectors into a :class:`TaskResult`
+through the evaluators of :mod:`.ranking`, :mod:`.supervised`, :mod:`.pairs` and
+:mod:`.recommendation`. The runner embeds the texts of every task once per format and hands each task
+the vectors of its own ids. Each task names the SciRepEval format its texts are embedded in
+(classification → ``[CLF]``, regression → ``[RGN]``, proximity → ``[PRX]``, search queries →
+``[QRY]`` with candidates as ``[PRX]``), so multi-format models embed every task the way it calls for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+#: Paper fields joined (with the tokenizer's separator) into a model text: SPECTER's title + abstract.
+DEFAULT_FIELDS = ("title", "abstract")
+
+Record = Mapping[str, Any] | str
+
+
+def record_text(record: Record, sep_token: str, fields: Sequence[str] = DEFAULT_FIELDS) -> str:
+    """The model text of a paper record: its non-empty ``fields`` joined by ``sep_token`` (a string
+    record is already a text). With the default fields this is SPECTER's ``title [SEP] abstract``;
+    SciRepEval's search task adds venue and year the same way.
+
+    Raises:
+        ValueError: none of the fields has text (the record's ``paper_id`` is named).
+    """
+    if isinstance(record, str):
+        return record
+    parts = [str(record[name]).strip() for name in fields if record.get(name) not in (None, "")]
+    parts = [part for part in parts if part]
+    if not parts:
+        raise ValueError(f"paper {record.get('paper_id')!r} has no text in {', '.join(fields)}")
+    return sep_token.join(parts)
+
+
+@dataclass
+class TaskResult:
+    """The scores of one task (values on the papers' 0–100 scale, unrounded) and what went into them.
+
+    Attributes:
+        benchmark: the benchmark name.
+        task: the task name as the benchmark's tables print it.
+        task_id: the id ``--tasks`` selects the task by.
+        kind: ``proximity``, ``search``, ``classification``, ``few_shot``, ``regression``,
+            ``reviewer_matching``, ``pairs`` or ``recommendation``.
+        metrics: metric name -> value.
+        counts: sizes (queries, candidates, train / test examples, ...).
+        skipped: what was left out and why (count per reason); empty when nothing was.
+        details: anything else worth keeping (chosen C, thresholds, per-field scores, ...).
+        group: the benchmark's average this task counts in (e.g. SciRepEval ``in-train``).
+        primary_metrics: the metrics the benchmark's averages take (default: all of ``metrics``).
+    """
+
+    benchmark: str
+    task: str
+    task_id: str
+    kind: str
+    metrics: dict[str, float]
+    counts: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    group: str | None = None
+    primary_metrics: tuple[str, ...] = ()
+
+
+@dataclass
+class Task:
+    """Base class: a named task with the texts it needs.
+
+    Attributes:
+        benchmark, name, group: see :class:`TaskResult`.
+        task_id: the id ``--tasks`` selects it by (the config or folder name); defaults to ``name``.
+        primary_metrics: see :class:`TaskResult`.
+        documents: id -> paper record (or text) embedded in ``document_format``.
+        queries: id -> query record (or text) embedded in ``query_format`` (search tasks).
+        fields: record fields joined into a document text.
+    """
+
+    kind: ClassVar[str] = ""
+    document_format: ClassVar[str] = "proximity"
+    query_format: ClassVar[str | None] = None
+
+    benchmark: str
+    name: str
+    documents: dict[str, Record]
+    group: str | None = field(default=None, kw_only=True)
+    task_id: str = field(default="", kw_only=True)
+    primary_metrics: tuple[str, ...] = field(default=(), kw_only=True)
+    queries: dict[str, Record] = field(default_factory=dict, kw_only=True)
+    fields: tuple[str, ...] = field(default=DEFAULT_FIELDS, kw_only=True)
+
+    def __post_init__(self):
+        self.task_id = self.task_id or self.name
+
+    def evaluate(self, documents: Mapping[str, np.ndarray], queries: Mapping[str, np.ndarray], *, n_jobs: int = -1) -> TaskResult:
+        """Score the task on the vectors of its documents (and queries)."""
+        raise NotImplementedError
+
+    def _result(self, metrics: dict[str, float], **extra: Any) -> TaskResult:
+        return TaskResult(self.benchmark, self.name, self.task_id, self.kind, metrics, group=self.group,
+                          primary_metrics=self.primary_metrics, **extra)
+
+
+@dataclass
+class ProximityTask(Task):
+    """Rank each query paper's judged candidates by embedding distance (SciDocs cite / co-cite /
+    co-view / co-read, SciRepEval proximity, Multi-SciDocs).
+
+    Queries and candidates are both ``documents`` unless ``queries`` are given (SciRepEval's
+    ``feeds`` style tasks keep them apart); both are embedded in the proximity format.
+
+    Attributes:
+        qrels: query id -> candidate id -> relevance (graded allowed).
+        measures: pytrec_eval measures (SciDocs: ``map``, ``ndcg``).
+        similarity: ``l2`` (−Euclidean distance, both references), ``cosine``, ``dot``, or
+            ``min_facet_l2`` (Multi²SPE ablation; needs facet vectors).
+        score_decimals: round scores before ranking (SciDocs writes 5 decimals to its run file).
+        relevance_level: the lowest relevance that counts as relevant for binary measures.
+        query_groups: query id -> group (Multi-SciDocs: the query's field of study); when given, the
+            measures are also averaged per group into ``details["per_group"]``.
+    """
+
+    kind: ClassVar[str] = "proximity"
+
+    qrels: dict[str, dict[str, int]] = field(default_factory=dict, kw_only=True)
+    measures: tuple[str, ...] = field(default=("map", "ndcg"), kw_only=True)
+    similarity: str = field(default="l2", kw_only=True)
+    score_decimals: int | None = field(default=None, kw_only=True)
+    relevance_level: int = field(default=1, kw_only=True)
+    query_groups: dict[str, str] = field(default_factory=dict, kw_only=True)
+
+    def evaluate(self, documents, queries, *, n_jobs=-1):
+        from .ranking import proximity_run, ranking_metrics, search_run
+
+        if self.queries:
+            scored = search_run(queries, documents, self.qrels, similarity=self.similarity)
+        else:
+            scored = proximity_run(self.qrels, documents, similarity=self.similarity, score_decimals=self.score_decimals)
+        scores = ranking_metrics(self.qrels, scored.run, self.measures, relevance_level=self.relevance_level)
+        return self._result(scores.mean, counts={"queries": scores.num_queries, "candidates": scores.num_candidates},
+                            details=self._per_group(scores.per_query))
+
+    def _per_group(self, per_query: dict[str, dict[str, float]]) -> dict[str, Any]:
+        if not self.query_groups:
+            return {}
+        groups: dict[str, list[dict[str, float]]] = {}
+        for query, values in per_query.items():
+            groups.setdefault(self.query_groups.get(query, "unknown"), []).append(values)
+        return {"per_group": {
+            group: {"queries": len(rows), **{m: 100 * float(np.mean([r[m] for r in rows])) for m in self.measures}}
+            for group, rows in sorted(groups.items())
+        }}
+
+
+@dataclass
+class SearchTask(ProximityTask):
+    """Ad-hoc search: text queries (embedded as queries) against papers.
+
+    With ``full_corpus`` every query ranks all ``documents`` (BEIR: cosine, top 1,000, identical ids
+    dropped); otherwise only its judged candidates (SciRepEval search, TREC-COVID, feeds title).
+    """
+
+    kind: ClassVar[str] = "search"
+    query_format: ClassVar[str | None] = "adhoc_query"
+
+    full_corpus: bool = field(default=False, kw_only=True)
+    top_k: int = field(default=1000, kw_only=True)
+
+    def evaluate(self, documents, queries, *, n_jobs=-1):
+        from .ranking import ranking_metrics, search_run
+
+        qrels = None if self.full_corpus else self.qrels
+        scored = search_run(queries, documents, qrels, similarity=self.similarity, top_k=self.top_k if self.full_corpus else None)
+        scores = ranking_metrics(self.qrels, scored.run, self.measures, relevance_level=self.relevance_level)
+        return self._result(scores.mean, counts={"queries": scores.num_queries, "documents": len(self.documents)})
+
+
+@dataclass
+class ClassificationTask(Task):
+    """A linear SVM on frozen vectors (SciDocs MAG / MeSH, SciRepEval classification), optionally
+    also in SciRepEval's few-shot settings.
+
+    Attributes:
+        train, test: (paper ids, labels); multi-label labels are lists (indices or multi-hot).
+        protocol: a :class:`~sciembed.evaluation.supervised.SupervisedProtocol`.
+        few_shot: (sample size, iterations) settings to run as well.
+    """
+
+    kind: ClassVar[str] = "classification"
+    document_format: ClassVar[str] = "classification"
+
+    train: tuple[list[str], list[Any]] = field(default=((), ()), kw_only=True)
+    test: tuple[list[str], list[Any]] = field(default=((), ()), kw_only=True)
+    protocol: Any = field(default=None, kw_only=True)
+    few_shot: tuple[tuple[int, int], ...] = field(default=(), kw_only=True)
+
+    def _arrays(self, documents):
+        (train_ids, y_train), (test_ids, y_test) = self.train, self.test
+        x_train = np.stack([documents[i] for i in train_ids])
+        x_test = np.stack([documents[i] for i in test_ids])
+        if self.protocol.multilabel:
+            from .supervised import multi_hot
+
+            y_all, _ = multi_hot(list(y_train) + list(y_test))
+            return x_train, y_all[: len(train_ids)], x_test, y_all[len(train_ids) :]
+        return x_train, np.asarray(y_train), x_test, np.asarray(y_test)
+
+    def evaluate(self, documents, queries, *, n_jobs=-1):
+        from .supervised import evaluate_classification
+
+        x_train, y_train, x_test, y_test = self._arrays(documents)
+        scores = evaluate_classification(x_train, y_train, x_test, y_test, self.protocol, n_jobs=n_jobs)
+        return self._split(scores)
+
+    def evaluate_few_shot(self, documents, *, n_jobs=-1) -> list[TaskResult]:
+        """One result per few-shot setting (named ``<task> <N> shot``, as SciRepEval does)."""
+        from .supervised import evaluate_few_shot
+
+        x_train, y_train, x_test, y_test = self._arrays(documents)
+        results = []
+        for size, iterations in self.few_shot:
+            scores = evaluate_few_shot(x_train, y_train, x_test, y_test, self.protocol, size, iterations, n_jobs=n_jobs)
+            result = self._split(scores)
+            result.task, result.kind, result.group = f"{self.name} {size} shot", "few_shot", "few-shot"
+            results.append(result)
+        return results
+
+    def _split(self, scores: dict[str, Any]) -> TaskResult:
+        metrics = {name: float(scores[name]) for name in self.protocol.metrics}
+        counts = {k: int(v) for k, v in scores.items() if k.startswith("num_") or k in ("iterations", "sample_size")}
+        details = {k: v for k, v in scores.items() if k not in metrics and k not in counts}
+        return self._result(metrics, counts=counts, details=details)
+
+
+@dataclass
+class RegressionTask(ClassificationTask):
+    """A linear SVR on frozen vectors (SciRepEval citation count, year, peer-review score, h-index,
+    tweets); Kendall's τ and Pearson's r."""
+
+    kind: ClassVar[str] = "regression"
+    document_format: ClassVar[str] = "regression"
+
+    def evaluate(self, documents, queries, *, n_jobs=-1):
+        from .supervised import evaluate_regression
+
+        x_train, y_train, x_test, y_test = self._arrays(documents)
+        scores = evaluate_regression(x_train, y_train.astype(float), x_test, y_test.astype(float), self.protocol, n_jobs=n_jobs)
+        return self._split(scores)
+
+
+@dataclass
+class ReviewerMatchingTask(Task):
+    """SciRepEval paper-reviewer matching: P@5 and P@10 on the hard and soft judgements, averaged.
+
+    Attributes:
+        qrels: ``{"hard": qrels, "soft": qrels}`` (submission id -> reviewer id -> relevance).
+        reviewer_papers: reviewer id -> ids of the reviewer's papers (all in ``documents``).
+    """
+
+    kind: ClassVar[str] = "reviewer_matching"
+
+    qrels: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict, kw_only=True)
+    reviewer_papers: dict[str, list[str]] = field(default_factory=dict, kw_only=True)
+
+    def evaluate(self, documents, queries, *, n_jobs=-1):
+        from .ranking import reviewer_matching_metrics
+
+        scores = reviewer_matching_metrics(documents, self.reviewer_papers, self.qrels["hard"], self.qrels["soft"])
+        counts = {"queries": scores.hard.num_queries, "reviewers": len(self.reviewer_papers), "candidates": scores.scored.num_candidates}
+        skipped = {"candidates_not_reviewers": scores.scored.unknown_candidates} if scores.scored.unknown_candidates else {}
+        return self._result(dict(scores.metrics), counts=counts, skipped=skipped)
+
+
+@dataclass
+class PairsTask(Task):
+    """Co-citation pairs (MoE paper): cosine similarity, F1max and its threshold, accuracy, ROC-AUC.
+
+    ``documents`` holds the texts; ``pairs`` names two of them and a 0 / 1 label.
+    """
+
+    kind: ClassVar[str] = "pairs"
+
+    pairs: list[tuple[str, str, int]] = field(default_factory=list, kw_only=True)
+    threshold_range: tuple[float, float] | None = field(default=None, kw_only=True)
+
+    def evaluate(self, documents, queries, *, n_jobs=-1):
+        from .pairs import evaluate_pairs
+
+        a = np.stack([documents[a] for a, _, _ in self.pairs])
+        b = np.stack([documents[b] for _, b, _ in self.pairs])
+        labels = np.array([label for _, _, label in self.pairs])
+        scores = evaluate_pairs(a, b, labels, threshold_range=self.threshold_range)
+        return self._result(
+            {k: float(v) for k, v in scores.items() if k in ("f1max", "accuracy", "roc_auc")},
+            counts={k: int(v) for k, v in scores.items() if k.startswith("num_")},
+            details={k: v for k, v in scores.items() if k not in ("f1max", "accuracy", "roc_auc") and not k.startswith("num_")},
+        )
