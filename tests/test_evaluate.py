@@ -375,3 +375,22 @@ def test_minilm_on_a_scidocs_layout_built_from_cacm_matches_hand_scoring(minilm_
     for metric in ("map", "ndcg"):
         assert _metric(report, "Cite", metric) == pytest.approx(expected[metric], abs=1e-9)
     assert _metric(report, "MAG", "f1_macro") == pytest.approx(_scidocs_classification(folder / "mag", embeddings), abs=1e-9)
+
+
+def test_multi2spe_facet_ablation_and_multi_scidocs_fields(tiny_bert, tmp_path):
+    from sciembed.families import from_bert
+
+    papers = _papers(30, seed=11)
+    rows = _proximity_rows(papers, 4, 2, 6, 4)
+    folder = _write_scidocs(tmp_path / "multi", papers, {"cite": {"test": rows}}, {})
+    # Multi-SciDocs writes each query's field of study next to the qrels.
+    queries = list(dict.fromkeys(q for q, _, _ in rows))
+    (folder / "query_fields.json").write_text(json.dumps({"cite": dict(zip(queries, ["Biology", "Biology", "Physics", "Physics"]))}))
+    model, tokenizer = from_bert("multi2spe", str(tiny_bert))
+    encoder = PaperEncoder(model, tokenizer, device="cpu")
+    summed = evaluate(encoder, "multi-scidocs", folder, use_cache=False, show_progress_bar=False).results[0]
+    facets = evaluate(encoder, "multi-scidocs", folder, use_cache=False, show_progress_bar=False, proximity_similarity="min_facet_l2").results[0]
+    assert summed.metrics != facets.metrics
+    per_field = summed.details["per_group"]
+    assert {name: group["queries"] for name, group in per_field.items()} == {"Biology": 2, "Physics": 2}
+    assert np.mean([group["map"] for group in per_field.values()]) == pytest.approx(summed.metrics["map"])
