@@ -1,0 +1,1 @@
+"""Training: the papers' losses (:mod:`.losses`); Trainer subclasses and recipes follow."""

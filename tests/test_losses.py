@@ -1,0 +1,79 @@
+"""The training losses against hand computations on small tensors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from sciembed.training.losses import Multi2SPELoss, MultipleNegativesRankingLoss, TripletMarginLoss
+
+
+def test_triplet_margin_loss_by_hand():
+    query = torch.tensor([[0.0, 0.0], [1.0, 1.0]])
+    positive = torch.tensor([[3.0, 4.0], [1.0, 1.0]])  # distances 5 and 0
+    negative = torch.tensor([[0.0, 1.0], [4.0, 5.0]])  # distances 1 and 5
+    # Row 1: max(5 - 1 + 1, 0) = 5; row 2: max(0 - 5 + 1, 0) = 0.
+    assert TripletMarginLoss()(query, positive, negative).item() == pytest.approx(2.5)
+    assert TripletMarginLoss(margin=5)(query, positive, negative).item() == pytest.approx((9 + 0) / 2)
+    with pytest.raises(ValueError, match="one \\(batch, dim\\) shape"):
+        TripletMarginLoss()(query, positive, negative[:1])
+
+
+def _similarity(a, b, weight):
+    # eq. 3 written out element by element.
+    best = max(sum(x * y for x, y in zip(ci, cj)) for ci in a for cj in b)
+    sum_a = [sum(c[d] for c in a) for d in range(len(a[0]))]
+    sum_b = [sum(c[d] for c in b) for d in range(len(b[0]))]
+    return weight * best + (1 - weight) * sum(x * y for x, y in zip(sum_a, sum_b))
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.1, 1.0])
+def test_multi2spe_loss_by_hand_with_three_facets(weight):
+    torch.manual_seed(0)
+    query, positive, negative = (torch.randn(2, 3, 4) for _ in range(3))
+    loss = Multi2SPELoss(weight)
+    expected = 0.0
+    for q, p, n in zip(query.tolist(), positive.tolist(), negative.tolist()):
+        s_pos, s_neg = _similarity(q, p, weight), _similarity(q, n, weight)
+        expected += -(s_pos - math.log(math.exp(s_pos) + math.exp(s_neg)))
+        assert loss.similarity(torch.tensor([q]), torch.tensor([p])).item() == pytest.approx(s_pos, rel=1e-5)
+    assert loss(query, positive, negative).item() == pytest.approx(expected / 2, rel=1e-5)
+
+
+def test_multi2spe_released_mode_mixes_two_cross_entropies():
+    torch.manual_seed(1)
+    query, positive, negative = (torch.randn(3, 2, 5) for _ in range(3))
+    released = Multi2SPELoss(0.1, mode="released")(query, positive, negative)
+    summed = Multi2SPELoss(0.0)(query, positive, negative)  # λ = 0: summed similarity only
+    best = Multi2SPELoss(1.0)(query, positive, negative)  # λ = 1: best facet pair only
+    assert released.item() == pytest.approx(0.9 * summed.item() + 0.1 * best.item(), rel=1e-6)
+    assert released.item() != pytest.approx(Multi2SPELoss(0.1)(query, positive, negative).item(), rel=1e-3)
+    with pytest.raises(ValueError, match="mode"):
+        Multi2SPELoss(mode="mixed")
+
+
+def test_mnr_uses_the_whole_similarity_matrix():
+    a = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    b = torch.tensor([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]])
+    loss = MultipleNegativesRankingLoss(temperature=0.5)
+    scores = [[sum(x * y for x, y in zip(ai, bj)) / 0.5 for bj in b.tolist()] for ai in a.tolist()]
+    rows = [-(scores[i][i] - math.log(sum(math.exp(s) for s in scores[i]))) for i in range(3)]
+    assert loss(a, b).item() == pytest.approx(sum(rows) / 3, rel=1e-6)
+    columns = [-(scores[i][i] - math.log(sum(math.exp(scores[j][i]) for j in range(3)))) for i in range(3)]
+    symmetric = MultipleNegativesRankingLoss(temperature=0.5, symmetric=True)
+    assert symmetric(a, b).item() == pytest.approx((sum(rows) + sum(columns)) / 6, rel=1e-6)
+    # A diagonal-only loss would not change when an off-diagonal pair becomes more similar; this one does.
+    closer = b.clone()
+    closer[1] = torch.tensor([3.0, 0.0])  # b_1 now resembles a_0 more than b_0 does
+    assert loss(a, closer).item() > loss(a, b).item()
+
+
+def test_mnr_temperature_is_learned():
+    loss = MultipleNegativesRankingLoss()
+    assert loss.temperature.item() == pytest.approx(0.7) and loss.temperature.requires_grad
+    a, b = torch.randn(4, 3), torch.randn(4, 3)
+    loss(a, b).backward()
+    assert loss.temperature.grad is not None and loss.temperature.grad.item() != 0
+    assert not MultipleNegativesRankingLoss(learn_temperature=False).temperature.requires_grad
