@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from sciembed.training.losses import Multi2SPELoss, MultipleNegativesRankingLoss, TripletMarginLoss
+from sciembed.training.losses import Multi2SPELoss, MultipleNegativesRankingLoss, RouterLoss, TripletMarginLoss
 
 
 def test_triplet_margin_loss_by_hand():
@@ -77,3 +77,55 @@ def test_mnr_temperature_is_learned():
     loss(a, b).backward()
     assert loss.temperature.grad is not None and loss.temperature.grad.item() != 0
     assert not MultipleNegativesRankingLoss(learn_temperature=False).temperature.requires_grad
+
+
+def test_router_losses_by_hand():
+    from sciembed.training.losses import RouterLoss, load_balancing_loss, mutual_information_loss, router_cross_entropy
+
+    logits = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 3.0]])
+    domains = torch.tensor([0, 1, 0, 1])
+    probabilities = logits.softmax(-1).tolist()
+    ce = -sum(math.log(probabilities[i][d]) for i, d in enumerate(domains.tolist())) / 4
+    assert router_cross_entropy(logits, domains).item() == pytest.approx(ce, rel=1e-6)
+
+    # MI: P(t) = 1/2 each; P(e|t) = mean probabilities of the task's rows.
+    p_e_t = [[(probabilities[i][e] + probabilities[j][e]) / 2 for e in range(2)] for i, j in ((0, 2), (1, 3))]
+    joint = [[0.5 * p_e_t[t][e] for e in range(2)] for t in range(2)]
+    p_e = [joint[0][e] + joint[1][e] for e in range(2)]
+    mi = sum(joint[t][e] * math.log(joint[t][e] / (0.5 * p_e[e])) for t in range(2) for e in range(2))
+    assert mutual_information_loss(logits, domains).item() == pytest.approx(-mi, rel=1e-6)
+
+    # Top-1 choices: experts 0, 1, 0 (tie: first), 1 -> f = (1/2, 1/2).
+    mean_p = [sum(p[e] for p in probabilities) / 4 for e in range(2)]
+    assert load_balancing_loss(logits).item() == pytest.approx(2 * (0.5 * mean_p[0] + 0.5 * mean_p[1]), rel=1e-6)
+    # Uniform routing balances perfectly: the loss is 1.
+    assert load_balancing_loss(torch.zeros(6, 3), top_k=2).item() == pytest.approx(1.0)
+
+    # Token-level logits: padding is left out, each token carries its paper's domain.
+    tokens = torch.stack([logits[:2], logits[2:]])  # (2 papers, 2 tokens, 2 experts)
+    mask = torch.tensor([[1, 1], [1, 0]])
+    expected = router_cross_entropy(logits[:3], torch.tensor([0, 0, 1]))
+    assert router_cross_entropy(tokens, torch.tensor([0, 1]), mask).item() == pytest.approx(expected.item(), rel=1e-6)
+
+    two_layers = RouterLoss(1.0, 0.5, 0.1)([logits, None, logits], domains)
+    one = router_cross_entropy(logits, domains) + 0.5 * mutual_information_loss(logits, domains) + 0.1 * load_balancing_loss(logits)
+    assert two_layers.item() == pytest.approx(one.item(), rel=1e-6)
+    with pytest.raises(ValueError, match="need domain_ids"):
+        RouterLoss()([logits])
+    with pytest.raises(ValueError, match="enforced routing"):
+        RouterLoss()([None], domains)
+
+
+def test_router_loss_trains_a_sentence_routed_moe_bert(tiny_bert):
+    from transformers import AutoTokenizer
+
+    from sciembed.families import from_bert
+
+    model, _ = from_bert("moe_bert", str(tiny_bert), routing="sentence", domains=["cs", "bio"], top_k=1)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    batch = tokenizer(["garbage collection of list structure", "neural network learning"], padding=True, return_tensors="pt")
+    domains = torch.tensor([0, 1])
+    loss = RouterLoss(1.0, 0.1, 0.01)(model(**batch).router_logits, domains)
+    loss.backward()
+    routers = [p for name, p in model.named_parameters() if "router" in name]
+    assert routers and all(p.grad is not None and p.grad.abs().sum() > 0 for p in routers)

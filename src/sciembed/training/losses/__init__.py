@@ -5,6 +5,10 @@ Each takes embeddings (not a model), so any encoder's output can be trained with
 
 from .mnr import MultipleNegativesRankingLoss
 from .multi2spe import Multi2SPELoss
+from .router import RouterLoss, load_balancing_loss, mutual_information_loss, router_cross_entropy
 from .triplet import TripletMarginLoss
 
-__all__ = ["Multi2SPELoss", "MultipleNegativesRankingLoss", "TripletMarginLoss"]
+__all__ = [
+    "Multi2SPELoss", "MultipleNegativesRankingLoss", "RouterLoss", "TripletMarginLoss",
+    "load_balancing_loss", "mutual_information_loss", "router_cross_entropy",
+]
