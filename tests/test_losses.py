@@ -129,3 +129,30 @@ def test_router_loss_trains_a_sentence_routed_moe_bert(tiny_bert):
     loss.backward()
     routers = [p for name, p in model.named_parameters() if "router" in name]
     assert routers and all(p.grad is not None and p.grad.abs().sum() > 0 for p in routers)
+
+
+def test_multitask_loss_sums_each_task_loss_by_hand():
+    from torch.nn import functional as F
+
+    from sciembed.training.losses import MultiTaskLoss, TaskSpec
+
+    torch.manual_seed(0)
+    loss = MultiTaskLoss({"fos": TaskSpec("multilabel", 3), "mag": TaskSpec("classification", 4),
+                          "year": TaskSpec("regression"), "cite": TaskSpec("proximity")}, hidden_size=5, dropout=0.0)
+    x = torch.randn(4, 5)
+    fos, mag, year = torch.tensor([[1, 0, 1]] * 4), torch.tensor([0, 1, 2, 3]), torch.tensor([1.0, 2.0, 3.0, 4.0])
+    q, p, n = torch.randn(4, 5), torch.randn(4, 5), torch.randn(4, 5)
+
+    def linear(name):
+        head = loss.heads[name][1]
+        return x @ head.weight.T + head.bias
+
+    expected = (F.binary_cross_entropy_with_logits(linear("fos"), fos.float()) + F.cross_entropy(linear("mag"), mag)
+                + ((linear("year").squeeze(-1) - year) ** 2).mean() + TripletMarginLoss()(q, p, n))
+    total = loss({"fos": (x, fos), "mag": (x, mag), "year": (x, year), "cite": (q, p, n)})
+    assert total.item() == pytest.approx(expected.item(), rel=1e-6)
+    assert "cite" not in loss.heads
+    with pytest.raises(ValueError, match="unknown task 'mesh'"):
+        loss({"mesh": (x, mag)})
+    with pytest.raises(ValueError, match="num_labels >= 2"):
+        TaskSpec("classification")

@@ -5,10 +5,11 @@ Each takes embeddings (not a model), so any encoder's output can be trained with
 
 from .mnr import MultipleNegativesRankingLoss
 from .multi2spe import Multi2SPELoss
+from .multitask import MultiTaskLoss, TaskSpec
 from .router import RouterLoss, load_balancing_loss, mutual_information_loss, router_cross_entropy
 from .triplet import TripletMarginLoss
 
 __all__ = [
-    "Multi2SPELoss", "MultipleNegativesRankingLoss", "RouterLoss", "TripletMarginLoss",
+    "Multi2SPELoss", "MultiTaskLoss", "MultipleNegativesRankingLoss", "RouterLoss", "TaskSpec", "TripletMarginLoss",
     "load_balancing_loss", "mutual_information_loss", "router_cross_entropy",
 ]

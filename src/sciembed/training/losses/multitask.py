@@ -1,0 +1,78 @@
+"""SciRepEval's multi-task training loss: one head per task on the shared embedding, losses summed.
+
+Singh et al. 2023 (SciRepEval, sec. 5): classification tasks train a linear head with cross-entropy
+(multi-class) or binary cross-entropy with logits (multi-label), regression tasks a linear head with
+mean squared error, and proximity / ad-hoc search tasks the triplet margin loss on the embeddings
+themselves. Heads apply dropout to the embedding first; they exist only for training and are not part
+of the saved encoder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .triplet import TripletMarginLoss
+
+KINDS = ("classification", "multilabel", "regression", "proximity")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One training task: its kind and, for classification, its number of labels."""
+
+    kind: str
+    num_labels: int = 1
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown task kind {self.kind!r}; one of {', '.join(KINDS)}")
+        if self.kind in ("classification", "multilabel") and self.num_labels < 2:
+            raise ValueError(f"a {self.kind} task needs num_labels >= 2, got {self.num_labels}")
+
+
+class MultiTaskLoss(nn.Module):
+    """Sum over the tasks present in a batch of each task's loss.
+
+    Args:
+        tasks: task name -> :class:`TaskSpec`.
+        hidden_size: the embedding size.
+        dropout: dropout before each head (BERT's 0.1).
+        margin: the triplet margin of proximity tasks.
+    """
+
+    def __init__(self, tasks: Mapping[str, TaskSpec], hidden_size: int, dropout: float = 0.1, margin: float = 1.0):
+        super().__init__()
+        if not tasks:
+            raise ValueError("no tasks")
+        self.tasks = dict(tasks)
+        self.heads = nn.ModuleDict({
+            name: nn.Sequential(nn.Dropout(dropout), nn.Linear(hidden_size, spec.num_labels))
+            for name, spec in self.tasks.items() if spec.kind != "proximity"
+        })
+        self.triplet = TripletMarginLoss(margin)
+
+    def task_loss(self, name: str, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        """One task's loss: ``(embeddings, labels)``, or ``(query, positive, negative)`` for proximity."""
+        if name not in self.tasks:
+            raise ValueError(f"unknown task {name!r}; tasks: {', '.join(self.tasks)}")
+        kind = self.tasks[name].kind
+        if kind == "proximity":
+            return self.triplet(*inputs)
+        embeddings, labels = inputs
+        logits = self.heads[name](embeddings)
+        if kind == "classification":
+            return F.cross_entropy(logits, labels)
+        if kind == "multilabel":
+            return F.binary_cross_entropy_with_logits(logits, labels.float())
+        return F.mse_loss(logits.squeeze(-1), labels.float())
+
+    def forward(self, batch: Mapping[str, tuple[torch.Tensor, ...]]) -> torch.Tensor:
+        """Sum of the losses of the tasks in ``batch`` (task name -> inputs of :meth:`task_loss`)."""
+        if not batch:
+            raise ValueError("empty batch")
+        return sum(self.task_loss(name, inputs) for name, inputs in batch.items())
