@@ -101,16 +101,13 @@ class PaperEncoder:
 
                 tokenizer = AutoTokenizer.from_pretrained(model.name_or_path)
             self.tokenizer = tokenizer
-            if family_of(model) is not None:
-                if pooling is not None:
-                    raise ValueError(f"a {family_of(model)} model gives its own paper embedding: leave pooling unset")
-                self.pooling = FAMILY_POOLING
-            else:
-                self.pooling = pooling or "cls"
+            if family_of(model) is not None and pooling is not None:
+                raise ValueError(f"a {family_of(model)} model gives its own paper embedding: leave pooling unset")
+            self.pooling = pooling or default_pooling(model)
             positions = _position_limit(model)
             if max_length is not None and max_length > positions:
                 raise ValueError(f"max_length {max_length} exceeds the {positions} tokens the model takes")
-            model_limit = min(tokenizer.model_max_length, positions, 512)
+            model_limit = default_max_length(model, tokenizer)
         if max_length is not None and max_length < 2:
             raise ValueError(f"max_length must be at least 2, got {max_length}")
         self.max_length = max_length or model_limit
@@ -183,13 +180,9 @@ class PaperEncoder:
         if "task_format" in self.forward_options:
             features["task_format"] = self.forward_options["task_format"]
         if "domain" in self.forward_options:
-            config = self.transformer.config
-            index = list(config.domains).index(self.forward_options["domain"])
-            features["domain_ids"] = torch.full((len(features["input_ids"]),), index, dtype=torch.long, device=self.device)
-            if getattr(config, "domain_token_ids", None):
-                # The MoE paper's input: the domain token takes the place of [CLS].
-                features["input_ids"] = features["input_ids"].clone()
-                features["input_ids"][:, 0] = config.domain_token_ids[index]
+            index = list(self.transformer.config.domains).index(self.forward_options["domain"])
+            domain_ids = torch.full((len(features["input_ids"]),), index, dtype=torch.long, device=self.device)
+            features = with_domains(features, self.transformer.config, domain_ids)
         return features
 
     @property
@@ -295,17 +288,47 @@ class PaperEncoder:
             texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
         ).to(self.device)
         outputs = self.model(**self._with_forward_options(features))
-        hidden = outputs.last_hidden_state
         if self.facets:
-            embeddings = outputs.cls_embeddings
-        elif self.pooling == FAMILY_POOLING:
-            embeddings = outputs.pooler_output
-        elif self.pooling == "cls":
-            embeddings = hidden[:, 0]
-        else:
-            mask = features["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            embeddings = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-        return torch.nn.functional.normalize(embeddings, dim=-1) if self.normalize else embeddings
+            return outputs.cls_embeddings
+        return pool(outputs, features["attention_mask"], self.pooling, normalize=self.normalize)
+
+
+def pool(outputs: Any, attention_mask: torch.Tensor, pooling: str, *, normalize: bool = False) -> torch.Tensor:
+    """The paper embedding in a transformers model output: the family's ``pooler_output``
+    (``pooling="family"``), the ``[CLS]`` hidden state (``"cls"``) or the mean over real tokens
+    (``"mean"``), L2-normalised with ``normalize``. Training takes its embeddings here too, so a model
+    is trained on exactly the vector it is later encoded with."""
+    import torch
+
+    hidden = outputs.last_hidden_state
+    if pooling == FAMILY_POOLING:
+        embeddings = outputs.pooler_output
+    elif pooling == "cls":
+        embeddings = hidden[:, 0]
+    elif pooling == "mean":
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        embeddings = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    else:
+        raise ValueError(f"pooling must be one of {(FAMILY_POOLING, *POOLINGS)}, got {pooling!r}")
+    return torch.nn.functional.normalize(embeddings, dim=-1) if normalize else embeddings
+
+
+def with_domains(features: Mapping[str, Any], config: Any, domain_ids: torch.Tensor) -> dict[str, Any]:
+    """Model inputs routed to the given domains (indices into ``config.domains``) of a mixture-of-experts
+    model: ``domain_ids`` added and, where the model has domain tokens, the MoE paper's input, whose
+    domain token takes the place of ``[CLS]``."""
+    features = dict(features, domain_ids=domain_ids)
+    if getattr(config, "domain_token_ids", None):
+        input_ids = features["input_ids"].clone()
+        input_ids[:, 0] = input_ids.new_tensor(config.domain_token_ids)[domain_ids]
+        features["input_ids"] = input_ids
+    return features
+
+
+def default_pooling(model: Any) -> str:
+    """The pooling :class:`PaperEncoder` uses for a transformers ``model`` by default: the family's
+    own embedding for sciembed's families, ``[CLS]`` (SPECTER's choice) for any other encoder."""
+    return FAMILY_POOLING if family_of(model) is not None else "cls"
 
 
 def encode(
@@ -355,6 +378,12 @@ def encode(
     else:
         model = PaperEncoder(model, tokenizer, **options)
     return model.encode(papers, batch_size=batch_size, show_progress_bar=show_progress_bar)
+
+
+def default_max_length(model: Any, tokenizer: Any) -> int:
+    """Tokens per text a transformers ``model`` takes by default: the tokenizer's limit, capped by the
+    position embeddings less the tokens a family inserts itself, at most 512."""
+    return min(tokenizer.model_max_length, _position_limit(model), 512)
 
 
 def _position_limit(model: Any) -> int:

@@ -8,7 +8,7 @@ plain vectors and can be used alone: :mod:`.ranking` (proximity, search, reviewe
 """
 
 from .loaders import BENCHMARK_NAMES, TaskSuite, load_tasks
-from .runner import EvaluationReport, evaluate
+from .runner import EvaluationReport, evaluate, evaluate_suite
 from .tasks import TaskResult
 
-__all__ = ["BENCHMARK_NAMES", "EvaluationReport", "TaskResult", "TaskSuite", "evaluate", "load_tasks"]
+__all__ = ["BENCHMARK_NAMES", "EvaluationReport", "TaskResult", "TaskSuite", "evaluate", "evaluate_suite", "load_tasks"]

@@ -386,7 +386,21 @@ def cacm_cite_task(collection, *, query_ids=None, positives: int = 5, negatives:
     from ..data.smart import CACM_CITATION
 
     papers = {p["paper_id"]: p for p in collection.papers}
-    neighbours = collection.neighbours(CACM_CITATION)
+    return cite_task(papers, collection.neighbours(CACM_CITATION), query_ids=query_ids, positives=positives, negatives=negatives,
+                     seed=seed, similarity=similarity)
+
+
+def cite_task(papers: dict[str, dict], neighbours: dict[str, set[str]], *, query_ids=None, positives: int = 5, negatives: int = 25,
+              seed: int = 0, similarity: str = "l2", benchmark: str = "cacm") -> ProximityTask:
+    """A SciDocs-style cite task from any citation links: each query's linked papers with text (up to
+    ``positives``) are relevant and ``negatives`` random unlinked papers with text are not (SciDocs'
+    protocol; see :func:`cacm_cite_task`).
+
+    Args:
+        papers: paper id -> record, the papers with text.
+        neighbours: paper id -> the ids it is linked to (cites or is cited by).
+        query_ids: the query papers (default: every paper with a link).
+    """
     pool = np.array(sorted(papers, key=_numeric_first))
     rng = np.random.default_rng(seed)
     chosen = sorted(query_ids if query_ids is not None else neighbours, key=_numeric_first)
@@ -401,7 +415,7 @@ def cacm_cite_task(collection, *, query_ids=None, positives: int = 5, negatives:
         others = [p for p in draw.tolist() if p not in excluded][:negatives]
         qrels[query] = {**{p: 1 for p in relevant}, **{p: 0 for p in others}}
     ids = set(qrels) | {c for cands in qrels.values() for c in cands}
-    return ProximityTask("cacm", "cite", {pid: papers[pid] for pid in ids}, qrels=qrels, similarity=similarity,
+    return ProximityTask(benchmark, "cite", {pid: papers[pid] for pid in ids}, qrels=qrels, similarity=similarity,
                          score_decimals=5 if similarity == "l2" else None)
 
 

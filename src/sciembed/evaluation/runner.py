@@ -136,8 +136,28 @@ def evaluate(
     else:
         encoder = PaperEncoder.from_pretrained(model, pooling=pooling, max_length=max_length, device=device, trust_remote_code=trust_remote_code)
     folder = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
+    settings = {"split": split, "pooling": encoder.pooling, "max_length": encoder.max_length, "batch_size": batch_size,
+                "proximity_similarity": proximity_similarity, "few_shot": few_shot, "seed": seed, "skip_invalid": skip_invalid,
+                "tasks": tasks}
+    return evaluate_suite(encoder, suite, cache_dir=folder, batch_size=batch_size, n_jobs=n_jobs,
+                          show_progress_bar=show_progress_bar, settings=settings)
+
+
+def evaluate_suite(
+    encoder: PaperEncoder,
+    suite: TaskSuite,
+    *,
+    cache_dir: Path | None = None,
+    batch_size: int = 32,
+    n_jobs: int = -1,
+    show_progress_bar: bool = True,
+    settings: Mapping[str, Any] | None = None,
+) -> EvaluationReport:
+    """Embed and score the tasks of ``suite`` (loaded by :func:`~.loaders.load_tasks`, or built in
+    code, as evaluation during training does) with a ready ``encoder``; vectors are cached under
+    ``cache_dir`` when given."""
     started = time.perf_counter()
-    vectors, caches = _embed_tasks(suite, encoder, folder, batch_size=batch_size, show_progress_bar=show_progress_bar)
+    vectors, caches = _embed_tasks(suite, encoder, cache_dir, batch_size=batch_size, show_progress_bar=show_progress_bar)
     embedded = time.perf_counter() - started
 
     results: list[TaskResult] = []
@@ -157,11 +177,9 @@ def evaluate(
         results=results,
         missing=suite.missing,
         skipped_records=[str(problem) for problem in suite.skipped],
-        settings={"split": split, "pooling": encoder.pooling, "max_length": encoder.max_length, "batch_size": batch_size,
-                  "proximity_similarity": proximity_similarity, "few_shot": few_shot, "seed": seed, "skip_invalid": skip_invalid,
-                  "tasks": tasks},
+        settings=dict(settings or {}),
         embedding={"texts_encoded": sum(c.encoded for c in caches), "cache_hits": sum(c.hits for c in caches),
-                   "seconds": round(embedded, 2), "cache": str(folder) if folder else None},
+                   "seconds": round(embedded, 2), "cache": str(cache_dir) if cache_dir else None},
     )
 
 

@@ -1,0 +1,360 @@
+"""Training examples from the data layer's readers, as ``datasets.Dataset`` objects the collators take.
+
+Every example holds papers as ``{"title", "abstract"}`` records (the model text is made from them at
+collation time with the model's own separator, :func:`~sciembed.data.papers.paper_text`); a search
+query is a record whose title is the query and whose abstract is empty.
+
+- :func:`read_citation_source` reads a citation graph with its papers from a SMART collection (CACM),
+  a SPECTER release folder or S2ORC metadata JSONL;
+- :func:`triplet_dataset` samples SPECTER, SPECTROID or SciNCL triplets from it (``query``,
+  ``positive``, ``negative``), or :func:`scirepeval_triplets` reads SciRepEval's ready triplets;
+- :func:`pair_dataset` makes co-citation pairs (``a``, ``b``) for the MoE paper's contrastive training;
+- :func:`labelled_papers` makes ``(paper, label)`` examples for classification heads;
+- :func:`multitask_dataset` turns SciRepEval's training samples into one task-tagged dataset.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from datasets import Dataset, concatenate_datasets
+
+from ..data.graph import CitationGraph
+from ..data.papers import PaperProblem
+
+logger = logging.getLogger(__name__)
+
+TRIPLET_SAMPLERS = ("specter", "spectroid", "scincl")
+#: The roles of a triplet example, in the order they are encoded.
+TRIPLET_ROLES = ("query", "positive", "negative")
+PAIR_ROLES = ("a", "b")
+
+
+def paper_record(paper: Mapping[str, Any]) -> dict[str, str]:
+    """The text fields of a paper, the only part training needs."""
+    return {"title": paper.get("title") or "", "abstract": paper.get("abstract") or ""}
+
+
+@dataclass
+class CitationSource:
+    """Papers with text and their citation graph, read from one source.
+
+    Attributes:
+        path: where they were read from.
+        papers: paper id -> paper record.
+        graph: the citations (CACM's undirected links are stored in both directions).
+        cocited: co-citation pairs given by the source itself (CACM's type-6 links), else empty.
+        skipped: records the reader set aside.
+    """
+
+    path: str
+    papers: dict[str, dict[str, Any]]
+    graph: CitationGraph
+    cocited: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[PaperProblem] = field(default_factory=list)
+
+    def neighbours(self) -> dict[str, set[str]]:
+        """Each paper id's linked ids, both directions (what a cite task judges as relevant)."""
+        graph = self.graph
+        rows = np.repeat(np.arange(graph.num_papers), np.diff(graph.out_indptr))
+        ids = graph.ids.astype(str)
+        result: dict[str, set[str]] = {}
+        for a, b in zip(ids[rows].tolist(), ids[graph.out_indices].tolist()):
+            result.setdefault(a, set()).add(b)
+            result.setdefault(b, set()).add(a)
+        return result
+
+    def cite_task(self, query_ids: Iterable[str], *, seed: int = 0):
+        """The SciDocs-protocol cite task on ``query_ids`` (e.g. held-out queries): their linked papers
+        as positives, 25 random others as negatives (:func:`sciembed.evaluation.loaders.cite_task`)."""
+        from ..evaluation.loaders import cite_task
+
+        return cite_task(self.papers, self.neighbours(), query_ids=list(query_ids), seed=seed, benchmark="held-out")
+
+    def linked_queries(self) -> list[str]:
+        """Papers with text that cite (or, in CACM, are linked to) at least one paper with text, in id order."""
+        graph = self.graph
+        has_text = graph.has_text
+        indptr, indices = graph.out_indptr, graph.out_indices
+        rows = np.repeat(np.arange(graph.num_papers), np.diff(indptr))
+        linked = np.zeros(graph.num_papers, dtype=bool)
+        linked[rows[has_text[indices]]] = True
+        return [str(i) for i in graph.ids[linked & has_text]]
+
+
+def read_citation_source(path: str | os.PathLike[str], *, skip_invalid: bool = True) -> CitationSource:
+    """Read papers and citations from a SMART collection folder or file (CACM: ``cacm.all``), a SPECTER
+    release folder (``data.json`` + ``metadata.json``, at the top or under ``training/``) or S2ORC
+    metadata JSONL (a file or a folder of them).
+
+    Raises:
+        ValueError: the path holds none of these layouts (the ones looked for are named).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    if (path.is_dir() and any(path.glob("*.all"))) or path.suffix == ".all":
+        return _smart_source(path, skip_invalid)
+    for folder in (path, path / "training"):
+        if (folder / "data.json").is_file() and (folder / "metadata.json").is_file():
+            return _specter_source(folder, skip_invalid)
+    if path.suffix == ".jsonl" or (path.is_dir() and (any(path.glob("*.jsonl")) or any(path.glob("*/*.jsonl")))):
+        return _s2orc_source(path, skip_invalid)
+    raise ValueError(
+        f"{path}: not a citation source; expected a SMART collection (*.all), a SPECTER release "
+        "(data.json + metadata.json) or S2ORC metadata (*.jsonl)"
+    )
+
+
+def _smart_source(path: Path, skip_invalid: bool) -> CitationSource:
+    from ..data.smart import CACM_CITATION, CACM_COCITATION, read_smart_collection
+
+    collection = read_smart_collection(path, skip_invalid=skip_invalid)
+    papers = {p["paper_id"]: p for p in collection.papers}
+    links = sorted(collection.links.get(CACM_CITATION, ()))
+    graph = CitationGraph.from_undirected_pairs([a for a, _ in links], [b for _, b in links], papers_with_text=papers, drop_dangling=True)
+    cocited = sorted(pair for pair in collection.links.get(CACM_COCITATION, ()) if pair[0] in papers and pair[1] in papers)
+    return CitationSource(str(path), papers, graph, cocited, list(collection.skipped))
+
+
+def _specter_source(folder: Path, skip_invalid: bool) -> CitationSource:
+    from ..data.specter import read_specter_release
+
+    release = read_specter_release(folder, skip_invalid=skip_invalid)
+    papers = {p["paper_id"]: p for p in release.papers}
+    graph = CitationGraph.from_edges(release.citing, release.cited, papers_with_text=papers, drop_dangling=False)
+    return CitationSource(str(folder), papers, graph, skipped=list(release.skipped))
+
+
+def _s2orc_source(path: Path, skip_invalid: bool) -> CitationSource:
+    from ..data.s2orc import read_s2orc
+
+    s2orc = read_s2orc(path, skip_invalid=skip_invalid)
+    papers = {p["paper_id"]: p for p in s2orc.papers}
+    graph = CitationGraph.from_edges(s2orc.citing, s2orc.cited, papers_with_text=[pid for pid, p in papers.items() if p.get("title") or p.get("abstract")])
+    return CitationSource(str(path), papers, graph, skipped=list(s2orc.skipped))
+
+
+def split_queries(queries: Sequence[str], held_out: float, seed: int) -> tuple[list[str], list[str]]:
+    """Split query ids at random into (train, held-out) with ``held_out`` of them held out."""
+    if not 0 <= held_out < 1:
+        raise ValueError(f"held_out must be in [0, 1), got {held_out}")
+    order = np.random.default_rng(seed).permutation(len(queries))
+    cut = int(round(len(queries) * held_out))
+    held = sorted((queries[i] for i in order[:cut]), key=_id_key)
+    return sorted((queries[i] for i in order[cut:]), key=_id_key), held
+
+
+def triplet_dataset(
+    source: CitationSource,
+    *,
+    sampler: str = "specter",
+    queries: Iterable[str] | None = None,
+    exclude: Iterable[str] = (),
+    seed: int = 0,
+    **options: Any,
+) -> Dataset:
+    """Sample training triplets from ``source`` with the rules of one paper.
+
+    Args:
+        sampler: ``specter`` (cited positives, two-hop hard negatives), ``spectroid`` (positives drawn by
+            in-citations) or ``scincl`` (neighbours in a citation-graph embedding).
+        queries: the query papers (default: every paper with text that has a link).
+        exclude: papers never emitted as positive or negative either (held-out queries and their
+            papers), so that evaluation on them is not trained on. Honoured by ``scincl`` as its
+            ``exclude`` argument; for the graph samplers the graph is restricted to the other papers.
+        seed: the sampling seed.
+        options: further arguments of the sampler (e.g. ``triplets_per_query``).
+    """
+    from ..data.samplers import sample_specter_triplets, sample_spectroid_triplets
+
+    if sampler not in TRIPLET_SAMPLERS:
+        raise ValueError(f"unknown triplet sampler {sampler!r}; one of {', '.join(TRIPLET_SAMPLERS)}")
+    excluded = set(exclude)
+    graph = source.graph
+    if excluded and sampler != "scincl":
+        graph = _without(graph, excluded)
+    query_list = [q for q in (queries if queries is not None else source.linked_queries()) if q not in excluded]
+    if sampler == "scincl":
+        from ..data.scincl import sample_scincl_triplets
+
+        triplets = sample_scincl_triplets(graph, query_list, exclude=sorted(excluded) or None, seed=seed, **options)
+    else:
+        sample = sample_specter_triplets if sampler == "specter" else sample_spectroid_triplets
+        triplets = sample(graph, [q for q in query_list if q in graph], seed=seed, **options)
+    logger.info("%s triplets: %s", sampler, triplets.stats.as_dict() if hasattr(triplets.stats, "as_dict") else triplets.stats)
+    if not len(triplets):
+        raise ValueError(f"{source.path}: the {sampler} sampler found no triplet among {len(query_list)} queries")
+    query, positive, negative = triplets.ids()
+    return Dataset.from_dict({
+        "query": [paper_record(source.papers[str(i)]) for i in query],
+        "positive": [paper_record(source.papers[str(i)]) for i in positive],
+        "negative": [paper_record(source.papers[str(i)]) for i in negative],
+    })
+
+
+def _without(graph: CitationGraph, excluded: set[str]) -> CitationGraph:
+    """``graph`` with no text for the excluded papers, so no sampler emits them; their links remain."""
+    has_text = graph.has_text & ~np.isin(graph.ids.astype(str), list(excluded))
+    return CitationGraph(graph.ids, graph.out_indptr, graph.out_indices, has_text, graph.stats)
+
+
+def scirepeval_triplets(path: str | os.PathLike[str], *, skip_invalid: bool = True) -> Dataset:
+    """SciRepEval's ready citation triplets (``specter_small.json``: ``{query, pos, neg}`` papers)."""
+    from ..data.scirepeval import read_scirepeval_sample
+
+    sample = read_scirepeval_sample(path, kind="specter", skip_invalid=skip_invalid)
+    return Dataset.from_dict({
+        "query": [paper_record(r) for r in sample.data["query"]],
+        "positive": [paper_record(r) for r in sample.data["pos"]],
+        "negative": [paper_record(r) for r in sample.data["neg"]],
+    })
+
+
+def pair_dataset(source: CitationSource, *, queries: Iterable[str] | None = None, exclude: Iterable[str] = (),
+                 domain: str | None = None) -> Dataset:
+    """Positive co-citation pairs ``(a, b)`` for in-batch-negatives training (the MoE paper's data).
+
+    Pairs come from the source's own co-citation links (CACM type 6), or else from the graph (papers
+    cited together by some paper). Pairs touching an excluded paper are left out; with ``queries``
+    only pairs whose first paper is one of them are kept. ``domain`` tags every pair for domain routing.
+    """
+    excluded = set(exclude)
+    allowed = None if queries is None else set(queries)
+    pairs = source.cocited or _graph_cocitations(source)
+    rows = [(a, b) for a, b in pairs if a not in excluded and b not in excluded and (allowed is None or a in allowed or b in allowed)]
+    if not rows:
+        raise ValueError(f"{source.path}: no co-citation pair among the papers with text")
+    columns: dict[str, list[Any]] = {
+        "a": [paper_record(source.papers[a]) for a, _ in rows],
+        "b": [paper_record(source.papers[b]) for _, b in rows],
+    }
+    if domain is not None:
+        columns["domain"] = [domain] * len(rows)
+    return Dataset.from_dict(columns)
+
+
+def _graph_cocitations(source: CitationSource) -> list[tuple[str, str]]:
+    counts = source.graph.cocitation_counts().tocoo()
+    ids, has_text = source.graph.ids, source.graph.has_text
+    keep = (counts.row < counts.col) & has_text[counts.row] & has_text[counts.col]
+    return [(str(ids[i]), str(ids[j])) for i, j in zip(counts.row[keep], counts.col[keep])]
+
+
+def labelled_papers(path: str | os.PathLike[str], *, skip_invalid: bool = True, papers: Iterable[str] | None = None) -> tuple[Dataset, list[str]]:
+    """Single-label ``(paper, label)`` examples and the label names, from CACM's CR categories (a SMART
+    collection: the top class of each paper's first category, as the ``cacm`` benchmark's task) or a
+    SciRepEval MeSH sample (``descriptor``). ``papers`` restricts them to those ids."""
+    path = Path(path)
+    allowed = None if papers is None else set(papers)
+    if (path.is_dir() and any(path.glob("*.all"))) or path.suffix == ".all":
+        from ..data.smart import read_smart_collection
+        from ..evaluation.loaders import cacm_category_task
+
+        task = cacm_category_task(read_smart_collection(path, skip_invalid=skip_invalid))
+        ids = [*task.train[0], *task.test[0]]
+        names = [str(label) for label in [*task.train[1], *task.test[1]]]
+        records = task.documents
+    else:
+        from ..data.scirepeval import read_scirepeval_sample
+
+        sample = read_scirepeval_sample(path, kind="mesh", skip_invalid=skip_invalid)
+        ids, names = list(sample.data["paper_id"]), list(sample.data["descriptor"])
+        records = {r["paper_id"]: r for r in sample.data}
+    chosen = [(pid, name) for pid, name in zip(ids, names) if allowed is None or pid in allowed]
+    labels = sorted({name for _, name in chosen})
+    if len(labels) < 2:
+        raise ValueError(f"{path}: classification needs at least 2 labels, found {len(labels)}")
+    index = {name: i for i, name in enumerate(labels)}
+    return Dataset.from_dict({
+        "paper_id": [pid for pid, _ in chosen],
+        "paper": [paper_record(records[pid]) for pid, _ in chosen],
+        "label": [index[name] for _, name in chosen],
+    }), labels
+
+
+# ------------------------------------------------------------------ multi-task (SciRepEval)
+
+#: Task kind -> the format its papers are embedded in (SciRepEval's control codes / adapters).
+TASK_FORMATS = {"classification": "classification", "multilabel": "classification", "regression": "regression",
+                "proximity": "proximity", "search": "proximity"}
+
+
+@dataclass
+class MultiTaskData:
+    """One dataset of task-tagged examples plus each task's kind and label count."""
+
+    dataset: Dataset
+    tasks: dict[str, tuple[str, int]]
+
+
+def multitask_dataset(folder: str | os.PathLike[str], *, skip_invalid: bool = True, max_per_task: int | None = None, seed: int = 0) -> MultiTaskData:
+    """SciRepEval's training samples as one dataset for multi-task training.
+
+    Each row is ``{"task", "papers", "label"}``: ``papers`` holds one paper (classification,
+    regression) or ``query, positive, negative`` (proximity, search; a search query is a record with
+    the query as its title); ``label`` is ``[class]``, a multi-hot vector, ``[value]`` or empty. Reads
+    whichever of ``fos_small.json`` (multi-label fields of study), ``mesh_small.json`` (MeSH
+    descriptor, multi-class), ``specter_small.json`` (citation triplets) and ``search_small.jsonl``
+    (search sessions: the candidate with the highest click score against one with a lower score) the
+    folder holds.
+    """
+    from ..data.scirepeval import read_scirepeval_sample
+
+    folder = Path(folder)
+    parts: list[Dataset] = []
+    tasks: dict[str, tuple[str, int]] = {}
+    rng = np.random.default_rng(seed)
+
+    def add(name: str, kind: str, num_labels: int, rows: list[dict[str, Any]]) -> None:
+        if max_per_task is not None and len(rows) > max_per_task:
+            rows = [rows[i] for i in sorted(rng.choice(len(rows), max_per_task, replace=False))]
+        if rows:
+            tasks[name] = (kind, num_labels)
+            parts.append(Dataset.from_list([{"task": name, **row} for row in rows]))
+
+    if (path := folder / "fos_small.json").is_file():
+        data = read_scirepeval_sample(path, kind="fos", skip_invalid=skip_invalid).data
+        size = max(max(labels) for labels in data["labels"]) + 1
+        add("fos", "multilabel", size, [
+            {"papers": [paper_record(r)], "label": [float(i in set(r["labels"])) for i in range(size)]} for r in data
+        ])
+    if (path := folder / "mesh_small.json").is_file():
+        data = read_scirepeval_sample(path, kind="mesh", skip_invalid=skip_invalid).data
+        names = sorted(set(data["descriptor"]))
+        index = {n: i for i, n in enumerate(names)}
+        add("mesh", "classification", len(names), [{"papers": [paper_record(r)], "label": [float(index[r["descriptor"]])]} for r in data])
+    if (path := folder / "specter_small.json").is_file():
+        data = scirepeval_triplets(path, skip_invalid=skip_invalid)
+        add("proximity", "proximity", 1, [{"papers": [r[role] for role in TRIPLET_ROLES], "label": []} for r in data])
+    if (path := folder / "search_small.jsonl").is_file():
+        data = read_scirepeval_sample(path, kind="search", skip_invalid=skip_invalid).data
+        add("search", "search", 1, _search_triplets(data))
+    if not parts:
+        raise ValueError(f"{folder}: no SciRepEval training sample (fos_small.json, mesh_small.json, specter_small.json, search_small.jsonl)")
+    logger.info("multi-task data: %s", {name: f"{kind}, {labels} label(s)" for name, (kind, labels) in tasks.items()})
+    return MultiTaskData(concatenate_datasets(parts), tasks)
+
+
+def _search_triplets(data: Dataset) -> list[dict[str, Any]]:
+    rows = []
+    for record in data:
+        candidates = [c for c in record["candidates"] if c["title"] or c["abstract"]]
+        if not candidates:
+            continue
+        best = max(candidates, key=lambda c: c["score"])
+        worse = [c for c in candidates if c["score"] < best["score"]]
+        if worse:
+            worst = min(worse, key=lambda c: c["score"])
+            rows.append({"papers": [{"title": record["query"], "abstract": ""}, paper_record(best), paper_record(worst)], "label": []})
+    return rows
+
+
+def _id_key(paper_id: str):
+    return (0, int(paper_id), "") if paper_id.isdigit() else (1, 0, paper_id)

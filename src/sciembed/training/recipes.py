@@ -1,0 +1,223 @@
+"""Recipes: each paper's training settings by name, overridable key by key.
+
+A recipe's settings are a nested dict with five sections:
+
+- ``model``: options of the family built from the base checkpoint (``num_cls_tokens``, ``domains``, ...);
+- ``embedding``: ``pooling`` (plain encoders) and ``max_length``;
+- ``data``: how examples are made (sampler, held-out share of queries, seed, ...);
+- ``loss``: the loss's hyper-parameters;
+- ``training``: ``transformers.TrainingArguments`` fields.
+
+Overrides come as dotted keys (``training.learning_rate=1e-5``, ``loss.margin=0.5``; a bare
+``TrainingArguments`` field such as ``max_steps=10`` means ``training.max_steps``) or as a YAML / JSON
+file of the same shape; an unknown key is an error that names the known ones.
+
+The values follow each paper; where a paper is silent the choice is named in the recipe's
+``notes``. "Effective batch 32" means 32 triplets per optimiser step on one device
+(``per_device_train_batch_size * gradient_accumulation_steps``); on N devices it is N times that.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+OBJECTIVES = ("triplet", "multi2spe", "pairs", "multitask", "classification")
+SECTIONS = ("model", "embedding", "data", "loss", "training")
+
+#: TrainingArguments every recipe starts from (logging, saving, no external trackers).
+_COMMON_TRAINING = {
+    "logging_steps": 10,
+    "save_strategy": "epoch",
+    "save_total_limit": 2,
+    "report_to": "none",
+    "seed": 42,
+    "dataloader_drop_last": False,
+}
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One paper's training setting.
+
+    Attributes:
+        name: the name ``sciembed train --recipe`` takes.
+        paper: the paper it reproduces.
+        objective: ``triplet``, ``multi2spe`` (triplets with the facet loss), ``pairs`` (in-batch
+            negatives), ``multitask`` (SciRepEval) or ``classification`` (SPECTROID heads).
+        family: the model family built from the base (``None``: the base encoder as it is).
+        data: what ``--data`` must hold: ``citations`` (a citation graph: CACM, a SPECTER release or
+            S2ORC JSONL; or SciRepEval's ``specter_small.json`` triplets), ``scirepeval`` (SciRepEval's
+            training samples), ``labelled`` (CACM categories or a SciRepEval MeSH sample).
+        settings: the default settings (see the module docstring).
+        notes: where the values come from, and the choices made where the paper is silent.
+    """
+
+    name: str
+    paper: str
+    objective: str
+    family: str | None
+    data: str
+    settings: dict[str, dict[str, Any]]
+    notes: str = ""
+
+    def resolve(self, overrides: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+        """The settings with ``overrides`` (nested sections or dotted keys) applied and checked."""
+        settings = copy.deepcopy(self.settings)
+        for key, value in _flatten(overrides or {}):
+            section, name = _section_of(key)
+            settings.setdefault(section, {})[name] = value
+        unknown = sorted(set(settings["training"]) - _training_fields())
+        if unknown:
+            raise ValueError(f"unknown TrainingArguments field(s) {', '.join(unknown)}")
+        return settings
+
+
+def _flatten(overrides: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
+    for key, value in overrides.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and name in SECTIONS:
+            yield from _flatten(value, f"{name}.")
+        else:
+            yield name, value
+
+
+def _section_of(key: str) -> tuple[str, str]:
+    if "." in key:
+        section, name = key.split(".", 1)
+        if section not in SECTIONS:
+            raise ValueError(f"unknown setting {key!r}: the sections are {', '.join(SECTIONS)}")
+        return section, name
+    if key in _training_fields():
+        return "training", key
+    raise ValueError(f"unknown setting {key!r}: use section.name ({', '.join(SECTIONS)}) or a TrainingArguments field")
+
+
+def _training_fields() -> set[str]:
+    from transformers import TrainingArguments
+
+    return {f.name for f in dataclasses.fields(TrainingArguments) if f.init} - {"output_dir"}
+
+
+def _recipe(name, paper, objective, family, data, *, model=None, embedding=None, data_settings=None, loss=None, training, notes=""):
+    return Recipe(name, paper, objective, family, data, {
+        "model": dict(model or {}),
+        "embedding": {"pooling": None, "max_length": None, **(embedding or {})},
+        "data": {"held_out": 0.0, "seed": 0, "max_examples": None, **(data_settings or {})},
+        "loss": dict(loss or {}),
+        "training": {**_COMMON_TRAINING, **training},
+    }, notes)
+
+
+_SPECTER_TRAINING = {
+    "learning_rate": 2e-5, "lr_scheduler_type": "linear", "warmup_ratio": 0.1, "num_train_epochs": 2,
+    "per_device_train_batch_size": 8, "gradient_accumulation_steps": 4, "weight_decay": 0.0,
+}
+
+RECIPES: dict[str, Recipe] = {r.name: r for r in (
+    _recipe(
+        "specter", "Cohan et al. 2020, SPECTER", "triplet", None, "citations",
+        data_settings={"sampler": "specter", "triplets_per_query": 5},
+        loss={"margin": 1.0},
+        training=_SPECTER_TRAINING,
+        notes="SPECTER sec. 4: triplet margin loss (L2, margin 1), lr 2e-5 with linear warm-up over 10% of the "
+              "steps then linear decay, batch 32 (8 x 4 accumulation here), 2 epochs; 5 triplets per query, 2 hard.",
+    ),
+    _recipe(
+        "scincl", "Ostendorff et al. 2022, SciNCL", "triplet", None, "citations",
+        data_settings={"sampler": "scincl"},
+        loss={"margin": 1.0},
+        training=_SPECTER_TRAINING,
+        notes="SciNCL sec. 4 keeps SPECTER's training set-up (triplet loss, margin 1, SPECTER's optimiser "
+              "settings); only the sampling differs: positives from kNN ranks [20, 25), hard negatives from "
+              "[3998, 4000), easy random, in a citation-graph embedding (ranks scale down on small graphs).",
+    ),
+    _recipe(
+        "multi2spe", "Seoh, Chang & McCallum 2023, Multi2SPE", "multi2spe", "multi2spe", "citations",
+        model={"num_cls_tokens": 3},
+        data_settings={"sampler": "specter", "triplets_per_query": 5},
+        loss={"weight": 0.1, "mode": "paper"},
+        training={**_SPECTER_TRAINING, "weight_decay": 0.0, "lr_scheduler_type": "linear"},
+        notes="K=3 CLS tokens, lambda=0.1, Adam (AdamW with no weight decay) lr 2e-5, effective batch 32, "
+              "SPECTER triplets; loss mode 'paper' (eqs. 2-3) by default, 'released' for the authors' code.",
+    ),
+    _recipe(
+        "scirepeval-ctrl", "Singh et al. 2023, SciRepEval (control codes)", "multitask", "control_code", "scirepeval",
+        data_settings={"max_examples": None},
+        loss={"dropout": 0.1, "margin": 1.0},
+        training={"learning_rate": 5e-5, "lr_scheduler_type": "inverse_sqrt", "warmup_steps": 700, "num_train_epochs": 2,
+                  "per_device_train_batch_size": 16, "gradient_accumulation_steps": 2, "weight_decay": 0.01},
+        notes="Multi-task training over SciRepEval's formats with [CLF] [RGN] [PRX] [QRY] control codes: AdamW "
+              "peak lr 5e-5, inverse-square-root schedule after 700 warm-up steps, task-heterogeneous batches; "
+              "heads: linear with dropout, CE / BCE / MSE, triplet for proximity and search.",
+    ),
+    _recipe(
+        "spectroid-heads", "Capuano et al., SPECTROID (classification heads)", "classification", "spectroid", "labelled",
+        model={"head": "CH2"},
+        training={"learning_rate": 2e-5, "lr_scheduler_type": "linear", "warmup_ratio": 0.1, "num_train_epochs": 3,
+                  "per_device_train_batch_size": 16, "weight_decay": 0.01},
+        notes="The encoder with an MLP head (CH1 linear, CH2 one hidden layer of 64, CH3 five), ReLU, trained "
+              "end-to-end with cross-entropy; optimiser settings are BERT fine-tuning defaults (the report "
+              "does not fix them).",
+    ),
+    _recipe(
+        "moe-cocitation", "Kapur, Hallee et al. 2024, MoE BERT", "pairs", "moe_bert", "citations",
+        model={"domains": ["cs"], "routing": "enforced"},
+        data_settings={"domain": "cs"},
+        loss={"temperature": 0.7, "symmetric": False, "router_cross_entropy": 1.0, "router_mutual_information": 0.0,
+              "router_load_balancing": 0.0},
+        training={"learning_rate": 1e-5, "lr_scheduler_type": "cosine", "warmup_ratio": 0.0, "num_train_epochs": 1,
+                  "per_device_train_batch_size": 16, "weight_decay": 0.01},
+        notes="Co-citation pairs, multiple-negatives ranking over the full in-batch matrix with a learned "
+              "temperature (init 0.7), lr 1e-5 with cosine decay; experts copied from the pretrained MLP, "
+              "routing by domain token (router losses apply to learned routing only).",
+    ),
+)}
+
+
+def get_recipe(name: str) -> Recipe:
+    """The recipe called ``name``."""
+    if name not in RECIPES:
+        raise ValueError(f"unknown recipe {name!r}; choose one of {', '.join(RECIPES)}")
+    return RECIPES[name]
+
+
+def read_overrides(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Settings from a YAML (``.yaml`` / ``.yml``) or JSON file, nested by section or with dotted keys."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise ValueError(f"{path}: not valid YAML: {error}") from None
+    else:
+        try:
+            loaded = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: not valid JSON: line {error.lineno}: {error.msg}") from None
+    if not isinstance(loaded, dict):
+        raise ValueError(f"{path}: expected a mapping of settings, got {type(loaded).__name__}")
+    return loaded
+
+
+def parse_assignments(assignments: Iterable[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` strings (VALUE as JSON, else a plain string) as a dict of dotted keys."""
+    result: dict[str, Any] = {}
+    for assignment in assignments:
+        key, sep, raw = assignment.partition("=")
+        if not sep or not key:
+            raise ValueError(f"expected KEY=VALUE, got {assignment!r}")
+        try:
+            result[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            result[key.strip()] = raw
+    return result

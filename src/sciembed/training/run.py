@@ -1,0 +1,234 @@
+"""A recipe from base checkpoint and data to a trained model: what ``sciembed train`` runs.
+
+:func:`prepare` builds the model (the recipe's family from the base checkpoint, or the base itself),
+the examples, the collator, the loss and the Trainer; :func:`train` runs it and saves the result:
+
+- ``OUTPUT/checkpoint-N/``: the Trainer's checkpoints (plus ``loss.pt`` for losses with parameters);
+  ``resume=True`` continues from the latest one;
+- ``OUTPUT/model/``: the trained model with its tokenizer, written atomically (a family with its
+  remote code and sentence-transformers files; a plain encoder with sentence-transformers files that
+  record the pooling it was trained with; SPECTROID's head and encoder as one model);
+- ``OUTPUT/train_results.json``: the recipe, the settings, the data counts and the metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from datasets import Dataset
+
+from ..embeddings_io import atomic_path
+from .recipes import Recipe, get_recipe
+
+logger = logging.getLogger(__name__)
+
+MODEL_FOLDER = "model"
+RESULTS_FILE = "train_results.json"
+
+
+@dataclass
+class TrainingRun:
+    """A prepared run: the Trainer and what went into it."""
+
+    recipe: Recipe
+    settings: dict[str, dict[str, Any]]
+    trainer: Any
+    tokenizer: Any
+    output_dir: Path
+    data: dict[str, Any]
+
+
+def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str | os.PathLike[str], output_dir: str | os.PathLike[str],
+            overrides: Mapping[str, Any] | None = None) -> TrainingRun:
+    """Build the Trainer of ``recipe`` for the base checkpoint ``base`` (default: the embedded
+    all-MiniLM-L6-v2) and the examples read from ``data``, checkpointing under ``output_dir``."""
+    from transformers import TrainingArguments
+
+    from ..default_model import default_model_path
+    from ..encode import default_max_length
+    from ..families import register_families
+
+    recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
+    settings = recipe.resolve(overrides)
+    base = str(base) if base is not None else default_model_path()
+    register_families()
+    examples = _examples(recipe, settings["data"], data)
+    model, tokenizer = _model(recipe, settings["model"], base, examples)
+    max_length = settings["embedding"]["max_length"] or default_max_length(model, tokenizer)
+    training = dict(settings["training"])
+    if examples.evaluation is not None:
+        training.setdefault("eval_strategy", training.get("save_strategy", "epoch"))
+        training.setdefault("metric_for_best_model", "cite_map")
+    args = TrainingArguments(output_dir=str(output_dir), remove_unused_columns=False, **training)
+    trainer_class, collator, loss, options = _objective(recipe, settings, model, tokenizer, max_length, examples)
+    if recipe.objective != "classification":
+        options["pooling"] = settings["embedding"]["pooling"]
+    trainer = trainer_class(
+        model, args, loss=loss, max_length=max_length, train_dataset=examples.train, eval_dataset=examples.evaluation,
+        data_collator=collator, processing_class=tokenizer, **options,
+    )
+    counts = {"examples": len(examples.train), **examples.counts}
+    logger.info("recipe %s on %s: %s", recipe.name, data, counts)
+    return TrainingRun(recipe, settings, trainer, tokenizer, Path(output_dir), {"source": str(data), **counts})
+
+
+def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str | os.PathLike[str], output_dir: str | os.PathLike[str],
+          overrides: Mapping[str, Any] | None = None, *, resume: bool = False) -> dict[str, Any]:
+    """Prepare and run ``recipe``; save the model and ``train_results.json`` (see the module docstring).
+
+    Returns the contents of ``train_results.json``.
+    """
+    run = prepare(recipe, base, data, output_dir, overrides)
+    started = time.perf_counter()
+    result = run.trainer.train(resume_from_checkpoint=True if resume else None)
+    seconds = time.perf_counter() - started
+    final_metrics = run.trainer.evaluate() if run.trainer.eval_dataset is not None else {}
+    model_dir = run.output_dir / MODEL_FOLDER
+    if run.trainer.args.should_save:
+        save_trained(run.trainer, run.tokenizer, model_dir)
+    summary = {
+        "recipe": run.recipe.name,
+        "paper": run.recipe.paper,
+        "base": str(base) if base is not None else "all-MiniLM-L6-v2 (embedded)",
+        "data": run.data,
+        "settings": run.settings,
+        "train_metrics": result.metrics,
+        "eval_metrics": final_metrics,
+        "global_step": result.global_step,
+        "seconds": round(seconds, 1),
+        "model": str(model_dir),
+    }
+    if run.trainer.args.should_save:
+        with atomic_path(run.output_dir / RESULTS_FILE) as temporary:
+            temporary.write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
+    return summary
+
+
+def save_trained(trainer: Any, tokenizer: Any, folder: str | os.PathLike[str]) -> Path:
+    """Save a trained model so that :func:`sciembed.encode` embeds it as it was trained; the folder
+    appears complete or not at all (written beside it, then renamed)."""
+    from ..families import family_of, save_pretrained
+
+    folder = Path(folder)
+    staging = folder.with_name(f".{folder.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    model = trainer.model
+    if family_of(model) is not None:
+        save_pretrained(model, tokenizer, staging)
+    else:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        if getattr(trainer, "pooling", None) in ("cls", "mean"):
+            _save_sentence_transformers_modules(staging, trainer.pooling, trainer.max_length)
+    if folder.exists():
+        shutil.rmtree(folder)
+    os.replace(staging, folder)
+    return folder
+
+
+def _save_sentence_transformers_modules(folder: Path, pooling: str, max_length: int | None) -> None:
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    transformer = Transformer(str(folder), max_seq_length=max_length)
+    pooler = Pooling(transformer.get_word_embedding_dimension(), pooling_mode=pooling)
+    SentenceTransformer(modules=[transformer, pooler], device="cpu").save(str(folder), create_model_card=False)
+
+
+# ---------------------------------------------------------------------- the parts
+
+
+@dataclass
+class _Examples:
+    train: Dataset
+    evaluation: Any = None
+    counts: dict[str, Any] | None = None
+    tasks: dict[str, tuple[str, int]] | None = None
+    labels: list[str] | None = None
+
+
+def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[str]) -> _Examples:
+    from ..evaluation.loaders import TaskSuite
+    from . import data as training_data
+
+    options = dict(options)
+    held_out, seed, limit = options.pop("held_out"), options.pop("seed"), options.pop("max_examples")
+    counts: dict[str, Any] = {}
+    evaluation = tasks = labels = None
+    if recipe.data == "scirepeval":
+        loaded = training_data.multitask_dataset(path, max_per_task=limit, seed=seed)
+        train, tasks = loaded.dataset, loaded.tasks
+        counts["tasks"] = {name: sum(1 for t in train["task"] if t == name) for name in tasks}
+        limit = None
+    elif recipe.data == "labelled":
+        if held_out:
+            raise ValueError("data.held_out is not supported for labelled data; evaluate the saved model instead")
+        train, labels = training_data.labelled_papers(path)
+        counts["labels"] = len(labels)
+    elif Path(path).suffix == ".json" and Path(path).name.startswith("specter"):
+        if recipe.objective == "pairs":
+            raise ValueError(f"{path}: SciRepEval triplets are not co-citation pairs; give a citation graph for {recipe.name}")
+        train = training_data.scirepeval_triplets(path)
+    else:
+        source = training_data.read_citation_source(path)
+        counts["skipped_records"] = len(source.skipped)
+        queries, held = training_data.split_queries(source.linked_queries(), held_out, seed)
+        counts.update(queries=len(queries), held_out_queries=len(held))
+        if recipe.objective == "pairs":
+            train = training_data.pair_dataset(source, exclude=held, domain=options.pop("domain", None))
+        else:
+            sampler = options.pop("sampler")
+            train = training_data.triplet_dataset(source, sampler=sampler, queries=queries, exclude=held, seed=seed, **options)
+        if held:
+            evaluation = TaskSuite("held-out", str(path), [source.cite_task(held, seed=seed)])
+    if limit is not None and len(train) > limit:
+        train = train.shuffle(seed=seed).select(range(limit))
+    return _Examples(train, evaluation, counts, tasks, labels)
+
+
+def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Examples):
+    from transformers import AutoModel, AutoTokenizer
+
+    from ..families import from_bert
+
+    if recipe.family is None:
+        if options:
+            raise ValueError(f"recipe {recipe.name} trains the base encoder as it is; it takes no model options ({', '.join(options)})")
+        return AutoModel.from_pretrained(base), AutoTokenizer.from_pretrained(base)
+    if recipe.objective == "classification":
+        labels = examples.labels or []
+        options = {**options, "num_labels": len(labels), "id2label": dict(enumerate(labels)),
+                   "label2id": {name: i for i, name in enumerate(labels)}}
+    return from_bert(recipe.family, base, **options)
+
+
+def _objective(recipe: Recipe, settings: dict[str, dict[str, Any]], model, tokenizer, max_length: int, examples: _Examples):
+    from . import collators, losses, trainers
+
+    loss_options = dict(settings["loss"])
+    if recipe.objective == "triplet":
+        return trainers.TripletTrainer, collators.TripletCollator(tokenizer, max_length), losses.TripletMarginLoss(**loss_options), {}
+    if recipe.objective == "multi2spe":
+        return trainers.TripletTrainer, collators.TripletCollator(tokenizer, max_length), losses.Multi2SPELoss(**loss_options), {}
+    if recipe.objective == "pairs":
+        router_weights = [loss_options.pop(k) for k in ("router_cross_entropy", "router_mutual_information", "router_load_balancing")]
+        loss = losses.MultipleNegativesRankingLoss(**loss_options)
+        router = None
+        if getattr(model.config, "routing", "enforced") != "enforced" and any(router_weights):
+            router = losses.RouterLoss(*router_weights, top_k=getattr(model.config, "top_k", 1))
+        collator = collators.PairCollator(tokenizer, max_length, domains=getattr(model.config, "domains", None))
+        return trainers.PairTrainer, collator, loss, {"router_loss": router}
+    if recipe.objective == "multitask":
+        specs = {name: losses.TaskSpec("proximity" if kind == "search" else kind, labels) for name, (kind, labels) in examples.tasks.items()}
+        loss = losses.MultiTaskLoss(specs, model.config.hidden_size, **loss_options)
+        kinds = {name: kind for name, (kind, _) in examples.tasks.items()}
+        return trainers.MultiTaskTrainer, collators.MultiTaskCollator(tokenizer, max_length, task_kinds=kinds), loss, {}
+    return trainers.PaperClassificationTrainer, collators.LabelledPaperCollator(tokenizer, max_length), None, {}

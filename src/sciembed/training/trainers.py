@@ -1,0 +1,245 @@
+"""``transformers.Trainer`` subclasses for the papers' objectives.
+
+Each overrides only what it must: :meth:`~EmbeddingTrainer.compute_loss` (and the train sampler for
+multi-task batches). Everything else (``TrainingArguments``, gradient accumulation, mixed precision,
+checkpoints and resume, logging, ``accelerate`` / DDP / FSDP / DeepSpeed) is the plain Trainer's.
+
+The embedding a loss sees is the one the model is later encoded with (:func:`sciembed.encode.pool`:
+the family's ``pooler_output``, else ``[CLS]`` as SPECTER, or ``pooling="mean"``). Losses with
+parameters of their own (the learned temperature of
+:class:`~.losses.MultipleNegativesRankingLoss`, the task heads of :class:`~.losses.MultiTaskLoss`)
+are optimised with the model, saved in each checkpoint (``loss.pt``) and restored on resume; they are
+not part of the saved model.
+
+Passing a :class:`~sciembed.evaluation.TaskSuite` (e.g. the CACM cite task on held-out queries) as
+``eval_dataset`` evaluates through :mod:`sciembed.evaluation` on every evaluation step, so its metrics
+(``eval_cite_map``, ...) can drive ``metric_for_best_model``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import Trainer, TrainerCallback
+
+from ..encode import PaperEncoder, default_pooling, pool, with_domains
+from ..evaluation.loaders import TaskSuite
+from ..evaluation.runner import evaluate_suite
+from ..families import family_of
+from .losses import MultipleNegativesRankingLoss, Multi2SPELoss, MultiTaskLoss, RouterLoss, TripletMarginLoss
+from .sampling import TaskBalancedSampler
+
+logger = logging.getLogger(__name__)
+
+LOSS_STATE = "loss.pt"
+
+
+class EmbeddingTrainer(Trainer):
+    """The shared part of sciembed's trainers: embedding, trainable losses and task evaluation.
+
+    Args:
+        model: the encoder being trained (a transformers model; any sciembed family).
+        args: ``TrainingArguments``.
+        loss: the loss module.
+        pooling: ``cls`` or ``mean`` for a plain encoder (default: :func:`~sciembed.encode.default_pooling`).
+        task_format: the format a control-code model embeds papers in (e.g. ``proximity`` for citation
+            triplets); ignored by models without formats.
+        max_length: tokens per text when evaluating (default: the model's limit).
+        eval_dataset: a :class:`~sciembed.evaluation.TaskSuite` to evaluate with sciembed's
+            evaluators, or anything the plain Trainer evaluates.
+        kwargs: the rest of ``transformers.Trainer``'s arguments (``train_dataset``, ``data_collator``,
+            ``processing_class`` (the tokenizer), ``callbacks``, ...).
+    """
+
+    def __init__(self, model: nn.Module, args: Any, *, loss: nn.Module | None = None, pooling: str | None = None,
+                 task_format: str | None = None, max_length: int | None = None, eval_dataset: Any = None, **kwargs: Any):
+        super().__init__(model=model, args=args, eval_dataset=eval_dataset, **kwargs)
+        self.loss = loss.to(self.args.device) if loss is not None else None
+        self.pooling = pooling or default_pooling(self.model)
+        if family_of(self.model) is not None and pooling is not None:
+            raise ValueError(f"a {family_of(self.model)} model gives its own paper embedding: leave pooling unset")
+        self.task_format = task_format if "task_format" in inspect.signature(self.model.forward).parameters else None
+        self.max_length = max_length
+        # Our losses are means over the batch; the Trainer then scales by gradient accumulation itself.
+        self.model_accepts_loss_kwargs = False
+        if self.loss is not None and any(p.requires_grad for p in self.loss.parameters()):
+            self.add_callback(_ZeroLossGradients(self.loss))
+            if self.args.world_size > 1:
+                _average_gradients_across_processes(self.loss)
+
+    # ------------------------------------------------------------------ embedding
+
+    def embed(self, model: nn.Module, features: dict[str, torch.Tensor], task_format: str | None = None) -> tuple[Any, torch.Tensor]:
+        """Run ``model`` on tokenized ``features``; returns its output and the pooled paper embeddings."""
+        features = dict(features)
+        domain_ids = features.pop("domain_ids", None)
+        if domain_ids is not None:
+            features = with_domains(features, self.model.config, domain_ids)
+        task_format = task_format or self.task_format
+        if task_format is not None and self.task_format is not None:
+            features["task_format"] = task_format
+        outputs = model(**features)
+        return outputs, pool(outputs, features["attention_mask"], self.pooling)
+
+    # ------------------------------------------------------------------ trainable losses
+
+    def create_optimizer(self):
+        """The Trainer's optimizer, plus a group (no weight decay) for the loss's own parameters."""
+        if self.optimizer is None:
+            super().create_optimizer()
+            extra = [p for p in self.loss.parameters() if p.requires_grad] if self.loss is not None else []
+            if extra:
+                self.optimizer.add_param_group({"params": extra, "weight_decay": 0.0})
+        return self.optimizer
+
+    def _save_checkpoint(self, model, trial):
+        super()._save_checkpoint(model, trial)
+        if self.loss is not None and len(self.loss.state_dict()) and self.args.should_save:
+            folder = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
+            torch.save(self.loss.state_dict(), os.path.join(folder, LOSS_STATE))
+
+    def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
+        super()._load_from_checkpoint(resume_from_checkpoint, model)
+        path = os.path.join(resume_from_checkpoint, LOSS_STATE)
+        if self.loss is not None and len(self.loss.state_dict()):
+            if not os.path.isfile(path):
+                raise FileNotFoundError(f"{resume_from_checkpoint}: no {LOSS_STATE}; the loss's own parameters cannot be restored")
+            self.loss.load_state_dict(torch.load(path, map_location=self.args.device, weights_only=True))
+
+    # ------------------------------------------------------------------ evaluation
+
+    def _remove_unused_columns(self, dataset, description=None):
+        # Examples hold paper records that the collators turn into model inputs: keep every column.
+        return dataset
+
+    def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval") -> dict[str, float]:
+        """Score the :class:`~sciembed.evaluation.TaskSuite` given as ``eval_dataset`` (metrics named
+        ``{prefix}_{task_id}_{metric}``), or defer to the plain Trainer for any other dataset."""
+        suite = eval_dataset if eval_dataset is not None else self.eval_dataset
+        if not isinstance(suite, TaskSuite):
+            return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
+        encoder_model = self.model.base_model
+        pooling = None if family_of(encoder_model) is not None else self.pooling
+        encoder = PaperEncoder(encoder_model, self.processing_class, pooling=pooling, max_length=self.max_length, device=self.args.device)
+        was_training = self.model.training
+        report = evaluate_suite(encoder, suite, batch_size=self.args.per_device_eval_batch_size, n_jobs=1, show_progress_bar=False)
+        self.model.train(was_training)
+        metrics = {f"{metric_key_prefix}_{r.task_id or r.task}_{name}": value for r in report.results for name, value in r.metrics.items()}
+        self.log(metrics)
+        self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
+        return metrics
+
+
+class _ZeroLossGradients(TrainerCallback):
+    """Clears the loss's gradients after every optimiser step (the Trainer clears only the model's)."""
+
+    def __init__(self, loss: nn.Module):
+        self.loss = loss
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.loss.zero_grad(set_to_none=True)
+
+
+def _average_gradients_across_processes(module: nn.Module) -> None:
+    """Average the gradients of ``module``'s parameters over processes as they are computed (DDP does
+    this for the model, not for a loss's own parameters, which would otherwise drift apart)."""
+    import torch.distributed as dist
+
+    for parameter in module.parameters():
+        if parameter.requires_grad:
+            parameter.register_hook(lambda grad: _all_reduce_mean(grad, dist))
+
+
+def _all_reduce_mean(grad: torch.Tensor, dist) -> torch.Tensor:
+    grad = grad.clone()
+    dist.all_reduce(grad)
+    return grad / dist.get_world_size()
+
+
+class TripletTrainer(EmbeddingTrainer):
+    """Citation triplets (SPECTER, SciNCL, SPECTROID positives; SciRepEval proximity).
+
+    The collator (:class:`~.collators.TripletCollator`) puts all queries, positives and negatives in one
+    batch, encoded in one forward pass. The loss is :class:`~.losses.TripletMarginLoss` (default) on
+    the paper embeddings, or :class:`~.losses.Multi2SPELoss` on a Multi2SPEModel's ``cls_embeddings``.
+    """
+
+    def __init__(self, model: nn.Module, args: Any, *, loss: nn.Module | None = None, task_format: str | None = "proximity", **kwargs: Any):
+        loss = loss if loss is not None else TripletMarginLoss()
+        if isinstance(loss, Multi2SPELoss) and family_of(model) != "multi2spe":
+            raise ValueError(f"Multi2SPELoss needs a Multi2SPEModel's cls_embeddings, not a {type(model).__name__}")
+        super().__init__(model, args, loss=loss, task_format=task_format, **kwargs)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        outputs, embeddings = self.embed(model, inputs)
+        if isinstance(self.loss, Multi2SPELoss):
+            embeddings = outputs.cls_embeddings
+        query, positive, negative = embeddings.chunk(3)
+        loss = self.loss(query, positive, negative)
+        return (loss, outputs) if return_outputs else loss
+
+
+class PairTrainer(EmbeddingTrainer):
+    """Positive pairs with in-batch negatives (the MoE paper's co-citation training).
+
+    The loss is :class:`~.losses.MultipleNegativesRankingLoss` (learned temperature); for a
+    mixture-of-experts model with a learned router, ``router_loss`` (:class:`~.losses.RouterLoss`) is
+    added on its ``router_logits`` with each pair's domain.
+    """
+
+    def __init__(self, model: nn.Module, args: Any, *, loss: nn.Module | None = None, router_loss: RouterLoss | None = None, **kwargs: Any):
+        super().__init__(model, args, loss=loss if loss is not None else MultipleNegativesRankingLoss(), **kwargs)
+        self.router_loss = router_loss
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        outputs, embeddings = self.embed(model, inputs)
+        first, second = embeddings.chunk(2)
+        loss = self.loss(first, second)
+        if self.router_loss is not None:
+            loss = loss + self.router_loss(outputs.router_logits, inputs.get("domain_ids"), inputs["attention_mask"])
+        return (loss, outputs) if return_outputs else loss
+
+
+class MultiTaskTrainer(EmbeddingTrainer):
+    """SciRepEval's multi-task training: task-heterogeneous batches, one head per task, losses summed.
+
+    Batches come from :class:`~.sampling.TaskBalancedSampler` (an equal share of every task per
+    device batch) and :class:`~.collators.MultiTaskCollator`; each task's papers are embedded in its
+    format (``[CLF]`` / ``[RGN]`` / ``[PRX]`` / ``[QRY]`` for a control-code model) and scored by
+    :class:`~.losses.MultiTaskLoss`, whose heads are dropped after training.
+    """
+
+    def __init__(self, model: nn.Module, args: Any, *, loss: MultiTaskLoss, **kwargs: Any):
+        super().__init__(model, args, loss=loss, task_format=None, **kwargs)
+        self.task_format = "proximity" if "task_format" in inspect.signature(self.model.forward).parameters else None
+
+    def _get_train_sampler(self, train_dataset=None):
+        dataset = train_dataset if train_dataset is not None else self.train_dataset
+        return TaskBalancedSampler(dataset["task"], self.args.per_device_train_batch_size, seed=self.args.seed)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        total = 0.0
+        for name, task in inputs["tasks"].items():
+            embedded = [self.embed(model, features, task_format)[1] for task_format, features in task["inputs"]]
+            if task["kind"] == "search":
+                positive, negative = embedded[1].chunk(2)
+                arguments = (embedded[0], positive, negative)
+            elif task["kind"] == "proximity":
+                arguments = embedded[0].chunk(3)
+            else:
+                arguments = (embedded[0], task["labels"])
+            total = total + self.loss.task_loss(name, arguments)
+        return (total, None) if return_outputs else total
+
+
+class PaperClassificationTrainer(EmbeddingTrainer):
+    """End-to-end fine-tuning of an encoder with a classification head (SPECTROID's CH1 / CH2 / CH3):
+    the model computes its own cross-entropy from ``labels``; evaluation embeds with its encoder."""
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        return Trainer.compute_loss(self, model, inputs, return_outputs, num_items_in_batch)

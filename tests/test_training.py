@@ -1,0 +1,246 @@
+"""Trainers, collators, batching and recipes (tiny random BERTs; the recipes on the real shared data)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import PAPERS, shared_data
+
+
+def tiny_args(output_dir, **overrides):
+    from transformers import TrainingArguments
+
+    settings = dict(per_device_train_batch_size=4, max_steps=2, learning_rate=1e-3, report_to="none",
+                    save_strategy="steps", save_steps=1, logging_steps=1, remove_unused_columns=False, seed=0)
+    return TrainingArguments(output_dir=str(output_dir), **{**settings, **overrides})
+
+
+def triplet_rows(n=8):
+    from datasets import Dataset
+
+    papers = [{"title": p["title"], "abstract": p["abstract"]} for p in PAPERS]
+    return Dataset.from_dict({
+        "query": [papers[i % 5] for i in range(n)],
+        "positive": [papers[(i + 1) % 5] for i in range(n)],
+        "negative": [papers[(i + 3) % 5] for i in range(n)],
+    })
+
+
+# ---------------------------------------------------------------------- batching
+
+
+def test_task_balanced_sampler_gives_every_batch_an_equal_share_of_every_task():
+    from sciembed.training.sampling import TaskBalancedSampler
+
+    tasks = ["a"] * 10 + ["b"] * 3 + ["c"] * 25
+    sampler = TaskBalancedSampler(tasks, batch_size=6, seed=1)
+    order = list(sampler)
+    assert len(order) == len(sampler) == 13 * 6  # the largest task (25 rows, 2 a batch) sets the epoch
+    for start in range(0, len(order), 6):
+        assert Counter(tasks[i] for i in order[start : start + 6]) == {"a": 2, "b": 2, "c": 2}
+    assert set(i for i in order if tasks[i] == "c") == set(range(13, 38))  # the largest task is seen in full
+    assert list(TaskBalancedSampler(tasks, 6, seed=1)) == order  # deterministic
+    sampler.set_epoch(1)
+    assert list(sampler) != order
+    with pytest.raises(ValueError, match="cannot hold every one of the 3 tasks"):
+        TaskBalancedSampler(tasks, batch_size=2)
+
+
+def test_task_balanced_sampler_spreads_the_remainder():
+    from sciembed.training.sampling import TaskBalancedSampler
+
+    tasks = ["x"] * 4 + ["y"] * 4
+    order = list(TaskBalancedSampler(tasks, batch_size=3))
+    assert [Counter(tasks[i] for i in order[s : s + 3]) for s in range(0, len(order), 3)][0] == {"x": 2, "y": 1}
+
+
+# ---------------------------------------------------------------------- collators
+
+
+def test_triplet_collator_puts_queries_positives_negatives_in_one_batch(tiny_bert):
+    from transformers import AutoTokenizer
+
+    from sciembed.data.papers import paper_text
+    from sciembed.training.collators import TripletCollator
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    rows = list(triplet_rows(2))
+    batch = TripletCollator(tokenizer, 32)(rows)
+    assert batch["input_ids"].shape[0] == 6
+    expected = [paper_text(row[role], "[SEP]") for role in ("query", "positive", "negative") for row in rows]
+    assert tokenizer.batch_decode(batch["input_ids"], skip_special_tokens=False)[3].startswith("[CLS] " + expected[3].lower()[:10])
+
+
+def test_multitask_collator_groups_by_task_and_format(tiny_bert):
+    from transformers import AutoTokenizer
+
+    from sciembed.training.collators import MultiTaskCollator
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    paper = {"title": "graph", "abstract": "citation"}
+    query = {"title": "query", "abstract": ""}
+    rows = [
+        {"task": "fos", "papers": [paper], "label": [1.0, 0.0, 1.0]},
+        {"task": "mesh", "papers": [paper], "label": [2.0]},
+        {"task": "search", "papers": [query, paper, paper], "label": []},
+        {"task": "fos", "papers": [paper], "label": [0.0, 1.0, 0.0]},
+    ]
+    kinds = {"fos": "multilabel", "mesh": "classification", "search": "search"}
+    batch = MultiTaskCollator(tokenizer, 16, task_kinds=kinds)(rows)["tasks"]
+    assert [f for f, _ in batch["fos"]["inputs"]] == ["classification"]
+    assert batch["fos"]["labels"].tolist() == [[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]
+    assert batch["mesh"]["labels"].dtype == torch.long and batch["mesh"]["labels"].tolist() == [2]
+    (query_format, queries), (candidate_format, candidates) = batch["search"]["inputs"]
+    assert (query_format, candidate_format) == ("adhoc_query", "proximity")
+    assert queries["input_ids"].shape[0] == 1 and candidates["input_ids"].shape[0] == 2
+    with pytest.raises(ValueError, match="unknown task 'other'"):
+        MultiTaskCollator(tokenizer, 16, task_kinds=kinds)([{"task": "other", "papers": [paper], "label": []}])
+
+
+# ---------------------------------------------------------------------- trainers
+
+
+def test_training_embeds_papers_as_encode_does(tiny_bert, tmp_path):
+    """The loss sees exactly the vectors sciembed.encode later gives (pooling, text, truncation)."""
+    from transformers import AutoModel, AutoTokenizer
+
+    import sciembed
+    from sciembed.training.collators import TripletCollator
+    from sciembed.training.trainers import TripletTrainer
+
+    model, tokenizer = AutoModel.from_pretrained(tiny_bert), AutoTokenizer.from_pretrained(tiny_bert)
+    for pooling in ("cls", "mean"):
+        trainer = TripletTrainer(model, tiny_args(tmp_path), pooling=pooling, train_dataset=triplet_rows(2),
+                                 data_collator=TripletCollator(tokenizer, 64), processing_class=tokenizer)
+        rows = list(triplet_rows(2))
+        model.eval()
+        with torch.no_grad():
+            _, embedded = trainer.embed(model, TripletCollator(tokenizer, 64)(rows))
+        papers = [row[role] for role in ("query", "positive", "negative") for row in rows]
+        expected = sciembed.encode(model, papers, tokenizer=tokenizer, pooling=pooling, device="cpu", show_progress_bar=False)
+        np.testing.assert_allclose(embedded.numpy(), expected, atol=1e-5)
+
+
+def test_triplet_trainer_reduces_the_loss_and_multi2spe_needs_its_model(tiny_bert, tmp_path):
+    from transformers import AutoModel, AutoTokenizer
+
+    from sciembed.training.collators import TripletCollator
+    from sciembed.training.losses import Multi2SPELoss
+    from sciembed.training.trainers import TripletTrainer
+
+    model, tokenizer = AutoModel.from_pretrained(tiny_bert), AutoTokenizer.from_pretrained(tiny_bert)
+    data = triplet_rows(8)
+    trainer = TripletTrainer(model, tiny_args(tmp_path, max_steps=15, save_strategy="no", per_device_train_batch_size=8),
+                             train_dataset=data, data_collator=TripletCollator(tokenizer, 64), processing_class=tokenizer)
+    trainer.train()
+    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    assert losses[-1] < losses[0]
+    with pytest.raises(ValueError, match="Multi2SPELoss needs a Multi2SPEModel"):
+        TripletTrainer(model, tiny_args(tmp_path), loss=Multi2SPELoss(), train_dataset=data)
+
+
+def test_loss_parameters_train_checkpoint_and_resume(tiny_bert, tmp_path):
+    """MNR's learned temperature is optimised, saved in each checkpoint and restored on resume; the
+    resumed run ends with the weights of an uninterrupted one."""
+    from datasets import Dataset
+    from transformers import AutoModel, AutoTokenizer
+
+    from sciembed.training.collators import PairCollator
+    from sciembed.training.losses import MultipleNegativesRankingLoss
+    from sciembed.training.trainers import LOSS_STATE, PairTrainer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    papers = [{"title": p["title"], "abstract": p["abstract"]} for p in PAPERS]
+    data = Dataset.from_dict({"a": papers * 2, "b": papers[1:] + papers[:1] + papers[2:] + papers[:2]})
+
+    def run(output, max_steps, resume=False):
+        torch.manual_seed(0)
+        loss = MultipleNegativesRankingLoss(temperature=0.7)
+        trainer = PairTrainer(AutoModel.from_pretrained(tiny_bert), tiny_args(output, max_steps=max_steps, lr_scheduler_type="constant"), loss=loss,
+                              train_dataset=data, data_collator=PairCollator(tokenizer, 64), processing_class=tokenizer)
+        trainer.train(resume_from_checkpoint=True if resume else None)
+        return trainer, loss
+
+    straight, straight_loss = run(tmp_path / "straight", 3)
+    assert straight_loss.temperature.item() != pytest.approx(0.7)
+    assert (tmp_path / "straight" / "checkpoint-2" / LOSS_STATE).is_file()
+    run(tmp_path / "resumed", 2)
+    resumed, resumed_loss = run(tmp_path / "resumed", 3, resume=True)
+    assert resumed.state.global_step == 3
+    assert resumed_loss.temperature.item() == pytest.approx(straight_loss.temperature.item(), abs=1e-6)
+    for (name, a), b in zip(straight.model.state_dict().items(), resumed.model.state_dict().values()):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4, msg=name)
+
+
+# ---------------------------------------------------------------------- recipes and settings
+
+
+def test_recipe_settings_take_dotted_nested_bare_and_file_overrides(tmp_path):
+    from sciembed.training.recipes import RECIPES, get_recipe, parse_assignments, read_overrides
+
+    assert {"specter", "scincl", "multi2spe", "scirepeval-ctrl", "spectroid-heads", "moe-cocitation"} <= set(RECIPES)
+    specter = get_recipe("specter").settings
+    assert specter["training"]["learning_rate"] == 2e-5 and specter["training"]["warmup_ratio"] == 0.1
+    assert specter["training"]["per_device_train_batch_size"] * specter["training"]["gradient_accumulation_steps"] == 32
+    assert get_recipe("multi2spe").settings["loss"] == {"weight": 0.1, "mode": "paper"}
+    ctrl = get_recipe("scirepeval-ctrl").settings["training"]
+    assert (ctrl["learning_rate"], ctrl["lr_scheduler_type"], ctrl["warmup_steps"]) == (5e-5, "inverse_sqrt", 700)
+
+    (tmp_path / "o.yaml").write_text("training:\n  num_train_epochs: 5\nloss.margin: 0.5\n")
+    (tmp_path / "o.json").write_text(json.dumps({"max_steps": 7, "data": {"held_out": 0.2}}))
+    settings = get_recipe("specter").resolve({
+        **read_overrides(tmp_path / "o.yaml"), **read_overrides(tmp_path / "o.json"),
+        **parse_assignments(["learning_rate=1e-4", "embedding.pooling=mean"]),
+    })
+    assert settings["training"]["num_train_epochs"] == 5 and settings["training"]["max_steps"] == 7
+    assert settings["training"]["learning_rate"] == 1e-4 and settings["loss"]["margin"] == 0.5
+    assert settings["data"]["held_out"] == 0.2 and settings["embedding"]["pooling"] == "mean"
+    assert get_recipe("specter").settings["training"]["learning_rate"] == 2e-5  # the recipe itself is untouched
+    with pytest.raises(ValueError, match="unknown setting 'learning_rat'"):
+        get_recipe("specter").resolve({"learning_rat": 1})
+    with pytest.raises(ValueError, match="unknown TrainingArguments field"):
+        get_recipe("specter").resolve({"training.nonsense": 1})
+    with pytest.raises(ValueError, match="unknown recipe 'bert'"):
+        get_recipe("bert")
+    (tmp_path / "bad.json").write_text("{oops")
+    with pytest.raises(ValueError, match="bad.json: not valid JSON"):
+        read_overrides(tmp_path / "bad.json")
+
+
+RECIPE_DATA = {
+    "specter": ("cacm",),
+    "scincl": ("cacm",),
+    "multi2spe": ("scirepeval-samples", "specter_small.json"),
+    "scirepeval-ctrl": ("scirepeval-samples",),
+    "spectroid-heads": ("cacm",),
+    "moe-cocitation": ("cacm",),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECIPE_DATA))
+def test_recipe_trains_on_real_data_saves_reloads_and_resumes(name, tiny_bert, tmp_path):
+    """A few real steps of every recipe on ../shared/data with a tiny BERT: checkpoints are written,
+    the run resumes from the latest, and the saved model encodes papers as the trained model does."""
+    import sciembed
+    from sciembed.training.run import MODEL_FOLDER, RESULTS_FILE, train
+
+    data = shared_data(*RECIPE_DATA[name])
+    overrides = {"max_steps": 2, "save_strategy": "steps", "save_steps": 1, "logging_steps": 1, "learning_rate": 1e-3,
+                 "per_device_train_batch_size": 4, "gradient_accumulation_steps": 1, "warmup_steps": 0,
+                 "embedding.max_length": 48, "data.max_examples": 24, "dataloader_drop_last": True}
+    out = tmp_path / name
+    first = train(name, tiny_bert, data, out, overrides)
+    assert first["global_step"] == 2 and (out / "checkpoint-2").is_dir()
+    resumed = train(name, tiny_bert, data, out, {**overrides, "max_steps": 3}, resume=True)
+    assert resumed["global_step"] == 3
+    history = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())["log_history"]
+    assert [entry["step"] for entry in history if "loss" in entry] == [1, 2, 3]  # steps 1-2 come from the checkpoint
+    assert json.loads((out / RESULTS_FILE).read_text())["recipe"] == name
+    options = {"domain": "cs"} if name == "moe-cocitation" else {}  # enforced routing needs the domain
+    vectors = sciembed.encode(out / MODEL_FOLDER, PAPERS, device="cpu", show_progress_bar=False, **options)
+    assert vectors.shape[0] == len(PAPERS) and np.isfinite(vectors).all()
