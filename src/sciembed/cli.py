@@ -127,6 +127,33 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     evaluate.set_defaults(run=_evaluate)
 
+    from .training.recipes import RECIPES
+
+    train = commands.add_parser(
+        "train",
+        help="fine-tune a model with a paper's recipe (" + ", ".join(RECIPES) + ")",
+        description=(
+            "Train with one paper's recipe through a transformers Trainer: the recipe builds its model family from "
+            "--base, makes its examples from --data, and uses the paper's loss and optimiser settings. Any setting can "
+            "be overridden with --config FILE (YAML or JSON) and --set KEY=VALUE (KEY is section.name with section in "
+            "model, embedding, data, loss, training, or a bare TrainingArguments field). Checkpoints go to "
+            "OUTPUT/checkpoint-N (--resume continues from the latest), the model to OUTPUT/model and the settings and "
+            "metrics to OUTPUT/train_results.json. Runs unchanged under `accelerate launch` or `torchrun`."
+        ),
+        epilog="recipes:\n" + "\n".join(f"  {r.name:16} {r.paper}: {r.notes}" for r in RECIPES.values()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    train.add_argument("--recipe", required=True, choices=tuple(RECIPES), help="the paper whose setting to reproduce")
+    train.add_argument("--base", help="Hub id or local folder of a BERT model (default: the embedded all-MiniLM-L6-v2)")
+    train.add_argument("--data", required=True, help="citation data (CACM folder, SPECTER release, S2ORC JSONL, SciRepEval "
+                       "specter_small.json), SciRepEval's training samples folder, or labelled papers, as the recipe needs")
+    train.add_argument("--output", required=True, help="folder for checkpoints, the trained model and train_results.json")
+    train.add_argument("--config", help="YAML or JSON file of settings, nested by section or with dotted keys")
+    train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="one setting, VALUE as JSON (e.g. --set max_steps=100 --set loss.margin=0.5 --set data.held_out=0.2); repeatable, applied after --config")
+    train.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in OUTPUT")
+    train.set_defaults(run=_train)
+
     demo = commands.add_parser(
         "demo",
         help="embed the CACM papers and show nearest neighbours and citation links (the main job of `make demo`)",
@@ -187,20 +214,11 @@ def _embed(args: argparse.Namespace) -> int:
 
 
 def _from_bert(args: argparse.Namespace) -> int:
-    import json
-
     from .default_model import default_model_path
     from .families import from_bert, save_pretrained
+    from .training.recipes import parse_assignments
 
-    options = {}
-    for assignment in args.set:
-        field, separator, value = assignment.partition("=")
-        if not separator or not field:
-            raise ValueError(f"--set expects FIELD=VALUE, got {assignment!r}")
-        try:
-            options[field] = json.loads(value)
-        except json.JSONDecodeError:
-            options[field] = value  # a bare string such as routing=token
+    options = parse_assignments(args.set)
     model, tokenizer = from_bert(args.family, args.base or default_model_path(), **options)
     save_pretrained(model, tokenizer, args.output)
     logger.info("saved a %s model built from %s to %s", args.family, args.base or "the embedded all-MiniLM-L6-v2", args.output)
@@ -234,6 +252,18 @@ def _evaluate(args: argparse.Namespace) -> int:
     print(report.table())
     if args.output:
         logger.info("wrote %s", report.write_json(args.output))
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    from .training.recipes import parse_assignments, read_overrides
+    from .training.run import train
+
+    overrides = {**(read_overrides(args.config) if args.config else {}), **parse_assignments(args.set)}
+    summary = train(args.recipe, args.base, args.data, args.output, overrides, resume=args.resume)
+    logger.info("trained %s for %d step(s) in %.0f s; model saved to %s", args.recipe, summary["global_step"], summary["seconds"], summary["model"])
+    for name, value in summary["eval_metrics"].items():
+        logger.info("%s = %s", name, value)
     return 0
 
 

@@ -126,17 +126,17 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
         data_settings={"sampler": "specter", "triplets_per_query": 5},
         loss={"margin": 1.0},
         training=_SPECTER_TRAINING,
-        notes="SPECTER sec. 4: triplet margin loss (L2, margin 1), lr 2e-5 with linear warm-up over 10% of the "
-              "steps then linear decay, batch 32 (8 x 4 accumulation here), 2 epochs; 5 triplets per query, 2 hard.",
+        notes="triplet margin loss (L2, margin 1), lr 2e-5 with linear warm-up over 10% of the steps then linear "
+              "decay, batch 32 (8 x 4 accumulation here), 2 epochs; 5 triplets per query, 2 with hard negatives.",
     ),
     _recipe(
         "scincl", "Ostendorff et al. 2022, SciNCL", "triplet", None, "citations",
         data_settings={"sampler": "scincl"},
         loss={"margin": 1.0},
         training=_SPECTER_TRAINING,
-        notes="SciNCL sec. 4 keeps SPECTER's training set-up (triplet loss, margin 1, SPECTER's optimiser "
-              "settings); only the sampling differs: positives from kNN ranks [20, 25), hard negatives from "
-              "[3998, 4000), easy random, in a citation-graph embedding (ranks scale down on small graphs).",
+        notes="SPECTER's triplet loss (margin 1) on triplets sampled from a citation-graph embedding: 5 positives "
+              "from kNN ranks [20, 25), 2 hard negatives from [3998, 4000), 3 random (ranks scale down on small "
+              "graphs). The optimiser settings are SPECTER's; SciNCL's own were not checked against its paper.",
     ),
     _recipe(
         "multi2spe", "Seoh, Chang & McCallum 2023, Multi2SPE", "multi2spe", "multi2spe", "citations",
