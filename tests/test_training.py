@@ -244,3 +244,47 @@ def test_recipe_trains_on_real_data_saves_reloads_and_resumes(name, tiny_bert, t
     options = {"domain": "cs"} if name == "moe-cocitation" else {}  # enforced routing needs the domain
     vectors = sciembed.encode(out / MODEL_FOLDER, PAPERS, device="cpu", show_progress_bar=False, **options)
     assert vectors.shape[0] == len(PAPERS) and np.isfinite(vectors).all()
+
+
+def test_evaluation_during_training_drives_the_best_checkpoint(tiny_bert, tmp_path):
+    """Held-out CACM queries become a cite task scored by sciembed.evaluation at every evaluation step;
+    its MAP is the metric_for_best_model."""
+    from sciembed.training.run import prepare
+
+    run = prepare("specter", tiny_bert, shared_data("cacm"), tmp_path, {
+        "data.held_out": 0.05, "max_steps": 2, "save_strategy": "steps", "save_steps": 1, "eval_steps": 1, "learning_rate": 1e-3,
+        "per_device_train_batch_size": 4, "gradient_accumulation_steps": 1, "embedding.max_length": 32, "load_best_model_at_end": True,
+    })
+    assert len(run.trainer.eval_dataset.tasks[0].qrels) == run.data["held_out_queries"] > 0
+    run.trainer.train()
+    maps = [entry["eval_cite_map"] for entry in run.trainer.state.log_history if "eval_cite_map" in entry]
+    assert len(maps) == 2 and run.trainer.state.best_metric == max(maps)
+    assert run.trainer.state.best_model_checkpoint.endswith(f"checkpoint-{1 + maps.index(max(maps))}")
+
+
+def test_held_out_queries_never_appear_in_training_triplets():
+    from sciembed.training.data import read_citation_source, split_queries, triplet_dataset
+
+    source = read_citation_source(shared_data("cacm"))
+    train, held = split_queries(source.linked_queries(), 0.2, seed=3)
+    assert len(held) == round(0.2 * len(source.linked_queries())) and not set(train) & set(held)
+    for sampler in ("specter", "spectroid"):
+        triplets = triplet_dataset(source, sampler=sampler, queries=train, exclude=held, seed=3)
+        assert not (set(triplets["query_id"]) | set(triplets["positive_id"]) | set(triplets["negative_id"])) & set(held)
+        assert triplets[0]["query"] == {k: source.papers[triplets[0]["query_id"]][k] for k in ("title", "abstract")}
+        everything = triplet_dataset(source, sampler=sampler, seed=3)
+        assert set(everything["positive_id"]) & set(held)  # without exclude they do appear
+
+
+def test_sciembed_train_command(tiny_bert, tmp_path, capsys):
+    from sciembed.cli import main
+
+    (tmp_path / "settings.yaml").write_text("training:\n  max_steps: 2\n  per_device_train_batch_size: 2\n  gradient_accumulation_steps: 1\n")
+    out = tmp_path / "out"
+    code = main(["train", "--recipe", "multi2spe", "--base", str(tiny_bert), "--data", str(shared_data("scirepeval-samples", "specter_small.json")),
+                 "--output", str(out), "--config", str(tmp_path / "settings.yaml"), "--set", "embedding.max_length=32", "--set", "save_strategy=no"])
+    assert code == 0
+    results = json.loads((out / "train_results.json").read_text())
+    assert results["global_step"] == 2 and results["settings"]["loss"] == {"weight": 0.1, "mode": "paper"}
+    assert json.loads((out / "model" / "config.json").read_text())["model_type"] == "multi2spe"
+    assert main(["train", "--recipe", "specter", "--data", str(tmp_path), "--output", str(out), "--set", "learning_rat=1"]) == 2

@@ -1,1 +1,29 @@
-"""Training: the papers' losses (:mod:`.losses`); Trainer subclasses and recipes follow."""
+"""Training: the papers' losses, ``transformers.Trainer`` subclasses, their data and recipes.
+
+- :mod:`.losses`: one ``nn.Module`` per paper's loss;
+- :mod:`.trainers`: ``TripletTrainer``, ``PairTrainer``, ``MultiTaskTrainer``, ``PaperClassificationTrainer``;
+- :mod:`.data` and :mod:`.collators`: training examples from the data layer and their model inputs;
+- :mod:`.sampling`: task-heterogeneous batches;
+- :mod:`.recipes` and :mod:`.run`: each paper's settings by name, and ``sciembed train``.
+
+The trainers and ``prepare`` / ``train`` are reached lazily (``sciembed.training.train``), so that
+reading the recipes (as ``sciembed --help`` does) imports neither torch nor transformers.
+"""
+
+_LAZY = {
+    "prepare": "run", "train": "run",
+    "EmbeddingTrainer": "trainers", "TripletTrainer": "trainers", "PairTrainer": "trainers",
+    "MultiTaskTrainer": "trainers", "PaperClassificationTrainer": "trainers",
+    "RECIPES": "recipes", "Recipe": "recipes", "get_recipe": "recipes",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = sorted(_LAZY)

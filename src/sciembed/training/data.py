@@ -7,7 +7,7 @@ query is a record whose title is the query and whose abstract is empty.
 - :func:`read_citation_source` reads a citation graph with its papers from a SMART collection (CACM),
   a SPECTER release folder or S2ORC metadata JSONL;
 - :func:`triplet_dataset` samples SPECTER, SPECTROID or SciNCL triplets from it (``query``,
-  ``positive``, ``negative``), or :func:`scirepeval_triplets` reads SciRepEval's ready triplets;
+  ``positive``, ``negative``, with their ids in ``query_id``, ...), or :func:`scirepeval_triplets` reads SciRepEval's ready triplets;
 - :func:`pair_dataset` makes co-citation pairs (``a``, ``b``) for the MoE paper's contrastive training;
 - :func:`labelled_papers` makes ``(paper, label)`` examples for classification heads;
 - :func:`multitask_dataset` turns SciRepEval's training samples into one task-tagged dataset.
@@ -191,12 +191,11 @@ def triplet_dataset(
     logger.info("%s triplets: %s", sampler, triplets.stats.as_dict() if hasattr(triplets.stats, "as_dict") else triplets.stats)
     if not len(triplets):
         raise ValueError(f"{source.path}: the {sampler} sampler found no triplet among {len(query_list)} queries")
-    query, positive, negative = triplets.ids()
-    return Dataset.from_dict({
-        "query": [paper_record(source.papers[str(i)]) for i in query],
-        "positive": [paper_record(source.papers[str(i)]) for i in positive],
-        "negative": [paper_record(source.papers[str(i)]) for i in negative],
-    })
+    columns: dict[str, list[Any]] = {}
+    for role, ids in zip(TRIPLET_ROLES, triplets.ids()):
+        columns[role] = [paper_record(source.papers[str(i)]) for i in ids]
+        columns[f"{role}_id"] = [str(i) for i in ids]
+    return Dataset.from_dict(columns)
 
 
 def _without(graph: CitationGraph, excluded: set[str]) -> CitationGraph:

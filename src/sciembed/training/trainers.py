@@ -239,7 +239,5 @@ class MultiTaskTrainer(EmbeddingTrainer):
 
 class PaperClassificationTrainer(EmbeddingTrainer):
     """End-to-end fine-tuning of an encoder with a classification head (SPECTROID's CH1 / CH2 / CH3):
-    the model computes its own cross-entropy from ``labels``; evaluation embeds with its encoder."""
-
-    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        return Trainer.compute_loss(self, model, inputs, return_outputs, num_items_in_batch)
+    the model computes its own cross-entropy from ``labels`` (the plain Trainer's loss); evaluation
+    embeds papers with its encoder (``model.base_model``)."""
