@@ -114,7 +114,7 @@ def test_options_are_checked(tiny_bert):
 def test_format_and_domain_are_checked(saved_family):
     family, model, tokenizer, _, _ = saved_family
     if family != "control_code":
-        with pytest.raises(ValueError, match="task_format is for control-code models"):
+        with pytest.raises(ValueError, match="task_format is for control-code, format-adapter and PALs models"):
             sciembed.PaperEncoder(model, tokenizer, task_format="proximity")
     if family != "moe_bert":
         with pytest.raises(ValueError, match="domain is for mixture-of-experts models"):

@@ -217,9 +217,16 @@ RECIPE_DATA = {
     "scincl": ("cacm",),
     "multi2spe": ("scirepeval-samples", "specter_small.json"),
     "scirepeval-ctrl": ("scirepeval-samples",),
+    "scirepeval-adapters": ("scirepeval-samples",),
+    "scirepeval-pals": ("scirepeval-samples",),
     "spectroid-heads": ("cacm",),
     "moe-cocitation": ("cacm",),
 }
+
+
+TINY_RUN = {"max_steps": 2, "save_strategy": "steps", "save_steps": 1, "logging_steps": 1, "learning_rate": 1e-3,
+            "per_device_train_batch_size": 4, "gradient_accumulation_steps": 1, "warmup_steps": 0,
+            "embedding.max_length": 48, "data.max_examples": 24, "dataloader_drop_last": True}
 
 
 @pytest.mark.parametrize("name", sorted(RECIPE_DATA))
@@ -230,9 +237,7 @@ def test_recipe_trains_on_real_data_saves_reloads_and_resumes(name, tiny_bert, t
     from sciembed.training.run import MODEL_FOLDER, RESULTS_FILE, train
 
     data = shared_data(*RECIPE_DATA[name])
-    overrides = {"max_steps": 2, "save_strategy": "steps", "save_steps": 1, "logging_steps": 1, "learning_rate": 1e-3,
-                 "per_device_train_batch_size": 4, "gradient_accumulation_steps": 1, "warmup_steps": 0,
-                 "embedding.max_length": 48, "data.max_examples": 24, "dataloader_drop_last": True}
+    overrides = dict(TINY_RUN)
     out = tmp_path / name
     first = train(name, tiny_bert, data, out, overrides)
     assert first["global_step"] == 2 and (out / "checkpoint-2").is_dir()
@@ -288,3 +293,40 @@ def test_sciembed_train_command(tiny_bert, tmp_path, capsys):
     assert results["global_step"] == 2 and results["settings"]["loss"] == {"weight": 0.1, "mode": "paper"}
     assert json.loads((out / "model" / "config.json").read_text())["model_type"] == "multi2spe"
     assert main(["train", "--recipe", "specter", "--data", str(tmp_path), "--output", str(out), "--set", "learning_rat=1"]) == 2
+
+
+def test_adapters_then_fusion_train_only_their_own_parameters(tiny_bert, tmp_path):
+    """SciRepEval's two stages: format adapters on a frozen base, then AdapterFusion over the frozen
+    adapters; the saved models keep the base (and, in stage 2, the adapters) as they were."""
+    from transformers import AutoModel
+
+    import sciembed
+    from sciembed.formats import FORMATS
+    from sciembed.training.run import MODEL_FOLDER, prepare, save_trained, train
+
+    data = shared_data("scirepeval-samples")
+    run = prepare("scirepeval-adapters", tiny_bert, data, tmp_path / "adapters", TINY_RUN)
+    before = {n: p.detach().clone() for n, p in run.trainer.model.named_parameters()}
+    run.trainer.train()
+    changed = {n for n, p in run.trainer.model.named_parameters() if not torch.equal(p, before[n])}
+    assert changed and all(".adapters." in n for n in changed)  # the base stayed frozen
+    # Every format with data trained; the samples hold no regression task, so its adapter never moved.
+    assert {n.split(".adapters.")[1].split(".")[0] for n in changed} == {"classification", "proximity", "adhoc_query"}
+    stage1 = save_trained(run.trainer, run.tokenizer, tmp_path / "adapters" / MODEL_FOLDER)
+    base = AutoModel.from_pretrained(tiny_bert).state_dict()
+    for name, tensor in AutoModel.from_pretrained(stage1).state_dict().items():
+        torch.testing.assert_close(tensor, base[name], msg=name)
+
+    def adapter_weights(folder, name):
+        return torch.load(folder / name / "pytorch_adapter.bin", weights_only=True)
+
+    with pytest.raises(ValueError, match="give as --base a model trained with scirepeval-adapters"):
+        train("scirepeval-fusion", tiny_bert, data, tmp_path / "bad", TINY_RUN)
+    train("scirepeval-fusion", stage1, data, tmp_path / "fusion", TINY_RUN)
+    stage2 = tmp_path / "fusion" / MODEL_FOLDER
+    assert {p.name for p in stage2.iterdir() if p.name.startswith("fusion_")} == {f"fusion_{f}" for f in FORMATS}
+    for f in FORMATS:
+        torch.testing.assert_close(adapter_weights(stage2, f), adapter_weights(stage1, f))  # the adapters stayed frozen
+    encoder = sciembed.PaperEncoder.from_pretrained(stage2, device="cpu")
+    vectors = {f: encoder.with_format(f).encode(PAPERS, show_progress_bar=False) for f in FORMATS}
+    assert not np.allclose(vectors["proximity"], vectors["classification"])

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import inspect
 import json
 import logging
 import os
@@ -28,6 +27,7 @@ from tqdm.auto import tqdm
 from .data.papers import paper_text
 from .default_model import default_model_path
 from .families import family_of, register_families
+from .formats import activate_format, load_format_modules, model_formats
 
 if TYPE_CHECKING:
     import torch
@@ -142,10 +142,15 @@ class PaperEncoder:
             from sentence_transformers import SentenceTransformer
 
             model = SentenceTransformer(name, device=str(device) if device else None, trust_remote_code=trust_remote_code)
+            if Path(name).is_dir():
+                load_format_modules(model[0].auto_model, name)
             return cls(model, device=device, **kwargs)
         from transformers import AutoModel
 
-        return cls(AutoModel.from_pretrained(name, trust_remote_code=trust_remote_code), device=device, **kwargs)
+        model = AutoModel.from_pretrained(name, trust_remote_code=trust_remote_code)
+        if Path(name).is_dir():
+            load_format_modules(model, name)
+        return cls(model, device=device, **kwargs)
 
     @property
     def transformer(self) -> PreTrainedModel:
@@ -161,8 +166,12 @@ class PaperEncoder:
         model = self.transformer
         options: dict[str, Any] = {}
         if task_format is not None:
-            if "task_format" not in inspect.signature(model.forward).parameters:
-                raise ValueError(f"{type(model).__name__} has no task formats; task_format is for control-code models")
+            formats = model_formats(model)
+            if task_format not in formats:
+                raise ValueError(
+                    f"{type(model).__name__} has no task format {task_format!r}; "
+                    + (f"its formats: {', '.join(formats)}" if formats else "task_format is for control-code, format-adapter and PALs models")
+                )
             options["task_format"] = task_format
         if domain is not None:
             domains = list(getattr(model.config, "domains", None) or [])
@@ -177,8 +186,7 @@ class PaperEncoder:
         import torch
 
         features = dict(features)
-        if "task_format" in self.forward_options:
-            features["task_format"] = self.forward_options["task_format"]
+        features.update(activate_format(self.transformer, self.forward_options.get("task_format")))
         if "domain" in self.forward_options:
             index = list(self.transformer.config.domains).index(self.forward_options["domain"])
             domain_ids = torch.full((len(features["input_ids"]),), index, dtype=torch.long, device=self.device)
@@ -188,10 +196,7 @@ class PaperEncoder:
     @property
     def task_formats(self) -> tuple[str, ...]:
         """The formats the model embeds differently (empty for a single-embedding model)."""
-        model = self.transformer
-        if "task_format" not in inspect.signature(model.forward).parameters:
-            return ()
-        return tuple(getattr(model.config, "control_codes", None) or ())
+        return model_formats(self.transformer)
 
     def with_format(self, task_format: str | None) -> PaperEncoder:
         """This encoder (same model, no copy of the weights) embedding in ``task_format``."""

@@ -120,6 +120,11 @@ _SPECTER_TRAINING = {
     "per_device_train_batch_size": 8, "gradient_accumulation_steps": 4, "weight_decay": 0.0,
 }
 
+_SCIREPEVAL_TRAINING = {
+    "learning_rate": 5e-5, "lr_scheduler_type": "inverse_sqrt", "warmup_steps": 700, "num_train_epochs": 2,
+    "per_device_train_batch_size": 16, "gradient_accumulation_steps": 2, "weight_decay": 0.01,
+}
+
 RECIPES: dict[str, Recipe] = {r.name: r for r in (
     _recipe(
         "specter", "Cohan et al. 2020, SPECTER", "triplet", None, "citations",
@@ -151,11 +156,35 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
         "scirepeval-ctrl", "Singh et al. 2023, SciRepEval (control codes)", "multitask", "control_code", "scirepeval",
         data_settings={"max_examples": None},
         loss={"dropout": 0.1, "margin": 1.0},
-        training={"learning_rate": 5e-5, "lr_scheduler_type": "inverse_sqrt", "warmup_steps": 700, "num_train_epochs": 2,
-                  "per_device_train_batch_size": 16, "gradient_accumulation_steps": 2, "weight_decay": 0.01},
+        training=_SCIREPEVAL_TRAINING,
         notes="Multi-task training over SciRepEval's formats with [CLF] [RGN] [PRX] [QRY] control codes: AdamW "
               "peak lr 5e-5, inverse-square-root schedule after 700 warm-up steps, task-heterogeneous batches; "
               "heads: linear with dropout, CE / BCE / MSE, triplet for proximity and search.",
+    ),
+    _recipe(
+        "scirepeval-adapters", "Singh et al. 2023, SciRepEval (format adapters, stage 1)", "multitask", None, "scirepeval",
+        model={"format_modules": "adapters", "adapter_config": "seq_bn"},
+        loss={"dropout": 0.1, "margin": 1.0},
+        training=_SCIREPEVAL_TRAINING,
+        notes="One seq_bn bottleneck adapter per format (classification, regression, proximity, adhoc_query) on a "
+              "frozen base, trained together on task-heterogeneous batches, each task through its format's adapter; "
+              "SciRepEval's optimiser settings. Stage 2 is scirepeval-fusion on the saved model.",
+    ),
+    _recipe(
+        "scirepeval-fusion", "Singh et al. 2023, SciRepEval (AdapterFusion, stage 2)", "multitask", None, "scirepeval",
+        model={"format_modules": "fusion"},
+        loss={"dropout": 0.1, "margin": 1.0},
+        training=_SCIREPEVAL_TRAINING,
+        notes="--base is a model trained with scirepeval-adapters; per format an AdapterFusion layer Fuse(own, *others) "
+              "over the frozen adapters, trained on the same multi-task batches.",
+    ),
+    _recipe(
+        "scirepeval-pals", "Singh et al. 2023, SciRepEval (PALs)", "multitask", None, "scirepeval",
+        model={"format_modules": "pals", "pals_hidden_size": 204, "pals_attention_heads": 6},
+        loss={"dropout": 0.1, "margin": 1.0},
+        training=_SCIREPEVAL_TRAINING,
+        notes="Projected attention layers per format (hidden 204, 6 heads, projections shared across layers), "
+              "trained jointly with the whole network on the multi-task batches.",
     ),
     _recipe(
         "spectroid-heads", "Capuano et al., SPECTROID (classification heads)", "classification", "spectroid", "labelled",

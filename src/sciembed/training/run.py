@@ -116,18 +116,21 @@ def save_trained(trainer: Any, tokenizer: Any, folder: str | os.PathLike[str]) -
     """Save a trained model so that :func:`sciembed.encode` embeds it as it was trained; the folder
     appears complete or not at all (written beside it, then renamed)."""
     from ..families import family_of, save_pretrained
+    from ..formats import save_with_format_modules
 
     folder = Path(folder)
     staging = folder.with_name(f".{folder.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     model = trainer.model
-    if family_of(model) is not None:
+    if save_with_format_modules(model, staging):
+        tokenizer.save_pretrained(staging)
+    elif family_of(model) is not None:
         save_pretrained(model, tokenizer, staging)
     else:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
-        if getattr(trainer, "pooling", None) in ("cls", "mean"):
-            _save_sentence_transformers_modules(staging, trainer.pooling, trainer.max_length)
+    if family_of(model) is None and getattr(trainer, "pooling", None) in ("cls", "mean"):
+        _save_sentence_transformers_modules(staging, trainer.pooling, trainer.max_length)
     if folder.exists():
         shutil.rmtree(folder)
     os.replace(staging, folder)
@@ -139,7 +142,7 @@ def _save_sentence_transformers_modules(folder: Path, pooling: str, max_length: 
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
     transformer = Transformer(str(folder), max_seq_length=max_length)
-    pooler = Pooling(transformer.get_word_embedding_dimension(), pooling_mode=pooling)
+    pooler = Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling)
     SentenceTransformer(modules=[transformer, pooler], device="cpu").save(str(folder), create_model_card=False)
 
 
@@ -199,15 +202,45 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
 
     from ..families import from_bert
 
+    options = dict(options)
+    modules = options.pop("format_modules", None)
+    module_options = {k: options.pop(k) for k in ("adapter_config", "pals_hidden_size", "pals_attention_heads") if k in options}
     if recipe.family is None:
         if options:
             raise ValueError(f"recipe {recipe.name} trains the base encoder as it is; it takes no model options ({', '.join(options)})")
-        return AutoModel.from_pretrained(base), AutoTokenizer.from_pretrained(base)
-    if recipe.objective == "classification":
-        labels = examples.labels or []
-        options = {**options, "num_labels": len(labels), "id2label": dict(enumerate(labels)),
-                   "label2id": {name: i for i, name in enumerate(labels)}}
-    return from_bert(recipe.family, base, **options)
+        model, tokenizer = AutoModel.from_pretrained(base), AutoTokenizer.from_pretrained(base)
+    else:
+        if recipe.objective == "classification":
+            labels = examples.labels or []
+            options = {**options, "num_labels": len(labels), "id2label": dict(enumerate(labels)),
+                       "label2id": {name: i for i, name in enumerate(labels)}}
+        model, tokenizer = from_bert(recipe.family, base, **options)
+    _add_format_modules(model, modules, module_options, base)
+    return model, tokenizer
+
+
+def _add_format_modules(model, modules: str | None, options: dict[str, Any], base: str) -> None:
+    """SciRepEval's format modules: stage-1 adapters (base frozen), stage-2 fusion over the adapters
+    saved with ``base`` (adapters frozen), or PALs (trained with the whole network)."""
+    from ..formats import adapters as format_adapters
+    from ..formats import load_format_modules
+
+    if modules is None:
+        return
+    if modules == "adapters":
+        format_adapters.add_format_adapters(model, config=options.get("adapter_config", "seq_bn"))
+        format_adapters.train_format_adapters(model)
+    elif modules == "fusion":
+        if not Path(base).is_dir() or len(load_format_modules(model, base)) < 2:
+            raise ValueError(f"{base}: AdapterFusion trains over format adapters; give as --base a model trained with scirepeval-adapters")
+        format_adapters.add_format_fusion(model)
+        format_adapters.train_format_fusion(model)
+    elif modules == "pals":
+        from ..formats.pals import PALsConfig, add_pals
+
+        add_pals(model, PALsConfig(hidden_size=options.get("pals_hidden_size", 204), num_attention_heads=options.get("pals_attention_heads", 6)))
+    else:
+        raise ValueError(f"unknown model.format_modules {modules!r}; one of adapters, fusion, pals")
 
 
 def _objective(recipe: Recipe, settings: dict[str, dict[str, Any]], model, tokenizer, max_length: int, examples: _Examples):
@@ -230,5 +263,7 @@ def _objective(recipe: Recipe, settings: dict[str, dict[str, Any]], model, token
         specs = {name: losses.TaskSpec("proximity" if kind == "search" else kind, labels) for name, (kind, labels) in examples.tasks.items()}
         loss = losses.MultiTaskLoss(specs, model.config.hidden_size, **loss_options)
         kinds = {name: kind for name, (kind, _) in examples.tasks.items()}
-        return trainers.MultiTaskTrainer, collators.MultiTaskCollator(tokenizer, max_length, task_kinds=kinds), loss, {}
+        modules = settings["model"].get("format_modules")
+        options = {"adapter_training": modules} if modules in ("adapters", "fusion") else {}
+        return trainers.MultiTaskTrainer, collators.MultiTaskCollator(tokenizer, max_length, task_kinds=kinds), loss, options
     return trainers.PaperClassificationTrainer, collators.LabelledPaperCollator(tokenizer, max_length), None, {}

@@ -18,7 +18,6 @@ Passing a :class:`~sciembed.evaluation.TaskSuite` (e.g. the CACM cite task on he
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 from typing import Any
@@ -31,6 +30,7 @@ from ..encode import PaperEncoder, default_pooling, pool, with_domains
 from ..evaluation.loaders import TaskSuite
 from ..evaluation.runner import evaluate_suite
 from ..families import family_of
+from ..formats import activate_format, model_formats
 from .losses import MultipleNegativesRankingLoss, Multi2SPELoss, MultiTaskLoss, RouterLoss, TripletMarginLoss
 from .sampling import TaskBalancedSampler
 
@@ -47,23 +47,36 @@ class EmbeddingTrainer(Trainer):
         args: ``TrainingArguments``.
         loss: the loss module.
         pooling: ``cls`` or ``mean`` for a plain encoder (default: :func:`~sciembed.encode.default_pooling`).
-        task_format: the format a control-code model embeds papers in (e.g. ``proximity`` for citation
-            triplets); ignored by models without formats.
+        task_format: the format a multi-format model (control codes, format adapters, PALs) embeds
+            papers in (e.g. ``proximity`` for citation triplets); ignored by single-format models.
         max_length: tokens per text when evaluating (default: the model's limit).
         eval_dataset: a :class:`~sciembed.evaluation.TaskSuite` to evaluate with sciembed's
             evaluators, or anything the plain Trainer evaluates.
+        adapter_training: ``adapters`` or ``fusion`` when training format adapters or AdapterFusion
+            (adds the adapters library's ``AdapterTrainerCallback``: frozen-base check, fusion regularisation).
         kwargs: the rest of ``transformers.Trainer``'s arguments (``train_dataset``, ``data_collator``,
             ``processing_class`` (the tokenizer), ``callbacks``, ...).
     """
 
     def __init__(self, model: nn.Module, args: Any, *, loss: nn.Module | None = None, pooling: str | None = None,
-                 task_format: str | None = None, max_length: int | None = None, eval_dataset: Any = None, **kwargs: Any):
+                 task_format: str | None = None, max_length: int | None = None, eval_dataset: Any = None,
+                 adapter_training: str | None = None, **kwargs: Any):
         super().__init__(model=model, args=args, eval_dataset=eval_dataset, **kwargs)
+        if adapter_training is not None:
+            # The adapters library's own checks and AdapterFusion's value regularisation.
+            from adapters.trainer import AdapterTrainerCallback
+
+            if adapter_training not in ("adapters", "fusion"):
+                raise ValueError(f"adapter_training must be 'adapters' or 'fusion', got {adapter_training!r}")
+            self.train_adapter_fusion = adapter_training == "fusion"
+            self.add_callback(AdapterTrainerCallback(self))
         self.loss = loss.to(self.args.device) if loss is not None else None
         self.pooling = pooling or default_pooling(self.model)
         if family_of(self.model) is not None and pooling is not None:
             raise ValueError(f"a {family_of(self.model)} model gives its own paper embedding: leave pooling unset")
-        self.task_format = task_format if "task_format" in inspect.signature(self.model.forward).parameters else None
+        # Formats matter only to multi-format models (control codes, format adapters, PALs).
+        self.formats = model_formats(self.model)
+        self.task_format = task_format
         self.max_length = max_length
         # Our losses are means over the batch; the Trainer then scales by gradient accumulation itself.
         self.model_accepts_loss_kwargs = False
@@ -80,9 +93,8 @@ class EmbeddingTrainer(Trainer):
         domain_ids = features.pop("domain_ids", None)
         if domain_ids is not None:
             features = with_domains(features, self.model.config, domain_ids)
-        task_format = task_format or self.task_format
-        if task_format is not None and self.task_format is not None:
-            features["task_format"] = task_format
+        if self.formats:
+            features.update(activate_format(self.model, task_format or self.task_format))
         outputs = model(**features)
         return outputs, pool(outputs, features["attention_mask"], self.pooling)
 
@@ -215,8 +227,7 @@ class MultiTaskTrainer(EmbeddingTrainer):
     """
 
     def __init__(self, model: nn.Module, args: Any, *, loss: MultiTaskLoss, **kwargs: Any):
-        super().__init__(model, args, loss=loss, task_format=None, **kwargs)
-        self.task_format = "proximity" if "task_format" in inspect.signature(self.model.forward).parameters else None
+        super().__init__(model, args, loss=loss, **kwargs)
 
     def _get_train_sampler(self, train_dataset=None):
         dataset = train_dataset if train_dataset is not None else self.train_dataset

@@ -1,0 +1,108 @@
+"""Format adapters and AdapterFusion (adapters library): activation, encode, save and reload."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import sciembed
+from conftest import PAPERS
+from sciembed.formats import FORMATS, activate_format, model_formats, save_with_format_modules
+from sciembed.formats.adapters import (
+    add_format_adapters, add_format_fusion, adapter_formats, base_state_dict, has_fusion, train_format_adapters, train_format_fusion,
+)
+
+
+def perturbed_adapters(tiny_bert):
+    """A tiny BERT with four format adapters whose weights are random (adapters start as the identity)."""
+    from transformers import AutoModel
+
+    model = add_format_adapters(AutoModel.from_pretrained(tiny_bert))
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if ".adapters." in name:
+                parameter.normal_(0, 0.2)
+    return model.eval()
+
+
+def test_each_format_has_its_own_adapter_and_embedding(tiny_bert):
+    from transformers import AutoTokenizer
+
+    model = perturbed_adapters(tiny_bert)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    assert adapter_formats(model) == model_formats(model) == FORMATS
+    vectors = {f: sciembed.encode(model, PAPERS, tokenizer=tokenizer, task_format=f, device="cpu", show_progress_bar=False) for f in FORMATS}
+    for a in FORMATS:
+        for b in FORMATS:
+            assert (a == b) == np.allclose(vectors[a], vectors[b])
+    # No format asked for: proximity, SPECTER2's general-purpose embedding.
+    np.testing.assert_array_equal(sciembed.encode(model, PAPERS, tokenizer=tokenizer, device="cpu", show_progress_bar=False), vectors["proximity"])
+    with pytest.raises(ValueError, match="no task format 'summary'; its formats: classification, regression, proximity, adhoc_query"):
+        activate_format(model, "summary")
+    with pytest.raises(ValueError, match="unknown format"):
+        add_format_adapters(model, ["summary"])
+
+
+def test_adapters_train_with_the_base_frozen_then_fusion_with_the_adapters_frozen(tiny_bert):
+    model = perturbed_adapters(tiny_bert)
+    train_format_adapters(model)
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert trainable and all(".adapters." in n for n in trainable)
+    assert {n.split(".adapters.")[1].split(".")[0] for n in trainable} == set(FORMATS)
+
+    with pytest.raises(ValueError, match="add the fusion layers first"):
+        train_format_fusion(model)
+    add_format_fusion(model)
+    assert all(has_fusion(model, f) for f in FORMATS)
+    train_format_fusion(model)
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert trainable and all(".adapter_fusion_layer." in n for n in trainable)
+    assert len({n.split(".adapter_fusion_layer.")[1].split(".")[0] for n in trainable}) == len(FORMATS)  # every format's fusion
+    activate_format(model, "regression")
+    assert str(model.active_adapters).startswith("Fuse[regression, classification")
+
+
+def test_saved_adapters_reload_through_sciembed_and_the_adapters_library(tiny_bert, tmp_path):
+    from adapters import init as adapters_init
+    from transformers import AutoModel, AutoTokenizer
+
+    model = perturbed_adapters(tiny_bert)
+    add_format_fusion(model)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    folder = tmp_path / "multi-format"
+    assert save_with_format_modules(model, folder)
+    tokenizer.save_pretrained(folder)
+    assert {p.name for p in folder.iterdir() if p.is_dir()} == {*FORMATS, *(f"fusion_{f}" for f in FORMATS)}
+
+    encoder = sciembed.PaperEncoder.from_pretrained(folder, device="cpu")
+    assert encoder.task_formats == FORMATS
+    for task_format in FORMATS:
+        expected = sciembed.encode(model, PAPERS, tokenizer=tokenizer, task_format=task_format, device="cpu", show_progress_bar=False)
+        np.testing.assert_allclose(encoder.with_format(task_format).encode(PAPERS, show_progress_bar=False), expected, atol=1e-6)
+
+    base, info = AutoModel.from_pretrained(folder, output_loading_info=True)  # a clean base
+    assert not info["unexpected_keys"] and not info["missing_keys"]
+    torch.testing.assert_close(base.state_dict(), {k: v for k, v in base_state_dict(model).items()})
+    adapters_init(base)  # what SPECTER2's model card does
+    base.load_adapter(str(folder / "proximity"), load_as="proximity", set_active=True)
+    features = tokenizer(["graph citation"], return_tensors="pt")
+    activate_format(model, "proximity")
+    model.set_active_adapters("proximity")  # the adapter alone, as the card loads it
+    with torch.no_grad():
+        torch.testing.assert_close(base.eval()(**features).last_hidden_state, model(**features).last_hidden_state)
+
+
+def test_adapter_and_fusion_sizes_for_a_bert_base_shaped_model():
+    """SciRepEval Table 5: adapters ~1M and fusion ~22M parameters per format for BERT-base."""
+    from transformers import BertConfig, BertModel
+
+    model = add_format_adapters(BertModel(BertConfig()))
+    add_format_fusion(model)
+    adapter = sum(p.numel() for n, p in model.named_parameters() if ".adapters.proximity." in n)
+    fusion = sum(p.numel() for n, p in model.named_parameters() if ".adapter_fusion_layer.proximity," in n)
+    # seq_bn: reduction factor 16 (768 -> 48 -> 768) after the feed-forward block of each of 12 layers.
+    assert adapter == 12 * (768 * 48 + 48 + 48 * 768 + 768) == 894_528
+    # Fusion: query and key (768 x 768 + bias) and value (768 x 768, no bias) per layer.
+    assert fusion == 12 * (2 * (768 * 768 + 768) + 768 * 768) == 21_252_096
