@@ -106,3 +106,25 @@ def test_adapter_and_fusion_sizes_for_a_bert_base_shaped_model():
     assert adapter == 12 * (768 * 48 + 48 + 48 * 768 + 768) == 894_528
     # Fusion: query and key (768 x 768 + bias) and value (768 x 768, no bias) per layer.
     assert fusion == 12 * (2 * (768 * 768 + 768) + 768 * 768) == 21_252_096
+
+
+def test_saved_pals_reload_through_sciembed_with_the_same_vectors(tiny_bert, tmp_path):
+    from transformers import AutoModel, AutoTokenizer
+
+    from sciembed.formats.pals import PALsConfig, add_pals
+
+    model = AutoModel.from_pretrained(tiny_bert).eval()
+    add_pals(model, PALsConfig(hidden_size=12, num_attention_heads=4))
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    folder = tmp_path / "pals-model"
+    assert save_with_format_modules(model, folder)
+    tokenizer.save_pretrained(folder)
+    encoder = sciembed.PaperEncoder.from_pretrained(folder, device="cpu")
+    assert encoder.task_formats == FORMATS
+    vectors = {}
+    for task_format in FORMATS:
+        vectors[task_format] = encoder.with_format(task_format).encode(PAPERS, show_progress_bar=False)
+        expected = sciembed.encode(model, PAPERS, tokenizer=tokenizer, task_format=task_format, device="cpu", show_progress_bar=False)
+        np.testing.assert_allclose(vectors[task_format], expected, atol=1e-6)
+    assert not np.allclose(vectors["proximity"], vectors["adhoc_query"])
+    assert not save_with_format_modules(AutoModel.from_pretrained(tiny_bert), tmp_path / "plain")  # nothing to save that way

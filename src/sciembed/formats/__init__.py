@@ -20,14 +20,11 @@ from __future__ import annotations
 
 import inspect
 import os
-from pathlib import Path
 from typing import Any
 
 FORMATS = ("classification", "regression", "proximity", "adhoc_query")
 #: The format a multi-format model embeds in when none is asked for.
 DEFAULT_FORMAT = "proximity"
-#: The sub-folder PALs are saved in, next to their base (:func:`.pals.save_pals`).
-PALS_FOLDER = "pals"
 
 
 def model_formats(model: Any) -> tuple[str, ...]:
@@ -73,9 +70,9 @@ def load_format_modules(model: Any, folder: str | os.PathLike[str]) -> tuple[str
     """Attach the format modules saved next to a base in ``folder`` (format adapters and fusions in
     the adapters library's layout, or PALs); returns the formats found (empty when there are none)."""
     from .adapters import has_format_adapters, load_format_adapters
-    from .pals import load_pals
+    from .pals import has_saved_pals, load_pals
 
-    if (Path(folder) / PALS_FOLDER).is_dir():
+    if has_saved_pals(folder):
         load_pals(model, folder)
         return model_formats(model)
     if has_format_adapters(folder):
