@@ -128,3 +128,34 @@ def test_saved_pals_reload_through_sciembed_with_the_same_vectors(tiny_bert, tmp
         np.testing.assert_allclose(vectors[task_format], expected, atol=1e-6)
     assert not np.allclose(vectors["proximity"], vectors["adhoc_query"])
     assert not save_with_format_modules(AutoModel.from_pretrained(tiny_bert), tmp_path / "plain")  # nothing to save that way
+
+
+def test_ensemble_averages_per_format_and_loads_from_a_folder(tiny_bert, tmp_path):
+    """SciRepEval's ensemble: the mean of a format-adapter and a control-code embedding of one format."""
+    from transformers import AutoTokenizer
+
+    from sciembed.ensemble import EnsembleEncoder, save_ensemble
+    from sciembed.families import from_bert, save_pretrained
+
+    adapters_model = perturbed_adapters(tiny_bert)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    save_with_format_modules(adapters_model, tmp_path / "adapters")
+    tokenizer.save_pretrained(tmp_path / "adapters")
+    control, control_tokenizer = from_bert("control_code", tiny_bert)
+    save_pretrained(control, control_tokenizer, tmp_path / "control")
+    members = [sciembed.PaperEncoder.from_pretrained(tmp_path / name, device="cpu") for name in ("adapters", "control")]
+
+    ensemble = EnsembleEncoder(members)
+    assert ensemble.task_formats == FORMATS
+    for task_format in ("classification", "adhoc_query"):
+        expected = np.mean([m.with_format(task_format).encode(PAPERS, show_progress_bar=False) for m in members], axis=0)
+        np.testing.assert_allclose(sciembed.encode(ensemble.with_format(task_format), PAPERS, show_progress_bar=False), expected, atol=1e-6)
+    assert ensemble.with_format("proximity").fingerprint() != ensemble.with_format("regression").fingerprint()
+
+    save_ensemble(tmp_path / "ensemble", [tmp_path / "adapters", tmp_path / "control"])
+    loaded = sciembed.PaperEncoder.from_pretrained(tmp_path / "ensemble", device="cpu", task_format="regression")
+    assert isinstance(loaded, EnsembleEncoder)
+    np.testing.assert_allclose(loaded.encode(PAPERS, show_progress_bar=False),
+                               ensemble.with_format("regression").encode(PAPERS, show_progress_bar=False), atol=1e-6)
+    with pytest.raises(ValueError, match="at least two encoders"):
+        EnsembleEncoder(members[:1])

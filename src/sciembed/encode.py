@@ -41,6 +41,9 @@ POOLINGS: tuple[Pooling, ...] = ("cls", "mean")
 #: The pooling of sciembed's families: their forward returns the paper embedding as ``pooler_output``.
 FAMILY_POOLING = "family"
 
+#: A folder holding this file describes an ensemble of encoders (:mod:`sciembed.ensemble`).
+ENSEMBLE_FILE = "sciembed_ensemble.json"
+
 # Texts are length-sorted within windows of this many, so measuring lengths never holds more than one
 # window of token ids in memory however many papers are encoded.
 _LENGTH_WINDOW = 16_384
@@ -135,8 +138,15 @@ class PaperEncoder:
         ``kwargs`` are those of :class:`PaperEncoder`. A ``pooling`` given for a sentence-transformers
         folder loads its transformer alone and pools that way instead of with its own modules, so that
         off-the-shelf sentence encoders can be compared with SPECTER-style models under one pooling.
+        A local folder with format adapters or PALs saved next to its base gets them attached
+        (:func:`sciembed.formats.load_format_modules`); one holding ``sciembed_ensemble.json`` loads as
+        an :class:`~sciembed.ensemble.EnsembleEncoder`.
         """
         name = str(name_or_path) if name_or_path is not None else default_model_path()
+        if (Path(name) / ENSEMBLE_FILE).is_file():
+            from .ensemble import load_ensemble
+
+            return load_ensemble(name, trust_remote_code=trust_remote_code, device=device, **kwargs)
         register_families()
         if kwargs.get("pooling") is None and _has_sentence_transformers_modules(name):
             from sentence_transformers import SentenceTransformer

@@ -1,0 +1,118 @@
+"""Ensembles of encoders: the mean of their embeddings for the same format (SciRepEval's best row).
+
+SciRepEval (Singh et al. 2023, Table 3) gets its best results by averaging, per format, the embedding
+of the format-adapter model and that of the control-code model. :class:`EnsembleEncoder` does this for
+any encoders with the same embedding size, and is a :class:`~sciembed.encode.PaperEncoder`, so it
+goes wherever one does (:func:`sciembed.encode`, :func:`sciembed.evaluation.evaluate`, the embed job).
+A folder holding ``sciembed_ensemble.json`` (:func:`save_ensemble`) loads as one through
+:meth:`PaperEncoder.from_pretrained`, so ``sciembed evaluate --model FOLDER`` evaluates the ensemble.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .embeddings_io import atomic_path
+from .encode import ENSEMBLE_FILE, PaperEncoder
+
+
+class EnsembleEncoder(PaperEncoder):
+    """The mean of several encoders' embeddings, each taken in the same task format.
+
+    A member without task formats embeds every format alike and is used as it is; the ensemble's
+    formats are those every multi-format member has.
+
+    Args:
+        members: two or more encoders whose embeddings have one size.
+        task_format: the format to embed in (default: each member's own default).
+    """
+
+    def __init__(self, members: Sequence[PaperEncoder], *, task_format: str | None = None):
+        # A PaperEncoder in behaviour, built from members rather than from one model.
+        if len(members) < 2:
+            raise ValueError(f"an ensemble needs at least two encoders, got {len(members)}")
+        self.members = list(members)
+        if task_format is not None:
+            unknown = [m.name_or_path for m in self.members if m.task_formats and task_format not in m.task_formats]
+            if unknown:
+                raise ValueError(f"task format {task_format!r} is not one of the formats of {', '.join(unknown)}")
+            self.members = [m.with_format(task_format) if m.task_formats else m for m in self.members]
+        self.forward_options = {"task_format": task_format} if task_format else {}
+        first = self.members[0]
+        self.tokenizer, self.device, self.max_length = first.tokenizer, first.device, min(m.max_length for m in self.members)
+        self.pooling, self.normalize, self.facets = "ensemble", False, False
+
+    @property
+    def task_formats(self) -> tuple[str, ...]:
+        with_formats = [m.task_formats for m in self.members if m.task_formats]
+        if not with_formats:
+            return ()
+        return tuple(f for f in with_formats[0] if all(f in formats for formats in with_formats))
+
+    def with_format(self, task_format: str | None) -> EnsembleEncoder:
+        return EnsembleEncoder([m.with_format(task_format) if m.task_formats else m for m in self.members], task_format=task_format)
+
+    @property
+    def transformer(self):
+        raise ValueError("an ensemble has no single transformers model (facet vectors and the like need one encoder)")
+
+    @property
+    def name_or_path(self) -> str:
+        return "ensemble(" + ", ".join(m.name_or_path for m in self.members) + ")"
+
+    @property
+    def sep_token(self) -> str:
+        return self.members[0].sep_token
+
+    def fingerprint(self) -> str:
+        digest = hashlib.sha256(b"ensemble-mean")
+        for member in self.members:
+            digest.update(member.fingerprint().encode())
+        return digest.hexdigest()
+
+    def encode(self, papers: Sequence[Mapping[str, Any] | str], *, batch_size: int = 32, show_progress_bar: bool = True,
+               progress_desc: str = "Encoding") -> np.ndarray:
+        """The mean over members of their embeddings of ``papers`` (each member makes its own text)."""
+        vectors = [m.encode(papers, batch_size=batch_size, show_progress_bar=show_progress_bar, progress_desc=f"{progress_desc} ({i + 1}/{len(self.members)})")
+                   for i, m in enumerate(self.members)]
+        shapes = {v.shape for v in vectors}
+        if len(shapes) != 1:
+            raise ValueError(f"ensemble members give embeddings of different shapes {sorted(shapes)}")
+        return np.mean(vectors, axis=0, dtype=np.float64).astype(np.float32)
+
+
+def save_ensemble(folder: str | os.PathLike[str], members: Sequence[str | os.PathLike[str]]) -> Path:
+    """Write ``folder/sciembed_ensemble.json`` naming the member models (paths relative to ``folder``
+    where they lie inside it, else as given; Hub ids as they are)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    names = []
+    for member in members:
+        path = Path(member)
+        names.append(os.path.relpath(path.resolve(), folder.resolve()) if path.exists() else str(member))
+    with atomic_path(folder / ENSEMBLE_FILE) as temporary:
+        temporary.write_text(json.dumps({"combine": "mean", "members": names}, indent=1) + "\n", encoding="utf-8")
+    return folder
+
+
+def load_ensemble(folder: str | os.PathLike[str], **options: Any) -> EnsembleEncoder:
+    """The ensemble described by ``folder/sciembed_ensemble.json``; ``options`` go to each member's
+    :meth:`PaperEncoder.from_pretrained` (``device``, ``max_length``, ``trust_remote_code``, ...)."""
+    path = Path(folder) / ENSEMBLE_FILE
+    try:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+        members, combine = spec["members"], spec.get("combine", "mean")
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: not a readable ensemble description ({error})") from None
+    if combine != "mean":
+        raise ValueError(f"{path}: unknown combination {combine!r}; sciembed averages (mean)")
+    task_format = options.pop("task_format", None)
+    resolved = [str(Path(folder) / m) if (Path(folder) / m).exists() else m for m in members]
+    return EnsembleEncoder([PaperEncoder.from_pretrained(m, **options) for m in resolved], task_format=task_format)
