@@ -140,7 +140,7 @@ def test_cli_from_bert(tiny_bert, tmp_path, caplog):
     assert (config["model_type"], config["num_cls_tokens"], config["linear_layers"]) == ("multi2spe", 2, [1])
     assert sciembed.encode(folder, PAPERS, show_progress_bar=False).shape == (len(PAPERS), 32)
     assert main(["from-bert", "--family", "multi2spe", "--base", str(tiny_bert), "--output", str(folder), "--set", "num_cls"]) == 2
-    assert "--set expects FIELD=VALUE" in caplog.text
+    assert "--set expects KEY=VALUE" in caplog.text
 
 
 REMOTE_CHECK = """

@@ -246,6 +246,11 @@ def test_recipe_trains_on_real_data_saves_reloads_and_resumes(name, tiny_bert, t
     history = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())["log_history"]
     assert [entry["step"] for entry in history if "loss" in entry] == [1, 2, 3]  # steps 1-2 come from the checkpoint
     assert json.loads((out / RESULTS_FILE).read_text())["recipe"] == name
+    if name == "spectroid-heads":  # head and encoder saved as one model
+        from transformers import AutoModelForSequenceClassification
+
+        classifier = AutoModelForSequenceClassification.from_pretrained(out / MODEL_FOLDER)
+        assert classifier.config.num_labels == 6 and [m.out_features for m in classifier.modules() if isinstance(m, torch.nn.Linear)][-2:] == [64, 6]
     options = {"domain": "cs"} if name == "moe-cocitation" else {}  # enforced routing needs the domain
     vectors = sciembed.encode(out / MODEL_FOLDER, PAPERS, device="cpu", show_progress_bar=False, **options)
     assert vectors.shape[0] == len(PAPERS) and np.isfinite(vectors).all()

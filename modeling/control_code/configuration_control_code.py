@@ -35,6 +35,9 @@ class ControlCodeConfig(BertConfig):
             prediction, recommendation) and for search candidates, i.e. the general-purpose paper
             embedding, and SPECTER2's default released adapter (``allenai/specter2``) is the proximity
             one as well. SciRepEval's own evaluation has no default: it sets the code per task.
+        classifier_hidden_sizes: the hidden-layer sizes, each Linear + ReLU, of the SPECTROID classification head
+            (Capuano et al.) that ``ControlCodeForSequenceClassification`` puts on the control-code embedding;
+            ``[]`` (default) is a linear head. Unused by the encoder.
         **kwargs: every ``transformers.BertConfig`` field.
     """
 
@@ -45,12 +48,16 @@ class ControlCodeConfig(BertConfig):
         control_codes: dict[str, str] | None = None,
         control_code_token_ids: dict[str, int] | None = None,
         default_task_format: str = "proximity",
+        classifier_hidden_sizes: list[int] | None = None,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
         self.control_codes = dict(DEFAULT_CONTROL_CODES if control_codes is None else control_codes)
         self.control_code_token_ids = {name: int(i) for name, i in (control_code_token_ids or {}).items()}
         self.default_task_format = default_task_format
+        self.classifier_hidden_sizes = [int(size) for size in classifier_hidden_sizes or []]
+        if any(size < 1 for size in self.classifier_hidden_sizes):
+            raise ValueError(f"classifier_hidden_sizes must be positive layer sizes, got {classifier_hidden_sizes}")
         formats = ", ".join(self.control_codes)
         if default_task_format not in self.control_codes:
             raise ValueError(f"default_task_format {default_task_format!r} is not one of the formats: {formats}")

@@ -49,6 +49,10 @@ class MoEBertConfig(BertConfig):
         domain_token_ids (`list[int]`, *optional*):
             Vocabulary ids of `domain_tokens`, filled by `MoEBertModel.from_bert`; needed to read the domain from
             `input_ids[:, 0]`.
+        classifier_hidden_sizes (`list[int]`, *optional*, defaults to `[]`):
+            The hidden-layer sizes, each Linear + ReLU, of the SPECTROID classification head (Capuano et al.) that
+            [`MoEBertForSequenceClassification`] puts on the paper embedding; `[]` is a linear head. Unused by the
+            encoder.
         kwargs:
             The fields of [`BertConfig`].
     """
@@ -64,6 +68,7 @@ class MoEBertConfig(BertConfig):
         domains: Optional[list[str]] = None,
         domain_tokens: Optional[list[str]] = None,
         domain_token_ids: Optional[list[int]] = None,
+        classifier_hidden_sizes: Optional[list[int]] = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -76,9 +81,14 @@ class MoEBertConfig(BertConfig):
         self.moe_layers = moe_layers if isinstance(moe_layers, str) else [int(i) for i in moe_layers]
         self.routing = routing
         self.top_k = int(top_k)
+        self.classifier_hidden_sizes = [int(size) for size in classifier_hidden_sizes or []]
         self._validate()
 
     def _validate(self) -> None:
+        if any(size < 1 for size in self.classifier_hidden_sizes):
+            raise ValueError(
+                f"classifier_hidden_sizes must be positive layer sizes, got {self.classifier_hidden_sizes}"
+            )
         if self.routing not in ROUTINGS:
             raise ValueError(f"routing must be one of {', '.join(ROUTINGS)}, got {self.routing!r}")
         if len(self.domain_tokens) != len(self.domains):

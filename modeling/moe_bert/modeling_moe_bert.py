@@ -25,15 +25,18 @@ from __future__ import annotations
 
 import inspect
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional, Union
 
 import torch
 from torch import nn
-from transformers import AutoTokenizer, BertModel, PreTrainedModel, PreTrainedTokenizerBase
+from torch.nn import functional as F
+from transformers import AutoTokenizer, BertModel, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.activations import ACT2FN
 from transformers.modeling_attn_mask_utils import _prepare_4d_attention_mask_for_sdpa
 from transformers.modeling_layers import GradientCheckpointingLayer
+from transformers.modeling_outputs import SequenceClassifierOutput
 from transformers.models.bert.modeling_bert import BertAttention, BertEmbeddings, BertLayer
 from transformers.utils import ModelOutput, logging
 
@@ -214,6 +217,73 @@ class MoEBertEncoder(nn.Module):
         return hidden_states, all_hidden_states, router_logits
 
 
+# Copied from sciembed.modeling.spectroid.modeling_spectroid.SPECTROID_HEADS. Each family folder ships alone as
+# remote code, so SPECTROID's head is repeated per family, as transformers repeats code across model files.
+SPECTROID_HEADS: dict[str, tuple[int, ...]] = {"CH1": (), "CH2": (64,), "CH3": (64,) * 6}
+
+
+# Copied from sciembed.modeling.spectroid.modeling_spectroid.head_hidden_sizes
+def head_hidden_sizes(head: Union[str, Sequence[int]]) -> list[int]:
+    """The hidden-layer sizes of ``head``: a name in ``SPECTROID_HEADS`` or the sizes themselves."""
+    if not isinstance(head, str):
+        return list(head)
+    if head not in SPECTROID_HEADS:
+        valid = ", ".join(SPECTROID_HEADS)
+        raise ValueError(f"unknown classification head {head!r}; valid names: {valid} (or a list of hidden sizes)")
+    return list(SPECTROID_HEADS[head])
+
+
+# Copied from sciembed.modeling.spectroid.modeling_spectroid.SpectroidClassificationHead with Spectroid->MoEBert
+class MoEBertClassificationHead(nn.Module):
+    """SPECTROID's MLP head: dropout on the paper embedding, then Linear + ReLU for each of
+    ``config.classifier_hidden_sizes``, then a Linear to ``config.num_labels`` (the logits).
+
+    The dropout is BertForSequenceClassification's: ``config.classifier_dropout``, else ``hidden_dropout_prob``.
+    """
+
+    def __init__(self, config: PretrainedConfig) -> None:
+        super().__init__()
+        dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
+        self.dropout = nn.Dropout(dropout)
+        sizes = [config.hidden_size, *config.classifier_hidden_sizes]
+        self.hidden = nn.ModuleList(nn.Linear(n_in, n_out) for n_in, n_out in zip(sizes, sizes[1:]))
+        self.out_proj = nn.Linear(sizes[-1], config.num_labels)
+
+    def forward(self, embedding: torch.Tensor) -> torch.Tensor:
+        hidden = self.dropout(embedding)
+        for layer in self.hidden:
+            hidden = torch.relu(layer(hidden))
+        return self.out_proj(hidden)
+
+    def init_weights(self, initializer_range: float) -> None:
+        """He initialisation of the hidden layers, BERT's N(0, initializer_range) for the output layer: BERT's
+        init in every layer would scale the signal by about 0.02·√64·√½ ≈ 0.11 per 64-unit ReLU layer."""
+        for layer in self.hidden:
+            nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
+            nn.init.zeros_(layer.bias)
+        nn.init.normal_(self.out_proj.weight, mean=0.0, std=initializer_range)
+        nn.init.zeros_(self.out_proj.bias)
+
+
+# Copied from sciembed.modeling.spectroid.modeling_spectroid.sequence_classification_loss
+def sequence_classification_loss(config: PretrainedConfig, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """BertForSequenceClassification's loss: MSE for ``"regression"``, cross-entropy for
+    ``"single_label_classification"``, BCE with logits for ``"multi_label_classification"``. An unset
+    ``config.problem_type`` is inferred from ``num_labels`` and the labels' dtype and stored, as BERT does."""
+    if config.problem_type is None:
+        if config.num_labels == 1:
+            config.problem_type = "regression"
+        elif labels.dtype in (torch.long, torch.int):
+            config.problem_type = "single_label_classification"
+        else:
+            config.problem_type = "multi_label_classification"
+    if config.problem_type == "regression":
+        return F.mse_loss(logits.squeeze(), labels.squeeze()) if config.num_labels == 1 else F.mse_loss(logits, labels)
+    if config.problem_type == "single_label_classification":
+        return F.cross_entropy(logits.view(-1, config.num_labels), labels.view(-1))
+    return F.binary_cross_entropy_with_logits(logits, labels)
+
+
 class MoEBertPreTrainedModel(PreTrainedModel):
     """Weight initialisation and loading for MoE BERT models."""
 
@@ -225,7 +295,8 @@ class MoEBertPreTrainedModel(PreTrainedModel):
     _no_split_modules = ["BertEmbeddings", "BertLayer", "MoEBertLayer"]
 
     def _init_weights(self, module: nn.Module) -> None:
-        """BERT's initialisation, then W3 = 0, b3 = 1 in every expert (children are initialised before parents)."""
+        """BERT's initialisation, then W3 = 0, b3 = 1 in every expert and the classification head's own
+        (children are initialised before parents)."""
         if isinstance(module, nn.Linear):
             module.weight.data.normal_(mean=0.0, std=self.config.initializer_range)
             if module.bias is not None:
@@ -240,6 +311,8 @@ class MoEBertPreTrainedModel(PreTrainedModel):
         elif isinstance(module, MoEBertExpert):
             module.w3.weight.data.zero_()
             module.w3.bias.data.fill_(1.0)
+        elif isinstance(module, MoEBertClassificationHead):
+            module.init_weights(self.config.initializer_range)
 
 
 class MoEBertModel(MoEBertPreTrainedModel):
@@ -456,7 +529,87 @@ class MoEBertModel(MoEBertPreTrainedModel):
         self.config.domain_token_ids = token_ids
 
 
+class MoEBertForSequenceClassification(MoEBertPreTrainedModel):
+    """MoE BERT with SPECTROID's MLP classification head (Capuano et al.) on the paper embedding (masked mean).
+
+    Build it from BERT with [`MoEBertForSequenceClassification.from_bert`], or from a saved MoE BERT encoder with
+    `MoEBertForSequenceClassification.from_pretrained(folder, num_labels=n, classifier_hidden_sizes=[64])`: the
+    encoder's weights load under the `moe_bert.` prefix and the head is new. `AutoModel` on a saved classifier
+    folder loads the encoder alone. The output has no router logits: train the router losses on the encoder's.
+    """
+
+    def __init__(self, config: MoEBertConfig) -> None:
+        super().__init__(config)
+        self.moe_bert = MoEBertModel(config)
+        self.classifier = MoEBertClassificationHead(config)
+        # register_for_auto_class writes only this class's auto_map entry; the encoder's lets
+        # AutoModel.from_pretrained(folder, trust_remote_code=True) load the encoder of a saved classifier.
+        encoder = f"{__name__.rsplit('.', 1)[-1]}.MoEBertModel"
+        config.auto_map = {"AutoModel": encoder, **(getattr(config, "auto_map", None) or {})}
+        self.post_init()
+
+    @classmethod
+    def from_bert(
+        cls,
+        path_or_model: Union[str, os.PathLike, BertModel],
+        head: Union[str, Sequence[int]] = "CH2",
+        num_labels: Optional[int] = None,
+        tokenizer: Optional[PreTrainedTokenizerBase] = None,
+        **options,
+    ) -> "MoEBertForSequenceClassification":
+        """[`MoEBertModel.from_bert`] (which adds the domain tokens to `tokenizer`) plus a new head.
+
+        Args:
+            path_or_model, tokenizer: as for [`MoEBertModel.from_bert`].
+            head: `"CH1"`, `"CH2"` (default) or `"CH3"` (`SPECTROID_HEADS`), or a list of hidden sizes.
+            num_labels: the number of labels; defaults to the length of `id2label` when that is among the options,
+                else 2. The checkpoint's own label maps are not carried over.
+            options: fields of [`MoEBertConfig`] (`routing`, `domains`, `problem_type`, ...).
+        """
+        if "classifier_hidden_sizes" in options:
+            raise TypeError("give the head as head= (a name or a list of hidden sizes), not classifier_hidden_sizes")
+        labels = {"num_labels": num_labels, "id2label": None, "label2id": None}
+        encoder = MoEBertModel.from_bert(
+            path_or_model, tokenizer=tokenizer, classifier_hidden_sizes=head_hidden_sizes(head), **{**labels, **options}
+        )
+        model = cls(encoder.config).to(device=encoder.device, dtype=encoder.dtype)
+        model.moe_bert = encoder  # the converted BERT replaces the randomly initialised encoder
+        return model.train(encoder.training)
+
+    def forward(
+        self,
+        input_ids: Optional[torch.LongTensor] = None,
+        attention_mask: Optional[torch.Tensor] = None,
+        token_type_ids: Optional[torch.LongTensor] = None,
+        position_ids: Optional[torch.LongTensor] = None,
+        inputs_embeds: Optional[torch.FloatTensor] = None,
+        labels: Optional[torch.Tensor] = None,
+        output_hidden_states: Optional[bool] = None,
+        return_dict: Optional[bool] = None,
+        domain_ids: Optional[torch.LongTensor] = None,
+    ) -> Union[SequenceClassifierOutput, tuple[torch.Tensor, ...]]:
+        r"""[`MoEBertModel.forward`]'s inputs (`domain_ids` included), plus `labels` as for
+        `BertForSequenceClassification` (class indices for single-label classification, multi-hot floats for
+        multi-label, targets for regression)."""
+        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        outputs = self.moe_bert(
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            output_hidden_states=output_hidden_states,
+            return_dict=True,
+            domain_ids=domain_ids,
+        )
+        logits = self.classifier(outputs.pooler_output)
+        loss = None if labels is None else sequence_classification_loss(self.config, logits, labels)
+        output = SequenceClassifierOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states)
+        return output if return_dict else output.to_tuple()
+
+
 MoEBertConfig.register_for_auto_class()
 MoEBertModel.register_for_auto_class("AutoModel")
+MoEBertForSequenceClassification.register_for_auto_class("AutoModelForSequenceClassification")
 
-__all__ = ["MoEBertModel", "MoEBertModelOutput", "MoEBertPreTrainedModel"]
+__all__ = ["MoEBertForSequenceClassification", "MoEBertModel", "MoEBertModelOutput", "MoEBertPreTrainedModel"]

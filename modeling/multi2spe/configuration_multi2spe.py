@@ -48,6 +48,9 @@ class Multi2SPEConfig(BertConfig):
             after the last layer's linear layers, like BERT's pooler (dense + tanh) and the authors'
             ``--add_extra_facet_nonlinearity``. Without linear layers after the last layer, c_k is the
             plain final hidden state.
+        classifier_hidden_sizes: the hidden-layer sizes, each Linear + ReLU, of the SPECTROID classification head
+            (Capuano et al.) that ``Multi2SPEForSequenceClassification`` puts on the paper embedding Σ_k c_k;
+            ``[]`` (default) is a linear head. Unused by the encoder.
         **kwargs: every ``transformers.BertConfig`` field.
     """
 
@@ -61,6 +64,7 @@ class Multi2SPEConfig(BertConfig):
         reparameterize: bool = True,
         reparameterization_init: str = "identity",
         cls_activation: Optional[str] = "tanh",
+        classifier_hidden_sizes: Optional[list[int]] = None,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -89,6 +93,9 @@ class Multi2SPEConfig(BertConfig):
         self.reparameterize = reparameterize
         self.reparameterization_init = reparameterization_init
         self.cls_activation = cls_activation
+        self.classifier_hidden_sizes = [int(size) for size in classifier_hidden_sizes or []]
+        if any(size < 1 for size in self.classifier_hidden_sizes):
+            raise ValueError(f"classifier_hidden_sizes must be positive layer sizes, got {classifier_hidden_sizes}")
 
     def get_linear_layers(self) -> list[int]:
         """The 1-based layer numbers followed by per-CLS linear layers, resolving the ``None`` default."""

@@ -24,6 +24,17 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "moe_bert": ("moe_bert", "MoEBertModel"),
 }
 
+#: model_type -> (module under sciembed.modeling, sequence-classification class name): SPECTROID's MLP
+#: classification heads (Capuano et al.) on a plain BERT encoder ("spectroid", the SPECTER / SciNCL setting)
+#: and on each family's paper embedding. "spectroid" is no entry of FAMILIES: its encoder is a plain BERT
+#: with [CLS] pooling, which sciembed embeds as any transformers encoder.
+CLASSIFIERS: dict[str, tuple[str, str]] = {
+    "spectroid": ("spectroid", "SpectroidForSequenceClassification"),
+    "multi2spe": ("multi2spe", "Multi2SPEForSequenceClassification"),
+    "control_code": ("control_code", "ControlCodeForSequenceClassification"),
+    "moe_bert": ("moe_bert", "MoEBertForSequenceClassification"),
+}
+
 
 def register_families() -> None:
     """Register every family with the transformers Auto classes (idempotent)."""
@@ -59,15 +70,48 @@ def from_bert(
     from transformers import AutoTokenizer, BertConfig
 
     model_class = family_class(family)
+    _check_options(family, options, model_class.config_class, BertConfig)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    return model_class.from_bert(str(base), tokenizer=tokenizer, **options), tokenizer
+
+
+def classifier_from_bert(
+    family: str,
+    base: str | os.PathLike[str],
+    head: str | list[int] = "CH2",
+    num_labels: int | None = None,
+    **options: Any,
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """Build a SPECTROID classifier from the BERT checkpoint ``base``; returns (model, tokenizer).
+
+    ``family`` is ``"spectroid"`` (a plain BERT encoder, [CLS] embedding) or one of :data:`FAMILIES` (the
+    head then sits on that family's paper embedding); ``head`` is ``"CH1"``, ``"CH2"``, ``"CH3"`` or a
+    list of hidden sizes. Save the pair with ``model.save_pretrained`` and ``tokenizer.save_pretrained``:
+    the folder loads with ``AutoModelForSequenceClassification.from_pretrained(folder, trust_remote_code=True)``,
+    and its encoder alone with ``AutoModel``.
+    """
+    from transformers import AutoTokenizer, BertConfig, PretrainedConfig
+
+    if family not in CLASSIFIERS:
+        raise ValueError(f"unknown classifier family {family!r}; choose one of {', '.join(CLASSIFIERS)}")
+    module, name = CLASSIFIERS[family]
+    register_families()
+    model_class = getattr(importlib.import_module(f"sciembed.modeling.{module}"), name)
+    # PretrainedConfig's fields too: a classifier's labels (id2label, problem_type, ...) are options.
+    _check_options(family, options, model_class.config_class, BertConfig, PretrainedConfig)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    if family in FAMILIES:  # the families add their tokens (control codes, domain or CLS tokens) to it
+        options["tokenizer"] = tokenizer
+    return model_class.from_bert(str(base), head=head, num_labels=num_labels, **options), tokenizer
+
+
+def _check_options(family: str, options: dict[str, Any], *config_classes: type) -> None:
+    """Refuse options that are parameters of none of ``config_classes``."""
     # PretrainedConfig keeps unknown keyword arguments silently; a misspelt option must not vanish.
-    known = set(inspect.signature(model_class.config_class.__init__).parameters) | set(
-        inspect.signature(BertConfig.__init__).parameters
-    )
+    known = {name for config_class in config_classes for name in inspect.signature(config_class.__init__).parameters}
     unknown = sorted(set(options) - known)
     if unknown:
         raise ValueError(f"unknown {family} option(s) {', '.join(unknown)}")
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    return model_class.from_bert(str(base), tokenizer=tokenizer, **options), tokenizer
 
 
 def save_pretrained(

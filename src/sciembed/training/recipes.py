@@ -244,7 +244,7 @@ def parse_assignments(assignments: Iterable[str]) -> dict[str, Any]:
     for assignment in assignments:
         key, sep, raw = assignment.partition("=")
         if not sep or not key:
-            raise ValueError(f"expected KEY=VALUE, got {assignment!r}")
+            raise ValueError(f"--set expects KEY=VALUE, got {assignment!r}")
         try:
             result[key.strip()] = json.loads(raw)
         except json.JSONDecodeError:

@@ -129,7 +129,8 @@ def save_trained(trainer: Any, tokenizer: Any, folder: str | os.PathLike[str]) -
     else:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
-    if family_of(model) is None and getattr(trainer, "pooling", None) in ("cls", "mean"):
+    # An encoder records the pooling it was trained with; a classifier (head + encoder) is one model.
+    if family_of(model) is None and model.base_model is model and getattr(trainer, "pooling", None) in ("cls", "mean"):
         _save_sentence_transformers_modules(staging, trainer.pooling, trainer.max_length)
     if folder.exists():
         shutil.rmtree(folder)
@@ -200,7 +201,7 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
 def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Examples):
     from transformers import AutoModel, AutoTokenizer
 
-    from ..families import from_bert
+    from ..families import classifier_from_bert, from_bert
 
     options = dict(options)
     modules = options.pop("format_modules", None)
@@ -209,11 +210,11 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
         if options:
             raise ValueError(f"recipe {recipe.name} trains the base encoder as it is; it takes no model options ({', '.join(options)})")
         model, tokenizer = AutoModel.from_pretrained(base), AutoTokenizer.from_pretrained(base)
+    elif recipe.objective == "classification":
+        labels = examples.labels or []
+        model, tokenizer = classifier_from_bert(recipe.family, base, num_labels=len(labels), id2label=dict(enumerate(labels)),
+                                                label2id={name: i for i, name in enumerate(labels)}, **options)
     else:
-        if recipe.objective == "classification":
-            labels = examples.labels or []
-            options = {**options, "num_labels": len(labels), "id2label": dict(enumerate(labels)),
-                       "label2id": {name: i for i, name in enumerate(labels)}}
         model, tokenizer = from_bert(recipe.family, base, **options)
     _add_format_modules(model, modules, module_options, base)
     return model, tokenizer
