@@ -3,11 +3,8 @@
 All models are built from the embedded all-MiniLM-L6-v2 and run on the same batch of real papers (CACM
 titles + abstracts, tokenized once by the base tokenizer; the families insert their own tokens). Each
 round runs every model once, in a fresh (seeded) random order, so no model always follows the same
-one. Timings on this shared 2-core
-machine drift by +-20% within minutes, so each model is compared with BertModel *within the same round*
-(paired ratios) and the median of those ratios is reported, measured both on the wall clock and on the
-process's CPU time (which leaves out time the process spent descheduled); targets are judged on the
-CPU-time ratio. Medians of the raw seconds are kept for reference.
+one, and is compared with BertModel within the same round (``timing.py``: paired ratios, wall clock and
+CPU time); targets are judged on the CPU-time ratio. Medians of the raw seconds are kept for reference.
 
 Targets (issue 3): Multi2SPE <= 1.10x, ControlCode <= 1.05x, MoE with enforced routing <= 1.15x,
 SMoE (middle layer) token top-2 <= 1.3x.
@@ -20,9 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import random
-import statistics
-import time
 from pathlib import Path
 
 import torch
@@ -33,6 +27,7 @@ from sciembed.embeddings_io import atomic_path
 from sciembed.families import from_bert
 
 from encode_speed import benchmark_papers
+from timing import medians, paired_ratios, time_forward_passes
 
 # The issue's MoE target does not say which layers; both the all-layer and the middle-layer model are timed.
 TARGETS = {
@@ -82,28 +77,12 @@ def main() -> None:
             {},
         ),
     }
-    wall: dict[str, list[float]] = {name: [] for name in models}
-    cpu: dict[str, list[float]] = {name: [] for name in models}
-    with torch.inference_mode():
-        for model, kwargs in models.values():
-            model.eval()(**batch, **kwargs)  # warm-up
-        order = random.Random(0)
-        for _ in range(args.rounds):
-            for name in order.sample(list(models), len(models)):
-                model, kwargs = models[name]
-                start, start_cpu = time.perf_counter(), time.process_time()
-                model(**batch, **kwargs)
-                wall[name].append(time.perf_counter() - start)
-                cpu[name].append(time.process_time() - start_cpu)
+    for model, _ in models.values():
+        model.eval()
+    runs = {name: (lambda model=model, kwargs=kwargs: model(**batch, **kwargs)) for name, (model, kwargs) in models.items()}
+    wall, cpu = time_forward_passes(runs, args.rounds)
 
-    def paired(times: dict[str, list[float]]) -> dict[str, float]:
-        return {
-            name: round(statistics.median(t / b for t, b in zip(times[name], times["bert"])), 3)
-            for name in models
-            if name != "bert"
-        }
-
-    ratios = paired(cpu)
+    ratios = paired_ratios(cpu, "bert")
     result = {
         "benchmark": "model_overhead",
         "base_model": "all-MiniLM-L6-v2 (embedded)",
@@ -111,10 +90,10 @@ def main() -> None:
         "batch_size": len(papers),
         "tokens_per_row": int(batch["input_ids"].shape[1]),
         "rounds": args.rounds,
-        "median_wall_seconds_per_forward": {name: round(statistics.median(v), 4) for name, v in wall.items()},
-        "median_cpu_seconds_per_forward": {name: round(statistics.median(v), 4) for name, v in cpu.items()},
+        "median_wall_seconds_per_forward": medians(wall),
+        "median_cpu_seconds_per_forward": medians(cpu),
         "ratio_to_bert_cpu": ratios,
-        "ratio_to_bert_wall": paired(wall),
+        "ratio_to_bert_wall": paired_ratios(wall, "bert"),
         "targets": TARGETS,
         "meets_target": {name: ratios[name] <= target for name, target in TARGETS.items()},
         "torch": torch.__version__,

@@ -8,7 +8,7 @@ import torch
 
 import sciembed
 from conftest import PAPERS
-from sciembed.formats import FORMATS, activate_format, model_formats, save_with_format_modules
+from sciembed.formats import FORMATS, activate_format, format_parameter_counts, model_formats, save_with_format_modules
 from sciembed.formats.adapters import (
     add_format_adapters, add_format_fusion, adapter_formats, base_state_dict, has_fusion, train_format_adapters, train_format_fusion,
 )
@@ -95,13 +95,15 @@ def test_saved_adapters_reload_through_sciembed_and_the_adapters_library(tiny_be
 
 
 def test_adapter_and_fusion_sizes_for_a_bert_base_shaped_model():
-    """SciRepEval Table 5: adapters ~1M and fusion ~22M parameters per format for BERT-base."""
+    """SciRepEval Table 5: adapters ~1M and fusion ~22M parameters per format for BERT-base (PALs' count
+    is checked in test_pals.py, control codes below)."""
     from transformers import BertConfig, BertModel
 
     model = add_format_adapters(BertModel(BertConfig()))
     add_format_fusion(model)
-    adapter = sum(p.numel() for n, p in model.named_parameters() if ".adapters.proximity." in n)
-    fusion = sum(p.numel() for n, p in model.named_parameters() if ".adapter_fusion_layer.proximity," in n)
+    counts = format_parameter_counts(model)
+    assert counts.keys() == set(FORMATS) and len({tuple(c.values()) for c in counts.values()}) == 1
+    adapter, fusion = counts["proximity"]["adapter"], counts["proximity"]["fusion"]
     # seq_bn: reduction factor 16 (768 -> 48 -> 768) after the feed-forward block of each of 12 layers.
     assert adapter == 12 * (768 * 48 + 48 + 48 * 768 + 768) == 894_528
     # Fusion: query and key (768 x 768 + bias) and value (768 x 768, no bias) per layer.
@@ -159,3 +161,48 @@ def test_ensemble_averages_per_format_and_loads_from_a_folder(tiny_bert, tmp_pat
                                ensemble.with_format("regression").encode(PAPERS, show_progress_bar=False), atol=1e-6)
     with pytest.raises(ValueError, match="at least two encoders"):
         EnsembleEncoder(members[:1])
+
+
+def test_a_control_code_adds_one_embedding_row_per_format(tiny_bert):
+    from sciembed.families import from_bert
+
+    model, _ = from_bert("control_code", tiny_bert)
+    assert format_parameter_counts(model) == {f: {"control_code": 32} for f in model_formats(model)}  # hidden size 32 (768 in BERT-base)
+
+
+def test_evaluate_embeds_each_task_in_its_format(tiny_bert, monkeypatch):
+    """sciembed evaluate with a format-adapter model: categories in classification, search queries in
+    adhoc_query and their candidates in proximity."""
+    from transformers import AutoTokenizer
+
+    from conftest import shared_data
+    from sciembed.evaluation import evaluate
+
+    data = shared_data("cacm")
+    encoder = sciembed.PaperEncoder(perturbed_adapters(tiny_bert), AutoTokenizer.from_pretrained(tiny_bert), device="cpu")
+    seen = []
+    original = sciembed.PaperEncoder.encode
+
+    def recording(self, papers, **kwargs):
+        seen.append((self.forward_options.get("task_format"), len(papers)))
+        return original(self, papers, **kwargs)
+
+    monkeypatch.setattr(sciembed.PaperEncoder, "encode", recording)
+    report = evaluate(encoder, "cacm", data, tasks=["categories", "search"], skip_invalid=True, use_cache=False, show_progress_bar=False)
+    assert {r.task for r in report.results} == {"categories", "search"}
+    assert {fmt for fmt, _ in seen} == {"proximity", "classification", "adhoc_query"}
+    assert dict(seen)["adhoc_query"] == 52  # only the judged search queries take the query format
+
+
+def test_search_queries_and_candidates_take_their_own_formats(tiny_bert, tiny_encoder):
+    from transformers import AutoTokenizer
+
+    encoder = sciembed.PaperEncoder(perturbed_adapters(tiny_bert), AutoTokenizer.from_pretrained(tiny_bert), device="cpu")
+    queries = ["garbage collection", "matrix algorithm"]
+    np.testing.assert_array_equal(encoder.encode_query(queries, show_progress_bar=False),
+                                  encoder.with_format("adhoc_query").encode(queries, show_progress_bar=False))
+    np.testing.assert_array_equal(encoder.encode_document(PAPERS, show_progress_bar=False),
+                                  encoder.with_format("proximity").encode(PAPERS, show_progress_bar=False))
+    assert not np.allclose(encoder.encode_query(queries, show_progress_bar=False), encoder.encode_document(queries, show_progress_bar=False))
+    # A single-format model embeds both alike.
+    np.testing.assert_array_equal(tiny_encoder.encode_query(queries, show_progress_bar=False), tiny_encoder.encode(queries, show_progress_bar=False))

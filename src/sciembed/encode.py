@@ -41,6 +41,8 @@ POOLINGS: tuple[Pooling, ...] = ("cls", "mean")
 #: The pooling of sciembed's families: their forward returns the paper embedding as ``pooler_output``.
 FAMILY_POOLING = "family"
 
+#: The formats ad-hoc search embeds queries and candidates in (SciRepEval).
+QUERY_FORMAT, DOCUMENT_FORMAT = "adhoc_query", "proximity"
 #: A folder holding this file describes an ensemble of encoders (:mod:`sciembed.ensemble`).
 ENSEMBLE_FILE = "sciembed_ensemble.json"
 
@@ -213,6 +215,19 @@ class PaperEncoder:
         other = copy.copy(self)
         other.forward_options = self._forward_options(task_format, self.forward_options.get("domain"))
         return other
+
+    def encode_query(self, queries: Sequence[str], **kwargs: Any) -> np.ndarray:
+        """Embed search queries: in the ``adhoc_query`` format when the model has one (SciRepEval's
+        ``[QRY]``, SPECTER2's query adapter), else as any text. ``kwargs`` as for :meth:`encode`."""
+        return self._in_format(QUERY_FORMAT).encode(queries, **kwargs)
+
+    def encode_document(self, papers: Sequence[Mapping[str, Any] | str], **kwargs: Any) -> np.ndarray:
+        """Embed search candidates: in the ``proximity`` format when the model has one, else as any
+        paper. ``kwargs`` as for :meth:`encode`."""
+        return self._in_format(DOCUMENT_FORMAT).encode(papers, **kwargs)
+
+    def _in_format(self, task_format: str) -> PaperEncoder:
+        return self.with_format(task_format) if task_format in self.task_formats else self
 
     def fingerprint(self) -> str:
         """A hash of everything that decides the vectors: weights, config, pooling, length, options.

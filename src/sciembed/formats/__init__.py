@@ -100,3 +100,27 @@ def save_with_format_modules(model: Any, folder: str | os.PathLike[str]) -> bool
         save_format_adapters(model, folder)
         return True
     return False
+
+
+def format_parameter_counts(model: Any) -> dict[str, dict[str, int]]:
+    """Parameters each format adds to the shared encoder, by kind (SciRepEval Table 5).
+
+    Returns ``{format: {"control_code" | "adapter" | "fusion" | "pals": count}}``: a control code is
+    one row of the word embeddings (``hidden_size``); an adapter or a fusion layer counts its weights;
+    PALs count the format's shared projections and per-layer attentions.
+    """
+    formats = model_formats(model)
+    if "task_format" in inspect.signature(model.forward).parameters:
+        return {f: {"control_code": model.config.hidden_size} for f in formats}
+    from .adapters import fusion_of, has_fusion
+    from .pals import has_pals, parameter_count
+
+    if has_pals(model):
+        return {f: {"pals": parameter_count(model, f)} for f in formats}
+    counts: dict[str, dict[str, int]] = {}
+    for f in formats:
+        counts[f] = {"adapter": sum(p.numel() for n, p in model.named_parameters() if f".adapters.{f}." in n)}
+        if has_fusion(model, f):
+            marker = f".adapter_fusion_layer.{fusion_of(f, formats).name}."
+            counts[f]["fusion"] = sum(p.numel() for n, p in model.named_parameters() if marker in n)
+    return counts

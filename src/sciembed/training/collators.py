@@ -13,14 +13,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..data.papers import paper_text
+from ..encode import QUERY_FORMAT
 from .data import PAIR_ROLES, TASK_FORMATS, TRIPLET_ROLES
 
 if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedTokenizerBase
-
-#: The format a search query is embedded in; its candidates take the ``proximity`` format.
-QUERY_FORMAT = "adhoc_query"
 
 
 @dataclass
