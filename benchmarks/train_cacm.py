@@ -5,7 +5,8 @@ training queries only; held-out query papers never appear in a training triplet,
 negative. Two models start from the embedded all-MiniLM-L6-v2:
 
 - (a) the plain BERT encoder with the ``specter`` recipe ([CLS] embedding, triplet margin loss);
-- (b) a Multi2SPEModel (K = 3) with the ``multi2spe`` recipe (facet loss, lambda = 0.1).
+- (b) a Multi2SPEModel (K = 3) with the ``multi2spe`` recipe (facet loss, lambda = 0.1);
+- optionally (``--systems specter-mean``) the SPECTER recipe on MiniLM's own mean pooling.
 
 Each recipe keeps its paper's optimiser settings (lr 2e-5, linear warm-up over 10% then decay,
 effective batch 32) but trains for a budget this 2-core machine affords (``--steps`` optimiser steps,
@@ -35,7 +36,12 @@ from sciembed.embeddings_io import atomic_path
 from sciembed.evaluation import evaluate_suite
 from sciembed.training.run import prepare
 
-SYSTEMS = {"specter": "BERT (MiniLM), SPECTER recipe", "multi2spe": "Multi2SPEModel from MiniLM, multi2spe recipe"}
+#: name -> (recipe, description, recipe overrides)
+SYSTEMS = {
+    "specter": ("specter", "BERT (MiniLM), SPECTER recipe, [CLS] embedding", {}),
+    "multi2spe": ("multi2spe", "Multi2SPEModel from MiniLM, multi2spe recipe", {}),
+    "specter-mean": ("specter", "BERT (MiniLM), SPECTER recipe, mean pooling (MiniLM's own)", {"embedding.pooling": "mean"}),
+}
 
 
 def main() -> None:
@@ -45,6 +51,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30, help="optimiser steps per model (32 triplets each)")
     parser.add_argument("--max-length", type=int, default=128, help="tokens per text, in training and evaluation")
     parser.add_argument("--held-out", type=float, default=0.2, help="share of query papers held out for evaluation")
+    parser.add_argument("--systems", nargs="+", choices=tuple(SYSTEMS), default=["specter", "multi2spe"], help="what to train")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "train_cacm.json")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -55,8 +62,9 @@ def main() -> None:
     rows = []
     for seed in args.seeds:
         reference = None
-        for recipe in SYSTEMS:
-            overrides = {
+        for system in args.systems:
+            recipe, description, extra = SYSTEMS[system]
+            overrides = {**extra,
                 "data.held_out": args.held_out, "data.seed": seed, "seed": seed, "max_steps": args.steps,
                 "embedding.max_length": args.max_length, "save_strategy": "no", "eval_strategy": "no", "logging_steps": 5,
                 "per_device_eval_batch_size": 32, "disable_tqdm": False,
@@ -78,7 +86,7 @@ def main() -> None:
                 after = _metrics(trainer.evaluate())
             losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
             for stage, metrics in (("base", before), ("fine-tuned", after)):
-                rows.append({"seed": seed, "model": SYSTEMS[recipe], "recipe": recipe, "stage": stage, **metrics,
+                rows.append({"seed": seed, "model": description, "system": system, "recipe": recipe, "stage": stage, **metrics,
                              "held_out_queries": run.data["held_out_queries"], "training_queries": run.data["queries"],
                              "triplets_available": run.data["examples"]})
             rows[-1].update(steps=result.global_step, triplets_seen=result.global_step * 32, train_seconds=round(seconds, 1),
@@ -86,16 +94,16 @@ def main() -> None:
             print(json.dumps(rows[-2]), json.dumps(rows[-1]), sep="\n")
 
     summary = {}
-    for recipe in SYSTEMS:
+    for system in args.systems:
         for stage in ("base", "fine-tuned"):
-            chosen = [r for r in rows if r.get("recipe") == recipe and r["stage"] == stage]
-            summary[f"{recipe} {stage}"] = {m: round(statistics.mean(r[m] for r in chosen), 2) for m in ("map", "ndcg")}
+            chosen = [r for r in rows if r.get("system") == system and r["stage"] == stage]
+            summary[f"{system} {stage}"] = {m: round(statistics.mean(r[m] for r in chosen), 2) for m in ("map", "ndcg")}
     chosen = [r for r in rows if r["stage"] == "reference"]
     summary["MiniLM reference"] = {m: round(statistics.mean(r[m] for r in chosen), 2) for m in ("map", "ndcg")}
     results = {
         "benchmark": "train_cacm",
         "description": __doc__.strip().splitlines()[0],
-        "settings": {"seeds": args.seeds, "steps": args.steps, "effective_batch": 32, "max_length": args.max_length,
+        "settings": {"systems": args.systems, "seeds": args.seeds, "steps": args.steps, "effective_batch": 32, "max_length": args.max_length,
                      "held_out": args.held_out, "base": "all-MiniLM-L6-v2 (embedded)"},
         "machine": {"platform": platform.platform(), "torch_threads": torch.get_num_threads()},
         "rows": rows,
