@@ -206,3 +206,35 @@ def test_search_queries_and_candidates_take_their_own_formats(tiny_bert, tiny_en
     assert not np.allclose(encoder.encode_query(queries, show_progress_bar=False), encoder.encode_document(queries, show_progress_bar=False))
     # A single-format model embeds both alike.
     np.testing.assert_array_equal(tiny_encoder.encode_query(queries, show_progress_bar=False), tiny_encoder.encode(queries, show_progress_bar=False))
+
+
+def test_a_local_specter2_layout_loads_as_with_the_adapters_library(tiny_bert, tmp_path):
+    """SPECTER2 ships a base (allenai/specter2_base) and one adapter repository per format; a local copy
+    (base files, adapter repositories as sub-folders) loads through sciembed as its card loads it."""
+    import shutil
+
+    from adapters import init as adapters_init
+    from transformers import AutoModel, AutoTokenizer
+
+    model = perturbed_adapters(tiny_bert)
+    root = tmp_path / "specter2"
+    shutil.copytree(tiny_bert, root)
+    for task_format, repository in (("proximity", "specter2"), ("adhoc_query", "specter2_adhoc_query"),
+                                    ("classification", "specter2_classification"), ("regression", "specter2_regression")):
+        model.save_adapter(str(root / repository), task_format)
+    encoder = sciembed.PaperEncoder.from_pretrained(root, device="cpu")
+    assert encoder.task_formats == FORMATS
+
+    tokenizer = AutoTokenizer.from_pretrained(root)
+    for task_format, repository in (("proximity", "specter2"), ("adhoc_query", "specter2_adhoc_query")):
+        card = AutoModel.from_pretrained(root)  # as on the model card
+        adapters_init(card)
+        card.load_adapter(str(root / repository), load_as=task_format, set_active=True)
+        features = tokenizer([sciembed.paper_text(p, tokenizer.sep_token) for p in PAPERS], padding=True, return_tensors="pt")
+        with torch.no_grad():
+            expected = card.eval()(**features).last_hidden_state[:, 0].numpy()
+        np.testing.assert_allclose(encoder.with_format(task_format).encode(PAPERS, show_progress_bar=False), expected, atol=1e-5)
+
+    model.save_adapter(str(root / "proximity"), "proximity")
+    with pytest.raises(ValueError, match="both proximity/ and specter2/ hold a proximity adapter"):
+        sciembed.PaperEncoder.from_pretrained(root, device="cpu")

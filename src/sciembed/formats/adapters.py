@@ -9,9 +9,11 @@ when the model has one, else its adapter.
 
 Saving writes the adapters library's own layout next to a clean base (:func:`save_format_adapters`):
 ``model.safetensors`` without adapter weights, one folder per format with ``adapter_config.json`` and
-the weights, and ``fusion_<format>/`` with ``adapter_fusion_config.json``. That is the layout of
-SPECTER2's published adapters, so :func:`load_format_adapters` reads theirs too, and the adapters
-library loads ours (``model.load_adapter(folder / "proximity", load_as="proximity")``).
+the weights, and ``fusion_<format>/`` with ``adapter_fusion_config.json``. The adapters library loads
+ours (``model.load_adapter(folder / "proximity", load_as="proximity")``), and
+:func:`load_format_adapters` reads a local copy of SPECTER2 laid out the same way: the base model
+(``allenai/specter2_base``) with its adapter repositories (``specter2``, ``specter2_adhoc_query``,
+``specter2_classification``, ``specter2_regression``) as sub-folders.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from . import FORMATS
 ADAPTER_CONFIG_FILE = "adapter_config.json"
 FUSION_CONFIG_FILE = "adapter_fusion_config.json"
 FUSION_PREFIX = "fusion_"
+#: SPECTER2's proximity adapter repository (``allenai/specter2``); its others are ``specter2_<format>``.
+SPECTER2_PROXIMITY = "specter2"
 
 # Where adapters finds the parts of a BERT layer in sciembed's families, whose model types it does not
 # know (verified on adapters 1.3.0, see ENV.md).
@@ -153,20 +157,40 @@ def save_format_adapters(model: Any, folder: str | os.PathLike[str]) -> Path:
     return folder
 
 
-def load_format_adapters(model: Any, folder: str | os.PathLike[str]) -> tuple[str, ...]:
-    """Load the format adapters (and fusions) found in ``folder`` (ours, or SPECTER2's layout: one
-    sub-folder per adapter holding ``adapter_config.json``); returns the formats loaded.
+def format_of_folder(name: str) -> str | None:
+    """The format an adapter folder holds, from its name: the format itself (sciembed's layout), or
+    SPECTER2's repository names ``specter2_<format>`` and ``specter2`` (the proximity adapter, renamed
+    from ``specter2_proximity`` in August 2023)."""
+    if name in FORMATS:
+        return name
+    if name == SPECTER2_PROXIMITY:
+        return "proximity"
+    prefix = f"{SPECTER2_PROXIMITY}_"
+    return name[len(prefix):] if name.startswith(prefix) and name[len(prefix):] in FORMATS else None
 
-    A sub-folder is taken as the format it is named after; SPECTER2 names its search-query adapter
-    ``adhoc_query`` and its others after their formats as well.
+
+def load_format_adapters(model: Any, folder: str | os.PathLike[str]) -> tuple[str, ...]:
+    """Load the format adapters (and fusions) found in ``folder``: sub-folders holding
+    ``adapter_config.json``, named after their format (sciembed) or after SPECTER2's adapter
+    repositories (:func:`format_of_folder`); returns the formats loaded.
+
+    Raises:
+        ValueError: two sub-folders hold adapters for the same format.
     """
     folder = Path(folder)
-    found = [p for p in sorted(folder.iterdir()) if p.is_dir() and (p / ADAPTER_CONFIG_FILE).is_file() and p.name in FORMATS]
+    found: dict[str, Path] = {}
+    for path in sorted(p for p in folder.iterdir() if p.is_dir() and (p / ADAPTER_CONFIG_FILE).is_file()):
+        task_format = format_of_folder(path.name)
+        if task_format is None:
+            continue
+        if task_format in found:
+            raise ValueError(f"{folder}: both {found[task_format].name}/ and {path.name}/ hold a {task_format} adapter")
+        found[task_format] = path
     if not found:
         return ()
     _init_adapters(model)
-    for path in found:
-        model.load_adapter(str(path), load_as=path.name, set_active=False)
+    for task_format, path in found.items():
+        model.load_adapter(str(path), load_as=task_format, set_active=False)
     for path in sorted(folder.glob(f"{FUSION_PREFIX}*")):
         if (path / FUSION_CONFIG_FILE).is_file():
             model.load_adapter_fusion(str(path), set_active=False)
@@ -174,6 +198,8 @@ def load_format_adapters(model: Any, folder: str | os.PathLike[str]) -> tuple[st
 
 
 def has_format_adapters(folder: str | os.PathLike[str]) -> bool:
-    """Whether ``folder`` holds format adapters in the adapters library's layout."""
+    """Whether ``folder`` holds format adapters in the adapters library's layout (see :func:`load_format_adapters`)."""
     folder = Path(folder)
-    return folder.is_dir() and any((folder / name / ADAPTER_CONFIG_FILE).is_file() for name in FORMATS)
+    return folder.is_dir() and any(
+        p.is_dir() and format_of_folder(p.name) and (p / ADAPTER_CONFIG_FILE).is_file() for p in folder.iterdir()
+    )
