@@ -238,3 +238,58 @@ def test_a_local_specter2_layout_loads_as_with_the_adapters_library(tiny_bert, t
     model.save_adapter(str(root / "proximity"), "proximity")
     with pytest.raises(ValueError, match="both proximity/ and specter2/ hold a proximity adapter"):
         sciembed.PaperEncoder.from_pretrained(root, device="cpu")
+
+
+FRESH_PROCESS = """
+import json, sys
+import numpy as np
+import sciembed
+from sciembed.formats import FORMATS
+papers, out = json.loads(sys.argv[1]), sys.argv[2]
+vectors = {}
+for folder in sys.argv[3:]:
+    encoder = sciembed.PaperEncoder.from_pretrained(folder, device="cpu", max_length=32)
+    for task_format in encoder.task_formats:
+        vectors[f"{folder}|{task_format}"] = encoder.with_format(task_format).encode(papers, show_progress_bar=False)
+np.savez(out, **vectors)
+"""
+
+
+def test_every_variant_trains_on_minilm_and_reloads_in_a_fresh_process(tmp_path):
+    """Control codes, format adapters, AdapterFusion and PALs built on the embedded MiniLM, trained a step
+    on SciRepEval's samples, saved, and reloaded in a new Python process: same vectors per format."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import shared_data
+    from sciembed.training.run import MODEL_FOLDER, prepare, save_trained
+
+    data = shared_data("scirepeval-samples")
+    settings = {"max_steps": 1, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 1, "warmup_steps": 0,
+                "save_strategy": "no", "embedding.max_length": 32, "data.max_examples": 8}
+    folders, expected = {}, {}
+    for recipe, base in (("scirepeval-ctrl", None), ("scirepeval-adapters", None), ("scirepeval-fusion", "adapters"),
+                         ("scirepeval-pals", None)):
+        run = prepare(recipe, folders.get(base), data, tmp_path / recipe, settings)
+        run.trainer.train()
+        folder = save_trained(run.trainer, run.tokenizer, tmp_path / recipe / MODEL_FOLDER)
+        folders[recipe.split("-")[1]] = folder
+        model = run.trainer.model.eval()
+        encoder = sciembed.PaperEncoder(model, run.tokenizer, device="cpu", max_length=32,
+                                        pooling=None if recipe == "scirepeval-ctrl" else "cls")
+        assert encoder.task_formats == FORMATS
+        vectors = {f: encoder.with_format(f).encode(PAPERS, show_progress_bar=False) for f in FORMATS}
+        assert not np.allclose(vectors["proximity"], vectors["classification"])  # formats differ
+        with pytest.raises(ValueError, match="no task format 'summary'"):
+            encoder.with_format("summary")
+        expected.update({f"{folder}|{f}": v for f, v in vectors.items()})
+
+    out = tmp_path / "fresh.npz"
+    done = subprocess.run([sys.executable, "-c", FRESH_PROCESS, json.dumps(PAPERS), str(out), *map(str, folders.values())],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    fresh = np.load(out)
+    assert set(fresh.files) == set(expected)
+    for key, vectors in expected.items():
+        np.testing.assert_allclose(fresh[key], vectors, atol=1e-5, err_msg=key)
