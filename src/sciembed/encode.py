@@ -96,7 +96,7 @@ class PaperEncoder:
                     "leave tokenizer, pooling and normalize unset"
                 )
             self.tokenizer = model.tokenizer
-            model_limit = min(model.max_seq_length or 512, _position_limit(model[0].auto_model))
+            model_limit = min(model.max_seq_length or 512, _position_limit(model.transformers_model))
             self.pooling: str | None = None
         else:
             if pooling is not None and pooling not in POOLINGS:
@@ -155,7 +155,7 @@ class PaperEncoder:
 
             model = SentenceTransformer(name, device=str(device) if device else None, trust_remote_code=trust_remote_code)
             if Path(name).is_dir():
-                load_format_modules(model[0].auto_model, name)
+                load_format_modules(model.transformers_model, name)
             return cls(model, device=device, **kwargs)
         from transformers import AutoModel
 
@@ -167,7 +167,7 @@ class PaperEncoder:
     @property
     def transformer(self) -> PreTrainedModel:
         """The transformers model (inside the sentence-transformers model, if that is what was given)."""
-        return self.model[0].auto_model if self._sentence_transformer is not None else self.model
+        return self.model.transformers_model if self._sentence_transformer is not None else self.model
 
     @property
     def name_or_path(self) -> str:
@@ -178,7 +178,7 @@ class PaperEncoder:
         model = self.transformer
         options: dict[str, Any] = {}
         if task_format is not None:
-            formats = model_formats(model)
+            formats = self.task_formats
             if task_format not in formats:
                 raise ValueError(
                     f"{type(model).__name__} has no task format {task_format!r}; "
@@ -198,7 +198,8 @@ class PaperEncoder:
         import torch
 
         features = dict(features)
-        features.update(activate_format(self.transformer, self.forward_options.get("task_format")))
+        if not self._routes:
+            features.update(activate_format(self.transformer, self.forward_options.get("task_format")))
         if "domain" in self.forward_options:
             index = list(self.transformer.config.domains).index(self.forward_options["domain"])
             domain_ids = torch.full((len(features["input_ids"]),), index, dtype=torch.long, device=self.device)
@@ -207,8 +208,18 @@ class PaperEncoder:
 
     @property
     def task_formats(self) -> tuple[str, ...]:
-        """The formats the model embeds differently (empty for a single-embedding model)."""
+        """The formats the model embeds differently (empty for a single-embedding model); a
+        sentence-transformers model with query and document routes (:mod:`sciembed.st_router`) has
+        those two."""
+        if self._routes:
+            return (QUERY_FORMAT, DOCUMENT_FORMAT)
         return model_formats(self.transformer)
+
+    @property
+    def _routes(self) -> bool:
+        # Checked by class name so that plain transformers models never import sentence_transformers.
+        st = getattr(self, "_sentence_transformer", None)
+        return st is not None and any(type(module).__name__ == "Router" for module in st)
 
     def with_format(self, task_format: str | None) -> PaperEncoder:
         """This encoder (same model, no copy of the weights) embedding in ``task_format``."""
@@ -309,7 +320,9 @@ class PaperEncoder:
 
         if self._sentence_transformer is not None:
             st = self._sentence_transformer
-            features = st.preprocess(texts, processing_kwargs={"text": {"max_length": self.max_length}})
+            # A model with query and document routes (sciembed.st_router) picks its format by route.
+            route = {"task": "query" if self.forward_options.get("task_format") == QUERY_FORMAT else "document"} if self._routes else {}
+            features = st.preprocess(texts, processing_kwargs={"text": {"max_length": self.max_length}}, **route)
             features = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
             # The Transformer module passes keys that the model's forward accepts on to it.
             embeddings = st(self._with_forward_options(features))["sentence_embedding"]
