@@ -1,4 +1,4 @@
-"""Packaging: every package folder is listed in pyproject.toml, and a built wheel holds sciembed.modeling."""
+"""Packaging: every package folder is listed in pyproject.toml, and a built wheel holds sciembed.modeling and the card templates."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ def test_every_package_folder_is_listed():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     listed = set(config["packages"])
     found = {".".join(p.parent.relative_to(ROOT / "src").parts) for p in (ROOT / "src").rglob("__init__.py")}
-    found |= {".".join(("sciembed", *p.parent.relative_to(ROOT).parts)) for p in (ROOT / "modeling").rglob("__init__.py")}
+    for mapped in ("modeling", "hub_cards"):
+        found |= {".".join(("sciembed", *p.parent.relative_to(ROOT).parts)) for p in (ROOT / mapped).rglob("__init__.py")}
     assert listed == found
 
 
@@ -36,7 +37,8 @@ def test_wheel_contents(tmp_path):
     )
     [wheel] = tmp_path.glob("sciembed-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for module in ("sciembed/__init__.py", "sciembed/encode.py", "sciembed/cli.py", "sciembed/data/papers.py", "sciembed/modeling/__init__.py"):
+    for module in ("sciembed/__init__.py", "sciembed/encode.py", "sciembed/cli.py", "sciembed/data/papers.py", "sciembed/modeling/__init__.py",
+                   "sciembed/hub_cards/model_card.md", "sciembed/hub_cards/model_families/multi2spe.md", "sciembed/hub_cards/citations.bib"):
         assert module in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "sciembed = sciembed.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

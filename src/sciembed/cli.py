@@ -154,6 +154,40 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in OUTPUT")
     train.set_defaults(run=_train)
 
+    export = commands.add_parser(
+        "export",
+        help="write a Hub-ready folder of a saved model: safetensors, remote code, tokenizer, model card",
+        description=(
+            "Copy a saved model into a folder the Hugging Face Hub serves as it is: safetensors weights, config with "
+            "auto_map and the remote-code files, tokenizer, sentence-transformers files, format adapters / PALs in their "
+            "own layout, and a README.md model card rendered from hub_cards/ with the evaluation results (model-index) "
+            "and the training run. The folder is then loaded in a fresh process without sciembed and the card's YAML "
+            "parsed; it is written beside OUT and renamed when complete."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    _export_arguments(export)
+    export.add_argument("--out", required=True, help="the folder to write (replaced if it exists)")
+    export.set_defaults(run=_export)
+
+    push = commands.add_parser(
+        "push",
+        help="export a model and upload it to the Hugging Face Hub",
+        description=(
+            "Export the model (as `sciembed export`) into --out (default: MODEL-hub) and upload that folder to the Hub "
+            "with huggingface_hub.HfApi (create_repo, upload_folder). With HF_HUB_OFFLINE set it stops after the export "
+            "with a message saying so; --dry-run stops there on purpose."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    _export_arguments(push)
+    push.add_argument("--repo-id", required=True, help="the Hub repository, ORG/NAME")
+    push.add_argument("--out", help="the folder to export to (default: MODEL-hub beside the model)")
+    push.add_argument("--private", action="store_true", help="create the repository private")
+    push.add_argument("--commit-message", help="the commit message (default: 'Upload <model_type> model with sciembed')")
+    push.add_argument("--dry-run", action="store_true", help="export and validate, but do not upload")
+    push.set_defaults(run=_push)
+
     demo = commands.add_parser(
         "demo",
         help="embed the CACM papers and show nearest neighbours and citation links (the main job of `make demo`)",
@@ -264,6 +298,52 @@ def _train(args: argparse.Namespace) -> int:
     logger.info("trained %s for %d step(s) in %.0f s; model saved to %s", args.recipe, summary["global_step"], summary["seconds"], summary["model"])
     for name, value in summary["eval_metrics"].items():
         logger.info("%s = %s", name, value)
+    return 0
+
+
+def _export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="a saved model folder (sciembed from-bert / train output)")
+    parser.add_argument("--evaluation", action="append", default=[], metavar="JSON",
+                        help="results written by `sciembed evaluate --output` (repeatable): the card's model-index")
+    parser.add_argument("--training", help="the run's train_results.json (default: MODEL/../train_results.json when it exists)")
+    parser.add_argument("--license", default="apache-2.0", help="the card's licence")
+    parser.add_argument("--no-validate", action="store_true", help="skip the fresh-process load check")
+
+
+def _export_model(args: argparse.Namespace, out: str, repo_id: str | None):
+    import json
+    from pathlib import Path
+
+    from .hub.export import export_model
+    from .training.run import RESULTS_FILE
+
+    evaluations = [json.loads(Path(path).read_text(encoding="utf-8")) for path in args.evaluation]
+    training_path = Path(args.training) if args.training else Path(args.model).parent / RESULTS_FILE
+    if args.training and not training_path.is_file():
+        raise FileNotFoundError(f"{training_path}: no such training results file")
+    training = json.loads(training_path.read_text(encoding="utf-8")) if training_path.is_file() else None
+    report = export_model(args.model, out, evaluations=evaluations, training=training, repo_id=repo_id, license=args.license,
+                          validate=not args.no_validate)
+    for check in report.checks:
+        logger.info("checked: %s", check)
+    logger.info("wrote %d files to %s; model card: %s", len(report.files), report.folder, report.folder / "README.md")
+    return report
+
+
+def _export(args: argparse.Namespace) -> int:
+    _export_model(args, args.out, None)
+    return 0
+
+
+def _push(args: argparse.Namespace) -> int:
+    from .hub.push import push_folder
+
+    out = args.out or f"{str(args.model).rstrip('/')}-hub"
+    report = _export_model(args, out, args.repo_id)
+    if args.dry_run:
+        logger.info("--dry-run: %s is ready for %s and was not uploaded", report.folder, args.repo_id)
+        return 0
+    push_folder(report.folder, args.repo_id, private=args.private, commit_message=args.commit_message)
     return 0
 
 

@@ -1,0 +1,1 @@
+"""Hub export: Hub-ready model folders, model cards, push."""

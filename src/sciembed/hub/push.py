@@ -1,0 +1,72 @@
+"""Upload an exported folder to the Hugging Face Hub through ``huggingface_hub.HfApi``.
+
+:func:`push_folder` creates the repository (``exist_ok``) and uploads the folder in one commit. Offline
+(``HF_HUB_OFFLINE=1``) it stops at once with a message that says so, instead of the library's retries:
+by then ``sciembed push`` has already written and validated the folder, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+class HubOfflineError(OSError):
+    """The Hub cannot be reached (``HF_HUB_OFFLINE`` is set)."""
+
+
+def push_folder(
+    folder: str | os.PathLike[str],
+    repo_id: str,
+    *,
+    api: Any = None,
+    private: bool = False,
+    commit_message: str | None = None,
+    token: str | None = None,
+) -> str:
+    """Create ``repo_id`` (if needed) and upload ``folder`` to it; returns the commit URL.
+
+    Args:
+        folder: an exported folder (:func:`~.export.export_model`).
+        repo_id: ``ORG/NAME``.
+        api: an ``HfApi`` (default: a new one; tests pass a recording fake).
+        private: create the repository private.
+        commit_message: default ``"Upload <model_type> model with sciembed"``.
+        token: a Hub token (default: the one ``huggingface-cli login`` stored).
+
+    Raises:
+        HubOfflineError: ``HF_HUB_OFFLINE`` is set.
+        ValueError: ``repo_id`` is not ``ORG/NAME`` or ``folder`` has no model card.
+    """
+    from huggingface_hub import constants
+
+    folder = Path(folder)
+    if repo_id.count("/") != 1 or not all(repo_id.split("/")):
+        raise ValueError(f"repo_id must be ORG/NAME, got {repo_id!r}")
+    if not (folder / "README.md").is_file() or not (folder / "config.json").is_file():
+        raise ValueError(f"{folder}: not an exported model folder (README.md and config.json expected); run sciembed export first")
+    if constants.HF_HUB_OFFLINE:
+        raise HubOfflineError(
+            f"HF_HUB_OFFLINE is set, so the Hub is not reachable: {folder} is ready but was not pushed to {repo_id}. "
+            "Unset HF_HUB_OFFLINE on a machine with network access and run the push again."
+        )
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi(token=token)
+    message = commit_message or f"Upload {_model_type(folder)} model with sciembed"
+    api.create_repo(repo_id, private=private, exist_ok=True)
+    commit = api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message=message)
+    url = str(getattr(commit, "commit_url", commit))
+    logger.info("pushed %s to %s (%s)", folder, repo_id, url)
+    return url
+
+
+def _model_type(folder: Path) -> str:
+    import json
+
+    return json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type", "transformers")
