@@ -1,39 +1,25 @@
-"""The main job: nearest neighbours against scikit-learn, and the demo on the example set."""
+"""The main job (`make demo`): train, evaluate before and after, export, reload without sciembed."""
 
 from __future__ import annotations
 
-import numpy as np
+import json
+import math
+
 import pytest
 
-from sciembed.data.example import example_citation_links, example_papers
-from sciembed.demo import format_demo, nearest_neighbours, run_demo
-
-
-def test_nearest_neighbours_match_scikit_learn():
-    from sklearn.neighbors import NearestNeighbors
-
-    vectors = np.random.default_rng(1).standard_normal((50, 8)).astype(np.float32)
-    indices, scores = nearest_neighbours(vectors, k=5, block=16)
-    reference = NearestNeighbors(n_neighbors=6, metric="cosine", algorithm="brute").fit(vectors)
-    distances, expected = reference.kneighbors(vectors)
-    np.testing.assert_array_equal(indices, expected[:, 1:])  # sklearn returns each point first
-    np.testing.assert_allclose(scores, 1 - distances[:, 1:], atol=1e-5)
-
-
-def test_example_set_is_consistent():
-    ids = {p["paper_id"] for p in example_papers()}
-    links = example_citation_links()
-    assert len(ids) == 18 and len(links) == 36
-    assert all(a in ids and b in ids and a.split("-")[0] == b.split("-")[0] for a, b in links)
+from sciembed.cli import main
 
 
 @pytest.mark.slow
-def test_demo_without_data_uses_the_example_set(tmp_path, caplog):
-    result = run_demo(tmp_path, k=5, queries=2, show_progress_bar=False)
+def test_main_job_runs_end_to_end_on_the_example_set(tmp_path, caplog, capsys):
+    assert main(["demo", "--data", str(tmp_path / "no-data"), "--output", str(tmp_path / "out"), "--steps", "2"]) == 0
     assert "real data not found" in caplog.text
-    assert result.source.startswith("sciembed example set") and result.papers == 18
-    assert result.linked_papers == 18 and len(result.queries) == 2
-    # The embedded model groups the three invented topics, so linked papers are far above chance.
-    assert result.link_share > 3 * result.random_share
-    text = format_demo(result)
-    assert result.queries[0].paper["title"] in text and "cites/cited" in text
+    printed = capsys.readouterr().out
+    for step in ("$ sciembed train --recipe multi2spe", "$ sciembed export", "cite_map", "model card:", "trust_remote_code=True"):
+        assert step in printed
+    summary = json.loads((tmp_path / "out" / "run" / "train_results.json").read_text())
+    assert summary["global_step"] == 2 and summary["base_eval_metrics"]["eval_cite_map"] > 0
+    card = (tmp_path / "out" / "hub" / "README.md").read_text()
+    assert "model-index" in card and "cite" in card  # the held-out results went into the card
+    similarities = [float(line.rsplit("=", 1)[1].split()[0]) for line in printed.splitlines() if line.strip().startswith("cosine(")]
+    assert len(similarities) == 2 and all(math.isfinite(s) and -1 <= s <= 1 for s in similarities)

@@ -152,6 +152,7 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="one setting, VALUE as JSON (e.g. --set max_steps=100 --set loss.margin=0.5 --set data.held_out=0.2); repeatable, applied after --config")
     train.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in OUTPUT")
+    train.add_argument("--evaluate-before", action="store_true", help="with held-out queries, also score the untrained model")
     train.set_defaults(run=_train)
 
     export = commands.add_parser(
@@ -190,7 +191,24 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser(
         "demo",
-        help="embed the CACM papers and show nearest neighbours and citation links (the main job of `make demo`)",
+        help="the main job of `make demo`: train, evaluate, export and reload a model on the embedded default",
+        description=(
+            "The whole life of a model in a few minutes on a CPU: fine-tune a Multi2SPEModel built from the embedded "
+            "all-MiniLM-L6-v2 on SPECTER triplets from CACM's training query papers (sciembed train), print the held-out "
+            "cite task before and after, export it with its model card (sciembed export), and load the export in a fresh "
+            "Python without sciembed to embed two papers. Each step prints its command. Without DATA/cacm it runs on a "
+            "small invented example set."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    demo.add_argument("--data", default=_DEFAULT_DATA, help="folder holding cacm/ (the shared data folder)")
+    demo.add_argument("--output", default="demo-output", help="folder for the run, the exported model and its card")
+    demo.add_argument("--steps", type=int, help="optimiser steps (default: 20 on CACM, 6 on the example set)")
+    demo.set_defaults(run=_demo)
+
+    neighbours = commands.add_parser(
+        "neighbours",
+        help="embed the CACM papers and show nearest neighbours and citation links",
         description=(
             "Embed the real CACM collection from DATA/cacm and print, for a few query papers, their nearest "
             "neighbours with titles, marking true citation links, and the share of citation links among the "
@@ -198,13 +216,13 @@ def _parser() -> argparse.ArgumentParser:
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    demo.add_argument("--data", default=_DEFAULT_DATA, help="folder holding cacm/ (the shared data folder)")
-    demo.add_argument("--model", help="Hub id or local folder (default: the embedded all-MiniLM-L6-v2)")
-    demo.add_argument("--queries", type=int, default=3, help="query papers to show")
-    demo.add_argument("-k", type=int, default=10, help="neighbours per paper")
-    demo.add_argument("--batch-size", type=int, default=32, help="texts per forward pass")
-    demo.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    demo.set_defaults(run=_demo)
+    neighbours.add_argument("--data", default=_DEFAULT_DATA, help="folder holding cacm/ (the shared data folder)")
+    neighbours.add_argument("--model", help="Hub id or local folder (default: the embedded all-MiniLM-L6-v2)")
+    neighbours.add_argument("--queries", type=int, default=3, help="query papers to show")
+    neighbours.add_argument("-k", type=int, default=10, help="neighbours per paper")
+    neighbours.add_argument("--batch-size", type=int, default=32, help="texts per forward pass")
+    neighbours.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    neighbours.set_defaults(run=_neighbours)
     return parser
 
 
@@ -294,17 +312,21 @@ def _train(args: argparse.Namespace) -> int:
     from .training.run import train
 
     overrides = {**(read_overrides(args.config) if args.config else {}), **parse_assignments(args.set)}
-    summary = train(args.recipe, args.base, args.data, args.output, overrides, resume=args.resume)
+    summary = train(args.recipe, args.base, args.data, args.output, overrides, resume=args.resume, evaluate_before=args.evaluate_before)
     logger.info("trained %s for %d step(s) in %.0f s; model saved to %s", args.recipe, summary["global_step"], summary["seconds"], summary["model"])
     for name, value in summary["eval_metrics"].items():
-        logger.info("%s = %s", name, value)
+        if name == "epoch":
+            continue
+        before = summary["base_eval_metrics"].get(name)
+        logger.info("%s = %s%s", name, value, "" if before is None else f" (before training: {before})")
     return 0
 
 
 def _export_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="a saved model folder (sciembed from-bert / train output)")
     parser.add_argument("--evaluation", action="append", default=[], metavar="JSON",
-                        help="results written by `sciembed evaluate --output` (repeatable): the card's model-index")
+                        help="results written by `sciembed evaluate --output` (repeatable): the card's model-index "
+                             "(default: MODEL/../held_out_evaluation.json of a training run, when it exists)")
     parser.add_argument("--training", help="the run's train_results.json (default: MODEL/../train_results.json when it exists)")
     parser.add_argument("--license", default="apache-2.0", help="the card's licence")
     parser.add_argument("--no-validate", action="store_true", help="skip the fresh-process load check")
@@ -315,9 +337,11 @@ def _export_model(args: argparse.Namespace, out: str, repo_id: str | None):
     from pathlib import Path
 
     from .hub.export import export_model
-    from .training.run import RESULTS_FILE
+    from .training.run import EVALUATION_FILE, RESULTS_FILE
 
-    evaluations = [json.loads(Path(path).read_text(encoding="utf-8")) for path in args.evaluation]
+    held_out = Path(args.model).parent / EVALUATION_FILE
+    paths = args.evaluation or ([held_out] if held_out.is_file() else [])
+    evaluations = [json.loads(Path(path).read_text(encoding="utf-8")) for path in paths]
     training_path = Path(args.training) if args.training else Path(args.model).parent / RESULTS_FILE
     if args.training and not training_path.is_file():
         raise FileNotFoundError(f"{training_path}: no such training results file")
@@ -348,9 +372,16 @@ def _push(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .demo import format_demo, run_demo
+    from .demo import run_main_job
 
-    result = run_demo(
+    run_main_job(args.data, args.output, steps=args.steps)
+    return 0
+
+
+def _neighbours(args: argparse.Namespace) -> int:
+    from .neighbours import format_neighbours, run_neighbours
+
+    result = run_neighbours(
         args.data,
         model=args.model,
         queries=args.queries,
@@ -358,7 +389,7 @@ def _demo(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         show_progress_bar=not args.no_progress,
     )
-    print(format_demo(result))
+    print(format_neighbours(result))
     return 0
 
 

@@ -8,7 +8,8 @@ the examples, the collator, the loss and the Trainer; :func:`train` runs it and 
 - ``OUTPUT/model/``: the trained model with its tokenizer, written atomically (a family with its
   remote code and sentence-transformers files; a plain encoder with sentence-transformers files that
   record the pooling it was trained with; SPECTROID's head and encoder as one model);
-- ``OUTPUT/train_results.json``: the recipe, the settings, the data counts and the metrics.
+- ``OUTPUT/train_results.json``: the recipe, the settings, the data counts and the metrics;
+- ``OUTPUT/held_out_evaluation.json``: with held-out queries, their evaluation in ``sciembed evaluate``'s format.
 """
 
 from __future__ import annotations
@@ -26,12 +27,14 @@ from typing import Any
 from datasets import Dataset
 
 from ..embeddings_io import atomic_path
+from ..evaluation.loaders import TaskSuite
 from .recipes import Recipe, get_recipe
 
 logger = logging.getLogger(__name__)
 
 MODEL_FOLDER = "model"
 RESULTS_FILE = "train_results.json"
+EVALUATION_FILE = "held_out_evaluation.json"
 
 
 @dataclass
@@ -81,12 +84,19 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
 
 
 def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str | os.PathLike[str], output_dir: str | os.PathLike[str],
-          overrides: Mapping[str, Any] | None = None, *, resume: bool = False) -> dict[str, Any]:
+          overrides: Mapping[str, Any] | None = None, *, resume: bool = False, evaluate_before: bool = False) -> dict[str, Any]:
     """Prepare and run ``recipe``; save the model and ``train_results.json`` (see the module docstring).
+
+    With held-out queries (``data.held_out``) the trained model's held-out evaluation is also written
+    as ``OUTPUT/held_out_evaluation.json`` in ``sciembed evaluate``'s format (what ``sciembed export``
+    turns into the model card's results); ``evaluate_before`` scores the untrained model first
+    (``base_eval_metrics`` in the summary).
 
     Returns the contents of ``train_results.json``.
     """
     run = prepare(recipe, base, data, output_dir, overrides)
+    evaluating = isinstance(run.trainer.eval_dataset, TaskSuite)
+    base_metrics = run.trainer.evaluate() if evaluating and evaluate_before and not resume else {}
     started = time.perf_counter()
     result = run.trainer.train(resume_from_checkpoint=True if resume else None)
     seconds = time.perf_counter() - started
@@ -94,6 +104,9 @@ def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str |
     model_dir = run.output_dir / MODEL_FOLDER
     if run.trainer.args.should_save:
         save_trained(run.trainer, run.tokenizer, model_dir)
+        if evaluating:
+            run.trainer.last_evaluation.model = str(model_dir)
+            run.trainer.last_evaluation.write_json(run.output_dir / EVALUATION_FILE)
     summary = {
         "recipe": run.recipe.name,
         "paper": run.recipe.paper,
@@ -101,6 +114,7 @@ def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str |
         "data": run.data,
         "settings": run.settings,
         "train_metrics": result.metrics,
+        "base_eval_metrics": base_metrics,
         "eval_metrics": final_metrics,
         "global_step": result.global_step,
         "seconds": round(seconds, 1),
@@ -160,7 +174,6 @@ class _Examples:
 
 
 def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[str]) -> _Examples:
-    from ..evaluation.loaders import TaskSuite
     from . import data as training_data
 
     options = dict(options)

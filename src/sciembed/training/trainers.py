@@ -131,7 +131,8 @@ class EmbeddingTrainer(Trainer):
 
     def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval") -> dict[str, float]:
         """Score the :class:`~sciembed.evaluation.TaskSuite` given as ``eval_dataset`` (metrics named
-        ``{prefix}_{task_id}_{metric}``), or defer to the plain Trainer for any other dataset."""
+        ``{prefix}_{task_id}_{metric}``; the full report is kept as ``last_evaluation``), or defer to the
+        plain Trainer for any other dataset."""
         suite = eval_dataset if eval_dataset is not None else self.eval_dataset
         if not isinstance(suite, TaskSuite):
             return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
@@ -139,8 +140,10 @@ class EmbeddingTrainer(Trainer):
         pooling = None if family_of(encoder_model) is not None else self.pooling
         encoder = PaperEncoder(encoder_model, self.processing_class, pooling=pooling, max_length=self.max_length, device=self.args.device)
         was_training = self.model.training
-        report = evaluate_suite(encoder, suite, batch_size=self.args.per_device_eval_batch_size, n_jobs=1, show_progress_bar=False)
+        report = evaluate_suite(encoder, suite, batch_size=self.args.per_device_eval_batch_size, n_jobs=1, show_progress_bar=False,
+                                settings={"global_step": self.state.global_step, "max_length": encoder.max_length})
         self.model.train(was_training)
+        self.last_evaluation = report
         metrics = {f"{metric_key_prefix}_{r.task_id or r.task}_{name}": value for r in report.results for name, value in r.metrics.items()}
         self.log(metrics)
         self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
