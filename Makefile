@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	touch $(STAMP)
 
 demo: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/sciembed demo --data $(DATA)
+	HF_HUB_OFFLINE=1 $(BIN)/sciembed demo --data $(DATA) --output demo-output
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
