@@ -86,9 +86,10 @@ def format_table(summary: dict[str, Any]) -> str:
     rows = [(name.removeprefix("eval_"), before.get(name), value) for name, value in after.items() if name != "epoch"]
     lines = [f"{'metric':<12} {'base':>8} {'fine-tuned':>11}", "-" * 33]
     lines += [f"{name:<12} {'' if b is None else f'{b:8.2f}':>8} {a:11.2f}" for name, b, a in rows]
-    data = summary["data"]
-    lines.append(f"({data.get('held_out_queries')} held-out query papers; trained on {summary['global_step']} steps of "
-                 f"{data.get('examples')} triplets from {data.get('queries')} other query papers)")
+    data, training = summary["data"], summary["settings"]["training"]
+    per_step = training.get("per_device_train_batch_size", 0) * training.get("gradient_accumulation_steps", 1)
+    lines.append(f"({data.get('held_out_queries')} held-out query papers; {summary['global_step']} optimiser steps of {per_step} "
+                 f"triplets, sampled from {data.get('queries')} other query papers ({data.get('examples')} triplets available))")
     return "\n".join(lines)
 
 
