@@ -82,7 +82,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
         BenchmarkSpec("scirepeval", "SciRepEval (Singh et al. 2023) metadata and test labels", (("meta_*", ()), ("train_*", ()), ("*", ())), ("meta_*",)),
         BenchmarkSpec("specter_triplets", "SPECTER / SPECTROID training triplets from a citation graph",
                       (("triplets", TRIPLET_COLUMNS), ("papers", PAPER_COLUMNS)), ("triplets", "papers")),
-        BenchmarkSpec("cocitation", "co-citation pair sets (MoE paper, Kapur, Hallee et al. 2024)", (("*", PAIR_COLUMNS),)),
+        BenchmarkSpec("cocitation", "co-citation pair sets (MoE paper, Hallee, Kapur et al. 2024)", (("*", PAIR_COLUMNS),)),
         BenchmarkSpec("beir", "BEIR-layout ad-hoc search (corpus, queries, qrels)",
                       (("corpus", PAPER_COLUMNS), ("queries", ("query_id", "text")), ("qrels", QREL_COLUMNS)), ("corpus", "queries", "qrels")),
     )

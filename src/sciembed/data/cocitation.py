@@ -1,4 +1,4 @@
-"""Co-citation pair sets in the Hub format of the MoE paper (Kapur, Hallee et al. 2024, arXiv:2401.15713).
+"""Co-citation pair sets in the Hub format of the MoE paper (Hallee, Kapur et al. 2024, arXiv:2401.15713).
 
 Each domain is one Hub dataset (Gleghorn-Lab/Mixture-of-Experts-Sentence-Similarity, ``data/get_data.py``
 and ``data_compilation/to_HF.ipynb``) with splits ``train``, ``valid``, ``test`` and columns ``a``, ``b``

@@ -1,6 +1,6 @@
 """Co-citation pair sets built from a citation graph, by the rules of the MoE paper.
 
-Kapur, Hallee et al. 2024 (arXiv:2401.15713, "Mixture of Experts ... sentence similarity"), data section:
+Hallee, Kapur et al. 2024 (arXiv:2401.15713, "Mixture of Experts ... sentence similarity"), data section:
 
 - a **positive** pair is two papers cited together by a third paper (co-citation), and the training
   split repeats each pair once per co-citing paper ("duplicated by co-citation frequency");

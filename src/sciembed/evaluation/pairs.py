@@ -1,6 +1,6 @@
 """Co-citation pair classification by cosine similarity: F1max and its companions (the MoE paper).
 
-Reference protocol: Kapur, Hallee et al. 2024, "Contrastive Learning and Mixture of Experts Enables
+Reference protocol: Hallee, Kapur et al. 2024, "Contrastive Learning and Mixture of Experts Enables
 Precise Vector Embeddings" (arXiv:2401.15713; Sci. Rep. 2025), repository
 Gleghorn-Lab/Mixture-of-Experts-Sentence-Similarity:
 

@@ -196,7 +196,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
               "does not fix them).",
     ),
     _recipe(
-        "moe-cocitation", "Kapur, Hallee et al. 2024, MoE BERT", "pairs", "moe_bert", "citations",
+        "moe-cocitation", "Hallee, Kapur et al. 2024, MoE BERT", "pairs", "moe_bert", "citations",
         model={"domains": ["cs"], "routing": "enforced"},
         data_settings={"domain": "cs"},
         loss={"temperature": 0.7, "symmetric": False, "router_cross_entropy": 1.0, "router_mutual_information": 0.0,

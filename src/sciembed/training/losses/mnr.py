@@ -1,4 +1,4 @@
-"""Multiple-negatives ranking loss with a learned temperature (the MoE paper: Kapur, Hallee et al. 2024).
+"""Multiple-negatives ranking loss with a learned temperature (the MoE paper: Hallee, Kapur et al. 2024).
 
 For a batch of pairs (a_i, b_i), every b_j with j ≠ i is a negative of a_i: the logits are the full
 ``(batch, batch)`` matrix of dot products divided by a learned temperature τ, and the loss is the

@@ -1,4 +1,4 @@
-"""Router losses of MoEBertModel (MoE paper: Kapur, Hallee et al. 2024, after Mod-Squad and Switch).
+"""Router losses of MoEBertModel (MoE paper: Hallee, Kapur et al. 2024, after Mod-Squad and Switch).
 
 Router logits come per MoE layer as ``(batch, experts)`` (sentence routing) or ``(batch, tokens,
 experts)`` (token routing; padding is left out through ``attention_mask``). For each layer:
