@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
         pretty_name="Co-citation pairs",
         summary=(
             "Pairs of paper abstracts labelled 1 when a third paper cites both (co-citation) and 0 otherwise, as in "
-            "the MoE paper (Kapur, Hallee et al. 2024, arXiv:2401.15713): training pairs are repeated by co-citation "
+            "the MoE paper (Hallee, Kapur et al. 2024, arXiv:2401.15713): training pairs are repeated by co-citation "
             "frequency; evaluation negatives are pairs never co-cited; scored by F1max."
         ),
         source="Read by `sciembed.data.cocitation.load_cocitation_pairs` from " + "; ".join(sources) + ".",
@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
             f"(bad rows {'dropped and counted below' if args.skip_invalid else 'refused'}). Splits keep their names."
         ),
         counts=counts,
-        citation="Kapur, Hallee et al. 2024, arXiv:2401.15713 (the MoE paper; code: Gleghorn-Lab/Mixture-of-Experts-Sentence-Similarity).",
+        citation="Hallee, Kapur et al. 2024, arXiv:2401.15713 (the MoE paper; code: Gleghorn-Lab/Mixture-of-Experts-Sentence-Similarity).",
     )
     if not args.license:
         logger.warning("no licence given: the card says 'other'; pass --license when you know it")
