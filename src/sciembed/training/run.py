@@ -53,7 +53,7 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
             overrides: Mapping[str, Any] | None = None) -> TrainingRun:
     """Build the Trainer of ``recipe`` for the base checkpoint ``base`` (default: the embedded
     all-MiniLM-L6-v2) and the examples read from ``data``, checkpointing under ``output_dir``."""
-    from transformers import TrainingArguments
+    from transformers import TrainingArguments, set_seed
 
     from ..default_model import default_model_path
     from ..encode import default_max_length
@@ -64,6 +64,9 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
     base = str(base) if base is not None else default_model_path()
     register_families()
     examples = _examples(recipe, settings["data"], data)
+    # What a family adds to the base (Multi2SPE's last per-CLS layers, a head, adapters) starts random:
+    # seeded here, before the Trainer seeds training, so a run is the same run every time.
+    set_seed(settings["training"].get("seed", 42))
     model, tokenizer = _model(recipe, settings["model"], base, examples)
     max_length = settings["embedding"]["max_length"] or default_max_length(model, tokenizer)
     training = dict(settings["training"])
