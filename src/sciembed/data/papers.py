@@ -44,6 +44,11 @@ def paper_text(paper: Mapping[str, Any], sep_token: str) -> str:
     raise ValueError(f"paper {paper.get('paper_id')!r} has neither a title nor an abstract")
 
 
+def paper_id_order(paper_id: str) -> tuple[int, int, str]:
+    """Sort key for paper ids: numeric ids in numeric order ("9" before "10"), then the others."""
+    return (0, int(paper_id), "") if paper_id.isdigit() else (1, 0, paper_id)
+
+
 def clean_text(value: Any, name: str) -> str:
     """A text field as readers keep it: stripped, ``None`` as ``""``; TypeError naming ``name`` otherwise."""
     if value is None:

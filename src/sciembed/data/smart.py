@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .papers import InvalidPaperError, PaperProblem
+from .papers import InvalidPaperError, PaperProblem, paper_id_order
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -261,13 +261,9 @@ def _undirected(pairs: list[tuple[str, str]], known: set[str]) -> tuple[set[tupl
         if a not in known or b not in known:
             stats["dangling"] += 1
             continue
-        pair = (a, b) if _id_key(a) <= _id_key(b) else (b, a)
+        pair = (a, b) if paper_id_order(a) <= paper_id_order(b) else (b, a)
         if pair in result:
             stats["repeats"] += 1
         result.add(pair)
     stats["pairs"] = len(result)
     return result, stats
-
-
-def _id_key(paper_id: str) -> tuple[int, int | str]:
-    return (0, int(paper_id)) if paper_id.isdigit() else (1, paper_id)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data.papers import PaperProblem
+from ..data.papers import PaperProblem, paper_id_order
 from .supervised import SCIDOCS_CLASSIFICATION, SCIREPEVAL_CLASSIFICATION, SCIREPEVAL_MULTILABEL, SCIREPEVAL_REGRESSION
 from .tasks import ClassificationTask, PairsTask, ProximityTask, RegressionTask, ReviewerMatchingTask, SearchTask, Task
 
@@ -401,12 +401,12 @@ def cite_task(papers: dict[str, dict], neighbours: dict[str, set[str]], *, query
         neighbours: paper id -> the ids it is linked to (cites or is cited by).
         query_ids: the query papers (default: every paper with a link).
     """
-    pool = np.array(sorted(papers, key=_numeric_first))
+    pool = np.array(sorted(papers, key=paper_id_order))
     rng = np.random.default_rng(seed)
-    chosen = sorted(query_ids if query_ids is not None else neighbours, key=_numeric_first)
+    chosen = sorted(query_ids if query_ids is not None else neighbours, key=paper_id_order)
     qrels: dict[str, dict[str, int]] = {}
     for query in chosen:
-        linked = sorted((p for p in neighbours.get(query, ()) if p in papers), key=_numeric_first)
+        linked = sorted((p for p in neighbours.get(query, ()) if p in papers), key=paper_id_order)
         if query not in papers or not linked:
             continue
         relevant = rng.permutation(linked)[:positives].tolist()
@@ -441,7 +441,3 @@ def cacm_category_task(collection, *, seed: int = 0, test_size: float = 0.5) -> 
     papers = {p["paper_id"]: p for p in collection.papers}
     return ClassificationTask("cacm", "categories", {pid: papers[pid] for pid in ids}, train=(train_ids, y_train), test=(test_ids, y_test),
                               protocol=SCIDOCS_CLASSIFICATION)
-
-
-def _numeric_first(paper_id: str):
-    return (0, int(paper_id), "") if paper_id.isdigit() else (1, 0, paper_id)

@@ -26,7 +26,7 @@ import numpy as np
 from datasets import Dataset, concatenate_datasets
 
 from ..data.graph import CitationGraph
-from ..data.papers import PaperProblem
+from ..data.papers import PaperProblem, paper_id_order
 
 logger = logging.getLogger(__name__)
 
@@ -147,8 +147,8 @@ def split_queries(queries: Sequence[str], held_out: float, seed: int) -> tuple[l
         raise ValueError(f"held_out must be in [0, 1), got {held_out}")
     order = np.random.default_rng(seed).permutation(len(queries))
     cut = int(round(len(queries) * held_out))
-    held = sorted((queries[i] for i in order[:cut]), key=_id_key)
-    return sorted((queries[i] for i in order[cut:]), key=_id_key), held
+    held = sorted((queries[i] for i in order[:cut]), key=paper_id_order)
+    return sorted((queries[i] for i in order[cut:]), key=paper_id_order), held
 
 
 def triplet_dataset(
@@ -353,7 +353,3 @@ def _search_triplets(data: Dataset) -> list[dict[str, Any]]:
             worst = min(worse, key=lambda c: c["score"])
             rows.append({"papers": [{"title": record["query"], "abstract": ""}, paper_record(best), paper_record(worst)], "label": []})
     return rows
-
-
-def _id_key(paper_id: str):
-    return (0, int(paper_id), "") if paper_id.isdigit() else (1, 0, paper_id)
