@@ -34,6 +34,20 @@ def shared_data(*parts: str) -> Path:
     return path
 
 
+def write_s2orc(path: Path) -> Path:
+    """Forty papers citing each other in S2ORC's metadata format (each cites the next three)."""
+    import json
+
+    lines = []
+    for i in range(40):
+        words = " ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(12))
+        cites = [f"p{(i + k) % 40}" for k in (1, 2, 3)]
+        lines.append(json.dumps({"paper_id": f"p{i}", "title": words[:40], "abstract": words, "year": 2000,
+                                 "outbound_citations": cites, "inbound_citations": []}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def write_hub_folder(root: Path, configs: dict) -> Path:
     """A local folder in the Hub layout: Parquet files per config and split, plus README.md with YAML
     ``configs:`` (what ``datasets.load_dataset(folder, config)`` reads offline)."""
@@ -67,6 +81,19 @@ def tiny_bert(tmp_path_factory) -> Path:
         intermediate_size=37, max_position_embeddings=64,
     )
     BertModel(config).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_st_base(tiny_bert, tmp_path_factory) -> Path:
+    """The tiny BERT as a sentence-transformers model used as all-MiniLM-L6-v2 is: mean pooling, then Normalize."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+    folder = tmp_path_factory.mktemp("tiny-st-base")
+    transformer = Transformer(str(tiny_bert), max_seq_length=48)
+    modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode="mean"), Normalize()]
+    SentenceTransformer(modules=modules, device="cpu").save(str(folder), create_model_card=False)
     return folder
 
 

@@ -386,7 +386,7 @@ def test_multi2spe_facet_ablation_and_multi_scidocs_fields(tiny_bert, tmp_path):
     # Multi-SciDocs writes each query's field of study next to the qrels.
     queries = list(dict.fromkeys(q for q, _, _ in rows))
     (folder / "query_fields.json").write_text(json.dumps({"cite": dict(zip(queries, ["Biology", "Biology", "Physics", "Physics"]))}))
-    model, tokenizer = from_bert("multi2spe", str(tiny_bert))
+    model, tokenizer = from_bert("multi2spe", str(tiny_bert), initialization="paper")  # distinct facets at step 0
     encoder = PaperEncoder(model, tokenizer, device="cpu")
     summed = evaluate(encoder, "multi-scidocs", folder, use_cache=False, show_progress_bar=False).results[0]
     facets = evaluate(encoder, "multi-scidocs", folder, use_cache=False, show_progress_bar=False, proximity_similarity="min_facet_l2").results[0]

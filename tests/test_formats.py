@@ -276,8 +276,10 @@ def test_every_variant_trains_on_minilm_and_reloads_in_a_fresh_process(tmp_path)
         folder = save_trained(run.trainer, run.tokenizer, tmp_path / recipe / MODEL_FOLDER)
         folders[recipe.split("-")[1]] = folder
         model = run.trainer.model.eval()
-        encoder = sciembed.PaperEncoder(model, run.tokenizer, device="cpu", max_length=32,
-                                        pooling=None if recipe == "scirepeval-ctrl" else "cls")
+        # The embedding the run trained in: MiniLM's own mean pooling and normalisation (the family's own pooling).
+        assert run.trainer.normalize and run.trainer.pooling == ("family" if recipe == "scirepeval-ctrl" else "mean")
+        encoder = sciembed.PaperEncoder(model, run.tokenizer, device="cpu", max_length=32, normalize=True,
+                                        pooling=None if recipe == "scirepeval-ctrl" else "mean")
         assert encoder.task_formats == FORMATS
         vectors = {f: encoder.with_format(f).encode(PAPERS, show_progress_bar=False) for f in FORMATS}
         assert not np.allclose(vectors["proximity"], vectors["classification"])  # formats differ

@@ -57,12 +57,12 @@ def test_multi2spe_released_mode_mixes_two_cross_entropies():
 def test_mnr_uses_the_whole_similarity_matrix():
     a = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     b = torch.tensor([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]])
-    loss = MultipleNegativesRankingLoss(temperature=0.5)
+    loss = MultipleNegativesRankingLoss(temperature=0.5, similarity="dot")
     scores = [[sum(x * y for x, y in zip(ai, bj)) / 0.5 for bj in b.tolist()] for ai in a.tolist()]
     rows = [-(scores[i][i] - math.log(sum(math.exp(s) for s in scores[i]))) for i in range(3)]
     assert loss(a, b).item() == pytest.approx(sum(rows) / 3, rel=1e-6)
     columns = [-(scores[i][i] - math.log(sum(math.exp(scores[j][i]) for j in range(3)))) for i in range(3)]
-    symmetric = MultipleNegativesRankingLoss(temperature=0.5, symmetric=True)
+    symmetric = MultipleNegativesRankingLoss(temperature=0.5, similarity="dot", symmetric=True)
     assert symmetric(a, b).item() == pytest.approx((sum(rows) + sum(columns)) / 6, rel=1e-6)
     # A diagonal-only loss would not change when an off-diagonal pair becomes more similar; this one does.
     closer = b.clone()
@@ -71,88 +71,44 @@ def test_mnr_uses_the_whole_similarity_matrix():
 
 
 def test_mnr_temperature_is_learned():
-    loss = MultipleNegativesRankingLoss()
+    loss = MultipleNegativesRankingLoss(temperature=0.7, learn_temperature=True)
     assert loss.temperature.item() == pytest.approx(0.7) and loss.temperature.requires_grad
     a, b = torch.randn(4, 3), torch.randn(4, 3)
     loss(a, b).backward()
     assert loss.temperature.grad is not None and loss.temperature.grad.item() != 0
-    assert not MultipleNegativesRankingLoss(learn_temperature=False).temperature.requires_grad
+    assert not MultipleNegativesRankingLoss().temperature.requires_grad
 
 
-def test_router_losses_by_hand():
-    from sciembed.training.losses import RouterLoss, load_balancing_loss, mutual_information_loss, router_cross_entropy
-
-    logits = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 3.0]])
-    domains = torch.tensor([0, 1, 0, 1])
-    probabilities = logits.softmax(-1).tolist()
-    ce = -sum(math.log(probabilities[i][d]) for i, d in enumerate(domains.tolist())) / 4
-    assert router_cross_entropy(logits, domains).item() == pytest.approx(ce, rel=1e-6)
-
-    # MI: P(t) = 1/2 each; P(e|t) = mean probabilities of the task's rows.
-    p_e_t = [[(probabilities[i][e] + probabilities[j][e]) / 2 for e in range(2)] for i, j in ((0, 2), (1, 3))]
-    joint = [[0.5 * p_e_t[t][e] for e in range(2)] for t in range(2)]
-    p_e = [joint[0][e] + joint[1][e] for e in range(2)]
-    mi = sum(joint[t][e] * math.log(joint[t][e] / (0.5 * p_e[e])) for t in range(2) for e in range(2))
-    assert mutual_information_loss(logits, domains).item() == pytest.approx(-mi, rel=1e-6)
-
-    # Top-1 choices: experts 0, 1, 0 (tie: first), 1 -> f = (1/2, 1/2).
-    mean_p = [sum(p[e] for p in probabilities) / 4 for e in range(2)]
-    assert load_balancing_loss(logits).item() == pytest.approx(2 * (0.5 * mean_p[0] + 0.5 * mean_p[1]), rel=1e-6)
-    # Uniform routing balances perfectly: the loss is 1.
-    assert load_balancing_loss(torch.zeros(6, 3), top_k=2).item() == pytest.approx(1.0)
-
-    # Token-level logits: padding is left out, each token carries its paper's domain.
-    tokens = torch.stack([logits[:2], logits[2:]])  # (2 papers, 2 tokens, 2 experts)
-    mask = torch.tensor([[1, 1], [1, 0]])
-    expected = router_cross_entropy(logits[:3], torch.tensor([0, 0, 1]))
-    assert router_cross_entropy(tokens, torch.tensor([0, 1]), mask).item() == pytest.approx(expected.item(), rel=1e-6)
-
-    two_layers = RouterLoss(1.0, 0.5, 0.1)([logits, None, logits], domains)
-    one = router_cross_entropy(logits, domains) + 0.5 * mutual_information_loss(logits, domains) + 0.1 * load_balancing_loss(logits)
-    assert two_layers.item() == pytest.approx(one.item(), rel=1e-6)
-    with pytest.raises(ValueError, match="need domain_ids"):
-        RouterLoss()([logits])
-    with pytest.raises(ValueError, match="enforced routing"):
-        RouterLoss()([None], domains)
+def _cosine(x, y):
+    return sum(a * b for a, b in zip(x, y)) / math.sqrt(sum(a * a for a in x) * sum(b * b for b in y))
 
 
-def test_router_loss_trains_a_sentence_routed_moe_bert(tiny_bert):
-    from transformers import AutoTokenizer
+def test_cosine_triplet_margin_loss_by_hand():
+    query = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
+    positive = torch.tensor([[1.0, 1.0], [0.0, 5.0]])  # cosine distances 1 - 1/sqrt(2) and 0
+    negative = torch.tensor([[0.0, 3.0], [1.0, 0.0]])  # cosine distances 1 and 1
+    loss = TripletMarginLoss(margin=0.25, distance="cosine")
+    expected = (max(1 - 1 / math.sqrt(2) - 1 + 0.25, 0) + max(0 - 1 + 0.25, 0)) / 2
+    assert loss(query, positive, negative).item() == pytest.approx(expected, rel=1e-6)
+    # Scaling a vector changes L2 distances but not cosine ones.
+    assert loss(query * 3, positive, negative).item() == pytest.approx(expected, rel=1e-6)
+    assert TripletMarginLoss()(query * 3, positive, negative).item() != pytest.approx(TripletMarginLoss()(query, positive, negative).item())
+    with pytest.raises(ValueError, match="distance"):
+        TripletMarginLoss(distance="manhattan")
 
-    from sciembed.families import from_bert
 
-    model, _ = from_bert("moe_bert", str(tiny_bert), routing="sentence", domains=["cs", "bio"], top_k=1)
-    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
-    batch = tokenizer(["garbage collection of list structure", "neural network learning"], padding=True, return_tensors="pt")
-    domains = torch.tensor([0, 1])
-    loss = RouterLoss(1.0, 0.1, 0.01)(model(**batch).router_logits, domains)
-    loss.backward()
-    routers = [p for name, p in model.named_parameters() if "router" in name]
-    assert routers and all(p.grad is not None and p.grad.abs().sum() > 0 for p in routers)
-
-
-def test_multitask_loss_sums_each_task_loss_by_hand():
-    from torch.nn import functional as F
-
-    from sciembed.training.losses import MultiTaskLoss, TaskSpec
-
-    torch.manual_seed(0)
-    loss = MultiTaskLoss({"fos": TaskSpec("multilabel", 3), "mag": TaskSpec("classification", 4),
-                          "year": TaskSpec("regression"), "cite": TaskSpec("proximity")}, hidden_size=5, dropout=0.0)
-    x = torch.randn(4, 5)
-    fos, mag, year = torch.tensor([[1, 0, 1]] * 4), torch.tensor([0, 1, 2, 3]), torch.tensor([1.0, 2.0, 3.0, 4.0])
-    q, p, n = torch.randn(4, 5), torch.randn(4, 5), torch.randn(4, 5)
-
-    def linear(name):
-        head = loss.heads[name][1]
-        return x @ head.weight.T + head.bias
-
-    expected = (F.binary_cross_entropy_with_logits(linear("fos"), fos.float()) + F.cross_entropy(linear("mag"), mag)
-                + ((linear("year").squeeze(-1) - year) ** 2).mean() + TripletMarginLoss()(q, p, n))
-    total = loss({"fos": (x, fos), "mag": (x, mag), "year": (x, year), "cite": (q, p, n)})
-    assert total.item() == pytest.approx(expected.item(), rel=1e-6)
-    assert "cite" not in loss.heads
-    with pytest.raises(ValueError, match="unknown task 'mesh'"):
-        loss({"mesh": (x, mag)})
-    with pytest.raises(ValueError, match="num_labels >= 2"):
-        TaskSpec("classification")
+def test_mnr_with_hard_negatives_by_hand():
+    """Each anchor against every positive and every hard negative of the batch, cosine similarity / τ."""
+    torch.manual_seed(2)
+    anchor, positive, negative = (torch.randn(3, 4) for _ in range(3))
+    loss = MultipleNegativesRankingLoss(temperature=0.05)
+    candidates = positive.tolist() + negative.tolist()
+    expected = 0.0
+    for i, a in enumerate(anchor.tolist()):
+        scores = [_cosine(a, c) / 0.05 for c in candidates]
+        expected += -(scores[i] - math.log(sum(math.exp(s) for s in scores)))
+    assert loss(anchor, positive, negative).item() == pytest.approx(expected / 3, rel=1e-5)
+    # The hard negatives are columns: without them the loss is the in-batch one alone, and smaller.
+    assert loss(anchor, positive).item() < loss(anchor, positive, negative).item()
+    with pytest.raises(ValueError, match="symmetric"):
+        MultipleNegativesRankingLoss(symmetric=True)(anchor, positive, negative)

@@ -91,9 +91,13 @@ def test_from_embedded_minilm_uses_unused_tokens():
     assert len(tokenizer) == vocab_size and model.config.vocab_size == bert.config.vocab_size == 30522
     assert model.config.get_linear_layers() == [2, 4, 6]  # 4, 8, 12 of a 12-layer model, scaled to 6 layers
     ours, theirs = model.state_dict(), bert.state_dict()
-    for key in ("embeddings.word_embeddings.weight", "encoder.layer.0.attention.self.key.weight",
-                "encoder.layer.5.output.dense.weight"):
+    for key in ("encoder.layer.0.attention.self.key.weight", "encoder.layer.5.output.dense.weight"):
         assert torch.equal(ours[key], theirs[key]), key
+    # initialization="base" seeds the [unused*] rows it takes with [CLS]; every other row is BERT's.
+    words, extra = ours["embeddings.word_embeddings.weight"], model.config.extra_cls_token_ids
+    kept = [i for i in range(len(words)) if i not in extra]
+    assert torch.equal(words[kept], theirs["embeddings.word_embeddings.weight"][kept])
+    assert torch.equal(words[extra], words[tokenizer.cls_token_id].expand(K - 1, -1))
 
 
 @pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])
@@ -103,7 +107,7 @@ def test_intermediate_linear_layers_are_the_identity_at_init(tiny_bert, tokenize
     unchanged up to the last layer; only the randomly initialised linear layers after the last layer move the
     CLS outputs."""
     bert = random_bert(tiny_bert, attn_implementation=attn_implementation)
-    model = Multi2SPEModel.from_bert(bert, tokenizer=tokenizer, **options)
+    model = Multi2SPEModel.from_bert(bert, tokenizer=tokenizer, initialization="paper", **options)
     assert model.config.get_linear_layers() == [1, 3, 4] and model.attn_implementation == attn_implementation
     for layer in ("1", "3"):
         assert torch.equal(model.encoder.cls_linear[layer].effective_weight(), torch.eye(32).expand(K, -1, -1))
@@ -122,7 +126,7 @@ def test_intermediate_linear_layers_are_the_identity_at_init(tiny_bert, tokenize
 def test_literal_reparameterization_gives_zero_weights_at_init(tiny_bert, tokenizer):
     """Equation (1) as printed (and as the authors' code computes it): identical identity inits cancel."""
     bert = random_bert(tiny_bert)
-    model = Multi2SPEModel.from_bert(bert, tokenizer=tokenizer, reparameterization_init="literal")
+    model = Multi2SPEModel.from_bert(bert, tokenizer=tokenizer, initialization="paper", reparameterization_init="literal")
     for layer in ("1", "3"):
         assert torch.equal(model.encoder.cls_linear[layer].weight, torch.eye(32).expand(K, -1, -1))
         assert not model.encoder.cls_linear[layer].effective_weight().any()
@@ -139,7 +143,7 @@ def test_literal_reparameterization_gives_zero_weights_at_init(tiny_bert, tokeni
 @pytest.mark.parametrize("reparameterize", [True, False])
 def test_reparameterization_removes_the_shared_gradient(tiny_bert, tokenizer, reparameterize):
     """With equation (1) the gradients of W_{l,1..K} sum to zero: no update moves all K layers alike."""
-    model = Multi2SPEModel.from_bert(random_bert(tiny_bert), tokenizer=tokenizer, reparameterize=reparameterize)
+    model = Multi2SPEModel.from_bert(random_bert(tiny_bert), tokenizer=tokenizer, initialization="paper", reparameterize=reparameterize)
     model(**batch(tokenizer)).pooler_output.pow(2).sum().backward()
     for layer in ("1", "3", "4"):
         grad = model.encoder.cls_linear[layer].weight.grad
@@ -148,7 +152,7 @@ def test_reparameterization_removes_the_shared_gradient(tiny_bert, tokenizer, re
 
 
 def test_outputs_sum_the_cls_embeddings_and_ignore_padding(tiny_bert, tokenizer):
-    model = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer)
+    model = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer, initialization="paper")
     texts = ("garbage collection of list structure", "query join")
     features = batch(tokenizer, texts)
     with torch.no_grad():
@@ -193,7 +197,7 @@ def test_inputs_embeds_position_and_token_type_ids_match_the_plain_call(tiny_ber
 
 def test_overlong_input_is_truncated_keeping_its_final_token(tiny_bert, tokenizer):
     """64 positions (the tiny model's limit) + 2 inserted tokens: the two tokens before [SEP] are dropped."""
-    model = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer)
+    model = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer, initialization="paper")
     limit = model.config.max_position_embeddings
     words = torch.tensor(tokenizer.convert_tokens_to_ids(["graph", "citation"] * 31))
     cls, sep = torch.tensor([tokenizer.cls_token_id]), torch.tensor([tokenizer.sep_token_id])
@@ -214,8 +218,8 @@ def test_overlong_input_is_truncated_keeping_its_final_token(tiny_bert, tokenize
 def test_ablations_no_linear_layer_injection_and_a_single_cls(tiny_bert, tokenizer):
     bert = BertModel.from_pretrained(tiny_bert)
     features = batch(tokenizer)
-    none = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer, linear_layers=[])
-    single = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer, num_cls_tokens=1, linear_layers=[])
+    none = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer, initialization="paper", linear_layers=[])
+    single = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer, initialization="paper", num_cls_tokens=1, linear_layers=[])
     assert len(none.encoder.cls_linear) == 0 and single.config.extra_cls_token_ids == []
     with torch.no_grad():
         theirs = with_vocabulary_of(bert, none)(**extended(features, none.config.extra_cls_token_ids))
@@ -297,3 +301,24 @@ np.savez("outputs.npz", pooler_output=out.pooler_output.numpy(), last_hidden_sta
     remote = np.load(tmp_path / "outputs.npz")
     np.testing.assert_allclose(remote["pooler_output"], output.pooler_output.numpy(), atol=1e-6, rtol=0)
     np.testing.assert_allclose(remote["last_hidden_state"], output.last_hidden_state.numpy(), atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])
+def test_default_initialization_starts_where_the_base_is(tiny_bert, tokenizer, attn_implementation):
+    """initialization="base" (the default): every CLS output equals the base's [CLS] output at step 0, padding
+    included, so the paper embedding is K times the base's (the same ranking, the same unit vector), and the
+    text tokens' states are the base's too; the paper's construction does not start there."""
+    bert = random_bert(tiny_bert, attn_implementation=attn_implementation)
+    model = Multi2SPEModel.from_bert(bert, tokenizer=tokenizer)
+    assert model.config.initialization == "base" and model.config.cls_activation is None and model.num_inserted_tokens == 0
+    features = batch(tokenizer)
+    with torch.no_grad():
+        base = with_vocabulary_of(bert, model)(**features).last_hidden_state
+        output = model(**features)
+        paper = Multi2SPEModel.from_bert(random_bert(tiny_bert, attn_implementation=attn_implementation),
+                                         tokenizer=AutoTokenizer.from_pretrained(tiny_bert), initialization="paper")(**features)
+    torch.testing.assert_close(output.cls_embeddings, base[:, :1].expand(-1, K, -1), atol=1e-5, rtol=0)
+    torch.testing.assert_close(output.pooler_output / K, base[:, 0], atol=1e-5, rtol=0)
+    mask = features["attention_mask"].bool()
+    torch.testing.assert_close(output.last_hidden_state[:, K:][mask[:, 1:]], base[:, 1:][mask[:, 1:]], atol=1e-5, rtol=0)
+    assert not torch.allclose(paper.pooler_output / K, base[:, 0], atol=1e-2)

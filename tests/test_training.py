@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import PAPERS, shared_data
+from conftest import PAPERS, shared_data, write_s2orc
 
 
 def tiny_args(output_dir, **overrides):
@@ -160,7 +160,7 @@ def test_loss_parameters_train_checkpoint_and_resume(tiny_bert, tmp_path):
 
     def run(output, max_steps, resume=False):
         torch.manual_seed(0)
-        loss = MultipleNegativesRankingLoss(temperature=0.7)
+        loss = MultipleNegativesRankingLoss(temperature=0.7, learn_temperature=True, similarity="dot")
         trainer = PairTrainer(AutoModel.from_pretrained(tiny_bert), tiny_args(output, max_steps=max_steps, lr_scheduler_type="constant"), loss=loss,
                               train_dataset=data, data_collator=PairCollator(tokenizer, 64), processing_class=tokenizer)
         trainer.train(resume_from_checkpoint=True if resume else None)
@@ -177,6 +177,59 @@ def test_loss_parameters_train_checkpoint_and_resume(tiny_bert, tmp_path):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4, msg=name)
 
 
+@pytest.mark.parametrize("recipe", ["specter", "multi2spe", "moe-cocitation"])
+def test_a_sentence_transformers_base_trains_and_saves_in_its_own_embedding(recipe, tiny_st_base, tmp_path):
+    """From a base used with mean pooling + Normalize, a recipe trains in that embedding (a family in its own
+    pooling, normalised), with the unit-vector objective, records the choice, and the saved model's
+    sciembed.encode gives exactly the vectors the training forward gave."""
+    import sciembed
+    from sciembed.training.collators import TripletCollator
+    from sciembed.training.run import RESULTS_FILE, prepare, save_trained, train
+
+    data = write_s2orc(tmp_path / "papers.jsonl")
+    overrides = {**TINY_RUN, "save_strategy": "no", "data.max_examples": None}
+    summary = train(recipe, tiny_st_base, data, tmp_path / "out", overrides)
+    embedding = summary["settings"]["embedding"]
+    assert embedding["normalize"] is True and embedding["max_length"] == 48
+    assert embedding["pooling"] == ("mean" if recipe == "specter" else None)
+    assert str(tiny_st_base) in embedding["chosen_by"]["normalize"]
+    assert summary["settings"]["loss"]["name"] == "mnr" and summary["settings"]["loss"]["similarity"] == "cosine"
+    assert json.loads((tmp_path / "out" / RESULTS_FILE).read_text())["settings"]["embedding"] == embedding
+
+    run = prepare(recipe, tiny_st_base, data, tmp_path / "again", {**overrides, "max_steps": 1})
+    run.trainer.train()
+    folder = save_trained(run.trainer, run.tokenizer, tmp_path / "saved")
+    papers = [{"title": p["title"], "abstract": p["abstract"]} for p in PAPERS]
+    features = TripletCollator(run.tokenizer, 48).tokenize(papers)
+    if recipe == "moe-cocitation":
+        features["domain_ids"] = torch.zeros(len(papers), dtype=torch.long)
+    run.trainer.model.eval()
+    with torch.no_grad():
+        _, trained = run.trainer.embed(run.trainer.model, features)
+    options = {"domain": "cs"} if recipe == "moe-cocitation" else {}
+    encoded = sciembed.encode(folder, papers, device="cpu", show_progress_bar=False, **options)
+    np.testing.assert_allclose(encoded, trained.numpy(), atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(encoded, axis=1), 1, atol=1e-5)
+
+
+def test_a_plain_checkpoint_keeps_the_paper_s_embedding_and_loss(tiny_bert):
+    """Without sentence-transformers modules SPECTER's own setting stays: [CLS], unnormalised, L2 triplet
+    margin 1; embedding.normalize switches to the unit-vector objective, loss.name to another loss."""
+    from sciembed.training.run import _settings
+    from sciembed.training.recipes import get_recipe
+
+    recipe = get_recipe("specter")
+    settings, _ = _settings(recipe, str(tiny_bert), {})
+    assert (settings["embedding"]["pooling"], settings["embedding"]["normalize"]) == ("cls", False)
+    assert settings["loss"] == {"name": "triplet", "margin": 1.0, "distance": "l2"}
+    settings, _ = _settings(recipe, str(tiny_bert), {"embedding.normalize": True})
+    assert settings["loss"]["name"] == "mnr" and settings["training"]["per_device_train_batch_size"] == 32
+    settings, _ = _settings(recipe, str(tiny_bert), {"embedding.normalize": True, "loss.name": "triplet", "loss.distance": "cosine"})
+    assert settings["loss"] == {"name": "triplet", "distance": "cosine"}
+    with pytest.raises(ValueError, match="loss.name must be one of triplet, mnr"):
+        recipe.resolve({"loss.name": "multi2spe"})
+
+
 # ---------------------------------------------------------------------- recipes and settings
 
 
@@ -187,7 +240,7 @@ def test_recipe_settings_take_dotted_nested_bare_and_file_overrides(tmp_path):
     specter = get_recipe("specter").settings
     assert specter["training"]["learning_rate"] == 2e-5 and specter["training"]["warmup_ratio"] == 0.1
     assert specter["training"]["per_device_train_batch_size"] * specter["training"]["gradient_accumulation_steps"] == 32
-    assert get_recipe("multi2spe").settings["loss"] == {"weight": 0.1, "mode": "paper"}
+    assert get_recipe("multi2spe").settings["loss"] == {"name": "multi2spe", "weight": 0.1, "mode": "paper"}
     ctrl = get_recipe("scirepeval-ctrl").settings["training"]
     assert (ctrl["learning_rate"], ctrl["lr_scheduler_type"], ctrl["warmup_steps"]) == (5e-5, "inverse_sqrt", 700)
 
@@ -295,7 +348,7 @@ def test_sciembed_train_command(tiny_bert, tmp_path, capsys):
                  "--output", str(out), "--config", str(tmp_path / "settings.yaml"), "--set", "embedding.max_length=32", "--set", "save_strategy=no"])
     assert code == 0
     results = json.loads((out / "train_results.json").read_text())
-    assert results["global_step"] == 2 and results["settings"]["loss"] == {"weight": 0.1, "mode": "paper"}
+    assert results["global_step"] == 2 and results["settings"]["loss"] == {"name": "multi2spe", "weight": 0.1, "mode": "paper"}
     assert json.loads((out / "model" / "config.json").read_text())["model_type"] == "multi2spe"
     assert main(["train", "--recipe", "specter", "--data", str(tmp_path), "--output", str(out), "--set", "learning_rat=1"]) == 2
 
@@ -338,11 +391,13 @@ def test_adapters_then_fusion_train_only_their_own_parameters(tiny_bert, tmp_pat
 
 
 def test_a_run_is_the_same_run_every_time(tiny_bert, tmp_path):
-    """The parts a recipe adds to the base start random; they are seeded with the run's seed."""
+    """The parts a recipe adds to the base start random (here Multi2SPE's last layers as the paper builds
+    them); they are seeded with the run's seed."""
     from sciembed.training.run import prepare
 
     data = shared_data("scirepeval-samples", "specter_small.json")
-    states = [prepare("multi2spe", tiny_bert, data, tmp_path / str(i), {"seed": 3}).trainer.model.state_dict() for i in range(2)]
-    other = prepare("multi2spe", tiny_bert, data, tmp_path / "other", {"seed": 4}).trainer.model.state_dict()
+    paper = {"model.initialization": "paper"}
+    states = [prepare("multi2spe", tiny_bert, data, tmp_path / str(i), {"seed": 3, **paper}).trainer.model.state_dict() for i in range(2)]
+    other = prepare("multi2spe", tiny_bert, data, tmp_path / "other", {"seed": 4, **paper}).trainer.model.state_dict()
     torch.testing.assert_close(states[0], states[1])
     assert any(not torch.equal(states[0][name], other[name]) for name in other)

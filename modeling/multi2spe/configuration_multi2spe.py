@@ -8,6 +8,7 @@ from transformers import BertConfig
 
 REPARAMETERIZATION_INITS = ("identity", "literal")
 CLS_ACTIVATIONS = ("tanh", None)
+INITIALIZATIONS = ("base", "paper")
 
 
 class Multi2SPEConfig(BertConfig):
@@ -32,7 +33,7 @@ class Multi2SPEConfig(BertConfig):
             as in the paper (the authors' ``--add_extra_facet_layers_after 3 7`` counts from 0, plus
             ``--add_extra_facet_layers`` after the last layer), 2, 4, 6 for 6 layers. ``[]`` is the
             "no linear layer injection" ablation. Layers before the last start as the identity, the
-            last one starts random (BERT's normal(0, initializer_range) init, as its pooler).
+            last one starts as ``initialization`` says.
         reparameterize: apply equation (1) to the weights when K > 1 (default True). With K = 1 the
             formula would cancel the only layer, so it is skipped. As in the authors' ``custom_bert.py``
             only the weights are centred; each L_{l,k} keeps its own bias.
@@ -44,10 +45,23 @@ class Multi2SPEConfig(BertConfig):
             effective weight at step 0 (the CLS hidden states after those layers are just the biases, 0):
             this is what the authors' released code computes. The randomly initialised last layer uses
             equation (1) as printed either way.
-        cls_activation: ``"tanh"`` (default) or ``None``: the activation applied to the CLS outputs
-            after the last layer's linear layers, like BERT's pooler (dense + tanh) and the authors'
-            ``--add_extra_facet_nonlinearity``. Without linear layers after the last layer, c_k is the
-            plain final hidden state.
+        initialization: where the model starts.
+            ``"base"`` (default): where its base is, so fine-tuning starts from the base's quality. The
+            linear layers after the last layer start as the identity too, with no activation after them;
+            the extra CLS tokens start as copies of ``[CLS]`` (its word embedding, and position 0 for all
+            K); and every CLS token's attention key carries the constant bias −log K, so K identical CLS
+            tokens weigh in attention exactly as the one ``[CLS]`` of the base. At step 0 every CLS output
+            then equals the base's ``[CLS]`` output and the paper embedding is K times it (the same
+            ranking); the CLS tokens part ways as training moves their linear layers apart (eq. (1)).
+            ``"paper"``: the construction of the paper and the authors' code: the last linear layers start
+            random (BERT's normal(0, initializer_range)) followed by ``tanh``, and the extra CLS tokens are
+            ``[unused*]`` tokens at positions 1..K−1, later tokens shifting by K−1. Measured on CACM from
+            all-MiniLM-L6-v2, this starts about 30 MAP below the base (``benchmarks/results/train_cacm.json``).
+        cls_activation: ``"tanh"`` or ``None``: the activation applied to the CLS outputs after the last
+            layer's linear layers, like BERT's pooler (dense + tanh) and the authors'
+            ``--add_extra_facet_nonlinearity``. Defaults to ``"tanh"`` with ``initialization="paper"`` and
+            ``None`` with ``"base"`` (tanh would change the base's embedding). Without linear layers after
+            the last layer, c_k is the plain final hidden state.
         classifier_hidden_sizes: the hidden-layer sizes, each Linear + ReLU, of the SPECTROID classification head
             (Capuano et al.) that ``Multi2SPEForSequenceClassification`` puts on the paper embedding Σ_k c_k;
             ``[]`` (default) is a linear head. Unused by the encoder.
@@ -63,7 +77,8 @@ class Multi2SPEConfig(BertConfig):
         linear_layers: Optional[list[int]] = None,
         reparameterize: bool = True,
         reparameterization_init: str = "identity",
-        cls_activation: Optional[str] = "tanh",
+        initialization: str = "base",
+        cls_activation: Optional[str] = "default",
         classifier_hidden_sizes: Optional[list[int]] = None,
         **kwargs: Any,
     ):
@@ -85,6 +100,10 @@ class Multi2SPEConfig(BertConfig):
             raise ValueError(
                 f"reparameterization_init must be one of {REPARAMETERIZATION_INITS}, got {reparameterization_init!r}"
             )
+        if initialization not in INITIALIZATIONS:
+            raise ValueError(f"initialization must be one of {INITIALIZATIONS}, got {initialization!r}")
+        if cls_activation == "default":
+            cls_activation = "tanh" if initialization == "paper" else None
         if cls_activation not in CLS_ACTIVATIONS:
             raise ValueError(f"cls_activation must be one of {CLS_ACTIVATIONS}, got {cls_activation!r}")
         self.num_cls_tokens = num_cls_tokens
@@ -92,6 +111,7 @@ class Multi2SPEConfig(BertConfig):
         self.linear_layers = None if linear_layers is None else sorted(int(n) for n in linear_layers)
         self.reparameterize = reparameterize
         self.reparameterization_init = reparameterization_init
+        self.initialization = initialization
         self.cls_activation = cls_activation
         self.classifier_hidden_sizes = [int(size) for size in classifier_hidden_sizes or []]
         if any(size < 1 for size in self.classifier_hidden_sizes):

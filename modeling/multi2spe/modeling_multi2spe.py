@@ -11,7 +11,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 from transformers import AutoTokenizer, BertModel, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
-from transformers.modeling_attn_mask_utils import _prepare_4d_attention_mask_for_sdpa
+from transformers.modeling_attn_mask_utils import _prepare_4d_attention_mask, _prepare_4d_attention_mask_for_sdpa
 from transformers.modeling_outputs import SequenceClassifierOutput
 from transformers.models.bert.modeling_bert import BertEmbeddings, BertLayer
 from transformers.utils import ModelOutput, logging
@@ -86,7 +86,10 @@ class Multi2SPEEncoder(nn.Module):
         self.layer = nn.ModuleList([BertLayer(config, layer_idx=i) for i in range(config.num_hidden_layers)])
         last = config.num_hidden_layers
         self.cls_linear = nn.ModuleDict(
-            {str(n): Multi2SPECLSLinear(config, identity_init=n != last) for n in config.get_linear_layers()}
+            {
+                str(n): Multi2SPECLSLinear(config, identity_init=n != last or config.initialization == "base")
+                for n in config.get_linear_layers()
+            }
         )
 
     def forward(
@@ -240,8 +243,13 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
 
     @property
     def num_inserted_tokens(self) -> int:
-        """Tokens the model inserts into each input: a tokenizer must leave room for them below the position limit."""
-        return self.config.num_cls_tokens - 1
+        """Positions the inserted tokens take: a tokenizer must leave room for them below the position limit
+        (none with ``initialization="base"``, whose extra CLS tokens share position 0)."""
+        return 0 if self._shares_cls_position else self.config.num_cls_tokens - 1
+
+    @property
+    def _shares_cls_position(self) -> bool:
+        return self.config.initialization == "base"
 
     @classmethod
     def from_bert(
@@ -296,13 +304,14 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
         new_size = max(config.vocab_size, max(config.extra_cls_token_ids, default=-1) + 1)
         if new_size > config.vocab_size:
             model.resize_token_embeddings(new_size, mean_resizing=False)
-        if added_ids:
-            # Added CLS tokens start as copies of [CLS]: the pretrained encoder already uses that embedding
-            # to aggregate the sequence, and the copies still differ by their position embeddings. (An
-            # added id may fall inside a vocabulary padded beyond the tokenizer: that row was unused.)
+        seeded = config.extra_cls_token_ids if config.initialization == "base" else added_ids
+        if seeded:
+            # The extra CLS tokens start as copies of [CLS]: the pretrained encoder already uses that embedding
+            # to aggregate the sequence ("paper": added tokens only, which still differ by their positions; an
+            # added id may fall inside a vocabulary padded beyond the tokenizer: that row was unused).
             with torch.no_grad():
                 weight = model.get_input_embeddings().weight
-                weight[added_ids] = weight[tokenizer.cls_token_id].clone()
+                weight[seeded] = weight[tokenizer.cls_token_id].clone()
         return model.eval()
 
     def _extend_inputs(
@@ -334,14 +343,19 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
         attention_mask = insert(attention_mask, attention_mask.new_ones(1, n_extra))
         if token_type_ids is not None:
             token_type_ids = insert(token_type_ids, token_type_ids.new_zeros(1, n_extra))
-        if position_ids is not None:
+        if self._shares_cls_position:
+            # Every CLS token at [CLS]'s position; the text keeps the positions the tokenizer gave it.
+            if position_ids is None:
+                position_ids = torch.arange(length, device=device).expand(batch_size, length)
+            position_ids = insert(position_ids, position_ids[:, :1].expand(-1, n_extra))
+        elif position_ids is not None:
             first = position_ids[:, :1]
             position_ids = torch.cat(
                 [first, first + torch.arange(1, n_extra + 1, device=device), position_ids[:, 1:] + n_extra], dim=1
             )
 
         limit = self.config.max_position_embeddings
-        if length + n_extra > limit:
+        if not self._shares_cls_position and length + n_extra > limit:
             logger.warning_once(
                 f"Input of {length} tokens plus {n_extra} inserted CLS tokens exceeds max_position_embeddings="
                 f"{limit}; tokens before each sequence's final token are dropped (tokenize to at most "
@@ -363,6 +377,16 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
             attention_mask = attention_mask[:, :limit]
             position_ids = None if position_ids is None else position_ids[:, :limit]
         return input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids
+
+    def _cls_key_bias(self, attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """The additive 4-D attention mask of ``initialization="base"``: padding masked as BERT masks it, and
+        −log K on the keys of the K CLS tokens, so that K copies of one state weigh as that state once
+        (Σ_k exp(s − log K) = exp(s)) and the base's attention is unchanged at step 0."""
+        k = self.config.num_cls_tokens
+        mask = _prepare_4d_attention_mask(attention_mask, dtype, tgt_len=attention_mask.shape[1])
+        bias = torch.zeros(attention_mask.shape[1], dtype=dtype, device=attention_mask.device)
+        bias[:k] = -torch.log(torch.tensor(float(k), dtype=dtype))
+        return mask + bias
 
     def forward(
         self,
@@ -396,7 +420,9 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
             input_ids=input_ids, position_ids=position_ids, token_type_ids=token_type_ids, inputs_embeds=inputs_embeds
         )
         # The 4-D mask exactly as BertModel.forward builds it (transformers 4.57), so that outputs match it.
-        if self.attn_implementation == "sdpa" and self.config.position_embedding_type == "absolute":
+        if self._shares_cls_position:
+            extended_mask = self._cls_key_bias(attention_mask, embedding_output.dtype)
+        elif self.attn_implementation == "sdpa" and self.config.position_embedding_type == "absolute":
             extended_mask = _prepare_4d_attention_mask_for_sdpa(
                 attention_mask, embedding_output.dtype, tgt_len=embedding_output.shape[1]
             )

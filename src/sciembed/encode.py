@@ -18,6 +18,7 @@ import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -432,6 +433,78 @@ def default_max_length(model: Any, tokenizer: Any) -> int:
 def _position_limit(model: Any) -> int:
     # Families that insert tokens (extra CLS tokens, a control code) need room for them.
     return getattr(model.config, "max_position_embeddings", 512) - getattr(model, "num_inserted_tokens", 0)
+
+
+@dataclass(frozen=True)
+class BaseEmbedding:
+    """How a checkpoint's authors embed with it, as :func:`base_embedding` reads it.
+
+    Attributes:
+        pooling: ``"cls"`` or ``"mean"`` (``None``: the checkpoint prescribes none; a plain transformers model).
+        normalize: whether its vectors are L2-normalised.
+        max_length: the sentence-transformers ``max_seq_length`` (``None`` when not set).
+        source: where this was read from, for logs and ``train_results.json``.
+    """
+
+    pooling: str | None
+    normalize: bool
+    max_length: int | None
+    source: str
+
+
+def base_embedding(name_or_path: str | os.PathLike[str]) -> BaseEmbedding:
+    """The embedding a checkpoint is used with: its sentence-transformers modules (``modules.json``:
+    a Transformer, then Pooling with ``cls`` or ``mean``, then optionally Normalize) when it has them,
+    else nothing prescribed (``pooling=None``). Training starts from this, so that a model is trained
+    in the embedding its base is used with (:func:`pool` reproduces those modules exactly).
+
+    Raises:
+        ValueError: the modules hold something :func:`pool` cannot reproduce (a Dense layer, max
+            pooling, ...); the message names the file and the module.
+    """
+    name = str(name_or_path)
+    if not _has_sentence_transformers_modules(name):
+        return BaseEmbedding(None, False, None, "no sentence-transformers modules")
+    modules_file = _st_file(name, "modules.json")
+    kinds = [(entry.get("type", "").rsplit(".", 1)[-1], entry) for entry in json.loads(Path(modules_file).read_text(encoding="utf-8"))]
+    names = [kind for kind, _ in kinds]
+    pooling, modes = None, []
+    if names[:2] == ["Transformer", "Pooling"]:
+        config = json.loads(Path(_st_file(name, f"{kinds[1][1]['path']}/config.json")).read_text(encoding="utf-8"))
+        # sentence-transformers 5 writes "pooling_mode" (a name or a list); earlier releases one flag per mode.
+        modes = config.get("pooling_mode") or [mode.removeprefix("pooling_mode_").removesuffix("_tokens").removesuffix("_token")
+                                                for mode, on in config.items() if mode.startswith("pooling_mode_") and on]
+        modes = [modes] if isinstance(modes, str) else list(modes)
+        pooling = modes[0] if modes in (["cls"], ["mean"]) else None
+        rest = names[2:]
+    else:
+        # A sciembed family's folder: its Transformer module returns the family's own embedding.
+        rest = names[1:] if names[:1] == ["Transformer"] else names
+    if (modes and pooling is None) or rest not in ([], ["Normalize"]):
+        raise ValueError(f"{modules_file}: modules {' -> '.join(names)}{f' (pooling {modes})' if modes else ''} cannot be trained through "
+                         "sciembed.encode.pool, which reproduces Transformer -> Pooling (cls or mean) [-> Normalize]; "
+                         "set embedding.pooling and embedding.normalize to train another embedding")
+    normalize = rest == ["Normalize"]
+    try:
+        max_length = json.loads(Path(_st_file(name, "sentence_bert_config.json")).read_text(encoding="utf-8")).get("max_seq_length")
+    except FileNotFoundError:
+        max_length = None
+    return BaseEmbedding(pooling, normalize, max_length, modules_file)
+
+
+def _st_file(name_or_path: str, filename: str) -> str:
+    if Path(name_or_path).is_dir():
+        path = Path(name_or_path) / filename
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} is missing")
+        return str(path)
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    try:
+        return hf_hub_download(name_or_path, filename)
+    except EntryNotFoundError:
+        raise FileNotFoundError(f"{name_or_path}: no {filename}") from None
 
 
 def _is_sentence_transformer(model: Any) -> bool:

@@ -115,17 +115,19 @@ def _check_options(family: str, options: dict[str, Any], *config_classes: type) 
 
 
 def save_pretrained(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, folder: str | os.PathLike[str]
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, folder: str | os.PathLike[str], *,
+    normalize: bool = False, max_seq_length: int | None = None,
 ) -> Path:
     """Save a family model with its tokenizer and remote code, plus sentence-transformers files.
 
     The folder then loads with ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` without
     sciembed, and with ``SentenceTransformer(folder, trust_remote_code=True)``, whose embedding is the
     family's ``pooler_output`` (read by the Transformer module itself, so no Pooling module sees the
-    longer-than-input hidden states of families that insert tokens).
+    longer-than-input hidden states of families that insert tokens), followed by a Normalize module
+    with ``normalize`` (a model trained in unit vectors), truncated at ``max_seq_length`` tokens when given.
     """
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Transformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Transformer
 
     if family_of(model) is None:
         raise ValueError(f"{type(model).__name__} is not a sciembed model family ({', '.join(FAMILIES)})")
@@ -135,8 +137,10 @@ def save_pretrained(
     register_families()
     module = Transformer(
         str(folder),
+        max_seq_length=max_seq_length,
         modality_config={"text": {"method": "forward", "method_output_name": "pooler_output"}},
         module_output_name="sentence_embedding",
     )
-    SentenceTransformer(modules=[module], device="cpu").save(str(folder), create_model_card=False)
+    modules = [module, Normalize()] if normalize else [module]
+    SentenceTransformer(modules=modules, device="cpu").save(str(folder), create_model_card=False)
     return folder

@@ -3,9 +3,12 @@
 A recipe's settings are a nested dict with five sections:
 
 - ``model``: options of the family built from the base checkpoint (``num_cls_tokens``, ``domains``, ...);
-- ``embedding``: ``pooling`` (plain encoders) and ``max_length``;
+- ``embedding``: ``pooling`` (plain encoders), ``normalize`` and ``max_length``; unset (``None``), they
+  follow the base as its authors use it (its sentence-transformers modules: all-MiniLM-L6-v2 trains in
+  mean pooling + L2 normalisation at 256 tokens), else the paper's (``[CLS]``, unnormalised);
 - ``data``: how examples are made (sampler, held-out share of queries, seed, ...);
-- ``loss``: the loss's hyper-parameters;
+- ``loss``: ``name`` (``triplet``, ``mnr``, ``multi2spe``; see :data:`LOSSES`) and the loss's
+  hyper-parameters; changing ``name`` drops the recipe's own hyper-parameters of the other loss;
 - ``training``: ``transformers.TrainingArguments`` fields.
 
 Overrides come as dotted keys (``training.learning_rate=1e-5``, ``loss.margin=0.5``; a bare
@@ -13,7 +16,10 @@ Overrides come as dotted keys (``training.learning_rate=1e-5``, ``loss.margin=0.
 file of the same shape; an unknown key is an error that names the known ones.
 
 The values follow each paper; where a paper is silent the choice is named in the recipe's
-``notes``. "Effective batch 32" means 32 triplets per optimiser step on one device
+``notes``. A paper's loss is built for the geometry it ranks in (SPECTER: L2 between unnormalised
+vectors); when the model is trained in unit vectors (``embedding.normalize``, e.g. from the embedded
+MiniLM) a recipe's ``unit_vector_settings`` apply on top of its paper settings (and under the user's):
+the objective measured best from the embedded model (``benchmarks/results/train_cacm.json``). "Effective batch 32" means 32 triplets per optimiser step on one device
 (``per_device_train_batch_size * gradient_accumulation_steps``); on N devices it is N times that.
 """
 
@@ -29,6 +35,9 @@ from pathlib import Path
 from typing import Any
 
 OBJECTIVES = ("triplet", "multi2spe", "pairs", "multitask", "classification")
+#: ``loss.name`` -> the losses' class names in :mod:`sciembed.training.losses`, per objective that takes a choice.
+LOSSES = {"triplet": "TripletMarginLoss", "mnr": "MultipleNegativesRankingLoss", "multi2spe": "Multi2SPELoss"}
+OBJECTIVE_LOSSES = {"triplet": ("triplet", "mnr"), "multi2spe": ("multi2spe", "mnr"), "pairs": ("mnr",)}
 SECTIONS = ("model", "embedding", "data", "loss", "training")
 
 #: TrainingArguments every recipe starts from (logging, saving, no external trackers).
@@ -57,6 +66,7 @@ class Recipe:
             training samples), ``labelled`` (CACM categories or a SciRepEval MeSH sample).
         settings: the default settings (see the module docstring).
         notes: where the values come from, and the choices made where the paper is silent.
+        unit_vector_settings: dotted overrides applied when the model is trained in unit vectors.
     """
 
     name: str
@@ -66,16 +76,26 @@ class Recipe:
     data: str
     settings: dict[str, dict[str, Any]]
     notes: str = ""
+    unit_vector_settings: dict[str, Any] = dataclasses.field(default_factory=dict)
 
-    def resolve(self, overrides: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
-        """The settings with ``overrides`` (nested sections or dotted keys) applied and checked."""
+    def resolve(self, overrides: Mapping[str, Any] | None = None, *, unit_vectors: bool = False) -> dict[str, dict[str, Any]]:
+        """The settings with ``overrides`` (nested sections or dotted keys) applied and checked; with
+        ``unit_vectors``, :attr:`unit_vector_settings` first (under ``overrides``)."""
         settings = copy.deepcopy(self.settings)
-        for key, value in _flatten(overrides or {}):
-            section, name = _section_of(key)
-            settings.setdefault(section, {})[name] = value
+        layers = [self.unit_vector_settings] if unit_vectors else []
+        for layer in [*layers, overrides or {}]:
+            assignments = [(_section_of(key), value) for key, value in _flatten(layer)]
+            new_loss = next((value for (section, name), value in assignments if (section, name) == ("loss", "name")), None)
+            if new_loss is not None and new_loss != settings["loss"].get("name"):
+                settings["loss"] = {}
+            for (section, name), value in assignments:
+                settings.setdefault(section, {})[name] = value
         unknown = sorted(set(settings["training"]) - _training_fields())
         if unknown:
             raise ValueError(f"unknown TrainingArguments field(s) {', '.join(unknown)}")
+        choices = OBJECTIVE_LOSSES.get(self.objective)
+        if choices is not None and settings["loss"].get("name") not in choices:
+            raise ValueError(f"recipe {self.name}: loss.name must be one of {', '.join(choices)}, got {settings['loss'].get('name')!r}")
         return settings
 
 
@@ -105,14 +125,22 @@ def _training_fields() -> set[str]:
     return {f.name for f in dataclasses.fields(TrainingArguments) if f.init} - {"output_dir"}
 
 
-def _recipe(name, paper, objective, family, data, *, model=None, embedding=None, data_settings=None, loss=None, training, notes=""):
+def _recipe(name, paper, objective, family, data, *, model=None, embedding=None, data_settings=None, loss=None, training, notes="",
+            unit_vectors=None):
     return Recipe(name, paper, objective, family, data, {
         "model": dict(model or {}),
-        "embedding": {"pooling": None, "max_length": None, **(embedding or {})},
+        "embedding": {"pooling": None, "normalize": None, "max_length": None, **(embedding or {})},
         "data": {"held_out": 0.0, "seed": 0, "max_examples": None, **(data_settings or {})},
         "loss": dict(loss or {}),
         "training": {**_COMMON_TRAINING, **training},
-    }, notes)
+    }, notes, dict(unit_vectors or {}))
+
+
+#: Citation triplets in unit vectors: multiple-negatives ranking over the in-batch matrix plus each triplet's
+#: hard negative, cosine similarity at temperature 0.05 (sentence-transformers' scale 20); the 32 triplets of
+#: a step in one batch, since in-batch negatives come from the batch a loss sees, not from accumulation.
+_UNIT_VECTOR_TRIPLETS = {"loss.name": "mnr", "loss.similarity": "cosine", "loss.temperature": 0.05,
+                         "per_device_train_batch_size": 32, "gradient_accumulation_steps": 1}
 
 
 _SPECTER_TRAINING = {
@@ -129,28 +157,36 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
     _recipe(
         "specter", "Cohan et al. 2020, SPECTER", "triplet", None, "citations",
         data_settings={"sampler": "specter", "triplets_per_query": 5},
-        loss={"margin": 1.0},
+        loss={"name": "triplet", "margin": 1.0, "distance": "l2"},
         training=_SPECTER_TRAINING,
+        unit_vectors=_UNIT_VECTOR_TRIPLETS,
         notes="triplet margin loss (L2, margin 1), lr 2e-5 with linear warm-up over 10% of the steps then linear "
-              "decay, batch 32 (8 x 4 accumulation here), 2 epochs; 5 triplets per query, 2 with hard negatives.",
+              "decay, batch 32 (8 x 4 accumulation here), 2 epochs; 5 triplets per query, 2 with hard negatives. "
+              "In unit vectors (a base such as all-MiniLM-L6-v2): multiple-negatives ranking with the hard negatives, "
+              "cosine / 0.05, 32 triplets per batch.",
     ),
     _recipe(
         "scincl", "Ostendorff et al. 2022, SciNCL", "triplet", None, "citations",
         data_settings={"sampler": "scincl"},
-        loss={"margin": 1.0},
+        loss={"name": "triplet", "margin": 1.0, "distance": "l2"},
         training=_SPECTER_TRAINING,
+        unit_vectors=_UNIT_VECTOR_TRIPLETS,
         notes="SPECTER's triplet loss (margin 1) on triplets sampled from a citation-graph embedding: 5 positives "
               "from kNN ranks [20, 25), 2 hard negatives from [3998, 4000), 3 random (ranks scale down on small "
-              "graphs). The optimiser settings are SPECTER's; SciNCL's own were not checked against its paper.",
+              "graphs). The optimiser settings are SPECTER's; SciNCL's own were not checked against its paper. In unit "
+              "vectors: multiple-negatives ranking as the specter recipe.",
     ),
     _recipe(
         "multi2spe", "Seoh, Chang & McCallum 2023, Multi2SPE", "multi2spe", "multi2spe", "citations",
         model={"num_cls_tokens": 3},
         data_settings={"sampler": "specter", "triplets_per_query": 5},
-        loss={"weight": 0.1, "mode": "paper"},
+        loss={"name": "multi2spe", "weight": 0.1, "mode": "paper"},
         training={**_SPECTER_TRAINING, "weight_decay": 0.0, "lr_scheduler_type": "linear"},
+        unit_vectors=_UNIT_VECTOR_TRIPLETS,
         notes="K=3 CLS tokens, lambda=0.1, Adam (AdamW with no weight decay) lr 2e-5, effective batch 32, "
-              "SPECTER triplets; loss mode 'paper' (eqs. 2-3) by default, 'released' for the authors' code.",
+              "SPECTER triplets; loss mode 'paper' (eqs. 2-3) by default, 'released' for the authors' code. The model "
+              "starts where its base is (model.initialization='base'; 'paper' for the paper's random last layers). In "
+              "unit vectors: multiple-negatives ranking on the normalised sum of the CLS outputs, as the specter recipe.",
     ),
     _recipe(
         "scirepeval-ctrl", "Singh et al. 2023, SciRepEval (control codes)", "multitask", "control_code", "scirepeval",
@@ -199,13 +235,15 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
         "moe-cocitation", "Hallee, Kapur et al. 2024, MoE BERT", "pairs", "moe_bert", "citations",
         model={"domains": ["cs"], "routing": "enforced"},
         data_settings={"domain": "cs"},
-        loss={"temperature": 0.7, "symmetric": False, "router_cross_entropy": 1.0, "router_mutual_information": 0.0,
-              "router_load_balancing": 0.0},
+        loss={"name": "mnr", "temperature": 0.7, "learn_temperature": True, "similarity": "dot", "symmetric": False,
+              "router_cross_entropy": 1.0, "router_mutual_information": 0.0, "router_load_balancing": 0.0},
         training={"learning_rate": 1e-5, "lr_scheduler_type": "cosine", "warmup_ratio": 0.0, "num_train_epochs": 1,
                   "per_device_train_batch_size": 16, "weight_decay": 0.01},
         notes="Co-citation pairs, multiple-negatives ranking over the full in-batch matrix with a learned "
               "temperature (init 0.7), lr 1e-5 with cosine decay; experts copied from the pretrained MLP, "
-              "routing by domain token (router losses apply to learned routing only).",
+              "routing by domain token (router losses apply to learned routing only). In unit vectors: cosine / 0.05, "
+              "fixed.",
+        unit_vectors={"loss.similarity": "cosine", "loss.temperature": 0.05, "loss.learn_temperature": False},
     ),
 )}
 

@@ -53,6 +53,7 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
             overrides: Mapping[str, Any] | None = None) -> TrainingRun:
     """Build the Trainer of ``recipe`` for the base checkpoint ``base`` (default: the embedded
     all-MiniLM-L6-v2) and the examples read from ``data``, checkpointing under ``output_dir``."""
+    import torch
     from transformers import TrainingArguments, set_seed
 
     from ..default_model import default_model_path
@@ -60,29 +61,37 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
     from ..families import register_families
 
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
-    settings = recipe.resolve(overrides)
     base = str(base) if base is not None else default_model_path()
+    settings, embedding = _settings(recipe, base, overrides)
     register_families()
     examples = _examples(recipe, settings["data"], data)
     # What a family adds to the base (Multi2SPE's last per-CLS layers, a head, adapters) starts random:
     # seeded here, before the Trainer seeds training, so a run is the same run every time.
     set_seed(settings["training"].get("seed", 42))
     model, tokenizer = _model(recipe, settings["model"], base, examples)
-    max_length = settings["embedding"]["max_length"] or default_max_length(model, tokenizer)
+    limit = default_max_length(model, tokenizer)
+    if (settings["embedding"]["max_length"] or 0) > limit:
+        raise ValueError(f"embedding.max_length {settings['embedding']['max_length']} exceeds the {limit} tokens {base} takes")
+    max_length = settings["embedding"]["max_length"] = min(settings["embedding"]["max_length"] or embedding.max_length or limit, limit)
+    logger.info("recipe %s trains in this embedding: pooling %s, normalize %s, max_length %d (%s); loss %s",
+                recipe.name, settings["embedding"]["pooling"] or "the family's own", settings["embedding"]["normalize"], max_length,
+                settings["embedding"]["chosen_by"], settings["loss"])
     training = dict(settings["training"])
+    # Pinned memory only speeds up copies to a GPU; on a CPU machine the DataLoader just warns about it.
+    training.setdefault("dataloader_pin_memory", torch.cuda.is_available())
     if examples.evaluation is not None:
         training.setdefault("eval_strategy", training.get("save_strategy", "epoch"))
         training.setdefault("metric_for_best_model", "cite_map")
     args = TrainingArguments(output_dir=str(output_dir), remove_unused_columns=False, **training)
     trainer_class, collator, loss, options = _objective(recipe, settings, model, tokenizer, max_length, examples)
     if recipe.objective != "classification":
-        options["pooling"] = settings["embedding"]["pooling"]
+        options.update(pooling=settings["embedding"]["pooling"], normalize=settings["embedding"]["normalize"])
     trainer = trainer_class(
         model, args, loss=loss, max_length=max_length, train_dataset=examples.train, eval_dataset=examples.evaluation,
         data_collator=collator, processing_class=tokenizer, **options,
     )
     counts = {"examples": len(examples.train), **examples.counts}
-    logger.info("recipe %s on %s: %s", recipe.name, data, counts)
+    logger.info("recipe %s on %s: %s", recipe.name, data, {k: v for k, v in counts.items() if k != "held_out_ids"})
     return TrainingRun(recipe, settings, trainer, tokenizer, Path(output_dir), {"source": str(data), **counts})
 
 
@@ -93,13 +102,16 @@ def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str |
     With held-out queries (``data.held_out``) the trained model's held-out evaluation is also written
     as ``OUTPUT/held_out_evaluation.json`` in ``sciembed evaluate``'s format (what ``sciembed export``
     turns into the model card's results); ``evaluate_before`` scores the untrained model first
-    (``base_eval_metrics`` in the summary).
+    (``base_eval_metrics`` in the summary) and the base as its authors publish it (its own pooling and
+    normalisation: ``published_base_eval_metrics``), the model a fine-tuned one has to beat.
 
     Returns the contents of ``train_results.json``.
     """
     run = prepare(recipe, base, data, output_dir, overrides)
     evaluating = isinstance(run.trainer.eval_dataset, TaskSuite)
-    base_metrics = run.trainer.evaluate() if evaluating and evaluate_before and not resume else {}
+    before = evaluating and evaluate_before and not resume
+    base_metrics = run.trainer.evaluate() if before else {}
+    published_metrics = _evaluate_published_base(run, base) if before else {}
     started = time.perf_counter()
     result = run.trainer.train(resume_from_checkpoint=True if resume else None)
     seconds = time.perf_counter() - started
@@ -118,6 +130,7 @@ def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str |
         "settings": run.settings,
         "train_metrics": result.metrics,
         "base_eval_metrics": base_metrics,
+        "published_base_eval_metrics": published_metrics,
         "eval_metrics": final_metrics,
         "global_step": result.global_step,
         "seconds": round(seconds, 1),
@@ -127,6 +140,21 @@ def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str |
         with atomic_path(run.output_dir / RESULTS_FILE) as temporary:
             temporary.write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
     return summary
+
+
+def _evaluate_published_base(run: TrainingRun, base: str | os.PathLike[str] | None) -> dict[str, float]:
+    """The held-out metrics of the base as its authors use it (a sentence-transformers base through its own
+    modules, a plain encoder by its [CLS]), at the run's text length, named as the Trainer names them."""
+    from ..default_model import default_model_path
+    from ..encode import PaperEncoder
+    from ..evaluation.runner import evaluate_suite
+
+    trainer = run.trainer
+    encoder = PaperEncoder.from_pretrained(str(base) if base is not None else default_model_path(), max_length=trainer.max_length,
+                                           device=trainer.args.device)
+    report = evaluate_suite(encoder, trainer.eval_dataset, batch_size=trainer.args.per_device_eval_batch_size, n_jobs=1,
+                            show_progress_bar=False)
+    return {f"eval_{r.task_id or r.task}_{name}": value for r in report.results for name, value in r.metrics.items()}
 
 
 def save_trained(trainer: Any, tokenizer: Any, folder: str | os.PathLike[str]) -> Path:
@@ -142,26 +170,26 @@ def save_trained(trainer: Any, tokenizer: Any, folder: str | os.PathLike[str]) -
     if save_with_format_modules(model, staging):
         tokenizer.save_pretrained(staging)
     elif family_of(model) is not None:
-        save_pretrained(model, tokenizer, staging)
+        save_pretrained(model, tokenizer, staging, normalize=getattr(trainer, "normalize", False), max_seq_length=trainer.max_length)
     else:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
-    # An encoder records the pooling it was trained with; a classifier (head + encoder) is one model.
+    # An encoder records the embedding it was trained in; a classifier (head + encoder) is one model.
     if family_of(model) is None and model.base_model is model and getattr(trainer, "pooling", None) in ("cls", "mean"):
-        _save_sentence_transformers_modules(staging, trainer.pooling, trainer.max_length)
+        _save_sentence_transformers_modules(staging, trainer.pooling, trainer.normalize, trainer.max_length)
     if folder.exists():
         shutil.rmtree(folder)
     os.replace(staging, folder)
     return folder
 
 
-def _save_sentence_transformers_modules(folder: Path, pooling: str, max_length: int | None) -> None:
+def _save_sentence_transformers_modules(folder: Path, pooling: str, normalize: bool, max_length: int | None) -> None:
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 
     transformer = Transformer(str(folder), max_seq_length=max_length)
-    pooler = Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling)
-    SentenceTransformer(modules=[transformer, pooler], device="cpu").save(str(folder), create_model_card=False)
+    modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling)] + ([Normalize()] if normalize else [])
+    SentenceTransformer(modules=modules, device="cpu").save(str(folder), create_model_card=False)
 
 
 # ---------------------------------------------------------------------- the parts
@@ -174,6 +202,29 @@ class _Examples:
     counts: dict[str, Any] | None = None
     tasks: dict[str, tuple[str, int]] | None = None
     labels: list[str] | None = None
+
+
+def _settings(recipe: Recipe, base: str, overrides: Mapping[str, Any] | None):
+    """The recipe's settings for ``base``, with the embedding resolved: what ``embedding`` leaves unset
+    follows the base as its authors use it (:func:`~sciembed.encode.base_embedding`), a family's own
+    pooling excepted; trained in unit vectors, the recipe's unit-vector settings apply. The choice and
+    its source are recorded as ``embedding.chosen_by``."""
+    from ..encode import base_embedding
+
+    given = recipe.resolve(overrides)["embedding"]
+    spec = base_embedding(base)
+    pooling = given["pooling"]
+    if pooling is None and recipe.family is None and recipe.objective != "classification":
+        pooling = spec.pooling or "cls"
+    normalize = spec.normalize if given["normalize"] is None else bool(given["normalize"])
+    settings = recipe.resolve(overrides, unit_vectors=normalize)
+    chosen_by = {"pooling": "settings" if given["pooling"] is not None else
+                 ("the family" if recipe.family is not None else spec.source if spec.pooling else "the paper ([CLS])"),
+                 "normalize": "settings" if given["normalize"] is not None else (spec.source if spec.normalize else "the paper"),
+                 "max_length": "settings" if given["max_length"] is not None else (spec.source if spec.max_length else "the model's limit"),
+                 "loss": "the recipe's unit-vector settings" if normalize and recipe.unit_vector_settings else "the recipe's paper settings"}
+    settings["embedding"].update(pooling=pooling, normalize=normalize, chosen_by=chosen_by)
+    return settings, spec
 
 
 def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[str]) -> _Examples:
@@ -201,7 +252,7 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
         source = training_data.read_citation_source(path)
         counts["skipped_records"] = len(source.skipped)
         queries, held = training_data.split_queries(source.linked_queries(), held_out, seed)
-        counts.update(queries=len(queries), held_out_queries=len(held))
+        counts.update(queries=len(queries), held_out_queries=len(held), held_out_ids=sorted(held))
         if recipe.objective == "pairs":
             train = training_data.pair_dataset(source, exclude=held, domain=options.pop("domain", None))
         else:
@@ -263,19 +314,20 @@ def _add_format_modules(model, modules: str | None, options: dict[str, Any], bas
 def _objective(recipe: Recipe, settings: dict[str, dict[str, Any]], model, tokenizer, max_length: int, examples: _Examples):
     from . import collators, losses, trainers
 
+    from .recipes import LOSSES
+
     loss_options = dict(settings["loss"])
-    if recipe.objective == "triplet":
-        return trainers.TripletTrainer, collators.TripletCollator(tokenizer, max_length), losses.TripletMarginLoss(**loss_options), {}
-    if recipe.objective == "multi2spe":
-        return trainers.TripletTrainer, collators.TripletCollator(tokenizer, max_length), losses.Multi2SPELoss(**loss_options), {}
+    loss_class = getattr(losses, LOSSES[loss_options.pop("name")]) if "name" in loss_options else None
+    if recipe.objective in ("triplet", "multi2spe"):
+        return trainers.TripletTrainer, collators.TripletCollator(tokenizer, max_length), loss_class(**loss_options), {}
     if recipe.objective == "pairs":
         router_weights = [loss_options.pop(k) for k in ("router_cross_entropy", "router_mutual_information", "router_load_balancing")]
-        loss = losses.MultipleNegativesRankingLoss(**loss_options)
+        loss = loss_class(**loss_options)
         router = None
         if getattr(model.config, "routing", "enforced") != "enforced" and any(router_weights):
             router = losses.RouterLoss(*router_weights, top_k=getattr(model.config, "top_k", 1))
         collator = collators.PairCollator(tokenizer, max_length, domains=getattr(model.config, "domains", None))
-        return trainers.PairTrainer, collator, loss, {"router_loss": router}
+        return trainers.PairTrainer, collator, loss, {"router_loss": router, "domain": settings["data"].get("domain")}
     if recipe.objective == "multitask":
         specs = {name: losses.TaskSpec("proximity" if kind == "search" else kind, labels) for name, (kind, labels) in examples.tasks.items()}
         loss = losses.MultiTaskLoss(specs, model.config.hidden_size, **loss_options)

@@ -5,7 +5,9 @@ multi-task batches). Everything else (``TrainingArguments``, gradient accumulati
 checkpoints and resume, logging, ``accelerate`` / DDP / FSDP / DeepSpeed) is the plain Trainer's.
 
 The embedding a loss sees is the one the model is later encoded with (:func:`sciembed.encode.pool`:
-the family's ``pooler_output``, else ``[CLS]`` as SPECTER, or ``pooling="mean"``). Losses with
+the family's ``pooler_output``, else ``[CLS]`` as SPECTER, or ``pooling="mean"``; L2-normalised with
+``normalize``, as a base such as all-MiniLM-L6-v2 is used). The run saves the model with
+sentence-transformers modules that say so, so :func:`sciembed.encode` gives exactly the trained vector. Losses with
 parameters of their own (the learned temperature of
 :class:`~.losses.MultipleNegativesRankingLoss`, the task heads of :class:`~.losses.MultiTaskLoss`)
 are optimised with the model, saved in each checkpoint (``loss.pt``) and restored on resume; they are
@@ -13,7 +15,8 @@ not part of the saved model.
 
 Passing a :class:`~sciembed.evaluation.TaskSuite` (e.g. the CACM cite task on held-out queries) as
 ``eval_dataset`` evaluates through :mod:`sciembed.evaluation` on every evaluation step, so its metrics
-(``eval_cite_map``, ...) can drive ``metric_for_best_model``.
+(``eval_cite_map``, ...) can drive ``metric_for_best_model``; under DDP the main process evaluates once
+and sends the metrics to the others.
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ class EmbeddingTrainer(Trainer):
         args: ``TrainingArguments``.
         loss: the loss module.
         pooling: ``cls`` or ``mean`` for a plain encoder (default: :func:`~sciembed.encode.default_pooling`).
+        normalize: L2-normalise the paper embeddings (in the loss and in evaluation).
+        domain: the domain a mixture-of-experts model with enforced routing is evaluated in.
         task_format: the format a multi-format model (control codes, format adapters, PALs) embeds
             papers in (e.g. ``proximity`` for citation triplets); ignored by single-format models.
         max_length: tokens per text when evaluating (default: the model's limit).
@@ -59,8 +64,8 @@ class EmbeddingTrainer(Trainer):
     """
 
     def __init__(self, model: nn.Module, args: Any, *, loss: nn.Module | None = None, pooling: str | None = None,
-                 task_format: str | None = None, max_length: int | None = None, eval_dataset: Any = None,
-                 adapter_training: str | None = None, **kwargs: Any):
+                 normalize: bool = False, domain: str | None = None, task_format: str | None = None, max_length: int | None = None,
+                 eval_dataset: Any = None, adapter_training: str | None = None, **kwargs: Any):
         super().__init__(model=model, args=args, eval_dataset=eval_dataset, **kwargs)
         if adapter_training is not None:
             # The adapters library's own checks and AdapterFusion's value regularisation.
@@ -72,6 +77,7 @@ class EmbeddingTrainer(Trainer):
             self.add_callback(AdapterTrainerCallback(self))
         self.loss = loss.to(self.args.device) if loss is not None else None
         self.pooling = pooling or default_pooling(self.model)
+        self.normalize, self.domain = normalize, domain
         if family_of(self.model) is not None and pooling is not None:
             raise ValueError(f"a {family_of(self.model)} model gives its own paper embedding: leave pooling unset")
         # Formats matter only to multi-format models (control codes, format adapters, PALs).
@@ -96,7 +102,7 @@ class EmbeddingTrainer(Trainer):
         if self.formats:
             features.update(activate_format(self.model, task_format or self.task_format))
         outputs = model(**features)
-        return outputs, pool(outputs, features["attention_mask"], self.pooling)
+        return outputs, pool(outputs, features["attention_mask"], self.pooling, normalize=self.normalize)
 
     # ------------------------------------------------------------------ trainable losses
 
@@ -136,15 +142,25 @@ class EmbeddingTrainer(Trainer):
         suite = eval_dataset if eval_dataset is not None else self.eval_dataset
         if not isinstance(suite, TaskSuite):
             return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
-        encoder_model = self.model.base_model
-        pooling = None if family_of(encoder_model) is not None else self.pooling
-        encoder = PaperEncoder(encoder_model, self.processing_class, pooling=pooling, max_length=self.max_length, device=self.args.device)
-        was_training = self.model.training
-        report = evaluate_suite(encoder, suite, batch_size=self.args.per_device_eval_batch_size, n_jobs=1, show_progress_bar=False,
-                                settings={"global_step": self.state.global_step, "max_length": encoder.max_length})
-        self.model.train(was_training)
-        self.last_evaluation = report
-        metrics = {f"{metric_key_prefix}_{r.task_id or r.task}_{name}": value for r in report.results for name, value in r.metrics.items()}
+        metrics = None
+        if self.args.process_index == 0:
+            encoder_model = self.model.base_model
+            pooling = None if family_of(encoder_model) is not None else self.pooling
+            encoder = PaperEncoder(encoder_model, self.processing_class, pooling=pooling, normalize=self.normalize,
+                                   max_length=self.max_length, device=self.args.device, domain=self.domain)
+            was_training = self.model.training
+            report = evaluate_suite(encoder, suite, batch_size=self.args.per_device_eval_batch_size, n_jobs=1, show_progress_bar=False,
+                                    settings={"global_step": self.state.global_step, "max_length": encoder.max_length})
+            self.model.train(was_training)
+            self.last_evaluation = report
+            metrics = {f"{metric_key_prefix}_{r.task_id or r.task}_{name}": value for r in report.results for name, value in r.metrics.items()}
+        if self.args.world_size > 1:
+            # Every process needs the metrics (best-model tracking, early stopping); one computes them.
+            import torch.distributed as dist
+
+            sent = [metrics]
+            dist.broadcast_object_list(sent, src=0)
+            metrics = sent[0]
         self.log(metrics)
         self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
         return metrics
