@@ -212,6 +212,21 @@ def test_a_sentence_transformers_base_trains_and_saves_in_its_own_embedding(reci
     np.testing.assert_allclose(np.linalg.norm(encoded, axis=1), 1, atol=1e-5)
 
 
+def test_step_0_in_the_published_embedding_scores_as_the_published_base(tiny_st_base, tmp_path):
+    """What lets `train --evaluate-before` score the base once: a recipe that starts as published (the
+    base itself in its own pooling and normalisation) gives the published base's held-out metrics at step 0;
+    a family does not start as published."""
+    from sciembed.training.run import _evaluate_published_base, prepare
+
+    data = write_s2orc(tmp_path / "papers.jsonl")
+    overrides = {**TINY_RUN, "save_strategy": "no", "data.max_examples": None, "data.held_out": 0.25}
+    run = prepare("specter", tiny_st_base, data, tmp_path / "out", overrides)
+    assert run.data["starts_as_published"]
+    step0, published = run.trainer.evaluate(), _evaluate_published_base(run, tiny_st_base)
+    assert {k: v for k, v in step0.items() if k.startswith("eval_cite")} == pytest.approx(published)
+    assert not prepare("multi2spe", tiny_st_base, data, tmp_path / "m2s", overrides).data["starts_as_published"]
+
+
 def test_a_plain_checkpoint_keeps_the_paper_s_embedding_and_loss(tiny_bert):
     """Without sentence-transformers modules SPECTER's own setting stays: [CLS], unnormalised, L2 triplet
     margin 1; embedding.normalize switches to the unit-vector objective, loss.name to another loss."""

@@ -46,7 +46,7 @@ _RANKED_ABOVE = """
 import json, sys
 sys.modules["sciembed"] = None  # as on a machine without sciembed
 from sentence_transformers import SentenceTransformer
-folders, triples = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+folders, triples = json.loads(sys.argv[1]), json.load(sys.stdin)
 result = {}
 for name, folder in folders.items():
     model = SentenceTransformer(folder, device="cpu", trust_remote_code=True)
@@ -160,7 +160,8 @@ def _ranked_above(folder: Path, papers: list[dict[str, Any]], links: set[tuple[s
         triples.append([paper_text(by_id[i], "[SEP]") for i in (q, c, r)])
     folders = {"published": default_model_path(), "fine-tuned": str(folder)}
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-c", _RANKED_ABOVE, json.dumps(folders), json.dumps(triples)], capture_output=True, text=True, env=env)
+    done = subprocess.run([sys.executable, "-c", _RANKED_ABOVE, json.dumps(folders)], input=json.dumps(triples), capture_output=True,
+                          text=True, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"loading {folder} without sciembed failed:\n{done.stderr[-2000:]}")
     return {"pairs": len(triples), **json.loads(done.stdout.strip().splitlines()[-1])}

@@ -90,7 +90,8 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
         model, args, loss=loss, max_length=max_length, train_dataset=examples.train, eval_dataset=examples.evaluation,
         data_collator=collator, processing_class=tokenizer, **options,
     )
-    counts = {"examples": len(examples.train), **examples.counts}
+    counts = {"examples": len(examples.train), **examples.counts,
+              "starts_as_published": _starts_as_published(recipe, settings, embedding)}
     logger.info("recipe %s on %s: %s", recipe.name, data, {k: v for k, v in counts.items() if k != "held_out_ids"})
     return TrainingRun(recipe, settings, trainer, tokenizer, Path(output_dir), {"source": str(data), **counts})
 
@@ -110,8 +111,9 @@ def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str |
     run = prepare(recipe, base, data, output_dir, overrides)
     evaluating = isinstance(run.trainer.eval_dataset, TaskSuite)
     before = evaluating and evaluate_before and not resume
-    base_metrics = run.trainer.evaluate() if before else {}
     published_metrics = _evaluate_published_base(run, base) if before else {}
+    # A recipe that trains the base in its published embedding starts exactly there: scored once.
+    base_metrics = (published_metrics if run.data["starts_as_published"] else run.trainer.evaluate()) if before else {}
     started = time.perf_counter()
     result = run.trainer.train(resume_from_checkpoint=True if resume else None)
     seconds = time.perf_counter() - started
@@ -140,6 +142,15 @@ def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str |
         with atomic_path(run.output_dir / RESULTS_FILE) as temporary:
             temporary.write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
     return summary
+
+
+def _starts_as_published(recipe: Recipe, settings: dict[str, dict[str, Any]], published: Any) -> bool:
+    """Whether the model at step 0 embeds exactly as the base as published (evaluated at the run's text
+    length): the base itself (no family, no format modules) in the pooling and normalisation of its
+    sentence-transformers modules."""
+    embedding = settings["embedding"]
+    return (recipe.family is None and not settings["model"].get("format_modules") and published.pooling is not None
+            and (embedding["pooling"], embedding["normalize"]) == (published.pooling, published.normalize))
 
 
 def _evaluate_published_base(run: TrainingRun, base: str | os.PathLike[str] | None) -> dict[str, float]:
