@@ -109,3 +109,17 @@ def test_push_offline_stops_after_a_complete_export(family_model, tmp_path, capl
         push_folder(out, "org/m2s", api=RecordingHfApi())
     assert main(["push", "--model", str(family_model), "--repo-id", "org/m2s", "--out", str(out), "--no-validate"]) == 2
     assert "HF_HUB_OFFLINE is set" in caplog.text and (out / "model.safetensors").is_file()
+
+
+def test_card_names_the_destination_and_the_trained_embedding(tiny_st_base, tmp_path):
+    """The card's title and model-index name come from the export's destination (or the repo id), never from
+    the temporary folder it is written in; a plain encoder's title says the embedding its modules record."""
+    import yaml
+
+    report = export_model(tiny_st_base, tmp_path / "my-encoder", evaluations=[RESULTS])
+    card = (report.folder / "README.md").read_text()
+    meta = yaml.safe_load(card.split("---")[1])
+    assert meta["model-index"][0]["name"] == "my-encoder" and "\n# my-encoder\n" in card and "partial" not in card
+    assert "mean-pooled, L2-normalised embedding" in card
+    named = export_model(tiny_st_base, tmp_path / "other", evaluations=[RESULTS], repo_id="org/specter-minilm", validate=False)
+    assert yaml.safe_load((named.folder / "README.md").read_text().split("---")[1])["model-index"][0]["name"] == "specter-minilm"

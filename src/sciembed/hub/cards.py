@@ -264,6 +264,7 @@ def render_model_card(
     training: Mapping[str, Any] | None = None,
     repo_id: str | None = None,
     license: str = "apache-2.0",  # noqa: A002 -- the Hub's metadata field is called license
+    name: str | None = None,
 ) -> ModelCard:
     """The model card of the model saved in ``model_dir``.
 
@@ -277,6 +278,8 @@ def render_model_card(
             section, the ``base_model`` (when the base is a Hub id) and the training data set.
         repo_id: the Hub id the usage code loads (default: the placeholder ``PATH_OR_HUB_ID``).
         license: the Hub licence id.
+        name: the model's name in the title and the ``model-index`` (default: the last part of ``repo_id``,
+            else the folder's name; an export passes its destination's, never its temporary folder's).
 
     Raises:
         FileNotFoundError: ``model_dir`` is not a saved model folder (see :func:`inspect_model_folder`).
@@ -292,7 +295,7 @@ def render_model_card(
     evaluations = [dict(e) for e in evaluations]
     results, left_out = evaluation_results(evaluations)
     run = _training_section(training) if training is not None else None
-    model_name = (repo_id or folder.path.resolve().name).split("/")[-1]
+    model_name = name or (repo_id or folder.path.resolve().name).split("/")[-1]
 
     tags = ["sciembed", "scientific-documents", folder.family.replace("_", "-")]
     if folder.method:
@@ -337,7 +340,7 @@ def render_model_card(
         # The domain the usage code routes to, for a mixture of experts with enforced routing.
         domain=config.domains[0] if getattr(config, "routing", None) == "enforced" else None,
         head=_head_name(config) if folder.classifier else None,
-        title=FAMILY_TITLES[folder.family],
+        title=_bert_title(folder) if folder.family == "bert" else FAMILY_TITLES[folder.family],
         method_title=METHOD_TITLES.get(folder.method),
         partials=[f"{PARTIALS}/{name}.md" for name in partials],
         model_id=repo_id or PLACEHOLDER_ID,
@@ -418,6 +421,16 @@ def _evaluation_summary(report: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _bert_title(folder: Any) -> str:
+    """A plain encoder's title, with the embedding its sentence-transformers modules record."""
+    from ..encode import base_embedding
+
+    spec = base_embedding(folder.path) if folder.sentence_transformers else None
+    if spec is None or spec.pooling in (None, "cls"):
+        return FAMILY_TITLES["bert"] + (", L2-normalised" if spec is not None and spec.normalize else "")
+    return "BERT encoder with a mean-pooled" + (", L2-normalised" if spec.normalize else "") + " embedding"
+
+
 def _training_section(training: Mapping[str, Any]) -> dict[str, Any]:
     """The training section's data from a ``train_results.json`` dict.
 
@@ -434,12 +447,15 @@ def _training_section(training: Mapping[str, Any]) -> dict[str, Any]:
     elif base and _is_hub_id(base):
         base_model = base
     data = dict(training.get("data") or {})
+    for internal in ("held_out_ids", "starts_as_published"):
+        data.pop(internal, None)
     source = str(data.pop("source", "") or "")
     data_hub_id = source if source and _is_hub_id(source) else None
     hyper = [(f"training.{key}", settings.get("training", {})[key]) for key in _KEY_TRAINING_ARGUMENTS
              if settings.get("training", {}).get(key) not in (None, -1)]
     for section in ("model", "embedding", "data", "loss"):
-        hyper += [(f"{section}.{key}", value) for key, value in (settings.get(section) or {}).items() if value is not None]
+        hyper += [(f"{section}.{key}", value) for key, value in (settings.get(section) or {}).items()
+                  if value is not None and key != "chosen_by"]
     arguments = settings.get("training") or {}
     short = [reason for reason, applies in (
         (f"stopped after max_steps={arguments.get('max_steps')} optimiser steps", (arguments.get("max_steps") or -1) > 0),

@@ -88,7 +88,8 @@ def export_model(
     shutil.copytree(source, staging, ignore=shutil.ignore_patterns(*_LEFT_OUT))
     _to_safetensors(staging)
     model_type = json.loads(config_path.read_text(encoding="utf-8")).get("model_type", "")
-    card = render_model_card(staging, evaluations=evaluations, training=training, repo_id=repo_id, license=license)
+    card = render_model_card(staging, evaluations=evaluations, training=training, repo_id=repo_id, license=license,
+                             name=repo_id.split("/")[-1] if repo_id else destination.name)
     card.save(staging / CARD_FILE)
     checks = validate_export(staging) if validate else []
     if destination.exists():
