@@ -82,3 +82,44 @@ def test_bad_jsonl_embedding_file_names_line(tmp_path):
     path.write_text('{"paper_id": "a", "embedding": [1.0]}\n{"paper_id": "b"}\n')
     with pytest.raises(ValueError, match=r"e\.jsonl, line 2: not an embedding record"):
         read_embeddings(path)
+
+
+def test_npy_ids_name_their_vectors_so_a_torn_pair_is_refused(tmp_path):
+    """A crash between the two renames of an .npy pair (simulated: the new ids beside the old vectors) is an
+    error naming both files, never new ids read with old vectors; a plain list of ids (older files) still reads."""
+    path = tmp_path / "out.npy"
+    write_embeddings(path, _chunks(), total=5, dim=4)
+    old_vectors = path.read_bytes()
+    write_embeddings(path, iter([(IDS, VECTORS[::-1].copy())]), total=5, dim=4)
+    path.write_bytes(old_vectors)
+    with pytest.raises(ValueError, match="out.ids.json was written with other vectors than .*out.npy"):
+        read_embeddings(path)
+    ids_path(path).write_text(json.dumps(IDS))
+    assert read_embeddings(path)[0] == IDS
+
+
+def test_outputs_get_the_permissions_of_the_umask(tmp_path):
+    import os
+    import stat
+
+    previous = os.umask(0o022)
+    try:
+        write_embeddings(tmp_path / "out.jsonl", _chunks(), total=5, dim=4)
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "out.jsonl").stat().st_mode) == 0o644
+
+
+def test_replace_folder_swaps_in_the_new_folder_and_keeps_nothing_else(tmp_path):
+    from sciembed.embeddings_io import replace_folder
+
+    destination, staging = tmp_path / "model", tmp_path / ".model.partial"
+    destination.mkdir()
+    (destination / "old.txt").write_text("old")
+    staging.mkdir()
+    (staging / "new.txt").write_text("new")
+    replace_folder(staging, destination)
+    assert [p.name for p in destination.iterdir()] == ["new.txt"] and sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    staging.mkdir()
+    replace_folder(staging, tmp_path / "fresh")  # no destination yet: a plain rename
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "model"]

@@ -4,15 +4,20 @@ Every writer fills a temporary file next to the target and renames it into place
 complete, so an interrupted run never leaves a file that looks finished.
 
 - ``.jsonl``: one ``{"paper_id": ..., "embedding": [...]}`` object a line (the format SciDocs reads).
-- ``.npy``: a float32 ``(n, dim)`` array, with the ids, in row order, in ``<stem>.ids.json``.
+- ``.npy``: a float32 ``(n, dim)`` array, with the ids, in row order, in ``<stem>.ids.json``
+  (``{"ids": [...], "rows": n, "npy_sha256": ...}``: the hash ties the ids to the vectors they were written
+  with, so a crash between the two renames, or a file copied over one of them, is an error for a reader
+  rather than ids paired with someone else's vectors; a plain JSON list of ids is read as well).
 - ``.parquet``: columns ``paper_id`` (string) and ``embedding`` (fixed-size list of float32).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -26,7 +31,11 @@ Chunk = tuple[list[str], np.ndarray]
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it to ``path`` if the block succeeds, delete it if not."""
+    """Yield a temporary path beside ``path``; rename it to ``path`` if the block succeeds, delete it if not.
+
+    The file is synced before the rename and the folder after it, so the rename survives a power cut, and it
+    gets the permissions the umask gives a new file (``mkstemp`` alone would leave it readable by its owner only).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -36,9 +45,68 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         yield temporary
         with temporary.open("rb") as written:
             os.fsync(written.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())
         os.replace(temporary, path)
+        sync_folder(path.parent)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def replace_folder(staging: str | os.PathLike[str], destination: str | os.PathLike[str]) -> Path:
+    """Put the complete folder ``staging`` in the place of ``destination`` with no moment at which neither
+    exists: on Linux the two are exchanged in one step (``renameat2`` with ``RENAME_EXCHANGE``) and the old
+    folder removed after; elsewhere the old folder is first renamed aside (``.<name>.old``, removed after),
+    so a crash can leave it there but never lose it."""
+    staging, destination = Path(staging), Path(destination)
+    if not destination.exists():
+        os.replace(staging, destination)
+    elif _exchange(staging, destination):
+        shutil.rmtree(staging)
+    else:
+        aside = destination.with_name(f".{destination.name}.old")
+        shutil.rmtree(aside, ignore_errors=True)
+        os.replace(destination, aside)
+        os.replace(staging, destination)
+        shutil.rmtree(aside)
+    sync_folder(destination.parent)
+    return destination
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths (Linux ``renameat2(RENAME_EXCHANGE)``); False where that is unavailable."""
+    import ctypes
+    import ctypes.util
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
+def sync_folder(folder: str | os.PathLike[str]) -> None:
+    """fsync a folder, so that renames into it are on disk (a no-op where folders cannot be opened)."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass  # some file systems refuse fsync on a folder; the rename itself has happened
+    finally:
+        os.close(descriptor)
+
+
+def _umask() -> int:
+    # os.umask can only be read by setting it; set it straight back.
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def ids_path(npy_path: str | os.PathLike[str]) -> Path:
@@ -82,16 +150,41 @@ def read_embeddings(path: str | os.PathLike[str]) -> tuple[list[str], np.ndarray
                     raise ValueError(f"{path}, line {line_number}: not an embedding record ({error})") from error
         return ids, np.asarray(rows, dtype=np.float32)
     if suffix == ".npy":
-        vectors = np.load(path, allow_pickle=False)
-        ids = json.loads(ids_path(path).read_text(encoding="utf-8"))
-        if len(ids) != len(vectors):
-            raise ValueError(f"{path}: {len(vectors)} vectors but {len(ids)} ids in {ids_path(path)}")
-        return ids, vectors
+        return _read_npy(path)
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
     vectors = table.column("embedding").combine_chunks().flatten().to_numpy().reshape(table.num_rows, -1)
     return table.column("paper_id").to_pylist(), vectors.astype(np.float32, copy=False)
+
+
+def _read_npy(path: Path) -> tuple[list[str], np.ndarray]:
+    ids_file = ids_path(path)
+    try:
+        stored = json.loads(ids_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: its ids file {ids_file} is missing") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{ids_file}: not valid JSON (line {error.lineno}: {error.msg})") from None
+    if isinstance(stored, dict):
+        if stored.get("npy_sha256") != _sha256(path):
+            raise ValueError(f"{ids_file} was written with other vectors than {path} holds (an interrupted or mixed write); "
+                             "write the embeddings again")
+        stored = stored.get("ids")
+    if not isinstance(stored, list):
+        raise ValueError(f"{ids_file}: expected a list of ids")
+    vectors = np.load(path, allow_pickle=False)
+    if len(stored) != len(vectors):
+        raise ValueError(f"{path}: {len(vectors)} vectors but {len(stored)} ids in {ids_file}")
+    return [str(i) for i in stored], vectors
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _checked(chunks: Iterable[Chunk], total: int, dim: int) -> Iterator[Chunk]:
@@ -122,9 +215,10 @@ def _write_npy(path: Path, chunks: Iterable[Chunk], total: int, dim: int) -> Non
             all_ids.extend(ids)
         array.flush()
         del array
-        # The ids land first: a reader that finds the .npy also finds its ids.
+        # The ids land first and name the vectors by their hash: whichever of the two renames a crash
+        # interrupts, a reader finds either the old pair or a mismatch it reports, never new ids on old vectors.
         with atomic_path(ids_path(path)) as ids_temporary:
-            ids_temporary.write_text(json.dumps(all_ids), encoding="utf-8")
+            ids_temporary.write_text(json.dumps({"ids": all_ids, "rows": total, "npy_sha256": _sha256(temporary)}), encoding="utf-8")
 
 
 def _write_parquet(path: Path, chunks: Iterable[Chunk], total: int, dim: int) -> None:

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..embeddings_io import replace_folder
+
 logger = logging.getLogger(__name__)
 
 CARD_FILE = "README.md"
@@ -92,9 +94,7 @@ def export_model(
                              name=repo_id.split("/")[-1] if repo_id else destination.name)
     card.save(staging / CARD_FILE)
     checks = validate_export(staging) if validate else []
-    if destination.exists():
-        shutil.rmtree(destination)
-    os.replace(staging, destination)
+    replace_folder(staging, destination)
     files = sorted(str(p.relative_to(destination)) for p in destination.rglob("*") if p.is_file())
     logger.info("exported %s (%s) to %s: %d files%s", source, model_type, destination, len(files), "; validated" if validate else "")
     return ExportReport(destination, files, model_type, validate, checks)

@@ -26,7 +26,7 @@ from typing import Any
 
 from datasets import Dataset
 
-from ..embeddings_io import atomic_path
+from ..embeddings_io import atomic_path, replace_folder
 from ..evaluation.loaders import TaskSuite
 from .recipes import Recipe, get_recipe
 
@@ -188,10 +188,7 @@ def save_trained(trainer: Any, tokenizer: Any, folder: str | os.PathLike[str]) -
     # An encoder records the embedding it was trained in; a classifier (head + encoder) is one model.
     if family_of(model) is None and model.base_model is model and getattr(trainer, "pooling", None) in ("cls", "mean"):
         _save_sentence_transformers_modules(staging, trainer.pooling, trainer.normalize, trainer.max_length)
-    if folder.exists():
-        shutil.rmtree(folder)
-    os.replace(staging, folder)
-    return folder
+    return replace_folder(staging, folder)
 
 
 def _save_sentence_transformers_modules(folder: Path, pooling: str, normalize: bool, max_length: int | None) -> None:
