@@ -138,3 +138,16 @@ def test_embedded_model_matches_sentence_transformers(minilm_encoder):
     np.testing.assert_allclose(minilm_encoder.encode(PAPERS, show_progress_bar=False), expected, atol=1e-4, rtol=0)
     with pytest.raises(ValueError, match="sentence-transformers model tokenizes and pools with its own modules"):
         PaperEncoder(st, pooling="cls")
+
+
+def test_another_pooling_over_a_sentence_transformers_folder_keeps_its_length(tiny_st_base, tmp_path):
+    """`--pooling cls` reads a sentence-transformers folder as a plain transformer but keeps the folder's
+    max_seq_length (as all-MiniLM-L6-v2 writes it: 256 where its tokenizer says 512), not the tokenizer's or
+    the transformer's limit, unless a length is given."""
+    import json
+    import shutil
+
+    folder = shutil.copytree(tiny_st_base, tmp_path / "st")
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 40, "do_lower_case": False}))
+    assert sciembed.PaperEncoder.from_pretrained(folder, pooling="cls", device="cpu").max_length == 40
+    assert sciembed.PaperEncoder.from_pretrained(folder, pooling="cls", max_length=32, device="cpu").max_length == 32

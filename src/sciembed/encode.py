@@ -140,7 +140,8 @@ class PaperEncoder:
         transformers / sentence-transformers unchanged (with ``HF_HUB_OFFLINE=1`` only cached ones load).
         ``kwargs`` are those of :class:`PaperEncoder`. A ``pooling`` given for a sentence-transformers
         folder loads its transformer alone and pools that way instead of with its own modules, so that
-        off-the-shelf sentence encoders can be compared with SPECTER-style models under one pooling.
+        off-the-shelf sentence encoders can be compared with SPECTER-style models under one pooling; it keeps
+        the folder's ``max_seq_length`` unless ``max_length`` is given.
         A local folder with format adapters or PALs saved next to its base gets them attached
         (:func:`sciembed.formats.load_format_modules`); one holding ``sciembed_ensemble.json`` loads as
         an :class:`~sciembed.ensemble.EnsembleEncoder`.
@@ -160,6 +161,11 @@ class PaperEncoder:
             return cls(model, device=device, **kwargs)
         from transformers import AutoModel
 
+        if kwargs.get("max_length") is None and _has_sentence_transformers_modules(name):
+            # Read as a plain transformer with another pooling, a sentence-transformers model keeps its own length.
+            kwargs["max_length"] = base_embedding(name).max_length
+            logger.info("%s: pooling %s over its transformer, at its sentence-transformers max_seq_length %s",
+                        name, kwargs.get("pooling"), kwargs["max_length"] or "(unset: the model's limit)")
         model = AutoModel.from_pretrained(name, trust_remote_code=trust_remote_code)
         if Path(name).is_dir():
             load_format_modules(model, name)
