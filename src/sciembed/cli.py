@@ -10,6 +10,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from . import __version__
 
@@ -229,9 +230,12 @@ def _parser() -> argparse.ArgumentParser:
 def _embed(args: argparse.Namespace) -> int:
     from .data.papers import read_papers
     from .embed_job import embed_to_file
-    from .embeddings_io import check_embedding_path
+    from .embeddings_io import check_embedding_path, ids_path
 
     check_embedding_path(args.output)
+    written = [Path(args.output)] + ([ids_path(args.output)] if Path(args.output).suffix.lower() == ".npy" else [])
+    if Path(args.input).exists() and any(path.exists() and path.resolve() == Path(args.input).resolve() for path in written):
+        raise ValueError(f"--output {args.output} would overwrite the input {args.input}; choose another output file")
     papers = read_papers(args.input, id_field=args.id_field, skip_invalid=args.skip_invalid)
 
     from .encode import PaperEncoder
