@@ -157,12 +157,24 @@ def read_papers(
 _Records = Iterator[tuple[str, Any, "str | None"]]
 
 
+# Text files are read as UTF-8, a leading byte-order mark allowed; bytes that are not UTF-8 are kept as
+# surrogates by "surrogateescape" so the reader can name the line that holds them instead of failing the file.
+_TEXT = {"encoding": "utf-8-sig", "errors": "surrogateescape"}
+
+
+def _not_utf8(text: str) -> bool:
+    return any("\udc80" <= character <= "\udcff" for character in text)
+
+
 def _jsonl_records(path: Path) -> _Records:
-    with path.open(encoding="utf-8") as handle:
+    with path.open(**_TEXT) as handle:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             location = f"line {line_number}"
+            if _not_utf8(line):
+                yield location, PaperProblem(str(path), location, "not UTF-8 text"), None
+                continue
             try:
                 yield location, json.loads(line), None
             except json.JSONDecodeError as error:
@@ -170,9 +182,14 @@ def _jsonl_records(path: Path) -> _Records:
 
 
 def _json_records(path: Path) -> _Records:
+    raw = path.read_bytes()
     try:
-        with path.open(encoding="utf-8") as handle:
-            data = json.load(handle)
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise ValueError(f"{path}, line {line}: not UTF-8 text (byte {error.start})") from None
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}, line {error.lineno}: malformed JSON ({error.msg} at column {error.colno})") from error
     if isinstance(data, list):
@@ -186,13 +203,29 @@ def _json_records(path: Path) -> _Records:
 
 
 def _csv_records(path: Path) -> _Records:
-    with path.open(encoding="utf-8", newline="") as handle:
+    with path.open(newline="", **_TEXT) as handle:
         reader = csv.DictReader(handle)
         if reader.fieldnames is None:
             return
+        width = len(reader.fieldnames)
         for record in reader:
             # line_num is the physical line where the record ends (records may span lines).
-            yield f"line {reader.line_num}", record, None
+            location = f"line {reader.line_num}"
+            # DictReader files surplus fields under None and fills missing ones with None: either way the
+            # row does not fit the header (an unquoted comma in a title would otherwise lose the abstract).
+            fields = width + len(record.get(None) or []) if None in record else sum(value is not None for value in record.values())
+            if fields != width:
+                yield location, PaperProblem(str(path), location, f"{fields} fields where the header names {width} "
+                                             "(an unquoted comma or quote?)", _csv_id(record)), None
+            elif any(_not_utf8(value) for value in record.values()):
+                yield location, PaperProblem(str(path), location, "not UTF-8 text", _csv_id(record)), None
+            else:
+                yield location, record, None
+
+
+def _csv_id(record: dict[Any, Any]) -> str | None:
+    value = next((record.get(name) for name in ID_FIELDS if record.get(name)), None)
+    return None if value is None or _not_utf8(str(value)) else str(value)
 
 
 def _validate(
