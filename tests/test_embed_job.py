@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from conftest import PAPERS
 from sciembed import PaperEncoder
@@ -71,10 +72,62 @@ def test_resume_refuses_a_run_with_other_papers_or_settings(tiny_encoder, tiny_b
     with pytest.raises(ValueError, match="differs in papers_sha256"):
         embed_to_file(tiny_encoder, changed, output, shard_size=4, resume=True, show_progress_bar=False)
     shorter = PaperEncoder.from_pretrained(tiny_bert, max_length=8, device="cpu")
-    with pytest.raises(ValueError, match="differs in max_length"):
+    with pytest.raises(ValueError, match="differs in encoder_fingerprint, max_length"):
         embed_to_file(shorter, PAPERS_11, output, shard_size=4, resume=True, show_progress_bar=False)
 
 
 def test_resume_without_a_partial_run_starts_fresh(tiny_encoder, tmp_path):
     report = embed_to_file(tiny_encoder, PAPERS_11, tmp_path / "o.parquet", shard_size=100, resume=True, show_progress_bar=False)
     assert (report.shards, report.resumed_shards) == (1, 0)
+
+
+def test_resume_is_keyed_by_the_encoder_not_its_path(tiny_bert, tmp_path, monkeypatch):
+    """The same model spelt `model/` resumes; other weights saved at the same path are refused."""
+    import shutil
+
+    from transformers import AutoModel
+
+    model = shutil.copytree(tiny_bert, tmp_path / "model")
+    output = tmp_path / "out.npy"
+    _counting(monkeypatch, fail_on_call=2)
+    with pytest.raises(Interrupt):
+        embed_to_file(PaperEncoder.from_pretrained(str(model), device="cpu"), PAPERS_11, output, shard_size=4, show_progress_bar=False)
+    monkeypatch.undo()
+    report = embed_to_file(PaperEncoder.from_pretrained(f"{model}/", device="cpu"), PAPERS_11, output, shard_size=4, resume=True,
+                           show_progress_bar=False)
+    assert report.resumed_shards == 1
+
+    _counting(monkeypatch, fail_on_call=2)
+    with pytest.raises(Interrupt):
+        embed_to_file(PaperEncoder.from_pretrained(str(model), device="cpu"), PAPERS_11, output, shard_size=4, show_progress_bar=False)
+    monkeypatch.undo()
+    changed = AutoModel.from_pretrained(model)
+    with torch.no_grad():
+        changed.embeddings.word_embeddings.weight.add_(0.01)
+    changed.save_pretrained(model)
+    with pytest.raises(ValueError, match="differs in encoder_fingerprint"):
+        embed_to_file(PaperEncoder.from_pretrained(str(model), device="cpu"), PAPERS_11, output, shard_size=4, resume=True,
+                      show_progress_bar=False)
+
+
+@pytest.mark.parametrize("damage", ["truncated shard", "wrong width", "broken manifest"])
+def test_damaged_partial_state_is_named(tiny_encoder, tmp_path, monkeypatch, damage):
+    output = tmp_path / "out.jsonl"
+    _counting(monkeypatch, fail_on_call=3)
+    with pytest.raises(Interrupt):
+        embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False)
+    monkeypatch.undo()
+    folder = partial_dir(output)
+    if damage == "truncated shard":
+        shard = folder / "shard-00001.npy"
+        shard.write_bytes(shard.read_bytes()[:100])
+        expected = r"shard-00001\.npy: not a readable shard"
+    elif damage == "wrong width":
+        np.save(folder / "shard-00001.npy", np.zeros((4, 7), dtype=np.float32))
+        np.save(folder / "shard-00000.npy", np.zeros((3, 32), dtype=np.float32))
+        expected = r"shard-00000\.npy: holds float32 vectors of shape \(3, 32\), expected \(4, dim\)"
+    else:
+        (folder / "manifest.json").write_text("{oops")
+        expected = r"manifest\.json: not valid JSON"
+    with pytest.raises(ValueError, match=expected):
+        embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, resume=True, show_progress_bar=False)

@@ -76,6 +76,7 @@ def embed_to_file(
     for index in range(count):
         shard = shards / f"shard-{index:05d}.npy"
         if shard.exists():
+            _check_shard(shard, min(shard_size, len(papers) - index * shard_size))
             resumed += 1
             continue
         vectors = encoder.encode(
@@ -100,12 +101,30 @@ def embed_to_file(
     return EmbedReport(output, len(ids), dim, count, resumed)
 
 
+def _check_shard(shard: Path, rows: int) -> None:
+    """A finished shard must be a readable float array of ``rows`` vectors; anything else is named."""
+    try:
+        vectors = np.load(shard, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError) as error:
+        raise ValueError(f"{shard}: not a readable shard ({error}); delete it and --resume re-embeds it") from None
+    if vectors.ndim != 2 or vectors.shape[0] != rows or vectors.dtype != np.float32:
+        raise ValueError(f"{shard}: holds {vectors.dtype} vectors of shape {vectors.shape}, expected ({rows}, dim) float32; "
+                         "delete it and --resume re-embeds it")
+
+
+#: Manifest entries that describe a run without deciding its vectors (not compared on resume).
+_INFORMATIONAL = ("model",)
+
+
 def _manifest(encoder: PaperEncoder, ids: list[str], texts: list[str], shard_size: int) -> dict[str, Any]:
     digest = hashlib.sha256()
     for paper_id, text in zip(ids, texts):
         digest.update(paper_id.encode() + b"\0" + text.encode() + b"\0")
     return {
         "model": encoder.name_or_path,
+        # What the vectors depend on (weights, config, pooling, length, format), not where the model was read
+        # from: the same model given as model/ or model resumes, changed weights at the same path do not.
+        "encoder_fingerprint": encoder.fingerprint(),
         "pooling": encoder.pooling,
         "normalize": encoder.normalize,
         "max_length": encoder.max_length,
@@ -127,12 +146,17 @@ def _shard_folder(folder: Path, manifest: dict[str, Any], resume: bool) -> Path:
             )
         if not manifest_file.is_file():
             raise ValueError(f"{folder} has no {_MANIFEST}; it was not written by sciembed embed: delete it to start over")
-        earlier = json.loads(manifest_file.read_text(encoding="utf-8"))
-        differing = sorted(key for key in manifest if earlier.get(key) != manifest[key])
+        try:
+            earlier = json.loads(manifest_file.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{manifest_file}: not valid JSON (line {error.lineno}: {error.msg}); delete {folder} to start over") from None
+        if not isinstance(earlier, dict):
+            raise ValueError(f"{manifest_file}: not a sciembed manifest; delete {folder} to start over")
+        differing = sorted(key for key in manifest if key not in _INFORMATIONAL and earlier.get(key) != manifest[key])
         if differing:
             raise ValueError(
                 f"cannot resume {folder}: the unfinished run differs in {', '.join(differing)} "
-                "(other papers, model or settings); delete the folder to start over"
+                "(other papers, model weights or settings); delete the folder to start over"
             )
         return folder
     if resume:

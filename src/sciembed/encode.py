@@ -257,7 +257,8 @@ class PaperEncoder:
 
         digest = hashlib.sha256()
         settings = {
-            "config": self.transformer.config.to_dict(),
+            # Where the model was read from does not decide its vectors.
+            "config": {k: v for k, v in self.transformer.config.to_dict().items() if k != "_name_or_path"},
             "modules": repr(self.model) if self._sentence_transformer is not None else None,
             "pooling": self.pooling,
             "normalize": self.normalize,
