@@ -5,8 +5,10 @@ length, format, ...) names a folder; inside it each cached vector is keyed by th
 text the model read (title + separator + abstract, a query, ...), so the same paper under two ids, or
 two benchmarks sharing papers, embed once, and a changed text never returns a stale vector. Vectors are
 stored and returned as float32, never at lower precision. New vectors are appended as a shard (``.npy``
-plus a ``.json`` list of text keys written last, atomically), so an interrupted run leaves either a
-whole shard or none.
+plus a ``.json`` of its text keys and the ``.npy``'s SHA-256, written last, atomically), so an interrupted
+run leaves either a whole shard or none. A shard whose vectors no longer match their hash, whose width is
+not the encoder's, or whose key file does not parse is dropped with a warning naming it, and its texts are
+embedded again: a damaged cache costs time, never scores.
 """
 
 from __future__ import annotations
@@ -60,13 +62,37 @@ class EmbeddingCache:
             self._load()
 
     def _load(self) -> None:
-        for keys_path in sorted(self.folder.glob("shard-*.json")):
-            vectors = np.load(keys_path.with_suffix(".npy"), allow_pickle=False)
-            keys = json.loads(keys_path.read_text(encoding="utf-8"))
-            if vectors.dtype != np.float32 or len(vectors) != len(keys):
-                raise ValueError(f"{keys_path.with_suffix('.npy')}: a cache shard must hold {len(keys)} float32 vectors, found {len(vectors)} {vectors.dtype}; delete {self.folder}")
-            self._vectors.update(zip(keys, vectors))
+        shards = sorted(self.folder.glob("shard-*.json"))
+        # The width the encoder gives, from one short text, to check every shard against.
+        shape = self.encoder.encode(["width"], show_progress_bar=False).shape[1:] if shards else None
+        for keys_path in shards:
+            problem = self._load_shard(keys_path, shape)
+            if problem:
+                logger.warning("embedding cache: dropping %s (%s); its texts will be embedded again", keys_path.with_suffix(".npy"), problem)
+                keys_path.unlink(missing_ok=True)
+                keys_path.with_suffix(".npy").unlink(missing_ok=True)
         logger.info("embedding cache %s: %d vectors", self.folder, len(self._vectors))
+
+    def _load_shard(self, keys_path: Path, shape: tuple[int, ...]) -> str | None:
+        """Load one shard; returns what is wrong with it instead, if anything."""
+        vectors_path = keys_path.with_suffix(".npy")
+        try:
+            stored = json.loads(keys_path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            return f"its key file {keys_path.name} does not parse: {error}"
+        keys = stored.get("keys") if isinstance(stored, dict) else stored
+        if not isinstance(keys, list):
+            return f"its key file {keys_path.name} holds no key list"
+        if isinstance(stored, dict) and stored.get("npy_sha256") != _sha256(vectors_path):
+            return "its vectors do not match the hash written with them"
+        try:
+            vectors = np.load(vectors_path, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as error:
+            return f"unreadable: {error}"
+        if vectors.dtype != np.float32 or vectors.shape != (len(keys), *shape):
+            return f"{vectors.dtype} vectors of shape {vectors.shape}, expected ({len(keys)}, {', '.join(map(str, shape))}) float32"
+        self._vectors.update(zip(keys, vectors))
+        return None
 
     def embed(self, texts: Sequence[str], *, batch_size: int = 32, show_progress_bar: bool = True, desc: str = "Encoding") -> np.ndarray:
         """Vectors of ``texts`` in order, encoding (and caching) only those not cached yet."""
@@ -107,4 +133,12 @@ class EmbeddingCache:
                 np.save(handle, np.ascontiguousarray(vectors, dtype=np.float32))
         # The key list is written last: a shard without it is ignored, so a crash never half-loads.
         with atomic_path(stem.with_suffix(".json")) as temporary:
-            temporary.write_text(json.dumps(keys), encoding="utf-8")
+            temporary.write_text(json.dumps({"keys": keys, "npy_sha256": _sha256(stem.with_suffix(".npy"))}), encoding="utf-8")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
