@@ -123,3 +123,19 @@ def test_card_names_the_destination_and_the_trained_embedding(tiny_st_base, tmp_
     assert "mean-pooled, L2-normalised embedding" in card
     named = export_model(tiny_st_base, tmp_path / "other", evaluations=[RESULTS], repo_id="org/specter-minilm", validate=False)
     assert yaml.safe_load((named.folder / "README.md").read_text().split("---")[1])["model-index"][0]["name"] == "specter-minilm"
+
+
+def test_export_refuses_code_that_is_not_sciembed_s_before_running_it(family_model, tmp_path, caplog):
+    """A tampered configuration file in the model folder is refused (naming it) and never executed; with
+    --trust-remote-code the user takes responsibility and the export validates it as usual."""
+    import shutil
+
+    folder = shutil.copytree(family_model, tmp_path / "model")
+    marker = tmp_path / "ran"
+    config = folder / "configuration_multi2spe.py"
+    config.write_text(config.read_text() + f"\nimport pathlib; pathlib.Path({str(marker)!r}).write_text('ran')\n")
+    assert main(["export", "--model", str(folder), "--out", str(tmp_path / "hub")]) == 2
+    assert "configuration_multi2spe.py is not sciembed's own code" in caplog.text and "--trust-remote-code" in caplog.text
+    assert not marker.exists() and not (tmp_path / "hub").exists()
+    assert main(["export", "--model", str(folder), "--out", str(tmp_path / "hub"), "--trust-remote-code"]) == 0
+    assert marker.exists()  # the fresh-process validation ran the code the user chose to trust

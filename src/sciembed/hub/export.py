@@ -60,6 +60,7 @@ def export_model(
     repo_id: str | None = None,
     license: str = "apache-2.0",
     validate: bool = True,
+    trust_remote_code: bool = False,
 ) -> ExportReport:
     """Write the Hub-ready folder of the model saved in ``model_dir`` to ``out_dir``.
 
@@ -72,10 +73,14 @@ def export_model(
         license: the card's licence.
         validate: load the folder in a fresh process without sciembed and parse the card (see
             :func:`validate_export`); a failure raises and leaves ``out_dir`` untouched.
+        trust_remote_code: export (and run, when validating) Python files of the folder that are not
+            sciembed's own. Without it, a folder whose ``.py`` files differ from those sciembed ships for its
+            family (a tampered ``configuration_*.py``, say) is refused before anything of it runs.
 
     Raises:
         FileNotFoundError: ``model_dir`` holds no ``config.json``.
-        ValueError: the model has no weights, or the folder fails validation (the reason is named).
+        ValueError: the model has no weights, the folder fails validation (the reason is named), or it holds
+            Python files that are not sciembed's and ``trust_remote_code`` is false.
     """
     from .cards import render_model_card
 
@@ -83,6 +88,10 @@ def export_model(
     config_path = source / "config.json"
     if not config_path.is_file():
         raise FileNotFoundError(f"{source}: no config.json; export takes a saved model folder")
+    foreign = foreign_code(source)
+    if foreign and not trust_remote_code:
+        raise ValueError(f"{source}: {', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} not sciembed's own code; exporting would "
+                         "publish (and validating would run) code sciembed did not write. Check it, then pass --trust-remote-code")
     if source.resolve() == destination.resolve():
         raise ValueError(f"{destination}: export writes a new folder; choose one other than the model's")
     staging = destination.with_name(f".{destination.name}.partial")
@@ -98,6 +107,21 @@ def export_model(
     files = sorted(str(p.relative_to(destination)) for p in destination.rglob("*") if p.is_file())
     logger.info("exported %s (%s) to %s: %d files%s", source, model_type, destination, len(files), "; validated" if validate else "")
     return ExportReport(destination, files, model_type, validate, checks)
+
+
+def foreign_code(folder: str | os.PathLike[str]) -> list[str]:
+    """The Python files directly in ``folder`` that are not byte-for-byte one of sciembed's own remote-code
+    files of the same name (``sciembed/modeling/<family>/``): what loading with ``trust_remote_code`` would
+    run that sciembed did not write."""
+    import hashlib
+
+    from .. import modeling
+
+    own: dict[str, set[str]] = {}
+    for path in Path(modeling.__file__).parent.glob("*/*.py"):
+        own.setdefault(path.name, set()).add(hashlib.sha256(path.read_bytes()).hexdigest())
+    return sorted(path.name for path in Path(folder).glob("*.py")
+                  if hashlib.sha256(path.read_bytes()).hexdigest() not in own.get(path.name, set()))
 
 
 def _to_safetensors(folder: Path) -> None:
