@@ -29,11 +29,20 @@ def test_example_set_is_consistent():
 
 @pytest.mark.slow
 def test_neighbours_without_data_use_the_example_set(tmp_path, caplog):
-    result = run_neighbours(tmp_path, k=5, queries=2, show_progress_bar=False)
-    assert "real data not found" in caplog.text
+    result = run_neighbours(None, k=5, queries=2, show_progress_bar=False)
+    assert "no data given" in caplog.text
     assert result.source.startswith("sciembed example set") and result.papers == 18
     assert result.linked_papers == 18 and len(result.queries) == 2
     # The embedded model groups the three invented topics, so linked papers are far above chance.
     assert result.link_share > 3 * result.random_share
     text = format_neighbours(result)
     assert result.queries[0].paper["title"] in text and "cites/cited" in text
+
+
+def test_neighbours_with_a_folder_that_holds_no_cacm_is_an_error(tmp_path, caplog):
+    """A given --data that is missing (or has no cacm/) stops with its name, not a silent switch to invented papers."""
+    from sciembed.cli import main
+
+    assert main(["neighbours", "--data", str(tmp_path / "nowhere")]) == 2
+    assert f"{tmp_path / 'nowhere'}: no cacm/ folder here ({tmp_path / 'nowhere'} does not exist)" in caplog.text
+    assert "example set" not in caplog.text

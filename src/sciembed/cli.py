@@ -217,7 +217,8 @@ def _parser() -> argparse.ArgumentParser:
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    neighbours.add_argument("--data", default=_DEFAULT_DATA, help="folder holding cacm/ (the shared data folder)")
+    neighbours.add_argument("--data", help=f"folder holding cacm/ (default: {_DEFAULT_DATA} when it holds cacm/, else sciembed's "
+                                           "small invented example set); a given folder without cacm/ is an error")
     neighbours.add_argument("--model", help="Hub id or local folder (default: the embedded all-MiniLM-L6-v2)")
     neighbours.add_argument("--queries", type=int, default=3, help="query papers to show")
     neighbours.add_argument("-k", type=int, default=10, help="neighbours per paper")
@@ -388,8 +389,13 @@ def _demo(args: argparse.Namespace) -> int:
 def _neighbours(args: argparse.Namespace) -> int:
     from .neighbours import format_neighbours, run_neighbours
 
+    from pathlib import Path
+
+    data = args.data
+    if data is None and (Path(_DEFAULT_DATA) / "cacm").is_dir():
+        data = _DEFAULT_DATA
     result = run_neighbours(
-        args.data,
+        data,
         model=args.model,
         queries=args.queries,
         k=args.k,

@@ -51,16 +51,20 @@ class NeighboursResult:
 
 
 def load_collection(data_dir: str | os.PathLike[str] | None) -> tuple[str, list[dict[str, Any]], set[tuple[str, str]], int]:
-    """Return (description, papers, undirected citation links, skipped records) for the view."""
-    cacm = Path(data_dir) / "cacm" if data_dir is not None else None
-    if cacm is not None and cacm.is_dir():
-        collection = read_smart_collection(cacm, skip_invalid=True)
-        return f"CACM ({collection.path})", collection.papers, collection.links.get(CACM_CITATION, set()), len(collection.skipped)
-    logger.warning(
-        "real data not found at %s: running on sciembed's small invented example set instead",
-        cacm if cacm is not None else "(no --data given)",
-    )
-    return "sciembed example set (invented papers, not real data)", example_papers(), example_citation_links(), 0
+    """Return (description, papers, undirected citation links, skipped records) for the view: CACM under
+    ``data_dir``, or sciembed's small invented example set when no ``data_dir`` is given.
+
+    Raises:
+        FileNotFoundError: ``data_dir`` is given but holds no ``cacm/`` folder (never silently the example set).
+    """
+    if data_dir is None:
+        logger.warning("no data given: running on sciembed's small invented example set (not real data)")
+        return "sciembed example set (invented papers, not real data)", example_papers(), example_citation_links(), 0
+    cacm = Path(data_dir) / "cacm"
+    if not cacm.is_dir():
+        raise FileNotFoundError(f"{data_dir}: no cacm/ folder here" + ("" if Path(data_dir).is_dir() else f" ({data_dir} does not exist)"))
+    collection = read_smart_collection(cacm, skip_invalid=True)
+    return f"CACM ({collection.path})", collection.papers, collection.links.get(CACM_CITATION, set()), len(collection.skipped)
 
 
 def nearest_neighbours(vectors: np.ndarray, k: int, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
