@@ -151,3 +151,27 @@ def test_another_pooling_over_a_sentence_transformers_folder_keeps_its_length(ti
     (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 40, "do_lower_case": False}))
     assert sciembed.PaperEncoder.from_pretrained(folder, pooling="cls", device="cpu").max_length == 40
     assert sciembed.PaperEncoder.from_pretrained(folder, pooling="cls", max_length=32, device="cpu").max_length == 32
+
+
+def test_model_locations_that_cannot_be_models_are_named(tiny_bert, tmp_path):
+    """A missing local path, a folder without config.json and a file are each named, not sent to the Hub."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "file.txt").write_text("x")
+    for name, message in ((tmp_path / "missing", "no such model folder"), (tmp_path / "empty", "holds no config.json"),
+                          (tmp_path / "file.txt", "a file, not a model folder"), ("./runs/x", "no such model folder")):
+        with pytest.raises(FileNotFoundError, match=message):
+            sciembed.PaperEncoder.from_pretrained(name)
+
+
+def test_max_length_beyond_the_model_is_refused_for_sentence_transformers_too(tiny_st_base):
+    with pytest.raises(ValueError, match="max_length 100 exceeds the 64 tokens the model takes"):
+        sciembed.PaperEncoder.from_pretrained(tiny_st_base, max_length=100)
+
+
+def test_an_moe_model_with_enforced_routing_needs_its_domain(tiny_bert):
+    from sciembed.families import from_bert
+
+    model, tokenizer = from_bert("moe_bert", tiny_bert, domains=["cs", "bio"], routing="enforced")
+    with pytest.raises(ValueError, match=r"--domain on the command line\), one of cs, bio"):
+        sciembed.PaperEncoder(model, tokenizer)
+    assert sciembed.PaperEncoder(model, tokenizer, domain="bio").forward_options == {"domain": "bio"}

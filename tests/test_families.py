@@ -128,8 +128,9 @@ def test_default_length_leaves_room_for_inserted_tokens(saved_family):
     family, model, tokenizer, folder, _ = saved_family
     # Multi2SPE's default (initialization="base") puts its extra CLS tokens at [CLS]'s position.
     inserted = {"multi2spe": 0, "control_code": 1, "moe_bert": 0}[family]
-    assert sciembed.PaperEncoder(model, tokenizer).max_length == 64 - inserted  # tiny_bert: 64 positions
-    assert sciembed.PaperEncoder.from_pretrained(folder).max_length == 64 - inserted  # through sentence-transformers
+    options = {"domain": model.config.domains[0]} if getattr(model.config, "routing", None) == "enforced" else {}
+    assert sciembed.PaperEncoder(model, tokenizer, **options).max_length == 64 - inserted  # tiny_bert: 64 positions
+    assert sciembed.PaperEncoder.from_pretrained(folder, **options).max_length == 64 - inserted  # through sentence-transformers
 
 
 def test_cli_from_bert(tiny_bert, tmp_path, caplog):

@@ -111,6 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--output", help="write the results as JSON here (atomically)")
     evaluate.add_argument("--tasks", nargs="+", help="task ids to run (e.g. cite mag; SciRepEval config names such as fos search)")
     evaluate.add_argument("--split", default="test", help="judged split to score (val to tune)")
+    evaluate.add_argument("--domain", help="domain of a mixture-of-experts model with domain routing (one of its config's domains)")
     evaluate.add_argument("--pooling", choices=("cls", "mean"), help="pooling of a plain encoder; a sentence-transformers folder is then "
                           "read as a plain transformer (default: the model's own; CLS for BERT as SPECTER)")
     evaluate.add_argument("--proximity-similarity", choices=("l2", "min_facet_l2"), default="l2",
@@ -305,6 +306,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         n_jobs=args.jobs,
         seed=args.seed,
         show_progress_bar=not args.no_progress,
+        domain=args.domain,
     )
     print(report.table())
     if args.output:

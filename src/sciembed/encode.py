@@ -97,7 +97,10 @@ class PaperEncoder:
                     "leave tokenizer, pooling and normalize unset"
                 )
             self.tokenizer = model.tokenizer
-            model_limit = min(model.max_seq_length or 512, _position_limit(model.transformers_model))
+            positions = _position_limit(model.transformers_model)
+            if max_length is not None and max_length > positions:
+                raise ValueError(f"max_length {max_length} exceeds the {positions} tokens the model takes")
+            model_limit = min(model.max_seq_length or 512, positions)
             self.pooling: str | None = None
         else:
             if pooling is not None and pooling not in POOLINGS:
@@ -120,6 +123,10 @@ class PaperEncoder:
         self.normalize = normalize
         self.model = model.to(self.device).eval()
         self.forward_options = self._forward_options(task_format, domain)
+        config = self.transformer.config
+        if getattr(config, "routing", None) == "enforced" and domain is None and not self._routes:
+            raise ValueError(f"{type(self.transformer).__name__} routes every paper to the expert of its domain: give its domain "
+                             f"(domain= in Python, --domain on the command line), one of {', '.join(config.domains)}")
         if facets and family_of(self.transformer) != "multi2spe":
             raise ValueError(f"{type(self.transformer).__name__} has no facet vectors; facets is for models with cls_embeddings (Multi2SPEModel)")
         self.facets = facets
@@ -147,6 +154,7 @@ class PaperEncoder:
         an :class:`~sciembed.ensemble.EnsembleEncoder`.
         """
         name = str(name_or_path) if name_or_path is not None else default_model_path()
+        check_model_location(name)
         if (Path(name) / ENSEMBLE_FILE).is_file():
             from .ensemble import load_ensemble
 
@@ -512,6 +520,26 @@ def _st_file(name_or_path: str, filename: str) -> str:
         return hf_hub_download(name_or_path, filename)
     except EntryNotFoundError:
         raise FileNotFoundError(f"{name_or_path}: no {filename}") from None
+
+
+def check_model_location(name: str) -> None:
+    """Fail early, naming what is wrong, for a model that is meant as a local folder: a folder without
+    ``config.json`` (nor sentence-transformers ``modules.json``), or a path that does not exist. Anything
+    shaped like a Hub id (``name`` or ``owner/name``) that is not a local folder is left to the Hub loaders.
+
+    Raises:
+        FileNotFoundError: with the path and what is missing.
+    """
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not any((path / marker).is_file() for marker in ("config.json", "modules.json", ENSEMBLE_FILE)):
+            raise FileNotFoundError(f"{name}: this folder holds no config.json (nor modules.json): not a saved model folder")
+        return
+    if path.exists():
+        raise FileNotFoundError(f"{name}: a file, not a model folder or Hub id")
+    looks_local = name.startswith(("/", ".", "~")) or name.endswith(("/", os.sep)) or name.count("/") > 1 or "\\" in name
+    if looks_local:
+        raise FileNotFoundError(f"{name}: no such model folder")
 
 
 def _is_sentence_transformer(model: Any) -> bool:

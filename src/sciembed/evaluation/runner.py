@@ -105,6 +105,7 @@ def evaluate(
     n_jobs: int = -1,
     seed: int | None = None,
     show_progress_bar: bool = True,
+    domain: str | None = None,
 ) -> EvaluationReport:
     """Evaluate ``model`` on every task of ``benchmark`` found in ``data``.
 
@@ -126,15 +127,17 @@ def evaluate(
         n_jobs: processes for the classifiers' grid searches (-1: all cores).
         seed: seed of what is sampled or trained during evaluation (see :func:`~.loaders.load_tasks`).
         show_progress_bar: show progress while embedding.
+        domain: the domain a mixture-of-experts model with domain routing embeds every paper in.
     """
     suite = load_tasks(benchmark, data, tasks=tasks, split=split, skip_invalid=skip_invalid, test_data=test_data,
                        few_shot=few_shot, proximity_similarity=proximity_similarity, seed=seed)
     if isinstance(model, PaperEncoder):
-        if pooling is not None or max_length is not None or device is not None:
-            raise ValueError("a PaperEncoder holds its own pooling, max_length and device; set them when creating it")
+        if pooling is not None or max_length is not None or device is not None or domain is not None:
+            raise ValueError("a PaperEncoder holds its own pooling, max_length, device and domain; set them when creating it")
         encoder = model
     else:
-        encoder = PaperEncoder.from_pretrained(model, pooling=pooling, max_length=max_length, device=device, trust_remote_code=trust_remote_code)
+        encoder = PaperEncoder.from_pretrained(model, pooling=pooling, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
+                                               domain=domain)
     folder = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
     settings = {"split": split, "pooling": encoder.pooling, "max_length": encoder.max_length, "batch_size": batch_size,
                 "proximity_similarity": proximity_similarity, "few_shot": few_shot, "seed": seed, "skip_invalid": skip_invalid,
