@@ -416,3 +416,30 @@ def test_a_run_is_the_same_run_every_time(tiny_bert, tmp_path):
     other = prepare("multi2spe", tiny_bert, data, tmp_path / "other", {"seed": 4, **paper}).trainer.model.state_dict()
     torch.testing.assert_close(states[0], states[1])
     assert any(not torch.equal(states[0][name], other[name]) for name in other)
+
+
+@pytest.mark.parametrize("assignment, message", [
+    ("max_steps=two", "setting max_steps='two': expected int, got str"),
+    ("learning_rate=fast", "setting learning_rate='fast': expected float, got str"),
+    ("fp16=3", "setting fp16=3: expected bool, got int"),
+])
+def test_settings_of_the_wrong_type_are_refused_before_training(assignment, message):
+    from sciembed.training.recipes import get_recipe, parse_assignments
+
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        get_recipe("specter").resolve(parse_assignments([assignment]))
+    assert get_recipe("specter").resolve(parse_assignments(["learning_rate=1", "save_total_limit=null"]))["training"]["learning_rate"] == 1
+
+
+def test_train_data_without_papers_or_citations_says_what_it_found(tmp_path, caplog):
+    from sciembed.cli import main
+
+    embeddings = tmp_path / "embeddings.jsonl"
+    embeddings.write_text("".join(json.dumps({"paper_id": f"p{i}", "embedding": [0.1 * i, 0.2]}) + "\n" for i in range(3)))
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text("".join(json.dumps({"paper_id": f"p{i}", "title": f"paper {i}", "abstract": "text"}) + "\n" for i in range(3)))
+    assert main(["train", "--recipe", "specter", "--data", str(embeddings), "--output", str(tmp_path / "a")]) == 2
+    assert "embeddings.jsonl: none of its records is a paper with a title or abstract; 3 skipped" in caplog.text
+    assert main(["train", "--recipe", "specter", "--data", str(papers), "--output", str(tmp_path / "b")]) == 2
+    assert "papers.jsonl: 3 papers with text but no citation between two of them" in caplog.text
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

@@ -94,18 +94,25 @@ def read_citation_source(path: str | os.PathLike[str], *, skip_invalid: bool = T
     metadata JSONL (a file or a folder of them).
 
     Raises:
-        ValueError: the path holds none of these layouts (the ones looked for are named).
+        ValueError: the path holds none of these layouts (the ones looked for are named), no paper with text
+            (an embedding file, say), or no citation between two of its papers; the message says what was found.
     """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or folder")
+    source = None
     if (path.is_dir() and any(path.glob("*.all"))) or path.suffix == ".all":
-        return _smart_source(path, skip_invalid)
+        source = _smart_source(path, skip_invalid)
     for folder in (path, path / "training"):
-        if (folder / "data.json").is_file() and (folder / "metadata.json").is_file():
-            return _specter_source(folder, skip_invalid)
-    if path.suffix == ".jsonl" or (path.is_dir() and (any(path.glob("*.jsonl")) or any(path.glob("*/*.jsonl")))):
-        return _s2orc_source(path, skip_invalid)
+        if source is None and (folder / "data.json").is_file() and (folder / "metadata.json").is_file():
+            source = _specter_source(folder, skip_invalid)
+    if source is None and (path.suffix == ".jsonl" or (path.is_dir() and (any(path.glob("*.jsonl")) or any(path.glob("*/*.jsonl"))))):
+        source = _s2orc_source(path, skip_invalid)
+    if source is not None:
+        if not source.linked_queries():
+            raise ValueError(f"{path}: {len(source.papers)} papers with text but no citation between two of them "
+                             f"({source.graph.num_citations} citation links in all); training needs papers that cite each other")
+        return source
     raise ValueError(
         f"{path}: not a citation source; expected a SMART collection (*.all), a SPECTER release "
         "(data.json + metadata.json) or S2ORC metadata (*.jsonl)"
@@ -136,7 +143,11 @@ def _s2orc_source(path: Path, skip_invalid: bool) -> CitationSource:
     from ..data.s2orc import read_s2orc
 
     s2orc = read_s2orc(path, skip_invalid=skip_invalid)
-    papers = {p["paper_id"]: p for p in s2orc.papers}
+    papers = {p["paper_id"]: p for p in s2orc.papers if p.get("title") or p.get("abstract")}
+    if not papers:
+        first = f" (the first: {s2orc.skipped[0]})" if s2orc.skipped else ""
+        raise ValueError(f"{path}: none of its records is a paper with a title or abstract; {len(s2orc.skipped)} skipped{first}. "
+                         "Training takes papers and their citations (S2ORC metadata), not embeddings")
     graph = CitationGraph.from_edges(s2orc.citing, s2orc.cited, papers_with_text=[pid for pid, p in papers.items() if p.get("title") or p.get("abstract")])
     return CitationSource(str(path), papers, graph, skipped=list(s2orc.skipped))
 

@@ -93,6 +93,8 @@ class Recipe:
         unknown = sorted(set(settings["training"]) - _training_fields())
         if unknown:
             raise ValueError(f"unknown TrainingArguments field(s) {', '.join(unknown)}")
+        for name, value in settings["training"].items():
+            _check_training_value(name, value)
         choices = OBJECTIVE_LOSSES.get(self.objective)
         if choices is not None and settings["loss"].get("name") not in choices:
             raise ValueError(f"recipe {self.name}: loss.name must be one of {', '.join(choices)}, got {settings['loss'].get('name')!r}")
@@ -117,6 +119,25 @@ def _section_of(key: str) -> tuple[str, str]:
     if key in _training_fields():
         return "training", key
     raise ValueError(f"unknown setting {key!r}: use section.name ({', '.join(SECTIONS)}) or a TrainingArguments field")
+
+
+def _check_training_value(name: str, value: Any) -> None:
+    """Refuse a value the ``TrainingArguments`` field cannot take (``max_steps="two"``) before anything runs;
+    fields typed with enums or unions of other types are left to ``TrainingArguments`` itself."""
+    import typing
+
+    from transformers import TrainingArguments
+
+    allowed = typing.get_type_hints(TrainingArguments)[name]
+    options = typing.get_args(allowed) if typing.get_origin(allowed) is typing.Union else (allowed,)
+    simple = {bool, int, float, str, type(None)}
+    if not set(options) <= simple:
+        return
+    fits = (type(value) in options or (float in options and type(value) is int)
+            or (value is None and type(None) in options))
+    if not fits:
+        expected = " or ".join("null" if t is type(None) else t.__name__ for t in options)
+        raise ValueError(f"setting {name}={value!r}: expected {expected}, got {type(value).__name__}")
 
 
 def _training_fields() -> set[str]:
