@@ -131,3 +131,15 @@ def test_damaged_partial_state_is_named(tiny_encoder, tmp_path, monkeypatch, dam
         expected = r"manifest\.json: not valid JSON"
     with pytest.raises(ValueError, match=expected):
         embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, resume=True, show_progress_bar=False)
+
+
+def test_a_run_that_fails_before_any_shard_leaves_nothing_that_blocks_the_next(tiny_encoder, tmp_path, monkeypatch):
+    output = tmp_path / "out.jsonl"
+    with pytest.raises(ValueError, match="batch_size must be positive"):
+        embed_to_file(tiny_encoder, PAPERS_11, output, batch_size=0, show_progress_bar=False)
+    _counting(monkeypatch, fail_on_call=1)
+    with pytest.raises(Interrupt):
+        embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False)
+    monkeypatch.undo()
+    assert not partial_dir(output).exists()
+    assert embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False).papers == 11  # no --resume needed

@@ -65,6 +65,8 @@ def embed_to_file(
     output = check_embedding_path(output)
     if shard_size < 1:
         raise ValueError(f"shard_size must be positive, got {shard_size}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
     if not papers:
         raise ValueError("no papers to embed")
     ids = [str(paper["paper_id"]) for paper in papers]
@@ -72,6 +74,30 @@ def embed_to_file(
     shards = _shard_folder(partial_dir(output), manifest, resume)
 
     count = math.ceil(len(papers) / shard_size)
+    try:
+        resumed = _encode_shards(encoder, papers, shards, shard_size, count, batch_size, show_progress_bar)
+    except BaseException:
+        # A run that failed before finishing a shard leaves nothing worth resuming, and must not block the next.
+        if not any(shards.glob("shard-*.npy")):
+            shutil.rmtree(shards, ignore_errors=True)
+        raise
+    if resumed:
+        logger.info("resumed: %d of %d shards were already done in %s", resumed, count, shards)
+
+    dim = np.load(shards / "shard-00000.npy", mmap_mode="r").shape[1]
+
+    def chunks() -> Iterator[Chunk]:
+        for index in range(count):
+            yield ids[index * shard_size : (index + 1) * shard_size], np.load(shards / f"shard-{index:05d}.npy")
+
+    write_embeddings(output, chunks(), total=len(ids), dim=dim)
+    shutil.rmtree(shards)
+    return EmbedReport(output, len(ids), dim, count, resumed)
+
+
+def _encode_shards(encoder: PaperEncoder, papers: Sequence[Mapping[str, Any]], shards: Path, shard_size: int, count: int,
+                   batch_size: int, show_progress_bar: bool) -> int:
+    """Encode the shards not done yet into ``shards``; returns how many were already done."""
     resumed = 0
     for index in range(count):
         shard = shards / f"shard-{index:05d}.npy"
@@ -87,18 +113,7 @@ def embed_to_file(
         )
         with atomic_path(shard) as temporary, temporary.open("wb") as handle:
             np.save(handle, vectors)
-    if resumed:
-        logger.info("resumed: %d of %d shards were already done in %s", resumed, count, shards)
-
-    dim = np.load(shards / "shard-00000.npy", mmap_mode="r").shape[1]
-
-    def chunks() -> Iterator[Chunk]:
-        for index in range(count):
-            yield ids[index * shard_size : (index + 1) * shard_size], np.load(shards / f"shard-{index:05d}.npy")
-
-    write_embeddings(output, chunks(), total=len(ids), dim=dim)
-    shutil.rmtree(shards)
-    return EmbedReport(output, len(ids), dim, count, resumed)
+    return resumed
 
 
 def _check_shard(shard: Path, rows: int) -> None:
