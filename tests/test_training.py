@@ -443,3 +443,30 @@ def test_train_data_without_papers_or_citations_says_what_it_found(tmp_path, cap
     assert main(["train", "--recipe", "specter", "--data", str(papers), "--output", str(tmp_path / "b")]) == 2
     assert "papers.jsonl: 3 papers with text but no citation between two of them" in caplog.text
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_resume_from_a_damaged_checkpoint_names_it(tiny_bert, tmp_path):
+    from sciembed.training.run import train
+
+    data = write_s2orc(tmp_path / "papers.jsonl")
+    overrides = {**TINY_RUN, "data.max_examples": None}
+    train("specter", tiny_bert, data, tmp_path / "out", overrides)
+    (tmp_path / "out" / "checkpoint-2" / "trainer_state.json").write_text("{oops")
+    with pytest.raises(ValueError, match=r"checkpoint-2/trainer_state\.json: not valid JSON .*delete .*checkpoint-2"):
+        train("specter", tiny_bert, data, tmp_path / "out", {**overrides, "max_steps": 3}, resume=True)
+
+
+def test_truncated_weights_and_unreadable_evaluations_are_named(tiny_bert, tmp_path, caplog):
+    import shutil
+
+    import sciembed
+    from sciembed.cli import main
+
+    folder = shutil.copytree(tiny_bert, tmp_path / "model")
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    with pytest.raises(ValueError, match=r"model: its weights do not load .*truncated or damaged"):
+        sciembed.PaperEncoder.from_pretrained(folder)
+    (tmp_path / "results.json").write_text("{oops")
+    assert main(["export", "--model", str(tiny_bert), "--out", str(tmp_path / "hub"), "--evaluation", str(tmp_path / "results.json")]) == 2
+    assert "results.json (--evaluation): not valid JSON (line 1" in caplog.text

@@ -351,17 +351,27 @@ def _export_model(args: argparse.Namespace, out: str, repo_id: str | None):
 
     held_out = Path(args.model).parent / EVALUATION_FILE
     paths = args.evaluation or ([held_out] if held_out.is_file() else [])
-    evaluations = [json.loads(Path(path).read_text(encoding="utf-8")) for path in paths]
+    evaluations = [_read_json(path, "--evaluation") for path in paths]
     training_path = Path(args.training) if args.training else Path(args.model).parent / RESULTS_FILE
     if args.training and not training_path.is_file():
         raise FileNotFoundError(f"{training_path}: no such training results file")
-    training = json.loads(training_path.read_text(encoding="utf-8")) if training_path.is_file() else None
+    training = _read_json(training_path, "--training") if training_path.is_file() else None
     report = export_model(args.model, out, evaluations=evaluations, training=training, repo_id=repo_id, license=args.license,
                           validate=not args.no_validate, trust_remote_code=args.trust_remote_code)
     for check in report.checks:
         logger.info("checked: %s", check)
     logger.info("wrote %d files to %s; model card: %s", len(report.files), report.folder, report.folder / "README.md")
     return report
+
+
+def _read_json(path, option: str):
+    import json
+    from pathlib import Path
+
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} ({option}): not valid JSON (line {error.lineno}: {error.msg})") from None
 
 
 def _export(args: argparse.Namespace) -> int:

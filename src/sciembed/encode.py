@@ -12,6 +12,7 @@ the family's embedding (``pooler_output``) for sciembed's model families, and th
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
@@ -163,7 +164,8 @@ class PaperEncoder:
         if kwargs.get("pooling") is None and _has_sentence_transformers_modules(name):
             from sentence_transformers import SentenceTransformer
 
-            model = SentenceTransformer(name, device=str(device) if device else None, trust_remote_code=trust_remote_code)
+            with _damaged_weights_named(name):
+                model = SentenceTransformer(name, device=str(device) if device else None, trust_remote_code=trust_remote_code)
             if Path(name).is_dir():
                 load_format_modules(model.transformers_model, name)
             return cls(model, device=device, **kwargs)
@@ -174,7 +176,8 @@ class PaperEncoder:
             kwargs["max_length"] = base_embedding(name).max_length
             logger.info("%s: pooling %s over its transformer, at its sentence-transformers max_seq_length %s",
                         name, kwargs.get("pooling"), kwargs["max_length"] or "(unset: the model's limit)")
-        model = AutoModel.from_pretrained(name, trust_remote_code=trust_remote_code)
+        with _damaged_weights_named(name):
+            model = AutoModel.from_pretrained(name, trust_remote_code=trust_remote_code)
         if Path(name).is_dir():
             load_format_modules(model, name)
         return cls(model, device=device, **kwargs)
@@ -540,6 +543,17 @@ def check_model_location(name: str) -> None:
     looks_local = name.startswith(("/", ".", "~")) or name.endswith(("/", os.sep)) or name.count("/") > 1 or "\\" in name
     if looks_local:
         raise FileNotFoundError(f"{name}: no such model folder")
+
+
+@contextlib.contextmanager
+def _damaged_weights_named(name: str):
+    """Weights that do not deserialise (a truncated ``model.safetensors``) become one error naming the model."""
+    from safetensors import SafetensorError
+
+    try:
+        yield
+    except SafetensorError as error:
+        raise ValueError(f"{name}: its weights do not load ({error}); the file may be truncated or damaged") from None
 
 
 def _is_sentence_transformer(model: Any) -> bool:

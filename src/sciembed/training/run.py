@@ -109,6 +109,8 @@ def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str |
     Returns the contents of ``train_results.json``.
     """
     run = prepare(recipe, base, data, output_dir, overrides)
+    if resume:
+        _check_checkpoint(run.output_dir)
     evaluating = isinstance(run.trainer.eval_dataset, TaskSuite)
     before = evaluating and evaluate_before and not resume
     published_metrics = _evaluate_published_base(run, base) if before else {}
@@ -142,6 +144,23 @@ def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str |
         with atomic_path(run.output_dir / RESULTS_FILE) as temporary:
             temporary.write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
     return summary
+
+
+def _check_checkpoint(output_dir: Path) -> None:
+    """The checkpoint ``--resume`` continues from must hold a readable ``trainer_state.json``; name it if not."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    latest = get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
+    if latest is None:
+        return
+    state = Path(latest) / "trainer_state.json"
+    try:
+        json.loads(state.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{state} is missing: {latest} is incomplete; delete it to resume from the checkpoint before") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{state}: not valid JSON (line {error.lineno}: {error.msg}); delete {latest} to resume from the checkpoint "
+                         "before") from None
 
 
 def _starts_as_published(recipe: Recipe, settings: dict[str, dict[str, Any]], published: Any) -> bool:
