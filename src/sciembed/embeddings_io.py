@@ -167,7 +167,7 @@ def _read_npy(path: Path) -> tuple[list[str], np.ndarray]:
     except json.JSONDecodeError as error:
         raise ValueError(f"{ids_file}: not valid JSON (line {error.lineno}: {error.msg})") from None
     if isinstance(stored, dict):
-        if stored.get("npy_sha256") != _sha256(path):
+        if stored.get("npy_sha256") != file_sha256(path):
             raise ValueError(f"{ids_file} was written with other vectors than {path} holds (an interrupted or mixed write); "
                              "write the embeddings again")
         stored = stored.get("ids")
@@ -179,9 +179,10 @@ def _read_npy(path: Path) -> tuple[list[str], np.ndarray]:
     return [str(i) for i in stored], vectors
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The SHA-256 of a file's bytes, read in blocks."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -218,7 +219,7 @@ def _write_npy(path: Path, chunks: Iterable[Chunk], total: int, dim: int) -> Non
         # The ids land first and name the vectors by their hash: whichever of the two renames a crash
         # interrupts, a reader finds either the old pair or a mismatch it reports, never new ids on old vectors.
         with atomic_path(ids_path(path)) as ids_temporary:
-            ids_temporary.write_text(json.dumps({"ids": all_ids, "rows": total, "npy_sha256": _sha256(temporary)}), encoding="utf-8")
+            ids_temporary.write_text(json.dumps({"ids": all_ids, "rows": total, "npy_sha256": file_sha256(temporary)}), encoding="utf-8")
 
 
 def _write_parquet(path: Path, chunks: Iterable[Chunk], total: int, dim: int) -> None:

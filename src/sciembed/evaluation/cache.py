@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..embeddings_io import atomic_path
+from ..embeddings_io import atomic_path, file_sha256
 from ..encode import PaperEncoder
 
 logger = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ class EmbeddingCache:
         keys = stored.get("keys") if isinstance(stored, dict) else stored
         if not isinstance(keys, list):
             return f"its key file {keys_path.name} holds no key list"
-        if isinstance(stored, dict) and stored.get("npy_sha256") != _sha256(vectors_path):
+        if isinstance(stored, dict) and stored.get("npy_sha256") != file_sha256(vectors_path):
             return "its vectors do not match the hash written with them"
         try:
             vectors = np.load(vectors_path, allow_pickle=False)
@@ -133,12 +133,5 @@ class EmbeddingCache:
                 np.save(handle, np.ascontiguousarray(vectors, dtype=np.float32))
         # The key list is written last: a shard without it is ignored, so a crash never half-loads.
         with atomic_path(stem.with_suffix(".json")) as temporary:
-            temporary.write_text(json.dumps({"keys": keys, "npy_sha256": _sha256(stem.with_suffix(".npy"))}), encoding="utf-8")
+            temporary.write_text(json.dumps({"keys": keys, "npy_sha256": file_sha256(stem.with_suffix(".npy"))}), encoding="utf-8")
 
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
