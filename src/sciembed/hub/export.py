@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..embeddings_io import replace_folder
+from ..embeddings_io import file_sha256, replace_folder
 
 logger = logging.getLogger(__name__)
 
@@ -113,15 +113,12 @@ def foreign_code(folder: str | os.PathLike[str]) -> list[str]:
     """The Python files directly in ``folder`` that are not byte-for-byte one of sciembed's own remote-code
     files of the same name (``sciembed/modeling/<family>/``): what loading with ``trust_remote_code`` would
     run that sciembed did not write."""
-    import hashlib
-
     from .. import modeling
 
     own: dict[str, set[str]] = {}
     for path in Path(modeling.__file__).parent.glob("*/*.py"):
-        own.setdefault(path.name, set()).add(hashlib.sha256(path.read_bytes()).hexdigest())
-    return sorted(path.name for path in Path(folder).glob("*.py")
-                  if hashlib.sha256(path.read_bytes()).hexdigest() not in own.get(path.name, set()))
+        own.setdefault(path.name, set()).add(file_sha256(path))
+    return sorted(path.name for path in Path(folder).glob("*.py") if file_sha256(path) not in own.get(path.name, set()))
 
 
 def _to_safetensors(folder: Path) -> None:
