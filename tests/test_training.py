@@ -470,3 +470,14 @@ def test_truncated_weights_and_unreadable_evaluations_are_named(tiny_bert, tmp_p
     (tmp_path / "results.json").write_text("{oops")
     assert main(["export", "--model", str(tiny_bert), "--out", str(tmp_path / "hub"), "--evaluation", str(tmp_path / "results.json")]) == 2
     assert "results.json (--evaluation): not valid JSON (line 1" in caplog.text
+
+
+def test_loss_settings_the_chosen_loss_does_not_take_are_named(tiny_st_base, tmp_path):
+    from sciembed.training.run import prepare
+
+    data = write_s2orc(tmp_path / "papers.jsonl")
+    with pytest.raises(ValueError, match=r"loss.margin: not a setting of MultipleNegativesRankingLoss \(loss.name=mnr\); its settings: "):
+        prepare("specter", tiny_st_base, data, tmp_path / "out", {**TINY_RUN, "loss.margin": 0.5})
+    run = prepare("specter", tiny_st_base, data, tmp_path / "out", {**TINY_RUN, "loss.name": "triplet", "loss.distance": "cosine",
+                                                                    "loss.margin": 0.25})
+    assert run.settings["embedding"]["chosen_by"]["loss"] == "settings" and run.trainer.loss.distance == "cosine"

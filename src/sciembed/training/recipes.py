@@ -84,7 +84,7 @@ class Recipe:
         settings = copy.deepcopy(self.settings)
         layers = [self.unit_vector_settings] if unit_vectors else []
         for layer in [*layers, overrides or {}]:
-            assignments = [(_section_of(key), value) for key, value in _flatten(layer)]
+            assignments = [(_section_of(key), value) for key, value in flatten_overrides(layer)]
             new_loss = next((value for (section, name), value in assignments if (section, name) == ("loss", "name")), None)
             if new_loss is not None and new_loss != settings["loss"].get("name"):
                 settings["loss"] = {}
@@ -101,11 +101,12 @@ class Recipe:
         return settings
 
 
-def _flatten(overrides: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
+def flatten_overrides(overrides: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
+    """``(dotted key, value)`` pairs of overrides given nested by section, dotted, or both."""
     for key, value in overrides.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping) and name in SECTIONS:
-            yield from _flatten(value, f"{name}.")
+            yield from flatten_overrides(value, f"{name}.")
         else:
             yield name, value
 

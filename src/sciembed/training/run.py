@@ -28,7 +28,7 @@ from datasets import Dataset
 
 from ..embeddings_io import atomic_path, replace_folder
 from ..evaluation.loaders import TaskSuite
-from .recipes import Recipe, get_recipe
+from .recipes import Recipe, flatten_overrides, get_recipe
 
 logger = logging.getLogger(__name__)
 
@@ -249,7 +249,8 @@ def _settings(recipe: Recipe, base: str, overrides: Mapping[str, Any] | None):
                  ("the family" if recipe.family is not None else spec.source if spec.pooling else "the paper ([CLS])"),
                  "normalize": "settings" if given["normalize"] is not None else (spec.source if spec.normalize else "the paper"),
                  "max_length": "settings" if given["max_length"] is not None else (spec.source if spec.max_length else "the model's limit"),
-                 "loss": "the recipe's unit-vector settings" if normalize and recipe.unit_vector_settings else "the recipe's paper settings"}
+                 "loss": "settings" if any(key.startswith("loss.") for key, _ in flatten_overrides(overrides or {})) else
+                 "the recipe's unit-vector settings" if normalize and recipe.unit_vector_settings else "the recipe's paper settings"}
     settings["embedding"].update(pooling=pooling, normalize=normalize, chosen_by=chosen_by)
     return settings, spec
 
@@ -338,17 +339,32 @@ def _add_format_modules(model, modules: str | None, options: dict[str, Any], bas
         raise ValueError(f"unknown model.format_modules {modules!r}; one of adapters, fusion, pals")
 
 
+_ROUTER_WEIGHTS = ("router_cross_entropy", "router_mutual_information", "router_load_balancing")
+
+
+def _check_loss_options(loss_class: type, name: str, options: Mapping[str, Any], ignore: tuple[str, ...] = ()) -> None:
+    """Refuse ``loss.*`` settings the chosen loss does not take (``loss.margin`` with ``loss.name=mnr``)."""
+    import inspect
+
+    known = set(inspect.signature(loss_class.__init__).parameters) - {"self"}
+    unknown = sorted(set(options) - known - set(ignore))
+    if unknown:
+        raise ValueError(f"loss.{', loss.'.join(unknown)}: not a setting of {loss_class.__name__} (loss.name={name}); "
+                         f"its settings: {', '.join(sorted(known))}")
+
+
 def _objective(recipe: Recipe, settings: dict[str, dict[str, Any]], model, tokenizer, max_length: int, examples: _Examples):
     from . import collators, losses, trainers
-
     from .recipes import LOSSES
 
     loss_options = dict(settings["loss"])
     loss_class = getattr(losses, LOSSES[loss_options.pop("name")]) if "name" in loss_options else None
+    if loss_class is not None:
+        _check_loss_options(loss_class, settings["loss"]["name"], loss_options, ignore=_ROUTER_WEIGHTS)
     if recipe.objective in ("triplet", "multi2spe"):
         return trainers.TripletTrainer, collators.TripletCollator(tokenizer, max_length), loss_class(**loss_options), {}
     if recipe.objective == "pairs":
-        router_weights = [loss_options.pop(k) for k in ("router_cross_entropy", "router_mutual_information", "router_load_balancing")]
+        router_weights = [loss_options.pop(k) for k in _ROUTER_WEIGHTS]
         loss = loss_class(**loss_options)
         router = None
         if getattr(model.config, "routing", "enforced") != "enforced" and any(router_weights):
