@@ -15,10 +15,11 @@ class TripletMarginLoss(nn.Module):
     SPECTER eq. 2 uses the L2 distance with margin 1, the distance its unnormalised [CLS] vectors are
     ranked by. For unit vectors (a base such as all-MiniLM-L6-v2, which normalises) the distance they are
     used with is the cosine distance ``1 − cos(a, b)`` (ranking by L2 of unit vectors is the same ranking);
-    it lies in [0, 2], so margin 1 would be half its range: sciembed's recipes use margin 0.25 there, the
-    best of 0.1 / 0.25 / 0.5 measured on CACM (``benchmarks/results/triplet_margin.json``). L2 distances
-    are exact norms (torch's ``triplet_margin_loss`` adds 1e-6 to each difference, which moves the loss
-    for near-equal papers).
+    it lies in [0, 2], so a margin on that scale is needed (margin 1 would be half its range). sciembed's
+    recipes train unit vectors with :class:`~.mnr.MultipleNegativesRankingLoss` instead; this loss with
+    ``distance="cosine"`` is there by name (``loss.name=triplet``, ``loss.distance=cosine``). L2 distances are
+    exact norms (torch's ``triplet_margin_loss`` adds 1e-6 to each difference, which moves the loss for
+    near-equal papers).
 
     Args:
         margin: the margin ``m`` (SPECTER: 1 with L2).
