@@ -1,10 +1,11 @@
-"""What the citation recipes train on: how often a training triplet's positive is cited by its query paper.
+"""What the citation recipes train on: how often a training example's positive is cited by its query paper.
 
 On CACM's training queries (the seeded 80 / 20 split of ``train_cacm.py``), the ``specter`` sampler's
 positives are the query's citations by construction; SciNCL's are its nearest neighbours in a citation-graph
 embedding (kNN ranks [20, 25), scaled to the graph). This counts, per sampler, the share of triplets whose
-positive is directly linked to the query, linked at two hops only, and whose negative is linked: the held-out
-task scores direct citations, so it explains how much each recipe's examples point at what is scored.
+positive is directly linked to the query, linked at two hops only, and whose negative is linked; and for the
+``moe-cocitation`` recipe's co-citation pairs, the share whose two papers are also directly linked. The
+held-out task scores direct citations, so this says how much each recipe's examples point at what is scored.
 
     python benchmarks/triplet_positives.py --data ../shared/data --seed 0
 """
@@ -44,6 +45,10 @@ def main() -> None:
         result[sampler] = {"triplets": n, "positive_cited": round(direct / n, 3), "positive_two_hops_only": round(two_hops / n, 3),
                            "negative_cited": round(negative / n, 3)}
         print(sampler, json.dumps(result[sampler]), flush=True)
+    pairs = training_data.pair_dataset(source, exclude=held)
+    linked_pairs = sum(b in linked.get(a, set()) for a, b in zip(pairs["a_id"], pairs["b_id"]))
+    result["cocitation_pairs"] = {"pairs": len(pairs), "pair_cited": round(linked_pairs / len(pairs), 3)}
+    print("cocitation", json.dumps(result["cocitation_pairs"]), flush=True)
     with atomic_path(args.output) as temporary:
         temporary.write_text(json.dumps({"benchmark": "triplet_positives", "description": __doc__.strip().splitlines()[0],
                                          "seed": args.seed, "samplers": result}, indent=1) + "\n", encoding="utf-8")

@@ -15,7 +15,8 @@ import torch
 
 from conftest import WORDS, write_s2orc
 
-SETTINGS = ["max_steps=4", "save_strategy=steps", "save_steps=1", "logging_steps=1", "learning_rate=1e-3", "warmup_steps=0",
+# Enough steps after the second checkpoint that the kill lands mid-run even on a busy machine.
+SETTINGS = ["max_steps=60", "save_strategy=steps", "save_steps=1", "save_total_limit=2", "logging_steps=1", "learning_rate=1e-3", "warmup_steps=0",
             "per_device_train_batch_size=4", "gradient_accumulation_steps=1", "embedding.max_length=32", "dataloader_drop_last=true",
             "lr_scheduler_type=constant"]
 

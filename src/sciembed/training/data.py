@@ -243,7 +243,9 @@ def pair_dataset(source: CitationSource, *, queries: Iterable[str] | None = None
         raise ValueError(f"{source.path}: no co-citation pair among the papers with text")
     columns: dict[str, list[Any]] = {
         "a": [paper_record(source.papers[a]) for a, _ in rows],
+        "a_id": [a for a, _ in rows],
         "b": [paper_record(source.papers[b]) for _, b in rows],
+        "b_id": [b for _, b in rows],
     }
     if domain is not None:
         columns["domain"] = [domain] * len(rows)
