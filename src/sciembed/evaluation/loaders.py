@@ -80,7 +80,11 @@ def load_tasks(
         known = {t.task_id for t in suite.tasks} | set(suite.missing)
         unknown = sorted(set(tasks) - known)
         if unknown:
-            raise ValueError(f"{data}: no task(s) {unknown} in {name}; tasks here: {', '.join(sorted(known))}")
+            # The suite was built for the requested ids only; build it whole (on this error path alone) to list them all.
+            whole = builders[name](name, str(data), **{**options, "wanted": None})
+            here = sorted({t.task_id for t in whole.tasks})
+            raise ValueError(f"{data}: no task(s) {unknown} in {name}; tasks here: {', '.join(here) or 'none'}"
+                             + (f" (absent from this folder: {', '.join(whole.missing)})" if whole.missing else ""))
     if not suite.tasks:
         raise ValueError(f"{data}: none of the {name} tasks{' ' + str(sorted(tasks)) if tasks else ''} found; missing: {', '.join(suite.missing)}")
     return suite
