@@ -19,7 +19,10 @@ The values follow each paper; where a paper is silent the choice is named in the
 ``notes``. A paper's loss is built for the geometry it ranks in (SPECTER: L2 between unnormalised
 vectors); when the model is trained in unit vectors (``embedding.normalize``, e.g. from the embedded
 MiniLM) a recipe's ``unit_vector_settings`` apply on top of its paper settings (and under the user's):
-the objective measured best from the embedded model (``benchmarks/results/train_cacm.json``). "Effective batch 32" means 32 triplets per optimiser step on one device
+multiple-negatives ranking with the hard negatives, which from the embedded MiniLM improves on it where
+SPECTER's L2 triplet loss fell below it (``benchmarks/results/train_cacm.json``; the comparison with each
+paper's own loss in unit vectors is queued in ``benchmarks/results/train_cacm_alternatives/``).
+"Effective batch 32" means 32 triplets per optimiser step on one device
 (``per_device_train_batch_size * gradient_accumulation_steps``); on N devices it is N times that.
 """
 
