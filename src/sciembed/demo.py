@@ -141,8 +141,11 @@ def _run(main, argv: list[str], title: str) -> None:
 def _ranked_above(folder: Path, papers: list[dict[str, Any]], links: set[tuple[str, str]], queries: list[str]) -> dict[str, Any]:
     """Held-out (query, cited, random) triples scored by MiniLM as published and by the exported model,
     both loaded with sentence-transformers in a fresh process without sciembed."""
+    from transformers import AutoTokenizer
+
     from .data.papers import paper_text
 
+    sep = AutoTokenizer.from_pretrained(folder).sep_token  # the exported model's, which is MiniLM's
     by_id = {p["paper_id"]: p for p in papers if p.get("title")}
     neighbours: dict[str, set[str]] = {}
     for a, b in links:
@@ -157,7 +160,7 @@ def _ranked_above(folder: Path, papers: list[dict[str, Any]], links: set[tuple[s
         r = rng.choice(candidates)
         while r == q or r in neighbours.get(q, ()):
             r = rng.choice(candidates)
-        triples.append([paper_text(by_id[i], "[SEP]") for i in (q, c, r)])
+        triples.append([paper_text(by_id[i], sep) for i in (q, c, r)])
     folders = {"published": default_model_path(), "fine-tuned": str(folder)}
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     done = subprocess.run([sys.executable, "-c", _RANKED_ABOVE, json.dumps(folders)], input=json.dumps(triples), capture_output=True,
