@@ -83,7 +83,7 @@ def main() -> None:
     settings = {"seeds": args.seeds, "steps": args.steps, "batch": BATCH, "max_length": args.max_length, "held_out": args.held_out,
                 "base": "all-MiniLM-L6-v2 (embedded)", "overrides": extra}
     results = json.loads(args.output.read_text(encoding="utf-8")) if args.output.is_file() else {}
-    if results.get("settings", {}).get("steps") not in (None, args.steps) or results.get("settings", {}).get("overrides", {}) != extra:
+    if results and (results["settings"]["steps"] != args.steps or results["settings"].get("overrides", {}) != extra):
         raise SystemExit(f"{args.output} holds a run with other settings ({results['settings']}); choose another --output")
     rows: list[dict[str, Any]] = results.get("rows", [])
     done = {(r["seed"], r["system"]) for r in rows}
