@@ -240,9 +240,9 @@ def _embed(args: argparse.Namespace) -> int:
         raise ValueError(f"--output {args.output} would overwrite the input {args.input}; choose another output file")
     papers = read_papers(args.input, id_field=args.id_field, skip_invalid=args.skip_invalid)
 
-    from .encode import PaperEncoder
+    from .ensemble import load_encoder
 
-    encoder = PaperEncoder.from_pretrained(
+    encoder = load_encoder(
         args.model,
         trust_remote_code=args.trust_remote_code,
         device=args.device,

@@ -61,8 +61,6 @@ print(json.dumps(result))
 
 def run_main_job(data_dir: str | os.PathLike[str], output: str | os.PathLike[str], *, steps: int | None = None) -> dict[str, Any]:
     """Run the four steps (see the module docstring); returns what they produced."""
-    from .cli import main
-
     output = Path(output)
     data, papers, links, budget = _data(Path(data_dir), output)
     if steps is not None:
@@ -70,11 +68,11 @@ def run_main_job(data_dir: str | os.PathLike[str], output: str | os.PathLike[str
     settings = [f"{key}={value}" for key, value in {**SHARED, **budget}.items()]
     train = ["train", "--recipe", RECIPE, "--data", str(data), "--output", str(output / "run"), "--evaluate-before",
              *[arg for setting in settings for arg in ("--set", setting)]]
-    _run(main, train, "1. fine-tune the embedded MiniLM (SPECTER recipe, in MiniLM's own embedding) on the training queries")
+    _run(train, "1. fine-tune the embedded MiniLM (SPECTER recipe, in MiniLM's own embedding) on the training queries")
     summary = json.loads((output / "run" / "train_results.json").read_text(encoding="utf-8"))
     print("\n2. held-out cite task (SciDocs protocol): the base as published, and fine-tuned\n")
     print(format_table(summary))
-    _run(main, ["export", "--model", str(output / "run" / "model"), "--out", str(output / "hub")],
+    _run(["export", "--model", str(output / "run" / "model"), "--out", str(output / "hub")],
          "3. export with the model card and the held-out results, checked without sciembed")
     card = output / "hub" / "README.md"
     print(f"\nmodel card: {card}")
@@ -131,9 +129,11 @@ def _data(data_dir: Path, output: Path) -> tuple[Path, list[dict[str, Any]], set
     return path, papers, links, EXAMPLE_BUDGET
 
 
-def _run(main, argv: list[str], title: str) -> None:
+def _run(argv: list[str], title: str) -> None:
+    """Run one ``sciembed`` command as its own process, as a user would type it (the demo is a command of
+    the same CLI, so it does not import the CLI to call it)."""
     print(f"\n{title}\n$ sciembed {shlex.join(argv)}\n", flush=True)
-    code = main(argv)
+    code = subprocess.run([sys.executable, "-m", "sciembed.cli", *argv]).returncode
     if code:
         raise RuntimeError(f"sciembed {argv[0]} failed (exit code {code}); see the messages above")
 

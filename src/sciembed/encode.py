@@ -151,15 +151,14 @@ class PaperEncoder:
         off-the-shelf sentence encoders can be compared with SPECTER-style models under one pooling; it keeps
         the folder's ``max_seq_length`` unless ``max_length`` is given.
         A local folder with format adapters or PALs saved next to its base gets them attached
-        (:func:`sciembed.formats.load_format_modules`); one holding ``sciembed_ensemble.json`` loads as
-        an :class:`~sciembed.ensemble.EnsembleEncoder`.
+        (:func:`sciembed.formats.load_format_modules`). A folder holding ``sciembed_ensemble.json`` is an
+        ensemble: :func:`sciembed.ensemble.load_encoder` loads either kind.
         """
         name = str(name_or_path) if name_or_path is not None else default_model_path()
         check_model_location(name)
         if (Path(name) / ENSEMBLE_FILE).is_file():
-            from .ensemble import load_ensemble
-
-            return load_ensemble(name, trust_remote_code=trust_remote_code, device=device, **kwargs)
+            # Ensembles sit a layer above this module (sciembed.ensemble imports it, not the other way).
+            raise ValueError(f"{name} is an ensemble ({ENSEMBLE_FILE}): load it with sciembed.ensemble.load_encoder")
         register_families()
         if kwargs.get("pooling") is None and _has_sentence_transformers_modules(name):
             from sentence_transformers import SentenceTransformer

@@ -102,6 +102,14 @@ def save_ensemble(folder: str | os.PathLike[str], members: Sequence[str | os.Pat
     return folder
 
 
+def load_encoder(name_or_path: str | os.PathLike[str] | None = None, **options: Any) -> PaperEncoder | EnsembleEncoder:
+    """An encoder by Hub id or local path: an :class:`EnsembleEncoder` for a folder holding
+    ``sciembed_ensemble.json``, else :meth:`PaperEncoder.from_pretrained` (``options`` are its keyword arguments)."""
+    if name_or_path is not None and (Path(name_or_path) / ENSEMBLE_FILE).is_file():
+        return load_ensemble(name_or_path, **options)
+    return PaperEncoder.from_pretrained(name_or_path, **options)
+
+
 def load_ensemble(folder: str | os.PathLike[str], **options: Any) -> EnsembleEncoder:
     """The ensemble described by ``folder/sciembed_ensemble.json``; ``options`` go to each member's
     :meth:`PaperEncoder.from_pretrained` (``device``, ``max_length``, ``trust_remote_code``, ...)."""

@@ -136,7 +136,9 @@ def evaluate(
             raise ValueError("a PaperEncoder holds its own pooling, max_length, device and domain; set them when creating it")
         encoder = model
     else:
-        encoder = PaperEncoder.from_pretrained(model, pooling=pooling, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
+        from ..ensemble import load_encoder
+
+        encoder = load_encoder(model, pooling=pooling, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
                                                domain=domain)
     folder = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
     settings = {"split": split, "pooling": encoder.pooling, "max_length": encoder.max_length, "batch_size": batch_size,
