@@ -32,6 +32,14 @@ def _counting(monkeypatch, fail_on_call=None):
     return calls
 
 
+def _interrupted(encoder, output, monkeypatch, fail_on_call):
+    """Leave an unfinished run of ``output`` behind: the encoder fails on its ``fail_on_call``-th shard."""
+    _counting(monkeypatch, fail_on_call=fail_on_call)
+    with pytest.raises(Interrupt):
+        embed_to_file(encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False)
+    monkeypatch.undo()
+
+
 @pytest.mark.parametrize("suffix", [".jsonl", ".npy", ".parquet"])
 def test_shards_assemble_to_the_one_pass_result(tiny_encoder, tmp_path, suffix):
     report = embed_to_file(tiny_encoder, PAPERS_11, tmp_path / f"out{suffix}", shard_size=4, show_progress_bar=False)
@@ -64,10 +72,7 @@ def test_interrupted_run_resumes_from_the_last_finished_shard(tiny_encoder, tmp_
 
 def test_resume_refuses_a_run_with_other_papers_or_settings(tiny_encoder, tiny_bert, tmp_path, monkeypatch):
     output = tmp_path / "out.npy"
-    _counting(monkeypatch, fail_on_call=2)
-    with pytest.raises(Interrupt):
-        embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False)
-    monkeypatch.undo()
+    _interrupted(tiny_encoder, output, monkeypatch, 2)
     changed = [*PAPERS_11[:-1], {**PAPERS_11[-1], "title": "Changed"}]
     with pytest.raises(ValueError, match="differs in papers_sha256"):
         embed_to_file(tiny_encoder, changed, output, shard_size=4, resume=True, show_progress_bar=False)
@@ -89,18 +94,12 @@ def test_resume_is_keyed_by_the_encoder_not_its_path(tiny_bert, tmp_path, monkey
 
     model = shutil.copytree(tiny_bert, tmp_path / "model")
     output = tmp_path / "out.npy"
-    _counting(monkeypatch, fail_on_call=2)
-    with pytest.raises(Interrupt):
-        embed_to_file(PaperEncoder.from_pretrained(str(model), device="cpu"), PAPERS_11, output, shard_size=4, show_progress_bar=False)
-    monkeypatch.undo()
+    _interrupted(PaperEncoder.from_pretrained(str(model), device="cpu"), output, monkeypatch, 2)
     report = embed_to_file(PaperEncoder.from_pretrained(f"{model}/", device="cpu"), PAPERS_11, output, shard_size=4, resume=True,
                            show_progress_bar=False)
     assert report.resumed_shards == 1
 
-    _counting(monkeypatch, fail_on_call=2)
-    with pytest.raises(Interrupt):
-        embed_to_file(PaperEncoder.from_pretrained(str(model), device="cpu"), PAPERS_11, output, shard_size=4, show_progress_bar=False)
-    monkeypatch.undo()
+    _interrupted(PaperEncoder.from_pretrained(str(model), device="cpu"), output, monkeypatch, 2)
     changed = AutoModel.from_pretrained(model)
     with torch.no_grad():
         changed.embeddings.word_embeddings.weight.add_(0.01)
@@ -113,10 +112,7 @@ def test_resume_is_keyed_by_the_encoder_not_its_path(tiny_bert, tmp_path, monkey
 @pytest.mark.parametrize("damage", ["truncated shard", "wrong width", "broken manifest"])
 def test_damaged_partial_state_is_named(tiny_encoder, tmp_path, monkeypatch, damage):
     output = tmp_path / "out.jsonl"
-    _counting(monkeypatch, fail_on_call=3)
-    with pytest.raises(Interrupt):
-        embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False)
-    monkeypatch.undo()
+    _interrupted(tiny_encoder, output, monkeypatch, 3)
     folder = partial_dir(output)
     if damage == "truncated shard":
         shard = folder / "shard-00001.npy"
@@ -137,9 +133,6 @@ def test_a_run_that_fails_before_any_shard_leaves_nothing_that_blocks_the_next(t
     output = tmp_path / "out.jsonl"
     with pytest.raises(ValueError, match="batch_size must be positive"):
         embed_to_file(tiny_encoder, PAPERS_11, output, batch_size=0, show_progress_bar=False)
-    _counting(monkeypatch, fail_on_call=1)
-    with pytest.raises(Interrupt):
-        embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False)
-    monkeypatch.undo()
+    _interrupted(tiny_encoder, output, monkeypatch, 1)
     assert not partial_dir(output).exists()
     assert embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False).papers == 11  # no --resume needed
