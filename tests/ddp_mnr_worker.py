@@ -24,4 +24,6 @@ local = MultipleNegativesRankingLoss(temperature=0.05, gather_across_processes=F
 loss.backward()
 (output / f"mnr{rank}.json").write_text(json.dumps({"loss": loss.item(), "local_loss": local.item(),
                                                    "grads": [t.grad.tolist() for t in mine]}))
+# Both ranks' collectives finish before either tears down: a rank leaving first can abort the other in gloo.
+dist.barrier()
 dist.destroy_process_group()

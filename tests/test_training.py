@@ -445,14 +445,42 @@ def test_train_data_without_papers_or_citations_says_what_it_found(tmp_path, cap
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
-def test_resume_from_a_damaged_checkpoint_names_it(tiny_bert, tmp_path):
+@pytest.mark.parametrize("damage", ["missing", "truncated"])
+def test_resume_skips_a_checkpoint_whose_save_never_finished_and_names_it(damage, tiny_bert, tmp_path, caplog):
+    """A run stopped while saving checkpoint-3 leaves it without a readable trainer_state.json (the file
+    the Trainer writes last): --resume names it, removes it and continues from checkpoint-2, ending with
+    the weights of an uninterrupted run."""
+    from safetensors.torch import load_file
+
     from sciembed.training.run import train
 
     data = write_s2orc(tmp_path / "papers.jsonl")
-    overrides = {**TINY_RUN, "data.max_examples": None}
+    overrides = {**TINY_RUN, "data.max_examples": None, "lr_scheduler_type": "constant"}
+    train("specter", tiny_bert, data, tmp_path / "straight", {**overrides, "max_steps": 4})
+    train("specter", tiny_bert, data, tmp_path / "out", {**overrides, "max_steps": 3})
+    state = tmp_path / "out" / "checkpoint-3" / "trainer_state.json"
+    if damage == "missing":
+        state.unlink()
+    else:
+        state.write_text(state.read_text()[:20])
+    summary = train("specter", tiny_bert, data, tmp_path / "out", {**overrides, "max_steps": 4}, resume=True)
+    assert f"checkpoint-3: the save of this checkpoint never finished ({state}" in caplog.text
+    assert "resumes from checkpoint-2" in caplog.text
+    assert summary["global_step"] == 4 and (tmp_path / "out" / "checkpoint-4" / "trainer_state.json").is_file()
+    straight, resumed = (load_file(tmp_path / run / "model" / "model.safetensors") for run in ("straight", "out"))
+    for name, tensor in straight.items():
+        torch.testing.assert_close(resumed[name], tensor, atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_resume_without_a_complete_checkpoint_says_so(tiny_bert, tmp_path):
+    from sciembed.training.run import train
+
+    data = write_s2orc(tmp_path / "papers.jsonl")
+    overrides = {**TINY_RUN, "data.max_examples": None, "save_total_limit": 1}
     train("specter", tiny_bert, data, tmp_path / "out", overrides)
     (tmp_path / "out" / "checkpoint-2" / "trainer_state.json").write_text("{oops")
-    with pytest.raises(ValueError, match=r"checkpoint-2/trainer_state\.json: not valid JSON .*delete .*checkpoint-2"):
+    with pytest.raises(ValueError, match=r"no checkpoint in .*out is complete \(.*checkpoint-2/trainer_state\.json: not valid JSON "
+                                         r"\(line 1.*run without --resume"):
         train("specter", tiny_bert, data, tmp_path / "out", {**overrides, "max_steps": 3}, resume=True)
 
 

@@ -4,7 +4,7 @@
 the examples, the collator, the loss and the Trainer; :func:`train` runs it and saves the result:
 
 - ``OUTPUT/checkpoint-N/``: the Trainer's checkpoints (plus ``loss.pt`` for losses with parameters);
-  ``resume=True`` continues from the latest one;
+  ``resume=True`` continues from the latest complete one;
 - ``OUTPUT/model/``: the trained model with its tokenizer, written atomically (a family with its
   remote code and sentence-transformers files; a plain encoder with sentence-transformers files that
   record the pooling it was trained with; SPECTROID's head and encoder as one model);
@@ -109,15 +109,14 @@ def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str |
     Returns the contents of ``train_results.json``.
     """
     run = prepare(recipe, base, data, output_dir, overrides)
-    if resume:
-        _check_checkpoint(run.output_dir)
+    checkpoint = _resume_checkpoint(run.output_dir, main_process=run.trainer.args.should_save) if resume else None
     evaluating = isinstance(run.trainer.eval_dataset, TaskSuite)
     before = evaluating and evaluate_before and not resume
     published_metrics = _evaluate_published_base(run, base) if before else {}
     # A recipe that trains the base in its published embedding starts exactly there: scored once.
     base_metrics = (published_metrics if run.data["starts_as_published"] else run.trainer.evaluate()) if before else {}
     started = time.perf_counter()
-    result = run.trainer.train(resume_from_checkpoint=True if resume else None)
+    result = run.trainer.train(resume_from_checkpoint=checkpoint)
     seconds = time.perf_counter() - started
     final_metrics = run.trainer.evaluate() if run.trainer.eval_dataset is not None else {}
     model_dir = run.output_dir / MODEL_FOLDER
@@ -146,21 +145,40 @@ def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str |
     return summary
 
 
-def _check_checkpoint(output_dir: Path) -> None:
-    """The checkpoint ``--resume`` continues from must hold a readable ``trainer_state.json``; name it if not."""
-    from transformers.trainer_utils import get_last_checkpoint
+def _resume_checkpoint(output_dir: Path, *, main_process: bool) -> str | bool:
+    """The checkpoint ``--resume`` continues from: the newest one whose ``trainer_state.json`` (the file the
+    Trainer writes last) reads. Newer ones without it are saves a stopped run never finished: each is
+    named with what is wrong and removed (by the main process), so training repeats those steps. ``True``
+    (the Trainer's own search and error) when the folder has no checkpoint at all."""
+    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-    latest = get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
-    if latest is None:
-        return
-    state = Path(latest) / "trainer_state.json"
-    try:
-        json.loads(state.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"{state} is missing: {latest} is incomplete; delete it to resume from the checkpoint before") from None
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{state}: not valid JSON (line {error.lineno}: {error.msg}); delete {latest} to resume from the checkpoint "
-                         "before") from None
+    steps = {}
+    for folder in output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*") if output_dir.is_dir() else ():
+        step = folder.name[len(PREFIX_CHECKPOINT_DIR) + 1 :]
+        if folder.is_dir() and step.isdigit():
+            steps[int(step)] = folder
+    unfinished = []
+    for step in sorted(steps, reverse=True):
+        state = steps[step] / "trainer_state.json"
+        try:
+            json.loads(state.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            unfinished.append((steps[step], f"{state} is missing"))
+        except json.JSONDecodeError as error:
+            unfinished.append((steps[step], f"{state}: not valid JSON (line {error.lineno}: {error.msg})"))
+        else:
+            break
+    else:
+        if unfinished:
+            raise ValueError(f"no checkpoint in {output_dir} is complete ({'; '.join(why for _, why in unfinished)}); "
+                             "run without --resume to start again")
+        return True
+    for folder, why in unfinished:
+        logger.warning("%s: the save of this checkpoint never finished (%s); it is removed and training resumes from %s",
+                       folder, why, steps[step].name)
+        if main_process:
+            shutil.rmtree(folder)
+    return str(steps[step])
 
 
 def _starts_as_published(recipe: Recipe, settings: dict[str, dict[str, Any]], published: Any) -> bool:

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 from transformers import Trainer, TrainerCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..encode import PaperEncoder, default_pooling, pool, with_domains
 from ..evaluation.loaders import TaskSuite
@@ -116,10 +117,13 @@ class EmbeddingTrainer(Trainer):
         return self.optimizer
 
     def _save_checkpoint(self, model, trial):
-        super()._save_checkpoint(model, trial)
+        # The loss's state goes in first: the Trainer writes trainer_state.json last, so a checkpoint that
+        # has it is complete (what resuming relies on).
         if self.loss is not None and len(self.loss.state_dict()) and self.args.should_save:
-            folder = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
+            folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+            os.makedirs(folder, exist_ok=True)
             torch.save(self.loss.state_dict(), os.path.join(folder, LOSS_STATE))
+        super()._save_checkpoint(model, trial)
 
     def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
         super()._load_from_checkpoint(resume_from_checkpoint, model)

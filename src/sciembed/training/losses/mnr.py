@@ -7,8 +7,8 @@ temperature,
     L = −(1/B) Σ_i log( exp(s(a_i, p_i)/τ) / (Σ_j exp(s(a_i, p_j)/τ) + Σ_j exp(s(a_i, n_j)/τ)) )
 
 so one batch of B triplets gives each anchor 2B − 1 negatives instead of one. Under DDP the positives
-and negatives of every process are gathered (differentiably, ``torch.distributed.nn.all_gather``) so each
-anchor is scored against the whole global batch, as sentence-transformers' ``gather_across_devices``.
+and negatives of every process are gathered (differentiably, with torch's functional
+``all_gather_single``) so each anchor is scored against the whole global batch, as sentence-transformers' ``gather_across_devices``.
 The MoE paper (Hallee et al. 2024) trains co-citation pairs with it and a learned temperature.
 """
 
@@ -73,7 +73,8 @@ class MultipleNegativesRankingLoss(nn.Module):
 
         if not (self.gather_across_processes and dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
             return 0, local
-        from torch.distributed.nn.functional import all_gather
+        # torch's replacement for the deprecated torch.distributed.nn.functional.all_gather: differentiable,
+        # its backward a reduce-scatter that sums every rank's gradient for this rank's rows.
+        from torch.distributed._functional_collectives import all_gather_single
 
-        parts = all_gather(local.contiguous())
-        return dist.get_rank() * len(local), torch.cat(parts)
+        return dist.get_rank() * len(local), all_gather_single(local.contiguous(), 0, dist.group.WORLD).wait()
