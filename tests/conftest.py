@@ -98,6 +98,18 @@ def tiny_st_base(tiny_bert, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def family_model(tiny_bert, tmp_path_factory) -> Path:
+    """A saved Multi2SPE model folder (remote code and all), with a checkpoint folder a training run left in it."""
+    from sciembed.families import from_bert, save_pretrained
+
+    model, tokenizer = from_bert("multi2spe", tiny_bert)
+    folder = save_pretrained(model, tokenizer, tmp_path_factory.mktemp("m2s") / "model")
+    (folder / "checkpoint-3").mkdir()  # what a training run leaves behind
+    (folder / "checkpoint-3" / "optimizer.pt").write_bytes(b"x")
+    return folder
+
+
+@pytest.fixture(scope="session")
 def tiny_encoder(tiny_bert):
     from sciembed import PaperEncoder
 
@@ -118,3 +130,25 @@ PAPERS = [
     {"paper_id": "p4", "title": "Compiler syntax translation", "abstract": "The program translation of a language."},
     {"paper_id": "p5", "title": "Embedding", "abstract": "Document."},
 ]
+
+
+class Interrupt(Exception):
+    """What a patched encoder raises to stop a run mid-way, as a kill would."""
+
+
+def counting_encodes(monkeypatch, fail_on_call: int | None = None) -> list[list[str]]:
+    """Record the paper ids of every ``PaperEncoder.encode`` call (one per embed shard); raise
+    :class:`Interrupt` on call ``fail_on_call``."""
+    from sciembed import PaperEncoder
+
+    calls = []
+    original = PaperEncoder.encode
+
+    def encode(self, papers, **kwargs):
+        calls.append([p["paper_id"] for p in papers])
+        if len(calls) == fail_on_call:
+            raise Interrupt
+        return original(self, papers, **kwargs)
+
+    monkeypatch.setattr(PaperEncoder, "encode", encode)
+    return calls

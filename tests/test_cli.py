@@ -82,16 +82,3 @@ def test_embed_real_fos_sample_with_the_embedded_model(tmp_path):
     ids, vectors = read_embeddings(output)
     assert ids == expected and vectors.shape == (205, 384)
     assert abs(float((vectors**2).sum(1).mean()) - 1.0) < 1e-4  # the model's own normalisation
-
-
-@pytest.mark.parametrize("output", ["papers.jsonl", "./papers.jsonl", "papers.npy"])
-def test_embed_refuses_to_overwrite_its_input(tiny_bert, tmp_path, caplog, monkeypatch, output):
-    """An output that resolves to the input (itself, another spelling of it, or an .npy whose ids file would be
-    it) is refused before anything is read or written; the papers are untouched."""
-    monkeypatch.chdir(tmp_path)
-    path = _papers(tmp_path, GOOD)
-    if output.endswith(".npy"):
-        path = path.rename(tmp_path / "papers.ids.json")
-    before = path.read_bytes()
-    assert main(["embed", "--model", str(tiny_bert), "--input", str(path), "--output", output]) == 2
-    assert "would overwrite the input" in caplog.text and path.read_bytes() == before

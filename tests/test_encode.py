@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -108,9 +110,25 @@ def test_encoder_settings_are_not_overridden_per_call(tiny_encoder):
         sciembed.encode(tiny_encoder, PAPERS, max_length=8, device="cpu")
 
 
-def test_hub_id_goes_to_transformers_and_fails_offline():
-    with pytest.raises(OSError, match="couldn't connect to 'https://huggingface.co'"):
-        sciembed.encode("allenai/specter2_base", PAPERS)
+def test_a_hub_id_loads_from_the_hub_cache_offline_and_is_named_when_not_there(tiny_bert, tmp_path):
+    """A Hub id goes through the Hub loaders: offline, a copy in the Hub cache's layout
+    (models--ORG--NAME/snapshots/REV, refs/main) loads; an id with no copy is named, with the reason."""
+    import shutil
+    import subprocess
+    import sys
+
+    repo = tmp_path / "hub" / "models--org--tiny"
+    shutil.copytree(tiny_bert, repo / "snapshots" / "abc123")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc123")
+    script = "import sys, sciembed; print(sciembed.encode(sys.argv[1], [{'paper_id': 'p', 'title': 'Graphs'}]).shape)"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub")}
+    found = subprocess.run([sys.executable, "-c", script, "org/tiny"], env=env, capture_output=True, text=True, timeout=300)
+    assert found.returncode == 0 and found.stdout.strip() == "(1, 32)", found.stderr[-2000:]
+    missing = subprocess.run([sys.executable, "-c", script, "allenai/specter2_base"], env=env, capture_output=True, text=True, timeout=300)
+    assert missing.returncode != 0
+    assert ("allenai/specter2_base: no such model folder here, and no copy of a Hub model of that id in the Hub cache "
+            "(HF_HUB_OFFLINE is set") in missing.stderr
 
 
 @pytest.mark.slow
@@ -138,40 +156,3 @@ def test_embedded_model_matches_sentence_transformers(minilm_encoder):
     np.testing.assert_allclose(minilm_encoder.encode(PAPERS, show_progress_bar=False), expected, atol=1e-4, rtol=0)
     with pytest.raises(ValueError, match="sentence-transformers model tokenizes and pools with its own modules"):
         PaperEncoder(st, pooling="cls")
-
-
-def test_another_pooling_over_a_sentence_transformers_folder_keeps_its_length(tiny_st_base, tmp_path):
-    """`--pooling cls` reads a sentence-transformers folder as a plain transformer but keeps the folder's
-    max_seq_length (as all-MiniLM-L6-v2 writes it: 256 where its tokenizer says 512), not the tokenizer's or
-    the transformer's limit, unless a length is given."""
-    import json
-    import shutil
-
-    folder = shutil.copytree(tiny_st_base, tmp_path / "st")
-    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 40, "do_lower_case": False}))
-    assert sciembed.PaperEncoder.from_pretrained(folder, pooling="cls", device="cpu").max_length == 40
-    assert sciembed.PaperEncoder.from_pretrained(folder, pooling="cls", max_length=32, device="cpu").max_length == 32
-
-
-def test_model_locations_that_cannot_be_models_are_named(tiny_bert, tmp_path):
-    """A missing local path, a folder without config.json and a file are each named, not sent to the Hub."""
-    (tmp_path / "empty").mkdir()
-    (tmp_path / "file.txt").write_text("x")
-    for name, message in ((tmp_path / "missing", "no such model folder"), (tmp_path / "empty", "holds no config.json"),
-                          (tmp_path / "file.txt", "a file, not a model folder"), ("./runs/x", "no such model folder")):
-        with pytest.raises(FileNotFoundError, match=message):
-            sciembed.PaperEncoder.from_pretrained(name)
-
-
-def test_max_length_beyond_the_model_is_refused_for_sentence_transformers_too(tiny_st_base):
-    with pytest.raises(ValueError, match="max_length 100 exceeds the 64 tokens the model takes"):
-        sciembed.PaperEncoder.from_pretrained(tiny_st_base, max_length=100)
-
-
-def test_an_moe_model_with_enforced_routing_needs_its_domain(tiny_bert):
-    from sciembed.families import from_bert
-
-    model, tokenizer = from_bert("moe_bert", tiny_bert, domains=["cs", "bio"], routing="enforced")
-    with pytest.raises(ValueError, match=r"--domain on the command line\), one of cs, bio"):
-        sciembed.PaperEncoder(model, tokenizer)
-    assert sciembed.PaperEncoder(model, tokenizer, domain="bio").forward_options == {"domain": "bio"}

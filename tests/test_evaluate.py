@@ -394,12 +394,3 @@ def test_multi2spe_facet_ablation_and_multi_scidocs_fields(tiny_bert, tmp_path):
     per_field = summed.details["per_group"]
     assert {name: group["queries"] for name, group in per_field.items()} == {"Biology": 2, "Physics": 2}
     assert np.mean([group["map"] for group in per_field.values()]) == pytest.approx(summed.metrics["map"])
-
-
-def test_an_unknown_task_is_named_with_the_tasks_that_are_there(tiny_bert, scidocs_folder, caplog):
-    from sciembed.cli import main
-
-    code = main(["evaluate", "--model", str(tiny_bert), "--benchmark", "scidocs", "--data", str(scidocs_folder), "--tasks", "citation",
-                 "--no-progress"])
-    assert code == 2
-    assert "no task(s) ['citation'] in scidocs; tasks here: " in caplog.text and "cite" in caplog.text.split("tasks here: ")[1]

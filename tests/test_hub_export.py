@@ -7,7 +7,6 @@ import json
 import pytest
 import torch
 
-from conftest import PAPERS
 from sciembed.cli import main
 from sciembed.hub.export import export_model
 from sciembed.hub.push import HubOfflineError, push_folder
@@ -19,17 +18,6 @@ RESULTS = {
         {"benchmark": "cacm", "task": "cite", "task_id": "cite", "kind": "proximity", "group": None, "metric": "ndcg", "value": 81.5},
     ],
 }
-
-
-@pytest.fixture(scope="module")
-def family_model(tiny_bert, tmp_path_factory):
-    from sciembed.families import from_bert, save_pretrained
-
-    model, tokenizer = from_bert("multi2spe", tiny_bert)
-    folder = save_pretrained(model, tokenizer, tmp_path_factory.mktemp("m2s") / "model")
-    (folder / "checkpoint-3").mkdir()  # what a training run leaves behind
-    (folder / "checkpoint-3" / "optimizer.pt").write_bytes(b"x")
-    return folder
 
 
 class RecordingHfApi:
@@ -109,33 +97,3 @@ def test_push_offline_stops_after_a_complete_export(family_model, tmp_path, capl
         push_folder(out, "org/m2s", api=RecordingHfApi())
     assert main(["push", "--model", str(family_model), "--repo-id", "org/m2s", "--out", str(out), "--no-validate"]) == 2
     assert "HF_HUB_OFFLINE is set" in caplog.text and (out / "model.safetensors").is_file()
-
-
-def test_card_names_the_destination_and_the_trained_embedding(tiny_st_base, tmp_path):
-    """The card's title and model-index name come from the export's destination (or the repo id), never from
-    the temporary folder it is written in; a plain encoder's title says the embedding its modules record."""
-    import yaml
-
-    report = export_model(tiny_st_base, tmp_path / "my-encoder", evaluations=[RESULTS])
-    card = (report.folder / "README.md").read_text()
-    meta = yaml.safe_load(card.split("---")[1])
-    assert meta["model-index"][0]["name"] == "my-encoder" and "\n# my-encoder\n" in card and "partial" not in card
-    assert "mean-pooled, L2-normalised embedding" in card
-    named = export_model(tiny_st_base, tmp_path / "other", evaluations=[RESULTS], repo_id="org/specter-minilm", validate=False)
-    assert yaml.safe_load((named.folder / "README.md").read_text().split("---")[1])["model-index"][0]["name"] == "specter-minilm"
-
-
-def test_export_refuses_code_that_is_not_sciembed_s_before_running_it(family_model, tmp_path, caplog):
-    """A tampered configuration file in the model folder is refused (naming it) and never executed; with
-    --trust-remote-code the user takes responsibility and the export validates it as usual."""
-    import shutil
-
-    folder = shutil.copytree(family_model, tmp_path / "model")
-    marker = tmp_path / "ran"
-    config = folder / "configuration_multi2spe.py"
-    config.write_text(config.read_text() + f"\nimport pathlib; pathlib.Path({str(marker)!r}).write_text('ran')\n")
-    assert main(["export", "--model", str(folder), "--out", str(tmp_path / "hub")]) == 2
-    assert "configuration_multi2spe.py is not sciembed's own code" in caplog.text and "--trust-remote-code" in caplog.text
-    assert not marker.exists() and not (tmp_path / "hub").exists()
-    assert main(["export", "--model", str(folder), "--out", str(tmp_path / "hub"), "--trust-remote-code"]) == 0
-    assert marker.exists()  # the fresh-process validation ran the code the user chose to trust

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from sciembed.training.losses import Multi2SPELoss, MultipleNegativesRankingLoss, RouterLoss, TripletMarginLoss
+from sciembed.training.losses import Multi2SPELoss, MultipleNegativesRankingLoss, TripletMarginLoss
 
 
 def test_triplet_margin_loss_by_hand():

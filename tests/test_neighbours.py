@@ -37,12 +37,3 @@ def test_neighbours_without_data_use_the_example_set(tmp_path, caplog):
     assert result.link_share > 3 * result.random_share
     text = format_neighbours(result)
     assert result.queries[0].paper["title"] in text and "cites/cited" in text
-
-
-def test_neighbours_with_a_folder_that_holds_no_cacm_is_an_error(tmp_path, caplog):
-    """A given --data that is missing (or has no cacm/) stops with its name, not a silent switch to invented papers."""
-    from sciembed.cli import main
-
-    assert main(["neighbours", "--data", str(tmp_path / "nowhere")]) == 2
-    assert f"{tmp_path / 'nowhere'}: no cacm/ folder here ({tmp_path / 'nowhere'} does not exist)" in caplog.text
-    assert "example set" not in caplog.text

@@ -343,7 +343,6 @@ def _export_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _export_model(args: argparse.Namespace, out: str, repo_id: str | None):
-    import json
     from pathlib import Path
 
     from .hub.export import export_model

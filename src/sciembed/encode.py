@@ -542,6 +542,26 @@ def check_model_location(name: str) -> None:
     looks_local = name.startswith(("/", ".", "~")) or name.endswith(("/", os.sep)) or name.count("/") > 1 or "\\" in name
     if looks_local:
         raise FileNotFoundError(f"{name}: no such model folder")
+    if _hub_offline() and not _in_hub_cache(name):
+        raise FileNotFoundError(f"{name}: no such model folder here, and no copy of a Hub model of that id in the Hub cache "
+                                "(HF_HUB_OFFLINE is set, so it cannot be downloaded)")
+
+
+def _hub_offline() -> bool:
+    from huggingface_hub import constants
+
+    return constants.HF_HUB_OFFLINE
+
+
+def _in_hub_cache(repo_id: str) -> bool:
+    """Whether the Hub cache holds a model ``repo_id`` (a config file of it), as offline loading needs."""
+    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
+
+    try:
+        return any(isinstance(try_to_load_from_cache(repo_id, marker), str) for marker in ("config.json", "modules.json"))
+    except HFValidationError:
+        return False
 
 
 @contextlib.contextmanager

@@ -1,0 +1,218 @@
+"""Faults that once lost or corrupted data, or ran code, with exit code 0 (issue 14's first class).
+
+Each case writes its own files, runs the command a user would, and asserts the exit code, that the message
+names the file / line / id / setting, and that nothing was lost or overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import PAPERS, Interrupt, counting_encodes
+from sciembed.cli import main
+from sciembed.embeddings_io import ids_path, read_embeddings, write_embeddings
+
+PAPERS_11 = [{**PAPERS[i % len(PAPERS)], "paper_id": f"id{i}"} for i in range(11)]
+
+
+def _jsonl(path, papers=PAPERS_11):
+    path.write_text("".join(json.dumps(p) + "\n" for p in papers))
+    return path
+
+
+# 1. CSV rows whose field count differs from the header's ------------------------------------------------
+
+
+def test_csv_rows_with_the_wrong_field_count_stop_the_run_or_are_skipped_and_counted(tiny_bert, tmp_path, caplog):
+    papers = tmp_path / "papers.csv"
+    papers.write_text("paper_id,title,abstract\np1,Graphs,about graphs\np2,Lists, trees and graphs,about lists\np3,Short\n")
+    output = tmp_path / "out.jsonl"
+    assert main(["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(output), "--no-progress"]) == 2
+    assert "papers.csv, line 3 (paper_id 'p2'): 4 fields where the header names 3" in caplog.text and not output.exists()
+
+    caplog.clear()
+    assert main(["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(output), "--no-progress", "--skip-invalid"]) == 0
+    assert "skipped 2 invalid record(s)" in caplog.text and "line 4 (paper_id 'p3'): 2 fields where the header names 3" in caplog.text
+    assert read_embeddings(output)[0] == ["p1"]
+
+
+# 2. An output that is the input ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("output", ["papers.jsonl", "./papers.jsonl", "papers.npy"])
+def test_embed_refuses_to_overwrite_its_input(tiny_bert, tmp_path, caplog, monkeypatch, output):
+    """An output that resolves to the input (itself, another spelling of it, or an .npy whose ids file would be
+    it) is refused before anything is read or written; the papers are untouched."""
+    monkeypatch.chdir(tmp_path)
+    path = _jsonl(tmp_path / ("papers.ids.json" if output.endswith(".npy") else "papers.jsonl"))
+    before = path.read_bytes()
+    assert main(["embed", "--model", str(tiny_bert), "--input", str(path), "--output", output]) == 2
+    assert "would overwrite the input" in caplog.text and path.read_bytes() == before
+
+
+# 3. --resume keyed by what the vectors depend on ------------------------------------------------------------
+
+
+def test_resume_is_keyed_by_the_encoder_not_its_path(tiny_bert, tmp_path, caplog, monkeypatch):
+    """The same model spelt `model/` resumes from the finished shards; other weights saved at the same path
+    are refused, naming what differs."""
+    from transformers import AutoModel
+
+    model = shutil.copytree(tiny_bert, tmp_path / "model")
+    papers, output = _jsonl(tmp_path / "papers.jsonl"), tmp_path / "out.npy"
+
+    def embed(model_path, *extra):
+        return main(["embed", "--model", model_path, "--input", str(papers), "--output", str(output), "--shard-size", "4", "--no-progress",
+                     *extra])
+
+    counting_encodes(monkeypatch, fail_on_call=2)
+    with pytest.raises(Interrupt):
+        embed(str(model))
+    monkeypatch.undo()
+    calls = counting_encodes(monkeypatch)
+    assert embed(f"{model}/", "--resume") == 0
+    assert calls == [["id4", "id5", "id6", "id7"], ["id8", "id9", "id10"]]  # the finished shard is not embedded again
+    assert read_embeddings(output)[0] == [p["paper_id"] for p in PAPERS_11]
+    monkeypatch.undo()
+
+    output.unlink()
+    ids_path(output).unlink()
+    counting_encodes(monkeypatch, fail_on_call=2)
+    with pytest.raises(Interrupt):
+        embed(str(model))
+    monkeypatch.undo()
+    changed = AutoModel.from_pretrained(model)
+    with torch.no_grad():
+        changed.embeddings.word_embeddings.weight.add_(0.01)
+    changed.save_pretrained(model)
+    assert embed(str(model), "--resume") == 2
+    assert "differs in encoder_fingerprint" in caplog.text and not output.exists()
+
+
+# 4. Embedding cache shards of the wrong width or changed in place -----------------------------------------
+
+
+@pytest.mark.parametrize("damage", ["wrong width", "changed in place", "key file does not parse", "legacy wrong width"])
+def test_a_damaged_cache_shard_is_named_dropped_and_embedded_again(tiny_encoder, tmp_path, caplog, damage):
+    """Scores from a damaged cache equal those of an undamaged one: the shard is named and re-embedded."""
+    from sciembed.evaluation.cache import EmbeddingCache
+
+    texts = tiny_encoder.texts(PAPERS)
+    first = EmbeddingCache(tiny_encoder, tmp_path)
+    expected = first.embed(texts, show_progress_bar=False)
+    (keys_path,) = first.folder.glob("shard-*.json")
+    vectors_path = keys_path.with_suffix(".npy")
+    if damage in ("wrong width", "legacy wrong width"):
+        np.save(vectors_path, np.zeros((len(texts), 7), dtype=np.float32))
+        if damage == "legacy wrong width":  # an older key file: a plain list, no hash to catch it
+            keys_path.write_text(json.dumps(json.loads(keys_path.read_text())["keys"]))
+    elif damage == "changed in place":
+        changed = np.load(vectors_path)
+        changed[0] += 1
+        np.save(vectors_path, changed)
+    else:
+        keys_path.write_text("{oops")
+    again = EmbeddingCache(tiny_encoder, tmp_path)
+    assert str(vectors_path) in caplog.text and "embedded again" in caplog.text
+    np.testing.assert_allclose(again.embed(texts, show_progress_bar=False), expected, atol=1e-6)
+    assert again.encoded == len(set(texts)) and not vectors_path.exists()
+
+
+# 5. Code in a model folder that the user did not choose to trust -----------------------------------------
+
+
+def test_export_refuses_code_that_is_not_sciembed_s_before_running_it(family_model, tmp_path, caplog):
+    """A tampered configuration file in the model folder is refused (naming it) and never executed; with
+    --trust-remote-code the user takes responsibility and the export validates it as usual."""
+    folder = shutil.copytree(family_model, tmp_path / "model")
+    marker = tmp_path / "ran"
+    config = folder / "configuration_multi2spe.py"
+    config.write_text(config.read_text() + f"\nimport pathlib; pathlib.Path({str(marker)!r}).write_text('ran')\n")
+    assert main(["export", "--model", str(folder), "--out", str(tmp_path / "hub")]) == 2
+    assert "configuration_multi2spe.py is not sciembed's own code" in caplog.text and "--trust-remote-code" in caplog.text
+    assert not marker.exists() and not (tmp_path / "hub").exists()
+    assert main(["export", "--model", str(folder), "--out", str(tmp_path / "hub"), "--trust-remote-code"]) == 0
+    assert marker.exists()  # the fresh-process validation ran the code the user chose to trust
+
+
+# 6. Crash windows in writes ------------------------------------------------------------------------------
+
+
+def test_npy_ids_name_their_vectors_so_a_torn_pair_is_refused(tmp_path):
+    """A crash between the two renames of an .npy pair (simulated: the new ids beside the old vectors) is an
+    error naming both files, never new ids read with old vectors; a plain list of ids (older files) still reads."""
+    ids, vectors = ["a", "b", "c"], np.arange(12, dtype=np.float32).reshape(3, 4)
+    path = tmp_path / "out.npy"
+    write_embeddings(path, iter([(ids, vectors)]), total=3, dim=4)
+    old_vectors = path.read_bytes()
+    write_embeddings(path, iter([(ids, vectors[::-1].copy())]), total=3, dim=4)
+    path.write_bytes(old_vectors)
+    with pytest.raises(ValueError, match="out.ids.json was written with other vectors than .*out.npy"):
+        read_embeddings(path)
+    ids_path(path).write_text(json.dumps(ids))
+    assert read_embeddings(path)[0] == ids
+
+
+def test_embed_outputs_get_the_permissions_of_the_umask(tiny_bert, tmp_path):
+    import os
+    import stat
+
+    papers = _jsonl(tmp_path / "papers.jsonl")
+    previous = os.umask(0o022)
+    try:
+        for name in ("out.jsonl", "out.npy"):
+            assert main(["-q", "embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(tmp_path / name), "--no-progress"]) == 0
+    finally:
+        os.umask(previous)
+    for path in (tmp_path / "out.jsonl", tmp_path / "out.npy", tmp_path / "out.ids.json"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
+
+
+def test_replace_folder_swaps_in_the_new_folder_and_keeps_nothing_else(tmp_path):
+    from sciembed.embeddings_io import replace_folder
+
+    destination, staging = tmp_path / "model", tmp_path / ".model.partial"
+    destination.mkdir()
+    (destination / "old.txt").write_text("old")
+    staging.mkdir()
+    (staging / "new.txt").write_text("new")
+    replace_folder(staging, destination)
+    assert [p.name for p in destination.iterdir()] == ["new.txt"] and sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    staging.mkdir()
+    replace_folder(staging, tmp_path / "fresh")  # no destination yet: a plain rename
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "model"]
+
+
+def test_export_over_an_existing_folder_replaces_it_whole(tiny_st_base, tmp_path):
+    out = tmp_path / "hub"
+    out.mkdir()
+    (out / "stale.txt").write_text("from an older export")
+    assert main(["-q", "export", "--model", str(tiny_st_base), "--out", str(out), "--no-validate"]) == 0
+    assert not (out / "stale.txt").exists() and (out / "README.md").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hub"]  # no temporary folder left beside it
+
+
+# 7. The temporary folder's name in the published card ---------------------------------------------------
+
+
+def test_card_names_the_destination_or_the_repo_id(tiny_st_base, tmp_path):
+    """The card's title and model-index name come from the export's destination (or the repo id), never from
+    the temporary folder it is written in; a plain encoder's title says the embedding its modules record."""
+    import yaml
+
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"benchmark": "cacm", "source": "cacm", "model": "m", "sciembed_version": "0", "results": [
+        {"benchmark": "cacm", "task": "cite", "task_id": "cite", "kind": "proximity", "group": None, "metric": "map", "value": 71.25}]}))
+    assert main(["-q", "export", "--model", str(tiny_st_base), "--out", str(tmp_path / "my-encoder"), "--evaluation", str(results)]) == 0
+    card = (tmp_path / "my-encoder" / "README.md").read_text()
+    assert yaml.safe_load(card.split("---")[1])["model-index"][0]["name"] == "my-encoder"
+    assert "\n# my-encoder\n" in card and "partial" not in card and "mean-pooled, L2-normalised embedding" in card
+    assert main(["-q", "push", "--model", str(tiny_st_base), "--out", str(tmp_path / "other"), "--evaluation", str(results),
+                 "--repo-id", "org/specter-minilm", "--no-validate", "--dry-run"]) == 0
+    card = (tmp_path / "other" / "README.md").read_text()
+    assert yaml.safe_load(card.split("---")[1])["model-index"][0]["name"] == "specter-minilm"
