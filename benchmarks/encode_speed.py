@@ -27,7 +27,7 @@ import sciembed
 from sciembed import PaperEncoder
 from sciembed.data.example import example_papers
 from sciembed.data.smart import read_smart_collection
-from sciembed.embeddings_io import atomic_path
+from sciembed.io import atomic_path
 
 
 def benchmark_papers(data: Path, count: int) -> tuple[str, list[dict]]:

@@ -23,7 +23,7 @@ import torch
 from transformers import AutoTokenizer, BertModel
 
 import sciembed
-from sciembed.embeddings_io import atomic_path
+from sciembed.io import atomic_path
 from sciembed.families import from_bert
 
 from encode_speed import benchmark_papers

@@ -16,7 +16,7 @@ import logging
 import tempfile
 from pathlib import Path
 
-from sciembed.embeddings_io import atomic_path
+from sciembed.io import atomic_path
 from sciembed.training.run import prepare
 
 

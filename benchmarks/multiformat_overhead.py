@@ -22,7 +22,7 @@ import torch
 from transformers import AutoTokenizer, BertModel
 
 import sciembed
-from sciembed.embeddings_io import atomic_path
+from sciembed.io import atomic_path
 from sciembed.families import from_bert
 from sciembed.formats import FORMATS, activate_format, format_parameter_counts
 from sciembed.formats.adapters import add_format_adapters, add_format_fusion

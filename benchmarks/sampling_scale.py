@@ -38,7 +38,7 @@ import numpy as np
 
 from sciembed.data.graph import CitationGraph
 from sciembed.data.samplers import sample_specter_triplets
-from sciembed.embeddings_io import atomic_path
+from sciembed.io import atomic_path
 
 logger = logging.getLogger("sampling_scale")
 

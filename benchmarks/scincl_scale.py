@@ -41,7 +41,7 @@ import numpy as np
 
 from sciembed.data.graph import CitationGraph
 from sciembed.data.scincl import EMBEDDING_DIM, citation_graph_embedding, sample_scincl_triplets
-from sciembed.embeddings_io import atomic_path
+from sciembed.io import atomic_path
 
 from sampling_scale import cpu_count
 

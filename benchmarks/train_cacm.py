@@ -42,7 +42,7 @@ import torch
 
 import sciembed
 from sciembed.data.papers import paper_text
-from sciembed.embeddings_io import atomic_path
+from sciembed.io import atomic_path
 from sciembed.evaluation import evaluate_suite
 from sciembed.evaluation.loaders import TaskSuite
 from sciembed.training.run import prepare

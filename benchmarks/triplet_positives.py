@@ -17,7 +17,7 @@ import json
 import logging
 from pathlib import Path
 
-from sciembed.embeddings_io import atomic_path
+from sciembed.io import atomic_path
 from sciembed.training import data as training_data
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import shared_data
 from sciembed.cli import main
-from sciembed.embeddings_io import read_embeddings
+from sciembed.io import read_embeddings
 
 
 def test_console_script_help():

@@ -30,7 +30,7 @@ def test_main_job_runs_end_to_end_on_the_example_set(tmp_path, caplog, capsys):
 
 
 def test_table_shows_the_recipe_s_step_0_only_when_it_differs():
-    from sciembed.demo import format_table
+    from sciembed.commands.demo import format_table
 
     summary = {"eval_metrics": {"eval_cite_map": 77.0, "epoch": 1}, "published_base_eval_metrics": {"eval_cite_map": 76.0},
                "base_eval_metrics": {"eval_cite_map": 70.0}, "global_step": 3, "data": {"held_out_queries": 5, "queries": 20, "examples": 90},

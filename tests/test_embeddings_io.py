@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from sciembed.embeddings_io import atomic_path, ids_path, read_embeddings, write_embeddings
+from sciembed.io import atomic_path, ids_path, read_embeddings, write_embeddings
 
 IDS = ["a", "b", "c", "d", "e"]
 VECTORS = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)

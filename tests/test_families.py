@@ -12,7 +12,7 @@ import torch
 import sciembed
 from conftest import PAPERS
 from sciembed.cli import main
-from sciembed.embeddings_io import read_embeddings
+from sciembed.io import read_embeddings
 from sciembed.families import FAMILIES, family_of, from_bert, save_pretrained
 
 # Case -> (family, options for from_bert, keyword arguments that select a format / domain at encode time).

@@ -10,7 +10,7 @@ import numpy as np
 import sciembed
 from conftest import PAPERS
 from sciembed.cli import main
-from sciembed.embeddings_io import read_embeddings
+from sciembed.io import read_embeddings
 
 
 def test_another_pooling_over_a_sentence_transformers_folder_keeps_its_length(tiny_st_base, tmp_path, caplog):

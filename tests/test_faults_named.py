@@ -16,7 +16,7 @@ import pytest
 
 from conftest import PAPERS, Interrupt, counting_encodes, write_s2orc
 from sciembed.cli import main
-from sciembed.embeddings_io import read_embeddings
+from sciembed.io import read_embeddings
 from test_evaluate import scidocs_folder  # noqa: F401  (a fixture, shared with the evaluation tests)
 
 PAPERS_11 = [{**PAPERS[i % len(PAPERS)], "paper_id": f"id{i}"} for i in range(11)]
@@ -74,7 +74,7 @@ def test_a_json_file_that_is_not_utf8_names_its_line(tiny_bert, tmp_path, caplog
 
 @pytest.mark.parametrize("damage", ["truncated shard", "wrong width", "broken manifest"])
 def test_damaged_partial_state_is_named(tiny_bert, tmp_path, caplog, monkeypatch, damage):
-    from sciembed.embed_job import partial_dir
+    from sciembed.commands.embed import partial_dir
 
     papers, output = tmp_path / "papers.jsonl", tmp_path / "out.jsonl"
     papers.write_text("".join(json.dumps(p) + "\n" for p in PAPERS_11))
@@ -222,7 +222,7 @@ def test_train_data_without_papers_or_citations_says_what_it_found(tmp_path, cap
 
 
 def test_a_run_that_fails_before_any_shard_leaves_nothing_that_blocks_the_next(tiny_bert, tmp_path, caplog):
-    from sciembed.embed_job import partial_dir
+    from sciembed.commands.embed import partial_dir
 
     papers, output = tmp_path / "papers.jsonl", tmp_path / "out.jsonl"
     papers.write_text("".join(json.dumps(p) + "\n" for p in PAPERS_11))

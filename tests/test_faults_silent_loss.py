@@ -15,7 +15,7 @@ import torch
 
 from conftest import PAPERS, Interrupt, counting_encodes
 from sciembed.cli import main
-from sciembed.embeddings_io import ids_path, read_embeddings, write_embeddings
+from sciembed.io import ids_path, read_embeddings, write_embeddings
 
 PAPERS_11 = [{**PAPERS[i % len(PAPERS)], "paper_id": f"id{i}"} for i in range(11)]
 
@@ -174,7 +174,7 @@ def test_embed_outputs_get_the_permissions_of_the_umask(tiny_bert, tmp_path):
 
 
 def test_replace_folder_swaps_in_the_new_folder_and_keeps_nothing_else(tmp_path):
-    from sciembed.embeddings_io import replace_folder
+    from sciembed.io import replace_folder
 
     destination, staging = tmp_path / "model", tmp_path / ".model.partial"
     destination.mkdir()

@@ -136,7 +136,7 @@ def test_ensemble_averages_per_format_and_loads_from_a_folder(tiny_bert, tmp_pat
     """SciRepEval's ensemble: the mean of a format-adapter and a control-code embedding of one format."""
     from transformers import AutoTokenizer
 
-    from sciembed.ensemble import EnsembleEncoder, save_ensemble
+    from sciembed.encoders.ensemble import EnsembleEncoder, save_ensemble
     from sciembed.families import from_bert, save_pretrained
 
     adapters_model = perturbed_adapters(tiny_bert)
@@ -155,7 +155,7 @@ def test_ensemble_averages_per_format_and_loads_from_a_folder(tiny_bert, tmp_pat
     assert ensemble.with_format("proximity").fingerprint() != ensemble.with_format("regression").fingerprint()
 
     save_ensemble(tmp_path / "ensemble", [tmp_path / "adapters", tmp_path / "control"])
-    from sciembed.ensemble import load_encoder
+    from sciembed.encoders.ensemble import load_encoder
 
     loaded = load_encoder(tmp_path / "ensemble", device="cpu", task_format="regression")
     assert isinstance(loaded, EnsembleEncoder)

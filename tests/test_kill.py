@@ -61,7 +61,7 @@ def test_sigkill_then_resume_gives_the_npy_pair_of_an_uninterrupted_embed(tiny_b
 
     import numpy as np
 
-    from sciembed.embeddings_io import read_embeddings
+    from sciembed.io import read_embeddings
 
     papers = tmp_path / "papers.jsonl"
     papers.write_text("".join(json.dumps({"paper_id": f"p{i}", "title": " ".join(WORDS[(i * 3 + k) % len(WORDS)] for k in range(8)),

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sciembed.data.example import example_citation_links, example_papers
-from sciembed.neighbours import format_neighbours, nearest_neighbours, run_neighbours
+from sciembed.commands.neighbours import format_neighbours, nearest_neighbours, run_neighbours
 
 
 def test_nearest_neighbours_match_scikit_learn():

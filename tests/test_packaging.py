@@ -37,8 +37,8 @@ def test_wheel_contents(tmp_path):
     )
     [wheel] = tmp_path.glob("sciembed-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for module in ("sciembed/__init__.py", "sciembed/encode.py", "sciembed/cli.py", "sciembed/data/papers.py", "sciembed/modeling/__init__.py",
-                   "sciembed/hub_cards/model_card.md", "sciembed/hub_cards/model_families/multi2spe.md", "sciembed/hub_cards/citations.bib"):
+    for module in ("sciembed/__init__.py", "sciembed/encode.py", "sciembed/cli.py", "sciembed/commands/embed.py", "sciembed/encoders/__init__.py",
+                   "sciembed/io.py", "sciembed/data/papers.py", "sciembed/modeling/__init__.py", "sciembed/hub_cards/model_card.md", "sciembed/hub_cards/model_families/multi2spe.md", "sciembed/hub_cards/citations.bib"):
         assert module in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "sciembed = sciembed.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

@@ -34,9 +34,17 @@ def test_text_without_title_and_abstract_names_the_paper(paper):
         paper_text(paper, "[SEP]")
 
 
-def test_text_rejects_non_string_fields():
-    with pytest.raises(ValueError, match="'x2'.*title must be a string, got int"):
-        paper_text({"paper_id": "x2", "title": 5}, "[SEP]")
+def test_text_rejects_fields_that_are_neither_text_nor_numbers():
+    with pytest.raises(ValueError, match="'x2'.*title must be a string, got list"):
+        paper_text({"paper_id": "x2", "title": ["A", "title"]}, "[SEP]")
+
+
+def test_text_of_other_fields_writes_numbers_as_text():
+    """SciRepEval's search task embeds title, abstract, venue and year, the year a number."""
+    paper = {"paper_id": "x3", "title": "A title", "abstract": None, "venue": " CACM ", "year": 1975}
+    assert paper_text(paper, "[SEP]", ("title", "abstract", "venue", "year")) == "A title[SEP]CACM[SEP]1975"
+    with pytest.raises(ValueError, match="'x3' has no text in venue, year"):
+        paper_text({"paper_id": "x3", "title": "A title"}, "[SEP]", ("venue", "year"))
 
 
 RECORDS = [

@@ -15,12 +15,12 @@ import torch
 import sciembed
 from conftest import PAPERS
 from sciembed.formats import activate_format
-from sciembed.st_router import MultiFormatTransformer, TaskFormatInput, to_sentence_transformer
+from sciembed.encoders.router import MultiFormatTransformer, TaskFormatInput, to_sentence_transformer
 from test_formats import perturbed_adapters
 
 QUERIES = ["garbage collection", "a matrix algorithm for linear systems", "citation graph embedding of scientific documents"]
 KINDS = ("control_code", "adapters", "pals")
-MODULE_PATH = "sciembed.st_router"
+MODULE_PATH = "sciembed.encoders.router"
 
 
 def multi_format_model(kind: str, tiny_bert):

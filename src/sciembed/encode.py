@@ -45,7 +45,7 @@ FAMILY_POOLING = "family"
 
 #: The formats ad-hoc search embeds queries and candidates in (SciRepEval).
 QUERY_FORMAT, DOCUMENT_FORMAT = "adhoc_query", "proximity"
-#: A folder holding this file describes an ensemble of encoders (:mod:`sciembed.ensemble`).
+#: A folder holding this file describes an ensemble of encoders (:mod:`sciembed.encoders.ensemble`).
 ENSEMBLE_FILE = "sciembed_ensemble.json"
 
 # Texts are length-sorted within windows of this many, so measuring lengths never holds more than one
@@ -152,13 +152,13 @@ class PaperEncoder:
         the folder's ``max_seq_length`` unless ``max_length`` is given.
         A local folder with format adapters or PALs saved next to its base gets them attached
         (:func:`sciembed.formats.load_format_modules`). A folder holding ``sciembed_ensemble.json`` is an
-        ensemble: :func:`sciembed.ensemble.load_encoder` loads either kind.
+        ensemble: :func:`sciembed.encoders.load_encoder` loads either kind.
         """
         name = str(name_or_path) if name_or_path is not None else default_model_path()
         check_model_location(name)
         if (Path(name) / ENSEMBLE_FILE).is_file():
-            # Ensembles sit a layer above this module (sciembed.ensemble imports it, not the other way).
-            raise ValueError(f"{name} is an ensemble ({ENSEMBLE_FILE}): load it with sciembed.ensemble.load_encoder")
+            # Ensembles sit a layer above this module (sciembed.encoders.ensemble imports it, not the other way).
+            raise ValueError(f"{name} is an ensemble ({ENSEMBLE_FILE}): load it with sciembed.encoders.load_encoder")
         register_families()
         if kwargs.get("pooling") is None and _has_sentence_transformers_modules(name):
             from sentence_transformers import SentenceTransformer
@@ -226,7 +226,7 @@ class PaperEncoder:
     @property
     def task_formats(self) -> tuple[str, ...]:
         """The formats the model embeds differently (empty for a single-embedding model); a
-        sentence-transformers model with query and document routes (:mod:`sciembed.st_router`) has
+        sentence-transformers model with query and document routes (:mod:`sciembed.encoders.router`) has
         those two."""
         if self._routes:
             return (QUERY_FORMAT, DOCUMENT_FORMAT)
@@ -338,7 +338,7 @@ class PaperEncoder:
 
         if self._sentence_transformer is not None:
             st = self._sentence_transformer
-            # A model with query and document routes (sciembed.st_router) picks its format by route.
+            # A model with query and document routes (sciembed.encoders.router) picks its format by route.
             route = {"task": "query" if self.forward_options.get("task_format") == QUERY_FORMAT else "document"} if self._routes else {}
             features = st.preprocess(texts, processing_kwargs={"text": {"max_length": self.max_length}}, **route)
             features = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}

@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 from datasets import Dataset, DatasetDict, Features, Value
 
-from ..embeddings_io import atomic_path
+from ..io import atomic_path
 from .graph import CitationGraph
 from .s2orc import read_s2orc
 

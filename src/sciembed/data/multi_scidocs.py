@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from ..embeddings_io import atomic_path
+from ..io import atomic_path
 from .graph import CitationGraph
 from .s2orc import S2orcPapers, read_s2orc
 

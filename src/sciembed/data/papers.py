@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,29 +19,33 @@ from typing import Any
 #: Fields tried, in order, for a record's id when the caller names none. SciDocs and SPECTER use
 #: ``paper_id``; SciRepEval's samples use ``corpus_id``.
 ID_FIELDS = ("paper_id", "corpus_id", "id", "doc_id")
+#: The fields a paper's text is made of (SPECTER: title [SEP] abstract).
+TEXT_FIELDS = ("title", "abstract")
 
 SUPPORTED_SUFFIXES = (".jsonl", ".json", ".csv")
 
 
-def paper_text(paper: Mapping[str, Any], sep_token: str) -> str:
-    """Return the model text of ``paper``: ``title + sep_token + abstract`` (the SPECTER convention).
+def paper_text(paper: Mapping[str, Any], sep_token: str, fields: Sequence[str] = TEXT_FIELDS) -> str:
+    """Return the model text of ``paper``: its non-empty ``fields`` joined by ``sep_token``; by default
+    ``title + sep_token + abstract`` (the SPECTER convention), and SciRepEval's search task adds venue and
+    year the same way.
 
     A paper with only a title (or only an abstract) gives that text alone. Surrounding whitespace is
-    stripped; ``None`` counts as absent.
+    stripped; ``None`` counts as absent; a number (a year) is written as text.
 
     Raises:
-        ValueError: the paper has neither a title nor an abstract.
+        ValueError: no field has text, or a field holds something other than text or a number (the
+            paper's id and the field are named).
     """
     try:
-        title = _text_field(paper, "title")
-        abstract = _text_field(paper, "abstract")
+        parts = [part for name in fields if (part := _text_field(paper, name))]
     except TypeError as error:
         raise ValueError(f"paper {paper.get('paper_id')!r}: {error}") from error
-    if title and abstract:
-        return title + sep_token + abstract
-    if title or abstract:
-        return title or abstract
-    raise ValueError(f"paper {paper.get('paper_id')!r} has neither a title nor an abstract")
+    if parts:
+        return sep_token.join(parts)
+    if tuple(fields) == TEXT_FIELDS:
+        raise ValueError(f"paper {paper.get('paper_id')!r} has neither a title nor an abstract")
+    raise ValueError(f"paper {paper.get('paper_id')!r} has no text in {', '.join(fields)}")
 
 
 def paper_id_order(paper_id: str) -> tuple[int, int, str]:
@@ -59,7 +63,10 @@ def clean_text(value: Any, name: str) -> str:
 
 
 def _text_field(paper: Mapping[str, Any], name: str) -> str:
-    return clean_text(paper.get(name), name)
+    value = paper.get(name)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return clean_text(value, name)
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,27 @@ plain vectors and can be used alone: :mod:`.ranking` (proximity, search, reviewe
 (co-citation F1max) and :mod:`.recommendation` (SciDocs clickthrough recommendations).
 """
 
-from .loaders import BENCHMARK_NAMES, TaskSuite, load_tasks
-from .runner import EvaluationReport, evaluate, evaluate_suite
-from .tasks import TaskResult
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .names import BENCHMARK_NAMES
+
+if TYPE_CHECKING:
+    from .loaders import TaskSuite, load_tasks
+    from .runner import EvaluationReport, evaluate, evaluate_suite
+    from .tasks import TaskResult
+
+# The evaluators import scikit-learn and scipy: loaded on first use (as transformers' lazy modules do), so
+# that the benchmark names (`sciembed --help`) cost nothing.
+_LAZY = {"TaskSuite": "loaders", "load_tasks": "loaders", "EvaluationReport": "runner", "evaluate": "runner",
+         "evaluate_suite": "runner", "TaskResult": "tasks"}
 
 __all__ = ["BENCHMARK_NAMES", "EvaluationReport", "TaskResult", "TaskSuite", "evaluate", "evaluate_suite", "load_tasks"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..embeddings_io import atomic_path, file_sha256
 from ..encode import PaperEncoder
+from ..io import atomic_path, file_sha256
 
 logger = logging.getLogger(__name__)
 

@@ -22,12 +22,11 @@ from typing import Any
 import numpy as np
 
 from ..data.papers import PaperProblem, paper_id_order
+from .names import BENCHMARK_NAMES
 from .supervised import SCIDOCS_CLASSIFICATION, SCIREPEVAL_CLASSIFICATION, SCIREPEVAL_MULTILABEL, SCIREPEVAL_REGRESSION
 from .tasks import ClassificationTask, PairsTask, ProximityTask, RegressionTask, ReviewerMatchingTask, SearchTask, Task
 
 logger = logging.getLogger(__name__)
-
-BENCHMARK_NAMES = ("scidocs", "scirepeval", "multi-scidocs", "beir", "cocitation", "cacm")
 
 
 @dataclass

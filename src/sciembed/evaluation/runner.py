@@ -21,12 +21,13 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..embeddings_io import atomic_path
+from ..data.papers import paper_text
 from ..encode import PaperEncoder
+from ..io import atomic_path
 from .cache import EmbeddingCache, default_cache_dir
 from .loaders import TaskSuite, load_tasks
 from .tables import averages, format_table
-from .tasks import ClassificationTask, ProximityTask, TaskResult, record_text
+from .tasks import ClassificationTask, ProximityTask, TaskResult
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +137,7 @@ def evaluate(
             raise ValueError("a PaperEncoder holds its own pooling, max_length, device and domain; set them when creating it")
         encoder = model
     else:
-        from ..ensemble import load_encoder
+        from ..encoders import load_encoder
 
         encoder = load_encoder(model, pooling=pooling, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
                                                domain=domain)
@@ -214,7 +215,9 @@ def _embed_tasks(suite: TaskSuite, encoder: PaperEncoder, folder: Path | None, *
             ("queries", task.queries, task.query_format or task.document_format),
         ):
             cache = cache_for(task_format, facets)
-            texts = [record_text(record, encoder.sep_token, task.fields) for record in records.values()]
+            # A query (SciRepEval search) is a text already; a paper is made into one.
+            texts = [record if isinstance(record, str) else paper_text(record, encoder.sep_token, task.fields)
+                     for record in records.values()]
             plans.append((task, role, cache, list(records), texts))
 
     # One pass per encoder over the unique texts of all tasks, so shared papers embed once.

@@ -11,33 +11,15 @@ the vectors of its own ids. Each task names the SciRepEval format its texts are 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
-#: Paper fields joined (with the tokenizer's separator) into a model text: SPECTER's title + abstract.
-DEFAULT_FIELDS = ("title", "abstract")
+from ..data.papers import TEXT_FIELDS
 
 Record = Mapping[str, Any] | str
-
-
-def record_text(record: Record, sep_token: str, fields: Sequence[str] = DEFAULT_FIELDS) -> str:
-    """The model text of a paper record: its non-empty ``fields`` joined by ``sep_token`` (a string
-    record is already a text). With the default fields this is SPECTER's ``title [SEP] abstract``;
-    SciRepEval's search task adds venue and year the same way.
-
-    Raises:
-        ValueError: none of the fields has text (the record's ``paper_id`` is named).
-    """
-    if isinstance(record, str):
-        return record
-    parts = [str(record[name]).strip() for name in fields if record.get(name) not in (None, "")]
-    parts = [part for part in parts if part]
-    if not parts:
-        raise ValueError(f"paper {record.get('paper_id')!r} has no text in {', '.join(fields)}")
-    return sep_token.join(parts)
 
 
 @dataclass
@@ -94,7 +76,7 @@ class Task:
     task_id: str = field(default="", kw_only=True)
     primary_metrics: tuple[str, ...] = field(default=(), kw_only=True)
     queries: dict[str, Record] = field(default_factory=dict, kw_only=True)
-    fields: tuple[str, ...] = field(default=DEFAULT_FIELDS, kw_only=True)
+    fields: tuple[str, ...] = field(default=TEXT_FIELDS, kw_only=True)
 
     def __post_init__(self):
         self.task_id = self.task_id or self.name

@@ -22,9 +22,7 @@ import inspect
 import os
 from typing import Any
 
-FORMATS = ("classification", "regression", "proximity", "adhoc_query")
-#: The format a multi-format model embeds in when none is asked for.
-DEFAULT_FORMAT = "proximity"
+from .names import DEFAULT_FORMAT, FORMATS  # noqa: F401  (the package's names for them)
 
 
 def model_formats(model: Any) -> tuple[str, ...]:

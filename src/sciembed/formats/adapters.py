@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import FORMATS
+from .names import FORMATS
 
 ADAPTER_CONFIG_FILE = "adapter_config.json"
 FUSION_CONFIG_FILE = "adapter_fusion_config.json"

@@ -61,7 +61,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import FORMATS
+from .names import FORMATS
 
 PALS_FOLDER = "pals"
 PALS_CONFIG_FILE = "pals_config.json"

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..embeddings_io import file_sha256, replace_folder
+from ..io import file_sha256, replace_folder
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from datasets import Dataset
 
-from ..embeddings_io import atomic_path, replace_folder
+from ..io import atomic_path, replace_folder
 from ..evaluation.loaders import TaskSuite
 from .recipes import Recipe, flatten_overrides, get_recipe
 

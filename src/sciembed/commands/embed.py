@@ -1,13 +1,15 @@
-"""The ``sciembed embed`` job: papers to an embedding file, in shards that survive an interruption.
+"""``sciembed embed``: papers to an embedding file, in shards that survive an interruption.
 
 Papers are encoded ``shard_size`` at a time; each finished shard is saved (atomically) in
 ``<output>.partial/`` next to a manifest of the run's settings. When every shard is done the output is
 assembled, written atomically, and the ``.partial`` folder removed. A run that was interrupted is
 continued with ``resume=True``: finished shards are kept, and only the rest is encoded.
+:func:`embed_to_file` is the job as a Python function; :func:`run` is the command.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import logging
@@ -21,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from .embeddings_io import Chunk, atomic_path, check_embedding_path, write_embeddings
-from .encode import PaperEncoder
+from ..encode import PaperEncoder
+from ..io import Chunk, atomic_path, check_embedding_path, ids_path, write_embeddings
+from .options import add_options
 
 logger = logging.getLogger(__name__)
 
@@ -180,3 +183,49 @@ def _shard_folder(folder: Path, manifest: dict[str, Any], resume: bool) -> Path:
     with atomic_path(manifest_file) as temporary:
         temporary.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     return folder
+
+
+def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subcommands.add_parser(
+        "embed",
+        help="embed papers into a SciDocs-style .jsonl, .npy (+ .ids.json) or .parquet file",
+        description=(
+            "Embed the papers of a .jsonl / .json / .csv file (fields paper_id, title, abstract) with a model "
+            "and write one vector per paper. The text of a paper is title + [SEP] + abstract (SPECTER). "
+            "Output is written atomically; papers are encoded in shards kept in OUTPUT.partial/ so that an "
+            "interrupted run continues with --resume."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add_options(parser, "model")
+    parser.add_argument("--input", required=True, help="papers: .jsonl (one object a line), .json (list or id-keyed dict) or .csv")
+    parser.add_argument("--output", required=True, help="embeddings: .jsonl ({paper_id, embedding} lines), .npy or .parquet")
+    parser.add_argument("--id-field", help="field holding the paper id (default: first of paper_id, corpus_id, id, doc_id)")
+    parser.add_argument("--skip-invalid", action="store_true",
+                        help="skip malformed, textless and duplicate records and report them, instead of stopping")
+    add_options(parser, "batch_size", "max_length", "pooling", "task_format", "domain", "device")
+    parser.add_argument("--shard-size", type=int, default=10_000, help="papers per shard saved for --resume")
+    parser.add_argument("--resume", action="store_true", help="continue an interrupted run from its finished shards")
+    add_options(parser, "trust_remote_code", "no_progress")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..data.papers import read_papers
+    from ..encoders import load_encoder
+
+    check_embedding_path(args.output)
+    written = [Path(args.output)] + ([ids_path(args.output)] if Path(args.output).suffix.lower() == ".npy" else [])
+    if Path(args.input).exists() and any(path.exists() and path.resolve() == Path(args.input).resolve() for path in written):
+        raise ValueError(f"--output {args.output} would overwrite the input {args.input}; choose another output file")
+    papers = read_papers(args.input, id_field=args.id_field, skip_invalid=args.skip_invalid)
+    encoder = load_encoder(args.model, trust_remote_code=args.trust_remote_code, device=args.device, max_length=args.max_length,
+                           pooling=args.pooling, task_format=args.task_format, domain=args.domain)
+    report = embed_to_file(encoder, papers.papers, args.output, shard_size=args.shard_size, batch_size=args.batch_size,
+                           resume=args.resume, show_progress_bar=not args.no_progress)
+    logger.info("wrote %d embeddings of dimension %d to %s (%d shard(s), %d resumed)",
+                report.papers, report.dim, report.output, report.shards, report.resumed_shards)
+    if papers.skipped:
+        logger.warning("skipped %d invalid record(s) of %s:\n  %s", len(papers.skipped), papers.path, "\n  ".join(map(str, papers.skipped)))
+    return 0

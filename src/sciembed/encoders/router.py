@@ -23,8 +23,8 @@ one's. The weights are saved once (with format adapters or PALs in their own lay
 base, as :func:`sciembed.formats.save_with_format_modules` writes them), the tokenizer once per route.
 
 Loading the saved folder needs sciembed installed: ``modules.json`` and ``router_config.json`` name the
-classes of this module. (It sits beside ``encode`` rather than in ``formats``, which ``encode`` imports,
-because it pools through ``encode``.)
+classes of this module. (It sits in ``encoders``, above ``encode``, rather than in ``formats``, which
+``encode`` imports, because it pools through ``encode``.)
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import InputModule, Module, Router
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from .encode import DOCUMENT_FORMAT, FAMILY_POOLING, POOLINGS, QUERY_FORMAT, default_max_length, default_pooling, pool
-from .families import register_families
-from .formats import FORMATS, activate_format, load_format_modules, model_formats, save_with_format_modules
+from ..encode import DOCUMENT_FORMAT, FAMILY_POOLING, POOLINGS, QUERY_FORMAT, default_max_length, default_pooling, pool
+from ..families import register_families
+from ..formats import FORMATS, activate_format, load_format_modules, model_formats, save_with_format_modules
 
 #: The feature under which a route's :class:`TaskFormatInput` hands its format to :class:`MultiFormatTransformer`.
 FORMAT_FEATURE = "task_format"

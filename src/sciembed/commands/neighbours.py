@@ -8,6 +8,7 @@ Without ``../shared/data`` it says so and runs on the small example set in :mod:
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 from dataclasses import dataclass
@@ -16,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from .data.example import example_citation_links, example_papers
-from .data.smart import CACM_CITATION, read_smart_collection
-from .encode import PaperEncoder
+from ..data.example import example_citation_links, example_papers
+from ..data.smart import CACM_CITATION, read_smart_collection
+from ..encode import PaperEncoder
+from .options import DEFAULT_DATA, add_options
 
 logger = logging.getLogger(__name__)
 
@@ -161,3 +163,34 @@ def format_neighbours(result: NeighboursResult, title_width: int = 90) -> str:
         f"{result.link_share / result.random_share:.0f}x)" if result.random_share else "no citation links to score"
     )
     return "\n".join(lines)
+
+
+def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subcommands.add_parser(
+        "neighbours",
+        help="embed the CACM papers and show nearest neighbours and citation links",
+        description=(
+            "Embed the real CACM collection from DATA/cacm and print, for a few query papers, their nearest "
+            "neighbours with titles, marking true citation links, and the share of citation links among the "
+            "nearest neighbours of every linked paper. Without DATA/cacm it runs on a small invented example set."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--data", help=f"folder holding cacm/ (default: {DEFAULT_DATA} when it holds cacm/, else sciembed's "
+                                       "small invented example set); a given folder without cacm/ is an error")
+    add_options(parser, "model")
+    parser.add_argument("--queries", type=int, default=3, help="query papers to show")
+    parser.add_argument("-k", type=int, default=10, help="neighbours per paper")
+    add_options(parser, "batch_size", "no_progress")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    data = args.data
+    if data is None and (Path(DEFAULT_DATA) / "cacm").is_dir():
+        data = DEFAULT_DATA
+    result = run_neighbours(data, model=args.model, queries=args.queries, k=args.k, batch_size=args.batch_size,
+                            show_progress_bar=not args.no_progress)
+    print(format_neighbours(result))
+    return 0

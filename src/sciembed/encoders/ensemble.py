@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .embeddings_io import atomic_path
-from .encode import ENSEMBLE_FILE, PaperEncoder
+from ..encode import ENSEMBLE_FILE, PaperEncoder
+from ..io import atomic_path
 
 
 class EnsembleEncoder(PaperEncoder):

@@ -1,0 +1,64 @@
+"""``sciembed evaluate``: a model on SciDocs, SciRepEval, Multi-SciDocs, BEIR, co-citation pairs or CACM."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from ..evaluation.names import BENCHMARK_NAMES
+from .options import add_options
+
+logger = logging.getLogger(__name__)
+
+
+def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subcommands.add_parser(
+        "evaluate",
+        help="evaluate a model on SciDocs, SciRepEval, Multi-SciDocs, BEIR, co-citation pairs or CACM",
+        description=(
+            "Embed every paper (and query) a benchmark's tasks need once, score each task with the benchmark's "
+            "reference protocol (SciDocs: -L2 ranking with pytrec_eval MAP/nDCG, LinearSVC macro-F1; SciRepEval: its "
+            "task list, formats, few-shot and reviewer matching; BEIR: cosine nDCG@10 / recall@100; co-citation: "
+            "F1max), print a table with the benchmark's averages and write the full results as JSON. A folder with "
+            "only some of a benchmark's tasks evaluates those and lists the others. Vectors are cached per model "
+            "and text (float32), so a second run or another benchmark sharing papers embeds nothing twice."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add_options(parser, "model")
+    parser.add_argument("--benchmark", required=True, choices=BENCHMARK_NAMES)
+    parser.add_argument("--data", required=True, help="the benchmark's local folder or Hub dataset id (SciRepEval: a folder built by "
+                        "datasets_scripts/build_scirepeval.py, or the metadata source allenai/scirepeval)")
+    parser.add_argument("--test-data", help="SciRepEval only: the labels source when --data is the metadata source (default allenai/scirepeval_test)")
+    parser.add_argument("--output", help="write the results as JSON here (atomically)")
+    parser.add_argument("--tasks", nargs="+", help="task ids to run (e.g. cite mag; SciRepEval config names such as fos search)")
+    parser.add_argument("--split", default="test", help="judged split to score (val to tune)")
+    add_options(parser, "domain", "pooling")
+    parser.add_argument("--proximity-similarity", choices=("l2", "min_facet_l2"), default="l2",
+                        help="ranking score of proximity tasks: -L2 (the references) or Multi2SPE's min distance over facet pairs")
+    parser.add_argument("--no-few-shot", action="store_true", help="skip SciRepEval's few-shot settings")
+    parser.add_argument("--skip-invalid", action="store_true", help="drop rows naming papers without metadata and report them, instead of stopping")
+    add_options(parser, "batch_size", "max_length", "device")
+    parser.add_argument("--cache-dir", help="embedding cache folder (default: $SCIEMBED_CACHE or $HF_HOME/sciembed/embeddings)")
+    parser.add_argument("--no-cache", action="store_true", help="keep vectors in memory for this run only")
+    parser.add_argument("--jobs", type=int, default=-1, help="processes for the classifiers' grid searches (-1: all cores)")
+    parser.add_argument("--seed", type=int, help="seed of what is sampled or trained while evaluating (default: CACM 0, SciDocs' recommender 7 as SciDocs)")
+    add_options(parser, "trust_remote_code", "no_progress")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..evaluation import evaluate
+
+    report = evaluate(
+        args.model, args.benchmark, args.data, tasks=args.tasks, split=args.split, pooling=args.pooling, max_length=args.max_length,
+        batch_size=args.batch_size, device=args.device, trust_remote_code=args.trust_remote_code, cache_dir=args.cache_dir,
+        use_cache=not args.no_cache, skip_invalid=args.skip_invalid, test_data=args.test_data, few_shot=not args.no_few_shot,
+        proximity_similarity=args.proximity_similarity, n_jobs=args.jobs, seed=args.seed, show_progress_bar=not args.no_progress,
+        domain=args.domain,
+    )
+    print(report.table())
+    if args.output:
+        logger.info("wrote %s", report.write_json(args.output))
+    return 0

@@ -1,0 +1,82 @@
+"""``sciembed export``: a Hub-ready folder of a saved model (safetensors, remote code, tokenizer, model card).
+
+The options and the export itself are shared with ``sciembed push`` (:mod:`.push`), which uploads the folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..hub.export import ExportReport
+
+logger = logging.getLogger(__name__)
+
+
+def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subcommands.add_parser(
+        "export",
+        help="write a Hub-ready folder of a saved model: safetensors, remote code, tokenizer, model card",
+        description=(
+            "Copy a saved model into a folder the Hugging Face Hub serves as it is: safetensors weights, config with "
+            "auto_map and the remote-code files, tokenizer, sentence-transformers files, format adapters / PALs in their "
+            "own layout, and a README.md model card rendered from hub_cards/ with the evaluation results (model-index) "
+            "and the training run. The folder is then loaded in a fresh process without sciembed and the card's YAML "
+            "parsed; it is written beside OUT and renamed when complete."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add_export_options(parser)
+    parser.add_argument("--out", required=True, help="the folder to write (replaced if it exists)")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def add_export_options(parser: argparse.ArgumentParser) -> None:
+    """The options of ``export`` that ``push`` takes too."""
+    parser.add_argument("--model", required=True, help="a saved model folder (sciembed from-bert / train output)")
+    parser.add_argument("--evaluation", action="append", default=[], metavar="JSON",
+                        help="results written by `sciembed evaluate --output` (repeatable): the card's model-index "
+                             "(default: MODEL/../held_out_evaluation.json of a training run, when it exists)")
+    parser.add_argument("--training", help="the run's train_results.json (default: MODEL/../train_results.json when it exists)")
+    parser.add_argument("--license", default="apache-2.0", help="the card's licence")
+    parser.add_argument("--no-validate", action="store_true", help="skip the fresh-process load check")
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="export (and run, to validate) Python files in MODEL that are not sciembed's own remote code; "
+                             "without it such a folder is refused before any of its code runs")
+
+
+def run(args: argparse.Namespace) -> int:
+    export_from_arguments(args, args.out, None)
+    return 0
+
+
+def export_from_arguments(args: argparse.Namespace, out: str, repo_id: str | None) -> ExportReport:
+    """Export ``args.model`` to ``out`` with the evaluations and training run the arguments name (or the run's own)."""
+    from ..hub.export import export_model
+    from ..training.run import EVALUATION_FILE, RESULTS_FILE
+
+    held_out = Path(args.model).parent / EVALUATION_FILE
+    paths = args.evaluation or ([held_out] if held_out.is_file() else [])
+    evaluations = [_read_json(path, "--evaluation") for path in paths]
+    training_path = Path(args.training) if args.training else Path(args.model).parent / RESULTS_FILE
+    if args.training and not training_path.is_file():
+        raise FileNotFoundError(f"{training_path}: no such training results file")
+    training = _read_json(training_path, "--training") if training_path.is_file() else None
+    report = export_model(args.model, out, evaluations=evaluations, training=training, repo_id=repo_id, license=args.license,
+                          validate=not args.no_validate, trust_remote_code=args.trust_remote_code)
+    for check in report.checks:
+        logger.info("checked: %s", check)
+    logger.info("wrote %d files to %s; model card: %s", len(report.files), report.folder, report.folder / "README.md")
+    return report
+
+
+def _read_json(path: str | Path, option: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} ({option}): not valid JSON (line {error.lineno}: {error.msg})") from None

@@ -1,0 +1,44 @@
+"""``sciembed from-bert``: build one of sciembed's model families from a BERT checkpoint and save it."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from ..families import FAMILIES
+
+logger = logging.getLogger(__name__)
+
+
+def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subcommands.add_parser(
+        "from-bert",
+        help=f"build a model family ({', '.join(FAMILIES)}) from a BERT checkpoint and save it",
+        description=(
+            "Build one of sciembed's model families from any BERT checkpoint (SciBERT, SPECTER, SciNCL, the "
+            "embedded MiniLM), copying every pretrained weight and initialising only what the family adds, "
+            "and save it with its tokenizer, remote code and sentence-transformers files."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--family", required=True, choices=tuple(FAMILIES))
+    parser.add_argument("--base", help="Hub id or local folder of a BERT model (default: the embedded all-MiniLM-L6-v2)")
+    parser.add_argument("--output", required=True, help="folder to save the model in")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="FIELD=VALUE",
+        help="a config field of the family, VALUE as JSON (e.g. --set num_cls_tokens=5 --set 'domains=[\"cs\",\"bio\"]'); repeatable",
+    )
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..default_model import default_model_path
+    from ..families import from_bert, save_pretrained
+    from ..training.recipes import parse_assignments
+
+    options = parse_assignments(args.set)
+    model, tokenizer = from_bert(args.family, args.base or default_model_path(), **options)
+    save_pretrained(model, tokenizer, args.output)
+    logger.info("saved a %s model built from %s to %s", args.family, args.base or "the embedded all-MiniLM-L6-v2", args.output)
+    return 0
