@@ -28,3 +28,6 @@ rank = dist.get_rank()
 evaluated = "evaluated" if hasattr(run.trainer, "last_evaluation") else "received"
 (Path(output) / f"rank{rank}.txt").write_text(
     f"{dist.get_world_size()} {run.trainer.state.global_step} {digest.hexdigest()} {evaluated} {metrics['eval_cite_map']!r}\n")
+# As `sciembed train` does: both ranks finish before either tears down (gloo can abort a rank left to exit alone).
+dist.barrier()
+dist.destroy_process_group()

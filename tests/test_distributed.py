@@ -68,3 +68,19 @@ def test_two_process_gloo_training_ends_with_identical_weights(tiny_bert, tmp_pa
     for name, tensor in sorted(AutoModel.from_pretrained(tiny_bert).state_dict().items()):
         initial.update(name.encode() + tensor.numpy().tobytes())
     assert ranks[0][2] != initial.hexdigest()  # and training changed them
+
+
+def test_sciembed_train_under_torchrun_ends_cleanly(tiny_bert, tmp_path):
+    """The command itself under torchrun: both ranks train, rank 0 saves, and the run leaves its process group
+    before exiting, so a finished run exits 0 (left to interpreter shutdown, gloo could abort it)."""
+    data = write_s2orc(tmp_path / "papers.jsonl")
+    settings = ["max_steps=2", "per_device_train_batch_size=4", "gradient_accumulation_steps=1", "save_strategy=no",
+                "embedding.max_length=32", "ddp_backend=gloo", "use_cpu=true", "dataloader_drop_last=true", "embedding.normalize=true"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+               "--master_port", str(free_port()), "-m", "sciembed.cli", "-q", "train", "--recipe", "specter", "--base", str(tiny_bert),
+               "--data", str(data), "--output", str(tmp_path / "out"), *[a for s in settings for a in ("--set", s)]]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    summary = json.loads((tmp_path / "out" / "train_results.json").read_text())
+    assert summary["global_step"] == 2 and (tmp_path / "out" / "model" / "model.safetensors").is_file()

@@ -39,7 +39,8 @@ def _write(path, records):
         path.write_text(json.dumps([record for kind, record in records if kind != "malformed"]), encoding="utf-8")
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# derandomize: the same examples on every run, so CI is reproducible (a new seed is a deliberate change here).
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kinds=st.lists(st.tuples(_KINDS, _VALID), min_size=1, max_size=12), suffix=st.sampled_from([".jsonl", ".csv", ".json"]))
 def test_every_valid_record_comes_out_once_intact_and_every_invalid_one_is_reported(tmp_path, kinds, suffix):
     records, expected, invalid = [], [], 0
@@ -67,7 +68,9 @@ def test_every_valid_record_comes_out_once_intact_and_every_invalid_one_is_repor
             read_papers(path, skip_invalid=True)
         return
     read = read_papers(path, skip_invalid=True)
-    assert [(p["paper_id"], p["title"], p["abstract"]) for p in read.papers] == [(r["paper_id"], r["title"], r["abstract"]) for r in expected]
+    # Intact as the readers keep text: surrounding whitespace stripped, nothing else changed.
+    assert [(p["paper_id"], p["title"], p["abstract"]) for p in read.papers] == [
+        (r["paper_id"], r["title"].strip(), r["abstract"].strip()) for r in expected]
     assert len(read.skipped) == invalid and all(s.location for s in read.skipped)
     if invalid:
         with pytest.raises(InvalidPaperError):

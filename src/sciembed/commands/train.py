@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     overrides = {**(read_overrides(args.config) if args.config else {}), **parse_assignments(args.set)}
     summary = train(args.recipe, args.base, args.data, args.output, overrides, resume=args.resume, evaluate_before=args.evaluate_before)
+    _leave_process_group()
     logger.info("trained %s for %d step(s) in %.0f s; model saved to %s", args.recipe, summary["global_step"], summary["seconds"], summary["model"])
     for name, value in summary["eval_metrics"].items():
         if name == "epoch":
@@ -53,3 +54,13 @@ def run(args: argparse.Namespace) -> int:
         before = summary["base_eval_metrics"].get(name)
         logger.info("%s = %s%s", name, value, "" if before is None else f" (before training: {before})")
     return 0
+
+
+def _leave_process_group() -> None:
+    """End the process group of a finished `torchrun` / `accelerate launch` run before Python exits: left to
+    interpreter shutdown, gloo's worker threads can abort a process (SIGABRT) and fail a run that succeeded."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
