@@ -8,6 +8,7 @@ hidden state at the control code's position, index 1.
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,10 +29,6 @@ logger = logging.get_logger(__name__)
 
 #: Where the control code sits and where the embedding is read: right after ``[CLS]``.
 CONTROL_CODE_POSITION = 1
-
-# BERT config entries that describe the source checkpoint rather than the architecture.
-_SOURCE_ONLY_CONFIG_KEYS = ("model_type", "architectures", "auto_map", "transformers_version", "_name_or_path")
-
 
 @dataclass
 class ControlCodeModelOutput(ModelOutput):
@@ -118,6 +115,26 @@ def sequence_classification_loss(config: PretrainedConfig, logits: torch.Tensor,
     if config.problem_type == "single_label_classification":
         return F.cross_entropy(logits.view(-1, config.num_labels), labels.view(-1))
     return F.binary_cross_entropy_with_logits(logits, labels)
+
+
+# Copied from sciembed.modeling.spectroid.modeling_spectroid.SOURCE_ONLY_CONFIG_KEYS
+SOURCE_ONLY_CONFIG_KEYS = (
+    "model_type", "architectures", "auto_map", "transformers_version", "_name_or_path", "id2label", "label2id",
+    "problem_type",
+)
+
+
+# Copied from sciembed.modeling.spectroid.modeling_spectroid.config_from_bert
+def config_from_bert(config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options) -> PretrainedConfig:
+    """A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that
+    describe the checkpoint itself, nor its values of the family's own fields, such as a generation default
+    ``top_k``), then ``options``, keeping the attention implementation the BERT model was loaded with."""
+    family_fields = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
+    settings = {key: value for key, value in bert_config.to_diff_dict().items()
+                if key not in SOURCE_ONLY_CONFIG_KEYS and key not in family_fields}
+    # to_diff_dict leaves the attention implementation out.
+    settings["attn_implementation"] = bert_config._attn_implementation
+    return config_class(**{**settings, **options})
 
 
 class ControlCodePreTrainedModel(PreTrainedModel):
@@ -217,8 +234,7 @@ class ControlCodeModel(ControlCodePreTrainedModel):
                 raise ValueError("the BertModel has no name_or_path to load its tokenizer from: pass tokenizer=")
             tokenizer = AutoTokenizer.from_pretrained(source)
 
-        fields = {k: v for k, v in bert.config.to_diff_dict().items() if k not in _SOURCE_ONLY_CONFIG_KEYS}
-        model = cls(ControlCodeConfig(**{**fields, **options})).to(device=bert.device, dtype=bert.dtype)
+        model = cls(config_from_bert(ControlCodeConfig, bert.config, **options)).to(device=bert.device, dtype=bert.dtype)
         model.load_state_dict({k: v for k, v in bert.state_dict().items() if not k.startswith("pooler.")})
 
         codes = sorted(set(model.config.control_codes.values()))

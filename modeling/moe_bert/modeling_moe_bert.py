@@ -284,6 +284,26 @@ def sequence_classification_loss(config: PretrainedConfig, logits: torch.Tensor,
     return F.binary_cross_entropy_with_logits(logits, labels)
 
 
+# Copied from sciembed.modeling.spectroid.modeling_spectroid.SOURCE_ONLY_CONFIG_KEYS
+SOURCE_ONLY_CONFIG_KEYS = (
+    "model_type", "architectures", "auto_map", "transformers_version", "_name_or_path", "id2label", "label2id",
+    "problem_type",
+)
+
+
+# Copied from sciembed.modeling.spectroid.modeling_spectroid.config_from_bert
+def config_from_bert(config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options) -> PretrainedConfig:
+    """A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that
+    describe the checkpoint itself, nor its values of the family's own fields, such as a generation default
+    ``top_k``), then ``options``, keeping the attention implementation the BERT model was loaded with."""
+    family_fields = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
+    settings = {key: value for key, value in bert_config.to_diff_dict().items()
+                if key not in SOURCE_ONLY_CONFIG_KEYS and key not in family_fields}
+    # to_diff_dict leaves the attention implementation out.
+    settings["attn_implementation"] = bert_config._attn_implementation
+    return config_class(**{**settings, **options})
+
+
 class MoEBertPreTrainedModel(PreTrainedModel):
     """Weight initialisation and loading for MoE BERT models."""
 
@@ -457,12 +477,7 @@ class MoEBertModel(MoEBertPreTrainedModel):
         else:
             raise TypeError(f"from_bert takes a path, a Hub id or a BertModel, not {type(path_or_model).__name__}")
 
-        # The base config's own `top_k` (a generation default of 50) and the like must not shadow ours.
-        family_fields = set(inspect.signature(MoEBertConfig.__init__).parameters) - {"self", "kwargs"}
-        not_inherited = family_fields | {"model_type", "architectures", "auto_map", "transformers_version"}
-        inherited = {key: value for key, value in base.config.to_dict().items() if key not in not_inherited}
-        config = MoEBertConfig(**{**inherited, **options})
-        config._attn_implementation = base.config._attn_implementation
+        config = config_from_bert(MoEBertConfig, base.config, **options)
         model = cls(config).to(device=base.device, dtype=base.dtype)
 
         moe_layers = config.moe_layer_indices()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -175,6 +176,26 @@ def sequence_classification_loss(config: PretrainedConfig, logits: torch.Tensor,
     return F.binary_cross_entropy_with_logits(logits, labels)
 
 
+# Copied from sciembed.modeling.spectroid.modeling_spectroid.SOURCE_ONLY_CONFIG_KEYS
+SOURCE_ONLY_CONFIG_KEYS = (
+    "model_type", "architectures", "auto_map", "transformers_version", "_name_or_path", "id2label", "label2id",
+    "problem_type",
+)
+
+
+# Copied from sciembed.modeling.spectroid.modeling_spectroid.config_from_bert
+def config_from_bert(config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options) -> PretrainedConfig:
+    """A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that
+    describe the checkpoint itself, nor its values of the family's own fields, such as a generation default
+    ``top_k``), then ``options``, keeping the attention implementation the BERT model was loaded with."""
+    family_fields = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
+    settings = {key: value for key, value in bert_config.to_diff_dict().items()
+                if key not in SOURCE_ONLY_CONFIG_KEYS and key not in family_fields}
+    # to_diff_dict leaves the attention implementation out.
+    settings["attn_implementation"] = bert_config._attn_implementation
+    return config_class(**{**settings, **options})
+
+
 class Multi2SPEPreTrainedModel(PreTrainedModel):
     """Weight initialisation and loading conventions shared by Multi²SPE models."""
 
@@ -277,12 +298,7 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
         if tokenizer is None:
             source = bert.name_or_path if isinstance(path_or_model, BertModel) else path_or_model
             tokenizer = AutoTokenizer.from_pretrained(source)
-        settings = bert.config.to_dict()
-        for key in ("model_type", "architectures", "auto_map", "transformers_version"):
-            settings.pop(key, None)
-        # to_dict leaves the attention implementation out; keep the one the BERT model was loaded with.
-        settings["attn_implementation"] = bert.config._attn_implementation
-        config = Multi2SPEConfig(**{**settings, **options})
+        config = config_from_bert(Multi2SPEConfig, bert.config, **options)
         added_ids: list[int] = []
         if config.extra_cls_token_ids is None:
             extra_tokens = [f"[unused{i}]" for i in range(1, config.num_cls_tokens)]
