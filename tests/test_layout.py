@@ -62,6 +62,9 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
         else:
             continue
         for target in targets:
+            if target == "sciembed.modeling" or target.startswith("sciembed.modeling."):
+                found.add("sciembed.modeling")  # the remote-code folder, mapped into the package at install
+                continue
             while target and target not in modules:
                 target = target.rpartition(".")[0]
             if target.startswith("sciembed") and target != name:

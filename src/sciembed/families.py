@@ -36,6 +36,13 @@ CLASSIFIERS: dict[str, tuple[str, str]] = {
 }
 
 
+def classifier_heads() -> dict[str, tuple[int, ...]]:
+    """SPECTROID's classification heads by name (``CH1``, ``CH2``, ``CH3``) -> hidden-layer sizes."""
+    from .modeling.spectroid.modeling_spectroid import SPECTROID_HEADS
+
+    return dict(SPECTROID_HEADS)
+
+
 def register_families() -> None:
     """Register every family with the transformers Auto classes (idempotent)."""
     importlib.import_module("sciembed.modeling")

@@ -369,10 +369,10 @@ def _load_config(folder: ModelFolder) -> Any:
 
 def _head_name(config: Any) -> str:
     """A SPECTROID head as the card names it: CH1 / CH2 / CH3, or its hidden sizes."""
-    from ..modeling.spectroid.modeling_spectroid import SPECTROID_HEADS
+    from ..families import classifier_heads
 
     sizes = tuple(getattr(config, "classifier_hidden_sizes", None) or ())
-    names = [name for name, hidden in SPECTROID_HEADS.items() if hidden == sizes]
+    names = [name for name, hidden in classifier_heads().items() if hidden == sizes]
     layers = f"hidden layers {', '.join(map(str, sizes))}" if sizes else "one linear layer"
     return f"{names[0]} ({layers})" if names else layers
 
