@@ -5,8 +5,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sciembed.commands.neighbours import format_neighbours, run_neighbours
 from sciembed.data.example import example_citation_links, example_papers
-from sciembed.commands.neighbours import format_neighbours, nearest_neighbours, run_neighbours
+from sciembed.data.knn import nearest_neighbours, unit_rows
+
+
+def test_unit_rows_match_scikit_learn_and_keep_zero_rows_zero():
+    from sklearn.preprocessing import normalize
+
+    rng = np.random.default_rng(0)
+    for dtype in (np.float32, np.float64):
+        matrix = rng.standard_normal((50, 8)).astype(dtype)
+        matrix[[3, 17]] = 0
+        np.testing.assert_allclose(unit_rows(matrix), normalize(matrix), rtol=1e-6 if dtype == np.float32 else 1e-12)
+        assert not unit_rows(matrix)[[3, 17]].any() and np.isfinite(unit_rows(matrix)).all()
+        in_place = matrix.copy()
+        assert unit_rows(in_place, out=in_place) is in_place
+        np.testing.assert_allclose(in_place, normalize(matrix), rtol=1e-6 if dtype == np.float32 else 1e-12)
 
 
 def test_nearest_neighbours_match_scikit_learn():

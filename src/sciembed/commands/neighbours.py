@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..data.example import example_citation_links, example_papers
+from ..data.knn import nearest_neighbours
 from ..data.smart import CACM_CITATION, read_smart_collection
 from ..encode import PaperEncoder
 from .options import DEFAULT_DATA, add_options
@@ -67,24 +68,6 @@ def load_collection(data_dir: str | os.PathLike[str] | None) -> tuple[str, list[
         raise FileNotFoundError(f"{data_dir}: no cacm/ folder here" + ("" if Path(data_dir).is_dir() else f" ({data_dir} does not exist)"))
     collection = read_smart_collection(cacm, skip_invalid=True)
     return f"CACM ({collection.path})", collection.papers, collection.links.get(CACM_CITATION, set()), len(collection.skipped)
-
-
-def nearest_neighbours(vectors: np.ndarray, k: int, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
-    """Indices and cosine similarities of each row's ``k`` nearest other rows, most similar first."""
-    k = min(k, len(vectors) - 1)
-    unit = vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
-    indices = np.empty((len(vectors), k), dtype=np.int64)
-    scores = np.empty((len(vectors), k), dtype=np.float32)
-    for start in range(0, len(vectors), block):
-        similarity = unit[start : start + block] @ unit.T
-        rows = np.arange(similarity.shape[0])
-        similarity[rows, rows + start] = -np.inf
-        top = np.argpartition(-similarity, k - 1, axis=1)[:, :k]
-        top_scores = np.take_along_axis(similarity, top, axis=1)
-        order = np.argsort(-top_scores, axis=1, kind="stable")
-        indices[start : start + block] = np.take_along_axis(top, order, axis=1)
-        scores[start : start + block] = np.take_along_axis(top_scores, order, axis=1)
-    return indices, scores
 
 
 def run_neighbours(

@@ -57,6 +57,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .graph import CitationGraph
+from .knn import unit_rows
 from .samplers import Triplets
 
 logger = logging.getLogger(__name__)
@@ -201,18 +202,13 @@ def citation_graph_embedding(
     layer = rng.standard_normal((n, dim))
     embedding = np.zeros((n, dim))
     for _ in range(steps):
-        layer = _unit_rows(walk @ layer)
+        layer = unit_rows(walk @ layer)
         embedding += layer
-    embedding = _unit_rows(embedding)
+    embedding = unit_rows(embedding)
     # No link, no position: NaN rather than a zero row, which would look like a real point.
     embedding[degree == 0] = np.nan
     logger.info("FastRP citation-graph embedding: %d papers x %d dims, %d steps, %d without links", n, dim, steps, int((degree == 0).sum()))
     return embedding
-
-
-def _unit_rows(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms > 0, norms, 1.0)
 
 
 def align_vectors(graph: CitationGraph, ids: Iterable[str | int], vectors: np.ndarray) -> np.ndarray:
@@ -332,9 +328,8 @@ def sample_scincl_triplets(
     has_vector = np.isfinite(matrix).all(axis=1)
     matrix = np.where(has_vector[:, None], matrix, 0.0)  # NaN rows would poison the block products
     if metric == "cosine":
-        norms = np.linalg.norm(matrix, axis=1)
-        has_vector &= norms > 0  # a zero vector has no direction
-        matrix = matrix / np.where(norms > 0, norms, 1.0)[:, None]
+        has_vector &= np.linalg.norm(matrix, axis=1) > 0  # a zero vector has no direction
+        matrix = unit_rows(matrix)
 
     is_candidate = graph.has_text & has_vector & ~is_excluded
     candidates = np.nonzero(is_candidate)[0]

@@ -57,6 +57,8 @@ from numbers import Integral, Real
 import numpy as np
 import pytrec_eval
 
+from ..data.knn import unit_rows
+
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
 Vectors = Mapping[str, np.ndarray]
@@ -355,7 +357,7 @@ def reviewer_run(
         raise MissingVectorsError("paper", missing)
     present = [paper for paper in needed if paper in vectors]
     row_of = {paper: row for row, paper in enumerate(present)}
-    unit_papers = _unit_rows(_stack(present, vectors, ndim=1)) if present else np.zeros((0, 0))
+    unit_papers = unit_rows(_stack(present, vectors, ndim=1)) if present else np.zeros((0, 0))
 
     run: Run = {}
     skipped_queries = skipped_candidates = 0
@@ -374,7 +376,7 @@ def reviewer_run(
         query_vector = _as_vector(query, paper_vectors[query], ndim=1)
         if query_vector.shape[0] != unit_papers.shape[1]:
             raise ValueError(f"paper {query!r} has dimension {query_vector.shape[0]}, reviewer papers {unit_papers.shape[1]}")
-        cosines = unit_papers @ _unit_rows(query_vector[None, :])[0]
+        cosines = unit_papers @ unit_rows(query_vector[None, :])[0]
         run[query] = dict(zip(scored, _top_mean(cosines, rows, top_k).tolist()))
     return ScoredRun(run, skipped_queries, skipped_candidates, unknown, missing)
 
@@ -518,7 +520,7 @@ def _similarities(similarity: str, query: str, query_vector: np.ndarray, candida
     if similarity == "l2":
         return -np.sqrt(_squared_norms(candidates - query_vector))
     if similarity == "cosine":
-        return _unit_rows(candidates) @ _unit_rows(query_vector[None, :])[0]
+        return unit_rows(candidates) @ unit_rows(query_vector[None, :])[0]
     if similarity == "dot":
         return candidates @ query_vector
     return -np.sqrt(_min_facet_squared_distances(query_vector, candidates))
@@ -538,12 +540,6 @@ def _min_facet_squared_distances(query_facets: np.ndarray, candidates: np.ndarra
         differences = candidates[start:start + block, :, None, :] - query_facets[None, None, :, :]
         out[start:start + block] = _squared_norms(differences).min(axis=(1, 2))
     return out
-
-
-def _unit_rows(matrix: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Rows scaled to unit length (into ``out`` if given); zero rows stay zero (scikit-learn's ``normalize``, BEIR's eps)."""
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return np.divide(matrix, np.maximum(norms, np.finfo(matrix.dtype).tiny), out=out)
 
 
 def _top_mean(similarities: np.ndarray, rows: list[list[int]], top_k: int) -> np.ndarray:
@@ -583,8 +579,8 @@ def _full_corpus_run(
         raise ValueError(f"queries have dimension {queries.shape[1]}, papers {corpus.shape[1]}")
     if similarity == "cosine":
         # In place: the stacked corpus is already a copy, and a second one would double its memory.
-        _unit_rows(queries, out=queries)
-        _unit_rows(corpus, out=corpus)
+        unit_rows(queries, out=queries)
+        unit_rows(corpus, out=corpus)
     # Position of each paper id in string order: the tie breaker at the top-k cut.
     id_rank = np.empty(len(corpus_ids), dtype=np.int64)
     id_rank[np.argsort(np.array(corpus_ids))] = np.arange(len(corpus_ids))

@@ -26,8 +26,8 @@ from typing import Any
 
 from datasets import Dataset
 
-from ..io import atomic_path, replace_folder
 from ..evaluation.loaders import TaskSuite
+from ..io import atomic_path, replace_folder
 from .recipes import Recipe, flatten_overrides, get_recipe
 
 logger = logging.getLogger(__name__)

@@ -7,8 +7,8 @@ temperature,
     L = −(1/B) Σ_i log( exp(s(a_i, p_i)/τ) / (Σ_j exp(s(a_i, p_j)/τ) + Σ_j exp(s(a_i, n_j)/τ)) )
 
 so one batch of B triplets gives each anchor 2B − 1 negatives instead of one. Under DDP the positives
-and negatives of every process are gathered (differentiably, with torch's functional
-``all_gather_single``) so each anchor is scored against the whole global batch, as sentence-transformers' ``gather_across_devices``.
+and negatives of every process are gathered (differentiably, with torch's functional ``all_gather_single``)
+so each anchor is scored against the whole global batch, as sentence-transformers' ``gather_across_devices``.
 The MoE paper (Hallee et al. 2024) trains co-citation pairs with it and a learned temperature.
 """
 
