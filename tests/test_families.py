@@ -13,7 +13,7 @@ import sciembed
 from conftest import PAPERS
 from sciembed.cli import main
 from sciembed.io import read_embeddings
-from sciembed.families import FAMILIES, family_of, from_bert, save_pretrained
+from sciembed.families import FAMILIES, REGISTRY, family_of, from_bert, save_pretrained
 
 # Case -> (family, options for from_bert, keyword arguments that select a format / domain at encode time).
 CASES = {
@@ -26,6 +26,32 @@ CASES = {
 
 def test_every_family_has_a_case():
     assert {family for family, _, _ in CASES.values()} == set(FAMILIES)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_the_registry_agrees_with_the_modeling_package_and_the_cards(name):
+    """What the registry says of a family is what modeling/ registers with the Auto classes and ships, and
+    what the cards can render and cite."""
+    import re
+    from pathlib import Path
+
+    from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification
+
+    import sciembed.modeling
+
+    family = REGISTRY[name]
+    module = getattr(sciembed.modeling, name)
+    config_class = AutoConfig.for_model(name).__class__
+    assert config_class.model_type == name and module.__name__ == f"sciembed.modeling.{name}"
+    assert AutoModelForSequenceClassification._model_mapping[config_class].__name__ == family.classifier_class
+    if family.model_class is not None:
+        assert AutoModel._model_mapping[config_class].__name__ == family.model_class
+    folder = Path(sciembed.modeling.__file__).parent / name
+    assert all((folder / file).is_file() for file in family.remote_code)
+    cards = Path(__file__).resolve().parents[1] / "hub_cards"
+    assert (cards / "model_families" / f"{name}.md").is_file()
+    keys = set(re.findall(r"@\w+\{([^,]+),", (cards / "citations.bib").read_text(encoding="utf-8")))
+    assert set(family.citations) <= keys
 
 
 @pytest.fixture(scope="module", params=list(CASES))

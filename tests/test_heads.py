@@ -17,7 +17,7 @@ from torch.nn import functional as F
 from transformers import AutoModel, AutoModelForSequenceClassification, BertModel
 
 from sciembed import default_model_path
-from sciembed.families import CLASSIFIERS, FAMILIES, classifier_from_bert, family_of
+from sciembed.families import FAMILIES, REGISTRY, classifier_from_bert, family_of
 from sciembed.modeling.multi2spe import Multi2SPEForSequenceClassification, Multi2SPEModel
 from sciembed.modeling.spectroid import SPECTROID_HEADS, SpectroidForSequenceClassification, SpectroidModel
 
@@ -40,7 +40,7 @@ LAYERS = {
 
 
 def test_every_family_has_a_classifier():
-    assert set(CASES) == set(CLASSIFIERS) == {"spectroid", *FAMILIES}
+    assert set(CASES) == set(REGISTRY) == {"spectroid", *FAMILIES}
 
 
 def build(base, family: str, head="CH2", num_labels: int = 3, **options):
@@ -93,7 +93,7 @@ def test_head_names_and_options_are_checked(tiny_bert):
         Multi2SPEForSequenceClassification.from_bert(tiny_bert, classifier_hidden_sizes=[64])
     with pytest.raises(ValueError, match="classifier_hidden_sizes must be positive"):
         SpectroidForSequenceClassification.from_bert(tiny_bert, head=[64, 0])
-    with pytest.raises(ValueError, match="unknown classifier family 'specter'; choose one of spectroid, multi2spe"):
+    with pytest.raises(ValueError, match="unknown classifier family 'specter'; choose one of multi2spe, control_code, moe_bert, spectroid"):
         classifier_from_bert("specter", tiny_bert)
     with pytest.raises(ValueError, match="unknown spectroid option"):
         classifier_from_bert("spectroid", tiny_bert, num_lables=3)

@@ -9,6 +9,8 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+from sciembed.families import REGISTRY
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -40,5 +42,7 @@ def test_wheel_contents(tmp_path):
     for module in ("sciembed/__init__.py", "sciembed/encode.py", "sciembed/cli.py", "sciembed/commands/embed.py", "sciembed/encoders/__init__.py",
                    "sciembed/io.py", "sciembed/data/papers.py", "sciembed/modeling/__init__.py", "sciembed/hub_cards/model_card.md", "sciembed/hub_cards/model_families/multi2spe.md", "sciembed/hub_cards/citations.bib"):
         assert module in names
+    shipped = [f"sciembed/modeling/{family.name}/{file}" for family in REGISTRY.values() for file in family.remote_code]
+    assert [path for path in shipped if path not in names] == []
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "sciembed = sciembed.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

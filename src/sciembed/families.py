@@ -1,9 +1,11 @@
-"""sciembed's model families seen from the library: building them from BERT, and saving them so that
-transformers (with or without sciembed) and sentence-transformers both load them.
+"""sciembed's model families seen from the library: the one registry that names them (:data:`REGISTRY`,
+read by the CLI, the model cards, the export's code check and the packaging test), building them from
+BERT, and saving them so that transformers (with or without sciembed) and sentence-transformers both load them.
 
 The families themselves live in ``modeling/`` (installed as ``sciembed.modeling``); importing
 ``sciembed.modeling`` registers them with ``AutoConfig`` / ``AutoModel``, which every loader here does
-first, so sciembed's own code never needs ``trust_remote_code``.
+first, so sciembed's own code never needs ``trust_remote_code``. (``modeling/`` imports nothing of
+sciembed, so its registration lists its own classes; a test checks it agrees with the registry.)
 """
 
 from __future__ import annotations
@@ -11,29 +13,52 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-#: model_type -> (module under sciembed.modeling, model class name)
-FAMILIES: dict[str, tuple[str, str]] = {
-    "multi2spe": ("multi2spe", "Multi2SPEModel"),
-    "control_code": ("control_code", "ControlCodeModel"),
-    "moe_bert": ("moe_bert", "MoEBertModel"),
-}
+@dataclass(frozen=True)
+class Family:
+    """One of sciembed's remote-code model types, as every part of the library names it.
 
-#: model_type -> (module under sciembed.modeling, sequence-classification class name): SPECTROID's MLP
-#: classification heads (Capuano et al.) on a plain BERT encoder ("spectroid", the SPECTER / SciNCL setting)
-#: and on each family's paper embedding. "spectroid" is no entry of FAMILIES: its encoder is a plain BERT
-#: with [CLS] pooling, which sciembed embeds as any transformers encoder.
-CLASSIFIERS: dict[str, tuple[str, str]] = {
-    "spectroid": ("spectroid", "SpectroidForSequenceClassification"),
-    "multi2spe": ("multi2spe", "Multi2SPEForSequenceClassification"),
-    "control_code": ("control_code", "ControlCodeForSequenceClassification"),
-    "moe_bert": ("moe_bert", "MoEBertForSequenceClassification"),
-}
+    Attributes:
+        name: the ``model_type`` in ``config.json``, and the folder under ``modeling/`` (``sciembed.modeling.<name>``).
+        model_class: the encoder's class (``AutoModel``); ``None`` for SPECTROID, whose encoder is a plain BERT
+            with [CLS] pooling, which sciembed embeds as any transformers encoder.
+        classifier_class: the class with SPECTROID's MLP head on the family's paper embedding
+            (``AutoModelForSequenceClassification``).
+        title: how a model card names the family.
+        citations: the keys (of ``hub_cards/citations.bib``) a card cites for it.
+    """
+
+    name: str
+    model_class: str | None
+    classifier_class: str
+    title: str
+    citations: tuple[str, ...]
+
+    @property
+    def remote_code(self) -> tuple[str, str]:
+        """The files that ship next to the weights: what ``trust_remote_code=True`` loads."""
+        return f"configuration_{self.name}.py", f"modeling_{self.name}.py"
+
+
+#: Every remote-code model type by name: the three families with an embedding of their own, and SPECTROID.
+REGISTRY: dict[str, Family] = {family.name: family for family in (
+    Family("multi2spe", "Multi2SPEModel", "Multi2SPEForSequenceClassification", "Multi²SPE model (multiple CLS tokens)",
+           ("seoh-etal-2023-multi2spe",)),
+    Family("control_code", "ControlCodeModel", "ControlCodeForSequenceClassification", "SciRepEval control-code model",
+           ("singh-etal-2023-scirepeval",)),
+    Family("moe_bert", "MoEBertModel", "MoEBertForSequenceClassification", "MoE BERT model (mixture of experts)",
+           ("hallee-etal-2024-moe",)),
+    Family("spectroid", None, "SpectroidForSequenceClassification", "SPECTROID classifier",
+           ("capuano-spectroid", "cohan-etal-2020-specter")),
+)}
+#: The families with a paper embedding of their own (what ``from_bert`` builds), by name.
+FAMILIES: dict[str, Family] = {name: family for name, family in REGISTRY.items() if family.model_class is not None}
 
 
 def classifier_heads() -> dict[str, tuple[int, ...]]:
@@ -61,9 +86,8 @@ def family_class(family: str) -> type[PreTrainedModel]:
     """The model class of a family, e.g. ``family_class("multi2spe") is Multi2SPEModel``."""
     if family not in FAMILIES:
         raise ValueError(f"unknown model family {family!r}; choose one of {', '.join(FAMILIES)}")
-    module, name = FAMILIES[family]
     register_families()
-    return getattr(importlib.import_module(f"sciembed.modeling.{module}"), name)
+    return getattr(importlib.import_module(f"sciembed.modeling.{family}"), FAMILIES[family].model_class)
 
 
 def from_bert(
@@ -99,11 +123,10 @@ def classifier_from_bert(
     """
     from transformers import AutoTokenizer, BertConfig, PretrainedConfig
 
-    if family not in CLASSIFIERS:
-        raise ValueError(f"unknown classifier family {family!r}; choose one of {', '.join(CLASSIFIERS)}")
-    module, name = CLASSIFIERS[family]
+    if family not in REGISTRY:
+        raise ValueError(f"unknown classifier family {family!r}; choose one of {', '.join(REGISTRY)}")
     register_families()
-    model_class = getattr(importlib.import_module(f"sciembed.modeling.{module}"), name)
+    model_class = getattr(importlib.import_module(f"sciembed.modeling.{family}"), REGISTRY[family].classifier_class)
     # PretrainedConfig's fields too: a classifier's labels (id2label, problem_type, ...) are options.
     _check_options(family, options, model_class.config_class, BertConfig, PretrainedConfig)
     tokenizer = AutoTokenizer.from_pretrained(base)

@@ -26,6 +26,7 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from ..families import REGISTRY
 from ..formats import FORMATS
 
 SKELETON = "model_card.md"
@@ -34,26 +35,12 @@ CITATIONS_FILE = "citations.bib"
 #: A placeholder the usage code names when no Hub id is given (as the dataset cards do).
 PLACEHOLDER_ID = "PATH_OR_HUB_ID"
 
-#: model_type -> how the card names the family.
-FAMILY_TITLES = {
-    "bert": "BERT encoder with SPECTER's [CLS] embedding",
-    "multi2spe": "Multi²SPE model (multiple CLS tokens)",
-    "control_code": "SciRepEval control-code model",
-    "moe_bert": "MoE BERT model (mixture of experts)",
-    "spectroid": "SPECTROID classifier",
-}
-#: Families whose remote code ships with the weights (AutoModel needs trust_remote_code=True).
-REMOTE_CODE_FAMILIES = ("multi2spe", "control_code", "moe_bert", "spectroid")
+#: model_type -> how the card names the family: a plain BERT encoder, or one of the families of the registry.
+FAMILY_TITLES = {"bert": "BERT encoder with SPECTER's [CLS] embedding", **{name: family.title for name, family in REGISTRY.items()}}
 METHOD_TITLES = {"adapters": "format adapters", "fusion": "format adapters and AdapterFusion", "pals": "PALs"}
 
 #: BibTeX keys (of citations.bib) cited for each family, method, recipe and benchmark.
-_FAMILY_CITATIONS = {
-    "bert": ("cohan-etal-2020-specter",),
-    "multi2spe": ("seoh-etal-2023-multi2spe",),
-    "control_code": ("singh-etal-2023-scirepeval",),
-    "moe_bert": ("hallee-etal-2024-moe",),
-    "spectroid": ("capuano-spectroid", "cohan-etal-2020-specter"),
-}
+_FAMILY_CITATIONS = {"bert": ("cohan-etal-2020-specter",), **{name: family.citations for name, family in REGISTRY.items()}}
 _METHOD_CITATIONS = {
     "adapters": ("singh-etal-2023-scirepeval",),
     "fusion": ("singh-etal-2023-scirepeval", "pfeiffer-etal-2021-adapterfusion"),
@@ -346,7 +333,7 @@ def render_model_card(
         model_id=repo_id or PLACEHOLDER_ID,
         model_name=model_name,
         max_length=_max_length(folder),
-        remote_code=folder.family in REMOTE_CODE_FAMILIES,
+        remote_code=folder.family in REGISTRY,
         evaluations=[_evaluation_summary(e) for e in evaluations],
         left_out=left_out,
         training=run,

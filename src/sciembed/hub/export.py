@@ -114,11 +114,11 @@ def foreign_code(folder: str | os.PathLike[str]) -> list[str]:
     files of the same name (``sciembed/modeling/<family>/``): what loading with ``trust_remote_code`` would
     run that sciembed did not write."""
     from .. import modeling
+    from ..families import REGISTRY
 
-    own: dict[str, set[str]] = {}
-    for path in Path(modeling.__file__).parent.glob("*/*.py"):
-        own.setdefault(path.name, set()).add(file_sha256(path))
-    return sorted(path.name for path in Path(folder).glob("*.py") if file_sha256(path) not in own.get(path.name, set()))
+    root = Path(modeling.__file__).parent
+    own = {name: file_sha256(root / family.name / name) for family in REGISTRY.values() for name in family.remote_code}
+    return sorted(path.name for path in Path(folder).glob("*.py") if file_sha256(path) != own.get(path.name))
 
 
 def _to_safetensors(folder: Path) -> None:
