@@ -13,15 +13,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ..data.papers import PaperProblem, paper_id_order
+from ..data.judgements import cacm_categories, cite_qrels
+from ..data.papers import PaperProblem
 from .names import BENCHMARK_NAMES
 from .supervised import SCIDOCS_CLASSIFICATION, SCIREPEVAL_CLASSIFICATION, SCIREPEVAL_MULTILABEL, SCIREPEVAL_REGRESSION
 from .tasks import ClassificationTask, PairsTask, ProximityTask, RegressionTask, ReviewerMatchingTask, SearchTask, Task
@@ -395,51 +393,29 @@ def cacm_cite_task(collection, *, query_ids=None, positives: int = 5, negatives:
 
 def cite_task(papers: dict[str, dict], neighbours: dict[str, set[str]], *, query_ids=None, positives: int = 5, negatives: int = 25,
               seed: int = 0, similarity: str = "l2", benchmark: str = "cacm") -> ProximityTask:
-    """A SciDocs-style cite task from any citation links: each query's linked papers with text (up to
-    ``positives``) are relevant and ``negatives`` random unlinked papers with text are not (SciDocs'
-    protocol; see :func:`cacm_cite_task`).
+    """A SciDocs-style cite task from any citation links, judged by :func:`sciembed.data.judgements.cite_qrels`
+    (see :func:`cacm_cite_task`).
 
     Args:
         papers: paper id -> record, the papers with text.
         neighbours: paper id -> the ids it is linked to (cites or is cited by).
         query_ids: the query papers (default: every paper with a link).
     """
-    pool = np.array(sorted(papers, key=paper_id_order))
-    rng = np.random.default_rng(seed)
-    chosen = sorted(query_ids if query_ids is not None else neighbours, key=paper_id_order)
-    qrels: dict[str, dict[str, int]] = {}
-    for query in chosen:
-        linked = sorted((p for p in neighbours.get(query, ()) if p in papers), key=paper_id_order)
-        if query not in papers or not linked:
-            continue
-        relevant = rng.permutation(linked)[:positives].tolist()
-        excluded = set(linked) | {query}
-        draw = rng.choice(pool, size=min(len(pool), negatives + len(excluded)), replace=False)
-        others = [p for p in draw.tolist() if p not in excluded][:negatives]
-        qrels[query] = {**{p: 1 for p in relevant}, **{p: 0 for p in others}}
+    qrels = cite_qrels(papers, neighbours, query_ids=query_ids, positives=positives, negatives=negatives, seed=seed)
     ids = set(qrels) | {c for cands in qrels.values() for c in cands}
     return ProximityTask(benchmark, "cite", {pid: papers[pid] for pid in ids}, qrels=qrels, similarity=similarity,
                          score_decimals=5 if similarity == "l2" else None)
 
 
 def cacm_category_task(collection, *, seed: int = 0, test_size: float = 0.5) -> ClassificationTask:
-    """CACM's CR categories as a single-label classification task: the top-level class of each paper's
-    first listed category (``3.7`` -> ``3``), a stratified random half for training, SciDocs' protocol
-    (LinearSVC, C in logspace(−4, 2, 7), 3-fold, macro-F1). Classes with fewer than 6 papers are left
-    out (stratified 3-fold CV needs at least 3 per side)."""
+    """CACM's CR categories as a single-label classification task (:func:`sciembed.data.judgements.cacm_categories`:
+    the top-level class of each paper's first listed category, ``3.7`` -> ``3``, classes of at least 6 papers),
+    a stratified random half for training, SciDocs' protocol (LinearSVC, C in logspace(−4, 2, 7), 3-fold,
+    macro-F1)."""
     from sklearn.model_selection import train_test_split
 
-    ids, labels = [], []
-    for paper in collection.papers:
-        codes = re.findall(r"\d+(?:\.\d+)?", paper.get("categories") or "")
-        if codes:
-            ids.append(paper["paper_id"])
-            labels.append(int(float(codes[0])))
-    counts = defaultdict(int)
-    for label in labels:
-        counts[label] += 1
-    keep = [i for i, label in enumerate(labels) if counts[label] >= 6]
-    ids, labels = [ids[i] for i in keep], [labels[i] for i in keep]
+    categories = cacm_categories(collection.papers)
+    ids, labels = list(categories), list(categories.values())
     train_ids, test_ids, y_train, y_test = train_test_split(ids, labels, test_size=test_size, stratify=labels, random_state=seed)
     papers = {p["paper_id"]: p for p in collection.papers}
     return ClassificationTask("cacm", "categories", {pid: papers[pid] for pid in ids}, train=(train_ids, y_train), test=(test_ids, y_test),

@@ -72,7 +72,7 @@ class CitationSource:
 
     def cite_task(self, query_ids: Iterable[str], *, seed: int = 0):
         """The SciDocs-protocol cite task on ``query_ids`` (e.g. held-out queries): their linked papers
-        as positives, 25 random others as negatives (:func:`sciembed.evaluation.loaders.cite_task`)."""
+        as positives, 25 random others as negatives (:func:`sciembed.data.judgements.cite_qrels`)."""
         from ..evaluation.loaders import cite_task
 
         return cite_task(self.papers, self.neighbours(), query_ids=list(query_ids), seed=seed, benchmark="held-out")
@@ -266,13 +266,13 @@ def labelled_papers(path: str | os.PathLike[str], *, skip_invalid: bool = True, 
     path = Path(path)
     allowed = None if papers is None else set(papers)
     if (path.is_dir() and any(path.glob("*.all"))) or path.suffix == ".all":
+        from ..data.judgements import cacm_categories
         from ..data.smart import read_smart_collection
-        from ..evaluation.loaders import cacm_category_task
 
-        task = cacm_category_task(read_smart_collection(path, skip_invalid=skip_invalid))
-        ids = [*task.train[0], *task.test[0]]
-        names = [str(label) for label in [*task.train[1], *task.test[1]]]
-        records = task.documents
+        collection = read_smart_collection(path, skip_invalid=skip_invalid)
+        categories = cacm_categories(collection.papers)
+        ids, names = list(categories), [str(label) for label in categories.values()]
+        records = {p["paper_id"]: p for p in collection.papers}
     else:
         from ..data.scirepeval import read_scirepeval_sample
 
