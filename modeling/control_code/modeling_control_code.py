@@ -285,6 +285,59 @@ class ControlCodeModel(ControlCodePreTrainedModel):
         ids = [self.config.control_code_token_ids[name] for name in formats]
         return torch.tensor(ids, dtype=torch.long, device=self.device)
 
+    def _insert_control_code(self, codes, input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids):
+        """The inputs with each row's control code after ``[CLS]``: attention 1, token type 0, the position
+        after ``[CLS]``'s (the following tokens shift by one)."""
+        batch_size, length = (input_ids if input_ids is not None else inputs_embeds).shape[:2]
+        if input_ids is not None:
+            self.warn_if_padding_and_no_attention_mask(input_ids, attention_mask)
+            all_codes = torch.tensor(list(self.config.control_code_token_ids.values()), device=input_ids.device)
+            if length > CONTROL_CODE_POSITION and torch.isin(input_ids[:, CONTROL_CODE_POSITION], all_codes).any():
+                raise ValueError(
+                    "input_ids already hold a control code after [CLS]; pass the plain text's tokens and choose the "
+                    "code with task_format (the model inserts it)"
+                )
+            input_ids = _insert_after_first(input_ids, codes[:, None])
+        else:
+            inputs_embeds = _insert_after_first(inputs_embeds, self.embeddings.word_embeddings(codes)[:, None])
+        if attention_mask is None:
+            attention_mask = torch.ones(batch_size, length, dtype=torch.long, device=codes.device)
+        attention_mask = _insert_after_first(attention_mask, attention_mask.new_ones(batch_size, 1))
+        if token_type_ids is not None:
+            token_type_ids = _insert_after_first(token_type_ids, token_type_ids.new_zeros(batch_size, 1))
+        if position_ids is not None:
+            head, tail = position_ids[:, :CONTROL_CODE_POSITION], position_ids[:, CONTROL_CODE_POSITION:]
+            position_ids = torch.cat([head, head[:, -1:] + 1, tail + 1], dim=1)
+        return input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids
+
+    def _fit_to_positions(self, input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids):
+        """Inputs that the inserted code made longer than the model's positions, cut back as SciRepEval's
+        truncating tokenizer would have: each overflowing row loses its last text token before its final
+        one (``[SEP]``), with a warning."""
+        limit = self.config.max_position_embeddings
+        if attention_mask.shape[1] <= limit:
+            return input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids
+        logger.warning_once(
+            f"with the control code the input has {attention_mask.shape[1]} tokens, more than the model's "
+            f"{limit} positions: dropping the last text tokens before each row's final token ([SEP]); "
+            f"tokenize to at most {limit - 1} tokens to avoid this"
+        )
+        batch_size = attention_mask.shape[0]
+        lengths = attention_mask.sum(dim=1).long()
+        keep = torch.arange(limit, device=attention_mask.device).expand(batch_size, limit).clone()
+        overflow = lengths > limit
+        keep[overflow, -1] = lengths[overflow] - 1
+        attention_mask = attention_mask.gather(1, keep)
+        if input_ids is not None:
+            input_ids = input_ids.gather(1, keep)
+        else:
+            inputs_embeds = inputs_embeds.gather(1, keep[..., None].expand(-1, -1, inputs_embeds.shape[-1]))
+        if token_type_ids is not None:
+            token_type_ids = token_type_ids.gather(1, keep)
+        if position_ids is not None:
+            position_ids = position_ids[:, :limit]
+        return input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids
+
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -324,49 +377,9 @@ class ControlCodeModel(ControlCodePreTrainedModel):
         return_dict = return_dict if return_dict is not None else self.config.use_return_dict
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids and inputs_embeds")
-        batch_size, length = (input_ids if input_ids is not None else inputs_embeds).shape[:2]
-        codes = self._control_code_ids(task_format, batch_size)
-
-        if input_ids is not None:
-            self.warn_if_padding_and_no_attention_mask(input_ids, attention_mask)
-            all_codes = torch.tensor(list(self.config.control_code_token_ids.values()), device=input_ids.device)
-            if length > CONTROL_CODE_POSITION and torch.isin(input_ids[:, CONTROL_CODE_POSITION], all_codes).any():
-                raise ValueError(
-                    "input_ids already hold a control code after [CLS]; pass the plain text's tokens and choose the "
-                    "code with task_format (the model inserts it)"
-                )
-            input_ids = _insert_after_first(input_ids, codes[:, None])
-        else:
-            inputs_embeds = _insert_after_first(inputs_embeds, self.embeddings.word_embeddings(codes)[:, None])
-        if attention_mask is None:
-            attention_mask = torch.ones(batch_size, length, dtype=torch.long, device=codes.device)
-        attention_mask = _insert_after_first(attention_mask, attention_mask.new_ones(batch_size, 1))
-        if token_type_ids is not None:
-            token_type_ids = _insert_after_first(token_type_ids, token_type_ids.new_zeros(batch_size, 1))
-        if position_ids is not None:
-            head, tail = position_ids[:, :CONTROL_CODE_POSITION], position_ids[:, CONTROL_CODE_POSITION:]
-            position_ids = torch.cat([head, head[:, -1:] + 1, tail + 1], dim=1)
-
-        limit = self.config.max_position_embeddings
-        if attention_mask.shape[1] > limit:
-            logger.warning_once(
-                f"with the control code the input has {attention_mask.shape[1]} tokens, more than the model's "
-                f"{limit} positions: dropping the last text tokens before each row's final token ([SEP]); "
-                f"tokenize to at most {limit - 1} tokens to avoid this"
-            )
-            lengths = attention_mask.sum(dim=1).long()
-            keep = torch.arange(limit, device=codes.device).expand(batch_size, limit).clone()
-            overflow = lengths > limit
-            keep[overflow, -1] = lengths[overflow] - 1
-            attention_mask = attention_mask.gather(1, keep)
-            if input_ids is not None:
-                input_ids = input_ids.gather(1, keep)
-            else:
-                inputs_embeds = inputs_embeds.gather(1, keep[..., None].expand(-1, -1, inputs_embeds.shape[-1]))
-            if token_type_ids is not None:
-                token_type_ids = token_type_ids.gather(1, keep)
-            if position_ids is not None:
-                position_ids = position_ids[:, :limit]
+        codes = self._control_code_ids(task_format, (input_ids if input_ids is not None else inputs_embeds).shape[0])
+        inputs = self._insert_control_code(codes, input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids)
+        input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids = self._fit_to_positions(*inputs)
 
         embedding_output = self.embeddings(
             input_ids=input_ids, token_type_ids=token_type_ids, position_ids=position_ids, inputs_embeds=inputs_embeds
