@@ -3,7 +3,7 @@
 Stages, each timed: a synthetic power-law citation graph (default 1,000,000 papers, 20 citations per
 paper; seeded numpy), the :class:`sciembed.data.graph.CitationGraph`, the FastRP citation-graph embedding
 exactly as :func:`sciembed.data.scincl.sample_scincl_triplets` computes it
-(:func:`~sciembed.data.scincl.citation_graph_embedding`, 64 dims), and SciNCL triplets (5 per query:
+(:func:`~sciembed.data.graph_embedding.citation_graph_embedding`, 64 dims), and SciNCL triplets (5 per query:
 positives from kNN ranks [20, 25), 2 hard negatives from [3998, 4000), 3 random) for every query with
 ``index="ivf"``. It reports wall time per stage, triplets/s and the process's peak resident memory
 (``ru_maxrss`` right after sampling).
@@ -40,7 +40,8 @@ from pathlib import Path
 import numpy as np
 
 from sciembed.data.graph import CitationGraph
-from sciembed.data.scincl import EMBEDDING_DIM, citation_graph_embedding, sample_scincl_triplets
+from sciembed.data.graph_embedding import EMBEDDING_DIM, citation_graph_embedding
+from sciembed.data.scincl import sample_scincl_triplets
 from sciembed.io import atomic_path
 
 from sampling_scale import cpu_count

@@ -32,6 +32,8 @@ import scipy.sparse as sp
 logger = logging.getLogger(__name__)
 
 IdLike = str | int
+#: Papers named by graph index or by id.
+PaperRefs = Iterable[int | str] | np.ndarray | None
 
 
 @dataclass(frozen=True)
@@ -465,3 +467,22 @@ def _log_stats(stats: GraphStats) -> None:
         stats.papers, stats.papers_with_text, stats.citations, stats.edges_given, stats.self_citations,
         stats.duplicate_edges, stats.dangling_references, stats.dangling_papers, stats.unknown_citing, stats.dropped_dangling,
     )
+
+
+def paper_indices(graph: CitationGraph, refs: PaperRefs, name: str) -> np.ndarray:
+    """Paper indices of ``graph`` from indices or ids (``name`` is the argument's name for errors: unique and
+    sorted for ``exclude``, as given otherwise)."""
+    if refs is None:
+        return np.zeros(0, dtype=np.int64)
+    array = np.asarray(refs if isinstance(refs, np.ndarray) else list(refs))
+    if array.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
+    if array.dtype.kind in "iu":
+        if array.min() < 0 or array.max() >= graph.num_papers:
+            raise IndexError(f"{name} indices must lie in [0, {graph.num_papers})")
+        indices = array.astype(np.int64)
+    else:
+        indices = np.asarray(graph.index_of(array.astype(str)), dtype=np.int64)
+    return np.unique(indices) if name == "exclude" else indices

@@ -12,14 +12,14 @@ draws ``count`` of them at random when the range is wider than ``count``, draws 
 "random without kNN" (random papers outside the query's neighbour list), and zips the positives with
 ``easy + hard`` negatives into triplets. This module follows those rules with numpy arrays:
 
-- **Graph embedding.** The paper trains PyTorch-BigGraph on S2ORC's citation graph. Here
-  :func:`citation_graph_embedding` computes an embedding that needs no training: FastRP (Chen et al.
+- **Graph embedding** (:mod:`.graph_embedding`). The paper trains PyTorch-BigGraph on S2ORC's citation graph.
+  Here :func:`~.graph_embedding.citation_graph_embedding` computes an embedding that needs no training: FastRP (Chen et al.
   2019), random projections of each paper's 1- to 3-hop neighbourhood in the undirected citation
   graph, seeded. Papers that share neighbourhoods get near rows, the similarity PBG's link-prediction
   objective also learns. Precomputed vectors (PBG output, an ``(n, d)`` array aligned with
-  ``graph.ids``; :func:`align_vectors` puts a ``(ids, vectors)`` pair in graph order) are honoured
+  ``graph.ids``; :func:`~.graph_embedding.align_vectors` puts a ``(ids, vectors)`` pair in graph order) are honoured
   as given.
-- **kNN index.** ``index="exact"`` computes the distances from a block of queries to every candidate as
+- **kNN index** (:mod:`.knn`). ``index="exact"`` computes the distances from a block of queries to every candidate as
   one matrix product and cuts them with ``numpy.argpartition`` at the range boundaries, so memory stays
   at ``block x candidates`` numbers whatever the number of queries; time is O(queries x candidates x d),
   fine for about 100,000 papers, hopeless for millions. ``index="ivf"`` is an inverted-file index (the
@@ -50,14 +50,13 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
-from .graph import CitationGraph
-from .knn import unit_rows
+from .graph import CitationGraph, PaperRefs, paper_indices
+from .graph_embedding import EMBEDDING_DIM, SeedLike, citation_graph_embedding
+from .knn import BLOCK_ENTRIES, exact_rank_search, ivf_rank_search, unit_rows
 from .samplers import Triplets
 
 logger = logging.getLogger(__name__)
@@ -69,9 +68,6 @@ POSITIVE_RANKS = (20, 25)
 HARD_NEGATIVES = 2
 HARD_NEGATIVE_RANKS = (3998, 4000)
 EASY_NEGATIVES = 3
-#: Dimensions and propagation steps of the computed FastRP embedding.
-EMBEDDING_DIM = 64
-PROPAGATION_STEPS = 3
 METRICS = ("euclidean", "cosine", "dot")
 RANK_OVERFLOW = ("scale", "clip", "error")
 INDEXES = ("auto", "exact", "ivf")
@@ -80,20 +76,9 @@ INDEXES = ("auto", "exact", "ivf")
 #: against 1-1.5 for IVF (``benchmarks/scincl_scale.py``), a price still worth paying for true ranks once;
 #: at a million it would take hours.
 EXACT_MAX_CANDIDATES = 100_000
-#: Default IVF scan depth as a multiple of the hard-negative range end: each query scans at least this many
-#: times 4,000 candidates, so that most of its true 4,000-neighbourhood lies in the scanned cells.
-IVF_SCAN_FACTOR = 4
 
-# Distance-matrix entries per kNN block (float64): 8M entries = 64 MB plus the argpartition indices.
-_BLOCK_ENTRIES = 8_000_000
 _MAX_ROUNDS = 12
-# k-means training points per IVF cell: FAISS warns below 39 and subsamples above 256; 64 keeps training to
-# seconds at a million papers, and cell quality only affects speed, never the distances inside a cell.
-_IVF_TRAIN_PER_CELL = 64
-_IVF_KMEANS_EPOCHS = 20
 
-SeedLike = int | np.random.Generator | None
-PaperRefs = Iterable[int | str] | np.ndarray | None
 
 
 @dataclass(frozen=True)
@@ -146,95 +131,6 @@ class SciNCLStats:
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
-
-
-# ---------------------------------------------------------------------- the graph embedding
-
-
-def citation_graph_embedding(
-    graph: CitationGraph,
-    dim: int = EMBEDDING_DIM,
-    *,
-    exclude: PaperRefs = None,
-    seed: SeedLike = 0,
-    steps: int = PROPAGATION_STEPS,
-) -> np.ndarray:
-    """A citation-graph embedding by random projection of neighbourhoods: ``(n, dim)`` rows aligned with ``graph.ids``.
-
-    The method is FastRP (Chen et al. 2019, "Fast and Accurate Network Embeddings via Very Sparse
-    Random Projection"): with ``S = A + A^T`` the undirected 0/1 citation graph
-    (:meth:`CitationGraph.symmetric_adjacency`), ``P = D^-1 S`` its random-walk matrix and ``R`` an
-    ``(n, dim)`` Gaussian matrix drawn from ``seed``, ``N_1 = P R``, ``N_k = P N_{k-1}``, each row of
-    each ``N_k`` scaled to unit length, and the embedding is ``sum_k N_k`` (``k = 1 .. steps``) with
-    unit rows. Row i is thus a random projection of the papers reachable from i in up to ``steps``
-    hops, weighted by walk probability, so papers that share neighbourhoods get near rows (the
-    similarity PBG's link-prediction training also captures), and the inner product of two rows
-    estimates the overlap of their neighbourhoods (Johnson-Lindenstrauss). It needs only ``steps``
-    sparse products (linear in the citations, fine for millions of papers) and is exact and
-    deterministic for a seed. A truncated SVD of the normalised adjacency was tried first and
-    rejected: citation graphs have many small components, each contributing an eigenvalue 1, so the top
-    singular vectors are component indicators and a truncation through that degenerate eigenspace is
-    arbitrary (not even reproducible between runs). Papers without links (and the ``exclude``d papers,
-    whose links are removed first) get a row of NaN, which :func:`sample_scincl_triplets` counts as a
-    paper without a vector. Rows have unit length, so euclidean and cosine kNN rank alike.
-
-    Raises:
-        ValueError: ``dim`` or ``steps`` is not a positive integer.
-    """
-    n = graph.num_papers
-    for name, value in (("embedding dim", dim), ("steps", steps)):
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    sym = graph.symmetric_adjacency().astype(np.float64)
-    excluded = _indices(graph, exclude, "exclude")
-    if len(excluded):
-        keep = np.ones(n, dtype=np.float64)
-        keep[excluded] = 0.0
-        mask = sp.diags_array(keep)
-        sym = (mask @ sym @ mask).tocsr()
-        sym.eliminate_zeros()
-    degree = np.asarray(sym.sum(axis=1)).ravel()
-    inverse = np.zeros(n)
-    np.divide(1.0, degree, out=inverse, where=degree > 0)
-    walk = (sp.diags_array(inverse) @ sym).tocsr()
-
-    layer = rng.standard_normal((n, dim))
-    embedding = np.zeros((n, dim))
-    for _ in range(steps):
-        layer = unit_rows(walk @ layer)
-        embedding += layer
-    embedding = unit_rows(embedding)
-    # No link, no position: NaN rather than a zero row, which would look like a real point.
-    embedding[degree == 0] = np.nan
-    logger.info("FastRP citation-graph embedding: %d papers x %d dims, %d steps, %d without links", n, dim, steps, int((degree == 0).sum()))
-    return embedding
-
-
-def align_vectors(graph: CitationGraph, ids: Iterable[str | int], vectors: np.ndarray) -> np.ndarray:
-    """Put precomputed vectors given as ``(ids, vectors)`` (e.g. PyTorch-BigGraph's ``entity_names`` and
-    embeddings) into the order of ``graph.ids``.
-
-    Graph papers without a vector get a row of NaN (counted as "without vector" by the sampler); ids not
-    in the graph are ignored. Both counts are logged.
-
-    Raises:
-        ValueError: ``vectors`` is not 2-d, or its rows do not match ``ids``.
-    """
-    vectors = np.asarray(vectors)
-    id_array = np.asarray(ids if isinstance(ids, np.ndarray) else list(ids)).astype(str)
-    if vectors.ndim != 2 or vectors.shape[0] != len(id_array) or vectors.shape[1] < 1:
-        raise ValueError(f"vectors must be a 2-d array with one row per id: {len(id_array)} ids, vectors of shape {vectors.shape}")
-    aligned = np.full((graph.num_papers, vectors.shape[1]), np.nan, dtype=np.float64)
-    in_graph = np.isin(id_array, graph.ids)
-    aligned[graph.index_of(id_array[in_graph])] = vectors[in_graph]
-    missing = int(np.isnan(aligned[:, 0]).sum())
-    logger.info("aligned vectors: %d of %d ids are graph papers; %d graph papers have no vector",
-                int(in_graph.sum()), len(id_array), missing)
-    return aligned
-
-
-# ---------------------------------------------------------------------- the sampler
 
 
 def sample_scincl_triplets(
@@ -310,7 +206,7 @@ def sample_scincl_triplets(
     _check_index(index, ivf_cells, ivf_nprobe, ivf_scan)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     n = graph.num_papers
-    excluded = _indices(graph, exclude, "exclude")
+    excluded = paper_indices(graph, exclude, "exclude")
     is_excluded = np.zeros(n, dtype=bool)
     is_excluded[excluded] = True
 
@@ -333,7 +229,7 @@ def sample_scincl_triplets(
 
     is_candidate = graph.has_text & has_vector & ~is_excluded
     candidates = np.nonzero(is_candidate)[0]
-    asked = _indices(graph, queries, "queries") if queries is not None else np.nonzero(graph.has_text)[0]
+    asked = paper_indices(graph, queries, "queries") if queries is not None else np.nonzero(graph.has_text)[0]
     dropped_excluded = is_excluded[asked]
     dropped_text = ~dropped_excluded & ~graph.has_text[asked]
     dropped_vector = ~dropped_excluded & ~dropped_text & ~has_vector[asked]
@@ -362,13 +258,13 @@ def sample_scincl_triplets(
         positive_keys = rng.random((nq, pos_used[1] - pos_used[0]))
         hard_keys = rng.random((nq, hard_used[1] - hard_used[0]))
         if used_index == "exact":
-            rows = block_size or max(1, _BLOCK_ENTRIES // max(len(candidates), 1))
+            rows = block_size or max(1, BLOCK_ENTRIES // max(len(candidates), 1))
             index_params["block_size"] = int(rows)
-            search = _exact_search(matrix, query, candidates, metric, rows, kth)
+            search = exact_rank_search(matrix, query, candidates, metric, rows, kth)
         else:
             # Drawn after the keys, so an IVF run pairs the same rank slots as an exact run of the same seed.
             kmeans_seed = int(rng.integers(2**31 - 1))
-            search = _ivf_search(matrix, query, candidates, metric, kth, hard_used[1], ivf_cells, ivf_nprobe, ivf_scan,
+            search = ivf_rank_search(matrix, query, candidates, metric, kth, hard_used[1], ivf_cells, ivf_nprobe, ivf_scan,
                                  block_size, kmeans_seed, index_params)
         for rows_of, ranked in search:
             near[rows_of] = candidates[ranked(0, pos_used[1])]
@@ -405,212 +301,6 @@ def sample_scincl_triplets(
     logger.info("SciNCL triplets: %s", stats.as_dict())
     query_grid = np.broadcast_to(query[:, None], (nq, k))
     return Triplets(graph, query_grid[valid], positive[valid], negative[valid], hard[valid], stats)  # type: ignore[arg-type]
-
-
-# ---------------------------------------------------------------------- kNN search
-#
-# Both searches yield ``(rows, ranked)`` per block of queries: ``rows`` the block's positions in the query
-# array, ``ranked(lo, hi)`` a ``(len(rows), hi - lo)`` array of the candidates (positions into the candidate
-# array) at ranks ``lo .. hi - 1`` of each query, in no particular order within the range; it is exact at
-# the range boundaries ``kth`` the search was given (``numpy.argpartition``).
-
-Ranked = Callable[[int, int], np.ndarray]
-SearchBlocks = Iterator[tuple["slice | np.ndarray", Ranked]]
-
-
-def _exact_search(matrix: np.ndarray, query: np.ndarray, candidates: np.ndarray, metric: str, rows: int, kth: np.ndarray) -> SearchBlocks:
-    """Exact kNN: each block of ``rows`` queries against every candidate, in float64."""
-    n = len(matrix)
-    cand_vectors = matrix[candidates]
-    cand_norms = np.einsum("ij,ij->i", cand_vectors, cand_vectors)
-    position_of = np.full(n, -1, dtype=np.int64)
-    position_of[candidates] = np.arange(len(candidates))
-    for start in range(0, len(query), rows):
-        block = query[start : start + rows]
-        distance = -(matrix[block] @ cand_vectors.T)
-        if metric == "euclidean":
-            # ||q - c||^2 = ||q||^2 - 2 q.c + ||c||^2; the ||q||^2 term is the same for the whole row.
-            distance = 2.0 * distance + cand_norms
-        distance[np.arange(len(block)), position_of[block]] = np.inf  # the query is not its own neighbour
-        order = np.argpartition(distance, kth, axis=1)
-        yield slice(start, start + len(block)), lambda lo, hi, order=order: order[:, lo:hi]
-
-
-def _scores(vectors: np.ndarray, others: np.ndarray, other_norms: np.ndarray, metric: str) -> np.ndarray:
-    """Row-wise ranking scores of ``others`` for each row of ``vectors`` (smaller = nearer).
-
-    ``||c||^2 - 2 v.c`` (squared euclidean distance less the row constant ``||v||^2``) for euclidean and
-    for cosine (whose vectors are unit rows by then), ``-v.c`` for dot.
-    """
-    product = vectors @ others.T
-    if metric == "dot":
-        return np.negative(product, out=product)
-    product *= -2.0
-    product += other_norms
-    return product
-
-
-def _ivf_search(matrix: np.ndarray, query: np.ndarray, candidates: np.ndarray, metric: str, kth: np.ndarray, hard_end: int,
-                cells: int | None, nprobe: int | None, scan: int | None, block_size: int | None, seed: int,
-                report: dict[str, object]) -> SearchBlocks:
-    """Approximate kNN with an inverted-file index (IVF-Flat), float32; fills ``report`` with its parameters.
-
-    Seeded mini-batch k-means on a sample of the candidates gives the cells; every candidate joins its
-    nearest centroid's cell. Each query probes its nearest cells (by the same score against the centroids)
-    until at least ``nprobe`` cells and ``scan`` candidates are covered, and is ranked by exact distance
-    among the candidates of those cells only (see :func:`_ivf_block`), so each query's ranking depends on
-    its own probe only, not on its block mates. Queries are visited in the order of their two nearest
-    cells, so that a block's queries share cells and each cell's matrix product covers many rows. Memory:
-    the float32 candidate vectors twice (as given and grouped by cell), the ragged probe lists
-    (queries x cells probed), and one ``block x widest scan`` buffer.
-    """
-    from sklearn.cluster import MiniBatchKMeans  # scikit-learn is needed only for the IVF index
-
-    vectors = matrix[candidates].astype(np.float32)
-    m = len(vectors)
-    cells = min(int(cells) if cells else max(1, round(math.sqrt(m))), m)
-    nprobe = min(int(nprobe) if nprobe else 1, cells)
-    scan = min(int(scan) if scan else IVF_SCAN_FACTOR * hard_end, m)
-    train_points = min(m, _IVF_TRAIN_PER_CELL * cells)
-    sample = np.sort(np.random.default_rng(seed).choice(m, train_points, replace=False)) if train_points < m else np.arange(m)
-    kmeans = MiniBatchKMeans(n_clusters=cells, batch_size=min(4096, train_points), n_init=1, max_iter=_IVF_KMEANS_EPOCHS,
-                             random_state=seed, compute_labels=False)
-    kmeans.fit(vectors[sample])
-    centroids = kmeans.cluster_centers_.astype(np.float32)
-    centroid_norms = np.einsum("ij,ij->i", centroids, centroids)
-
-    # Cell of every candidate (nearest centroid by the search score), in blocks of bounded size.
-    step = max(1, _BLOCK_ENTRIES // cells)
-    cell_of = np.concatenate([_scores(vectors[i : i + step], centroids, centroid_norms, metric).argmin(axis=1)
-                              for i in range(0, m, step)])
-    sizes = np.bincount(cell_of, minlength=cells)
-    by_cell = np.argsort(cell_of, kind="stable")  # candidate positions grouped by cell (the inverted lists)
-    slot_of = np.empty(m, dtype=np.int64)
-    slot_of[by_cell] = np.arange(m)
-    cell_vectors = vectors[by_cell]
-    cell_norms = np.einsum("ij,ij->i", cell_vectors, cell_vectors)
-
-    # Each query's probe list, ragged: the nearest cells until nprobe cells and scan candidates are covered.
-    position_of = np.full(len(matrix), -1, dtype=np.int64)
-    position_of[candidates] = np.arange(m)
-    query_pos = position_of[query]
-    nq = len(query)
-    probe_count = np.empty(nq, dtype=np.int64)
-    scanned = np.empty(nq, dtype=np.int64)
-    probe_lists = []
-    # Cells a query is expected to need, with room for smaller-than-average cells; rows short of that fall
-    # back to a full sort of their centroid scores.
-    want = min(cells, max(nprobe, math.ceil(2.0 * scan * cells / m)) + 8)
-    for i in range(0, nq, step):
-        score = _scores(vectors[query_pos[i : i + step]], centroids, centroid_norms, metric)
-        if want < cells:
-            top = np.argpartition(score, want - 1, axis=1)[:, :want]
-            top = np.take_along_axis(top, np.argsort(np.take_along_axis(score, top, axis=1), axis=1, kind="stable"), axis=1)
-        else:
-            top = np.argsort(score, axis=1, kind="stable")
-        covered = np.cumsum(sizes[top], axis=1)
-        short = covered[:, -1] < scan
-        if short.any():  # rare: the `want` nearest cells are unusually small
-            top = np.argsort(score, axis=1, kind="stable") if want < cells else top
-            covered = np.cumsum(sizes[top], axis=1)
-        count = np.maximum(nprobe, (covered < scan).sum(axis=1) + 1)
-        probe_count[i : i + step] = count
-        scanned[i : i + step] = covered[np.arange(len(count)), count - 1]
-        probe_lists.append(top[np.arange(top.shape[1]) < count[:, None]])  # row-major: each row's cells in turn
-    probe_flat = np.concatenate(probe_lists)
-    probe_start = np.concatenate([[0], np.cumsum(probe_count)])
-    first = probe_flat[probe_start[:-1]]
-    second = np.where(probe_count > 1, probe_flat[np.minimum(probe_start[:-1] + 1, len(probe_flat) - 1)], -1)
-    visit = np.lexsort((np.arange(nq), second, first))
-
-    report.update(cells=cells, nprobe=nprobe, scan=scan, train_points=train_points, kmeans_seed=seed,
-                  kmeans_epochs=int(kmeans.n_iter_), dtype="float32",
-                  cells_probed_mean=round(float(probe_count.mean()), 2), cells_probed_max=int(probe_count.max()),
-                  scanned_mean=round(float(scanned.mean()), 1), scanned_min=int(scanned.min()), scanned_max=int(scanned.max()))
-    logger.info("IVF index: %d cells (%d training points, %d k-means epochs); per query %.1f cells, %.0f candidates scanned on average",
-                cells, train_points, kmeans.n_iter_, probe_count.mean(), scanned.mean())
-
-    rows = block_size or max(1, _BLOCK_ENTRIES // int(scanned.max()))
-    cell_start = np.concatenate([[0], np.cumsum(sizes)])
-    for start in range(0, nq, rows):
-        rows_of = visit[start : start + rows]
-        yield rows_of, _ivf_block(rows_of, query_pos, vectors, cell_vectors, cell_norms, by_cell, slot_of, cell_of, cell_start,
-                                  probe_flat, probe_start, probe_count, metric, kth)
-
-
-def _partition(score: np.ndarray, kth: np.ndarray) -> np.ndarray:
-    """The column order of ``np.argpartition(score, kth, axis=1)`` up to the last ``kth``, in two passes.
-
-    One pass at the deepest rank keeps the nearest ``kth[-1] + 1`` columns; a second pass places the other
-    boundaries among those few. A single multi-``kth`` argpartition over the whole scan is about 1.5 times
-    slower, and this selection is most of the IVF search time.
-    """
-    last = int(kth[-1])
-    order = np.argpartition(score, last, axis=1)[:, : last + 1]
-    rest = kth[:-1]
-    if len(rest):
-        inner = np.argpartition(np.take_along_axis(score, order[:, :last], axis=1), rest, axis=1)
-        order[:, :last] = np.take_along_axis(order[:, :last], inner, axis=1)
-    return order
-
-
-def _ivf_block(rows_of: np.ndarray, query_pos: np.ndarray, vectors: np.ndarray, cell_vectors: np.ndarray, cell_norms: np.ndarray,
-               by_cell: np.ndarray, slot_of: np.ndarray, cell_of: np.ndarray, cell_start: np.ndarray, probe_flat: np.ndarray,
-               probe_start: np.ndarray, probe_count: np.ndarray, metric: str, kth: np.ndarray) -> Ranked:
-    """Rank one block of queries among the candidates of their probed cells.
-
-    Row ``r`` of a ``(rows, widest scan)`` float32 buffer holds query r's scores against its probed cells
-    laid end to end (infinity as padding). The buffer is filled cell by cell: one matrix product of the
-    block's queries that probe a cell against that cell's inverted list, written at each query's offset
-    for the cell, so no score is computed for a cell a query does not probe.
-    """
-    rows = len(rows_of)
-    counts = probe_count[rows_of]
-    entry_row = np.repeat(np.arange(rows), counts)
-    first_entry = np.cumsum(counts) - counts
-    entry = np.arange(counts.sum())
-    entry_cell = probe_flat[entry - np.repeat(first_entry, counts) + np.repeat(probe_start[rows_of], counts)]
-    entry_size = cell_start[entry_cell + 1] - cell_start[entry_cell]
-    ends = np.cumsum(entry_size)
-    entry_offset = ends - entry_size - np.repeat((ends - entry_size)[first_entry], counts)  # offset within the row
-    width = int((entry_offset + entry_size).max())
-
-    block_vectors = vectors[query_pos[rows_of]]
-    score = np.full((rows, width), np.inf, dtype=np.float32)
-    by_entry_cell = np.argsort(entry_cell, kind="stable")
-    cells_here, first = np.unique(entry_cell[by_entry_cell], return_index=True)
-    bounds = np.append(first, len(by_entry_cell))
-    for cell, lo, hi in zip(cells_here.tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
-        entries = by_entry_cell[lo:hi]
-        a, b = int(cell_start[cell]), int(cell_start[cell + 1])
-        block_rows = entry_row[entries]
-        part = _scores(block_vectors[block_rows], cell_vectors[a:b], cell_norms[a:b], metric)
-        score[block_rows[:, None], entry_offset[entries][:, None] + np.arange(b - a)] = part
-    # The query is not its own neighbour: its slot in its own cell, where that cell was probed.
-    own = slot_of[query_pos[rows_of]]
-    own_entry = np.nonzero(entry_cell == cell_of[by_cell[own[entry_row]]])[0]
-    own_row = entry_row[own_entry]
-    score[own_row, entry_offset[own_entry] + own[own_row] - cell_start[entry_cell[own_entry]]] = np.inf
-    order = _partition(score, kth)
-
-    # Column -> candidate: the probed cell that holds the column, then the slot inside that cell.
-    padded_offset = np.full((rows, int(counts.max())), width, dtype=np.int64)
-    padded_cell = np.zeros((rows, int(counts.max())), dtype=np.int64)
-    column_of_entry = entry - np.repeat(first_entry, counts)
-    padded_offset[entry_row, column_of_entry] = entry_offset
-    padded_cell[entry_row, column_of_entry] = entry_cell
-
-    def ranked(lo: int, hi: int) -> np.ndarray:
-        column = order[:, lo:hi]
-        k = (padded_offset[:, None, :] <= column[:, :, None]).sum(axis=2) - 1
-        cell = np.take_along_axis(padded_cell, k, axis=1)
-        # Sorted, so the draws within a rank range do not depend on where the block put the columns.
-        return np.sort(by_cell[cell_start[cell] + column - np.take_along_axis(padded_offset, k, axis=1)], axis=1)
-
-    return ranked
-
-
-# ---------------------------------------------------------------------- helpers
 
 
 def _check_arguments(positives, positive_ranks, hard_negatives, hard_negative_ranks, easy_negatives, metric, rank_overflow, block_size) -> None:
@@ -706,21 +396,3 @@ def _easy_negatives(query: np.ndarray, near: np.ndarray, candidates: np.ndarray,
         if len(pool):
             result[slot] = pool[min(int(rng.random() * len(pool)), len(pool) - 1)]
     return result
-
-
-def _indices(graph: CitationGraph, refs: PaperRefs, name: str) -> np.ndarray:
-    """Paper indices from indices or ids (unique, sorted for ``exclude``; as given for queries)."""
-    if refs is None:
-        return np.zeros(0, dtype=np.int64)
-    array = np.asarray(refs if isinstance(refs, np.ndarray) else list(refs))
-    if array.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if array.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
-    if array.dtype.kind in "iu":
-        if array.min() < 0 or array.max() >= graph.num_papers:
-            raise IndexError(f"{name} indices must lie in [0, {graph.num_papers})")
-        indices = array.astype(np.int64)
-    else:
-        indices = np.asarray(graph.index_of(array.astype(str)), dtype=np.int64)
-    return np.unique(indices) if name == "exclude" else indices
