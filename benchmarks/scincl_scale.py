@@ -41,7 +41,7 @@ import numpy as np
 
 from sciembed.data.graph import CitationGraph
 from sciembed.data.graph_embedding import EMBEDDING_DIM, citation_graph_embedding
-from sciembed.data.scincl import sample_scincl_triplets
+from sciembed.data.scincl import SciNCLConfig, sample_scincl_triplets
 from sciembed.io import atomic_path
 
 from sampling_scale import cpu_count
@@ -147,7 +147,7 @@ def main() -> None:
     t2 = time.perf_counter()
     vectors = citation_graph_embedding(graph, EMBEDDING_DIM, seed=args.seed)
     t3 = time.perf_counter()
-    triplets = sample_scincl_triplets(graph, vectors=vectors, index="ivf", seed=args.seed, **ivf)
+    triplets = sample_scincl_triplets(graph, config=SciNCLConfig(index="ivf", **ivf), vectors=vectors, seed=args.seed)
     t4 = time.perf_counter()
     peak = peak_memory_gb()
     stats = triplets.stats
@@ -165,8 +165,8 @@ def main() -> None:
     positives = triplets.positive[mine][order].reshape(len(sample), k)
     hards = triplets.negative[mine & triplets.hard][np.argsort(triplets.query[mine & triplets.hard], kind="stable")].reshape(len(sample), h)
     ranks, exact_top = exact_ranks(vectors, candidates, sample, np.concatenate([positives, hards], axis=1))
-    top25 = sample_scincl_triplets(graph, sample, vectors=vectors, index="ivf", seed=args.seed, positives=25, positive_ranks=(0, 25),
-                                   easy_negatives=23, **ivf)
+    top = SciNCLConfig(index="ivf", positives=25, positive_ranks=(0, 25), easy_negatives=23, **ivf)
+    top25 = sample_scincl_triplets(graph, sample, config=top, vectors=vectors, seed=args.seed)
     ivf_top = top25.positive.reshape(len(sample), 25)
     recall = float(np.mean([len(np.intersect1d(a, b)) / 25 for a, b in zip(exact_top, ivf_top)]))
     accuracy = {
@@ -181,7 +181,7 @@ def main() -> None:
     exact = None
     if args.compare_exact:
         t6 = time.perf_counter()
-        reference = sample_scincl_triplets(graph, vectors=vectors, index="exact", seed=args.seed)
+        reference = sample_scincl_triplets(graph, config=SciNCLConfig(index="exact"), vectors=vectors, seed=args.seed)
         exact_s = time.perf_counter() - t6
         exact = {"sample_s": round(exact_s, 2), "triplets": len(reference), "speedup_of_ivf": round(exact_s / (t4 - t3), 2)}
         logger.info("exact index: %s", exact)

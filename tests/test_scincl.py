@@ -8,7 +8,7 @@ import pytest
 from sciembed.data.graph import CitationGraph
 from sciembed.data.samplers import Triplets
 from sciembed.data.graph_embedding import align_vectors, citation_graph_embedding
-from sciembed.data.scincl import SciNCLStats, sample_scincl_triplets
+from sciembed.data.scincl import SciNCLConfig, SciNCLStats, sample_scincl_triplets
 from conftest import shared_data
 
 DIM = 16  # small embeddings keep the tests fast; the rules do not depend on the dimension
@@ -74,7 +74,8 @@ def assert_ranks(triplets: Triplets, vectors: np.ndarray, candidates: np.ndarray
 def test_planted_communities(caplog):
     graph, label = planted_graph()
     vectors = citation_graph_embedding(graph, 8, seed=1)  # the sampler's own embedding for seed=1
-    triplets = sample_scincl_triplets(graph, positive_ranks=(2, 7), hard_negative_ranks=(150, 152), embedding_dim=8, seed=1)
+    triplets = sample_scincl_triplets(graph, config=SciNCLConfig(positive_ranks=(2, 7), hard_negative_ranks=(150, 152), embedding_dim=8),
+                                      seed=1)
     stats = triplets.stats
     assert isinstance(triplets, Triplets) and isinstance(stats, SciNCLStats)
     candidates = np.nonzero(np.isfinite(vectors).all(axis=1))[0]
@@ -117,12 +118,13 @@ def test_real_cacm_graph_ranks_text_and_scaled_ranges(cacm_graph, cacm_vectors):
 
 
 def test_clip_and_error_on_small_graphs(cacm_graph, cacm_vectors):
-    clipped = sample_scincl_triplets(cacm_graph, vectors=cacm_vectors, rank_overflow="clip", seed=0)
+    clipped = sample_scincl_triplets(cacm_graph, config=SciNCLConfig(rank_overflow="clip"), vectors=cacm_vectors, seed=0)
     assert clipped.stats.ranks_adjusted == "clipped"
     assert clipped.stats.positive_ranks_used == (20, 25) and clipped.stats.hard_negative_ranks_used == (1141, 1143)
     with pytest.raises(ValueError, match="exceed the 1143 candidates"):
-        sample_scincl_triplets(cacm_graph, vectors=cacm_vectors, rank_overflow="error")
-    fits = sample_scincl_triplets(cacm_graph, vectors=cacm_vectors, hard_negative_ranks=(998, 1000), rank_overflow="error", seed=0)
+        sample_scincl_triplets(cacm_graph, config=SciNCLConfig(rank_overflow="error"), vectors=cacm_vectors)
+    fits = sample_scincl_triplets(cacm_graph, config=SciNCLConfig(hard_negative_ranks=(998, 1000), rank_overflow="error"),
+                                  vectors=cacm_vectors, seed=0)
     assert fits.stats.ranks_adjusted == "no" and fits.stats.hard_negative_ranks_used == (998, 1000)
 
 
@@ -130,7 +132,7 @@ def test_excluded_test_papers_never_appear(cacm_graph):
     rng = np.random.default_rng(0)
     with_text = np.nonzero(cacm_graph.has_text)[0]
     test_papers = rng.choice(with_text, size=300, replace=False)
-    triplets = sample_scincl_triplets(cacm_graph, exclude=cacm_graph.ids[test_papers], embedding_dim=DIM, seed=0)
+    triplets = sample_scincl_triplets(cacm_graph, config=SciNCLConfig(embedding_dim=DIM), exclude=cacm_graph.ids[test_papers], seed=0)
     used = np.concatenate([triplets.query, triplets.positive, triplets.negative])
     assert not np.isin(used, test_papers).any()
     assert triplets.stats.excluded_papers == 300 and triplets.stats.queries_excluded == 300
@@ -146,13 +148,13 @@ def test_excluded_test_papers_never_appear(cacm_graph):
 
 
 def test_same_seed_same_triplets(cacm_graph, cacm_vectors):
-    first = sample_scincl_triplets(cacm_graph, embedding_dim=DIM, seed=5)
-    again = sample_scincl_triplets(cacm_graph, embedding_dim=DIM, seed=5)
-    other = sample_scincl_triplets(cacm_graph, embedding_dim=DIM, seed=6)
+    first = sample_scincl_triplets(cacm_graph, config=SciNCLConfig(embedding_dim=DIM), seed=5)
+    again = sample_scincl_triplets(cacm_graph, config=SciNCLConfig(embedding_dim=DIM), seed=5)
+    other = sample_scincl_triplets(cacm_graph, config=SciNCLConfig(embedding_dim=DIM), seed=6)
     assert all((a == b).all() for a, b in zip(first.ids(), again.ids()))
     assert not all((a == b).all() for a, b in zip(first.ids(), other.ids()))
     # Blocks only bound memory: a tiny block size gives the same triplets.
-    small = sample_scincl_triplets(cacm_graph, vectors=cacm_vectors, block_size=7, seed=5)
+    small = sample_scincl_triplets(cacm_graph, config=SciNCLConfig(block_size=7), vectors=cacm_vectors, seed=5)
     whole = sample_scincl_triplets(cacm_graph, vectors=cacm_vectors, seed=5)
     assert (small.positive == whole.positive).all() and (small.negative == whole.negative).all()
 
@@ -164,7 +166,8 @@ def test_precomputed_vectors_are_honoured(metric):
     ids = [f"x{i:03d}" for i in range(n)]
     graph = CitationGraph.from_edges(np.array([], dtype=str), np.array([], dtype=str), papers_with_text=ids)
     vectors = np.random.default_rng(3).standard_normal((n, 5))
-    triplets = sample_scincl_triplets(graph, vectors=vectors, metric=metric, positive_ranks=(0, 5), hard_negative_ranks=(100, 102), seed=0)
+    triplets = sample_scincl_triplets(graph, config=SciNCLConfig(metric=metric, positive_ranks=(0, 5), hard_negative_ranks=(100, 102)),
+                                      vectors=vectors, seed=0)
     assert triplets.stats.embedding == "precomputed-5" and len(triplets) == 5 * n
     assert_ranks(triplets, vectors, np.arange(n), metric)
     # Positives are exactly the 5 brute-force nearest (no ties among random floats).
@@ -183,8 +186,9 @@ def test_align_vectors_and_papers_without_vector():
     aligned = align_vectors(graph, ["c", "a", "zz", "b"], np.arange(8.0).reshape(4, 2))
     assert aligned[graph.index_of("a")].tolist() == [2.0, 3.0] and aligned[graph.index_of("c")].tolist() == [0.0, 1.0]
     assert np.isnan(aligned[graph.index_of("d")]).all()
-    triplets = sample_scincl_triplets(graph, vectors=aligned, positives=1, positive_ranks=(0, 1), hard_negatives=1,
-                                      hard_negative_ranks=(1, 2), easy_negatives=0, seed=0)
+    one = SciNCLConfig(positives=1, positive_ranks=(0, 1), hard_negatives=1, hard_negative_ranks=(1, 2), easy_negatives=0)
+    triplets = sample_scincl_triplets(graph, config=one,
+                                      vectors=aligned, seed=0)
     assert triplets.stats.queries_without_vector == 1 and triplets.stats.candidates == 3
     assert "d" not in set(np.concatenate(triplets.ids()).tolist())
 
@@ -207,14 +211,14 @@ def test_clear_errors_for_bad_arguments(cacm_graph, cacm_vectors):
         (dict(embedding_dim=2.5), "embedding dim must be a positive integer"),
     ]
     for kwargs, message in cases:
-        kwargs.setdefault("vectors", None if "embedding_dim" in kwargs else v)
+        vectors = kwargs.pop("vectors", None if "embedding_dim" in kwargs else v)
         with pytest.raises(ValueError, match=message):
-            sample_scincl_triplets(g, **kwargs)
+            sample_scincl_triplets(g, config=SciNCLConfig(**kwargs), vectors=vectors)
     with pytest.raises(KeyError, match="not in the graph"):
         sample_scincl_triplets(g, vectors=v, exclude=["no-such-paper"])
     tiny, _ = planted_graph(communities=1, size=6)
     with pytest.raises(ValueError, match="too few for a positive range"):
-        sample_scincl_triplets(tiny, embedding_dim=2)
+        sample_scincl_triplets(tiny, config=SciNCLConfig(embedding_dim=2))
 
 
 # ---------------------------------------------------------------------- the IVF (approximate kNN) index
@@ -248,7 +252,8 @@ def test_ivf_agrees_with_exact_search(clustered):
     graph, vectors, distance = clustered
     n = len(vectors)
     # Ranks [0, 25) as the 25 positives: every query's whole IVF top-25 comes back.
-    top = sample_scincl_triplets(graph, vectors=vectors, positives=25, positive_ranks=(0, 25), easy_negatives=23, seed=0, **IVF)
+    top = sample_scincl_triplets(graph, config=SciNCLConfig(positives=25, positive_ranks=(0, 25), easy_negatives=23, **IVF),
+                                 vectors=vectors, seed=0)
     stats = top.stats
     assert stats.index == "ivf" and stats.index_params["requested"] == "ivf"
     assert stats.index_params["cells"] == 63 and stats.index_params["scan"] == 1200  # round(sqrt(4000))
@@ -258,7 +263,7 @@ def test_ivf_agrees_with_exact_search(clustered):
     recall = np.mean([len(np.intersect1d(a, b)) for a, b in zip(ivf_top, exact_top)]) / 25
     assert recall >= 0.9
 
-    triplets = sample_scincl_triplets(graph, vectors=vectors, seed=0, **IVF)
+    triplets = sample_scincl_triplets(graph, config=SciNCLConfig(**IVF), vectors=vectors, seed=0)
     assert len(triplets) == 5 * n and triplets.stats.hard_negatives == 2 * n
     positive_rank = true_ranks(distance, triplets.query, triplets.positive)
     assert ((positive_rank >= 20) & (positive_rank < 25)).mean() >= 0.9
@@ -274,8 +279,9 @@ def test_ivf_agrees_with_exact_search(clustered):
 
 def test_ivf_scanning_everything_is_exact(clustered):
     graph, vectors, _ = clustered
-    exact = sample_scincl_triplets(graph, vectors=vectors, hard_negative_ranks=(598, 600), index="exact", seed=2)
-    full = sample_scincl_triplets(graph, vectors=vectors, hard_negative_ranks=(598, 600), index="ivf", ivf_scan=len(vectors), seed=2)
+    exact = sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600), index="exact"), vectors=vectors, seed=2)
+    full = sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600), index="ivf", ivf_scan=len(vectors)),
+                                  vectors=vectors, seed=2)
     assert full.stats.index_params["scanned_min"] == len(vectors)
     positives = lambda t: np.sort(t.positive.reshape(-1, 5), axis=1)  # noqa: E731 - sets per query
     hards = lambda t: np.sort(t.negative[t.hard].reshape(-1, 2), axis=1)  # noqa: E731
@@ -286,15 +292,15 @@ def test_ivf_scanning_everything_is_exact(clustered):
 
 def test_ivf_is_deterministic_by_seed(clustered):
     graph, vectors, _ = clustered
-    first = sample_scincl_triplets(graph, vectors=vectors, seed=7, **IVF)
-    again = sample_scincl_triplets(graph, vectors=vectors, seed=7, **IVF)
-    other = sample_scincl_triplets(graph, vectors=vectors, seed=8, **IVF)
+    first = sample_scincl_triplets(graph, config=SciNCLConfig(**IVF), vectors=vectors, seed=7)
+    again = sample_scincl_triplets(graph, config=SciNCLConfig(**IVF), vectors=vectors, seed=7)
+    other = sample_scincl_triplets(graph, config=SciNCLConfig(**IVF), vectors=vectors, seed=8)
     assert all((a == b).all() for a, b in zip(first.ids(), again.ids()))
     assert first.stats.index_params == again.stats.index_params
     assert not all((a == b).all() for a, b in zip(first.ids(), other.ids()))
     assert first.stats.index_params["kmeans_seed"] != other.stats.index_params["kmeans_seed"]
     # Each query is ranked among its own probed cells only, so blocks bound memory without changing the result.
-    small = sample_scincl_triplets(graph, vectors=vectors, seed=7, block_size=33, **IVF)
+    small = sample_scincl_triplets(graph, config=SciNCLConfig(block_size=33, **IVF), vectors=vectors, seed=7)
     assert (small.positive == first.positive).all() and (small.negative == first.negative).all()
 
 
@@ -302,7 +308,7 @@ def test_ivf_with_exclusions_and_other_metrics(clustered):
     graph, vectors, _ = clustered
     test_papers = np.arange(0, len(vectors), 10)
     for metric in ("cosine", "dot"):
-        triplets = sample_scincl_triplets(graph, vectors=vectors, metric=metric, exclude=test_papers, seed=0, **IVF)
+        triplets = sample_scincl_triplets(graph, config=SciNCLConfig(metric=metric, **IVF), vectors=vectors, exclude=test_papers, seed=0)
         used = np.concatenate([triplets.query, triplets.positive, triplets.negative])
         assert not np.isin(used, test_papers).any() and (triplets.positive != triplets.query).all()
         assert triplets.stats.index == "ivf" and len(triplets) == 5 * (len(vectors) - len(test_papers))
@@ -319,11 +325,11 @@ def test_auto_index_choice(clustered, cacm_graph, cacm_vectors, monkeypatch):
 
     small = sample_scincl_triplets(cacm_graph, vectors=cacm_vectors, seed=0)
     assert small.stats.index == "exact" and small.stats.index_params == {"requested": "auto", "block_size": small.stats.index_params["block_size"]}
-    explicit = sample_scincl_triplets(cacm_graph, vectors=cacm_vectors, index="exact", seed=0)
+    explicit = sample_scincl_triplets(cacm_graph, config=SciNCLConfig(index="exact"), vectors=cacm_vectors, seed=0)
     assert (explicit.positive == small.positive).all() and (explicit.negative == small.negative).all()
     graph, vectors, _ = clustered
     monkeypatch.setattr(scincl, "EXACT_MAX_CANDIDATES", 3999)
-    big = sample_scincl_triplets(graph, vectors=vectors, hard_negative_ranks=(598, 600), ivf_scan=1200, seed=0)
+    big = sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600), ivf_scan=1200), vectors=vectors, seed=0)
     assert big.stats.index == "ivf" and big.stats.index_params["requested"] == "auto"
 
 
@@ -340,7 +346,8 @@ def test_ivf_parameter_errors(clustered):
     ]
     for kwargs, message in cases:
         with pytest.raises(ValueError, match=message):
-            sample_scincl_triplets(graph, vectors=vectors, hard_negative_ranks=(598, 600), **kwargs)
+            sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600), **kwargs), vectors=vectors)
     # nprobe as a floor: probing every cell scans everything.
-    every = sample_scincl_triplets(graph, vectors=vectors, hard_negative_ranks=(598, 600), index="ivf", ivf_cells=20, ivf_nprobe=20, seed=0)
+    every = sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600), index="ivf", ivf_cells=20, ivf_nprobe=20),
+                                   vectors=vectors, seed=0)
     assert every.stats.index_params["cells_probed_mean"] == 20 and every.stats.index_params["scanned_min"] == len(vectors)

@@ -133,49 +133,13 @@ class SciNCLStats:
         return asdict(self)
 
 
-def sample_scincl_triplets(
-    graph: CitationGraph,
-    queries: PaperRefs = None,
-    *,
-    vectors: np.ndarray | None = None,
-    exclude: PaperRefs = None,
-    positives: int = POSITIVES,
-    positive_ranks: tuple[int, int] = POSITIVE_RANKS,
-    hard_negatives: int = HARD_NEGATIVES,
-    hard_negative_ranks: tuple[int, int] = HARD_NEGATIVE_RANKS,
-    easy_negatives: int = EASY_NEGATIVES,
-    metric: str = "euclidean",
-    embedding_dim: int = EMBEDDING_DIM,
-    rank_overflow: str = "scale",
-    block_size: int | None = None,
-    index: str = "auto",
-    ivf_cells: int | None = None,
-    ivf_nprobe: int | None = None,
-    ivf_scan: int | None = None,
-    seed: SeedLike = 0,
-) -> Triplets:
-    """SciNCL triplets (Ostendorff et al. 2022, sec. 3): kNN-rank positives and hard negatives.
+@dataclass(frozen=True)
+class SciNCLConfig:
+    """Settings of :func:`sample_scincl_triplets` (defaults: the paper's).
 
-    For each query paper q (with text, a vector, not excluded), with its candidates ranked by distance
-    to q in the embedding (rank 0 = nearest other candidate):
-
-    - ``positives`` papers drawn without replacement from ranks ``positive_ranks = [a, b)`` (all of
-      them when the range width equals the count, as with the paper's 5 from [20, 25));
-    - ``hard_negatives`` papers drawn the same way from ranks ``hard_negative_ranks`` ([3998, 4000));
-    - ``easy_negatives`` papers drawn uniformly from the candidates outside q's nearest ``b``
-      (the positive range's end), so an easy negative never collides with a positive.
-
-    Positive ``i`` is paired with negative ``i`` of ``easy + hard`` (the release's ``zip``), giving
-    ``positives`` triplets per query; ``positives`` must equal ``easy_negatives + hard_negatives``.
-
-    Args:
-        graph: the citation graph; only papers with ``graph.has_text`` are emitted.
-        queries: query papers (indices or ids); by default every paper with text.
-        vectors: precomputed ``(n, d)`` embeddings aligned with ``graph.ids`` (see :func:`align_vectors`);
-            rows with a non-finite value count as papers without a vector. ``None`` computes
-            :func:`citation_graph_embedding` with ``embedding_dim`` dimensions and ``seed``.
-        exclude: papers (indices or ids) that must never appear: not as query, positive or negative.
-        positives, hard_negatives, easy_negatives: counts per query.
+    Attributes:
+        positives, hard_negatives, easy_negatives: counts per query; ``positives`` must equal
+            ``easy_negatives + hard_negatives`` (triplet i pairs positive i with negative i).
         positive_ranks, hard_negative_ranks: ``(start, end)`` kNN rank ranges, end exclusive; the
             positive range must end at or before the hard-negative range starts.
         metric: ``"euclidean"`` (the release's default index metric), ``"cosine"`` or ``"dot"``.
@@ -193,17 +157,76 @@ def sample_scincl_triplets(
             hard-negative range end in use (16,000 for [3998, 4000)); capped at the candidates. It must
             exceed that range end, or the hard ranks could not be filled. Larger is more accurate and
             proportionally slower.
+        embedding_dim: dimensions of the computed FastRP embedding (when no vectors are given).
+    """
+
+    positives: int = POSITIVES
+    positive_ranks: tuple[int, int] = POSITIVE_RANKS
+    hard_negatives: int = HARD_NEGATIVES
+    hard_negative_ranks: tuple[int, int] = HARD_NEGATIVE_RANKS
+    easy_negatives: int = EASY_NEGATIVES
+    metric: str = "euclidean"
+    embedding_dim: int = EMBEDDING_DIM
+    rank_overflow: str = "scale"
+    block_size: int | None = None
+    index: str = "auto"
+    ivf_cells: int | None = None
+    ivf_nprobe: int | None = None
+    ivf_scan: int | None = None
+
+    def __post_init__(self):
+        _check_arguments(self.positives, self.positive_ranks, self.hard_negatives, self.hard_negative_ranks, self.easy_negatives,
+                         self.metric, self.rank_overflow, self.block_size)
+        _check_index(self.index, self.ivf_cells, self.ivf_nprobe, self.ivf_scan)
+        # Rank ranges from JSON settings arrive as lists.
+        object.__setattr__(self, "positive_ranks", tuple(int(r) for r in self.positive_ranks))
+        object.__setattr__(self, "hard_negative_ranks", tuple(int(r) for r in self.hard_negative_ranks))
+
+
+def sample_scincl_triplets(
+    graph: CitationGraph,
+    queries: PaperRefs = None,
+    config: SciNCLConfig | None = None,
+    *,
+    vectors: np.ndarray | None = None,
+    exclude: PaperRefs = None,
+    seed: SeedLike = 0,
+) -> Triplets:
+    """SciNCL triplets (Ostendorff et al. 2022, sec. 3): kNN-rank positives and hard negatives.
+
+    For each query paper q (with text, a vector, not excluded), with its candidates ranked by distance
+    to q in the embedding (rank 0 = nearest other candidate), and the settings of ``config``:
+
+    - ``positives`` papers drawn without replacement from ranks ``positive_ranks = [a, b)`` (all of
+      them when the range width equals the count, as with the paper's 5 from [20, 25));
+    - ``hard_negatives`` papers drawn the same way from ranks ``hard_negative_ranks`` ([3998, 4000));
+    - ``easy_negatives`` papers drawn uniformly from the candidates outside q's nearest ``b``
+      (the positive range's end), so an easy negative never collides with a positive.
+
+    Positive ``i`` is paired with negative ``i`` of ``easy + hard`` (the release's ``zip``), giving
+    ``positives`` triplets per query; ``positives`` must equal ``easy_negatives + hard_negatives``.
+
+    Args:
+        graph: the citation graph; only papers with ``graph.has_text`` are emitted.
+        queries: query papers (indices or ids); by default every paper with text.
+        vectors: precomputed ``(n, d)`` embeddings aligned with ``graph.ids`` (see
+            :func:`~.graph_embedding.align_vectors`); rows with a non-finite value count as papers without a
+            vector. ``None`` computes :func:`~.graph_embedding.citation_graph_embedding` with the config's
+            ``embedding_dim`` dimensions and ``seed``.
+        exclude: papers (indices or ids) that must never appear: not as query, positive or negative.
+        config: the counts, rank ranges, metric and kNN index (:class:`SciNCLConfig`; default: the paper's).
         seed: an int seed or a ``numpy.random.Generator``; it also seeds the IVF k-means.
 
     Returns:
         :class:`~sciembed.data.samplers.Triplets` whose ``stats`` is a :class:`SciNCLStats`.
 
     Raises:
-        ValueError: bad counts, rank ranges, metric, index or IVF parameters, vectors or dimensions, or
-            too few candidates.
+        ValueError: bad vectors or dimensions, an IVF scan too short for the ranks in use, or too few
+            candidates (bad counts, ranges, metric or index settings are refused by :class:`SciNCLConfig`).
     """
-    _check_arguments(positives, positive_ranks, hard_negatives, hard_negative_ranks, easy_negatives, metric, rank_overflow, block_size)
-    _check_index(index, ivf_cells, ivf_nprobe, ivf_scan)
+    config = config or SciNCLConfig()
+    positives, easy_negatives, hard_negatives, metric = config.positives, config.easy_negatives, config.hard_negatives, config.metric
+    positive_ranks, hard_negative_ranks, index = config.positive_ranks, config.hard_negative_ranks, config.index
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     n = graph.num_papers
     excluded = paper_indices(graph, exclude, "exclude")
@@ -211,8 +234,8 @@ def sample_scincl_triplets(
     is_excluded[excluded] = True
 
     if vectors is None:
-        matrix = citation_graph_embedding(graph, embedding_dim, exclude=excluded, seed=rng)
-        embedding = f"fastrp-{embedding_dim}"
+        matrix = citation_graph_embedding(graph, config.embedding_dim, exclude=excluded, seed=rng)
+        embedding = f"fastrp-{config.embedding_dim}"
     else:
         matrix = np.asarray(vectors)
         if matrix.ndim != 2 or matrix.shape[0] != n or matrix.shape[1] < 1:
@@ -236,15 +259,15 @@ def sample_scincl_triplets(
     query = asked[is_candidate[asked]]
 
     pool = len(candidates) - 1  # every query is itself a candidate and is left out of its own ranking
-    pos_used, hard_used, adjusted = _fit_ranges(positive_ranks, hard_negative_ranks, pool, rank_overflow)
+    pos_used, hard_used, adjusted = _fit_ranges(positive_ranks, hard_negative_ranks, pool, config.rank_overflow)
     if adjusted != "no":
         logger.warning("SciNCL: hard-negative ranks %s exceed the %d candidates per query; %s to positives %s, hard negatives %s",
                        hard_negative_ranks, pool, adjusted, pos_used, hard_used)
 
     used_index = index if index != "auto" else ("exact" if len(candidates) <= EXACT_MAX_CANDIDATES else "ivf")
     index_params: dict[str, object] = {"requested": index}
-    if used_index == "ivf" and ivf_scan is not None and ivf_scan <= hard_used[1]:
-        raise ValueError(f"ivf_scan ({ivf_scan}) must exceed the hard-negative range end in use ({hard_used[1]}): "
+    if used_index == "ivf" and config.ivf_scan is not None and config.ivf_scan <= hard_used[1]:
+        raise ValueError(f"ivf_scan ({config.ivf_scan}) must exceed the hard-negative range end in use ({hard_used[1]}): "
                          "a query must scan that many other candidates to fill its hard ranks")
     logger.info("SciNCL kNN: %s index over %d candidates for %d queries", used_index, len(candidates), len(query))
 
@@ -258,14 +281,14 @@ def sample_scincl_triplets(
         positive_keys = rng.random((nq, pos_used[1] - pos_used[0]))
         hard_keys = rng.random((nq, hard_used[1] - hard_used[0]))
         if used_index == "exact":
-            rows = block_size or max(1, BLOCK_ENTRIES // max(len(candidates), 1))
+            rows = config.block_size or max(1, BLOCK_ENTRIES // max(len(candidates), 1))
             index_params["block_size"] = int(rows)
             search = exact_rank_search(matrix, query, candidates, metric, rows, kth)
         else:
             # Drawn after the keys, so an IVF run pairs the same rank slots as an exact run of the same seed.
             kmeans_seed = int(rng.integers(2**31 - 1))
-            search = ivf_rank_search(matrix, query, candidates, metric, kth, hard_used[1], ivf_cells, ivf_nprobe, ivf_scan,
-                                 block_size, kmeans_seed, index_params)
+            search = ivf_rank_search(matrix, query, candidates, metric, kth, hard_used[1], config.ivf_cells, config.ivf_nprobe,
+                                     config.ivf_scan, config.block_size, kmeans_seed, index_params)
         for rows_of, ranked in search:
             near[rows_of] = candidates[ranked(0, pos_used[1])]
             positive[rows_of] = _draw(candidates[ranked(*pos_used)], positives, positive_keys[rows_of])

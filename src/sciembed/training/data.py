@@ -193,9 +193,13 @@ def triplet_dataset(
         graph = _without(graph, excluded)
     query_list = [q for q in (queries if queries is not None else source.linked_queries()) if q not in excluded]
     if sampler == "scincl":
-        from ..data.scincl import sample_scincl_triplets
+        from ..data.scincl import SciNCLConfig, sample_scincl_triplets
 
-        triplets = sample_scincl_triplets(graph, query_list, exclude=sorted(excluded) or None, seed=seed, **options)
+        try:
+            config = SciNCLConfig(**options)
+        except TypeError as error:  # a data setting the sampler does not have
+            raise ValueError(f"SciNCL sampler: {error}; its settings: {', '.join(SciNCLConfig.__dataclass_fields__)}") from None
+        triplets = sample_scincl_triplets(graph, query_list, config, exclude=sorted(excluded) or None, seed=seed)
     else:
         sample = sample_specter_triplets if sampler == "specter" else sample_spectroid_triplets
         triplets = sample(graph, [q for q in query_list if q in graph], seed=seed, **options)
