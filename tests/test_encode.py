@@ -106,7 +106,7 @@ def test_bad_options(tiny_bert):
 
 
 def test_encoder_settings_are_not_overridden_per_call(tiny_encoder):
-    with pytest.raises(ValueError, match="PaperEncoder holds its own settings; set max_length, device"):
+    with pytest.raises(ValueError, match="an encoder holds its own settings; set max_length, device"):
         sciembed.encode(tiny_encoder, PAPERS, max_length=8, device="cpu")
 
 

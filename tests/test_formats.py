@@ -163,6 +163,11 @@ def test_ensemble_averages_per_format_and_loads_from_a_folder(tiny_bert, tmp_pat
                                ensemble.with_format("regression").encode(PAPERS, show_progress_bar=False), atol=1e-6)
     with pytest.raises(ValueError, match="at least two encoders"):
         EnsembleEncoder(members[:1])
+    # One interface for both kinds, with nothing of PaperEncoder's single model inherited.
+    assert isinstance(loaded, sciembed.Encoder) and not isinstance(loaded, sciembed.PaperEncoder)
+    assert loaded.encode_query(["graph search"], show_progress_bar=False).shape == (1, 32)
+    with pytest.raises(TypeError, match="abstract"):
+        sciembed.Encoder()
 
 
 def test_a_control_code_adds_one_embedding_row_per_format(tiny_bert):

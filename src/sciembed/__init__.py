@@ -7,6 +7,6 @@ __version__ = "0.1.0.dev0"
 
 from .data.papers import InvalidPaperError, paper_text, read_papers
 from .default_model import default_model_path
-from .encode import PaperEncoder, encode
+from .encode import Encoder, PaperEncoder, encode
 
-__all__ = ["InvalidPaperError", "PaperEncoder", "default_model_path", "encode", "paper_text", "read_papers"]
+__all__ = ["Encoder", "InvalidPaperError", "PaperEncoder", "default_model_path", "encode", "paper_text", "read_papers"]

@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +54,71 @@ ENSEMBLE_FILE = "sciembed_ensemble.json"
 _LENGTH_WINDOW = 16_384
 
 
-class PaperEncoder:
+class Encoder(ABC):
+    """What every sciembed encoder offers, whatever it is built from: papers (records or texts) to vectors
+    in a task format. :class:`PaperEncoder` wraps one model; :class:`~sciembed.encoders.EnsembleEncoder`
+    averages several. The evaluation runner, the embedding cache and the embed job take any encoder.
+
+    Every encoder sets ``tokenizer``, ``device``, ``max_length``, ``pooling``, ``normalize``, ``facets`` and
+    ``forward_options`` (the keyword arguments its forward pass gets, such as ``task_format``).
+    """
+
+    tokenizer: PreTrainedTokenizerBase
+    device: torch.device
+    max_length: int
+    pooling: str | None
+    normalize: bool
+    facets: bool
+    forward_options: dict[str, Any]
+
+    @property
+    @abstractmethod
+    def name_or_path(self) -> str:
+        """Where the encoder was loaded from, for logs and reports."""
+
+    @property
+    @abstractmethod
+    def task_formats(self) -> tuple[str, ...]:
+        """The formats the encoder embeds differently (empty for a single-embedding model)."""
+
+    @abstractmethod
+    def with_format(self, task_format: str | None) -> Encoder:
+        """This encoder embedding in ``task_format`` (no copy of any weights)."""
+
+    @abstractmethod
+    def fingerprint(self) -> str:
+        """A hash of everything that decides the vectors; equal fingerprints give equal vectors."""
+
+    @abstractmethod
+    def encode(self, papers: Sequence[Mapping[str, Any] | str], *, batch_size: int = 32, show_progress_bar: bool = True,
+               progress_desc: str = "Encoding") -> np.ndarray:
+        """Embed ``papers`` (records, or texts as they are), in input order."""
+
+    @property
+    def sep_token(self) -> str:
+        """The separator placed between title and abstract (the tokenizer's ``sep_token``)."""
+        return self.tokenizer.sep_token or " "
+
+    def texts(self, papers: Sequence[Mapping[str, Any] | str]) -> list[str]:
+        """Model texts of ``papers``: paper records through :func:`~sciembed.data.papers.paper_text`,
+        strings unchanged."""
+        return [paper if isinstance(paper, str) else paper_text(paper, self.sep_token) for paper in papers]
+
+    def encode_query(self, queries: Sequence[str], **kwargs: Any) -> np.ndarray:
+        """Embed search queries: in the ``adhoc_query`` format when the model has one (SciRepEval's
+        ``[QRY]``, SPECTER2's query adapter), else as any text. ``kwargs`` as for :meth:`encode`."""
+        return self._in_format(QUERY_FORMAT).encode(queries, **kwargs)
+
+    def encode_document(self, papers: Sequence[Mapping[str, Any] | str], **kwargs: Any) -> np.ndarray:
+        """Embed search candidates: in the ``proximity`` format when the model has one, else as any
+        paper. ``kwargs`` as for :meth:`encode`."""
+        return self._in_format(DOCUMENT_FORMAT).encode(papers, **kwargs)
+
+    def _in_format(self, task_format: str) -> Encoder:
+        return self.with_format(task_format) if task_format in self.task_formats else self
+
+
+class PaperEncoder(Encoder):
     """A model, its tokenizer and its pooling, ready to turn papers into vectors.
 
     Args:
@@ -244,19 +309,6 @@ class PaperEncoder:
         other.forward_options = self._forward_options(task_format, self.forward_options.get("domain"))
         return other
 
-    def encode_query(self, queries: Sequence[str], **kwargs: Any) -> np.ndarray:
-        """Embed search queries: in the ``adhoc_query`` format when the model has one (SciRepEval's
-        ``[QRY]``, SPECTER2's query adapter), else as any text. ``kwargs`` as for :meth:`encode`."""
-        return self._in_format(QUERY_FORMAT).encode(queries, **kwargs)
-
-    def encode_document(self, papers: Sequence[Mapping[str, Any] | str], **kwargs: Any) -> np.ndarray:
-        """Embed search candidates: in the ``proximity`` format when the model has one, else as any
-        paper. ``kwargs`` as for :meth:`encode`."""
-        return self._in_format(DOCUMENT_FORMAT).encode(papers, **kwargs)
-
-    def _in_format(self, task_format: str) -> PaperEncoder:
-        return self.with_format(task_format) if task_format in self.task_formats else self
-
     def fingerprint(self) -> str:
         """A hash of everything that decides the vectors: weights, config, pooling, length, options.
 
@@ -282,16 +334,6 @@ class PaperEncoder:
             digest.update(f"{name}:{tuple(tensor.shape)}:{tensor.dtype}".encode())
             digest.update(tensor.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
         return digest.hexdigest()
-
-    @property
-    def sep_token(self) -> str:
-        """The separator placed between title and abstract (the tokenizer's ``sep_token``)."""
-        return self.tokenizer.sep_token or " "
-
-    def texts(self, papers: Sequence[Mapping[str, Any] | str]) -> list[str]:
-        """Model texts of ``papers``: paper records through :func:`~sciembed.data.papers.paper_text`,
-        strings unchanged."""
-        return [paper if isinstance(paper, str) else paper_text(paper, self.sep_token) for paper in papers]
 
     def encode(
         self,
@@ -393,7 +435,7 @@ def default_pooling(model: Any) -> str:
 
 
 def encode(
-    model: PaperEncoder | PreTrainedModel | SentenceTransformer | str | os.PathLike[str] | None,
+    model: Encoder | PreTrainedModel | SentenceTransformer | str | os.PathLike[str] | None,
     papers: Sequence[Mapping[str, Any] | str],
     *,
     tokenizer: PreTrainedTokenizerBase | None = None,
@@ -428,10 +470,10 @@ def encode(
     options = dict(
         pooling=pooling, normalize=normalize, max_length=max_length, device=device, task_format=task_format, domain=domain
     )
-    if isinstance(model, PaperEncoder):
+    if isinstance(model, Encoder):
         given = [name for name, value in {**options, "tokenizer": tokenizer, "trust_remote_code": trust_remote_code}.items() if value]
         if given:
-            raise ValueError(f"a PaperEncoder holds its own settings; set {', '.join(given)} when creating it")
+            raise ValueError(f"an encoder holds its own settings; set {', '.join(given)} when creating it")
     elif model is None or isinstance(model, (str, os.PathLike)):
         if tokenizer is not None:
             raise ValueError("pass a tokenizer only with a loaded model; a path loads its own")

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..encode import PaperEncoder
+from ..encode import Encoder
 from ..io import Chunk, atomic_path, check_embedding_path, ids_path, write_embeddings
 from .options import add_options
 
@@ -50,7 +50,7 @@ def partial_dir(output: str | os.PathLike[str]) -> Path:
 
 
 def embed_to_file(
-    encoder: PaperEncoder,
+    encoder: Encoder,
     papers: Sequence[Mapping[str, Any]],
     output: str | os.PathLike[str],
     *,
@@ -98,7 +98,7 @@ def embed_to_file(
     return EmbedReport(output, len(ids), dim, count, resumed)
 
 
-def _encode_shards(encoder: PaperEncoder, papers: Sequence[Mapping[str, Any]], shards: Path, shard_size: int, count: int,
+def _encode_shards(encoder: Encoder, papers: Sequence[Mapping[str, Any]], shards: Path, shard_size: int, count: int,
                    batch_size: int, show_progress_bar: bool) -> int:
     """Encode the shards not done yet into ``shards``; returns how many were already done."""
     resumed = 0
@@ -134,7 +134,7 @@ def _check_shard(shard: Path, rows: int) -> None:
 _INFORMATIONAL = ("model",)
 
 
-def _manifest(encoder: PaperEncoder, ids: list[str], texts: list[str], shard_size: int) -> dict[str, Any]:
+def _manifest(encoder: Encoder, ids: list[str], texts: list[str], shard_size: int) -> dict[str, Any]:
     digest = hashlib.sha256()
     for paper_id, text in zip(ids, texts):
         digest.update(paper_id.encode() + b"\0" + text.encode() + b"\0")

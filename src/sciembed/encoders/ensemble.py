@@ -2,7 +2,7 @@
 
 SciRepEval (Singh et al. 2023, Table 3) gets its best results by averaging, per format, the embedding
 of the format-adapter model and that of the control-code model. :class:`EnsembleEncoder` does this for
-any encoders with the same embedding size, and is a :class:`~sciembed.encode.PaperEncoder`, so it
+any encoders with the same embedding size, and is an :class:`~sciembed.encode.Encoder`, so it
 goes wherever one does (:func:`sciembed.encode`, :func:`sciembed.evaluation.evaluate`, the embed job).
 A folder holding ``sciembed_ensemble.json`` (:func:`save_ensemble`) loads as one through
 :meth:`PaperEncoder.from_pretrained`, so ``sciembed evaluate --model FOLDER`` evaluates the ensemble.
@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from ..encode import ENSEMBLE_FILE, PaperEncoder
+from ..encode import ENSEMBLE_FILE, Encoder, PaperEncoder
 from ..io import atomic_path
 
 
-class EnsembleEncoder(PaperEncoder):
+class EnsembleEncoder(Encoder):
     """The mean of several encoders' embeddings, each taken in the same task format.
 
     A member without task formats embeds every format alike and is used as it is; the ensemble's
@@ -34,8 +34,7 @@ class EnsembleEncoder(PaperEncoder):
         task_format: the format to embed in (default: each member's own default).
     """
 
-    def __init__(self, members: Sequence[PaperEncoder], *, task_format: str | None = None):
-        # A PaperEncoder in behaviour, built from members rather than from one model.
+    def __init__(self, members: Sequence[Encoder], *, task_format: str | None = None):
         if len(members) < 2:
             raise ValueError(f"an ensemble needs at least two encoders, got {len(members)}")
         self.members = list(members)
@@ -66,10 +65,6 @@ class EnsembleEncoder(PaperEncoder):
     @property
     def name_or_path(self) -> str:
         return "ensemble(" + ", ".join(m.name_or_path for m in self.members) + ")"
-
-    @property
-    def sep_token(self) -> str:
-        return self.members[0].sep_token
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256(b"ensemble-mean")
@@ -102,7 +97,7 @@ def save_ensemble(folder: str | os.PathLike[str], members: Sequence[str | os.Pat
     return folder
 
 
-def load_encoder(name_or_path: str | os.PathLike[str] | None = None, **options: Any) -> PaperEncoder | EnsembleEncoder:
+def load_encoder(name_or_path: str | os.PathLike[str] | None = None, **options: Any) -> Encoder:
     """An encoder by Hub id or local path: an :class:`EnsembleEncoder` for a folder holding
     ``sciembed_ensemble.json``, else :meth:`PaperEncoder.from_pretrained` (``options`` are its keyword arguments)."""
     if name_or_path is not None and (Path(name_or_path) / ENSEMBLE_FILE).is_file():

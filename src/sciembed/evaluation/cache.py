@@ -1,6 +1,6 @@
 """Vectors of texts, cached on disk per encoder so that every task and every later run reuses them.
 
-An encoder's :meth:`~sciembed.encode.PaperEncoder.fingerprint` (weights, config, pooling, maximum
+An encoder's :meth:`~sciembed.encode.Encoder.fingerprint` (weights, config, pooling, maximum
 length, format, ...) names a folder; inside it each cached vector is keyed by the SHA-1 of the exact
 text the model read (title + separator + abstract, a query, ...), so the same paper under two ids, or
 two benchmarks sharing papers, embed once, and a changed text never returns a stale vector. Vectors are
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..encode import PaperEncoder
+from ..encode import Encoder
 from ..io import atomic_path, file_sha256
 
 logger = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ class EmbeddingCache:
         folder: the cache root (see :func:`default_cache_dir`); ``None`` keeps vectors in memory only.
     """
 
-    def __init__(self, encoder: PaperEncoder, folder: str | os.PathLike[str] | None):
+    def __init__(self, encoder: Encoder, folder: str | os.PathLike[str] | None):
         self.encoder = encoder
         self.fingerprint = encoder.fingerprint()
         self.folder = Path(folder) / self.fingerprint[:32] if folder is not None else None

@@ -2,7 +2,7 @@
 
 :func:`evaluate` is what ``sciembed evaluate`` runs: it loads the benchmark's tasks
 (:func:`~sciembed.evaluation.loaders.load_tasks`), embeds each task's documents and queries through
-:class:`~sciembed.encode.PaperEncoder` in the format the task calls for (one encoder per format for a
+the encoder (:class:`~sciembed.encode.Encoder`) in the format the task calls for (one encoder per format for a
 multi-format model, one for all otherwise), reusing the :class:`~sciembed.evaluation.cache.EmbeddingCache`,
 scores the tasks and returns an :class:`EvaluationReport` (a table, averages and JSON).
 """
@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import __version__
 from ..data.papers import paper_text
-from ..encode import PaperEncoder
+from ..encode import Encoder, PaperEncoder
 from ..io import atomic_path
 from .cache import EmbeddingCache, default_cache_dir
 from .loaders import TaskSuite, load_tasks
@@ -86,7 +86,7 @@ class EvaluationReport:
 
 
 def evaluate(
-    model: str | os.PathLike[str] | PaperEncoder | None,
+    model: str | os.PathLike[str] | Encoder | None,
     benchmark: str,
     data: str | os.PathLike[str],
     *,
@@ -112,7 +112,7 @@ def evaluate(
 
     Args:
         model: a Hub id or local folder (``None``: the embedded all-MiniLM-L6-v2), or a ready
-            :class:`~sciembed.encode.PaperEncoder`.
+            :class:`~sciembed.encode.Encoder` (a PaperEncoder or an ensemble).
         benchmark: ``scidocs``, ``scirepeval``, ``multi-scidocs``, ``beir``, ``cocitation`` or ``cacm``.
         data: the benchmark's local folder or Hub id.
         tasks: run only these task ids (e.g. ``["cite", "mag"]``).
@@ -132,9 +132,9 @@ def evaluate(
     """
     suite = load_tasks(benchmark, data, tasks=tasks, split=split, skip_invalid=skip_invalid, test_data=test_data,
                        few_shot=few_shot, proximity_similarity=proximity_similarity, seed=seed)
-    if isinstance(model, PaperEncoder):
+    if isinstance(model, Encoder):
         if pooling is not None or max_length is not None or device is not None or domain is not None:
-            raise ValueError("a PaperEncoder holds its own pooling, max_length, device and domain; set them when creating it")
+            raise ValueError("an encoder holds its own pooling, max_length, device and domain; set them when creating it")
         encoder = model
     else:
         from ..encoders import load_encoder
@@ -150,7 +150,7 @@ def evaluate(
 
 
 def evaluate_suite(
-    encoder: PaperEncoder,
+    encoder: Encoder,
     suite: TaskSuite,
     *,
     cache_dir: Path | None = None,
@@ -189,7 +189,7 @@ def evaluate_suite(
     )
 
 
-def _embed_tasks(suite: TaskSuite, encoder: PaperEncoder, folder: Path | None, *, batch_size: int, show_progress_bar: bool):
+def _embed_tasks(suite: TaskSuite, encoder: Encoder, folder: Path | None, *, batch_size: int, show_progress_bar: bool):
     """Embed every task's documents and queries.
 
     Returns:
