@@ -18,7 +18,7 @@ import logging
 from pathlib import Path
 
 from sciembed.io import atomic_path
-from sciembed.training import data as training_data
+from sciembed.training import examples as training_examples
 
 
 def main() -> None:
@@ -28,12 +28,12 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "triplet_positives.json")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    source = training_data.read_citation_source(args.data / "cacm")
-    queries, held = training_data.split_queries(source.linked_queries(), 0.2, args.seed)
+    source = training_examples.read_citation_source(args.data / "cacm")
+    queries, held = training_examples.split_queries(source.linked_queries(), 0.2, args.seed)
     linked = source.neighbours()
     result = {}
     for sampler, options in (("specter", {"triplets_per_query": 5}), ("scincl", {})):
-        triplets = training_data.triplet_dataset(source, sampler=sampler, queries=queries, exclude=held, seed=args.seed, **options)
+        triplets = training_examples.triplet_dataset(source, sampler=sampler, queries=queries, exclude=held, seed=args.seed, **options)
         direct = two_hops = negative = 0
         for query, positive, negative_id in zip(triplets["query_id"], triplets["positive_id"], triplets["negative_id"]):
             first = linked.get(query, set())
@@ -45,7 +45,7 @@ def main() -> None:
         result[sampler] = {"triplets": n, "positive_cited": round(direct / n, 3), "positive_two_hops_only": round(two_hops / n, 3),
                            "negative_cited": round(negative / n, 3)}
         print(sampler, json.dumps(result[sampler]), flush=True)
-    pairs = training_data.pair_dataset(source, exclude=held)
+    pairs = training_examples.pair_dataset(source, exclude=held)
     linked_pairs = sum(b in linked.get(a, set()) for a, b in zip(pairs["a_id"], pairs["b_id"]))
     result["cocitation_pairs"] = {"pairs": len(pairs), "pair_cited": round(linked_pairs / len(pairs), 3)}
     print("cocitation", json.dumps(result["cocitation_pairs"]), flush=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import shared_data
+from helpers import shared_data
 from sciembed.cli import main
 from sciembed.io import read_embeddings
 

@@ -18,7 +18,7 @@ from sciembed.data.cocitation_sampling import (
 from sciembed.data.graph import CitationGraph
 from sciembed.data.s2orc import read_s2orc
 
-from conftest import shared_data
+from helpers import shared_data
 
 FIELDS = ["Medicine", "Medicine", "Medicine", "Physics", "Computer Science"]
 

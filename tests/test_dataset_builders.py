@@ -21,7 +21,7 @@ import yaml
 from datasets import Dataset
 from huggingface_hub import DatasetCard
 
-from conftest import shared_data
+from helpers import shared_data
 from sciembed.data.benchmarks import BENCHMARKS, BenchmarkSourceError, load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]

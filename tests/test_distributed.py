@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import write_s2orc
+from helpers import write_s2orc
 
 
 def free_port() -> int:

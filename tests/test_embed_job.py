@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import PAPERS, Interrupt, counting_encodes
+from helpers import PAPERS, Interrupt, counting_encodes
 from sciembed import PaperEncoder
 from sciembed.commands.embed import embed_to_file, partial_dir
 from sciembed.io import read_embeddings

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import sciembed
-from conftest import PAPERS
+from helpers import PAPERS
 from sciembed import PaperEncoder, paper_text
 
 

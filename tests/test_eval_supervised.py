@@ -24,7 +24,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.svm import LinearSVC, LinearSVR
 
-from conftest import shared_data
+from helpers import shared_data
 from sciembed.evaluation.supervised import (
     SCIDOCS_CLASSIFICATION,
     SCIREPEVAL_CLASSIFICATION,

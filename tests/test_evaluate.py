@@ -17,7 +17,7 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import GridSearchCV
 from sklearn.svm import LinearSVC
 
-from conftest import WORDS, shared_data, write_hub_folder
+from helpers import WORDS, shared_data, write_hub_folder
 from sciembed import InvalidPaperError, PaperEncoder
 from sciembed.cli import main
 from sciembed.evaluation import evaluate, load_tasks

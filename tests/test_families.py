@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import sciembed
-from conftest import PAPERS
+from helpers import PAPERS
 from sciembed.cli import main
 from sciembed.io import read_embeddings
 from sciembed.families import FAMILIES, REGISTRY, family_of, from_bert, save_pretrained

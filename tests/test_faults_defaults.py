@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 import sciembed
-from conftest import PAPERS
+from helpers import PAPERS
 from sciembed.cli import main
 from sciembed.io import read_embeddings
 

@@ -14,7 +14,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import PAPERS, Interrupt, counting_encodes, write_s2orc
+from helpers import PAPERS, Interrupt, counting_encodes, write_s2orc
 from sciembed.cli import main
 from sciembed.io import read_embeddings
 from test_evaluate import scidocs_folder  # noqa: F401  (a fixture, shared with the evaluation tests)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import PAPERS, Interrupt, counting_encodes
+from helpers import PAPERS, Interrupt, counting_encodes
 from sciembed.cli import main
 from sciembed.io import ids_path, read_embeddings, write_embeddings
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import sciembed
-from conftest import PAPERS
+from helpers import PAPERS
 from sciembed.formats import FORMATS, activate_format, format_parameter_counts, model_formats, save_with_format_modules
 from sciembed.formats.adapters import (
     add_format_adapters, add_format_fusion, adapter_formats, base_state_dict, has_fusion, train_format_adapters, train_format_fusion,
@@ -182,7 +182,7 @@ def test_evaluate_embeds_each_task_in_its_format(tiny_bert, monkeypatch):
     adhoc_query and their candidates in proximity."""
     from transformers import AutoTokenizer
 
-    from conftest import shared_data
+    from helpers import shared_data
     from sciembed.evaluation import evaluate
 
     data = shared_data("cacm")
@@ -269,7 +269,7 @@ def test_every_variant_trains_on_minilm_and_reloads_in_a_fresh_process(tmp_path)
     import subprocess
     import sys
 
-    from conftest import shared_data
+    from helpers import shared_data
     from sciembed.training.run import MODEL_FOLDER, prepare, save_trained
 
     data = shared_data("scirepeval-samples")

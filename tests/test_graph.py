@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sciembed.data.graph import CitationGraph
-from conftest import shared_data
+from helpers import shared_data
 
 
 def test_from_edges_counts_self_duplicate_and_dangling():

@@ -6,7 +6,7 @@ import time
 
 from datasets import Dataset
 
-from conftest import write_hub_folder
+from helpers import write_hub_folder
 from sciembed.data.hub_datasets import load_hub_dataset
 
 

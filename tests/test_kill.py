@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import WORDS, write_s2orc
+from helpers import WORDS, write_s2orc
 
 # Enough steps after the second checkpoint that the kill lands mid-run even on a busy machine.
 SETTINGS = ["max_steps=60", "save_strategy=steps", "save_steps=1", "save_total_limit=2", "logging_steps=1", "learning_rate=1e-3", "warmup_steps=0",

@@ -28,7 +28,7 @@ TEXTS = [
 
 WORDS = "the a of and in for we query join index graph citation garbage collection list structure memory time".split()
 # Unique entries: a repeated one leaves an id unused, which tokenizers then give to an added token as well
-# (conftest's WORDS repeats "a", so its tiny_bert tokenizer would give [CLF] the id of ":").
+# (helpers' WORDS repeats "a", so its tiny_bert tokenizer would give [CLF] the id of ":").
 VOCAB = list(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS,
                             *[f"##{c}" for c in string.ascii_lowercase], *string.ascii_lowercase, *".,;:"]))
 

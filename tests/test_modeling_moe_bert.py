@@ -15,7 +15,7 @@ import torch
 from transformers import AutoTokenizer, BertConfig, BertModel, BertTokenizerFast
 
 import sciembed
-from conftest import PAPERS
+from helpers import PAPERS
 from sciembed.modeling.moe_bert import MoEBertConfig, MoEBertModel, MoEBertModelOutput
 
 ROUTINGS = ("enforced", "sentence", "token")

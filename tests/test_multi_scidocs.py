@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import shared_data
+from helpers import shared_data
 from sciembed.data.multi_scidocs import MultiSciDocsConfig, build_multi_scidocs
 from sciembed.data.scidocs import read_scidocs
 from test_cocitation_sampling import write_s2orc_fixture

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import shared_data
+from helpers import shared_data
 from sciembed import InvalidPaperError, paper_text, read_papers
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import shared_data
+from helpers import shared_data
 from sciembed import InvalidPaperError
 from sciembed.data.s2orc import read_s2orc
 

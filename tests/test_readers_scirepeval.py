@@ -7,7 +7,7 @@ import json
 import pytest
 from datasets import Dataset
 
-from conftest import shared_data, write_hub_folder
+from helpers import shared_data, write_hub_folder
 from sciembed import InvalidPaperError
 from sciembed.data.scirepeval import load_scirepeval_task, read_scirepeval_sample
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import shared_data
+from helpers import shared_data
 from sciembed import InvalidPaperError
 from sciembed.data.specter import read_specter_release
 

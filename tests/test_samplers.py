@@ -10,7 +10,7 @@ from scipy.stats import chisquare
 
 from sciembed.data.graph import CitationGraph
 from sciembed.data.samplers import sample_specter_triplets, sample_spectroid_triplets
-from conftest import shared_data
+from helpers import shared_data
 
 SAMPLERS = [sample_specter_triplets, sample_spectroid_triplets]
 

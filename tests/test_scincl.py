@@ -9,7 +9,7 @@ from sciembed.data.graph import CitationGraph
 from sciembed.data.samplers import Triplets
 from sciembed.data.graph_embedding import align_vectors, citation_graph_embedding
 from sciembed.data.scincl import SciNCLConfig, SciNCLStats, sample_scincl_triplets
-from conftest import shared_data
+from helpers import shared_data
 
 DIM = 16  # small embeddings keep the tests fast; the rules do not depend on the dimension
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import shared_data
+from helpers import shared_data
 from sciembed import InvalidPaperError
 from sciembed.data.smart import CACM_CITATION, CACM_COCITATION, read_smart_collection
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import sciembed
-from conftest import PAPERS
+from helpers import PAPERS
 from sciembed.formats import activate_format
 from sciembed.encoders.router import MultiFormatTransformer, TaskFormatInput, to_sentence_transformer
 from test_formats import perturbed_adapters

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import PAPERS, shared_data, write_s2orc
+from helpers import PAPERS, shared_data, write_s2orc
 
 
 def tiny_args(output_dir, **overrides):
@@ -35,7 +35,7 @@ def triplet_rows(n=8):
 
 
 def test_task_balanced_sampler_gives_every_batch_an_equal_share_of_every_task():
-    from sciembed.training.sampling import TaskBalancedSampler
+    from sciembed.training.task_batches import TaskBalancedSampler
 
     tasks = ["a"] * 10 + ["b"] * 3 + ["c"] * 25
     sampler = TaskBalancedSampler(tasks, batch_size=6, seed=1)
@@ -52,7 +52,7 @@ def test_task_balanced_sampler_gives_every_batch_an_equal_share_of_every_task():
 
 
 def test_task_balanced_sampler_spreads_the_remainder():
-    from sciembed.training.sampling import TaskBalancedSampler
+    from sciembed.training.task_batches import TaskBalancedSampler
 
     tasks = ["x"] * 4 + ["y"] * 4
     order = list(TaskBalancedSampler(tasks, batch_size=3))
@@ -341,7 +341,7 @@ def test_evaluation_during_training_drives_the_best_checkpoint(tiny_bert, tmp_pa
 
 
 def test_held_out_queries_never_appear_in_training_triplets():
-    from sciembed.training.data import read_citation_source, split_queries, triplet_dataset
+    from sciembed.training.examples import read_citation_source, split_queries, triplet_dataset
 
     source = read_citation_source(shared_data("cacm"))
     train, held = split_queries(source.linked_queries(), 0.2, seed=3)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -229,11 +229,6 @@ def write_cocitation_pairs(pairs: DatasetDict | CocitationPairSet, folder: str |
     with atomic_path(folder / "README.md") as temporary:
         temporary.write_text(card, encoding="utf-8")
     return folder
-
-
-def config_dict(config: CocitationConfig) -> dict:
-    """The settings as a plain dict (for dataset cards and logs)."""
-    return asdict(config)
 
 
 # ---------------------------------------------------------------------- helpers

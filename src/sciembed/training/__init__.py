@@ -2,8 +2,8 @@
 
 - :mod:`.losses`: one ``nn.Module`` per paper's loss;
 - :mod:`.trainers`: ``TripletTrainer``, ``PairTrainer``, ``MultiTaskTrainer``, ``PaperClassificationTrainer``;
-- :mod:`.data` and :mod:`.collators`: training examples from the data layer and their model inputs;
-- :mod:`.sampling`: task-heterogeneous batches;
+- :mod:`.examples` and :mod:`.collators`: training examples from the data layer and their model inputs;
+- :mod:`.task_batches`: task-heterogeneous batches (the multi-task sampler);
 - :mod:`.recipes` and :mod:`.run`: each paper's settings by name, and ``sciembed train``.
 
 The trainers and ``prepare`` / ``train`` are reached lazily (``sciembed.training.train``), so that

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..data.papers import paper_text
 from ..encode import QUERY_FORMAT
-from .data import PAIR_ROLES, TASK_FORMATS, TRIPLET_ROLES
+from .examples import PAIR_ROLES, TASK_FORMATS, TRIPLET_ROLES
 
 if TYPE_CHECKING:
     import torch

@@ -274,36 +274,36 @@ def _settings(recipe: Recipe, base: str, overrides: Mapping[str, Any] | None):
 
 
 def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[str]) -> _Examples:
-    from . import data as training_data
+    from . import examples as training_examples
 
     options = dict(options)
     held_out, seed, limit = options.pop("held_out"), options.pop("seed"), options.pop("max_examples")
     counts: dict[str, Any] = {}
     evaluation = tasks = labels = None
     if recipe.data == "scirepeval":
-        loaded = training_data.multitask_dataset(path, max_per_task=limit, seed=seed)
+        loaded = training_examples.multitask_dataset(path, max_per_task=limit, seed=seed)
         train, tasks = loaded.dataset, loaded.tasks
         counts["tasks"] = {name: sum(1 for t in train["task"] if t == name) for name in tasks}
         limit = None
     elif recipe.data == "labelled":
         if held_out:
             raise ValueError("data.held_out is not supported for labelled data; evaluate the saved model instead")
-        train, labels = training_data.labelled_papers(path)
+        train, labels = training_examples.labelled_papers(path)
         counts["labels"] = len(labels)
     elif Path(path).suffix == ".json" and Path(path).name.startswith("specter"):
         if recipe.objective == "pairs":
             raise ValueError(f"{path}: SciRepEval triplets are not co-citation pairs; give a citation graph for {recipe.name}")
-        train = training_data.scirepeval_triplets(path)
+        train = training_examples.scirepeval_triplets(path)
     else:
-        source = training_data.read_citation_source(path)
+        source = training_examples.read_citation_source(path)
         counts["skipped_records"] = len(source.skipped)
-        queries, held = training_data.split_queries(source.linked_queries(), held_out, seed)
+        queries, held = training_examples.split_queries(source.linked_queries(), held_out, seed)
         counts.update(queries=len(queries), held_out_queries=len(held), held_out_ids=sorted(held))
         if recipe.objective == "pairs":
-            train = training_data.pair_dataset(source, exclude=held, domain=options.pop("domain", None))
+            train = training_examples.pair_dataset(source, exclude=held, domain=options.pop("domain", None))
         else:
             sampler = options.pop("sampler")
-            train = training_data.triplet_dataset(source, sampler=sampler, queries=queries, exclude=held, seed=seed, **options)
+            train = training_examples.triplet_dataset(source, sampler=sampler, queries=queries, exclude=held, seed=seed, **options)
         if held:
             evaluation = TaskSuite("held-out", str(path), [source.cite_task(held, seed=seed)])
     if limit is not None and len(train) > limit:

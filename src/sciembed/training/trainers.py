@@ -36,7 +36,7 @@ from ..evaluation.runner import evaluate_suite
 from ..families import family_of
 from ..formats import activate_format, model_formats
 from .losses import MultipleNegativesRankingLoss, Multi2SPELoss, MultiTaskLoss, RouterLoss, TripletMarginLoss
-from .sampling import TaskBalancedSampler
+from .task_batches import TaskBalancedSampler
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,85 @@
+"""What tests share besides fixtures: the shared data folder, invented papers and words, writers of small
+input files in the layouts the readers take, and a way to interrupt a run mid-way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+WORDS = (
+    "the a of and in on for with by to is are we paper method model results graph citation "
+    "neural network learning embedding document scientific text language data set task "
+    "garbage collection memory query database join index matrix linear system algorithm "
+    "compiler syntax translation program time sharing operating storage list structure"
+).split()
+
+
+def shared_data(*parts: str) -> Path:
+    """Path under ../shared/data, skipping the test with a clear reason when it is absent."""
+    path = DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"real data not available: {path} is absent (see ../shared/data/README.md)")
+    return path
+
+
+def write_s2orc(path: Path) -> Path:
+    """Forty papers citing each other in S2ORC's metadata format (each cites the next three)."""
+    import json
+
+    lines = []
+    for i in range(40):
+        words = " ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(12))
+        cites = [f"p{(i + k) % 40}" for k in (1, 2, 3)]
+        lines.append(json.dumps({"paper_id": f"p{i}", "title": words[:40], "abstract": words, "year": 2000,
+                                 "outbound_citations": cites, "inbound_citations": []}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_hub_folder(root: Path, configs: dict) -> Path:
+    """A local folder in the Hub layout: Parquet files per config and split, plus README.md with YAML
+    ``configs:`` (what ``datasets.load_dataset(folder, config)`` reads offline)."""
+    root.mkdir(parents=True)
+    lines = ["---", "configs:"]
+    for config, splits in configs.items():
+        lines += [f"- config_name: {config}", "  data_files:"]
+        for split, data in splits.items():
+            (root / config).mkdir(exist_ok=True)
+            data.to_parquet(root / config / f"{split}.parquet")
+            lines += [f"  - split: {split}", f"    path: {config}/{split}.parquet"]
+    (root / "README.md").write_text("\n".join(lines + ["---", "Test copy in a Hub dataset layout."]) + "\n")
+    return root
+
+
+PAPERS = [
+    {"paper_id": "p1", "title": "Garbage collection of list structure", "abstract": "We reclaim memory in a time sharing system."},
+    {"paper_id": "p2", "title": "Query join index", "abstract": ""},
+    {"paper_id": "p3", "title": "", "abstract": "A linear system algorithm for the matrix of a graph, with a long abstract about citation embedding of scientific documents and neural network learning on text data."},
+    {"paper_id": "p4", "title": "Compiler syntax translation", "abstract": "The program translation of a language."},
+    {"paper_id": "p5", "title": "Embedding", "abstract": "Document."},
+]
+
+
+class Interrupt(Exception):
+    """What a patched encoder raises to stop a run mid-way, as a kill would."""
+
+
+def counting_encodes(monkeypatch, fail_on_call: int | None = None) -> list[list[str]]:
+    """Record the paper ids of every ``PaperEncoder.encode`` call (one per embed shard); raise
+    :class:`Interrupt` on call ``fail_on_call``."""
+    from sciembed import PaperEncoder
+
+    calls = []
+    original = PaperEncoder.encode
+
+    def encode(self, papers, **kwargs):
+        calls.append([p["paper_id"] for p in papers])
+        if len(calls) == fail_on_call:
+            raise Interrupt
+        return original(self, papers, **kwargs)
+
+    monkeypatch.setattr(PaperEncoder, "encode", encode)
+    return calls
