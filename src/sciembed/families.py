@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+
 @dataclass(frozen=True)
 class Family:
     """One of sciembed's remote-code model types, as every part of the library names it.

@@ -11,10 +11,8 @@ from ..formats.names import FORMATS
 #: The shared data folder of this project's machines: where `make demo` and `sciembed neighbours` look first.
 DEFAULT_DATA = "../shared/data"
 
-DEFAULT_MODEL_HELP = "Hub id or local folder (default: the embedded all-MiniLM-L6-v2)"
-
 _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
-    "model": ("--model", {"help": DEFAULT_MODEL_HELP}),
+    "model": ("--model", {"help": "Hub id or local folder (default: the embedded all-MiniLM-L6-v2)"}),
     "pooling": ("--pooling", {"choices": POOLINGS, "help": "pooling of a plain transformers model (default: the model's own; CLS "
                               "for BERT as SPECTER); a sentence-transformers folder is then read as a plain transformer at its "
                               "own max_seq_length"}),
