@@ -6,6 +6,7 @@ Started by ``torchrun --nproc_per_node 2`` from tests/test_distributed.py; not a
 """
 
 import hashlib
+import os
 import sys
 from pathlib import Path
 
@@ -28,6 +29,9 @@ rank = dist.get_rank()
 evaluated = "evaluated" if hasattr(run.trainer, "last_evaluation") else "received"
 (Path(output) / f"rank{rank}.txt").write_text(
     f"{dist.get_world_size()} {run.trainer.state.global_step} {digest.hexdigest()} {evaluated} {metrics['eval_cite_map']!r}\n")
-# As `sciembed train` does: both ranks finish before either tears down (gloo can abort a rank left to exit alone).
+# As `sciembed train` does: both ranks meet, leave the group and exit without Python's finalisation, in which
+# gloo can abort a rank whose work is done.
 dist.barrier()
 dist.destroy_process_group()
+sys.stdout.flush()
+os._exit(0)

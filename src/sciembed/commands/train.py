@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import sys
 
 from ..training.recipes import RECIPES
 
@@ -46,21 +48,28 @@ def run(args: argparse.Namespace) -> int:
 
     overrides = {**(read_overrides(args.config) if args.config else {}), **parse_assignments(args.set)}
     summary = train(args.recipe, args.base, args.data, args.output, overrides, resume=args.resume, evaluate_before=args.evaluate_before)
-    _leave_process_group()
     logger.info("trained %s for %d step(s) in %.0f s; model saved to %s", args.recipe, summary["global_step"], summary["seconds"], summary["model"])
     for name, value in summary["eval_metrics"].items():
         if name == "epoch":
             continue
         before = summary["base_eval_metrics"].get(name)
         logger.info("%s = %s%s", name, value, "" if before is None else f" (before training: {before})")
+    _end_distributed_run()
     return 0
 
 
-def _leave_process_group() -> None:
-    """End the process group of a finished `torchrun` / `accelerate launch` run before Python exits: left to
-    interpreter shutdown, gloo's worker threads can abort a process (SIGABRT) and fail a run that succeeded."""
+def _end_distributed_run() -> None:
+    """Under `torchrun` / `accelerate launch`, end a finished run here, once every file is written. Left to
+    interpreter shutdown, the process group (still held by the DDP-wrapped model) is torn down while Python
+    finalises, which gloo sometimes turns into an abort (SIGABRT) of a run that succeeded. Both ranks meet,
+    leave the group, flush and exit 0."""
     import torch.distributed as dist
 
-    if dist.is_available() and dist.is_initialized():
-        dist.barrier()
-        dist.destroy_process_group()
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    dist.barrier()
+    dist.destroy_process_group()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
