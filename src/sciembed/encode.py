@@ -19,7 +19,7 @@ import json
 import logging
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from tqdm.auto import tqdm
 
-from .data.papers import paper_text
+from .data.papers import TEXT_FIELDS, paper_text
 from .default_model import default_model_path
 from .families import family_of, register_families
 from .formats import activate_format, load_format_modules, model_formats
@@ -99,10 +99,10 @@ class Encoder(ABC):
         """The separator placed between title and abstract (the tokenizer's ``sep_token``)."""
         return self.tokenizer.sep_token or " "
 
-    def texts(self, papers: Sequence[Mapping[str, Any] | str]) -> list[str]:
-        """Model texts of ``papers``: paper records through :func:`~sciembed.data.papers.paper_text`,
-        strings unchanged."""
-        return [paper if isinstance(paper, str) else paper_text(paper, self.sep_token) for paper in papers]
+    def texts(self, papers: Iterable[Mapping[str, Any] | str], fields: Sequence[str] = TEXT_FIELDS) -> list[str]:
+        """Model texts of ``papers``: paper records through :func:`~sciembed.data.papers.paper_text` (their
+        ``fields`` joined by the separator; SciRepEval's search adds venue and year), strings unchanged."""
+        return [paper if isinstance(paper, str) else paper_text(paper, self.sep_token, fields) for paper in papers]
 
     def encode_query(self, queries: Sequence[str], **kwargs: Any) -> np.ndarray:
         """Embed search queries: in the ``adhoc_query`` format when the model has one (SciRepEval's

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..data.papers import paper_text
 from ..encode import Encoder, PaperEncoder
 from ..io import atomic_path
 from .cache import EmbeddingCache, default_cache_dir
@@ -215,9 +214,7 @@ def _embed_tasks(suite: TaskSuite, encoder: Encoder, folder: Path | None, *, bat
             ("queries", task.queries, task.query_format or task.document_format),
         ):
             cache = cache_for(task_format, facets)
-            # A query (SciRepEval search) is a text already; a paper is made into one.
-            texts = [record if isinstance(record, str) else paper_text(record, encoder.sep_token, task.fields)
-                     for record in records.values()]
+            texts = encoder.texts(records.values(), task.fields)
             plans.append((task, role, cache, list(records), texts))
 
     # One pass per encoder over the unique texts of all tasks, so shared papers embed once.
