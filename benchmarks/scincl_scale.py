@@ -1,17 +1,18 @@
-"""SciNCL triplet sampling at scale with the IVF (approximate kNN) index, and its accuracy against exact kNN.
+"""SciNCL triplet sampling at scale with faiss (exact ``IndexFlat`` or ``IndexIVFFlat``), and its accuracy
+against an exact float64 numpy ranking.
 
 Stages, each timed: a synthetic power-law citation graph (default 1,000,000 papers, 20 citations per
 paper; seeded numpy), the :class:`sciembed.data.graph.CitationGraph`, the FastRP citation-graph embedding
 exactly as :func:`sciembed.data.scincl.sample_scincl_triplets` computes it
 (:func:`~sciembed.data.graph_embedding.citation_graph_embedding`, 64 dims), and SciNCL triplets (5 per query:
 positives from kNN ranks [20, 25), 2 hard negatives from [3998, 4000), 3 random) for every query with
-``index="ivf"``. It reports wall time per stage, triplets/s and the process's peak resident memory
-(``ru_maxrss`` right after sampling).
+``--index`` (exact or ivf). It reports wall time per stage, triplets/s and the process's peak resident
+memory (``ru_maxrss`` right after sampling).
 
 Accuracy, on ``--recall-queries`` random queries, against an exact float64 ranking of all candidates:
 
-- ``recall_at_25``: the share of each query's exact 25 nearest found among the IVF's 25 nearest (a
-  second IVF run, same parameters and seed, asking for ranks [0, 25) as positives so all 25 come back);
+- ``recall_at_25``: the share of each query's exact 25 nearest found among the index's 25 nearest (a
+  second run, same parameters and seed, asking for ranks [0, 25) as positives so all 25 come back);
 - the true ranks of the main run's positives (requested [20, 25)) and hard negatives (requested
   [3998, 4000)): share inside the requested range, share within 10 % of it, median and 90th percentile.
 
@@ -22,8 +23,8 @@ topics, and a share ``--in-topic`` of its citations go to papers of its own topi
 the topic), the rest anywhere. ``--in-topic 0`` gives the unclustered graph, whose FastRP embedding is
 close to uniform on the sphere (there, rank 4,000 of a million is barely nearer than a random paper).
 
-    python benchmarks/scincl_scale.py --papers 100000 --compare-exact   # about 5 minutes on 2 cores
-    python benchmarks/scincl_scale.py                                    # 1,000,000 papers
+    python benchmarks/scincl_scale.py --papers 100000 --index exact --recall-queries 1000
+    python benchmarks/scincl_scale.py --index ivf                        # 1,000,000 papers
 """
 
 from __future__ import annotations
@@ -80,6 +81,12 @@ def _draw(rng: np.random.Generator, weights: np.ndarray, size: int) -> np.ndarra
     return np.minimum(np.searchsorted(cumulative, rng.random(size), side="right"), len(weights) - 1).astype(np.int32)
 
 
+def faiss_version() -> str:
+    import faiss
+
+    return faiss.__version__
+
+
 def peak_memory_gb() -> float:
     # ru_maxrss is in kilobytes on Linux, bytes on macOS.
     scale = 1 if sys.platform == "darwin" else 1024
@@ -126,16 +133,22 @@ def main() -> None:
     parser.add_argument("--topic-size", type=int, default=2000, help="mean papers per topic (default 2,000)")
     parser.add_argument("--in-topic", type=float, default=0.8, help="share of citations inside the citing paper's topic (default 0.8)")
     parser.add_argument("--text-share", type=float, default=0.9, help="share of papers with text (default 0.9)")
-    parser.add_argument("--ivf-scan", type=int, default=None, help="candidates each query scans (default: the sampler's, 16,000)")
+    parser.add_argument("--index", choices=("exact", "ivf"), default="ivf", help="the kNN index (default ivf)")
+    parser.add_argument("--ivf-nprobe", type=int, default=None, help="IVF cells probed per query (default: the sampler's)")
     parser.add_argument("--ivf-cells", type=int, default=None, help="IVF cells (default: the sampler's, sqrt(candidates))")
     parser.add_argument("--recall-queries", type=int, default=200, help="queries checked against exact kNN (default 200)")
     parser.add_argument("--compare-exact", action="store_true", help="also time the exact index on every query (quadratic)")
+    parser.add_argument("--threads", type=int, default=None, help="faiss OpenMP threads (default: faiss's, one per core)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=None, help="JSON path (default results/scincl_scale_<papers>.json)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    output = args.output or Path(__file__).parent / "results" / f"scincl_scale_{args.papers}.json"
-    ivf = {"ivf_scan": args.ivf_scan, "ivf_cells": args.ivf_cells}
+    output = args.output or Path(__file__).parent / "results" / f"scincl_scale_{args.papers}_{args.index}.json"
+    index = {"index": args.index} | ({"ivf_nprobe": args.ivf_nprobe, "ivf_cells": args.ivf_cells} if args.index == "ivf" else {})
+    if args.threads:
+        import faiss
+
+        faiss.omp_set_num_threads(args.threads)
 
     t0 = time.perf_counter()
     citing, cited, rng = synthetic_citations(args.papers, round(args.citations_per_paper * args.papers), args.seed,
@@ -147,7 +160,7 @@ def main() -> None:
     t2 = time.perf_counter()
     vectors = citation_graph_embedding(graph, EMBEDDING_DIM, seed=args.seed)
     t3 = time.perf_counter()
-    triplets = sample_scincl_triplets(graph, config=SciNCLConfig(index="ivf", **ivf), vectors=vectors, seed=args.seed)
+    triplets = sample_scincl_triplets(graph, config=SciNCLConfig(**index), vectors=vectors, seed=args.seed)
     t4 = time.perf_counter()
     peak = peak_memory_gb()
     stats = triplets.stats
@@ -165,10 +178,10 @@ def main() -> None:
     positives = triplets.positive[mine][order].reshape(len(sample), k)
     hards = triplets.negative[mine & triplets.hard][np.argsort(triplets.query[mine & triplets.hard], kind="stable")].reshape(len(sample), h)
     ranks, exact_top = exact_ranks(vectors, candidates, sample, np.concatenate([positives, hards], axis=1))
-    top = SciNCLConfig(index="ivf", positives=25, positive_ranks=(0, 25), easy_negatives=23, **ivf)
+    top = SciNCLConfig(positives=25, positive_ranks=(0, 25), easy_negatives=23, **index)
     top25 = sample_scincl_triplets(graph, sample, config=top, vectors=vectors, seed=args.seed)
-    ivf_top = top25.positive.reshape(len(sample), 25)
-    recall = float(np.mean([len(np.intersect1d(a, b)) / 25 for a, b in zip(exact_top, ivf_top)]))
+    index_top = top25.positive.reshape(len(sample), 25)
+    recall = float(np.mean([len(np.intersect1d(a, b)) / 25 for a, b in zip(exact_top, index_top)]))
     accuracy = {
         "queries": len(sample),
         "recall_at_25": round(recall, 4),
@@ -179,7 +192,7 @@ def main() -> None:
     logger.info("accuracy: %s", accuracy)
 
     exact = None
-    if args.compare_exact:
+    if args.compare_exact and args.index != "exact":
         t6 = time.perf_counter()
         reference = sample_scincl_triplets(graph, config=SciNCLConfig(index="exact"), vectors=vectors, seed=args.seed)
         exact_s = time.perf_counter() - t6
@@ -193,7 +206,7 @@ def main() -> None:
         "generator": {"citations_per_paper": args.citations_per_paper, "topic_size": args.topic_size, "in_topic": args.in_topic,
                       "text_share": args.text_share, "seed": args.seed},
         "seconds": {"generate": round(t1 - t0, 2), "build_graph": round(t2 - t1, 2), "embed_fastrp": round(t3 - t2, 2),
-                    "sample_ivf": round(t4 - t3, 2), "build_embed_sample": round(t4 - t1, 2)},
+                    "sample": round(t4 - t3, 2), "build_embed_sample": round(t4 - t1, 2)},
         "triplets": len(triplets),
         "triplets_per_s": round(len(triplets) / (t4 - t3)),
         "peak_memory_gb": round(peak, 3),
@@ -201,7 +214,8 @@ def main() -> None:
         "accuracy_vs_exact": accuracy,
         "exact_index": exact,
         "peak_memory_gb_whole_run": round(peak_memory_gb(), 3),
-        "machine": {"python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform(), "cpus": cpu_count()},
+        "machine": {"python": platform.python_version(), "numpy": np.__version__, "faiss": faiss_version(), "platform": platform.platform(),
+                    "cpus": cpu_count()},
     }
     with atomic_path(output) as temporary:
         temporary.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -106,12 +106,13 @@ def _skewed_graph() -> tuple[CitationGraph, int, np.ndarray]:
 def test_spectroid_positives_follow_in_citation_counts():
     graph, query, cited = _skewed_graph()
     assert graph.in_degree[cited].tolist() == [3, 6, 9, 12]
-    draws = sample_spectroid_triplets(graph, queries=np.full(4000, query), seed=5)
+    # Many slots of one query: every draw is keyed by (query, slot), so asking a query twice repeats its draws.
+    draws = sample_spectroid_triplets(graph, queries=[query], triplets_per_query=20_000, hard_ratio=0.0, seed=5)
     observed = np.array([(draws.positive == c).sum() for c in cited])
     expected = len(draws) * graph.in_degree[cited] / graph.in_degree[cited].sum()
     assert chisquare(observed, expected).pvalue > 1e-3
     # The same test rejects SPECTER's uniform positives: the check has power.
-    uniform = sample_specter_triplets(graph, queries=np.full(4000, query), seed=5)
+    uniform = sample_specter_triplets(graph, queries=[query], triplets_per_query=20_000, hard_ratio=0.0, seed=5)
     observed_uniform = np.array([(uniform.positive == c).sum() for c in cited])
     assert chisquare(observed_uniform, expected).pvalue < 1e-6
     assert chisquare(observed_uniform).pvalue > 1e-3
@@ -122,7 +123,7 @@ def test_hard_negatives_are_uniform_over_the_distinct_two_hop_papers():
     edges = [(0, 1), (0, 2), (0, 3), (1, 10), (2, 10), (3, 10), (1, 11), (1, 12), (2, 3)]
     graph = CitationGraph.from_indices(np.array([e[0] for e in edges]), np.array([e[1] for e in edges]), 13)
     assert graph.two_hop(0).tolist() == [10, 11, 12]  # 3 is cited by 0 itself: excluded
-    triplets = sample_specter_triplets(graph, queries=np.zeros(3000, dtype=int), hard_ratio=1.0, seed=2)
+    triplets = sample_specter_triplets(graph, queries=[0], triplets_per_query=15_000, hard_ratio=1.0, seed=2)
     hard = triplets.negative[triplets.hard]
     assert len(hard) == 15000
     observed = np.array([(hard == x).sum() for x in (10, 11, 12)])

@@ -45,6 +45,7 @@ def planted_graph(communities: int = 4, size: int = 40, seed: int = 0) -> tuple[
 
 def brute_force_rank_bounds(vectors: np.ndarray, candidates: np.ndarray, query: int, paper: int, metric: str = "euclidean") -> tuple[int, int]:
     """(papers strictly nearer than ``paper``, papers at most as near) among the candidates other than the query."""
+    vectors = vectors.astype(np.float64)  # float32 norms of a row and of a block may round differently
     others = candidates[candidates != query]
     if metric == "cosine":
         unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -239,13 +240,43 @@ def clustered() -> tuple[CitationGraph, np.ndarray, np.ndarray]:
     return graph, vectors, distance
 
 
-# Scan 1,200 of the 4,000 candidates (30 %): approximate, unlike a scan of everything, yet deep enough for rank 600.
-IVF = dict(index="ivf", hard_negative_ranks=(598, 600), ivf_scan=1200)
+# Probe 19 of the 63 cells (round(sqrt(4000))), about 30 % of the candidates: approximate, yet deep enough for rank 600.
+IVF = dict(index="ivf", hard_negative_ranks=(598, 600), ivf_nprobe=19)
 
 
 def true_ranks(distance: np.ndarray, query: np.ndarray, paper: np.ndarray) -> np.ndarray:
     """0-based exact rank of each ``paper`` among the other papers of its ``query`` (strictly nearer ones)."""
     return (distance[query] < distance[query, paper][:, None]).sum(axis=1)
+
+
+def numpy_rank_sets(vectors: np.ndarray, ranges: list[tuple[int, int]]) -> list[np.ndarray]:
+    """The oracle: for each range, each query's papers at those ranks of a float64 numpy argsort (sorted ids)."""
+    out = [np.empty((len(vectors), hi - lo), dtype=np.int64) for lo, hi in ranges]
+    for start in range(0, len(vectors), 250):
+        block = np.arange(start, min(start + 250, len(vectors)))
+        distance = ((vectors[block, None, :] - vectors[None, :, :]) ** 2).sum(axis=2)
+        distance[np.arange(len(block)), block] = np.inf
+        order = np.argsort(distance, axis=1, kind="stable")
+        for result, (lo, hi) in zip(out, ranges):
+            result[block] = np.sort(order[:, lo:hi], axis=1)
+    return out
+
+
+def per_query(triplets: Triplets, hard: bool, width: int) -> np.ndarray:
+    """Each query's positives (``hard=False``) or hard negatives, as a sorted row per query in query order."""
+    keep = triplets.hard if hard else np.ones(len(triplets), dtype=bool)
+    values = (triplets.negative if hard else triplets.positive)[keep]
+    order = np.argsort(triplets.query[keep], kind="stable")
+    return np.sort(values[order].reshape(-1, width), axis=1)
+
+
+def test_exact_faiss_search_cuts_where_a_float64_numpy_ranking_does(clustered):
+    graph, vectors, _ = clustered
+    triplets = sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600)), vectors=vectors, seed=0)
+    assert triplets.stats.index == "exact" and len(triplets) == 5 * len(vectors)
+    positives, hards = numpy_rank_sets(vectors, [(20, 25), (598, 600)])
+    assert (per_query(triplets, False, 5) == positives).all()
+    assert (per_query(triplets, True, 2) == hards).all()
 
 
 def test_ivf_agrees_with_exact_search(clustered):
@@ -255,10 +286,8 @@ def test_ivf_agrees_with_exact_search(clustered):
     top = sample_scincl_triplets(graph, config=SciNCLConfig(positives=25, positive_ranks=(0, 25), easy_negatives=23, **IVF),
                                  vectors=vectors, seed=0)
     stats = top.stats
-    assert stats.index == "ivf" and stats.index_params["requested"] == "ivf"
-    assert stats.index_params["cells"] == 63 and stats.index_params["scan"] == 1200  # round(sqrt(4000))
-    assert 1200 <= stats.index_params["scanned_min"] and stats.index_params["scanned_mean"] < 0.5 * n  # it did not scan everything
-    ivf_top = top.positive.reshape(n, 25)
+    assert stats.index == "ivf" and stats.index_params["cells"] == 63 and stats.index_params["nprobe"] == 19
+    ivf_top = per_query(top, False, 25)
     exact_top = np.argpartition(distance, 24, axis=1)[:, :25]
     recall = np.mean([len(np.intersect1d(a, b)) for a, b in zip(ivf_top, exact_top)]) / 25
     assert recall >= 0.9
@@ -267,8 +296,8 @@ def test_ivf_agrees_with_exact_search(clustered):
     assert len(triplets) == 5 * n and triplets.stats.hard_negatives == 2 * n
     positive_rank = true_ranks(distance, triplets.query, triplets.positive)
     assert ((positive_rank >= 20) & (positive_rank < 25)).mean() >= 0.9
-    # A scanned subset can only hide nearer papers: the IVF rank never exceeds the true rank, so hard negatives
-    # sit at true rank >= 598, and not far beyond when the scan covers most of the neighbourhood.
+    # A probed subset can only hide nearer papers: the IVF rank never exceeds the true rank, so hard negatives
+    # sit at true rank >= 598, and not far beyond when the probes cover most of the neighbourhood.
     hard_rank = true_ranks(distance, triplets.query[triplets.hard], triplets.negative[triplets.hard])
     assert (hard_rank >= 598).all() and np.median(hard_rank) <= 700
     # Easy negatives keep their rule: never among the query's 25 nearest (by the IVF ranking).
@@ -277,17 +306,14 @@ def test_ivf_agrees_with_exact_search(clustered):
         assert x not in ivf_top[q] and x != q
 
 
-def test_ivf_scanning_everything_is_exact(clustered):
+def test_ivf_probing_every_cell_is_exact(clustered):
     graph, vectors, _ = clustered
-    exact = sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600), index="exact"), vectors=vectors, seed=2)
-    full = sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600), index="ivf", ivf_scan=len(vectors)),
+    exact = sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600)), vectors=vectors, seed=2)
+    full = sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600), index="ivf", ivf_cells=20, ivf_nprobe=20),
                                   vectors=vectors, seed=2)
-    assert full.stats.index_params["scanned_min"] == len(vectors)
-    positives = lambda t: np.sort(t.positive.reshape(-1, 5), axis=1)  # noqa: E731 - sets per query
-    hards = lambda t: np.sort(t.negative[t.hard].reshape(-1, 2), axis=1)  # noqa: E731
-    # float32 scores may order a near-tie differently from exact float64: allow a handful of queries.
-    assert (positives(exact) == positives(full)).all(axis=1).mean() > 0.995
-    assert (hards(exact) == hards(full)).all(axis=1).mean() > 0.995
+    assert full.stats.index_params["nprobe"] == full.stats.index_params["cells"] == 20
+    assert (per_query(exact, False, 5) == per_query(full, False, 5)).all()
+    assert (per_query(exact, True, 2) == per_query(full, True, 2)).all()
 
 
 def test_ivf_is_deterministic_by_seed(clustered):
@@ -299,7 +325,7 @@ def test_ivf_is_deterministic_by_seed(clustered):
     assert first.stats.index_params == again.stats.index_params
     assert not all((a == b).all() for a, b in zip(first.ids(), other.ids()))
     assert first.stats.index_params["kmeans_seed"] != other.stats.index_params["kmeans_seed"]
-    # Each query is ranked among its own probed cells only, so blocks bound memory without changing the result.
+    # Blocks bound memory without changing the result.
     small = sample_scincl_triplets(graph, config=SciNCLConfig(block_size=33, **IVF), vectors=vectors, seed=7)
     assert (small.positive == first.positive).all() and (small.negative == first.negative).all()
 
@@ -320,34 +346,31 @@ def test_ivf_with_exclusions_and_other_metrics(clustered):
             assert (true_ranks(cosine, triplets.query, triplets.positive) < 40).mean() > 0.95
 
 
-def test_auto_index_choice(clustered, cacm_graph, cacm_vectors, monkeypatch):
-    import sciembed.data.scincl as scincl
-
-    small = sample_scincl_triplets(cacm_graph, vectors=cacm_vectors, seed=0)
-    assert small.stats.index == "exact" and small.stats.index_params == {"requested": "auto", "block_size": small.stats.index_params["block_size"]}
-    explicit = sample_scincl_triplets(cacm_graph, config=SciNCLConfig(index="exact"), vectors=cacm_vectors, seed=0)
-    assert (explicit.positive == small.positive).all() and (explicit.negative == small.negative).all()
-    graph, vectors, _ = clustered
-    monkeypatch.setattr(scincl, "EXACT_MAX_CANDIDATES", 3999)
-    big = sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600), ivf_scan=1200), vectors=vectors, seed=0)
-    assert big.stats.index == "ivf" and big.stats.index_params["requested"] == "auto"
+def test_default_index_is_exact(cacm_graph, cacm_vectors):
+    triplets = sample_scincl_triplets(cacm_graph, vectors=cacm_vectors, seed=0)
+    assert triplets.stats.index == "exact" and set(triplets.stats.index_params) == {"block_size"}
 
 
 def test_ivf_parameter_errors(clustered):
     graph, vectors, _ = clustered
     cases = [
         (dict(index="hnsw"), "unknown index 'hnsw'"),
+        (dict(index="auto"), "unknown index 'auto'"),
         (dict(index="ivf", ivf_cells=0), "ivf_cells must be a positive integer"),
         (dict(index="ivf", ivf_nprobe=-1), "ivf_nprobe must be a positive integer"),
-        (dict(index="ivf", ivf_scan=2.5), "ivf_scan must be a positive integer"),
-        (dict(index="ivf", ivf_scan=True), "ivf_scan must be a positive integer"),
-        (dict(index="exact", ivf_scan=2000), "apply to index='ivf'"),
-        (dict(index="ivf", ivf_scan=600), r"ivf_scan \(600\) must exceed the hard-negative range end in use \(600\)"),
+        (dict(index="ivf", ivf_nprobe=2.5), "ivf_nprobe must be a positive integer"),
+        (dict(index="ivf", ivf_nprobe=True), "ivf_nprobe must be a positive integer"),
+        (dict(ivf_nprobe=4), "apply to index='ivf'"),
     ]
     for kwargs, message in cases:
         with pytest.raises(ValueError, match=message):
             sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600), **kwargs), vectors=vectors)
-    # nprobe as a floor: probing every cell scans everything.
-    every = sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600), index="ivf", ivf_cells=20, ivf_nprobe=20),
-                                   vectors=vectors, seed=0)
-    assert every.stats.index_params["cells_probed_mean"] == 20 and every.stats.index_params["scanned_min"] == len(vectors)
+
+
+def test_ivf_probes_more_cells_for_queries_whose_cells_are_too_small(clustered):
+    # 400 cells of about 10 papers, 1 probed: no query has 600 others there, so every query is searched
+    # again with more probes until its 600 ranks are filled, and no rank is left empty.
+    graph, vectors, _ = clustered
+    triplets = sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600), index="ivf", ivf_cells=400, ivf_nprobe=1),
+                                      vectors=vectors, seed=0)
+    assert len(triplets) == 5 * len(vectors) and (triplets.negative >= 0).all()

@@ -2,9 +2,13 @@
 
 Every sampler takes a :class:`~sciembed.data.graph.CitationGraph`, a seed (or a ``numpy.random.Generator``)
 and returns :class:`Triplets`: parallel index arrays ``(query, positive, negative)`` plus the counts of
-what could not be sampled. The same graph and seed always give the same triplets. Draws are made for
-all queries at once (one array of random numbers per round), so sampling a million queries takes
-seconds, not the minutes of a per-query Python loop (``benchmarks/sampling_scale.py`` measures both).
+what could not be sampled. The same graph and seed always give the same triplets, and a query's triplets
+do not depend on the other queries of the run: every random number is keyed by the seed and the query
+(:mod:`.keyed_random`), so queries split over processes (``rank`` / ``world_size``) give, together,
+exactly the triplets of one process. (A query asked twice repeats its triplets: ask for more
+``triplets_per_query`` instead.) Draws are made for all queries at once (one array of random numbers
+per round), so sampling a million queries takes seconds, not the minutes of a per-query Python loop
+(``benchmarks/sampling_scale.py`` measures both).
 
 Only papers with text (``graph.has_text``) are ever emitted, as query, positive or negative. Papers
 without text still carry the graph: a hard negative may be reached *through* a cited paper that has
@@ -22,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .graph import CitationGraph, _row_positions
+from .keyed_random import SeedLike, base_seed, keyed_uniform
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +39,8 @@ _MAX_ROUNDS = 12
 # Rows per sparse product in the exact fallback, to bound its memory on large graphs.
 _FALLBACK_CHUNK = 20_000
 
-SeedLike = int | np.random.Generator | None
+# Streams of keyed random numbers: one per purpose; rejection rounds add their round number.
+_POSITIVE, _HARD_PATH, _HARD_ACCEPT, _HARD_EXACT, _EASY, _EASY_EXACT = 0, 100, 200, 300, 400, 500
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,8 @@ def sample_specter_triplets(
     triplets_per_query: int = TRIPLETS_PER_QUERY,
     hard_ratio: float = HARD_RATIO,
     seed: SeedLike = 0,
+    rank: int = 0,
+    world_size: int = 1,
 ) -> Triplets:
     """SPECTER triplets (Cohan et al. 2020, sec. 3.2 "Selecting negative distractors").
 
@@ -130,8 +138,11 @@ def sample_specter_triplets(
         hard_ratio: share of hard negatives, rounded up (0.4 gives 2 of 5, the paper's setting; the
             release's 0.3 gives the same 2 after rounding up).
         seed: an int seed or a ``numpy.random.Generator``.
+        rank, world_size: sample only every ``world_size``-th query, starting at the ``rank``-th (the
+            share of one of ``world_size`` processes); the shares of all ranks together are exactly the
+            triplets of ``world_size=1``.
     """
-    return _sample(graph, queries, triplets_per_query, hard_ratio, seed, weighted_positives=False)
+    return _sample(graph, queries, triplets_per_query, hard_ratio, seed, rank, world_size, weighted_positives=False)
 
 
 def sample_spectroid_triplets(
@@ -141,6 +152,8 @@ def sample_spectroid_triplets(
     triplets_per_query: int = TRIPLETS_PER_QUERY,
     hard_ratio: float = HARD_RATIO,
     seed: SeedLike = 0,
+    rank: int = 0,
+    world_size: int = 1,
 ) -> Triplets:
     """SPECTROID triplets (Capuano et al.): SPECTER's rules, but the positive drawn by in-citations.
 
@@ -152,7 +165,7 @@ def sample_spectroid_triplets(
     cited at least once, by the query itself. Negatives, counts and arguments as in
     :func:`sample_specter_triplets`.
     """
-    return _sample(graph, queries, triplets_per_query, hard_ratio, seed, weighted_positives=True)
+    return _sample(graph, queries, triplets_per_query, hard_ratio, seed, rank, world_size, weighted_positives=True)
 
 
 # ---------------------------------------------------------------------- the shared sampler
@@ -164,6 +177,8 @@ def _sample(
     k: int,
     hard_ratio: float,
     seed: SeedLike,
+    rank: int,
+    world_size: int,
     *,
     weighted_positives: bool,
 ) -> Triplets:
@@ -172,9 +187,9 @@ def _sample(
     if not 0.0 <= hard_ratio <= 1.0:
         raise ValueError(f"hard_ratio must lie in [0, 1], got {hard_ratio}")
     n_hard = min(k, math.ceil(hard_ratio * k - 1e-9))
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    seed = base_seed(seed)
 
-    asked = _query_indices(graph, queries)
+    asked = rank_share(_query_indices(graph, queries), rank, world_size)
     with_text = asked[graph.has_text[asked]]
 
     # Cited papers with text, as a filtered CSR: the positive pool of every query.
@@ -190,7 +205,7 @@ def _sample(
     nq = len(query)
 
     # Positives: one per triplet slot, an (nq, k) grid.
-    u = rng.random((nq, k))
+    u = keyed_uniform(seed, query[:, None], _POSITIVE, np.arange(k))
     if weighted_positives:
         cumulative = np.cumsum(graph.in_degree[pool].astype(np.int64))
         before = np.where(pool_start > 0, cumulative[np.maximum(pool_start - 1, 0)], 0)
@@ -205,15 +220,14 @@ def _sample(
     hard = np.zeros((nq, k), dtype=bool)
     if n_hard:
         hard_rows = np.repeat(np.arange(nq), n_hard)
-        found = _hard_negatives(graph, query[hard_rows], rng)
+        found = _hard_negatives(graph, query[hard_rows], np.tile(np.arange(n_hard), nq), seed)
         negative[:, :n_hard] = found.reshape(nq, n_hard)
         hard[:, :n_hard] = found.reshape(nq, n_hard) >= 0
     hard_short = int(n_hard * nq - hard.sum())
 
     need = negative < 0
-    rows = np.nonzero(need)[0]
-    easy = _easy_negatives(graph, query[rows], rng)
-    negative[need] = easy
+    rows, slots = np.nonzero(need)
+    negative[need] = _easy_negatives(graph, query[rows], slots, seed)
     valid = negative >= 0
 
     stats = SamplingStats(
@@ -232,6 +246,15 @@ def _sample(
     return Triplets(graph, query_grid[valid], positive[valid], negative[valid], hard[valid], stats)
 
 
+def rank_share(queries: np.ndarray, rank: int, world_size: int) -> np.ndarray:
+    """The queries of process ``rank`` of ``world_size``: every ``world_size``-th, starting at the ``rank``-th."""
+    if isinstance(world_size, bool) or not isinstance(world_size, (int, np.integer)) or world_size < 1:
+        raise ValueError(f"world_size must be a positive integer, got {world_size!r}")
+    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 0 <= rank < world_size:
+        raise ValueError(f"rank must be an integer in [0, {world_size}), got {rank!r}")
+    return queries[rank::world_size]
+
+
 def _query_indices(graph: CitationGraph, queries: Iterable[int | str] | np.ndarray | None) -> np.ndarray:
     if queries is None:
         return np.nonzero(graph.has_text)[0]
@@ -243,8 +266,9 @@ def _query_indices(graph: CitationGraph, queries: Iterable[int | str] | np.ndarr
     return np.asarray(graph.index_of(array.astype(str)), dtype=np.int64)
 
 
-def _hard_negatives(graph: CitationGraph, query: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One hard negative per entry of ``query``, uniform over its two-hop pool; -1 where the pool is empty.
+def _hard_negatives(graph: CitationGraph, query: np.ndarray, slot: np.ndarray, seed: int) -> np.ndarray:
+    """One hard negative per entry of ``query`` (its ``slot``-th), uniform over its two-hop pool; -1 where
+    the pool is empty.
 
     The pool of q is H(q) = {x : q -> c -> x for some c} minus q, minus the papers q cites, restricted
     to papers with text. Drawing a uniformly random path q -> c -> x (c with probability proportional
@@ -262,25 +286,26 @@ def _hard_negatives(graph: CitationGraph, query: np.ndarray, rng: np.random.Gene
 
     result = np.full(len(query), -1, dtype=np.int64)
     pending = np.nonzero(paths > 0)[0]
-    for _ in range(_MAX_ROUNDS):
+    for round_ in range(_MAX_ROUNDS):
         if not len(pending):
             break
-        q = query[pending]
-        draw = before[pending] + np.minimum((rng.random(len(pending)) * paths[pending]).astype(np.int64), paths[pending] - 1)
+        q, s = query[pending], slot[pending]
+        draw = before[pending] + np.minimum((keyed_uniform(seed, q, _HARD_PATH + round_, s) * paths[pending]).astype(np.int64),
+                                            paths[pending] - 1)
         entry = np.searchsorted(path_weight, draw, side="right")
         cited = indices[entry].astype(np.int64)
         offset = draw - (path_weight[entry] - graph.out_degree[cited])
         x = indices[indptr[cited] + offset].astype(np.int64)
         ok = (x != q) & graph.has_text[x]
         ok[ok] = ~graph.has_edge(q[ok], x[ok])
-        accept = rng.random(len(pending))
+        accept = keyed_uniform(seed, q, _HARD_ACCEPT + round_, s)
         candidates = np.nonzero(ok)[0]
         multiplicity = _paths_to(graph, q[candidates], x[candidates])
         ok[candidates] = accept[candidates] * multiplicity < 1.0
         result[pending[ok]] = x[ok]
         pending = pending[~ok]
     if len(pending):
-        result[pending] = _exact_hard(graph, query[pending], rng)
+        result[pending] = _exact_hard(graph, query[pending], slot[pending], seed)
     return result
 
 
@@ -292,7 +317,7 @@ def _paths_to(graph: CitationGraph, q: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.bincount(pair[hits], minlength=len(q))
 
 
-def _exact_hard(graph: CitationGraph, query: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _exact_hard(graph: CitationGraph, query: np.ndarray, slot: np.ndarray, seed: int) -> np.ndarray:
     """Hard negatives drawn from the materialised two-hop pools (chunked sparse products)."""
     result = np.full(len(query), -1, dtype=np.int64)
     unique_rows, slot_row = np.unique(query, return_inverse=True)
@@ -314,31 +339,34 @@ def _exact_hard(graph: CitationGraph, query: np.ndarray, rng: np.random.Generato
         local = slot_row[slots] - start
         has_pool = counts[local] > 0
         slots, local = slots[has_pool], local[has_pool]
-        pick = starts[local] + np.minimum((rng.random(len(slots)) * counts[local]).astype(np.int64), counts[local] - 1)
+        u = keyed_uniform(seed, query[slots], _HARD_EXACT, slot[slots])
+        pick = starts[local] + np.minimum((u * counts[local]).astype(np.int64), counts[local] - 1)
         result[slots] = x[pick]
     return result
 
 
-def _easy_negatives(graph: CitationGraph, query: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One easy negative per entry of ``query``: a uniform paper with text, not q, not cited by q; -1 if none."""
+def _easy_negatives(graph: CitationGraph, query: np.ndarray, slot: np.ndarray, seed: int) -> np.ndarray:
+    """One easy negative per entry of ``query`` (its ``slot``-th): a uniform paper with text, not q, not cited
+    by q; -1 if none."""
     text = np.nonzero(graph.has_text)[0]
     result = np.full(len(query), -1, dtype=np.int64)
     if not len(text):
         return result
     pending = np.arange(len(query))
-    for _ in range(_MAX_ROUNDS):
+    for round_ in range(_MAX_ROUNDS):
         if not len(pending):
             break
         q = query[pending]
-        x = text[np.minimum((rng.random(len(pending)) * len(text)).astype(np.int64), len(text) - 1)]
+        u = keyed_uniform(seed, q, _EASY + round_, slot[pending])
+        x = text[np.minimum((u * len(text)).astype(np.int64), len(text) - 1)]
         ok = x != q
         ok[ok] = ~graph.has_edge(q[ok], x[ok])
         result[pending[ok]] = x[ok]
         pending = pending[~ok]
     # Left over only when a query cites most papers with text: draw from its exact pool.
-    for slot in pending:
-        q = query[slot]
+    for index in pending:
+        q = query[index]
         pool = np.setdiff1d(text, np.append(graph.cited(q), q), assume_unique=True)
         if len(pool):
-            result[slot] = pool[min(int(rng.random() * len(pool)), len(pool) - 1)]
+            result[index] = pool[min(int(keyed_uniform(seed, q, _EASY_EXACT, slot[index]) * len(pool)), len(pool) - 1)]
     return result

@@ -19,20 +19,18 @@ draws ``count`` of them at random when the range is wider than ``count``, draws 
   objective also learns. Precomputed vectors (PBG output, an ``(n, d)`` array aligned with
   ``graph.ids``; :func:`~.graph_embedding.align_vectors` puts a ``(ids, vectors)`` pair in graph order) are honoured
   as given.
-- **kNN index** (:mod:`.knn`). ``index="exact"`` computes the distances from a block of queries to every candidate as
-  one matrix product and cuts them with ``numpy.argpartition`` at the range boundaries, so memory stays
-  at ``block x candidates`` numbers whatever the number of queries; time is O(queries x candidates x d),
-  fine for about 100,000 papers, hopeless for millions. ``index="ivf"`` is an inverted-file index (the
-  IVF-Flat of FAISS, Jegou et al. 2011, written in numpy): seeded mini-batch k-means cuts the candidates
-  into about ``sqrt(candidates)`` cells, each query scans its nearest cells (by centroid) until it has
-  seen at least ``ivf_scan`` candidates (default ``4 x`` the hard-range end, so ``>= 16,000`` for the
-  paper's ranks), with exact distances inside the scanned cells, and the same rank-range selection
-  then runs on that ranking. Time is O(queries x ivf_scan x d): linear in the papers. Ranks are
-  approximate: a paper's IVF rank counts only the nearer papers that were scanned, so it never exceeds
-  the true rank (up to float32 rounding: IVF scores in float32, exact search in float64); near ranks (the positives) are almost always right, the hard negatives' true ranks
-  run somewhat above the requested range when the scan misses part of the query's 4,000-neighbourhood
-  (measured by ``benchmarks/scincl_scale.py``). ``index="auto"`` (the default) is exact up to
-  :data:`EXACT_MAX_CANDIDATES` candidates and IVF above.
+- **kNN index** (:mod:`.knn`), with faiss, the library of SciNCL's own release. ``index="exact"`` (the
+  default) is faiss's ``IndexFlat``: every query against every candidate, the paper's ranks exactly, in
+  blocks of queries so that memory stays at ``block x 4,000`` ranks whatever the number of queries. faiss
+  scores in float32; the ranks next to each range boundary are re-ordered in float64, so the cut falls
+  where a float64 ranking puts it. Time is O(queries x candidates x d): a few minutes at 100,000 papers
+  on two cores, hours at millions. ``index="ivf"`` is faiss's ``IndexIVFFlat``: seeded k-means cuts the
+  candidates into ``ivf_cells`` cells, each query ranks only the candidates of its ``ivf_nprobe`` nearest
+  cells, so time grows with the probed cells instead of the corpus. Its ranks are approximate: a paper's
+  IVF rank counts only the nearer papers that were probed, so it never exceeds the true rank; near ranks
+  (the positives) are almost always right, hard negatives' true ranks run above the requested range
+  when the probes miss part of the query's 4,000-neighbourhood (``benchmarks/scincl_scale.py`` measures
+  how far).
 - **Ranks** are 0-based among the *candidates* (papers with text and a vector, not excluded), the query
   itself left out, as in the release's ``[1:]``. Ranking among candidates only means that a paper
   without text never takes a rank slot, so every requested slot can be filled.
@@ -55,9 +53,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .graph import CitationGraph, PaperRefs, paper_indices
-from .graph_embedding import EMBEDDING_DIM, SeedLike, citation_graph_embedding
-from .knn import BLOCK_ENTRIES, exact_rank_search, ivf_rank_search, unit_rows
-from .samplers import Triplets
+from .graph_embedding import EMBEDDING_DIM, citation_graph_embedding
+from .keyed_random import SeedLike, base_seed, keyed_uniform
+from .knn import BLOCK_ENTRIES, IVF_SCAN_FACTOR, IVFSettings, faiss_rank_search, unit_rows
+from .samplers import Triplets, rank_share
 
 logger = logging.getLogger(__name__)
 
@@ -70,15 +69,11 @@ HARD_NEGATIVE_RANKS = (3998, 4000)
 EASY_NEGATIVES = 3
 METRICS = ("euclidean", "cosine", "dot")
 RANK_OVERFLOW = ("scale", "clip", "error")
-INDEXES = ("auto", "exact", "ivf")
-#: ``index="auto"`` searches exactly up to this many candidates and with the IVF index above. Exact search
-#: costs candidates^2 x d (100x more per 10x papers): at 90,000 candidates it took 4 minutes on two cores
-#: against 1-1.5 for IVF (``benchmarks/scincl_scale.py``), a price still worth paying for true ranks once;
-#: at a million it would take hours.
-EXACT_MAX_CANDIDATES = 100_000
+INDEXES = ("exact", "ivf")
 
 _MAX_ROUNDS = 12
-
+# Streams of keyed random numbers (see .keyed_random); easy-negative rounds add their round number.
+_POSITIVE, _HARD, _EASY, _EASY_EXACT = 0, 1, 100, 200
 
 
 @dataclass(frozen=True)
@@ -104,9 +99,7 @@ class SciNCLStats:
         hard_negative_ranks_requested, hard_negative_ranks_used: the hard-negative rank range.
         ranks_adjusted: ``"no"``, ``"scaled"`` or ``"clipped"`` (the graph had too few candidates).
         index: the kNN search that ran, ``"exact"`` or ``"ivf"``.
-        index_params: its parameters: the ``index`` requested and the block size; for IVF also the cells,
-            ``nprobe``, ``scan``, k-means training points / seed / iterations, and the cells probed and
-            candidates scanned per query (mean, min, max).
+        index_params: its parameters: the block size; for IVF also the cells, ``nprobe`` and k-means seed.
     """
 
     queries: int
@@ -145,18 +138,14 @@ class SciNCLConfig:
         metric: ``"euclidean"`` (the release's default index metric), ``"cosine"`` or ``"dot"``.
         rank_overflow: what to do when the hard range ends beyond the candidates: ``"scale"``,
             ``"clip"`` or ``"error"`` (see the module docstring); reported in the stats.
-        block_size: queries per kNN block; by default as many as keep a block near 8M distances. With
-            the exact index it bounds memory only and never changes the result; with IVF, ties between
-            equal distances may break differently for another block size.
-        index: ``"exact"``, ``"ivf"`` (approximate, scales linearly; see the module docstring) or
-            ``"auto"``: exact up to :data:`EXACT_MAX_CANDIDATES` candidates, IVF above.
+        block_size: queries per kNN search; by default as many as keep a block near 8M ranks. It bounds
+            memory and does not change the result.
+        index: ``"exact"`` (faiss ``IndexFlat``, the paper's ranks) or ``"ivf"`` (faiss ``IndexIVFFlat``,
+            approximate, for graphs too large for exact search; see the module docstring).
         ivf_cells: IVF k-means cells; by default ``round(sqrt(candidates))``.
-        ivf_nprobe: the fewest cells each query probes (default 1); it probes more until ``ivf_scan``
-            candidates are scanned.
-        ivf_scan: the fewest candidates each query scans; by default ``IVF_SCAN_FACTOR`` times the
-            hard-negative range end in use (16,000 for [3998, 4000)); capped at the candidates. It must
-            exceed that range end, or the hard ranks could not be filled. Larger is more accurate and
-            proportionally slower.
+        ivf_nprobe: cells each query probes; by default enough to hold, on average,
+            :data:`~.knn.IVF_SCAN_FACTOR` times the hard-negative range end (16,000 candidates for
+            [3998, 4000)). More is more accurate and proportionally slower.
         embedding_dim: dimensions of the computed FastRP embedding (when no vectors are given).
     """
 
@@ -169,15 +158,14 @@ class SciNCLConfig:
     embedding_dim: int = EMBEDDING_DIM
     rank_overflow: str = "scale"
     block_size: int | None = None
-    index: str = "auto"
+    index: str = "exact"
     ivf_cells: int | None = None
     ivf_nprobe: int | None = None
-    ivf_scan: int | None = None
 
     def __post_init__(self):
         _check_arguments(self.positives, self.positive_ranks, self.hard_negatives, self.hard_negative_ranks, self.easy_negatives,
                          self.metric, self.rank_overflow, self.block_size)
-        _check_index(self.index, self.ivf_cells, self.ivf_nprobe, self.ivf_scan)
+        _check_index(self.index, self.ivf_cells, self.ivf_nprobe)
         # Rank ranges from JSON settings arrive as lists.
         object.__setattr__(self, "positive_ranks", tuple(int(r) for r in self.positive_ranks))
         object.__setattr__(self, "hard_negative_ranks", tuple(int(r) for r in self.hard_negative_ranks))
@@ -191,6 +179,8 @@ def sample_scincl_triplets(
     vectors: np.ndarray | None = None,
     exclude: PaperRefs = None,
     seed: SeedLike = 0,
+    rank: int = 0,
+    world_size: int = 1,
 ) -> Triplets:
     """SciNCL triplets (Ostendorff et al. 2022, sec. 3): kNN-rank positives and hard negatives.
 
@@ -215,26 +205,30 @@ def sample_scincl_triplets(
             ``embedding_dim`` dimensions and ``seed``.
         exclude: papers (indices or ids) that must never appear: not as query, positive or negative.
         config: the counts, rank ranges, metric and kNN index (:class:`SciNCLConfig`; default: the paper's).
-        seed: an int seed or a ``numpy.random.Generator``; it also seeds the IVF k-means.
+        seed: an int seed or a ``numpy.random.Generator``; it also seeds the FastRP embedding and the IVF
+            k-means. Every draw is keyed by the seed and its query, so a query's triplets do not depend
+            on the other queries sampled with it.
+        rank, world_size: sample only every ``world_size``-th query, starting at the ``rank``-th; the
+            shares of all ranks together are exactly the triplets of ``world_size=1``.
 
     Returns:
         :class:`~sciembed.data.samplers.Triplets` whose ``stats`` is a :class:`SciNCLStats`.
 
     Raises:
-        ValueError: bad vectors or dimensions, an IVF scan too short for the ranks in use, or too few
+        ValueError: bad vectors or dimensions, or too few
             candidates (bad counts, ranges, metric or index settings are refused by :class:`SciNCLConfig`).
     """
     config = config or SciNCLConfig()
     positives, easy_negatives, hard_negatives, metric = config.positives, config.easy_negatives, config.hard_negatives, config.metric
     positive_ranks, hard_negative_ranks, index = config.positive_ranks, config.hard_negative_ranks, config.index
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    seed = base_seed(seed)
     n = graph.num_papers
     excluded = paper_indices(graph, exclude, "exclude")
     is_excluded = np.zeros(n, dtype=bool)
     is_excluded[excluded] = True
 
     if vectors is None:
-        matrix = citation_graph_embedding(graph, config.embedding_dim, exclude=excluded, seed=rng)
+        matrix = citation_graph_embedding(graph, config.embedding_dim, exclude=excluded, seed=seed)
         embedding = f"fastrp-{config.embedding_dim}"
     else:
         matrix = np.asarray(vectors)
@@ -242,7 +236,7 @@ def sample_scincl_triplets(
             raise ValueError(f"vectors must have shape ({n}, d) with d >= 1 (one row per graph paper, in graph.ids order), got {matrix.shape}")
         if matrix.dtype.kind not in "fiu":
             raise ValueError(f"vectors must be numeric, got dtype {matrix.dtype}")
-        matrix = matrix.astype(np.float64, copy=False)
+        matrix = matrix.astype(matrix.dtype if matrix.dtype.kind == "f" else np.float64, copy=False)
         embedding = f"precomputed-{matrix.shape[1]}"
     has_vector = np.isfinite(matrix).all(axis=1)
     matrix = np.where(has_vector[:, None], matrix, 0.0)  # NaN rows would poison the block products
@@ -253,6 +247,7 @@ def sample_scincl_triplets(
     is_candidate = graph.has_text & has_vector & ~is_excluded
     candidates = np.nonzero(is_candidate)[0]
     asked = paper_indices(graph, queries, "queries") if queries is not None else np.nonzero(graph.has_text)[0]
+    asked = rank_share(asked, rank, world_size)
     dropped_excluded = is_excluded[asked]
     dropped_text = ~dropped_excluded & ~graph.has_text[asked]
     dropped_vector = ~dropped_excluded & ~dropped_text & ~has_vector[asked]
@@ -264,37 +259,31 @@ def sample_scincl_triplets(
         logger.warning("SciNCL: hard-negative ranks %s exceed the %d candidates per query; %s to positives %s, hard negatives %s",
                        hard_negative_ranks, pool, adjusted, pos_used, hard_used)
 
-    used_index = index if index != "auto" else ("exact" if len(candidates) <= EXACT_MAX_CANDIDATES else "ivf")
-    index_params: dict[str, object] = {"requested": index}
-    if used_index == "ivf" and config.ivf_scan is not None and config.ivf_scan <= hard_used[1]:
-        raise ValueError(f"ivf_scan ({config.ivf_scan}) must exceed the hard-negative range end in use ({hard_used[1]}): "
-                         "a query must scan that many other candidates to fill its hard ranks")
-    logger.info("SciNCL kNN: %s index over %d candidates for %d queries", used_index, len(candidates), len(query))
+    index_params: dict[str, object] = {}
+    ivf = None
+    if index == "ivf":
+        cells = min(config.ivf_cells or max(1, round(math.sqrt(len(candidates)))), len(candidates))
+        nprobe = min(config.ivf_nprobe or math.ceil(IVF_SCAN_FACTOR * hard_used[1] * cells / len(candidates)), cells)
+        ivf = IVFSettings(cells, nprobe, seed % 2**31)
+        index_params.update(cells=cells, nprobe=nprobe, kmeans_seed=ivf.seed)
+    logger.info("SciNCL kNN: %s index over %d candidates for %d queries", index, len(candidates), len(query))
 
     nq, k = len(query), positives
     positive = np.full((nq, k), -1, dtype=np.int64)
     negative = np.full((nq, k), -1, dtype=np.int64)
     near = np.empty((nq, pos_used[1]), dtype=np.int64)  # each query's nearest candidates up to the positive end
     if nq:
-        kth = np.unique([pos_used[0], pos_used[1] - 1, hard_used[0], hard_used[1] - 1])
-        # Random keys for all queries up front, so the draws do not depend on the block size.
-        positive_keys = rng.random((nq, pos_used[1] - pos_used[0]))
-        hard_keys = rng.random((nq, hard_used[1] - hard_used[0]))
-        if used_index == "exact":
-            rows = config.block_size or max(1, BLOCK_ENTRIES // max(len(candidates), 1))
-            index_params["block_size"] = int(rows)
-            search = exact_rank_search(matrix, query, candidates, metric, rows, kth)
-        else:
-            # Drawn after the keys, so an IVF run pairs the same rank slots as an exact run of the same seed.
-            kmeans_seed = int(rng.integers(2**31 - 1))
-            search = ivf_rank_search(matrix, query, candidates, metric, kth, hard_used[1], config.ivf_cells, config.ivf_nprobe,
-                                     config.ivf_scan, config.block_size, kmeans_seed, index_params)
-        for rows_of, ranked in search:
+        positive_keys = keyed_uniform(seed, query[:, None], _POSITIVE, np.arange(pos_used[1] - pos_used[0]))
+        hard_keys = keyed_uniform(seed, query[:, None], _HARD, np.arange(hard_used[1] - hard_used[0]))
+        rows = config.block_size or max(1, BLOCK_ENTRIES // hard_used[1])
+        index_params["block_size"] = int(rows)
+        cuts = [*pos_used, *hard_used]
+        for rows_of, ranked in faiss_rank_search(matrix, query, candidates, metric, cuts, rows, ivf):
             near[rows_of] = candidates[ranked(0, pos_used[1])]
             positive[rows_of] = _draw(candidates[ranked(*pos_used)], positives, positive_keys[rows_of])
             negative[rows_of, easy_negatives:] = _draw(candidates[ranked(*hard_used)], hard_negatives, hard_keys[rows_of])
         if easy_negatives:
-            flat = _easy_negatives(query, near, candidates, easy_negatives, rng)
+            flat = _easy_negatives(query, near, candidates, easy_negatives, seed)
             negative[:, :easy_negatives] = flat.reshape(nq, easy_negatives)
 
     hard = np.zeros((nq, k), dtype=bool)
@@ -318,7 +307,7 @@ def sample_scincl_triplets(
         hard_negative_ranks_requested=tuple(int(r) for r in hard_negative_ranks),
         hard_negative_ranks_used=hard_used,
         ranks_adjusted=adjusted,
-        index=used_index,
+        index=index,
         index_params=index_params,
     )
     logger.info("SciNCL triplets: %s", stats.as_dict())
@@ -354,14 +343,14 @@ def _check_arguments(positives, positive_ranks, hard_negatives, hard_negative_ra
         raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
 
 
-def _check_index(index, ivf_cells, ivf_nprobe, ivf_scan) -> None:
+def _check_index(index, ivf_cells, ivf_nprobe) -> None:
     if index not in INDEXES:
         raise ValueError(f"unknown index {index!r}; use one of {', '.join(INDEXES)}")
-    for name, value in (("ivf_cells", ivf_cells), ("ivf_nprobe", ivf_nprobe), ("ivf_scan", ivf_scan)):
+    for name, value in (("ivf_cells", ivf_cells), ("ivf_nprobe", ivf_nprobe)):
         if value is not None and (not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1):
             raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
-    if index == "exact" and (ivf_cells, ivf_nprobe, ivf_scan) != (None, None, None):
-        raise ValueError("ivf_cells, ivf_nprobe and ivf_scan apply to index='ivf' (or 'auto'), not to index='exact'")
+    if index == "exact" and (ivf_cells, ivf_nprobe) != (None, None):
+        raise ValueError("ivf_cells and ivf_nprobe apply to index='ivf', not to index='exact'")
 
 
 def _fit_ranges(positive_ranks, hard_ranks, pool: int, mode: str) -> tuple[tuple[int, int], tuple[int, int], str]:
@@ -396,26 +385,28 @@ def _draw(choices: np.ndarray, count: int, keys: np.ndarray) -> np.ndarray:
     return np.take_along_axis(choices, picked, axis=1)
 
 
-def _easy_negatives(query: np.ndarray, near: np.ndarray, candidates: np.ndarray, per_query: int, rng: np.random.Generator) -> np.ndarray:
+def _easy_negatives(query: np.ndarray, near: np.ndarray, candidates: np.ndarray, per_query: int, seed: int) -> np.ndarray:
     """``per_query`` uniform candidates for each query, not the query, not among its ``near`` neighbours.
 
     The release's "random without kNN" rule. Rejection in vectorised rounds; the few slots left are
     drawn from the exact pool; -1 where that pool is empty. Draws are with replacement across slots.
     """
     slot_query = np.repeat(np.arange(len(query)), per_query)
+    slot = np.tile(np.arange(per_query), len(query))
     result = np.full(len(slot_query), -1, dtype=np.int64)
     pending = np.arange(len(slot_query))
-    for _ in range(_MAX_ROUNDS):
+    for round_ in range(_MAX_ROUNDS):
         if not len(pending):
             break
         rows = slot_query[pending]
-        x = candidates[np.minimum((rng.random(len(pending)) * len(candidates)).astype(np.int64), len(candidates) - 1)]
+        u = keyed_uniform(seed, query[rows], _EASY + round_, slot[pending])
+        x = candidates[np.minimum((u * len(candidates)).astype(np.int64), len(candidates) - 1)]
         ok = (x != query[rows]) & ~(near[rows] == x[:, None]).any(axis=1)
         result[pending[ok]] = x[ok]
         pending = pending[~ok]
-    for slot in pending:
-        row = slot_query[slot]
+    for index in pending:
+        row = slot_query[index]
         pool = np.setdiff1d(candidates, np.append(near[row], query[row]))
         if len(pool):
-            result[slot] = pool[min(int(rng.random() * len(pool)), len(pool) - 1)]
+            result[index] = pool[min(int(keyed_uniform(seed, query[row], _EASY_EXACT, slot[index]) * len(pool)), len(pool) - 1)]
     return result

@@ -169,6 +169,8 @@ def triplet_dataset(
     queries: Iterable[str] | None = None,
     exclude: Iterable[str] = (),
     seed: int = 0,
+    rank: int = 0,
+    world_size: int = 1,
     **options: Any,
 ) -> Dataset:
     """Sample training triplets from ``source`` with the rules of one paper.
@@ -181,6 +183,9 @@ def triplet_dataset(
             papers), so that evaluation on them is not trained on. Honoured by ``scincl`` as its
             ``exclude`` argument; for the graph samplers the graph is restricted to the other papers.
         seed: the sampling seed.
+        rank, world_size: sample only the share of process ``rank`` of ``world_size`` (every
+            ``world_size``-th query); the shares together hold exactly the rows of ``world_size=1``, because
+            every draw is keyed by its query (SLURM arrays, Ray or Spark tasks can each build one share).
         options: further arguments of the sampler (e.g. ``triplets_per_query``).
     """
     from ..data.samplers import sample_specter_triplets, sample_spectroid_triplets
@@ -199,10 +204,11 @@ def triplet_dataset(
             config = SciNCLConfig(**options)
         except TypeError as error:  # a data setting the sampler does not have
             raise ValueError(f"SciNCL sampler: {error}; its settings: {', '.join(SciNCLConfig.__dataclass_fields__)}") from None
-        triplets = sample_scincl_triplets(graph, query_list, config, exclude=sorted(excluded) or None, seed=seed)
+        triplets = sample_scincl_triplets(graph, query_list, config, exclude=sorted(excluded) or None, seed=seed, rank=rank,
+                                          world_size=world_size)
     else:
         sample = sample_specter_triplets if sampler == "specter" else sample_spectroid_triplets
-        triplets = sample(graph, [q for q in query_list if q in graph], seed=seed, **options)
+        triplets = sample(graph, [q for q in query_list if q in graph], seed=seed, rank=rank, world_size=world_size, **options)
     logger.info("%s triplets: %s", sampler, triplets.stats.as_dict() if hasattr(triplets.stats, "as_dict") else triplets.stats)
     if not len(triplets):
         raise ValueError(f"{source.path}: the {sampler} sampler found no triplet among {len(query_list)} queries")
