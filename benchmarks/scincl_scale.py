@@ -96,6 +96,7 @@ def peak_memory_gb() -> float:
 def exact_ranks(vectors: np.ndarray, candidates: np.ndarray, query: np.ndarray, others: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each ``query[i]`` and each paper in row ``others[i]``: its exact 0-based rank among the other
     candidates (the count of strictly nearer ones, euclidean, float64), and each query's 25 nearest."""
+    vectors = vectors.astype(np.float64)  # FastRP rows are float32: rank them in float64, as the sampler's boundaries are
     cand = vectors[candidates]
     norms = np.einsum("ij,ij->i", cand, cand)
     position = np.full(len(vectors), -1, dtype=np.int64)

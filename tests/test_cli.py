@@ -69,7 +69,7 @@ def test_empty_input_and_bad_output_are_errors(tiny_bert, tmp_path, caplog):
     assert main(["embed", "--model", str(tiny_bert), "--input", str(empty), "--output", str(tmp_path / "o.jsonl")]) == 2
     assert "empty.jsonl, whole file: no papers" in caplog.text
     assert main(["embed", "--input", str(empty), "--output", str(tmp_path / "o.txt")]) == 2
-    assert "unsupported embedding file type" in caplog.text
+    assert "o.txt: unsupported embedding output" in caplog.text
     assert not (tmp_path / "o.jsonl").exists()
 
 

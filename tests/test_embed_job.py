@@ -37,7 +37,8 @@ def test_interrupted_run_resumes_from_the_last_finished_shard(tiny_encoder, tmp_
     with pytest.raises(Interrupt):
         embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False)
     assert not output.exists()
-    assert sorted(p.name for p in partial_dir(output).iterdir()) == ["manifest.json", "shard-00000.npy", "shard-00001.npy"]
+    assert sorted(p.name for p in partial_dir(output).iterdir()) == ["manifest.json", "parts"]
+    assert sorted(p.name for p in (partial_dir(output) / "parts").iterdir()) == ["part-00000.parquet", "part-00001.parquet"]
 
     with pytest.raises(FileExistsError, match=r"2 shard\(s\) done.*--resume"):
         embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False)

@@ -16,7 +16,7 @@ import pytest
 
 from helpers import PAPERS, Interrupt, counting_encodes, write_s2orc
 from sciembed.cli import main
-from sciembed.io import read_embeddings
+from sciembed.io import read_embeddings, write_embeddings
 from test_evaluate import scidocs_folder  # noqa: F401  (a fixture, shared with the evaluation tests)
 
 PAPERS_11 = [{**PAPERS[i % len(PAPERS)], "paper_id": f"id{i}"} for i in range(11)]
@@ -72,7 +72,7 @@ def test_a_json_file_that_is_not_utf8_names_its_line(tiny_bert, tmp_path, caplog
 # Corrupt or truncated state --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("damage", ["truncated shard", "wrong width", "broken manifest"])
+@pytest.mark.parametrize("damage", ["truncated shard", "other papers", "broken manifest"])
 def test_damaged_partial_state_is_named(tiny_bert, tmp_path, caplog, monkeypatch, damage):
     from sciembed.commands.embed import partial_dir
 
@@ -84,12 +84,12 @@ def test_damaged_partial_state_is_named(tiny_bert, tmp_path, caplog, monkeypatch
     monkeypatch.undo()
     folder = partial_dir(output)
     if damage == "truncated shard":
-        shard = folder / "shard-00001.npy"
-        shard.write_bytes(shard.read_bytes()[:100])
-        expected = "shard-00001.npy: not a readable shard"
-    elif damage == "wrong width":
-        np.save(folder / "shard-00000.npy", np.zeros((3, 32), dtype=np.float32))
-        expected = "shard-00000.npy: holds float32 vectors of shape (3, 32), expected (4, dim)"
+        part = folder / "parts" / "part-00001.parquet"
+        part.write_bytes(part.read_bytes()[:100])
+        expected = "part-00001.parquet: not a readable part"
+    elif damage == "other papers":
+        write_embeddings(folder / "parts" / "part-00000.parquet", [(["x", "y", "z"], np.zeros((3, 32), dtype=np.float32))], total=3, dim=32)
+        expected = "part-00000.parquet: holds 3 vectors of shape (3, 32) for other papers than the 4 of its shard"
     else:
         (folder / "manifest.json").write_text("{oops")
         expected = "manifest.json: not valid JSON"

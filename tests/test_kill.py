@@ -78,7 +78,7 @@ def test_sigkill_then_resume_gives_the_npy_pair_of_an_uninterrupted_embed(tiny_b
     assert straight.wait(timeout=600) == 0, straight.stderr.read()[-3000:]
     killed = embed(tmp_path / "killed.npy")
     deadline = time.time() + 600
-    while not (tmp_path / "killed.npy.partial" / "shard-00002.npy").exists():
+    while not (tmp_path / "killed.npy.partial" / "parts" / "part-00002.parquet").exists():
         assert killed.poll() is None and time.time() < deadline, "the run ended before its third shard"
         time.sleep(0.02)
     killed.send_signal(signal.SIGKILL)

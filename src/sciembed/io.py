@@ -133,7 +133,14 @@ def write_embeddings(path: str | os.PathLike[str], chunks: Iterable[Chunk], *, t
 
 
 def read_embeddings(path: str | os.PathLike[str]) -> tuple[list[str], np.ndarray]:
-    """Read an embedding file written by :func:`write_embeddings` (or by SciDocs tooling, for ``.jsonl``)."""
+    """Read an embedding file written by :func:`write_embeddings` (or by SciDocs tooling, for ``.jsonl``), or a
+    folder of Parquet parts (``sciembed embed`` to a name without a suffix), its parts in name order."""
+    if Path(path).is_dir():
+        parts = sorted(Path(path).glob("*.parquet"))
+        if not parts:
+            raise ValueError(f"{path}: a folder without Parquet parts")
+        read = [read_embeddings(part) for part in parts]
+        return [i for ids, _ in read for i in ids], np.concatenate([vectors for _, vectors in read])
     path = check_embedding_path(path)
     suffix = path.suffix.lower()
     if suffix == ".jsonl":

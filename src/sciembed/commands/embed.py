@@ -1,10 +1,15 @@
-"""``sciembed embed``: papers to an embedding file, in shards that survive an interruption.
+"""``sciembed embed``: papers to embeddings, in shards that survive an interruption and spread over processes.
 
-Papers are encoded ``shard_size`` at a time; each finished shard is saved (atomically) in
-``<output>.partial/`` next to a manifest of the run's settings. When every shard is done the output is
-assembled, written atomically, and the ``.partial`` folder removed. A run that was interrupted is
-continued with ``resume=True``: finished shards are kept, and only the rest is encoded.
-:func:`embed_to_file` is the job as a Python function; :func:`run` is the command.
+Papers are encoded ``shard_size`` at a time; each finished shard is saved atomically as a Parquet part in
+``<output>.partial/parts/`` next to a manifest of the run's settings. Shard k belongs to rank ``k mod
+world_size``, so under `torchrun` / `accelerate launch` (or SLURM array tasks given ``--rank`` /
+``--world-size``) every process encodes its own shards. When every shard is done the output is assembled:
+a folder of Parquet parts (``datasets.load_dataset("parquet", data_dir=...)`` reads it) renamed into place
+in one step, or one ``.jsonl`` / ``.npy`` / ``.parquet`` file written atomically; the ``.partial`` folder is
+removed. A run that was interrupted is continued with ``resume=True``, by any number of processes: finished
+shards are kept, and only the rest is encoded. A paper file given by path is read into a memory-mapped
+Arrow file in the ``.partial`` folder (:func:`~sciembed.data.papers.paper_dataset`), so no process holds
+the corpus in memory. :func:`embed_to_file` is the job as a Python function; :func:`run` is the command.
 """
 
 from __future__ import annotations
@@ -17,30 +22,50 @@ import math
 import os
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from ..distributed import Share, process_share
 from ..encode import Encoder
-from ..io import Chunk, atomic_path, check_embedding_path, ids_path, write_embeddings
+from ..io import EMBEDDING_SUFFIXES, Chunk, atomic_path, read_embeddings, replace_folder, write_embeddings
 from .options import add_options
 
 logger = logging.getLogger(__name__)
 
 _MANIFEST = "manifest.json"
+_PARTS = "parts"
+# Taken by the rank that assembles the output when no process group can elect one (SLURM arrays).
+_ASSEMBLING = "assembling"
+
+Papers = Sequence[Mapping[str, Any]]
 
 
 @dataclass(frozen=True)
 class EmbedReport:
-    """What an :func:`embed_to_file` run did."""
+    """What an :func:`embed_to_file` run did (in this process).
+
+    Attributes:
+        output: the output file or folder.
+        papers, dim: papers in the whole job and the embedding size.
+        shards: shards in the whole job.
+        resumed_shards: shards of this process that an earlier run had finished.
+        encoded_shards: shards this process encoded.
+        rank, world_size: this process's share of the job.
+        assembled: whether the output is complete (this process, or rank 0 of its group, assembled it).
+        skipped: the records of the input file that were skipped (``skip_invalid``).
+    """
 
     output: Path
     papers: int
-    dim: int
+    dim: int | None
     shards: int
     resumed_shards: int
+    encoded_shards: int = 0
+    rank: int = 0
+    world_size: int = 1
+    assembled: bool = True
+    skipped: list = field(default_factory=list)
 
 
 def partial_dir(output: str | os.PathLike[str]) -> Path:
@@ -49,95 +74,188 @@ def partial_dir(output: str | os.PathLike[str]) -> Path:
     return output.with_name(output.name + ".partial")
 
 
+def check_output(output: str | os.PathLike[str]) -> Path:
+    """``output`` as a Path: a file named ``.jsonl`` / ``.npy`` / ``.parquet``, or a folder (a name without a
+    suffix) of Parquet parts; a ValueError names any other suffix."""
+    output = Path(output)
+    if output.suffix and output.suffix.lower() not in EMBEDDING_SUFFIXES:
+        raise ValueError(f"{output}: unsupported embedding output; use a {', '.join(EMBEDDING_SUFFIXES)} file, "
+                         "or a name without a suffix for a folder of Parquet parts")
+    return output
+
+
 def embed_to_file(
     encoder: Encoder,
-    papers: Sequence[Mapping[str, Any]],
+    papers: Papers | Any | str | os.PathLike[str],
     output: str | os.PathLike[str],
     *,
     shard_size: int = 10_000,
     batch_size: int = 32,
     resume: bool = False,
+    rank: int | None = None,
+    world_size: int | None = None,
+    id_field: str | None = None,
+    skip_invalid: bool = False,
     show_progress_bar: bool = True,
 ) -> EmbedReport:
-    """Embed ``papers`` (records with ``paper_id``) into ``output`` (``.jsonl``, ``.npy`` or ``.parquet``).
+    """Embed ``papers`` into ``output``: a ``.jsonl``, ``.npy`` or ``.parquet`` file, or a folder of Parquet
+    parts (``part-00000.parquet``, ... with columns ``paper_id`` and ``embedding``).
+
+    Args:
+        encoder: the model.
+        papers: records with ``paper_id`` (a list, or a ``datasets.Dataset``), or the path of a paper file
+            (read with :func:`~sciembed.data.papers.paper_dataset`, ``id_field`` and ``skip_invalid`` as
+            there).
+        shard_size: papers per shard (the unit of resuming and of the split over processes).
+        resume: keep the finished shards of an unfinished run of ``output`` (with the same papers, model
+            and settings; the number of processes may differ).
+        rank, world_size: this process's share: shards ``rank, rank + world_size, ...``. By default the
+            initialised ``torch.distributed`` group's (`torchrun`, `accelerate launch`), else the whole
+            job. Given explicitly (SLURM arrays; Ray or Spark mapping ``rank`` over tasks), the tasks share
+            ``<output>.partial`` with no process group: a task joins the unfinished run it finds there when
+            it has the same manifest, and the task that finishes the last shard assembles the output.
 
     Raises:
-        FileExistsError: an unfinished run of ``output`` exists and ``resume`` is false.
-        ValueError: ``resume`` is true but the unfinished run used other papers or settings.
+        FileExistsError: an unfinished run of ``output`` exists and ``resume`` is false (one process).
+        ValueError: ``resume`` is true but the unfinished run used other papers or settings; damaged state.
     """
-    output = check_embedding_path(output)
+    output = check_output(output)
     if shard_size < 1:
         raise ValueError(f"shard_size must be positive, got {shard_size}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
-    if not papers:
-        raise ValueError("no papers to embed")
-    ids = [str(paper["paper_id"]) for paper in papers]
-    manifest = _manifest(encoder, ids, encoder.texts(papers), shard_size)
-    shards = _shard_folder(partial_dir(output), manifest, resume)
-
-    count = math.ceil(len(papers) / shard_size)
+    share = process_share(rank, world_size)
+    folder = partial_dir(output)
     try:
-        resumed = _encode_shards(encoder, papers, shards, shard_size, count, batch_size, show_progress_bar)
+        skipped: list = []
+        if isinstance(papers, (str, os.PathLike)):
+            from ..data.papers import paper_dataset
+
+            with share.main_process_first():  # rank 0 writes the Arrow file, the others open it
+                read = paper_dataset(papers, folder, id_field=id_field, skip_invalid=skip_invalid)
+            papers, skipped = read.dataset, read.skipped
+        if not len(papers):
+            raise ValueError("no papers to embed")
+        count = math.ceil(len(papers) / shard_size)
+        with share.main_process_first():  # rank 0 starts or checks the run, the others join it
+            joining = share.rank > 0 if share.group else share.world_size > 1
+            _start(folder, _manifest(encoder, papers, shard_size), resume=resume, joining=joining)
+        resumed, encoded = _encode_shards(encoder, papers, folder / _PARTS, shard_size, count, share, batch_size, show_progress_bar)
     except BaseException:
-        # A run that failed before finishing a shard leaves nothing worth resuming, and must not block the next.
-        if not any(shards.glob("shard-*.npy")):
-            shutil.rmtree(shards, ignore_errors=True)
+        # A run that finished no shard leaves nothing worth resuming, and must not block the next.
+        if share.world_size == 1 and not any((folder / _PARTS).glob("part-*.parquet")):
+            shutil.rmtree(folder, ignore_errors=True)
         raise
     if resumed:
-        logger.info("resumed: %d of %d shards were already done in %s", resumed, count, shards)
+        logger.info("resumed: %d of this process's shards were already done in %s", resumed, folder)
 
-    dim = np.load(shards / "shard-00000.npy", mmap_mode="r").shape[1]
+    share.barrier()
+    assembled = share.rank == 0 if share.group else _all_done(folder / _PARTS, count) and _claim(folder, share)
+    dim = None
+    if assembled:
+        dim = _assemble(folder, output, papers, shard_size, count)
+    elif not share.group:
+        logger.info("rank %d of %d: its shards are done; the output is assembled by the task that finishes the last shard",
+                    share.rank, share.world_size)
+    share.barrier()
+    return EmbedReport(output, len(papers), dim, count, resumed, encoded, share.rank, share.world_size, assembled or share.group, skipped)
 
-    def chunks() -> Iterator[Chunk]:
-        for index in range(count):
-            yield ids[index * shard_size : (index + 1) * shard_size], np.load(shards / f"shard-{index:05d}.npy")
 
-    write_embeddings(output, chunks(), total=len(ids), dim=dim)
-    shutil.rmtree(shards)
-    return EmbedReport(output, len(ids), dim, count, resumed)
+def _records(papers: Papers | Any, start: int, stop: int) -> list[Mapping[str, Any]]:
+    """Papers ``start .. stop - 1`` as records (a ``datasets.Dataset`` slice is read from its Arrow file)."""
+    if hasattr(papers, "select"):
+        return papers.select(range(start, stop)).to_list()
+    return list(papers[start:stop])
 
 
-def _encode_shards(encoder: Encoder, papers: Sequence[Mapping[str, Any]], shards: Path, shard_size: int, count: int,
-                   batch_size: int, show_progress_bar: bool) -> int:
-    """Encode the shards not done yet into ``shards``; returns how many were already done."""
-    resumed = 0
-    for index in range(count):
-        shard = shards / f"shard-{index:05d}.npy"
-        if shard.exists():
-            _check_shard(shard, min(shard_size, len(papers) - index * shard_size))
+def _part(parts: Path, index: int) -> Path:
+    return parts / f"part-{index:05d}.parquet"
+
+
+def _encode_shards(encoder: Encoder, papers: Papers | Any, parts: Path, shard_size: int, count: int, share: Share,
+                   batch_size: int, show_progress_bar: bool) -> tuple[int, int]:
+    """Encode this process's unfinished shards into ``parts``; returns (shards already done, shards encoded)."""
+    resumed = encoded = 0
+    for index in range(share.rank, count, share.world_size):
+        part = _part(parts, index)
+        records = _records(papers, index * shard_size, min((index + 1) * shard_size, len(papers)))
+        ids = [str(paper["paper_id"]) for paper in records]
+        if part.exists():
+            _check_part(part, ids)
             resumed += 1
             continue
-        vectors = encoder.encode(
-            papers[index * shard_size : (index + 1) * shard_size],
-            batch_size=batch_size,
-            show_progress_bar=show_progress_bar,
-            progress_desc=f"Shard {index + 1}/{count}" if count > 1 else "Encoding",
-        )
-        with atomic_path(shard) as temporary, temporary.open("wb") as handle:
-            np.save(handle, vectors)
-    return resumed
+        vectors = encoder.encode(records, batch_size=batch_size, show_progress_bar=show_progress_bar,
+                                 progress_desc=f"Shard {index + 1}/{count}" if count > 1 else "Encoding")
+        write_embeddings(part, [(ids, vectors)], total=len(ids), dim=vectors.shape[1])
+        encoded += 1
+    return resumed, encoded
 
 
-def _check_shard(shard: Path, rows: int) -> None:
-    """A finished shard must be a readable float array of ``rows`` vectors; anything else is named."""
+def _check_part(part: Path, ids: list[str]) -> int:
+    """A finished part must hold the shard's ids, in order, with float vectors; anything else is named.
+    Returns the embedding size."""
     try:
-        vectors = np.load(shard, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError, EOFError) as error:
-        raise ValueError(f"{shard}: not a readable shard ({error}); delete it and --resume re-embeds it") from None
-    if vectors.ndim != 2 or vectors.shape[0] != rows or vectors.dtype != np.float32:
-        raise ValueError(f"{shard}: holds {vectors.dtype} vectors of shape {vectors.shape}, expected ({rows}, dim) float32; "
-                         "delete it and --resume re-embeds it")
+        found, vectors = read_embeddings(part)
+    except Exception as error:  # pyarrow's errors for a damaged file have no common base below Exception
+        raise ValueError(f"{part}: not a readable part ({error}); delete it and --resume re-embeds it") from None
+    if found != ids or vectors.ndim != 2:
+        raise ValueError(f"{part}: holds {len(found)} vectors of shape {vectors.shape} for other papers than the "
+                         f"{len(ids)} of its shard; delete it and --resume re-embeds it")
+    return vectors.shape[1]
+
+
+def _all_done(parts: Path, count: int) -> bool:
+    return all(_part(parts, index).exists() for index in range(count))
+
+
+def _claim(folder: Path, share: Share) -> bool:
+    """Whether this process assembles the output: always alone; among group-less tasks, the one that
+    creates the ``assembling`` marker first."""
+    marker = folder / _ASSEMBLING
+    if share.world_size == 1:
+        marker.unlink(missing_ok=True)  # left by a task killed while assembling: one process takes over
+        return True
+    try:
+        marker.touch(exist_ok=False)
+    except FileExistsError:
+        return False
+    return True
+
+
+def _assemble(folder: Path, output: Path, papers: Papers | Any, shard_size: int, count: int) -> int:
+    """Check every part and put the output in place; returns the embedding size."""
+    parts = folder / _PARTS
+    dims = {_check_part(_part(parts, index), [str(paper["paper_id"]) for paper in _records(papers, index * shard_size,
+                                                                                         min((index + 1) * shard_size, len(papers)))])
+            for index in range(count)}
+    if len(dims) != 1:
+        raise ValueError(f"{parts}: parts of different embedding sizes {sorted(dims)}; delete {folder} to start over")
+    dim = dims.pop()
+    if output.suffix:
+        def chunks() -> Iterator[Chunk]:
+            for index in range(count):
+                yield read_embeddings(_part(parts, index))
+
+        write_embeddings(output, chunks(), total=len(papers), dim=dim)
+    else:
+        for leftover in parts.glob(".*"):  # temporary files of parts whose writer was killed
+            leftover.unlink()
+        replace_folder(parts, output)
+    shutil.rmtree(folder)
+    logger.info("assembled %d shard(s) into %s", count, output)
+    return dim
 
 
 #: Manifest entries that describe a run without deciding its vectors (not compared on resume).
 _INFORMATIONAL = ("model",)
 
 
-def _manifest(encoder: Encoder, ids: list[str], texts: list[str], shard_size: int) -> dict[str, Any]:
+def _manifest(encoder: Encoder, papers: Papers | Any, shard_size: int) -> dict[str, Any]:
     digest = hashlib.sha256()
-    for paper_id, text in zip(ids, texts):
-        digest.update(paper_id.encode() + b"\0" + text.encode() + b"\0")
+    for start in range(0, len(papers), shard_size):
+        records = _records(papers, start, min(start + shard_size, len(papers)))
+        for paper, text in zip(records, encoder.texts(records)):
+            digest.update(str(paper["paper_id"]).encode() + b"\0" + text.encode() + b"\0")
     return {
         "model": encoder.name_or_path,
         # What the vectors depend on (weights, config, pooling, length, format), not where the model was read
@@ -148,22 +266,23 @@ def _manifest(encoder: Encoder, ids: list[str], texts: list[str], shard_size: in
         "max_length": encoder.max_length,
         "forward_options": encoder.forward_options,
         "shard_size": shard_size,
-        "papers": len(ids),
+        "papers": len(papers),
         "papers_sha256": digest.hexdigest(),
     }
 
 
-def _shard_folder(folder: Path, manifest: dict[str, Any], resume: bool) -> Path:
+def _start(folder: Path, manifest: dict[str, Any], *, resume: bool, joining: bool) -> None:
+    """Start the run in ``folder``, or continue the unfinished one there (``resume``; ``joining``: another
+    process of this job may have started it) if its manifest matches."""
     manifest_file = folder / _MANIFEST
-    if folder.exists():
-        done = len(list(folder.glob("shard-*.npy")))
-        if not resume:
+    parts = folder / _PARTS
+    if manifest_file.exists():
+        if not (resume or joining):
+            done = len(list(parts.glob("part-*.parquet")))
             raise FileExistsError(
                 f"{folder} holds an unfinished run ({done} shard(s) done): pass --resume (resume=True) "
                 "to continue it, or delete the folder to start over"
             )
-        if not manifest_file.is_file():
-            raise ValueError(f"{folder} has no {_MANIFEST}; it was not written by sciembed embed: delete it to start over")
         try:
             earlier = json.loads(manifest_file.read_text(encoding="utf-8"))
         except json.JSONDecodeError as error:
@@ -176,56 +295,72 @@ def _shard_folder(folder: Path, manifest: dict[str, Any], resume: bool) -> Path:
                 f"cannot resume {folder}: the unfinished run differs in {', '.join(differing)} "
                 "(other papers, model weights or settings); delete the folder to start over"
             )
-        return folder
+        return
+    if parts.exists() and any(parts.iterdir()):
+        raise ValueError(f"{folder} has no {_MANIFEST}; it was not written by sciembed embed: delete it to start over")
     if resume:
         logger.info("nothing to resume at %s; starting from the first shard", folder)
-    folder.mkdir(parents=True)
+    parts.mkdir(parents=True, exist_ok=True)
     with atomic_path(manifest_file) as temporary:
         temporary.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    return folder
 
 
 def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subcommands.add_parser(
         "embed",
-        help="embed papers into a SciDocs-style .jsonl, .npy (+ .ids.json) or .parquet file",
+        help="embed papers into a SciDocs-style .jsonl, .npy (+ .ids.json) or .parquet file, or a folder of Parquet parts",
         description=(
-            "Embed the papers of a .jsonl / .json / .csv file (fields paper_id, title, abstract) with a model "
+            "Embed the papers of a .jsonl / .json / .csv / .parquet file (fields paper_id, title, abstract) with a model "
             "and write one vector per paper. The text of a paper is title + [SEP] + abstract (SPECTER). "
             "Output is written atomically; papers are encoded in shards kept in OUTPUT.partial/ so that an "
-            "interrupted run continues with --resume."
+            "interrupted run continues with --resume. Under `torchrun --nproc-per-node N` or `accelerate launch` each "
+            "process encodes every N-th shard; SLURM array tasks pass --rank and --world-size instead."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add_options(parser, "model")
-    parser.add_argument("--input", required=True, help="papers: .jsonl (one object a line), .json (list or id-keyed dict) or .csv")
-    parser.add_argument("--output", required=True, help="embeddings: .jsonl ({paper_id, embedding} lines), .npy or .parquet")
+    parser.add_argument("--input", required=True,
+                        help="papers: .jsonl (one object a line), .json (list or id-keyed dict), .csv or .parquet")
+    parser.add_argument("--output", required=True,
+                        help="embeddings: .jsonl ({paper_id, embedding} lines), .npy or .parquet file, or a name without a "
+                             "suffix for a folder of Parquet parts (datasets.load_dataset('parquet', data_dir=OUTPUT))")
     parser.add_argument("--id-field", help="field holding the paper id (default: first of paper_id, corpus_id, id, doc_id)")
     parser.add_argument("--skip-invalid", action="store_true",
                         help="skip malformed, textless and duplicate records and report them, instead of stopping")
     add_options(parser, "batch_size", "max_length", "pooling", "task_format", "domain", "device")
     parser.add_argument("--shard-size", type=int, default=10_000, help="papers per shard saved for --resume")
-    parser.add_argument("--resume", action="store_true", help="continue an interrupted run from its finished shards")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue an interrupted run from its finished shards (with any number of processes)")
+    parser.add_argument("--rank", type=int, help="this task's share without torchrun (e.g. $SLURM_ARRAY_TASK_ID); "
+                        "needs --world-size")
+    parser.add_argument("--world-size", type=int, help="tasks sharing the job (e.g. $SLURM_ARRAY_TASK_COUNT); the task that "
+                        "finishes the last shard assembles the output")
     add_options(parser, "trust_remote_code", "no_progress")
     parser.set_defaults(run=run)
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..data.papers import read_papers
+    from ..distributed import end_distributed_run, init_from_environment
     from ..encoders import load_encoder
+    from ..io import ids_path
 
-    check_embedding_path(args.output)
-    written = [Path(args.output)] + ([ids_path(args.output)] if Path(args.output).suffix.lower() == ".npy" else [])
+    output = check_output(args.output)
+    written = [output] + ([ids_path(output)] if output.suffix.lower() == ".npy" else [])
     if Path(args.input).exists() and any(path.exists() and path.resolve() == Path(args.input).resolve() for path in written):
         raise ValueError(f"--output {args.output} would overwrite the input {args.input}; choose another output file")
-    papers = read_papers(args.input, id_field=args.id_field, skip_invalid=args.skip_invalid)
+    if args.rank is None:
+        init_from_environment()
     encoder = load_encoder(args.model, trust_remote_code=args.trust_remote_code, device=args.device, max_length=args.max_length,
                            pooling=args.pooling, task_format=args.task_format, domain=args.domain)
-    report = embed_to_file(encoder, papers.papers, args.output, shard_size=args.shard_size, batch_size=args.batch_size,
-                           resume=args.resume, show_progress_bar=not args.no_progress)
-    logger.info("wrote %d embeddings of dimension %d to %s (%d shard(s), %d resumed)",
-                report.papers, report.dim, report.output, report.shards, report.resumed_shards)
-    if papers.skipped:
-        logger.warning("skipped %d invalid record(s) of %s:\n  %s", len(papers.skipped), papers.path, "\n  ".join(map(str, papers.skipped)))
+    report = embed_to_file(encoder, args.input, output, shard_size=args.shard_size, batch_size=args.batch_size, resume=args.resume,
+                           rank=args.rank, world_size=args.world_size, id_field=args.id_field, skip_invalid=args.skip_invalid,
+                           show_progress_bar=not args.no_progress)
+    share = f"rank {report.rank} of {report.world_size}: " if report.world_size > 1 else ""
+    logger.info("%sencoded %d shard(s), %d already done, of %d in all", share, report.encoded_shards, report.resumed_shards, report.shards)
+    if report.dim is not None:
+        logger.info("wrote %d embeddings of dimension %d to %s", report.papers, report.dim, report.output)
+    if report.skipped and report.rank == 0:
+        logger.warning("skipped %d invalid record(s) of %s:\n  %s", len(report.skipped), args.input, "\n  ".join(map(str, report.skipped)))
+    end_distributed_run()
     return 0

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import sys
 
 from ..training.recipes import RECIPES
 
@@ -44,6 +42,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 def run(args: argparse.Namespace) -> int:
     from ..training.recipes import parse_assignments, read_overrides
+    from ..distributed import end_distributed_run
     from ..training.run import train
 
     overrides = {**(read_overrides(args.config) if args.config else {}), **parse_assignments(args.set)}
@@ -54,22 +53,5 @@ def run(args: argparse.Namespace) -> int:
             continue
         before = summary["base_eval_metrics"].get(name)
         logger.info("%s = %s%s", name, value, "" if before is None else f" (before training: {before})")
-    _end_distributed_run()
+    end_distributed_run()
     return 0
-
-
-def _end_distributed_run() -> None:
-    """Under `torchrun` / `accelerate launch`, end a finished run here, once every file is written. Left to
-    interpreter shutdown, the process group (still held by the DDP-wrapped model) is torn down while Python
-    finalises, which gloo sometimes turns into an abort (SIGABRT) of a run that succeeded. Both ranks meet,
-    leave the group, flush and exit 0."""
-    import torch.distributed as dist
-
-    if not (dist.is_available() and dist.is_initialized()):
-        return
-    dist.barrier()
-    dist.destroy_process_group()
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)

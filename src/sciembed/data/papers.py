@@ -4,11 +4,14 @@ A paper is a dict with at least ``paper_id`` (a string), ``title`` and ``abstrac
 empty); every other field of the source record is kept. Readers validate each record and either stop
 at the first bad one with an :class:`InvalidPaperError` naming the file, line and id, or (with
 ``skip_invalid=True``) skip, count and report every bad record in :attr:`PaperFile.skipped`.
+:func:`read_papers` returns the papers as a list; :func:`paper_dataset` streams them into an Arrow file
+and returns it as a memory-mapped ``datasets.Dataset``, for files larger than memory.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -22,7 +25,9 @@ ID_FIELDS = ("paper_id", "corpus_id", "id", "doc_id")
 #: The fields a paper's text is made of (SPECTER: title [SEP] abstract).
 TEXT_FIELDS = ("title", "abstract")
 
-SUPPORTED_SUFFIXES = (".jsonl", ".json", ".csv")
+SUPPORTED_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+#: Rows per record batch of a :func:`paper_dataset` Arrow file.
+_ARROW_BATCH = 10_000
 
 
 def paper_text(paper: Mapping[str, Any], sep_token: str, fields: Sequence[str] = TEXT_FIELDS) -> str:
@@ -113,7 +118,7 @@ def read_papers(
     skip_invalid: bool = False,
 ) -> PaperFile:
     """Read papers from ``.jsonl`` (one record a line), ``.json`` (a list of records, or a dict keyed
-    by paper id) or ``.csv`` (a header row naming the columns).
+    by paper id), ``.csv`` (a header row naming the columns) or ``.parquet`` (one record a row).
 
     Args:
         path: the file.
@@ -127,15 +132,79 @@ def read_papers(
         InvalidPaperError: a bad record (and ``skip_invalid`` is false), or a file that holds no papers.
         ValueError: the file type is not supported, or the whole file is not valid JSON.
     """
-    path = Path(path)
+    skipped: list[PaperProblem] = []
+    papers = list(_valid_papers(Path(path), id_field, skip_invalid, skipped))
+    return PaperFile(str(path), papers, skipped)
+
+
+@dataclass
+class PaperDataset:
+    """The papers of one file as a memory-mapped ``datasets.Dataset`` (columns ``paper_id``, ``title``,
+    ``abstract``, in file order), and the records that were skipped."""
+
+    path: str
+    dataset: Any
+    skipped: list[PaperProblem] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+
+def paper_dataset(
+    path: str | os.PathLike[str],
+    cache_dir: str | os.PathLike[str],
+    *,
+    id_field: str | None = None,
+    skip_invalid: bool = False,
+) -> PaperDataset:
+    """The papers of ``path`` (any format of :func:`read_papers`, validated the same way) as an Arrow-backed
+    ``datasets.Dataset``, for corpora larger than memory.
+
+    The records are streamed into ``cache_dir/papers-<key>.arrow`` in batches of 10,000 and the file is
+    memory-mapped, so memory holds one batch and the ids seen (for the duplicate check), not the papers.
+    ``<key>`` names the file's path, size and modification time and the reading options; a later call
+    for the unchanged file opens the Arrow file written before (its skipped records kept beside it),
+    without reading the input again. Only the fields a paper's text is made of are kept.
+
+    Raises:
+        as :func:`read_papers`.
+    """
+    import datasets
+    import pyarrow as pa
+
+    from ..io import atomic_path
+
+    path, cache_dir = Path(path), Path(cache_dir)
+    stat = path.stat()
+    key = hashlib.sha256(json.dumps([str(path.resolve()), stat.st_size, stat.st_mtime_ns, id_field, skip_invalid]).encode()).hexdigest()[:16]
+    arrow_file, skipped_file = cache_dir / f"papers-{key}.arrow", cache_dir / f"papers-{key}.skipped.json"
+    if not (arrow_file.is_file() and skipped_file.is_file()):
+        schema = pa.schema([("paper_id", pa.string()), ("title", pa.string()), ("abstract", pa.string())])
+        skipped: list[PaperProblem] = []
+        with atomic_path(arrow_file) as temporary, pa.OSFile(str(temporary), "wb") as sink, pa.ipc.new_stream(sink, schema) as writer:
+            batch: list[dict[str, Any]] = []
+            for paper in _valid_papers(path, id_field, skip_invalid, skipped):
+                batch.append(paper)
+                if len(batch) == _ARROW_BATCH:
+                    writer.write_batch(pa.RecordBatch.from_pylist(batch, schema=schema))
+                    batch = []
+            if batch:
+                writer.write_batch(pa.RecordBatch.from_pylist(batch, schema=schema))
+        with atomic_path(skipped_file) as temporary:
+            temporary.write_text(json.dumps([vars(problem) for problem in skipped]), encoding="utf-8")
+    skipped = [PaperProblem(**problem) for problem in json.loads(skipped_file.read_text(encoding="utf-8"))]
+    return PaperDataset(str(path), datasets.Dataset.from_file(str(arrow_file)), skipped)
+
+
+def _valid_papers(path: Path, id_field: str | None, skip_invalid: bool, skipped: list[PaperProblem]) -> Iterator[dict[str, Any]]:
+    """The valid papers of ``path`` in file order; bad records raise, or (``skip_invalid``) go to ``skipped``."""
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         raise ValueError(f"{path}: unsupported paper file type {suffix!r}; use one of {', '.join(SUPPORTED_SUFFIXES)}")
     source = str(path)
-    records = {".jsonl": _jsonl_records, ".json": _json_records, ".csv": _csv_records}[suffix](path)
+    records = {".jsonl": _jsonl_records, ".json": _json_records, ".csv": _csv_records, ".parquet": _parquet_records}[suffix](path)
 
-    papers: list[dict[str, Any]] = []
-    skipped: list[PaperProblem] = []
+    found = 0
     first_location: dict[str, str] = {}
     for location, record, key in records:
         if isinstance(record, PaperProblem):
@@ -148,16 +217,16 @@ def read_papers(
                     problem = PaperProblem(source, location, f"duplicate paper_id (first at {earlier})", paper["paper_id"])
                 else:
                     first_location[paper["paper_id"]] = location
-                    papers.append(paper)
+                    found += 1
+                    yield paper
                     continue
         if not skip_invalid:
             raise InvalidPaperError([problem])
         skipped.append(problem)
 
-    if not papers:
+    if not found:
         reason = f"no valid papers ({len(skipped)} skipped)" if skipped else "no papers"
         raise InvalidPaperError([*skipped, PaperProblem(source, "whole file", reason)])
-    return PaperFile(source, papers, skipped)
 
 
 # Each record source yields (location, record or PaperProblem, key-as-id or None).
@@ -228,6 +297,20 @@ def _csv_records(path: Path) -> _Records:
                 yield location, PaperProblem(str(path), location, "not UTF-8 text", _csv_id(record)), None
             else:
                 yield location, record, None
+
+
+def _parquet_records(path: Path) -> _Records:
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as error:  # pyarrow raises ArrowInvalid and OSError variants for a damaged file
+        raise ValueError(f"{path}: not a readable Parquet file ({error})") from None
+    row = 0
+    for batch in parquet.iter_batches(batch_size=_ARROW_BATCH):
+        for record in batch.to_pylist():
+            row += 1
+            yield f"row {row}", record, None
 
 
 def _csv_id(record: dict[Any, Any]) -> str | None:
