@@ -18,6 +18,14 @@ The generator: each citation's citing paper is drawn with probability proportion
 real citation graphs; self-citations and repeats are then dropped by the graph builder (and counted).
 A share of papers (``--text-share``) has text.
 
+Part 3 (string ids, same run): the scale graph again, its papers named by 40-character hex ids as
+Semantic Scholar's, the citations written to Parquet as string columns. Each way of building the graph
+from that file runs in its own process, so that each peak memory (``ru_maxrss``) is its own: ``arrow``,
+:meth:`CitationGraph.from_edges` on the Arrow columns as read (ids factorised by Arrow's
+``dictionary_encode``), and ``numpy_unicode``, the factorisation the library used before (the columns as
+numpy unicode arrays, ``np.unique(..., return_inverse=True)`` over their concatenation, then the same CSR
+build). Both then sample SPECTER triplets, and must give the same graph.
+
     python benchmarks/sampling_scale.py                      # full size, a few minutes
     python benchmarks/sampling_scale.py --papers 20000 --citations 400000 --baseline-papers 5000   # quick
 """
@@ -30,7 +38,9 @@ import logging
 import platform
 import random
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -114,6 +124,79 @@ def check_rules(graph: CitationGraph, triplets, count: int, seed: int) -> int:
     return len(pick)
 
 
+def write_string_id_edges(folder: Path, papers: int, citations: int, seed: int, text_share: float) -> None:
+    """The scale graph's citations with 40-character hex ids, as Parquet string columns, and its papers with text."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    citing, cited, rng = synthetic_citations(papers, citations, seed)
+    has_text = rng.random(papers) < text_share
+    ids = pa.array([f"{value:040x}" for value in np.random.default_rng(seed + 7).integers(0, 2**63, papers, dtype=np.int64)])
+    pq.write_table(pa.table({"citing": ids.take(pa.array(citing)), "cited": ids.take(pa.array(cited))}), folder / "citations.parquet")
+    pq.write_table(pa.table({"paper_id": ids.filter(pa.array(has_text))}), folder / "papers_with_text.parquet")
+
+
+def build_from_string_ids(folder: Path, way: str, seed: int) -> dict:
+    """Read the Parquet citations, build the graph the given way, sample SPECTER triplets; times and peak memory."""
+    import pyarrow.parquet as pq
+
+    start = time.perf_counter()
+    citations = pq.read_table(folder / "citations.parquet")
+    with_text = pq.read_table(folder / "papers_with_text.parquet").column("paper_id")
+    read = time.perf_counter()
+    if way == "arrow":
+        graph = CitationGraph.from_edges(citations.column("citing"), citations.column("cited"), papers_with_text=with_text)
+    else:
+        citing = citations.column("citing").to_numpy().astype(str)
+        cited = citations.column("cited").to_numpy().astype(str)
+        text = with_text.to_numpy().astype(str)
+        del citations
+        ids, inverse = np.unique(np.concatenate([citing, cited, text]), return_inverse=True)
+        edges = len(citing)
+        has_text = np.zeros(len(ids), dtype=bool)
+        has_text[inverse[2 * edges :]] = True
+        graph = CitationGraph.from_indices(inverse[:edges], inverse[edges : 2 * edges], len(ids), ids=ids, has_text=has_text)
+    built = time.perf_counter()
+    triplets = sample_specter_triplets(graph, seed=seed)
+    sampled = time.perf_counter()
+    return {"way": way, "read_s": round(read - start, 2), "build_s": round(built - read, 2), "sample_s": round(sampled - built, 2),
+            "peak_memory_gb": round(peak_memory_gb(), 3), "papers": graph.num_papers, "citations": graph.num_citations,
+            "triplets": len(triplets), "ids_bytes_per_paper": round(graph.ids.nbytes / graph.num_papers),
+            "structure_sha": _graph_digest(graph)}
+
+
+def _graph_digest(graph: CitationGraph) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for array in (graph.out_indptr, graph.out_indices, graph.has_text):
+        digest.update(np.ascontiguousarray(array).tobytes())
+    digest.update("\n".join(graph.ids[:: max(1, graph.num_papers // 1000)].tolist()).encode())
+    return digest.hexdigest()[:16]
+
+
+def string_id_comparison(args: argparse.Namespace) -> dict:
+    """Part 3: both ways of building from 40-character string ids, each in its own process."""
+    with tempfile.TemporaryDirectory() as folder:
+        t0 = time.perf_counter()
+        write_string_id_edges(Path(folder), args.papers, args.citations, args.seed, args.text_share)
+        write_s = time.perf_counter() - t0
+        runs = {}
+        for way in ("arrow", "numpy_unicode"):
+            done = subprocess.run([sys.executable, __file__, "--string-ids-way", way, "--string-ids-folder", folder, "--seed", str(args.seed)],
+                                  capture_output=True, text=True, check=True)
+            runs[way] = json.loads(done.stdout.strip().splitlines()[-1])
+            logger.info("string ids, %s: %s", way, runs[way])
+    arrow, numpy_unicode = runs["arrow"], runs["numpy_unicode"]
+    return {
+        "papers": args.papers, "citations_drawn": args.citations, "id_length": 40, "write_parquet_s": round(write_s, 2),
+        "arrow": arrow, "numpy_unicode": numpy_unicode,
+        "same_graph": arrow["structure_sha"] == numpy_unicode["structure_sha"],
+        "peak_memory_ratio_numpy_over_arrow": round(numpy_unicode["peak_memory_gb"] / arrow["peak_memory_gb"], 2),
+        "build_time_ratio_numpy_over_arrow": round(numpy_unicode["build_s"] / arrow["build_s"], 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--papers", type=int, default=1_000_000, help="papers in the scale graph (default 1,000,000)")
@@ -122,7 +205,12 @@ def main() -> None:
     parser.add_argument("--text-share", type=float, default=0.9, help="share of papers with text (default 0.9)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "sampling_scale.json")
+    parser.add_argument("--string-ids-way", choices=("arrow", "numpy_unicode"), help=argparse.SUPPRESS)  # part 3's worker
+    parser.add_argument("--string-ids-folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.string_ids_way:
+        print(json.dumps(build_from_string_ids(args.string_ids_folder, args.string_ids_way, args.seed)))
+        return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
 
     # Part 1: scale.
@@ -187,10 +275,12 @@ def main() -> None:
     }
     logger.info("comparison: %s", comparison)
 
+    string_ids = string_id_comparison(args)
     result = {
         "benchmark": "sampling_scale",
         "scale": scale,
         "comparison": comparison,
+        "string_ids": string_ids,
         "peak_memory_gb_whole_run": round(peak_memory_gb(), 3),
         "machine": {"python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform(), "cpus": cpu_count()},
     }

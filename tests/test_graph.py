@@ -74,6 +74,11 @@ def test_neighbourhoods_match_brute_force_on_a_random_graph():
     cocited = dense.T @ dense
     np.fill_diagonal(cocited, 0)
     assert np.array_equal(graph.cocitation_counts().toarray(), cocited)
+    for block in (7, 60, 1000):  # the row-block pairs are the upper triangle, whatever the block
+        a, b, count = graph.cocited_pairs(block=block)
+        upper = np.triu(cocited, k=1)
+        assert (a < b).all() and np.array_equal(count, upper[a, b]) and len(a) == np.count_nonzero(upper)
+        assert np.array_equal(np.lexsort((b, a)), np.arange(len(a)))
     for i in range(n):
         assert graph.cited(i).tolist() == np.nonzero(dense[i])[0].tolist()
         assert graph.citing(i).tolist() == np.nonzero(dense[:, i])[0].tolist()
@@ -105,3 +110,24 @@ def test_real_cacm_citation_graph():
     for paper_id in ("1", "1410", "3025"):
         if paper_id in neighbours:
             assert set(graph.ids[graph.cited(graph.index_of(paper_id))]) == neighbours[paper_id]
+
+
+def test_ids_from_arrow_arrays_lists_and_numpy_give_the_same_graph():
+    import pyarrow as pa
+
+    rng = np.random.default_rng(3)
+    ids = np.array([f"{i:040x}" for i in rng.integers(0, 2**62, 300)])  # 40-character ids, as Semantic Scholar's
+    citing, cited = ids[rng.integers(0, 300, 2000)], ids[rng.integers(0, 300, 2000)]
+    from_numpy = CitationGraph.from_edges(citing, cited, papers_with_text=ids[::2])
+    from_lists = CitationGraph.from_edges(citing.tolist(), cited.tolist(), papers_with_text=ids[::2].tolist())
+    chunked = pa.chunked_array([pa.array(citing[:700]), pa.array(citing[700:])])
+    from_arrow = CitationGraph.from_edges(chunked, pa.array(cited), papers_with_text=pa.array(ids[::2]))
+    for graph in (from_lists, from_arrow):
+        assert graph.ids.tolist() == from_numpy.ids.tolist() == sorted(set(ids.tolist()))
+        assert np.array_equal(graph.out_indptr, from_numpy.out_indptr) and np.array_equal(graph.out_indices, from_numpy.out_indices)
+        assert np.array_equal(graph.has_text, from_numpy.has_text) and graph.stats == from_numpy.stats
+    # Integer ids number as their decimal strings sort, from Arrow as from Python.
+    numbers = CitationGraph.from_edges(pa.array([9, 10, 9]), pa.array([10, 2, 2]))
+    assert numbers.ids.tolist() == ["10", "2", "9"] == CitationGraph.from_edges([9, 10, 9], [10, 2, 2]).ids.tolist()
+    with pytest.raises(ValueError, match="citing_ids must hold string or integer ids, got Arrow type double"):
+        CitationGraph.from_edges(pa.array([1.5]), pa.array(["a"]))

@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 from datasets import Dataset, DatasetDict, Features, Value
 
 from ..io import atomic_path
@@ -134,14 +133,13 @@ def build_cocitation_pairs(graph: CitationGraph, papers: Dataset, config: Cocita
     recent = (years >= test_from) if test_from is not None else np.zeros(n, dtype=bool)
 
     # Co-cited pairs, each once (upper triangle), with their frequency.
-    counts = sp.triu(graph.cocitation_counts(), k=1).tocoo()
-    a, b, freq = counts.row.astype(np.int64), counts.col.astype(np.int64), counts.data.astype(np.int64)
+    a, b, freq = graph.cocited_pairs()
     stats["cocited_pairs"] = len(a)
+    # Every co-cited pair (also those without text, a < b), so negatives stay out of all of them.
+    cocited_keys = np.sort(a * n + b)
     keep = usable[a] & usable[b]
     stats["pairs_without_text"] = int(np.count_nonzero(~keep))
     a, b, freq = a[keep], b[keep], freq[keep]
-    # Every co-cited pair (also those without text, row < col), so negatives stay out of all of them.
-    cocited_keys = np.sort(counts.row.astype(np.int64) * n + counts.col.astype(np.int64))
 
     is_test = recent[a] | recent[b]
     held = np.flatnonzero(~is_test)

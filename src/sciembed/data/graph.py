@@ -25,6 +25,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,6 +33,8 @@ import scipy.sparse as sp
 logger = logging.getLogger(__name__)
 
 IdLike = str | int
+#: Ids as passed to the builders: anything iterable, or Arrow string / integer arrays as read from Parquet.
+IdArray = Any
 #: Papers named by graph index or by id.
 PaperRefs = Iterable[int | str] | np.ndarray | None
 
@@ -192,26 +195,22 @@ class CitationGraph:
     @classmethod
     def _build(
         cls,
-        first: np.ndarray,
-        second: np.ndarray,
-        known: np.ndarray | None,
-        text: np.ndarray | None,
+        first: IdArray,
+        second: IdArray,
+        known: IdArray | None,
+        text: IdArray | None,
         *,
         drop_dangling: bool,
         undirected: bool,
     ) -> CitationGraph:
-        parts = [first, second] + [p for p in (known, text) if p is not None]
-        all_ids, inverse = np.unique(np.concatenate(parts), return_inverse=True)
-        n_edges = len(first)
-        src, dst = inverse[:n_edges], inverse[n_edges : 2 * n_edges]
-        offset = 2 * n_edges
+        all_ids, (src, dst, known_codes, text_codes) = _factorise([first, second, known, text])
+        n_edges = len(src)
 
         dangling = unknown = dangling_papers = dropped = 0
         keep_node = np.ones(len(all_ids), dtype=bool)
-        if known is not None:
+        if known_codes is not None:
             is_known = np.zeros(len(all_ids), dtype=bool)
-            is_known[inverse[offset : offset + len(known)]] = True
-            offset += len(known)
+            is_known[known_codes] = True
             bad_dst, bad_src = ~is_known[dst], ~is_known[src]
             if undirected:
                 # A link has no citing end: every unknown end counts as a dangling reference.
@@ -225,9 +224,9 @@ class CitationGraph:
                 dropped = int((~keep).sum())
                 src, dst = src[keep], dst[keep]
                 keep_node = is_known.copy()
-        if text is not None:
+        if text_codes is not None:
             has_text = np.zeros(len(all_ids), dtype=bool)
-            has_text[inverse[offset : offset + len(text)]] = True
+            has_text[text_codes] = True
             keep_node |= has_text
         else:
             has_text = np.ones(len(all_ids), dtype=bool)
@@ -254,7 +253,7 @@ class CitationGraph:
             dropped_dangling=dropped, papers=n, papers_with_text=int(has_text.sum()), citations=len(indices),
         )
         _log_stats(stats)
-        return cls(all_ids.astype(str), indptr, indices, has_text, stats)
+        return cls(all_ids, indptr, indices, has_text, stats)
 
     # ------------------------------------------------------------------ sizes and ids
 
@@ -366,6 +365,27 @@ class CitationGraph:
         counts.eliminate_zeros()
         return counts
 
+    def cocited_pairs(self, block: int = 50_000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every co-cited pair once, ``a < b``, with its count: the upper triangle of :meth:`cocitation_counts`.
+
+        Computed ``block`` rows of ``A^T A`` at a time, so memory holds the pairs and one block's product,
+        never the whole symmetric matrix (twice the pairs) or its intermediate. Sorted by ``(a, b)``.
+        """
+        cited_by = sp.csr_array((np.ones(self.num_citations, dtype=np.int32), self.in_indices, self.in_indptr),
+                                shape=(self.num_papers, self.num_papers))
+        a = self.adjacency
+        found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        for start in range(0, self.num_papers, block):
+            counts = (cited_by[start : start + block] @ a).tocoo()
+            row = counts.row.astype(np.int64) + start
+            upper = counts.col > row
+            found.append((row[upper], counts.col[upper].astype(np.int64), counts.data[upper].astype(np.int64)))
+        if not found:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        first, second, count = (np.concatenate(parts) for parts in zip(*found))
+        order = np.lexsort((second, first))  # sparse products leave columns unsorted: give one order
+        return first[order], second[order], count[order]
+
     def cocitation(self, i: int, j: int) -> int:
         """How many papers cite both ``i`` and ``j`` (0 for ``i == j`` by convention, as :meth:`cocitation_counts`)."""
         if i == j:
@@ -408,7 +428,7 @@ def _edge_arrays(
     second: tuple[Iterable[IdLike], str],
     ids: Iterable[IdLike] | None,
     papers_with_text: Iterable[IdLike] | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+) -> tuple[IdArray, IdArray, IdArray | None, IdArray | None]:
     """The id arrays of an edge list, checked: both ends, the known ids and the ids with text."""
     a, b = _id_array(*first), _id_array(*second)
     if len(a) != len(b):
@@ -417,8 +437,24 @@ def _edge_arrays(
     text = None if papers_with_text is None else _id_array(papers_with_text, "papers_with_text")
     return a, b, known, text
 
-def _id_array(values: Iterable[IdLike], name: str) -> np.ndarray:
-    array = np.asarray(values if isinstance(values, np.ndarray) else list(values))
+
+def _id_array(values: Iterable[IdLike] | IdArray, name: str) -> IdArray:
+    """``values`` as Arrow strings: 4 bytes of offset plus the UTF-8 bytes per id, where a numpy unicode array
+    takes 4 bytes per character of the longest id (160 bytes for each 40-character Semantic Scholar id)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        if pa.types.is_integer(values.type):
+            return pc.cast(values, pa.string())
+        if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+            return values
+        raise ValueError(f"{name} must hold string or integer ids, got Arrow type {values.type}")
+    if not isinstance(values, np.ndarray):
+        values = list(values)
+        if all(type(v) is str for v in values):
+            return pa.array(values, pa.string())
+    array = np.asarray(values)
     if array.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
     if array.dtype.kind not in "USO" and array.dtype.kind not in "iu":
@@ -427,7 +463,32 @@ def _id_array(values: Iterable[IdLike], name: str) -> np.ndarray:
         bad = [v for v in array[:1000] if not isinstance(v, (str, int, np.integer, np.str_)) or isinstance(v, bool)]
         if bad:
             raise ValueError(f"{name} must hold string or integer ids, got {type(bad[0]).__name__} ({bad[0]!r})")
-    return array.astype(str) if len(array) else np.zeros(0, dtype="<U1")
+    return pa.array(array.astype(str), pa.string())
+
+
+def _factorise(parts: list[IdArray | None]) -> tuple[np.ndarray, list[np.ndarray | None]]:
+    """The distinct ids of ``parts`` in sorted order, and each part as indices into them.
+
+    Arrow's ``dictionary_encode`` hashes the strings where they lie; numbering by sorted position (the
+    order ``np.unique`` gives) keeps a graph's numbering independent of the order of its input.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    given = [part for part in parts if part is not None]
+    chunks = [chunk for part in given for chunk in (part.chunks if isinstance(part, pa.ChunkedArray) else [part])]
+    encoded = pc.dictionary_encode(pa.chunked_array(chunks, type=pa.string()))
+    if encoded.num_chunks == 0 or not len(encoded.chunks[0].dictionary):
+        return np.zeros(0, dtype="<U1"), [None if part is None else np.zeros(0, dtype=np.int64) for part in parts]
+    dictionary = encoded.chunks[0].dictionary
+    order = pc.array_sort_indices(dictionary).to_numpy()
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    codes = rank[np.concatenate([chunk.indices.to_numpy(zero_copy_only=False) for chunk in encoded.chunks])]
+    bounds = np.cumsum([0, *(len(part) for part in given)])
+    split = iter(codes[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:]))
+    ids = dictionary.take(pa.array(order)).to_numpy(zero_copy_only=False).astype(str)
+    return ids, [None if part is None else next(split) for part in parts]
 
 
 def _indptr(counts: np.ndarray) -> np.ndarray:
