@@ -345,3 +345,29 @@ def test_reviewer_run_top_k_and_missing_papers():
     assert (scored.unknown_candidates, scored.skipped_candidates, scored.skipped_queries) == (1, 1, 1)
     assert reviewer_run(vectors, reviewer_papers, {"s": {"lost": 1}}, skip_missing=True).run == {"s": {}}
     assert reviewer_run(vectors, reviewer_papers, qrels, top_k=1, skip_missing=True).run["s"]["four"] == pytest.approx(1.0)
+
+
+def test_beir_float32_prefilter_keeps_the_float64_order_of_near_ties_and_never_copies_the_corpus_to_float64():
+    import tracemalloc
+
+    rng = np.random.default_rng(11)
+    dim, n = 64, 20_000
+    base = rng.standard_normal(dim)
+    # 40 papers around the top-10 cut whose cosines to the query differ by ~1e-9, below float32's resolution
+    # (~6e-8): a float32 ranking orders them by rounding noise, the float64 reference by their true values.
+    near = (base + 1e-4 * rng.standard_normal((40, dim))).astype(np.float32)
+    corpus = {f"d{i:05d}": v for i, v in enumerate(np.concatenate([near, rng.standard_normal((n - 40, dim)).astype(np.float32)]))}
+    queries = {"q": base.astype(np.float32)}
+    expected = beir_brute_force(queries, corpus, 10)["q"]
+    gaps = np.diff(sorted(cosine_similarity(base[None].astype(np.float32).astype(np.float64),
+                                            near.astype(np.float64))[0]))
+    assert gaps.min() < 1e-7, "the test needs near-ties float32 cannot resolve"
+    for chunk in (50_000, 777):
+        got = search_run(queries, corpus, top_k=10, corpus_chunk_size=chunk).run["q"]
+        assert list(got) == list(expected) and list(got.values()) == pytest.approx(list(expected.values()), abs=1e-12)
+    tracemalloc.start()
+    search_run(queries, corpus, top_k=10, corpus_chunk_size=2_000)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    # Less than a float64 copy of the corpus alone would take (the float32 one, the ids and one block fit).
+    assert peak < n * dim * 8, f"peak {peak / 1e6:.1f} MB: more than a float64 corpus ({n * dim * 8 / 1e6:.1f} MB)"

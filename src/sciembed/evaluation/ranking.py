@@ -23,8 +23,9 @@ Reference protocols, matched on the same inputs (see ``tests/test_eval_ranking.p
   (SciRepEval keeps one dict, so a query id equal to a paper id shares its vector).
 - **BEIR** (:func:`search_run` without ``qrels``): beir-cellar/beir
   ``beir/retrieval/search/dense/exact_search.py::DenseRetrievalExactSearch.search``: cosine (or dot)
-  scores over the whole corpus (BEIR: float32 in torch; here float64, so that near-equal scores do not
-  swap with the summation order of a float32 product), NaN scores set to -1, the ``top_k`` best (BEIR default 1000)
+  scores over the whole corpus (BEIR: float32 in torch; here a float32 prefilter and float64 scores for the
+  papers it keeps, so that near-equal scores do not swap with the summation order of a float32 product,
+  and the corpus is never copied to float64 whole), NaN scores set to -1, the ``top_k`` best (BEIR default 1000)
   kept per query, a document whose id equals the query id dropped (also what
   ``EvaluateRetrieval.evaluate(ignore_identical_ids=True)`` does). Among equal scores at the cut, BEIR's
   ``(score, id)`` heap keeps the larger ids, as we do (and as trec_eval ranks them); BEIR's per-chunk
@@ -268,10 +269,10 @@ def search_run(
     With ``qrels``, each qrels query's judged candidates are scored, like :func:`proximity_run` but with
     query vectors from their own mapping (SciRepEval's ad-hoc search uses ``similarity="l2"``); ``top_k``,
     if given, keeps each query's best. Without ``qrels``, every query of ``query_vectors`` ranks every
-    paper of ``candidate_vectors`` (cosine or dot, in float64) and keeps the ``top_k`` best
-    (default 1000), larger id first among equal scores; scores are computed for ``query_chunk_size``
-    queries x ``corpus_chunk_size`` papers at a time, so memory stays near
-    ``16 bytes x query_chunk_size x corpus_chunk_size`` besides the two float64 matrices.
+    paper of ``candidate_vectors`` (cosine or dot) and keeps the ``top_k`` best (default 1000), larger id
+    first among equal scores: float32 scores for ``query_chunk_size`` queries x ``corpus_chunk_size``
+    papers at a time pick the papers that can reach the top, whose scores are then computed in float64.
+    Memory: the corpus in its own precision (float32 stays float32), one float32 score block, the kept papers.
 
     Args:
         query_vectors: query id -> vector ``(d,)``.
@@ -568,19 +569,36 @@ def _full_corpus_run(
     query_chunk_size: int,
     corpus_chunk_size: int,
 ) -> Run:
+    """The whole-corpus search: a float32 prefilter, then float64 scores for the papers it keeps.
+
+    The corpus stays in its own precision (float32 embeddings are never copied to float64 whole). Each
+    block of queries is scored against each corpus chunk in float32; a paper is kept when its float32 score
+    is within twice the float32 error bound of the chunk's ``top_k``-th float32 score, which keeps every
+    paper whose float64 score could reach the float64 ``top_k`` (the bound: ``(d + 8) 2^-24`` of
+    ``|q| |c|``, the rounding of the inputs and of a d-term dot product in any summation order). The kept
+    papers are scored again in float64, so near-equal scores order as the float64 reference orders them.
+    """
     query_ids, corpus_ids = list(query_vectors), list(candidate_vectors)
     if not query_ids or not corpus_ids:
         raise ValueError(f"nothing to search: {len(query_ids)} queries, {len(corpus_ids)} papers")
-    # float64 as everywhere else here: near-equal cosines of float32 vectors would otherwise swap
-    # places depending on the matrix product's summation order.
     queries = _stack(query_ids, query_vectors, ndim=1)
-    corpus = _stack(corpus_ids, candidate_vectors, ndim=1)
+    storage = np.float32 if all(np.asarray(candidate_vectors[c]).dtype == np.float32 for c in corpus_ids) else np.float64
+    corpus = _stack(corpus_ids, candidate_vectors, ndim=1, dtype=storage)
     if queries.shape[1] != corpus.shape[1]:
         raise ValueError(f"queries have dimension {queries.shape[1]}, papers {corpus.shape[1]}")
+    dim = corpus.shape[1]
+    norms = np.concatenate([np.linalg.norm(corpus[i : i + corpus_chunk_size].astype(np.float64), axis=1)
+                            for i in range(0, len(corpus), corpus_chunk_size)])
     if similarity == "cosine":
-        # In place: the stacked corpus is already a copy, and a second one would double its memory.
         unit_rows(queries, out=queries)
-        unit_rows(corpus, out=corpus)
+        # 1 / |c| per paper: float32 scores are divided by it, float64 ones use the float64 unit row.
+        column_scale = (1.0 / np.maximum(norms, np.finfo(np.float64).tiny)).astype(np.float32)
+        largest = 1.0
+    else:
+        column_scale = None
+        largest = float(norms.max())
+    queries32 = queries.astype(np.float32)
+    error = 2.0 * (dim + 8) * 2.0**-24 * np.linalg.norm(queries, axis=1) * largest
     # Position of each paper id in string order: the tie breaker at the top-k cut.
     id_rank = np.empty(len(corpus_ids), dtype=np.int64)
     id_rank[np.argsort(np.array(corpus_ids))] = np.arange(len(corpus_ids))
@@ -590,35 +608,45 @@ def _full_corpus_run(
     run: Run = {}
     for q_start in range(0, len(query_ids), query_chunk_size):
         chunk_ids = query_ids[q_start:q_start + query_chunk_size]
-        own = [(row, position[q]) for row, q in enumerate(chunk_ids) if q in position]
-        best_scores = np.empty((len(chunk_ids), 0), dtype=np.float64)
-        best_index = np.empty((len(chunk_ids), 0), dtype=np.int64)
+        own = {row: position[q] for row, q in enumerate(chunk_ids) if q in position}
+        best: list[tuple[np.ndarray, np.ndarray]] = [(np.empty(0), np.empty(0, dtype=np.int64)) for _ in chunk_ids]
         for c_start in range(0, len(corpus_ids), corpus_chunk_size):
-            scores = queries[q_start:q_start + query_chunk_size] @ corpus[c_start:c_start + corpus_chunk_size].T
-            scores[np.isnan(scores)] = -1  # BEIR
-            for row, index in own:
-                if c_start <= index < c_start + scores.shape[1]:
-                    scores[row, index - c_start] = -np.inf
-            local = _top_columns(scores, id_rank[c_start:c_start + scores.shape[1]], keep)
-            best_scores = np.concatenate([best_scores, np.take_along_axis(scores, local, axis=1)], axis=1)
-            best_index = np.concatenate([best_index, local + c_start], axis=1)
-            order = np.lexsort((id_rank[best_index], best_scores), axis=1)[:, ::-1][:, :keep]
-            best_scores = np.take_along_axis(best_scores, order, axis=1)
-            best_index = np.take_along_axis(best_index, order, axis=1)
+            chunk = corpus[c_start:c_start + corpus_chunk_size]
+            rough = queries32[q_start:q_start + query_chunk_size] @ chunk.astype(np.float32, copy=False).T
+            if column_scale is not None:
+                rough *= column_scale[c_start:c_start + len(chunk)]
+            for row, index in own.items():
+                if c_start <= index < c_start + len(chunk):
+                    rough[row, index - c_start] = -np.inf  # before the cut: the query's own paper takes no place
+            threshold = _kth_largest(rough, keep) - 2.0 * error[q_start:q_start + query_chunk_size]
+            for row in range(len(chunk_ids)):
+                columns = np.flatnonzero(~(rough[row] < threshold[row]))  # NaN scores are kept: BEIR scores them -1
+                if row in own:
+                    columns = columns[columns != own[row] - c_start]
+                index = columns + c_start
+                exact = _exact_scores(queries[q_start + row], corpus[index], norms[index] if column_scale is not None else None)
+                scores, kept = np.concatenate([best[row][0], exact]), np.concatenate([best[row][1], index])
+                order = np.lexsort((id_rank[kept], scores))[::-1][:keep]
+                best[row] = (scores[order], kept[order])
         for row, query in enumerate(chunk_ids):
-            kept = best_scores[row] > -np.inf
-            run[query] = dict(zip((corpus_ids[i] for i in best_index[row][kept]), best_scores[row][kept].tolist()))
+            scores, kept = best[row]
+            run[query] = dict(zip((corpus_ids[i] for i in kept), scores.tolist()))
     return run
 
 
-def _top_columns(scores: np.ndarray, id_rank: np.ndarray, keep: int) -> np.ndarray:
-    """Column indices of each row's ``keep`` best scores, larger ``id_rank`` first among equal scores."""
-    if keep >= scores.shape[1]:
-        return np.broadcast_to(np.arange(scores.shape[1]), scores.shape).copy()
-    top = np.argpartition(scores, scores.shape[1] - keep, axis=1)[:, -keep:]
-    threshold = np.take_along_axis(scores, top, axis=1).min(axis=1)
-    # argpartition picks arbitrarily among scores equal to the threshold; settle those rows by id.
-    for row in np.flatnonzero((scores >= threshold[:, None]).sum(axis=1) > keep):
-        tied = np.flatnonzero(scores[row] >= threshold[row])
-        top[row] = tied[np.lexsort((id_rank[tied], scores[row, tied]))[::-1][:keep]]
-    return top
+def _kth_largest(scores: np.ndarray, k: int) -> np.ndarray:
+    """Each row's ``k``-th largest score (-inf when the row is shorter); NaN counts as BEIR's -1."""
+    if k > scores.shape[1]:
+        return np.full(scores.shape[0], -np.inf)
+    clean = np.where(np.isnan(scores), -1.0, scores)
+    return np.partition(clean, scores.shape[1] - k, axis=1)[:, scores.shape[1] - k]
+
+
+def _exact_scores(query: np.ndarray, papers: np.ndarray, norms: np.ndarray | None) -> np.ndarray:
+    """float64 scores of ``papers`` for one (unit, for cosine) query: cosine when ``norms`` are given, else dot."""
+    papers = papers.astype(np.float64)
+    if norms is not None:
+        papers /= np.maximum(norms, np.finfo(np.float64).tiny)[:, None]
+    scores = papers @ query
+    scores[np.isnan(scores)] = -1  # BEIR
+    return scores
