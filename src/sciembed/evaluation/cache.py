@@ -6,9 +6,11 @@ text the model read (title + separator + abstract, a query, ...), so the same pa
 two benchmarks sharing papers, embed once, and a changed text never returns a stale vector. Vectors are
 stored and returned as float32, never at lower precision. New vectors are appended as a shard (``.npy``
 plus a ``.json`` of its text keys and the ``.npy``'s SHA-256, written last, atomically), so an interrupted
-run leaves either a whole shard or none. A shard whose vectors no longer match their hash, whose width is
-not the encoder's, or whose key file does not parse is dropped with a warning naming it, and its texts are
-embedded again: a damaged cache costs time, never scores.
+run leaves either a whole shard or none. The cache streams: opening it reads the key files only, vectors
+are read from the memory-mapped shards by key when asked for, and many small shards are compacted into
+one. A shard whose vectors no longer match their hash, whose width is not the encoder's, or whose key file
+does not parse is dropped with a warning naming it, and its texts are embedded again: a damaged cache
+costs time, never scores.
 """
 
 from __future__ import annotations
@@ -43,8 +45,17 @@ def text_key(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
+#: More shards than this in a cache folder are compacted into one when the cache is opened.
+COMPACT_AT = 32
+
+
 class EmbeddingCache:
-    """Vectors of one encoder, in memory and (unless ``folder`` is ``None``) on disk.
+    """Vectors of one encoder, on disk (unless ``folder`` is ``None``), read by key when asked for.
+
+    Opening a cache reads only its key files, into one sorted index (40 bytes of key, a shard and a row per
+    vector); the vectors stay in their ``.npy`` shards, memory-mapped and read by row when looked up. A
+    shard's hash is checked the first time one of its vectors is needed. A folder with more than
+    :data:`COMPACT_AT` shards is compacted into one shard when it is opened.
 
     Args:
         encoder: the encoder whose vectors are cached; its fingerprint names the sub-folder.
@@ -55,83 +66,184 @@ class EmbeddingCache:
         self.encoder = encoder
         self.fingerprint = encoder.fingerprint()
         self.folder = Path(folder) / self.fingerprint[:32] if folder is not None else None
-        self._vectors: dict[str, np.ndarray] = {}
         self.hits = 0
         self.encoded = 0
+        # Shard i: its vectors (a memory-mapped or in-memory array, None until first read), its .npy path
+        # (None in memory), the hash its key file recorded (None once checked, or for a legacy key file).
+        self._arrays: list[np.ndarray | None] = []
+        self._paths: list[Path | None] = []
+        self._hashes: list[str | None] = []
+        self._keys = np.zeros(0, dtype="S40")  # sorted; _shard[i], _row[i] locate _keys[i]
+        self._shard = np.zeros(0, dtype=np.int32)
+        self._row = np.zeros(0, dtype=np.int64)
+        self._shape: tuple[int, ...] | None = None
         if self.folder is not None and self.folder.is_dir():
-            self._load()
+            self._open()
 
-    def _load(self) -> None:
-        shards = sorted(self.folder.glob("shard-*.json"))
-        # The width the encoder gives, from one short text, to check every shard against.
-        shape = self.encoder.encode(["width"], show_progress_bar=False).shape[1:] if shards else None
-        for keys_path in shards:
-            problem = self._load_shard(keys_path, shape)
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def _open(self) -> None:
+        key_files = sorted(self.folder.glob("shard-*.json"))
+        if key_files:
+            self._shape = self.encoder.encode(["width"], show_progress_bar=False).shape[1:]
+        found: list[tuple[int, list[str]]] = []
+        for keys_path in key_files:
+            keys, problem = self._read_shard(keys_path)
             if problem:
-                logger.warning("embedding cache: dropping %s (%s); its texts will be embedded again", keys_path.with_suffix(".npy"), problem)
-                keys_path.unlink(missing_ok=True)
-                keys_path.with_suffix(".npy").unlink(missing_ok=True)
-        logger.info("embedding cache %s: %d vectors", self.folder, len(self._vectors))
+                self._drop(keys_path.with_suffix(".npy"), problem)
+                continue
+            found.append((self._add_shard(keys_path.with_suffix(".npy"), None, self._hash_of(keys_path)), keys))
+        self._index(found)
+        if len(self._paths) > COMPACT_AT:
+            self._compact()
+        logger.info("embedding cache %s: %d vectors in %d shard(s)", self.folder, len(self._keys), len(self._paths))
 
-    def _load_shard(self, keys_path: Path, shape: tuple[int, ...]) -> str | None:
-        """Load one shard; returns what is wrong with it instead, if anything."""
-        vectors_path = keys_path.with_suffix(".npy")
+    def _read_shard(self, keys_path: Path) -> tuple[list[str], str | None]:
+        """A shard's keys, after the checks that need no pass over its vectors; or what is wrong with it."""
         try:
             stored = json.loads(keys_path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            return f"its key file {keys_path.name} does not parse: {error}"
+            return [], f"its key file {keys_path.name} does not parse: {error}"
         keys = stored.get("keys") if isinstance(stored, dict) else stored
         if not isinstance(keys, list):
-            return f"its key file {keys_path.name} holds no key list"
-        if isinstance(stored, dict) and stored.get("npy_sha256") != file_sha256(vectors_path):
-            return "its vectors do not match the hash written with them"
+            return [], f"its key file {keys_path.name} holds no key list"
         try:
-            vectors = np.load(vectors_path, allow_pickle=False)
+            vectors = np.load(keys_path.with_suffix(".npy"), mmap_mode="r", allow_pickle=False)
         except (OSError, ValueError, EOFError) as error:
-            return f"unreadable: {error}"
-        if vectors.dtype != np.float32 or vectors.shape != (len(keys), *shape):
-            return f"{vectors.dtype} vectors of shape {vectors.shape}, expected ({len(keys)}, {', '.join(map(str, shape))}) float32"
-        self._vectors.update(zip(keys, vectors))
-        return None
+            return [], f"unreadable: {error}"
+        if vectors.dtype != np.float32 or vectors.shape != (len(keys), *self._shape):
+            return [], f"{vectors.dtype} vectors of shape {vectors.shape}, expected ({len(keys)}, {', '.join(map(str, self._shape))}) float32"
+        return keys, None
+
+    @staticmethod
+    def _hash_of(keys_path: Path) -> str | None:
+        stored = json.loads(keys_path.read_text(encoding="utf-8"))
+        return stored.get("npy_sha256") if isinstance(stored, dict) else None
+
+    def _add_shard(self, path: Path | None, array: np.ndarray | None, sha256: str | None) -> int:
+        self._paths.append(path)
+        self._arrays.append(array)
+        self._hashes.append(sha256)
+        return len(self._paths) - 1
+
+    def _index(self, shards: list[tuple[int, list[str]]]) -> None:
+        """Add the keys of ``shards`` (shard number, keys in row order) to the sorted index."""
+        if not shards:
+            return
+        keys = np.concatenate([self._keys, *(np.array(k, dtype="S40") for _, k in shards)])
+        shard = np.concatenate([self._shard, *(np.full(len(k), i, dtype=np.int32) for i, k in shards)])
+        row = np.concatenate([self._row, *(np.arange(len(k), dtype=np.int64) for _, k in shards)])
+        order = np.argsort(keys, kind="stable")
+        self._keys, self._shard, self._row = keys[order], shard[order], row[order]
+
+    def _locate(self, keys: np.ndarray) -> np.ndarray:
+        """Index position of each key, -1 where it is not cached."""
+        position = np.searchsorted(self._keys, keys)
+        position[position == len(self._keys)] = 0
+        found = self._keys[position] == keys if len(self._keys) else np.zeros(len(keys), dtype=bool)
+        return np.where(found, position, -1)
+
+    def _check_shards(self, keys: np.ndarray) -> None:
+        """Check the hash of every not yet checked shard holding one of ``keys``; drop those that fail."""
+        position = self._locate(keys)
+        for shard in np.unique(self._shard[position[position >= 0]]).tolist():
+            expected = self._hashes[shard]
+            if expected is None:
+                continue
+            path = self._paths[shard]
+            if file_sha256(path) != expected:
+                self._drop(path, "its vectors do not match the hash written with them")
+                keep = self._shard != shard
+                self._keys, self._shard, self._row = self._keys[keep], self._shard[keep], self._row[keep]
+            self._hashes[shard] = None
+
+    def _drop(self, vectors_path: Path, problem: str) -> None:
+        logger.warning("embedding cache: dropping %s (%s); its texts will be embedded again", vectors_path, problem)
+        vectors_path.with_suffix(".json").unlink(missing_ok=True)
+        vectors_path.unlink(missing_ok=True)
+
+    def add(self, texts: Sequence[str], *, batch_size: int = 32, show_progress_bar: bool = True, desc: str = "Encoding") -> None:
+        """Encode (and cache) those of ``texts`` not cached yet."""
+        keys = np.array([text_key(t) for t in texts], dtype="S40")
+        self._check_shards(keys)
+        missing = self._locate(keys) < 0
+        todo = dict.fromkeys(text for text, absent in zip(texts, missing) if absent)
+        self.hits += len(np.unique(keys[~missing]))
+        if todo:
+            vectors = self.encoder.encode(list(todo), batch_size=batch_size, show_progress_bar=show_progress_bar, progress_desc=desc)
+            self._store([text_key(t) for t in todo], vectors)
+            self.encoded += len(todo)
 
     def embed(self, texts: Sequence[str], *, batch_size: int = 32, show_progress_bar: bool = True, desc: str = "Encoding") -> np.ndarray:
         """Vectors of ``texts`` in order, encoding (and caching) only those not cached yet."""
-        keys = [text_key(t) for t in texts]
-        todo: dict[str, str] = {}
-        for key, text in zip(keys, texts):
-            if key not in self._vectors:
-                todo.setdefault(key, text)
-        self.hits += len(set(keys)) - len(todo)
-        if todo:
-            vectors = self.encoder.encode(list(todo.values()), batch_size=batch_size, show_progress_bar=show_progress_bar, progress_desc=desc)
-            self._store(list(todo), vectors)
-            self.encoded += len(todo)
+        self.add(texts, batch_size=batch_size, show_progress_bar=show_progress_bar, desc=desc)
         return self.lookup(texts)
 
     def lookup(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of ``texts`` already embedded (KeyError naming the first text that is not)."""
         if not texts:
             return np.zeros((0,), np.float32)
-        try:
-            return np.stack([self._vectors[text_key(t)] for t in texts])
-        except KeyError:
-            missing = next(t for t in texts if text_key(t) not in self._vectors)
-            raise KeyError(f"not embedded yet: {missing[:80]!r}") from None
+        keys = np.array([text_key(t) for t in texts], dtype="S40")
+        self._check_shards(keys)
+        position = self._locate(keys)
+        if (position < 0).any():
+            raise KeyError(f"not embedded yet: {texts[int(np.argmax(position < 0))][:80]!r}")
+        shard, row = self._shard[position], self._row[position]
+        result = np.empty((len(texts), *self._shape), dtype=np.float32)
+        for number in np.unique(shard).tolist():
+            at = np.flatnonzero(shard == number)
+            result[at] = self._array(number)[row[at]]
+        return result
+
+    def _array(self, shard: int) -> np.ndarray:
+        if self._arrays[shard] is None:
+            self._arrays[shard] = np.load(self._paths[shard], mmap_mode="r", allow_pickle=False)
+        return self._arrays[shard]
 
     def _store(self, keys: list[str], vectors: np.ndarray) -> None:
-        self._vectors.update(zip(keys, vectors))
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        self._shape = vectors.shape[1:]
         if self.folder is None:
+            self._index([(self._add_shard(None, vectors, None), keys)])
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         manifest = self.folder / "manifest.json"
         if not manifest.exists():
             with atomic_path(manifest) as temporary:
                 temporary.write_text(json.dumps({"model": self.encoder.name_or_path, "fingerprint": self.fingerprint}, indent=1), encoding="utf-8")
+        path = self._write_shard(keys, [vectors])
+        self._index([(self._add_shard(path, None, None), keys)])
+
+    def _write_shard(self, keys: list[str], parts: Sequence[np.ndarray]) -> Path:
+        """A new shard of ``keys`` with the rows of ``parts`` in order; the key list is written last, so a
+        shard without it is ignored and a crash never half-loads."""
         stem = self.folder / f"shard-{uuid.uuid4().hex}"
         with atomic_path(stem.with_suffix(".npy")) as temporary:
-            with open(temporary, "wb") as handle:
-                np.save(handle, np.ascontiguousarray(vectors, dtype=np.float32))
-        # The key list is written last: a shard without it is ignored, so a crash never half-loads.
+            array = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=(len(keys), *self._shape))
+            start = 0
+            for part in parts:
+                array[start : start + len(part)] = part
+                start += len(part)
+            array.flush()
+            del array
         with atomic_path(stem.with_suffix(".json")) as temporary:
             temporary.write_text(json.dumps({"keys": keys, "npy_sha256": file_sha256(stem.with_suffix(".npy"))}), encoding="utf-8")
+        return stem.with_suffix(".npy")
 
+    def _compact(self) -> None:
+        """Rewrite every shard as one (checking each shard's hash on the way), then remove the old ones."""
+        self._check_shards(self._keys)
+        old = [path for path in self._paths if path is not None and path.exists()]
+        order = np.lexsort((self._row, self._shard))  # each shard's rows in order, shard after shard
+        keys = [key.decode() for key in self._keys[order]]
+        shard, row = self._shard[order], self._row[order]
+        parts = (self._array(i)[row[shard == i]] for i in np.unique(shard).tolist())
+        path = self._write_shard(keys, parts)
+        for stale in old:
+            stale.with_suffix(".json").unlink(missing_ok=True)
+            stale.unlink(missing_ok=True)
+        logger.info("embedding cache %s: compacted %d shards into %s", self.folder, len(old), path.name)
+        self._arrays, self._paths, self._hashes = [], [], []
+        self._keys, self._shard, self._row = np.zeros(0, dtype="S40"), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)
+        self._index([(self._add_shard(path, None, None), keys)])

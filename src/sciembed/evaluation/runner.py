@@ -221,7 +221,7 @@ def _embed_tasks(suite: TaskSuite, encoder: Encoder, folder: Path | None, *, bat
     for key, cache in caches.items():
         texts = list(dict.fromkeys(t for _, _, c, _, ts in plans if c is cache for t in ts))
         label = f"Encoding ({key[0] or 'papers'}{', facets' if key[1] else ''})"
-        cache.embed(texts, batch_size=batch_size, show_progress_bar=show_progress_bar, desc=label)
+        cache.add(texts, batch_size=batch_size, show_progress_bar=show_progress_bar, desc=label)
 
     vectors: dict[int, tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]]] = {}
     for task, role, cache, ids, texts in plans:
