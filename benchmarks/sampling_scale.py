@@ -20,7 +20,7 @@ A share of papers (``--text-share``) has text.
 
 Part 3 (string ids, same run): the scale graph again, its papers named by 40-character hex ids as
 Semantic Scholar's, the citations written to Parquet as string columns. Each way of building the graph
-from that file runs in its own process, so that each peak memory (``ru_maxrss``) is its own: ``arrow``,
+from that file runs in its own process, so that each peak memory (its ``VmHWM``) is its own: ``arrow``,
 :meth:`CitationGraph.from_edges` on the Arrow columns as read (ids factorised by Arrow's
 ``dictionary_encode``), and ``numpy_unicode``, the factorisation the library used before (the columns as
 numpy unicode arrays, ``np.unique(..., return_inverse=True)`` over their concatenation, then the same CSR
@@ -115,6 +115,15 @@ def peak_memory_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 1e9
 
 
+def own_peak_memory_gb() -> float:
+    """This process's resident-memory high-water mark since it started (Linux ``VmHWM``). ``ru_maxrss`` would
+    not do for a child: Linux carries the parent's peak at fork time across ``exec`` into it."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024 / 1e9
+    return peak_memory_gb()
+
+
 def check_rules(graph: CitationGraph, triplets, count: int, seed: int) -> int:
     """Check the SPECTER rules on a random subset of the triplets; returns how many were checked."""
     pick = np.random.default_rng(seed).choice(len(triplets), size=min(count, len(triplets)), replace=False)
@@ -163,7 +172,7 @@ def build_from_string_ids(folder: Path, way: str, seed: int) -> dict:
     triplets = sample_specter_triplets(graph, seed=seed)
     sampled = time.perf_counter()
     return {"way": way, "read_s": round(read - start, 2), "build_s": round(built - read, 2), "sample_s": round(sampled - built, 2),
-            "peak_memory_gb": round(peak_memory_gb(), 3), "papers": graph.num_papers, "citations": graph.num_citations,
+            "peak_memory_gb": round(own_peak_memory_gb(), 3), "papers": graph.num_papers, "citations": graph.num_citations,
             "triplets": len(triplets), "ids_bytes_per_paper": round(graph.ids.nbytes / graph.num_papers),
             "structure_sha": _graph_digest(graph)}
 

@@ -58,17 +58,22 @@ def process_share(rank: int | None = None, world_size: int | None = None) -> Sha
     return Share(rank, world_size, False)
 
 
-def init_from_environment() -> bool:
+def init_from_environment() -> str | None:
     """Join the process group that `torchrun` / `accelerate launch` describe in the environment (``WORLD_SIZE``
-    above 1): gloo on CPUs, NCCL on GPUs. Returns whether this process is part of one."""
+    above 1): gloo on CPUs, NCCL on GPUs. Returns this process's own GPU (``cuda:LOCAL_RANK``) on a GPU
+    machine, None otherwise (and without a group)."""
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
-        return False
+        return None
     import torch
     import torch.distributed as dist
 
+    device = None
+    if torch.cuda.is_available():
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+        torch.cuda.set_device(device)
     if not dist.is_initialized():
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-    return True
+        dist.init_process_group("nccl" if device else "gloo")
+    return device
 
 
 def end_distributed_run() -> None:

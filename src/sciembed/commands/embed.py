@@ -349,9 +349,8 @@ def run(args: argparse.Namespace) -> int:
     written = [output] + ([ids_path(output)] if output.suffix.lower() == ".npy" else [])
     if Path(args.input).exists() and any(path.exists() and path.resolve() == Path(args.input).resolve() for path in written):
         raise ValueError(f"--output {args.output} would overwrite the input {args.input}; choose another output file")
-    if args.rank is None:
-        init_from_environment()
-    encoder = load_encoder(args.model, trust_remote_code=args.trust_remote_code, device=args.device, max_length=args.max_length,
+    rank_device = init_from_environment() if args.rank is None else None
+    encoder = load_encoder(args.model, trust_remote_code=args.trust_remote_code, device=args.device or rank_device, max_length=args.max_length,
                            pooling=args.pooling, task_format=args.task_format, domain=args.domain)
     report = embed_to_file(encoder, args.input, output, shard_size=args.shard_size, batch_size=args.batch_size, resume=args.resume,
                            rank=args.rank, world_size=args.world_size, id_field=args.id_field, skip_invalid=args.skip_invalid,
