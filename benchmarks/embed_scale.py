@@ -8,7 +8,7 @@ two outputs hold the same ids and vectors (max abs diff), each process's peak re
 read while it runs), the Parquet output's and the Arrow input file's bytes per paper, and the model on
 paper for ``--project`` papers: shards, hours per process at the measured rate, and disk.
 
-    python benchmarks/embed_scale.py --data ../shared/data            # 20,000 papers: about an hour on 2 cores
+    python benchmarks/embed_scale.py            # 20,000 papers: about an hour on 2 cores
 """
 
 from __future__ import annotations
@@ -51,6 +51,13 @@ def peak_rss_gb(pid: int) -> float | None:
     return None
 
 
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
 def timed(command: list[str], env: dict[str, str]) -> tuple[float, dict[str, float]]:
     """Run ``command``; returns its wall time and the peak memory of each process that embeds (by rank)."""
     start = time.perf_counter()
@@ -71,7 +78,7 @@ def timed(command: list[str], env: dict[str, str]) -> tuple[float, dict[str, flo
                 continue
             peak = peak_rss_gb(worker.pid)
             if peak is not None:
-                peaks[rank] = max(peaks.get(rank, 0.0), peak)
+                peaks[rank] = round(max(peaks.get(rank, 0.0), peak), 3)
         time.sleep(0.5)
     seconds = time.perf_counter() - start
     if process.returncode != 0:
@@ -81,7 +88,8 @@ def timed(command: list[str], env: dict[str, str]) -> tuple[float, dict[str, flo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="the shared data folder (cacm/, ...)")
+    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data",
+                        help="the shared data folder (cacm/, scirepeval-samples/, s2orc-sample/)")
     parser.add_argument("--papers", type=int, default=20_000)
     parser.add_argument("--shard-size", type=int, default=1_000)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -134,7 +142,7 @@ def main() -> None:
             "hours_to_read_input_into_arrow_one_process": round(args.project / (args.papers / read_s) / 3600, 1),
         },
         "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": len(os.sched_getaffinity(0)),
-                    "cpu": platform.processor()},
+                    "cpu": cpu_model()},
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(args.output) as temporary:
