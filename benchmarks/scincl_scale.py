@@ -23,8 +23,16 @@ topics, and a share ``--in-topic`` of its citations go to papers of its own topi
 the topic), the rest anywhere. ``--in-topic 0`` gives the unclustered graph, whose FastRP embedding is
 close to uniform on the sphere (there, rank 4,000 of a million is barely nearer than a random paper).
 
+With ``--tradeoff CELLS:NPROBE,...`` it samples only ``--timing-queries`` random queries per IVF setting
+(and the exact index on a fifth of them), reports the accuracy of each on the first ``--recall-queries``
+of them, the search time per query (the run on all timing queries less a run on one query, which pays the
+index training) and the time that setting would take for every query, and writes
+``scincl_scale_<papers>_tradeoff.json``: where a full run at 10^6 papers would take too long, this says
+what each setting costs and gives.
+
     python benchmarks/scincl_scale.py --papers 100000 --index exact --recall-queries 1000
     python benchmarks/scincl_scale.py --index ivf                        # 1,000,000 papers
+    python benchmarks/scincl_scale.py --tradeoff 1000:50,1000:100,1000:200,1000:300
 """
 
 from __future__ import annotations
@@ -140,11 +148,14 @@ def main() -> None:
     parser.add_argument("--recall-queries", type=int, default=200, help="queries checked against exact kNN (default 200)")
     parser.add_argument("--compare-exact", action="store_true", help="also time the exact index on every query (quadratic)")
     parser.add_argument("--threads", type=int, default=None, help="faiss OpenMP threads (default: faiss's, one per core)")
+    parser.add_argument("--tradeoff", help="CELLS:NPROBE,... IVF settings to measure on --timing-queries sampled queries")
+    parser.add_argument("--timing-queries", type=int, default=2000, help="queries timed per --tradeoff setting (default 2,000)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", type=Path, default=None, help="JSON path (default results/scincl_scale_<papers>.json)")
+    parser.add_argument("--output", type=Path, default=None, help="JSON path (default results/scincl_scale_<papers>_<index>.json)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    output = args.output or Path(__file__).parent / "results" / f"scincl_scale_{args.papers}_{args.index}.json"
+    name = "tradeoff" if args.tradeoff else args.index
+    output = args.output or Path(__file__).parent / "results" / f"scincl_scale_{args.papers}_{name}.json"
     index = {"index": args.index} | ({"ivf_nprobe": args.ivf_nprobe, "ivf_cells": args.ivf_cells} if args.index == "ivf" else {})
     if args.threads:
         import faiss
@@ -161,6 +172,10 @@ def main() -> None:
     t2 = time.perf_counter()
     vectors = citation_graph_embedding(graph, EMBEDDING_DIM, seed=args.seed)
     t3 = time.perf_counter()
+    if args.tradeoff:
+        write(output, tradeoff(graph, vectors, args) | {"seconds": {"generate": round(t1 - t0, 2), "build_graph": round(t2 - t1, 2),
+                                                                   "embed_fastrp": round(t3 - t2, 2)}})
+        return
     triplets = sample_scincl_triplets(graph, config=SciNCLConfig(**index), vectors=vectors, seed=args.seed)
     t4 = time.perf_counter()
     peak = peak_memory_gb()
@@ -218,9 +233,52 @@ def main() -> None:
         "machine": {"python": platform.python_version(), "numpy": np.__version__, "faiss": faiss_version(), "platform": platform.platform(),
                     "cpus": cpu_count()},
     }
+    write(output, result)
+
+
+def write(output: Path, result: dict) -> None:
     with atomic_path(output) as temporary:
         temporary.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     logger.info("wrote %s", output)
+
+
+def tradeoff(graph: CitationGraph, vectors: np.ndarray, args: argparse.Namespace) -> dict:
+    """Each IVF setting of ``--tradeoff`` (and exact search) on a sample of queries: accuracy, time per query,
+    and the time for every query."""
+    candidates = np.nonzero(graph.has_text & np.isfinite(vectors).all(axis=1))[0]
+    sample = np.random.default_rng(args.seed + 1).choice(candidates, size=min(args.timing_queries, len(candidates)), replace=False)
+    checked = np.sort(sample[: args.recall_queries])
+    settings = [("ivf", int(c), int(p)) for c, p in (pair.split(":") for pair in args.tradeoff.split(","))] + [("exact", None, None)]
+    rows = []
+    for kind, cells, nprobe in settings:
+        config = SciNCLConfig(index=kind, ivf_cells=cells, ivf_nprobe=nprobe)
+        timed = sample if kind == "ivf" else sample[: max(len(checked), len(sample) // 5)]
+        t = time.perf_counter()
+        sample_scincl_triplets(graph, timed[:1], config=config, vectors=vectors, seed=args.seed)
+        fixed = time.perf_counter() - t
+        t = time.perf_counter()
+        triplets = sample_scincl_triplets(graph, timed, config=config, vectors=vectors, seed=args.seed)
+        per_query = (time.perf_counter() - t - fixed) / (len(timed) - 1)
+        mine = np.isin(triplets.query, checked)
+        order = np.argsort(triplets.query[mine], kind="stable")
+        positives = triplets.positive[mine][order].reshape(len(checked), 5)
+        hard = mine & triplets.hard
+        hards = triplets.negative[hard][np.argsort(triplets.query[hard], kind="stable")].reshape(len(checked), 2)
+        ranks, _ = exact_ranks(vectors, candidates, checked, np.concatenate([positives, hards], axis=1))
+        hard_ranks = ranks[:, 5:]
+        distance = np.maximum(0, np.maximum(3998 - hard_ranks, hard_ranks - 3999))
+        row = {"index": kind, "cells": cells, "nprobe": nprobe, "queries_timed": len(timed), "index_setup_s": round(fixed, 2),
+               "ms_per_query": round(1000 * per_query, 3), "minutes_for_every_query": round(per_query * len(candidates) / 60, 1),
+               "positives_in_true_top_25": round(float((ranks[:, :5] < 25).mean()), 4),
+               "positive_ranks": rank_summary(ranks[:, :5], 20, 25), "hard_negative_ranks": rank_summary(hard_ranks, 3998, 4000),
+               "hard_negative_median_distance_to_range": float(np.median(distance)),
+               "hard_negative_median_distance_share_of_rank": round(float(np.median(distance)) / 4000, 4)}
+        logger.info("tradeoff: %s", row)
+        rows.append(row)
+    return {"benchmark": "scincl_scale_tradeoff", "papers": args.papers, "candidates": len(candidates), "settings": rows,
+            "target": {"hard_negative_median_distance_share_of_rank": 0.01, "positives_in_true_top_25": 1.0, "minutes_for_every_query": 15},
+            "machine": {"python": platform.python_version(), "numpy": np.__version__, "faiss": faiss_version(), "platform": platform.platform(),
+                        "cpus": cpu_count()}}
 
 
 if __name__ == "__main__":
