@@ -79,3 +79,17 @@ def minilm_encoder():
     from sciembed import PaperEncoder
 
     return PaperEncoder.from_pretrained(device="cpu")
+
+
+@pytest.fixture(scope="session")
+def cacm_graph():
+    """CACM's citation links as a graph; only papers with an abstract count as having text, so that the
+    text rule is exercised."""
+    from helpers import shared_data
+    from sciembed.data.graph import CitationGraph
+    from sciembed.data.smart import CACM_CITATION, read_smart_collection
+
+    collection = read_smart_collection(shared_data("cacm"), skip_invalid=True)
+    links = sorted(collection.links[CACM_CITATION])
+    with_abstract = [p["paper_id"] for p in collection.papers if p["abstract"]]
+    return CitationGraph.from_undirected_pairs([a for a, _ in links], [b for _, b in links], papers_with_text=with_abstract)

@@ -15,17 +15,6 @@ from helpers import shared_data
 SAMPLERS = [sample_specter_triplets, sample_spectroid_triplets]
 
 
-@pytest.fixture(scope="module")
-def cacm_graph() -> CitationGraph:
-    from sciembed.data.smart import CACM_CITATION, read_smart_collection
-
-    collection = read_smart_collection(shared_data("cacm"), skip_invalid=True)
-    links = sorted(collection.links[CACM_CITATION])
-    # Only papers with an abstract count as having text here, so that the text rule is exercised.
-    with_abstract = [p["paper_id"] for p in collection.papers if p["abstract"]]
-    return CitationGraph.from_undirected_pairs([a for a, _ in links], [b for _, b in links], papers_with_text=with_abstract)
-
-
 def assert_specter_rules(graph: CitationGraph, triplets) -> None:
     q, p, n = triplets.query, triplets.positive, triplets.negative
     assert len(q) > 0

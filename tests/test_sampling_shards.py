@@ -5,21 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sciembed.data.graph import CitationGraph
 from sciembed.data.keyed_random import keyed_uniform
 from sciembed.data.samplers import Triplets, sample_specter_triplets, sample_spectroid_triplets
 from sciembed.data.scincl import SciNCLConfig, sample_scincl_triplets
 from helpers import shared_data
-
-
-@pytest.fixture(scope="module")
-def cacm_graph() -> CitationGraph:
-    from sciembed.data.smart import CACM_CITATION, read_smart_collection
-
-    collection = read_smart_collection(shared_data("cacm"), skip_invalid=True)
-    links = sorted(collection.links[CACM_CITATION])
-    with_abstract = [p["paper_id"] for p in collection.papers if p["abstract"]]
-    return CitationGraph.from_undirected_pairs([a for a, _ in links], [b for _, b in links], papers_with_text=with_abstract)
 
 
 def by_query(triplets: list[Triplets]) -> np.ndarray:

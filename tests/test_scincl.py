@@ -9,19 +9,8 @@ from sciembed.data.graph import CitationGraph
 from sciembed.data.samplers import Triplets
 from sciembed.data.graph_embedding import align_vectors, citation_graph_embedding
 from sciembed.data.scincl import SciNCLConfig, SciNCLStats, sample_scincl_triplets
-from helpers import shared_data
 
 DIM = 16  # small embeddings keep the tests fast; the rules do not depend on the dimension
-
-
-@pytest.fixture(scope="module")
-def cacm_graph() -> CitationGraph:
-    from sciembed.data.smart import CACM_CITATION, read_smart_collection
-
-    collection = read_smart_collection(shared_data("cacm"), skip_invalid=True)
-    links = sorted(collection.links[CACM_CITATION])
-    with_abstract = [p["paper_id"] for p in collection.papers if p["abstract"]]
-    return CitationGraph.from_undirected_pairs([a for a, _ in links], [b for _, b in links], papers_with_text=with_abstract)
 
 
 @pytest.fixture(scope="module")
