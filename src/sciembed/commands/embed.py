@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.papers import PaperProblem
 from ..distributed import Share, process_share
 from ..encode import Encoder
 from ..io import EMBEDDING_SUFFIXES, Chunk, atomic_path, read_embeddings, replace_folder, write_embeddings
@@ -65,7 +66,7 @@ class EmbedReport:
     rank: int = 0
     world_size: int = 1
     assembled: bool = True
-    skipped: list = field(default_factory=list)
+    skipped: list[PaperProblem] = field(default_factory=list)
 
 
 def partial_dir(output: str | os.PathLike[str]) -> Path:
@@ -127,7 +128,7 @@ def embed_to_file(
     share = process_share(rank, world_size)
     folder = partial_dir(output)
     try:
-        skipped: list = []
+        skipped: list[PaperProblem] = []
         if isinstance(papers, (str, os.PathLike)):
             from ..data.papers import paper_dataset
 
@@ -168,6 +169,13 @@ def _records(papers: Papers | Any, start: int, stop: int) -> list[Mapping[str, A
     return list(papers[start:stop])
 
 
+def _ids(papers: Papers | Any, start: int, stop: int) -> list[str]:
+    """The ids of papers ``start .. stop - 1`` (of a ``datasets.Dataset``, read from its id column alone)."""
+    if hasattr(papers, "select_columns"):
+        return [str(i) for i in papers.select_columns(["paper_id"])[start:stop]["paper_id"]]
+    return [str(paper["paper_id"]) for paper in papers[start:stop]]
+
+
 def _part(parts: Path, index: int) -> Path:
     return parts / f"part-{index:05d}.parquet"
 
@@ -178,12 +186,13 @@ def _encode_shards(encoder: Encoder, papers: Papers | Any, parts: Path, shard_si
     resumed = encoded = 0
     for index in range(share.rank, count, share.world_size):
         part = _part(parts, index)
-        records = _records(papers, index * shard_size, min((index + 1) * shard_size, len(papers)))
-        ids = [str(paper["paper_id"]) for paper in records]
+        start, stop = index * shard_size, min((index + 1) * shard_size, len(papers))
         if part.exists():
-            _check_part(part, ids)
+            _check_part(part, _ids(papers, start, stop))
             resumed += 1
             continue
+        records = _records(papers, start, stop)
+        ids = [str(paper["paper_id"]) for paper in records]
         vectors = encoder.encode(records, batch_size=batch_size, show_progress_bar=show_progress_bar,
                                  progress_desc=f"Shard {index + 1}/{count}" if count > 1 else "Encoding")
         write_embeddings(part, [(ids, vectors)], total=len(ids), dim=vectors.shape[1])
@@ -225,8 +234,7 @@ def _claim(folder: Path, share: Share) -> bool:
 def _assemble(folder: Path, output: Path, papers: Papers | Any, shard_size: int, count: int) -> int:
     """Check every part and put the output in place; returns the embedding size."""
     parts = folder / _PARTS
-    dims = {_check_part(_part(parts, index), [str(paper["paper_id"]) for paper in _records(papers, index * shard_size,
-                                                                                         min((index + 1) * shard_size, len(papers)))])
+    dims = {_check_part(_part(parts, index), _ids(papers, index * shard_size, min((index + 1) * shard_size, len(papers))))
             for index in range(count)}
     if len(dims) != 1:
         raise ValueError(f"{parts}: parts of different embedding sizes {sorted(dims)}; delete {folder} to start over")
