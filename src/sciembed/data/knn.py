@@ -109,12 +109,12 @@ def faiss_rank_search(matrix: np.ndarray, query: np.ndarray, candidates: np.ndar
 def _search(index, ivf: IVFSettings | None, vectors: np.ndarray, k: int) -> np.ndarray:
     """The ``k`` nearest candidates of each row; with IVF, rows whose probed cells held fewer than ``k``
     are searched again with twice the probes until they are full."""
+    import faiss
+
     _, labels = index.search(vectors, k)
     nprobe = ivf.nprobe if ivf is not None else 0
     short = np.nonzero((labels < 0).any(axis=1))[0]
     while len(short):
-        import faiss
-
         nprobe = min(2 * nprobe, ivf.cells)
         _, labels[short] = index.search(vectors[short], k, params=faiss.SearchParametersIVF(nprobe=nprobe))
         short = short[(labels[short] < 0).any(axis=1)]
