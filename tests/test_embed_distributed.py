@@ -34,11 +34,20 @@ def embed_command(model: Path, papers: Path, output: Path, *extra: str) -> list[
             "--no-progress", *extra]
 
 
-def run(arguments: list[str], processes: int = 1) -> subprocess.Popen:
-    launcher = [sys.executable] if processes == 1 else [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes), "--master_addr", "127.0.0.1",
-        "--master_port", str(free_port())]
-    return subprocess.Popen([*launcher, *arguments], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+def run(arguments: list[str], processes: int = 1, launcher: str = "torchrun") -> subprocess.Popen:
+    if processes == 1:
+        command = [sys.executable]
+    elif launcher == "torchrun":
+        command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes), "--master_addr", "127.0.0.1",
+                   "--master_port", str(free_port())]
+    else:
+        # --multi_gpu is accelerate's flag for several processes through torchrun; without CUDA they run on the CPU
+        # (its --cpu with --num_processes 2 starts one process).
+        command = [str(Path(sys.executable).with_name("accelerate")), "launch", "--multi_gpu", "--num_processes", str(processes),
+                   "--num_machines", "1", "--main_process_port", str(free_port())]
+        arguments = arguments[1:]  # accelerate's own -m takes the module
+        command.append("-m")
+    return subprocess.Popen([*command, *arguments], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 def finished(process: subprocess.Popen) -> None:
@@ -70,8 +79,12 @@ def test_torchrun_ranks_write_the_parts_of_one_process(tiny_bert, one_process, t
     loaded = datasets.load_dataset("parquet", data_dir=str(tmp_path / "vectors"), split="train")
     assert loaded["paper_id"] == [p["paper_id"] for p in PAPERS_200]
     np.testing.assert_allclose(np.asarray(loaded["embedding"]), read_embeddings(single)[1], atol=1e-5, rtol=0)
-    # One file, assembled by rank 0 once both ranks are done.
-    finished(run(embed_command(tiny_bert, papers, tmp_path / "vectors.npy", "--shard-size", "16"), processes=2))
+    # One file, assembled by rank 0 once both ranks are done; here under `accelerate launch`, logging each share.
+    arguments = [a for a in embed_command(tiny_bert, papers, tmp_path / "vectors.npy", "--shard-size", "16") if a != "-q"]
+    launched = run(arguments, processes=2, launcher="accelerate")
+    log = launched.communicate(timeout=300)[1]
+    assert launched.returncode == 0, log[-4000:]
+    assert "rank 0 of 2: encoded 7 shard(s)" in log and "rank 1 of 2: encoded 6 shard(s)" in log
     assert_same(tmp_path / "vectors.npy", single)
 
 

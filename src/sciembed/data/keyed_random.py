@@ -6,8 +6,8 @@ change when the queries are split over two processes. Keying every number by the
 ``numpy.random.default_rng([seed, query])`` would, keeps a query's triplets the same in one process or in
 N. A Generator per query costs about 10 microseconds to create, a minute per million queries and round,
 so the keys are hashed instead, vectorised: the SplitMix64 finaliser (Steele et al. 2014, the mixer of
-``java.util.SplittableRandom``) applied to the key parts in turn, whose output passes BigCrush as a
-counter-based generator.
+``java.util.SplittableRandom``) applied to the key parts in turn (tests check the uniformity of the
+numbers and that neighbouring queries are uncorrelated).
 """
 
 from __future__ import annotations
