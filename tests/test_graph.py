@@ -121,7 +121,7 @@ def test_ids_from_arrow_arrays_lists_and_numpy_give_the_same_graph():
     from_numpy = CitationGraph.from_edges(citing, cited, papers_with_text=ids[::2])
     from_lists = CitationGraph.from_edges(citing.tolist(), cited.tolist(), papers_with_text=ids[::2].tolist())
     chunked = pa.chunked_array([pa.array(citing[:700]), pa.array(citing[700:])])
-    from_arrow = CitationGraph.from_edges(chunked, pa.array(cited), papers_with_text=pa.array(ids[::2]))
+    from_arrow = CitationGraph.from_edges(chunked, pa.array(cited, pa.large_string()), papers_with_text=pa.array(ids[::2]))
     for graph in (from_lists, from_arrow):
         assert graph.ids.tolist() == from_numpy.ids.tolist() == sorted(set(ids.tolist()))
         assert np.array_equal(graph.out_indptr, from_numpy.out_indptr) and np.array_equal(graph.out_indices, from_numpy.out_indices)

@@ -445,9 +445,9 @@ def _id_array(values: Iterable[IdLike] | IdArray, name: str) -> IdArray:
     import pyarrow.compute as pc
 
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        if pa.types.is_integer(values.type):
+        if pa.types.is_integer(values.type) or pa.types.is_large_string(values.type):
             return pc.cast(values, pa.string())
-        if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        if pa.types.is_string(values.type):
             return values
         raise ValueError(f"{name} must hold string or integer ids, got Arrow type {values.type}")
     if not isinstance(values, np.ndarray):
