@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -200,9 +201,9 @@ def _encode_shards(encoder: Encoder, papers: Papers | Any, parts: Path, shard_si
     return resumed, encoded
 
 
-def _check_part(part: Path, ids: list[str]) -> int:
+def _check_part(part: Path, ids: list[str]) -> Chunk:
     """A finished part must hold the shard's ids, in order, with float vectors; anything else is named.
-    Returns the embedding size."""
+    Returns its ids and vectors."""
     try:
         found, vectors = read_embeddings(part)
     except Exception as error:  # pyarrow's errors for a damaged file have no common base below Exception
@@ -210,7 +211,7 @@ def _check_part(part: Path, ids: list[str]) -> int:
     if found != ids or vectors.ndim != 2:
         raise ValueError(f"{part}: holds {len(found)} vectors of shape {vectors.shape} for other papers than the "
                          f"{len(ids)} of its shard; delete it and --resume re-embeds it")
-    return vectors.shape[1]
+    return found, vectors
 
 
 def _all_done(parts: Path, count: int) -> bool:
@@ -232,20 +233,27 @@ def _claim(folder: Path, share: Share) -> bool:
 
 
 def _assemble(folder: Path, output: Path, papers: Papers | Any, shard_size: int, count: int) -> int:
-    """Check every part and put the output in place; returns the embedding size."""
+    """Check every part (each read once) and put the output in place; returns the embedding size."""
     parts = folder / _PARTS
-    dims = {_check_part(_part(parts, index), _ids(papers, index * shard_size, min((index + 1) * shard_size, len(papers))))
-            for index in range(count)}
-    if len(dims) != 1:
-        raise ValueError(f"{parts}: parts of different embedding sizes {sorted(dims)}; delete {folder} to start over")
-    dim = dims.pop()
-    if output.suffix:
-        def chunks() -> Iterator[Chunk]:
-            for index in range(count):
-                yield read_embeddings(_part(parts, index))
 
-        write_embeddings(output, chunks(), total=len(papers), dim=dim)
+    def checked() -> Iterator[Chunk]:
+        dim = None
+        for index in range(count):
+            ids, vectors = _check_part(_part(parts, index), _ids(papers, index * shard_size, min((index + 1) * shard_size, len(papers))))
+            if dim is not None and vectors.shape[1] != dim:
+                raise ValueError(f"{_part(parts, index)}: vectors of size {vectors.shape[1]}, the parts before it {dim}; "
+                                 f"delete {folder} to start over")
+            dim = vectors.shape[1]
+            yield ids, vectors
+
+    chunks = checked()
+    first = next(chunks)
+    dim = first[1].shape[1]
+    if output.suffix:
+        write_embeddings(output, itertools.chain([first], chunks), total=len(papers), dim=dim)  # a wrong part leaves no output
     else:
+        for _ in chunks:
+            pass
         for leftover in parts.glob(".*"):  # temporary files of parts whose writer was killed
             leftover.unlink()
         replace_folder(parts, output)

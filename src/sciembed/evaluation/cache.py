@@ -89,37 +89,34 @@ class EmbeddingCache:
             self._shape = self.encoder.encode(["width"], show_progress_bar=False).shape[1:]
         found: list[tuple[int, list[str]]] = []
         for keys_path in key_files:
-            keys, problem = self._read_shard(keys_path)
+            keys, sha256, problem = self._read_shard(keys_path)
             if problem:
                 self._drop(keys_path.with_suffix(".npy"), problem)
                 continue
-            found.append((self._add_shard(keys_path.with_suffix(".npy"), None, self._hash_of(keys_path)), keys))
+            found.append((self._add_shard(keys_path.with_suffix(".npy"), None, sha256), keys))
         self._index(found)
         if len(self._paths) > COMPACT_AT:
             self._compact()
         logger.info("embedding cache %s: %d vectors in %d shard(s)", self.folder, len(self._keys), len(self._paths))
 
-    def _read_shard(self, keys_path: Path) -> tuple[list[str], str | None]:
-        """A shard's keys, after the checks that need no pass over its vectors; or what is wrong with it."""
+    def _read_shard(self, keys_path: Path) -> tuple[list[str], str | None, str | None]:
+        """A shard's keys and the hash recorded for its vectors (None in a legacy key file), after the checks
+        that need no pass over its vectors; or what is wrong with it."""
         try:
             stored = json.loads(keys_path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            return [], f"its key file {keys_path.name} does not parse: {error}"
+            return [], None, f"its key file {keys_path.name} does not parse: {error}"
         keys = stored.get("keys") if isinstance(stored, dict) else stored
         if not isinstance(keys, list):
-            return [], f"its key file {keys_path.name} holds no key list"
+            return [], None, f"its key file {keys_path.name} holds no key list"
         try:
             vectors = np.load(keys_path.with_suffix(".npy"), mmap_mode="r", allow_pickle=False)
         except (OSError, ValueError, EOFError) as error:
-            return [], f"unreadable: {error}"
+            return [], None, f"unreadable: {error}"
         if vectors.dtype != np.float32 or vectors.shape != (len(keys), *self._shape):
-            return [], f"{vectors.dtype} vectors of shape {vectors.shape}, expected ({len(keys)}, {', '.join(map(str, self._shape))}) float32"
-        return keys, None
-
-    @staticmethod
-    def _hash_of(keys_path: Path) -> str | None:
-        stored = json.loads(keys_path.read_text(encoding="utf-8"))
-        return stored.get("npy_sha256") if isinstance(stored, dict) else None
+            expected = f"({len(keys)}, {', '.join(map(str, self._shape))}) float32"
+            return [], None, f"{vectors.dtype} vectors of shape {vectors.shape}, expected {expected}"
+        return keys, stored.get("npy_sha256") if isinstance(stored, dict) else None, None
 
     def _add_shard(self, path: Path | None, array: np.ndarray | None, sha256: str | None) -> int:
         self._paths.append(path)
