@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from sciembed.distributed import end_distributed_run
 from sciembed.training.losses import MultipleNegativesRankingLoss
 
 dist.init_process_group("gloo")
@@ -24,6 +25,6 @@ local = MultipleNegativesRankingLoss(temperature=0.05, gather_across_processes=F
 loss.backward()
 (output / f"mnr{rank}.json").write_text(json.dumps({"loss": loss.item(), "local_loss": local.item(),
                                                    "grads": [t.grad.tolist() for t in mine]}))
-# Both ranks' collectives finish before either tears down: a rank leaving first can abort the other in gloo.
-dist.barrier()
-dist.destroy_process_group()
+# As the library's commands end: both ranks meet, leave the group and exit without Python's finalisation, in
+# which gloo can abort a rank whose work is done ("terminate called without an active exception").
+end_distributed_run()

@@ -6,12 +6,12 @@ Started by ``torchrun --nproc_per_node 2`` from tests/test_distributed.py; not a
 """
 
 import hashlib
-import os
 import sys
 from pathlib import Path
 
 import torch.distributed as dist
 
+from sciembed.distributed import end_distributed_run
 from sciembed.training.run import prepare
 
 base, data, output = sys.argv[1:4]
@@ -29,9 +29,6 @@ rank = dist.get_rank()
 evaluated = "evaluated" if hasattr(run.trainer, "last_evaluation") else "received"
 (Path(output) / f"rank{rank}.txt").write_text(
     f"{dist.get_world_size()} {run.trainer.state.global_step} {digest.hexdigest()} {evaluated} {metrics['eval_cite_map']!r}\n")
-# As `sciembed train` does: both ranks meet, leave the group and exit without Python's finalisation, in which
+# As `sciembed train` ends: both ranks meet, leave the group and exit without Python's finalisation, in which
 # gloo can abort a rank whose work is done.
-dist.barrier()
-dist.destroy_process_group()
-sys.stdout.flush()
-os._exit(0)
+end_distributed_run()
