@@ -131,3 +131,24 @@ def test_ids_from_arrow_arrays_lists_and_numpy_give_the_same_graph():
     assert numbers.ids.tolist() == ["10", "2", "9"] == CitationGraph.from_edges([9, 10, 9], [10, 2, 2]).ids.tolist()
     with pytest.raises(ValueError, match="citing_ids must hold string or integer ids, got Arrow type double"):
         CitationGraph.from_edges(pa.array([1.5]), pa.array(["a"]))
+
+
+def test_a_graph_holds_its_ids_as_arrow_strings_and_looks_them_up_by_hash():
+    rng = np.random.default_rng(4)
+    ids = np.array([f"{i:040x}" for i in rng.integers(0, 2**62, 500)])
+    graph = CitationGraph.from_edges(ids[rng.integers(0, 500, 3000)], ids[rng.integers(0, 500, 3000)])
+    oracle = np.unique(ids)  # the numbering np.unique gives, and the fixed-width array the graph used to hold
+    assert graph.ids.nbytes / len(graph.ids) < 49 < oracle.nbytes / len(oracle) == 160
+    picks = rng.integers(0, len(oracle), 50)
+    assert graph.ids[int(picks[0])] == oracle[picks[0]]
+    assert graph.ids[picks].tolist() == oracle[picks].tolist()
+    assert graph.ids[::7].tolist() == oracle[::7].tolist()
+    mask = rng.random(len(oracle)) < 0.3
+    assert graph.ids[mask].tolist() == oracle[mask].tolist()
+    assert np.array_equal(np.asarray(graph.ids), oracle) and list(graph.ids) == oracle.tolist()
+    assert np.array_equal(graph.index_of(oracle[picks]), picks) and graph.index_of(str(oracle[3])) == 3
+    assert np.array_equal(graph.ids.positions([oracle[5], "not-a-paper"]), [5, -1])
+    assert np.array_equal(graph.ids.isin(oracle[picks].tolist()), np.isin(oracle, oracle[picks]))
+    assert oracle[9] in graph and "not-a-paper" not in graph
+    with pytest.raises(KeyError, match="1 paper id\\(s\\) not in the graph, e.g. 'not-a-paper'"):
+        graph.index_of([oracle[0], "not-a-paper"])

@@ -114,10 +114,10 @@ def build_cocitation_pairs(graph: CitationGraph, papers: Dataset, config: Cocita
     n = graph.num_papers
 
     # Per graph index: text and year from the records (papers not in the graph are counted and ignored).
-    record_ids = np.asarray(papers["paper_id"], dtype=str)
-    in_graph = np.isin(record_ids, graph.ids)
+    position = graph.ids.positions(papers["paper_id"])
+    in_graph = position >= 0
     stats["papers_not_in_graph"] = int(np.count_nonzero(~in_graph))
-    index = np.asarray(graph.index_of(record_ids[in_graph]), dtype=np.int64) if in_graph.any() else np.zeros(0, np.int64)
+    index = position[in_graph].astype(np.int64)
     texts = np.full(n, "", dtype=object)
     texts[index] = [(t or "").strip() for t, keep in zip(papers[config.text_field], in_graph) if keep]
     years = np.full(n, -1, dtype=np.int64)

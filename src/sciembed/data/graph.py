@@ -25,16 +25,14 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from .paper_ids import IdArray, IdLike, PaperIds, factorise, id_array
+
 logger = logging.getLogger(__name__)
 
-IdLike = str | int
-#: Ids as passed to the builders: anything iterable, or Arrow string / integer arrays as read from Parquet.
-IdArray = Any
 #: Papers named by graph index or by id.
 PaperRefs = Iterable[int | str] | np.ndarray | None
 
@@ -81,7 +79,7 @@ class CitationGraph:
 
     def __init__(
         self,
-        ids: np.ndarray,
+        ids: PaperIds | IdArray,
         out_indptr: np.ndarray,
         out_indices: np.ndarray,
         has_text: np.ndarray,
@@ -91,6 +89,7 @@ class CitationGraph:
 
         ``out_indices`` must be sorted within each row and hold no repeats and no self-citations.
         """
+        ids = PaperIds(ids)
         n = len(ids)
         if len(out_indptr) != n + 1 or len(has_text) != n:
             raise ValueError(f"inconsistent graph arrays: {n} ids, indptr of {len(out_indptr)}, has_text of {len(has_text)}")
@@ -179,9 +178,9 @@ class CitationGraph:
             raise ValueError(f"citing and cited must be 1-d arrays of equal length, got shapes {citing.shape} and {cited.shape}")
         if len(citing) and (min(citing.min(), cited.min()) < 0 or max(citing.max(), cited.max()) >= num_papers):
             raise ValueError(f"paper indices must lie in [0, {num_papers})")
-        id_array = np.arange(num_papers).astype(str) if ids is None else np.asarray(ids, dtype=str)
-        if len(id_array) != num_papers:
-            raise ValueError(f"{len(id_array)} ids for {num_papers} papers")
+        paper_ids = PaperIds(id_array(range(num_papers) if ids is None else ids, "ids"))
+        if len(paper_ids) != num_papers:
+            raise ValueError(f"{len(paper_ids)} ids for {num_papers} papers")
         text = np.ones(num_papers, dtype=bool) if has_text is None else np.asarray(has_text, dtype=bool)
         indptr, indices, self_count, duplicates = _csr_from_pairs(citing, cited, num_papers)
         stats = GraphStats(
@@ -190,7 +189,7 @@ class CitationGraph:
             papers=num_papers, papers_with_text=int(text.sum()), citations=len(indices),
         )
         _log_stats(stats)
-        return cls(id_array, indptr, indices, text, stats)
+        return cls(paper_ids, indptr, indices, text, stats)
 
     @classmethod
     def _build(
@@ -203,7 +202,7 @@ class CitationGraph:
         drop_dangling: bool,
         undirected: bool,
     ) -> CitationGraph:
-        all_ids, (src, dst, known_codes, text_codes) = _factorise([first, second, known, text])
+        all_ids, (src, dst, known_codes, text_codes) = factorise([first, second, known, text])
         n_edges = len(src)
 
         dangling = unknown = dangling_papers = dropped = 0
@@ -234,7 +233,7 @@ class CitationGraph:
         if not keep_node.all():
             # Renumber so that papers only reachable through dropped citations disappear.
             new_index = np.cumsum(keep_node) - 1
-            all_ids, has_text = all_ids[keep_node], has_text[keep_node]
+            all_ids, has_text = PaperIds(all_ids.arrow.filter(keep_node)), has_text[keep_node]
             src, dst = new_index[src], new_index[dst]
         n = len(all_ids)
 
@@ -271,31 +270,19 @@ class CitationGraph:
     def __repr__(self) -> str:
         return f"CitationGraph({self.num_papers} papers, {self.num_citations} citations, {int(self.has_text.sum())} with text)"
 
-    @cached_property
-    def _id_order(self) -> np.ndarray:
-        return np.argsort(self.ids, kind="stable")
-
-    def index_of(self, paper_ids: IdLike | Iterable[IdLike]) -> int | np.ndarray:
-        """The index of one paper id, or an array of indices for many (vectorised binary search).
+    def index_of(self, paper_ids: IdLike | Iterable[IdLike] | IdArray) -> int | np.ndarray:
+        """The index of one paper id, or an array of indices for many (one Arrow hash lookup).
 
         Raises:
             KeyError: an id is not in the graph (the message names up to five of them).
         """
         scalar = isinstance(paper_ids, (str, int, np.str_, np.integer))
-        if scalar:
-            wanted = np.array([str(paper_ids)])
-        else:
-            wanted = np.asarray(paper_ids if isinstance(paper_ids, np.ndarray) else list(paper_ids)).astype(str)
-        order = self._id_order
-        sorted_ids = self.ids[order]
-        position = np.searchsorted(sorted_ids, wanted)
-        position[position == len(sorted_ids)] = 0
-        found = sorted_ids[position] == wanted if len(sorted_ids) else np.zeros(len(wanted), dtype=bool)
-        if not found.all():
-            missing = wanted[~found]
-            raise KeyError(f"{len(missing)} paper id(s) not in the graph, e.g. {', '.join(map(repr, missing[:5].tolist()))}")
-        result = order[position]
-        return int(result[0]) if scalar else result
+        wanted = id_array([str(paper_ids)] if scalar else paper_ids, "paper ids")
+        found = self.ids.positions(wanted)
+        if (found < 0).any():
+            missing = wanted.filter(found < 0)
+            raise KeyError(f"{len(missing)} paper id(s) not in the graph, e.g. {', '.join(map(repr, missing[:5].to_pylist()))}")
+        return int(found[0]) if scalar else found.astype(np.int64, copy=False)
 
     def __contains__(self, paper_id: object) -> bool:
         try:
@@ -430,65 +417,12 @@ def _edge_arrays(
     papers_with_text: Iterable[IdLike] | None,
 ) -> tuple[IdArray, IdArray, IdArray | None, IdArray | None]:
     """The id arrays of an edge list, checked: both ends, the known ids and the ids with text."""
-    a, b = _id_array(*first), _id_array(*second)
+    a, b = id_array(*first), id_array(*second)
     if len(a) != len(b):
         raise ValueError(f"{first[1]} and {second[1]} differ in length ({len(a)} != {len(b)})")
-    known = None if ids is None else _id_array(ids, "ids")
-    text = None if papers_with_text is None else _id_array(papers_with_text, "papers_with_text")
+    known = None if ids is None else id_array(ids, "ids")
+    text = None if papers_with_text is None else id_array(papers_with_text, "papers_with_text")
     return a, b, known, text
-
-
-def _id_array(values: Iterable[IdLike] | IdArray, name: str) -> IdArray:
-    """``values`` as Arrow strings: 4 bytes of offset plus the UTF-8 bytes per id, where a numpy unicode array
-    takes 4 bytes per character of the longest id (160 bytes for each 40-character Semantic Scholar id)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        if pa.types.is_integer(values.type) or pa.types.is_large_string(values.type):
-            return pc.cast(values, pa.string())
-        if pa.types.is_string(values.type):
-            return values
-        raise ValueError(f"{name} must hold string or integer ids, got Arrow type {values.type}")
-    if not isinstance(values, np.ndarray):
-        values = list(values)
-        if all(type(v) is str for v in values):
-            return pa.array(values, pa.string())
-    array = np.asarray(values)
-    if array.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
-    if array.dtype.kind not in "USO" and array.dtype.kind not in "iu":
-        raise ValueError(f"{name} must hold string or integer ids, got dtype {array.dtype}")
-    if array.dtype.kind == "O":
-        bad = [v for v in array[:1000] if not isinstance(v, (str, int, np.integer, np.str_)) or isinstance(v, bool)]
-        if bad:
-            raise ValueError(f"{name} must hold string or integer ids, got {type(bad[0]).__name__} ({bad[0]!r})")
-    return pa.array(array.astype(str), pa.string())
-
-
-def _factorise(parts: list[IdArray | None]) -> tuple[np.ndarray, list[np.ndarray | None]]:
-    """The distinct ids of ``parts`` in sorted order, and each part as indices into them.
-
-    Arrow's ``dictionary_encode`` hashes the strings where they lie; numbering by sorted position (the
-    order ``np.unique`` gives) keeps a graph's numbering independent of the order of its input.
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    given = [part for part in parts if part is not None]
-    chunks = [chunk for part in given for chunk in (part.chunks if isinstance(part, pa.ChunkedArray) else [part])]
-    encoded = pc.dictionary_encode(pa.chunked_array(chunks, type=pa.string()))
-    if encoded.num_chunks == 0 or not len(encoded.chunks[0].dictionary):
-        return np.zeros(0, dtype="<U1"), [None if part is None else np.zeros(0, dtype=np.int64) for part in parts]
-    dictionary = encoded.chunks[0].dictionary
-    order = pc.array_sort_indices(dictionary).to_numpy()
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    codes = rank[np.concatenate([chunk.indices.to_numpy(zero_copy_only=False) for chunk in encoded.chunks])]
-    bounds = np.cumsum([0, *(len(part) for part in given)])
-    split = iter(codes[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:]))
-    ids = dictionary.take(pa.array(order)).to_numpy(zero_copy_only=False).astype(str)
-    return ids, [None if part is None else next(split) for part in parts]
 
 
 def _indptr(counts: np.ndarray) -> np.ndarray:

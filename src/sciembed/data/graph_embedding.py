@@ -98,8 +98,9 @@ def align_vectors(graph: CitationGraph, ids: Iterable[str | int], vectors: np.nd
     if vectors.ndim != 2 or vectors.shape[0] != len(id_array) or vectors.shape[1] < 1:
         raise ValueError(f"vectors must be a 2-d array with one row per id: {len(id_array)} ids, vectors of shape {vectors.shape}")
     aligned = np.full((graph.num_papers, vectors.shape[1]), np.nan, dtype=np.float64)
-    in_graph = np.isin(id_array, graph.ids)
-    aligned[graph.index_of(id_array[in_graph])] = vectors[in_graph]
+    position = graph.ids.positions(id_array)
+    in_graph = position >= 0
+    aligned[position[in_graph]] = vectors[in_graph]
     missing = int(np.isnan(aligned[:, 0]).sum())
     logger.info("aligned vectors: %d of %d ids are graph papers; %d graph papers have no vector",
                 int(in_graph.sum()), len(id_array), missing)

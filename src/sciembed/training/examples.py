@@ -63,9 +63,8 @@ class CitationSource:
         """Each paper id's linked ids, both directions (what a cite task judges as relevant)."""
         graph = self.graph
         rows = np.repeat(np.arange(graph.num_papers), np.diff(graph.out_indptr))
-        ids = graph.ids.astype(str)
         result: dict[str, set[str]] = {}
-        for a, b in zip(ids[rows].tolist(), ids[graph.out_indices].tolist()):
+        for a, b in zip(graph.ids[rows].tolist(), graph.ids[graph.out_indices].tolist()):
             result.setdefault(a, set()).add(b)
             result.setdefault(b, set()).add(a)
         return result
@@ -208,7 +207,9 @@ def triplet_dataset(
                                           world_size=world_size)
     else:
         sample = sample_specter_triplets if sampler == "specter" else sample_spectroid_triplets
-        triplets = sample(graph, [q for q in query_list if q in graph], seed=seed, rank=rank, world_size=world_size, **options)
+        in_graph = graph.ids.positions(query_list) >= 0
+        triplets = sample(graph, [q for q, found in zip(query_list, in_graph) if found], seed=seed, rank=rank,
+                          world_size=world_size, **options)
     logger.info("%s triplets: %s", sampler, triplets.stats.as_dict() if hasattr(triplets.stats, "as_dict") else triplets.stats)
     if not len(triplets):
         raise ValueError(f"{source.path}: the {sampler} sampler found no triplet among {len(query_list)} queries")
@@ -221,7 +222,7 @@ def triplet_dataset(
 
 def _without(graph: CitationGraph, excluded: set[str]) -> CitationGraph:
     """``graph`` with no text for the excluded papers, so no sampler emits them; their links remain."""
-    has_text = graph.has_text & ~np.isin(graph.ids.astype(str), list(excluded))
+    has_text = graph.has_text & ~graph.ids.isin(list(excluded))
     return CitationGraph(graph.ids, graph.out_indptr, graph.out_indices, has_text, graph.stats)
 
 
