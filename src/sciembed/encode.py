@@ -31,6 +31,7 @@ from .data.papers import TEXT_FIELDS, paper_text
 from .default_model import default_model_path
 from .families import family_of, register_families
 from .formats import activate_format, load_format_modules, model_formats
+from .onnx_backend import BACKENDS, Backend, OnnxBackend, Precision
 
 if TYPE_CHECKING:
     import torch
@@ -137,6 +138,11 @@ class PaperEncoder(Encoder):
         domain: the domain of a mixture-of-experts model with domain routing (one of ``config.domains``).
         facets: return each paper's facet vectors ``(K, dim)`` instead of one vector, for a model whose
             output holds ``cls_embeddings`` (Multi2SPEModel); :meth:`encode` then returns ``(n, K, dim)``.
+        backend: ``"pytorch"`` (default) or ``"onnx"``: the same batches run by ONNX Runtime on CPU, from an
+            export of this encoder made once and cached (:mod:`sciembed.onnx_backend`; needs ``sciembed[onnx]``).
+        precision: ``"fp32"`` (default) or, with the ONNX backend, ``"int8"`` (dynamically quantised weights;
+            refused until :func:`sciembed.evaluation.int8_gate.check_int8` has passed it).
+        onnx_cache: where ONNX exports are kept (default ``onnx/`` in :func:`sciembed.io.default_cache_dir`).
     """
 
     def __init__(
@@ -151,10 +157,19 @@ class PaperEncoder(Encoder):
         task_format: str | None = None,
         domain: str | None = None,
         facets: bool = False,
+        backend: Backend = "pytorch",
+        precision: Precision = "fp32",
+        onnx_cache: str | os.PathLike[str] | None = None,
     ):
         import torch
 
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if precision != "fp32" and backend != "onnx":
+            raise ValueError(f"precision {precision!r} needs backend='onnx'")
+        if backend == "onnx" and device is not None and torch.device(device).type != "cpu":
+            raise ValueError(f"the ONNX backend runs on CPU; device {device!r} is for backend='pytorch'")
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() and backend == "pytorch" else "cpu"))
         self._sentence_transformer = model if _is_sentence_transformer(model) else None
         if self._sentence_transformer is not None:
             if tokenizer is not None or pooling is not None or normalize:
@@ -196,6 +211,8 @@ class PaperEncoder(Encoder):
         if facets and family_of(self.transformer) != "multi2spe":
             raise ValueError(f"{type(self.transformer).__name__} has no facet vectors; facets is for models with cls_embeddings (Multi2SPEModel)")
         self.facets = facets
+        self.backend = backend
+        self._onnx = OnnxBackend(precision, onnx_cache) if backend == "onnx" else None
 
     @classmethod
     def from_pretrained(
@@ -276,12 +293,11 @@ class PaperEncoder(Encoder):
             options["domain"] = domain
         return options
 
-    def _with_forward_options(self, features: dict[str, Any]) -> dict[str, Any]:
+    def _routed(self, features: Mapping[str, Any]) -> dict[str, Any]:
+        """Tokenized ``features`` routed to the encoder's domain (a mixture-of-experts model), as model inputs."""
         import torch
 
         features = dict(features)
-        if not self._routes:
-            features.update(activate_format(self.transformer, self.forward_options.get("task_format")))
         if "domain" in self.forward_options:
             index = list(self.transformer.config.domains).index(self.forward_options["domain"])
             domain_ids = torch.full((len(features["input_ids"]),), index, dtype=torch.long, device=self.device)
@@ -309,12 +325,38 @@ class PaperEncoder(Encoder):
         other.forward_options = self._forward_options(task_format, self.forward_options.get("domain"))
         return other
 
+    def with_precision(self, precision: Precision, *, gated: bool = True) -> PaperEncoder:
+        """This ONNX encoder (same model and export cache) running the ``precision`` export; ``gated=False``
+        (for the int8 gate only) runs int8 before it has passed."""
+        if self._onnx is None:
+            raise ValueError("precision is for backend='onnx'")
+        other = copy.copy(self)
+        other._onnx = OnnxBackend(precision, self._onnx.cache_dir, threads=self._onnx.threads, gated=gated)
+        return other
+
+    @property
+    def onnx_cache(self) -> Path | None:
+        """Where this encoder's ONNX exports are kept (``None`` for the PyTorch backend)."""
+        return self._onnx.cache_dir if self._onnx is not None else None
+
+    @property
+    def precision(self) -> str:
+        """``"fp32"``, or ``"int8"`` for a quantised ONNX backend."""
+        return self._onnx.precision if self._onnx is not None else "fp32"
+
     def fingerprint(self) -> str:
-        """A hash of everything that decides the vectors: weights, config, pooling, length, options.
+        """A hash of everything that decides the vectors: weights, config, pooling, length, options, and the
+        backend when it is not PyTorch (ONNX Runtime's vectors differ from PyTorch's in the last bits, int8's more).
 
         Two encoders with equal fingerprints give equal vectors for equal texts, so vectors may be
         cached under it (the evaluation cache does).
         """
+        if self._onnx is None:
+            return self.model_fingerprint()
+        return hashlib.sha256(f"{self.model_fingerprint()}:onnx:{self.precision}".encode()).hexdigest()
+
+    def model_fingerprint(self) -> str:
+        """The fingerprint of the PyTorch encoder (what the ONNX export is made from and cached under)."""
         import torch
 
         digest = hashlib.sha256()
@@ -359,7 +401,11 @@ class PaperEncoder(Encoder):
         ) as progress:
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
-                embeddings = self._embed([texts[i] for i in rows]).float().cpu().numpy()
+                features = self.features([texts[i] for i in rows])
+                if self._onnx is not None:
+                    embeddings = self._onnx.session(self)(features)
+                else:
+                    embeddings = self.forward(features).float().cpu().numpy()
                 if vectors is None:
                     vectors = np.empty((len(texts), *embeddings.shape[1:]), dtype=np.float32)
                 vectors[rows] = embeddings
@@ -375,7 +421,9 @@ class PaperEncoder(Encoder):
         # A stable sort keeps equal-length texts in input order, so results never depend on ties.
         return np.argsort(-lengths, kind="stable")
 
-    def _embed(self, texts: list[str]) -> torch.Tensor:
+    def features(self, texts: list[str]) -> dict[str, Any]:
+        """The model inputs of one batch of ``texts``: tokenized (padded to the batch's longest, truncated to
+        ``max_length``) and routed to the encoder's domain; tensors on the encoder's device."""
         import torch
 
         if self._sentence_transformer is not None:
@@ -384,15 +432,23 @@ class PaperEncoder(Encoder):
             route = {"task": "query" if self.forward_options.get("task_format") == QUERY_FORMAT else "document"} if self._routes else {}
             features = st.preprocess(texts, processing_kwargs={"text": {"max_length": self.max_length}}, **route)
             features = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
+        else:
+            features = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt").to(self.device)
+        return self._routed(features)
+
+    def forward(self, features: Mapping[str, Any]) -> torch.Tensor:
+        """The PyTorch model on the inputs of :meth:`features`, in the encoder's format: the paper embeddings
+        (facet vectors with ``facets``). The ONNX backend exports exactly this function."""
+        format_options = {} if self._routes else activate_format(self.transformer, self.forward_options.get("task_format"))
+        if self.facets:  # the facet vectors sit before any sentence-transformers module; the model takes the tensors
+            tensors = {key: value for key, value in features.items() if hasattr(value, "dim")}
+            return self.transformer(**tensors, **format_options).cls_embeddings
+        if self._sentence_transformer is not None:
+            st = self._sentence_transformer
             # The Transformer module passes keys that the model's forward accepts on to it.
-            embeddings = st(self._with_forward_options(features))["sentence_embedding"]
+            embeddings = st({**features, **format_options})["sentence_embedding"]
             return embeddings[:, : st.truncate_dim] if st.truncate_dim else embeddings
-        features = self.tokenizer(
-            texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
-        ).to(self.device)
-        outputs = self.model(**self._with_forward_options(features))
-        if self.facets:
-            return outputs.cls_embeddings
+        outputs = self.model(**features, **format_options)
         return pool(outputs, features["attention_mask"], self.pooling, normalize=self.normalize)
 
 
@@ -448,6 +504,8 @@ def encode(
     trust_remote_code: bool = False,
     task_format: str | None = None,
     domain: str | None = None,
+    backend: Backend = "pytorch",
+    precision: Precision = "fp32",
 ) -> np.ndarray:
     """Embed papers with any supported model; returns float32 ``(len(papers), dim)`` in input order.
 
@@ -457,8 +515,8 @@ def encode(
             :meth:`PaperEncoder.from_pretrained` when encoding repeatedly.
         papers: paper records (``title`` / ``abstract``, see :func:`~sciembed.data.papers.paper_text`)
             or ready-made texts.
-        tokenizer, max_length, device, pooling, normalize, task_format, domain: see :class:`PaperEncoder` (a
-            :class:`PaperEncoder` already holds them, so they must be left unset with one).
+        tokenizer, max_length, device, pooling, normalize, task_format, domain, backend, precision: see
+            :class:`PaperEncoder` (a :class:`PaperEncoder` already holds them, so they must be left unset with one).
         batch_size: texts per forward pass.
         show_progress_bar: show a tqdm bar over the papers.
         trust_remote_code: passed to transformers when ``model`` is loaded from a path or Hub id.
@@ -468,10 +526,13 @@ def encode(
         >>> vectors = sciembed.encode(sciembed.default_model_path(), [{"title": "BERT", "abstract": "..."}])
     """
     options = dict(
-        pooling=pooling, normalize=normalize, max_length=max_length, device=device, task_format=task_format, domain=domain
+        pooling=pooling, normalize=normalize, max_length=max_length, device=device, task_format=task_format, domain=domain,
+        backend=backend, precision=precision,
     )
     if isinstance(model, Encoder):
-        given = [name for name, value in {**options, "tokenizer": tokenizer, "trust_remote_code": trust_remote_code}.items() if value]
+        defaults = {"backend": "pytorch", "precision": "fp32"}
+        given = [name for name, value in {**options, "tokenizer": tokenizer, "trust_remote_code": trust_remote_code}.items()
+                 if value and value != defaults.get(name)]
         if given:
             raise ValueError(f"an encoder holds its own settings; set {', '.join(given)} when creating it")
     elif model is None or isinstance(model, (str, os.PathLike)):

@@ -29,6 +29,16 @@ EMBEDDING_SUFFIXES = (".jsonl", ".npy", ".parquet")
 Chunk = tuple[list[str], np.ndarray]
 
 
+def default_cache_dir() -> Path:
+    """Where sciembed caches what it computes once per encoder (vectors by its fingerprint, ONNX exports
+    under ``onnx/``): ``$SCIEMBED_CACHE``, else ``$HF_HOME/sciembed/embeddings`` (``~/.cache/huggingface/...``)."""
+    if os.environ.get("SCIEMBED_CACHE"):
+        return Path(os.environ["SCIEMBED_CACHE"]).expanduser()
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HOME) / "sciembed" / "embeddings"
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it to ``path`` if the block succeeds, delete it if not.

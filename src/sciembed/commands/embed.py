@@ -31,7 +31,7 @@ from ..data.papers import PaperProblem
 from ..distributed import Share, process_share
 from ..encode import Encoder
 from ..io import EMBEDDING_SUFFIXES, Chunk, atomic_path, read_embeddings, replace_folder, write_embeddings
-from .options import add_options
+from .options import add_options, encoder_from_args
 
 logger = logging.getLogger(__name__)
 
@@ -343,7 +343,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     parser.add_argument("--id-field", help="field holding the paper id (default: first of paper_id, corpus_id, id, doc_id)")
     parser.add_argument("--skip-invalid", action="store_true",
                         help="skip malformed, textless and duplicate records and report them, instead of stopping")
-    add_options(parser, "batch_size", "max_length", "pooling", "task_format", "domain", "device")
+    add_options(parser, "batch_size", "max_length", "pooling", "task_format", "domain", "device", "backend", "precision",
+                "int8_check_set", "int8_check_benchmark")
     parser.add_argument("--shard-size", type=int, default=10_000, help="papers per shard saved for --resume")
     parser.add_argument("--resume", action="store_true",
                         help="continue an interrupted run from its finished shards (with any number of processes)")
@@ -358,7 +359,6 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 def run(args: argparse.Namespace) -> int:
     from ..distributed import end_distributed_run, init_from_environment
-    from ..encoders import load_encoder
     from ..io import ids_path
 
     output = check_output(args.output)
@@ -366,8 +366,8 @@ def run(args: argparse.Namespace) -> int:
     if Path(args.input).exists() and any(path.exists() and path.resolve() == Path(args.input).resolve() for path in written):
         raise ValueError(f"--output {args.output} would overwrite the input {args.input}; choose another output file")
     rank_device = init_from_environment() if args.rank is None else None
-    encoder = load_encoder(args.model, trust_remote_code=args.trust_remote_code, device=args.device or rank_device, max_length=args.max_length,
-                           pooling=args.pooling, task_format=args.task_format, domain=args.domain)
+    encoder = encoder_from_args(args, device=args.device or rank_device, max_length=args.max_length, pooling=args.pooling,
+                                task_format=args.task_format, domain=args.domain)
     report = embed_to_file(encoder, args.input, output, shard_size=args.shard_size, batch_size=args.batch_size, resume=args.resume,
                            rank=args.rank, world_size=args.world_size, id_field=args.id_field, skip_invalid=args.skip_invalid,
                            show_progress_bar=not args.no_progress)

@@ -6,7 +6,7 @@ import argparse
 import logging
 
 from ..evaluation.names import BENCHMARK_NAMES
-from .options import add_options
+from .options import add_options, encoder_from_args
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
                         help="ranking score of proximity tasks: -L2 (the references) or Multi2SPE's min distance over facet pairs")
     parser.add_argument("--no-few-shot", action="store_true", help="skip SciRepEval's few-shot settings")
     parser.add_argument("--skip-invalid", action="store_true", help="drop rows naming papers without metadata and report them, instead of stopping")
-    add_options(parser, "batch_size", "max_length", "device")
+    add_options(parser, "batch_size", "max_length", "device", "backend", "precision", "int8_check_set", "int8_check_benchmark")
     parser.add_argument("--cache-dir", help="embedding cache folder (default: $SCIEMBED_CACHE or $HF_HOME/sciembed/embeddings)")
     parser.add_argument("--no-cache", action="store_true", help="keep vectors in memory for this run only")
     parser.add_argument("--jobs", type=int, default=-1, help="processes for the classifiers' grid searches (-1: all cores)")
@@ -51,12 +51,11 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 def run(args: argparse.Namespace) -> int:
     from ..evaluation import evaluate
 
+    encoder = encoder_from_args(args, pooling=args.pooling, max_length=args.max_length, device=args.device, domain=args.domain)
     report = evaluate(
-        args.model, args.benchmark, args.data, tasks=args.tasks, split=args.split, pooling=args.pooling, max_length=args.max_length,
-        batch_size=args.batch_size, device=args.device, trust_remote_code=args.trust_remote_code, cache_dir=args.cache_dir,
+        encoder, args.benchmark, args.data, tasks=args.tasks, split=args.split, batch_size=args.batch_size, cache_dir=args.cache_dir,
         use_cache=not args.no_cache, skip_invalid=args.skip_invalid, test_data=args.test_data, few_shot=not args.no_few_shot,
         proximity_similarity=args.proximity_similarity, n_jobs=args.jobs, seed=args.seed, show_progress_bar=not args.no_progress,
-        domain=args.domain,
     )
     print(report.table())
     if args.output:

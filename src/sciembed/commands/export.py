@@ -45,6 +45,9 @@ def add_export_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--training", help="the run's train_results.json (default: MODEL/../train_results.json when it exists)")
     parser.add_argument("--license", default="apache-2.0", help="the card's licence")
     parser.add_argument("--no-validate", action="store_true", help="skip the fresh-process load check")
+    parser.add_argument("--onnx", action="store_true",
+                        help="also write onnx/model.onnx (token states, checked against PyTorch) for "
+                             "SentenceTransformer(folder, backend='onnx'); plain transformers only; needs sciembed[onnx]")
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="export (and run, to validate) Python files in MODEL that are not sciembed's own remote code; "
                              "without it such a folder is refused before any of its code runs")
@@ -68,7 +71,7 @@ def export_from_arguments(args: argparse.Namespace, out: str, repo_id: str | Non
         raise FileNotFoundError(f"{training_path}: no such training results file")
     training = _read_json(training_path, "--training") if training_path.is_file() else None
     report = export_model(args.model, out, evaluations=evaluations, training=training, repo_id=repo_id, license=args.license,
-                          validate=not args.no_validate, trust_remote_code=args.trust_remote_code)
+                          validate=not args.no_validate, trust_remote_code=args.trust_remote_code, onnx=args.onnx)
     for check in report.checks:
         logger.info("checked: %s", check)
     logger.info("wrote %d files to %s; model card: %s", len(report.files), report.folder, report.folder / "README.md")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import logging
 from typing import Any
 
 from ..encode import POOLINGS
 from ..formats.names import FORMATS
+from ..onnx_backend import BACKENDS, PRECISIONS
 
 #: The shared data folder of this project's machines: where `make demo` and `sciembed neighbours` look first.
 DEFAULT_DATA = "../shared/data"
@@ -23,6 +25,16 @@ _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "device": ("--device", {"help": "cpu, cuda, cuda:1, ... (default: cuda when available, else cpu)"}),
     "trust_remote_code": ("--trust-remote-code", {"action": "store_true", "help": "allow a Hub model to run its own modeling code"}),
     "no_progress": ("--no-progress", {"action": "store_true", "help": "hide the progress bar"}),
+    "backend": ("--backend", {"choices": BACKENDS, "default": "pytorch", "help": "pytorch, or onnx: ONNX Runtime on CPU "
+                              "(needs sciembed[onnx]), from an export of the model made once and cached under "
+                              "$SCIEMBED_CACHE/onnx; intra-op threads = physical cores ($SCIEMBED_ONNX_THREADS overrides)"}),
+    "precision": ("--precision", {"choices": PRECISIONS, "default": "fp32", "help": "int8 (with --backend onnx): dynamically "
+                                  "quantised weights, refused until they pass the int8 gate (see --int8-check-set)"}),
+    "int8_check_set": ("--int8-check-set", {"metavar": "FOLDER", "help": "run the int8 gate first: a held-out CACM (or "
+                                            "SciDocs, see --int8-check-benchmark) folder whose cite MAP with int8 must stay "
+                                            "within 0.5 points of fp32; the verdict is kept with the export"}),
+    "int8_check_benchmark": ("--int8-check-benchmark", {"choices": ("cacm", "scidocs"), "default": "cacm",
+                                                        "help": "the kind of --int8-check-set folder"}),
 }
 
 
@@ -32,3 +44,27 @@ def add_options(parser: argparse.ArgumentParser, *names: str) -> None:
         flag, settings = _OPTIONS[name]
         parser.add_argument(flag, **settings)
 
+
+
+def encoder_from_args(args: argparse.Namespace, **options: Any) -> Any:
+    """The encoder the shared options describe (``options``: further :meth:`PaperEncoder.from_pretrained`
+    arguments); with ``--int8-check-set`` the int8 gate runs first and a failed gate stops the command."""
+    from ..encoders import load_encoder
+
+    encoder = load_encoder(args.model, trust_remote_code=args.trust_remote_code, backend=args.backend,
+                           precision=args.precision, **options)
+    if getattr(args, "int8_check_set", None):
+        if args.precision != "int8":
+            raise ValueError("--int8-check-set checks int8: give --backend onnx --precision int8 with it")
+        from ..encode import PaperEncoder
+        from ..evaluation.int8_gate import check_int8
+
+        if not isinstance(encoder, PaperEncoder):
+            raise ValueError(f"the int8 gate checks one model; {args.model} is an ensemble (check each member)")
+        verdict = check_int8(encoder, args.int8_check_set, benchmark=args.int8_check_benchmark,
+                             show_progress_bar=not getattr(args, "no_progress", False))
+        if not verdict.passed:
+            raise ValueError(f"int8 refused for {args.model or 'the default model'}: {verdict.reason} on {args.int8_check_set} "
+                             f"(min cosine to fp32 {verdict.min_cosine}); use --precision fp32")
+        logging.getLogger(__name__).info("int8 gate passed: %s; min cosine to fp32 %s", verdict.reason, verdict.min_cosine)
+    return encoder

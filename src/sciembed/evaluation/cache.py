@@ -31,15 +31,6 @@ from ..io import atomic_path, file_sha256
 logger = logging.getLogger(__name__)
 
 
-def default_cache_dir() -> Path:
-    """``$SCIEMBED_CACHE`` or ``$HF_HOME/sciembed/embeddings`` (``~/.cache/huggingface/...``)."""
-    if os.environ.get("SCIEMBED_CACHE"):
-        return Path(os.environ["SCIEMBED_CACHE"]).expanduser()
-    from huggingface_hub import constants
-
-    return Path(constants.HF_HOME) / "sciembed" / "embeddings"
-
-
 def text_key(text: str) -> str:
     """The cache key of one model input text."""
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
@@ -59,7 +50,7 @@ class EmbeddingCache:
 
     Args:
         encoder: the encoder whose vectors are cached; its fingerprint names the sub-folder.
-        folder: the cache root (see :func:`default_cache_dir`); ``None`` keeps vectors in memory only.
+        folder: the cache root (see :func:`sciembed.io.default_cache_dir`); ``None`` keeps vectors in memory only.
     """
 
     def __init__(self, encoder: Encoder, folder: str | os.PathLike[str] | None):

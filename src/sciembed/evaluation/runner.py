@@ -22,8 +22,8 @@ import numpy as np
 
 from .. import __version__
 from ..encode import Encoder, PaperEncoder
-from ..io import atomic_path
-from .cache import EmbeddingCache, default_cache_dir
+from ..io import atomic_path, default_cache_dir
+from .cache import EmbeddingCache
 from .loaders import TaskSuite, load_tasks
 from .tables import averages, format_table
 from .tasks import ClassificationTask, ProximityTask, TaskResult
@@ -118,7 +118,7 @@ def evaluate(
         split: the judged split to score (``test``; ``val`` for tuning).
         pooling: ``cls`` or ``mean`` for a plain encoder (default: the model's own; CLS for BERT).
         max_length, batch_size, device, trust_remote_code: as for :class:`~sciembed.encode.PaperEncoder`.
-        cache_dir, use_cache: where vectors are cached (default :func:`~.cache.default_cache_dir`);
+        cache_dir, use_cache: where vectors are cached (default :func:`sciembed.io.default_cache_dir`);
             ``use_cache=False`` keeps them in memory for this call only.
         skip_invalid: drop rows naming papers without metadata (counted in the report) instead of failing.
         test_data: SciRepEval's labels source when ``data`` is its metadata source.
@@ -202,7 +202,8 @@ def _embed_tasks(suite: TaskSuite, encoder: Encoder, folder: Path | None, *, bat
             chosen = encoder.with_format(key[0]) if key[0] else encoder
             if facets:
                 chosen = PaperEncoder(chosen.transformer, chosen.tokenizer, max_length=chosen.max_length, device=chosen.device,
-                                      facets=True, task_format=chosen.forward_options.get("task_format"))
+                                      facets=True, task_format=chosen.forward_options.get("task_format"), backend=chosen.backend,
+                                      precision=chosen.precision, onnx_cache=chosen.onnx_cache)
             caches[key] = EmbeddingCache(chosen, folder)
         return caches[key]
 

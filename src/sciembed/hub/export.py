@@ -35,6 +35,8 @@ from ..io import file_sha256, replace_folder
 logger = logging.getLogger(__name__)
 
 CARD_FILE = "README.md"
+#: Where sentence-transformers' ONNX backend looks for the model in a Hub folder.
+ONNX_FILE = "onnx/model.onnx"
 # What a training or evaluation run leaves in a model folder that does not belong on the Hub.
 _LEFT_OUT = ("checkpoint-*", "runs", "*.partial", ".*", "optimizer.pt", "scheduler.pt", "rng_state*.pth", "trainer_state.json",
              "training_args.bin", CARD_FILE)
@@ -61,6 +63,7 @@ def export_model(
     license: str = "apache-2.0",
     validate: bool = True,
     trust_remote_code: bool = False,
+    onnx: bool = False,
 ) -> ExportReport:
     """Write the Hub-ready folder of the model saved in ``model_dir`` to ``out_dir``.
 
@@ -76,6 +79,8 @@ def export_model(
         trust_remote_code: export (and run, when validating) Python files of the folder that are not
             sciembed's own. Without it, a folder whose ``.py`` files differ from those sciembed ships for its
             family (a tampered ``configuration_*.py``, say) is refused before anything of it runs.
+        onnx: also write ``onnx/model.onnx`` (:func:`sciembed.onnx_backend.export_transformer`), which
+            ``SentenceTransformer(folder, backend="onnx")`` loads; plain transformers only.
 
     Raises:
         FileNotFoundError: ``model_dir`` holds no ``config.json``.
@@ -96,13 +101,22 @@ def export_model(
         raise ValueError(f"{destination}: export writes a new folder; choose one other than the model's")
     staging = destination.with_name(f".{destination.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(source, staging, ignore=shutil.ignore_patterns(*_LEFT_OUT))
-    _to_safetensors(staging)
-    model_type = json.loads(config_path.read_text(encoding="utf-8")).get("model_type", "")
-    card = render_model_card(staging, evaluations=evaluations, training=training, repo_id=repo_id, license=license,
-                             name=repo_id.split("/")[-1] if repo_id else destination.name)
-    card.save(staging / CARD_FILE)
-    checks = validate_export(staging) if validate else []
+    try:
+        shutil.copytree(source, staging, ignore=shutil.ignore_patterns(*_LEFT_OUT))
+        _to_safetensors(staging)
+        if onnx:
+            from ..onnx_backend import export_transformer
+
+            done = export_transformer(staging, staging / ONNX_FILE)
+            logger.info("wrote %s (max abs difference to PyTorch %.2e)", ONNX_FILE, done["max_abs_difference_to_pytorch"])
+        model_type = json.loads(config_path.read_text(encoding="utf-8")).get("model_type", "")
+        card = render_model_card(staging, evaluations=evaluations, training=training, repo_id=repo_id, license=license,
+                                 name=repo_id.split("/")[-1] if repo_id else destination.name)
+        card.save(staging / CARD_FILE)
+        checks = validate_export(staging) if validate else []
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     replace_folder(staging, destination)
     files = sorted(str(p.relative_to(destination)) for p in destination.rglob("*") if p.is_file())
     logger.info("exported %s (%s) to %s: %d files%s", source, model_type, destination, len(files), "; validated" if validate else "")

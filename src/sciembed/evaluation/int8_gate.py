@@ -1,0 +1,122 @@
+"""The quality gate of int8: a quantised ONNX export is used only once it has been shown to rank as fp32 does.
+
+:func:`check_int8` quantises an encoder's ONNX export (:func:`sciembed.onnx_backend.quantize`), embeds the
+papers of a held-out citation task (SciDocs' cite protocol on a CACM or SciDocs folder) with the fp32 export
+and with int8, scores both, and writes the verdict next to the export. ``PaperEncoder(...,
+backend="onnx", precision="int8")`` reads that verdict and refuses int8 unless it passed: the cite MAP of
+int8 is at most ``tolerance`` (0.5 MAP points) below fp32's. The smallest cosine between a paper's int8
+and fp32 vectors is reported with it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..encode import PaperEncoder
+from ..io import atomic_path
+from ..onnx_backend import GATE_FILE, INT8_FILE, export_folder, quantize
+from .loaders import load_tasks
+
+logger = logging.getLogger(__name__)
+
+#: Benchmarks whose folders hold a cite task the gate can score.
+GATE_BENCHMARKS = ("cacm", "scidocs")
+#: The largest cite MAP drop (in MAP points, 0-100) that int8 may show against fp32.
+MAP_TOLERANCE = 0.5
+
+
+@dataclass(frozen=True)
+class Int8Verdict:
+    """What the gate measured: the cite MAP of fp32 and int8 on the check set, their difference, the
+    smallest cosine between a paper's two vectors, and whether int8 passed."""
+
+    passed: bool
+    fp32_map: float
+    int8_map: float
+    map_drop: float
+    tolerance: float
+    min_cosine: float
+    mean_cosine: float
+    papers: int
+    queries: int
+    skipped_records: int
+    benchmark: str
+    check_set: str
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def check_int8(
+    encoder: PaperEncoder,
+    check_set: str | os.PathLike[str],
+    *,
+    benchmark: str = "cacm",
+    tolerance: float = MAP_TOLERANCE,
+    batch_size: int = 32,
+    show_progress_bar: bool = True,
+) -> Int8Verdict:
+    """Quantise ``encoder``'s ONNX export to int8 and pass or fail it on the cite task of ``check_set``.
+
+    Args:
+        encoder: an encoder with ``backend="onnx"`` (either precision); the gate is for its model and format.
+        check_set: a folder with a cite task held out from the model's training (``benchmark`` says its kind).
+        benchmark: ``cacm`` (a SMART collection folder: ``cacm.all``) or ``scidocs``.
+        tolerance: the largest cite MAP drop allowed, in MAP points.
+        batch_size, show_progress_bar: as for :meth:`~sciembed.encode.PaperEncoder.encode`.
+
+    Returns:
+        The verdict, also written to ``int8_gate.json`` beside the export (which is what lets int8 load).
+    """
+    if encoder.backend != "onnx":
+        raise ValueError("the int8 gate checks an ONNX export: load the encoder with backend='onnx'")
+    if benchmark not in GATE_BENCHMARKS:
+        raise ValueError(f"the int8 gate scores a cite task: benchmark must be one of {GATE_BENCHMARKS}, got {benchmark!r}")
+    # A record the reader cannot use is skipped and counted (CACM's collection has one broken record).
+    suite = load_tasks(benchmark, check_set, tasks=["cite"], skip_invalid=True)
+    if not suite.tasks:
+        raise ValueError(f"{check_set}: no cite task found for the int8 gate ({benchmark} folder expected)")
+    task = suite.tasks[0]
+    fp32, int8 = encoder.with_precision("fp32"), encoder.with_precision("int8", gated=False)
+    folder = export_folder(fp32, fp32.onnx_cache)
+    quantize(folder)
+    records = {**task.documents, **task.queries}
+    ids = list(records)
+    texts = fp32.texts(records.values(), task.fields)
+    scores, vectors = {}, {}
+    for label, chosen in (("fp32", fp32), ("int8", int8)):
+        matrix = chosen.encode(texts, batch_size=batch_size, show_progress_bar=show_progress_bar, progress_desc=f"Gate ({label})")
+        by_id = dict(zip(ids, matrix))
+        documents = {i: by_id[i] for i in task.documents}
+        queries = {i: by_id[i] for i in task.queries}
+        scores[label] = task.evaluate(documents, queries, n_jobs=1).metrics["map"]
+        vectors[label] = matrix
+    cosines = _row_cosines(vectors["fp32"], vectors["int8"])
+    drop = scores["fp32"] - scores["int8"]
+    passed = drop <= tolerance
+    verdict = Int8Verdict(
+        passed=passed, fp32_map=round(scores["fp32"], 4), int8_map=round(scores["int8"], 4), map_drop=round(drop, 4),
+        tolerance=tolerance, min_cosine=float(cosines.min()), mean_cosine=float(cosines.mean()),
+        papers=len(ids), queries=len(task.qrels), skipped_records=len(suite.skipped), benchmark=benchmark, check_set=str(check_set),
+        reason=f"cite MAP {scores['int8']:.2f} against fp32's {scores['fp32']:.2f}: "
+               f"{'within' if passed else 'more than'} {tolerance} points",
+    )
+    with atomic_path(Path(folder) / GATE_FILE) as temporary:
+        temporary.write_text(json.dumps(verdict.as_dict(), indent=2) + "\n", encoding="utf-8")
+    logger.info("int8 gate for %s (%s): %s; min cosine to fp32 %.6f", encoder.name_or_path, folder / INT8_FILE,
+                verdict.reason, verdict.min_cosine)
+    return verdict
+
+
+def _row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a.reshape(len(a), -1).astype(np.float64)
+    b = b.reshape(len(b), -1).astype(np.float64)
+    return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))

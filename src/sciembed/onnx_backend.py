@@ -1,0 +1,354 @@
+"""The ONNX Runtime backend of :class:`~sciembed.encode.PaperEncoder`: the same batches, another engine.
+
+``PaperEncoder(..., backend="onnx")`` tokenizes, length-sorts and batches exactly as the PyTorch path does
+and hands each batch's inputs (:meth:`PaperEncoder.features`) to an ONNX Runtime session instead of the
+model. The session runs an export of :meth:`PaperEncoder.forward` itself (the model, the task format, the
+pooling and the normalisation), so every family exports through the one function that embeds it:
+Multi²SPE's inserted CLS tokens, a control code per format, format adapters and PALs (the active format's
+weights), mixture-of-experts routing (``domain_ids`` is an input), sentence-transformers modules.
+
+An export is made once per encoder and format, in ``<cache>/onnx/<fingerprint>/`` (see
+:func:`sciembed.io.default_cache_dir`), and checked before it is used: on texts of other lengths and another
+batch size than it was traced with, its vectors must equal PyTorch's within :data:`EXPORT_TOLERANCE`. The
+graph is then fused by ``onnxruntime.transformers.optimizer`` (attention, LayerNorm, GELU) and checked again;
+a fused graph that misses the tolerance is not used (the plain export is, with a warning). What cannot be
+exported raises :class:`OnnxExportError` naming the model and the reason.
+
+int8 (``precision="int8"``) is ONNX Runtime's dynamic quantisation of the export: int8 weights, and
+activations quantised with one scale per batch, so a paper's int8 vector depends slightly on the papers it
+is batched with. It is refused until :func:`sciembed.evaluation.int8_gate.check_int8` has compared it with
+fp32 on a held-out citation set and written a passing verdict next to it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from .io import default_cache_dir, replace_folder
+
+if TYPE_CHECKING:
+    from .encode import PaperEncoder
+
+logger = logging.getLogger(__name__)
+
+Backend = Literal["pytorch", "onnx"]
+BACKENDS: tuple[Backend, ...] = ("pytorch", "onnx")
+Precision = Literal["fp32", "int8"]
+PRECISIONS: tuple[Precision, ...] = ("fp32", "int8")
+
+#: Largest absolute difference allowed between an export's vectors and PyTorch's.
+EXPORT_TOLERANCE = 1e-4
+#: The ONNX opset exports are written in.
+OPSET = 17
+FP32_FILE, INT8_FILE, GATE_FILE, EXPORT_FILE = "model.onnx", "model_int8.onnx", "int8_gate.json", "export.json"
+
+# Traced on one batch, checked on another of other lengths and size, so that no shape is baked in.
+_TRACE_TEXTS = ["Citation graphs for paper embeddings", "A short title"]
+_CHECK_TEXTS = [
+    "Scientific documents are embedded from their titles and abstracts. " * 6,
+    "Graph neural networks",
+    "Transformers pretrained on papers learn representations that transfer to classification, search and "
+    "recommendation of scientific documents.",
+    "x",
+    "Contrastive learning with citation triplets",
+]
+
+
+class OnnxExportError(ValueError):
+    """The encoder cannot run on ONNX Runtime (the message names the model and why)."""
+
+
+def onnx_available() -> bool:
+    """Whether the ``onnx`` extra (onnxruntime and onnx) is installed."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
+
+
+def require_onnx() -> None:
+    if not onnx_available():
+        raise ImportError("the ONNX backend needs the onnx extra: pip install 'sciembed[onnx]' (onnxruntime, onnx)")
+
+
+def cpu_threads() -> int:
+    """Physical cores this process may run on: ONNX Runtime's intra-op threads (a second thread per core
+    shares the core's vector units and slows the matrix products down). ``$SCIEMBED_ONNX_THREADS`` overrides."""
+    if os.environ.get("SCIEMBED_ONNX_THREADS"):
+        return max(1, int(os.environ["SCIEMBED_ONNX_THREADS"]))
+    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+    cores: set[tuple[str, str]] = set()
+    try:
+        for block in Path("/proc/cpuinfo").read_text().split("\n\n"):
+            fields = dict(line.split(":", 1) for line in block.splitlines() if ":" in line)
+            fields = {key.strip(): value.strip() for key, value in fields.items()}
+            if "processor" in fields and int(fields["processor"]) in allowed:
+                cores.add((fields.get("physical id", "0"), fields.get("core id", fields["processor"])))
+    except OSError:
+        pass
+    return max(1, len(cores) or len(allowed))
+
+
+def cpu_has_vnni() -> bool:
+    """Whether the CPU has 8-bit dot-product instructions (AVX-512 VNNI, AVX-VNNI or AMX); without them
+    int8 matrix products on x86 can saturate, and the quantiser uses 7-bit weights (``reduce_range``)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return any(flag in flags for flag in ("avx512_vnni", "avx_vnni", "amx_int8"))
+
+
+class OnnxSession:
+    """One ONNX Runtime session of an exported encoder: batch inputs (tensors or arrays) to float32 vectors."""
+
+    def __init__(self, path: str | os.PathLike[str], *, threads: int | None = None):
+        require_onnx()
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or cpu_threads()
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.path = Path(path)
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.input_names = [node.name for node in self.session.get_inputs()]
+
+    def __call__(self, features: Mapping[str, Any]) -> np.ndarray:
+        feed = {name: _as_numpy(features[name]) for name in self.input_names}
+        return np.asarray(self.session.run(None, feed)[0], dtype=np.float32)
+
+
+class OnnxBackend:
+    """The exports and sessions of one :class:`~sciembed.encode.PaperEncoder` (shared by its format copies):
+    one session per format, made (or read from the cache) on first use."""
+
+    def __init__(self, precision: Precision = "fp32", cache_dir: str | os.PathLike[str] | None = None, *,
+                 threads: int | None = None, gated: bool = True):
+        require_onnx()
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        self.precision = precision
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "onnx"
+        self.threads = threads
+        self.gated = gated  # False only for the gate itself, which runs int8 before any verdict exists
+        self._sessions: dict[str, OnnxSession] = {}
+
+    def session(self, encoder: PaperEncoder) -> OnnxSession:
+        """The session embedding as ``encoder`` does (its format and domain), exported on first use."""
+        key = json.dumps([encoder.forward_options, encoder.facets], sort_keys=True)
+        if key not in self._sessions:
+            folder = export_folder(encoder, self.cache_dir)
+            verdict = read_gate(folder) if self.precision == "int8" and self.gated else {"passed": True}
+            if verdict is None or not verdict.get("passed"):
+                reason = "it has not been checked" if verdict is None else f"it failed its quality gate ({verdict.get('reason')})"
+                raise ValueError(
+                    f"int8 for {encoder.name_or_path} is refused: {reason}. Check it first against fp32 on held-out "
+                    "citations: sciembed.evaluation.int8_gate.check_int8(encoder, check_set), or --int8-check-set PATH "
+                    "on the command line")
+            path = folder / (INT8_FILE if self.precision == "int8" else FP32_FILE)
+            self._sessions[key] = OnnxSession(path, threads=self.threads)
+        return self._sessions[key]
+
+
+def export_folder(encoder: PaperEncoder, cache_dir: str | os.PathLike[str]) -> Path:
+    """The cache folder of ``encoder``'s export (``model.onnx`` and ``export.json``), exported and checked
+    if it is not there yet. The folder appears whole or not at all."""
+    folder = Path(cache_dir) / encoder.model_fingerprint()[:32]
+    if (folder / EXPORT_FILE).is_file() and (folder / FP32_FILE).is_file():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        report = export_encoder(encoder, staging / FP32_FILE)
+        (staging / EXPORT_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        if (folder / EXPORT_FILE).is_file():  # another process finished the same export meanwhile
+            shutil.rmtree(staging)
+        else:
+            replace_folder(staging, folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return folder
+
+
+def export_encoder(encoder: PaperEncoder, path: str | os.PathLike[str], *, optimize: bool = True) -> dict[str, Any]:
+    """Export ``encoder``'s :meth:`~sciembed.encode.PaperEncoder.forward` (in its current format) to ``path``,
+    fused by ONNX Runtime's transformer optimizer where that keeps the vectors, and checked against PyTorch.
+
+    Returns what was done: the graph kind (``fused`` or ``plain``), the inputs, the largest difference to
+    PyTorch on the check texts, the versions.
+
+    Raises:
+        OnnxExportError: the export fails or its vectors differ from PyTorch's by more than
+            :data:`EXPORT_TOLERANCE`.
+    """
+    require_onnx()
+    import onnxruntime
+    import torch
+
+    path = Path(path)
+    name = f"{type(encoder.transformer).__name__} ({encoder.name_or_path})"
+    if encoder.device.type != "cpu":
+        raise OnnxExportError(f"{name}: the ONNX backend runs on CPU; load the encoder with device='cpu'")
+    plain = path.with_name(path.stem + ".plain.onnx")
+    with torch.inference_mode():
+        traced = encoder.features(_TRACE_TEXTS)
+        check = encoder.features(_CHECK_TEXTS)
+        expected = encoder.forward(check).float().numpy()
+    names = [key for key, value in traced.items() if isinstance(value, torch.Tensor)]
+    constants = {key: value for key, value in traced.items() if not isinstance(value, torch.Tensor)}
+    try:
+        _trace(lambda tensors: encoder.forward({**constants, **tensors}), encoder.model, traced, names, plain, "embedding")
+    except Exception as error:  # the exporter's errors have many types; each is this model's reason
+        raise OnnxExportError(f"{name} does not export to ONNX: {type(error).__name__}: {error}") from error
+    plain_error = _max_difference(OnnxSession(plain, threads=1)(check), expected)
+    if not plain_error <= EXPORT_TOLERANCE:
+        raise OnnxExportError(f"{name}: the ONNX export's vectors differ from PyTorch's by {plain_error:.2e} "
+                              f"(> {EXPORT_TOLERANCE:g}); it cannot run on ONNX Runtime")
+    kind, error = "plain", plain_error
+    if optimize:
+        fused_error = _fuse(encoder, plain, path)
+        if fused_error is not None and fused_error <= EXPORT_TOLERANCE:
+            kind, error = "fused", fused_error
+            plain.unlink()
+        else:
+            logger.warning("%s: the fused ONNX graph %s; using the plain export", name,
+                           "could not be built" if fused_error is None else f"differs from PyTorch by {fused_error:.2e}")
+    if kind == "plain":
+        plain.replace(path)
+    logger.info("%s exported to ONNX (%s graph, max abs difference to PyTorch %.2e)", name, kind, error)
+    return {"graph": kind, "inputs": names, "max_abs_difference_to_pytorch": error, "tolerance": EXPORT_TOLERANCE,
+            "forward_options": encoder.forward_options, "opset": OPSET, "torch": torch.__version__,
+            "onnxruntime": onnxruntime.__version__, "machine": platform.machine()}
+
+
+def export_transformer(folder: str | os.PathLike[str], path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Export the plain transformer saved in ``folder`` as sentence-transformers' ONNX backend (optimum) reads
+    it: inputs ``input_ids``, ``attention_mask`` (and ``token_type_ids``), output ``last_hidden_state``, to
+    which sentence-transformers applies the folder's own pooling and normalisation. Checked against PyTorch.
+
+    Raises:
+        OnnxExportError: a sciembed family (its embedding is not a pooling of token states: use
+            ``backend="onnx"`` of sciembed), or vectors off by more than :data:`EXPORT_TOLERANCE`.
+    """
+    require_onnx()
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from .families import family_of, register_families
+
+    register_families()
+    model = AutoModel.from_pretrained(folder).eval()
+    if family_of(model) is not None:
+        raise OnnxExportError(f"{folder}: a {family_of(model)} model embeds with its own forward, which sentence-transformers' ONNX "
+                              "backend (token states, then its Pooling) does not run; embed it with sciembed's backend='onnx'")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    limit = min(tokenizer.model_max_length, model.config.max_position_embeddings, 512)
+
+    def features(texts: list[str]) -> dict[str, Any]:
+        return dict(tokenizer(texts, padding=True, truncation=True, max_length=limit, return_tensors="pt"))
+
+    traced, check = features(_TRACE_TEXTS), features(_CHECK_TEXTS)
+    names = list(traced)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        _trace(lambda tensors: model(**tensors).last_hidden_state, model, traced, names, path, "last_hidden_state")
+    except Exception as error:  # the exporter's errors have many types; each is this model's reason
+        raise OnnxExportError(f"{folder}: {type(model).__name__} does not export to ONNX: {type(error).__name__}: {error}") from error
+    with torch.inference_mode():
+        expected = model(**check).last_hidden_state.numpy()
+    error = _max_difference(OnnxSession(path, threads=1)(check), expected)
+    if not error <= EXPORT_TOLERANCE:
+        path.unlink()
+        raise OnnxExportError(f"{folder}: the ONNX export's token states differ from PyTorch's by {error:.2e} (> {EXPORT_TOLERANCE:g})")
+    return {"inputs": names, "output": "last_hidden_state", "max_abs_difference_to_pytorch": error}
+
+
+def quantize(folder: str | os.PathLike[str]) -> Path:
+    """Write ``model_int8.onnx`` beside the fp32 export in ``folder``: ONNX Runtime's dynamic quantisation
+    (int8 weights, activations quantised per batch), with 7-bit weights on CPUs without VNNI."""
+    require_onnx()
+    from onnx import TensorProto
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    folder = Path(folder)
+    target = folder / INT8_FILE
+    staging = folder / f".{INT8_FILE}.partial"
+    # The fused operators (Attention, SkipLayerNormalization) are outside ONNX's shape inference: their
+    # outputs are float32, which the quantiser must be told.
+    quantize_dynamic(folder / FP32_FILE, staging, weight_type=QuantType.QInt8, per_channel=True, reduce_range=not cpu_has_vnni(),
+                     extra_options={"DefaultTensorType": TensorProto.FLOAT})
+    os.replace(staging, target)
+    return target
+
+
+def read_gate(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The int8 quality verdict stored in an export ``folder`` (``None`` before any check)."""
+    path = Path(folder) / GATE_FILE
+    if not path.is_file() or not (Path(folder) / INT8_FILE).is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _trace(forward: Any, module: Any, traced: Mapping[str, Any], names: list[str], path: Path, output: str) -> None:
+    """Export ``forward`` (a function of the tensors ``names`` of ``traced``; ``module`` holds its weights) with
+    every input's batch and sequence axes, and the output's leading ones, left free."""
+    import warnings
+
+    import torch
+
+    class Forward(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = module  # registered, so that its weights become the graph's initialisers
+
+        def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+            return forward(dict(zip(names, tensors)))
+
+    axes = {key: ({0: "batch", 1: "sequence"} if traced[key].dim() == 2 else {0: "batch"}) for key in names}
+    output_axes = {0: "batch", 1: "sequence"} if output == "last_hidden_state" else {0: "batch"}
+    with warnings.catch_warnings():
+        # The tracer warns of every Python value it records; the export is checked on other shapes instead.
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        torch.onnx.export(Forward().eval(), tuple(traced[key] for key in names), str(path), input_names=names,
+                          output_names=[output], dynamic_axes={**axes, output: output_axes}, opset_version=OPSET, dynamo=False)
+
+
+def _fuse(encoder: PaperEncoder, plain: Path, path: Path) -> float | None:
+    """Fuse ``plain`` into ``path``; the fused graph's largest difference to PyTorch (``None``: no fusion)."""
+    import torch
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    config = encoder.transformer.config
+    heads, hidden = getattr(config, "num_attention_heads", 0), getattr(config, "hidden_size", 0)
+    try:
+        optimized = optimize_model(str(plain), model_type="bert", num_heads=heads, hidden_size=hidden)
+        optimized.save_model_to_file(str(path))
+    except Exception as error:  # an architecture the optimizer does not know
+        logger.info("onnxruntime's optimizer did not fuse %s: %s", encoder.name_or_path, error)
+        return None
+    with torch.inference_mode():
+        check = encoder.features(_CHECK_TEXTS)
+        expected = encoder.forward(check).float().numpy()
+    return _max_difference(OnnxSession(path, threads=1)(check), expected)
+
+
+def _max_difference(got: np.ndarray, expected: np.ndarray) -> float:
+    if got.shape != expected.shape:
+        return float("inf")
+    return float(np.abs(got - expected).max())
+
+
+def _as_numpy(value: Any) -> np.ndarray:
+    return value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)

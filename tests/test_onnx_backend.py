@@ -1,0 +1,228 @@
+"""The ONNX Runtime backend: the same vectors as PyTorch (1e-4) for plain encoders, sentence-transformers
+models, every family and the format modules; the export made once and cached; int8 refused until its gate
+passes; ``--backend onnx`` through the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("onnxruntime", reason="the onnx extra is not installed: pip install -e '.[onnx]' (the Makefile does)")
+
+import sciembed  # noqa: E402
+from helpers import PAPERS, shared_data  # noqa: E402
+from sciembed import onnx_backend  # noqa: E402
+from sciembed.cli import main  # noqa: E402
+from sciembed.families import from_bert, save_pretrained  # noqa: E402
+from sciembed.io import read_embeddings  # noqa: E402
+
+#: The papers of helpers plus texts of other lengths, so that batches pad differently from the export's.
+TEXTS = [*PAPERS, "a", "citation graph " * 20, {"paper_id": "p9", "title": "Matrix algorithm", "abstract": "list memory " * 7}]
+
+
+def both(folder_or_model, cache, **options):
+    """The PyTorch and ONNX encoders of one model with the same settings."""
+    load = sciembed.PaperEncoder.from_pretrained if not hasattr(folder_or_model, "forward") else sciembed.PaperEncoder
+    pytorch = load(folder_or_model, device="cpu", **options)
+    return pytorch, load(folder_or_model, device="cpu", backend="onnx", onnx_cache=cache, **options)
+
+
+def assert_same_vectors(pytorch, onnx, texts=TEXTS):
+    for batch_size in (1, 3):
+        expected = pytorch.encode(texts, batch_size=batch_size, show_progress_bar=False)
+        got = onnx.encode(texts, batch_size=batch_size, show_progress_bar=False)
+        assert got.shape == expected.shape and got.dtype == np.float32
+        np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("options", [{}, {"pooling": "mean", "normalize": True}, {"max_length": 12}])
+def test_a_plain_encoder_gives_pytorch_s_vectors_and_exports_once(tiny_bert, tmp_path, monkeypatch, options):
+    pytorch, onnx = both(tiny_bert, tmp_path, **options)
+    assert_same_vectors(pytorch, onnx)
+    exports = list(tmp_path.iterdir())
+    assert len(exports) == 1 and json.loads((exports[0] / "export.json").read_text())["max_abs_difference_to_pytorch"] <= 1e-4
+    assert onnx.fingerprint() != pytorch.fingerprint() and onnx.model_fingerprint() == pytorch.fingerprint()
+
+    def no_second_export(*args, **kwargs):
+        raise AssertionError("exported again although the cache holds the export")
+
+    monkeypatch.setattr(onnx_backend, "export_encoder", no_second_export)
+    again = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", onnx_cache=tmp_path, **options)
+    np.testing.assert_array_equal(again.encode(TEXTS, show_progress_bar=False), onnx.encode(TEXTS, show_progress_bar=False))
+
+
+def test_a_sentence_transformers_model_gives_its_own_vectors(tiny_st_base, tmp_path):
+    pytorch, onnx = both(tiny_st_base, tmp_path)
+    assert_same_vectors(pytorch, onnx)
+    np.testing.assert_allclose(np.linalg.norm(onnx.encode(TEXTS, show_progress_bar=False), axis=1), 1, atol=1e-5)
+
+
+FAMILIES = {
+    "multi2spe": ("multi2spe", {}, [{}]),
+    "control_code": ("control_code", {}, [{"task_format": f} for f in ("classification", "regression", "proximity", "adhoc_query")]),
+    "moe_enforced": ("moe_bert", {"routing": "enforced", "domains": ["cs", "bio"]}, [{"domain": "cs"}, {"domain": "bio"}]),
+    "moe_token": ("moe_bert", {"routing": "token", "moe_layers": "middle", "domains": ["cs", "bio"]}, [{}]),
+}
+
+
+@pytest.mark.parametrize("case", list(FAMILIES))
+def test_every_family_gives_pytorch_s_vectors(case, tiny_bert, tmp_path):
+    family, build, selections = FAMILIES[case]
+    torch.manual_seed(0)
+    model, tokenizer = from_bert(family, tiny_bert, **build)
+    with torch.no_grad():  # experts start as copies of BERT's MLP and domain tokens as [CLS]: make them differ
+        for parameter in model.parameters():
+            parameter.add_(torch.randn_like(parameter) * 0.05)
+    folder = save_pretrained(model, tokenizer, tmp_path / "model")
+    vectors = []
+    for selection in selections:
+        pytorch, onnx = both(folder, tmp_path / "onnx", **selection)
+        assert_same_vectors(pytorch, onnx)
+        vectors.append(onnx.encode(TEXTS, show_progress_bar=False))
+    # Each format / domain is its own export, and they embed differently.
+    assert len(list((tmp_path / "onnx").iterdir())) == len(selections)
+    assert all(not np.allclose(a, b) for i, a in enumerate(vectors) for b in vectors[i + 1 :])
+    if family == "multi2spe":
+        pytorch, onnx = both(folder, tmp_path / "onnx", facets=True)
+        assert onnx.encode(TEXTS, show_progress_bar=False).ndim == 3
+        assert_same_vectors(pytorch, onnx)
+
+
+def test_format_adapters_and_pals_export_the_active_format(tiny_bert, tmp_path):
+    from transformers import AutoModel, AutoTokenizer
+
+    from sciembed.formats import FORMATS
+    from sciembed.formats.adapters import add_format_adapters
+    from sciembed.formats.pals import PALsConfig, add_pals
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    adapters = add_format_adapters(AutoModel.from_pretrained(tiny_bert))
+    pals = AutoModel.from_pretrained(tiny_bert)
+    add_pals(pals, PALsConfig(hidden_size=12, num_attention_heads=4))
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name, parameter in adapters.named_parameters():
+            if ".adapters." in name:  # adapters start as the identity; random weights make the formats differ
+                parameter.normal_(0, 0.2)
+    for model in (adapters.eval(), pals.eval()):
+        base_pt = sciembed.PaperEncoder(model, tokenizer, device="cpu")
+        base_onnx = sciembed.PaperEncoder(model, tokenizer, device="cpu", backend="onnx", onnx_cache=tmp_path / type(model).__name__)
+        by_format = {}
+        for task_format in FORMATS:
+            pytorch, onnx = base_pt.with_format(task_format), base_onnx.with_format(task_format)
+            assert_same_vectors(pytorch, onnx)
+            by_format[task_format] = onnx.encode(TEXTS, show_progress_bar=False)
+        assert not np.allclose(by_format["proximity"], by_format["adhoc_query"])
+
+
+def test_what_cannot_be_exported_is_named(tiny_bert, tmp_path, monkeypatch):
+    _, onnx = both(tiny_bert, tmp_path)
+
+    def untraceable(*args, **kwargs):
+        raise RuntimeError("an operator the exporter does not know")
+
+    monkeypatch.setattr("torch.onnx.export", untraceable)
+    with pytest.raises(onnx_backend.OnnxExportError, match=r"BertModel \(.*\) does not export to ONNX: RuntimeError: an operator"):
+        onnx.encode(TEXTS, show_progress_bar=False)
+    assert not list(tmp_path.iterdir())  # no half-made export is left to be found as finished
+
+
+def test_onnx_runs_on_cpu_only(tiny_bert):
+    with pytest.raises(ValueError, match="the ONNX backend runs on CPU"):
+        sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cuda", backend="onnx")
+    with pytest.raises(ValueError, match="precision 'int8' needs backend='onnx'"):
+        sciembed.PaperEncoder.from_pretrained(tiny_bert, precision="int8")
+
+
+def test_int8_is_refused_until_its_gate_passes(tiny_bert, tmp_path):
+    from sciembed.evaluation.int8_gate import check_int8
+
+    cacm = shared_data("cacm")
+    int8 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=tmp_path)
+    with pytest.raises(ValueError, match="int8 for .* is refused: it has not been checked"):
+        int8.encode(TEXTS, show_progress_bar=False)
+
+    # Asked to gain a point over fp32, which int8 cannot: the gate fails, and int8 stays refused with the reason.
+    failed = check_int8(int8, cacm, tolerance=-1.0, show_progress_bar=False)
+    assert not failed.passed and failed.map_drop > -1.0 and failed.queries > 0 and 0.9 < failed.min_cosine < 1  # int8 is not fp32
+    assert failed.skipped_records == 1  # CACM's broken record, counted
+    refused = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=tmp_path)
+    with pytest.raises(ValueError, match="it failed its quality gate \\(cite MAP .* more than -1.0 points\\)"):
+        refused.encode(TEXTS, show_progress_bar=False)
+
+    # The gate's fp32 MAP is the cite MAP that evaluate reports for the fp32 export.
+    fp32 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", onnx_cache=tmp_path)
+    report = sciembed.evaluation.evaluate(fp32, "cacm", cacm, tasks=["cite"], use_cache=False, skip_invalid=True,
+                                          show_progress_bar=False)
+    assert report.results[0].metrics["map"] == pytest.approx(failed.fp32_map, abs=1e-3)
+
+    passed = check_int8(int8, cacm, tolerance=abs(failed.map_drop) + 0.5, show_progress_bar=False)
+    assert passed.passed and passed.int8_map == failed.int8_map
+    # Once passed, int8 loads, and scores as the gate found. Not to the digit: int8 activations are quantised per
+    # batch, and evaluate batches the (deduplicated) texts differently from the gate.
+    gated = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=tmp_path)
+    report = sciembed.evaluation.evaluate(gated, "cacm", cacm, tasks=["cite"], use_cache=False, skip_invalid=True,
+                                          show_progress_bar=False)
+    assert report.results[0].metrics["map"] == pytest.approx(passed.int8_map, abs=0.05)
+    vectors = gated.encode(TEXTS, show_progress_bar=False)
+    reference = fp32.encode(TEXTS, show_progress_bar=False)
+    assert not np.array_equal(vectors, reference)  # int8 is its own model, close to fp32 but not equal
+    cosines = (vectors * reference).sum(1) / np.linalg.norm(vectors, axis=1) / np.linalg.norm(reference, axis=1)
+    assert cosines.min() > 0.9
+
+
+def test_cli_embeds_and_evaluates_with_onnx(tiny_bert, tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("SCIEMBED_CACHE", str(tmp_path / "cache"))
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text("".join(json.dumps(p) + "\n" for p in TEXTS if isinstance(p, dict)))
+    for backend in ("pytorch", "onnx"):
+        assert main(["-q", "embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(tmp_path / f"{backend}.npy"),
+                     "--backend", backend, "--no-progress"]) == 0
+    (ids, expected), (onnx_ids, got) = read_embeddings(tmp_path / "pytorch.npy"), read_embeddings(tmp_path / "onnx.npy")
+    assert ids == onnx_ids and (tmp_path / "cache" / "onnx").is_dir()
+    np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
+
+    cacm = shared_data("cacm")
+    results = {}
+    for backend in ("pytorch", "onnx"):
+        output = tmp_path / f"{backend}.json"
+        assert main(["-q", "evaluate", "--model", str(tiny_bert), "--benchmark", "cacm", "--data", str(cacm), "--tasks", "cite",
+                     "--skip-invalid", "--backend", backend, "--no-progress", "--output", str(output)]) == 0
+        results[backend] = json.loads(output.read_text())["results"]
+    assert [r["metric"] for r in results["onnx"]] == [r["metric"] for r in results["pytorch"]]
+    for ours, theirs in zip(results["onnx"], results["pytorch"]):
+        assert ours["value"] == pytest.approx(theirs["value"], abs=0.05)
+
+    embed = ["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(tmp_path / "int8.npy"), "--no-progress",
+             "--backend", "onnx"]
+    assert main([*embed, "--int8-check-set", str(cacm)]) == 2 and "--int8-check-set checks int8" in caplog.text
+    assert main([*embed, "--precision", "int8"]) == 2 and "is refused: it has not been checked" in caplog.text
+    # With the gate run first, int8 embeds exactly when its verdict (kept with the export) is a pass.
+    code = main([*embed, "--precision", "int8", "--int8-check-set", str(cacm)])
+    verdict = json.loads(next((tmp_path / "cache" / "onnx").glob("*/int8_gate.json")).read_text())
+    assert verdict["tolerance"] == 0.5 and verdict["passed"] == (verdict["map_drop"] <= 0.5)
+    assert code == (0 if verdict["passed"] else 2) and (tmp_path / "int8.npy").exists() == verdict["passed"]
+    if not verdict["passed"]:
+        assert "int8 refused for" in caplog.text and "use --precision fp32" in caplog.text
+
+
+def test_export_adds_the_onnx_model_sentence_transformers_loads(tiny_st_base, tiny_bert, tmp_path, caplog):
+    pytest.importorskip("optimum.onnxruntime", reason="sentence-transformers' ONNX backend needs optimum-onnx (the dev extra)")
+    from sentence_transformers import SentenceTransformer
+
+    out = tmp_path / "hub"
+    assert main(["-q", "export", "--model", str(tiny_st_base), "--out", str(out), "--onnx", "--no-validate"]) == 0
+    assert (out / "onnx" / "model.onnx").is_file()
+    texts = [sciembed.paper_text(p, "[SEP]") if isinstance(p, dict) else p for p in TEXTS]
+    onnx = SentenceTransformer(str(out), backend="onnx", device="cpu")
+    reference = SentenceTransformer(str(tiny_st_base), device="cpu")
+    np.testing.assert_allclose(onnx.encode(texts, batch_size=3), reference.encode(texts, batch_size=3), atol=1e-4, rtol=0)
+
+    model, tokenizer = from_bert("multi2spe", tiny_bert)
+    family = save_pretrained(model, tokenizer, tmp_path / "family")
+    assert main(["-q", "export", "--model", str(family), "--out", str(tmp_path / "family-hub"), "--onnx", "--no-validate"]) == 2
+    assert "a multi2spe model embeds with its own forward" in caplog.text
+    assert not (tmp_path / "family-hub").exists() and not (tmp_path / ".family-hub.partial").exists()
