@@ -1,7 +1,8 @@
 """Distinct real papers for the speed benchmarks: every CACM, SciRepEval-sample and S2ORC-sample paper
 with a title, once per distinct text (repeated papers flatter batching), ids made unique by source.
 
-When more papers are asked for than the samples hold (about 6,000), the rest are made by pairing a real
+Fewer papers than the samples hold are a seeded draw across all of them. When more are asked for than
+the samples hold (about 6,000), the rest are made by pairing a real
 title with the abstract of another real paper (a seeded draw, never the same text twice), so every text
 is distinct and the lengths keep the real distribution; the description returned says how many.
 """
@@ -58,16 +59,17 @@ def distinct_papers(data: Path, count: int, seed: int = 0) -> tuple[list[dict], 
     """``count`` papers with distinct texts and ids, and a description of where they came from."""
     papers = real_papers(data)
     real = min(count, len(papers))
-    chosen = papers[:real]
+    rng = np.random.default_rng(seed)
+    # Fewer than the samples hold: a seeded draw over all sources (in their order), not the first source alone.
+    chosen = [papers[i] for i in np.sort(rng.choice(len(papers), real, replace=False))] if real < len(papers) else list(papers)
     texts = {(p["title"], p["abstract"]) for p in chosen}
     abstracts = [p["abstract"] for p in papers if p["abstract"]]
-    rng = np.random.default_rng(seed)
     while len(chosen) < count:
         title = papers[int(rng.integers(len(papers)))]["title"]
         abstract = abstracts[int(rng.integers(len(abstracts)))]
         if (title, abstract) not in texts:
             texts.add((title, abstract))
             chosen.append({"paper_id": f"paired-{len(chosen)}", "title": title, "abstract": abstract})
-    description = {"papers": count, "real": real, "paired_title_and_other_abstract": count - real,
+    description = {"papers": count, "real": real, "real_available": len(papers), "paired_title_and_other_abstract": count - real,
                    "sources": "CACM, SciRepEval samples (fos, mesh, specter, search candidates), S2ORC sample"}
     return chosen, description
