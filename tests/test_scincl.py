@@ -319,6 +319,25 @@ def test_ivf_is_deterministic_by_seed(clustered):
     assert (small.positive == first.positive).all() and (small.negative == first.negative).all()
 
 
+def test_ivf_gives_the_same_triplets_with_any_number_of_faiss_threads(clustered):
+    """Ranks on different machines (or ranks of one job) with other core counts must agree: k-means training
+    and the search are split over OpenMP threads, and the result may not depend on how."""
+    import faiss
+
+    graph, vectors, _ = clustered
+    before = faiss.omp_get_max_threads()
+    runs = []
+    try:
+        for threads in (1, 2, 3):
+            faiss.omp_set_num_threads(threads)
+            runs.append(sample_scincl_triplets(graph, config=SciNCLConfig(**IVF), vectors=vectors, seed=7))
+    finally:
+        faiss.omp_set_num_threads(before)
+    for other in runs[1:]:
+        assert other.stats.index_params == runs[0].stats.index_params
+        assert (other.positive == runs[0].positive).all() and (other.negative == runs[0].negative).all()
+
+
 def test_ivf_with_exclusions_and_other_metrics(clustered):
     graph, vectors, _ = clustered
     test_papers = np.arange(0, len(vectors), 10)

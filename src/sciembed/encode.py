@@ -50,6 +50,10 @@ QUERY_FORMAT, DOCUMENT_FORMAT = "adhoc_query", "proximity"
 #: A folder holding this file describes an ensemble of encoders (:mod:`sciembed.encoders.ensemble`).
 ENSEMBLE_FILE = "sciembed_ensemble.json"
 
+#: Texts per forward pass by default. On CPUs smaller batches ran fastest (benchmarks/encode_speed.py, batch
+#: sweep: 8 was the fastest of 4-64 for both the PyTorch and the ONNX path, 32 up to 12% slower); GPUs want more.
+CPU_BATCH_SIZE, GPU_BATCH_SIZE = 8, 32
+
 # Texts are length-sorted within windows of this many, so measuring lengths never holds more than one
 # window of token ids in memory however many papers are encoded.
 _LENGTH_WINDOW = 16_384
@@ -91,9 +95,14 @@ class Encoder(ABC):
         """A hash of everything that decides the vectors; equal fingerprints give equal vectors."""
 
     @abstractmethod
-    def encode(self, papers: Sequence[Mapping[str, Any] | str], *, batch_size: int = 32, show_progress_bar: bool = True,
+    def encode(self, papers: Sequence[Mapping[str, Any] | str], *, batch_size: int | None = None, show_progress_bar: bool = True,
                progress_desc: str = "Encoding") -> np.ndarray:
         """Embed ``papers`` (records, or texts as they are), in input order."""
+
+    @property
+    def default_batch_size(self) -> int:
+        """Texts per forward pass when none is given: :data:`CPU_BATCH_SIZE` on a CPU, :data:`GPU_BATCH_SIZE` on a GPU."""
+        return CPU_BATCH_SIZE if self.device.type == "cpu" else GPU_BATCH_SIZE
 
     @property
     def sep_token(self) -> str:
@@ -381,7 +390,7 @@ class PaperEncoder(Encoder):
         self,
         papers: Sequence[Mapping[str, Any] | str],
         *,
-        batch_size: int = 32,
+        batch_size: int | None = None,
         show_progress_bar: bool = True,
         progress_desc: str = "Encoding",
     ) -> np.ndarray:
@@ -389,6 +398,7 @@ class PaperEncoder(Encoder):
         (``(len(papers), K, dim)`` with ``facets``) in input order."""
         import torch
 
+        batch_size = self.default_batch_size if batch_size is None else batch_size
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         texts = self.texts(papers)
@@ -495,7 +505,7 @@ def encode(
     papers: Sequence[Mapping[str, Any] | str],
     *,
     tokenizer: PreTrainedTokenizerBase | None = None,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     max_length: int | None = None,
     device: str | torch.device | None = None,
     pooling: Pooling | None = None,
@@ -517,7 +527,7 @@ def encode(
             or ready-made texts.
         tokenizer, max_length, device, pooling, normalize, task_format, domain, backend, precision: see
             :class:`PaperEncoder` (a :class:`PaperEncoder` already holds them, so they must be left unset with one).
-        batch_size: texts per forward pass.
+        batch_size: texts per forward pass (default: :attr:`Encoder.default_batch_size`, 8 on CPU, 32 on GPU).
         show_progress_bar: show a tqdm bar over the papers.
         trust_remote_code: passed to transformers when ``model`` is loaded from a path or Hub id.
 

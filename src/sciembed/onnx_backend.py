@@ -27,7 +27,7 @@ import logging
 import os
 import platform
 import shutil
-import tempfile
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -84,7 +84,10 @@ def cpu_threads() -> int:
     """Physical cores this process may run on: ONNX Runtime's intra-op threads (a second thread per core
     shares the core's vector units and slows the matrix products down). ``$SCIEMBED_ONNX_THREADS`` overrides."""
     if os.environ.get("SCIEMBED_ONNX_THREADS"):
-        return max(1, int(os.environ["SCIEMBED_ONNX_THREADS"]))
+        value = os.environ["SCIEMBED_ONNX_THREADS"]
+        if not value.isdigit() or int(value) < 1:
+            raise ValueError(f"$SCIEMBED_ONNX_THREADS must be a positive whole number of threads, got {value!r}")
+        return int(value)
     allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
     cores: set[tuple[str, str]] = set()
     try:
@@ -167,7 +170,8 @@ def export_folder(encoder: PaperEncoder, cache_dir: str | os.PathLike[str]) -> P
     if (folder / EXPORT_FILE).is_file() and (folder / FP32_FILE).is_file():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    staging = folder.parent / f".{folder.name}.{uuid.uuid4().hex[:8]}.partial"  # mkdir, not mkdtemp: the umask's modes
+    staging.mkdir()
     try:
         report = export_encoder(encoder, staging / FP32_FILE)
         (staging / EXPORT_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

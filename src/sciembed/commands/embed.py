@@ -92,7 +92,7 @@ def embed_to_file(
     output: str | os.PathLike[str],
     *,
     shard_size: int = 10_000,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     resume: bool = False,
     rank: int | None = None,
     world_size: int | None = None,
@@ -124,7 +124,7 @@ def embed_to_file(
     output = check_output(output)
     if shard_size < 1:
         raise ValueError(f"shard_size must be positive, got {shard_size}")
-    if batch_size < 1:
+    if batch_size is not None and batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     share = process_share(rank, world_size)
     folder = partial_dir(output)

@@ -76,7 +76,7 @@ def run_neighbours(
     model: str | None = None,
     queries: int = 3,
     k: int = 10,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     show_progress_bar: bool = True,
 ) -> NeighboursResult:
     """Embed the collection with ``model`` (default: the embedded all-MiniLM-L6-v2) and measure

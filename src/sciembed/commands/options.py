@@ -21,7 +21,8 @@ _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "task_format": ("--task-format", {"choices": FORMATS, "help": "format of a multi-format model (default: the model's own)"}),
     "domain": ("--domain", {"help": "domain of a mixture-of-experts model with domain routing (one of its config's domains)"}),
     "max_length": ("--max-length", {"type": int, "help": "tokens per text (default: the model's limit, at most 512)"}),
-    "batch_size": ("--batch-size", {"type": int, "default": 32, "help": "texts per forward pass"}),
+    "batch_size": ("--batch-size", {"type": int, "help": "texts per forward pass (default: 8 on CPU, where smaller batches ran "
+                                    "fastest in benchmarks/encode_speed.py, 32 on GPU)"}),
     "device": ("--device", {"help": "cpu, cuda, cuda:1, ... (default: cuda when available, else cpu)"}),
     "trust_remote_code": ("--trust-remote-code", {"action": "store_true", "help": "allow a Hub model to run its own modeling code"}),
     "no_progress": ("--no-progress", {"action": "store_true", "help": "hide the progress bar"}),

@@ -72,7 +72,7 @@ class EnsembleEncoder(Encoder):
             digest.update(member.fingerprint().encode())
         return digest.hexdigest()
 
-    def encode(self, papers: Sequence[Mapping[str, Any] | str], *, batch_size: int = 32, show_progress_bar: bool = True,
+    def encode(self, papers: Sequence[Mapping[str, Any] | str], *, batch_size: int | None = None, show_progress_bar: bool = True,
                progress_desc: str = "Encoding") -> np.ndarray:
         """The mean over members of their embeddings of ``papers`` (each member makes its own text)."""
         vectors = [m.encode(papers, batch_size=batch_size, show_progress_bar=show_progress_bar, progress_desc=f"{progress_desc} ({i + 1}/{len(self.members)})")

@@ -151,7 +151,7 @@ class EmbeddingCache:
         vectors_path.with_suffix(".json").unlink(missing_ok=True)
         vectors_path.unlink(missing_ok=True)
 
-    def add(self, texts: Sequence[str], *, batch_size: int = 32, show_progress_bar: bool = True, desc: str = "Encoding") -> None:
+    def add(self, texts: Sequence[str], *, batch_size: int | None = None, show_progress_bar: bool = True, desc: str = "Encoding") -> None:
         """Encode (and cache) those of ``texts`` not cached yet."""
         keys = np.array([text_key(t) for t in texts], dtype="S40")
         self._check_shards(keys)
@@ -163,7 +163,7 @@ class EmbeddingCache:
             self._store([text_key(t) for t in todo], vectors)
             self.encoded += len(todo)
 
-    def embed(self, texts: Sequence[str], *, batch_size: int = 32, show_progress_bar: bool = True, desc: str = "Encoding") -> np.ndarray:
+    def embed(self, texts: Sequence[str], *, batch_size: int | None = None, show_progress_bar: bool = True, desc: str = "Encoding") -> np.ndarray:
         """Vectors of ``texts`` in order, encoding (and caching) only those not cached yet."""
         self.add(texts, batch_size=batch_size, show_progress_bar=show_progress_bar, desc=desc)
         return self.lookup(texts)

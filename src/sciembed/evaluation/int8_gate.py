@@ -61,7 +61,7 @@ def check_int8(
     *,
     benchmark: str = "cacm",
     tolerance: float = MAP_TOLERANCE,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     show_progress_bar: bool = True,
 ) -> Int8Verdict:
     """Quantise ``encoder``'s ONNX export to int8 and pass or fail it on the cite task of ``check_set``.

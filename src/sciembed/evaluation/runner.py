@@ -93,7 +93,7 @@ def evaluate(
     split: str = "test",
     pooling: str | None = None,
     max_length: int | None = None,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     device: str | None = None,
     trust_remote_code: bool = False,
     cache_dir: str | os.PathLike[str] | None = None,
@@ -141,7 +141,8 @@ def evaluate(
         encoder = load_encoder(model, pooling=pooling, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
                                                domain=domain)
     folder = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
-    settings = {"split": split, "pooling": encoder.pooling, "max_length": encoder.max_length, "batch_size": batch_size,
+    settings = {"split": split, "pooling": encoder.pooling, "max_length": encoder.max_length,
+                "batch_size": encoder.default_batch_size if batch_size is None else batch_size,
                 "proximity_similarity": proximity_similarity, "few_shot": few_shot, "seed": seed, "skip_invalid": skip_invalid,
                 "tasks": tasks}
     return evaluate_suite(encoder, suite, cache_dir=folder, batch_size=batch_size, n_jobs=n_jobs,
@@ -153,7 +154,7 @@ def evaluate_suite(
     suite: TaskSuite,
     *,
     cache_dir: Path | None = None,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     n_jobs: int = -1,
     show_progress_bar: bool = True,
     settings: Mapping[str, Any] | None = None,
