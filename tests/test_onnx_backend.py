@@ -227,3 +227,17 @@ def test_export_adds_the_onnx_model_sentence_transformers_loads(tiny_st_base, ti
     assert main(["-q", "export", "--model", str(family), "--out", str(tmp_path / "family-hub"), "--onnx", "--no-validate"]) == 2
     assert "a multi2spe model embeds with its own forward" in caplog.text
     assert not (tmp_path / "family-hub").exists() and not (tmp_path / ".family-hub.partial").exists()
+
+
+def test_an_ensemble_loads_every_member_on_onnx(tiny_bert, tmp_path):
+    from sciembed.encoders import EnsembleEncoder, load_encoder, save_ensemble
+
+    torch.manual_seed(0)
+    control, tokenizer = from_bert("control_code", tiny_bert)
+    save_pretrained(control, tokenizer, tmp_path / "control")
+    save_ensemble(tmp_path / "ensemble", [tiny_bert, tmp_path / "control"])
+    pytorch = load_encoder(tmp_path / "ensemble", device="cpu", task_format="classification")
+    onnx = load_encoder(tmp_path / "ensemble", device="cpu", task_format="classification", backend="onnx", onnx_cache=tmp_path / "onnx")
+    assert isinstance(onnx, EnsembleEncoder) and all(member.backend == "onnx" for member in onnx.members)
+    assert_same_vectors(pytorch, onnx)
+    assert onnx.fingerprint() != pytorch.fingerprint()

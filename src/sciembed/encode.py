@@ -64,8 +64,9 @@ class Encoder(ABC):
     in a task format. :class:`PaperEncoder` wraps one model; :class:`~sciembed.encoders.EnsembleEncoder`
     averages several. The evaluation runner, the embedding cache and the embed job take any encoder.
 
-    Every encoder sets ``tokenizer``, ``device``, ``max_length``, ``pooling``, ``normalize``, ``facets`` and
-    ``forward_options`` (the keyword arguments its forward pass gets, such as ``task_format``).
+    Every encoder sets ``tokenizer``, ``device``, ``max_length``, ``pooling``, ``normalize``, ``facets``,
+    ``forward_options`` (the keyword arguments its forward pass gets, such as ``task_format``), ``backend``
+    (``pytorch`` or ``onnx``) and ``precision`` (``fp32`` or ``int8``).
     """
 
     tokenizer: PreTrainedTokenizerBase
@@ -75,6 +76,8 @@ class Encoder(ABC):
     normalize: bool
     facets: bool
     forward_options: dict[str, Any]
+    backend: str
+    precision: str
 
     @property
     @abstractmethod

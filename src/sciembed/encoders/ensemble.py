@@ -47,6 +47,8 @@ class EnsembleEncoder(Encoder):
         first = self.members[0]
         self.tokenizer, self.device, self.max_length = first.tokenizer, first.device, min(m.max_length for m in self.members)
         self.pooling, self.normalize, self.facets = "ensemble", False, False
+        engines = {(m.backend, m.precision) for m in self.members}
+        self.backend, self.precision = engines.pop() if len(engines) == 1 else ("mixed", "mixed")
 
     @property
     def task_formats(self) -> tuple[str, ...]:

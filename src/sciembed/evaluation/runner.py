@@ -143,6 +143,7 @@ def evaluate(
     folder = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
     settings = {"split": split, "pooling": encoder.pooling, "max_length": encoder.max_length,
                 "batch_size": encoder.default_batch_size if batch_size is None else batch_size,
+                "backend": encoder.backend, "precision": encoder.precision,
                 "proximity_similarity": proximity_similarity, "few_shot": few_shot, "seed": seed, "skip_invalid": skip_invalid,
                 "tasks": tasks}
     return evaluate_suite(encoder, suite, cache_dir=folder, batch_size=batch_size, n_jobs=n_jobs,
