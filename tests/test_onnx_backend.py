@@ -142,20 +142,24 @@ def test_int8_is_refused_until_its_gate_passes(tiny_bert, tmp_path):
     from sciembed.evaluation.int8_gate import check_int8
 
     cacm = shared_data("cacm")
-    int8 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=tmp_path)
+    unchecked = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", precision="int8",
+                                                      onnx_cache=tmp_path / "unchecked")
     with pytest.raises(ValueError, match="int8 for .* is refused: it has not been checked"):
-        int8.encode(TEXTS, show_progress_bar=False)
+        unchecked.encode(TEXTS, show_progress_bar=False)
 
     # Asked to gain a point over fp32, which int8 cannot: the gate fails, and int8 stays refused with the reason.
+    # (The gate is the first use of this cache: it exports, outside encode's inference mode.)
+    cache = tmp_path / "gated"
+    int8 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=cache)
     failed = check_int8(int8, cacm, tolerance=-1.0, show_progress_bar=False)
     assert not failed.passed and failed.map_drop > -1.0 and failed.queries > 0 and 0.9 < failed.min_cosine < 1  # int8 is not fp32
     assert failed.skipped_records == 1  # CACM's broken record, counted
-    refused = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=tmp_path)
+    refused = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=cache)
     with pytest.raises(ValueError, match="it failed its quality gate \\(cite MAP .* more than -1.0 points\\)"):
         refused.encode(TEXTS, show_progress_bar=False)
 
     # The gate's fp32 MAP is the cite MAP that evaluate reports for the fp32 export.
-    fp32 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", onnx_cache=tmp_path)
+    fp32 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", onnx_cache=cache)
     report = sciembed.evaluation.evaluate(fp32, "cacm", cacm, tasks=["cite"], use_cache=False, skip_invalid=True,
                                           show_progress_bar=False)
     assert report.results[0].metrics["map"] == pytest.approx(failed.fp32_map, abs=1e-3)
@@ -164,7 +168,7 @@ def test_int8_is_refused_until_its_gate_passes(tiny_bert, tmp_path):
     assert passed.passed and passed.int8_map == failed.int8_map
     # Once passed, int8 loads, and scores as the gate found, within the gate's own tolerance: int8 activations are
     # quantised per batch, and evaluate batches the (deduplicated) texts differently from the gate.
-    gated = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=tmp_path)
+    gated = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=cache)
     report = sciembed.evaluation.evaluate(gated, "cacm", cacm, tasks=["cite"], use_cache=False, skip_invalid=True,
                                           show_progress_bar=False)
     assert report.results[0].metrics["map"] == pytest.approx(passed.int8_map, abs=0.5)

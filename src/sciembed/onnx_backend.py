@@ -205,7 +205,8 @@ def export_encoder(encoder: PaperEncoder, path: str | os.PathLike[str], *, optim
     if encoder.device.type != "cpu":
         raise OnnxExportError(f"{name}: the ONNX backend runs on CPU; load the encoder with device='cpu'")
     plain = path.with_name(path.stem + ".plain.onnx")
-    with torch.inference_mode():
+    # no_grad, not inference_mode: the tracer may not take inference tensors when it runs outside that mode.
+    with torch.no_grad():
         traced = encoder.features(_TRACE_TEXTS)
         check = encoder.features(_CHECK_TEXTS)
         expected = encoder.forward(check).float().numpy()
