@@ -216,13 +216,13 @@ def export_encoder(encoder: PaperEncoder, path: str | os.PathLike[str], *, optim
         _trace(lambda tensors: encoder.forward({**constants, **tensors}), encoder.model, traced, names, plain, "embedding")
     except Exception as error:  # the exporter's errors have many types; each is this model's reason
         raise OnnxExportError(f"{name} does not export to ONNX: {type(error).__name__}: {error}") from error
-    plain_error = _max_difference(OnnxSession(plain, threads=1)(check), expected)
+    plain_error = _difference(plain, check, expected)
     if not plain_error <= EXPORT_TOLERANCE:
         raise OnnxExportError(f"{name}: the ONNX export's vectors differ from PyTorch's by {plain_error:.2e} "
                               f"(> {EXPORT_TOLERANCE:g}); it cannot run on ONNX Runtime")
     kind, error = "plain", plain_error
     if optimize:
-        fused_error = _fuse(encoder, plain, path)
+        fused_error = _fuse(plain, path, encoder.transformer.config, check, expected)
         if fused_error is not None and fused_error <= EXPORT_TOLERANCE:
             kind, error = "fused", fused_error
             plain.unlink()
@@ -273,7 +273,7 @@ def export_transformer(folder: str | os.PathLike[str], path: str | os.PathLike[s
         raise OnnxExportError(f"{folder}: {type(model).__name__} does not export to ONNX: {type(error).__name__}: {error}") from error
     with torch.inference_mode():
         expected = model(**check).last_hidden_state.numpy()
-    error = _max_difference(OnnxSession(path, threads=1)(check), expected)
+    error = _difference(path, check, expected)
     if not error <= EXPORT_TOLERANCE:
         path.unlink()
         raise OnnxExportError(f"{folder}: the ONNX export's token states differ from PyTorch's by {error:.2e} (> {EXPORT_TOLERANCE:g})")
@@ -330,29 +330,25 @@ def _trace(forward: Any, module: Any, traced: Mapping[str, Any], names: list[str
                           output_names=[output], dynamic_axes={**axes, output: output_axes}, opset_version=OPSET, dynamo=False)
 
 
-def _fuse(encoder: PaperEncoder, plain: Path, path: Path) -> float | None:
-    """Fuse ``plain`` into ``path``; the fused graph's largest difference to PyTorch (``None``: no fusion)."""
-    import torch
+def _fuse(plain: Path, path: Path, config: Any, check: Mapping[str, Any], expected: np.ndarray) -> float | None:
+    """Fuse ``plain`` into ``path``; the fused graph's largest difference to ``expected`` on the inputs ``check``
+    (``None``: the optimizer could not fuse it)."""
     from onnxruntime.transformers.optimizer import optimize_model
 
-    config = encoder.transformer.config
     heads, hidden = getattr(config, "num_attention_heads", 0), getattr(config, "hidden_size", 0)
     try:
         optimized = optimize_model(str(plain), model_type="bert", num_heads=heads, hidden_size=hidden)
         optimized.save_model_to_file(str(path))
     except Exception as error:  # an architecture the optimizer does not know
-        logger.info("onnxruntime's optimizer did not fuse %s: %s", encoder.name_or_path, error)
+        logger.info("onnxruntime's optimizer did not fuse %s: %s", plain, error)
         return None
-    with torch.inference_mode():
-        check = encoder.features(_CHECK_TEXTS)
-        expected = encoder.forward(check).float().numpy()
-    return _max_difference(OnnxSession(path, threads=1)(check), expected)
+    return _difference(path, check, expected)
 
 
-def _max_difference(got: np.ndarray, expected: np.ndarray) -> float:
-    if got.shape != expected.shape:
-        return float("inf")
-    return float(np.abs(got - expected).max())
+def _difference(path: Path, check: Mapping[str, Any], expected: np.ndarray) -> float:
+    """The largest absolute difference between the export at ``path`` on the inputs ``check`` and ``expected``."""
+    got = OnnxSession(path, threads=1)(check)
+    return float(np.abs(got - expected).max()) if got.shape == expected.shape else float("inf")
 
 
 def _as_numpy(value: Any) -> np.ndarray:

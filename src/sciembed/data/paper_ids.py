@@ -51,7 +51,7 @@ class PaperIds:
         if isinstance(index, (int, np.integer)):
             return self.arrow[int(index)].as_py()
         if isinstance(index, slice):
-            positions = np.arange(len(self))[index]
+            positions = np.arange(*index.indices(len(self)))  # only the selected positions, not all n
         else:
             positions = np.asarray(index)
             if positions.dtype == bool:
