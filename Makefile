@@ -1,11 +1,14 @@
-# The two commands of the README. Both create .venv with Python 3.11 and install everything first.
+# The two commands of the README. Both create .venv with Python 3.11 and install everything first; `make test`
+# also builds the side venv of the transformers 4.57.6 line that the compatibility tests run in.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SIDE := .venv-tf457
+SIDE_STAMP := $(SIDE)/.installed
 DATA ?= ../shared/data
 
-.PHONY: demo test benchmark clean
+.PHONY: demo test side-venv benchmark clean
 
 # torch is installed on its own first, pinned, so that pip takes the local CPU wheel and nothing
 # later pulls a multi-GB CUDA build; the rest is held to the verified set by the constraints file.
@@ -15,15 +18,24 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(BIN)/pip install --quiet -c requirements/constraints.txt -e ".[dev,onnx]"
 	touch $(STAMP)
 
+# transformers 4.57.6 (+ adapters 1.3.0 as the reference for format adapters), without sciembed.
+$(SIDE_STAMP): requirements/side-tf457.txt
+	$(PYTHON) -m venv $(SIDE)
+	$(SIDE)/bin/pip install --quiet torch==2.13.0
+	$(SIDE)/bin/pip install --quiet -r requirements/side-tf457.txt
+	touch $(SIDE_STAMP)
+
+side-venv: $(SIDE_STAMP)
+
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/sciembed demo --data $(DATA) --output demo-output
 
-test: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
+test: $(STAMP) $(SIDE_STAMP)
+	HF_HUB_OFFLINE=1 SCIEMBED_TF457_PYTHON=$(abspath $(SIDE))/bin/python $(BIN)/python -m pytest
 
 benchmark: $(STAMP)
 	cd benchmarks && HF_HUB_OFFLINE=1 ../$(BIN)/python encode_speed.py --data $(abspath $(DATA))
 	cd benchmarks && HF_HUB_OFFLINE=1 ../$(BIN)/python model_overhead.py --data $(abspath $(DATA))
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) $(SIDE) build src/*.egg-info

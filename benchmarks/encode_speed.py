@@ -6,7 +6,8 @@ alternate so that drift on a noisy machine hits all alike. The paths:
 
 - ``st_pytorch``: ``SentenceTransformer.encode``, the peer users have (the reference of every ratio);
 - ``st_onnx``: ``SentenceTransformer(..., backend="onnx")``, sentence-transformers' own ONNX backend (optimum
-  exports the model on first load);
+  exports the model on first load); optimum-onnx accepts only transformers < 4.58, so on the current stack the
+  run records why it did not load instead;
 - ``sciembed_pytorch``, ``sciembed_onnx_fp32``, ``sciembed_onnx_int8``: :class:`sciembed.PaperEncoder` with
   ``backend="pytorch"`` / ``"onnx"``; int8 only after its quality gate (cite MAP on CACM within 0.5 of fp32).
 

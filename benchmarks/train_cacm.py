@@ -163,7 +163,7 @@ def peer_row(seed: int, triplets, held_out: TaskSuite, ood: TaskSuite, args) -> 
              (("anchor", "query"), ("positive", "positive"), ("negative", "negative"))}
     with tempfile.TemporaryDirectory() as output:
         training = SentenceTransformerTrainingArguments(
-            output_dir=output, max_steps=args.steps, per_device_train_batch_size=BATCH, learning_rate=2e-5, warmup_ratio=0.1,
+            output_dir=output, max_steps=args.steps, per_device_train_batch_size=BATCH, learning_rate=2e-5, warmup_steps=0.1,
             lr_scheduler_type="linear", weight_decay=0.0, seed=seed, save_strategy="no", report_to="none", logging_steps=5)
         trainer = SentenceTransformerTrainer(model=model, args=training, train_dataset=Dataset.from_dict(texts),
                                              loss=MultipleNegativesRankingLoss(model))

@@ -31,7 +31,7 @@ def tiny_bert(tmp_path_factory) -> Path:
     # No repeated entries: a repeat leaves a hole in the ids, and tokens added later would reuse a real id.
     vocab = list(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *[f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"], *"abcdefghijklmnopqrstuvwxyz.,;:"]))
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    tokenizer = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), model_max_length=64)
+    tokenizer = BertTokenizerFast.from_pretrained(folder, model_max_length=64)
     tokenizer.save_pretrained(folder)
     torch.manual_seed(0)
     config = BertConfig(

@@ -25,6 +25,34 @@ def shared_data(*parts: str) -> Path:
     return path
 
 
+#: The side venv of the transformers 4.57.6 line (torch, transformers 4.57.6, adapters 1.3.0; no sciembed), which
+#: `make side-venv` builds and `make test` passes to the tests in $SCIEMBED_TF457_PYTHON.
+SIDE_VENV_VARIABLE = "SCIEMBED_TF457_PYTHON"
+
+
+def side_python() -> str:
+    """The side venv's python, skipping the test with the reason when it was not built."""
+    import os
+
+    python = os.environ.get(SIDE_VENV_VARIABLE)
+    if not python or not Path(python).is_file():
+        pytest.skip(f"the transformers 4.57.6 side venv is not built (${SIDE_VENV_VARIABLE} unset or missing): run `make side-venv`")
+    return python
+
+
+def run_side_python(script: str, cwd: Path, timeout: int = 600) -> str:
+    """Run ``script`` in a fresh process of the side venv (offline, sciembed unimportable) in ``cwd``; returns
+    its stdout and fails the test with its stderr when it exits non-zero."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": ""}
+    guarded = 'import sys; sys.modules["sciembed"] = None\n' + script
+    result = subprocess.run([side_python(), "-c", guarded], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, f"side venv script failed:\n{result.stderr[-4000:]}"
+    return result.stdout
+
+
 def write_s2orc(path: Path) -> Path:
     """Forty papers citing each other in S2ORC's metadata format (each cites the next three)."""
     import json

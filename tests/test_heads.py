@@ -255,9 +255,11 @@ def test_sgd_steps_reduce_the_loss(head):
     batch = inputs(tokenizer, "spectroid", texts)
     with torch.no_grad():
         before = model(**batch, labels=labels).loss.item()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    # lr 0.05 diverges within 10 steps for the six-layer CH3 from some initialisations (transformers 5 draws
+    # them in another order than 4.57 did); 0.02 over 20 steps took CH3 to 4% of its starting loss.
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.02)
     model.train()
-    for _ in range(10):
+    for _ in range(20):
         optimizer.zero_grad()
         model(**batch, labels=labels).loss.backward()
         optimizer.step()

@@ -76,7 +76,7 @@ def test_config_defaults_validation_and_json():
     assert config.model_type == "moe_bert" and config.to_dict()["model_type"] == "moe_bert"
     assert config.domains == ["cvd", "copd", "cancer", "autoimmune", "parasitic"]
     assert config.domain_tokens == DOMAIN_TOKENS and config.num_experts == 5 and config.routing == "enforced"
-    assert config.top_k == 2 and config.domain_token_ids is None
+    assert config.num_experts_per_tok == 2 and config.domain_token_ids is None
     assert config.moe_layer_indices() == [0, 1, 2, 3, 4, 5]
     assert MoEBertConfig(num_hidden_layers=6, moe_layers="middle").moe_layer_indices() == [3]
     assert MoEBertConfig(num_hidden_layers=6, moe_layers=[4, 1]).moe_layer_indices() == [1, 4]
@@ -86,8 +86,8 @@ def test_config_defaults_validation_and_json():
         MoEBertConfig(routing="random")
     with pytest.raises(ValueError, match="must equal the number of domains"):
         MoEBertConfig(num_experts=4)
-    with pytest.raises(ValueError, match="top_k"):
-        MoEBertConfig(routing="token", domains=["a", "b"], top_k=3)
+    with pytest.raises(ValueError, match="num_experts_per_tok"):
+        MoEBertConfig(routing="token", domains=["a", "b"], num_experts_per_tok=3)
     with pytest.raises(ValueError, match="moe_layers"):
         MoEBertConfig(num_hidden_layers=6, moe_layers=[6])
     with pytest.raises(ValueError, match="moe_layers"):
@@ -95,12 +95,13 @@ def test_config_defaults_validation_and_json():
     with pytest.raises(ValueError, match="at least 1"):
         MoEBertConfig(routing="sentence", domains=[])
 
-    custom = MoEBertConfig(routing="token", top_k=1, moe_layers=[0], domain_token_ids=[5, 6, 7, 8, 9])
+    custom = MoEBertConfig(routing="token", num_experts_per_tok=1, moe_layers=[0], domain_token_ids=[5, 6, 7, 8, 9])
     restored = MoEBertConfig.from_dict(json.loads(custom.to_json_string()))
-    for field in ("routing", "top_k", "moe_layers", "domains", "domain_tokens", "domain_token_ids", "num_experts"):
+    for field in ("routing", "num_experts_per_tok", "moe_layers", "domains", "domain_tokens", "domain_token_ids", "num_experts"):
         assert getattr(restored, field) == getattr(custom, field)
-    # top_k counts experts here: no warning about a misplaced generation parameter.
-    assert "top_k" not in custom._get_non_default_generation_parameters()
+    # A config saved before the rename (with Mixtral's name for it now) reads its top_k as num_experts_per_tok.
+    legacy = {key: value for key, value in custom.to_dict().items() if key != "num_experts_per_tok"}
+    assert MoEBertConfig.from_dict({**legacy, "top_k": 1}).num_experts_per_tok == 1
 
 
 def test_fresh_model_has_identity_gates_and_bert_keys():
@@ -134,10 +135,10 @@ def test_from_tiny_bert_copies_weights_and_adds_domain_tokens(tiny_base, tokeniz
     bert = BertModel.from_pretrained(tiny_base)
 
     assert isinstance(model.config, MoEBertConfig) and model.config.hidden_dropout_prob == 0.05
-    assert model.config.top_k == 2  # not the base config's generation default (50)
+    assert model.config.num_experts_per_tok == 2
     assert tokenizer.convert_ids_to_tokens(model.config.domain_token_ids) == DOMAIN_TOKENS
     assert model.config.domain_token_ids == list(range(size, size + 5)) and len(tokenizer) == size + 5
-    assert "[CVD]" in tokenizer.all_special_tokens and tokenizer.tokenize("[CVD] query")[0] == "[CVD]"
+    assert tokenizer.tokenize("[CVD]query")[0] == "[CVD]" and tokenizer.decode(tokenizer.convert_tokens_to_ids(["[CVD]"]), skip_special_tokens=True) == ""
     words, pretrained = model.embeddings.word_embeddings.weight, bert.embeddings.word_embeddings.weight
     assert model.config.vocab_size == words.shape[0] == size + 5
     assert torch.equal(words[:size], pretrained)  # the base vocabulary had `size` rows
@@ -326,9 +327,10 @@ def test_return_tuple_gradients_and_checkpointing(tiny_base, tokenizer):
 
 
 def test_duplicate_vocabulary_entries_are_reported(tiny_base, tmp_path, caplog):
-    words = (tiny_base / "vocab.txt").read_text(encoding="utf-8").split()
+    vocab = AutoTokenizer.from_pretrained(tiny_base).get_vocab()
+    words = sorted(vocab, key=vocab.get)
     (tmp_path / "vocab.txt").write_text("\n".join([*words, words[-1]]) + "\n", encoding="utf-8")
-    tokenizer = BertTokenizerFast(vocab_file=str(tmp_path / "vocab.txt"))
+    tokenizer = BertTokenizerFast.from_pretrained(tmp_path)
     MoEBertModel.from_bert(tiny_base, tokenizer=tokenizer)
     assert f"new token [CVD] the id {len(words)}, which it already uses for {words[-1]!r}" in caplog.text
 

@@ -215,7 +215,7 @@ def test_base_state_dict_saves_a_clean_base(tmp_path):
         assert not any(key.startswith("pals.") for key in weights.keys())
     reloaded, info = AutoModel.from_pretrained(tmp_path, output_loading_info=True)
     assert type(reloaded) is BertModel and not has_pals(reloaded)
-    assert info["unexpected_keys"] == [] and info["missing_keys"] == []
+    assert not info["unexpected_keys"] and not info["missing_keys"]  # lists on transformers 4.57, sets on 5
     inputs = batch()
     assert torch.equal(reloaded.eval()(**inputs).last_hidden_state, embed(model, inputs, None))
 

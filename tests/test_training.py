@@ -253,7 +253,7 @@ def test_recipe_settings_take_dotted_nested_bare_and_file_overrides(tmp_path):
 
     assert {"specter", "scincl", "multi2spe", "scirepeval-ctrl", "spectroid-heads", "moe-cocitation"} <= set(RECIPES)
     specter = get_recipe("specter").settings
-    assert specter["training"]["learning_rate"] == 2e-5 and specter["training"]["warmup_ratio"] == 0.1
+    assert specter["training"]["learning_rate"] == 2e-5 and specter["training"]["warmup_steps"] == 0.1
     assert specter["training"]["per_device_train_batch_size"] * specter["training"]["gradient_accumulation_steps"] == 32
     assert get_recipe("multi2spe").settings["loss"] == {"name": "multi2spe", "weight": 0.1, "mode": "paper"}
     ctrl = get_recipe("scirepeval-ctrl").settings["training"]

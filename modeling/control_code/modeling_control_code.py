@@ -18,7 +18,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 from transformers import AutoTokenizer, BertModel, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
-from transformers.modeling_attn_mask_utils import _prepare_4d_attention_mask_for_sdpa
 from transformers.modeling_outputs import SequenceClassifierOutput
 from transformers.models.bert.modeling_bert import BertEmbeddings, BertEncoder
 from transformers.utils import ModelOutput, logging
@@ -26,6 +25,22 @@ from transformers.utils import ModelOutput, logging
 from .configuration_control_code import ControlCodeConfig
 
 logger = logging.get_logger(__name__)
+
+
+# Copied from sciembed.modeling.multi2spe.modeling_multi2spe.additive_attention_mask
+def additive_attention_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """BERT's additive attention mask, ``(batch, 1, 1, keys)``: 0 on the tokens of the 2-D ``attention_mask``, the
+    dtype's minimum on padding. Plain torch, because every attention implementation BERT layers have on
+    transformers 4.57 and 5.x (eager, sdpa) takes this mask, while transformers' own mask helpers are private
+    and were removed in 5.0."""
+    return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
+
+
+# Copied from sciembed.modeling.multi2spe.modeling_multi2spe.layer_output
+def layer_output(output: Union[torch.Tensor, tuple[torch.Tensor, ...]]) -> torch.Tensor:
+    """A ``BertLayer``'s hidden states: transformers 5.x returns them, 4.57 a tuple that starts with them."""
+    return output[0] if isinstance(output, tuple) else output
+
 
 #: Where the control code sits and where the embedding is read: right after ``[CLS]``.
 CONTROL_CODE_POSITION = 1
@@ -80,6 +95,8 @@ class ControlCodeClassificationHead(nn.Module):
         self.dropout = nn.Dropout(dropout)
         sizes = [config.hidden_size, *config.classifier_hidden_sizes]
         self.hidden = nn.ModuleList(nn.Linear(n_in, n_out) for n_in, n_out in zip(sizes, sizes[1:]))
+        for layer in self.hidden:
+            layer.relu_follows = True  # He initialisation (init_bert_module)
         self.out_proj = nn.Linear(sizes[-1], config.num_labels)
 
     def forward(self, embedding: torch.Tensor) -> torch.Tensor:
@@ -88,14 +105,6 @@ class ControlCodeClassificationHead(nn.Module):
             hidden = torch.relu(layer(hidden))
         return self.out_proj(hidden)
 
-    def init_weights(self, initializer_range: float) -> None:
-        """He initialisation of the hidden layers, BERT's N(0, initializer_range) for the output layer: BERT's
-        init in every layer would scale the signal by about 0.02·√64·√½ ≈ 0.11 per 64-unit ReLU layer."""
-        for layer in self.hidden:
-            nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
-            nn.init.zeros_(layer.bias)
-        nn.init.normal_(self.out_proj.weight, mean=0.0, std=initializer_range)
-        nn.init.zeros_(self.out_proj.bias)
 
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.sequence_classification_loss
@@ -137,6 +146,35 @@ def config_from_bert(config_class: type[PretrainedConfig], bert_config: Pretrain
     return config_class(**{**settings, **options})
 
 
+# Copied from sciembed.modeling.spectroid.modeling_spectroid.init_bert_module
+def init_bert_module(module: nn.Module, std: float) -> None:
+    """BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls
+    transformers 5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
+
+    A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation: BERT's
+    N(0, std) would scale the signal by about 0.02·√64·√½ ≈ 0.11 per 64-unit ReLU layer. ``BertEmbeddings``'
+    position and token-type buffers, which transformers 5 does not load, are refilled.
+    """
+    if isinstance(module, nn.Linear):
+        if getattr(module, "relu_follows", False):
+            nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+        else:
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.Embedding):
+        nn.init.normal_(module.weight, mean=0.0, std=std)
+        if module.padding_idx is not None:
+            nn.init.zeros_(module.weight[module.padding_idx])
+    elif isinstance(module, nn.LayerNorm):
+        nn.init.ones_(module.weight)
+        nn.init.zeros_(module.bias)
+    elif isinstance(module, BertEmbeddings):
+        with torch.no_grad():
+            module.position_ids.copy_(torch.arange(module.position_ids.shape[-1]).expand_as(module.position_ids))
+            module.token_type_ids.zero_()
+
+
 class ControlCodePreTrainedModel(PreTrainedModel):
     """Weight initialisation and loading for the control-code model (BERT's: SciRepEval starts from SciBERT)."""
 
@@ -147,21 +185,9 @@ class ControlCodePreTrainedModel(PreTrainedModel):
     _no_split_modules = ["BertEmbeddings", "BertLayer"]
 
     def _init_weights(self, module: nn.Module) -> None:
-        """BERT's initialisation; the control-code rows are ordinary word-embedding rows, N(0, initializer_range).
-        The classification head has its own (children are initialised before their parents)."""
-        if isinstance(module, nn.Linear):
-            module.weight.data.normal_(mean=0.0, std=self.config.initializer_range)
-            if module.bias is not None:
-                module.bias.data.zero_()
-        elif isinstance(module, nn.Embedding):
-            module.weight.data.normal_(mean=0.0, std=self.config.initializer_range)
-            if module.padding_idx is not None:
-                module.weight.data[module.padding_idx].zero_()
-        elif isinstance(module, nn.LayerNorm):
-            module.bias.data.zero_()
-            module.weight.data.fill_(1.0)
-        elif isinstance(module, ControlCodeClassificationHead):
-            module.init_weights(self.config.initializer_range)
+        """BERT's initialisation (:func:`init_bert_module`); the control-code rows are ordinary word-embedding rows,
+        N(0, initializer_range)."""
+        init_bert_module(module, self.config.initializer_range)
 
 
 def _insert_after_first(tensor: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
@@ -239,7 +265,9 @@ class ControlCodeModel(ControlCodePreTrainedModel):
 
         codes = sorted(set(model.config.control_codes.values()))
         new_codes = [code for code in codes if code not in tokenizer.get_vocab()]
-        tokenizer.add_special_tokens({"additional_special_tokens": codes}, replace_additional_special_tokens=False)
+        # add_tokens(special_tokens=True): one call that neither splits the codes nor replaces other special
+        # tokens on transformers 4.57 and 5.x alike (their add_special_tokens keywords differ).
+        tokenizer.add_tokens(codes, special_tokens=True)
         # A word-piece vocabulary with a repeated entry leaves an id unused, and tokenizers then hands an
         # added token the id of an existing word: the code and that word would share one embedding row.
         vocab = tokenizer.get_vocab()
@@ -381,7 +409,7 @@ class ControlCodeModel(ControlCodePreTrainedModel):
         output_hidden_states = (
             output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
         )
-        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids and inputs_embeds")
         codes = self._control_code_ids(task_format, input_ids if input_ids is not None else inputs_embeds)
@@ -391,21 +419,19 @@ class ControlCodeModel(ControlCodePreTrainedModel):
         embedding_output = self.embeddings(
             input_ids=input_ids, token_type_ids=token_type_ids, position_ids=position_ids, inputs_embeds=inputs_embeds
         )
-        # The 4-D mask as BertModel.forward builds it (transformers 4.57), so outputs equal BertModel's
-        # on the same sequence under both attention implementations.
-        if self.config._attn_implementation == "sdpa" and self.config.position_embedding_type == "absolute":
-            extended_mask = _prepare_4d_attention_mask_for_sdpa(
-                attention_mask, embedding_output.dtype, tgt_len=embedding_output.shape[1]
-            )
-        else:
-            extended_mask = self.get_extended_attention_mask(attention_mask, embedding_output.shape[:2])
-        encoded = self.encoder(
-            embedding_output, attention_mask=extended_mask, output_hidden_states=output_hidden_states, return_dict=True
-        )
+        extended_mask = additive_attention_mask(attention_mask, embedding_output.dtype)
+        # BertEncoder's layers, run here: its own forward differs between transformers 4.57 and 5.x (5.x
+        # collects hidden states with hooks on BertModel and returns no tuple from a layer).
+        hidden_states = embedding_output
+        all_hidden_states = (hidden_states,) if output_hidden_states else None
+        for layer in self.encoder.layer:
+            hidden_states = layer_output(layer(hidden_states, extended_mask))
+            if output_hidden_states:
+                all_hidden_states += (hidden_states,)
         output = ControlCodeModelOutput(
-            last_hidden_state=encoded.last_hidden_state,
-            pooler_output=encoded.last_hidden_state[:, CONTROL_CODE_POSITION],
-            hidden_states=encoded.hidden_states,
+            last_hidden_state=hidden_states,
+            pooler_output=hidden_states[:, CONTROL_CODE_POSITION],
+            hidden_states=all_hidden_states,
             attention_mask=attention_mask,
         )
         return output if return_dict else output.to_tuple()
@@ -476,7 +502,7 @@ class ControlCodeForSequenceClassification(ControlCodePreTrainedModel):
         """:meth:`ControlCodeModel.forward`'s inputs (``task_format`` included), plus ``labels`` as for
         ``BertForSequenceClassification`` (class indices for single-label classification, multi-hot floats for
         multi-label, targets for regression)."""
-        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
         outputs = self.control_code(
             input_ids,
             attention_mask=attention_mask,

@@ -35,12 +35,14 @@ class MoEBertConfig(BertConfig):
         routing (`str`, *optional*, defaults to `"enforced"`):
             `"enforced"`: each sequence goes to the expert of its domain, given as a domain token in place of
             `[CLS]` or as `domain_ids` in the forward pass (no learned router). `"sentence"`: a learned linear
-            router (no bias) on the attention-masked mean of the layer input picks the `top_k` experts of the
-            whole sequence. `"token"`: a learned linear router picks the `top_k` experts of every token (Mixtral).
+            router (no bias) on the attention-masked mean of the layer input picks the `num_experts_per_tok` experts of the
+            whole sequence. `"token"`: a learned linear router picks the `num_experts_per_tok` experts of every token
+            (Mixtral).
             In both learned modes the softmax weights of the chosen experts are renormalised to sum to 1.
-        top_k (`int`, *optional*, defaults to 2):
+        num_experts_per_tok (`int`, *optional*, defaults to 2):
             Experts per sequence (`"sentence"`) or per token (`"token"`); 2 as Mixtral and the authors' configs
-            (`topk: 2`). Unused by enforced routing.
+            (`topk: 2`). Unused by enforced routing. Mixtral's name: `top_k` is a generation setting, which
+            transformers 5 refuses to save in a model config (a `top_k` in a config saved earlier is read as this).
         domains (`list[str]`, *optional*):
             Domain names; defaults to the paper's five (`PAPER_DOMAINS`). Domain `i` is routed to expert `i`.
         domain_tokens (`list[str]`, *optional*):
@@ -64,13 +66,14 @@ class MoEBertConfig(BertConfig):
         num_experts: Optional[int] = None,
         moe_layers: Union[str, list[int]] = "all",
         routing: str = "enforced",
-        top_k: int = 2,
+        num_experts_per_tok: int = 2,
         domains: Optional[list[str]] = None,
         domain_tokens: Optional[list[str]] = None,
         domain_token_ids: Optional[list[int]] = None,
         classifier_hidden_sizes: Optional[list[int]] = None,
         **kwargs: Any,
     ) -> None:
+        num_experts_per_tok = kwargs.pop("top_k", num_experts_per_tok)
         super().__init__(**kwargs)
         self.domains = list(PAPER_DOMAINS if domains is None else domains)
         self.domain_tokens = (
@@ -80,7 +83,7 @@ class MoEBertConfig(BertConfig):
         self.num_experts = len(self.domains) if num_experts is None else int(num_experts)
         self.moe_layers = moe_layers if isinstance(moe_layers, str) else [int(i) for i in moe_layers]
         self.routing = routing
-        self.top_k = int(top_k)
+        self.num_experts_per_tok = int(num_experts_per_tok)
         self.classifier_hidden_sizes = [int(size) for size in classifier_hidden_sizes or []]
         self._validate()
 
@@ -102,8 +105,10 @@ class MoEBertConfig(BertConfig):
                 f"enforced routing sends domain i to expert i: num_experts ({self.num_experts}) must equal "
                 f"the number of domains ({len(self.domains)})"
             )
-        if self.routing != "enforced" and not 1 <= self.top_k <= self.num_experts:
-            raise ValueError(f"top_k must be between 1 and num_experts ({self.num_experts}), got {self.top_k}")
+        if self.routing != "enforced" and not 1 <= self.num_experts_per_tok <= self.num_experts:
+            raise ValueError(
+                f"num_experts_per_tok must be between 1 and num_experts ({self.num_experts}), got {self.num_experts_per_tok}"
+            )
         self.moe_layer_indices()
 
     def moe_layer_indices(self) -> list[int]:
@@ -121,12 +126,6 @@ class MoEBertConfig(BertConfig):
             )
         return indices
 
-    def _get_non_default_generation_parameters(self) -> dict[str, Any]:
-        # `top_k` shares its name with a generation setting of PretrainedConfig; here it counts experts, so a
-        # non-default value must not be reported (and warned about) as a misplaced generation parameter.
-        parameters = super()._get_non_default_generation_parameters()
-        parameters.pop("top_k", None)
-        return parameters
 
 
 __all__ = ["MoEBertConfig"]

@@ -34,7 +34,6 @@ from torch import nn
 from torch.nn import functional as F
 from transformers import AutoTokenizer, BertModel, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.activations import ACT2FN
-from transformers.modeling_attn_mask_utils import _prepare_4d_attention_mask_for_sdpa
 from transformers.modeling_layers import GradientCheckpointingLayer
 from transformers.modeling_outputs import SequenceClassifierOutput
 from transformers.models.bert.modeling_bert import BertAttention, BertEmbeddings, BertLayer
@@ -43,6 +42,21 @@ from transformers.utils import ModelOutput, logging
 from .configuration_moe_bert import MoEBertConfig
 
 logger = logging.get_logger(__name__)
+
+
+# Copied from sciembed.modeling.multi2spe.modeling_multi2spe.additive_attention_mask
+def additive_attention_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """BERT's additive attention mask, ``(batch, 1, 1, keys)``: 0 on the tokens of the 2-D ``attention_mask``, the
+    dtype's minimum on padding. Plain torch, because every attention implementation BERT layers have on
+    transformers 4.57 and 5.x (eager, sdpa) takes this mask, while transformers' own mask helpers are private
+    and were removed in 5.0."""
+    return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
+
+
+# Copied from sciembed.modeling.multi2spe.modeling_multi2spe.layer_output
+def layer_output(output: Union[torch.Tensor, tuple[torch.Tensor, ...]]) -> torch.Tensor:
+    """A ``BertLayer``'s hidden states: transformers 5.x returns them, 4.57 a tuple that starts with them."""
+    return output[0] if isinstance(output, tuple) else output
 
 
 @dataclass
@@ -81,6 +95,7 @@ class MoEBertExpert(nn.Module):
         super().__init__()
         self.w1 = nn.Linear(config.hidden_size, config.intermediate_size)
         self.w3 = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.w3.expert_gate = True  # W3 = 0, b3 = 1 (MoEBertPreTrainedModel._init_weights)
         self.w2 = nn.Linear(config.intermediate_size, config.hidden_size)
         self.act = ACT2FN[config.hidden_act]
 
@@ -94,7 +109,7 @@ class MoEBertSparseMLP(nn.Module):
     def __init__(self, config: MoEBertConfig) -> None:
         super().__init__()
         self.routing = config.routing
-        self.top_k = config.top_k
+        self.top_k = config.num_experts_per_tok
         self.experts = nn.ModuleList(MoEBertExpert(config) for _ in range(config.num_experts))
         self.router = (
             nn.Linear(config.hidden_size, config.num_experts, bias=False) if config.routing != "enforced" else None
@@ -211,7 +226,7 @@ class MoEBertEncoder(nn.Module):
                 hidden_states, logits = layer(hidden_states, attention_mask, token_mask, domain_ids)
                 router_logits += (logits,)
             else:
-                hidden_states = layer(hidden_states, attention_mask)[0]
+                hidden_states = layer_output(layer(hidden_states, attention_mask))
             if output_hidden_states:
                 all_hidden_states += (hidden_states,)
         return hidden_states, all_hidden_states, router_logits
@@ -247,6 +262,8 @@ class MoEBertClassificationHead(nn.Module):
         self.dropout = nn.Dropout(dropout)
         sizes = [config.hidden_size, *config.classifier_hidden_sizes]
         self.hidden = nn.ModuleList(nn.Linear(n_in, n_out) for n_in, n_out in zip(sizes, sizes[1:]))
+        for layer in self.hidden:
+            layer.relu_follows = True  # He initialisation (init_bert_module)
         self.out_proj = nn.Linear(sizes[-1], config.num_labels)
 
     def forward(self, embedding: torch.Tensor) -> torch.Tensor:
@@ -255,14 +272,6 @@ class MoEBertClassificationHead(nn.Module):
             hidden = torch.relu(layer(hidden))
         return self.out_proj(hidden)
 
-    def init_weights(self, initializer_range: float) -> None:
-        """He initialisation of the hidden layers, BERT's N(0, initializer_range) for the output layer: BERT's
-        init in every layer would scale the signal by about 0.02·√64·√½ ≈ 0.11 per 64-unit ReLU layer."""
-        for layer in self.hidden:
-            nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
-            nn.init.zeros_(layer.bias)
-        nn.init.normal_(self.out_proj.weight, mean=0.0, std=initializer_range)
-        nn.init.zeros_(self.out_proj.bias)
 
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.sequence_classification_loss
@@ -304,6 +313,35 @@ def config_from_bert(config_class: type[PretrainedConfig], bert_config: Pretrain
     return config_class(**{**settings, **options})
 
 
+# Copied from sciembed.modeling.spectroid.modeling_spectroid.init_bert_module
+def init_bert_module(module: nn.Module, std: float) -> None:
+    """BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls
+    transformers 5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
+
+    A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation: BERT's
+    N(0, std) would scale the signal by about 0.02·√64·√½ ≈ 0.11 per 64-unit ReLU layer. ``BertEmbeddings``'
+    position and token-type buffers, which transformers 5 does not load, are refilled.
+    """
+    if isinstance(module, nn.Linear):
+        if getattr(module, "relu_follows", False):
+            nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+        else:
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.Embedding):
+        nn.init.normal_(module.weight, mean=0.0, std=std)
+        if module.padding_idx is not None:
+            nn.init.zeros_(module.weight[module.padding_idx])
+    elif isinstance(module, nn.LayerNorm):
+        nn.init.ones_(module.weight)
+        nn.init.zeros_(module.bias)
+    elif isinstance(module, BertEmbeddings):
+        with torch.no_grad():
+            module.position_ids.copy_(torch.arange(module.position_ids.shape[-1]).expand_as(module.position_ids))
+            module.token_type_ids.zero_()
+
+
 class MoEBertPreTrainedModel(PreTrainedModel):
     """Weight initialisation and loading for MoE BERT models."""
 
@@ -315,24 +353,12 @@ class MoEBertPreTrainedModel(PreTrainedModel):
     _no_split_modules = ["BertEmbeddings", "BertLayer", "MoEBertLayer"]
 
     def _init_weights(self, module: nn.Module) -> None:
-        """BERT's initialisation, then W3 = 0, b3 = 1 in every expert and the classification head's own
-        (children are initialised before parents)."""
-        if isinstance(module, nn.Linear):
-            module.weight.data.normal_(mean=0.0, std=self.config.initializer_range)
-            if module.bias is not None:
-                module.bias.data.zero_()
-        elif isinstance(module, nn.Embedding):
-            module.weight.data.normal_(mean=0.0, std=self.config.initializer_range)
-            if module.padding_idx is not None:
-                module.weight.data[module.padding_idx].zero_()
-        elif isinstance(module, nn.LayerNorm):
-            module.weight.data.fill_(1.0)
-            module.bias.data.zero_()
-        elif isinstance(module, MoEBertExpert):
-            module.w3.weight.data.zero_()
-            module.w3.bias.data.fill_(1.0)
-        elif isinstance(module, MoEBertClassificationHead):
-            module.init_weights(self.config.initializer_range)
+        """BERT's initialisation (:func:`init_bert_module`), then W3 = 0, b3 = 1 in every expert's gate (set on the
+        Linear itself: transformers 5 initialises only modules that hold parameters)."""
+        init_bert_module(module, self.config.initializer_range)
+        if getattr(module, "expert_gate", False):
+            nn.init.zeros_(module.weight)
+            nn.init.ones_(module.bias)
 
 
 class MoEBertModel(MoEBertPreTrainedModel):
@@ -379,7 +405,7 @@ class MoEBertModel(MoEBertPreTrainedModel):
         output_hidden_states = (
             output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
         )
-        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("Specify exactly one of input_ids and inputs_embeds")
         if input_ids is not None:
@@ -399,13 +425,7 @@ class MoEBertModel(MoEBertPreTrainedModel):
         embedding_output = self.embeddings(
             input_ids=input_ids, position_ids=position_ids, token_type_ids=token_type_ids, inputs_embeds=inputs_embeds
         )
-        # The 4-D mask exactly as BertModel.forward builds it, so outputs match BertModel under both implementations.
-        if self.config._attn_implementation == "sdpa" and self.config.position_embedding_type == "absolute":
-            extended_attention_mask = _prepare_4d_attention_mask_for_sdpa(
-                attention_mask, embedding_output.dtype, tgt_len=seq_length
-            )
-        else:
-            extended_attention_mask = self.get_extended_attention_mask(attention_mask, input_shape)
+        extended_attention_mask = additive_attention_mask(attention_mask, embedding_output.dtype)
 
         sequence_output, hidden_states, router_logits = self.encoder(
             embedding_output, extended_attention_mask, attention_mask, domain_ids, output_hidden_states
@@ -466,7 +486,7 @@ class MoEBertModel(MoEBertPreTrainedModel):
         Args:
             path_or_model: the BERT checkpoint; a folder may also hold sentence-transformers files.
             tokenizer: the checkpoint's tokenizer, extended in place with the domain tokens.
-            options: fields of [`MoEBertConfig`] (`num_experts`, `moe_layers`, `routing`, `top_k`, `domains`,
+            options: fields of [`MoEBertConfig`] (`num_experts`, `moe_layers`, `routing`, `num_experts_per_tok`, `domains`,
                 `domain_tokens`) or of `BertConfig` (e.g. `hidden_dropout_prob`) to override.
         """
         if isinstance(path_or_model, BertModel):
@@ -517,9 +537,7 @@ class MoEBertModel(MoEBertPreTrainedModel):
             raise ValueError("the tokenizer has no [CLS] token to seed the domain tokens from")
         vocabulary = tokenizer.get_vocab()
         # All of them become special tokens, so the word-piece tokenizer never splits "[CVD]" into "[", "cvd", "]".
-        tokenizer.add_special_tokens(
-            {"additional_special_tokens": list(self.config.domain_tokens)}, replace_additional_special_tokens=False
-        )
+        tokenizer.add_tokens(list(self.config.domain_tokens), special_tokens=True)
         token_ids = tokenizer.convert_tokens_to_ids(list(self.config.domain_tokens))
         taken = {token_id: token for token, token_id in vocabulary.items()}
         for token, token_id in zip(self.config.domain_tokens, token_ids):
@@ -606,7 +624,7 @@ class MoEBertForSequenceClassification(MoEBertPreTrainedModel):
         r"""[`MoEBertModel.forward`]'s inputs (`domain_ids` included), plus `labels` as for
         `BertForSequenceClassification` (class indices for single-label classification, multi-hot floats for
         multi-label, targets for regression)."""
-        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
         outputs = self.moe_bert(
             input_ids,
             attention_mask=attention_mask,

@@ -12,7 +12,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 from transformers import AutoTokenizer, BertModel, PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
-from transformers.modeling_attn_mask_utils import _prepare_4d_attention_mask, _prepare_4d_attention_mask_for_sdpa
 from transformers.modeling_outputs import SequenceClassifierOutput
 from transformers.models.bert.modeling_bert import BertEmbeddings, BertLayer
 from transformers.utils import ModelOutput, logging
@@ -77,6 +76,19 @@ class Multi2SPECLSLinear(nn.Module):
         return torch.einsum("bki,koi->bko", cls_states, self.effective_weight()) + self.bias
 
 
+def additive_attention_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """BERT's additive attention mask, ``(batch, 1, 1, keys)``: 0 on the tokens of the 2-D ``attention_mask``, the
+    dtype's minimum on padding. Plain torch, because every attention implementation BERT layers have on
+    transformers 4.57 and 5.x (eager, sdpa) takes this mask, while transformers' own mask helpers are private
+    and were removed in 5.0."""
+    return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
+
+
+def layer_output(output: Union[torch.Tensor, tuple[torch.Tensor, ...]]) -> torch.Tensor:
+    """A ``BertLayer``'s hidden states: transformers 5.x returns them, 4.57 a tuple that starts with them."""
+    return output[0] if isinstance(output, tuple) else output
+
+
 class Multi2SPEEncoder(nn.Module):
     """BERT's layers (``layer``, same parameter names as ``BertEncoder``) plus the per-CLS linear layers
     (``cls_linear``, keyed by the 1-based number of the layer they follow)."""
@@ -99,7 +111,7 @@ class Multi2SPEEncoder(nn.Module):
         k = self.config.num_cls_tokens
         all_hidden_states = (hidden_states,) if output_hidden_states else None
         for number, layer in enumerate(self.layer, start=1):
-            hidden_states = layer(hidden_states, attention_mask)[0]
+            hidden_states = layer_output(layer(hidden_states, attention_mask))
             if str(number) in self.cls_linear:
                 # A new tensor rather than an in-place write: the layer output is needed for backward.
                 cls_states = self.cls_linear[str(number)](hidden_states[:, :k])
@@ -139,6 +151,8 @@ class Multi2SPEClassificationHead(nn.Module):
         self.dropout = nn.Dropout(dropout)
         sizes = [config.hidden_size, *config.classifier_hidden_sizes]
         self.hidden = nn.ModuleList(nn.Linear(n_in, n_out) for n_in, n_out in zip(sizes, sizes[1:]))
+        for layer in self.hidden:
+            layer.relu_follows = True  # He initialisation (init_bert_module)
         self.out_proj = nn.Linear(sizes[-1], config.num_labels)
 
     def forward(self, embedding: torch.Tensor) -> torch.Tensor:
@@ -147,14 +161,6 @@ class Multi2SPEClassificationHead(nn.Module):
             hidden = torch.relu(layer(hidden))
         return self.out_proj(hidden)
 
-    def init_weights(self, initializer_range: float) -> None:
-        """He initialisation of the hidden layers, BERT's N(0, initializer_range) for the output layer: BERT's
-        init in every layer would scale the signal by about 0.02·√64·√½ ≈ 0.11 per 64-unit ReLU layer."""
-        for layer in self.hidden:
-            nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
-            nn.init.zeros_(layer.bias)
-        nn.init.normal_(self.out_proj.weight, mean=0.0, std=initializer_range)
-        nn.init.zeros_(self.out_proj.bias)
 
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.sequence_classification_loss
@@ -196,6 +202,35 @@ def config_from_bert(config_class: type[PretrainedConfig], bert_config: Pretrain
     return config_class(**{**settings, **options})
 
 
+# Copied from sciembed.modeling.spectroid.modeling_spectroid.init_bert_module
+def init_bert_module(module: nn.Module, std: float) -> None:
+    """BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls
+    transformers 5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
+
+    A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation: BERT's
+    N(0, std) would scale the signal by about 0.02·√64·√½ ≈ 0.11 per 64-unit ReLU layer. ``BertEmbeddings``'
+    position and token-type buffers, which transformers 5 does not load, are refilled.
+    """
+    if isinstance(module, nn.Linear):
+        if getattr(module, "relu_follows", False):
+            nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+        else:
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.Embedding):
+        nn.init.normal_(module.weight, mean=0.0, std=std)
+        if module.padding_idx is not None:
+            nn.init.zeros_(module.weight[module.padding_idx])
+    elif isinstance(module, nn.LayerNorm):
+        nn.init.ones_(module.weight)
+        nn.init.zeros_(module.bias)
+    elif isinstance(module, BertEmbeddings):
+        with torch.no_grad():
+            module.position_ids.copy_(torch.arange(module.position_ids.shape[-1]).expand_as(module.position_ids))
+            module.token_type_ids.zero_()
+
+
 class Multi2SPEPreTrainedModel(PreTrainedModel):
     """Weight initialisation and loading conventions shared by Multi²SPE models."""
 
@@ -206,28 +241,17 @@ class Multi2SPEPreTrainedModel(PreTrainedModel):
     _no_split_modules = ["BertEmbeddings", "BertLayer"]
 
     def _init_weights(self, module: nn.Module) -> None:
-        """BERT's initialisation, plus identity (intermediate) or normal (last layer) per-CLS linear layers, and
-        the classification head's own (children are initialised before their parents)."""
+        """BERT's initialisation (:func:`init_bert_module`), plus identity (intermediate) or normal (last layer)
+        per-CLS linear layers."""
         std = self.config.initializer_range
-        if isinstance(module, nn.Linear):
-            module.weight.data.normal_(mean=0.0, std=std)
-            if module.bias is not None:
-                module.bias.data.zero_()
-        elif isinstance(module, nn.Embedding):
-            module.weight.data.normal_(mean=0.0, std=std)
-            if module.padding_idx is not None:
-                module.weight.data[module.padding_idx].zero_()
-        elif isinstance(module, nn.LayerNorm):
-            module.bias.data.zero_()
-            module.weight.data.fill_(1.0)
-        elif isinstance(module, Multi2SPECLSLinear):
+        init_bert_module(module, std)
+        if isinstance(module, Multi2SPECLSLinear):
             if module.identity_init:
-                module.weight.data.copy_(torch.eye(module.weight.shape[-1]).expand_as(module.weight))
+                with torch.no_grad():
+                    module.weight.copy_(torch.eye(module.weight.shape[-1]).expand_as(module.weight))
             else:
-                module.weight.data.normal_(mean=0.0, std=std)
-            module.bias.data.zero_()
-        elif isinstance(module, Multi2SPEClassificationHead):
-            module.init_weights(std)
+                nn.init.normal_(module.weight, mean=0.0, std=std)
+            nn.init.zeros_(module.bias)
 
 
 class Multi2SPEModel(Multi2SPEPreTrainedModel):
@@ -252,8 +276,6 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
             )
         self.embeddings = BertEmbeddings(config)
         self.encoder = Multi2SPEEncoder(config)
-        self.attn_implementation = config._attn_implementation
-        self.register_buffer("extra_cls_token_ids", torch.tensor(extra, dtype=torch.long), persistent=False)
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
@@ -305,9 +327,7 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
             vocab = tokenizer.get_vocab()
             if not all(token in vocab for token in extra_tokens):
                 extra_tokens = [f"[CLS{i}]" for i in range(1, config.num_cls_tokens)]
-                tokenizer.add_special_tokens(
-                    {"additional_special_tokens": extra_tokens}, replace_additional_special_tokens=False
-                )
+                tokenizer.add_tokens(extra_tokens, special_tokens=True)
             config.extra_cls_token_ids = tokenizer.convert_tokens_to_ids(extra_tokens)
             added_ids = [i for token, i in zip(extra_tokens, config.extra_cls_token_ids) if token not in vocab]
         model = cls(config)
@@ -342,7 +362,9 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
         tokens = input_ids if input_ids is not None else inputs_embeds
         batch_size, length = tokens.shape[:2]
         device = tokens.device
-        extra = self.extra_cls_token_ids
+        # From the config on each call, not a buffer: transformers 5 leaves non-persistent buffers uninitialised
+        # when it loads a model.
+        extra = torch.tensor(self.config.extra_cls_token_ids, dtype=torch.long, device=device)
         n_extra = extra.numel()
         if attention_mask is None:
             attention_mask = torch.ones(batch_size, length, dtype=torch.long, device=device)
@@ -399,7 +421,7 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
         −log K on the keys of the K CLS tokens, so that K copies of one state weigh as that state once
         (Σ_k exp(s − log K) = exp(s)) and the base's attention is unchanged at step 0."""
         k = self.config.num_cls_tokens
-        mask = _prepare_4d_attention_mask(attention_mask, dtype, tgt_len=attention_mask.shape[1])
+        mask = additive_attention_mask(attention_mask, dtype)
         bias = torch.zeros(attention_mask.shape[1], dtype=dtype, device=attention_mask.device)
         bias[:k] = -torch.log(torch.tensor(float(k), dtype=dtype))
         return mask + bias
@@ -423,7 +445,7 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
         output_hidden_states = (
             output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
         )
-        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("Specify exactly one of input_ids or inputs_embeds")
         if input_ids is not None:
@@ -435,15 +457,10 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
         embedding_output = self.embeddings(
             input_ids=input_ids, position_ids=position_ids, token_type_ids=token_type_ids, inputs_embeds=inputs_embeds
         )
-        # The 4-D mask exactly as BertModel.forward builds it (transformers 4.57), so that outputs match it.
         if self._shares_cls_position:
             extended_mask = self._cls_key_bias(attention_mask, embedding_output.dtype)
-        elif self.attn_implementation == "sdpa" and self.config.position_embedding_type == "absolute":
-            extended_mask = _prepare_4d_attention_mask_for_sdpa(
-                attention_mask, embedding_output.dtype, tgt_len=embedding_output.shape[1]
-            )
         else:
-            extended_mask = self.get_extended_attention_mask(attention_mask, attention_mask.shape)
+            extended_mask = additive_attention_mask(attention_mask, embedding_output.dtype)
 
         sequence_output, hidden_states = self.encoder(embedding_output, extended_mask, output_hidden_states)
         cls_embeddings = sequence_output[:, : self.config.num_cls_tokens]
@@ -520,7 +537,7 @@ class Multi2SPEForSequenceClassification(Multi2SPEPreTrainedModel):
     ) -> Union[SequenceClassifierOutput, tuple[torch.Tensor, ...]]:
         """:meth:`Multi2SPEModel.forward`'s inputs, plus ``labels`` as for ``BertForSequenceClassification``
         (class indices for single-label classification, multi-hot floats for multi-label, targets for regression)."""
-        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
         outputs = self.multi2spe(
             input_ids,
             attention_mask=attention_mask,

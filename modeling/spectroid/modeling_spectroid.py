@@ -21,7 +21,7 @@ from torch import nn
 from torch.nn import functional as F
 from transformers import BertModel, PretrainedConfig
 from transformers.modeling_outputs import SequenceClassifierOutput
-from transformers.models.bert.modeling_bert import BertPreTrainedModel
+from transformers.models.bert.modeling_bert import BertEmbeddings, BertPreTrainedModel
 
 from .configuration_spectroid import SpectroidConfig
 
@@ -76,6 +76,8 @@ class SpectroidClassificationHead(nn.Module):
         self.dropout = nn.Dropout(dropout)
         sizes = [config.hidden_size, *config.classifier_hidden_sizes]
         self.hidden = nn.ModuleList(nn.Linear(n_in, n_out) for n_in, n_out in zip(sizes, sizes[1:]))
+        for layer in self.hidden:
+            layer.relu_follows = True  # He initialisation (init_bert_module)
         self.out_proj = nn.Linear(sizes[-1], config.num_labels)
 
     def forward(self, embedding: torch.Tensor) -> torch.Tensor:
@@ -84,14 +86,6 @@ class SpectroidClassificationHead(nn.Module):
             hidden = torch.relu(layer(hidden))
         return self.out_proj(hidden)
 
-    def init_weights(self, initializer_range: float) -> None:
-        """He initialisation of the hidden layers, BERT's N(0, initializer_range) for the output layer: BERT's
-        init in every layer would scale the signal by about 0.02·√64·√½ ≈ 0.11 per 64-unit ReLU layer."""
-        for layer in self.hidden:
-            nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
-            nn.init.zeros_(layer.bias)
-        nn.init.normal_(self.out_proj.weight, mean=0.0, std=initializer_range)
-        nn.init.zeros_(self.out_proj.bias)
 
 
 def sequence_classification_loss(config: PretrainedConfig, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -130,16 +124,42 @@ class SpectroidModel(BertModel):
         self.pooler = SpectroidPooler()
 
 
+def init_bert_module(module: nn.Module, std: float) -> None:
+    """BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls
+    transformers 5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
+
+    A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation: BERT's
+    N(0, std) would scale the signal by about 0.02·√64·√½ ≈ 0.11 per 64-unit ReLU layer. ``BertEmbeddings``'
+    position and token-type buffers, which transformers 5 does not load, are refilled.
+    """
+    if isinstance(module, nn.Linear):
+        if getattr(module, "relu_follows", False):
+            nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+        else:
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.Embedding):
+        nn.init.normal_(module.weight, mean=0.0, std=std)
+        if module.padding_idx is not None:
+            nn.init.zeros_(module.weight[module.padding_idx])
+    elif isinstance(module, nn.LayerNorm):
+        nn.init.ones_(module.weight)
+        nn.init.zeros_(module.bias)
+    elif isinstance(module, BertEmbeddings):
+        with torch.no_grad():
+            module.position_ids.copy_(torch.arange(module.position_ids.shape[-1]).expand_as(module.position_ids))
+            module.token_type_ids.zero_()
+
+
 class SpectroidPreTrainedModel(BertPreTrainedModel):
     """BERT's weight initialisation and loading conventions (base-model prefix ``bert``) for SPECTROID."""
 
     config_class = SpectroidConfig
 
     def _init_weights(self, module: nn.Module) -> None:
-        """BERT's initialisation, then the head's (children are initialised before their parents)."""
-        super()._init_weights(module)
-        if isinstance(module, SpectroidClassificationHead):
-            module.init_weights(self.config.initializer_range)
+        """BERT's initialisation; the head's hidden layers He's (:func:`init_bert_module`)."""
+        init_bert_module(module, self.config.initializer_range)
 
 
 class SpectroidForSequenceClassification(SpectroidPreTrainedModel):
@@ -208,7 +228,7 @@ class SpectroidForSequenceClassification(SpectroidPreTrainedModel):
     ) -> Union[SequenceClassifierOutput, tuple[torch.Tensor, ...]]:
         """BERT's inputs, plus ``labels``: class indices ``(batch,)`` for single-label classification, multi-hot
         floats ``(batch, num_labels)`` for multi-label, targets for regression (see ``config.problem_type``)."""
-        return_dict = return_dict if return_dict is not None else self.config.use_return_dict
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
         outputs = self.bert(
             input_ids,
             attention_mask=attention_mask,

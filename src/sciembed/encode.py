@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 
 from .data.papers import TEXT_FIELDS, paper_text
 from .default_model import default_model_path
-from .families import family_of, register_families
+from .families import family_of, foreign_code, register_families
 from .formats import activate_format, load_format_modules, model_formats
 from .onnx_backend import BACKENDS, Backend, OnnxBackend, Precision
 
@@ -257,8 +257,9 @@ class PaperEncoder(Encoder):
         if kwargs.get("pooling") is None and _has_sentence_transformers_modules(name):
             from sentence_transformers import SentenceTransformer
 
+            trusted = trust_remote_code or _only_sciembed_code(name)
             with _damaged_weights_named(name):
-                model = SentenceTransformer(name, device=str(device) if device else None, trust_remote_code=trust_remote_code)
+                model = SentenceTransformer(name, device=str(device) if device else None, trust_remote_code=trusted)
             if Path(name).is_dir():
                 load_format_modules(model.transformers_model, name)
             return cls(model, device=device, **kwargs)
@@ -694,6 +695,25 @@ def _damaged_weights_named(name: str):
 def _is_sentence_transformer(model: Any) -> bool:
     # Checked by class name so that plain transformers models never import sentence_transformers.
     return any(cls.__name__ == "SentenceTransformer" for cls in type(model).__mro__)
+
+
+def _only_sciembed_code(name_or_path: str) -> bool:
+    """Whether a local sentence-transformers folder runs no code but sentence-transformers' and sciembed's own: its
+    module classes (``modules.json``, a Router's ``router_config.json``) are ``sentence_transformers.*`` or
+    ``sciembed.*`` ones, and every Python file in it is byte-for-byte one of sciembed's remote-code files.
+
+    sentence-transformers 6 asks for ``trust_remote_code=True`` before it imports any class outside its own
+    namespace, even from a local folder; sciembed passes it for such a folder, which is what sciembed saved.
+    """
+    folder = Path(name_or_path)
+    if not folder.is_dir():
+        return False
+    classes = [module.get("type", "") for module in json.loads((folder / "modules.json").read_text(encoding="utf-8"))]
+    router = folder / "router_config.json"
+    if router.is_file():
+        classes += list(json.loads(router.read_text(encoding="utf-8")).get("types", {}).values())
+    own = all(str(name).startswith(("sentence_transformers.", "sciembed.")) for name in classes)
+    return own and not any(foreign_code(sub) for sub in {path.parent for path in folder.rglob("*.py")})
 
 
 def _has_sentence_transformers_modules(name_or_path: str) -> bool:

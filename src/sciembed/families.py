@@ -83,6 +83,18 @@ def family_of(model: Any) -> str | None:
     return model_type if model_type in FAMILIES else None
 
 
+def foreign_code(folder: str | os.PathLike[str]) -> list[str]:
+    """The Python files directly in ``folder`` that are not byte-for-byte one of sciembed's own remote-code
+    files of the same name (``sciembed/modeling/<family>/``): what loading with ``trust_remote_code`` would
+    run that sciembed did not write."""
+    from . import modeling
+    from .io import file_sha256
+
+    root = Path(modeling.__file__).parent
+    own = {name: file_sha256(root / family.name / name) for family in REGISTRY.values() for name in family.remote_code}
+    return sorted(path.name for path in Path(folder).glob("*.py") if file_sha256(path) != own.get(path.name))
+
+
 def family_class(family: str) -> type[PreTrainedModel]:
     """The model class of a family, e.g. ``family_class("multi2spe") is Multi2SPEModel``."""
     if family not in FAMILIES:

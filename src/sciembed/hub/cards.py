@@ -73,7 +73,7 @@ EMBEDDED_BASE_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 #: The TrainingArguments worth a line in the card (the rest are logging and saving details).
 _KEY_TRAINING_ARGUMENTS = (
-    "learning_rate", "lr_scheduler_type", "warmup_ratio", "warmup_steps", "num_train_epochs", "max_steps",
+    "learning_rate", "lr_scheduler_type", "warmup_steps", "num_train_epochs", "max_steps",
     "per_device_train_batch_size", "gradient_accumulation_steps", "weight_decay", "seed", "use_cpu",
 )
 _EVALUATION_ROW_KEYS = ("benchmark", "task", "task_id", "metric", "value")

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..io import file_sha256, replace_folder
+from ..families import foreign_code
+from ..io import replace_folder
 
 logger = logging.getLogger(__name__)
 
@@ -123,18 +124,6 @@ def export_model(
     return ExportReport(destination, files, model_type, validate, checks)
 
 
-def foreign_code(folder: str | os.PathLike[str]) -> list[str]:
-    """The Python files directly in ``folder`` that are not byte-for-byte one of sciembed's own remote-code
-    files of the same name (``sciembed/modeling/<family>/``): what loading with ``trust_remote_code`` would
-    run that sciembed did not write."""
-    from .. import modeling
-    from ..families import REGISTRY
-
-    root = Path(modeling.__file__).parent
-    own = {name: file_sha256(root / family.name / name) for family in REGISTRY.values() for name in family.remote_code}
-    return sorted(path.name for path in Path(folder).glob("*.py") if file_sha256(path) != own.get(path.name))
-
-
 def _to_safetensors(folder: Path) -> None:
     """Safetensors weights: a folder with only ``pytorch_model.bin`` is loaded and saved again."""
     if (folder / "model.safetensors").is_file() or any(folder.glob("model-*.safetensors")) or not (folder / "pytorch_model.bin").is_file():
@@ -154,7 +143,8 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 folder = sys.argv[1]
 model = AutoModel.from_pretrained(folder, trust_remote_code=True).eval()
-tokenizer = AutoTokenizer.from_pretrained(folder)
+# transformers 5's AutoTokenizer reads the folder's config through AutoConfig, which asks before it runs remote code.
+tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
 features = tokenizer(["A paper title" + tokenizer.sep_token + "Its abstract."], return_tensors="pt")
 kwargs = {}
 if getattr(model.config, "routing", None) == "enforced":

@@ -96,7 +96,9 @@ class Recipe:
                 settings.setdefault(section, {})[name] = value
         unknown = sorted(set(settings["training"]) - _training_fields())
         if unknown:
-            raise ValueError(f"unknown TrainingArguments field(s) {', '.join(unknown)}")
+            # transformers 5 removed warmup_ratio: a warmup_steps below 1 is now the ratio of the steps.
+            hint = " (transformers 5: give a ratio as warmup_steps, e.g. warmup_steps=0.1)" if "warmup_ratio" in unknown else ""
+            raise ValueError(f"unknown TrainingArguments field(s) {', '.join(unknown)}{hint}")
         for name, value in settings["training"].items():
             _check_training_value(name, value)
         choices = OBJECTIVE_LOSSES.get(self.objective)
@@ -170,7 +172,7 @@ _UNIT_VECTOR_TRIPLETS = {"loss.name": "mnr", "loss.similarity": "cosine", "loss.
 
 
 _SPECTER_TRAINING = {
-    "learning_rate": 2e-5, "lr_scheduler_type": "linear", "warmup_ratio": 0.1, "num_train_epochs": 2,
+    "learning_rate": 2e-5, "lr_scheduler_type": "linear", "warmup_steps": 0.1, "num_train_epochs": 2,
     "per_device_train_batch_size": 8, "gradient_accumulation_steps": 4, "weight_decay": 0.0,
 }
 
@@ -251,7 +253,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
     _recipe(
         "spectroid-heads", "Capuano et al., SPECTROID (classification heads)", "classification", "spectroid", "labelled",
         model={"head": "CH2"},
-        training={"learning_rate": 2e-5, "lr_scheduler_type": "linear", "warmup_ratio": 0.1, "num_train_epochs": 3,
+        training={"learning_rate": 2e-5, "lr_scheduler_type": "linear", "warmup_steps": 0.1, "num_train_epochs": 3,
                   "per_device_train_batch_size": 16, "weight_decay": 0.01},
         notes="The encoder with an MLP head (CH1 linear, CH2 one hidden layer of 64, CH3 five), ReLU, trained "
               "end-to-end with cross-entropy; optimiser settings are BERT fine-tuning defaults (the report "
@@ -263,7 +265,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
         data_settings={"domain": "cs"},
         loss={"name": "mnr", "temperature": 0.7, "learn_temperature": True, "similarity": "dot", "symmetric": False,
               "router_cross_entropy": 1.0, "router_mutual_information": 0.0, "router_load_balancing": 0.0},
-        training={"learning_rate": 1e-5, "lr_scheduler_type": "cosine", "warmup_ratio": 0.0, "num_train_epochs": 1,
+        training={"learning_rate": 1e-5, "lr_scheduler_type": "cosine", "warmup_steps": 0, "num_train_epochs": 1,
                   "per_device_train_batch_size": 16, "weight_decay": 0.01},
         notes="Co-citation pairs, multiple-negatives ranking over the full in-batch matrix with a learned "
               "temperature (init 0.7), lr 1e-5 with cosine decay; experts copied from the pretrained MLP, "

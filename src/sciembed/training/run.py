@@ -386,7 +386,7 @@ def _objective(recipe: Recipe, settings: dict[str, dict[str, Any]], model, token
         loss = loss_class(**loss_options)
         router = None
         if getattr(model.config, "routing", "enforced") != "enforced" and any(router_weights):
-            router = losses.RouterLoss(*router_weights, top_k=getattr(model.config, "top_k", 1))
+            router = losses.RouterLoss(*router_weights, top_k=getattr(model.config, "num_experts_per_tok", 1))
         collator = collators.PairCollator(tokenizer, max_length, domains=getattr(model.config, "domains", None))
         return trainers.PairTrainer, collator, loss, {"router_loss": router, "domain": settings["data"].get("domain")}
     if recipe.objective == "multitask":
