@@ -35,10 +35,10 @@ class MoEBertConfig(BertConfig):
         routing (`str`, *optional*, defaults to `"enforced"`):
             `"enforced"`: each sequence goes to the expert of its domain, given as a domain token in place of
             `[CLS]` or as `domain_ids` in the forward pass (no learned router). `"sentence"`: a learned linear
-            router (no bias) on the attention-masked mean of the layer input picks the `num_experts_per_tok` experts of the
-            whole sequence. `"token"`: a learned linear router picks the `num_experts_per_tok` experts of every token
-            (Mixtral).
-            In both learned modes the softmax weights of the chosen experts are renormalised to sum to 1.
+            router (no bias) on the attention-masked mean of the layer input picks the `num_experts_per_tok` experts
+            of the whole sequence. `"token"`: a learned linear router picks the `num_experts_per_tok` experts of
+            every token (Mixtral). In both learned modes the softmax weights of the chosen experts are renormalised
+            to sum to 1.
         num_experts_per_tok (`int`, *optional*, defaults to 2):
             Experts per sequence (`"sentence"`) or per token (`"token"`); 2 as Mixtral and the authors' configs
             (`topk: 2`). Unused by enforced routing. Mixtral's name: `top_k` is a generation setting, which
@@ -107,7 +107,8 @@ class MoEBertConfig(BertConfig):
             )
         if self.routing != "enforced" and not 1 <= self.num_experts_per_tok <= self.num_experts:
             raise ValueError(
-                f"num_experts_per_tok must be between 1 and num_experts ({self.num_experts}), got {self.num_experts_per_tok}"
+                f"num_experts_per_tok must be between 1 and num_experts ({self.num_experts}), "
+                f"got {self.num_experts_per_tok}"
             )
         self.moe_layer_indices()
 
@@ -125,7 +126,6 @@ class MoEBertConfig(BertConfig):
                 f"moe_layers {self.moe_layers} must be a non-empty list of indices in [0, {self.num_hidden_layers})"
             )
         return indices
-
 
 
 __all__ = ["MoEBertConfig"]

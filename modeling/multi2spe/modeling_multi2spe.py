@@ -162,7 +162,6 @@ class Multi2SPEClassificationHead(nn.Module):
         return self.out_proj(hidden)
 
 
-
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.sequence_classification_loss
 def sequence_classification_loss(config: PretrainedConfig, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """BertForSequenceClassification's loss: MSE for ``"regression"``, cross-entropy for

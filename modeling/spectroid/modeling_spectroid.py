@@ -87,7 +87,6 @@ class SpectroidClassificationHead(nn.Module):
         return self.out_proj(hidden)
 
 
-
 def sequence_classification_loss(config: PretrainedConfig, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """BertForSequenceClassification's loss: MSE for ``"regression"``, cross-entropy for
     ``"single_label_classification"``, BCE with logits for ``"multi_label_classification"``. An unset
