@@ -1,6 +1,7 @@
 """Inference cost of each multi-format method, per format, against the plain encoder, in one run.
 
-Built from the embedded all-MiniLM-L6-v2 and run on the same batch of real CACM papers: control codes
+Built from the embedded all-MiniLM-L6-v2 and run on the same batch of real papers (``real_papers.distinct_papers``:
+CACM, SciRepEval and S2ORC samples): control codes
 (ControlCodeModel, the format a forward argument), one seq_bn adapter per format, AdapterFusion over the
 four adapters (the format's Fuse layer active) and PALs (hidden 204, 6 heads). Each method is timed in each
 of the four formats; every round runs every (method, format) once in random order and each is compared
@@ -28,7 +29,7 @@ from sciembed.formats import FORMATS, activate_format, format_parameter_counts
 from sciembed.formats.adapters import add_format_adapters, add_format_fusion
 from sciembed.formats.pals import PALsConfig, add_pals
 
-from encode_speed import benchmark_papers
+from real_papers import distinct_papers
 from timing import medians, paired_ratios, time_forward_passes
 
 PAPER_RATIOS = {"control_code": 1.0, "adapters": 1.05, "pals": 1.29, "fusion": 1.69}
@@ -36,7 +37,7 @@ PAPER_RATIOS = {"control_code": 1.0, "adapters": 1.05, "pals": 1.29, "fusion": 1
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="folder holding cacm/")
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="folder holding the samples (cacm/, ...)")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=20, help="timed forward passes of each (method, format)")
@@ -44,7 +45,7 @@ def main() -> None:
     args = parser.parse_args()
 
     base = sciembed.default_model_path()
-    source, papers = benchmark_papers(args.data, args.batch_size)
+    papers, source = distinct_papers(args.data, args.batch_size)
     tokenizer = AutoTokenizer.from_pretrained(base)
     batch = tokenizer([sciembed.paper_text(p, tokenizer.sep_token) for p in papers],
                       padding=True, truncation=True, max_length=args.max_length, return_tensors="pt")

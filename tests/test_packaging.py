@@ -65,3 +65,20 @@ def test_the_onnx_extra_is_declared_pinned_and_installed():
         assert requirement.specifier and installed in requirement.specifier, (name, installed, str(requirement.specifier))
     for name in onnx:
         importlib.import_module(name)
+
+
+def test_the_environment_is_consistent_and_past_the_security_floor():
+    """sciembed installs beside sentence-transformers 6 and mteb 2.26 (the dev extra) with ``pip check`` clean,
+    on a transformers at or above 5.5: the first release with the fixes for CVE-2026-4372 and CVE-2026-5241."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    checked = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert Version(importlib.metadata.version("transformers")) >= Version("5.5")
+    assert Version(importlib.metadata.version("sentence-transformers")) >= Version("6.2")
+    assert importlib.metadata.version("mteb")
+    declared = {r.name: r for r in map(Requirement, importlib.metadata.requires("sciembed") or []) if r.marker is None}
+    assert "adapters" not in declared and not declared["transformers"].specifier.contains("5.4.99")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from helpers import shared_data
@@ -134,3 +136,83 @@ def test_real_cacm_queries_and_qrels():
     papers = {p["paper_id"] for p in read_smart_collection(shared_data("cacm"), skip_invalid=True).papers}
     qrels = read_smart_qrels(shared_data("cacm", "qrels.text"), query_ids=set(queries["query_id"]), paper_ids=papers)
     assert len(qrels) == 796 and len(set(qrels["query_id"])) == 52
+
+
+# ---------------------------------------------------------------------- other collections: CISI's weights
+
+# CISI's .X lines read `other<TAB>weight<TAB>record`: the middle column counts, it is no CACM link type.
+CISI = """.I 1
+.T
+18 Editions of the Dewey Decimal Classifications
+.W
+The present study is a history of the Dewey Decimal Classification.
+.X
+1\t5\t1
+2\t1\t1
+3\t1\t1
+3\t1\t1
+.I 2
+.T
+Use Made of Technical Libraries
+.X
+1\t1\t2
+3\t2\t2
+2\t5\t2
+.I 3
+.T
+Two Kinds of Power
+.W
+An essay on documentation.
+.X
+1\t1\t3
+2\t2\t3
+"""
+
+
+def test_a_cisi_shaped_file_is_refused_with_counts_and_read_when_told(tmp_path, caplog):
+    (tmp_path / "cisi").mkdir()
+    path = tmp_path / "cisi" / "CISI.ALL"  # SMART file names are matched without case
+    path.write_text(CISI)
+    with pytest.raises(ValueError, match=r"CISI\.ALL: 7 of 9 \.X lines have a middle column that is not a CACM link type \(4 coupling, "
+                                         r"5 citation, 6 co-citation\): 1 on 5 line\(s\), 2 on 2 line\(s\); the first, line 8: '2\\t1\\t1'\. "
+                                         r".*pass links='all' \(sciembed train: --smart-links all\)"):
+        read_smart_collection(tmp_path / "cisi")
+    with caplog.at_level(logging.INFO, logger="sciembed"):
+        collection = read_smart_collection(tmp_path / "cisi", links="all")
+    assert collection.link_reading == "all" and list(collection.links) == [CACM_CITATION]
+    assert collection.links[CACM_CITATION] == {("1", "2"), ("1", "3"), ("2", "3")}
+    [line] = [r.getMessage() for r in caplog.records if r.name == "sciembed.data.smart"]
+    assert line.endswith("CISI.ALL: 3 papers with text, 0 record(s) skipped; .X citation links (every .X line, links='all'): "
+                         "9 lines -> 3 undirected links (4 repeats, 2 self pairs, 0 naming no record)")
+    with pytest.raises(ValueError, match=r"unknown \.X link reading 'weights'; one of cacm, all"):
+        read_smart_collection(path, links="weights")
+
+
+def test_reader_counts_are_one_line_and_undirected_links_read_as_links(tmp_path, caplog):
+    from sciembed.training.examples import read_citation_source
+
+    path = _write(tmp_path)
+    path = path.rename(tmp_path / "Tiny.All")
+    with caplog.at_level(logging.INFO, logger="sciembed"):
+        source = read_citation_source(path)  # skips the bad records, as training does
+    [counts] = [r.getMessage() for r in caplog.records if r.name == "sciembed.data.smart" and r.levelno == logging.INFO]
+    assert counts.endswith("Tiny.All: 3 papers with text, 2 record(s) skipped; .X type 5 (citation): 5 lines -> 1 undirected links "
+                           "(2 repeats, 1 self pairs, 1 naming no record); type 6 (co-citation): 2 lines -> 1 undirected links "
+                           "(1 repeats, 0 self pairs, 0 naming no record)")
+    [graph] = [r.getMessage() for r in caplog.records if r.name == "sciembed.data.graph"]
+    assert "1 undirected link(s) given, 1 kept (stored both ways: 2 citations)" in graph  # not "2 kept of 1 given"
+    assert source.graph.num_citations == 2
+
+
+def test_training_on_a_cisi_shaped_collection_needs_the_link_reading(tmp_path, tiny_bert, caplog):
+    from sciembed.cli import main
+    from sciembed.training.run import prepare
+
+    extra = "".join(f".I {i}\n.T\nPaper {i} on libraries\n.W\nIndexing and documentation.\n.X\n{i - 1}\t1\t{i}\n{i}\t1\t{i - 1}\n"
+                    for i in range(4, 9))
+    (tmp_path / "cisi").mkdir()
+    (tmp_path / "cisi" / "cisi.all").write_text(CISI + extra)
+    assert main(["train", "--recipe", "specter", "--base", str(tiny_bert), "--data", str(tmp_path / "cisi"), "--output", str(tmp_path / "out")]) == 2
+    assert "17 of 19 .X lines have a middle column that is not a CACM link type" in caplog.text and "--smart-links all" in caplog.text
+    run = prepare("specter", tiny_bert, tmp_path / "cisi", tmp_path / "out", {"max_steps": 1, "embedding.max_length": 32}, smart_links="all")
+    assert run.data["smart_links"] == "all" and run.data["queries"] == 8 and len(run.trainer.train_dataset) > 0

@@ -427,3 +427,76 @@ def test_loss_settings_the_chosen_loss_does_not_take_are_named(tiny_st_base, tmp
     run = prepare("specter", tiny_st_base, data, tmp_path / "out", {**TINY_RUN, "loss.name": "triplet", "loss.distance": "cosine",
                                                                     "loss.margin": 0.25})
     assert run.settings["embedding"]["chosen_by"]["loss"] == "settings" and run.trainer.loss.distance == "cosine"
+
+
+# ---------------------------------------------------------------------- papers + citation edge lists
+
+
+def _papers_and_edges(folder):
+    """Forty papers as JSONL and their citations (each cites the next three) as a CSV edge list and as SNAP lines."""
+    from helpers import WORDS
+
+    folder.mkdir(exist_ok=True)
+    papers = folder / "papers.jsonl"
+    papers.write_text("".join(json.dumps({"paper_id": f"p{i}", "title": " ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(5)),
+                                          "abstract": " ".join(WORDS[(i * 5 + k) % len(WORDS)] for k in range(12))}) + "\n" for i in range(40)))
+    pairs = [(f"p{i}", f"p{(i + k) % 40}") for i in range(40) for k in (1, 2, 3)]
+    (folder / "cites.csv").write_text("citing,cited\n" + "".join(f"{a},{b}\n" for a, b in pairs))
+    (folder / "cites.txt").write_text("# Directed graph\n# FromNodeId\tToNodeId\n" + "".join(f"{a}\t{b}\n" for a, b in pairs))
+    return papers, folder / "cites.csv", folder / "cites.txt"
+
+
+def test_sciembed_train_on_papers_and_a_csv_edge_list(tiny_bert, tmp_path, caplog):
+    import logging
+
+    from sciembed.cli import main
+
+    papers, cites, _ = _papers_and_edges(tmp_path / "data")
+    out = tmp_path / "out"
+    with caplog.at_level(logging.INFO, logger="sciembed"):
+        code = main(["train", "--recipe", "specter", "--base", str(tiny_bert), "--papers", str(papers), "--citations", str(cites),
+                     "--output", str(out), "--set", "max_steps=2", "--set", "per_device_train_batch_size=4",
+                     "--set", "gradient_accumulation_steps=1", "--set", "embedding.max_length=32", "--set", "save_strategy=no",
+                     "--set", "data.held_out=0.1"])
+    assert code == 0
+    messages = [record.getMessage() for record in caplog.records]
+    # The counts are logged once each: the graph's (given, kept, dropped) and the sampler's.
+    assert sum("citation graph of" in m for m in messages) == 1 and sum("triplets: {" in m for m in messages) == 1
+    results = json.loads((out / "train_results.json").read_text())
+    assert results["global_step"] == 2 and results["data"]["source"] == f"{papers} + {cites}"
+    assert results["data"]["queries"] == 36 and results["data"]["held_out_queries"] == 4
+    assert (out / "held_out_evaluation.json").is_file() and (out / "model" / "config.json").is_file()
+
+
+@pytest.mark.parametrize("recipe", ["scincl", "multi2spe", "moe-cocitation"])
+def test_every_citation_recipe_trains_on_papers_and_snap_lines(recipe, tiny_bert, tmp_path):
+    from sciembed.training.examples import CitationFiles
+    from sciembed.training.run import train
+
+    papers, _, snap = _papers_and_edges(tmp_path / "data")
+    summary = train(recipe, tiny_bert, CitationFiles(papers, snap), tmp_path / "out", {**TINY_RUN, "save_strategy": "no"})
+    assert summary["global_step"] == 2 and summary["data"]["examples"] > 0
+
+
+def test_edge_list_options_and_bad_edge_files_stop_before_the_model_loads(tiny_bert, tmp_path, caplog, monkeypatch):
+    from sciembed.cli import main
+    from sciembed.training import run
+
+    def never(*args, **kwargs):
+        raise AssertionError("the model was loaded before the data was checked")
+
+    monkeypatch.setattr(run, "_model", never)
+    papers, cites, _ = _papers_and_edges(tmp_path / "data")
+    (tmp_path / "bad.csv").write_text("citing,cited\np1,p2\np3\n")
+    base = ["train", "--base", str(tiny_bert), "--output", str(tmp_path / "out")]
+    for argv, message in [
+        (["--recipe", "specter", "--papers", str(papers)], "--papers and --citations go together (got only --papers)"),
+        (["--recipe", "specter", "--data", str(papers), "--papers", str(papers), "--citations", str(cites)], "give --data, or --papers with --citations, not both"),
+        (["--recipe", "specter"], "no training data: give --data, or --papers and --citations"),
+        (["--recipe", "scirepeval-ctrl", "--papers", str(papers), "--citations", str(cites)], "recipe scirepeval-ctrl trains on scirepeval data"),
+        (["--recipe", "specter", "--papers", str(papers), "--citations", str(tmp_path / "bad.csv")],
+         "bad.csv, line 3: one column ('p3') where the header names 2; 1 such line(s) in all"),
+    ]:
+        caplog.clear()
+        assert main(base + argv) == 2, argv
+        assert message in caplog.text, caplog.text

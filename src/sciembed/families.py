@@ -87,10 +87,9 @@ def foreign_code(folder: str | os.PathLike[str]) -> list[str]:
     """The Python files directly in ``folder`` that are not byte-for-byte one of sciembed's own remote-code
     files of the same name (``sciembed/modeling/<family>/``): what loading with ``trust_remote_code`` would
     run that sciembed did not write."""
-    from . import modeling
     from .io import file_sha256
 
-    root = Path(modeling.__file__).parent
+    root = Path(importlib.import_module("sciembed.modeling").__file__).parent
     own = {name: file_sha256(root / family.name / name) for family in REGISTRY.values() for name in family.remote_code}
     return sorted(path.name for path in Path(folder).glob("*.py") if file_sha256(path) != own.get(path.name))
 

@@ -6,6 +6,7 @@ import argparse
 import logging
 from typing import Any
 
+from ..data.smart import LINK_READINGS
 from ..encode import POOLINGS
 from ..formats.names import FORMATS
 from ..onnx_backend import BACKENDS, PRECISIONS
@@ -34,6 +35,10 @@ _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "int8_check_set": ("--int8-check-set", {"metavar": "FOLDER", "help": "run the int8 gate first: a held-out CACM (or "
                                             "SciDocs, see --int8-check-benchmark) folder whose cite MAP with int8 must stay "
                                             "within 0.5 points of fp32; the verdict is kept with the export"}),
+    "smart_links": ("--smart-links", {"choices": LINK_READINGS, "default": "cacm", "help": "how a SMART collection's .X lines "
+                                      "(id, middle column, id) are read: cacm, the middle column is CACM's link type (5 citation, "
+                                      "6 co-citation, 4 coupling) and any other value is refused; all, every pair is a citation "
+                                      "link whatever its middle column (CISI, whose middle column is a weight)"}),
     "int8_check_benchmark": ("--int8-check-benchmark", {"choices": ("cacm", "scidocs"), "default": "cacm",
                                                         "help": "the kind of --int8-check-set folder"}),
 }

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import textwrap
+from pathlib import Path
 
+from ..data.layouts import TRAINING_LAYOUTS
 from ..training.recipes import RECIPES
+from .options import add_options
 
 logger = logging.getLogger(__name__)
 
@@ -16,19 +20,26 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         help="fine-tune a model with a paper's recipe (" + ", ".join(RECIPES) + ")",
         description=(
             "Train with one paper's recipe through a transformers Trainer: the recipe builds its model family from "
-            "--base, makes its examples from --data, and uses the paper's loss and optimiser settings. Any setting can "
+            "--base, makes its examples from --data (or --papers with --citations), and uses the paper's loss and optimiser "
+            "settings. The data layouts, with an example of each, are listed below. Any setting can "
             "be overridden with --config FILE (YAML or JSON) and --set KEY=VALUE (KEY is section.name with section in "
             "model, embedding, data, loss, training, or a bare TrainingArguments field). Checkpoints go to "
             "OUTPUT/checkpoint-N (--resume continues from the latest complete one), the model to OUTPUT/model and the "
             "settings and metrics to OUTPUT/train_results.json. Runs unchanged under `accelerate launch` or `torchrun`."
         ),
-        epilog="recipes:\n" + "\n".join(f"  {r.name:16} {r.paper}: {r.notes}" for r in RECIPES.values()),
+        epilog="recipes:\n" + "\n".join(f"  {r.name:16} {r.paper}: {r.notes}" for r in RECIPES.values()) + "\n\n" + _layouts_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--recipe", required=True, choices=tuple(RECIPES), help="the paper whose setting to reproduce")
     parser.add_argument("--base", help="Hub id or local folder of a BERT model (default: the embedded all-MiniLM-L6-v2)")
-    parser.add_argument("--data", required=True, help="citation data (CACM folder, SPECTER release, S2ORC JSONL, SciRepEval "
-                        "specter_small.json), SciRepEval's training samples folder, or labelled papers, as the recipe needs")
+    parser.add_argument("--data", help="citation data (SMART collection such as CACM, SPECTER release, S2ORC JSONL, SciRepEval "
+                        "specter_small.json), SciRepEval's training samples folder, or labelled papers, as the recipe needs "
+                        "(layouts below)")
+    parser.add_argument("--papers", metavar="FILE", help="with --citations, instead of --data: papers with paper_id, title, abstract "
+                        "(JSONL, JSON, CSV or Parquet), for the citation recipes")
+    parser.add_argument("--citations", metavar="FILE", help="with --papers: the citations between them, a CSV / TSV edge list with a "
+                        "citing,cited header (or from,to / source,target) or SNAP's lines (# comments, then citing<TAB>cited)")
+    add_options(parser, "smart_links")
     parser.add_argument("--output", required=True, help="folder for checkpoints, the trained model and train_results.json")
     parser.add_argument("--config", help="YAML or JSON file of settings, nested by section or with dotted keys")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -46,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     from ..training.run import train
 
     overrides = {**(read_overrides(args.config) if args.config else {}), **parse_assignments(args.set)}
-    summary = train(args.recipe, args.base, args.data, args.output, overrides, resume=args.resume, evaluate_before=args.evaluate_before)
+    summary = train(args.recipe, args.base, _data(args), args.output, overrides, resume=args.resume, evaluate_before=args.evaluate_before,
+                    smart_links=args.smart_links)
     logger.info("trained %s for %d step(s) in %.0f s; model saved to %s", args.recipe, summary["global_step"], summary["seconds"], summary["model"])
     for name, value in summary["eval_metrics"].items():
         if name == "epoch":
@@ -55,3 +67,29 @@ def run(args: argparse.Namespace) -> int:
         logger.info("%s = %s%s", name, value, "" if before is None else f" (before training: {before})")
     end_distributed_run()
     return 0
+
+
+def _data(args: argparse.Namespace):
+    """``--data``, or ``--papers`` with ``--citations`` as :class:`~sciembed.training.examples.CitationFiles`."""
+    from ..training.examples import CitationFiles
+
+    if args.papers or args.citations:
+        if args.data:
+            raise ValueError("give --data, or --papers with --citations, not both")
+        if not (args.papers and args.citations):
+            raise ValueError(f"--papers and --citations go together (got only {'--papers' if args.papers else '--citations'}): "
+                             "the papers and the citations between them")
+        return CitationFiles(Path(args.papers), Path(args.citations))
+    if not args.data:
+        raise ValueError("no training data: give --data, or --papers and --citations (sciembed train --help lists the layouts)")
+    return args.data
+
+
+def _layouts_help() -> str:
+    """Each data layout with the recipes that take it and its example, for the epilog."""
+    blocks = ["data (--data, or --papers with --citations):"]
+    for layout in TRAINING_LAYOUTS:
+        recipes = ", ".join(r.name for r in RECIPES.values()
+                            if r.data in layout.kinds or ("triplets" in layout.kinds and r.data == "citations" and r.objective != "pairs"))
+        blocks.append(f"  {layout.name}: {layout.given_as}\n    recipes: {recipes}\n" + textwrap.indent(layout.example, "      "))
+    return "\n".join(blocks)

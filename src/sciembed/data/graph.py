@@ -14,7 +14,7 @@ run through them), but :attr:`CitationGraph.has_text` is false for them and the 
 :mod:`sciembed.data.samplers` never emit them as training text.
 
 Building a graph keeps going on messy input and reports what it did in a :class:`GraphStats`
-(also logged): self-citations and repeated edges are dropped; references to ids without a record
+(also logged, in one line): self-citations and repeated edges are dropped; references to ids without a record
 ("dangling" references, counted when the caller passes the list of known ``ids``) are kept as papers
 without text unless ``drop_dangling=True``.
 """
@@ -53,6 +53,8 @@ class GraphStats:
         papers: papers in the graph.
         papers_with_text: papers in the graph that may be emitted as training text.
         citations: directed citations kept (an undirected link counts twice: once each way).
+        undirected: built from links without a direction (:meth:`CitationGraph.from_undirected_pairs`), each
+            kept link stored both ways.
     """
 
     edges_given: int
@@ -65,6 +67,7 @@ class GraphStats:
     papers: int
     papers_with_text: int
     citations: int
+    undirected: bool = False
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -114,6 +117,7 @@ class CitationGraph:
         ids: Iterable[IdLike] | None = None,
         *,
         drop_dangling: bool = False,
+        source: str | None = None,
     ) -> CitationGraph:
         """Build a graph from parallel lists of citing and cited paper ids (``citing[k]`` cites ``cited[k]``).
 
@@ -127,12 +131,13 @@ class CitationGraph:
                 these papers stay in the graph (without text, unless listed in ``papers_with_text``)
                 unless ``drop_dangling`` is true, in which case their citations are dropped.
             drop_dangling: drop citations with an end outside ``ids`` instead of keeping them.
+            source: what the citations were read from, named in the one line that logs the counts.
 
         The integer index of each paper is its position in the sorted array of all ids (``np.unique``),
         so the same input always gives the same numbering.
         """
         arrays = _edge_arrays((citing_ids, "citing_ids"), (cited_ids, "cited_ids"), ids, papers_with_text)
-        return cls._build(*arrays, drop_dangling=drop_dangling, undirected=False)
+        return cls._build(*arrays, drop_dangling=drop_dangling, undirected=False, source=source)
 
     @classmethod
     def from_undirected_pairs(
@@ -143,6 +148,7 @@ class CitationGraph:
         ids: Iterable[IdLike] | None = None,
         *,
         drop_dangling: bool = False,
+        source: str | None = None,
     ) -> CitationGraph:
         """Build a graph from links that carry no direction, storing each link in both directions.
 
@@ -155,7 +161,7 @@ class CitationGraph:
         Arguments as in :meth:`from_edges`.
         """
         arrays = _edge_arrays((a_ids, "a_ids"), (b_ids, "b_ids"), ids, papers_with_text)
-        return cls._build(*arrays, drop_dangling=drop_dangling, undirected=True)
+        return cls._build(*arrays, drop_dangling=drop_dangling, undirected=True, source=source)
 
     @classmethod
     def from_indices(
@@ -201,6 +207,7 @@ class CitationGraph:
         *,
         drop_dangling: bool,
         undirected: bool,
+        source: str | None,
     ) -> CitationGraph:
         all_ids, (src, dst, known_codes, text_codes) = factorise([first, second, known, text])
         n_edges = len(src)
@@ -249,9 +256,9 @@ class CitationGraph:
         stats = GraphStats(
             edges_given=n_edges, self_citations=self_count, duplicate_edges=duplicates,
             dangling_references=dangling, dangling_papers=dangling_papers, unknown_citing=unknown,
-            dropped_dangling=dropped, papers=n, papers_with_text=int(has_text.sum()), citations=len(indices),
+            dropped_dangling=dropped, papers=n, papers_with_text=int(has_text.sum()), citations=len(indices), undirected=undirected,
         )
-        _log_stats(stats)
+        _log_stats(stats, source, ends_checked=known_codes is not None, drop_dangling=drop_dangling)
         return cls(all_ids, indptr, indices, has_text, stats)
 
     # ------------------------------------------------------------------ sizes and ids
@@ -455,13 +462,26 @@ def _row_positions(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return starts[row_of] + (np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths))
 
 
-def _log_stats(stats: GraphStats) -> None:
-    logger.info(
-        "citation graph: %d papers (%d with text), %d citations kept of %d given; dropped %d self-citation(s), "
-        "%d duplicate(s); %d dangling reference(s) to %d unknown paper(s), %d citation(s) from unknown papers, %d dropped as dangling",
-        stats.papers, stats.papers_with_text, stats.citations, stats.edges_given, stats.self_citations,
-        stats.duplicate_edges, stats.dangling_references, stats.dangling_papers, stats.unknown_citing, stats.dropped_dangling,
-    )
+def _log_stats(stats: GraphStats, source: str | None = None, *, ends_checked: bool = False, drop_dangling: bool = False) -> None:
+    """Log what building the graph kept and dropped, in one line. Undirected links are counted as links (each
+    kept one is stored both ways, so "citations" would read as twice the links given). Ends without a paper are
+    reported when they were checked (the builder had the list of known ids)."""
+    if stats.undirected:
+        given = f"{stats.edges_given} undirected link(s) given, {stats.citations // 2} kept (stored both ways: {stats.citations} citations)"
+        ends = f"{stats.dangling_references} link end(s) name no known paper ({stats.dangling_papers} distinct id(s))"
+        repeats, selfs = "repeat(s) in either order", "self-link(s)"
+    else:
+        given = f"{stats.edges_given} citation(s) given, {stats.citations} kept"
+        ends = (f"{stats.dangling_references} cite an id without a paper ({stats.dangling_papers} distinct id(s)), "
+                f"{stats.unknown_citing} come from an id without a paper")
+        repeats, selfs = "repeat(s)", "self-citation(s)"
+    if ends_checked:
+        ends += f" ({stats.dropped_dangling} dropped)" if drop_dangling else " (kept, as papers without text)"
+    else:
+        ends = "ends not checked against a list of papers"
+    logger.info("citation graph%s: %s; dropped %d %s, %d %s; %s; %d papers, %d with text",
+                f" of {source}" if source else "", given, stats.self_citations, selfs, stats.duplicate_edges, repeats, ends,
+                stats.papers, stats.papers_with_text)
 
 
 def paper_indices(graph: CitationGraph, refs: PaperRefs, name: str) -> np.ndarray:

@@ -7,7 +7,15 @@ Queries (``query.text``: ``.I`` records whose ``.W`` is the query) and relevance
 In CACM the ``.X`` lines of record R read ``other<TAB>type<TAB>R``; type 5 means a citation link
 (R cites other, other cites R, or other == R), 6 co-citation, 4 bibliographic coupling. Each link is
 listed from both ends and pairs repeat, so the reader keeps each undirected pair once and counts what
-it dropped (repeats, self pairs, links to ids without a record) in :attr:`SmartCollection.link_stats`.
+it dropped (repeats, self pairs, links to ids without a record) in :attr:`SmartCollection.link_stats`,
+and logs these counts for every link type in one line.
+
+Other SMART collections share the layout but not the meaning: CISI's ``.X`` lines read
+``other<TAB>weight<TAB>R``, the middle column a count (mostly 1), not a link type. The ``links`` option of
+:func:`read_smart_collection` says how to read the middle column: ``cacm`` (the default) as CACM's link
+types, refusing a file whose middle column holds anything else (with the counts of each value and an
+example line) rather than reading weights as types; ``all`` as no type at all: every ``.X`` pair is a
+citation link, stored under :data:`CACM_CITATION`. File names are matched without case (``CISI.ALL``).
 """
 
 from __future__ import annotations
@@ -30,6 +38,11 @@ logger = logging.getLogger(__name__)
 CACM_COUPLING = 4
 CACM_CITATION = 5
 CACM_COCITATION = 6
+CACM_LINK_TYPES = {CACM_COUPLING: "coupling", CACM_CITATION: "citation", CACM_COCITATION: "co-citation"}
+#: How ``.X`` lines are read (the ``links`` option of :func:`read_smart_collection`, ``--smart-links`` of the CLI):
+#: ``cacm``: the middle column is CACM's link type (4, 5, 6), any other value is refused; ``all``: every pair is
+#: a citation link, whatever its middle column.
+LINK_READINGS = ("cacm", "all")
 
 _FIELDS = {"T": "title", "W": "abstract", "B": "date", "A": "authors", "N": "entry", "X": "links", "K": "keywords", "C": "categories"}
 _RECORD = re.compile(r"^\.I\s+(\S+)\s*$")
@@ -38,13 +51,18 @@ _FIELD = re.compile(r"^\.([A-Z])\s*$")
 
 @dataclass
 class SmartCollection:
-    """Papers with text, undirected ``.X`` links by type, and the records that were skipped."""
+    """Papers with text, undirected ``.X`` links by CACM link type, and the records that were skipped.
+
+    ``link_reading`` is how the ``.X`` lines were read (:data:`LINK_READINGS`): with ``all`` every link is
+    under :data:`CACM_CITATION`.
+    """
 
     path: str
     papers: list[dict[str, Any]]
     links: dict[int, set[tuple[str, str]]]
     link_stats: dict[int, Counter] = field(default_factory=dict)
     skipped: list[PaperProblem] = field(default_factory=list)
+    link_reading: str = "cacm"
 
     def neighbours(self, link_type: int = CACM_CITATION) -> dict[str, set[str]]:
         """Each paper id's linked ids for one link type (both directions)."""
@@ -55,28 +73,42 @@ class SmartCollection:
         return dict(result)
 
 
-def read_smart_collection(path: str | os.PathLike[str], *, skip_invalid: bool = False) -> SmartCollection:
+def is_smart_collection(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a SMART document file (``*.all``, any case) or a folder holding one."""
+    path = Path(path)
+    return bool(_document_files(path)) if path.is_dir() else path.suffix.lower() == ".all"
+
+
+def read_smart_collection(path: str | os.PathLike[str], *, skip_invalid: bool = False, links: str = "cacm") -> SmartCollection:
     """Read a SMART document file such as CACM's ``cacm.all`` (or a folder holding ``cacm.all``).
 
     Args:
-        path: the document file, or a folder with exactly one ``*.all`` file.
+        path: the document file, or a folder with exactly one ``*.all`` file (any case: ``CISI.ALL``).
         skip_invalid: skip records with a repeated id or with neither title nor abstract (listing them
             in ``skipped``) instead of raising :class:`~sciembed.data.papers.InvalidPaperError`. Links
             stay in ``links`` either way, so papers without text remain part of the graph.
+        links: how to read the ``.X`` lines' middle column (:data:`LINK_READINGS`): ``cacm``, CACM's link
+            types; ``all``, every pair a citation link whatever the middle column (CISI's weights).
 
     Raises:
         InvalidPaperError: a bad record and ``skip_invalid`` is false.
-        ValueError: a line outside any record, an unknown field marker or a malformed ``.X`` line.
+        ValueError: a line outside any record, an unknown field marker, a malformed ``.X`` line, or (with
+            ``links="cacm"``) ``.X`` lines whose middle column is not a CACM link type: their count per value
+            and the first of them are named, with the option that reads them.
     """
+    if links not in LINK_READINGS:
+        raise ValueError(f"unknown .X link reading {links!r}; one of {', '.join(LINK_READINGS)}")
     path = _document_file(Path(path))
     records = list(_parse(path))
+    if links == "cacm":
+        _check_cacm_link_types(path, records)
     papers: list[dict[str, Any]] = []
     skipped: list[PaperProblem] = []
     first_line: dict[str, int] = {}
     raw_links: dict[int, list[tuple[str, str]]] = defaultdict(list)
     for line_number, record in records:
         paper_id = record["paper_id"]
-        owners = {owner for _, _, owner in record["links"]}
+        owners = {owner for *_, owner in record["links"]}
         reasons = []
         if record["stray"]:
             reasons.append(f"text between .I and the first field ({record['stray'][:40]!r}; a broken id line?)")
@@ -89,8 +121,8 @@ def read_smart_collection(path: str | os.PathLike[str], *, skip_invalid: bool = 
             problem = PaperProblem(str(path), f"line {line_number}", "; ".join(reasons), paper_id)
         else:
             first_line[paper_id] = line_number
-            for other, link_type, owner in record["links"]:
-                raw_links[link_type].append((other, owner))
+            for _, _, other, link_type, owner in record["links"]:
+                raw_links[link_type if links == "cacm" else CACM_CITATION].append((other, owner))
             if not record["title"] and not record["abstract"]:
                 problem = PaperProblem(str(path), f"line {line_number}", "neither title nor abstract", paper_id)
         if problem is None:
@@ -100,13 +132,46 @@ def read_smart_collection(path: str | os.PathLike[str], *, skip_invalid: bool = 
             raise InvalidPaperError([problem])
         skipped.append(problem)
 
-    links, stats = {}, {}
+    kept, stats = {}, {}
     for link_type, pairs in raw_links.items():
-        links[link_type], stats[link_type] = _undirected(pairs, set(first_line))
-        logger.info("%s: .X type %d: %s", path, link_type, dict(stats[link_type]))
+        kept[link_type], stats[link_type] = _undirected(pairs, set(first_line))
+    _log_counts(path, len(papers), len(skipped), stats, links)
     if skipped:
         logger.warning("%s: skipped %d record(s): %s", path, len(skipped), "; ".join(map(str, skipped)))
-    return SmartCollection(str(path), papers, links, stats, skipped)
+    return SmartCollection(str(path), papers, kept, stats, skipped, links)
+
+
+def _check_cacm_link_types(path: Path, records: list[tuple[int, dict[str, Any]]]) -> None:
+    """Refuse ``.X`` lines whose middle column is not one of CACM's link types: another collection's
+    (CISI's weights) read as types would turn a few pairs into citations and drop the rest without a word."""
+    foreign: Counter = Counter()
+    first: tuple[int, str] | None = None
+    total = 0
+    for _, record in records:
+        for line_number, text, _, link_type, _ in record["links"]:
+            total += 1
+            if link_type not in CACM_LINK_TYPES:
+                foreign[link_type] += 1
+                first = first or (line_number, text)
+    if foreign:
+        values = ", ".join(f"{value} on {count} line(s)" for value, count in foreign.most_common(5))
+        more = f" and {len(foreign) - 5} other value(s)" if len(foreign) > 5 else ""
+        raise ValueError(
+            f"{path}: {sum(foreign.values())} of {total} .X lines have a middle column that is not a CACM link type "
+            f"(4 coupling, 5 citation, 6 co-citation): {values}{more}; the first, line {first[0]}: {first[1]!r}. "
+            "Such lines come from another SMART collection (CISI's middle column is a weight). To read every .X pair as a "
+            "citation link whatever its middle column, pass links='all' (sciembed train: --smart-links all)")
+
+
+def _log_counts(path: Path, papers: int, skipped: int, stats: dict[int, Counter], reading: str) -> None:
+    """The reader's counts in one line: papers, then per link type the .X lines read and the undirected links
+    kept (each link is listed from both of its records, so about half the lines are repeats)."""
+    def kind(link_type: int) -> str:
+        return "citation links (every .X line, links='all')" if reading == "all" else f"type {link_type} ({CACM_LINK_TYPES[link_type]})"
+
+    parts = [f"{kind(t)}: {s['lines']} lines -> {s['pairs']} undirected links ({s['repeats']} repeats, {s['self_pairs']} self pairs, "
+             f"{s['dangling']} naming no record)" for t, s in sorted(stats.items(), key=lambda item: item[0] != CACM_CITATION)]
+    logger.info("%s: %d papers with text, %d record(s) skipped; .X %s", path, papers, skipped, "; ".join(parts) or "no lines")
 
 
 def read_smart_queries(path: str | os.PathLike[str]) -> Dataset:
@@ -189,11 +254,15 @@ def _normal_id(value: str) -> str:
     return str(int(value)) if value.isdigit() else value
 
 
+def _document_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() == ".all" and p.is_file())
+
+
 def _document_file(path: Path) -> Path:
     if path.is_dir():
-        candidates = sorted(path.glob("*.all"))
+        candidates = _document_files(path)
         if len(candidates) != 1:
-            raise ValueError(f"{path}: expected one SMART document file (*.all), found {len(candidates)}")
+            raise ValueError(f"{path}: expected one SMART document file (*.all, any case), found {len(candidates)}")
         return candidates[0]
     return path
 
@@ -237,7 +306,7 @@ def _finish(record: dict[str, Any], lines: dict[str, list], path: Path) -> dict[
         parts = line.split()
         if len(parts) != 3 or not parts[1].isdigit():
             raise ValueError(f"{path}, line {line_number}: .X line must be 'id<TAB>type<TAB>id', got {line!r}")
-        links.append((parts[0], int(parts[1]), parts[2]))
+        links.append((line_number, line, parts[0], int(parts[1]), parts[2]))
     return {
         **record,
         "title": text("title"),

@@ -6,7 +6,7 @@ proximity format). A model does this in one of three ways, and this package is t
 knows how to ask each for a format:
 
 - control codes (:class:`ControlCodeModel`): the format is an argument of the forward pass;
-- format adapters and AdapterFusion (:mod:`.adapters`, on the adapters library): the format's adapter
+- format adapters and AdapterFusion (:mod:`.adapters`, in AdapterHub's files): the format's adapter
   (or its fusion) is made the active adapter setup;
 - PALs (:mod:`.pals`): the format's projected attention layers are made active.
 
@@ -66,7 +66,7 @@ def activate_format(model: Any, task_format: str | None) -> dict[str, Any]:
 
 def load_format_modules(model: Any, folder: str | os.PathLike[str]) -> tuple[str, ...]:
     """Attach the format modules saved next to a base in ``folder`` (format adapters and fusions in
-    the adapters library's layout, or PALs); returns the formats found (empty when there are none)."""
+    AdapterHub's layout, or PALs); returns the formats found (empty when there are none)."""
     from .adapters import has_format_adapters, load_format_adapters
     from .pals import has_saved_pals, load_pals
 
@@ -92,8 +92,6 @@ def save_with_format_modules(model: Any, folder: str | os.PathLike[str]) -> bool
         save_pals(model, folder)
         return True
     if adapter_formats(model):
-        # PreTrainedModel's own save: the adapters library's would record the adapters in config.json,
-        # and a later adapters.init would then expect their weights in the base.
         PreTrainedModel.save_pretrained(model, folder, state_dict=adapter_free(model))
         save_format_adapters(model, folder)
         return True

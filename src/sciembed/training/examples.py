@@ -5,7 +5,8 @@ collation time with the model's own separator, :func:`~sciembed.data.papers.pape
 query is a record whose title is the query and whose abstract is empty.
 
 - :func:`read_citation_source` reads a citation graph with its papers from a SMART collection (CACM),
-  a SPECTER release folder or S2ORC metadata JSONL;
+  a SPECTER release folder, S2ORC metadata JSONL, or a papers file plus a citation edge list
+  (:class:`CitationFiles`); :data:`sciembed.data.layouts.TRAINING_LAYOUTS` shows each with an example;
 - :func:`triplet_dataset` samples SPECTER, SPECTROID or SciNCL triplets from it (``query``,
   ``positive``, ``negative``, with their ids in ``query_id``, ...), or :func:`scirepeval_triplets` reads SciRepEval's ready triplets;
 - :func:`pair_dataset` makes co-citation pairs (``a``, ``b``) for the MoE paper's contrastive training;
@@ -27,6 +28,7 @@ from datasets import Dataset, concatenate_datasets
 
 from ..data.graph import CitationGraph
 from ..data.papers import PaperProblem, paper_id_order
+from ..data.smart import LINK_READINGS, is_smart_collection
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +36,24 @@ TRIPLET_SAMPLERS = ("specter", "spectroid", "scincl")
 #: The roles of a triplet example, in the order they are encoded.
 TRIPLET_ROLES = ("query", "positive", "negative")
 PAIR_ROLES = ("a", "b")
+
+
+@dataclass(frozen=True)
+class CitationFiles:
+    """Papers and their citations as two files: ``sciembed train --papers FILE --citations FILE``.
+
+    Attributes:
+        papers: papers with ``paper_id``, ``title``, ``abstract`` (JSONL, JSON, CSV or Parquet:
+            :func:`~sciembed.data.papers.read_papers`).
+        citations: an edge list, CSV / TSV with a ``citing,cited`` header or SNAP lines
+            (:func:`~sciembed.data.edges.read_edge_list`).
+    """
+
+    papers: Path
+    citations: Path
+
+    def __str__(self) -> str:
+        return f"{self.papers} + {self.citations}"
 
 
 def paper_record(paper: Mapping[str, Any]) -> dict[str, str]:
@@ -87,44 +107,65 @@ class CitationSource:
         return [str(i) for i in graph.ids[linked & has_text]]
 
 
-def read_citation_source(path: str | os.PathLike[str], *, skip_invalid: bool = True) -> CitationSource:
+def read_citation_source(data: str | os.PathLike[str] | CitationFiles, *, skip_invalid: bool = True,
+                         smart_links: str = "cacm") -> CitationSource:
     """Read papers and citations from a SMART collection folder or file (CACM: ``cacm.all``), a SPECTER
-    release folder (``data.json`` + ``metadata.json``, at the top or under ``training/``) or S2ORC
-    metadata JSONL (a file or a folder of them).
+    release folder (``data.json`` + ``metadata.json``, at the top or under ``training/``), S2ORC
+    metadata JSONL (a file or a folder of them), or a papers file and a citation edge list
+    (:class:`CitationFiles`). :data:`~sciembed.data.layouts.TRAINING_LAYOUTS` shows an example of each.
+
+    Args:
+        skip_invalid: skip (and count) paper records that cannot be used instead of stopping at the first.
+        smart_links: how a SMART collection's ``.X`` lines are read (``links`` of
+            :func:`~sciembed.data.smart.read_smart_collection`): ``cacm`` (CACM's link types; other values are
+            refused) or ``all`` (every pair a citation link).
 
     Raises:
         ValueError: the path holds none of these layouts (the ones looked for are named), no paper with text
-            (an embedding file, say), or no citation between two of its papers; the message says what was found.
+            (an embedding file, say), a malformed edge list (file and line named), or no citation between two of
+            its papers; the message says what was found.
     """
-    path = Path(path)
+    if smart_links not in LINK_READINGS:
+        raise ValueError(f"unknown SMART link reading {smart_links!r}; one of {', '.join(LINK_READINGS)}")
+    if isinstance(data, CitationFiles):
+        source = _edge_list_source(data, skip_invalid)
+        _check_linked(source)
+        return source
+    path = Path(data)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or folder")
     source = None
-    if (path.is_dir() and any(path.glob("*.all"))) or path.suffix == ".all":
-        source = _smart_source(path, skip_invalid)
+    if is_smart_collection(path):
+        source = _smart_source(path, skip_invalid, smart_links)
     for folder in (path, path / "training"):
         if source is None and (folder / "data.json").is_file() and (folder / "metadata.json").is_file():
             source = _specter_source(folder, skip_invalid)
     if source is None and (path.suffix == ".jsonl" or (path.is_dir() and (any(path.glob("*.jsonl")) or any(path.glob("*/*.jsonl"))))):
         source = _s2orc_source(path, skip_invalid)
     if source is not None:
-        if not source.linked_queries():
-            raise ValueError(f"{path}: {len(source.papers)} papers with text but no citation between two of them "
-                             f"({source.graph.num_citations} citation links in all); training needs papers that cite each other")
+        _check_linked(source)
         return source
     raise ValueError(
         f"{path}: not a citation source; expected a SMART collection (*.all), a SPECTER release "
-        "(data.json + metadata.json) or S2ORC metadata (*.jsonl)"
+        "(data.json + metadata.json) or S2ORC metadata (*.jsonl); or give papers and an edge list as --papers and --citations"
     )
 
 
-def _smart_source(path: Path, skip_invalid: bool) -> CitationSource:
+def _check_linked(source: CitationSource) -> None:
+    """Refuse a source without one citation between two papers with text: nothing to train on."""
+    if not source.linked_queries():
+        raise ValueError(f"{source.path}: {len(source.papers)} papers with text but no citation between two of them "
+                         f"({source.graph.num_citations} citation links in all); training needs papers that cite each other")
+
+
+def _smart_source(path: Path, skip_invalid: bool, link_reading: str) -> CitationSource:
     from ..data.smart import CACM_CITATION, CACM_COCITATION, read_smart_collection
 
-    collection = read_smart_collection(path, skip_invalid=skip_invalid)
+    collection = read_smart_collection(path, skip_invalid=skip_invalid, links=link_reading)
     papers = {p["paper_id"]: p for p in collection.papers}
     links = sorted(collection.links.get(CACM_CITATION, ()))
-    graph = CitationGraph.from_undirected_pairs([a for a, _ in links], [b for _, b in links], papers_with_text=papers, drop_dangling=True)
+    graph = CitationGraph.from_undirected_pairs([a for a, _ in links], [b for _, b in links], papers_with_text=papers, drop_dangling=True,
+                                                source=f"{collection.path} (.X citation links)")
     cocited = sorted(pair for pair in collection.links.get(CACM_COCITATION, ()) if pair[0] in papers and pair[1] in papers)
     return CitationSource(str(path), papers, graph, cocited, list(collection.skipped))
 
@@ -136,6 +177,32 @@ def _specter_source(folder: Path, skip_invalid: bool) -> CitationSource:
     papers = {p["paper_id"]: p for p in release.papers}
     graph = CitationGraph.from_edges(release.citing, release.cited, papers_with_text=papers, drop_dangling=False)
     return CitationSource(str(folder), papers, graph, skipped=list(release.skipped))
+
+
+def _edge_list_source(files: CitationFiles, skip_invalid: bool) -> CitationSource:
+    """Papers from one file and citations from an edge list. Citations naming an id without a paper stay in
+    the graph as papers without text (a two-hop path may run through them) and are counted, with
+    self-citations and repeats, in the graph's one log line."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..data.edges import read_edge_list
+    from ..data.papers import read_papers
+
+    for option, file in (("--papers", files.papers), ("--citations", files.citations)):
+        if not Path(file).is_file():
+            raise FileNotFoundError(f"{file}: no such file ({option})")
+    edges = read_edge_list(files.citations)  # first: it is checked in seconds, the papers may take minutes
+    paper_file = read_papers(files.papers, skip_invalid=skip_invalid)
+    if paper_file.skipped:
+        logger.warning("%s: skipped %d invalid paper record(s), the first: %s", files.papers, len(paper_file.skipped), paper_file.skipped[0])
+    papers = {p["paper_id"]: p for p in paper_file.papers}
+    ids = pa.array(list(papers), pa.large_string())
+    if not (pc.any(pc.is_in(edges.citing, value_set=ids)).as_py() or pc.any(pc.is_in(edges.cited, value_set=ids)).as_py()):
+        raise ValueError(f"{files.citations}: none of its {len(edges)} citations names a paper of {files.papers} (citation ids such as "
+                         f"{edges.citing[0].as_py()!r}, paper ids such as {next(iter(papers))!r}); the two files must use the same ids")
+    graph = CitationGraph.from_edges(edges.citing, edges.cited, papers_with_text=ids, ids=ids, source=str(files))
+    return CitationSource(str(files), papers, graph, skipped=list(paper_file.skipped))
 
 
 def _s2orc_source(path: Path, skip_invalid: bool) -> CitationSource:
@@ -210,7 +277,6 @@ def triplet_dataset(
         in_graph = graph.ids.positions(query_list) >= 0
         triplets = sample(graph, [q for q, found in zip(query_list, in_graph) if found], seed=seed, rank=rank,
                           world_size=world_size, **options)
-    logger.info("%s triplets: %s", sampler, triplets.stats.as_dict() if hasattr(triplets.stats, "as_dict") else triplets.stats)
     if not len(triplets):
         raise ValueError(f"{source.path}: the {sampler} sampler found no triplet among {len(query_list)} queries")
     columns: dict[str, list[Any]] = {}
@@ -270,17 +336,18 @@ def _graph_cocitations(source: CitationSource) -> list[tuple[str, str]]:
     return [(str(ids[i]), str(ids[j])) for i, j in zip(counts.row[keep], counts.col[keep])]
 
 
-def labelled_papers(path: str | os.PathLike[str], *, skip_invalid: bool = True, papers: Iterable[str] | None = None) -> tuple[Dataset, list[str]]:
+def labelled_papers(path: str | os.PathLike[str], *, skip_invalid: bool = True, papers: Iterable[str] | None = None,
+                    smart_links: str = "cacm") -> tuple[Dataset, list[str]]:
     """Single-label ``(paper, label)`` examples and the label names, from CACM's CR categories (a SMART
-    collection: the top class of each paper's first category, as the ``cacm`` benchmark's task) or a
-    SciRepEval MeSH sample (``descriptor``). ``papers`` restricts them to those ids."""
+    collection, its ``.X`` lines read as ``smart_links`` says: the top class of each paper's first category, as
+    the ``cacm`` benchmark's task) or a SciRepEval MeSH sample (``descriptor``). ``papers`` restricts them to those ids."""
     path = Path(path)
     allowed = None if papers is None else set(papers)
-    if (path.is_dir() and any(path.glob("*.all"))) or path.suffix == ".all":
+    if is_smart_collection(path):
         from ..data.judgements import cacm_categories
         from ..data.smart import read_smart_collection
 
-        collection = read_smart_collection(path, skip_invalid=skip_invalid)
+        collection = read_smart_collection(path, skip_invalid=skip_invalid, links=smart_links)
         categories = cacm_categories(collection.papers)
         ids, names = list(categories), [str(label) for label in categories.values()]
         records = {p["paper_id"]: p for p in collection.papers}

@@ -28,6 +28,7 @@ from datasets import Dataset
 
 from ..evaluation.loaders import TaskSuite
 from ..io import atomic_path, replace_folder
+from .examples import CitationFiles
 from .recipes import Recipe, flatten_overrides, get_recipe
 
 logger = logging.getLogger(__name__)
@@ -49,10 +50,12 @@ class TrainingRun:
     data: dict[str, Any]
 
 
-def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str | os.PathLike[str], output_dir: str | os.PathLike[str],
-            overrides: Mapping[str, Any] | None = None) -> TrainingRun:
+def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str | os.PathLike[str] | CitationFiles,
+            output_dir: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None, *, smart_links: str = "cacm") -> TrainingRun:
     """Build the Trainer of ``recipe`` for the base checkpoint ``base`` (default: the embedded
-    all-MiniLM-L6-v2) and the examples read from ``data``, checkpointing under ``output_dir``."""
+    all-MiniLM-L6-v2) and the examples read from ``data`` (a file or folder, or papers and citations as
+    :class:`~sciembed.training.examples.CitationFiles`; a SMART collection's ``.X`` lines read as
+    ``smart_links`` says), checkpointing under ``output_dir``. The data is read before the model is loaded."""
     import torch
     from transformers import TrainingArguments, set_seed
 
@@ -64,7 +67,7 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
     base = str(base) if base is not None else default_model_path()
     settings, embedding = _settings(recipe, base, overrides)
     register_families()
-    examples = _examples(recipe, settings["data"], data)
+    examples = _examples(recipe, settings["data"], data, smart_links)
     # What a family adds to the base (Multi2SPE's last per-CLS layers, a head, adapters) starts random:
     # seeded here, before the Trainer seeds training, so a run is the same run every time.
     set_seed(settings["training"].get("seed", 42))
@@ -96,9 +99,11 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
     return TrainingRun(recipe, settings, trainer, tokenizer, Path(output_dir), {"source": str(data), **counts})
 
 
-def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str | os.PathLike[str], output_dir: str | os.PathLike[str],
-          overrides: Mapping[str, Any] | None = None, *, resume: bool = False, evaluate_before: bool = False) -> dict[str, Any]:
-    """Prepare and run ``recipe``; save the model and ``train_results.json`` (see the module docstring).
+def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str | os.PathLike[str] | CitationFiles,
+          output_dir: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None, *, resume: bool = False,
+          evaluate_before: bool = False, smart_links: str = "cacm") -> dict[str, Any]:
+    """Prepare and run ``recipe`` (arguments as :func:`prepare`); save the model and ``train_results.json`` (see the
+    module docstring).
 
     With held-out queries (``data.held_out``) the trained model's held-out evaluation is also written
     as ``OUTPUT/held_out_evaluation.json`` in ``sciembed evaluate``'s format (what ``sciembed export``
@@ -108,7 +113,7 @@ def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str |
 
     Returns the contents of ``train_results.json``.
     """
-    run = prepare(recipe, base, data, output_dir, overrides)
+    run = prepare(recipe, base, data, output_dir, overrides, smart_links=smart_links)
     checkpoint = _resume_checkpoint(run.output_dir, main_process=run.trainer.args.should_save) if resume else None
     evaluating = isinstance(run.trainer.eval_dataset, TaskSuite)
     before = evaluating and evaluate_before and not resume
@@ -273,13 +278,20 @@ def _settings(recipe: Recipe, base: str, overrides: Mapping[str, Any] | None):
     return settings, spec
 
 
-def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[str]) -> _Examples:
+def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[str] | CitationFiles, smart_links: str) -> _Examples:
+    from ..data.smart import is_smart_collection
     from . import examples as training_examples
 
     options = dict(options)
     held_out, seed, limit = options.pop("held_out"), options.pop("seed"), options.pop("max_examples")
     counts: dict[str, Any] = {}
     evaluation = tasks = labels = None
+    if isinstance(path, CitationFiles):
+        if recipe.data != "citations":
+            raise ValueError(f"--papers / --citations give citation data; recipe {recipe.name} trains on {recipe.data} data "
+                             "(sciembed train --help lists the layouts)")
+    elif is_smart_collection(path):
+        counts["smart_links"] = smart_links  # how the .X lines were read: part of what the model was trained on
     if recipe.data == "scirepeval":
         loaded = training_examples.multitask_dataset(path, max_per_task=limit, seed=seed)
         train, tasks = loaded.dataset, loaded.tasks
@@ -288,14 +300,14 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
     elif recipe.data == "labelled":
         if held_out:
             raise ValueError("data.held_out is not supported for labelled data; evaluate the saved model instead")
-        train, labels = training_examples.labelled_papers(path)
+        train, labels = training_examples.labelled_papers(path, smart_links=smart_links)
         counts["labels"] = len(labels)
-    elif Path(path).suffix == ".json" and Path(path).name.startswith("specter"):
+    elif not isinstance(path, CitationFiles) and Path(path).suffix == ".json" and Path(path).name.startswith("specter"):
         if recipe.objective == "pairs":
             raise ValueError(f"{path}: SciRepEval triplets are not co-citation pairs; give a citation graph for {recipe.name}")
         train = training_examples.scirepeval_triplets(path)
     else:
-        source = training_examples.read_citation_source(path)
+        source = training_examples.read_citation_source(path, smart_links=smart_links)
         counts["skipped_records"] = len(source.skipped)
         queries, held = training_examples.split_queries(source.linked_queries(), held_out, seed)
         counts.update(queries=len(queries), held_out_queries=len(held), held_out_ids=sorted(held))

@@ -35,6 +35,7 @@ from ..evaluation.loaders import TaskSuite
 from ..evaluation.runner import evaluate_suite
 from ..families import family_of
 from ..formats import activate_format, model_formats
+from ..formats.adapters import fusion_regularization_loss, trainable_base_parameters
 from .losses import MultipleNegativesRankingLoss, Multi2SPELoss, MultiTaskLoss, RouterLoss, TripletMarginLoss
 from .task_batches import TaskBalancedSampler
 
@@ -59,7 +60,12 @@ class EmbeddingTrainer(Trainer):
         eval_dataset: a :class:`~sciembed.evaluation.TaskSuite` to evaluate with sciembed's
             evaluators, or anything the plain Trainer evaluates.
         adapter_training: ``adapters`` or ``fusion`` when training format adapters or AdapterFusion
-            (adds the adapters library's ``AdapterTrainerCallback``: frozen-base check, fusion regularisation).
+            (:mod:`sciembed.formats.adapters`): training refuses to start while a base parameter (neither an
+            adapter's nor a fusion's) requires grad, and for ``fusion`` the value regularisation of the fusions
+            whose config asks for it, ``0.01 * sum ||I - V||^2`` (Pfeiffer et al. 2021), is added to
+            the loss of every training step of the triplet, pair and multi-task objectives. (The adapters
+            library adds its gradient after each optimiser step instead; in the loss is the paper's
+            formulation, and it is scaled with gradient accumulation like the rest of the loss.)
         kwargs: the rest of ``transformers.Trainer``'s arguments (``train_dataset``, ``data_collator``,
             ``processing_class`` (the tokenizer), ``callbacks``, ...).
     """
@@ -68,14 +74,11 @@ class EmbeddingTrainer(Trainer):
                  normalize: bool = False, domain: str | None = None, task_format: str | None = None, max_length: int | None = None,
                  eval_dataset: Any = None, adapter_training: str | None = None, **kwargs: Any):
         super().__init__(model=model, args=args, eval_dataset=eval_dataset, **kwargs)
+        if adapter_training not in (None, "adapters", "fusion"):
+            raise ValueError(f"adapter_training must be 'adapters' or 'fusion', got {adapter_training!r}")
+        self.adapter_training = adapter_training
         if adapter_training is not None:
-            # The adapters library's own checks and AdapterFusion's value regularisation.
-            from adapters.trainer import AdapterTrainerCallback
-
-            if adapter_training not in ("adapters", "fusion"):
-                raise ValueError(f"adapter_training must be 'adapters' or 'fusion', got {adapter_training!r}")
-            self.train_adapter_fusion = adapter_training == "fusion"
-            self.add_callback(AdapterTrainerCallback(self))
+            self.add_callback(_FrozenBaseCheck())
         self.loss = loss.to(self.args.device) if loss is not None else None
         self.pooling = pooling or default_pooling(self.model)
         self.normalize, self.domain = normalize, domain
@@ -106,6 +109,13 @@ class EmbeddingTrainer(Trainer):
         return outputs, pool(outputs, features["attention_mask"], self.pooling, normalize=self.normalize)
 
     # ------------------------------------------------------------------ trainable losses
+
+    def _with_adapter_regularization(self, loss: torch.Tensor) -> torch.Tensor:
+        """``loss`` plus AdapterFusion's value regularisation when training fusion (see ``adapter_training``)."""
+        if self.adapter_training != "fusion" or not self.model.training:
+            return loss
+        regularization = fusion_regularization_loss(self.model)
+        return loss if regularization is None else loss + regularization
 
     def create_optimizer(self):
         """The Trainer's optimizer, plus a group (no weight decay) for the loss's own parameters."""
@@ -170,6 +180,19 @@ class EmbeddingTrainer(Trainer):
         return metrics
 
 
+class _FrozenBaseCheck(TrainerCallback):
+    """Refuses to train adapters or fusion while the base is trainable (a forgotten ``train_format_adapters``
+    would otherwise fine-tune the whole encoder)."""
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        trainable = trainable_base_parameters(model)
+        if trainable:
+            raise ValueError(
+                f"adapter training with {len(trainable)} trainable base parameter(s) ({', '.join(trainable[:3])}, ...): "
+                "freeze the base first (sciembed.formats.adapters.train_format_adapters / train_format_fusion)"
+            )
+
+
 class _ZeroLossGradients(TrainerCallback):
     """Clears the loss's gradients after every optimiser step (the Trainer clears only the model's)."""
 
@@ -215,7 +238,7 @@ class TripletTrainer(EmbeddingTrainer):
         if isinstance(self.loss, Multi2SPELoss):
             embeddings = outputs.cls_embeddings
         query, positive, negative = embeddings.chunk(3)
-        loss = self.loss(query, positive, negative)
+        loss = self._with_adapter_regularization(self.loss(query, positive, negative))
         return (loss, outputs) if return_outputs else loss
 
 
@@ -237,6 +260,7 @@ class PairTrainer(EmbeddingTrainer):
         loss = self.loss(first, second)
         if self.router_loss is not None:
             loss = loss + self.router_loss(outputs.router_logits, inputs.get("domain_ids"), inputs["attention_mask"])
+        loss = self._with_adapter_regularization(loss)
         return (loss, outputs) if return_outputs else loss
 
 
@@ -268,6 +292,7 @@ class MultiTaskTrainer(EmbeddingTrainer):
             else:
                 arguments = (embedded[0], task["labels"])
             total = total + self.loss.task_loss(name, arguments)
+        total = self._with_adapter_regularization(total)
         return (total, None) if return_outputs else total
 
 
