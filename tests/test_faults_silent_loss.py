@@ -201,18 +201,23 @@ def test_export_over_an_existing_folder_replaces_it_whole(tiny_st_base, tmp_path
 # 7. The temporary folder's name in the published card ---------------------------------------------------
 
 
-def test_card_names_the_destination_or_the_repo_id(tiny_st_base, tmp_path):
-    """The card's title and model-index name come from the export's destination (or the repo id), never from
-    the temporary folder it is written in; a plain encoder's title says the embedding its modules record."""
+def test_card_names_the_model_or_the_repo_id(tiny_st_base, tmp_path):
+    """The card's title and model-index name come from --model-name, the repo id or the model's own folder, never
+    from the output folder (a folder named `hub` is no model's name); a plain encoder's title says the embedding
+    its modules record."""
     import yaml
 
     results = tmp_path / "results.json"
     results.write_text(json.dumps({"benchmark": "cacm", "source": "cacm", "model": "m", "sciembed_version": "0", "results": [
         {"benchmark": "cacm", "task": "cite", "task_id": "cite", "kind": "proximity", "group": None, "metric": "map", "value": 71.25}]}))
-    assert main(["-q", "export", "--model", str(tiny_st_base), "--out", str(tmp_path / "my-encoder"), "--evaluation", str(results)]) == 0
-    card = (tmp_path / "my-encoder" / "README.md").read_text()
-    assert yaml.safe_load(card.split("---")[1])["model-index"][0]["name"] == "my-encoder"
-    assert "\n# my-encoder\n" in card and "partial" not in card and "mean-pooled, L2-normalised embedding" in card
+    assert main(["-q", "export", "--model", str(tiny_st_base), "--out", str(tmp_path / "hub"), "--evaluation", str(results)]) == 0
+    card = (tmp_path / "hub" / "README.md").read_text()
+    assert yaml.safe_load(card.split("---")[1])["model-index"][0]["name"] == tiny_st_base.name
+    assert f"\n# {tiny_st_base.name}\n" in card and "partial" not in card and "mean-pooled, L2-normalised embedding" in card
+    assert main(["-q", "export", "--model", str(tiny_st_base), "--out", str(tmp_path / "named"), "--evaluation", str(results),
+                 "--model-name", "my-encoder"]) == 0
+    card = (tmp_path / "named" / "README.md").read_text()
+    assert yaml.safe_load(card.split("---")[1])["model-index"][0]["name"] == "my-encoder" and "\n# my-encoder\n" in card
     assert main(["-q", "push", "--model", str(tiny_st_base), "--out", str(tmp_path / "other"), "--evaluation", str(results),
                  "--repo-id", "org/specter-minilm", "--no-validate", "--dry-run"]) == 0
     card = (tmp_path / "other" / "README.md").read_text()

@@ -97,3 +97,35 @@ def test_push_offline_stops_after_a_complete_export(family_model, tmp_path, capl
         push_folder(out, "org/m2s", api=RecordingHfApi())
     assert main(["push", "--model", str(family_model), "--repo-id", "org/m2s", "--out", str(out), "--no-validate"]) == 2
     assert "HF_HUB_OFFLINE is set" in caplog.text and (out / "model.safetensors").is_file()
+
+
+def test_export_names_the_model_after_the_run_and_the_data_after_what_it_is(family_model, tmp_path, caplog):
+    """A run's model exported to a folder named hub is named after the run (or --model-name), never after the output
+    folder; a user's labels read as SciDocs are named after their folder (or --dataset-name), never "SciDocs MeSH"."""
+    import shutil
+
+    from huggingface_hub import ModelCard
+
+    run = tmp_path / "specter-thesis"
+    shutil.copytree(family_model, run / "model")
+    (run / "train_results.json").write_text(json.dumps({"recipe": "specter", "settings": {}}))
+    labels = tmp_path / "thesis-labels"
+    (labels / "mesh").mkdir(parents=True)
+    report = {**RESULTS, "benchmark": "scidocs", "source": str(labels), "settings": {"split": "test"},
+              "results": [{"benchmark": "scidocs", "task": "MeSH", "task_id": "mesh", "kind": "classification", "group": None,
+                           "metric": "f1", "value": 64.5}]}
+    evaluation = tmp_path / "results.json"
+    evaluation.write_text(json.dumps(report))
+    export = ["export", "--model", str(run / "model"), "--out", str(tmp_path / "hub"), "--no-validate", "--evaluation", str(evaluation)]
+
+    def written():
+        card = ModelCard.load(tmp_path / "hub" / "README.md")
+        (result,) = card.data.eval_results
+        return card.text.split("\n", 3)[1], card.data.model_name, result.dataset_name
+
+    assert main(export) == 0
+    assert written() == ("# specter-thesis", "specter-thesis", "thesis-labels mesh")
+    assert main([*export, "--model-name", "thesis-specter", "--dataset-name", "Thesis abstracts"]) == 0
+    assert written() == ("# thesis-specter", "thesis-specter", "Thesis abstracts mesh")
+    assert main([*export, "--dataset-name", "a", "--dataset-name", "b"]) == 2
+    assert "--dataset-name given 2 time(s) for 1 evaluation(s)" in caplog.text

@@ -190,7 +190,7 @@ class PaperEncoder(Encoder):
                     "leave tokenizer, pooling and normalize unset"
                 )
             self.tokenizer = model.tokenizer
-            positions = _position_limit(model.transformers_model)
+            positions = position_limit(model.transformers_model)
             if max_length is not None and max_length > positions:
                 raise ValueError(f"max_length {max_length} exceeds the {positions} tokens the model takes")
             model_limit = min(model.max_seq_length or 512, positions)
@@ -206,7 +206,7 @@ class PaperEncoder(Encoder):
             if family_of(model) is not None and pooling is not None:
                 raise ValueError(f"a {family_of(model)} model gives its own paper embedding: leave pooling unset")
             self.pooling = pooling or default_pooling(model)
-            positions = _position_limit(model)
+            positions = position_limit(model)
             if max_length is not None and max_length > positions:
                 raise ValueError(f"max_length {max_length} exceeds the {positions} tokens the model takes")
             model_limit = default_max_length(model, tokenizer)
@@ -561,11 +561,12 @@ def encode(
 def default_max_length(model: Any, tokenizer: Any) -> int:
     """Tokens per text a transformers ``model`` takes by default: the tokenizer's limit, capped by the
     position embeddings less the tokens a family inserts itself, at most 512."""
-    return min(tokenizer.model_max_length, _position_limit(model), 512)
+    return min(tokenizer.model_max_length, position_limit(model), 512)
 
 
-def _position_limit(model: Any) -> int:
-    # Families that insert tokens (extra CLS tokens, a control code) need room for them.
+def position_limit(model: Any) -> int:
+    """The tokens of text a transformers ``model`` takes: its position embeddings less the tokens a family inserts
+    itself (extra CLS tokens, a control code)."""
     return getattr(model.config, "max_position_embeddings", 512) - getattr(model, "num_inserted_tokens", 0)
 
 

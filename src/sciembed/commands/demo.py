@@ -74,7 +74,8 @@ def run_main_job(data_dir: str | os.PathLike[str], output: str | os.PathLike[str
     summary = json.loads((output / "run" / "train_results.json").read_text(encoding="utf-8"))
     print("\n2. held-out cite task (SciDocs protocol): the base as published, and fine-tuned\n")
     print(format_table(summary))
-    _run(["export", "--model", str(output / "run" / "model"), "--out", str(output / "hub")],
+    _run(["export", "--model", str(output / "run" / "model"), "--out", str(output / "hub"),
+          "--model-name", f"all-MiniLM-L6-v2-{RECIPE}-{Path(data).name}"],
          "3. export with the model card and the held-out results, checked without sciembed")
     card = output / "hub" / "README.md"
     print(f"\nmodel card: {card}")

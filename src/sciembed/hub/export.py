@@ -62,6 +62,8 @@ def export_model(
     training: Mapping[str, Any] | None = None,
     repo_id: str | None = None,
     license: str = "apache-2.0",
+    name: str | None = None,
+    dataset_names: Sequence[str | None] = (),
     validate: bool = True,
     trust_remote_code: bool = False,
     onnx: bool = False,
@@ -75,6 +77,10 @@ def export_model(
         training: the ``train_results.json`` of the run that trained the model, when there is one.
         repo_id: the Hub id the card's usage code names (default: a placeholder).
         license: the card's licence.
+        name: the model's name in the card's title and model-index (default: the last part of ``repo_id``, else
+            the name of ``model_dir``; never ``out_dir``'s, which says where the export went, not what the model is).
+        dataset_names: one name per evaluation for the data it was measured on (default: as
+            :func:`~.cards.dataset_identity` names it from the report's source).
         validate: load the folder in a fresh process without sciembed and parse the card (see
             :func:`validate_export`); a failure raises and leaves ``out_dir`` untouched.
         trust_remote_code: export (and run, when validating) Python files of the folder that are not
@@ -112,7 +118,8 @@ def export_model(
             logger.info("wrote %s (max abs difference to PyTorch %.2e)", ONNX_FILE, done["max_abs_difference_to_pytorch"])
         model_type = json.loads(config_path.read_text(encoding="utf-8")).get("model_type", "")
         card = render_model_card(staging, evaluations=evaluations, training=training, repo_id=repo_id, license=license,
-                                 name=repo_id.split("/")[-1] if repo_id else destination.name)
+                                 name=name or (repo_id.split("/")[-1] if repo_id else source.resolve().name),
+                                 dataset_names=dataset_names)
         card.save(staging / CARD_FILE)
         checks = validate_export(staging) if validate else []
     except BaseException:
