@@ -45,6 +45,22 @@ def test_embed_with_a_local_model(tiny_bert, tmp_path):
     assert ids == [f"p{i}" for i in range(6)] and vectors.shape == (6, 32)
 
 
+def test_embed_ends_with_one_summary_line(tiny_bert, tmp_path, caplog, capsys):
+    """With --no-progress (no bar to read a rate from) the run ends with one line: papers, seconds, papers/s, output."""
+    import logging
+    import re
+
+    output = tmp_path / "out.jsonl"
+    with caplog.at_level(logging.INFO, logger="sciembed"):
+        code = main(["embed", "--model", str(tiny_bert), "--input", str(_papers(tmp_path, GOOD)), "--output", str(output),
+                     "--shard-size", "4", "--no-progress"])
+    assert code == 0 and "Encoding" not in capsys.readouterr().err
+    embed_lines = [r.getMessage() for r in caplog.records if r.name == "sciembed.commands.embed"]
+    assert len(embed_lines) == 1 and caplog.records[-1].getMessage() == embed_lines[0]
+    assert re.fullmatch(rf"embedded 6 papers in \d+\.\d s \(\d+\.\d papers/s\); wrote 6 x 32 embeddings to {re.escape(str(output))}",
+                        embed_lines[0]), embed_lines
+
+
 def test_bad_input_stops_with_file_line_and_id(tiny_bert, tmp_path, caplog):
     path = _papers(tmp_path, [GOOD[0], GOOD[1], json.dumps({"paper_id": "p0", "title": "again"})])
     code = main(["embed", "--model", str(tiny_bert), "--input", str(path), "--output", str(tmp_path / "o.jsonl")])
@@ -61,6 +77,24 @@ def test_skip_invalid_reports_what_it_skipped(tiny_bert, tmp_path, caplog):
     assert "line 2: malformed JSON" in caplog.text and "line 3 (paper_id 'e'): neither title nor abstract" in caplog.text
     assert f"skipped 2 invalid record(s) of {path}" in caplog.text
     assert read_embeddings(output)[0] == ["p0", "p2"]
+
+
+def test_error_hints_fit_the_error(tiny_bert, tmp_path, caplog):
+    """Ids under another name point to --id-field (with the fields the record has), also when every record was
+    skipped, and the count is the file's records; a SciDocs folder that does not exist is named as missing."""
+    path = tmp_path / "papers.jsonl"
+    path.write_text("".join(json.dumps({"pid": f"a{i}", "title": f"paper {i}", "abstract": "text"}) + "\n" for i in range(3)))
+    for extra in ([], ["--skip-invalid"]):
+        caplog.clear()
+        assert main(["embed", "--model", str(tiny_bert), "--input", str(path), "--output", str(tmp_path / "o.jsonl"), *extra]) == 2
+        assert "the record's fields: pid, title, abstract" in caplog.text and "--id-field" in caplog.text
+        assert "--skip-invalid" not in caplog.text and "invalid paper record(s)" in caplog.text
+    assert "all 3 record(s) invalid)\n3 invalid paper record(s):" in caplog.text
+    assert main(["embed", "--model", str(tiny_bert), "--input", str(path), "--output", str(tmp_path / "o.jsonl"), "--id-field", "pid",
+                 "--no-progress"]) == 0
+    caplog.clear()
+    assert main(["evaluate", "--model", str(tiny_bert), "--benchmark", "scidocs", "--data", str(tmp_path / "scidocs-typo")]) == 2
+    assert f"{tmp_path / 'scidocs-typo'}: no such folder" in caplog.text
 
 
 def test_empty_input_and_bad_output_are_errors(tiny_bert, tmp_path, caplog):

@@ -46,7 +46,8 @@ def test_interrupted_run_resumes_from_the_last_finished_shard(tiny_encoder, tmp_
     calls.clear()
     report = embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, resume=True, show_progress_bar=False)
     assert calls == [["id8", "id9", "id10"]]  # only the unfinished shard is encoded again
-    assert (report.shards, report.resumed_shards) == (3, 2)
+    assert (report.shards, report.resumed_shards, report.encoded_papers) == (3, 2, 3) and report.seconds > 0
+    assert report.summary().startswith("embedded 3 papers in ") and "; 2 shard(s) were done by an earlier run; wrote 11 x 32 embeddings to" in report.summary()
     ids, vectors = read_embeddings(output)
     np.testing.assert_allclose(vectors, tiny_encoder.encode(PAPERS_11, show_progress_bar=False), atol=1e-5, rtol=0)
     assert ids == [p["paper_id"] for p in PAPERS_11] and not partial_dir(output).exists()

@@ -150,8 +150,45 @@ def test_empty_input_is_an_error(tmp_path, content):
 
 def test_all_invalid_is_an_error_even_when_skipping(tmp_path):
     path = _write(tmp_path / "p.jsonl", [{"paper_id": "x"}], "jsonl")
-    with pytest.raises(InvalidPaperError, match=r"no valid papers \(1 skipped\)"):
+    with pytest.raises(InvalidPaperError, match=r"no valid papers \(all 1 record\(s\) invalid\)") as raised:
         read_papers(path, skip_invalid=True)
+    assert "1 invalid paper record(s):" in str(raised.value) and "--skip-invalid" not in str(raised.value)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_records_without_an_id_field_point_to_id_field_not_skip_invalid(tmp_path, suffix):
+    """A file whose ids are in a column of another name: every record lacks an id, so skipping cannot help; the
+    message names the fields the record has and the option that reads them, and counts the file's records."""
+    rows = [{"pid": f"a{i}", "title": f"Title {i}", "abstract": "Text."} for i in range(3)]
+    path = tmp_path / f"p{suffix}"
+    if suffix == ".csv":
+        path.write_text("pid,title,abstract\n" + "".join(f"{r['pid']},{r['title']},{r['abstract']}\n" for r in rows), encoding="utf-8")
+    else:
+        _write(path, rows, "jsonl")
+    fields = "the record's fields: pid, title, abstract"
+    with pytest.raises(InvalidPaperError) as raised:
+        read_papers(path)
+    message = str(raised.value)
+    assert f"line {2 if suffix == '.csv' else 1}: no paper id (looked for paper_id / corpus_id / id / doc_id; {fields})" in message
+    assert "--id-field" in message and "--skip-invalid" not in message
+    with pytest.raises(InvalidPaperError) as raised:
+        read_papers(path, skip_invalid=True)
+    message = str(raised.value)
+    assert message.startswith(f"{path}, whole file: no valid papers (all 3 record(s) invalid)\n3 invalid paper record(s):")
+    assert message.count("no paper id") == 3 and "--id-field" in message and "--skip-invalid" not in message
+    assert [p["paper_id"] for p in read_papers(path, id_field="pid").papers] == ["a0", "a1", "a2"]
+
+
+def test_hints_fit_the_problem(tmp_path):
+    """A record that skipping would drop keeps the --skip-invalid hint; an empty file is no invalid record."""
+    duplicate = _write(tmp_path / "p.jsonl", [RECORDS[0], RECORDS[0]], "jsonl")
+    with pytest.raises(InvalidPaperError, match=r"1 invalid paper record\(s\):\n.*duplicate paper_id.*\n\(pass skip_invalid=True / --skip-invalid"):
+        read_papers(duplicate)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    with pytest.raises(InvalidPaperError) as raised:
+        read_papers(empty)
+    assert str(raised.value) == f"{empty}, whole file: no papers"
 
 
 def test_unsupported_suffix(tmp_path):

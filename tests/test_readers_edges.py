@@ -161,6 +161,11 @@ def test_arxiv_listing_fields_ids_and_bad_files(tmp_path):
     _write(tmp_path / "2000", "0001004.abs", "no listing here\n")
     loaded = read_arxiv_abstracts(tmp_path, skip_invalid=True)
     assert len(loaded.papers) == 1 and [p.reason.split(":")[0] for p in loaded.skipped] == ["Paper", "not an arXiv listing"]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InvalidPaperError) as empty:  # a folder without listings is not an invalid record
+        read_arxiv_abstracts(tmp_path / "empty")
+    assert "no .abs files" in str(empty.value) and "invalid paper record" not in str(empty.value)
+    assert "--skip-invalid" not in str(empty.value)
 
 
 def test_real_hepth_abstracts():

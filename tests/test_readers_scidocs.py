@@ -89,3 +89,12 @@ def test_unknown_task_and_empty_folder(tmp_path):
         read_scidocs(tmp_path, tasks=("recomm",))
     with pytest.raises(FileNotFoundError, match="none of the SciDocs tasks"):
         read_scidocs(tmp_path)
+
+
+def test_a_folder_that_does_not_exist_is_named_as_missing(tmp_path):
+    """Not "none of the SciDocs tasks is there": the folder itself is missing (a typo in --data), or is a file."""
+    with pytest.raises(FileNotFoundError, match=r"scidocs-typo: no such folder"):
+        read_scidocs(tmp_path / "scidocs-typo")
+    (tmp_path / "papers.json").write_text("{}")
+    with pytest.raises(NotADirectoryError, match=r"papers\.json: a file, not a folder"):
+        read_scidocs(tmp_path / "papers.json")

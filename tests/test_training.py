@@ -280,6 +280,65 @@ def test_recipe_settings_take_dotted_nested_bare_and_file_overrides(tmp_path):
         read_overrides(tmp_path / "bad.json")
 
 
+def test_recipe_descriptions_state_the_settings_a_run_uses(tiny_bert, tiny_st_base):
+    """The help's text of each recipe gives the loss, learning rate and batch of the settings a run resolves: from a
+    plain checkpoint the paper's (specter: 8 x 4 accumulation), trained in unit vectors the unit-vector ones
+    (specter from a sentence-transformers base: 32 x 1); the hand-written notes restate none of those numbers."""
+    import re
+
+    from sciembed.training.recipes import RECIPES
+    from sciembed.training.run import resolved_settings
+
+    for recipe in RECIPES.values():
+        described = recipe.description
+        for unit_vectors in (False, True) if recipe.unit_vector_settings else (False,):
+            settings = recipe.resolve(unit_vectors=unit_vectors)
+            training = settings["training"]
+            per_device, accumulation = training["per_device_train_batch_size"], training.get("gradient_accumulation_steps", 1)
+            assert f"{per_device * accumulation} examples per optimiser step ({per_device} per device x {accumulation} accumulation" in described
+            assert f"lr {training['learning_rate']:g}" in described
+            if "name" in settings["loss"]:
+                assert f"loss {settings['loss']['name']} (" in described
+        assert not re.search(r"\d\s*x\s*\d|batch (of )?\d|lr \d|\d(\.\d+)?e-\d|margin \d|temperature \d|hidden \d|\d epoch|\d+ warm-up",
+                             recipe.notes), (recipe.name, recipe.notes)
+
+    # What a run actually resolves, by base: a plain checkpoint trains in the paper's settings, MiniLM-like in unit vectors.
+    specter = RECIPES["specter"].description
+    for base, batch, loss in ((tiny_bert, (8, 4), "triplet"), (tiny_st_base, (32, 1), "mnr")):
+        settings = resolved_settings("specter", base)
+        training = settings["training"]
+        assert (training["per_device_train_batch_size"], training["gradient_accumulation_steps"]) == batch
+        assert settings["loss"]["name"] == loss and f"({batch[0]} per device x {batch[1]} accumulation steps)" in specter
+
+
+def test_show_settings_prints_every_key_a_run_uses(tiny_st_base, tmp_path, capsys):
+    """`sciembed train --show-settings` prints one --set KEY=VALUE a line, the values a run would resolve, without
+    --output or data; each printed line is accepted back by --set."""
+    from sciembed.cli import main
+    from sciembed.training.recipes import get_recipe, parse_assignments
+    from sciembed.training.run import resolved_settings
+
+    assert main(["train", "--recipe", "specter", "--base", str(tiny_st_base), "--set", "max_steps=20", "--show-settings"]) == 0
+    lines = [line.split("  # ")[0] for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
+    printed = parse_assignments(lines)
+    expected = resolved_settings("specter", tiny_st_base, {"max_steps": 20})
+    expected["embedding"].pop("chosen_by")
+    assert printed == {f"{section}.{name}": value for section, values in expected.items() for name, value in values.items()}
+    assert printed["training.per_device_train_batch_size"] == 32 and printed["loss.name"] == "mnr" and printed["training.max_steps"] == 20
+    get_recipe("specter").resolve(printed, unit_vectors=True)  # every key is one --set takes
+    assert not (tmp_path / "out").exists()
+    assert main(["train", "--recipe", "specter", "--data", str(tmp_path)]) == 2  # training needs --output
+
+
+def test_train_and_from_bert_options_all_have_help():
+    from sciembed.cli import parser
+
+    commands = parser()._subparsers._group_actions[0].choices
+    for name in ("train", "from-bert"):
+        undocumented = [action.option_strings for action in commands[name]._actions if not action.help]
+        assert not undocumented, (name, undocumented)
+
+
 RECIPE_DATA = {
     "specter": ("cacm",),
     "scincl": ("cacm",),
@@ -338,6 +397,44 @@ def test_evaluation_during_training_drives_the_best_checkpoint(tiny_bert, tmp_pa
     maps = [entry["eval_cite_map"] for entry in run.trainer.state.log_history if "eval_cite_map" in entry]
     assert len(maps) == 2 and run.trainer.state.best_metric == max(maps)
     assert run.trainer.state.best_model_checkpoint.endswith(f"checkpoint-{1 + maps.index(max(maps))}")
+
+
+def test_a_run_scores_its_held_out_set_once_at_the_end(tiny_bert, tiny_st_base, tmp_path, monkeypatch):
+    """The Trainer's own evaluation at the last step (the recipes' eval_strategy 'epoch') is the final one:
+    train_results.json and held_out_evaluation.json carry its metrics, the same as one evaluation after training
+    gives, and with --evaluate-before a base that starts as published is scored once before."""
+    from sciembed.evaluation import runner
+    from sciembed.training import trainers
+    from sciembed.training.run import EVALUATION_FILE, RESULTS_FILE, train
+
+    steps = []
+
+    def counting(evaluate_suite):
+        def evaluate(*args, **kwargs):
+            steps.append((kwargs.get("settings") or {}).get("global_step", "published base"))
+            return evaluate_suite(*args, **kwargs)
+        return evaluate
+
+    monkeypatch.setattr(trainers, "evaluate_suite", counting(trainers.evaluate_suite))
+    monkeypatch.setattr(runner, "evaluate_suite", counting(runner.evaluate_suite))
+    data = write_s2orc(tmp_path / "papers.jsonl")
+    overrides = {**TINY_RUN, "data.max_examples": None, "data.held_out": 0.25}
+    del overrides["save_strategy"], overrides["save_steps"]  # the recipe's: evaluate and save at the end of the epoch
+    at_the_end = train("specter", tiny_bert, data, tmp_path / "epoch", overrides)
+    assert at_the_end["settings"]["training"]["save_strategy"] == "epoch" and steps == [2]
+    history = json.loads((tmp_path / "epoch" / "checkpoint-2" / "trainer_state.json").read_text())["log_history"]
+    assert [entry["step"] for entry in history if "eval_cite_map" in entry] == [2]
+
+    steps.clear()
+    after = train("specter", tiny_bert, data, tmp_path / "after", {**overrides, "save_strategy": "no"})
+    assert steps == [2]  # no evaluation during training: the one after it
+    assert json.loads((tmp_path / "epoch" / RESULTS_FILE).read_text())["eval_metrics"] == after["eval_metrics"] == at_the_end["eval_metrics"]
+    written = [json.loads((tmp_path / run / EVALUATION_FILE).read_text())["results"] for run in ("epoch", "after")]
+    assert written[0] == written[1]
+
+    steps.clear()
+    before = train("specter", tiny_st_base, data, tmp_path / "before", overrides, evaluate_before=True)
+    assert before["data"]["starts_as_published"] and steps == ["published base", 2]
 
 
 def test_held_out_queries_never_appear_in_training_triplets():

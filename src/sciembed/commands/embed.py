@@ -22,6 +22,7 @@ import logging
 import math
 import os
 import shutil
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +57,8 @@ class EmbedReport:
         rank, world_size: this process's share of the job.
         assembled: whether the output is complete (this process, or rank 0 of its group, assembled it).
         skipped: the records of the input file that were skipped (``skip_invalid``).
+        encoded_papers: papers this process encoded (those of its shards that an earlier run had not finished).
+        seconds: wall-clock time of the run in this process, reading the input and writing the output included.
     """
 
     output: Path
@@ -68,6 +71,23 @@ class EmbedReport:
     world_size: int = 1
     assembled: bool = True
     skipped: list[PaperProblem] = field(default_factory=list)
+    encoded_papers: int = 0
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        """One line on what this process did: papers embedded, seconds, papers per second and the output."""
+        share = f"rank {self.rank} of {self.world_size}: encoded {self.encoded_shards} shard(s), " if self.world_size > 1 else ""
+        rate = f" ({self.encoded_papers / self.seconds:.1f} papers/s)" if self.encoded_papers and self.seconds > 0 else ""
+        line = f"{share}embedded {self.encoded_papers} papers in {self.seconds:.1f} s{rate}"
+        if self.resumed_shards:
+            line += f"; {self.resumed_shards} shard(s) were done by an earlier run"
+        if self.skipped:
+            line += f"; {len(self.skipped)} invalid record(s) skipped"
+        if self.dim is not None:
+            return f"{line}; wrote {self.papers} x {self.dim} embeddings to {self.output}"
+        if self.assembled:
+            return f"{line}; rank 0 wrote the {self.papers} embeddings to {self.output}"
+        return f"{line}; {self.output} is written by the task that finishes the last shard"
 
 
 def partial_dir(output: str | os.PathLike[str]) -> Path:
@@ -117,10 +137,13 @@ def embed_to_file(
             ``<output>.partial`` with no process group: a task joins the unfinished run it finds there when
             it has the same manifest, and the task that finishes the last shard assembles the output.
 
+    Logs the records skipped (``skip_invalid``) once read, and ends with one line, :meth:`EmbedReport.summary`.
+
     Raises:
         FileExistsError: an unfinished run of ``output`` exists and ``resume`` is false (one process).
         ValueError: ``resume`` is true but the unfinished run used other papers or settings; damaged state.
     """
+    started = time.perf_counter()
     output = check_output(output)
     if shard_size < 1:
         raise ValueError(f"shard_size must be positive, got {shard_size}")
@@ -136,31 +159,32 @@ def embed_to_file(
             with share.main_process_first():  # rank 0 writes the Arrow file, the others open it
                 read = paper_dataset(papers, folder, id_field=id_field, skip_invalid=skip_invalid)
             papers, skipped = read.dataset, read.skipped
+            if skipped and share.rank == 0:
+                logger.warning("skipped %d invalid record(s) of %s:\n  %s", len(skipped), read.path, "\n  ".join(map(str, skipped)))
         if not len(papers):
             raise ValueError("no papers to embed")
         count = math.ceil(len(papers) / shard_size)
         with share.main_process_first():  # rank 0 starts or checks the run, the others join it
             joining = share.rank > 0 if share.group else share.world_size > 1
             _start(folder, _manifest(encoder, papers, shard_size), resume=resume, joining=joining)
-        resumed, encoded = _encode_shards(encoder, papers, folder / _PARTS, shard_size, count, share, batch_size, show_progress_bar)
+        resumed, encoded, encoded_papers = _encode_shards(encoder, papers, folder / _PARTS, shard_size, count, share, batch_size,
+                                                          show_progress_bar)
     except BaseException:
         # A run that finished no shard leaves nothing worth resuming, and must not block the next.
         if share.world_size == 1 and not any((folder / _PARTS).glob("part-*.parquet")):
             shutil.rmtree(folder, ignore_errors=True)
         raise
-    if resumed:
-        logger.info("resumed: %d of this process's shards were already done in %s", resumed, folder)
 
     share.barrier()
     assembled = share.rank == 0 if share.group else _all_done(folder / _PARTS, count) and _claim(folder, share)
     dim = None
     if assembled:
         dim = _assemble(folder, output, papers, shard_size, count)
-    elif not share.group:
-        logger.info("rank %d of %d: its shards are done; the output is assembled by the task that finishes the last shard",
-                    share.rank, share.world_size)
     share.barrier()
-    return EmbedReport(output, len(papers), dim, count, resumed, encoded, share.rank, share.world_size, assembled or share.group, skipped)
+    report = EmbedReport(output, len(papers), dim, count, resumed, encoded, share.rank, share.world_size, assembled or share.group, skipped,
+                         encoded_papers, time.perf_counter() - started)
+    logger.info("%s", report.summary())
+    return report
 
 
 def _records(papers: Papers | Any, start: int, stop: int) -> list[Mapping[str, Any]]:
@@ -182,9 +206,9 @@ def _part(parts: Path, index: int) -> Path:
 
 
 def _encode_shards(encoder: Encoder, papers: Papers | Any, parts: Path, shard_size: int, count: int, share: Share,
-                   batch_size: int, show_progress_bar: bool) -> tuple[int, int]:
-    """Encode this process's unfinished shards into ``parts``; returns (shards already done, shards encoded)."""
-    resumed = encoded = 0
+                   batch_size: int, show_progress_bar: bool) -> tuple[int, int, int]:
+    """Encode this process's unfinished shards into ``parts``; returns (shards already done, shards encoded, papers encoded)."""
+    resumed = encoded = encoded_papers = 0
     for index in range(share.rank, count, share.world_size):
         part = _part(parts, index)
         start, stop = index * shard_size, min((index + 1) * shard_size, len(papers))
@@ -198,7 +222,8 @@ def _encode_shards(encoder: Encoder, papers: Papers | Any, parts: Path, shard_si
                                  progress_desc=f"Shard {index + 1}/{count}" if count > 1 else "Encoding")
         write_embeddings(part, [(ids, vectors)], total=len(ids), dim=vectors.shape[1])
         encoded += 1
-    return resumed, encoded
+        encoded_papers += len(ids)
+    return resumed, encoded, encoded_papers
 
 
 def _check_part(part: Path, ids: list[str]) -> Chunk:
@@ -258,7 +283,6 @@ def _assemble(folder: Path, output: Path, papers: Papers | Any, shard_size: int,
             leftover.unlink()
         replace_folder(parts, output)
     shutil.rmtree(folder)
-    logger.info("assembled %d shard(s) into %s", count, output)
     return dim
 
 
@@ -368,14 +392,8 @@ def run(args: argparse.Namespace) -> int:
     rank_device = init_from_environment() if args.rank is None else None
     encoder = encoder_from_args(args, device=args.device or rank_device, max_length=args.max_length, pooling=args.pooling,
                                 task_format=args.task_format, domain=args.domain)
-    report = embed_to_file(encoder, args.input, output, shard_size=args.shard_size, batch_size=args.batch_size, resume=args.resume,
-                           rank=args.rank, world_size=args.world_size, id_field=args.id_field, skip_invalid=args.skip_invalid,
-                           show_progress_bar=not args.no_progress)
-    share = f"rank {report.rank} of {report.world_size}: " if report.world_size > 1 else ""
-    logger.info("%sencoded %d shard(s), %d already done, of %d in all", share, report.encoded_shards, report.resumed_shards, report.shards)
-    if report.dim is not None:
-        logger.info("wrote %d embeddings of dimension %d to %s", report.papers, report.dim, report.output)
-    if report.skipped and report.rank == 0:
-        logger.warning("skipped %d invalid record(s) of %s:\n  %s", len(report.skipped), args.input, "\n  ".join(map(str, report.skipped)))
+    embed_to_file(encoder, args.input, output, shard_size=args.shard_size, batch_size=args.batch_size, resume=args.resume,
+                  rank=args.rank, world_size=args.world_size, id_field=args.id_field, skip_invalid=args.skip_invalid,
+                  show_progress_bar=not args.no_progress)
     end_distributed_run()
     return 0

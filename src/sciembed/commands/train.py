@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import textwrap
 from pathlib import Path
@@ -25,9 +26,10 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
             "be overridden with --config FILE (YAML or JSON) and --set KEY=VALUE (KEY is section.name with section in "
             "model, embedding, data, loss, training, or a bare TrainingArguments field). Checkpoints go to "
             "OUTPUT/checkpoint-N (--resume continues from the latest complete one), the model to OUTPUT/model and the "
-            "settings and metrics to OUTPUT/train_results.json. Runs unchanged under `accelerate launch` or `torchrun`."
+            "settings and metrics to OUTPUT/train_results.json. Runs unchanged under `accelerate launch` or `torchrun`. "
+            "`sciembed train --recipe NAME [--base B] --show-settings` prints every KEY of NAME with the value a run uses."
         ),
-        epilog="recipes:\n" + "\n".join(f"  {r.name:16} {r.paper}: {r.notes}" for r in RECIPES.values()) + "\n\n" + _layouts_help(),
+        epilog=_recipes_help() + "\n\n" + _layouts_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--recipe", required=True, choices=tuple(RECIPES), help="the paper whose setting to reproduce")
@@ -40,13 +42,16 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     parser.add_argument("--citations", metavar="FILE", help="with --papers: the citations between them, a CSV / TSV edge list with a "
                         "citing,cited header (or from,to / source,target) or SNAP's lines (# comments, then citing<TAB>cited)")
     add_options(parser, "smart_links")
-    parser.add_argument("--output", required=True, help="folder for checkpoints, the trained model and train_results.json")
+    parser.add_argument("--output", help="folder for checkpoints, the trained model and train_results.json (required to train)")
     parser.add_argument("--config", help="YAML or JSON file of settings, nested by section or with dotted keys")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="one setting, VALUE as JSON (e.g. --set max_steps=100 --set loss.margin=0.5 --set data.held_out=0.2); "
-                             "repeatable, applied after --config")
+                             "repeatable, applied after --config; --show-settings lists every key with its value")
     parser.add_argument("--resume", action="store_true", help="continue from the latest complete checkpoint in OUTPUT")
     parser.add_argument("--evaluate-before", action="store_true", help="with held-out queries, also score the untrained model")
+    parser.add_argument("--show-settings", action="store_true",
+                        help="print the settings a run of --recipe from --base would use (the recipe's defaults for that base, "
+                             "--config and --set applied), one --set KEY=VALUE a line, and exit without training")
     parser.set_defaults(run=run)
     return parser
 
@@ -57,6 +62,11 @@ def run(args: argparse.Namespace) -> int:
     from ..training.run import train
 
     overrides = {**(read_overrides(args.config) if args.config else {}), **parse_assignments(args.set)}
+    if args.show_settings:
+        print(_settings_listing(args.recipe, args.base, overrides))
+        return 0
+    if not args.output:
+        raise ValueError("--output is required: the folder for checkpoints, the trained model and train_results.json")
     summary = train(args.recipe, args.base, _data(args), args.output, overrides, resume=args.resume, evaluate_before=args.evaluate_before,
                     smart_links=args.smart_links)
     logger.info("trained %s for %d step(s) in %.0f s; model saved to %s", args.recipe, summary["global_step"], summary["seconds"], summary["model"])
@@ -83,6 +93,35 @@ def _data(args: argparse.Namespace):
     if not args.data:
         raise ValueError("no training data: give --data, or --papers and --citations (sciembed train --help lists the layouts)")
     return args.data
+
+
+def _settings_listing(recipe: str, base: str | None, overrides: dict) -> str:
+    """The settings a run uses as ``KEY=VALUE`` lines (what ``--set`` takes), each embedding value with what chose it."""
+    from ..training.recipes import get_recipe
+    from ..training.run import resolved_settings
+
+    settings = resolved_settings(recipe, base, overrides)
+    chosen_by = settings["embedding"].pop("chosen_by")
+    unit_vector_settings = get_recipe(recipe).unit_vector_settings if settings["embedding"]["normalize"] else {}
+    lines = [f"# recipe {recipe} ({get_recipe(recipe).paper}) from {base or 'the embedded all-MiniLM-L6-v2'}"
+             f"{', with --config / --set' if overrides else ''}: the settings a run uses",
+             "# each line is a --set KEY=VALUE (VALUE as JSON); any other TrainingArguments field is a key too"]
+    if unit_vector_settings:
+        lines.append(f"# trained in unit vectors, so the recipe's unit-vector settings apply: {', '.join(unit_vector_settings)}")
+    for section, values in settings.items():
+        for name, value in values.items():
+            source = f"  # chosen by: {chosen_by[name]}" if section == "embedding" and name in chosen_by else ""
+            lines.append(f"{section}.{name}={json.dumps(value)}{source}")
+    return "\n".join(lines)
+
+
+def _recipes_help() -> str:
+    """Each recipe with its paper and description (the settings it uses, from the recipe itself), for the epilog."""
+    blocks = ["recipes (values: --show-settings):"]
+    for recipe in RECIPES.values():
+        blocks.append(f"  {recipe.name}: {recipe.paper}\n" + textwrap.fill(recipe.description, width=110, initial_indent="      ",
+                                                                            subsequent_indent="      "))
+    return "\n".join(blocks)
 
 
 def _layouts_help() -> str:

@@ -50,7 +50,7 @@ def read_arxiv_abstracts(folder: str | os.PathLike[str], *, skip_invalid: bool =
     folder = Path(folder)
     files = sorted(folder.rglob("*.abs"))
     if not files:
-        raise InvalidPaperError([PaperProblem(str(folder), "whole folder", "no .abs files (arXiv listing abstracts)")])
+        raise InvalidPaperError([], whole=PaperProblem(str(folder), "whole folder", "no .abs files (arXiv listing abstracts)"))
     papers: list[dict[str, Any]] = []
     skipped: list[PaperProblem] = []
     for path in files:

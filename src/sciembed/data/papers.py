@@ -22,6 +22,8 @@ from typing import Any
 #: Fields tried, in order, for a record's id when the caller names none. SciDocs and SPECTER use
 #: ``paper_id``; SciRepEval's samples use ``corpus_id``.
 ID_FIELDS = ("paper_id", "corpus_id", "id", "doc_id")
+#: What a record without any of those fields needs: skipping cannot help when the file names its ids otherwise.
+_ID_FIELD_HINT = "name the field that holds the paper ids with id_field=... / --id-field"
 #: The fields a paper's text is made of (SPECTER: title [SEP] abstract).
 TEXT_FIELDS = ("title", "abstract")
 
@@ -76,12 +78,14 @@ def _text_field(paper: Mapping[str, Any], name: str) -> str:
 
 @dataclass(frozen=True)
 class PaperProblem:
-    """One record a reader could not accept."""
+    """One record a reader could not accept; ``hint`` says what fixes it when skipping the record would not (a
+    misnamed id field)."""
 
     source: str
     location: str
     reason: str
     paper_id: str | None = None
+    hint: str | None = None
 
     def __str__(self) -> str:
         paper = f" (paper_id {self.paper_id!r})" if self.paper_id is not None else ""
@@ -89,14 +93,28 @@ class PaperProblem:
 
 
 class InvalidPaperError(ValueError):
-    """Raised when a paper file holds a record that cannot be used; the message names file, line and id."""
+    """Raised when a paper file holds a record that cannot be used; the message names file, line and id.
 
-    def __init__(self, problems: list[PaperProblem]):
-        self.problems = problems
-        shown = "\n  ".join(str(p) for p in problems[:10])
-        more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
-        hint = "\n(pass skip_invalid=True / --skip-invalid to skip such records and report them)"
-        super().__init__(f"{len(problems)} invalid paper record(s):\n  {shown}{more}{hint}")
+    Args:
+        problems: the invalid records; the message counts and lists them.
+        skipping: the reader was already skipping invalid records (``skip_invalid``), so no hint suggests it.
+        whole: a problem with the file as a whole (no papers at all), stated first and not counted as a record.
+
+    The message ends with the hint that fits the records: their own hints (``--id-field`` for records without
+    an id field), else, unless ``skipping``, ``--skip-invalid``.
+    """
+
+    def __init__(self, problems: list[PaperProblem], *, skipping: bool = False, whole: PaperProblem | None = None):
+        self.problems, self.whole = problems, whole
+        lines = [str(whole)] if whole is not None else []
+        if problems:
+            shown = "\n  ".join(str(p) for p in problems[:10])
+            more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+            lines.append(f"{len(problems)} invalid paper record(s):\n  {shown}{more}")
+        hints = list(dict.fromkeys(p.hint for p in problems if p.hint))
+        if not hints and problems and not skipping:
+            hints = ["pass skip_invalid=True / --skip-invalid to skip such records and report them"]
+        super().__init__("\n".join(lines) + "".join(f"\n({hint})" for hint in hints))
 
 
 @dataclass
@@ -225,8 +243,8 @@ def _valid_papers(path: Path, id_field: str | None, skip_invalid: bool, skipped:
         skipped.append(problem)
 
     if not found:
-        reason = f"no valid papers ({len(skipped)} skipped)" if skipped else "no papers"
-        raise InvalidPaperError([*skipped, PaperProblem(source, "whole file", reason)])
+        reason = f"no valid papers (all {len(skipped)} record(s) invalid)" if skipped else "no papers"
+        raise InvalidPaperError(skipped, skipping=skip_invalid, whole=PaperProblem(source, "whole file", reason))
 
 
 # Each record source yields (location, record or PaperProblem, key-as-id or None).
@@ -325,7 +343,8 @@ def _validate(
         return {}, PaperProblem(source, location, f"expected a JSON object, got {type(record).__name__}")
     paper_id, reason = _paper_id(record, key, id_field)
     if reason is not None:
-        return {}, PaperProblem(source, location, reason, paper_id)
+        hint = _ID_FIELD_HINT if reason.startswith("no paper id") else None
+        return {}, PaperProblem(source, location, reason, paper_id, hint)
     paper = {**record, "paper_id": paper_id}
     try:
         paper["title"] = _text_field(paper, "title")
@@ -345,7 +364,9 @@ def _paper_id(record: dict[str, Any], key: str | None, id_field: str | None) -> 
             return key, f"record id {value!r} differs from its key"
         return key, None
     if value is None:
-        return None, f"no paper id (looked for {' / '.join(names)})"
+        fields = [str(name) for name in record if name is not None]
+        shown = ", ".join(fields[:8]) + (f", ... ({len(fields)} in all)" if len(fields) > 8 else "")
+        return None, f"no paper id (looked for {' / '.join(names)}; the record's fields: {shown or 'none'})"
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return None, f"paper id must be a string or integer, got {type(value).__name__}"
     paper_id = str(value).strip()

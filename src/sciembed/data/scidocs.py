@@ -90,9 +90,14 @@ def read_scidocs(
         ValueError: an unknown task name; a qrel line without exactly 4 fields or a non-integer
             relevance; a CSV with another header or a row without 2 fields (file and line named).
         InvalidPaperError: bad metadata records, or rows naming unknown papers, when not skipped.
-        FileNotFoundError: the folder holds none of the SciDocs tasks.
+        FileNotFoundError: the folder does not exist, or holds none of the SciDocs tasks.
+        NotADirectoryError: ``folder`` is a file.
     """
     folder = Path(folder)
+    if not folder.exists():
+        raise FileNotFoundError(f"{folder}: no such folder (a SciDocs release folder: data/ of allenai/scidocs)")
+    if not folder.is_dir():
+        raise NotADirectoryError(f"{folder}: a file, not a folder (a SciDocs release folder: data/ of allenai/scidocs)")
     wanted = tuple(tasks) if tasks is not None else PROXIMITY_TASKS + CLASSIFICATION_TASKS
     unknown_tasks = [t for t in wanted if t not in TASK_METADATA]
     if unknown_tasks:

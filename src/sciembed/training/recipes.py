@@ -69,7 +69,8 @@ class Recipe:
             S2ORC JSONL; or SciRepEval's ``specter_small.json`` triplets), ``scirepeval`` (SciRepEval's
             training samples), ``labelled`` (CACM categories or a SciRepEval MeSH sample).
         settings: the default settings (see the module docstring).
-        notes: where the values come from, and the choices made where the paper is silent.
+        notes: where the values come from, and the choices made where the paper is silent; the values
+            themselves are in :attr:`description`, derived from the settings.
         unit_vector_settings: dotted overrides applied when the model is trained in unit vectors.
     """
 
@@ -85,15 +86,7 @@ class Recipe:
     def resolve(self, overrides: Mapping[str, Any] | None = None, *, unit_vectors: bool = False) -> dict[str, dict[str, Any]]:
         """The settings with ``overrides`` (nested sections or dotted keys) applied and checked; with
         ``unit_vectors``, :attr:`unit_vector_settings` first (under ``overrides``)."""
-        settings = copy.deepcopy(self.settings)
-        layers = [self.unit_vector_settings] if unit_vectors else []
-        for layer in [*layers, overrides or {}]:
-            assignments = [(_section_of(key), value) for key, value in flatten_overrides(layer)]
-            new_loss = next((value for (section, name), value in assignments if (section, name) == ("loss", "name")), None)
-            if new_loss is not None and new_loss != settings["loss"].get("name"):
-                settings["loss"] = {}
-            for (section, name), value in assignments:
-                settings.setdefault(section, {})[name] = value
+        settings = self._layered(overrides, unit_vectors)
         unknown = sorted(set(settings["training"]) - _training_fields())
         if unknown:
             # transformers 5 removed warmup_ratio: a warmup_steps below 1 is now the ratio of the steps.
@@ -105,6 +98,57 @@ class Recipe:
         if choices is not None and settings["loss"].get("name") not in choices:
             raise ValueError(f"recipe {self.name}: loss.name must be one of {', '.join(choices)}, got {settings['loss'].get('name')!r}")
         return settings
+
+    def _layered(self, overrides: Mapping[str, Any] | None, unit_vectors: bool) -> dict[str, dict[str, Any]]:
+        """The settings with the layers applied, unchecked (a new ``loss.name`` drops the other loss's settings)."""
+        settings = copy.deepcopy(self.settings)
+        layers = [self.unit_vector_settings] if unit_vectors else []
+        for layer in [*layers, overrides or {}]:
+            assignments = [(_section_of(key), value) for key, value in flatten_overrides(layer)]
+            new_loss = next((value for (section, name), value in assignments if (section, name) == ("loss", "name")), None)
+            if new_loss is not None and new_loss != settings["loss"].get("name"):
+                settings["loss"] = {}
+            for (section, name), value in assignments:
+                settings.setdefault(section, {})[name] = value
+        return settings
+
+    @property
+    def description(self) -> str:
+        """The notes, then the model options, loss, optimiser, batch and epochs a run uses, written from the
+        settings themselves (so the two cannot disagree): the paper's, and for a recipe with
+        :attr:`unit_vector_settings` what changes when the model is trained in unit vectors."""
+        paper = _setting_phrases(self._layered(None, unit_vectors=False))
+        text = f"{self.notes} Settings: {'; '.join(paper.values())}."
+        if self.unit_vector_settings:
+            unit = _setting_phrases(self._layered(None, unit_vectors=True))
+            changed = [phrase for part, phrase in unit.items() if phrase != paper.get(part)]
+            text += f" Trained in unit vectors (embedding.normalize, e.g. from all-MiniLM-L6-v2): {'; '.join(changed)}."
+        return text
+
+
+def _setting_phrases(settings: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Resolved settings as phrases by part (``model``, ``loss``, ``optimiser``, ``batch``, ``epochs``), e.g.
+    ``batch``: "32 examples per optimiser step (8 per device x 4 accumulation steps)"."""
+    def listed(options: Mapping[str, Any]) -> str:
+        return ", ".join(f"{key} {value}" for key, value in options.items())
+
+    training = settings["training"]
+    phrases = {}
+    if settings["model"]:
+        phrases["model"] = f"model {listed(settings['model'])}"
+    loss = dict(settings["loss"])
+    if loss:
+        name = loss.pop("name", None)
+        phrases["loss"] = " ".join(part for part in ("loss", name, f"({listed(loss)})" if loss else "") if part)
+    warmup = training.get("warmup_steps", 0)
+    warmup = f"warm-up over {warmup:.0%} of the steps" if 0 < warmup < 1 else f"{warmup} warm-up steps"
+    phrases["optimiser"] = (f"lr {training['learning_rate']:g}, {training['lr_scheduler_type']} schedule, {warmup}, "
+                            f"weight decay {training.get('weight_decay', 0.0)}")
+    per_device, accumulation = training["per_device_train_batch_size"], training.get("gradient_accumulation_steps", 1)
+    phrases["batch"] = (f"{per_device * accumulation} examples per optimiser step ({per_device} per device x {accumulation} "
+                        "accumulation steps)")
+    phrases["epochs"] = f"{training['num_train_epochs']} epoch(s)"
+    return phrases
 
 
 def flatten_overrides(overrides: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
@@ -167,8 +211,10 @@ def _recipe(name, paper, objective, family, data, *, model=None, embedding=None,
 #: Citation triplets in unit vectors: multiple-negatives ranking over the in-batch matrix plus each triplet's
 #: hard negative, cosine similarity at temperature 0.05 (sentence-transformers' scale 20); the 32 triplets of
 #: a step in one batch, since in-batch negatives come from the batch a loss sees, not from accumulation.
+#: (Dotted keys throughout: `sciembed --help` writes the recipes' descriptions from these without importing
+#: transformers, which a bare key would need to be found among TrainingArguments' fields.)
 _UNIT_VECTOR_TRIPLETS = {"loss.name": "mnr", "loss.similarity": "cosine", "loss.temperature": 0.05,
-                         "per_device_train_batch_size": 32, "gradient_accumulation_steps": 1}
+                         "training.per_device_train_batch_size": 32, "training.gradient_accumulation_steps": 1}
 
 
 _SPECTER_TRAINING = {
@@ -188,10 +234,10 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
         loss={"name": "triplet", "margin": 1.0, "distance": "l2"},
         training=_SPECTER_TRAINING,
         unit_vectors=_UNIT_VECTOR_TRIPLETS,
-        notes="triplet margin loss (L2, margin 1), lr 2e-5 with linear warm-up over 10% of the steps then linear "
-              "decay, batch 32 (8 x 4 accumulation here), 2 epochs; 5 triplets per query, 2 with hard negatives. "
-              "In unit vectors (a base such as all-MiniLM-L6-v2): multiple-negatives ranking with the hard negatives, "
-              "cosine / 0.05, 32 triplets per batch.",
+        notes="SPECTER's triplet margin loss on unnormalised vectors; 5 triplets per query, 2 with hard negatives; the "
+              "paper's batch reached by gradient accumulation. In unit vectors (a base such as all-MiniLM-L6-v2): "
+              "multiple-negatives ranking with the hard negatives, the step's triplets in one batch (its in-batch "
+              "negatives come from the batch the loss sees, not from accumulation).",
     ),
     _recipe(
         "scincl", "Ostendorff et al. 2022, SciNCL", "triplet", None, "citations",
@@ -199,7 +245,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
         loss={"name": "triplet", "margin": 1.0, "distance": "l2"},
         training=_SPECTER_TRAINING,
         unit_vectors=_UNIT_VECTOR_TRIPLETS,
-        notes="SPECTER's triplet loss (margin 1) on triplets sampled from a citation-graph embedding: 5 positives "
+        notes="SPECTER's triplet loss on triplets sampled from a citation-graph embedding: 5 positives "
               "from kNN ranks [20, 25), 2 hard negatives from [3998, 4000), 3 random (ranks scale down on small "
               "graphs). The optimiser settings are SPECTER's; SciNCL's own were not checked against its paper. In unit "
               "vectors: multiple-negatives ranking as the specter recipe.",
@@ -211,8 +257,8 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
         loss={"name": "multi2spe", "weight": 0.1, "mode": "paper"},
         training={**_SPECTER_TRAINING, "weight_decay": 0.0, "lr_scheduler_type": "linear"},
         unit_vectors=_UNIT_VECTOR_TRIPLETS,
-        notes="K=3 CLS tokens, lambda=0.1, Adam (AdamW with no weight decay) lr 2e-5, effective batch 32, "
-              "SPECTER triplets; loss mode 'paper' (eqs. 2-3) by default, 'released' for the authors' code. The model "
+        notes="K CLS tokens (model.num_cls_tokens), lambda as loss.weight, Adam (AdamW with no weight decay), SPECTER's "
+              "batch, SPECTER triplets; loss mode 'paper' (eqs. 2-3) by default, 'released' for the authors' code. The model "
               "starts where its base is (model.initialization='base'; 'paper' for the paper's random last layers). In "
               "unit vectors: multiple-negatives ranking on the normalised sum of the CLS outputs, as the specter recipe.",
     ),
@@ -221,9 +267,9 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
         data_settings={"max_examples": None},
         loss={"dropout": 0.1, "margin": 1.0},
         training=_SCIREPEVAL_TRAINING,
-        notes="Multi-task training over SciRepEval's formats with [CLF] [RGN] [PRX] [QRY] control codes: AdamW "
-              "peak lr 5e-5, inverse-square-root schedule after 700 warm-up steps, task-heterogeneous batches; "
-              "heads: linear with dropout, CE / BCE / MSE, triplet for proximity and search.",
+        notes="Multi-task training over SciRepEval's formats with [CLF] [RGN] [PRX] [QRY] control codes: AdamW with an "
+              "inverse-square-root schedule after warm-up, task-heterogeneous batches; heads: linear with dropout, "
+              "CE / BCE / MSE, triplet for proximity and search.",
     ),
     _recipe(
         "scirepeval-adapters", "Singh et al. 2023, SciRepEval (format adapters, stage 1)", "multitask", None, "scirepeval",
@@ -247,7 +293,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
         model={"format_modules": "pals", "pals_hidden_size": 204, "pals_attention_heads": 6},
         loss={"dropout": 0.1, "margin": 1.0},
         training=_SCIREPEVAL_TRAINING,
-        notes="Projected attention layers per format (hidden 204, 6 heads, projections shared across layers), "
+        notes="Projected attention layers per format (projections shared across layers), "
               "trained jointly with the whole network on the multi-task batches.",
     ),
     _recipe(
@@ -268,9 +314,9 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
         training={"learning_rate": 1e-5, "lr_scheduler_type": "cosine", "warmup_steps": 0, "num_train_epochs": 1,
                   "per_device_train_batch_size": 16, "weight_decay": 0.01},
         notes="Co-citation pairs, multiple-negatives ranking over the full in-batch matrix with a learned "
-              "temperature (init 0.7), lr 1e-5 with cosine decay; experts copied from the pretrained MLP, "
-              "routing by domain token (router losses apply to learned routing only). In unit vectors: cosine / 0.05, "
-              "fixed.",
+              "temperature (loss.temperature is its initial value), cosine decay; experts copied from the pretrained MLP, routing by domain "
+              "token (router losses apply to learned routing only). In unit vectors: cosine similarity at a fixed "
+              "temperature.",
         unit_vectors={"loss.similarity": "cosine", "loss.temperature": 0.05, "loss.learn_temperature": False},
     ),
 )}

@@ -99,13 +99,30 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
     return TrainingRun(recipe, settings, trainer, tokenizer, Path(output_dir), {"source": str(data), **counts})
 
 
+def resolved_settings(recipe: str | Recipe, base: str | os.PathLike[str] | None = None,
+                      overrides: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """The settings a run of ``recipe`` from ``base`` (default: the embedded all-MiniLM-L6-v2) with ``overrides``
+    uses, resolved as :func:`prepare` resolves them, without reading data or loading the model: the embedding
+    follows the base unless set (``embedding.chosen_by`` names what chose each value), and a model trained in
+    unit vectors takes the recipe's unit-vector settings. ``embedding.max_length`` left unset is the base's
+    sentence-transformers length, else ``None``: the model's own limit, read when it loads."""
+    from ..default_model import default_model_path
+
+    recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
+    settings, embedding = _settings(recipe, str(base) if base is not None else default_model_path(), overrides)
+    if settings["embedding"]["max_length"] is None:
+        settings["embedding"]["max_length"] = embedding.max_length
+    return settings
+
+
 def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str | os.PathLike[str] | CitationFiles,
           output_dir: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None, *, resume: bool = False,
           evaluate_before: bool = False, smart_links: str = "cacm") -> dict[str, Any]:
     """Prepare and run ``recipe`` (arguments as :func:`prepare`); save the model and ``train_results.json`` (see the
     module docstring).
 
-    With held-out queries (``data.held_out``) the trained model's held-out evaluation is also written
+    With held-out queries (``data.held_out``) the trained model is scored on them once at the end (the Trainer's
+    own evaluation at the last step when its ``eval_strategy`` made one), and the evaluation is also written
     as ``OUTPUT/held_out_evaluation.json`` in ``sciembed evaluate``'s format (what ``sciembed export``
     turns into the model card's results); ``evaluate_before`` scores the untrained model first
     (``base_eval_metrics`` in the summary) and the base as its authors publish it (its own pooling and
@@ -123,7 +140,7 @@ def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str |
     started = time.perf_counter()
     result = run.trainer.train(resume_from_checkpoint=checkpoint)
     seconds = time.perf_counter() - started
-    final_metrics = run.trainer.evaluate() if run.trainer.eval_dataset is not None else {}
+    final_metrics = _final_metrics(run.trainer) if run.trainer.eval_dataset is not None else {}
     model_dir = run.output_dir / MODEL_FOLDER
     if run.trainer.args.should_save:
         save_trained(run.trainer, run.tokenizer, model_dir)
@@ -148,6 +165,16 @@ def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str |
         with atomic_path(run.output_dir / RESULTS_FILE) as temporary:
             temporary.write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
     return summary
+
+
+def _final_metrics(trainer: Any) -> dict[str, float]:
+    """The trained model's held-out metrics, scored once: the Trainer's own evaluation when it scored the final
+    weights (``eval_strategy`` ``epoch``, or ``steps`` ending on an evaluation step, evaluates at the last step),
+    else one evaluation now."""
+    # With load_best_model_at_end the Trainer's last evaluation scored the last step, not the weights it loaded.
+    if trainer.last_metrics_step == trainer.state.global_step and not trainer.args.load_best_model_at_end:
+        return trainer.last_metrics
+    return trainer.evaluate()
 
 
 def _resume_checkpoint(output_dir: Path, *, main_process: bool) -> str | bool:

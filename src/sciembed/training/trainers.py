@@ -88,6 +88,9 @@ class EmbeddingTrainer(Trainer):
         self.formats = model_formats(self.model)
         self.task_format = task_format
         self.max_length = max_length
+        # The metrics of the latest evaluation of eval_dataset and the step it scored (see evaluate).
+        self.last_metrics: dict[str, float] | None = None
+        self.last_metrics_step: int | None = None
         # Our losses are means over the batch; the Trainer then scales by gradient accumulation itself.
         self.model_accepts_loss_kwargs = False
         if self.loss is not None and any(p.requires_grad for p in self.loss.parameters()):
@@ -152,7 +155,9 @@ class EmbeddingTrainer(Trainer):
     def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval") -> dict[str, float]:
         """Score the :class:`~sciembed.evaluation.TaskSuite` given as ``eval_dataset`` (metrics named
         ``{prefix}_{task_id}_{metric}``; the full report is kept as ``last_evaluation``), or defer to the
-        plain Trainer for any other dataset."""
+        plain Trainer for any other dataset. An evaluation of the trainer's own ``eval_dataset`` also keeps
+        its metrics as ``last_metrics`` and the global step it scored as ``last_metrics_step``, so a caller
+        can tell whether the weights it has were already scored."""
         suite = eval_dataset if eval_dataset is not None else self.eval_dataset
         if not isinstance(suite, TaskSuite):
             return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
@@ -176,6 +181,8 @@ class EmbeddingTrainer(Trainer):
             dist.broadcast_object_list(sent, src=0)
             metrics = sent[0]
         self.log(metrics)
+        if suite is self.eval_dataset:
+            self.last_metrics, self.last_metrics_step = dict(metrics), self.state.global_step
         self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
         return metrics
 
