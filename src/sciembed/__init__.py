@@ -8,5 +8,6 @@ __version__ = "0.1.0.dev0"
 from .data.papers import InvalidPaperError, paper_text, read_papers
 from .default_model import default_model_path
 from .encode import Encoder, PaperEncoder, encode
+from .evaluation.neighbours import neighbours
 
-__all__ = ["Encoder", "InvalidPaperError", "PaperEncoder", "default_model_path", "encode", "paper_text", "read_papers"]
+__all__ = ["Encoder", "InvalidPaperError", "PaperEncoder", "default_model_path", "encode", "neighbours", "paper_text", "read_papers"]

@@ -1,11 +1,12 @@
-"""``sciembed evaluate``: a model on SciDocs, SciRepEval, Multi-SciDocs, BEIR, co-citation pairs or CACM."""
+"""``sciembed evaluate``: a model on SciDocs, SciRepEval, Multi-SciDocs, BEIR, co-citation pairs, CACM, or your own labelled
+papers (a CSV) and relevance judgements (a qrels file) over a papers file."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 
-from ..evaluation.names import BENCHMARK_NAMES
+from ..evaluation.names import BENCHMARK_LAYOUTS, BENCHMARK_NAMES, layouts_text
 from .options import add_options, encoder_from_args
 
 logger = logging.getLogger(__name__)
@@ -14,21 +15,38 @@ logger = logging.getLogger(__name__)
 def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subcommands.add_parser(
         "evaluate",
-        help="evaluate a model on SciDocs, SciRepEval, Multi-SciDocs, BEIR, co-citation pairs or CACM",
+        help="evaluate a model on SciDocs, SciRepEval, Multi-SciDocs, BEIR, co-citation pairs, CACM or your own labels / qrels",
         description=(
             "Embed every paper (and query) a benchmark's tasks need once, score each task with the benchmark's "
             "reference protocol (SciDocs: -L2 ranking with pytrec_eval MAP/nDCG, LinearSVC macro-F1; SciRepEval: its "
             "task list, formats, few-shot and reviewer matching; BEIR: cosine nDCG@10 / recall@100; co-citation: "
-            "F1max), print a table with the benchmark's averages and write the full results as JSON. A folder with "
+            "F1max), print a table with the benchmark's averages and write the full results as JSON. Your own data needs "
+            "no benchmark layout: --benchmark classification takes a labelled CSV (paper_id,label) and --benchmark "
+            "retrieval a qrels file, each with --papers, scored with SciDocs' protocols. A folder with "
             "only some of a benchmark's tasks evaluates those and lists the others. Vectors are cached per model "
             "and text (float32), so a second run or another benchmark sharing papers embeds nothing twice."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        epilog="benchmarks (--benchmark) and what --data is, with an example of each:\n" + layouts_text("  "),
+        formatter_class=_Formatter,
     )
     add_options(parser, "model")
-    parser.add_argument("--benchmark", required=True, choices=BENCHMARK_NAMES)
+    parser.add_argument("--benchmark", required=True, choices=BENCHMARK_NAMES, metavar="BENCHMARK",
+                        help="what to evaluate on, and what --data is: "
+                        + "; ".join(f"{layout.name}: {layout.reads}" for layout in BENCHMARK_LAYOUTS) + " (examples below)")
     parser.add_argument("--data", required=True, help="the benchmark's local folder or Hub dataset id (SciRepEval: a folder built by "
-                        "datasets_scripts/build_scirepeval.py, or the metadata source allenai/scirepeval)")
+                        "datasets_scripts/build_scirepeval.py, or the metadata source allenai/scirepeval); classification: the "
+                        "labels CSV; retrieval: the qrels file")
+    parser.add_argument("--papers", help="classification / retrieval: the papers the labels or judgements name (.jsonl, .json, "
+                        ".csv or .parquet with paper_id, title, abstract)")
+    parser.add_argument("--queries", help="retrieval: text queries (.jsonl {_id|query_id|id, text} or .tsv id<TAB>text), embedded "
+                        "as search queries; without it a query id is a paper of --papers, embedded as a paper")
+    parser.add_argument("--candidates", choices=("all", "judged"), default="all",
+                        help="retrieval: what a query ranks: all papers of --papers (cosine, best 1,000; MAP, nDCG, nDCG@10, "
+                        "recall@100) or only its judged papers (SciDocs' -L2 protocol; MAP, nDCG; for qrels listing negatives)")
+    parser.add_argument("--test-size", type=float, default=0.5, help="classification without a split column: the share of each "
+                        "label held out for testing (stratified, seeded by --seed)")
+    parser.add_argument("--id-field", help="classification / retrieval: the papers file's id field (default: first of paper_id, "
+                        "corpus_id, id, doc_id)")
     parser.add_argument("--test-data", help="SciRepEval only: the labels source when --data is the metadata source (default allenai/scirepeval_test)")
     parser.add_argument("--output", help="write the results as JSON here (atomically)")
     parser.add_argument("--tasks", nargs="+", help="task ids to run (e.g. cite mag; SciRepEval config names such as fos search)")
@@ -37,15 +55,30 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     parser.add_argument("--proximity-similarity", choices=("l2", "min_facet_l2"), default="l2",
                         help="ranking score of proximity tasks: -L2 (the references) or Multi2SPE's min distance over facet pairs")
     parser.add_argument("--no-few-shot", action="store_true", help="skip SciRepEval's few-shot settings")
-    parser.add_argument("--skip-invalid", action="store_true", help="drop rows naming papers without metadata and report them, instead of stopping")
+    parser.add_argument("--skip-invalid", action="store_true", help="drop rows naming papers without metadata (and invalid "
+                        "paper records) and report them, instead of stopping")
     add_options(parser, "batch_size", "max_length", "device", "backend", "precision", "int8_check_set", "int8_check_benchmark")
     parser.add_argument("--cache-dir", help="embedding cache folder (default: $SCIEMBED_CACHE or $HF_HOME/sciembed/embeddings)")
     parser.add_argument("--no-cache", action="store_true", help="keep vectors in memory for this run only")
     parser.add_argument("--jobs", type=int, default=-1, help="processes for the classifiers' grid searches (-1: all cores)")
-    parser.add_argument("--seed", type=int, help="seed of what is sampled or trained while evaluating (default: CACM 0, SciDocs' recommender 7 as SciDocs)")
+    parser.add_argument("--seed", type=int, help="seed of what is sampled or trained while evaluating (default: CACM and a "
+                        "labels file's split 0, SciDocs' recommender 7 as SciDocs)")
     add_options(parser, "trust_remote_code", "no_progress")
     parser.set_defaults(run=run)
     return parser
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Defaults in the help (when there is one), paragraphs wrapped, and text with line breaks (the epilog's examples)
+    kept line by line."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        return action.help if action.default in (None, False) else super()._get_help_string(action)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         encoder, args.benchmark, args.data, tasks=args.tasks, split=args.split, batch_size=args.batch_size, cache_dir=args.cache_dir,
         use_cache=not args.no_cache, skip_invalid=args.skip_invalid, test_data=args.test_data, few_shot=not args.no_few_shot,
         proximity_similarity=args.proximity_similarity, n_jobs=args.jobs, seed=args.seed, show_progress_bar=not args.no_progress,
+        papers=args.papers, queries=args.queries, test_size=args.test_size, candidates=args.candidates, id_field=args.id_field,
     )
     print(report.table())
     if args.output:

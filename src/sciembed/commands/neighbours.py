@@ -1,179 +1,144 @@
-"""``sciembed neighbours``: embed the CACM papers and look at their nearest neighbours.
+"""``sciembed neighbours``: the nearest neighbours of papers in any collection (:func:`sciembed.neighbours`).
 
-For a few query papers it lists the nearest neighbours by cosine similarity with their titles, marking
-true citation links (CACM ``.X`` type 5), and reports the share of citation links among the ``k``
-nearest neighbours of every paper that has at least one link, next to what random neighbours give.
-Without ``../shared/data`` it says so and runs on the small example set in :mod:`sciembed.data.example`.
+Embeds the papers of a papers file or SMART collection (or reads their vectors from an embedding file), searches
+them with faiss and prints, or writes as JSONL / CSV, each query paper's ``k`` nearest neighbours with ids, titles
+and cosine scores, marking citation links when the collection has them (or ``--citations`` gives them).
+Without ``--papers`` it shows CACM from ``--data`` (default ``../shared/data``) as before, or, without CACM, the
+small example set of :mod:`sciembed.data.example`.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-
-from ..data.example import example_citation_links, example_papers
-from ..data.knn import nearest_neighbours
-from ..data.smart import CACM_CITATION, read_smart_collection
-from ..encode import PaperEncoder
 from .options import DEFAULT_DATA, add_options
 
 logger = logging.getLogger(__name__)
 
-
-@dataclass
-class Neighbour:
-    paper: dict[str, Any]
-    similarity: float
-    linked: bool
-
-
-@dataclass
-class QueryNeighbours:
-    paper: dict[str, Any]
-    links: int
-    neighbours: list[Neighbour]
-
-
-@dataclass
-class NeighboursResult:
-    source: str
-    model: str
-    papers: int
-    skipped: int
-    k: int
-    queries: list[QueryNeighbours]
-    linked_papers: int
-    link_share: float
-    random_share: float
-
-
-def load_collection(data_dir: str | os.PathLike[str] | None) -> tuple[str, list[dict[str, Any]], set[tuple[str, str]], int]:
-    """Return (description, papers, undirected citation links, skipped records) for the view: CACM under
-    ``data_dir``, or sciembed's small invented example set when no ``data_dir`` is given.
-
-    Raises:
-        FileNotFoundError: ``data_dir`` is given but holds no ``cacm/`` folder (never silently the example set).
-    """
-    if data_dir is None:
-        logger.warning("no data given: running on sciembed's small invented example set (not real data)")
-        return "sciembed example set (invented papers, not real data)", example_papers(), example_citation_links(), 0
-    cacm = Path(data_dir) / "cacm"
-    if not cacm.is_dir():
-        raise FileNotFoundError(f"{data_dir}: no cacm/ folder here" + ("" if Path(data_dir).is_dir() else f" ({data_dir} does not exist)"))
-    collection = read_smart_collection(cacm, skip_invalid=True)
-    return f"CACM ({collection.path})", collection.papers, collection.links.get(CACM_CITATION, set()), len(collection.skipped)
-
-
-def run_neighbours(
-    data_dir: str | os.PathLike[str] | None,
-    *,
-    model: str | None = None,
-    queries: int = 3,
-    k: int = 10,
-    batch_size: int | None = None,
-    show_progress_bar: bool = True,
-) -> NeighboursResult:
-    """Embed the collection with ``model`` (default: the embedded all-MiniLM-L6-v2) and measure
-    how many nearest neighbours are citation links."""
-    source, papers, links, skipped = load_collection(data_dir)
-    encoder = PaperEncoder.from_pretrained(model)
-    logger.info("embedding %d papers from %s with %s", len(papers), source, encoder.name_or_path)
-    vectors = encoder.encode(papers, batch_size=batch_size, show_progress_bar=show_progress_bar)
-    indices, scores = nearest_neighbours(vectors, k)
-
-    position = {paper["paper_id"]: i for i, paper in enumerate(papers)}
-    linked: list[set[int]] = [set() for _ in papers]
-    for a, b in links:
-        if a in position and b in position:
-            linked[position[a]].add(position[b])
-            linked[position[b]].add(position[a])
-    with_links = [i for i, ids in enumerate(linked) if ids]
-    shares = [len(linked[i].intersection(indices[i])) / indices.shape[1] for i in with_links]
-    # Expected share for k neighbours drawn at random from the other papers.
-    random_shares = [len(linked[i]) / (len(papers) - 1) for i in with_links]
-
-    # Queries: the papers with the most citation links among those that have an abstract.
-    candidates = sorted(with_links, key=lambda i: (-len(linked[i]), not papers[i]["abstract"], i))[:queries]
-    reports = [
-        QueryNeighbours(
-            papers[i],
-            len(linked[i]),
-            [Neighbour(papers[j], float(s), int(j) in linked[i]) for j, s in zip(indices[i], scores[i])],
-        )
-        for i in candidates
-    ]
-    return NeighboursResult(
-        source=source,
-        model=encoder.name_or_path,
-        papers=len(papers),
-        skipped=skipped,
-        k=indices.shape[1],
-        queries=reports,
-        linked_papers=len(with_links),
-        link_share=float(np.mean(shares)) if shares else 0.0,
-        random_share=float(np.mean(random_shares)) if random_shares else 0.0,
-    )
-
-
-def format_neighbours(result: NeighboursResult, title_width: int = 90) -> str:
-    """The report as text."""
-    lines = [
-        f"Data:  {result.source}: {result.papers} papers with text"
-        + (f" ({result.skipped} record(s) skipped, see the log)" if result.skipped else ""),
-        f"Model: {result.model}",
-        "",
-    ]
-    for query in result.queries:
-        found = sum(n.linked for n in query.neighbours)
-        lines.append(f"[{query.paper['paper_id']}] {query.paper['title'][:title_width]}")
-        lines.append(f"  {query.links} citation link(s); {found} of its {len(query.neighbours)} nearest neighbours are among them")
-        for rank, neighbour in enumerate(query.neighbours, start=1):
-            mark = "cites/cited" if neighbour.linked else ""
-            lines.append(
-                f"  {rank:>2}. {neighbour.similarity:.3f} {mark:<11} [{neighbour.paper['paper_id']}] "
-                f"{neighbour.paper['title'][:title_width]}"
-            )
-        lines.append("")
-    lines.append(
-        f"Share of citation links among the {result.k} nearest neighbours, over the {result.linked_papers} papers "
-        f"with at least one link: {result.link_share:.3f} (random neighbours: {result.random_share:.4f}, "
-        f"{result.link_share / result.random_share:.0f}x)" if result.random_share else "no citation links to score"
-    )
-    return "\n".join(lines)
+#: Query papers printed without --papers (the view of CACM or the example set): the most linked ones.
+LEGACY_QUERIES = 3
 
 
 def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subcommands.add_parser(
         "neighbours",
-        help="embed the CACM papers and show nearest neighbours and citation links",
+        help="the nearest neighbours of papers in any collection (ids, titles, cosine scores), printed or written",
         description=(
-            "Embed the real CACM collection from DATA/cacm and print, for a few query papers, their nearest "
-            "neighbours with titles, marking true citation links, and the share of citation links among the "
-            "nearest neighbours of every linked paper. Without DATA/cacm it runs on a small invented example set."
+            "Embed the papers of a papers file (.jsonl, .json, .csv or .parquet with paper_id, title, abstract) or of a "
+            "SMART collection (a folder with a *.all file, such as CACM), or read their vectors with --embeddings; search "
+            "them with faiss (exact cosine) and print each query paper's k nearest neighbours with ids, titles and scores, "
+            "or write them with --output (JSONL: one line per query paper; CSV / TSV: one row per neighbour). Query papers: "
+            "--query-ids / --query-file, else every paper. Citation links (a SMART collection's .X citations, or "
+            "--citations) are marked and their share among the neighbours is reported. Without --papers: CACM from --data "
+            f"(default {DEFAULT_DATA}), or a small invented example set."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        epilog=(
+            "examples:\n"
+            "  sciembed neighbours --papers papers.jsonl --query-ids p1 p7 -k 5\n"
+            "  sciembed neighbours --papers papers.csv --embeddings vectors.npy --output neighbours.jsonl\n"
+            "  sciembed neighbours --papers ../shared/data/cacm --skip-invalid --queries 3\n\n"
+            "Python: sciembed.neighbours(papers, model, k=10, query_ids=None, embeddings=None, citations=None)"
+        ),
+        formatter_class=_Formatter,
     )
-    parser.add_argument("--data", help=f"folder holding cacm/ (default: {DEFAULT_DATA} when it holds cacm/, else sciembed's "
-                                       "small invented example set); a given folder without cacm/ is an error")
-    add_options(parser, "model")
-    parser.add_argument("--queries", type=int, default=3, help="query papers to show")
-    parser.add_argument("-k", type=int, default=10, help="neighbours per paper")
-    add_options(parser, "batch_size", "no_progress")
+    parser.add_argument("--papers", help="papers: a .jsonl / .json / .csv / .parquet file (paper_id, title, abstract; see "
+                        "--id-field), or a SMART collection folder or *.all file (CACM; its citation links are marked)")
+    parser.add_argument("--embeddings", help="read the papers' vectors from this file instead of embedding them: .jsonl / "
+                        ".npy (+ .ids.json) / .parquet, or a folder of Parquet parts, as `sciembed embed` writes")
+    parser.add_argument("--query-ids", nargs="+", metavar="ID", help="query papers (default: every paper); unknown ids are an error")
+    parser.add_argument("--query-file", help="query paper ids, one a line (blank and # lines ignored)")
+    parser.add_argument("-k", type=int, default=10, help="neighbours per query paper")
+    parser.add_argument("--queries", type=int, metavar="N", help="print only N query papers (the most linked when citation "
+                        f"links are known, else the first N); default: every one, {LEGACY_QUERIES} without --papers; "
+                        "--output always holds every query paper")
+    parser.add_argument("--output", help="write the neighbours here, atomically: .jsonl ({paper_id, title, neighbours: [{rank, "
+                        "paper_id, title, score}]} a line) or .csv / .tsv (query_id, query_title, rank, paper_id, title, score)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output file (refused otherwise)")
+    parser.add_argument("--citations", help="citation links to mark: CSV / TSV with a citing,cited header, or SNAP's "
+                        "tab-separated lines")
+    parser.add_argument("--id-field", help="field holding the paper id (default: first of paper_id, corpus_id, id, doc_id)")
+    parser.add_argument("--skip-invalid", action="store_true", help="skip invalid records (and papers without a vector in "
+                        "--embeddings) and report them, instead of stopping")
+    add_options(parser, "smart_links")
+    parser.add_argument("--data", help=f"without --papers: a folder holding cacm/ (default: {DEFAULT_DATA} when it holds "
+                        "cacm/, else sciembed's small invented example set); a given folder without cacm/ is an error")
+    add_options(parser, "model", "batch_size", "max_length", "pooling", "device", "backend", "precision", "trust_remote_code",
+                "no_progress")
     parser.set_defaults(run=run)
     return parser
 
 
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Defaults in the help (when there is one), paragraphs wrapped, and text with line breaks (the epilog's examples)
+    kept line by line."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        return action.help if action.default in (None, False) else super()._get_help_string(action)
+
+
 def run(args: argparse.Namespace) -> int:
-    data = args.data
+    from ..evaluation.neighbours import check_output, neighbours
+
+    if args.k < 1:
+        raise ValueError(f"-k must be positive, got {args.k}")
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # which CPU build faiss loads is not the user's concern
+    if args.output:
+        check_output(args.output, overwrite=args.overwrite)  # before anything is embedded
+    if args.embeddings and args.model:
+        raise ValueError("give --model (embed the papers) or --embeddings (read their vectors), not both")
+    query_ids = list(args.query_ids or [])
+    if args.query_file:
+        query_ids += _read_query_file(args.query_file)
+    papers, citations, limit, source, skip_invalid = args.papers, args.citations, args.queries, None, args.skip_invalid
+    if papers is None:
+        if args.query_ids or args.query_file or args.embeddings:
+            raise ValueError("--query-ids, --query-file and --embeddings need --papers")
+        papers, citations, source = _legacy_collection(args.data, citations)
+        limit = LEGACY_QUERIES if limit is None else limit
+        skip_invalid = True  # CACM's record 2856 has no text: the view has always left it out (and says so)
+    elif args.data:
+        raise ValueError("--data is the folder holding cacm/ when no --papers is given; give one of them")
+    # The model is loaded by the library once the papers and the query ids are known to be good.
+    result = neighbours(
+        papers, args.model, k=args.k, query_ids=query_ids or None, embeddings=args.embeddings, citations=citations,
+        id_field=args.id_field, skip_invalid=skip_invalid, smart_links=args.smart_links, batch_size=args.batch_size,
+        device=args.device, max_length=args.max_length, pooling=args.pooling, backend=args.backend, precision=args.precision,
+        trust_remote_code=args.trust_remote_code, show_progress_bar=not args.no_progress,
+    )
+    result.source = source or result.source
+    if args.output:
+        path = result.write(args.output, overwrite=args.overwrite)
+        print(f"wrote the {result.k} nearest neighbours of {len(result)} paper(s) of {result.source} to {path}")
+        if limit:
+            print(result.format(limit=limit))
+    else:
+        print(result.format(limit=limit))
+    return 0
+
+
+def _read_query_file(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as handle:
+        return [line.strip() for line in handle if line.strip() and not line.lstrip().startswith("#")]
+
+
+def _legacy_collection(data: str | None, citations: str | None):
+    """Without --papers: CACM under ``data`` (or ../shared/data), else the invented example set and its links."""
     if data is None and (Path(DEFAULT_DATA) / "cacm").is_dir():
         data = DEFAULT_DATA
-    result = run_neighbours(data, model=args.model, queries=args.queries, k=args.k, batch_size=args.batch_size,
-                            show_progress_bar=not args.no_progress)
-    print(format_neighbours(result))
-    return 0
+    if data is None:
+        from ..data.example import example_citation_links, example_papers
+
+        logger.warning("no data given: running on sciembed's small invented example set (not real data)")
+        links = citations if citations is not None else sorted(example_citation_links())
+        return example_papers(), links, "sciembed example set (invented papers, not real data)"
+    cacm = Path(data) / "cacm"
+    if not cacm.is_dir():
+        raise FileNotFoundError(f"{data}: no cacm/ folder here" + ("" if Path(data).is_dir() else f" ({data} does not exist)"))
+    return str(cacm), citations, None

@@ -145,3 +145,71 @@ def _rescored(matrix: np.ndarray, block: np.ndarray, candidates: np.ndarray, lab
     else:
         distance = -np.einsum("qkd,qkd->qk", others, np.broadcast_to(queries, others.shape))
     return np.take_along_axis(labels, np.lexsort((labels, distance), axis=1), axis=1)
+
+
+# ---------------------------------------------------------------------- top-k neighbours by cosine (faiss)
+
+
+def faiss_neighbours(vectors: np.ndarray, k: int, *, queries: np.ndarray | Sequence[int] | None = None,
+                     ivf: IVFSettings | None = None, rows: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` nearest other rows of each query row by cosine similarity, searched with faiss, most similar first.
+
+    The rows are scaled to unit length and put in an inner-product index: exact (``IndexFlatIP``) by default,
+    or an ``IndexIVFFlat`` with ``ivf``'s cells, probes and seed for large collections. faiss ranks in
+    float32; the ``k + RESCORE_MARGIN`` best of each query are then scored again in float64 and ordered by
+    that score, ties by position, so the neighbours and scores are those of a float64 brute-force search
+    (exact index) and a query's list does not depend on the other queries of its block. The query itself is
+    never its own neighbour (a row with the same vector is).
+
+    Args:
+        vectors: ``(n, d)`` float array, one row per paper.
+        k: neighbours per query (at most ``n - 1``).
+        queries: positions of the query rows in ``vectors`` (default: every row).
+        ivf: an inverted-file index instead of exact search.
+        rows: queries searched per block (memory: ``rows x (k + margin)`` candidates of dimension ``d`` in float64).
+
+    Returns:
+        ``(indices, scores)``: ``(len(queries), k)`` positions into ``vectors`` and their cosine similarities
+        (float64).
+
+    Raises:
+        ValueError: fewer than two rows, ``k < 1``, or a query position outside ``vectors``.
+    """
+    import faiss  # imported here: only neighbour search and SciNCL's sampler need it
+
+    matrix = np.asarray(vectors)
+    if matrix.ndim != 2 or len(matrix) < 2:
+        raise ValueError(f"need at least two vectors to find neighbours, got an array of shape {matrix.shape}")
+    if k < 1:
+        raise ValueError(f"k must be positive, got {k}")
+    n, dim = matrix.shape
+    k = min(k, n - 1)
+    query = np.arange(n) if queries is None else np.asarray(queries, dtype=np.int64).reshape(-1)
+    if len(query) and (query.min() < 0 or query.max() >= n):
+        raise ValueError(f"query positions must lie in [0, {n}), got {query.min()} .. {query.max()}")
+    unit = unit_rows(matrix.astype(np.float32))
+    if ivf is None:
+        index = faiss.IndexFlatIP(dim)
+    else:
+        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, ivf.cells, faiss.METRIC_INNER_PRODUCT)
+        index.cp.seed = ivf.seed
+        index.train(unit)
+        index.nprobe = ivf.nprobe
+    index.add(unit)
+
+    depth = min(k + RESCORE_MARGIN, n - 1)
+    indices = np.empty((len(query), k), dtype=np.int64)
+    scores = np.empty((len(query), k), dtype=np.float64)
+    for start in range(0, len(query), rows):
+        block = query[start : start + rows]
+        labels = _search(index, ivf, unit[block], depth + 1)
+        mine = labels == block[:, None]
+        mine[~mine.any(axis=1), -1] = True  # the query missing from its own list (ties with copies of it): drop the deepest
+        labels = labels[~mine].reshape(len(block), depth)
+        others = matrix[labels].astype(np.float64)
+        others /= np.maximum(np.linalg.norm(others, axis=2, keepdims=True), np.finfo(np.float64).tiny)
+        exact = np.einsum("qkd,qd->qk", others, unit_rows(matrix[block].astype(np.float64)))
+        order = np.lexsort((labels, -exact), axis=1)[:, :k]
+        indices[start : start + len(block)] = np.take_along_axis(labels, order, axis=1)
+        scores[start : start + len(block)] = np.take_along_axis(exact, order, axis=1)
+    return indices, scores

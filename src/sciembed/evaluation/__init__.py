@@ -4,7 +4,9 @@
 text) and scores every task with its reference protocol; see :mod:`.runner`. The evaluators work on
 plain vectors and can be used alone: :mod:`.ranking` (proximity, search, reviewer matching; pytrec_eval),
 :mod:`.supervised` (linear SVM classification, few-shot, regression; scikit-learn), :mod:`.pairs`
-(co-citation F1max) and :mod:`.recommendation` (SciDocs clickthrough recommendations).
+(co-citation F1max) and :mod:`.recommendation` (SciDocs clickthrough recommendations). A user's own labelled
+CSV or qrels file over a papers file is a task source too (:mod:`.custom`, ``classification`` / ``retrieval``),
+and :mod:`.neighbours` lists the nearest neighbours of the papers of any collection (``sciembed.neighbours``).
 """
 
 from __future__ import annotations

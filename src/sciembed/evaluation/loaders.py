@@ -3,9 +3,11 @@
 ``scidocs`` / ``multi-scidocs`` (SciDocs release layout), ``scirepeval`` (a folder written by
 ``datasets_scripts/build_scirepeval.py``, or the two Hub datasets ``allenai/scirepeval`` +
 ``allenai/scirepeval_test`` in their own layout), ``beir`` (BEIR layout), ``cocitation`` (the MoE
-paper's pair sets) and ``cacm`` (the SMART CACM collection: its citation links as a cite task, its CR
-categories as a classification task and its 64 queries as a search task). A folder holding only some of
-a benchmark's tasks gives those tasks and lists the others in :attr:`TaskSuite.missing`.
+paper's pair sets), ``cacm`` (the SMART CACM collection: its citation links as a cite task, its CR
+categories as a classification task and its 64 queries as a search task), and a user's own files over a
+papers file: ``classification`` (a labelled CSV) and ``retrieval`` (a qrels file), see :mod:`.custom`.
+:data:`~.names.BENCHMARK_LAYOUTS` shows each layout. A folder holding only some of a benchmark's tasks
+gives those tasks and lists the others in :attr:`TaskSuite.missing`.
 """
 
 from __future__ import annotations
@@ -49,6 +51,11 @@ def load_tasks(
     few_shot: bool = True,
     proximity_similarity: str = "l2",
     seed: int | None = None,
+    papers: str | os.PathLike[str] | None = None,
+    queries: str | os.PathLike[str] | None = None,
+    test_size: float = 0.5,
+    candidates: str = "all",
+    id_field: str | None = None,
 ) -> TaskSuite:
     """Read a benchmark and build its tasks.
 
@@ -63,15 +70,30 @@ def load_tasks(
         few_shot: run SciRepEval's few-shot settings too.
         proximity_similarity: scoring of proximity tasks (``l2`` as the references, or the Multi²SPE
             ablation ``min_facet_l2``).
-        seed: seed of what is sampled or trained here (CACM's negatives and splits: default 0; SciDocs'
-            recommender: default 7, SciDocs' own).
+        seed: seed of what is sampled or trained here (CACM's negatives and splits, a labels file's split: default 0;
+            SciDocs' recommender: default 7, SciDocs' own).
+        papers: ``classification`` / ``retrieval``: the papers file the labels or judgements name (``data`` is the
+            labels or qrels file).
+        queries: ``retrieval``: a file of text queries (default: the query ids are papers of ``papers``).
+        test_size: ``classification`` without a split column: the share of each label held out for testing.
+        candidates: ``retrieval``: ``all`` papers ranked per query, or only the ``judged`` ones.
+        id_field: the papers file's id column (default: the first of paper_id, corpus_id, id, doc_id).
     """
     name = benchmark.replace("_", "-")
-    builders = {"scidocs": _scidocs, "multi-scidocs": _scidocs, "scirepeval": _scirepeval, "beir": _beir, "cocitation": _cocitation, "cacm": _cacm}
+    builders = {"scidocs": _scidocs, "multi-scidocs": _scidocs, "scirepeval": _scirepeval, "beir": _beir, "cocitation": _cocitation, "cacm": _cacm,
+                "classification": _custom, "retrieval": _custom}
     if name not in builders:
         raise ValueError(f"unknown benchmark {benchmark!r}; supported: {', '.join(BENCHMARK_NAMES)}")
+    own_files = {"papers": papers, "queries": queries, "id_field": id_field}
+    if name not in ("classification", "retrieval") and any(own_files.values()):
+        given = ", ".join(f"--{k.replace('_', '-')}" for k, v in own_files.items() if v)
+        raise ValueError(f"{given}: for --benchmark classification or retrieval (your own labels or qrels over a papers file); "
+                         f"{name} reads its papers from --data")
+    if name == "classification" and queries:
+        raise ValueError("--queries is for --benchmark retrieval")
     options = dict(split=split, skip_invalid=skip_invalid, wanted=set(tasks) if tasks else None, seed=seed,
-                   test_data=test_data, few_shot=few_shot, similarity=proximity_similarity)
+                   test_data=test_data, few_shot=few_shot, similarity=proximity_similarity, papers=None if papers is None else str(papers),
+                   queries=None if queries is None else str(queries), test_size=test_size, candidates=candidates, id_field=id_field)
     suite = builders[name](name, str(data), **options)
     if tasks:
         known = {t.task_id for t in suite.tasks} | set(suite.missing)
@@ -308,7 +330,17 @@ def _scirepeval_task(name, spec: SciRepEvalTaskSpec, meta, labels, *, split, few
     return task
 
 
-# BEIR, co-citation pairs, CACM --------------------------------------------------------------------
+# BEIR, co-citation pairs, CACM, a user's own files ---------------------------------------------------
+
+
+def _custom(name, data, **options):
+    from .custom import classification_tasks, retrieval_tasks
+
+    if not Path(data).is_file():
+        raise FileNotFoundError(f"{data}: no such {'labels' if name == 'classification' else 'qrels'} file")
+    build = classification_tasks if name == "classification" else retrieval_tasks
+    tasks, skipped = build(name, data, **options)
+    return TaskSuite(name, data, tasks, [], skipped)
 
 
 def _beir(name, data, *, split, skip_invalid, wanted, **_):

@@ -106,14 +106,21 @@ def evaluate(
     seed: int | None = None,
     show_progress_bar: bool = True,
     domain: str | None = None,
+    papers: str | os.PathLike[str] | None = None,
+    queries: str | os.PathLike[str] | None = None,
+    test_size: float = 0.5,
+    candidates: str = "all",
+    id_field: str | None = None,
 ) -> EvaluationReport:
     """Evaluate ``model`` on every task of ``benchmark`` found in ``data``.
 
     Args:
         model: a Hub id or local folder (``None``: the embedded all-MiniLM-L6-v2), or a ready
             :class:`~sciembed.encode.Encoder` (a PaperEncoder or an ensemble).
-        benchmark: ``scidocs``, ``scirepeval``, ``multi-scidocs``, ``beir``, ``cocitation`` or ``cacm``.
-        data: the benchmark's local folder or Hub id.
+        benchmark: ``scidocs``, ``scirepeval``, ``multi-scidocs``, ``beir``, ``cocitation``, ``cacm``, or your own
+            files: ``classification`` (a labelled CSV) or ``retrieval`` (a qrels file), over ``papers``
+            (:data:`~.names.BENCHMARK_LAYOUTS` shows each layout).
+        data: the benchmark's local folder or Hub id; the labels or qrels file for ``classification`` / ``retrieval``.
         tasks: run only these task ids (e.g. ``["cite", "mag"]``).
         split: the judged split to score (``test``; ``val`` for tuning).
         pooling: ``cls`` or ``mean`` for a plain encoder (default: the model's own; CLS for BERT).
@@ -128,9 +135,13 @@ def evaluate(
         seed: seed of what is sampled or trained during evaluation (see :func:`~.loaders.load_tasks`).
         show_progress_bar: show progress while embedding.
         domain: the domain a mixture-of-experts model with domain routing embeds every paper in.
+        papers, queries, test_size, candidates, id_field: ``classification`` / ``retrieval``: the papers file, the
+            text queries, the test share of a labels file without a split column, what a query ranks (``all`` papers
+            or the ``judged`` ones), the papers file's id column (see :mod:`.custom`).
     """
     suite = load_tasks(benchmark, data, tasks=tasks, split=split, skip_invalid=skip_invalid, test_data=test_data,
-                       few_shot=few_shot, proximity_similarity=proximity_similarity, seed=seed)
+                       few_shot=few_shot, proximity_similarity=proximity_similarity, seed=seed, papers=papers, queries=queries,
+                       test_size=test_size, candidates=candidates, id_field=id_field)
     if isinstance(model, Encoder):
         if pooling is not None or max_length is not None or device is not None or domain is not None:
             raise ValueError("an encoder holds its own pooling, max_length, device and domain; set them when creating it")
@@ -146,6 +157,10 @@ def evaluate(
                 "backend": encoder.backend, "precision": encoder.precision,
                 "proximity_similarity": proximity_similarity, "few_shot": few_shot, "seed": seed, "skip_invalid": skip_invalid,
                 "tasks": tasks}
+    if suite.benchmark in ("classification", "retrieval"):
+        settings["papers"] = str(papers)
+        settings.update({"test_size": test_size} if suite.benchmark == "classification" else
+                        {"queries": None if queries is None else str(queries), "candidates": candidates})
     return evaluate_suite(encoder, suite, cache_dir=folder, batch_size=batch_size, n_jobs=n_jobs,
                           show_progress_bar=show_progress_bar, settings=settings)
 

@@ -165,6 +165,16 @@ class SearchTask(ProximityTask):
 
 
 @dataclass
+class PaperSearchTask(SearchTask):
+    """Query papers ranking every paper of a collection (a qrels file whose queries are papers,
+    :mod:`.custom`): queries and candidates are both papers, embedded in the proximity format; cosine over
+    the whole corpus, the ``top_k`` best kept, a query paper never ranking itself (as BEIR drops identical ids)."""
+
+    kind: ClassVar[str] = "proximity"
+    query_format: ClassVar[str | None] = None
+
+
+@dataclass
 class ClassificationTask(Task):
     """A linear SVM on frozen vectors (SciDocs MAG / MeSH, SciRepEval classification), optionally
     also in SciRepEval's few-shot settings.

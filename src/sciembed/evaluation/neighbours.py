@@ -1,0 +1,431 @@
+"""Nearest neighbours in any collection of papers: ``sciembed.neighbours`` and ``sciembed neighbours``.
+
+The papers (a papers file in any layout :func:`~sciembed.data.papers.read_papers` reads, a SMART collection
+such as CACM, or records) are embedded with a model (in its proximity format when it has one, as SciRepEval
+compares papers) or their vectors are read from an embedding file (``sciembed embed``'s ``.jsonl`` / ``.npy`` /
+``.parquet``, or a folder of Parquet parts); the vectors go into a faiss inner-product index over unit rows
+(:func:`sciembed.data.knn.faiss_neighbours`: exact, float64 scores) and each query paper gets its ``k`` most
+similar other papers by cosine, with ids, titles and scores. Citation links (a SMART collection's ``.X``
+citations, or an edge list) mark the neighbours that cite or are cited by the query and give the share of such
+links among the neighbours next to what random neighbours would give.
+
+Example::
+
+    >>> import sciembed
+    >>> result = sciembed.neighbours("papers.jsonl", k=5, query_ids=["p1", "p7"])
+    >>> result.neighbours_of("p1")[0]          # {"rank": 1, "paper_id": ..., "title": ..., "score": ...}
+    >>> result.write("neighbours.jsonl")       # one line per query paper; an existing file is refused
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..data.knn import IVFSettings, faiss_neighbours
+from ..data.papers import PaperProblem, paper_id_order
+from ..encode import Encoder
+from ..io import atomic_path
+
+logger = logging.getLogger(__name__)
+
+#: Output files :meth:`NeighboursResult.write` writes, by suffix.
+OUTPUT_SUFFIXES = (".jsonl", ".csv", ".tsv")
+#: Query ids named in full in an error before the list is cut short.
+_SHOWN_IDS = 10
+
+
+class UnknownQueryError(KeyError, ValueError):
+    """Query ids that are not papers of the collection; ``unknown`` lists them all, in the order given."""
+
+    def __init__(self, message: str, unknown: Sequence[str]):
+        self.unknown = list(unknown)
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        # KeyError would print the message with quotes around it.
+        return str(self.args[0])
+
+
+@dataclass
+class NeighboursResult:
+    """Each query paper's nearest neighbours, kept as arrays (a million queries cost arrays, not objects).
+
+    Attributes:
+        source: what the papers were read from.
+        model: the model that embedded them, or the embedding file read.
+        ids, titles: every searched paper, in collection order.
+        query_rows: positions (into ``ids``) of the query papers, in the order asked.
+        indices, scores: ``(queries, k)`` positions of each query's neighbours and their cosine similarities,
+            most similar first.
+        links: positions each paper is linked to by a citation (either way), when links were given.
+        skipped: records of the input that were skipped (``skip_invalid``).
+    """
+
+    source: str
+    model: str
+    ids: list[str]
+    titles: list[str]
+    query_rows: np.ndarray
+    indices: np.ndarray
+    scores: np.ndarray
+    links: list[set[int]] | None = None
+    skipped: list[PaperProblem] = field(default_factory=list)
+
+    @property
+    def k(self) -> int:
+        return int(self.indices.shape[1])
+
+    @property
+    def query_ids(self) -> list[str]:
+        return [self.ids[row] for row in self.query_rows]
+
+    def __len__(self) -> int:
+        return len(self.query_rows)
+
+    def neighbours_of(self, paper_id: str) -> list[dict[str, Any]]:
+        """The neighbours of one query paper: ``{"rank", "paper_id", "title", "score"[, "linked"]}``, most similar first."""
+        try:
+            position = self.query_ids.index(paper_id)
+        except ValueError:
+            raise KeyError(f"{paper_id!r} is not one of the {len(self)} query papers") from None
+        return self._neighbours(position)
+
+    def _neighbours(self, position: int) -> list[dict[str, Any]]:
+        linked = self.links[self.query_rows[position]] if self.links is not None else None
+        rows = []
+        for rank, (index, score) in enumerate(zip(self.indices[position].tolist(), self.scores[position].tolist()), start=1):
+            row = {"rank": rank, "paper_id": self.ids[index], "title": self.titles[index], "score": score}
+            if linked is not None:
+                row["linked"] = index in linked
+            rows.append(row)
+        return rows
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """One record per query paper: ``{"paper_id", "title"[, "links"], "neighbours": [...]}``."""
+        for position, row in enumerate(self.query_rows.tolist()):
+            record: dict[str, Any] = {"paper_id": self.ids[row], "title": self.titles[row]}
+            if self.links is not None:
+                record["links"] = len(self.links[row])
+            record["neighbours"] = self._neighbours(position)
+            yield record
+
+    # Citation links among the neighbours ----------------------------------------------------------------
+
+    @property
+    def linked_queries(self) -> list[int]:
+        """Positions (into the queries) of the query papers with at least one citation link."""
+        if self.links is None:
+            return []
+        return [position for position, row in enumerate(self.query_rows.tolist()) if self.links[row]]
+
+    @property
+    def link_share(self) -> float | None:
+        """Mean share of citation links among the ``k`` neighbours of the query papers that have a link."""
+        linked = self.linked_queries
+        if not linked:
+            return None
+        return float(np.mean([len(self.links[self.query_rows[p]].intersection(self.indices[p].tolist())) / self.k for p in linked]))
+
+    @property
+    def random_share(self) -> float | None:
+        """The same share expected of ``k`` neighbours drawn at random from the other papers."""
+        linked = self.linked_queries
+        if not linked:
+            return None
+        return float(np.mean([len(self.links[self.query_rows[p]]) / (len(self.ids) - 1) for p in linked]))
+
+    # Output -----------------------------------------------------------------------------------------------
+
+    def format(self, limit: int | None = None, title_width: int = 90) -> str:
+        """The neighbours as text: a header, then each query paper and its neighbours (``score [id] title``, and
+        ``cites/cited`` when the pair is a citation link). ``limit`` prints only that many query papers: the ones
+        with most citation links when links are known, else the first."""
+        positions = list(range(len(self)))
+        if limit is not None and limit < len(positions):
+            if self.links is not None:
+                positions.sort(key=lambda p: (-len(self.links[self.query_rows[p]]), paper_id_order(self.ids[self.query_rows[p]])))
+            positions = positions[:limit]
+        lines = [
+            f"Data:  {self.source}: {len(self.ids)} papers"
+            + (f" ({len(self.skipped)} record(s) skipped, see the log)" if self.skipped else ""),
+            f"Model: {self.model}",
+            f"{self.k} nearest neighbours by cosine of {len(self)} query paper(s)"
+            + (f"; {len(positions)} shown" if len(positions) < len(self) else ""),
+            "",
+        ]
+        for position in positions:
+            row = self.query_rows[position]
+            neighbours = self._neighbours(position)
+            lines.append(f"[{self.ids[row]}] {_shown(self.titles[row], title_width)}")
+            if self.links is not None:
+                found = sum(n["linked"] for n in neighbours)
+                lines.append(f"  {len(self.links[row])} citation link(s); {found} of its {len(neighbours)} nearest neighbours are among them")
+            for neighbour in neighbours:
+                mark = f" {'cites/cited' if neighbour['linked'] else '':<11}" if self.links is not None else ""
+                lines.append(f"  {neighbour['rank']:>2}. {neighbour['score']:.3f}{mark} [{neighbour['paper_id']}] "
+                             f"{_shown(neighbour['title'], title_width)}")
+            lines.append("")
+        if self.links is not None:
+            share, chance = self.link_share, self.random_share
+            lines.append(
+                f"Share of citation links among the {self.k} nearest neighbours, over the {len(self.linked_queries)} query papers "
+                f"with at least one link: {share:.3f} (random neighbours: {chance:.4f}, {share / chance:.0f}x)"
+                if share is not None and chance else "no citation links among the query papers to score"
+            )
+        return "\n".join(lines).rstrip("\n")
+
+    def write(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Write the neighbours atomically: ``.jsonl``, one :meth:`records` line per query paper, or ``.csv`` /
+        ``.tsv``, one row per (query, neighbour): ``query_id, query_title, rank, paper_id, title, score[, linked]``.
+
+        Raises:
+            FileExistsError: ``path`` exists and ``overwrite`` is false.
+            ValueError: another suffix.
+        """
+        path = check_output(path, overwrite=overwrite)
+        with atomic_path(path) as temporary, temporary.open("w", encoding="utf-8", newline="") as handle:
+            if path.suffix.lower() == ".jsonl":
+                for record in self.records():
+                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            else:
+                writer = csv.writer(handle, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
+                linked = self.links is not None
+                writer.writerow(["query_id", "query_title", "rank", "paper_id", "title", "score", *(["linked"] if linked else [])])
+                for record in self.records():
+                    for n in record["neighbours"]:
+                        writer.writerow([record["paper_id"], record["title"], n["rank"], n["paper_id"], n["title"], repr(n["score"]),
+                                         *([int(n["linked"])] if linked else [])])
+        return path
+
+
+def _shown(title: str, width: int) -> str:
+    """A title on one line (arXiv's keep their line breaks as runs of spaces), cut at ``width`` characters."""
+    title = " ".join(title.split())
+    return title if len(title) <= width else title[: width - 1] + "…"
+
+
+def check_output(path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+    """``path`` as a Path when a neighbours file may be written there: a suffix of :data:`OUTPUT_SUFFIXES`, and no
+    file there unless ``overwrite``. Checked before any embedding, so a run never ends on a refusal."""
+    path = Path(path)
+    if path.suffix.lower() not in OUTPUT_SUFFIXES:
+        raise ValueError(f"{path}: unsupported neighbours output; use a {', '.join(OUTPUT_SUFFIXES)} file")
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} exists; pass --overwrite (overwrite=True) to replace it")
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder; give a file name")
+    return path
+
+
+@dataclass
+class Collection:
+    """Papers to search: records in order, a description, citation links if known, skipped records."""
+
+    source: str
+    papers: list[Mapping[str, Any]]
+    links: set[tuple[str, str]] | None = None
+    skipped: list[PaperProblem] = field(default_factory=list)
+
+
+def read_collection(papers: str | os.PathLike[str] | Sequence[Mapping[str, Any]], *, id_field: str | None = None,
+                    skip_invalid: bool = False, smart_links: str = "cacm") -> Collection:
+    """The papers of a papers file (``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet``), of a SMART collection (a folder
+    holding one ``*.all`` file, or the file; its ``.X`` citations read as ``smart_links`` says), or given as records."""
+    if not isinstance(papers, (str, os.PathLike)):
+        records = list(papers)
+        missing = [i for i, p in enumerate(records) if not isinstance(p, Mapping) or "paper_id" not in p]
+        if missing:
+            raise ValueError(f"papers given as records need a paper_id; record(s) {missing[:_SHOWN_IDS]} have none")
+        return Collection(f"{len(records)} papers given", records)
+    from ..data.smart import CACM_CITATION, is_smart_collection, read_smart_collection
+
+    path = Path(papers)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such papers file or folder")
+    if is_smart_collection(path):
+        collection = read_smart_collection(path, skip_invalid=skip_invalid, links=smart_links)
+        return Collection(f"SMART collection {collection.path}", collection.papers, collection.links.get(CACM_CITATION, set()),
+                          list(collection.skipped))
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder but not a SMART collection (no *.all file); give a papers file "
+                         "(.jsonl, .json, .csv or .parquet)")
+    from ..data.papers import read_papers
+
+    read = read_papers(path, id_field=id_field, skip_invalid=skip_invalid)
+    if read.skipped:
+        logger.warning("%s: skipped %d invalid record(s):\n  %s", path, len(read.skipped), "\n  ".join(map(str, read.skipped[:20])))
+    return Collection(str(path), read.papers, None, read.skipped)
+
+
+def read_citation_pairs(path: str | os.PathLike[str]) -> set[tuple[str, str]]:
+    """The (citing, cited) pairs of an edge list (CSV / TSV with a ``citing,cited`` header, or SNAP's lines)."""
+    from ..data.edges import read_edge_list
+
+    edges = read_edge_list(path)
+    return set(zip(edges.citing.to_pylist(), edges.cited.to_pylist()))
+
+
+def neighbours(
+    papers: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
+    model: str | os.PathLike[str] | Encoder | None = None,
+    *,
+    k: int = 10,
+    query_ids: Iterable[str] | None = None,
+    embeddings: str | os.PathLike[str] | None = None,
+    citations: str | os.PathLike[str] | Iterable[tuple[str, str]] | None = None,
+    id_field: str | None = None,
+    skip_invalid: bool = False,
+    smart_links: str = "cacm",
+    ivf: IVFSettings | None = None,
+    batch_size: int | None = None,
+    device: str | None = None,
+    max_length: int | None = None,
+    pooling: str | None = None,
+    backend: str = "pytorch",
+    precision: str = "fp32",
+    trust_remote_code: bool = False,
+    show_progress_bar: bool = True,
+) -> NeighboursResult:
+    """The ``k`` nearest neighbours (cosine) of the query papers among all papers of a collection.
+
+    Args:
+        papers: a papers file (``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet`` with ``paper_id``, ``title``,
+            ``abstract``: :func:`~sciembed.data.papers.read_papers`), a SMART collection (a folder holding a
+            ``*.all`` file such as ``cacm/``, or the file), or paper records.
+        model: the model that embeds the papers: a Hub id or local folder, a ready :class:`~sciembed.encode.Encoder`,
+            or ``None`` for the embedded all-MiniLM-L6-v2. A multi-format model embeds them in its proximity format.
+            Leave it ``None`` when ``embeddings`` are given.
+        k: neighbours per query paper.
+        query_ids: the query papers (default: every paper), in the order the result lists them. Ids that are not
+            papers of the collection are an error naming them, raised before anything is embedded.
+        embeddings: read the vectors from this embedding file (``.jsonl`` / ``.npy`` / ``.parquet``, or a folder of
+            Parquet parts, as ``sciembed embed`` writes) instead of embedding; it must hold a vector for every paper
+            (extra vectors are ignored).
+        citations: citation links to mark among the neighbours: an edge list file (CSV / TSV with a
+            ``citing,cited`` header, or SNAP's lines) or (citing, cited) pairs. A SMART collection brings its own.
+        id_field: the papers file's id column (default: the first of ``paper_id``, ``corpus_id``, ``id``, ``doc_id``).
+        skip_invalid: skip invalid records (and, with ``embeddings``, papers without a vector), count and report them,
+            instead of stopping.
+        smart_links: how a SMART collection's ``.X`` lines are read (``cacm`` or ``all``, see
+            :func:`~sciembed.data.smart.read_smart_collection`).
+        ivf: search an inverted-file index instead of the exact one (large collections).
+        batch_size, device, max_length, pooling, backend, precision, trust_remote_code: how ``model`` is loaded and
+            run (:func:`sciembed.encoders.load_encoder`); it is loaded after the papers and query ids are checked.
+        show_progress_bar: show progress while embedding.
+
+    Raises:
+        UnknownQueryError: query ids that are not papers of the collection (a KeyError and a ValueError; the
+            message counts and names them).
+        ValueError: papers without a vector in ``embeddings`` (unless ``skip_invalid``), fewer than two papers,
+            ``k < 1``; readers' errors name the file, line and id.
+    """
+    if k < 1:
+        raise ValueError(f"k must be positive, got {k}")
+    if embeddings is not None and model is not None:
+        raise ValueError("give a model (to embed the papers) or embeddings (their vectors, read from a file), not both")
+    collection = read_collection(papers, id_field=id_field, skip_invalid=skip_invalid, smart_links=smart_links)
+    records = collection.papers
+    ids = [str(p["paper_id"]) for p in records]
+    position = {paper_id: i for i, paper_id in enumerate(ids)}
+    wanted = list(dict.fromkeys(str(q) for q in query_ids)) if query_ids is not None else None
+    if wanted is not None:
+        _check_query_ids(wanted, position, collection)
+    _check_size(ids, collection)
+
+    skipped = list(collection.skipped)
+    if embeddings is not None:
+        from ..io import read_embeddings
+
+        stored_ids, stored = read_embeddings(embeddings)
+        row_of = {paper_id: row for row, paper_id in enumerate(stored_ids)}
+        absent = [paper_id for paper_id in ids if paper_id not in row_of]
+        if absent and not skip_invalid:
+            raise ValueError(f"{embeddings} has no vector for {len(absent)} of the {len(ids)} papers of {collection.source}: "
+                             f"{_named(absent)}; embed the same papers file (sciembed embed), or pass --skip-invalid "
+                             "(skip_invalid=True) to leave those papers out")
+        if absent:
+            skipped += [PaperProblem(str(embeddings), "no vector", "paper without a vector", paper_id) for paper_id in absent]
+            logger.warning("%s: no vector for %d paper(s), left out: %s", embeddings, len(absent), _named(absent))
+            records = [p for p, paper_id in zip(records, ids) if paper_id in row_of]
+            ids = [paper_id for paper_id in ids if paper_id in row_of]
+            position = {paper_id: i for i, paper_id in enumerate(ids)}
+            if wanted is not None:
+                _check_query_ids(wanted, position, collection, reason=f"without a vector in {embeddings}")
+            _check_size(ids, collection)
+        extra = len(stored_ids) - len(ids)
+        if extra > 0:
+            logger.info("%s: %d vector(s) of papers not in %s ignored", embeddings, extra, collection.source)
+        vectors = stored[[row_of[paper_id] for paper_id in ids]]
+        model_name = f"vectors read from {embeddings}"
+    else:
+        encoder = _encoder(model, device=device, max_length=max_length, pooling=pooling, trust_remote_code=trust_remote_code,
+                           backend=backend, precision=precision)
+        logger.info("embedding %d papers from %s with %s", len(records), collection.source, encoder.name_or_path)
+        vectors = encoder.encode_document(records, batch_size=batch_size, show_progress_bar=show_progress_bar)
+        model_name = encoder.name_or_path
+
+    query_rows = np.array([position[q] for q in wanted] if wanted is not None else range(len(ids)), dtype=np.int64)
+    indices, scores = faiss_neighbours(vectors, k, queries=query_rows, ivf=ivf)
+    links = _link_sets(collection.links, citations, position)
+    return NeighboursResult(collection.source, model_name, ids, [str(p.get("title") or "") for p in records], query_rows,
+                            indices, scores, links, skipped)
+
+
+def _encoder(model, *, backend: str, precision: str, **options) -> Encoder:
+    if isinstance(model, Encoder):
+        if any(value not in (None, False) for value in options.values()) or (backend, precision) != ("pytorch", "fp32"):
+            raise ValueError("an encoder holds its own device, max_length, pooling, backend and precision; set them when creating it")
+        return model
+    from ..encoders import load_encoder
+
+    return load_encoder(model, backend=backend, precision=precision, **options)
+
+
+def _check_query_ids(wanted: list[str], position: Mapping[str, int], collection: Collection, reason: str | None = None) -> None:
+    unknown = [q for q in wanted if q not in position]
+    if not unknown:
+        return
+    skipped = {p.paper_id for p in collection.skipped if p.paper_id is not None}
+    among_skipped = [q for q in unknown if q in skipped]
+    why = reason or f"not among the {len(position)} papers of {collection.source}"
+    note = f" ({len(among_skipped)} of them skipped as invalid records: {_named(among_skipped)})" if among_skipped else ""
+    raise UnknownQueryError(f"{len(unknown)} query id(s) {why}: {_named(unknown)}{note}", unknown)
+
+
+def _check_size(ids: Sequence[str], collection: Collection) -> None:
+    if len(ids) < 2:
+        raise ValueError(f"{collection.source}: {len(ids)} paper(s) to search; neighbours need at least two")
+
+
+def _named(ids: Sequence[str]) -> str:
+    shown = ", ".join(repr(i) for i in ids[:_SHOWN_IDS])
+    return shown + (f" and {len(ids) - _SHOWN_IDS} more" if len(ids) > _SHOWN_IDS else "")
+
+
+def _link_sets(collection_links: set[tuple[str, str]] | None, citations, position: Mapping[str, int]) -> list[set[int]] | None:
+    pairs: set[tuple[str, str]] | None = None if collection_links is None else set(collection_links)
+    if citations is not None:
+        given = read_citation_pairs(citations) if isinstance(citations, (str, os.PathLike)) else {(str(a), str(b)) for a, b in citations}
+        pairs = given if pairs is None else pairs | given
+    if pairs is None:
+        return None
+    links: list[set[int]] = [set() for _ in position]
+    outside = 0
+    for a, b in pairs:
+        if a in position and b in position and a != b:
+            links[position[a]].add(position[b])
+            links[position[b]].add(position[a])
+        else:
+            outside += 1
+    if outside:
+        logger.info("%d citation pair(s) not between two searched papers (or self-citations) left out of the link counts", outside)
+    return links

@@ -1,0 +1,277 @@
+"""`sciembed evaluate` on a user's own files, with no benchmark layout: a labelled CSV (classification, equal to
+scikit-learn's LinearSVC grid search on the same split and vectors) and a qrels file (retrieval, equal to
+pytrec_eval on the same run), their errors, and the benchmark layouts shown by --help and the README."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import pytrec_eval
+from sklearn.metrics import f1_score
+from sklearn.model_selection import GridSearchCV, train_test_split
+from sklearn.svm import LinearSVC
+
+from helpers import WORDS
+from sciembed import InvalidPaperError
+from sciembed.cli import main
+from sciembed.evaluation import evaluate, load_tasks
+from sciembed.evaluation.custom import read_labels, read_qrels, read_queries
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _papers(n: int, seed: int = 0) -> list[dict[str, str]]:
+    rng = np.random.default_rng(seed)
+    return [{"paper_id": f"d{i}", "title": " ".join(rng.choice(WORDS, 4)), "abstract": " ".join(rng.choice(WORDS, 14))} for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def papers_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("own") / "papers.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in _papers(60)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def vectors(tiny_encoder) -> dict[str, np.ndarray]:
+    papers = _papers(60)
+    return dict(zip([p["paper_id"] for p in papers], tiny_encoder.encode(papers, show_progress_bar=False)))
+
+
+def _svm_f1(vectors, train, test) -> float:
+    """SciDocs' classification protocol with scikit-learn: LinearSVC (squared hinge, no intercept), 3-fold grid search
+    over C in logspace(-4, 2, 7), macro-F1."""
+    svm = GridSearchCV(LinearSVC(loss="squared_hinge", fit_intercept=False, random_state=42), cv=3, param_grid={"C": np.logspace(-4, 2, 7)})
+    svm.fit(np.array([vectors[p] for p, _ in train]), [y for _, y in train])
+    return 100 * f1_score([y for _, y in test], svm.predict(np.array([vectors[p] for p, _ in test])), average="macro")
+
+
+def _labels(i: int) -> str:
+    return ("physics", "math", "cs")[i % 3]
+
+
+def test_a_labelled_csv_with_a_split_column_equals_scikit_learn(tiny_encoder, papers_file, vectors, tmp_path):
+    labels = tmp_path / "arxiv-labels.csv"
+    rows = [(f"d{i}", _labels(i), "train" if i < 36 else "test") for i in range(48)]
+    labels.write_text("split,paper_id,label,source\n" + "".join(f"{s},{p},{y},arxiv\n" for p, y, s in rows))
+    report = evaluate(tiny_encoder, "classification", labels, papers=papers_file, use_cache=False, show_progress_bar=False, n_jobs=1)
+    (result,) = report.results
+    assert (result.task, result.task_id, result.kind) == ("arxiv-labels", "arxiv-labels", "classification")
+    expected = _svm_f1(vectors, [(p, y) for p, y, s in rows if s == "train"], [(p, y) for p, y, s in rows if s == "test"])
+    assert result.metrics["f1_macro"] == pytest.approx(expected, abs=1e-9)
+    assert result.counts["num_train"] == 36 and result.counts["num_test"] == 12 and result.counts["num_labels"] == 3
+    assert report.settings["papers"] == str(papers_file)
+
+
+def test_a_labelled_csv_without_a_split_is_split_stratified_and_seeded(tiny_bert, vectors, papers_file, tmp_path, capsys):
+    labels = tmp_path / "labels.tsv"
+    ids = [f"d{i}" for i in range(60)]
+    labels.write_text("paper_id\tlabel\n" + "".join(f"{p}\t{_labels(i)}\n" for i, p in enumerate(ids)))
+    output = tmp_path / "results.json"
+    assert main(["-q", "evaluate", "--model", str(tiny_bert), "--benchmark", "classification", "--data", str(labels), "--papers",
+                 str(papers_file), "--test-size", "0.25", "--seed", "3", "--no-cache", "--no-progress", "--jobs", "1", "--output",
+                 str(output)]) == 0
+    assert "f1_macro" in capsys.readouterr().out
+    train, test = train_test_split(list(range(60)), test_size=0.25, stratify=[_labels(i) for i in range(60)], random_state=3)
+    expected = _svm_f1(vectors, [(ids[i], _labels(i)) for i in train], [(ids[i], _labels(i)) for i in test])
+    written = json.loads(output.read_text())
+    assert written["benchmark"] == "classification" and written["settings"]["test_size"] == 0.25
+    (row,) = written["results"]
+    assert row["task"] == "labels" and row["value"] == pytest.approx(expected, abs=1e-9) and row["counts"]["num_test"] == 15
+
+
+def test_label_rows_naming_missing_papers_are_refused_or_skipped(tiny_encoder, papers_file, tmp_path, caplog):
+    labels = tmp_path / "labels.csv"
+    labels.write_text("paper_id,label\n" + "".join(f"d{i},{_labels(i)}\n" for i in range(30)) + "ghost,cs\n")
+    with pytest.raises(InvalidPaperError, match=r"labels.csv, line 32 \(paper_id 'ghost'\): paper_id not in papers.jsonl"):
+        load_tasks("classification", labels, papers=papers_file)
+    report = evaluate(tiny_encoder, "classification", labels, papers=papers_file, skip_invalid=True, use_cache=False,
+                      show_progress_bar=False, n_jobs=1)
+    assert report.to_dict()["skipped_records"]["count"] == 1 and "ghost" in report.skipped_records[0]
+    assert "left out 1 label row(s) naming papers not in the papers file of 31" in caplog.text
+    assert "skipped: 1 record(s)" in report.table()
+    # A label held by one paper cannot be split: refused with its line, or left out.
+    single = tmp_path / "single.csv"
+    single.write_text("paper_id,label\n" + "".join(f"d{i},{_labels(i)}\n" for i in range(30)) + "d40,biology\n")
+    with pytest.raises(ValueError, match=r"single.csv, line 32 \(paper_id 'd40'\): label 'biology' has a single paper"):
+        load_tasks("classification", single, papers=papers_file)
+    assert len(load_tasks("classification", single, papers=papers_file, skip_invalid=True).tasks[0].documents) == 30
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("id;label\nd1;cs\n", r"line 1: expected a header naming the paper id column"),
+    ("paper_id,label\nd1,cs\nd2\n", r"line 3: 1 field\(s\), the header names 2"),
+    ("paper_id,label\nd1,cs\nd1,math\n", r"line 3 \(paper_id 'd1'\): labelled again \(first at line 2\)"),
+    ("paper_id,label,split\nd1,cs,holdout\n", r"line 2 \(paper_id 'd1'\): split 'holdout'"),
+    ("paper_id,label\nd1,\n", r"line 2: empty label \(paper_id 'd1'\)"),
+])
+def test_malformed_labels_name_the_file_and_line(tmp_path, text, message):
+    path = tmp_path / "labels.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=rf"labels.csv, {message}"):
+        read_labels(path)
+
+
+# Retrieval ------------------------------------------------------------------------------------------------
+
+
+def _cosine_run(queries: dict[str, np.ndarray], documents: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
+    """Every query against every document (itself left out), by float64 cosine."""
+    ids = list(documents)
+    matrix = np.array([documents[d] for d in ids], dtype=np.float64)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    run = {}
+    for query, vector in queries.items():
+        vector = vector.astype(np.float64) / np.linalg.norm(vector)
+        run[query] = {d: float(s) for d, s in zip(ids, matrix @ vector) if d != query}
+    return run
+
+
+def _pytrec(qrels, run, measures) -> dict[str, float]:
+    results = pytrec_eval.RelevanceEvaluator(qrels, set(measures)).evaluate(run)
+    return {m: 100 * float(np.mean([r[m] for r in results.values()])) for m in measures}
+
+
+def test_qrels_with_paper_queries_rank_every_paper_as_pytrec_eval_scores_them(tiny_encoder, papers_file, tmp_path):
+    rng = np.random.default_rng(1)
+    qrels = {f"d{q}": {f"d{c}": int(rng.integers(1, 3)) for c in rng.choice([i for i in range(60) if i != q], 3, replace=False)}
+             for q in range(0, 50, 5)}
+    path = tmp_path / "my.qrels"
+    path.write_text("# query 0 document relevance\n" + "".join(f"{q} 0 {d} {r}\n" for q, ds in qrels.items() for d, r in ds.items()))
+    (task,) = load_tasks("retrieval", path, papers=papers_file).tasks
+    assert task.query_format is None and task.document_format == "proximity"  # query papers are embedded as papers
+    # The same run scored by the task and by pytrec_eval: random vectors, so that no two scores are near a tie.
+    vectors = {f"d{i}": v for i, v in enumerate(rng.standard_normal((60, 16)).astype(np.float32))}
+    result = task.evaluate(vectors, {q: vectors[q] for q in task.queries})
+    expected = _pytrec(qrels, _cosine_run({q: vectors[q] for q in qrels}, vectors), ("map", "ndcg", "ndcg_cut_10", "recall_100"))
+    for metric, value in expected.items():
+        assert result.metrics[metric] == pytest.approx(value, abs=1e-9), metric
+    assert result.counts == {"queries": 10, "documents": 60} and result.task == "my"
+    # End to end with a model: the same task, the model's vectors.
+    report = evaluate(tiny_encoder, "retrieval", path, papers=papers_file, use_cache=False, show_progress_bar=False)
+    assert report.results[0].task == "my" and set(report.results[0].metrics) == set(expected)
+
+
+def test_qrels_judged_only_follow_scidocs_proximity(tiny_encoder, papers_file, vectors, tmp_path):
+    rows = [(f"d{q}", f"d{(q * 7 + k) % 60}", int(k < 2)) for q in range(8) for k in range(1, 7)]
+    path = tmp_path / "cite.tsv"
+    path.write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{r}\n" for q, d, r in rows))
+    report = evaluate(tiny_encoder, "retrieval", path, papers=papers_file, candidates="judged", use_cache=False, show_progress_bar=False)
+    qrels: dict[str, dict[str, int]] = {}
+    for q, d, r in rows:
+        qrels.setdefault(q, {})[d] = r
+    # SciDocs: minus the Euclidean distance, rounded to 5 decimals as its run file writes it.
+    run = {q: {d: float(np.round(-np.linalg.norm(vectors[q].astype(np.float64) - vectors[d]), 5)) for d in ds} for q, ds in qrels.items()}
+    expected = _pytrec(qrels, run, ("map", "ndcg"))
+    assert report.results[0].metrics == pytest.approx(expected, abs=1e-9)
+    assert report.results[0].counts["candidates"] == len(rows)
+
+
+def test_qrels_with_a_queries_file_search_every_paper(tiny_encoder, papers_file, tmp_path):
+    queries = {f"q{i}": " ".join(WORDS[i : i + 4]) for i in range(6)}
+    (tmp_path / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items()))
+    qrels = {q: {f"d{3 * i}": 1, f"d{3 * i + 1}": 2} for i, q in enumerate(queries)}
+    path = tmp_path / "qrels.csv"
+    path.write_text("".join(f"{q},{d},{r}\n" for q, ds in qrels.items() for d, r in ds.items()))
+    (task,) = load_tasks("retrieval", path, papers=papers_file, queries=tmp_path / "queries.jsonl").tasks
+    assert task.kind == "search" and task.query_format == "adhoc_query" and task.queries == queries
+    rng = np.random.default_rng(2)
+    vectors = {f"d{i}": v for i, v in enumerate(rng.standard_normal((60, 16)).astype(np.float32))}
+    query_vectors = {q: v for q, v in zip(queries, rng.standard_normal((6, 16)).astype(np.float32))}
+    result = task.evaluate(vectors, query_vectors)
+    expected = _pytrec(qrels, _cosine_run(query_vectors, vectors), ("map", "ndcg", "ndcg_cut_10", "recall_100"))
+    assert result.metrics == pytest.approx(expected, abs=1e-9)
+    report = evaluate(tiny_encoder, "retrieval", path, papers=papers_file, queries=tmp_path / "queries.jsonl", use_cache=False,
+                      show_progress_bar=False)
+    assert report.results[0].counts == {"queries": 6, "documents": 60}
+
+
+def test_qrels_errors_name_the_file_line_and_id(papers_file, tmp_path, caplog):
+    path = tmp_path / "qrels.txt"
+    path.write_text("d1 0 d2 1\nd1 0 ghost 1\nnobody 0 d3 1\n")
+    with pytest.raises(InvalidPaperError) as error:
+        load_tasks("retrieval", path, papers=papers_file)
+    assert "qrels.txt, line 2 (paper_id 'ghost'): document id not in papers.jsonl" in str(error.value)
+    assert "qrels.txt, line 3 (paper_id 'nobody'): query id not in papers.jsonl" in str(error.value)
+    suite = load_tasks("retrieval", path, papers=papers_file, skip_invalid=True)
+    assert len(suite.skipped) == 2 and suite.tasks[0].qrels == {"d1": {"d2": 1}}
+    for text, message in (("d1 0 d2 1\nd1 0 d3 x\n", r"line 2: relevance must be an integer, got 'x'"),
+                          ("d1 0 d2 x\n", r"no judgements \(line 1, 'd1 0 d2 x', was read as a header\)"),
+                          ("d1 d2 1\nd1 0 d3 1\n", r"line 2: a qrels line is 3 fields as the lines before, got 4"),
+                          ("d1 d2\n", r"line 1: a qrels line is 'qid 0 docid rel' \(4 fields\) or 'qid docid rel' \(3 fields\), got 2")):
+        path.write_text(text)
+        with pytest.raises(ValueError, match=rf"qrels.txt(, |: ){message}"):
+            read_qrels(path)
+    queries = tmp_path / "queries.tsv"
+    queries.write_text("query_id\ttext\nq1\tgraph search\nq1\tagain\n")
+    with pytest.raises(ValueError, match=r"queries.tsv, line 3 \(query 'q1'\): repeated \(first at line 2\)"):
+        read_queries(queries)
+    with pytest.raises(ValueError, match="--papers"):
+        load_tasks("retrieval", path)
+    with pytest.raises(ValueError, match="--papers: for --benchmark classification or retrieval"):
+        load_tasks("cacm", tmp_path, papers=papers_file)
+    assert main(["evaluate", "--benchmark", "retrieval", "--data", str(tmp_path / "absent.txt"), "--papers", str(papers_file)]) == 2
+    assert "absent.txt: no such qrels file" in caplog.text
+
+
+# The layouts, as --help and the README show them -----------------------------------------------------------
+
+
+def _example_files(example: str) -> dict[str, str]:
+    files: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in example.splitlines():
+        heading = re.match(r"==> (\S+) <==", line)
+        if heading:
+            current = files.setdefault(heading.group(1), [])
+        else:
+            current.append(line)
+    return {name: "\n".join(lines) + "\n" for name, lines in files.items()}
+
+
+def test_every_file_example_of_the_layouts_reads(tmp_path):
+    from sciembed.data.beir import read_beir
+    from sciembed.data.papers import read_papers
+    from sciembed.data.scidocs import _read_label_csv, read_qrel_file
+    from sciembed.data.smart import read_smart_collection
+    from sciembed.evaluation.names import BENCHMARK_LAYOUTS
+
+    readers = {
+        "paper_metadata_view_cite_read.json": read_papers, "cite/test.qrel": read_qrel_file, "mag/train.csv": _read_label_csv,
+        "query_fields.json": lambda path: json.loads(path.read_text()), "cacm.all": read_smart_collection,
+        "labels.csv": read_labels, "papers.jsonl": read_papers, "qrels.txt": read_qrels, "queries.jsonl": read_queries,
+    }
+    for layout in BENCHMARK_LAYOUTS:
+        folder = tmp_path / layout.name
+        files = _example_files(layout.example)
+        assert len(layout.example.splitlines()) <= 7, layout.name  # tiny
+        if not files:  # a Hub dataset's configs, described rather than shown as files
+            assert "config" in layout.example or "split" in layout.example, layout.name
+            continue
+        for name, text in files.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text)
+        if layout.name == "beir":
+            assert len(read_beir(folder).corpus) == 1
+            continue
+        for name in files:
+            if name in readers:
+                assert readers[name](folder / name), (layout.name, name)
+
+
+def test_help_and_readme_list_every_benchmark_with_its_layout(capsys):
+    from sciembed.evaluation.names import BENCHMARK_LAYOUTS, layouts_text
+
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    printed = "".join(capsys.readouterr().out.split())  # compared without white space: argparse wraps lines at hyphens
+    readme = README.read_text(encoding="utf-8")
+    assert layouts_text() in readme
+    for layout in BENCHMARK_LAYOUTS:
+        assert "".join(f"{layout.name}: {layout.reads}".split()) in printed, layout.name  # --benchmark's help
+        assert "".join(f"[{layout.name}] --data: {layout.reads}\n{layout.example}".split()) in printed  # the epilog's examples
+        assert f"`{layout.name}`" in readme
