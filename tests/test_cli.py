@@ -93,8 +93,10 @@ def test_error_hints_fit_the_error(tiny_bert, tmp_path, caplog):
     assert main(["embed", "--model", str(tiny_bert), "--input", str(path), "--output", str(tmp_path / "o.jsonl"), "--id-field", "pid",
                  "--no-progress"]) == 0
     caplog.clear()
-    assert main(["evaluate", "--model", str(tiny_bert), "--benchmark", "scidocs", "--data", str(tmp_path / "scidocs-typo")]) == 2
-    assert f"{tmp_path / 'scidocs-typo'}: no such folder" in caplog.text
+    for tasks in ([], ["--tasks", "recomm"]):  # recommendations alone are read apart from the other tasks
+        caplog.clear()
+        assert main(["evaluate", "--model", str(tiny_bert), "--benchmark", "scidocs", "--data", str(tmp_path / "scidocs-typo"), *tasks]) == 2
+        assert f"{tmp_path / 'scidocs-typo'}: no such folder" in caplog.text
 
 
 def test_empty_input_and_bad_output_are_errors(tiny_bert, tmp_path, caplog):

@@ -169,6 +169,8 @@ def _query_fields(folder: Path) -> dict[str, dict[str, str]]:
 
 
 def _scidocs_recommendation(name, folder: Path, *, split, skip_invalid, seed, missing) -> list[Task]:
+    if not folder.is_dir():  # read_scidocs says so for the other tasks; recommendations alone must too
+        raise FileNotFoundError(f"{folder}: no such folder (a SciDocs release folder: data/ of allenai/scidocs)")
     if not (folder / "recomm").is_dir():
         if "recomm" not in missing:
             missing.append("recomm")
