@@ -7,7 +7,7 @@ import argparse
 import logging
 
 from ..evaluation.names import BENCHMARK_LAYOUTS, BENCHMARK_NAMES, layouts_text
-from .options import add_options, encoder_from_args
+from .options import HelpFormatter, add_options, encoder_from_args
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
             "and text (float32), so a second run or another benchmark sharing papers embeds nothing twice."
         ),
         epilog="benchmarks (--benchmark) and what --data is, with an example of each:\n" + layouts_text("  "),
-        formatter_class=_Formatter,
+        formatter_class=HelpFormatter,
     )
     add_options(parser, "model")
     parser.add_argument("--benchmark", required=True, choices=BENCHMARK_NAMES, metavar="BENCHMARK",
@@ -66,19 +66,6 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     add_options(parser, "trust_remote_code", "no_progress")
     parser.set_defaults(run=run)
     return parser
-
-
-class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Defaults in the help (when there is one), paragraphs wrapped, and text with line breaks (the epilog's examples)
-    kept line by line."""
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        if "\n" in text:
-            return "".join(indent + line for line in text.splitlines(keepends=True))
-        return super()._fill_text(text, width, indent)
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        return action.help if action.default in (None, False) else super()._get_help_string(action)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from .options import DEFAULT_DATA, add_options
+from .options import DEFAULT_DATA, HelpFormatter, add_options
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
             "  sciembed neighbours --papers ../shared/data/cacm --skip-invalid --queries 3\n\n"
             "Python: sciembed.neighbours(papers, model, k=10, query_ids=None, embeddings=None, citations=None)"
         ),
-        formatter_class=_Formatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--papers", help="papers: a .jsonl / .json / .csv / .parquet file (paper_id, title, abstract; see "
                         "--id-field), or a SMART collection folder or *.all file (CACM; its citation links are marked)")
@@ -68,19 +68,6 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
                 "no_progress")
     parser.set_defaults(run=run)
     return parser
-
-
-class _Formatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Defaults in the help (when there is one), paragraphs wrapped, and text with line breaks (the epilog's examples)
-    kept line by line."""
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        if "\n" in text:
-            return "".join(indent + line for line in text.splitlines(keepends=True))
-        return super()._fill_text(text, width, indent)
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        return action.help if action.default in (None, False) else super()._get_help_string(action)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -74,3 +74,16 @@ def encoder_from_args(args: argparse.Namespace, **options: Any) -> Any:
                              f"(min cosine to fp32 {verdict.min_cosine}); use --precision fp32")
         logging.getLogger(__name__).info("int8 gate passed: %s; min cosine to fp32 %s", verdict.reason, verdict.min_cosine)
     return encoder
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Defaults in the help (when there is one), paragraphs wrapped, and text with line breaks (the epilog's examples)
+    kept line by line."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        return action.help if action.default in (None, False) else super()._get_help_string(action)
