@@ -21,7 +21,7 @@ from sciembed.cli import main
 from sciembed.evaluation import evaluate, load_tasks
 from sciembed.evaluation.custom import read_labels, read_qrels, read_queries
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "evaluation.md"  # the benchmark layouts page
 
 
 def _papers(n: int, seed: int = 0) -> list[dict[str, str]]:

@@ -220,9 +220,9 @@ def test_every_training_layout_example_reads(tmp_path):
             assert read(folder / name) >= 1, (layout.name, name)
 
 
-def test_the_readme_lists_every_training_layout_with_its_example():
+def test_the_training_docs_list_every_training_layout_with_its_example():
     from sciembed.data.layouts import TRAINING_LAYOUTS
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "training.md").read_text(encoding="utf-8")
     for layout in TRAINING_LAYOUTS:
         assert f"[{layout.name}]  {layout.given_as}  (" in readme and layout.example in readme, layout.name

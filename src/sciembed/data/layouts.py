@@ -1,6 +1,6 @@
 """The layouts of training data ``sciembed train`` reads, each with an example of about five lines.
 
-One list, shown by ``sciembed train --help`` and the README (a test keeps the README's copy equal), so a
+One list, shown by ``sciembed train --help`` and docs/training.md (a test keeps that copy equal), so a
 user can tell from the help alone which files to give and how they must look. A light module: the CLI
 builds its help from it without importing a reader.
 """

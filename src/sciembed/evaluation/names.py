@@ -1,7 +1,7 @@
 """The benchmarks ``sciembed evaluate`` runs, by the names the command line and :func:`~sciembed.evaluation.evaluate` take,
 each with what its ``--data`` is and a tiny example of its layout.
 
-One list, shown by ``sciembed evaluate --help`` and the README (a test keeps the README's copy equal and reads every
+One list, shown by ``sciembed evaluate --help`` and docs/evaluation.md (a test keeps that copy equal and reads every
 file example with the loaders). A light module: the CLI builds its help from it without importing an evaluator.
 """
 
@@ -85,7 +85,7 @@ BENCHMARK_NAMES = tuple(layout.name for layout in BENCHMARK_LAYOUTS)
 
 def layouts_text(indent: str = "") -> str:
     """Every benchmark as ``[name]  --data: what it is`` followed by its example, blocks separated by a blank line: the
-    README's list (no ``indent``) and ``sciembed evaluate --help``'s epilog (examples indented further)."""
+    docs/evaluation.md's list (no ``indent``) and ``sciembed evaluate --help``'s epilog (examples indented further)."""
     inner = indent + "  " if indent else ""
     blocks = [f"{indent}[{layout.name}]  --data: {layout.reads}\n" + "\n".join(inner + line for line in layout.example.splitlines())
               for layout in BENCHMARK_LAYOUTS]
