@@ -108,6 +108,16 @@ _BOTTLENECK_INERT = {
 }
 
 
+def _checked(cls: type, values: Mapping[str, Any], source: str) -> Any:
+    """A config dataclass from ``values`` (its defaults for what they lack), built without ``__init__`` so that the
+    checks of ``_settle`` name ``source`` (the file) rather than the class."""
+    config = cls.__new__(cls)
+    for field in fields(cls):
+        object.__setattr__(config, field.name, values.get(field.name, field.default))
+    config._settle(source)
+    return config
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -209,12 +219,7 @@ class BottleneckConfig:
                 raise _refuse(source, key, value, "no invertible adapter")
             elif key not in known | set(_BOTTLENECK_INERT) | {"architecture", "invertible_adapter"}:
                 raise ValueError(f"{source}: unknown adapter option {key!r}")
-        # Built without __init__ so that the checks name the file rather than the class.
-        config = cls.__new__(cls)
-        for field in fields(cls):
-            object.__setattr__(config, field.name, values.get(field.name, field.default))
-        config._settle(source)
-        return config
+        return _checked(cls, values, source)
 
 
 _FUSION_FIXED = {
@@ -273,11 +278,7 @@ class FusionConfig:
                     raise _refuse(source, key, value, f"the dynamic AdapterFusion's {json.dumps(_FUSION_FIXED[key])} only")
             elif key not in known:
                 raise ValueError(f"{source}: unknown AdapterFusion option {key!r}")
-        config = cls.__new__(cls)
-        for field in fields(cls):
-            object.__setattr__(config, field.name, values.get(field.name, field.default))
-        config._settle(source)
-        return config
+        return _checked(cls, values, source)
 
 
 class Fuse:
