@@ -175,7 +175,7 @@ def test_a_cisi_shaped_file_is_refused_with_counts_and_read_when_told(tmp_path, 
     path.write_text(CISI)
     with pytest.raises(ValueError, match=r"CISI\.ALL: 7 of 9 \.X lines have a middle column that is not a CACM link type \(4 coupling, "
                                          r"5 citation, 6 co-citation\): 1 on 5 line\(s\), 2 on 2 line\(s\); the first, line 8: '2\\t1\\t1'\. "
-                                         r".*pass links='all' \(sciembed train: --smart-links all\)"):
+                                         r".*pass links='all' \(on the command line: --smart-links all\)"):
         read_smart_collection(tmp_path / "cisi")
     with caplog.at_level(logging.INFO, logger="sciembed"):
         collection = read_smart_collection(tmp_path / "cisi", links="all")
@@ -186,6 +186,18 @@ def test_a_cisi_shaped_file_is_refused_with_counts_and_read_when_told(tmp_path, 
                          "9 lines -> 3 undirected links (4 repeats, 2 self pairs, 0 naming no record)")
     with pytest.raises(ValueError, match=r"unknown \.X link reading 'weights'; one of cacm, all"):
         read_smart_collection(path, links="weights")
+
+
+def test_a_cisi_shaped_collection_is_evaluated_when_told_how_to_read_its_links(tiny_encoder, tmp_path):
+    from sciembed.evaluation import evaluate
+
+    (tmp_path / "cisi").mkdir()
+    (tmp_path / "cisi" / "CISI.ALL").write_text(CISI)
+    with pytest.raises(ValueError, match="--smart-links all"):
+        evaluate(tiny_encoder, "cacm", tmp_path / "cisi", tasks=["cite"], use_cache=False, show_progress_bar=False)
+    report = evaluate(tiny_encoder, "cacm", tmp_path / "cisi", tasks=["cite"], smart_links="all", use_cache=False,
+                      show_progress_bar=False)
+    assert [result.task_id for result in report.results] == ["cite"] and report.results[0].counts["queries"] == 3
 
 
 def test_reader_counts_are_one_line_and_undirected_links_read_as_links(tmp_path, caplog):

@@ -585,6 +585,8 @@ def test_edge_list_options_and_bad_edge_files_stop_before_the_model_loads(tiny_b
     monkeypatch.setattr(run, "_model", never)
     papers, cites, _ = _papers_and_edges(tmp_path / "data")
     (tmp_path / "bad.csv").write_text("citing,cited\np1,p2\np3\n")
+    renamed = tmp_path / "renamed.jsonl"
+    renamed.write_text(papers.read_text().replace('"paper_id"', '"pid"'))
     base = ["train", "--base", str(tiny_bert), "--output", str(tmp_path / "out")]
     for argv, message in [
         (["--recipe", "specter", "--papers", str(papers)], "--papers and --citations go together (got only --papers)"),
@@ -593,7 +595,12 @@ def test_edge_list_options_and_bad_edge_files_stop_before_the_model_loads(tiny_b
         (["--recipe", "scirepeval-ctrl", "--papers", str(papers), "--citations", str(cites)], "recipe scirepeval-ctrl trains on scirepeval data"),
         (["--recipe", "specter", "--papers", str(papers), "--citations", str(tmp_path / "bad.csv")],
          "bad.csv, line 3: one column ('p3') where the header names 2; 1 such line(s) in all"),
+        (["--recipe", "specter", "--papers", str(renamed), "--citations", str(cites)], "with id_field=... / --id-field"),
+        (["--recipe", "specter", "--data", str(papers), "--id-field", "pid"], "--id-field names the id column of --papers"),
     ]:
         caplog.clear()
         assert main(base + argv) == 2, argv
         assert message in caplog.text, caplog.text
+    # Named, the id column is read: the run gets as far as loading the model.
+    with pytest.raises(AssertionError, match="the model was loaded"):
+        main(base + ["--recipe", "specter", "--papers", str(renamed), "--citations", str(cites), "--id-field", "pid"])

@@ -39,6 +39,20 @@ def default_cache_dir() -> Path:
     return Path(constants.HF_HOME) / "sciembed" / "embeddings"
 
 
+def refuse_replacing(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
+    """``path`` as a Path, refused when something is there and ``overwrite`` is false: a run never replaces
+    earlier results without being asked. Called before any expensive work, so a run never ends on a refusal.
+
+    Raises:
+        FileExistsError: ``path`` exists and ``overwrite`` is false; the message names the remedy.
+    """
+    path = Path(path)
+    if not overwrite and (path.exists() or path.is_symlink()):
+        raise FileExistsError(f"{path} exists; pass --overwrite (overwrite=True) to replace it, "
+                              "or choose another output")
+    return path
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it to ``path`` if the block succeeds, delete it if not.

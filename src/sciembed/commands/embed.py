@@ -31,7 +31,7 @@ from typing import Any
 from ..data.papers import PaperProblem
 from ..distributed import Share, process_share
 from ..encode import Encoder
-from ..io import EMBEDDING_SUFFIXES, Chunk, atomic_path, read_embeddings, replace_folder, write_embeddings
+from ..io import EMBEDDING_SUFFIXES, Chunk, atomic_path, ids_path, read_embeddings, refuse_replacing, replace_folder, write_embeddings
 from .options import add_options, encoder_from_args
 
 logger = logging.getLogger(__name__)
@@ -96,13 +96,16 @@ def partial_dir(output: str | os.PathLike[str]) -> Path:
     return output.with_name(output.name + ".partial")
 
 
-def check_output(output: str | os.PathLike[str]) -> Path:
+def check_output(output: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
     """``output`` as a Path: a file named ``.jsonl`` / ``.npy`` / ``.parquet``, or a folder (a name without a
-    suffix) of Parquet parts; a ValueError names any other suffix."""
+    suffix) of Parquet parts; a ValueError names any other suffix, a FileExistsError an output (or a ``.npy``'s
+    ids file) already there unless ``overwrite``."""
     output = Path(output)
     if output.suffix and output.suffix.lower() not in EMBEDDING_SUFFIXES:
         raise ValueError(f"{output}: unsupported embedding output; use a {', '.join(EMBEDDING_SUFFIXES)} file, "
                          "or a name without a suffix for a folder of Parquet parts")
+    for written in [output] + ([ids_path(output)] if output.suffix.lower() == ".npy" else []):
+        refuse_replacing(written, overwrite=overwrite)
     return output
 
 
@@ -114,6 +117,7 @@ def embed_to_file(
     shard_size: int = 10_000,
     batch_size: int | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     rank: int | None = None,
     world_size: int | None = None,
     id_field: str | None = None,
@@ -131,6 +135,7 @@ def embed_to_file(
         shard_size: papers per shard (the unit of resuming and of the split over processes).
         resume: keep the finished shards of an unfinished run of ``output`` (with the same papers, model
             and settings; the number of processes may differ).
+        overwrite: replace an ``output`` that exists (an earlier run's); refused otherwise, before any work.
         rank, world_size: this process's share: shards ``rank, rank + world_size, ...``. By default the
             initialised ``torch.distributed`` group's (`torchrun`, `accelerate launch`), else the whole
             job. Given explicitly (SLURM arrays; Ray or Spark mapping ``rank`` over tasks), the tasks share
@@ -140,11 +145,12 @@ def embed_to_file(
     Logs the records skipped (``skip_invalid``) once read, and ends with one line, :meth:`EmbedReport.summary`.
 
     Raises:
-        FileExistsError: an unfinished run of ``output`` exists and ``resume`` is false (one process).
+        FileExistsError: ``output`` exists and ``overwrite`` is false; an unfinished run of ``output`` exists and
+            ``resume`` is false (one process).
         ValueError: ``resume`` is true but the unfinished run used other papers or settings; damaged state.
     """
     started = time.perf_counter()
-    output = check_output(output)
+    output = check_output(output, overwrite=overwrite)
     if shard_size < 1:
         raise ValueError(f"shard_size must be positive, got {shard_size}")
     if batch_size is not None and batch_size < 1:
@@ -372,6 +378,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     parser.add_argument("--shard-size", type=int, default=10_000, help="papers per shard saved for --resume")
     parser.add_argument("--resume", action="store_true",
                         help="continue an interrupted run from its finished shards (with any number of processes)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output (refused otherwise, before the model "
+                        "is loaded)")
     parser.add_argument("--rank", type=int, help="this task's share without torchrun (e.g. $SLURM_ARRAY_TASK_ID); "
                         "needs --world-size")
     parser.add_argument("--world-size", type=int, help="tasks sharing the job (e.g. $SLURM_ARRAY_TASK_COUNT); the task that "
@@ -383,17 +391,17 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 def run(args: argparse.Namespace) -> int:
     from ..distributed import end_distributed_run, init_from_environment
-    from ..io import ids_path
 
-    output = check_output(args.output)
+    output = Path(args.output)
     written = [output] + ([ids_path(output)] if output.suffix.lower() == ".npy" else [])
     if Path(args.input).exists() and any(path.exists() and path.resolve() == Path(args.input).resolve() for path in written):
         raise ValueError(f"--output {args.output} would overwrite the input {args.input}; choose another output file")
+    check_output(output, overwrite=args.overwrite)  # before the model is loaded
     rank_device = init_from_environment() if args.rank is None else None
     encoder = encoder_from_args(args, device=args.device or rank_device, max_length=args.max_length, pooling=args.pooling,
                                 task_format=args.task_format, domain=args.domain)
     embed_to_file(encoder, args.input, output, shard_size=args.shard_size, batch_size=args.batch_size, resume=args.resume,
-                  rank=args.rank, world_size=args.world_size, id_field=args.id_field, skip_invalid=args.skip_invalid,
+                  overwrite=args.overwrite, rank=args.rank, world_size=args.world_size, id_field=args.id_field, skip_invalid=args.skip_invalid,
                   show_progress_bar=not args.no_progress)
     end_distributed_run()
     return 0

@@ -51,7 +51,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     parser.add_argument("--output", help="write the results as JSON here (atomically)")
     parser.add_argument("--tasks", nargs="+", help="task ids to run (e.g. cite mag; SciRepEval config names such as fos search)")
     parser.add_argument("--split", default="test", help="judged split to score (val to tune)")
-    add_options(parser, "domain", "pooling")
+    add_options(parser, "smart_links", "domain", "pooling")
     parser.add_argument("--proximity-similarity", choices=("l2", "min_facet_l2"), default="l2",
                         help="ranking score of proximity tasks: -L2 (the references) or Multi2SPE's min distance over facet pairs")
     parser.add_argument("--no-few-shot", action="store_true", help="skip SciRepEval's few-shot settings")
@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         use_cache=not args.no_cache, skip_invalid=args.skip_invalid, test_data=args.test_data, few_shot=not args.no_few_shot,
         proximity_similarity=args.proximity_similarity, n_jobs=args.jobs, seed=args.seed, show_progress_bar=not args.no_progress,
         papers=args.papers, queries=args.queries, test_size=args.test_size, candidates=args.candidates, id_field=args.id_field,
+        smart_links=args.smart_links,
     )
     print(report.table())
     if args.output:

@@ -26,7 +26,7 @@ _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
                                     "fastest in benchmarks/encode_speed.py, 32 on GPU)"}),
     "device": ("--device", {"help": "cpu, cuda, cuda:1, ... (default: cuda when available, else cpu)"}),
     "trust_remote_code": ("--trust-remote-code", {"action": "store_true", "help": "allow a Hub model to run its own modeling code"}),
-    "no_progress": ("--no-progress", {"action": "store_true", "help": "hide the progress bar"}),
+    "no_progress": ("--no-progress", {"action": "store_true", "help": "hide the progress bars (sciembed's and those of the libraries it runs)"}),
     "backend": ("--backend", {"choices": BACKENDS, "default": "pytorch", "help": "pytorch, or onnx: ONNX Runtime on CPU "
                               "(needs sciembed[onnx]), from an export of the model made once and cached under "
                               "$SCIEMBED_CACHE/onnx; intra-op threads = physical cores ($SCIEMBED_ONNX_THREADS overrides)"}),
@@ -49,7 +49,6 @@ def add_options(parser: argparse.ArgumentParser, *names: str) -> None:
     for name in names:
         flag, settings = _OPTIONS[name]
         parser.add_argument(flag, **settings)
-
 
 
 def encoder_from_args(args: argparse.Namespace, **options: Any) -> Any:

@@ -41,6 +41,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
                         "(JSONL, JSON, CSV or Parquet), for the citation recipes")
     parser.add_argument("--citations", metavar="FILE", help="with --papers: the citations between them, a CSV / TSV edge list with a "
                         "citing,cited header (or from,to / source,target) or SNAP's lines (# comments, then citing<TAB>cited)")
+    parser.add_argument("--id-field", help="with --papers: the column holding the paper ids (default: the first of paper_id, "
+                        "corpus_id, id, doc_id that a record has)")
     add_options(parser, "smart_links")
     parser.add_argument("--output", help="folder for checkpoints, the trained model and train_results.json (required to train)")
     parser.add_argument("--config", help="YAML or JSON file of settings, nested by section or with dotted keys")
@@ -52,6 +54,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     parser.add_argument("--show-settings", action="store_true",
                         help="print the settings a run of --recipe from --base would use (the recipe's defaults for that base, "
                              "--config and --set applied), one --set KEY=VALUE a line, and exit without training")
+    add_options(parser, "no_progress")
     parser.set_defaults(run=run)
     return parser
 
@@ -62,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
     from ..training.run import train
 
     overrides = {**(read_overrides(args.config) if args.config else {}), **parse_assignments(args.set)}
+    if args.no_progress:
+        overrides.setdefault("disable_tqdm", True)
     if args.show_settings:
         print(_settings_listing(args.recipe, args.base, overrides))
         return 0
@@ -83,13 +88,15 @@ def _data(args: argparse.Namespace):
     """``--data``, or ``--papers`` with ``--citations`` as :class:`~sciembed.training.examples.CitationFiles`."""
     from ..training.examples import CitationFiles
 
+    if args.id_field and not args.papers:
+        raise ValueError("--id-field names the id column of --papers; it has no effect on --data")
     if args.papers or args.citations:
         if args.data:
             raise ValueError("give --data, or --papers with --citations, not both")
         if not (args.papers and args.citations):
             raise ValueError(f"--papers and --citations go together (got only {'--papers' if args.papers else '--citations'}): "
                              "the papers and the citations between them")
-        return CitationFiles(Path(args.papers), Path(args.citations))
+        return CitationFiles(Path(args.papers), Path(args.citations), args.id_field)
     if not args.data:
         raise ValueError("no training data: give --data, or --papers and --citations (sciembed train --help lists the layouts)")
     return args.data

@@ -160,7 +160,7 @@ def _check_cacm_link_types(path: Path, records: list[tuple[int, dict[str, Any]]]
             f"{path}: {sum(foreign.values())} of {total} .X lines have a middle column that is not a CACM link type "
             f"(4 coupling, 5 citation, 6 co-citation): {values}{more}; the first, line {first[0]}: {first[1]!r}. "
             "Such lines come from another SMART collection (CISI's middle column is a weight). To read every .X pair as a "
-            "citation link whatever its middle column, pass links='all' (sciembed train: --smart-links all)")
+            "citation link whatever its middle column, pass links='all' (on the command line: --smart-links all)")
 
 
 def _log_counts(path: Path, papers: int, skipped: int, stats: dict[int, Counter], reading: str) -> None:

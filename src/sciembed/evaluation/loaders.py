@@ -56,6 +56,7 @@ def load_tasks(
     test_size: float = 0.5,
     candidates: str = "all",
     id_field: str | None = None,
+    smart_links: str = "cacm",
 ) -> TaskSuite:
     """Read a benchmark and build its tasks.
 
@@ -78,6 +79,8 @@ def load_tasks(
         test_size: ``classification`` without a split column: the share of each label held out for testing.
         candidates: ``retrieval``: ``all`` papers ranked per query, or only the ``judged`` ones.
         id_field: the papers file's id column (default: the first of paper_id, corpus_id, id, doc_id).
+        smart_links: ``cacm``: how the collection's ``.X`` lines are read (``cacm``: CACM's link types, others
+            refused; ``all``: every pair a citation link).
     """
     name = benchmark.replace("_", "-")
     builders = {"scidocs": _scidocs, "multi-scidocs": _scidocs, "scirepeval": _scirepeval, "beir": _beir, "cocitation": _cocitation, "cacm": _cacm,
@@ -93,7 +96,8 @@ def load_tasks(
         raise ValueError("--queries is for --benchmark retrieval")
     options = dict(split=split, skip_invalid=skip_invalid, wanted=set(tasks) if tasks else None, seed=seed,
                    test_data=test_data, few_shot=few_shot, similarity=proximity_similarity, papers=None if papers is None else str(papers),
-                   queries=None if queries is None else str(queries), test_size=test_size, candidates=candidates, id_field=id_field)
+                   queries=None if queries is None else str(queries), test_size=test_size, candidates=candidates, id_field=id_field,
+                   smart_links=smart_links)
     suite = builders[name](name, str(data), **options)
     if tasks:
         known = {t.task_id for t in suite.tasks} | set(suite.missing)
@@ -383,11 +387,11 @@ def _cocitation(name, data, *, skip_invalid, wanted, **_):
     return TaskSuite(name, data, tasks, missing, loaded.skipped)
 
 
-def _cacm(name, data, *, skip_invalid, wanted, seed, similarity, **_):
+def _cacm(name, data, *, skip_invalid, wanted, seed, similarity, smart_links, **_):
     from ..data.smart import read_smart_collection, read_smart_qrels, read_smart_queries
 
     folder = Path(data)
-    collection = read_smart_collection(folder, skip_invalid=skip_invalid)
+    collection = read_smart_collection(folder, skip_invalid=skip_invalid, links=smart_links)
     papers = {p["paper_id"]: p for p in collection.papers}
     tasks: list[Task] = []
     missing: list[str] = []

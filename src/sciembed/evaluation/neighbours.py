@@ -33,7 +33,7 @@ import numpy as np
 from ..data.knn import IVFSettings, faiss_neighbours
 from ..data.papers import PaperProblem, paper_id_order
 from ..encode import Encoder
-from ..io import atomic_path
+from ..io import atomic_path, refuse_replacing
 
 logger = logging.getLogger(__name__)
 
@@ -216,11 +216,9 @@ def _shown(title: str, width: int) -> str:
 def check_output(path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
     """``path`` as a Path when a neighbours file may be written there: a suffix of :data:`OUTPUT_SUFFIXES`, and no
     file there unless ``overwrite``. Checked before any embedding, so a run never ends on a refusal."""
-    path = Path(path)
+    path = refuse_replacing(path, overwrite=overwrite)
     if path.suffix.lower() not in OUTPUT_SUFFIXES:
         raise ValueError(f"{path}: unsupported neighbours output; use a {', '.join(OUTPUT_SUFFIXES)} file")
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; pass --overwrite (overwrite=True) to replace it")
     if path.is_dir():
         raise ValueError(f"{path} is a folder; give a file name")
     return path

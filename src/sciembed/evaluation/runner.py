@@ -111,6 +111,7 @@ def evaluate(
     test_size: float = 0.5,
     candidates: str = "all",
     id_field: str | None = None,
+    smart_links: str = "cacm",
 ) -> EvaluationReport:
     """Evaluate ``model`` on every task of ``benchmark`` found in ``data``.
 
@@ -138,10 +139,12 @@ def evaluate(
         papers, queries, test_size, candidates, id_field: ``classification`` / ``retrieval``: the papers file, the
             text queries, the test share of a labels file without a split column, what a query ranks (``all`` papers
             or the ``judged`` ones), the papers file's id column (see :mod:`.custom`).
+        smart_links: ``cacm``: how the collection's ``.X`` lines are read (``cacm`` or ``all``, see
+            :func:`~sciembed.data.smart.read_smart_collection`).
     """
     suite = load_tasks(benchmark, data, tasks=tasks, split=split, skip_invalid=skip_invalid, test_data=test_data,
                        few_shot=few_shot, proximity_similarity=proximity_similarity, seed=seed, papers=papers, queries=queries,
-                       test_size=test_size, candidates=candidates, id_field=id_field)
+                       test_size=test_size, candidates=candidates, id_field=id_field, smart_links=smart_links)
     if isinstance(model, Encoder):
         if pooling is not None or max_length is not None or device is not None or domain is not None:
             raise ValueError("an encoder holds its own pooling, max_length, device and domain; set them when creating it")

@@ -47,10 +47,13 @@ class CitationFiles:
             :func:`~sciembed.data.papers.read_papers`).
         citations: an edge list, CSV / TSV with a ``citing,cited`` header or SNAP lines
             (:func:`~sciembed.data.edges.read_edge_list`).
+        id_field: the papers' id column (``--id-field``); by default the first of ``paper_id``, ``corpus_id``,
+            ``id``, ``doc_id`` that a record has.
     """
 
     papers: Path
     citations: Path
+    id_field: str | None = None
 
     def __str__(self) -> str:
         return f"{self.papers} + {self.citations}"
@@ -193,7 +196,7 @@ def _edge_list_source(files: CitationFiles, skip_invalid: bool) -> CitationSourc
         if not Path(file).is_file():
             raise FileNotFoundError(f"{file}: no such file ({option})")
     edges = read_edge_list(files.citations)  # first: it is checked in seconds, the papers may take minutes
-    paper_file = read_papers(files.papers, skip_invalid=skip_invalid)
+    paper_file = read_papers(files.papers, id_field=files.id_field, skip_invalid=skip_invalid)
     if paper_file.skipped:
         logger.warning("%s: skipped %d invalid paper record(s), the first: %s", files.papers, len(paper_file.skipped), paper_file.skipped[0])
     papers = {p["paper_id"]: p for p in paper_file.papers}
