@@ -227,6 +227,25 @@ def test_step_0_in_the_published_embedding_scores_as_the_published_base(tiny_st_
     assert not prepare("multi2spe", tiny_st_base, data, tmp_path / "m2s", overrides).data["starts_as_published"]
 
 
+def test_a_validation_split_comes_out_of_the_training_queries_only(tiny_bert, tmp_path):
+    """data.validation carves tuning queries out of the training ones: never trained on, disjoint from the held-out
+    queries, which stay those of the run without a validation split."""
+    from sciembed.training.run import prepare
+
+    data = write_s2orc(tmp_path / "papers.jsonl")
+    overrides = {**TINY_RUN, "save_strategy": "no", "data.max_examples": None, "data.held_out": 0.25}
+    plain = prepare("specter", tiny_bert, data, tmp_path / "plain", overrides)
+    tuned = prepare("specter", tiny_bert, data, tmp_path / "tuned", {**overrides, "data.validation": 0.25})
+    held, tuning = set(tuned.data["held_out_ids"]), set(tuned.data["validation_ids"])
+    assert tuned.data["held_out_ids"] == plain.data["held_out_ids"] and tuning and not held & tuning
+    assert tuned.data["queries"] + len(tuning) == plain.data["queries"] and plain.validation is None
+    assert set(tuned.validation.tasks[0].qrels) == tuning
+    triplets = tuned.trainer.train_dataset
+    assert not (set(triplets["query_id"]) | set(triplets["positive_id"]) | set(triplets["negative_id"])) & (held | tuning)
+    with pytest.raises(ValueError, match="data.validation splits citation queries"):
+        prepare("spectroid-heads", tiny_bert, data, tmp_path / "heads", {"data.validation": 0.2})
+
+
 def test_a_plain_checkpoint_keeps_the_paper_s_embedding_and_loss(tiny_bert):
     """Without sentence-transformers modules SPECTER's own setting stays: [CLS], unnormalised, L2 triplet
     margin 1; embedding.normalize switches to the unit-vector objective, loss.name to another loss."""

@@ -202,7 +202,7 @@ def _recipe(name, paper, objective, family, data, *, model=None, embedding=None,
     return Recipe(name, paper, objective, family, data, {
         "model": dict(model or {}),
         "embedding": {"pooling": None, "normalize": None, "max_length": None, **(embedding or {})},
-        "data": {"held_out": 0.0, "seed": 0, "max_examples": None, **(data_settings or {})},
+        "data": {"held_out": 0.0, "validation": 0.0, "seed": 0, "max_examples": None, **(data_settings or {})},
         "loss": dict(loss or {}),
         "training": {**_COMMON_TRAINING, **training},
     }, notes, dict(unit_vectors or {}))

@@ -48,6 +48,8 @@ class TrainingRun:
     tokenizer: Any
     output_dir: Path
     data: dict[str, Any]
+    #: The validation queries' cite task (``data.validation``): for tuning, never the held-out queries.
+    validation: TaskSuite | None = None
 
 
 def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str | os.PathLike[str] | CitationFiles,
@@ -95,8 +97,8 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
     )
     counts = {"examples": len(examples.train), **examples.counts,
               "starts_as_published": _starts_as_published(recipe, settings, embedding)}
-    logger.info("recipe %s on %s: %s", recipe.name, data, {k: v for k, v in counts.items() if k != "held_out_ids"})
-    return TrainingRun(recipe, settings, trainer, tokenizer, Path(output_dir), {"source": str(data), **counts})
+    logger.info("recipe %s on %s: %s", recipe.name, data, {k: v for k, v in counts.items() if not k.endswith("_ids")})
+    return TrainingRun(recipe, settings, trainer, tokenizer, Path(output_dir), {"source": str(data), **counts}, examples.validation)
 
 
 def resolved_settings(recipe: str | Recipe, base: str | os.PathLike[str] | None = None,
@@ -276,6 +278,7 @@ def _save_sentence_transformers_modules(folder: Path, pooling: str, normalize: b
 class _Examples:
     train: Dataset
     evaluation: Any = None
+    validation: Any = None
     counts: dict[str, Any] | None = None
     tasks: dict[str, tuple[str, int]] | None = None
     labels: list[str] | None = None
@@ -311,8 +314,11 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
 
     options = dict(options)
     held_out, seed, limit = options.pop("held_out"), options.pop("seed"), options.pop("max_examples")
+    validation_share = options.pop("validation")
     counts: dict[str, Any] = {}
-    evaluation = tasks = labels = None
+    evaluation = validation = tasks = labels = None
+    if validation_share and recipe.data != "citations":
+        raise ValueError(f"data.validation splits citation queries; recipe {recipe.name} trains on {recipe.data} data")
     if isinstance(path, CitationFiles):
         if recipe.data != "citations":
             raise ValueError(f"--papers / --citations give citation data; recipe {recipe.name} trains on {recipe.data} data "
@@ -337,17 +343,25 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
         source = training_examples.read_citation_source(path, smart_links=smart_links)
         counts["skipped_records"] = len(source.skipped)
         queries, held = training_examples.split_queries(source.linked_queries(), held_out, seed)
+        # The validation queries come out of the training ones, split after the held-out ones: the held-out set of a
+        # seed is the same with or without a validation split.
+        queries, tuning = training_examples.split_queries(queries, validation_share, seed + 1)
         counts.update(queries=len(queries), held_out_queries=len(held), held_out_ids=sorted(held))
+        if tuning:
+            counts.update(validation_queries=len(tuning), validation_ids=sorted(tuning))
+        unseen = [*held, *tuning]
         if recipe.objective == "pairs":
-            train = training_examples.pair_dataset(source, exclude=held, domain=options.pop("domain", None))
+            train = training_examples.pair_dataset(source, exclude=unseen, domain=options.pop("domain", None))
         else:
             sampler = options.pop("sampler")
-            train = training_examples.triplet_dataset(source, sampler=sampler, queries=queries, exclude=held, seed=seed, **options)
+            train = training_examples.triplet_dataset(source, sampler=sampler, queries=queries, exclude=unseen, seed=seed, **options)
         if held:
             evaluation = TaskSuite("held-out", str(path), [source.cite_task(held, seed=seed)])
+        if tuning:
+            validation = TaskSuite("validation", str(path), [source.cite_task(tuning, seed=seed)])
     if limit is not None and len(train) > limit:
         train = train.shuffle(seed=seed).select(range(limit))
-    return _Examples(train, evaluation, counts, tasks, labels)
+    return _Examples(train, evaluation, validation, counts, tasks, labels)
 
 
 def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Examples):
