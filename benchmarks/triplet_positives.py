@@ -1,6 +1,6 @@
 """What the citation recipes train on: how often a training example's positive is cited by its query paper.
 
-On CACM's training queries (the seeded 80 / 20 split of ``train_cacm.py``), the ``specter`` sampler's
+On CACM's training queries (the seeded 80 / 20 split of ``recipes.py``), the ``specter`` sampler's
 positives are the query's citations by construction; SciNCL's are its nearest neighbours in a citation-graph
 embedding (kNN ranks [20, 25), scaled to the graph). This counts, per sampler, the share of triplets whose
 positive is directly linked to the query, linked at two hops only, and whose negative is linked; and for the

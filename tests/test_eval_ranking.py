@@ -371,3 +371,22 @@ def test_beir_float32_prefilter_keeps_the_float64_order_of_near_ties_and_never_c
     tracemalloc.stop()
     # Less than a float64 copy of the corpus alone would take (the float32 one, the ids and one block fit).
     assert peak < n * dim * 8, f"peak {peak / 1e6:.1f} MB: more than a float64 corpus ({n * dim * 8 / 1e6:.1f} MB)"
+
+
+def test_a_proximity_task_keeps_each_query_s_pytrec_eval_values_when_asked():
+    """What the recipes benchmark pairs its bootstrap intervals on: every query's AP (0-100), as pytrec_eval gives it."""
+    from sciembed.evaluation.tasks import ProximityTask
+
+    rng = np.random.default_rng(3)
+    qrels = {f"q{q}": {f"d{(q + k) % 30}": int(k < 2) for k in range(1, 7)} for q in range(10)}
+    ids = {p for q, cands in qrels.items() for p in (q, *cands)}
+    vectors = {p: rng.normal(size=4) for p in ids}
+    documents = {p: {"title": p} for p in ids}
+    plain = ProximityTask("b", "cite", documents, qrels=qrels).evaluate(vectors, {})
+    kept = ProximityTask("b", "cite", documents, qrels=qrels, keep_per_query=True).evaluate(vectors, {})
+    assert "per_query" not in plain.details and kept.metrics == plain.metrics
+    run = {q: {c: -float(np.linalg.norm(vectors[q] - vectors[c])) for c in cands} for q, cands in qrels.items()}
+    reference = pytrec_eval.RelevanceEvaluator(qrels, {"map", "ndcg"}).evaluate(run)
+    for query, values in kept.details["per_query"].items():
+        assert values == pytest.approx({m: 100 * reference[query][m] for m in ("map", "ndcg")}, abs=1e-9)
+    assert np.mean([v["map"] for v in kept.details["per_query"].values()]) == pytest.approx(kept.metrics["map"], abs=1e-9)

@@ -107,6 +107,8 @@ class ProximityTask(Task):
         relevance_level: the lowest relevance that counts as relevant for binary measures.
         query_groups: query id -> group (Multi-SciDocs: the query's field of study); when given, the
             measures are also averaged per group into ``details["per_group"]``.
+        keep_per_query: also keep every query's measures (0-100) in ``details["per_query"]``, for paired
+            statistics over queries (``benchmarks/recipes.py``'s bootstrap intervals).
     """
 
     kind: ClassVar[str] = "proximity"
@@ -117,6 +119,7 @@ class ProximityTask(Task):
     score_decimals: int | None = field(default=None, kw_only=True)
     relevance_level: int = field(default=1, kw_only=True)
     query_groups: dict[str, str] = field(default_factory=dict, kw_only=True)
+    keep_per_query: bool = field(default=False, kw_only=True)
 
     def evaluate(self, documents, queries, *, n_jobs=-1):
         from .ranking import proximity_run, ranking_metrics, search_run
@@ -127,18 +130,22 @@ class ProximityTask(Task):
             scored = proximity_run(self.qrels, documents, similarity=self.similarity, score_decimals=self.score_decimals)
         scores = ranking_metrics(self.qrels, scored.run, self.measures, relevance_level=self.relevance_level)
         return self._result(scores.mean, counts={"queries": scores.num_queries, "candidates": scores.num_candidates},
-                            details=self._per_group(scores.per_query))
+                            details=self._details(scores.per_query))
 
-    def _per_group(self, per_query: dict[str, dict[str, float]]) -> dict[str, Any]:
+    def _details(self, per_query: dict[str, dict[str, float]]) -> dict[str, Any]:
+        details = {}
+        if self.keep_per_query:
+            details["per_query"] = {query: {m: 100 * float(v) for m, v in values.items()} for query, values in per_query.items()}
         if not self.query_groups:
-            return {}
+            return details
         groups: dict[str, list[dict[str, float]]] = {}
         for query, values in per_query.items():
             groups.setdefault(self.query_groups.get(query, "unknown"), []).append(values)
-        return {"per_group": {
+        details["per_group"] = {
             group: {"queries": len(rows), **{m: 100 * float(np.mean([r[m] for r in rows])) for m in self.measures}}
             for group, rows in sorted(groups.items())
-        }}
+        }
+        return details
 
 
 @dataclass

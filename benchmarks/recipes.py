@@ -1,0 +1,372 @@
+"""Does each recipe earn its place? The recipes from the embedded MiniLM, judged on held-out and out-of-domain data.
+
+Per seed, CACM's linked papers are split by query paper (80 / 20); training examples come from the training
+queries only. Every trained row starts from the embedded all-MiniLM-L6-v2 with the recipe's default settings
+(``--set`` changes them for every row, recorded in the JSON) and the same budget: ``--steps`` optimiser steps of
+32 examples, texts cut to ``--max-length`` tokens. Next to them:
+
+- MiniLM as published (its own modules: mean pooling + normalisation), not trained;
+- the peer a user would pick instead: sentence-transformers' own ``SentenceTransformerTrainer`` with
+  ``MultipleNegativesRankingLoss`` on the ``specter`` recipe's triplets (same queries, positives and hard
+  negatives), same steps, batch, learning rate and schedule;
+- each paper's counterpart (``COUNTERPARTS``): SciNCL against SPECTER's citation triplets, Multi2SPE's
+  K = 3 CLS tokens against K = 1.
+
+Columns (the same tasks for every row of a seed):
+
+- ``cacm_cite``: held-out CACM cite (SciDocs' protocol: up to 5 linked papers against 25 random ones, -L2,
+  pytrec_eval MAP / nDCG), per query kept for the paired intervals;
+- ``hepth_cite``: the same protocol on hep-th physics papers (arXiv abstracts, SNAP / KDD Cup citations), a
+  seeded sample of ``--hepth-queries`` query papers: a second domain no row was trained on;
+- ``cacm_categories``: CACM's CR categories, SciDocs' classification protocol (LinearSVC, macro-F1);
+- ``arxiv_archive``: arXiv metadata (random 2007-2008 sample) labelled with its primary category's archive
+  (``math.DG`` -> ``math``, ``hep-th`` -> ``hep-th``; archives with fewer than ``MIN_ARCHIVE_PAPERS`` papers
+  left out, counted in the JSON), a seeded stratified half for training, the same protocol;
+- ``fos`` and ``search``: SciRepEval's training samples (fields of study macro-F1 over the fields with at
+  least ``MIN_FIELD_PAPERS`` papers, search nDCG).
+
+Statistics: per system, the mean over seeds, and for the two cite tasks the paired difference to MiniLM as
+published and to the counterpart with a 95% bootstrap interval over held-out queries pooled over seeds
+(``BOOTSTRAP`` resamples); classification and search differences per seed. Seconds per optimiser step are
+recorded for each trained row; the peer's come from the same run, trained just before the recipes of its seed.
+
+Rows are written to the JSON as they finish; a run adds to an existing file (rows already there for a seed
+and system are kept, not rerun), so ``--seeds`` and ``--systems`` split a long benchmark over sessions.
+
+    python benchmarks/recipes.py --data ../shared/data --seeds 0 1 2 --steps 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gc
+import json
+import logging
+import platform
+import statistics
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import sciembed
+from sciembed.data.papers import paper_text
+from sciembed.evaluation import evaluate_suite
+from sciembed.evaluation.loaders import TaskSuite
+from sciembed.io import atomic_path
+from sciembed.training.run import prepare
+
+
+@dataclass(frozen=True)
+class System:
+    """A trained row: a recipe with its defaults, or with the ``overrides`` that make it a counterpart."""
+
+    recipe: str
+    description: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+    counterpart: str | None = None
+
+
+SYSTEMS = {
+    "specter": System("specter", "SPECTER recipe (citation triplets) on MiniLM"),
+    "scincl": System("scincl", "SciNCL recipe (graph-neighbour triplets) on MiniLM", counterpart="specter"),
+    "multi2spe": System("multi2spe", "Multi2SPEModel (K = 3) from MiniLM, multi2spe recipe", counterpart="multi2spe-k1"),
+    "multi2spe-k1": System("multi2spe", "Multi2SPEModel with one CLS token (K = 1), multi2spe recipe", {"model.num_cls_tokens": 1}),
+    "moe-cocitation": System("moe-cocitation", "MoEBertModel from MiniLM (enforced routing, domain cs), co-citation pairs"),
+}
+PEER = "sentence-transformers"
+REFERENCE = "MiniLM as published"
+BATCH = 32
+MIN_FIELD_PAPERS = 8
+MIN_ARCHIVE_PAPERS = 20
+BOOTSTRAP = 10_000
+CITE_TASKS = ("cacm_cite", "hepth_cite")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"),
+                        help="folder holding cacm/, hepth/, arxiv-metadata/ and scirepeval-samples/")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="one split, sample and training run per seed")
+    parser.add_argument("--steps", type=int, default=60, help=f"optimiser steps per model ({BATCH} examples each)")
+    parser.add_argument("--max-length", type=int, default=128, help="tokens per text, in training and evaluation")
+    parser.add_argument("--held-out", type=float, default=0.2, help="share of CACM query papers held out for evaluation")
+    parser.add_argument("--hepth-queries", type=int, default=300, help="hep-th query papers sampled per seed")
+    parser.add_argument("--systems", nargs="+", choices=(*SYSTEMS, PEER), default=[*SYSTEMS, PEER], help="what to train")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a recipe override for every sciembed system (e.g. loss.name=triplet); recorded in the JSON")
+    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "recipes.json")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    folders = {name: args.data / name for name in ("cacm", "hepth", "arxiv-metadata", "scirepeval-samples")}
+    for folder in folders.values():
+        if not folder.is_dir():
+            raise SystemExit(f"{folder} is absent: this benchmark needs the real data (../shared/data/README.md)")
+    from sciembed.training.recipes import parse_assignments
+
+    extra = parse_assignments(args.set)
+    settings = {"steps": args.steps, "batch": BATCH, "max_length": args.max_length, "held_out": args.held_out,
+                "hepth_queries": args.hepth_queries, "base": "all-MiniLM-L6-v2 (embedded)", "overrides": extra}
+    results = json.loads(args.output.read_text(encoding="utf-8")) if args.output.is_file() else {}
+    if results and {k: results["settings"].get(k) for k in settings} != settings:
+        raise SystemExit(f"{args.output} holds a run with other settings ({results['settings']}); choose another --output")
+    rows: list[dict[str, Any]] = results.get("rows", [])
+    done = {(r["seed"], r["system"]) for r in rows}
+    fixed = FixedTasks.read(folders)
+
+    def save() -> None:
+        report = {"benchmark": "recipes", "description": __doc__.strip().splitlines()[0],
+                  "settings": {**settings, "seeds": sorted({r["seed"] for r in rows})}, "data": fixed.counts,
+                  "machine": {"platform": platform.platform(), "torch_threads": torch.get_num_threads()},
+                  "rows": rows, "summary": summarise(rows)}
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(args.output) as temporary:
+            temporary.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+
+    def add(row: dict[str, Any]) -> None:
+        rows.append(row)
+        print(json.dumps({k: v for k, v in row.items() if k != "per_query"}), flush=True)
+        save()
+
+    for seed in args.seeds:
+        overrides = {"data.held_out": args.held_out, "data.seed": seed, "seed": seed, "max_steps": args.steps,
+                     "embedding.max_length": args.max_length, "per_device_train_batch_size": BATCH, "gradient_accumulation_steps": 1,
+                     "save_strategy": "no", "eval_strategy": "no", "logging_steps": 5, "per_device_eval_batch_size": 32, **extra}
+        with tempfile.TemporaryDirectory() as output:
+            # The specter run's split and triplets are the reference's and the peer's.
+            specter = prepare("specter", None, folders["cacm"], output, overrides)
+            suite = fixed.suite(specter.trainer.eval_dataset, seed, args.hepth_queries)
+            held_out_queries = specter.data["held_out_queries"]
+            if (seed, REFERENCE) not in done:
+                encoder = sciembed.PaperEncoder.from_pretrained(max_length=args.max_length, device="cpu")
+                add({"seed": seed, "system": REFERENCE, "model": "all-MiniLM-L6-v2, its own modules (mean pooling + normalise), not trained",
+                     "held_out_queries": held_out_queries,
+                     **scores(evaluate_suite(encoder, suite, n_jobs=1, show_progress_bar=False).results)})
+            if PEER in args.systems and (seed, PEER) not in done:
+                add(peer_row(seed, specter.trainer.train_dataset, suite, args))
+            del specter
+        for name in args.systems:
+            if name == PEER or (seed, name) in done:
+                continue
+            with tempfile.TemporaryDirectory() as output:
+                add(recipe_row(name, seed, folders["cacm"], output, {**overrides, **SYSTEMS[name].overrides}, suite))
+            gc.collect()
+    print(json.dumps(summarise(rows), indent=1))
+
+
+@dataclass
+class FixedTasks:
+    """The tasks read once per run: CACM's collection, hep-th's citation source, the arXiv archive labels and
+    SciRepEval's samples; :meth:`suite` cuts a seed's tasks from them."""
+
+    cacm: Any
+    hepth: Any
+    arxiv: tuple[Path, Path]
+    samples: TaskSuite
+    counts: dict[str, Any]
+    workdir: tempfile.TemporaryDirectory
+
+    @classmethod
+    def read(cls, folders: dict[str, Path]) -> FixedTasks:
+        from sciembed.data.arxiv import read_arxiv_abstracts
+        from sciembed.data.edges import read_edge_list
+        from sciembed.data.smart import read_smart_collection
+        from sciembed.training.examples import CitationFiles, read_citation_source
+
+        workdir = tempfile.TemporaryDirectory()
+        root = Path(workdir.name)
+        # hep-th: every abstract, and both citation sets as one edge list (the same ids: leading zeros dropped).
+        listing = read_arxiv_abstracts(folders["hepth"] / "abstracts", skip_invalid=True)
+        papers = root / "hepth.jsonl"
+        papers.write_text("".join(json.dumps({k: p[k] for k in ("paper_id", "title", "abstract")}) + "\n" for p in listing.papers))
+        edges = [read_edge_list(folders["hepth"] / "citations-2000-2002" / "df_formatted.csv"),
+                 read_edge_list(folders["hepth"] / "citations-1992-2001-prefix" / "Cit-HepTh.txt")]
+        citations = root / "hepth-citations.csv"
+        citations.write_text("citing,cited\n" + "".join(f"{a},{b}\n" for e in edges for a, b in zip(e.citing.to_pylist(), e.cited.to_pylist())))
+        hepth = read_citation_source(CitationFiles(papers, citations))
+        arxiv, arxiv_counts = _arxiv_archive_files(folders["arxiv-metadata"] / "random-2007-2008" / "arxiv_sample.csv", root)
+        counts = {"hepth": {"papers_with_text": len(hepth.papers), "linked_queries": len(hepth.linked_queries()),
+                            "abstract_files_skipped": len(listing.skipped)},
+                  "arxiv_archive": arxiv_counts}
+        return cls(read_smart_collection(folders["cacm"], skip_invalid=True), hepth, arxiv, out_of_domain_suite(folders["scirepeval-samples"]),
+                   counts, workdir)
+
+    def suite(self, cacm_cite: TaskSuite, seed: int, hepth_queries: int) -> TaskSuite:
+        """Seed ``seed``'s tasks: CACM's held-out cite task (from the specter run), a sample of hep-th queries, CACM's
+        categories and the arXiv archives split by ``seed``, SciRepEval's samples."""
+        from sciembed.evaluation.custom import classification_tasks
+        from sciembed.evaluation.loaders import cacm_category_task
+
+        linked = self.hepth.linked_queries()
+        chosen = np.random.default_rng(seed).choice(len(linked), size=min(hepth_queries, len(linked)), replace=False)
+        tasks = [replace(cacm_cite.tasks[0], task_id="cacm_cite", keep_per_query=True),
+                 replace(self.hepth.cite_task([linked[i] for i in sorted(chosen)], seed=seed), task_id="hepth_cite", keep_per_query=True),
+                 replace(cacm_category_task(self.cacm, seed=seed), task_id="cacm_categories")]
+        (archive,), _ = classification_tasks("arxiv", str(self.arxiv[0]), papers=str(self.arxiv[1]), seed=seed)
+        tasks.append(replace(archive, task_id="arxiv_archive"))
+        return TaskSuite("recipes", "cacm + hepth + arxiv + scirepeval-samples", tasks + list(self.samples.tasks))
+
+
+def _arxiv_archive_files(path: Path, root: Path) -> tuple[tuple[Path, Path], dict[str, Any]]:
+    """The arXiv sample as a papers file and a labels file (``paper_id,label``: the primary category's archive),
+    archives with fewer than MIN_ARCHIVE_PAPERS papers left out."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        records = [row for row in csv.DictReader(handle) if row["abstract"].strip() and row["categories"].strip()]
+    archive = {row["id"]: row["categories"].split()[0].split(".")[0] for row in records}
+    sizes = Counter(archive.values())
+    kept = {pid: label for pid, label in archive.items() if sizes[label] >= MIN_ARCHIVE_PAPERS}
+    papers, labels = root / "arxiv.jsonl", root / "arxiv-archive.csv"
+    papers.write_text("".join(json.dumps({"paper_id": r["id"], "title": r["title"], "abstract": r["abstract"]}) + "\n"
+                          for r in records if r["id"] in kept))
+    labels.write_text("paper_id,label\n" + "".join(f"{pid},{label}\n" for pid, label in kept.items()))
+    counts = {"papers": len(kept), "archives": dict(Counter(kept.values()).most_common()),
+              "left_out": {"papers": len(archive) - len(kept), "archives": sorted(a for a, n in sizes.items() if n < MIN_ARCHIVE_PAPERS)}}
+    return (labels, papers), counts
+
+
+def recipe_row(name: str, seed: int, cacm: Path, output: str, overrides: dict[str, Any], suite: TaskSuite) -> dict[str, Any]:
+    """Train one system with the shared budget; CACM held-out cite at step 0, every task after training."""
+    system = SYSTEMS[name]
+    run = prepare(system.recipe, None, cacm, output, overrides)
+    trainer = run.trainer
+    before = cite_metrics(trainer.evaluate())
+    started = time.perf_counter()
+    result = trainer.train()
+    seconds = time.perf_counter() - started
+    trainer.evaluate(eval_dataset=suite)
+    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    embedding = {k: run.settings["embedding"][k] for k in ("pooling", "normalize", "max_length")}
+    return {"seed": seed, "system": name, "recipe": system.recipe, "model": system.description, "overrides": system.overrides,
+            "embedding": embedding, "loss": run.settings["loss"], "held_out_queries": run.data["held_out_queries"],
+            "training_queries": run.data["queries"], "examples_available": run.data["examples"], "before": before,
+            **scores(trainer.last_evaluation.results), "steps": result.global_step, "examples_seen": result.global_step * BATCH,
+            "train_seconds": round(seconds, 1), "seconds_per_step": round(seconds / max(result.global_step, 1), 2),
+            "first_logged_loss": losses[0] if losses else None, "last_logged_loss": losses[-1] if losses else None}
+
+
+def peer_row(seed: int, triplets, suite: TaskSuite, args) -> dict[str, Any]:
+    """sentence-transformers' own trainer and MNR loss on the same triplets, same budget and schedule."""
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    model = SentenceTransformer(sciembed.default_model_path(), device="cpu")
+    model.max_seq_length = args.max_length
+    sep = model.tokenizer.sep_token
+    texts = {column: [paper_text(row[role], sep) for row in triplets] for column, role in
+             (("anchor", "query"), ("positive", "positive"), ("negative", "negative"))}
+    with tempfile.TemporaryDirectory() as output:
+        training = SentenceTransformerTrainingArguments(
+            output_dir=output, max_steps=args.steps, per_device_train_batch_size=BATCH, learning_rate=2e-5, warmup_steps=0.1,
+            lr_scheduler_type="linear", weight_decay=0.0, seed=seed, save_strategy="no", report_to="none", logging_steps=5)
+        trainer = SentenceTransformerTrainer(model=model, args=training, train_dataset=Dataset.from_dict(texts),
+                                             loss=MultipleNegativesRankingLoss(model))
+        started = time.perf_counter()
+        result = trainer.train()
+        seconds = time.perf_counter() - started
+    encoder = sciembed.PaperEncoder(model, max_length=args.max_length, device="cpu")
+    return {"seed": seed, "system": PEER, "model": "SentenceTransformerTrainer + MultipleNegativesRankingLoss (scale 20) on the specter "
+            "recipe's triplets, lr 2e-5, 10% warm-up, linear decay", "held_out_queries": len(suite.tasks[0].qrels),
+            **scores(evaluate_suite(encoder, suite, n_jobs=1, show_progress_bar=False).results),
+            "steps": result.global_step, "examples_seen": result.global_step * BATCH, "train_seconds": round(seconds, 1),
+            "seconds_per_step": round(seconds / max(result.global_step, 1), 2)}
+
+
+def out_of_domain_suite(folder: Path) -> TaskSuite:
+    """SciRepEval's fields-of-study and search samples as evaluation tasks."""
+    from sciembed.data.scirepeval import read_scirepeval_sample
+    from sciembed.evaluation.supervised import SCIREPEVAL_MULTILABEL
+    from sciembed.evaluation.tasks import ClassificationTask, SearchTask
+
+    fos = read_scirepeval_sample(folder / "fos_small.json", skip_invalid=True).data
+    # Fields with at least MIN_FIELD_PAPERS papers: rarer ones leave CV folds with one class only.
+    counts = Counter(label for labels in fos["labels"] for label in labels)
+    kept = sorted(label for label, n in counts.items() if n >= MIN_FIELD_PAPERS)
+    rows = [(str(row["paper_id"]), [kept.index(x) for x in row["labels"] if x in kept], row) for row in fos]
+    rows = [row for row in rows if row[1]]
+    order = np.random.default_rng(0).permutation(len(rows))
+    half = len(order) // 2
+    split = [([rows[i][0] for i in part], [rows[i][1] for i in part]) for part in (order[:half], order[half:])]
+    classification = ClassificationTask("scirepeval-samples", f"Fields of study ({len(kept)} with >= {MIN_FIELD_PAPERS} papers)",
+                                        {paper_id: row for paper_id, _, row in rows},
+                                        train=split[0], test=split[1], protocol=replace(SCIREPEVAL_MULTILABEL, metrics=("f1_macro",)),
+                                        task_id="fos")
+    search = read_scirepeval_sample(folder / "search_small.jsonl", skip_invalid=True).data
+    queries, documents, qrels = {}, {}, {}
+    for number, row in enumerate(search):
+        qid = f"q{number}"
+        queries[qid] = row["query"]
+        qrels[qid] = {c["paper_id"]: int(c["score"]) for c in row["candidates"]}
+        documents.update({c["paper_id"]: c for c in row["candidates"]})
+    ranking = SearchTask("scirepeval-samples", "Search", documents, queries=queries, qrels=qrels, measures=("ndcg",), similarity="l2",
+                         task_id="search")
+    return TaskSuite("scirepeval-samples", str(folder), [classification, ranking])
+
+
+def cite_metrics(metrics: dict[str, float]) -> dict[str, float]:
+    """MAP and nDCG of the Trainer's held-out cite task."""
+    return {m: round(metrics[f"eval_cite_{m}"], 2) for m in ("map", "ndcg")}
+
+
+def scores(results) -> dict[str, Any]:
+    """A row's metrics by task (rounded), and the cite tasks' per-query average precision for the paired intervals."""
+    metrics = {r.task_id: {name: round(value, 2) for name, value in r.metrics.items()} for r in results}
+    per_query = {r.task_id: {q: round(v["map"], 4) for q, v in r.details["per_query"].items()} for r in results if r.task_id in CITE_TASKS}
+    return {"metrics": metrics, "per_query": per_query}
+
+
+def paired_interval(rows: list[dict[str, Any]], others: dict[int, dict[str, Any]], task: str, seed: int = 0) -> dict[str, Any] | None:
+    """Mean per-query AP difference of ``rows`` to ``others`` (by seed) on ``task``, queries pooled over seeds, with
+    its 95% percentile bootstrap interval; ``beats`` when the interval's lower end is above 0."""
+    differences = [row["per_query"][task][query] - others[row["seed"]]["per_query"][task][query]
+                   for row in rows if row["seed"] in others for query in row["per_query"][task]]
+    if not differences:
+        return None
+    values = np.array(differences)
+    means = values[np.random.default_rng(seed).integers(0, len(values), size=(BOOTSTRAP, len(values)))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return {"difference": round(float(values.mean()), 2), "interval_95": [round(float(low), 2), round(float(high), 2)],
+            "queries": len(values), "beats": bool(low > 0)}
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per system: mean metrics over seeds, paired cite differences to MiniLM as published and to the counterpart,
+    per-seed changes of the other tasks, and the issue's targets."""
+    by_system: dict[str, dict[int, dict[str, Any]]] = {}
+    for row in rows:
+        by_system.setdefault(row["system"], {})[row["seed"]] = row
+    reference = by_system.get(REFERENCE, {})
+    summary: dict[str, Any] = {}
+    for name, seeds in by_system.items():
+        chosen = [seeds[s] for s in sorted(seeds) if s in reference]
+        if not chosen:
+            continue
+        tasks = chosen[0]["metrics"]
+        entry: dict[str, Any] = {"seeds": [r["seed"] for r in chosen],
+                                 "mean": {t: {m: round(statistics.mean(r["metrics"][t][m] for r in chosen), 2) for m in tasks[t]} for t in tasks}}
+        if name != REFERENCE:
+            entry["against_published"] = {t: paired_interval(chosen, reference, t) for t in CITE_TASKS}
+            entry["change_per_seed"] = {t: {m: [round(r["metrics"][t][m] - reference[r["seed"]]["metrics"][t][m], 2) for r in chosen]
+                                            for m in tasks[t]} for t in tasks if t not in CITE_TASKS}
+            counterpart = SYSTEMS[name].counterpart if name in SYSTEMS else None
+            if counterpart in by_system:
+                entry["against_counterpart"] = {"system": counterpart,
+                                                **{t: paired_interval(chosen, by_system[counterpart], t) for t in CITE_TASKS}}
+            if all("before" in r for r in chosen):
+                entry["above_step_0_on_every_seed"] = all(r["metrics"]["cacm_cite"]["map"] > r["before"]["map"] for r in chosen)
+            if "seconds_per_step" in chosen[0] and PEER in by_system:
+                peer = by_system[PEER]
+                ratios = [r["seconds_per_step"] / peer[r["seed"]]["seconds_per_step"] for r in chosen if r["seed"] in peer]
+                entry["seconds_per_step_ratio_to_peer"] = round(statistics.mean(ratios), 3) if ratios else None
+        summary[name] = entry
+    return summary
+
+
+if __name__ == "__main__":
+    main()
