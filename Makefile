@@ -28,7 +28,7 @@ $(SIDE_STAMP): requirements/side-tf457.txt
 side-venv: $(SIDE_STAMP)
 
 demo: $(STAMP)
-	HF_HUB_OFFLINE=1 $(BIN)/sciembed demo --data $(DATA) --output demo-output
+	HF_HUB_OFFLINE=1 $(BIN)/sciembed demo --data $(DATA) --output demo-output $(if $(OVERWRITE),--overwrite)
 
 test: $(STAMP) $(SIDE_STAMP)
 	HF_HUB_OFFLINE=1 SCIEMBED_TF457_PYTHON=$(abspath $(SIDE))/bin/python $(BIN)/python -m pytest

@@ -48,3 +48,71 @@ def test_neighbours_refuses_an_existing_output(tiny_bert, tmp_path, caplog):
     output.write_text("earlier results\n")
     assert main(["neighbours", "--model", str(tiny_bert), "--papers", str(papers), "--output", str(output), "--no-progress"]) == 2
     assert f"{output} exists" in caplog.text and output.read_text() == "earlier results\n"
+
+
+def _tiny_training(tiny_bert, papers_and_edges, output):
+    papers, cites = papers_and_edges
+    return ["train", "--recipe", "specter", "--base", str(tiny_bert), "--papers", str(papers), "--citations", str(cites),
+            "--output", str(output), "--set", "max_steps=1", "--set", "per_device_train_batch_size=4", "--set", "gradient_accumulation_steps=1",
+            "--set", "embedding.max_length=16", "--set", "save_strategy=no", "--no-progress"]
+
+
+@pytest.fixture
+def papers_and_edges(tmp_path):
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text("".join(json.dumps({**PAPERS[i % len(PAPERS)], "paper_id": f"p{i}"}) + "\n" for i in range(12)))
+    cites = tmp_path / "cites.csv"
+    cites.write_text("citing,cited\n" + "".join(f"p{i},p{(i + k) % 12}\n" for i in range(12) for k in (1, 2)))
+    return papers, cites
+
+
+def test_train_refuses_a_folder_with_an_earlier_run_unless_resumed_or_overwritten(tiny_bert, papers_and_edges, tmp_path, caplog, monkeypatch):
+    from sciembed.training import run
+
+    output = tmp_path / "run"
+    command = _tiny_training(tiny_bert, papers_and_edges, output)
+    assert main(command) == 0
+    weights = (output / "model" / "model.safetensors").read_bytes()
+    (output / "checkpoint-7").mkdir()
+    monkeypatch.setattr(run, "prepare", lambda *a, **k: pytest.fail("the data was read before the output was checked"))
+    caplog.clear()
+    assert main(command) == 2
+    assert f"{output} holds an earlier run (model, train_results.json, checkpoint-7)" in caplog.text and "--overwrite" in caplog.text
+    assert (output / "model" / "model.safetensors").read_bytes() == weights
+    assert main([*command, "--resume", "--overwrite"]) == 2 and "give one of them" in caplog.text
+    monkeypatch.undo()
+    assert main([*command, "--overwrite", "--set", "learning_rate=0.01", "--set", "warmup_steps=0"]) == 0
+    assert not (output / "checkpoint-7").exists() and (output / "model" / "model.safetensors").read_bytes() != weights
+
+
+def test_export_and_evaluate_refuse_an_existing_output(tiny_bert, papers_and_edges, tmp_path, caplog):
+    papers, cites = papers_and_edges
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    (hub / "notes.txt").write_text("mine")
+    export = ["export", "--model", str(tiny_bert), "--out", str(hub), "--no-validate"]
+    assert main(export) == 2 and f"{hub} exists" in caplog.text and (hub / "notes.txt").read_text() == "mine"
+    assert main([*export, "--overwrite"]) == 0 and (hub / "config.json").is_file() and not (hub / "notes.txt").exists()
+
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("query-id\tcorpus-id\tscore\n" + "".join(f"p{i}\tp{(i + 1) % 12}\t1\n" for i in range(12)))
+    report = tmp_path / "report.json"
+    report.write_text("{}")
+    evaluate = ["evaluate", "--model", str(tmp_path / "no-such-model"), "--benchmark", "retrieval", "--data", str(qrels),
+                "--papers", str(papers), "--output", str(report), "--no-cache", "--no-progress"]
+    caplog.clear()
+    assert main(evaluate) == 2 and f"{report} exists" in caplog.text and report.read_text() == "{}"
+    caplog.clear()
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("query-id\tcorpus-id\tscore\np1\n")
+    # The input is read before the model (which does not exist) is loaded: its error is the one reported.
+    assert main([*evaluate[:6], str(bad), *evaluate[7:], "--overwrite"]) == 2 and "bad.tsv" in caplog.text
+    evaluate[2] = str(tiny_bert)
+    assert main([*evaluate, "--overwrite"]) == 0 and json.loads(report.read_text())["results"]
+
+
+def test_the_demo_refuses_an_earlier_demo_s_folder(tmp_path, caplog):
+    output = tmp_path / "demo-output"
+    output.mkdir()
+    assert main(["demo", "--data", str(tmp_path / "no-data"), "--output", str(output)]) == 2
+    assert f"{output} exists" in caplog.text and not any(output.iterdir())

@@ -208,3 +208,21 @@ def test_real_specter_metadata_is_an_id_keyed_dict():
     first = next(iter(json.loads(shared_data("specter", "sample-metadata.json").read_text())))
     assert result.papers[0]["paper_id"] == first
     assert all(p["title"] or p["abstract"] for p in result.papers)
+
+
+@pytest.mark.parametrize("column", ["summary", "Abstract"])
+def test_a_file_without_an_abstract_field_is_named_once_not_read_as_titles_in_silence(tmp_path, caplog, column):
+    import logging
+
+    path = tmp_path / "papers.csv"
+    path.write_text(f"paper_id,title,{column}\np1,Graphs,About graphs\np2,Trees,About trees\n")
+    with caplog.at_level(logging.WARNING, logger="sciembed"):
+        papers = read_papers(path).papers
+    assert [p["abstract"] for p in papers] == ["", ""]
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert f"papers.csv: no record has an abstract field (the first record's fields: paper_id, title, {column})" in warning
+    caplog.clear()
+    path.write_text("paper_id,title,abstract\np1,Graphs,\np2,Trees,About trees\n")
+    with caplog.at_level(logging.WARNING, logger="sciembed"):
+        read_papers(path)
+    assert not caplog.records  # a field that is there, even empty in places, is read as the abstracts

@@ -44,8 +44,8 @@ def test_snap_lines_after_comments(tmp_path):
     ("\n1001\n1002\n", r"cites\.txt, line 2: one column \('1001'\)"),
     ("a,b\n1,2\n", r"line 1: header not recognised \('a,b'\); expected a header naming the citing and cited columns"),
     ("1\t2\n3\t4\n", r"line 1: header not recognised"),  # headerless lines are SNAP's only after its # comments
-    ("# c\r\n1\t2\r\n\r\n3\r\n4\t5\r\n6\r\n", r"line 4: one column \('3'\) where SNAP lines have 2; 2 such line\(s\) in all"),
-    ("# c\n1\t2\n\n\n3\t4\t5\n", r"line 5: 3 fields \('3\\t4\\t5'\) where SNAP lines have 2; 1 such line\(s\) in all"),
+    ("# c\r\n1\t2\r\n\r\n3\r\n4\t5\r\n6\r\n", r"line 4: one column \('3'\) where SNAP lines have 2; 2 line\(s\) in all without 2 fields"),
+    ("# c\n1\t2\n\n\n3\t4\t5\n", r"line 5: 3 fields \('3\\t4\\t5'\) where SNAP lines have 2; 1 line\(s\) in all without 2 fields"),
     ("x,citing,cited\n\n0,1,2\n1,3\n", r"line 4: 2 fields \('1,3'\) where the header names 3"),
     ("citing,cited\n1,2\n\n# note\n3, \n4,5\n", r"line 5: empty cited id; 1 such line\(s\) in all"),
     ("Citing,Cited\n", r"no citations after the header at line 1"),

@@ -613,7 +613,7 @@ def test_edge_list_options_and_bad_edge_files_stop_before_the_model_loads(tiny_b
         (["--recipe", "specter"], "no training data: give --data, or --papers and --citations"),
         (["--recipe", "scirepeval-ctrl", "--papers", str(papers), "--citations", str(cites)], "recipe scirepeval-ctrl trains on scirepeval data"),
         (["--recipe", "specter", "--papers", str(papers), "--citations", str(tmp_path / "bad.csv")],
-         "bad.csv, line 3: one column ('p3') where the header names 2; 1 such line(s) in all"),
+         "bad.csv, line 3: one column ('p3') where the header names 2; 1 line(s) in all without 2 fields"),
         (["--recipe", "specter", "--papers", str(renamed), "--citations", str(cites)], "with id_field=... / --id-field"),
         (["--recipe", "specter", "--data", str(papers), "--id-field", "pid"], "--id-field names the id column of --papers"),
     ]:

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..data.example import example_citation_links, example_papers
 from ..default_model import default_model_path
-from .options import DEFAULT_DATA
+from .options import DEFAULT_DATA, HelpFormatter
 
 logger = logging.getLogger(__name__)
 
@@ -67,21 +67,26 @@ print(json.dumps(result))
 """
 
 
-def run_main_job(data_dir: str | os.PathLike[str], output: str | os.PathLike[str], *, steps: int | None = None) -> dict[str, Any]:
-    """Run the four steps (see the module docstring); returns what they produced."""
+def run_main_job(data_dir: str | os.PathLike[str], output: str | os.PathLike[str], *, steps: int | None = None,
+                 overwrite: bool = False) -> dict[str, Any]:
+    """Run the four steps (see the module docstring); returns what they produced. An ``output`` that exists (an
+    earlier demo) is refused before anything runs unless ``overwrite``."""
+    from ..io import refuse_replacing
+
     started = time.perf_counter()
-    output = Path(output)
+    output = refuse_replacing(output, overwrite=overwrite)
+    replacing = ["--overwrite"] if overwrite else []
     data, papers, links, budget = _data(Path(data_dir), output)
     if steps is not None:
         budget = {**budget, "max_steps": steps}
     settings = [f"{key}={value}" for key, value in {**SHARED, **budget}.items()]
-    train = ["train", "--recipe", RECIPE, "--data", str(data), "--output", str(output / "run"), "--evaluate-before",
+    train = ["train", "--recipe", RECIPE, "--data", str(data), "--output", str(output / "run"), "--evaluate-before", *replacing,
              *[arg for setting in settings for arg in ("--set", setting)]]
     _run(train, "1. fine-tune the embedded MiniLM (SPECTER recipe, in MiniLM's own embedding) on the training queries")
     summary = json.loads((output / "run" / "train_results.json").read_text(encoding="utf-8"))
     print("\n2. held-out cite task (SciDocs protocol): the base as published, and fine-tuned\n")
     print(format_table(summary))
-    _run(["export", "--model", str(output / "run" / "model"), "--out", str(output / "hub"),
+    _run(["export", "--model", str(output / "run" / "model"), "--out", str(output / "hub"), *replacing,
           "--model-name", f"all-MiniLM-L6-v2-{RECIPE}-{Path(data).name}"],
          "3. export with the model card and the held-out results, checked without sciembed")
     card = output / "hub" / "README.md"
@@ -204,10 +209,12 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
             "to its query than a random paper. Each step prints its command. Without DATA/cacm it runs on a small invented "
             "example set."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--data", default=DEFAULT_DATA, help="folder holding cacm/ (the shared data folder)")
-    parser.add_argument("--output", default="demo-output", help="folder for the run, the exported model and its card")
+    parser.add_argument("--output", default="demo-output", help="folder for the run, the exported model and its card (an existing "
+                        "one is refused unless --overwrite)")
+    parser.add_argument("--overwrite", action="store_true", help="replace the --output of an earlier demo")
     parser.add_argument("--steps", type=int, help=f"optimiser steps (default: {CACM_BUDGET['max_steps']} on CACM, "
                                                   f"{EXAMPLE_BUDGET['max_steps']} on the example set)")
     parser.set_defaults(run=run)
@@ -215,5 +222,5 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 
 def run(args: argparse.Namespace) -> int:
-    run_main_job(args.data, args.output, steps=args.steps)
+    run_main_job(args.data, args.output, steps=args.steps, overwrite=args.overwrite)
     return 0

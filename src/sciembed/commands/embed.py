@@ -32,7 +32,7 @@ from ..data.papers import PaperProblem
 from ..distributed import Share, process_share
 from ..encode import Encoder
 from ..io import EMBEDDING_SUFFIXES, Chunk, atomic_path, ids_path, read_embeddings, refuse_replacing, replace_folder, write_embeddings
-from .options import add_options, encoder_from_args
+from .options import HelpFormatter, add_options, encoder_from_args
 
 logger = logging.getLogger(__name__)
 
@@ -362,7 +362,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
             "interrupted run continues with --resume. Under `torchrun --nproc-per-node N` or `accelerate launch` each "
             "process encodes every N-th shard; SLURM array tasks pass --rank and --world-size instead."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     add_options(parser, "model")
     parser.add_argument("--input", required=True,

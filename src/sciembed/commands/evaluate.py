@@ -48,7 +48,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     parser.add_argument("--id-field", help="classification / retrieval: the papers file's id field (default: first of paper_id, "
                         "corpus_id, id, doc_id)")
     parser.add_argument("--test-data", help="SciRepEval only: the labels source when --data is the metadata source (default allenai/scirepeval_test)")
-    parser.add_argument("--output", help="write the results as JSON here (atomically)")
+    parser.add_argument("--output", help="write the results as JSON here (atomically; an existing file is refused unless --overwrite)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
     parser.add_argument("--tasks", nargs="+", help="task ids to run (e.g. cite mag; SciRepEval config names such as fos search)")
     parser.add_argument("--split", default="test", help="judged split to score (val to tune)")
     add_options(parser, "smart_links", "domain", "pooling")
@@ -69,16 +70,19 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..evaluation import evaluate
+    from ..evaluation import evaluate, load_tasks
+    from ..io import refuse_replacing
 
+    # The cheap checks first: the output, then the input; the model (minutes for a large one) last.
+    if args.output:
+        refuse_replacing(args.output, overwrite=args.overwrite)
+    reading = dict(tasks=args.tasks, split=args.split, skip_invalid=args.skip_invalid, test_data=args.test_data, few_shot=not args.no_few_shot,
+                   proximity_similarity=args.proximity_similarity, seed=args.seed, papers=args.papers, queries=args.queries,
+                   test_size=args.test_size, candidates=args.candidates, id_field=args.id_field, smart_links=args.smart_links)
+    suite = load_tasks(args.benchmark, args.data, **reading)
     encoder = encoder_from_args(args, pooling=args.pooling, max_length=args.max_length, device=args.device, domain=args.domain)
-    report = evaluate(
-        encoder, args.benchmark, args.data, tasks=args.tasks, split=args.split, batch_size=args.batch_size, cache_dir=args.cache_dir,
-        use_cache=not args.no_cache, skip_invalid=args.skip_invalid, test_data=args.test_data, few_shot=not args.no_few_shot,
-        proximity_similarity=args.proximity_similarity, n_jobs=args.jobs, seed=args.seed, show_progress_bar=not args.no_progress,
-        papers=args.papers, queries=args.queries, test_size=args.test_size, candidates=args.candidates, id_field=args.id_field,
-        smart_links=args.smart_links,
-    )
+    report = evaluate(encoder, args.benchmark, args.data, batch_size=args.batch_size, cache_dir=args.cache_dir, use_cache=not args.no_cache,
+                      n_jobs=args.jobs, show_progress_bar=not args.no_progress, suite=suite, **reading)
     print(report.table())
     if args.output:
         logger.info("wrote %s", report.write_json(args.output))

@@ -11,6 +11,8 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .options import HelpFormatter
+
 if TYPE_CHECKING:
     from ..hub.export import ExportReport
 
@@ -31,10 +33,10 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
             "only for SciDocs' own release). The folder is then loaded in a fresh process without sciembed and the card's "
             "YAML parsed; it is written beside OUT and renamed when complete."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     add_export_options(parser)
-    parser.add_argument("--out", required=True, help="the folder to write (replaced if it exists)")
+    parser.add_argument("--out", required=True, help="the folder to write (an existing one is refused unless --overwrite)")
     parser.set_defaults(run=run)
     return parser
 
@@ -55,6 +57,7 @@ def add_export_options(parser: argparse.ArgumentParser) -> None:
                         help="the name of the data an evaluation was measured on, one per --evaluation in the same order, or one "
                              "for the run's held-out evaluation (repeatable). Default: SciDocs' own names (SciDocs MeSH, ...) only for SciDocs' release (its Hub id, "
                              "or a folder with its whole file set), else the data's Hub id or folder name, with tasks by their ids")
+    parser.add_argument("--overwrite", action="store_true", help="replace the export folder if it exists (refused otherwise)")
     parser.add_argument("--no-validate", action="store_true", help="skip the fresh-process load check")
     parser.add_argument("--onnx", action="store_true",
                         help="also write onnx/model.onnx (token states, checked against PyTorch) for "
@@ -87,7 +90,7 @@ def export_from_arguments(args: argparse.Namespace, out: str, repo_id: str | Non
     report = export_model(args.model, out, evaluations=evaluations, training=training, repo_id=repo_id, license=args.license,
                           name=args.model_name or (None if repo_id else _run_name(Path(args.model))),
                           dataset_names=args.dataset_name, validate=not args.no_validate,
-                          trust_remote_code=args.trust_remote_code, onnx=args.onnx)
+                          trust_remote_code=args.trust_remote_code, onnx=args.onnx, overwrite=args.overwrite)
     for check in report.checks:
         logger.info("checked: %s", check)
     logger.info("wrote %d files to %s; model card: %s", len(report.files), report.folder, report.folder / "README.md")

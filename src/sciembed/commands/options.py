@@ -31,7 +31,7 @@ _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
                               "(needs sciembed[onnx]), from an export of the model made once and cached under "
                               "$SCIEMBED_CACHE/onnx; intra-op threads = physical cores ($SCIEMBED_ONNX_THREADS overrides)"}),
     "precision": ("--precision", {"choices": PRECISIONS, "default": "fp32", "help": "int8 (with --backend onnx): dynamically "
-                                  "quantised weights, refused until they pass the int8 gate (see --int8-check-set)"}),
+                                  "quantised weights, refused until they pass the int8 gate (sciembed embed / evaluate --int8-check-set)"}),
     "int8_check_set": ("--int8-check-set", {"metavar": "FOLDER", "help": "run the int8 gate first: a held-out CACM (or "
                                             "SciDocs, see --int8-check-benchmark) folder whose cite MAP with int8 must stay "
                                             "within 0.5 points of fp32; the verdict is kept with the export"}),

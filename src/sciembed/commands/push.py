@@ -6,6 +6,7 @@ import argparse
 import logging
 
 from .export import add_export_options, export_from_arguments
+from .options import HelpFormatter
 
 logger = logging.getLogger(__name__)
 
@@ -19,7 +20,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
             "with huggingface_hub.HfApi (create_repo, upload_folder). With HF_HUB_OFFLINE set it stops after the export "
             "with a message saying so; --dry-run stops there on purpose."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     add_export_options(parser)
     parser.add_argument("--repo-id", required=True, help="the Hub repository, ORG/NAME")

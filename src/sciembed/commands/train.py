@@ -50,6 +50,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
                         help="one setting, VALUE as JSON (e.g. --set max_steps=100 --set loss.margin=0.5 --set data.held_out=0.2); "
                              "repeatable, applied after --config; --show-settings lists every key with its value")
     parser.add_argument("--resume", action="store_true", help="continue from the latest complete checkpoint in OUTPUT")
+    parser.add_argument("--overwrite", action="store_true", help="replace the run in OUTPUT (an OUTPUT holding a model, results or "
+                        "checkpoints is refused without --resume or --overwrite)")
     parser.add_argument("--evaluate-before", action="store_true", help="with held-out queries, also score the untrained model")
     parser.add_argument("--show-settings", action="store_true",
                         help="print the settings a run of --recipe from --base would use (the recipe's defaults for that base, "
@@ -73,15 +75,20 @@ def run(args: argparse.Namespace) -> int:
     if not args.output:
         raise ValueError("--output is required: the folder for checkpoints, the trained model and train_results.json")
     summary = train(args.recipe, args.base, _data(args), args.output, overrides, resume=args.resume, evaluate_before=args.evaluate_before,
-                    smart_links=args.smart_links)
+                    smart_links=args.smart_links, overwrite=args.overwrite)
     logger.info("trained %s for %d step(s) in %.0f s; model saved to %s", args.recipe, summary["global_step"], summary["seconds"], summary["model"])
     for name, value in summary["eval_metrics"].items():
         if name == "epoch":
             continue
         before = summary["base_eval_metrics"].get(name)
-        logger.info("%s = %s%s", name, value, "" if before is None else f" (before training: {before})")
+        logger.info("%s = %s%s", name, _shown(value), "" if before is None else f" (before training: {_shown(before)})")
     end_distributed_run()
     return 0
+
+
+def _shown(value):
+    """A metric as the evaluation tables print it (two decimals); anything else as it is."""
+    return f"{value:.2f}" if isinstance(value, float) else value
 
 
 def _data(args: argparse.Namespace):

@@ -121,7 +121,8 @@ def read_edge_list(path: str | os.PathLike[str]) -> EdgeList:
         [line] = _physical_lines(path, skip, [row.number])
         what = "one column" if row.actual_columns == 1 else f"{row.actual_columns} fields"
         expected = "SNAP lines have" if layout == "snap" else "the header names"
-        raise ValueError(f"{path}, line {line}: {what} ({row.text.strip()!r}) where {expected} {width}; {count} such line(s) in all")
+        raise ValueError(f"{path}, line {line}: {what} ({row.text.strip()!r}) where {expected} {width}; {count} line(s) in all "
+                         f"without {width} fields")
     # A `#` line that holds the delimiter (SNAP's "# FromNodeId<TAB>ToNodeId" repeated mid-file) parses as a row.
     comment = pc.starts_with(pc.utf8_ltrim_whitespace(table.column(fields[0])), "#").to_numpy(zero_copy_only=False)
     citing, cited = (pc.utf8_trim_whitespace(table.column(name).combine_chunks()) for name in wanted)

@@ -13,11 +13,14 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 #: Fields tried, in order, for a record's id when the caller names none. SciDocs and SPECTER use
 #: ``paper_id``; SciRepEval's samples use ``corpus_id``.
@@ -224,6 +227,7 @@ def _valid_papers(path: Path, id_field: str | None, skip_invalid: bool, skipped:
 
     found = 0
     first_location: dict[str, str] = {}
+    fields: list[str] | None = None  # the first valid record's, while none of them has an abstract field
     for location, record, key in records:
         if isinstance(record, PaperProblem):
             problem = record
@@ -236,12 +240,18 @@ def _valid_papers(path: Path, id_field: str | None, skip_invalid: bool, skipped:
                 else:
                     first_location[paper["paper_id"]] = location
                     found += 1
+                    if found == 1 or fields is not None:
+                        fields = None if "abstract" in record else (fields or list(record))
                     yield paper
                     continue
         if not skip_invalid:
             raise InvalidPaperError([problem])
         skipped.append(problem)
 
+    if fields is not None:
+        # A misnamed column (summary, Abstract, text) would otherwise leave every paper as its title alone, unnoticed.
+        logger.warning("%s: no record has an abstract field (the first record's fields: %s): the papers are their titles alone; "
+                       "if a field holds the abstracts, rename it to abstract", path, ", ".join(map(str, fields)))
     if not found:
         reason = f"no valid papers (all {len(skipped)} record(s) invalid)" if skipped else "no papers"
         raise InvalidPaperError(skipped, skipping=skip_invalid, whole=PaperProblem(source, "whole file", reason))

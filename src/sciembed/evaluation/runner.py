@@ -112,6 +112,7 @@ def evaluate(
     candidates: str = "all",
     id_field: str | None = None,
     smart_links: str = "cacm",
+    suite: TaskSuite | None = None,
 ) -> EvaluationReport:
     """Evaluate ``model`` on every task of ``benchmark`` found in ``data``.
 
@@ -141,8 +142,10 @@ def evaluate(
             or the ``judged`` ones), the papers file's id column (see :mod:`.custom`).
         smart_links: ``cacm``: how the collection's ``.X`` lines are read (``cacm`` or ``all``, see
             :func:`~sciembed.data.smart.read_smart_collection`).
+        suite: the tasks, already read by :func:`~.loaders.load_tasks` with these arguments (``sciembed evaluate``
+            reads and checks its input before it loads the model); read here when ``None``.
     """
-    suite = load_tasks(benchmark, data, tasks=tasks, split=split, skip_invalid=skip_invalid, test_data=test_data,
+    suite = suite if suite is not None else load_tasks(benchmark, data, tasks=tasks, split=split, skip_invalid=skip_invalid, test_data=test_data,
                        few_shot=few_shot, proximity_similarity=proximity_similarity, seed=seed, papers=papers, queries=queries,
                        test_size=test_size, candidates=candidates, id_field=id_field, smart_links=smart_links)
     if isinstance(model, Encoder):

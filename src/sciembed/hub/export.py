@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..families import foreign_code
-from ..io import replace_folder
+from ..io import refuse_replacing, replace_folder
 
 logger = logging.getLogger(__name__)
 
@@ -67,12 +67,14 @@ def export_model(
     validate: bool = True,
     trust_remote_code: bool = False,
     onnx: bool = False,
+    overwrite: bool = False,
 ) -> ExportReport:
     """Write the Hub-ready folder of the model saved in ``model_dir`` to ``out_dir``.
 
     Args:
         model_dir: a saved model folder.
-        out_dir: the folder to write (replaced if it exists).
+        out_dir: the folder to write; one that exists is refused (before any work) unless ``overwrite``, then replaced
+            in one step.
         evaluations: results JSON dicts written by ``sciembed evaluate --output`` (the card's model-index).
         training: the ``train_results.json`` of the run that trained the model, when there is one.
         repo_id: the Hub id the card's usage code names (default: a placeholder).
@@ -90,6 +92,7 @@ def export_model(
             ``SentenceTransformer(folder, backend="onnx")`` loads; plain transformers only.
 
     Raises:
+        FileExistsError: ``out_dir`` exists and ``overwrite`` is false.
         FileNotFoundError: ``model_dir`` holds no ``config.json``.
         ValueError: the model has no weights, the folder fails validation (the reason is named), or it holds
             Python files that are not sciembed's and ``trust_remote_code`` is false.
@@ -106,6 +109,7 @@ def export_model(
                          "publish (and validating would run) code sciembed did not write. Check it, then pass --trust-remote-code")
     if source.resolve() == destination.resolve():
         raise ValueError(f"{destination}: export writes a new folder; choose one other than the model's")
+    refuse_replacing(destination, overwrite=overwrite)
     staging = destination.with_name(f".{destination.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     try:

@@ -320,7 +320,8 @@ def pair_dataset(source: CitationSource, *, queries: Iterable[str] | None = None
     pairs = source.cocited or _graph_cocitations(source)
     rows = [(a, b) for a, b in pairs if a not in excluded and b not in excluded and (allowed is None or a in allowed or b in allowed)]
     if not rows:
-        raise ValueError(f"{source.path}: no co-citation pair among the papers with text")
+        raise ValueError(f"{source.path}: no co-citation pair among the papers with text (two papers cited by the same paper); "
+                         "this recipe needs papers that share citing papers, the triplet recipes (specter, scincl) need only citations")
     columns: dict[str, list[Any]] = {
         "a": [paper_record(source.papers[a]) for a, _ in rows],
         "a_id": [a for a, _ in rows],

@@ -119,7 +119,7 @@ def resolved_settings(recipe: str | Recipe, base: str | os.PathLike[str] | None 
 
 def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str | os.PathLike[str] | CitationFiles,
           output_dir: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None, *, resume: bool = False,
-          evaluate_before: bool = False, smart_links: str = "cacm") -> dict[str, Any]:
+          evaluate_before: bool = False, smart_links: str = "cacm", overwrite: bool = False) -> dict[str, Any]:
     """Prepare and run ``recipe`` (arguments as :func:`prepare`); save the model and ``train_results.json`` (see the
     module docstring).
 
@@ -130,8 +130,13 @@ def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str |
     (``base_eval_metrics`` in the summary) and the base as its authors publish it (its own pooling and
     normalisation: ``published_base_eval_metrics``), the model a fine-tuned one has to beat.
 
+    An ``output_dir`` that holds an earlier run (its model, results or checkpoints) is refused before anything
+    is read, unless ``resume`` (continue it) or ``overwrite`` (its checkpoints and held-out evaluation are removed
+    now, its model and results replaced when this run saves).
+
     Returns the contents of ``train_results.json``.
     """
+    _check_output(Path(output_dir), resume=resume, overwrite=overwrite)
     run = prepare(recipe, base, data, output_dir, overrides, smart_links=smart_links)
     checkpoint = _resume_checkpoint(run.output_dir, main_process=run.trainer.args.should_save) if resume else None
     evaluating = isinstance(run.trainer.eval_dataset, TaskSuite)
@@ -167,6 +172,29 @@ def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str |
         with atomic_path(run.output_dir / RESULTS_FILE) as temporary:
             temporary.write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
     return summary
+
+
+def _check_output(output_dir: Path, *, resume: bool, overwrite: bool) -> None:
+    """Refuse to train into a folder holding an earlier run unless told to continue it or replace it."""
+    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+    if resume and overwrite:
+        raise ValueError("--resume continues the run in the output folder, --overwrite replaces it: give one of them")
+    if resume or not output_dir.is_dir():
+        return
+    checkpoints = sorted(output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*"))
+    earlier = [path.name for path in (output_dir / MODEL_FOLDER, output_dir / RESULTS_FILE, output_dir / EVALUATION_FILE) if path.exists()]
+    earlier += [path.name for path in checkpoints]
+    if not earlier:
+        return
+    if not overwrite:
+        raise FileExistsError(f"{output_dir} holds an earlier run ({', '.join(earlier[:4])}{', ...' if len(earlier) > 4 else ''}); "
+                              "pass --resume to continue it, --overwrite to replace it, or choose another --output")
+    for checkpoint in checkpoints:
+        shutil.rmtree(checkpoint)
+    # The earlier model's held-out scores must not be exported as this run's when this run holds nothing out.
+    (output_dir / EVALUATION_FILE).unlink(missing_ok=True)
+    logger.info("--overwrite: replacing the run in %s (%d checkpoint(s) removed)", output_dir, len(checkpoints))
 
 
 def _final_metrics(trainer: Any) -> dict[str, float]:
