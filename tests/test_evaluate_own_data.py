@@ -195,8 +195,9 @@ def test_qrels_errors_name_the_file_line_and_id(papers_file, tmp_path, caplog):
     path.write_text("d1 0 d2 1\nd1 0 ghost 1\nnobody 0 d3 1\n")
     with pytest.raises(InvalidPaperError) as error:
         load_tasks("retrieval", path, papers=papers_file)
-    assert "qrels.txt, line 2 (paper_id 'ghost'): document id not in papers.jsonl" in str(error.value)
-    assert "qrels.txt, line 3 (paper_id 'nobody'): query id not in papers.jsonl" in str(error.value)
+    assert str(error.value).startswith("2 judgement(s) naming unknown ids:\n")
+    assert "qrels.txt, line 2 (document id 'ghost'): not in papers.jsonl" in str(error.value)
+    assert "qrels.txt, line 3 (query id 'nobody'): not in papers.jsonl" in str(error.value)
     suite = load_tasks("retrieval", path, papers=papers_file, skip_invalid=True)
     assert len(suite.skipped) == 2 and suite.tasks[0].qrels == {"d1": {"d2": 1}}
     for text, message in (("d1 0 d2 1\nd1 0 d3 x\n", r"line 2: relevance must be an integer, got 'x'"),

@@ -286,9 +286,9 @@ def retrieval_tasks(name: str, data: str, *, papers: str | None, queries: str | 
     repeated = 0
     for query, candidate, score, line in zip(columns["query_id"], columns["cand_id"], columns["score"], lines):
         if query not in (texts if texts is not None else by_id):
-            problems.append(PaperProblem(data, f"line {line}", f"query id not in {query_source}", query))
+            problems.append(PaperProblem(data, f"line {line}", f"not in {query_source}", query, id_name="query id"))
         elif candidate not in by_id:
-            problems.append(PaperProblem(data, f"line {line}", f"document id not in {Path(papers).name}", candidate))
+            problems.append(PaperProblem(data, f"line {line}", f"not in {Path(papers).name}", candidate, id_name="document id"))
         else:
             repeated += candidate in qrels.setdefault(query, {})
             qrels[query][candidate] = score  # as pytrec_eval.parse_qrel: a repeated pair keeps the last judgement
@@ -340,6 +340,6 @@ def _refused_or_kept(problems: list[PaperProblem], skip_invalid: bool, source: s
     if not problems:
         return []
     if not skip_invalid:
-        raise InvalidPaperError(problems)
+        raise InvalidPaperError(problems, what=what)
     logger.warning("%s: left out %d %s of %d: %s", source, len(problems), what, rows, "; ".join(map(str, problems[:5])))
     return problems
