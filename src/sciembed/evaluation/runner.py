@@ -145,9 +145,10 @@ def evaluate(
         suite: the tasks, already read by :func:`~.loaders.load_tasks` with these arguments (``sciembed evaluate``
             reads and checks its input before it loads the model); read here when ``None``.
     """
-    suite = suite if suite is not None else load_tasks(benchmark, data, tasks=tasks, split=split, skip_invalid=skip_invalid, test_data=test_data,
-                       few_shot=few_shot, proximity_similarity=proximity_similarity, seed=seed, papers=papers, queries=queries,
-                       test_size=test_size, candidates=candidates, id_field=id_field, smart_links=smart_links)
+    if suite is None:
+        suite = load_tasks(benchmark, data, tasks=tasks, split=split, skip_invalid=skip_invalid, test_data=test_data, few_shot=few_shot,
+                           proximity_similarity=proximity_similarity, seed=seed, papers=papers, queries=queries, test_size=test_size,
+                           candidates=candidates, id_field=id_field, smart_links=smart_links)
     if isinstance(model, Encoder):
         if pooling is not None or max_length is not None or device is not None or domain is not None:
             raise ValueError("an encoder holds its own pooling, max_length, device and domain; set them when creating it")
