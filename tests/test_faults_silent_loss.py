@@ -189,11 +189,12 @@ def test_replace_folder_swaps_in_the_new_folder_and_keeps_nothing_else(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "model"]
 
 
-def test_export_over_an_existing_folder_replaces_it_whole(tiny_st_base, tmp_path):
+def test_export_over_an_existing_folder_replaces_it_whole_when_asked(tiny_st_base, tmp_path):
     out = tmp_path / "hub"
     out.mkdir()
     (out / "stale.txt").write_text("from an older export")
-    assert main(["-q", "export", "--model", str(tiny_st_base), "--out", str(out), "--no-validate"]) == 0
+    assert main(["-q", "export", "--model", str(tiny_st_base), "--out", str(out), "--no-validate"]) == 2  # never unasked
+    assert main(["-q", "export", "--model", str(tiny_st_base), "--out", str(out), "--no-validate", "--overwrite"]) == 0
     assert not (out / "stale.txt").exists() and (out / "README.md").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hub"]  # no temporary folder left beside it
 

@@ -95,7 +95,7 @@ def test_push_offline_stops_after_a_complete_export(family_model, tmp_path, capl
     assert (out / "README.md").is_file()
     with pytest.raises(HubOfflineError, match="HF_HUB_OFFLINE is set"):
         push_folder(out, "org/m2s", api=RecordingHfApi())
-    assert main(["push", "--model", str(family_model), "--repo-id", "org/m2s", "--out", str(out), "--no-validate"]) == 2
+    assert main(["push", "--model", str(family_model), "--repo-id", "org/m2s", "--out", str(out), "--no-validate", "--overwrite"]) == 2
     assert "HF_HUB_OFFLINE is set" in caplog.text and (out / "model.safetensors").is_file()
 
 
@@ -125,7 +125,7 @@ def test_export_names_the_model_after_the_run_and_the_data_after_what_it_is(fami
 
     assert main(export) == 0
     assert written() == ("# specter-thesis", "specter-thesis", "thesis-labels mesh")
-    assert main([*export, "--model-name", "thesis-specter", "--dataset-name", "Thesis abstracts"]) == 0
+    assert main([*export, "--model-name", "thesis-specter", "--dataset-name", "Thesis abstracts", "--overwrite"]) == 0
     assert written() == ("# thesis-specter", "thesis-specter", "Thesis abstracts mesh")
     assert main([*export, "--dataset-name", "a", "--dataset-name", "b"]) == 2
     assert "--dataset-name given 2 time(s) for 1 evaluation(s)" in caplog.text
