@@ -170,6 +170,7 @@ class FixedTasks:
     arxiv: tuple[Path, Path]
     samples: TaskSuite
     counts: dict[str, Any]
+    #: Holds the hep-th and arXiv files written once; kept open because each seed's tasks read the arXiv files again.
     workdir: tempfile.TemporaryDirectory
 
     @classmethod

@@ -104,9 +104,14 @@ def check_output(output: str | os.PathLike[str], *, overwrite: bool = False) -> 
     if output.suffix and output.suffix.lower() not in EMBEDDING_SUFFIXES:
         raise ValueError(f"{output}: unsupported embedding output; use a {', '.join(EMBEDDING_SUFFIXES)} file, "
                          "or a name without a suffix for a folder of Parquet parts")
-    for written in [output] + ([ids_path(output)] if output.suffix.lower() == ".npy" else []):
+    for written in written_files(output):
         refuse_replacing(written, overwrite=overwrite)
     return output
+
+
+def written_files(output: Path) -> list[Path]:
+    """The files an embedding output consists of: the output, and a ``.npy``'s ids file."""
+    return [output] + ([ids_path(output)] if output.suffix.lower() == ".npy" else [])
 
 
 def embed_to_file(
@@ -393,8 +398,7 @@ def run(args: argparse.Namespace) -> int:
     from ..distributed import end_distributed_run, init_from_environment
 
     output = Path(args.output)
-    written = [output] + ([ids_path(output)] if output.suffix.lower() == ".npy" else [])
-    if Path(args.input).exists() and any(path.exists() and path.resolve() == Path(args.input).resolve() for path in written):
+    if Path(args.input).exists() and any(path.exists() and path.resolve() == Path(args.input).resolve() for path in written_files(output)):
         raise ValueError(f"--output {args.output} would overwrite the input {args.input}; choose another output file")
     check_output(output, overwrite=args.overwrite)  # before the model is loaded
     rank_device = init_from_environment() if args.rank is None else None
