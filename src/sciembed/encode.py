@@ -31,6 +31,7 @@ from .data.papers import TEXT_FIELDS, paper_text
 from .default_model import default_model_path
 from .families import family_of, foreign_code, register_families
 from .formats import activate_format, load_format_modules, model_formats
+from .io import check_finite
 from .onnx_backend import BACKENDS, Backend, OnnxBackend, Precision
 
 if TYPE_CHECKING:
@@ -357,6 +358,13 @@ class PaperEncoder(Encoder):
         """``"fp32"``, or ``"int8"`` for a quantised ONNX backend."""
         return self._onnx.precision if self._onnx is not None else "fp32"
 
+    @property
+    def _non_finite_remedy(self) -> str:
+        if self.precision != "fp32":
+            return f"nothing was kept; {self.precision} overflows here, use --precision fp32 (precision='fp32')"
+        return ("nothing was kept; the model computes NaN or infinity (damaged weights, a training run that diverged): "
+                "check its weights or load another checkpoint")
+
     def fingerprint(self) -> str:
         """A hash of everything that decides the vectors: weights, config, pooling, length, options, and the
         backend when it is not PyTorch (ONNX Runtime's vectors differ from PyTorch's in the last bits, int8's more).
@@ -420,6 +428,8 @@ class PaperEncoder(Encoder):
                     embeddings = self._onnx.session(self)(features)
                 else:
                     embeddings = self.forward(features).float().cpu().numpy()
+                check_finite(embeddings, lambda bad: [_paper_name(papers, i) for i in rows[bad]], f"model {self.name_or_path}",
+                             self._non_finite_remedy)
                 if vectors is None:
                     vectors = np.empty((len(texts), *embeddings.shape[1:]), dtype=np.float32)
                 vectors[rows] = embeddings
@@ -464,6 +474,15 @@ class PaperEncoder(Encoder):
             return embeddings[:, : st.truncate_dim] if st.truncate_dim else embeddings
         outputs = self.model(**features, **format_options)
         return pool(outputs, features["attention_mask"], self.pooling, normalize=self.normalize)
+
+
+def _paper_name(papers: Sequence[Mapping[str, Any] | str], index: int) -> str:
+    """How an error names ``papers[index]``: its id, or its position and first words."""
+    paper = papers[index]
+    if isinstance(paper, Mapping) and paper.get("paper_id") is not None:
+        return f"paper_id {str(paper['paper_id'])!r}"
+    text = paper if isinstance(paper, str) else str(paper.get("title") or "")
+    return f"paper #{index} {text[:40]!r}"
 
 
 def pool(outputs: Any, attention_mask: torch.Tensor, pooling: str, *, normalize: bool = False) -> torch.Tensor:

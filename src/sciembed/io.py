@@ -19,7 +19,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +37,24 @@ def default_cache_dir() -> Path:
     from huggingface_hub import constants
 
     return Path(constants.HF_HOME) / "sciembed" / "embeddings"
+
+
+class NonFiniteVectorsError(ValueError):
+    """Vectors holding NaN or infinity: never written to a file or scored."""
+
+
+def check_finite(vectors: np.ndarray, names: Callable[[np.ndarray], list[str]], source: str, remedy: str) -> None:
+    """Raise :class:`NonFiniteVectorsError` when ``vectors`` hold a NaN or an infinity (one pass over them).
+
+    The message names ``source`` (a model or a file), how many rows are affected, the first few of them
+    (``names`` maps their row numbers to names, called only on failure) and ``remedy``.
+    """
+    if vectors.size == 0 or np.isfinite(vectors).all():
+        return
+    bad = np.flatnonzero(~np.isfinite(vectors.reshape(len(vectors), -1)).all(axis=1))
+    shown = ", ".join(names(bad[:3]))
+    more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+    raise NonFiniteVectorsError(f"{source}: {len(bad)} of {len(vectors)} vector(s) hold NaN or infinity ({shown}{more}); {remedy}")
 
 
 def refuse_replacing(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
@@ -165,28 +183,68 @@ def read_embeddings(path: str | os.PathLike[str]) -> tuple[list[str], np.ndarray
             raise ValueError(f"{path}: a folder without Parquet parts")
         read = [read_embeddings(part) for part in parts]
         return [i for ids, _ in read for i in ids], np.concatenate([vectors for _, vectors in read])
-    path = check_embedding_path(path)
+    ids, vectors = _read_embedding_file(check_embedding_path(path))
+    check_finite(vectors, lambda rows: [repr(ids[i]) for i in rows], str(path),
+                 "embed these papers again with a model whose outputs are finite")
+    return ids, vectors
+
+
+def _read_embedding_file(path: Path) -> tuple[list[str], np.ndarray]:
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
-        ids, rows = [], []
+        ids, rows, lines = [], [], []
         with path.open(encoding="utf-8") as handle:
             for line_number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
                 try:
                     record = json.loads(line)
-                    ids.append(str(record["paper_id"]))
-                    rows.append(record["embedding"])
+                    paper_id, vector = str(record["paper_id"]), record["embedding"]
                 except (json.JSONDecodeError, KeyError, TypeError) as error:
                     raise ValueError(f"{path}, line {line_number}: not an embedding record ({error})") from error
-        return ids, np.asarray(rows, dtype=np.float32)
+                if not isinstance(vector, list) or not vector or (rows and len(vector) != len(rows[0])):
+                    expected = f"a list of {len(rows[0])} numbers like the lines before" if rows else "a non-empty list of numbers"
+                    raise ValueError(f"{path}, line {line_number} (paper_id {paper_id!r}): its embedding is not {expected}")
+                ids.append(paper_id)
+                rows.append(vector)
+                lines.append(line_number)
+        try:
+            return ids, np.asarray(rows, dtype=np.float32)
+        except (TypeError, ValueError, OverflowError) as error:
+            # Looked for only on failure, so that a good file costs one conversion.
+            row = next((i for i, vector in enumerate(rows) if not all(type(x) in (int, float) for x in vector)), None)
+            if row is None:
+                raise ValueError(f"{path}: the embeddings do not convert to float32 ({error})") from None
+            raise ValueError(f"{path}, line {lines[row]} (paper_id {ids[row]!r}): its embedding holds something other than numbers") from None
     if suffix == ".npy":
         return _read_npy(path)
+    return _read_parquet(path)
+
+
+def _read_parquet(path: Path) -> tuple[list[str], np.ndarray]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
-    vectors = table.column("embedding").combine_chunks().flatten().to_numpy().reshape(table.num_rows, -1)
-    return table.column("paper_id").to_pylist(), vectors.astype(np.float32, copy=False)
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as error:
+        raise ValueError(f"{path}: not a readable Parquet file ({error})") from None
+    for name in ("paper_id", "embedding"):
+        if name not in table.column_names:
+            raise ValueError(f"{path}: no {name!r} column (columns: {', '.join(table.column_names)})")
+    kind = table.schema.field("embedding").type
+    if not (pa.types.is_list(kind) or pa.types.is_fixed_size_list(kind) or pa.types.is_large_list(kind)) \
+            or not (pa.types.is_floating(kind.value_type) or pa.types.is_integer(kind.value_type)):
+        raise ValueError(f"{path}: column 'embedding' holds {kind}, expected a list of numbers per row")
+    column = table.column("embedding").combine_chunks()
+    if column.null_count:
+        raise ValueError(f"{path}: column 'embedding' is empty on {column.null_count} row(s)")
+    lengths = set(pc.list_value_length(column).to_pylist()) if not pa.types.is_fixed_size_list(kind) else {kind.list_size}
+    if len(lengths) != 1:
+        raise ValueError(f"{path}: column 'embedding' holds lists of {len(lengths)} different lengths ({sorted(lengths)[:5]})")
+    vectors = column.flatten().to_numpy(zero_copy_only=False).reshape(table.num_rows, -1)
+    return [str(i) for i in table.column("paper_id").to_pylist()], vectors.astype(np.float32, copy=False)
 
 
 def _read_npy(path: Path) -> tuple[list[str], np.ndarray]:
@@ -204,7 +262,12 @@ def _read_npy(path: Path) -> tuple[list[str], np.ndarray]:
         stored = stored.get("ids")
     if not isinstance(stored, list):
         raise ValueError(f"{ids_file}: expected a list of ids")
-    vectors = np.load(path, allow_pickle=False)
+    try:
+        vectors = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as error:
+        raise ValueError(f"{path}: not a readable .npy array ({error})") from None
+    if vectors.ndim != 2 or not (np.issubdtype(vectors.dtype, np.floating) or np.issubdtype(vectors.dtype, np.integer)):
+        raise ValueError(f"{path}: holds a {vectors.dtype} array of shape {vectors.shape}, expected (papers, dimensions) numbers")
     if len(stored) != len(vectors):
         raise ValueError(f"{path}: {len(vectors)} vectors but {len(stored)} ids in {ids_file}")
     return [str(i) for i in stored], vectors
@@ -225,8 +288,11 @@ def _checked(chunks: Iterable[Chunk], total: int, dim: int) -> Iterator[Chunk]:
     for ids, vectors in chunks:
         if vectors.shape != (len(ids), dim):
             raise ValueError(f"chunk of {len(ids)} ids has vectors of shape {vectors.shape}, expected ({len(ids)}, {dim})")
+        vectors = np.asarray(vectors, dtype=np.float32)
+        check_finite(vectors, lambda rows: [repr(ids[i]) for i in rows], "embeddings to write",
+                     "nothing was written; check the model that made them")
         count += len(ids)
-        yield ids, np.asarray(vectors, dtype=np.float32)
+        yield ids, vectors
     if count != total:
         raise ValueError(f"expected {total} embeddings, got {count}")
 

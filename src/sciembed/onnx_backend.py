@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .io import default_cache_dir, replace_folder
+from .io import check_finite, default_cache_dir, replace_folder
 
 if TYPE_CHECKING:
     from .encode import PaperEncoder
@@ -210,6 +210,8 @@ def export_encoder(encoder: PaperEncoder, path: str | os.PathLike[str], *, optim
         traced = encoder.features(_TRACE_TEXTS)
         check = encoder.features(_CHECK_TEXTS)
         expected = encoder.forward(check).float().numpy()
+    check_finite(expected, lambda rows: [f"check text #{i}" for i in rows], f"model {encoder.name_or_path}",
+                 "nothing was exported; the model computes NaN or infinity in PyTorch (damaged weights, a training run that diverged)")
     names = [key for key, value in traced.items() if isinstance(value, torch.Tensor)]
     constants = {key: value for key, value in traced.items() if not isinstance(value, torch.Tensor)}
     try:

@@ -60,10 +60,11 @@ class EmbeddingCache:
         self.hits = 0
         self.encoded = 0
         # Shard i: its vectors (a memory-mapped or in-memory array, None until first read), its .npy path
-        # (None in memory), the hash its key file recorded (None once checked, or for a legacy key file).
+        # (None in memory), the hash its key file recorded (None for a legacy key file), whether it was checked.
         self._arrays: list[np.ndarray | None] = []
         self._paths: list[Path | None] = []
         self._hashes: list[str | None] = []
+        self._checked: list[bool] = []
         self._keys = np.zeros(0, dtype="S40")  # sorted; _shard[i], _row[i] locate _keys[i]
         self._shard = np.zeros(0, dtype=np.int32)
         self._row = np.zeros(0, dtype=np.int64)
@@ -84,7 +85,7 @@ class EmbeddingCache:
             if problem:
                 self._drop(keys_path.with_suffix(".npy"), problem)
                 continue
-            found.append((self._add_shard(keys_path.with_suffix(".npy"), None, sha256), keys))
+            found.append((self._add_shard(keys_path.with_suffix(".npy"), None, sha256, checked=False), keys))
         self._index(found)
         if len(self._paths) > COMPACT_AT:
             self._compact()
@@ -109,10 +110,12 @@ class EmbeddingCache:
             return [], None, f"{vectors.dtype} vectors of shape {vectors.shape}, expected {expected}"
         return keys, stored.get("npy_sha256") if isinstance(stored, dict) else None, None
 
-    def _add_shard(self, path: Path | None, array: np.ndarray | None, sha256: str | None) -> int:
+    def _add_shard(self, path: Path | None, array: np.ndarray | None, sha256: str | None, *, checked: bool) -> int:
+        # Vectors this cache stores come from the encoder, which checks them; shards found on disk are checked once.
         self._paths.append(path)
         self._arrays.append(array)
         self._hashes.append(sha256)
+        self._checked.append(checked)
         return len(self._paths) - 1
 
     def _index(self, shards: list[tuple[int, list[str]]]) -> None:
@@ -133,18 +136,24 @@ class EmbeddingCache:
         return np.where(found, position, -1)
 
     def _check_shards(self, keys: np.ndarray) -> None:
-        """Check the hash of every not yet checked shard holding one of ``keys``; drop those that fail."""
+        """Check every not yet checked shard holding one of ``keys`` (its hash, where recorded, and that its
+        vectors are finite: a cache written before sciembed checked them may hold NaN); drop those that fail."""
         position = self._locate(keys)
         for shard in np.unique(self._shard[position[position >= 0]]).tolist():
-            expected = self._hashes[shard]
-            if expected is None:
+            if self._checked[shard]:
                 continue
-            path = self._paths[shard]
-            if file_sha256(path) != expected:
-                self._drop(path, "its vectors do not match the hash written with them")
-                keep = self._shard != shard
-                self._keys, self._shard, self._row = self._keys[keep], self._shard[keep], self._row[keep]
-            self._hashes[shard] = None
+            self._checked[shard] = True
+            path, expected = self._paths[shard], self._hashes[shard]
+            if expected is not None and file_sha256(path) != expected:
+                problem = "its vectors do not match the hash written with them"
+            elif not np.isfinite(self._array(shard)).all():
+                problem = "it holds NaN or infinity"
+            else:
+                continue
+            self._arrays[shard] = None
+            self._drop(path, problem)
+            keep = self._shard != shard
+            self._keys, self._shard, self._row = self._keys[keep], self._shard[keep], self._row[keep]
 
     def _drop(self, vectors_path: Path, problem: str) -> None:
         logger.warning("embedding cache: dropping %s (%s); its texts will be embedded again", vectors_path, problem)
@@ -193,7 +202,7 @@ class EmbeddingCache:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         self._shape = vectors.shape[1:]
         if self.folder is None:
-            self._index([(self._add_shard(None, vectors, None), keys)])
+            self._index([(self._add_shard(None, vectors, None, checked=True), keys)])
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         manifest = self.folder / "manifest.json"
@@ -201,7 +210,7 @@ class EmbeddingCache:
             with atomic_path(manifest) as temporary:
                 temporary.write_text(json.dumps({"model": self.encoder.name_or_path, "fingerprint": self.fingerprint}, indent=1), encoding="utf-8")
         path = self._write_shard(keys, [vectors])
-        self._index([(self._add_shard(path, None, None), keys)])
+        self._index([(self._add_shard(path, None, None, checked=True), keys)])
 
     def _write_shard(self, keys: list[str], parts: Sequence[np.ndarray]) -> Path:
         """A new shard of ``keys`` with the rows of ``parts`` in order; the key list is written last, so a
@@ -232,6 +241,6 @@ class EmbeddingCache:
             stale.with_suffix(".json").unlink(missing_ok=True)
             stale.unlink(missing_ok=True)
         logger.info("embedding cache %s: compacted %d shards into %s", self.folder, len(old), path.name)
-        self._arrays, self._paths, self._hashes = [], [], []
+        self._arrays, self._paths, self._hashes, self._checked = [], [], [], []
         self._keys, self._shard, self._row = np.zeros(0, dtype="S40"), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)
-        self._index([(self._add_shard(path, None, None), keys)])
+        self._index([(self._add_shard(path, None, None, checked=True), keys)])
