@@ -32,15 +32,12 @@ from typing import Any
 
 from ..families import foreign_code
 from ..io import refuse_replacing, replace_folder
+from .files import CARD_FILE, ONNX_FOLDER, hub_files
 
 logger = logging.getLogger(__name__)
 
-CARD_FILE = "README.md"
 #: Where sentence-transformers' ONNX backend looks for the model in a Hub folder.
-ONNX_FILE = "onnx/model.onnx"
-# What a training or evaluation run leaves in a model folder that does not belong on the Hub.
-_LEFT_OUT = ("checkpoint-*", "runs", "*.partial", ".*", "optimizer.pt", "scheduler.pt", "rng_state*.pth", "trainer_state.json",
-             "training_args.bin", CARD_FILE)
+ONNX_FILE = f"{ONNX_FOLDER}/model.onnx"
 
 
 @dataclass
@@ -52,6 +49,8 @@ class ExportReport:
     model_type: str
     validated: bool
     checks: list[str] = field(default_factory=list)
+    #: Files of the model folder that were not exported, with why (:func:`~.files.hub_files`).
+    left_out: dict[str, str] = field(default_factory=dict)
 
 
 def export_model(
@@ -110,10 +109,19 @@ def export_model(
     if source.resolve() == destination.resolve():
         raise ValueError(f"{destination}: export writes a new folder; choose one other than the model's")
     refuse_replacing(destination, overwrite=overwrite)
+    kept, left_out = hub_files(source)
+    if left_out:
+        shown = "; ".join(f"{name} ({why})" for name, why in list(left_out.items())[:8])
+        logger.warning("%s: left out %d file(s) that do not belong on the Hub: %s%s", source, len(left_out), shown,
+                       f"; and {len(left_out) - 8} more" if len(left_out) > 8 else "")
     staging = destination.with_name(f".{destination.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        shutil.copytree(source, staging, ignore=shutil.ignore_patterns(*_LEFT_OUT))
+        staging.mkdir(parents=True)
+        for file in kept:
+            if file != CARD_FILE:  # the card is written anew
+                (staging / file).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source / file, staging / file)
         _to_safetensors(staging)
         if onnx:
             from ..onnx_backend import export_transformer
@@ -132,7 +140,7 @@ def export_model(
     replace_folder(staging, destination)
     files = sorted(str(p.relative_to(destination)) for p in destination.rglob("*") if p.is_file())
     logger.info("exported %s (%s) to %s: %d files%s", source, model_type, destination, len(files), "; validated" if validate else "")
-    return ExportReport(destination, files, model_type, validate, checks)
+    return ExportReport(destination, files, model_type, validate, checks, left_out)
 
 
 def _to_safetensors(folder: Path) -> None:

@@ -1,6 +1,8 @@
 """Upload an exported folder to the Hugging Face Hub through ``huggingface_hub.HfApi``.
 
-:func:`push_folder` creates the repository (``exist_ok``) and uploads the folder in one commit. Offline
+:func:`push_folder` creates the repository (``exist_ok``) and uploads the folder in one commit: exactly the files
+an export writes (:func:`~.files.hub_files`), and it refuses a folder holding anything else, or a link out of
+it, since something added after the export was never checked. Offline
 (``HF_HUB_OFFLINE=1``) it stops at once with a message that says so, instead of the library's retries:
 by then ``sciembed push`` has already written and validated the folder, so nothing is lost.
 """
@@ -11,6 +13,8 @@ import logging
 import os
 from pathlib import Path
 from typing import Any
+
+from .files import hub_files
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +44,8 @@ def push_folder(
 
     Raises:
         HubOfflineError: ``HF_HUB_OFFLINE`` is set.
-        ValueError: ``repo_id`` is not ``ORG/NAME`` or ``folder`` has no model card.
+        ValueError: ``repo_id`` is not ``ORG/NAME``, ``folder`` has no model card, or it holds files an export
+            does not write (named).
     """
     from huggingface_hub import constants
 
@@ -49,6 +54,11 @@ def push_folder(
         raise ValueError(f"repo_id must be ORG/NAME, got {repo_id!r}")
     if not (folder / "README.md").is_file() or not (folder / "config.json").is_file():
         raise ValueError(f"{folder}: not an exported model folder (README.md and config.json expected); run sciembed export first")
+    files, strays = hub_files(folder)
+    if strays:
+        shown = "; ".join(f"{name} ({why})" for name, why in list(strays.items())[:8])
+        raise ValueError(f"{folder} holds {len(strays)} file(s) an export does not write, which would be published unchecked: {shown}. "
+                         "Remove them, or export the model again (sciembed export --overwrite)")
     if constants.HF_HUB_OFFLINE:
         raise HubOfflineError(
             f"HF_HUB_OFFLINE is set, so the Hub is not reachable: {folder} is ready but was not pushed to {repo_id}. "
@@ -60,7 +70,7 @@ def push_folder(
         api = HfApi(token=token)
     message = commit_message or f"Upload {_model_type(folder)} model with sciembed"
     api.create_repo(repo_id, private=private, exist_ok=True)
-    commit = api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message=message)
+    commit = api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message=message, allow_patterns=files)
     url = str(getattr(commit, "commit_url", commit))
     logger.info("pushed %s to %s (%s)", folder, repo_id, url)
     return url
