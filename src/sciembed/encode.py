@@ -33,6 +33,7 @@ from .families import family_of, foreign_code, register_families
 from .formats import activate_format, load_format_modules, model_formats
 from .io import check_finite
 from .onnx_backend import BACKENDS, Backend, OnnxBackend, Precision
+from .truncation import cut_texts
 
 if TYPE_CHECKING:
     import torch
@@ -416,6 +417,7 @@ class PaperEncoder(Encoder):
         texts = self.texts(papers)
         if not texts:
             raise ValueError("no papers to encode")
+        texts = cut_texts(texts, self.tokenizer, self.max_length)
         order = self._longest_first(texts)
         vectors: np.ndarray | None = None
         with torch.inference_mode(), tqdm(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..data.papers import paper_text
 from ..encode import QUERY_FORMAT
+from ..truncation import cut_texts
 from .examples import PAIR_ROLES, TASK_FORMATS, TRIPLET_ROLES
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ class PaperCollator:
 
     def tokenize(self, papers: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
         sep = self.tokenizer.sep_token or " "
-        texts = [paper_text(paper, sep) for paper in papers]
+        texts = cut_texts([paper_text(paper, sep) for paper in papers], self.tokenizer, self.max_length)
         return dict(self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"))
 
 
