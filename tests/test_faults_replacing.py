@@ -116,3 +116,13 @@ def test_the_demo_refuses_an_earlier_demo_s_folder(tmp_path, caplog):
     output.mkdir()
     assert main(["demo", "--data", str(tmp_path / "no-data"), "--output", str(output)]) == 2
     assert f"{output} exists" in caplog.text and not any(output.iterdir())
+
+
+def test_embed_reads_and_checks_its_input_before_loading_the_model(tmp_path, caplog):
+    """Issue 22, part 5: a malformed papers file fails on its own line, before the (absent) model would be loaded."""
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text('{"paper_id": "a", "title": "One", "abstract": "x"}\n{"paper_id": "b", "title": \n')
+    command = ["embed", "--model", str(tmp_path / "no-such-model"), "--input", str(papers), "--output", str(tmp_path / "v.npy"), "--no-progress"]
+    assert main(command) == 2
+    assert f"{papers}, line 2" in caplog.text and "no-such-model" not in caplog.text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["papers.jsonl"]

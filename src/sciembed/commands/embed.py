@@ -23,7 +23,7 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,7 +115,7 @@ def written_files(output: Path) -> list[Path]:
 
 
 def embed_to_file(
-    encoder: Encoder,
+    encoder: Encoder | Callable[[], Encoder],
     papers: Papers | Any | str | os.PathLike[str],
     output: str | os.PathLike[str],
     *,
@@ -133,7 +133,8 @@ def embed_to_file(
     parts (``part-00000.parquet``, ... with columns ``paper_id`` and ``embedding``).
 
     Args:
-        encoder: the model.
+        encoder: the model, or a function that loads it: called once the papers have been read and checked, so
+            that a bad input fails before a long model load.
         papers: records with ``paper_id`` (a list, or a ``datasets.Dataset``), or the path of a paper file
             (read with :func:`~sciembed.data.papers.paper_dataset`, ``id_field`` and ``skip_invalid`` as
             there).
@@ -174,6 +175,8 @@ def embed_to_file(
                 logger.warning("skipped %d invalid record(s) of %s:\n  %s", len(skipped), read.path, "\n  ".join(map(str, skipped)))
         if not len(papers):
             raise ValueError("no papers to embed")
+        if not isinstance(encoder, Encoder):
+            encoder = encoder()
         count = math.ceil(len(papers) / shard_size)
         with share.main_process_first():  # rank 0 starts or checks the run, the others join it
             joining = share.rank > 0 if share.group else share.world_size > 1
@@ -400,11 +403,14 @@ def run(args: argparse.Namespace) -> int:
     output = Path(args.output)
     if Path(args.input).exists() and any(path.exists() and path.resolve() == Path(args.input).resolve() for path in written_files(output)):
         raise ValueError(f"--output {args.output} would overwrite the input {args.input}; choose another output file")
-    check_output(output, overwrite=args.overwrite)  # before the model is loaded
+    check_output(output, overwrite=args.overwrite)
     rank_device = init_from_environment() if args.rank is None else None
-    encoder = encoder_from_args(args, device=args.device or rank_device, max_length=args.max_length, pooling=args.pooling,
-                                task_format=args.task_format, domain=args.domain)
-    embed_to_file(encoder, args.input, output, shard_size=args.shard_size, batch_size=args.batch_size, resume=args.resume,
+
+    def load() -> Encoder:  # after the input is read: a bad papers file fails before a long model load
+        return encoder_from_args(args, device=args.device or rank_device, max_length=args.max_length, pooling=args.pooling,
+                                 task_format=args.task_format, domain=args.domain)
+
+    embed_to_file(load, args.input, output, shard_size=args.shard_size, batch_size=args.batch_size, resume=args.resume,
                   overwrite=args.overwrite, rank=args.rank, world_size=args.world_size, id_field=args.id_field, skip_invalid=args.skip_invalid,
                   show_progress_bar=not args.no_progress)
     end_distributed_run()
