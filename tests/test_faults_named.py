@@ -237,3 +237,69 @@ def test_neighbours_with_a_folder_that_holds_no_cacm_is_an_error(tmp_path, caplo
     assert main(["neighbours", "--data", str(tmp_path / "nowhere")]) == 2
     assert f"{tmp_path / 'nowhere'}: no cacm/ folder here ({tmp_path / 'nowhere'} does not exist)" in caplog.text
     assert "example set" not in caplog.text
+
+
+def test_a_full_disk_names_the_output_and_leaves_nothing(tiny_bert, tmp_path, monkeypatch, caplog):
+    """Issue 22, part 6: pyarrow's '[Errno 28] Error writing bytes to file' says which output it was."""
+    import errno
+    import json
+
+    import pyarrow.parquet as pq
+
+    from helpers import PAPERS
+    from sciembed.cli import main
+
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text("".join(json.dumps(p) + "\n" for p in PAPERS))
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "Error writing bytes to file")
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
+    output = tmp_path / "vectors.parquet"
+    assert main(["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(output), "--no-progress"]) != 0
+    assert "was not written (Error writing bytes to file); nothing was left in its place" in caplog.text
+    assert f"{output}.partial/parts/part-00000.parquet was not written" in caplog.text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["papers.jsonl"]
+
+
+def test_unsafe_pickle_weights_and_foreign_code_name_sciembeds_own_remedy(tiny_bert, tmp_path):
+    """Issue 22, part 6: not a TensorFlow checkpoint, not a Hub URL for a local folder."""
+    import json
+    import os
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file
+
+    from sciembed import PaperEncoder
+
+    pickled = tmp_path / "pickled"
+    shutil.copytree(tiny_bert, pickled)
+    state = load_file(pickled / "model.safetensors")
+    state["payload"] = _Payload()
+    torch.save(state, pickled / "pytorch_model.bin")
+    os.remove(pickled / "model.safetensors")
+    with pytest.raises(ValueError, match=r"pickled: its pickle weights \(pytorch_model\.bin\) are an unsafe pickle: .*GLOBAL.*"
+                                         r"sciembed loads tensors only\. Use safetensors weights"):
+        PaperEncoder.from_pretrained(pickled, device="cpu")
+
+    foreign = tmp_path / "foreign"
+    shutil.copytree(tiny_bert, foreign)
+    config = json.loads((foreign / "config.json").read_text())
+    config.update(model_type="foreign", auto_map={"AutoConfig": "configuration_foreign.ForeignConfig"})
+    (foreign / "config.json").write_text(json.dumps(config))
+    (foreign / "configuration_foreign.py").write_text("from transformers import BertConfig\nclass ForeignConfig(BertConfig):\n    model_type = 'foreign'\n")
+    with pytest.raises(ValueError, match=rf"the folder {foreign} holds Python code that is not sciembed's own; .*--trust-remote-code "
+                                         r"\(command line\) or trust_remote_code=True \(Python\)") as refused:
+        PaperEncoder.from_pretrained(foreign, device="cpu")
+    assert "hf.co" not in str(refused.value)
+
+
+class _Payload:
+    """What a malicious pickle carries: a call to run on load."""
+
+    def __reduce__(self):
+        import os
+
+        return (os.getcwd, ())

@@ -260,7 +260,7 @@ class PaperEncoder(Encoder):
             from sentence_transformers import SentenceTransformer
 
             trusted = trust_remote_code or _only_sciembed_code(name)
-            with _damaged_weights_named(name):
+            with _load_errors_named(name):
                 model = SentenceTransformer(name, device=str(device) if device else None, trust_remote_code=trusted)
             if Path(name).is_dir():
                 load_format_modules(model.transformers_model, name)
@@ -272,7 +272,7 @@ class PaperEncoder(Encoder):
             kwargs["max_length"] = base_embedding(name).max_length
             logger.info("%s: pooling %s over its transformer, at its sentence-transformers max_seq_length %s",
                         name, kwargs.get("pooling"), kwargs["max_length"] or "(unset: the model's limit)")
-        with _damaged_weights_named(name):
+        with _load_errors_named(name):
             model = AutoModel.from_pretrained(name, trust_remote_code=trust_remote_code)
         if Path(name).is_dir():
             load_format_modules(model, name)
@@ -704,14 +704,37 @@ def _in_hub_cache(repo_id: str) -> bool:
 
 
 @contextlib.contextmanager
-def _damaged_weights_named(name: str):
-    """Weights that do not deserialise (a truncated ``model.safetensors``) become one error naming the model."""
+def _load_errors_named(name: str):
+    """The loaders' failures as one error naming the model and sciembed's own remedy: damaged weights (a
+    truncated ``model.safetensors``), pickle weights that ``torch.load(weights_only=True)`` refuses (transformers
+    4.57 suggests a TensorFlow checkpoint for them, torch to load with ``weights_only=False``: both wrong here),
+    and code outside sciembed's own (transformers' message names a Hub URL even for a local folder)."""
+    import pickle
+
     from safetensors import SafetensorError
 
     try:
         yield
     except SafetensorError as error:
         raise ValueError(f"{name}: its weights do not load ({error}); the file may be truncated or damaged") from None
+    except (pickle.UnpicklingError, OSError) as error:
+        chain = [error]
+        while chain[-1].__cause__ or chain[-1].__context__:
+            chain.append(chain[-1].__cause__ or chain[-1].__context__)
+        refused = next((e for e in chain if isinstance(e, pickle.UnpicklingError)), None)
+        if refused is None:
+            raise
+        reason = str(refused).strip().splitlines()[-3:]
+        detail = next((line for line in reason if "GLOBAL" in line), "it holds objects other than tensors")
+        raise ValueError(f"{name}: its pickle weights (pytorch_model.bin) are an unsafe pickle: {detail.strip()} Loading them would run "
+                         "that code, so sciembed loads tensors only. Use safetensors weights, or convert the file on a machine "
+                         "where you trust it") from None
+    except ValueError as error:
+        if "trust_remote_code" not in str(error):
+            raise
+        where = f"the folder {name}" if Path(name).is_dir() else f"the Hub repository {name}"
+        raise ValueError(f"{where} holds Python code that is not sciembed's own; loading it runs that code. Read it, then pass "
+                         "--trust-remote-code (command line) or trust_remote_code=True (Python)") from None
 
 
 def _is_sentence_transformer(model: Any) -> bool:

@@ -73,7 +73,8 @@ def refuse_replacing(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it to ``path`` if the block succeeds, delete it if not.
+    """Yield a temporary path beside ``path``; rename it to ``path`` if the block succeeds, delete it if not
+    (an operating-system error is raised again naming ``path``).
 
     The file is synced before the rename and the folder after it, so the rename survives a power cut, and it
     gets the permissions the umask gives a new file (``mkstemp`` alone would leave it readable by its owner only).
@@ -90,6 +91,12 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         os.chmod(temporary, 0o666 & ~_umask())
         os.replace(temporary, path)
         sync_folder(path.parent)
+    except OSError as error:
+        # A full disk says "[Errno 28] Error writing bytes to file" without saying which: name the output.
+        if str(path) in str(error):
+            raise
+        kind = type(error) if type(error).__module__ == "builtins" else OSError
+        raise kind(error.errno, f"{path} was not written ({error.strerror or error}); nothing was left in its place") from error
     finally:
         temporary.unlink(missing_ok=True)
 
