@@ -102,6 +102,12 @@ def export_model(
     config_path = source / "config.json"
     if not config_path.is_file():
         raise FileNotFoundError(f"{source}: no config.json; export takes a saved model folder")
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{config_path}: not a JSON model config ({error})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{config_path}: holds a JSON {type(config).__name__}, not a model config (an object)")
     foreign = foreign_code(source)
     if foreign and not trust_remote_code:
         raise ValueError(f"{source}: {', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} not sciembed's own code; exporting would "
@@ -128,7 +134,7 @@ def export_model(
 
             done = export_transformer(staging, staging / ONNX_FILE)
             logger.info("wrote %s (max abs difference to PyTorch %.2e)", ONNX_FILE, done["max_abs_difference_to_pytorch"])
-        model_type = json.loads(config_path.read_text(encoding="utf-8")).get("model_type", "")
+        model_type = config.get("model_type", "")
         card = render_model_card(staging, evaluations=evaluations, training=training, repo_id=repo_id, license=license,
                                  name=name or (repo_id.split("/")[-1] if repo_id else source.resolve().name),
                                  dataset_names=dataset_names)

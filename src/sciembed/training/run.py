@@ -180,9 +180,11 @@ def _check_output(output_dir: Path, *, resume: bool, overwrite: bool) -> None:
 
     if resume and overwrite:
         raise ValueError("--resume continues the run in the output folder, --overwrite replaces it: give one of them")
+    checkpoints = sorted(output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*")) if output_dir.is_dir() else []
+    if resume and not checkpoints:
+        raise FileNotFoundError(f"{output_dir}: no {PREFIX_CHECKPOINT_DIR}-* folder to resume from; train without --resume to start a run")
     if resume or not output_dir.is_dir():
         return
-    checkpoints = sorted(output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*"))
     earlier = [path.name for path in (output_dir / MODEL_FOLDER, output_dir / RESULTS_FILE, output_dir / EVALUATION_FILE) if path.exists()]
     earlier += [path.name for path in checkpoints]
     if not earlier:
