@@ -246,6 +246,30 @@ def test_a_validation_split_comes_out_of_the_training_queries_only(tiny_bert, tm
         prepare("spectroid-heads", tiny_bert, data, tmp_path / "heads", {"data.validation": 0.2})
 
 
+@pytest.mark.parametrize("recipe", ["specter", "multi2spe"])
+def test_weight_average_mixes_trained_and_starting_weights(recipe, tiny_bert, tmp_path):
+    """model.weight_average (WiSE-FT): the saved model is alpha x trained + (1 - alpha) x starting, for the base encoder
+    and for a family built from it; the final evaluation scores the average, not the trained weights."""
+    from sciembed.training.run import prepare
+
+    data = write_s2orc(tmp_path / "papers.jsonl")
+    overrides = {**TINY_RUN, "save_strategy": "no", "learning_rate": 0.01, "warmup_steps": 0, "data.held_out": 0.25}
+    trained = prepare(recipe, tiny_bert, data, tmp_path / "trained", overrides)
+    start = {k: v.clone() for k, v in trained.trainer.model.state_dict().items()}
+    trained.trainer.train()
+    averaged = prepare(recipe, tiny_bert, data, tmp_path / "averaged", {**overrides, "model.weight_average": 0.25})
+    assert averaged.settings["model"]["weight_average"] == 0.25
+    averaged.trainer.train()
+    after, mixed = trained.trainer.model.state_dict(), averaged.trainer.model.state_dict()
+    moved = [k for k in start if start[k].is_floating_point() and not torch.equal(start[k], after[k])]
+    assert moved
+    for key in moved:
+        torch.testing.assert_close(mixed[key], 0.25 * after[key] + 0.75 * start[key], msg=key)
+    assert averaged.trainer.last_metrics is None  # the scores of the trained weights are not the average's
+    with pytest.raises(ValueError, match="weight_average is the share of the trained weights"):
+        prepare(recipe, tiny_bert, data, tmp_path / "bad", {**overrides, "model.weight_average": 1.5})
+
+
 def test_a_plain_checkpoint_keeps_the_paper_s_embedding_and_loss(tiny_bert):
     """Without sentence-transformers modules SPECTER's own setting stays: [CLS], unnormalised, L2 triplet
     margin 1; embedding.normalize switches to the unit-vector objective, loss.name to another loss."""

@@ -2,7 +2,9 @@
 
 A recipe's settings are a nested dict with five sections:
 
-- ``model``: options of the family built from the base checkpoint (``num_cls_tokens``, ``domains``, ...);
+- ``model``: options of the family built from the base checkpoint (``num_cls_tokens``, ``domains``, ...), and
+  ``weight_average`` for every recipe: the share of the trained weights in a WiSE-FT average with the starting
+  ones when training ends (default 1: the trained weights; see :class:`~sciembed.training.trainers.EmbeddingTrainer`);
 - ``embedding``: ``pooling`` (plain encoders), ``normalize`` and ``max_length``; unset (``None``), they
   follow the base as its authors use it (its sentence-transformers modules: all-MiniLM-L6-v2 trains in
   mean pooling + L2 normalisation at 256 tokens), else the paper's (``[CLS]``, unnormalised);

@@ -93,7 +93,7 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
         options.update(pooling=settings["embedding"]["pooling"], normalize=settings["embedding"]["normalize"])
     trainer = trainer_class(
         model, args, loss=loss, max_length=max_length, train_dataset=examples.train, eval_dataset=examples.evaluation,
-        data_collator=collator, processing_class=tokenizer, **options,
+        data_collator=collator, processing_class=tokenizer, weight_average=settings["model"].get("weight_average", 1.0), **options,
     )
     counts = {"examples": len(examples.train), **examples.counts,
               "starts_as_published": _starts_as_published(recipe, settings, embedding)}
@@ -400,6 +400,7 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
     from ..families import classifier_from_bert, from_bert
 
     options = dict(options)
+    options.pop("weight_average", None)  # the Trainer's (see prepare)
     modules = options.pop("format_modules", None)
     module_options = {k: options.pop(k) for k in ("adapter_config", "pals_hidden_size", "pals_attention_heads") if k in options}
     if recipe.family is None:

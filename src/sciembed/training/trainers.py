@@ -66,13 +66,23 @@ class EmbeddingTrainer(Trainer):
             the loss of every training step of the triplet, pair and multi-task objectives. (The adapters
             library adds its gradient after each optimiser step instead; in the loss is the paper's
             formulation, and it is scaled with gradient accumulation like the rest of the loss.)
+        weight_average: WiSE-FT (Wortsman et al. 2022, "Robust fine-tuning of zero-shot models"): when training ends,
+            the model's weights become ``weight_average * trained + (1 - weight_average) * starting``, the starting
+            weights being the model's when the Trainer was built (kept on CPU meanwhile; a resumed run rebuilds
+            them the same way). 1 keeps the trained weights; lower values keep more of what the base knew out of
+            domain. Applied after ``load_best_model_at_end`` and before the final evaluation.
         kwargs: the rest of ``transformers.Trainer``'s arguments (``train_dataset``, ``data_collator``,
             ``processing_class`` (the tokenizer), ``callbacks``, ...).
     """
 
     def __init__(self, model: nn.Module, args: Any, *, loss: nn.Module | None = None, pooling: str | None = None,
                  normalize: bool = False, domain: str | None = None, task_format: str | None = None, max_length: int | None = None,
-                 eval_dataset: Any = None, adapter_training: str | None = None, **kwargs: Any):
+                 eval_dataset: Any = None, adapter_training: str | None = None, weight_average: float = 1.0, **kwargs: Any):
+        if not 0.0 <= weight_average <= 1.0:
+            raise ValueError(f"weight_average is the share of the trained weights, between 0 and 1; got {weight_average}")
+        self.weight_average = weight_average
+        self._starting_weights = ({name: value.detach().to("cpu", copy=True) for name, value in model.state_dict().items()}
+                                  if weight_average < 1.0 else None)
         super().__init__(model=model, args=args, eval_dataset=eval_dataset, **kwargs)
         if adapter_training not in (None, "adapters", "fusion"):
             raise ValueError(f"adapter_training must be 'adapters' or 'fusion', got {adapter_training!r}")
@@ -97,6 +107,26 @@ class EmbeddingTrainer(Trainer):
             self.add_callback(_ZeroLossGradients(self.loss))
             if self.args.world_size > 1:
                 _average_gradients_across_processes(self.loss)
+
+    def train(self, *args: Any, **kwargs: Any):
+        """``transformers.Trainer.train``, then the weight average with the starting weights (``weight_average``)."""
+        result = super().train(*args, **kwargs)
+        if self._starting_weights is not None:
+            self._average_with_start()
+        return result
+
+    @torch.no_grad()
+    def _average_with_start(self) -> None:
+        alpha, done = self.weight_average, set()
+        for name, value in self.model.state_dict().items():
+            start = self._starting_weights.get(name)
+            # Tied weights appear under several names but must be averaged once.
+            if start is not None and value.is_floating_point() and value.data_ptr() not in done:
+                done.add(value.data_ptr())
+                value.mul_(alpha).add_(start.to(value.device, value.dtype), alpha=1.0 - alpha)
+        # Metrics of the last evaluation scored the weights before the average.
+        self.last_metrics = self.last_metrics_step = None
+        logger.info("weights averaged with the starting ones: %.2f x trained + %.2f x starting (WiSE-FT)", alpha, 1.0 - alpha)
 
     # ------------------------------------------------------------------ embedding
 
