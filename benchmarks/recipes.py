@@ -9,8 +9,11 @@ queries only. Every trained row starts from the embedded all-MiniLM-L6-v2 with t
 - the peer a user would pick instead: sentence-transformers' own ``SentenceTransformerTrainer`` with
   ``MultipleNegativesRankingLoss`` on the ``specter`` recipe's triplets (same queries, positives and hard
   negatives), same steps, batch, learning rate and schedule;
-- each paper's counterpart (``COUNTERPARTS``): SciNCL against SPECTER's citation triplets, Multi2SPE's
-  K = 3 CLS tokens against K = 1.
+- each paper's counterpart (``SYSTEMS``' ``counterpart``): SciNCL against SPECTER's citation triplets, Multi2SPE's
+  K = 3 CLS tokens against K = 1;
+- ``specter-wise``: the specter recipe at a higher learning rate, its weights averaged with MiniLM's when training
+  ends (WiSE-FT, ``model.weight_average``), against the specter recipe's defaults. Its two settings were chosen on a
+  validation split of seed 0's training queries (``data.validation``; notes in the issue), never on held-out ones.
 
 Columns (the same tasks for every row of a seed):
 
@@ -75,6 +78,8 @@ class System:
 
 SYSTEMS = {
     "specter": System("specter", "SPECTER recipe (citation triplets) on MiniLM"),
+    "specter-wise": System("specter", "SPECTER recipe on MiniLM at learning rate 1e-4, then WiSE-FT's average with MiniLM (0.5)",
+                           {"learning_rate": 1e-4, "model.weight_average": 0.5}, counterpart="specter"),
     "scincl": System("scincl", "SciNCL recipe (graph-neighbour triplets) on MiniLM", counterpart="specter"),
     "multi2spe": System("multi2spe", "Multi2SPEModel (K = 3) from MiniLM, multi2spe recipe", counterpart="multi2spe-k1"),
     "multi2spe-k1": System("multi2spe", "Multi2SPEModel with one CLS token (K = 1), multi2spe recipe", {"model.num_cls_tokens": 1}),

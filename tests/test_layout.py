@@ -21,7 +21,7 @@ LAYERS = (
     ("encoders", ("sciembed.encoders",)),
     ("encode", ("sciembed.encode", "sciembed.onnx_backend")),
     ("formats / data", ("sciembed.formats", "sciembed.data")),
-    ("families / io", ("sciembed.families", "sciembed.io", "sciembed.default_model", "sciembed.distributed")),
+    ("families / io", ("sciembed.families", "sciembed.io", "sciembed.truncation", "sciembed.default_model", "sciembed.distributed")),
     ("modeling", ("sciembed.modeling",)),
 )
 
