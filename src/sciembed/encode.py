@@ -362,7 +362,7 @@ class PaperEncoder(Encoder):
     @property
     def _non_finite_remedy(self) -> str:
         if self.precision != "fp32":
-            return f"nothing was kept; {self.precision} overflows here, use --precision fp32 (precision='fp32')"
+            return f"nothing was kept; try --precision fp32 (precision='fp32'): {self.precision} can overflow where fp32 does not"
         return ("nothing was kept; the model computes NaN or infinity (damaged weights, a training run that diverged): "
                 "check its weights or load another checkpoint")
 
