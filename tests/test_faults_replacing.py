@@ -126,3 +126,20 @@ def test_embed_reads_and_checks_its_input_before_loading_the_model(tmp_path, cap
     assert main(command) == 2
     assert f"{papers}, line 2" in caplog.text and "no-such-model" not in caplog.text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["papers.jsonl"]
+
+
+@pytest.mark.parametrize("command", ["embed", "neighbours", "train"])
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(command, tiny_bert, papers_and_edges, tmp_path, caplog, monkeypatch):
+    """Issue 22, part 5: an output under a file (not a folder) fails at once, naming it, not after the model ran."""
+    from sciembed.training import run
+
+    papers, _ = papers_and_edges
+    blocker = tmp_path / "results"
+    blocker.write_text("a file where a folder was meant")
+    monkeypatch.setattr(run, "prepare", lambda *a, **k: pytest.fail("the data was read before the output was checked"))
+    argv = {"embed": ["embed", "--model", str(tmp_path / "no-such-model"), "--input", str(papers), "--output", str(blocker / "v.npy"), "--no-progress"],
+            "neighbours": ["neighbours", "--model", str(tmp_path / "no-such-model"), "--papers", str(papers), "--output", str(blocker / "n.csv"),
+                           "--no-progress"],
+            "train": _tiny_training(tiny_bert, papers_and_edges, blocker / "run")}[command]
+    assert main(argv) == 2
+    assert f"cannot be written: {blocker} is a file, not a folder" in caplog.text

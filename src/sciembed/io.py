@@ -68,7 +68,26 @@ def refuse_replacing(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
     if not overwrite and (path.exists() or path.is_symlink()):
         raise FileExistsError(f"{path} exists; pass --overwrite (overwrite=True) to replace it, "
                               "or choose another output")
+    check_writable(path)
     return path
+
+
+def check_writable(path: str | os.PathLike[str]) -> None:
+    """Raise an OSError naming ``path`` when it could not be written: its nearest existing folder is not a
+    folder, or a file cannot be created in it (read-only, no permission). Tried by creating and removing a
+    file there, so what the operating system allows is what is checked."""
+    path = Path(path).absolute()
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise NotADirectoryError(f"{path} cannot be written: {ancestor} is a file, not a folder")
+    try:
+        handle, probe = tempfile.mkstemp(dir=ancestor, prefix=".sciembed-write-check.")
+    except OSError as error:
+        raise type(error)(error.errno, f"{path} cannot be written: {error.strerror} in {ancestor}") from None
+    os.close(handle)
+    os.unlink(probe)
 
 
 @contextlib.contextmanager
