@@ -59,15 +59,17 @@ import torch.nn.functional as F
 from torch import nn
 from transformers.activations import ACT2FN
 
-from .names import FORMATS
+from .names import (  # noqa: F401  (the file names are this module's too)
+    ADAPTER_CONFIG_FILE,
+    ADAPTER_SAFE_WEIGHTS_FILE,
+    ADAPTER_WEIGHTS_FILE,
+    FORMATS,
+    FUSION_CONFIG_FILE,
+    FUSION_PREFIX,
+    FUSION_SAFE_WEIGHTS_FILE,
+    FUSION_WEIGHTS_FILE,
+)
 
-ADAPTER_CONFIG_FILE = "adapter_config.json"
-ADAPTER_WEIGHTS_FILE = "pytorch_adapter.bin"
-ADAPTER_SAFE_WEIGHTS_FILE = "adapter.safetensors"
-FUSION_CONFIG_FILE = "adapter_fusion_config.json"
-FUSION_WEIGHTS_FILE = "pytorch_model_adapter_fusion.bin"
-FUSION_SAFE_WEIGHTS_FILE = "model_adapter_fusion.safetensors"
-FUSION_PREFIX = "fusion_"
 #: SPECTER2's proximity adapter repository (``allenai/specter2``); its others are ``specter2_<format>``.
 SPECTER2_PROXIMITY = "specter2"
 #: The ``version`` written into the JSON files: the AdapterHub format they follow. Its presence also tells

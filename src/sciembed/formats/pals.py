@@ -61,11 +61,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .names import FORMATS
-
-PALS_FOLDER = "pals"
-PALS_CONFIG_FILE = "pals_config.json"
-PALS_WEIGHTS_FILE = "pals.safetensors"
+from .names import FORMATS, PALS_CONFIG_FILE, PALS_FOLDER, PALS_WEIGHTS_FILE  # noqa: F401  (the file names are this module's too)
 
 
 @dataclass(frozen=True)
