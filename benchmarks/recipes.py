@@ -3,7 +3,8 @@
 Per seed, CACM's linked papers are split by query paper (80 / 20); training examples come from the training
 queries only. Every trained row starts from the embedded all-MiniLM-L6-v2 with the recipe's default settings
 (``--set`` changes them for every row, recorded in the JSON) and the same budget: ``--steps`` optimiser steps of
-32 examples, texts cut to ``--max-length`` tokens. Next to them:
+32 examples, training texts cut to ``--max-length`` tokens (``data.max_length``). Every model is evaluated in its own
+window (all-MiniLM-L6-v2's 256 tokens, which training on shorter texts leaves alone), as its users embed. Next to them:
 
 - MiniLM as published (its own modules: mean pooling + normalisation), not trained;
 - the peer a user would pick instead: sentence-transformers' own ``SentenceTransformerTrainer`` with
@@ -30,8 +31,9 @@ Columns (the same tasks for every row of a seed):
 
 Statistics: per system, the mean over seeds, and for the two cite tasks the paired difference to MiniLM as
 published and to the counterpart with a 95% bootstrap interval over held-out queries pooled over seeds
-(``BOOTSTRAP`` resamples); classification and search differences per seed. Seconds per optimiser step are
-recorded for each trained row; the peer's come from the same run, trained just before the recipes of its seed.
+(``BOOTSTRAP`` resamples); classification and search differences per seed. Each trained row records its seconds per
+optimiser step, but rows train minutes apart, so the speed comparison with the peer is ``training_speed.py``'s
+(paired, alternating rounds).
 
 Rows are written to the JSON as they finish; a run adds to an existing file (rows already there for a seed
 and system are kept, not rerun), so ``--seeds`` and ``--systems`` split a long benchmark over sessions.
@@ -63,7 +65,7 @@ from sciembed.data.papers import paper_text
 from sciembed.evaluation import evaluate_suite
 from sciembed.evaluation.loaders import TaskSuite
 from sciembed.io import atomic_path
-from sciembed.training.run import prepare
+from sciembed.training.run import prepare, save_trained
 
 
 @dataclass(frozen=True)
@@ -100,13 +102,15 @@ def main() -> None:
                         help="folder holding cacm/, hepth/, arxiv-metadata/ and scirepeval-samples/")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="one split, sample and training run per seed")
     parser.add_argument("--steps", type=int, default=60, help=f"optimiser steps per model ({BATCH} examples each)")
-    parser.add_argument("--max-length", type=int, default=128, help="tokens per text, in training and evaluation")
+    parser.add_argument("--max-length", type=int, default=128, help="tokens per training text; evaluation uses each model's own window")
     parser.add_argument("--held-out", type=float, default=0.2, help="share of CACM query papers held out for evaluation")
     parser.add_argument("--hepth-queries", type=int, default=300, help="hep-th query papers sampled per seed")
     parser.add_argument("--systems", nargs="+", choices=(*SYSTEMS, PEER), default=[*SYSTEMS, PEER], help="what to train")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a recipe override for every sciembed system (e.g. loss.name=triplet); recorded in the JSON")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "recipes.json")
+    parser.add_argument("--keep-models", type=Path, metavar="FOLDER",
+                        help="also save each trained model as FOLDER/seed-N/SYSTEM, to score it again without retraining")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     folders = {name: args.data / name for name in ("cacm", "hepth", "arxiv-metadata", "scirepeval-samples")}
@@ -116,7 +120,7 @@ def main() -> None:
     from sciembed.training.recipes import parse_assignments
 
     extra = parse_assignments(args.set)
-    settings = {"steps": args.steps, "batch": BATCH, "max_length": args.max_length, "held_out": args.held_out,
+    settings = {"steps": args.steps, "batch": BATCH, "training_max_length": args.max_length, "held_out": args.held_out,
                 "hepth_queries": args.hepth_queries, "base": "all-MiniLM-L6-v2 (embedded)", "overrides": extra}
     results = json.loads(args.output.read_text(encoding="utf-8")) if args.output.is_file() else {}
     if results and {k: results["settings"].get(k) for k in settings} != settings:
@@ -141,7 +145,7 @@ def main() -> None:
 
     for seed in args.seeds:
         overrides = {"data.held_out": args.held_out, "data.seed": seed, "seed": seed, "max_steps": args.steps,
-                     "embedding.max_length": args.max_length, "per_device_train_batch_size": BATCH, "gradient_accumulation_steps": 1,
+                     "data.max_length": args.max_length, "per_device_train_batch_size": BATCH, "gradient_accumulation_steps": 1,
                      "save_strategy": "no", "eval_strategy": "no", "logging_steps": 5, "per_device_eval_batch_size": 32, **extra}
         with tempfile.TemporaryDirectory() as output:
             # The specter run's split and triplets are the reference's and the peer's.
@@ -149,20 +153,28 @@ def main() -> None:
             suite = fixed.suite(specter.trainer.eval_dataset, seed, args.hepth_queries)
             held_out_queries = specter.data["held_out_queries"]
             if (seed, REFERENCE) not in done:
-                encoder = sciembed.PaperEncoder.from_pretrained(max_length=args.max_length, device="cpu")
+                encoder = sciembed.PaperEncoder.from_pretrained(device="cpu")
                 add({"seed": seed, "system": REFERENCE, "model": "all-MiniLM-L6-v2, its own modules (mean pooling + normalise), not trained",
                      "held_out_queries": held_out_queries,
                      **scores(evaluate_suite(encoder, suite, n_jobs=1, show_progress_bar=False).results)})
             if PEER in args.systems and (seed, PEER) not in done:
-                add(peer_row(seed, specter.trainer.train_dataset, suite, args))
+                add(peer_row(seed, specter.trainer.train_dataset, suite, args, kept(args, seed, PEER)))
             del specter
         for name in args.systems:
             if name == PEER or (seed, name) in done:
                 continue
             with tempfile.TemporaryDirectory() as output:
-                add(recipe_row(name, seed, folders["cacm"], output, {**overrides, **SYSTEMS[name].overrides}, suite))
+                add(recipe_row(name, seed, folders["cacm"], output, {**overrides, **SYSTEMS[name].overrides}, suite,
+                               kept(args, seed, name)))
             gc.collect()
+    if rows:
+        save()  # a run with nothing left to train still rewrites the summary with this script's statistics
     print(json.dumps(summarise(rows), indent=1))
+
+
+def kept(args, seed: int, system: str) -> Path | None:
+    """Where ``--keep-models`` saves ``system``'s model of ``seed`` (None without it)."""
+    return args.keep_models / f"seed-{seed}" / system if args.keep_models else None
 
 
 @dataclass
@@ -236,8 +248,10 @@ def _arxiv_archive_files(path: Path, root: Path) -> tuple[tuple[Path, Path], dic
     return (labels, papers), counts
 
 
-def recipe_row(name: str, seed: int, cacm: Path, output: str, overrides: dict[str, Any], suite: TaskSuite) -> dict[str, Any]:
-    """Train one system with the shared budget; CACM held-out cite at step 0, every task after training."""
+def recipe_row(name: str, seed: int, cacm: Path, output: str, overrides: dict[str, Any], suite: TaskSuite,
+               keep: Path | None = None) -> dict[str, Any]:
+    """Train one system with the shared budget; CACM held-out cite at step 0, every task after training (the model
+    saved in ``keep`` when given)."""
     system = SYSTEMS[name]
     run = prepare(system.recipe, None, cacm, output, overrides)
     trainer = run.trainer
@@ -246,6 +260,8 @@ def recipe_row(name: str, seed: int, cacm: Path, output: str, overrides: dict[st
     result = trainer.train()
     seconds = time.perf_counter() - started
     trainer.evaluate(eval_dataset=suite)
+    if keep is not None:
+        save_trained(trainer, run.tokenizer, keep)
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     embedding = {k: run.settings["embedding"][k] for k in ("pooling", "normalize", "max_length")}
     return {"seed": seed, "system": name, "recipe": system.recipe, "model": system.description, "overrides": system.overrides,
@@ -256,14 +272,15 @@ def recipe_row(name: str, seed: int, cacm: Path, output: str, overrides: dict[st
             "first_logged_loss": losses[0] if losses else None, "last_logged_loss": losses[-1] if losses else None}
 
 
-def peer_row(seed: int, triplets, suite: TaskSuite, args) -> dict[str, Any]:
-    """sentence-transformers' own trainer and MNR loss on the same triplets, same budget and schedule."""
+def peer_row(seed: int, triplets, suite: TaskSuite, args, keep: Path | None = None) -> dict[str, Any]:
+    """sentence-transformers' own trainer and MNR loss on the same triplets, same budget and schedule (the model
+    saved in ``keep`` when given)."""
     from datasets import Dataset
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     model = SentenceTransformer(sciembed.default_model_path(), device="cpu")
-    model.max_seq_length = args.max_length
+    window, model.max_seq_length = model.max_seq_length, args.max_length
     sep = model.tokenizer.sep_token
     texts = {column: [paper_text(row[role], sep) for row in triplets] for column, role in
              (("anchor", "query"), ("positive", "positive"), ("negative", "negative"))}
@@ -276,7 +293,11 @@ def peer_row(seed: int, triplets, suite: TaskSuite, args) -> dict[str, Any]:
         started = time.perf_counter()
         result = trainer.train()
         seconds = time.perf_counter() - started
-    encoder = sciembed.PaperEncoder(model, max_length=args.max_length, device="cpu")
+    # Trained on short texts, the model keeps its published window (as sciembed's recipes do with data.max_length).
+    model.max_seq_length = window
+    if keep is not None:
+        model.save(str(keep))
+    encoder = sciembed.PaperEncoder(model, device="cpu")
     return {"seed": seed, "system": PEER, "model": "SentenceTransformerTrainer + MultipleNegativesRankingLoss (scale 20) on the specter "
             "recipe's triplets, lr 2e-5, 10% warm-up, linear decay", "held_out_queries": len(suite.tasks[0].qrels),
             **scores(evaluate_suite(encoder, suite, n_jobs=1, show_progress_bar=False).results),
@@ -366,10 +387,6 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
                                                 **{t: paired_interval(chosen, by_system[counterpart], t) for t in CITE_TASKS}}
             if all("before" in r for r in chosen):
                 entry["above_step_0_on_every_seed"] = all(r["metrics"]["cacm_cite"]["map"] > r["before"]["map"] for r in chosen)
-            if "seconds_per_step" in chosen[0] and PEER in by_system:
-                peer = by_system[PEER]
-                ratios = [r["seconds_per_step"] / peer[r["seed"]]["seconds_per_step"] for r in chosen if r["seed"] in peer]
-                entry["seconds_per_step_ratio_to_peer"] = round(statistics.mean(ratios), 3) if ratios else None
         summary[name] = entry
     return summary
 

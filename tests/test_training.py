@@ -270,6 +270,83 @@ def test_weight_average_mixes_trained_and_starting_weights(recipe, tiny_bert, tm
         prepare(recipe, tiny_bert, data, tmp_path / "bad", {**overrides, "model.weight_average": 1.5})
 
 
+
+def test_specter_trains_as_sentence_transformers_does_on_the_same_triplets(tiny_st_base, tmp_path):
+    """From a sentence-transformers base, the specter recipe and sentence-transformers' own trainer with
+    MultipleNegativesRankingLoss, given the same triplets and seed, see the same batches in the same order and
+    compute the same loss and gradients on them: what separates their models is not the training step."""
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from transformers import set_seed
+
+    from sciembed.data.papers import paper_text
+    from sciembed.training.run import prepare
+
+    data = write_s2orc(tmp_path / "papers.jsonl")
+    overrides = {**TINY_RUN, "save_strategy": "no", "data.max_examples": None, "seed": 3}
+    run = prepare("specter", tiny_st_base, data, tmp_path / "sciembed", overrides)
+    peer = SentenceTransformer(str(tiny_st_base), device="cpu")
+    sep = peer.tokenizer.sep_token
+    triplets = run.trainer.train_dataset
+    texts = {column: [paper_text(row[role], sep) for row in triplets]
+             for column, role in (("anchor", "query"), ("positive", "positive"), ("negative", "negative"))}
+    arguments = SentenceTransformerTrainingArguments(output_dir=str(tmp_path / "peer"), per_device_train_batch_size=4, seed=3,
+                                                     report_to="none")
+    trainer = SentenceTransformerTrainer(model=peer, args=arguments, train_dataset=Dataset.from_dict(texts),
+                                         loss=MultipleNegativesRankingLoss(peer))
+
+    def texts_of(input_ids):
+        return [tuple(row[row != peer.tokenizer.pad_token_id].tolist()) for row in input_ids]
+
+    def batches_of(seeded_trainer):
+        set_seed(seeded_trainer.args.seed)  # as Trainer.train does before it draws the order
+        return list(seeded_trainer.get_train_dataloader())
+
+    batches = list(zip(batches_of(run.trainer), batches_of(trainer)))
+    assert len(batches) == len(triplets) // 4
+    for ours, theirs in batches:
+        roles = texts_of(ours["input_ids"])
+        assert roles == texts_of(theirs["anchor_input_ids"]) + texts_of(theirs["positive_input_ids"]) + texts_of(theirs["negative_input_ids"])
+    ours, theirs = batches[0]
+    run.trainer.model.eval(), peer.eval()
+    our_loss = run.trainer.compute_loss(run.trainer.model, ours)
+    their_loss = trainer.compute_loss(peer, theirs)
+    our_loss.backward(), their_loss.backward()
+    torch.testing.assert_close(our_loss, their_loss, atol=1e-5, rtol=1e-5)
+    their_gradients = dict(peer[0].auto_model.named_parameters())
+    for name, parameter in run.trainer.model.named_parameters():
+        if parameter.grad is not None:
+            torch.testing.assert_close(parameter.grad, their_gradients[name].grad, atol=1e-6, rtol=1e-3, msg=name)
+
+
+def test_training_texts_are_cut_to_data_max_length_and_the_model_keeps_its_window(tiny_st_base, tmp_path):
+    """data.max_length cuts the training texts only: the batches hold at most that many tokens, while the held-out
+    evaluation and the saved model (its sentence-transformers max_seq_length) keep embedding.max_length; unset, the
+    training texts take the window."""
+    import sciembed
+    from sciembed.encode import base_embedding
+    from sciembed.training.run import prepare, save_trained
+
+    data = write_s2orc(tmp_path / "papers.jsonl")
+    overrides = {**TINY_RUN, "save_strategy": "no", "data.max_examples": None, "data.held_out": 0.25}
+    run = prepare("specter", tiny_st_base, data, tmp_path / "short", {**overrides, "data.max_length": 8})
+    assert run.settings["data"]["max_length"] == 8 and run.settings["embedding"]["max_length"] == 48
+    batch = next(iter(run.trainer.get_train_dataloader()))
+    assert batch["input_ids"].shape[1] == 8
+    assert run.trainer.max_length == 48
+    folder = save_trained(run.trainer, run.tokenizer, tmp_path / "saved")
+    assert base_embedding(str(folder)).max_length == 48
+    assert sciembed.PaperEncoder.from_pretrained(str(folder), device="cpu").max_length == 48
+    plain = prepare("specter", tiny_st_base, data, tmp_path / "plain", overrides)
+    assert plain.settings["data"]["max_length"] == 48
+    assert next(iter(plain.trainer.get_train_dataloader()))["input_ids"].shape[1] > 8
+    for value in (0, "long", 4.5):
+        with pytest.raises(ValueError, match="data.max_length is a number of tokens"):
+            prepare("specter", tiny_st_base, data, tmp_path / "bad", {**overrides, "data.max_length": value})
+    with pytest.raises(ValueError, match="data.max_length 4096 exceeds"):
+        prepare("specter", tiny_st_base, data, tmp_path / "long", {**overrides, "data.max_length": 4096})
+
 def test_a_plain_checkpoint_keeps_the_paper_s_embedding_and_loss(tiny_bert):
     """Without sentence-transformers modules SPECTER's own setting stays: [CLS], unnormalised, L2 triplet
     margin 1; embedding.normalize switches to the unit-vector objective, loss.name to another loss."""

@@ -641,11 +641,20 @@ def base_embedding(name_or_path: str | os.PathLike[str]) -> BaseEmbedding:
                          "sciembed.encode.pool, which reproduces Transformer -> Pooling (cls or mean) [-> Normalize]; "
                          "set embedding.pooling and embedding.normalize to train another embedding")
     normalize = rest == ["Normalize"]
-    try:
-        max_length = json.loads(Path(_st_file(name, "sentence_bert_config.json")).read_text(encoding="utf-8")).get("max_seq_length")
-    except FileNotFoundError:
-        max_length = None
+    # sentence-transformers < 6 writes the window as sentence_bert_config.json's max_seq_length; 6 writes it as the
+    # tokenizer's model_max_length instead.
+    max_length = _st_json(name, "sentence_bert_config.json").get("max_seq_length")
+    if max_length is None and (limit := _st_json(name, "tokenizer_config.json").get("model_max_length")) is not None and limit <= 1e6:
+        max_length = int(limit)
     return BaseEmbedding(pooling, normalize, max_length, modules_file)
+
+
+def _st_json(name_or_path: str, filename: str) -> dict[str, Any]:
+    """A JSON file of a sentence-transformers checkpoint, ``{}`` when it has none."""
+    try:
+        return json.loads(Path(_st_file(name_or_path, filename)).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
 
 
 def _st_file(name_or_path: str, filename: str) -> str:

@@ -68,6 +68,9 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     base = str(base) if base is not None else default_model_path()
     settings, embedding = _settings(recipe, base, overrides)
+    for key, value in (("embedding.max_length", settings["embedding"]["max_length"]), ("data.max_length", settings["data"]["max_length"])):
+        if value is not None and (type(value) is not int or value < 1):
+            raise ValueError(f"{key} is a number of tokens (a positive integer), got {value!r}")
     register_families()
     examples = _examples(recipe, settings["data"], data, smart_links)
     # What a family adds to the base (Multi2SPE's last per-CLS layers, a head, adapters) starts random:
@@ -78,9 +81,13 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
     if (settings["embedding"]["max_length"] or 0) > limit:
         raise ValueError(f"embedding.max_length {settings['embedding']['max_length']} exceeds the {limit} tokens {base} takes")
     max_length = settings["embedding"]["max_length"] = min(settings["embedding"]["max_length"] or embedding.max_length or limit, limit)
-    logger.info("recipe %s trains in this embedding: pooling %s, normalize %s, max_length %d (%s); loss %s",
+    # Training texts may be cut shorter than the window the model keeps (saved and evaluated at max_length).
+    training_length = settings["data"]["max_length"] = settings["data"]["max_length"] or max_length
+    if training_length > limit:
+        raise ValueError(f"data.max_length {training_length} exceeds the {limit} tokens {base} takes")
+    logger.info("recipe %s trains in this embedding: pooling %s, normalize %s, max_length %d (%s; training texts cut to %d); loss %s",
                 recipe.name, settings["embedding"]["pooling"] or "the family's own", settings["embedding"]["normalize"], max_length,
-                settings["embedding"]["chosen_by"], settings["loss"])
+                settings["embedding"]["chosen_by"], training_length, settings["loss"])
     training = dict(settings["training"])
     # Pinned memory only speeds up copies to a GPU; on a CPU machine the DataLoader just warns about it.
     training.setdefault("dataloader_pin_memory", torch.cuda.is_available())
@@ -88,7 +95,7 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
         training.setdefault("eval_strategy", training.get("save_strategy", "epoch"))
         training.setdefault("metric_for_best_model", "cite_map")
     args = TrainingArguments(output_dir=str(output_dir), remove_unused_columns=False, **training)
-    trainer_class, collator, loss, options = _objective(recipe, settings, model, tokenizer, max_length, examples)
+    trainer_class, collator, loss, options = _objective(recipe, settings, model, tokenizer, training_length, examples)
     if recipe.objective != "classification":
         options.update(pooling=settings["embedding"]["pooling"], normalize=settings["embedding"]["normalize"])
     trainer = trainer_class(
@@ -345,6 +352,7 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
 
     options = dict(options)
     held_out, seed, limit = options.pop("held_out"), options.pop("seed"), options.pop("max_examples")
+    options.pop("max_length")  # the collators' (see prepare)
     validation_share = options.pop("validation")
     counts: dict[str, Any] = {}
     evaluation = validation = tasks = labels = None

@@ -1,0 +1,139 @@
+"""Seconds per optimiser step: sciembed's ``specter`` trainer against sentence-transformers' own trainer, on the
+same triplets, timed alternately in one run.
+
+Both train the embedded all-MiniLM-L6-v2 on the ``specter`` recipe's CACM triplets (seed ``--seed``'s training
+queries), ``BATCH`` triplets per step in one batch, texts cut to ``--max-length`` tokens, multiple-negatives ranking
+with the hard negatives (cosine / 0.05), AdamW at 2e-5 with 10% warm-up: the settings of ``recipes.py``'s rows, so
+both see the same batches in the same order (one step of each gives the same loss and gradients).
+
+Each round trains each system ``--steps`` steps from a fresh model, in a seeded random order (neither always runs
+first). A step's time is the wall-clock (and process CPU) time between the ends of consecutive optimiser steps, so it
+holds the collation, forward, backward and optimiser step; the first step of a run (warm-up) is left out. Per round,
+sciembed's median step time is divided by the peer's (paired ratios, as ``timing.py``); the median over rounds is the
+result. Timings drift on this shared machine: run it alone.
+
+    python benchmarks/training_speed.py --data ../shared/data/cacm --rounds 3 --steps 12
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import platform
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from transformers import TrainerCallback
+
+import sciembed
+from sciembed.data.papers import paper_text
+from sciembed.io import atomic_path
+from sciembed.training.run import prepare
+from timing import medians, paired_ratios
+
+BATCH = 32
+PEER = "sentence-transformers"
+SCIEMBED = "sciembed specter"
+
+
+class StepClock(TrainerCallback):
+    """Wall-clock and CPU seconds between the ends of consecutive optimiser steps."""
+
+    def __init__(self) -> None:
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+        self._last: tuple[float, float] | None = None
+
+    def on_step_end(self, args, state, control, **kwargs):
+        now = (time.perf_counter(), time.process_time())
+        if self._last is not None:
+            self.wall.append(now[0] - self._last[0])
+            self.cpu.append(now[1] - self._last[1])
+        self._last = now
+
+
+def training_arguments(seed: int, steps: int, max_length: int) -> dict:
+    """The recipe overrides of ``recipes.py``'s rows, for ``steps`` steps."""
+    return {"data.held_out": 0.2, "data.seed": seed, "seed": seed, "max_steps": steps, "data.max_length": max_length,
+            "per_device_train_batch_size": BATCH, "gradient_accumulation_steps": 1, "save_strategy": "no", "eval_strategy": "no",
+            "logging_steps": 5}
+
+
+def sciembed_run(cacm: Path, seed: int, steps: int, max_length: int) -> StepClock:
+    clock = StepClock()
+    with tempfile.TemporaryDirectory() as output:
+        trainer = prepare("specter", None, cacm, output, training_arguments(seed, steps, max_length)).trainer
+        trainer.add_callback(clock)
+        trainer.train()
+    return clock
+
+
+def peer_run(triplets, seed: int, steps: int, max_length: int) -> StepClock:
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    clock = StepClock()
+    model = SentenceTransformer(sciembed.default_model_path(), device="cpu")
+    model.max_seq_length = max_length
+    sep = model.tokenizer.sep_token
+    texts = {column: [paper_text(row[role], sep) for row in triplets] for column, role in
+             (("anchor", "query"), ("positive", "positive"), ("negative", "negative"))}
+    with tempfile.TemporaryDirectory() as output:
+        arguments = SentenceTransformerTrainingArguments(
+            output_dir=output, max_steps=steps, per_device_train_batch_size=BATCH, learning_rate=2e-5, warmup_steps=0.1,
+            lr_scheduler_type="linear", weight_decay=0.0, seed=seed, save_strategy="no", report_to="none", logging_steps=5)
+        trainer = SentenceTransformerTrainer(model=model, args=arguments, train_dataset=Dataset.from_dict(texts),
+                                             loss=MultipleNegativesRankingLoss(model), callbacks=[clock])
+        trainer.train()
+    return clock
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=Path("../shared/data/cacm"), help="the CACM collection (../shared/data/cacm)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds; each trains both systems once")
+    parser.add_argument("--steps", type=int, default=12, help="optimiser steps per run (the first is warm-up, not timed)")
+    parser.add_argument("--max-length", type=int, default=128, help="tokens per text")
+    parser.add_argument("--seed", type=int, default=0, help="the split and sampling seed of the triplets")
+    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "training_speed.json")
+    args = parser.parse_args()
+    if not args.data.is_dir():
+        raise SystemExit(f"{args.data} is absent: this benchmark needs the CACM collection (../shared/data/README.md)")
+    if args.steps < 3:
+        raise SystemExit("--steps must be at least 3: the first step is warm-up and a run needs two timed steps")
+    logging.basicConfig(level=logging.WARNING)
+    with tempfile.TemporaryDirectory() as output:
+        triplets = prepare("specter", None, args.data, output, training_arguments(args.seed, args.steps, args.max_length)).trainer.train_dataset
+    runs = {SCIEMBED: lambda: sciembed_run(args.data, args.seed, args.steps, args.max_length),
+            PEER: lambda: peer_run(triplets, args.seed, args.steps, args.max_length)}
+    wall: dict[str, list[float]] = {name: [] for name in runs}
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
+    order = random.Random(args.seed)
+    for number in range(args.rounds):
+        for name in order.sample(list(runs), len(runs)):
+            clock = runs[name]()
+            wall[name].append(statistics.median(clock.wall))
+            cpu[name].append(statistics.median(clock.cpu))
+            print(f"round {number + 1}: {name} {wall[name][-1]:.2f} s/step", flush=True)
+    report = {"benchmark": "training_speed", "description": __doc__.strip().splitlines()[0],
+              "settings": {"rounds": args.rounds, "steps": args.steps, "batch": BATCH, "max_length": args.max_length, "seed": args.seed},
+              "machine": {"platform": platform.platform(), "processor": platform.processor(), "torch_threads": torch.get_num_threads()},
+              "seconds_per_step": {"wall": medians(wall), "cpu": medians(cpu)},
+              "per_round": {"wall": wall, "cpu": cpu},
+              "ratio_to_peer": {"wall": paired_ratios(wall, PEER)[SCIEMBED], "cpu": paired_ratios(cpu, PEER)[SCIEMBED]},
+              "target": "sciembed's seconds per step within 5% of the peer's (ratio <= 1.05)"}
+    report["meets_target"] = report["ratio_to_peer"]["wall"] <= 1.05
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(args.output) as temporary:
+        temporary.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps({k: report[k] for k in ("seconds_per_step", "ratio_to_peer", "meets_target")}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
