@@ -114,13 +114,16 @@ def resolved_settings(recipe: str | Recipe, base: str | os.PathLike[str] | None 
     uses, resolved as :func:`prepare` resolves them, without reading data or loading the model: the embedding
     follows the base unless set (``embedding.chosen_by`` names what chose each value), and a model trained in
     unit vectors takes the recipe's unit-vector settings. ``embedding.max_length`` left unset is the base's
-    sentence-transformers length, else ``None``: the model's own limit, read when it loads."""
+    sentence-transformers length, else ``None``: the model's own limit, read when it loads; ``data.max_length`` left
+    unset is ``embedding.max_length``."""
     from ..default_model import default_model_path
 
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     settings, embedding = _settings(recipe, str(base) if base is not None else default_model_path(), overrides)
     if settings["embedding"]["max_length"] is None:
         settings["embedding"]["max_length"] = embedding.max_length
+    if settings["data"]["max_length"] is None:
+        settings["data"]["max_length"] = settings["embedding"]["max_length"]
     return settings
 
 
