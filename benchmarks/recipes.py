@@ -111,7 +111,13 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "recipes.json")
     parser.add_argument("--keep-models", type=Path, metavar="FOLDER",
                         help="also save each trained model as FOLDER/seed-N/SYSTEM, to score it again without retraining")
+    parser.add_argument("--table", action="store_true", help="print the table of --output's rows as Markdown and stop (trains nothing)")
     args = parser.parse_args()
+    if args.table:
+        if not args.output.is_file():
+            raise SystemExit(f"{args.output} does not exist: run the benchmark first")
+        print(table(json.loads(args.output.read_text(encoding="utf-8"))["summary"]))
+        return
     logging.basicConfig(level=logging.WARNING)
     folders = {name: args.data / name for name in ("cacm", "hepth", "arxiv-metadata", "scirepeval-samples")}
     for folder in folders.values():
@@ -389,6 +395,36 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 entry["above_step_0_on_every_seed"] = all(r["metrics"]["cacm_cite"]["map"] > r["before"]["map"] for r in chosen)
         summary[name] = entry
     return summary
+
+
+COLUMNS = (("cacm_cite", "map", "CACM cite MAP"), ("hepth_cite", "map", "hep-th cite MAP"), ("cacm_categories", "f1_macro", "CACM categories F1"),
+           ("arxiv_archive", "f1_macro", "arXiv archive F1"), ("fos", "f1_macro", "FoS F1"), ("search", "ndcg", "search nDCG"))
+
+
+def table(summary: dict[str, Any]) -> str:
+    """The summary as a Markdown table: per system its mean over seeds on every task and, after it, the change against
+    MiniLM as published (cite tasks: paired difference [95% interval]; the others: mean of the per-seed changes)."""
+    def cell(entry: dict[str, Any], task: str, metric: str) -> str:
+        value = f"{entry['mean'][task][metric]:.2f}"
+        if task in CITE_TASKS and entry.get("against_published", {}).get(task):
+            paired = entry["against_published"][task]
+            low, high = paired["interval_95"]
+            return f"{value} ({paired['difference']:+.2f} [{low:+.2f}, {high:+.2f}])"
+        if task in entry.get("change_per_seed", {}):
+            return f"{value} ({statistics.mean(entry['change_per_seed'][task][metric]):+.2f})"
+        return value
+
+    header = ["system", "seeds", *(title for _, _, title in COLUMNS), "vs counterpart (CACM cite)"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name, entry in summary.items():
+        counterpart = entry.get("against_counterpart")
+        versus = ""
+        if counterpart and counterpart.get("cacm_cite"):
+            paired = counterpart["cacm_cite"]
+            versus = f"{counterpart['system']}: {paired['difference']:+.2f} [{paired['interval_95'][0]:+.2f}, {paired['interval_95'][1]:+.2f}]"
+        cells = [name, ", ".join(map(str, entry["seeds"])), *(cell(entry, task, metric) for task, metric, _ in COLUMNS), versus]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
