@@ -29,9 +29,10 @@ Columns (the same tasks for every row of a seed):
 - ``fos`` and ``search``: SciRepEval's training samples (fields of study macro-F1 over the fields with at
   least ``MIN_FIELD_PAPERS`` papers, search nDCG).
 
-Statistics: per system, the mean over seeds, and for the two cite tasks the paired difference to MiniLM as
-published and to the counterpart with a 95% bootstrap interval over held-out queries pooled over seeds
-(``BOOTSTRAP`` resamples); classification and search differences per seed. Each trained row records its seconds per
+Statistics: per system, the mean over seeds, and for every task the paired difference to MiniLM as published and to
+the counterpart with a 95% bootstrap interval (``BOOTSTRAP`` resamples): over queries pooled over seeds for the
+ranking tasks (cite MAP, search nDCG), over test papers for classification (both rows' macro-F1 scored on the same
+resample of a seed's test papers, the differences averaged over seeds). Each trained row records its seconds per
 optimiser step, but rows train minutes apart, so the speed comparison with the peer is ``training_speed.py``'s
 (paired, alternating rounds).
 
@@ -94,6 +95,10 @@ MIN_FIELD_PAPERS = 8
 MIN_ARCHIVE_PAPERS = 20
 BOOTSTRAP = 10_000
 CITE_TASKS = ("cacm_cite", "hepth_cite")
+#: Ranking tasks and the measure whose per-query values the paired intervals resample (queries pooled over seeds).
+PER_QUERY = {"cacm_cite": "map", "hepth_cite": "map", "search": "ndcg"}
+#: Classification tasks: macro-F1 of the test papers resampled per seed, the differences averaged over seeds.
+PER_PAPER = ("cacm_categories", "arxiv_archive", "fos")
 
 
 def main() -> None:
@@ -146,7 +151,7 @@ def main() -> None:
 
     def add(row: dict[str, Any]) -> None:
         rows.append(row)
-        print(json.dumps({k: v for k, v in row.items() if k != "per_query"}), flush=True)
+        print(json.dumps({k: v for k, v in row.items() if k not in ("per_query", "per_paper")}), flush=True)
         save()
 
     for seed in args.seeds:
@@ -231,9 +236,9 @@ class FixedTasks:
         chosen = np.random.default_rng(seed).choice(len(linked), size=min(hepth_queries, len(linked)), replace=False)
         tasks = [replace(cacm_cite.tasks[0], task_id="cacm_cite", keep_per_query=True),
                  replace(self.hepth.cite_task([linked[i] for i in sorted(chosen)], seed=seed), task_id="hepth_cite", keep_per_query=True),
-                 replace(cacm_category_task(self.cacm, seed=seed), task_id="cacm_categories")]
+                 replace(cacm_category_task(self.cacm, seed=seed), task_id="cacm_categories", keep_predictions=True)]
         (archive,), _ = classification_tasks("arxiv", str(self.arxiv[0]), papers=str(self.arxiv[1]), seed=seed)
-        tasks.append(replace(archive, task_id="arxiv_archive"))
+        tasks.append(replace(archive, task_id="arxiv_archive", keep_predictions=True))
         return TaskSuite("recipes", "cacm + hepth + arxiv + scirepeval-samples", tasks + list(self.samples.tasks))
 
 
@@ -329,7 +334,7 @@ def out_of_domain_suite(folder: Path) -> TaskSuite:
     classification = ClassificationTask("scirepeval-samples", f"Fields of study ({len(kept)} with >= {MIN_FIELD_PAPERS} papers)",
                                         {paper_id: row for paper_id, _, row in rows},
                                         train=split[0], test=split[1], protocol=replace(SCIREPEVAL_MULTILABEL, metrics=("f1_macro",)),
-                                        task_id="fos")
+                                        task_id="fos", keep_predictions=True)
     search = read_scirepeval_sample(folder / "search_small.jsonl", skip_invalid=True).data
     queries, documents, qrels = {}, {}, {}
     for number, row in enumerate(search):
@@ -338,7 +343,7 @@ def out_of_domain_suite(folder: Path) -> TaskSuite:
         qrels[qid] = {c["paper_id"]: int(c["score"]) for c in row["candidates"]}
         documents.update({c["paper_id"]: c for c in row["candidates"]})
     ranking = SearchTask("scirepeval-samples", "Search", documents, queries=queries, qrels=qrels, measures=("ndcg",), similarity="l2",
-                         task_id="search")
+                         task_id="search", keep_per_query=True)
     return TaskSuite("scirepeval-samples", str(folder), [classification, ranking])
 
 
@@ -348,24 +353,64 @@ def cite_metrics(metrics: dict[str, float]) -> dict[str, float]:
 
 
 def scores(results) -> dict[str, Any]:
-    """A row's metrics by task (rounded), and the cite tasks' per-query average precision for the paired intervals."""
+    """A row's metrics by task (rounded), and for the paired intervals the ranking tasks' per-query measure and the
+    classification tasks' test labels and predictions (with the label columns of a multi-label task)."""
     metrics = {r.task_id: {name: round(value, 2) for name, value in r.metrics.items()} for r in results}
-    per_query = {r.task_id: {q: round(v["map"], 4) for q, v in r.details["per_query"].items()} for r in results if r.task_id in CITE_TASKS}
-    return {"metrics": metrics, "per_query": per_query}
+    per_query = {r.task_id: {q: round(v[PER_QUERY[r.task_id]], 4) for q, v in r.details["per_query"].items()}
+                 for r in results if r.task_id in PER_QUERY}
+    per_paper = {r.task_id: {"label_columns": r.counts["num_labels"] if r.details["per_paper"] and
+                             isinstance(next(iter(r.details["per_paper"].values()))[0], list) else None,
+                             "papers": r.details["per_paper"]} for r in results if r.task_id in PER_PAPER}
+    return {"metrics": metrics, "per_query": per_query, "per_paper": per_paper}
 
 
 def paired_interval(rows: list[dict[str, Any]], others: dict[int, dict[str, Any]], task: str, seed: int = 0) -> dict[str, Any] | None:
-    """Mean per-query AP difference of ``rows`` to ``others`` (by seed) on ``task``, queries pooled over seeds, with
-    its 95% percentile bootstrap interval; ``beats`` when the interval's lower end is above 0."""
-    differences = [row["per_query"][task][query] - others[row["seed"]]["per_query"][task][query]
-                   for row in rows if row["seed"] in others for query in row["per_query"][task]]
+    """The mean difference of ``rows`` to ``others`` (by seed) on ``task`` with its 95% percentile bootstrap interval;
+    ``beats`` when the interval's lower end is above 0. Ranking tasks: per-query differences, queries pooled over seeds.
+    Classification: per seed, the test papers resampled and both rows' macro-F1 scored on each resample; the
+    differences averaged over seeds. Seeds whose rows lack the per-query or per-paper values are left out (None if
+    all are)."""
+    pairs = [(row, others[row["seed"]]) for row in rows if row["seed"] in others]
+    if task in PER_PAPER:
+        return _paired_macro_f1(pairs, task, seed)
+    differences = [row["per_query"][task][query] - other["per_query"][task][query]
+                   for row, other in pairs if task in row.get("per_query", {}) and task in other.get("per_query", {})
+                   for query in row["per_query"][task]]
     if not differences:
         return None
     values = np.array(differences)
     means = values[np.random.default_rng(seed).integers(0, len(values), size=(BOOTSTRAP, len(values)))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return {"difference": round(float(values.mean()), 2), "interval_95": [round(float(low), 2), round(float(high), 2)],
-            "queries": len(values), "beats": bool(low > 0)}
+    return _interval(float(values.mean()), means, queries=len(values))
+
+
+def _paired_macro_f1(pairs: list[tuple[dict[str, Any], dict[str, Any]]], task: str, seed: int) -> dict[str, Any] | None:
+    from sciembed.evaluation.supervised import macro_f1_resamples
+
+    rng = np.random.default_rng(seed)
+    points, resampled, papers = [], [], 0
+    for row, other in pairs:
+        if task not in row.get("per_paper", {}) or task not in other.get("per_paper", {}):
+            continue
+        ours, theirs = row["per_paper"][task], other["per_paper"][task]
+        ids = list(ours["papers"])
+        weights = rng.multinomial(len(ids), np.full(len(ids), 1 / len(ids)), size=BOOTSTRAP)
+        everyone = np.ones((1, len(ids)))
+        scored = []
+        for kept in (ours, theirs):
+            gold, predicted = zip(*(kept["papers"][paper] for paper in ids))
+            scored.append([macro_f1_resamples(list(gold), list(predicted), w, num_labels=kept["label_columns"]) for w in (everyone, weights)])
+        points.append(float(scored[0][0][0] - scored[1][0][0]))
+        resampled.append(scored[0][1] - scored[1][1])
+        papers += len(ids)
+    if not points:
+        return None
+    return _interval(statistics.mean(points), np.mean(resampled, axis=0), papers=papers)
+
+
+def _interval(difference: float, resampled: np.ndarray, **counts: int) -> dict[str, Any]:
+    low, high = np.percentile(resampled, [2.5, 97.5])
+    return {"difference": round(difference, 2), "interval_95": [round(float(low), 2), round(float(high), 2)], **counts,
+            "beats": bool(low > 0)}
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -384,13 +429,13 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         entry: dict[str, Any] = {"seeds": [r["seed"] for r in chosen],
                                  "mean": {t: {m: round(statistics.mean(r["metrics"][t][m] for r in chosen), 2) for m in tasks[t]} for t in tasks}}
         if name != REFERENCE:
-            entry["against_published"] = {t: paired_interval(chosen, reference, t) for t in CITE_TASKS}
+            entry["against_published"] = {t: paired_interval(chosen, reference, t) for t in (*PER_QUERY, *PER_PAPER)}
             entry["change_per_seed"] = {t: {m: [round(r["metrics"][t][m] - reference[r["seed"]]["metrics"][t][m], 2) for r in chosen]
                                             for m in tasks[t]} for t in tasks if t not in CITE_TASKS}
             counterpart = SYSTEMS[name].counterpart if name in SYSTEMS else None
             if counterpart in by_system:
                 entry["against_counterpart"] = {"system": counterpart,
-                                                **{t: paired_interval(chosen, by_system[counterpart], t) for t in CITE_TASKS}}
+                                                **{t: paired_interval(chosen, by_system[counterpart], t) for t in (*PER_QUERY, *PER_PAPER)}}
             if all("before" in r for r in chosen):
                 entry["above_step_0_on_every_seed"] = all(r["metrics"]["cacm_cite"]["map"] > r["before"]["map"] for r in chosen)
         summary[name] = entry
@@ -406,7 +451,7 @@ def table(summary: dict[str, Any]) -> str:
     MiniLM as published (cite tasks: paired difference [95% interval]; the others: mean of the per-seed changes)."""
     def cell(entry: dict[str, Any], task: str, metric: str) -> str:
         value = f"{entry['mean'][task][metric]:.2f}"
-        if task in CITE_TASKS and entry.get("against_published", {}).get(task):
+        if entry.get("against_published", {}).get(task):
             paired = entry["against_published"][task]
             low, high = paired["interval_95"]
             return f"{value} ({paired['difference']:+.2f} [{low:+.2f}, {high:+.2f}])"

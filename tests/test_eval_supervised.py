@@ -423,3 +423,61 @@ def test_real_fos_sample_multilabel_path():
     assert None not in result["best_C"] and np.flatnonzero(y_train_hot.sum(axis=0) == 1).tolist() == [1, 13, 14, 22]
     with pytest.raises(ValueError, match=r"too few for label 1 \(1\), label 3 \(3\), label 11 \(4\), label 13 \(2\), label 14 \(1\), label 18 \(3\), label 22 \(2\)"):
         evaluate_few_shot(x, labels, x, labels, SCIREPEVAL_MULTILABEL, sample_size=5, iterations=1, n_jobs=1)
+
+
+@pytest.mark.parametrize("multilabel", [False, True])
+def test_macro_f1_of_resamples_equals_sklearn_on_each_resample(multilabel):
+    """The vectorised macro-F1 behind the paired bootstrap intervals scores every resample as scikit-learn's f1_score
+    does, including resamples where a class or a label column occurs in neither the labels nor the predictions."""
+    from sklearn.metrics import f1_score
+
+    from sciembed.evaluation.supervised import macro_f1_resamples
+
+    rng = np.random.default_rng(0)
+    papers, labels = 40, 6
+    if multilabel:
+        gold = [sorted(rng.choice(labels - 1, size=rng.integers(1, 3), replace=False).tolist()) for _ in range(papers)]
+        predicted = [sorted(rng.choice(labels - 1, size=rng.integers(0, 3), replace=False).tolist()) for _ in range(papers)]
+    else:
+        gold = rng.choice(["cs", "math", "physics", "bio"], size=papers, p=[0.5, 0.3, 0.15, 0.05]).tolist()
+        predicted = rng.choice(["cs", "math", "physics", "q-fin"], size=papers, p=[0.5, 0.3, 0.15, 0.05]).tolist()
+    weights = rng.multinomial(papers, np.full(papers, 1 / papers), size=30)
+    ours = macro_f1_resamples(gold, predicted, weights, num_labels=labels if multilabel else None)
+
+    def hot(rows):
+        matrix = np.zeros((len(rows), labels), dtype=int)
+        for row, columns in enumerate(rows):
+            matrix[row, columns] = 1
+        return matrix
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ill-defined F1 of absent labels, scored 0 as scikit-learn does
+        for counts, score in zip(weights, ours):
+            drawn = np.repeat(np.arange(papers), counts)
+            truth, guess = [gold[i] for i in drawn], [predicted[i] for i in drawn]
+            expected = f1_score(hot(truth), hot(guess), average="macro") if multilabel else f1_score(truth, guess, average="macro")
+            assert score == pytest.approx(100 * expected, abs=1e-9)
+    everyone = macro_f1_resamples(gold, predicted, np.ones((1, papers)), num_labels=labels if multilabel else None)[0]
+    full = f1_score(hot(gold), hot(predicted), average="macro") if multilabel else f1_score(gold, predicted, average="macro")
+    assert everyone == pytest.approx(100 * full)
+
+
+def test_a_classification_task_keeps_each_test_paper_s_label_and_prediction():
+    """keep_predictions: details["per_paper"] holds every test paper's label and prediction, and scoring them with
+    scikit-learn gives the task's own macro-F1."""
+    from sklearn.metrics import f1_score
+
+    from sciembed.evaluation.supervised import SCIDOCS_CLASSIFICATION
+    from sciembed.evaluation.tasks import ClassificationTask
+
+    rng = np.random.default_rng(1)
+    ids = [f"p{i}" for i in range(60)]
+    labels = [i % 3 for i in range(60)]
+    documents = {paper: rng.normal(size=8) + label for paper, label in zip(ids, labels)}
+    task = ClassificationTask("toy", "toy", {}, train=(ids[:40], labels[:40]), test=(ids[40:], labels[40:]),
+                              protocol=dataclasses.replace(SCIDOCS_CLASSIFICATION, metrics=("f1_macro",)), keep_predictions=True)
+    result = task.evaluate(documents, {}, n_jobs=1)
+    kept = result.details["per_paper"]
+    assert list(kept) == ids[40:] and [gold for gold, _ in kept.values()] == labels[40:]
+    assert result.metrics["f1_macro"] == pytest.approx(100 * f1_score(labels[40:], [p for _, p in kept.values()], average="macro"))
+    json.dumps(result.details)  # plain values, as the results JSON needs

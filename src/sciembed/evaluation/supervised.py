@@ -360,6 +360,36 @@ def _score(name: str, y_true: np.ndarray, y_pred: np.ndarray) -> float:
     return float(value if name in _UNSCALED else 100 * value)
 
 
+def macro_f1_resamples(gold: list[Any], predicted: list[Any], weights: np.ndarray, *, num_labels: int | None = None) -> np.ndarray:
+    """Macro-F1 (x 100) of the same test papers resampled: ``weights[b, i]`` is how often paper ``i`` is drawn in
+    resample ``b``; as ``sklearn.metrics.f1_score(average="macro")`` scores each resample, vectorised.
+
+    Args:
+        gold, predicted: one class per paper (single-label), or a list of label indices per paper (multi-label).
+        weights: ``(resamples, papers)`` counts.
+        num_labels: multi-label only: the label columns scored (scikit-learn averages over every column of the
+            indicator matrix, one with neither a true nor a predicted label counting as 0).
+
+    Single-label, the classes averaged over are those that occur in the resample's labels or predictions, as
+    scikit-learn's are.
+    """
+    multilabel = num_labels is not None
+    if multilabel:
+        truth, guess = (np.zeros((len(gold), num_labels), dtype=bool) for _ in range(2))
+        for row, (labels, guessed) in enumerate(zip(gold, predicted)):
+            truth[row, labels], guess[row, guessed] = True, True
+    else:
+        classes = sorted(set(gold) | set(predicted), key=str)
+        truth = np.array([[g == c for c in classes] for g in gold], dtype=bool)
+        guess = np.array([[p == c for c in classes] for p in predicted], dtype=bool)
+    weights = np.asarray(weights, dtype=float)
+    true_positive = weights @ (truth & guess)
+    denominator = 2 * true_positive + weights @ (~truth & guess) + weights @ (truth & ~guess)
+    f1 = np.divide(2 * true_positive, denominator, out=np.zeros_like(denominator), where=denominator > 0)
+    counted = np.ones_like(denominator, dtype=bool) if multilabel else denominator > 0
+    return 100 * (f1 * counted).sum(axis=1) / counted.sum(axis=1)
+
+
 def _fit_and_score(protocol: SupervisedProtocol, model: BaseEstimator, x_train: np.ndarray, y_train: np.ndarray,
                    x_test: np.ndarray, y_test: np.ndarray) -> dict[str, float]:
     predictions = model.fit(x_train, y_train).predict(x_test)
@@ -376,7 +406,8 @@ def _check_metrics(protocol: SupervisedProtocol, regression: bool) -> None:
 
 
 def evaluate_classification(x_train: np.ndarray, y_train: Any, x_test: np.ndarray, y_test: Any,
-                            protocol: SupervisedProtocol = SCIREPEVAL_CLASSIFICATION, *, n_jobs: int = -1) -> dict[str, Any]:
+                            protocol: SupervisedProtocol = SCIREPEVAL_CLASSIFICATION, *, n_jobs: int = -1,
+                            keep_predictions: bool = False) -> dict[str, Any]:
     """Fit a linear SVM on the training embeddings (``C`` by grid search) and score its test predictions.
 
     Args:
@@ -387,6 +418,8 @@ def evaluate_classification(x_train: np.ndarray, y_train: Any, x_test: np.ndarra
         protocol: estimator, ``C`` grid and metrics (:data:`SCIDOCS_CLASSIFICATION`,
             :data:`SCIREPEVAL_CLASSIFICATION`, :data:`SCIREPEVAL_MULTILABEL`).
         n_jobs: parallel jobs of the grid search (-1: all cores).
+        keep_predictions: also return the test labels and predictions as the scores saw them (``y_test`` and
+            ``predictions``: class indices, or multi-hot rows for multi-label), for paired statistics over test papers.
 
     Returns:
         Each metric of the protocol x 100, plus ``best_C`` (a list, one per label, for multi-label;
@@ -401,12 +434,14 @@ def evaluate_classification(x_train: np.ndarray, y_train: Any, x_test: np.ndarra
     x_train, x_test = _check_features(x_train, x_test)
     y_train, y_test, num_labels = _labels(x_train, y_train, x_test, y_test, protocol.multilabel)
     model = _classifier(protocol, n_jobs)
-    scores = _fit_and_score(protocol, model, x_train, y_train, x_test, y_test)
+    predictions = model.fit(x_train, y_train).predict(x_test)
+    scores = {name: _score(name, y_test, predictions) for name in protocol.metrics}
     unconverged = _unconverged_fits(model)
     _log_unconverged(unconverged, protocol)
+    kept = {"y_test": y_test, "predictions": predictions} if keep_predictions else {}
     return {
         **scores, "best_C": _best_c(model), "num_train": len(x_train), "num_test": len(x_test),
-        "num_labels": num_labels, "unconverged_fits": unconverged,
+        "num_labels": num_labels, "unconverged_fits": unconverged, **kept,
     }
 
 

@@ -190,6 +190,9 @@ class ClassificationTask(Task):
         train, test: (paper ids, labels); multi-label labels are lists (indices or multi-hot).
         protocol: a :class:`~sciembed.evaluation.supervised.SupervisedProtocol`.
         few_shot: (sample size, iterations) settings to run as well.
+        keep_predictions: also keep every test paper's label and prediction in ``details["per_paper"]``
+            (``{paper id: [label, predicted]}``; label index lists for multi-label), for paired statistics over
+            test papers (``benchmarks/recipes.py``'s bootstrap intervals).
     """
 
     kind: ClassVar[str] = "classification"
@@ -199,6 +202,7 @@ class ClassificationTask(Task):
     test: tuple[list[str], list[Any]] = field(default=((), ()), kw_only=True)
     protocol: Any = field(default=None, kw_only=True)
     few_shot: tuple[tuple[int, int], ...] = field(default=(), kw_only=True)
+    keep_predictions: bool = field(default=False, kw_only=True)
 
     def _arrays(self, documents):
         (train_ids, y_train), (test_ids, y_test) = self.train, self.test
@@ -215,8 +219,15 @@ class ClassificationTask(Task):
         from .supervised import evaluate_classification
 
         x_train, y_train, x_test, y_test = self._arrays(documents)
-        scores = evaluate_classification(x_train, y_train, x_test, y_test, self.protocol, n_jobs=n_jobs)
-        return self._split(scores)
+        scores = evaluate_classification(x_train, y_train, x_test, y_test, self.protocol, n_jobs=n_jobs,
+                                         keep_predictions=self.keep_predictions)
+        if not self.keep_predictions:
+            return self._split(scores)
+        gold, predicted = scores.pop("y_test"), scores.pop("predictions")
+        result = self._split(scores)
+        plain = (lambda row: np.flatnonzero(row).tolist()) if self.protocol.multilabel else (lambda value: value.item())
+        result.details["per_paper"] = {paper: [plain(g), plain(p)] for paper, g, p in zip(self.test[0], gold, predicted)}
+        return result
 
     def evaluate_few_shot(self, documents, *, n_jobs=-1) -> list[TaskResult]:
         """One result per few-shot setting (named ``<task> <N> shot``, as SciRepEval does)."""
