@@ -37,7 +37,8 @@ optimiser step, but rows train minutes apart, so the speed comparison with the p
 (paired, alternating rounds).
 
 Rows are written to the JSON as they finish; a run adds to an existing file (rows already there for a seed
-and system are kept, not rerun), so ``--seeds`` and ``--systems`` split a long benchmark over sessions.
+and system are kept, not rerun), so ``--seeds`` and ``--systems`` split a long benchmark over sessions. ``--keep-models`` keeps the trained models, so
+that ``--rescore`` can score them again when the tasks gain a statistic, without training again.
 
     python benchmarks/recipes.py --data ../shared/data --seeds 0 1 2 --steps 60
 """
@@ -116,6 +117,9 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "recipes.json")
     parser.add_argument("--keep-models", type=Path, metavar="FOLDER",
                         help="also save each trained model as FOLDER/seed-N/SYSTEM, to score it again without retraining")
+    parser.add_argument("--rescore", action="store_true",
+                        help="score again, with this script's tasks, the rows of --seeds and --systems whose models --keep-models "
+                             "kept, and MiniLM as published, replacing their scores (their training records stay); trains nothing")
     parser.add_argument("--table", action="store_true", help="print the table of --output's rows as Markdown and stop (trains nothing)")
     args = parser.parse_args()
     if args.table:
@@ -163,6 +167,10 @@ def main() -> None:
             specter = prepare("specter", None, folders["cacm"], output, overrides)
             suite = fixed.suite(specter.trainer.eval_dataset, seed, args.hepth_queries)
             held_out_queries = specter.data["held_out_queries"]
+            if args.rescore:
+                rescore(rows, seed, [REFERENCE, *args.systems], suite, args)
+                save()
+                continue
             if (seed, REFERENCE) not in done:
                 encoder = sciembed.PaperEncoder.from_pretrained(device="cpu")
                 add({"seed": seed, "system": REFERENCE, "model": "all-MiniLM-L6-v2, its own modules (mean pooling + normalise), not trained",
@@ -181,6 +189,21 @@ def main() -> None:
     if rows:
         save()  # a run with nothing left to train still rewrites the summary with this script's statistics
     print(json.dumps(summarise(rows), indent=1))
+
+
+def rescore(rows: list[dict[str, Any]], seed: int, systems: list[str], suite: TaskSuite, args) -> None:
+    """Replace the scores of ``seed``'s rows of ``systems`` with ``suite``'s, embedding MiniLM as published and the
+    models ``--keep-models`` kept (a row without a kept model is left as it is, and said so)."""
+    for row in rows:
+        if row["seed"] != seed or row["system"] not in systems:
+            continue
+        folder = kept(args, seed, row["system"])
+        if row["system"] != REFERENCE and (folder is None or not folder.is_dir()):
+            print(f"seed {seed}, {row['system']}: no kept model in {folder}; its scores stay", flush=True)
+            continue
+        encoder = sciembed.PaperEncoder.from_pretrained(None if row["system"] == REFERENCE else str(folder), device="cpu")
+        row.update(scores(evaluate_suite(encoder, suite, n_jobs=1, show_progress_bar=False).results), rescored=True)
+        print(json.dumps({"seed": seed, "system": row["system"], "rescored": row["metrics"]}), flush=True)
 
 
 def kept(args, seed: int, system: str) -> Path | None:
