@@ -455,6 +455,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             entry["against_published"] = {t: paired_interval(chosen, reference, t) for t in (*PER_QUERY, *PER_PAPER)}
             entry["change_per_seed"] = {t: {m: [round(r["metrics"][t][m] - reference[r["seed"]]["metrics"][t][m], 2) for r in chosen]
                                             for m in tasks[t]} for t in tasks if t not in CITE_TASKS}
+            if name != PEER and PEER in by_system:
+                entry["against_peer"] = {t: paired_interval(chosen, by_system[PEER], t) for t in (*PER_QUERY, *PER_PAPER)}
             counterpart = SYSTEMS[name].counterpart if name in SYSTEMS else None
             if counterpart in by_system:
                 entry["against_counterpart"] = {"system": counterpart,
@@ -471,7 +473,8 @@ COLUMNS = (("cacm_cite", "map", "CACM cite MAP"), ("hepth_cite", "map", "hep-th 
 
 def table(summary: dict[str, Any]) -> str:
     """The summary as a Markdown table: per system its mean over seeds on every task and, after it, the change against
-    MiniLM as published (cite tasks: paired difference [95% interval]; the others: mean of the per-seed changes)."""
+    MiniLM as published (paired difference [95% interval] where the rows keep what the interval resamples, else the
+    mean of the per-seed changes); then CACM cite against the peer and against the counterpart."""
     def cell(entry: dict[str, Any], task: str, metric: str) -> str:
         value = f"{entry['mean'][task][metric]:.2f}"
         if entry.get("against_published", {}).get(task):
@@ -482,15 +485,19 @@ def table(summary: dict[str, Any]) -> str:
             return f"{value} ({statistics.mean(entry['change_per_seed'][task][metric]):+.2f})"
         return value
 
-    header = ["system", "seeds", *(title for _, _, title in COLUMNS), "vs counterpart (CACM cite)"]
+    header = ["system", "seeds", *(title for _, _, title in COLUMNS), "vs peer (CACM cite)", "vs counterpart (CACM cite)"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, entry in summary.items():
-        counterpart = entry.get("against_counterpart")
-        versus = ""
-        if counterpart and counterpart.get("cacm_cite"):
-            paired = counterpart["cacm_cite"]
-            versus = f"{counterpart['system']}: {paired['difference']:+.2f} [{paired['interval_95'][0]:+.2f}, {paired['interval_95'][1]:+.2f}]"
-        cells = [name, ", ".join(map(str, entry["seeds"])), *(cell(entry, task, metric) for task, metric, _ in COLUMNS), versus]
+        def versus(key: str) -> str:
+            paired = (entry.get(key) or {}).get("cacm_cite")
+            if not paired:
+                return ""
+            low, high = paired["interval_95"]
+            named = f"{entry[key]['system']}: " if "system" in entry[key] else ""
+            return f"{named}{paired['difference']:+.2f} [{low:+.2f}, {high:+.2f}]"
+
+        cells = [name, ", ".join(map(str, entry["seeds"])), *(cell(entry, task, metric) for task, metric, _ in COLUMNS),
+                 versus("against_peer"), versus("against_counterpart")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
