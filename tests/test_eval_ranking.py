@@ -390,3 +390,23 @@ def test_a_proximity_task_keeps_each_query_s_pytrec_eval_values_when_asked():
     for query, values in kept.details["per_query"].items():
         assert values == pytest.approx({m: 100 * reference[query][m] for m in ("map", "ndcg")}, abs=1e-9)
     assert np.mean([v["map"] for v in kept.details["per_query"].values()]) == pytest.approx(kept.metrics["map"], abs=1e-9)
+
+
+def test_a_search_task_keeps_each_query_s_pytrec_eval_values_when_asked():
+    """keep_per_query on a search task (text queries against their judged candidates, as SciRepEval search): every
+    query's nDCG as pytrec_eval gives it (the option was accepted and ignored before)."""
+    from sciembed.evaluation.tasks import SearchTask
+
+    rng = np.random.default_rng(4)
+    qrels = {f"q{q}": {f"d{(q + k) % 30}": int(k % 3) for k in range(1, 7)} for q in range(10)}
+    documents = {d: {"title": d} for cands in qrels.values() for d in cands}
+    doc_vectors = {d: rng.normal(size=4) for d in documents}
+    query_vectors = {q: rng.normal(size=4) for q in qrels}
+    task = SearchTask("s", "search", documents, queries={q: q for q in qrels}, qrels=qrels, measures=("ndcg",), similarity="l2",
+                      keep_per_query=True)
+    kept = task.evaluate(doc_vectors, query_vectors)
+    run = {q: {d: -float(np.linalg.norm(query_vectors[q] - doc_vectors[d])) for d in cands} for q, cands in qrels.items()}
+    reference = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg"}).evaluate(run)
+    assert set(kept.details["per_query"]) == set(qrels)
+    for query, values in kept.details["per_query"].items():
+        assert values["ndcg"] == pytest.approx(100 * reference[query]["ndcg"], abs=1e-9)

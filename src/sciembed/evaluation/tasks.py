@@ -168,7 +168,8 @@ class SearchTask(ProximityTask):
         qrels = None if self.full_corpus else self.qrels
         scored = search_run(queries, documents, qrels, similarity=self.similarity, top_k=self.top_k if self.full_corpus else None)
         scores = ranking_metrics(self.qrels, scored.run, self.measures, relevance_level=self.relevance_level)
-        return self._result(scores.mean, counts={"queries": scores.num_queries, "documents": len(self.documents)})
+        return self._result(scores.mean, counts={"queries": scores.num_queries, "documents": len(self.documents)},
+                            details=self._details(scores.per_query))
 
 
 @dataclass
