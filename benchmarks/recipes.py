@@ -396,24 +396,24 @@ def paired_interval(rows: list[dict[str, Any]], others: dict[int, dict[str, Any]
     pairs = [(row, others[row["seed"]]) for row in rows if row["seed"] in others]
     if task in PER_PAPER:
         return _paired_macro_f1(pairs, task, seed)
-    differences = [row["per_query"][task][query] - other["per_query"][task][query]
-                   for row, other in pairs if task in row.get("per_query", {}) and task in other.get("per_query", {})
-                   for query in row["per_query"][task]]
+    pairs = [(row, other) for row, other in pairs if task in row.get("per_query", {}) and task in other.get("per_query", {})]
+    differences = [row["per_query"][task][query] - other["per_query"][task][query] for row, other in pairs for query in row["per_query"][task]]
     if not differences:
         return None
     values = np.array(differences)
     means = values[np.random.default_rng(seed).integers(0, len(values), size=(BOOTSTRAP, len(values)))].mean(axis=1)
-    return _interval(float(values.mean()), means, queries=len(values))
+    return _interval(float(values.mean()), means, [row["seed"] for row, _ in pairs], queries=len(values))
 
 
 def _paired_macro_f1(pairs: list[tuple[dict[str, Any], dict[str, Any]]], task: str, seed: int) -> dict[str, Any] | None:
     from sciembed.evaluation.supervised import macro_f1_resamples
 
     rng = np.random.default_rng(seed)
-    points, resampled, papers = [], [], 0
+    points, resampled, papers, seeds = [], [], 0, []
     for row, other in pairs:
         if task not in row.get("per_paper", {}) or task not in other.get("per_paper", {}):
             continue
+        seeds.append(row["seed"])
         ours, theirs = row["per_paper"][task], other["per_paper"][task]
         ids = list(ours["papers"])
         weights = rng.multinomial(len(ids), np.full(len(ids), 1 / len(ids)), size=BOOTSTRAP)
@@ -427,13 +427,13 @@ def _paired_macro_f1(pairs: list[tuple[dict[str, Any], dict[str, Any]]], task: s
         papers += len(ids)
     if not points:
         return None
-    return _interval(statistics.mean(points), np.mean(resampled, axis=0), papers=papers)
+    return _interval(statistics.mean(points), np.mean(resampled, axis=0), seeds, papers=papers)
 
 
-def _interval(difference: float, resampled: np.ndarray, **counts: int) -> dict[str, Any]:
+def _interval(difference: float, resampled: np.ndarray, seeds: list[int], **counts: int) -> dict[str, Any]:
     low, high = np.percentile(resampled, [2.5, 97.5])
-    return {"difference": round(difference, 2), "interval_95": [round(float(low), 2), round(float(high), 2)], **counts,
-            "beats": bool(low > 0)}
+    return {"difference": round(difference, 2), "interval_95": [round(float(low), 2), round(float(high), 2)], "seeds": seeds,
+            **counts, "beats": bool(low > 0)}
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -480,7 +480,8 @@ def table(summary: dict[str, Any]) -> str:
         if entry.get("against_published", {}).get(task):
             paired = entry["against_published"][task]
             low, high = paired["interval_95"]
-            return f"{value} ({paired['difference']:+.2f} [{low:+.2f}, {high:+.2f}])"
+            fewer = f", seed {', '.join(map(str, paired['seeds']))}" if paired["seeds"] != entry["seeds"] else ""
+            return f"{value} ({paired['difference']:+.2f} [{low:+.2f}, {high:+.2f}]{fewer})"
         if task in entry.get("change_per_seed", {}):
             return f"{value} ({statistics.mean(entry['change_per_seed'][task][metric]):+.2f})"
         return value
