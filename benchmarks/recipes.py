@@ -159,9 +159,7 @@ def main() -> None:
         save()
 
     for seed in args.seeds:
-        overrides = {"data.held_out": args.held_out, "data.seed": seed, "seed": seed, "max_steps": args.steps,
-                     "data.max_length": args.max_length, "per_device_train_batch_size": BATCH, "gradient_accumulation_steps": 1,
-                     "save_strategy": "no", "eval_strategy": "no", "logging_steps": 5, "per_device_eval_batch_size": 32, **extra}
+        overrides = {**budget(seed, args.steps, args.max_length, args.held_out), **extra}
         with tempfile.TemporaryDirectory() as output:
             # The specter run's split and triplets are the reference's and the peer's.
             specter = prepare("specter", None, folders["cacm"], output, overrides)
@@ -306,27 +304,43 @@ def recipe_row(name: str, seed: int, cacm: Path, output: str, overrides: dict[st
             "first_logged_loss": losses[0] if losses else None, "last_logged_loss": losses[-1] if losses else None}
 
 
-def peer_row(seed: int, triplets, suite: TaskSuite, args, keep: Path | None = None) -> dict[str, Any]:
-    """sentence-transformers' own trainer and MNR loss on the same triplets, same budget and schedule (the model
-    saved in ``keep`` when given)."""
+def budget(seed: int, steps: int, max_length: int, held_out: float = 0.2) -> dict[str, Any]:
+    """The recipe overrides every sciembed row of a seed trains with: its split and sampling, ``steps`` steps of BATCH
+    examples in one batch, training texts cut to ``max_length`` tokens, no checkpoints."""
+    return {"data.held_out": held_out, "data.seed": seed, "seed": seed, "max_steps": steps, "data.max_length": max_length,
+            "per_device_train_batch_size": BATCH, "gradient_accumulation_steps": 1, "save_strategy": "no", "eval_strategy": "no",
+            "logging_steps": 5, "per_device_eval_batch_size": 32}
+
+
+def peer_trainer(triplets, seed: int, steps: int, max_length: int, output: str, callbacks=()):
+    """sentence-transformers' own trainer and MNR loss on ``triplets`` (a recipe's ``{query, positive, negative}``
+    rows), the embedded MiniLM cut to ``max_length`` tokens, the specter rows' budget and schedule; returns the
+    trainer and the window the model is published with."""
     from datasets import Dataset
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     model = SentenceTransformer(sciembed.default_model_path(), device="cpu")
-    window, model.max_seq_length = model.max_seq_length, args.max_length
+    window, model.max_seq_length = model.max_seq_length, max_length
     sep = model.tokenizer.sep_token
     texts = {column: [paper_text(row[role], sep) for row in triplets] for column, role in
              (("anchor", "query"), ("positive", "positive"), ("negative", "negative"))}
+    training = SentenceTransformerTrainingArguments(
+        output_dir=output, max_steps=steps, per_device_train_batch_size=BATCH, learning_rate=2e-5, warmup_steps=0.1,
+        lr_scheduler_type="linear", weight_decay=0.0, seed=seed, save_strategy="no", report_to="none", logging_steps=5)
+    trainer = SentenceTransformerTrainer(model=model, args=training, train_dataset=Dataset.from_dict(texts),
+                                         loss=MultipleNegativesRankingLoss(model), callbacks=list(callbacks))
+    return trainer, window
+
+
+def peer_row(seed: int, triplets, suite: TaskSuite, args, keep: Path | None = None) -> dict[str, Any]:
+    """The peer (:func:`peer_trainer`) trained and scored like the recipes (the model saved in ``keep`` when given)."""
     with tempfile.TemporaryDirectory() as output:
-        training = SentenceTransformerTrainingArguments(
-            output_dir=output, max_steps=args.steps, per_device_train_batch_size=BATCH, learning_rate=2e-5, warmup_steps=0.1,
-            lr_scheduler_type="linear", weight_decay=0.0, seed=seed, save_strategy="no", report_to="none", logging_steps=5)
-        trainer = SentenceTransformerTrainer(model=model, args=training, train_dataset=Dataset.from_dict(texts),
-                                             loss=MultipleNegativesRankingLoss(model))
+        trainer, window = peer_trainer(triplets, seed, args.steps, args.max_length, output)
         started = time.perf_counter()
         result = trainer.train()
         seconds = time.perf_counter() - started
+    model = trainer.model
     # Trained on short texts, the model keeps its published window (as sciembed's recipes do with data.max_length).
     model.max_seq_length = window
     if keep is not None:

@@ -3,8 +3,9 @@ same triplets, timed alternately in one run.
 
 Both train the embedded all-MiniLM-L6-v2 on the ``specter`` recipe's CACM triplets (seed ``--seed``'s training
 queries), ``BATCH`` triplets per step in one batch, texts cut to ``--max-length`` tokens, multiple-negatives ranking
-with the hard negatives (cosine / 0.05), AdamW at 2e-5 with 10% warm-up: the settings of ``recipes.py``'s rows, so
-both see the same batches in the same order (one step of each gives the same loss and gradients).
+with the hard negatives (cosine / 0.05), AdamW at 2e-5 with 10% warm-up: ``recipes.py``'s rows, built by its
+``budget`` and ``peer_trainer``, so both see the same batches in the same order (one step of each gives the same loss
+and gradients).
 
 Each round trains each system ``--steps`` steps from a fresh model, in a seeded random order (neither always runs
 first). A step's time is the wall-clock (and process CPU) time between the ends of consecutive optimiser steps, so it
@@ -30,14 +31,11 @@ from pathlib import Path
 import torch
 from transformers import TrainerCallback
 
-import sciembed
-from sciembed.data.papers import paper_text
+from recipes import BATCH, PEER, budget, peer_trainer
 from sciembed.io import atomic_path
 from sciembed.training.run import prepare
 from timing import medians, paired_ratios
 
-BATCH = 32
-PEER = "sentence-transformers"
 SCIEMBED = "sciembed specter"
 
 
@@ -57,40 +55,19 @@ class StepClock(TrainerCallback):
         self._last = now
 
 
-def training_arguments(seed: int, steps: int, max_length: int) -> dict:
-    """The recipe overrides of ``recipes.py``'s rows, for ``steps`` steps."""
-    return {"data.held_out": 0.2, "data.seed": seed, "seed": seed, "max_steps": steps, "data.max_length": max_length,
-            "per_device_train_batch_size": BATCH, "gradient_accumulation_steps": 1, "save_strategy": "no", "eval_strategy": "no",
-            "logging_steps": 5}
-
-
 def sciembed_run(cacm: Path, seed: int, steps: int, max_length: int) -> StepClock:
     clock = StepClock()
     with tempfile.TemporaryDirectory() as output:
-        trainer = prepare("specter", None, cacm, output, training_arguments(seed, steps, max_length)).trainer
+        trainer = prepare("specter", None, cacm, output, budget(seed, steps, max_length)).trainer
         trainer.add_callback(clock)
         trainer.train()
     return clock
 
 
 def peer_run(triplets, seed: int, steps: int, max_length: int) -> StepClock:
-    from datasets import Dataset
-    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
-
     clock = StepClock()
-    model = SentenceTransformer(sciembed.default_model_path(), device="cpu")
-    model.max_seq_length = max_length
-    sep = model.tokenizer.sep_token
-    texts = {column: [paper_text(row[role], sep) for row in triplets] for column, role in
-             (("anchor", "query"), ("positive", "positive"), ("negative", "negative"))}
     with tempfile.TemporaryDirectory() as output:
-        arguments = SentenceTransformerTrainingArguments(
-            output_dir=output, max_steps=steps, per_device_train_batch_size=BATCH, learning_rate=2e-5, warmup_steps=0.1,
-            lr_scheduler_type="linear", weight_decay=0.0, seed=seed, save_strategy="no", report_to="none", logging_steps=5)
-        trainer = SentenceTransformerTrainer(model=model, args=arguments, train_dataset=Dataset.from_dict(texts),
-                                             loss=MultipleNegativesRankingLoss(model), callbacks=[clock])
-        trainer.train()
+        peer_trainer(triplets, seed, steps, max_length, output, callbacks=[clock])[0].train()
     return clock
 
 
@@ -109,7 +86,7 @@ def main() -> None:
         raise SystemExit("--steps must be at least 3: the first step is warm-up and a run needs two timed steps")
     logging.basicConfig(level=logging.WARNING)
     with tempfile.TemporaryDirectory() as output:
-        triplets = prepare("specter", None, args.data, output, training_arguments(args.seed, args.steps, args.max_length)).trainer.train_dataset
+        triplets = prepare("specter", None, args.data, output, budget(args.seed, args.steps, args.max_length)).trainer.train_dataset
     runs = {SCIEMBED: lambda: sciembed_run(args.data, args.seed, args.steps, args.max_length),
             PEER: lambda: peer_run(triplets, args.seed, args.steps, args.max_length)}
     wall: dict[str, list[float]] = {name: [] for name in runs}

@@ -391,9 +391,10 @@ def macro_f1_resamples(gold: list[Any], predicted: list[Any], weights: np.ndarra
 
 
 def _fit_and_score(protocol: SupervisedProtocol, model: BaseEstimator, x_train: np.ndarray, y_train: np.ndarray,
-                   x_test: np.ndarray, y_test: np.ndarray) -> dict[str, float]:
+                   x_test: np.ndarray, y_test: np.ndarray) -> tuple[dict[str, float], np.ndarray]:
+    """The protocol's metrics of ``model`` fitted on the training rows, and its test predictions."""
     predictions = model.fit(x_train, y_train).predict(x_test)
-    return {name: _score(name, y_test, predictions) for name in protocol.metrics}
+    return {name: _score(name, y_test, predictions) for name in protocol.metrics}, predictions
 
 
 def _check_metrics(protocol: SupervisedProtocol, regression: bool) -> None:
@@ -434,8 +435,7 @@ def evaluate_classification(x_train: np.ndarray, y_train: Any, x_test: np.ndarra
     x_train, x_test = _check_features(x_train, x_test)
     y_train, y_test, num_labels = _labels(x_train, y_train, x_test, y_test, protocol.multilabel)
     model = _classifier(protocol, n_jobs)
-    predictions = model.fit(x_train, y_train).predict(x_test)
-    scores = {name: _score(name, y_test, predictions) for name in protocol.metrics}
+    scores, predictions = _fit_and_score(protocol, model, x_train, y_train, x_test, y_test)
     unconverged = _unconverged_fits(model)
     _log_unconverged(unconverged, protocol)
     kept = {"y_test": y_test, "predictions": predictions} if keep_predictions else {}
@@ -480,7 +480,7 @@ def evaluate_regression(x_train: np.ndarray, y_train: Any, x_test: np.ndarray, y
         targets.append(y)
     svr = LinearSVR(max_iter=protocol.max_iter, fit_intercept=protocol.fit_intercept, random_state=RANDOM_STATE)
     model = _grid_search(svr, protocol, n_jobs, "r2")
-    scores = _fit_and_score(protocol, model, x_train, targets[0], x_test, targets[1])
+    scores, _ = _fit_and_score(protocol, model, x_train, targets[0], x_test, targets[1])
     unconverged = _unconverged_fits(model)
     _log_unconverged(unconverged, protocol)
     return {**scores, "best_C": _best_c(model), "num_train": len(x_train), "num_test": len(x_test), "unconverged_fits": unconverged}
@@ -574,7 +574,7 @@ def evaluate_few_shot(x_train: np.ndarray, y_train: Any, x_test: np.ndarray, y_t
             only = y_train[rows][0].item()
             raise ValueError(f"few-shot iteration {k}: its fold of {len(rows)} training rows holds a single class ({only!r})")
         model = _classifier(fitted, n_jobs)
-        scores = _fit_and_score(fitted, model, x_train[rows], y_train[rows], x_test, y_test)
+        scores, _ = _fit_and_score(fitted, model, x_train[rows], y_train[rows], x_test, y_test)
         unconverged += _unconverged_fits(model)
         for name, value in scores.items():
             per_iteration[name].append(value)
