@@ -15,6 +15,11 @@ window (all-MiniLM-L6-v2's 256 tokens, which training on shorter texts leaves al
 - ``specter-wise``: the specter recipe at a higher learning rate, its weights averaged with MiniLM's when training
   ends (WiSE-FT, ``model.weight_average``), against the specter recipe's defaults. Its two settings were chosen on a
   validation split of seed 0's training queries (``data.validation``; notes in the issue), never on held-out ones.
+- the multi-task rows (``scirepeval-ctrl``, ``-adapters``, ``-fusion``, ``-pals``): SciRepEval's recipes on the seed's
+  task mixture (``write_mixture``: CACM's citations split as the specter row's, CACM's categories and the fields of
+  study without the test papers of their evaluation, the MeSH sample), against ``specter`` (one embedding).
+  ``scirepeval-fusion`` is SciRepEval's stage 2: it starts from the seed's ``scirepeval-adapters`` model (train that row
+  first, with ``--keep-models``) and trains ``--steps`` more. For these rows the fields of study are not out of domain.
 
 Columns (the same tasks for every row of a seed):
 
@@ -78,6 +83,10 @@ class System:
     description: str
     overrides: dict[str, Any] = field(default_factory=dict)
     counterpart: str | None = None
+    #: Trains on the seed's task mixture (:func:`write_mixture`) instead of CACM's citations alone.
+    mixture: bool = False
+    #: A second stage: starts from this system's model of the same seed (kept by ``--keep-models``), not from MiniLM.
+    after: str | None = None
 
 
 SYSTEMS = {
@@ -88,6 +97,14 @@ SYSTEMS = {
     "multi2spe": System("multi2spe", "Multi2SPEModel (K = 3) from MiniLM, multi2spe recipe", counterpart="multi2spe-k1"),
     "multi2spe-k1": System("multi2spe", "Multi2SPEModel with one CLS token (K = 1), multi2spe recipe", {"model.num_cls_tokens": 1}),
     "moe-cocitation": System("moe-cocitation", "MoEBertModel from MiniLM (enforced routing, domain cs), co-citation pairs"),
+    "scirepeval-ctrl": System("scirepeval-ctrl", "ControlCodeModel from MiniLM, multi-task on the seed's task mixture",
+                              counterpart="specter", mixture=True),
+    "scirepeval-adapters": System("scirepeval-adapters", "MiniLM with a bottleneck adapter per format, multi-task on the seed's task mixture",
+                                  counterpart="specter", mixture=True),
+    "scirepeval-fusion": System("scirepeval-fusion", "AdapterFusion over the seed's scirepeval-adapters model, the same task mixture",
+                                counterpart="specter", mixture=True, after="scirepeval-adapters"),
+    "scirepeval-pals": System("scirepeval-pals", "MiniLM with PALs per format, multi-task on the seed's task mixture",
+                              counterpart="specter", mixture=True),
 }
 PEER = "sentence-transformers"
 REFERENCE = "MiniLM as published"
@@ -121,11 +138,18 @@ def main() -> None:
                         help="score again, with this script's tasks, the rows of --seeds and --systems whose models --keep-models "
                              "kept, and MiniLM as published, replacing their scores (their training records stay); trains nothing")
     parser.add_argument("--table", action="store_true", help="print the table of --output's rows as Markdown and stop (trains nothing)")
+    parser.add_argument("--plot", type=Path, metavar="PNG",
+                        help="draw --output's changes against MiniLM as published, with their intervals, to PNG and stop "
+                             "(trains nothing; needs matplotlib: pip install sciembed[plots])")
     args = parser.parse_args()
-    if args.table:
+    if args.table or args.plot:
         if not args.output.is_file():
             raise SystemExit(f"{args.output} does not exist: run the benchmark first")
-        print(table(json.loads(args.output.read_text(encoding="utf-8"))["summary"]))
+        summary = json.loads(args.output.read_text(encoding="utf-8"))["summary"]
+        if args.table:
+            print(table(summary))
+        if args.plot:
+            plot(summary, args.plot)
         return
     logging.basicConfig(level=logging.WARNING)
     folders = {name: args.data / name for name in ("cacm", "hepth", "arxiv-metadata", "scirepeval-samples")}
@@ -164,7 +188,7 @@ def main() -> None:
             # The specter run's split and triplets are the reference's and the peer's.
             specter = prepare("specter", None, folders["cacm"], output, overrides)
             suite = fixed.suite(specter.trainer.eval_dataset, seed, args.hepth_queries)
-            held_out_queries = specter.data["held_out_queries"]
+            held_out_queries, held_out_ids = specter.data["held_out_queries"], specter.data["held_out_ids"]
             if args.rescore:
                 rescore(rows, seed, [REFERENCE, *args.systems], suite, args)
                 save()
@@ -180,9 +204,16 @@ def main() -> None:
         for name in args.systems:
             if name == PEER or (seed, name) in done:
                 continue
-            with tempfile.TemporaryDirectory() as output:
-                add(recipe_row(name, seed, folders["cacm"], output, {**overrides, **SYSTEMS[name].overrides}, suite,
-                               kept(args, seed, name)))
+            system = SYSTEMS[name]
+            base = kept(args, seed, system.after) if system.after else None
+            if system.after and (base is None or not base.is_dir()):
+                print(f"seed {seed}, {name}: starts from the seed's {system.after} model, which --keep-models did not keep; "
+                      f"not trained", flush=True)
+                continue
+            with tempfile.TemporaryDirectory() as output, tempfile.TemporaryDirectory() as mixture:
+                data = write_mixture(folders, suite, Path(mixture)) if system.mixture else folders["cacm"]
+                add(recipe_row(name, seed, data, output, {**overrides, **system.overrides}, suite, kept(args, seed, name),
+                               base=base, held_out_ids=held_out_ids))
             gc.collect()
     if rows:
         save()  # a run with nothing left to train still rewrites the summary with this script's statistics
@@ -280,12 +311,15 @@ def _arxiv_archive_files(path: Path, root: Path) -> tuple[tuple[Path, Path], dic
     return (labels, papers), counts
 
 
-def recipe_row(name: str, seed: int, cacm: Path, output: str, overrides: dict[str, Any], suite: TaskSuite,
-               keep: Path | None = None) -> dict[str, Any]:
-    """Train one system with the shared budget; CACM held-out cite at step 0, every task after training (the model
-    saved in ``keep`` when given)."""
+def recipe_row(name: str, seed: int, data: Path, output: str, overrides: dict[str, Any], suite: TaskSuite,
+               keep: Path | None = None, *, base: Path | None = None, held_out_ids: list[str] | None = None) -> dict[str, Any]:
+    """Train one system with the shared budget from MiniLM (or ``base``) on ``data`` (CACM, or the seed's task mixture);
+    CACM held-out cite at step 0, every task after training (the model saved in ``keep`` when given). A run whose
+    held-out queries are not ``held_out_ids`` (the specter row's) stops: its rows would not be comparable."""
     system = SYSTEMS[name]
-    run = prepare(system.recipe, None, cacm, output, overrides)
+    run = prepare(system.recipe, None if base is None else str(base), data, output, overrides)
+    if held_out_ids is not None and run.data["held_out_ids"] != held_out_ids:
+        raise SystemExit(f"seed {seed}, {name}: its held-out queries differ from the specter row's; its scores would not be paired")
     trainer = run.trainer
     before = cite_metrics(trainer.evaluate())
     started = time.perf_counter()
@@ -301,7 +335,24 @@ def recipe_row(name: str, seed: int, cacm: Path, output: str, overrides: dict[st
             "training_queries": run.data["queries"], "examples_available": run.data["examples"], "before": before,
             **scores(trainer.last_evaluation.results), "steps": result.global_step, "examples_seen": result.global_step * BATCH,
             "train_seconds": round(seconds, 1), "seconds_per_step": round(seconds / max(result.global_step, 1), 2),
-            "first_logged_loss": losses[0] if losses else None, "last_logged_loss": losses[-1] if losses else None}
+            "first_logged_loss": losses[0] if losses else None, "last_logged_loss": losses[-1] if losses else None,
+            **({"tasks": run.data["tasks"]} if system.mixture else {}), **({"base": str(base)} if base else {})}
+
+
+def write_mixture(folders: dict[str, Path], suite: TaskSuite, folder: Path) -> Path:
+    """The seed's task mixture for the multi-task rows (SciRepEval trains on several tasks at once): CACM's citations
+    (split by the seed as the specter row's), CACM's categories and the fields of study without the test papers of
+    their evaluation, and the MeSH sample (biomedical, not evaluated). The search sessions stay out, so that search is
+    data no row was trained on."""
+    tests = {task.task_id: task.test[0] for task in suite.tasks if task.task_id in ("cacm_categories", "fos")}
+    samples = folders["scirepeval-samples"]
+    tasks = [{"name": "cite", "type": "proximity", "data": str(folders["cacm"].resolve())},
+             {"name": "cacm_categories", "type": "classification", "data": str(folders["cacm"].resolve()), "exclude": list(tests["cacm_categories"])},
+             {"name": "fos", "type": "classification", "data": str((samples / "fos_small.json").resolve()), "exclude": list(tests["fos"])},
+             {"name": "mesh", "type": "classification", "data": str((samples / "mesh_small.json").resolve())}]
+    path = folder / "mixture.json"
+    path.write_text(json.dumps(tasks, indent=1), encoding="utf-8")
+    return path
 
 
 def budget(seed: int, steps: int, max_length: int, held_out: float = 0.2) -> dict[str, Any]:
@@ -515,6 +566,41 @@ def table(summary: dict[str, Any]) -> str:
                  versus("against_peer"), versus("against_counterpart")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def plot(summary: dict[str, Any], path: Path) -> None:
+    """One panel per task: per trained system, its paired difference to MiniLM as published as a bar with its 95%
+    interval (green when the interval is above 0, red when below, grey when it holds 0; without whiskers, the mean
+    per-seed change, where the rows lack what the interval resamples), saved to ``path`` as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    systems = [name for name in summary if name != REFERENCE]
+    figure, axes = plt.subplots(2, 3, figsize=(13, 2.5 + 0.45 * len(systems)), sharey=True)
+    for axis, (task, metric, title) in zip(axes.flat, COLUMNS):
+        for y, name in enumerate(systems):
+            entry = summary[name]
+            paired = entry.get("against_published", {}).get(task)
+            if paired:
+                difference, (low, high) = paired["difference"], paired["interval_95"]
+                colour = "tab:green" if low > 0 else "tab:red" if high < 0 else "tab:gray"
+                axis.barh(y, difference, color=colour, xerr=[[difference - low], [high - difference]], capsize=3)
+            elif task in entry.get("change_per_seed", {}):
+                axis.barh(y, statistics.mean(entry["change_per_seed"][task][metric]), color="lightgray", hatch="//")
+        axis.axvline(0, color="black", linewidth=0.8)
+        axis.set_title(title, fontsize=10)
+        axis.set_yticks(range(len(systems)), systems)
+        axis.invert_yaxis()
+        axis.grid(axis="x", alpha=0.3)
+    seeds = sorted({seed for entry in summary.values() for seed in entry["seeds"]})
+    figure.suptitle(f"Change against all-MiniLM-L6-v2 as published, paired 95% interval (seeds {', '.join(map(str, seeds))})")
+    figure.tight_layout()
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, format="png", dpi=110)
+    plt.close(figure)
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

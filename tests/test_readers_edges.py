@@ -201,6 +201,7 @@ def test_every_training_layout_example_reads(tmp_path):
     from sciembed.data.scirepeval import read_scirepeval_sample
     from sciembed.data.smart import read_smart_collection
     from sciembed.data.specter import read_specter_release
+    from sciembed.training.task_mixture import read_task_mixture
 
     records = {"papers.jsonl": lambda path: len(read_papers(path)), "cites.csv": lambda path: len(read_edge_list(path)),
                "Cit-HepTh.txt": lambda path: len(read_edge_list(path)), "metadata.jsonl": lambda path: len(read_s2orc(path).papers),
@@ -214,6 +215,11 @@ def test_every_training_layout_example_reads(tmp_path):
             _write(folder, name, text)
         if "data.json" in files:
             assert len(read_specter_release(folder).papers) == 2
+            continue
+        if "mixture.json" in files:  # its sources are the other layouts': here only their names need to exist
+            for task in json.loads(files["mixture.json"]):
+                (folder / task["data"]).touch()
+            assert [task.name for task in read_task_mixture(folder / "mixture.json")] == ["cite", "categories", "fos", "search"]
             continue
         for name in files:
             read = records.get(name, lambda path: len(read_scirepeval_sample(path).data))

@@ -377,7 +377,8 @@ def test_recipe_settings_take_dotted_nested_bare_and_file_overrides(tmp_path):
     assert specter["training"]["per_device_train_batch_size"] * specter["training"]["gradient_accumulation_steps"] == 32
     assert get_recipe("multi2spe").settings["loss"] == {"name": "multi2spe", "weight": 0.1, "mode": "paper"}
     ctrl = get_recipe("scirepeval-ctrl").settings["training"]
-    assert (ctrl["learning_rate"], ctrl["lr_scheduler_type"], ctrl["warmup_steps"]) == (5e-5, "inverse_sqrt", 700)
+    assert (ctrl["learning_rate"], ctrl["lr_scheduler_type"], ctrl["warmup_steps"]) == (5e-5, "inverse_sqrt", 0.1)
+    assert get_recipe("scirepeval-ctrl").resolve({"training.warmup_steps": 700})["training"]["warmup_steps"] == 700  # the paper's
 
     (tmp_path / "o.yaml").write_text("training:\n  num_train_epochs: 5\nloss.margin: 0.5\n")
     (tmp_path / "o.json").write_text(json.dumps({"max_steps": 7, "data": {"held_out": 0.2}}))

@@ -69,6 +69,12 @@ TRAINING_LAYOUTS: tuple[DataLayout, ...] = (
                '[{"corpus_id": 1, "title": "A", "abstract": "...", "labels": [3], "labels_text": ["Physics"]}]\n'
                '==> search_small.jsonl <==\n'
                '{"query": "graph embedding", "candidates": [{"corpus_id": 1, "title": "A", "abstract": "...", "score": 1}]}'),
+    DataLayout("task mixture", "--data mixture.json (or .yaml: several sources in one multi-task run)", ("scirepeval",),
+               '==> mixture.json <==  (SciRepEval\'s task list; data relative to this file; exclude: ids never trained on)\n'
+               '[{"name": "cite", "type": "proximity", "data": "cacm"},\n'
+               ' {"name": "categories", "type": "classification", "data": "cacm", "exclude": ["1", "7"]},\n'
+               ' {"name": "fos", "type": "classification", "data": "fos_small.json", "sample_size": 2000},\n'
+               ' {"name": "search", "type": "search", "data": "search_small.jsonl"}]'),
     DataLayout("labelled papers", "--data cacm/ (CR categories) or --data mesh_small.json (MeSH descriptors)", ("labelled",),
                '==> mesh_small.json <==\n'
                '[{"mag_id": 1, "corpus_id": 11, "title": "A", "abstract": "...", "descriptor": "Neoplasms"}]\n'

@@ -231,6 +231,35 @@ def split_queries(queries: Sequence[str], held_out: float, seed: int) -> tuple[l
     return sorted((queries[i] for i in order[cut:]), key=paper_id_order), held
 
 
+@dataclass(frozen=True)
+class QuerySplit:
+    """A citation source's linked queries split into training, held-out and validation queries."""
+
+    train: list[str]
+    held_out: list[str]
+    validation: list[str]
+
+    @property
+    def unseen(self) -> list[str]:
+        """The queries training must not see (held-out and validation)."""
+        return [*self.held_out, *self.validation]
+
+    def counts(self) -> dict[str, Any]:
+        """The split as a run records it (sizes, and the ids evaluation is on)."""
+        counts: dict[str, Any] = {"queries": len(self.train), "held_out_queries": len(self.held_out), "held_out_ids": sorted(self.held_out)}
+        if self.validation:
+            counts.update(validation_queries=len(self.validation), validation_ids=sorted(self.validation))
+        return counts
+
+
+def split_citation_queries(source: CitationSource, held_out: float, validation: float, seed: int) -> QuerySplit:
+    """``source``'s linked queries split at random by ``seed``: ``held_out`` of them held out, then ``validation`` of the
+    rest for tuning (split after the held-out ones, so a seed's held-out queries are the same with or without it)."""
+    queries, held = split_queries(source.linked_queries(), held_out, seed)
+    queries, tuning = split_queries(queries, validation, seed + 1)
+    return QuerySplit(queries, held, tuning)
+
+
 def triplet_dataset(
     source: CitationSource,
     *,
@@ -382,10 +411,103 @@ TASK_FORMATS = {"classification": "classification", "multilabel": "classificatio
 
 @dataclass
 class MultiTaskData:
-    """One dataset of task-tagged examples plus each task's kind and label count."""
+    """One dataset of task-tagged examples, each task's kind and label count, and per task what gave no row."""
 
     dataset: Dataset
     tasks: dict[str, tuple[str, int]]
+    skipped: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+@dataclass
+class TaskRows:
+    """One task's training rows before they are tagged with its name.
+
+    Attributes:
+        kind: ``classification``, ``multilabel``, ``proximity`` or ``search`` (:data:`TASK_FORMATS`).
+        num_labels: the head's outputs (1 for proximity and search).
+        rows: ``{"papers", "label"}`` rows (:func:`multitask_dataset`).
+        ids: per row, the paper a classification row is about (``None`` for rows of several papers), so that
+            papers held out for evaluation can be left out.
+        skipped: records that gave no row, and why (e.g. a search query whose candidates all score the same).
+    """
+
+    kind: str
+    num_labels: int
+    rows: list[dict[str, Any]]
+    ids: list[str | None]
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def without(self, papers: set[str]) -> TaskRows:
+        """The rows whose paper is not in ``papers`` (the label count stays that of every row)."""
+        keep = [i for i, pid in enumerate(self.ids) if pid is None or pid not in papers]
+        left_out = len(self.rows) - len(keep)
+        skipped = {**self.skipped, "excluded_papers": left_out} if left_out else dict(self.skipped)
+        return TaskRows(self.kind, self.num_labels, [self.rows[i] for i in keep], [self.ids[i] for i in keep], skipped)
+
+
+def classification_rows(path: str | os.PathLike[str], *, skip_invalid: bool = True, smart_links: str = "cacm") -> TaskRows:
+    """Labelled papers as classification rows: CACM's CR categories (a SMART collection, :func:`labelled_papers`), a
+    SciRepEval MeSH sample (one descriptor per paper) or a fields-of-study sample (multi-label: a multi-hot label)."""
+    from ..data.scirepeval import read_scirepeval_sample
+
+    path = Path(path)
+    if not is_smart_collection(path):
+        sample = read_scirepeval_sample(path, skip_invalid=skip_invalid)
+        if sample.kind == "fos":
+            data = sample.data
+            size = max(max(labels) for labels in data["labels"]) + 1
+            rows = [{"papers": [paper_record(r)], "label": [float(i in set(r["labels"])) for i in range(size)]} for r in data]
+            return TaskRows("multilabel", size, rows, [str(r["paper_id"]) for r in data])
+        if sample.kind != "mesh":
+            raise ValueError(f"{path}: a {sample.kind} sample holds no labels; classification takes CACM, a MeSH or a fields-of-study sample")
+    data, labels = labelled_papers(path, skip_invalid=skip_invalid, smart_links=smart_links)
+    rows = [{"papers": [paper], "label": [float(label)]} for paper, label in zip(data["paper"], data["label"])]
+    return TaskRows("classification", len(labels), rows, list(data["paper_id"]))
+
+
+def triplet_rows(triplets: Dataset) -> TaskRows:
+    """Citation triplets (:func:`triplet_dataset`, :func:`scirepeval_triplets`) as proximity rows."""
+    rows = [{"papers": [r[role] for role in TRIPLET_ROLES], "label": []} for r in triplets]
+    return TaskRows("proximity", 1, rows, [None] * len(rows))
+
+
+def search_rows(path: str | os.PathLike[str], *, skip_invalid: bool = True) -> TaskRows:
+    """SciRepEval search sessions as ``(query, better, worse)`` rows: the candidate with the highest click score
+    against the one with the lowest below it (a session without two different scores gives no row, counted)."""
+    from ..data.scirepeval import read_scirepeval_sample
+
+    data = read_scirepeval_sample(path, kind="search", skip_invalid=skip_invalid).data
+    rows, flat = [], 0
+    for record in data:
+        candidates = [c for c in record["candidates"] if c["title"] or c["abstract"]]
+        best = max(candidates, key=lambda c: c["score"], default=None)
+        worse = [c for c in candidates if c["score"] < best["score"]] if best else []
+        if not worse:
+            flat += 1
+            continue
+        worst = min(worse, key=lambda c: c["score"])
+        rows.append({"papers": [{"title": record["query"], "abstract": ""}, paper_record(best), paper_record(worst)], "label": []})
+    return TaskRows("search", 1, rows, [None] * len(rows), {"sessions_without_two_scores": flat} if flat else {})
+
+
+def tagged_dataset(tasks: Mapping[str, TaskRows], *, max_per_task: int | Mapping[str, int | None] | None = None,
+                   seed: int = 0) -> MultiTaskData:
+    """Tasks' rows as one task-tagged dataset, each task cut to a seeded sample of ``max_per_task`` rows (a mapping:
+    each task's own limit, ``None`` for none)."""
+    rng = np.random.default_rng(seed)
+    parts: list[Dataset] = []
+    kinds: dict[str, tuple[str, int]] = {}
+    for name, task in tasks.items():
+        rows = task.rows
+        limit = max_per_task.get(name) if isinstance(max_per_task, Mapping) else max_per_task
+        if not rows:
+            raise ValueError(f"task {name}: no training rows (skipped: {task.skipped or 'none'})")
+        if limit is not None and len(rows) > limit:
+            rows = [rows[i] for i in sorted(rng.choice(len(rows), limit, replace=False))]
+        kinds[name] = (task.kind, task.num_labels)
+        parts.append(Dataset.from_list([{"task": name, **row} for row in rows]))
+    logger.info("multi-task data: %s", {name: f"{kind}, {labels} label(s)" for name, (kind, labels) in kinds.items()})
+    return MultiTaskData(concatenate_datasets(parts), kinds, {name: task.skipped for name, task in tasks.items() if task.skipped})
 
 
 def multitask_dataset(folder: str | os.PathLike[str], *, skip_invalid: bool = True, max_per_task: int | None = None, seed: int = 0) -> MultiTaskData:
@@ -396,55 +518,19 @@ def multitask_dataset(folder: str | os.PathLike[str], *, skip_invalid: bool = Tr
     the query as its title); ``label`` is ``[class]``, a multi-hot vector, ``[value]`` or empty. Reads
     whichever of ``fos_small.json`` (multi-label fields of study), ``mesh_small.json`` (MeSH
     descriptor, multi-class), ``specter_small.json`` (citation triplets) and ``search_small.jsonl``
-    (search sessions: the candidate with the highest click score against one with a lower score) the
-    folder holds.
+    (search sessions: :func:`search_rows`) the folder holds. Several sources in one run (a citation graph,
+    CACM's categories, ...) are a task mixture (:mod:`sciembed.training.task_mixture`).
     """
-    from ..data.scirepeval import read_scirepeval_sample
-
     folder = Path(folder)
-    parts: list[Dataset] = []
-    tasks: dict[str, tuple[str, int]] = {}
-    rng = np.random.default_rng(seed)
-
-    def add(name: str, kind: str, num_labels: int, rows: list[dict[str, Any]]) -> None:
-        if max_per_task is not None and len(rows) > max_per_task:
-            rows = [rows[i] for i in sorted(rng.choice(len(rows), max_per_task, replace=False))]
-        if rows:
-            tasks[name] = (kind, num_labels)
-            parts.append(Dataset.from_list([{"task": name, **row} for row in rows]))
-
+    tasks: dict[str, TaskRows] = {}
     if (path := folder / "fos_small.json").is_file():
-        data = read_scirepeval_sample(path, kind="fos", skip_invalid=skip_invalid).data
-        size = max(max(labels) for labels in data["labels"]) + 1
-        add("fos", "multilabel", size, [
-            {"papers": [paper_record(r)], "label": [float(i in set(r["labels"])) for i in range(size)]} for r in data
-        ])
+        tasks["fos"] = classification_rows(path, skip_invalid=skip_invalid)
     if (path := folder / "mesh_small.json").is_file():
-        data = read_scirepeval_sample(path, kind="mesh", skip_invalid=skip_invalid).data
-        names = sorted(set(data["descriptor"]))
-        index = {n: i for i, n in enumerate(names)}
-        add("mesh", "classification", len(names), [{"papers": [paper_record(r)], "label": [float(index[r["descriptor"]])]} for r in data])
+        tasks["mesh"] = classification_rows(path, skip_invalid=skip_invalid)
     if (path := folder / "specter_small.json").is_file():
-        data = scirepeval_triplets(path, skip_invalid=skip_invalid)
-        add("proximity", "proximity", 1, [{"papers": [r[role] for role in TRIPLET_ROLES], "label": []} for r in data])
+        tasks["proximity"] = triplet_rows(scirepeval_triplets(path, skip_invalid=skip_invalid))
     if (path := folder / "search_small.jsonl").is_file():
-        data = read_scirepeval_sample(path, kind="search", skip_invalid=skip_invalid).data
-        add("search", "search", 1, _search_triplets(data))
-    if not parts:
+        tasks["search"] = search_rows(path, skip_invalid=skip_invalid)
+    if not tasks:
         raise ValueError(f"{folder}: no SciRepEval training sample (fos_small.json, mesh_small.json, specter_small.json, search_small.jsonl)")
-    logger.info("multi-task data: %s", {name: f"{kind}, {labels} label(s)" for name, (kind, labels) in tasks.items()})
-    return MultiTaskData(concatenate_datasets(parts), tasks)
-
-
-def _search_triplets(data: Dataset) -> list[dict[str, Any]]:
-    rows = []
-    for record in data:
-        candidates = [c for c in record["candidates"] if c["title"] or c["abstract"]]
-        if not candidates:
-            continue
-        best = max(candidates, key=lambda c: c["score"])
-        worse = [c for c in candidates if c["score"] < best["score"]]
-        if worse:
-            worst = min(worse, key=lambda c: c["score"])
-            rows.append({"papers": [{"title": record["query"], "abstract": ""}, paper_record(best), paper_record(worst)], "label": []})
-    return rows
+    return tagged_dataset(tasks, max_per_task=max_per_task, seed=seed)

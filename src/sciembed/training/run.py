@@ -352,6 +352,7 @@ def _settings(recipe: Recipe, base: str, overrides: Mapping[str, Any] | None):
 def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[str] | CitationFiles, smart_links: str) -> _Examples:
     from ..data.smart import is_smart_collection
     from . import examples as training_examples
+    from . import task_mixture
 
     options = dict(options)
     held_out, seed, limit = options.pop("held_out"), options.pop("seed"), options.pop("max_examples")
@@ -359,7 +360,8 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
     validation_share = options.pop("validation")
     counts: dict[str, Any] = {}
     evaluation = validation = tasks = labels = None
-    if validation_share and recipe.data != "citations":
+    mixture = recipe.data == "scirepeval" and task_mixture.is_task_mixture(path)
+    if validation_share and recipe.data != "citations" and not mixture:
         raise ValueError(f"data.validation splits citation queries; recipe {recipe.name} trains on {recipe.data} data")
     if isinstance(path, CitationFiles):
         if recipe.data != "citations":
@@ -367,10 +369,20 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
                              "(sciembed train --help lists the layouts)")
     elif is_smart_collection(path):
         counts["smart_links"] = smart_links  # how the .X lines were read: part of what the model was trained on
-    if recipe.data == "scirepeval":
+    if mixture:
+        mixed = task_mixture.mixture_examples(task_mixture.read_task_mixture(path), held_out=held_out, validation=validation_share,
+                                              seed=seed, max_per_task=limit, smart_links=smart_links)
+        if validation_share and mixed.validation is None:
+            raise ValueError(f"{path}: data.validation splits citation queries, and this mixture has no citation graph")
+        train, tasks, evaluation, validation = mixed.data.dataset, mixed.data.tasks, mixed.evaluation, mixed.validation
+        counts.update(mixed.counts)
+        limit = None
+    elif recipe.data == "scirepeval":
         loaded = training_examples.multitask_dataset(path, max_per_task=limit, seed=seed)
         train, tasks = loaded.dataset, loaded.tasks
         counts["tasks"] = {name: sum(1 for t in train["task"] if t == name) for name in tasks}
+        if loaded.skipped:
+            counts["skipped"] = loaded.skipped
         limit = None
     elif recipe.data == "labelled":
         if held_out:
@@ -384,23 +396,17 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
     else:
         source = training_examples.read_citation_source(path, smart_links=smart_links)
         counts["skipped_records"] = len(source.skipped)
-        queries, held = training_examples.split_queries(source.linked_queries(), held_out, seed)
-        # The validation queries come out of the training ones, split after the held-out ones: the held-out set of a
-        # seed is the same with or without a validation split.
-        queries, tuning = training_examples.split_queries(queries, validation_share, seed + 1)
-        counts.update(queries=len(queries), held_out_queries=len(held), held_out_ids=sorted(held))
-        if tuning:
-            counts.update(validation_queries=len(tuning), validation_ids=sorted(tuning))
-        unseen = [*held, *tuning]
+        split = training_examples.split_citation_queries(source, held_out, validation_share, seed)
+        counts.update(split.counts())
         if recipe.objective == "pairs":
-            train = training_examples.pair_dataset(source, exclude=unseen, domain=options.pop("domain", None))
+            train = training_examples.pair_dataset(source, exclude=split.unseen, domain=options.pop("domain", None))
         else:
             sampler = options.pop("sampler")
-            train = training_examples.triplet_dataset(source, sampler=sampler, queries=queries, exclude=unseen, seed=seed, **options)
-        if held:
-            evaluation = TaskSuite("held-out", str(path), [source.cite_task(held, seed=seed)])
-        if tuning:
-            validation = TaskSuite("validation", str(path), [source.cite_task(tuning, seed=seed)])
+            train = training_examples.triplet_dataset(source, sampler=sampler, queries=split.train, exclude=split.unseen, seed=seed, **options)
+        if split.held_out:
+            evaluation = TaskSuite("held-out", str(path), [source.cite_task(split.held_out, seed=seed)])
+        if split.validation:
+            validation = TaskSuite("validation", str(path), [source.cite_task(split.validation, seed=seed)])
     if limit is not None and len(train) > limit:
         train = train.shuffle(seed=seed).select(range(limit))
     return _Examples(train, evaluation, validation, counts, tasks, labels)

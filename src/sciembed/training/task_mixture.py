@@ -1,0 +1,212 @@
+"""Task mixtures: several sources in one multi-task run, as SciRepEval's task configuration lists them.
+
+SciRepEval (Singh et al. 2023) trains one model on many tasks at once, each task a named source of a type
+(classification, proximity, ad-hoc search) with its own sample size. A task mixture is that list, in a JSON or
+YAML file given as ``--data`` to a multi-task recipe (``scirepeval-ctrl``, ``-adapters``, ``-fusion``, ``-pals``)::
+
+    [
+      {"name": "cite", "type": "proximity", "data": "cacm"},
+      {"name": "categories", "type": "classification", "data": "cacm", "exclude": "test-papers.txt"},
+      {"name": "fos", "type": "classification", "data": "scirepeval-samples/fos_small.json", "sample_size": 2000}
+    ]
+
+(or the same list under a ``tasks`` key). Each task has:
+
+- ``name``: the task's name (its head and its share of every batch);
+- ``type``: ``classification`` (CACM's CR categories, a SciRepEval MeSH sample, or a fields-of-study sample, which is
+  multi-label), ``proximity`` (a citation graph, in any layout ``sciembed train`` reads, sampled into SPECTER
+  triplets; or SciRepEval's ready triplets, ``specter_small.json``) or ``search`` (SciRepEval search sessions);
+  SciRepEval's own names ``triplet`` and ``ir`` are read as ``proximity`` and ``search``;
+- ``data``: the source, relative to the mixture file's folder;
+- ``sample_size`` (optional): at most this many training rows, a seeded sample (SciRepEval's ``{"train": N}``
+  is read too);
+- ``exclude`` (optional): papers never trained on, as a list of ids or a file of ids (one per line): e.g. the test
+  papers of an evaluation on the same labels. Classification rows about them are left out (counted), and a
+  citation graph's triplets never hold them;
+- ``multi_label`` (optional): checked against what the data holds.
+
+A mixture holds at most one citation graph: its queries are split as the single-source recipes split them
+(``data.held_out``, ``data.validation``, ``data.seed``), and its held-out and validation queries are the run's cite
+evaluation, so a mixture run and a ``specter`` run of the same seed are judged on the same queries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .examples import (
+    CitationFiles,
+    MultiTaskData,
+    TaskRows,
+    classification_rows,
+    read_citation_source,
+    scirepeval_triplets,
+    search_rows,
+    split_citation_queries,
+    tagged_dataset,
+    triplet_dataset,
+    triplet_rows,
+)
+
+TASK_TYPES = ("classification", "proximity", "search")
+#: SciRepEval's task-configuration names for our types.
+TYPE_ALIASES = {"triplet": "proximity", "ir": "search"}
+_KEYS = ("name", "type", "data", "sample_size", "exclude", "multi_label")
+#: Triplets per query paper of a citation graph task (the specter recipe's).
+TRIPLETS_PER_QUERY = 5
+
+
+@dataclass(frozen=True)
+class MixtureTask:
+    """One task of a mixture (see the module docstring for each field)."""
+
+    name: str
+    type: str
+    data: Path
+    sample_size: int | None = None
+    exclude: frozenset[str] = frozenset()
+    multi_label: bool | None = None
+
+
+@dataclass
+class MixtureExamples:
+    """A mixture's training rows, what was counted on the way, and the citation graph's cite tasks.
+
+    Attributes:
+        data: the task-tagged rows (:class:`~sciembed.training.examples.MultiTaskData`).
+        counts: per task its kind, its rows (``rows``), those sampled into training (``used``) and what gave none;
+            for the citation graph, its query split.
+        evaluation, validation: the held-out and validation cite tasks (``None`` without them).
+    """
+
+    data: MultiTaskData
+    counts: dict[str, Any] = field(default_factory=dict)
+    evaluation: Any = None
+    validation: Any = None
+
+
+def is_task_mixture(path: str | os.PathLike[str] | CitationFiles) -> bool:
+    """Whether ``path`` names a mixture file (a ``.json``, ``.yaml`` or ``.yml`` file, not a folder of samples)."""
+    return not isinstance(path, CitationFiles) and Path(path).is_file() and Path(path).suffix in (".json", ".yaml", ".yml")
+
+
+def read_task_mixture(path: str | os.PathLike[str]) -> list[MixtureTask]:
+    """The tasks of a mixture file, checked: every problem names the file and the task (its position and name)."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in (".yaml", ".yml"):
+        import yaml
+
+        problems: tuple[type[Exception], ...] = (yaml.YAMLError,)
+        parse = yaml.safe_load
+    else:
+        problems, parse = (json.JSONDecodeError,), json.loads
+    try:
+        loaded = parse(text)
+    except problems as error:
+        raise ValueError(f"{path}: not a readable task mixture: {error}") from None
+    entries = loaded.get("tasks") if isinstance(loaded, Mapping) else loaded
+    if not isinstance(entries, list) or not entries:
+        raise ValueError(f"{path}: a task mixture is a non-empty list of tasks (name, type, data), or one under a 'tasks' key; "
+                         "a folder of SciRepEval samples is given as the folder itself")
+    tasks = [_task(entry, number, path) for number, entry in enumerate(entries, 1)]
+    names = [task.name for task in tasks]
+    if len(set(names)) < len(names):
+        raise ValueError(f"{path}: task names repeat ({', '.join(sorted({n for n in names if names.count(n) > 1}))})")
+    graphs = [task.name for task in tasks if task.type == "proximity" and _is_graph(task.data)]
+    if len(graphs) > 1:
+        raise ValueError(f"{path}: a mixture takes one citation graph (its held-out queries are the run's cite evaluation); "
+                         f"found {len(graphs)}: {', '.join(graphs)}")
+    return tasks
+
+
+def _task(entry: Any, number: int, path: Path) -> MixtureTask:
+    where = f"{path}, task {number}"
+    if not isinstance(entry, Mapping):
+        raise ValueError(f"{where}: a task is a mapping with name, type and data, got {type(entry).__name__}")
+    if isinstance(entry.get("name"), str):
+        where += f" ({entry['name']})"
+    unknown = sorted(set(entry) - set(_KEYS))
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}; a task takes {', '.join(_KEYS)}")
+    missing = [key for key in ("name", "type", "data") if not entry.get(key)]
+    if missing:
+        raise ValueError(f"{where}: missing {', '.join(missing)}")
+    kind = TYPE_ALIASES.get(entry["type"], entry["type"])
+    if kind not in TASK_TYPES:
+        raise ValueError(f"{where}: unknown type {entry['type']!r}; one of {', '.join(TASK_TYPES)} "
+                         f"(or SciRepEval's {', '.join(TYPE_ALIASES)})")
+    data = path.parent / entry["data"]
+    if not data.exists():
+        raise ValueError(f"{where}: {data} does not exist")
+    size = entry.get("sample_size")
+    if isinstance(size, Mapping):
+        size = size.get("train")
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
+        raise ValueError(f"{where}: sample_size must be a positive integer, got {size!r}")
+    exclude = entry.get("exclude") or []
+    if isinstance(exclude, str):
+        ids_file = path.parent / exclude
+        if not ids_file.is_file():
+            raise ValueError(f"{where}: exclude names {ids_file}, which is not a file of paper ids")
+        exclude = [line.strip() for line in ids_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not isinstance(exclude, list):
+        raise ValueError(f"{where}: exclude is a list of paper ids or a file of them, got {type(exclude).__name__}")
+    if exclude and kind == "search":
+        raise ValueError(f"{where}: exclude takes papers out of classification tasks and citation graphs, not search sessions")
+    multi_label = entry.get("multi_label")
+    if multi_label is not None and not isinstance(multi_label, bool):
+        raise ValueError(f"{where}: multi_label is true or false, got {multi_label!r}")
+    return MixtureTask(entry["name"], kind, data, size, frozenset(str(i) for i in exclude), multi_label)
+
+
+def _is_graph(data: Path) -> bool:
+    """A proximity source that is a citation graph (sampled here) rather than SciRepEval's ready triplets."""
+    return not (data.is_file() and data.suffix == ".json" and data.name.startswith("specter"))
+
+
+def mixture_examples(tasks: list[MixtureTask], *, held_out: float = 0.0, validation: float = 0.0, seed: int = 0,
+                     max_per_task: int | None = None, smart_links: str = "cacm", skip_invalid: bool = True) -> MixtureExamples:
+    """Read every task's source and make one task-tagged dataset (each task sampled to its ``sample_size``, else to
+    ``max_per_task``); the citation graph's queries are split by ``held_out`` / ``validation`` / ``seed``."""
+    from ..evaluation.loaders import TaskSuite
+
+    rows: dict[str, TaskRows] = {}
+    counts: dict[str, Any] = {}
+    evaluation = checking = None
+    for task in tasks:
+        if task.type == "classification":
+            task_rows = classification_rows(task.data, skip_invalid=skip_invalid, smart_links=smart_links)
+            if task.multi_label is not None and task.multi_label != (task_rows.kind == "multilabel"):
+                raise ValueError(f"task {task.name}: multi_label is {str(task.multi_label).lower()}, but {task.data} holds "
+                                 f"{'several labels' if task_rows.kind == 'multilabel' else 'one label'} per paper")
+            task_rows = task_rows.without(set(task.exclude))
+        elif task.type == "search":
+            task_rows = search_rows(task.data, skip_invalid=skip_invalid)
+        elif not _is_graph(task.data):
+            if task.exclude:
+                raise ValueError(f"task {task.name}: {task.data} holds ready triplets without paper ids; exclude needs a citation graph")
+            task_rows = triplet_rows(scirepeval_triplets(task.data, skip_invalid=skip_invalid))
+        else:
+            source = read_citation_source(task.data, skip_invalid=skip_invalid, smart_links=smart_links)
+            split = split_citation_queries(source, held_out, validation, seed)
+            triplets = triplet_dataset(source, sampler="specter", queries=split.train, exclude=[*split.unseen, *task.exclude], seed=seed,
+                                       triplets_per_query=TRIPLETS_PER_QUERY)
+            task_rows = triplet_rows(triplets)
+            counts.update(split.counts(), skipped_records=len(source.skipped))
+            if split.held_out:
+                evaluation = TaskSuite("held-out", str(task.data), [source.cite_task(split.held_out, seed=seed)])
+            if split.validation:
+                checking = TaskSuite("validation", str(task.data), [source.cite_task(split.validation, seed=seed)])
+        rows[task.name] = task_rows
+    limits = {task.name: task.sample_size or max_per_task for task in tasks}
+    data = tagged_dataset(rows, max_per_task=limits, seed=seed)
+    used = Counter(data.dataset["task"])
+    counts["tasks"] = {name: {"kind": r.kind, "rows": len(r.rows), "used": used[name], **r.skipped} for name, r in rows.items()}
+    return MixtureExamples(data, counts, evaluation, checking)

@@ -1,0 +1,145 @@
+"""Task mixtures (several sources in one multi-task run, SciRepEval's task configuration) on the real data."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from helpers import shared_data
+
+SPLIT = {"data.held_out": 0.2, "data.seed": 3}
+STEP = {"max_steps": 1, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "warmup_steps": 0,
+        "save_strategy": "no", "embedding.max_length": 32}
+
+
+def write_mixture(folder: Path, tasks: list[dict], name: str = "mixture.json") -> Path:
+    path = folder / name
+    path.write_text(json.dumps(tasks), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def mixture(tmp_path) -> tuple[Path, list[str]]:
+    """CACM citations and categories (five category papers excluded), fields of study and search, as one mixture."""
+    from sciembed.training.examples import labelled_papers
+
+    cacm, samples = shared_data("cacm"), shared_data("scirepeval-samples")
+    excluded = list(labelled_papers(cacm)[0]["paper_id"][:5])
+    (tmp_path / "test-papers.txt").write_text("\n".join(excluded) + "\n", encoding="utf-8")
+    return write_mixture(tmp_path, [
+        {"name": "cite", "type": "proximity", "data": str(cacm)},
+        {"name": "categories", "type": "classification", "data": str(cacm), "exclude": "test-papers.txt", "multi_label": False},
+        {"name": "fos", "type": "classification", "data": str(samples / "fos_small.json"), "sample_size": {"train": 40}},
+        {"name": "search", "type": "ir", "data": str(samples / "search_small.jsonl"), "sample_size": 30},
+    ]), excluded
+
+
+def test_a_mixture_trains_every_task_and_is_judged_on_the_specter_runs_held_out_queries(mixture, tiny_bert, tmp_path):
+    from sciembed.training.examples import labelled_papers, paper_record, read_citation_source
+    from sciembed.training.run import prepare
+
+    path, excluded = mixture
+    run = prepare("scirepeval-ctrl", tiny_bert, path, tmp_path / "ctrl", {**SPLIT, **STEP})
+    specter = prepare("specter", tiny_bert, shared_data("cacm"), tmp_path / "specter", {**SPLIT, **STEP})
+    # The same held-out queries as a single-source run of the seed, and the same cite task on them.
+    assert run.data["held_out_ids"] == specter.data["held_out_ids"] and run.data["held_out_queries"] > 0
+    assert run.trainer.eval_dataset.tasks[0].qrels == specter.trainer.eval_dataset.tasks[0].qrels
+    tasks = run.data["tasks"]
+    assert {name: task["kind"] for name, task in tasks.items()} == {
+        "cite": "proximity", "categories": "classification", "fos": "multilabel", "search": "search"}
+    assert tasks["fos"]["used"] == 40 and tasks["search"]["used"] == 30 and tasks["fos"]["rows"] > 40
+    labelled = len(labelled_papers(shared_data("cacm"))[0])
+    assert tasks["categories"]["excluded_papers"] == 5 and tasks["categories"]["rows"] == tasks["categories"]["used"] == labelled - 5
+    # No held-out query paper is in a training triplet, and no excluded paper in a classification row (rows hold
+    # texts, not ids: compared on the texts no other paper shares, as some CACM algorithms share a bare title).
+    source = read_citation_source(shared_data("cacm"))
+    texts = Counter(json.dumps(paper_record(p)) for p in source.papers.values())
+    held = {json.dumps(paper_record(source.papers[q])) for q in run.data["held_out_ids"]}
+    held = {text for text in held if texts[text] == 1}
+    rows = run.trainer.train_dataset
+    cite_papers = {json.dumps(p) for r in rows if r["task"] == "cite" for p in r["papers"]}
+    assert cite_papers and not cite_papers & held
+    category_papers = [json.dumps(r["papers"][0]) for r in rows if r["task"] == "categories"]
+    assert category_papers and not set(category_papers) & {json.dumps(paper_record(source.papers[p])) for p in excluded}
+    run.trainer.train()
+    assert run.trainer.state.global_step == 1
+
+
+def test_a_mixture_with_a_validation_split_tunes_on_training_queries_only(mixture, tiny_bert, tmp_path):
+    from sciembed.training.run import prepare
+
+    path, _ = mixture
+    run = prepare("scirepeval-ctrl", tiny_bert, path, tmp_path / "ctrl", {**SPLIT, **STEP, "data.validation": 0.1})
+    assert run.data["validation_queries"] > 0 and not set(run.data["validation_ids"]) & set(run.data["held_out_ids"])
+    samples_only = write_mixture(tmp_path, [{"name": "fos", "type": "classification", "data": str(shared_data("scirepeval-samples", "fos_small.json"))}],
+                                 "fos.json")
+    with pytest.raises(ValueError, match="fos.json: data.validation splits citation queries, and this mixture has no citation graph"):
+        prepare("scirepeval-ctrl", tiny_bert, samples_only, tmp_path / "fos", {**STEP, "data.validation": 0.1})
+
+
+@pytest.mark.parametrize(("task", "message"), [
+    ({"name": "x", "type": "proximity", "data": "cacm", "ctrl_token": "[PRX]"}, r"task 1 \(x\): unknown key\(s\) ctrl_token; a task takes name"),
+    ({"name": "x", "type": "regression", "data": "cacm"}, r"task 1 \(x\): unknown type 'regression'; one of classification, proximity, search"),
+    ({"name": "x", "type": "proximity"}, r"task 1 \(x\): missing data"),
+    ({"name": "x", "type": "proximity", "data": "nowhere"}, r"task 1 \(x\): .*nowhere does not exist"),
+    ({"name": "x", "type": "classification", "data": "cacm", "sample_size": 0}, "sample_size must be a positive integer, got 0"),
+    ({"name": "x", "type": "classification", "data": "cacm", "exclude": "ids.txt"}, "exclude names .*ids.txt, which is not a file of paper ids"),
+    ({"name": "x", "type": "search", "data": "scirepeval-samples/search_small.jsonl", "exclude": ["1"]},
+     "exclude takes papers out of classification tasks and citation graphs, not search sessions"),
+    ("cacm", "task 1: a task is a mapping with name, type and data, got str"),
+])
+def test_a_bad_task_is_named_before_anything_is_read(task, message, tmp_path):
+    from sciembed.training.task_mixture import read_task_mixture
+
+    data = shared_data()
+    for name in ("cacm", "scirepeval-samples"):
+        (tmp_path / name).symlink_to(data / name)
+    with pytest.raises(ValueError, match=message):
+        read_task_mixture(write_mixture(tmp_path, [task]))
+
+
+def test_mixture_level_problems_are_named(tmp_path, tiny_bert):
+    from sciembed.training.run import prepare
+    from sciembed.training.task_mixture import read_task_mixture
+
+    cacm = str(shared_data("cacm"))
+    with pytest.raises(ValueError, match="a mixture takes one citation graph .* found 2: a, b"):
+        read_task_mixture(write_mixture(tmp_path, [{"name": n, "type": "proximity", "data": cacm} for n in "ab"]))
+    with pytest.raises(ValueError, match=r"task names repeat \(a\)"):
+        read_task_mixture(write_mixture(tmp_path, [{"name": "a", "type": "classification", "data": cacm}] * 2))
+    with pytest.raises(ValueError, match="a task mixture is a non-empty list of tasks"):
+        read_task_mixture(write_mixture(tmp_path, {"fos": 1}))
+    (tmp_path / "broken.yaml").write_text("tasks: [", encoding="utf-8")
+    with pytest.raises(ValueError, match="broken.yaml: not a readable task mixture"):
+        read_task_mixture(tmp_path / "broken.yaml")
+    wrong = write_mixture(tmp_path, [{"name": "fos", "type": "classification", "multi_label": False,
+                                      "data": str(shared_data("scirepeval-samples", "fos_small.json"))}])
+    with pytest.raises(ValueError, match="task fos: multi_label is false, but .*fos_small.json holds several labels per paper"):
+        prepare("scirepeval-ctrl", tiny_bert, wrong, tmp_path / "out", STEP)
+
+
+def test_a_yaml_mixture_under_tasks_reads_as_the_json_list(tmp_path):
+    from sciembed.training.task_mixture import read_task_mixture
+
+    cacm = shared_data("cacm")
+    (tmp_path / "mixture.yaml").write_text(f"tasks:\n  - {{name: cite, type: triplet, data: {cacm}}}\n", encoding="utf-8")
+    listed = write_mixture(tmp_path, [{"name": "cite", "type": "proximity", "data": str(cacm)}])
+    assert read_task_mixture(tmp_path / "mixture.yaml") == read_task_mixture(listed)
+
+
+def test_search_sessions_without_two_scores_are_counted_not_dropped_silently(tmp_path):
+    from sciembed.training.examples import search_rows
+
+    session = {"query": "graph embeddings", "candidates": [
+        {"corpus_id": 1, "title": "Graph embedding", "abstract": "nodes as vectors", "score": 2},
+        {"corpus_id": 2, "title": "Sorting", "abstract": "lists in order", "score": 0}]}
+    flat = {"query": "sorting", "candidates": [{"corpus_id": 3, "title": "Sort", "abstract": "x", "score": 1},
+                                               {"corpus_id": 4, "title": "Merge", "abstract": "y", "score": 1}]}
+    path = tmp_path / "search_small.jsonl"
+    path.write_text("\n".join(json.dumps(s) for s in (session, flat, session)) + "\n", encoding="utf-8")
+    rows = search_rows(path)
+    assert len(rows.rows) == 2 and rows.skipped == {"sessions_without_two_scores": 1}
+    assert [p["title"] for p in rows.rows[0]["papers"]] == ["graph embeddings", "Graph embedding", "Sorting"]
