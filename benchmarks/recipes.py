@@ -20,6 +20,10 @@ window (all-MiniLM-L6-v2's 256 tokens, which training on shorter texts leaves al
   study without the test papers of their evaluation, the MeSH sample), against ``specter`` (one embedding).
   ``scirepeval-fusion`` is SciRepEval's stage 2: it starts from the seed's ``scirepeval-adapters`` model (train that row
   first, with ``--keep-models``) and trains ``--steps`` more. For these rows the fields of study are not out of domain.
+- the SPECTROID rows (``spectroid-ch1``, ``spectroid-heads`` with its default CH2, ``spectroid-ch3``): a classification
+  head trained end to end on CACM's categories without the seed's category test papers (``data.exclude``), judged by
+  its head's own predictions on those papers against MiniLM's linear probe (the ``cacm_categories`` score of MiniLM
+  as published: LinearSVC on its frozen embeddings, trained on the same half), and like every row by its embeddings.
 
 Columns (the same tasks for every row of a seed):
 
@@ -87,6 +91,9 @@ class System:
     mixture: bool = False
     #: A second stage: starts from this system's model of the same seed (kept by ``--keep-models``), not from MiniLM.
     after: str | None = None
+    #: Trains a classification head on CACM's categories without the test papers of their evaluation, and is judged by
+    #: its head's predictions against MiniLM's linear probe on the same test papers.
+    labelled: bool = False
 
 
 SYSTEMS = {
@@ -105,6 +112,12 @@ SYSTEMS = {
                                 counterpart="specter", mixture=True, after="scirepeval-adapters"),
     "scirepeval-pals": System("scirepeval-pals", "MiniLM with PALs per format, multi-task on the seed's task mixture",
                               counterpart="specter", mixture=True),
+    "spectroid-ch1": System("spectroid-heads", "SpectroidForSequenceClassification from MiniLM, CH1 head (linear), CACM categories",
+                            {"model.head": "CH1"}, labelled=True),
+    "spectroid-heads": System("spectroid-heads", "SpectroidForSequenceClassification from MiniLM, CH2 head (one hidden layer of 64), "
+                              "CACM categories", labelled=True),
+    "spectroid-ch3": System("spectroid-heads", "SpectroidForSequenceClassification from MiniLM, CH3 head (five hidden layers), CACM categories",
+                            {"model.head": "CH3"}, labelled=True),
 }
 PEER = "sentence-transformers"
 REFERENCE = "MiniLM as published"
@@ -117,6 +130,8 @@ CITE_TASKS = ("cacm_cite", "hepth_cite")
 PER_QUERY = {"cacm_cite": "map", "hepth_cite": "map", "search": "ndcg"}
 #: Classification tasks: macro-F1 of the test papers resampled per seed, the differences averaged over seeds.
 PER_PAPER = ("cacm_categories", "arxiv_archive", "fos")
+#: A SPECTROID row's own head on CACM's category test papers (the claim: it beats MiniLM's linear probe, ``cacm_categories``).
+HEAD = "cacm_categories_head"
 
 
 def main() -> None:
@@ -210,10 +225,13 @@ def main() -> None:
                 print(f"seed {seed}, {name}: starts from the seed's {system.after} model, which --keep-models did not keep; "
                       f"not trained", flush=True)
                 continue
+            settings = {**overrides, **system.overrides}
+            if system.labelled:  # no held-out queries: the test papers of the categories' evaluation are what it never sees
+                settings.update({"data.held_out": 0.0, "data.exclude": list(_task(suite, "cacm_categories").test[0])})
             with tempfile.TemporaryDirectory() as output, tempfile.TemporaryDirectory() as mixture:
                 data = write_mixture(folders, suite, Path(mixture)) if system.mixture else folders["cacm"]
-                add(recipe_row(name, seed, data, output, {**overrides, **system.overrides}, suite, kept(args, seed, name),
-                               base=base, held_out_ids=held_out_ids))
+                add(recipe_row(name, seed, data, output, settings, suite, kept(args, seed, name), base=base,
+                               held_out_ids=None if system.labelled else held_out_ids))
             gc.collect()
     if rows:
         save()  # a run with nothing left to train still rewrites the summary with this script's statistics
@@ -321,22 +339,48 @@ def recipe_row(name: str, seed: int, data: Path, output: str, overrides: dict[st
     if held_out_ids is not None and run.data["held_out_ids"] != held_out_ids:
         raise SystemExit(f"seed {seed}, {name}: its held-out queries differ from the specter row's; its scores would not be paired")
     trainer = run.trainer
-    before = cite_metrics(trainer.evaluate())
+    before = None if system.labelled else cite_metrics(trainer.evaluate())
     started = time.perf_counter()
     result = trainer.train()
     seconds = time.perf_counter() - started
     trainer.evaluate(eval_dataset=suite)
+    scored = scores(trainer.last_evaluation.results)
+    if system.labelled:
+        scored["metrics"][HEAD], scored["per_paper"][HEAD] = head_predictions(trainer, data, _task(suite, "cacm_categories").test[0])
     if keep is not None:
         save_trained(trainer, run.tokenizer, keep)
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     embedding = {k: run.settings["embedding"][k] for k in ("pooling", "normalize", "max_length")}
     return {"seed": seed, "system": name, "recipe": system.recipe, "model": system.description, "overrides": system.overrides,
-            "embedding": embedding, "loss": run.settings["loss"], "held_out_queries": run.data["held_out_queries"],
-            "training_queries": run.data["queries"], "examples_available": run.data["examples"], "before": before,
-            **scores(trainer.last_evaluation.results), "steps": result.global_step, "examples_seen": result.global_step * BATCH,
+            "embedding": embedding, "loss": run.settings["loss"], "held_out_queries": run.data.get("held_out_queries"),
+            "training_queries": run.data.get("queries"), "examples_available": run.data["examples"],
+            **({"before": before} if before else {"excluded_papers": run.data["excluded_papers"]}), **scored, "steps": result.global_step, "examples_seen": result.global_step * BATCH,
             "train_seconds": round(seconds, 1), "seconds_per_step": round(seconds / max(result.global_step, 1), 2),
             "first_logged_loss": losses[0] if losses else None, "last_logged_loss": losses[-1] if losses else None,
             **({"tasks": run.data["tasks"]} if system.mixture else {}), **({"base": str(base)} if base else {})}
+
+
+def _task(suite: TaskSuite, task_id: str):
+    return next(task for task in suite.tasks if task.task_id == task_id)
+
+
+def head_predictions(trainer, cacm: Path, test_ids: list[str]) -> tuple[dict[str, float], dict[str, Any]]:
+    """A trained classifier's own predictions (its head's most likely category) for CACM's category test papers: the
+    macro-F1, and each paper's category and prediction for the paired intervals."""
+    from sklearn.metrics import f1_score
+
+    from sciembed.training.examples import labelled_papers
+
+    data, labels = labelled_papers(cacm)
+    wanted = set(test_ids)
+    data = data.filter(lambda row: row["paper_id"] in wanted)
+    logits = trainer.predict(data).predictions
+    logits = logits[0] if isinstance(logits, tuple) else logits
+    names = trainer.model.config.id2label
+    predicted = [names[int(i)] for i in np.asarray(logits).argmax(-1)]
+    gold = [labels[i] for i in data["label"]]
+    f1 = f1_score(gold, predicted, average="macro", zero_division=0) * 100
+    return {"f1_macro": round(float(f1), 2)}, {"label_columns": None, "papers": dict(zip(data["paper_id"], zip(gold, predicted)))}
 
 
 def write_mixture(folders: dict[str, Path], suite: TaskSuite, folder: Path) -> Path:
@@ -344,7 +388,7 @@ def write_mixture(folders: dict[str, Path], suite: TaskSuite, folder: Path) -> P
     (split by the seed as the specter row's), CACM's categories and the fields of study without the test papers of
     their evaluation, and the MeSH sample (biomedical, not evaluated). The search sessions stay out, so that search is
     data no row was trained on."""
-    tests = {task.task_id: task.test[0] for task in suite.tasks if task.task_id in ("cacm_categories", "fos")}
+    tests = {task_id: _task(suite, task_id).test[0] for task_id in ("cacm_categories", "fos")}
     samples = folders["scirepeval-samples"]
     tasks = [{"name": "cite", "type": "proximity", "data": str(folders["cacm"].resolve())},
              {"name": "cacm_categories", "type": "classification", "data": str(folders["cacm"].resolve()), "exclude": list(tests["cacm_categories"])},
@@ -470,16 +514,20 @@ def paired_interval(rows: list[dict[str, Any]], others: dict[int, dict[str, Any]
     return _interval(float(values.mean()), means, [row["seed"] for row, _ in pairs], queries=len(values))
 
 
-def _paired_macro_f1(pairs: list[tuple[dict[str, Any], dict[str, Any]]], task: str, seed: int) -> dict[str, Any] | None:
+def _paired_macro_f1(pairs: list[tuple[dict[str, Any], dict[str, Any]]], task: str, seed: int, their_task: str | None = None
+                     ) -> dict[str, Any] | None:
+    """The classification interval of :func:`paired_interval`; ``their_task``: the other rows' task scored on the same
+    test papers (a head's predictions against a probe's), by default ``task``."""
     from sciembed.evaluation.supervised import macro_f1_resamples
 
+    their_task = their_task or task
     rng = np.random.default_rng(seed)
     points, resampled, papers, seeds = [], [], 0, []
     for row, other in pairs:
-        if task not in row.get("per_paper", {}) or task not in other.get("per_paper", {}):
+        if task not in row.get("per_paper", {}) or their_task not in other.get("per_paper", {}):
             continue
         seeds.append(row["seed"])
-        ours, theirs = row["per_paper"][task], other["per_paper"][task]
+        ours, theirs = row["per_paper"][task], other["per_paper"][their_task]
         ids = list(ours["papers"])
         weights = rng.multinomial(len(ids), np.full(len(ids), 1 / len(ids)), size=BOOTSTRAP)
         everyone = np.ones((1, len(ids)))
@@ -528,6 +576,11 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
                                                 **{t: paired_interval(chosen, by_system[counterpart], t) for t in (*PER_QUERY, *PER_PAPER)}}
             if all("before" in r for r in chosen):
                 entry["above_step_0_on_every_seed"] = all(r["metrics"]["cacm_cite"]["map"] > r["before"]["map"] for r in chosen)
+            if all(HEAD in r["metrics"] for r in chosen):
+                # SPECTROID's claim: its trained head against MiniLM's linear probe, on the same test papers.
+                entry["head_against_probe"] = _paired_macro_f1([(r, reference[r["seed"]]) for r in chosen], HEAD, 0, "cacm_categories")
+                entry["head_above_probe_on_every_seed"] = all(
+                    r["metrics"][HEAD]["f1_macro"] > reference[r["seed"]]["metrics"]["cacm_categories"]["f1_macro"] for r in chosen)
         summary[name] = entry
     return summary
 
@@ -551,10 +604,14 @@ def table(summary: dict[str, Any]) -> str:
             return f"{value} ({statistics.mean(entry['change_per_seed'][task][metric]):+.2f})"
         return value
 
-    header = ["system", "seeds", *(title for _, _, title in COLUMNS), "vs peer (CACM cite)", "vs counterpart (CACM cite)"]
+    header = ["system", "seeds", *(title for _, _, title in COLUMNS), "vs peer (CACM cite)", "vs counterpart (CACM cite; a head: its categories F1 vs MiniLM's probe)"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, entry in summary.items():
         def versus(key: str) -> str:
+            if key == "against_counterpart" and entry.get("head_against_probe"):
+                paired = entry["head_against_probe"]
+                low, high = paired["interval_95"]
+                return f"{entry['mean'][HEAD]['f1_macro']:.2f}: {paired['difference']:+.2f} [{low:+.2f}, {high:+.2f}]"
             paired = (entry.get(key) or {}).get("cacm_cite")
             if not paired:
                 return ""

@@ -725,3 +725,33 @@ def test_edge_list_options_and_bad_edge_files_stop_before_the_model_loads(tiny_b
     # Named, the id column is read: the run gets as far as loading the model.
     with pytest.raises(AssertionError, match="the model was loaded"):
         main(base + ["--recipe", "specter", "--papers", str(renamed), "--citations", str(cites), "--id-field", "pid"])
+
+
+def test_data_exclude_keeps_papers_out_of_every_training_example(tiny_bert, tmp_path):
+    """``data.exclude`` (ids, or a file of them): no triplet or co-citation pair holds an excluded paper, no labelled
+    example is about one; what was left out is counted, and data that cannot honour it says so."""
+    from sciembed.training.examples import labelled_papers
+    from sciembed.training.run import prepare
+
+    cacm = shared_data("cacm")
+    step = {"max_steps": 1, "save_strategy": "no", "embedding.max_length": 32}
+    specter = prepare("specter", tiny_bert, cacm, tmp_path / "all", step).trainer.train_dataset
+    # The papers the first 30 query papers' triplets use: excluded, none of them may appear again.
+    used = sorted({row[f"{role}_id"] for row in specter.select(range(30)) for role in ("query", "positive", "negative")})
+    (tmp_path / "ids.txt").write_text("\n".join(used) + "\n", encoding="utf-8")
+    run = prepare("specter", tiny_bert, cacm, tmp_path / "specter", {**step, "data.exclude": str(tmp_path / "ids.txt")})
+    seen = {row[f"{role}_id"] for row in run.trainer.train_dataset for role in ("query", "positive", "negative")}
+    assert not seen & set(used) and run.data["excluded_papers"] == len(used) and len(run.trainer.train_dataset) < len(specter)
+    pairs = prepare("moe-cocitation", tiny_bert, cacm, tmp_path / "moe", {**step, "data.exclude": used}).trainer.train_dataset
+    assert not ({*pairs["a_id"], *pairs["b_id"]} & set(used))
+    labelled = labelled_papers(cacm)[0]["paper_id"]
+    heads = prepare("spectroid-heads", tiny_bert, cacm, tmp_path / "heads", {**step, "data.exclude": [*labelled[:7], "no-such-paper"]})
+    assert heads.data["excluded_papers"] == 7 and not set(heads.trainer.train_dataset["paper_id"]) & set(labelled[:7])
+    for value, message in (("missing.txt", "data.exclude: missing.txt is not a file of paper ids"),
+                           ({"a": 1}, "data.exclude is a list of paper ids or a file of them")):
+        with pytest.raises(ValueError, match=message):
+            prepare("specter", tiny_bert, cacm, tmp_path / "bad", {**step, "data.exclude": value})
+    with pytest.raises(ValueError, match="multi-task data takes them per task: give a task mixture"):
+        prepare("scirepeval-ctrl", tiny_bert, shared_data("scirepeval-samples"), tmp_path / "ctrl", {**step, "data.exclude": ["1"]})
+    with pytest.raises(ValueError, match="SciRepEval's ready triplets carry no paper ids to exclude"):
+        prepare("specter", tiny_bert, shared_data("scirepeval-samples", "specter_small.json"), tmp_path / "ready", {**step, "data.exclude": ["1"]})

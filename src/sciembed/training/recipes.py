@@ -8,10 +8,11 @@ A recipe's settings are a nested dict with five sections:
 - ``embedding``: ``pooling`` (plain encoders), ``normalize`` and ``max_length``; unset (``None``), they
   follow the base as its authors use it (its sentence-transformers modules: all-MiniLM-L6-v2 trains in
   mean pooling + L2 normalisation at 256 tokens), else the paper's (``[CLS]``, unnormalised);
-- ``data``: how examples are made (sampler, held-out share of queries, seed, ...), and ``max_length``: the tokens
+- ``data``: how examples are made (sampler, held-out share of queries, seed, ...); ``max_length``: the tokens
   each training text is cut to (unset: ``embedding.max_length``). Training on shorter texts is cheaper and leaves
   the model's window alone: it is saved and evaluated at ``embedding.max_length`` (e.g. trained at 128 tokens,
-  all-MiniLM-L6-v2 still embeds 256, as its authors publish it);
+  all-MiniLM-L6-v2 still embeds 256, as its authors publish it); ``exclude``: papers never trained on (a list of ids,
+  or a file of them, one per line), e.g. the test papers of an evaluation made elsewhere;
 - ``loss``: ``name`` (``triplet``, ``mnr``, ``multi2spe``; see :data:`LOSSES`) and the loss's
   hyper-parameters; changing ``name`` drops the recipe's own hyper-parameters of the other loss;
 - ``training``: ``transformers.TrainingArguments`` fields.
@@ -207,7 +208,8 @@ def _recipe(name, paper, objective, family, data, *, model=None, embedding=None,
     return Recipe(name, paper, objective, family, data, {
         "model": dict(model or {}),
         "embedding": {"pooling": None, "normalize": None, "max_length": None, **(embedding or {})},
-        "data": {"held_out": 0.0, "validation": 0.0, "seed": 0, "max_examples": None, "max_length": None, **(data_settings or {})},
+        "data": {"held_out": 0.0, "validation": 0.0, "seed": 0, "max_examples": None, "max_length": None, "exclude": None,
+                 **(data_settings or {})},
         "loss": dict(loss or {}),
         "training": {**_COMMON_TRAINING, **training},
     }, notes, dict(unit_vectors or {}))

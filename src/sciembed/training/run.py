@@ -358,9 +358,13 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
     held_out, seed, limit = options.pop("held_out"), options.pop("seed"), options.pop("max_examples")
     options.pop("max_length")  # the collators' (see prepare)
     validation_share = options.pop("validation")
+    excluded = _excluded_papers(options.pop("exclude"))
     counts: dict[str, Any] = {}
     evaluation = validation = tasks = labels = None
     mixture = recipe.data == "scirepeval" and task_mixture.is_task_mixture(path)
+    if excluded and recipe.data == "scirepeval":
+        raise ValueError("data.exclude takes papers out of citation graphs and labelled papers; multi-task data takes them "
+                         "per task: give a task mixture whose tasks name what they exclude")
     if validation_share and recipe.data != "citations" and not mixture:
         raise ValueError(f"data.validation splits citation queries; recipe {recipe.name} trains on {recipe.data} data")
     if isinstance(path, CitationFiles):
@@ -389,7 +393,12 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
             raise ValueError("data.held_out is not supported for labelled data; evaluate the saved model instead")
         train, labels = training_examples.labelled_papers(path, smart_links=smart_links)
         counts["labels"] = len(labels)
+        if excluded:
+            kept = train.filter(lambda row: row["paper_id"] not in excluded)
+            counts["excluded_papers"], train = len(train) - len(kept), kept
     elif not isinstance(path, CitationFiles) and Path(path).suffix == ".json" and Path(path).name.startswith("specter"):
+        if excluded:
+            raise ValueError(f"{path}: SciRepEval's ready triplets carry no paper ids to exclude; give a citation graph")
         if recipe.objective == "pairs":
             raise ValueError(f"{path}: SciRepEval triplets are not co-citation pairs; give a citation graph for {recipe.name}")
         train = training_examples.scirepeval_triplets(path)
@@ -398,11 +407,14 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
         counts["skipped_records"] = len(source.skipped)
         split = training_examples.split_citation_queries(source, held_out, validation_share, seed)
         counts.update(split.counts())
+        if excluded:
+            counts["excluded_papers"] = len(excluded & source.papers.keys())
+        unseen = [*split.unseen, *sorted(excluded)]
         if recipe.objective == "pairs":
-            train = training_examples.pair_dataset(source, exclude=split.unseen, domain=options.pop("domain", None))
+            train = training_examples.pair_dataset(source, exclude=unseen, domain=options.pop("domain", None))
         else:
             sampler = options.pop("sampler")
-            train = training_examples.triplet_dataset(source, sampler=sampler, queries=split.train, exclude=split.unseen, seed=seed, **options)
+            train = training_examples.triplet_dataset(source, sampler=sampler, queries=split.train, exclude=unseen, seed=seed, **options)
         if split.held_out:
             evaluation = TaskSuite("held-out", str(path), [source.cite_task(split.held_out, seed=seed)])
         if split.validation:
@@ -410,6 +422,20 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
     if limit is not None and len(train) > limit:
         train = train.shuffle(seed=seed).select(range(limit))
     return _Examples(train, evaluation, validation, counts, tasks, labels)
+
+
+def _excluded_papers(value: Any) -> set[str]:
+    """``data.exclude`` as a set of paper ids: a list of ids, or a file of them (one per line)."""
+    if value is None:
+        return set()
+    if isinstance(value, (str, os.PathLike)):
+        path = Path(value)
+        if not path.is_file():
+            raise ValueError(f"data.exclude: {path} is not a file of paper ids (one per line)")
+        return {line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
+    if isinstance(value, (list, tuple)) and all(isinstance(i, (str, int)) and not isinstance(i, bool) for i in value):
+        return {str(i) for i in value}
+    raise ValueError(f"data.exclude is a list of paper ids or a file of them, got {value!r}")
 
 
 def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Examples):
