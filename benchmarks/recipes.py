@@ -36,7 +36,7 @@ Columns (the same tasks for every row of a seed):
   (``math.DG`` -> ``math``, ``hep-th`` -> ``hep-th``; archives with fewer than ``MIN_ARCHIVE_PAPERS`` papers
   left out, counted in the JSON), a seeded stratified half for training, the same protocol;
 - ``fos`` and ``search``: SciRepEval's training samples (fields of study macro-F1 over the fields with at
-  least ``MIN_FIELD_PAPERS`` papers, search nDCG).
+  least ``MIN_FIELD_PAPERS`` papers, the papers split in halves by the seed; search nDCG).
 
 Statistics: per system, the mean over seeds, and for every task the paired difference to MiniLM as published and to
 the counterpart with a 95% bootstrap interval (``BOOTSTRAP`` resamples): over queries pooled over seeds for the
@@ -152,6 +152,8 @@ def main() -> None:
     parser.add_argument("--rescore", action="store_true",
                         help="score again, with this script's tasks, the rows of --seeds and --systems whose models --keep-models "
                              "kept, and MiniLM as published, replacing their scores (their training records stay); trains nothing")
+    parser.add_argument("--tasks", nargs="+", metavar="TASK",
+                        help="with --rescore: score only these tasks (e.g. fos), keeping the rows' other scores")
     parser.add_argument("--table", action="store_true", help="print the table of --output's rows as Markdown and stop (trains nothing)")
     parser.add_argument("--plot", type=Path, metavar="PNG",
                         help="draw --output's changes against MiniLM as published, with their intervals, to PNG and stop "
@@ -205,6 +207,11 @@ def main() -> None:
             suite = fixed.suite(specter.trainer.eval_dataset, seed, args.hepth_queries)
             held_out_queries, held_out_ids = specter.data["held_out_queries"], specter.data["held_out_ids"]
             if args.rescore:
+                if args.tasks:
+                    unknown = sorted(set(args.tasks) - {task.task_id for task in suite.tasks})
+                    if unknown:
+                        raise SystemExit(f"--tasks: no task {', '.join(unknown)}; the tasks are {', '.join(t.task_id for t in suite.tasks)}")
+                    suite = replace(suite, tasks=[task for task in suite.tasks if task.task_id in args.tasks])
                 rescore(rows, seed, [REFERENCE, *args.systems], suite, args)
                 save()
                 continue
@@ -239,8 +246,9 @@ def main() -> None:
 
 
 def rescore(rows: list[dict[str, Any]], seed: int, systems: list[str], suite: TaskSuite, args) -> None:
-    """Replace the scores of ``seed``'s rows of ``systems`` with ``suite``'s, embedding MiniLM as published and the
-    models ``--keep-models`` kept (a row without a kept model is left as it is, and said so)."""
+    """Replace the scores of ``seed``'s rows of ``systems`` on ``suite``'s tasks with new ones (other tasks' scores stay),
+    embedding MiniLM as published and the models ``--keep-models`` kept (a row without a kept model is left as it is,
+    and said so)."""
     for row in rows:
         if row["seed"] != seed or row["system"] not in systems:
             continue
@@ -249,7 +257,9 @@ def rescore(rows: list[dict[str, Any]], seed: int, systems: list[str], suite: Ta
             print(f"seed {seed}, {row['system']}: no kept model in {folder}; its scores stay", flush=True)
             continue
         encoder = sciembed.PaperEncoder.from_pretrained(None if row["system"] == REFERENCE else str(folder), device="cpu")
-        row.update(scores(evaluate_suite(encoder, suite, n_jobs=1, show_progress_bar=False).results), rescored=True)
+        for part, values in scores(evaluate_suite(encoder, suite, n_jobs=1, show_progress_bar=False).results).items():
+            row.setdefault(part, {}).update(values)
+        row["rescored"] = True
         print(json.dumps({"seed": seed, "system": row["system"], "rescored": row["metrics"]}), flush=True)
 
 
@@ -266,7 +276,7 @@ class FixedTasks:
     cacm: Any
     hepth: Any
     arxiv: tuple[Path, Path]
-    samples: TaskSuite
+    samples: Path
     counts: dict[str, Any]
     #: Holds the hep-th and arXiv files written once; kept open because each seed's tasks read the arXiv files again.
     workdir: tempfile.TemporaryDirectory
@@ -293,7 +303,7 @@ class FixedTasks:
         counts = {"hepth": {"papers_with_text": len(hepth.papers), "linked_queries": len(hepth.linked_queries()),
                             "abstract_files_skipped": len(listing.skipped)},
                   "arxiv_archive": arxiv_counts}
-        return cls(read_smart_collection(folders["cacm"], skip_invalid=True), hepth, arxiv, out_of_domain_suite(folders["scirepeval-samples"]),
+        return cls(read_smart_collection(folders["cacm"], skip_invalid=True), hepth, arxiv, folders["scirepeval-samples"],
                    counts, workdir)
 
     def suite(self, cacm_cite: TaskSuite, seed: int, hepth_queries: int) -> TaskSuite:
@@ -309,7 +319,7 @@ class FixedTasks:
                  replace(cacm_category_task(self.cacm, seed=seed), task_id="cacm_categories", keep_predictions=True)]
         (archive,), _ = classification_tasks("arxiv", str(self.arxiv[0]), papers=str(self.arxiv[1]), seed=seed)
         tasks.append(replace(archive, task_id="arxiv_archive", keep_predictions=True))
-        return TaskSuite("recipes", "cacm + hepth + arxiv + scirepeval-samples", tasks + list(self.samples.tasks))
+        return TaskSuite("recipes", "cacm + hepth + arxiv + scirepeval-samples", tasks + list(out_of_domain_suite(self.samples, seed).tasks))
 
 
 def _arxiv_archive_files(path: Path, root: Path) -> tuple[tuple[Path, Path], dict[str, Any]]:
@@ -448,8 +458,9 @@ def peer_row(seed: int, triplets, suite: TaskSuite, args, keep: Path | None = No
             "seconds_per_step": round(seconds / max(result.global_step, 1), 2)}
 
 
-def out_of_domain_suite(folder: Path) -> TaskSuite:
-    """SciRepEval's fields-of-study and search samples as evaluation tasks."""
+def out_of_domain_suite(folder: Path, seed: int) -> TaskSuite:
+    """SciRepEval's fields-of-study and search samples as evaluation tasks, the fields' papers split in halves by ``seed``
+    (as CACM's categories and the arXiv archives are: a seed's interval then covers other test papers than another's)."""
     from sciembed.data.scirepeval import read_scirepeval_sample
     from sciembed.evaluation.supervised import SCIREPEVAL_MULTILABEL
     from sciembed.evaluation.tasks import ClassificationTask, SearchTask
@@ -460,7 +471,7 @@ def out_of_domain_suite(folder: Path) -> TaskSuite:
     kept = sorted(label for label, n in counts.items() if n >= MIN_FIELD_PAPERS)
     rows = [(str(row["paper_id"]), [kept.index(x) for x in row["labels"] if x in kept], row) for row in fos]
     rows = [row for row in rows if row[1]]
-    order = np.random.default_rng(0).permutation(len(rows))
+    order = np.random.default_rng(seed).permutation(len(rows))
     half = len(order) // 2
     split = [([rows[i][0] for i in part], [rows[i][1] for i in part]) for part in (order[:half], order[half:])]
     classification = ClassificationTask("scirepeval-samples", f"Fields of study ({len(kept)} with >= {MIN_FIELD_PAPERS} papers)",
