@@ -106,8 +106,6 @@ def test_mixture_level_problems_are_named(tmp_path, tiny_bert):
     from sciembed.training.task_mixture import read_task_mixture
 
     cacm = str(shared_data("cacm"))
-    with pytest.raises(ValueError, match="a mixture takes one citation graph .* found 2: a, b"):
-        read_task_mixture(write_mixture(tmp_path, [{"name": n, "type": "proximity", "data": cacm} for n in "ab"]))
     with pytest.raises(ValueError, match=r"task names repeat \(a\)"):
         read_task_mixture(write_mixture(tmp_path, [{"name": "a", "type": "classification", "data": cacm}] * 2))
     with pytest.raises(ValueError, match="a task mixture is a non-empty list of tasks"):
@@ -143,3 +141,104 @@ def test_search_sessions_without_two_scores_are_counted_not_dropped_silently(tmp
     rows = search_rows(path)
     assert len(rows.rows) == 2 and rows.skipped == {"sessions_without_two_scores": 1}
     assert [p["title"] for p in rows.rows[0]["papers"]] == ["graph embeddings", "Graph embedding", "Sorting"]
+
+
+# ---------------------------------------------------------------- one citation graph per domain (Multi2SPE, MoE BERT)
+
+def write_physics_graph(folder: Path) -> dict[str, str]:
+    """Forty invented papers, each citing the next three, as a papers file and an edge list."""
+    from helpers import WORDS
+
+    folder.mkdir(parents=True, exist_ok=True)
+    papers = [{"paper_id": f"ph{i}", "title": " ".join(WORDS[(i + k) % len(WORDS)] for k in range(4)),
+               "abstract": " ".join(WORDS[(3 * i + k) % len(WORDS)] for k in range(12))} for i in range(40)]
+    (folder / "papers.jsonl").write_text("".join(json.dumps(p) + "\n" for p in papers), encoding="utf-8")
+    (folder / "cites.csv").write_text("citing,cited\n" + "".join(f"ph{i},ph{(i + k) % 40}\n" for i in range(40) for k in (1, 2, 3)),
+                                      encoding="utf-8")
+    return {"papers": str(folder / "papers.jsonl"), "citations": str(folder / "cites.csv")}
+
+
+@pytest.fixture
+def domains(tmp_path) -> Path:
+    return write_mixture(tmp_path, [{"name": "cs", "type": "proximity", "data": str(shared_data("cacm"))},
+                                    {"name": "physics", "type": "proximity", "data": write_physics_graph(tmp_path / "physics")}],
+                         "domains.json")
+
+
+def test_moe_trains_one_expert_per_domain_and_is_judged_per_domain(domains, tiny_bert, tmp_path):
+    from sciembed.training.run import prepare
+
+    run = prepare("moe-cocitation", tiny_bert, domains, tmp_path / "moe", {**SPLIT, **STEP, "data.max_examples": 64})
+    model = run.trainer.model
+    assert model.config.domains == ["cs", "physics"] and run.settings["model"]["domains"] == ["cs", "physics"]
+    assert run.settings["data"]["domain"] is None and set(run.trainer.train_dataset["domain"]) <= {"cs", "physics"}
+    # The cs graph is split as a single-graph run of the seed splits it.
+    specter = prepare("specter", tiny_bert, shared_data("cacm"), tmp_path / "specter", {**SPLIT, **STEP})
+    assert run.data["domains"]["cs"]["held_out_ids"] == specter.data["held_out_ids"]
+    assert run.data["held_out_queries"] == sum(d["held_out_queries"] for d in run.data["domains"].values())
+    tasks = run.trainer.eval_dataset.tasks
+    assert [(t.task_id, t.domain) for t in tasks] == [("cite_cs", "cs"), ("cite_physics", "physics")]
+    metrics = run.trainer.evaluate()
+    assert {"eval_cite_cs_map", "eval_cite_physics_map"} <= set(metrics)
+    run.trainer.train()
+    assert run.trainer.state.global_step == 1
+    with pytest.raises(ValueError, match=r"model.domains \['cs'\] differs from the mixture's domains \['cs', 'physics'\]"):
+        prepare("moe-cocitation", tiny_bert, domains, tmp_path / "bad", {**STEP, "model.domains": ["cs"]})
+
+
+def test_the_dense_counterpart_trains_the_same_data_without_experts(domains, tiny_bert, tmp_path):
+    from transformers import BertModel
+
+    from sciembed.training.run import prepare
+
+    run = prepare("moe-cocitation", tiny_bert, domains, tmp_path / "dense", {**SPLIT, **STEP, "model.family": "none", "data.max_examples": 64})
+    assert type(run.trainer.model) is BertModel and run.settings["model"] == {"family": None}
+    assert run.settings["loss"]["name"] == "mnr" and run.trainer.eval_dataset.tasks[1].task_id == "cite_physics"
+    assert {"eval_cite_cs_map", "eval_cite_physics_map"} <= set(run.trainer.evaluate())
+    run.trainer.train()
+    single = prepare("moe-cocitation", tiny_bert, shared_data("cacm"), tmp_path / "single", {**STEP, "model.family": "none"})
+    assert type(single.trainer.model) is BertModel and single.trainer.domain is None
+    with pytest.raises(ValueError, match="model.family takes none"):
+        prepare("moe-cocitation", tiny_bert, domains, tmp_path / "other", {**STEP, "model.family": "multi2spe"})
+
+
+def test_triplet_recipes_take_a_domain_mixture_and_multitask_ones_one_graph(domains, tiny_bert, tmp_path):
+    from sciembed.training.run import prepare
+
+    run = prepare("multi2spe", tiny_bert, domains, tmp_path / "m2", {**SPLIT, **STEP, "model.num_cls_tokens": 2, "data.max_examples": 64})
+    assert set(run.trainer.train_dataset["domain"]) <= {"cs", "physics"} and "domains" not in run.settings["model"]
+    run.trainer.train()
+    with pytest.raises(ValueError, match="a multi-task mixture takes one citation graph .* found 2: cs, physics"):
+        prepare("scirepeval-ctrl", tiny_bert, domains, tmp_path / "ctrl", STEP)
+    fos = write_mixture(tmp_path, [{"name": "fos", "type": "classification", "data": str(shared_data("scirepeval-samples", "fos_small.json"))}],
+                        "fos.json")
+    with pytest.raises(ValueError, match="a citation recipe's mixture is one citation graph per domain; not a citation graph: fos"):
+        prepare("specter", tiny_bert, fos, tmp_path / "specter", STEP)
+
+
+def test_evaluation_embeds_each_task_through_its_domains_expert(tiny_bert):
+    import numpy as np
+    import torch
+    from transformers import AutoTokenizer
+
+    from sciembed import PaperEncoder
+    from sciembed.evaluation.loaders import TaskSuite
+    from sciembed.evaluation.runner import _embed_tasks
+    from sciembed.evaluation.tasks import ProximityTask
+    from sciembed.families import from_bert, register_families
+
+    register_families()
+    model, tokenizer = from_bert("moe_bert", str(tiny_bert), domains=["cs", "physics"])
+    with torch.no_grad():  # the physics expert's gate moved away from the copy of the pretrained MLP
+        for name, parameter in model.named_parameters():
+            if ".experts.1.w3." in name:
+                parameter.normal_(0.0, 0.5)
+    encoder = PaperEncoder(model, tokenizer, pooling=None, device="cpu", max_length=32, domain="cs")
+    papers = {"a": {"title": "graph embedding", "abstract": "citation network"}, "b": {"title": "memory", "abstract": "garbage collection"}}
+    tasks = [ProximityTask("x", f"cite {d}", papers, qrels={"a": {"b": 1}}, task_id=f"cite_{d}", domain=d) for d in ("cs", "physics")]
+    vectors, _ = _embed_tasks(TaskSuite("x", "", tasks), encoder, None, batch_size=2, show_progress_bar=False)
+    cs, physics = (np.stack([vectors[id(t)][0][p] for p in papers]) for t in tasks)
+    texts = encoder.texts(papers.values(), tasks[0].fields)
+    assert np.allclose(cs, encoder.encode(texts, show_progress_bar=False), atol=1e-6)
+    assert np.allclose(physics, encoder.with_domain("physics").encode(texts, show_progress_bar=False), atol=1e-6)
+    assert not np.allclose(cs, physics, atol=1e-4)

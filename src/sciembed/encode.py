@@ -334,6 +334,17 @@ class PaperEncoder(Encoder):
         st = getattr(self, "_sentence_transformer", None)
         return st is not None and any(type(module).__name__ == "Router" for module in st)
 
+    @property
+    def domains(self) -> tuple[str, ...]:
+        """The domains a mixture-of-experts model with domain routing knows (empty for other models)."""
+        return tuple(getattr(self.transformer.config, "domains", None) or ())
+
+    def with_domain(self, domain: str) -> PaperEncoder:
+        """This encoder (same model, no copy of the weights) routing every paper to ``domain``'s expert."""
+        other = copy.copy(self)
+        other.forward_options = self._forward_options(self.forward_options.get("task_format"), domain)
+        return other
+
     def with_format(self, task_format: str | None) -> PaperEncoder:
         """This encoder (same model, no copy of the weights) embedding in ``task_format``."""
         other = copy.copy(self)

@@ -69,7 +69,7 @@ TRAINING_LAYOUTS: tuple[DataLayout, ...] = (
                '[{"corpus_id": 1, "title": "A", "abstract": "...", "labels": [3], "labels_text": ["Physics"]}]\n'
                '==> search_small.jsonl <==\n'
                '{"query": "graph embedding", "candidates": [{"corpus_id": 1, "title": "A", "abstract": "...", "score": 1}]}'),
-    DataLayout("task mixture", "--data mixture.json (or .yaml: several sources in one multi-task run)", ("scirepeval",),
+    DataLayout("task mixture", "--data mixture.json (or .yaml: a multi-task recipe's tasks, or one citation graph per domain)", ("scirepeval", "citations"),
                '==> mixture.json <==  (SciRepEval\'s task list; data relative to this file; exclude: ids never trained on)\n'
                '[{"name": "cite", "type": "proximity", "data": "cacm"},\n'
                ' {"name": "categories", "type": "classification", "data": "cacm", "exclude": ["1", "7"]},\n'

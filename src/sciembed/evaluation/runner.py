@@ -218,16 +218,18 @@ def _embed_tasks(suite: TaskSuite, encoder: Encoder, folder: Path | None, *, bat
     Returns:
         ``id(task)`` -> (document vectors, query vectors) by id, and the caches used.
     """
-    caches: dict[tuple[str | None, bool], EmbeddingCache] = {}
+    caches: dict[tuple[str | None, bool, str | None], EmbeddingCache] = {}
+    domains = getattr(encoder, "domains", ())
 
-    def cache_for(task_format: str, facets: bool) -> EmbeddingCache:
-        key = (task_format if task_format in encoder.task_formats else None, facets)
+    def cache_for(task_format: str, facets: bool, domain: str | None) -> EmbeddingCache:
+        key = (task_format if task_format in encoder.task_formats else None, facets, domain if domain in domains else None)
         if key not in caches:
             chosen = encoder.with_format(key[0]) if key[0] else encoder
+            chosen = chosen.with_domain(key[2]) if key[2] else chosen
             if facets:
                 chosen = PaperEncoder(chosen.transformer, chosen.tokenizer, max_length=chosen.max_length, device=chosen.device,
                                       facets=True, task_format=chosen.forward_options.get("task_format"), backend=chosen.backend,
-                                      precision=chosen.precision, onnx_cache=chosen.onnx_cache)
+                                      precision=chosen.precision, onnx_cache=chosen.onnx_cache, domain=chosen.forward_options.get("domain"))
             caches[key] = EmbeddingCache(chosen, folder)
         return caches[key]
 
@@ -238,14 +240,14 @@ def _embed_tasks(suite: TaskSuite, encoder: Encoder, folder: Path | None, *, bat
             ("documents", task.documents, task.document_format),
             ("queries", task.queries, task.query_format or task.document_format),
         ):
-            cache = cache_for(task_format, facets)
+            cache = cache_for(task_format, facets, task.domain)
             texts = encoder.texts(records.values(), task.fields)
             plans.append((task, role, cache, list(records), texts))
 
     # One pass per encoder over the unique texts of all tasks, so shared papers embed once.
     for key, cache in caches.items():
         texts = list(dict.fromkeys(t for _, _, c, _, ts in plans if c is cache for t in ts))
-        label = f"Encoding ({key[0] or 'papers'}{', facets' if key[1] else ''})"
+        label = f"Encoding ({key[0] or 'papers'}{', facets' if key[1] else ''}{f', domain {key[2]}' if key[2] else ''})"
         cache.add(texts, batch_size=batch_size, show_progress_bar=show_progress_bar, desc=label)
 
     vectors: dict[int, tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]]] = {}

@@ -63,6 +63,8 @@ class Task:
         documents: id -> paper record (or text) embedded in ``document_format``.
         queries: id -> query record (or text) embedded in ``query_format`` (search tasks).
         fields: record fields joined into a document text.
+        domain: the domain whose expert a mixture-of-experts model with domain routing embeds the task's papers in
+            (e.g. each domain's held-out cite task of a run on several domains); models without domains ignore it.
     """
 
     kind: ClassVar[str] = ""
@@ -77,6 +79,7 @@ class Task:
     primary_metrics: tuple[str, ...] = field(default=(), kw_only=True)
     queries: dict[str, Record] = field(default_factory=dict, kw_only=True)
     fields: tuple[str, ...] = field(default=TEXT_FIELDS, kw_only=True)
+    domain: str | None = field(default=None, kw_only=True)
 
     def __post_init__(self):
         self.task_id = self.task_id or self.name

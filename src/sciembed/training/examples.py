@@ -11,7 +11,8 @@ query is a record whose title is the query and whose abstract is empty.
   ``positive``, ``negative``, with their ids in ``query_id``, ...), or :func:`scirepeval_triplets` reads SciRepEval's ready triplets;
 - :func:`pair_dataset` makes co-citation pairs (``a``, ``b``) for the MoE paper's contrastive training;
 - :func:`labelled_papers` makes ``(paper, label)`` examples for classification heads;
-- :func:`multitask_dataset` turns SciRepEval's training samples into one task-tagged dataset.
+- :func:`multitask_dataset` turns SciRepEval's training samples into one task-tagged dataset, and :func:`tagged_dataset`
+  the rows of any tasks (a task mixture of several sources: :mod:`sciembed.training.task_mixture`).
 """
 
 from __future__ import annotations

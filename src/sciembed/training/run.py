@@ -14,6 +14,8 @@ the examples, the collator, the loss and the Trainer; :func:`train` runs it and 
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import logging
 import os
@@ -66,6 +68,7 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
     from ..families import register_families
 
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
+    recipe, overrides = _dense_variant(recipe, overrides)
     base = str(base) if base is not None else default_model_path()
     settings, embedding = _settings(recipe, base, overrides)
     for key, value in (("embedding.max_length", settings["embedding"]["max_length"]), ("data.max_length", settings["data"]["max_length"])):
@@ -73,6 +76,8 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
             raise ValueError(f"{key} is a number of tokens (a positive integer), got {value!r}")
     register_families()
     examples = _examples(recipe, settings["data"], data, smart_links)
+    if examples.domains:
+        _take_mixture_domains(settings, examples.domains, overrides)
     # What a family adds to the base (Multi2SPE's last per-CLS layers, a head, adapters) starts random:
     # seeded here, before the Trainer seeds training, so a run is the same run every time.
     set_seed(settings["training"].get("seed", 42))
@@ -93,7 +98,8 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
     training.setdefault("dataloader_pin_memory", torch.cuda.is_available())
     if examples.evaluation is not None:
         training.setdefault("eval_strategy", training.get("save_strategy", "epoch"))
-        training.setdefault("metric_for_best_model", "cite_map")
+        # cite_map, or on several domains the first domain's (cite_<domain>_map)
+        training.setdefault("metric_for_best_model", f"{examples.evaluation.tasks[0].task_id}_map")
     args = TrainingArguments(output_dir=str(output_dir), remove_unused_columns=False, **training)
     trainer_class, collator, loss, options = _objective(recipe, settings, model, tokenizer, training_length, examples)
     if recipe.objective != "classification":
@@ -323,6 +329,8 @@ class _Examples:
     counts: dict[str, Any] | None = None
     tasks: dict[str, tuple[str, int]] | None = None
     labels: list[str] | None = None
+    #: The domains of a run on several citation graphs (a task mixture), in order.
+    domains: list[str] | None = None
 
 
 def _settings(recipe: Recipe, base: str, overrides: Mapping[str, Any] | None):
@@ -361,7 +369,8 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
     excluded = _excluded_papers(options.pop("exclude"))
     counts: dict[str, Any] = {}
     evaluation = validation = tasks = labels = None
-    mixture = recipe.data == "scirepeval" and task_mixture.is_task_mixture(path)
+    mixture = recipe.data in ("scirepeval", "citations") and task_mixture.is_task_mixture(path)
+    domains = None
     if excluded and recipe.data == "scirepeval":
         raise ValueError("data.exclude takes papers out of citation graphs and labelled papers; multi-task data takes them "
                          "per task: give a task mixture whose tasks name what they exclude")
@@ -373,7 +382,16 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
                              "(sciembed train --help lists the layouts)")
     elif is_smart_collection(path):
         counts["smart_links"] = smart_links  # how the .X lines were read: part of what the model was trained on
-    if mixture:
+    if mixture and recipe.data == "citations":
+        pairs = recipe.objective == "pairs"
+        options.pop("domain", None)  # each graph's rows are tagged with its own domain
+        by_domain = task_mixture.domain_examples(task_mixture.read_task_mixture(path), pairs=pairs, sampler=None if pairs else options.pop("sampler"),
+                                                 sampler_options=None if pairs else options, held_out=held_out, validation=validation_share,
+                                                 seed=seed, exclude=excluded, smart_links=smart_links)
+        train, domains, evaluation, validation = by_domain.train, by_domain.domains, by_domain.evaluation, by_domain.validation
+        counts.update(domains=by_domain.counts, queries=sum(c["queries"] for c in by_domain.counts.values()),
+                      held_out_queries=sum(c["held_out_queries"] for c in by_domain.counts.values()))
+    elif mixture:
         mixed = task_mixture.mixture_examples(task_mixture.read_task_mixture(path), held_out=held_out, validation=validation_share,
                                               seed=seed, max_per_task=limit, smart_links=smart_links)
         if validation_share and mixed.validation is None:
@@ -421,7 +439,36 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
             validation = TaskSuite("validation", str(path), [source.cite_task(split.validation, seed=seed)])
     if limit is not None and len(train) > limit:
         train = train.shuffle(seed=seed).select(range(limit))
-    return _Examples(train, evaluation, validation, counts, tasks, labels)
+    return _Examples(train, evaluation, validation, counts, tasks, labels, domains)
+
+
+def _dense_variant(recipe: Recipe, overrides: Mapping[str, Any] | None) -> tuple[Recipe, Mapping[str, Any] | None]:
+    """``model.family=none``: the recipe on the base encoder as it is (the dense counterpart of MoE BERT's experts, or
+    of any family): same data, loss and optimiser, no family and so none of its model options or domain tag."""
+    flat = dict(flatten_overrides(overrides or {}))
+    if "model.family" not in flat:
+        return recipe, overrides
+    family = flat.pop("model.family")
+    if family not in (None, "none"):
+        raise ValueError(f"model.family takes none (the base encoder as it is, without the recipe's family), got {family!r}")
+    settings = copy.deepcopy(recipe.settings)
+    settings["model"] = {"family": None, **{k: v for k, v in settings["model"].items() if k == "weight_average"}}
+    if "domain" in settings["data"]:
+        settings["data"]["domain"] = None
+    unit_vectors = {k: v for k, v in recipe.unit_vector_settings.items() if not k.startswith("model.")}
+    return dataclasses.replace(recipe, family=None, settings=settings, unit_vector_settings=unit_vectors), flat
+
+
+def _take_mixture_domains(settings: dict[str, dict[str, Any]], domains: list[str], overrides: Mapping[str, Any] | None) -> None:
+    """A run on several citation graphs: each graph's rows carry its domain, so ``data.domain`` no longer applies, and a
+    mixture-of-experts model gets one expert per domain (``model.domains`` given by hand must name the same ones)."""
+    settings["data"]["domain"] = None
+    if "domains" not in settings["model"]:
+        return
+    given = dict(flatten_overrides(overrides or {})).get("model.domains")
+    if given is not None and list(given) != domains:
+        raise ValueError(f"model.domains {list(given)} differs from the mixture's domains {domains} (its tasks' names)")
+    settings["model"]["domains"] = list(domains)
 
 
 def _excluded_papers(value: Any) -> set[str]:
@@ -445,6 +492,7 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
 
     options = dict(options)
     options.pop("weight_average", None)  # the Trainer's (see prepare)
+    options.pop("family", None)  # model.family=none: recipe.family is already None (see _dense_variant)
     modules = options.pop("format_modules", None)
     module_options = {k: options.pop(k) for k in ("adapter_config", "pals_hidden_size", "pals_attention_heads") if k in options}
     if recipe.family is None:

@@ -25,9 +25,15 @@ YAML file given as ``--data`` to a multi-task recipe (``scirepeval-ctrl``, ``-ad
   citation graph's triplets never hold them;
 - ``multi_label`` (optional): checked against what the data holds.
 
-A mixture holds at most one citation graph: its queries are split as the single-source recipes split them
-(``data.held_out``, ``data.validation``, ``data.seed``), and its held-out and validation queries are the run's cite
-evaluation, so a mixture run and a ``specter`` run of the same seed are judged on the same queries.
+For a multi-task recipe a mixture holds at most one citation graph: its queries are split as the single-source recipes
+split them (``data.held_out``, ``data.validation``, ``data.seed``), and its held-out and validation queries are the
+run's cite evaluation, so a mixture run and a ``specter`` run of the same seed are judged on the same queries.
+
+The citation recipes (``specter``, ``scincl``, ``multi2spe``, ``moe-cocitation``) take a mixture of citation graphs,
+one per domain (:func:`domain_examples`), the setting in which Multi²SPE and MoE BERT make their claims: each task's
+name is its domain, every graph's queries are split by the same settings, each row carries its ``domain`` (MoE BERT
+routes it to that domain's expert, one expert per domain), and each domain has its own held-out cite task
+(``cite_<domain>``). A graph given as two files is ``"data": {"papers": ..., "citations": ...}``.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import json
 import os
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +74,7 @@ class MixtureTask:
 
     name: str
     type: str
-    data: Path
+    data: Path | CitationFiles
     sample_size: int | None = None
     exclude: frozenset[str] = frozenset()
     multi_label: bool | None = None
@@ -119,10 +125,6 @@ def read_task_mixture(path: str | os.PathLike[str]) -> list[MixtureTask]:
     names = [task.name for task in tasks]
     if len(set(names)) < len(names):
         raise ValueError(f"{path}: task names repeat ({', '.join(sorted({n for n in names if names.count(n) > 1}))})")
-    graphs = [task.name for task in tasks if task.type == "proximity" and _is_graph(task.data)]
-    if len(graphs) > 1:
-        raise ValueError(f"{path}: a mixture takes one citation graph (its held-out queries are the run's cite evaluation); "
-                         f"found {len(graphs)}: {', '.join(graphs)}")
     return tasks
 
 
@@ -142,9 +144,20 @@ def _task(entry: Any, number: int, path: Path) -> MixtureTask:
     if kind not in TASK_TYPES:
         raise ValueError(f"{where}: unknown type {entry['type']!r}; one of {', '.join(TASK_TYPES)} "
                          f"(or SciRepEval's {', '.join(TYPE_ALIASES)})")
-    data = path.parent / entry["data"]
-    if not data.exists():
-        raise ValueError(f"{where}: {data} does not exist")
+    data: Path | CitationFiles
+    if isinstance(entry["data"], Mapping):
+        if set(entry["data"]) != {"papers", "citations"}:
+            raise ValueError(f"{where}: data as a mapping gives a citation graph's two files, papers and citations; got {', '.join(entry['data'])}")
+        data = CitationFiles(path.parent / entry["data"]["papers"], path.parent / entry["data"]["citations"])
+        missing_files = [str(f) for f in (data.papers, data.citations) if not f.is_file()]
+        if missing_files:
+            raise ValueError(f"{where}: {', '.join(missing_files)} does not exist")
+        if kind != "proximity":
+            raise ValueError(f"{where}: papers and citations make a citation graph, a proximity task, not {kind}")
+    else:
+        data = path.parent / entry["data"]
+        if not data.exists():
+            raise ValueError(f"{where}: {data} does not exist")
     size = entry.get("sample_size")
     if isinstance(size, Mapping):
         size = size.get("train")
@@ -166,9 +179,9 @@ def _task(entry: Any, number: int, path: Path) -> MixtureTask:
     return MixtureTask(entry["name"], kind, data, size, frozenset(str(i) for i in exclude), multi_label)
 
 
-def _is_graph(data: Path) -> bool:
+def _is_graph(data: Path | CitationFiles) -> bool:
     """A proximity source that is a citation graph (sampled here) rather than SciRepEval's ready triplets."""
-    return not (data.is_file() and data.suffix == ".json" and data.name.startswith("specter"))
+    return isinstance(data, CitationFiles) or not (data.is_file() and data.suffix == ".json" and data.name.startswith("specter"))
 
 
 def mixture_examples(tasks: list[MixtureTask], *, held_out: float = 0.0, validation: float = 0.0, seed: int = 0,
@@ -177,6 +190,10 @@ def mixture_examples(tasks: list[MixtureTask], *, held_out: float = 0.0, validat
     ``max_per_task``); the citation graph's queries are split by ``held_out`` / ``validation`` / ``seed``."""
     from ..evaluation.loaders import TaskSuite
 
+    graphs = [task.name for task in tasks if task.type == "proximity" and _is_graph(task.data)]
+    if len(graphs) > 1:
+        raise ValueError(f"a multi-task mixture takes one citation graph (its held-out queries are the run's cite evaluation); "
+                         f"found {len(graphs)}: {', '.join(graphs)} (several graphs, one per domain, are for the citation recipes)")
     rows: dict[str, TaskRows] = {}
     counts: dict[str, Any] = {}
     evaluation = checking = None
@@ -210,3 +227,61 @@ def mixture_examples(tasks: list[MixtureTask], *, held_out: float = 0.0, validat
     used = Counter(data.dataset["task"])
     counts["tasks"] = {name: {"kind": r.kind, "rows": len(r.rows), "used": used[name], **r.skipped} for name, r in rows.items()}
     return MixtureExamples(data, counts, evaluation, checking)
+
+
+@dataclass
+class DomainExamples:
+    """A citation recipe's examples from several citation graphs, one per domain.
+
+    Attributes:
+        train: the triplets or co-citation pairs of every domain, each row tagged with its ``domain``.
+        domains: the domains (the tasks' names), in the mixture's order.
+        counts: per domain, its query split, examples and what was skipped or excluded.
+        evaluation, validation: a held-out (validation) cite task per domain, ``cite_<domain>``, whose papers a
+            mixture-of-experts model embeds through that domain's expert.
+    """
+
+    train: Any
+    domains: list[str]
+    counts: dict[str, Any]
+    evaluation: Any = None
+    validation: Any = None
+
+
+def domain_examples(tasks: list[MixtureTask], *, pairs: bool, sampler: str | None = None, sampler_options: Mapping[str, Any] | None = None,
+                    held_out: float = 0.0, validation: float = 0.0, seed: int = 0, exclude: set[str] | frozenset[str] = frozenset(),
+                    smart_links: str = "cacm") -> DomainExamples:
+    """The examples of a citation recipe trained on several domains (Multi2SPE's and MoE BERT's multi-domain setting):
+    every task is a citation graph whose name is its domain, its queries split by ``held_out`` / ``validation`` /
+    ``seed`` as a single graph's are; ``pairs`` makes co-citation pairs (MoE BERT), else ``sampler`` triplets."""
+    from datasets import concatenate_datasets
+
+    from ..evaluation.loaders import TaskSuite
+    from .examples import pair_dataset
+
+    others = [task.name for task in tasks if task.type != "proximity" or not _is_graph(task.data)]
+    if others:
+        raise ValueError(f"a citation recipe's mixture is one citation graph per domain; not a citation graph: {', '.join(others)}")
+    parts, counts, held, tuning = [], {}, [], []
+    for task in tasks:
+        source = read_citation_source(task.data, smart_links=smart_links)
+        split = split_citation_queries(source, held_out, validation, seed)
+        excluded = set(exclude) | set(task.exclude)
+        unseen = [*split.unseen, *sorted(excluded)]
+        if pairs:
+            part = pair_dataset(source, exclude=unseen, domain=task.name)
+        else:
+            part = triplet_dataset(source, sampler=sampler or "specter", queries=split.train, exclude=unseen, seed=seed, **(sampler_options or {}))
+            part = part.add_column("domain", [task.name] * len(part))
+        if task.sample_size is not None and len(part) > task.sample_size:
+            part = part.shuffle(seed=seed).select(range(task.sample_size))
+        parts.append(part)
+        counts[task.name] = {**split.counts(), "examples": len(part), "skipped_records": len(source.skipped),
+                             **({"excluded_papers": len(excluded & source.papers.keys())} if excluded else {})}
+        if split.held_out:
+            held.append(replace(source.cite_task(split.held_out, seed=seed), task_id=f"cite_{task.name}", domain=task.name))
+        if split.validation:
+            tuning.append(replace(source.cite_task(split.validation, seed=seed), task_id=f"cite_{task.name}", domain=task.name))
+    return DomainExamples(concatenate_datasets(parts), [task.name for task in tasks], counts,
+                          TaskSuite("held-out", "domains", held) if held else None,
+                          TaskSuite("validation", "domains", tuning) if tuning else None)

@@ -195,8 +195,11 @@ class EmbeddingTrainer(Trainer):
         if self.args.process_index == 0:
             encoder_model = self.model.base_model
             pooling = None if family_of(encoder_model) is not None else self.pooling
+            # A run on several domains has no one domain: its tasks name theirs (the runner routes each task's papers).
+            routed = getattr(encoder_model.config, "domains", None)
+            domain = self.domain or (next((task.domain for task in suite.tasks if task.domain), None) if routed else None)
             encoder = PaperEncoder(encoder_model, self.processing_class, pooling=pooling, normalize=self.normalize,
-                                   max_length=self.max_length, device=self.args.device, domain=self.domain)
+                                   max_length=self.max_length, device=self.args.device, domain=domain)
             was_training = self.model.training
             report = evaluate_suite(encoder, suite, batch_size=self.args.per_device_eval_batch_size, n_jobs=1, show_progress_bar=False,
                                     settings={"global_step": self.state.global_step, "max_length": encoder.max_length})
