@@ -98,8 +98,11 @@ class MixtureExamples:
 
 
 def is_task_mixture(path: str | os.PathLike[str] | CitationFiles) -> bool:
-    """Whether ``path`` names a mixture file (a ``.json``, ``.yaml`` or ``.yml`` file, not a folder of samples)."""
-    return not isinstance(path, CitationFiles) and Path(path).is_file() and Path(path).suffix in (".json", ".yaml", ".yml")
+    """Whether ``path`` names a mixture file: a ``.json``, ``.yaml`` or ``.yml`` file, not a folder of samples and not
+    SciRepEval's ready triplets (``specter*.json``)."""
+    if isinstance(path, CitationFiles) or not Path(path).is_file():
+        return False
+    return Path(path).suffix in (".json", ".yaml", ".yml") and _is_graph(Path(path))
 
 
 def read_task_mixture(path: str | os.PathLike[str]) -> list[MixtureTask]:
