@@ -232,12 +232,12 @@ def main() -> None:
                 print(f"seed {seed}, {name}: starts from the seed's {system.after} model, which --keep-models did not keep; "
                       f"not trained", flush=True)
                 continue
-            settings = {**overrides, **system.overrides}
+            row_settings = {**overrides, **system.overrides}
             if system.labelled:  # no held-out queries: the test papers of the categories' evaluation are what it never sees
-                settings.update({"data.held_out": 0.0, "data.exclude": list(_task(suite, "cacm_categories").test[0])})
+                row_settings.update({"data.held_out": 0.0, "data.exclude": list(_task(suite, "cacm_categories").test[0])})
             with tempfile.TemporaryDirectory() as output, tempfile.TemporaryDirectory() as mixture:
                 data = write_mixture(folders, suite, Path(mixture)) if system.mixture else folders["cacm"]
-                add(recipe_row(name, seed, data, output, settings, suite, kept(args, seed, name), base=base,
+                add(recipe_row(name, seed, data, output, row_settings, suite, kept(args, seed, name), base=base,
                                held_out_ids=None if system.labelled else held_out_ids))
             gc.collect()
     if rows:

@@ -107,6 +107,27 @@ def test_real_cacm_graph_ranks_text_and_scaled_ranges(cacm_graph, cacm_vectors):
     assert near.mean() > 0.2 and far[triplets.hard].mean() < 0.01
 
 
+def test_nearest_keeps_the_ranges_meaning_on_small_graphs(cacm_graph, cacm_vectors):
+    g = cacm_graph
+    nearest = sample_scincl_triplets(g, config=SciNCLConfig(rank_overflow="nearest"), vectors=cacm_vectors, seed=0)
+    scaled = sample_scincl_triplets(g, config=SciNCLConfig(rank_overflow="scale"), vectors=cacm_vectors, seed=0)
+    stats = nearest.stats
+    # 1,143 other candidates: positives from the top ranks, hard negatives from the nearest tenth (int(114.3) = 114).
+    assert stats.ranks_adjusted == "nearest"
+    assert stats.positive_ranks_used == (0, 5) and stats.hard_negative_ranks_used == (114, 116)
+    assert_ranks(Triplets(g, nearest.query[::97], nearest.positive[::97], nearest.negative[::97], nearest.hard[::97], stats),
+                 cacm_vectors, np.nonzero(g.has_text & np.isfinite(cacm_vectors).all(axis=1))[0])
+
+    def cited(triplets):
+        return np.mean([p in set(g.cited(q)) | set(g.citing(q)) for q, p in zip(triplets.query, triplets.positive)])
+
+    assert cited(nearest) > 2 * cited(scaled)
+    # A graph large enough for the paper's ranges uses them in every mode.
+    fits = sample_scincl_triplets(g, config=SciNCLConfig(hard_negative_ranks=(998, 1000), rank_overflow="nearest"),
+                                  vectors=cacm_vectors, seed=0)
+    assert fits.stats.ranks_adjusted == "no" and fits.stats.positive_ranks_used == (20, 25)
+
+
 def test_clip_and_error_on_small_graphs(cacm_graph, cacm_vectors):
     clipped = sample_scincl_triplets(cacm_graph, config=SciNCLConfig(rank_overflow="clip"), vectors=cacm_vectors, seed=0)
     assert clipped.stats.ranks_adjusted == "clipped"

@@ -251,14 +251,17 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
     ),
     _recipe(
         "scincl", "Ostendorff et al. 2022, SciNCL", "triplet", None, "citations",
-        data_settings={"sampler": "scincl"},
+        data_settings={"sampler": "scincl", "rank_overflow": "nearest"},
         loss={"name": "triplet", "margin": 1.0, "distance": "l2"},
         training=_SPECTER_TRAINING,
         unit_vectors=_UNIT_VECTOR_TRIPLETS,
         notes="SPECTER's triplet loss on triplets sampled from a citation-graph embedding: 5 positives "
-              "from kNN ranks [20, 25), 2 hard negatives from [3998, 4000), 3 random (ranks scale down on small "
-              "graphs). The optimiser settings are SPECTER's; SciNCL's own were not checked against its paper. In unit "
-              "vectors: multiple-negatives ranking as the specter recipe.",
+              "from kNN ranks [20, 25), 2 hard negatives from [3998, 4000), 3 random. Departure: on a graph with fewer "
+              "than 4,000 candidates per query, where the paper's ranks cannot apply, positives come from the top ranks "
+              "and hard negatives from the nearest tenth (data.rank_overflow=nearest; 'scale' shrinks the paper's "
+              "ranges instead, which puts the hard negatives among the farthest papers). The optimiser settings are "
+              "SPECTER's; SciNCL's own were not checked against its paper. In unit vectors: multiple-negatives ranking "
+              "as the specter recipe.",
     ),
     _recipe(
         "multi2spe", "Seoh, Chang & McCallum 2023, Multi2SPE", "multi2spe", "multi2spe", "citations",

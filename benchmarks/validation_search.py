@@ -1,0 +1,86 @@
+"""Settings chosen on validation queries: a recipe's variants scored on a split carved from CACM's training queries.
+
+``recipes.py`` judges each row on the seed's held-out queries, so no setting may be chosen there. This trains a recipe
+with the rows' budget (``recipes.budget``: the seed's split, ``--steps`` steps of 32, texts cut to ``--max-length``)
+plus ``data.validation`` (a share of the *training* query papers, never trained on; the held-out queries are the
+same as the rows') and the variant's ``--set`` overrides, and scores the validation queries' cite task (SciDocs'
+protocol, pytrec_eval MAP / nDCG) for MiniLM as published, the model at step 0 and the trained model. Each run
+adds a row to ``--output``, so the search (every variant tried, and its validation score) is kept beside the
+results it chose.
+
+    python benchmarks/validation_search.py --data ../shared/data --recipe multi2spe --set learning_rate=1e-4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import platform
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import sciembed
+from recipes import budget, cite_metrics
+from sciembed.evaluation import evaluate_suite
+from sciembed.io import atomic_path
+from sciembed.training.recipes import RECIPES, parse_assignments
+from sciembed.training.run import prepare
+
+REFERENCE = "MiniLM as published"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="folder holding cacm/")
+    parser.add_argument("--recipe", required=True, choices=sorted(RECIPES), help="the recipe whose variant is scored")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="the variant: recipe overrides on top of the rows' budget (none: the recipe's defaults)")
+    parser.add_argument("--seed", type=int, default=0, help="the split, sampling and training seed")
+    parser.add_argument("--steps", type=int, default=60, help="optimiser steps of 32 examples")
+    parser.add_argument("--max-length", type=int, default=128, help="tokens per training text")
+    parser.add_argument("--validation", type=float, default=0.2, help="share of the training query papers held for validation")
+    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "validation_search.json")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    cacm = args.data / "cacm"
+    if not cacm.is_dir():
+        raise SystemExit(f"{cacm} is absent: this benchmark needs the real data (../shared/data/README.md)")
+    variant = parse_assignments(args.set)
+    results = json.loads(args.output.read_text(encoding="utf-8")) if args.output.is_file() else {"rows": []}
+    rows: list[dict[str, Any]] = results["rows"]
+    key = {"recipe": args.recipe, "seed": args.seed, "steps": args.steps, "max_length": args.max_length,
+           "validation": args.validation, "variant": variant}
+    if any({k: row.get(k) for k in key} == key for row in rows):
+        raise SystemExit(f"{args.output} already holds {json.dumps(key)}; nothing to do")
+    overrides = {**budget(args.seed, args.steps, args.max_length), "data.validation": args.validation, **variant}
+    with tempfile.TemporaryDirectory() as output:
+        run = prepare(args.recipe, None, cacm, output, overrides)
+        suite = run.validation
+        published = evaluate_suite(sciembed.PaperEncoder.from_pretrained(device="cpu"), suite, n_jobs=1, show_progress_bar=False)
+        trainer = run.trainer
+        before = cite_metrics(trainer.evaluate(eval_dataset=suite))
+        started = time.perf_counter()
+        trainer.train()
+        seconds = time.perf_counter() - started
+        after = cite_metrics(trainer.evaluate(eval_dataset=suite))
+    reference = {name: round(value, 2) for name, value in published.results[0].metrics.items() if name in ("map", "ndcg")}
+    row = {**key, "validation_queries": len(suite.tasks[0].qrels), REFERENCE: reference, "before": before, "after": after,
+           "change_vs_published": {name: round(after[name] - reference[name], 2) for name in reference},
+           "train_seconds": round(seconds, 1), "torch_threads": torch.get_num_threads()}
+    print(json.dumps(row), flush=True)
+    # Read again before writing: several searches may run side by side into one file.
+    latest = json.loads(args.output.read_text(encoding="utf-8")) if args.output.is_file() else {"rows": []}
+    report = {"benchmark": "validation_search", "description": __doc__.strip().splitlines()[0],
+              "machine": {"platform": platform.platform()}, "rows": [*latest["rows"], row]}
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(args.output) as temporary:
+        temporary.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
