@@ -159,6 +159,8 @@ def main() -> None:
                         help="draw --output's changes against MiniLM as published, with their intervals, to PNG and stop "
                              "(trains nothing; needs matplotlib: pip install sciembed[plots])")
     args = parser.parse_args()
+    if args.tasks and not args.rescore:
+        parser.error("--tasks chooses what --rescore scores; a training run scores every task")
     if args.table or args.plot:
         if not args.output.is_file():
             raise SystemExit(f"{args.output} does not exist: run the benchmark first")
@@ -364,7 +366,7 @@ def recipe_row(name: str, seed: int, data: Path, output: str, overrides: dict[st
     return {"seed": seed, "system": name, "recipe": system.recipe, "model": system.description, "overrides": system.overrides,
             "embedding": embedding, "loss": run.settings["loss"], "held_out_queries": run.data.get("held_out_queries"),
             "training_queries": run.data.get("queries"), "examples_available": run.data["examples"],
-            **({"before": before} if before else {"excluded_papers": run.data["excluded_papers"]}), **scored, "steps": result.global_step, "examples_seen": result.global_step * BATCH,
+            **({"excluded_papers": run.data["excluded_papers"]} if system.labelled else {"before": before}), **scored, "steps": result.global_step, "examples_seen": result.global_step * BATCH,
             "train_seconds": round(seconds, 1), "seconds_per_step": round(seconds / max(result.global_step, 1), 2),
             "first_logged_loss": losses[0] if losses else None, "last_logged_loss": losses[-1] if losses else None,
             **({"tasks": run.data["tasks"]} if system.mixture else {}), **({"base": str(base)} if base else {})}

@@ -15,7 +15,7 @@ STEP = {"max_steps": 1, "per_device_train_batch_size": 8, "gradient_accumulation
         "save_strategy": "no", "embedding.max_length": 32}
 
 
-def write_mixture(folder: Path, tasks: list[dict], name: str = "mixture.json") -> Path:
+def write_mixture(folder: Path, tasks: list[dict] | dict, name: str = "mixture.json") -> Path:
     path = folder / name
     path.write_text(json.dumps(tasks), encoding="utf-8")
     return path
@@ -52,7 +52,8 @@ def test_a_mixture_trains_every_task_and_is_judged_on_the_specter_runs_held_out_
         "cite": "proximity", "categories": "classification", "fos": "multilabel", "search": "search"}
     assert tasks["fos"]["used"] == 40 and tasks["search"]["used"] == 30 and tasks["fos"]["rows"] > 40
     labelled = len(labelled_papers(shared_data("cacm"))[0])
-    assert tasks["categories"]["excluded_papers"] == 5 and tasks["categories"]["rows"] == tasks["categories"]["used"] == labelled - 5
+    assert tasks["categories"]["excluded_papers"] == 5 and tasks["categories"]["exclude_ids_unknown"] == 0
+    assert tasks["categories"]["rows"] == tasks["categories"]["used"] == labelled - 5
     # No held-out query paper is in a training triplet, and no excluded paper in a classification row (rows hold
     # texts, not ids: compared on the texts no other paper shares, as some CACM algorithms share a bare title).
     source = read_citation_source(shared_data("cacm"))
@@ -76,8 +77,40 @@ def test_a_mixture_with_a_validation_split_tunes_on_training_queries_only(mixtur
     assert run.data["validation_queries"] > 0 and not set(run.data["validation_ids"]) & set(run.data["held_out_ids"])
     samples_only = write_mixture(tmp_path, [{"name": "fos", "type": "classification", "data": str(shared_data("scirepeval-samples", "fos_small.json"))}],
                                  "fos.json")
-    with pytest.raises(ValueError, match="fos.json: data.validation splits citation queries, and this mixture has no citation graph"):
-        prepare("scirepeval-ctrl", tiny_bert, samples_only, tmp_path / "fos", {**STEP, "data.validation": 0.1})
+    for key in ("data.validation", "data.held_out"):
+        with pytest.raises(ValueError, match=f"fos.json: {key} splits citation queries, and this mixture has no citation graph"):
+            prepare("scirepeval-ctrl", tiny_bert, samples_only, tmp_path / "fos", {**STEP, key: 0.1})
+    with pytest.raises(ValueError, match="data.held_out splits citation queries, and SciRepEval's samples hold no citation graph"):
+        prepare("scirepeval-ctrl", tiny_bert, shared_data("scirepeval-samples"), tmp_path / "samples", {**STEP, "data.held_out": 0.1})
+
+
+def test_only_a_list_of_tasks_is_a_mixture(tmp_path):
+    from sciembed.training.task_mixture import is_task_mixture
+
+    samples = shared_data("scirepeval-samples")
+    assert not is_task_mixture(samples / "fos_small.json") and not is_task_mixture(samples / "specter_small.json")
+    assert not is_task_mixture(samples)
+    assert is_task_mixture(write_mixture(tmp_path, [{"name": "fos", "type": "classification", "data": str(samples / "fos_small.json")}]))
+    assert is_task_mixture(write_mixture(tmp_path, {"tasks": [{"name": "x", "data": "y"}]}, "keyed.json"))
+    assert not is_task_mixture(write_mixture(tmp_path, [{"paper_id": "1", "title": "t"}], "records.json"))
+
+
+def test_a_graph_s_exclusions_are_counted_in_mixtures_of_tasks_and_of_domains(tiny_bert, tmp_path):
+    from sciembed.training.examples import read_citation_source
+    from sciembed.training.run import prepare
+
+    cacm = shared_data("cacm")
+    some = sorted(read_citation_source(cacm).linked_queries())[:6]
+    task = {"name": "cite", "type": "proximity", "data": str(cacm), "exclude": [*some, "no-such-paper"]}
+    mixed = prepare("scirepeval-ctrl", tiny_bert, write_mixture(tmp_path, [task]), tmp_path / "ctrl", {**SPLIT, **STEP})
+    assert mixed.data["excluded_papers"] == 6 and mixed.data["exclude_ids_unknown"] == 1
+    physics = {"name": "physics", "type": "proximity", "data": write_physics_graph(tmp_path / "physics")}
+    by_domain = prepare("specter", tiny_bert, write_mixture(tmp_path, [{**task, "name": "cs"}, physics], "domains.json"), tmp_path / "sp",
+                        {**SPLIT, **STEP})
+    assert by_domain.data["domains"]["cs"]["excluded_papers"] == 6 and by_domain.data["domains"]["cs"]["exclude_ids_unknown"] == 1
+    assert "excluded_papers" not in by_domain.data["domains"]["physics"]
+    seen = {row[f"{role}_id"] for row in by_domain.trainer.train_dataset for role in ("query", "positive", "negative")}
+    assert not seen & set(some)
 
 
 @pytest.mark.parametrize(("task", "message"), [
@@ -86,7 +119,7 @@ def test_a_mixture_with_a_validation_split_tunes_on_training_queries_only(mixtur
     ({"name": "x", "type": "proximity"}, r"task 1 \(x\): missing data"),
     ({"name": "x", "type": "proximity", "data": "nowhere"}, r"task 1 \(x\): .*nowhere does not exist"),
     ({"name": "x", "type": "classification", "data": "cacm", "sample_size": 0}, "sample_size must be a positive integer, got 0"),
-    ({"name": "x", "type": "classification", "data": "cacm", "exclude": "ids.txt"}, "exclude names .*ids.txt, which is not a file of paper ids"),
+    ({"name": "x", "type": "classification", "data": "cacm", "exclude": "ids.txt"}, r"exclude: .*ids.txt is not a file of paper ids"),
     ({"name": "x", "type": "search", "data": "scirepeval-samples/search_small.jsonl", "exclude": ["1"]},
      "exclude takes papers out of classification tasks and citation graphs, not search sessions"),
     ("cacm", "task 1: a task is a mapping with name, type and data, got str"),
@@ -172,6 +205,7 @@ def test_moe_trains_one_expert_per_domain_and_is_judged_per_domain(domains, tiny
     model = run.trainer.model
     assert model.config.domains == ["cs", "physics"] and run.settings["model"]["domains"] == ["cs", "physics"]
     assert run.settings["data"]["domain"] is None and set(run.trainer.train_dataset["domain"]) <= {"cs", "physics"}
+    assert all(run.data["domains"][d]["examples"] > 0 for d in ("cs", "physics"))  # before data.max_examples' cut
     # The cs graph is split as a single-graph run of the seed splits it.
     specter = prepare("specter", tiny_bert, shared_data("cacm"), tmp_path / "specter", {**SPLIT, **STEP})
     assert run.data["domains"]["cs"]["held_out_ids"] == specter.data["held_out_ids"]
@@ -200,6 +234,15 @@ def test_the_dense_counterpart_trains_the_same_data_without_experts(domains, tin
     assert type(single.trainer.model) is BertModel and single.trainer.domain is None
     with pytest.raises(ValueError, match="model.family takes none"):
         prepare("moe-cocitation", tiny_bert, domains, tmp_path / "other", {**STEP, "model.family": "multi2spe"})
+    # What a recipe's model adds (CLS tokens, a head, format modules) is not dropped in silence.
+    for recipe in ("multi2spe", "spectroid-heads", "scirepeval-ctrl", "scirepeval-adapters"):
+        with pytest.raises(ValueError, match=f"model.family=none: recipe {recipe} needs what its model adds"):
+            prepare(recipe, tiny_bert, shared_data("cacm"), tmp_path / recipe, {**STEP, "model.family": "none"})
+    # The settings shown are the ones the run uses: no experts, no domain.
+    from sciembed.training.run import resolved_settings
+
+    shown = resolved_settings("moe-cocitation", tiny_bert, {"model.family": "none"})
+    assert shown["model"] == {"family": None} and shown["data"]["domain"] is None
 
 
 def test_triplet_recipes_take_a_domain_mixture_and_multitask_ones_one_graph(domains, tiny_bert, tmp_path):
@@ -207,6 +250,7 @@ def test_triplet_recipes_take_a_domain_mixture_and_multitask_ones_one_graph(doma
 
     run = prepare("multi2spe", tiny_bert, domains, tmp_path / "m2", {**SPLIT, **STEP, "model.num_cls_tokens": 2, "data.max_examples": 64})
     assert set(run.trainer.train_dataset["domain"]) <= {"cs", "physics"} and "domains" not in run.settings["model"]
+    assert all(run.data["domains"][d]["examples"] > 0 for d in ("cs", "physics"))
     run.trainer.train()
     with pytest.raises(ValueError, match="a multi-task mixture takes one citation graph .* found 2: cs, physics"):
         prepare("scirepeval-ctrl", tiny_bert, domains, tmp_path / "ctrl", STEP)

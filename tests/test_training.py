@@ -747,6 +747,8 @@ def test_data_exclude_keeps_papers_out_of_every_training_example(tiny_bert, tmp_
     labelled = labelled_papers(cacm)[0]["paper_id"]
     heads = prepare("spectroid-heads", tiny_bert, cacm, tmp_path / "heads", {**step, "data.exclude": [*labelled[:7], "no-such-paper"]})
     assert heads.data["excluded_papers"] == 7 and not set(heads.trainer.train_dataset["paper_id"]) & set(labelled[:7])
+    # Ids that name no paper exclude nothing, and are counted (a wrongly formatted ids file is not silent).
+    assert heads.data["exclude_ids_unknown"] == 1 and run.data["exclude_ids_unknown"] == 0
     for value, message in (("missing.txt", "data.exclude: missing.txt is not a file of paper ids"),
                            ({"a": 1}, "data.exclude is a list of paper ids or a file of them")):
         with pytest.raises(ValueError, match=message):

@@ -438,12 +438,34 @@ class TaskRows:
     ids: list[str | None]
     skipped: dict[str, int] = field(default_factory=dict)
 
-    def without(self, papers: set[str]) -> TaskRows:
-        """The rows whose paper is not in ``papers`` (the label count stays that of every row)."""
+    def without(self, papers: set[str], what: str = "exclude") -> TaskRows:
+        """The rows whose paper is not in ``papers`` (the label count stays that of every row); the rows left out, and
+        the ids of ``papers`` that name no row, are counted in ``skipped`` (:func:`exclusion_counts`)."""
+        if not papers:
+            return self
         keep = [i for i, pid in enumerate(self.ids) if pid is None or pid not in papers]
-        left_out = len(self.rows) - len(keep)
-        skipped = {**self.skipped, "excluded_papers": left_out} if left_out else dict(self.skipped)
+        skipped = {**self.skipped, **exclusion_counts(papers, [pid for pid in self.ids if pid is not None], what)}
         return TaskRows(self.kind, self.num_labels, [self.rows[i] for i in keep], [self.ids[i] for i in keep], skipped)
+
+
+def read_paper_ids(path: str | os.PathLike[str], what: str) -> list[str]:
+    """The paper ids of a file, one per line (blank lines ignored); ``what`` names the setting in errors."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{what}: {path} is not a file of paper ids (one per line)")
+    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def exclusion_counts(excluded: Iterable[str], known: Iterable[str], what: str) -> dict[str, int]:
+    """What excluding ``excluded`` from papers ``known`` did: ``excluded_papers`` (the excluded ids that name a known
+    paper, left out) and ``exclude_ids_unknown`` (those that name none). Ids that name no paper are logged, since a
+    wrongly formatted ids file would otherwise leave every test paper in the training data without a word."""
+    excluded = set(excluded)
+    found = len(excluded & set(known))
+    if found < len(excluded):
+        logger.warning("%s: %d of %d paper id(s) name no paper of the data (e.g. %s); they exclude nothing", what,
+                       len(excluded) - found, len(excluded), sorted(excluded - set(known))[:3])
+    return {"excluded_papers": found, "exclude_ids_unknown": len(excluded) - found}
 
 
 def classification_rows(path: str | os.PathLike[str], *, skip_invalid: bool = True, smart_links: str = "cacm") -> TaskRows:
@@ -452,18 +474,20 @@ def classification_rows(path: str | os.PathLike[str], *, skip_invalid: bool = Tr
     from ..data.scirepeval import read_scirepeval_sample
 
     path = Path(path)
+    skipped: dict[str, int] = {}
     if not is_smart_collection(path):
         sample = read_scirepeval_sample(path, skip_invalid=skip_invalid)
+        skipped = {"skipped_records": len(sample.skipped)} if sample.skipped else {}
         if sample.kind == "fos":
             data = sample.data
             size = max(max(labels) for labels in data["labels"]) + 1
             rows = [{"papers": [paper_record(r)], "label": [float(i in set(r["labels"])) for i in range(size)]} for r in data]
-            return TaskRows("multilabel", size, rows, [str(r["paper_id"]) for r in data])
+            return TaskRows("multilabel", size, rows, [str(r["paper_id"]) for r in data], skipped)
         if sample.kind != "mesh":
             raise ValueError(f"{path}: a {sample.kind} sample holds no labels; classification takes CACM, a MeSH or a fields-of-study sample")
     data, labels = labelled_papers(path, skip_invalid=skip_invalid, smart_links=smart_links)
     rows = [{"papers": [paper], "label": [float(label)]} for paper, label in zip(data["paper"], data["label"])]
-    return TaskRows("classification", len(labels), rows, list(data["paper_id"]))
+    return TaskRows("classification", len(labels), rows, list(data["paper_id"]), skipped)
 
 
 def triplet_rows(triplets: Dataset) -> TaskRows:
@@ -477,7 +501,8 @@ def search_rows(path: str | os.PathLike[str], *, skip_invalid: bool = True) -> T
     against the one with the lowest below it (a session without two different scores gives no row, counted)."""
     from ..data.scirepeval import read_scirepeval_sample
 
-    data = read_scirepeval_sample(path, kind="search", skip_invalid=skip_invalid).data
+    sample = read_scirepeval_sample(path, kind="search", skip_invalid=skip_invalid)
+    data = sample.data
     rows, flat = [], 0
     for record in data:
         candidates = [c for c in record["candidates"] if c["title"] or c["abstract"]]
@@ -488,7 +513,8 @@ def search_rows(path: str | os.PathLike[str], *, skip_invalid: bool = True) -> T
             continue
         worst = min(worse, key=lambda c: c["score"])
         rows.append({"papers": [{"title": record["query"], "abstract": ""}, paper_record(best), paper_record(worst)], "label": []})
-    return TaskRows("search", 1, rows, [None] * len(rows), {"sessions_without_two_scores": flat} if flat else {})
+    skipped = {"skipped_records": len(sample.skipped)} if sample.skipped else {}
+    return TaskRows("search", 1, rows, [None] * len(rows), {**skipped, **({"sessions_without_two_scores": flat} if flat else {})})
 
 
 def tagged_dataset(tasks: Mapping[str, TaskRows], *, max_per_task: int | Mapping[str, int | None] | None = None,

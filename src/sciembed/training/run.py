@@ -125,6 +125,7 @@ def resolved_settings(recipe: str | Recipe, base: str | os.PathLike[str] | None 
     from ..default_model import default_model_path
 
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
+    recipe, overrides = _dense_variant(recipe, overrides)
     settings, embedding = _settings(recipe, str(base) if base is not None else default_model_path(), overrides)
     if settings["embedding"]["max_length"] is None:
         settings["embedding"]["max_length"] = embedding.max_length
@@ -394,12 +395,16 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
     elif mixture:
         mixed = task_mixture.mixture_examples(task_mixture.read_task_mixture(path), held_out=held_out, validation=validation_share,
                                               seed=seed, max_per_task=limit, smart_links=smart_links)
-        if validation_share and mixed.validation is None:
-            raise ValueError(f"{path}: data.validation splits citation queries, and this mixture has no citation graph")
+        for key, share, split in (("data.held_out", held_out, mixed.evaluation), ("data.validation", validation_share, mixed.validation)):
+            if share and split is None:
+                raise ValueError(f"{path}: {key} splits citation queries, and this mixture has no citation graph")
         train, tasks, evaluation, validation = mixed.data.dataset, mixed.data.tasks, mixed.evaluation, mixed.validation
         counts.update(mixed.counts)
         limit = None
     elif recipe.data == "scirepeval":
+        if held_out:
+            raise ValueError(f"{path}: data.held_out splits citation queries, and SciRepEval's samples hold no citation graph; "
+                             "give a task mixture with one, or evaluate the saved model instead")
         loaded = training_examples.multitask_dataset(path, max_per_task=limit, seed=seed)
         train, tasks = loaded.dataset, loaded.tasks
         counts["tasks"] = {name: sum(1 for t in train["task"] if t == name) for name in tasks}
@@ -413,7 +418,8 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
         counts["labels"] = len(labels)
         if excluded:
             kept = train.filter(lambda row: row["paper_id"] not in excluded)
-            counts["excluded_papers"], train = len(train) - len(kept), kept
+            counts.update(training_examples.exclusion_counts(excluded, train["paper_id"], "data.exclude"))
+            train = kept
     elif not isinstance(path, CitationFiles) and Path(path).suffix == ".json" and Path(path).name.startswith("specter"):
         if excluded:
             raise ValueError(f"{path}: SciRepEval's ready triplets carry no paper ids to exclude; give a citation graph")
@@ -426,7 +432,7 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
         split = training_examples.split_citation_queries(source, held_out, validation_share, seed)
         counts.update(split.counts())
         if excluded:
-            counts["excluded_papers"] = len(excluded & source.papers.keys())
+            counts.update(training_examples.exclusion_counts(excluded, source.papers.keys(), "data.exclude"))
         unseen = [*split.unseen, *sorted(excluded)]
         if recipe.objective == "pairs":
             train = training_examples.pair_dataset(source, exclude=unseen, domain=options.pop("domain", None))
@@ -451,6 +457,9 @@ def _dense_variant(recipe: Recipe, overrides: Mapping[str, Any] | None) -> tuple
     family = flat.pop("model.family")
     if family not in (None, "none"):
         raise ValueError(f"model.family takes none (the base encoder as it is, without the recipe's family), got {family!r}")
+    if recipe.objective not in ("triplet", "pairs"):
+        raise ValueError(f"model.family=none: recipe {recipe.name} needs what its model adds to the base encoder "
+                         f"({recipe.objective} objective); it applies to the triplet and pair recipes")
     settings = copy.deepcopy(recipe.settings)
     settings["model"] = {"family": None, **{k: v for k, v in settings["model"].items() if k == "weight_average"}}
     if "domain" in settings["data"]:
@@ -476,10 +485,9 @@ def _excluded_papers(value: Any) -> set[str]:
     if value is None:
         return set()
     if isinstance(value, (str, os.PathLike)):
-        path = Path(value)
-        if not path.is_file():
-            raise ValueError(f"data.exclude: {path} is not a file of paper ids (one per line)")
-        return {line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
+        from .examples import read_paper_ids
+
+        return set(read_paper_ids(value, "data.exclude"))
     if isinstance(value, (list, tuple)) and all(isinstance(i, (str, int)) and not isinstance(i, bool) for i in value):
         return {str(i) for i in value}
     raise ValueError(f"data.exclude is a list of paper ids or a file of them, got {value!r}")

@@ -51,7 +51,9 @@ from .examples import (
     MultiTaskData,
     TaskRows,
     classification_rows,
+    exclusion_counts,
     read_citation_source,
+    read_paper_ids,
     scirepeval_triplets,
     search_rows,
     split_citation_queries,
@@ -97,12 +99,30 @@ class MixtureExamples:
     validation: Any = None
 
 
+#: A mixture file names its tasks' data; a JSON file larger than this is data itself.
+MIXTURE_MAX_BYTES = 1 << 20
+
+
 def is_task_mixture(path: str | os.PathLike[str] | CitationFiles) -> bool:
-    """Whether ``path`` names a mixture file: a ``.json``, ``.yaml`` or ``.yml`` file, not a folder of samples and not
-    SciRepEval's ready triplets (``specter*.json``)."""
+    """Whether ``path`` names a mixture file: a ``.yaml`` or ``.yml`` file, or a ``.json`` file that is not SciRepEval's
+    ready triplets (``specter*.json``) and opens as a list of tasks or a ``tasks`` key (a SciRepEval sample or SPECTER's
+    ``data.json`` opens otherwise, and is read as what it is)."""
     if isinstance(path, CitationFiles) or not Path(path).is_file():
         return False
-    return Path(path).suffix in (".json", ".yaml", ".yml") and _is_graph(Path(path))
+    path = Path(path)
+    if path.suffix in (".yaml", ".yml"):
+        return True
+    if path.suffix != ".json" or not _is_graph(path):
+        return False
+    if path.stat().st_size > MIXTURE_MAX_BYTES:  # a data file, not a list of tasks
+        return False
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    entries = loaded.get("tasks") if isinstance(loaded, Mapping) else loaded
+    # Every task names its data; the records of a sample or of SPECTER's data.json do not.
+    return isinstance(entries, list) and bool(entries) and all(isinstance(e, Mapping) and "data" in e for e in entries)
 
 
 def read_task_mixture(path: str | os.PathLike[str]) -> list[MixtureTask]:
@@ -168,10 +188,7 @@ def _task(entry: Any, number: int, path: Path) -> MixtureTask:
         raise ValueError(f"{where}: sample_size must be a positive integer, got {size!r}")
     exclude = entry.get("exclude") or []
     if isinstance(exclude, str):
-        ids_file = path.parent / exclude
-        if not ids_file.is_file():
-            raise ValueError(f"{where}: exclude names {ids_file}, which is not a file of paper ids")
-        exclude = [line.strip() for line in ids_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+        exclude = read_paper_ids(path.parent / exclude, f"{where}: exclude")
     if not isinstance(exclude, list):
         raise ValueError(f"{where}: exclude is a list of paper ids or a file of them, got {type(exclude).__name__}")
     if exclude and kind == "search":
@@ -220,6 +237,8 @@ def mixture_examples(tasks: list[MixtureTask], *, held_out: float = 0.0, validat
                                        triplets_per_query=TRIPLETS_PER_QUERY)
             task_rows = triplet_rows(triplets)
             counts.update(split.counts(), skipped_records=len(source.skipped))
+            if task.exclude:
+                counts.update(exclusion_counts(task.exclude, source.papers.keys(), f"task {task.name}: exclude"))
             if split.held_out:
                 evaluation = TaskSuite("held-out", str(task.data), [source.cite_task(split.held_out, seed=seed)])
             if split.validation:
@@ -280,7 +299,7 @@ def domain_examples(tasks: list[MixtureTask], *, pairs: bool, sampler: str | Non
             part = part.shuffle(seed=seed).select(range(task.sample_size))
         parts.append(part)
         counts[task.name] = {**split.counts(), "examples": len(part), "skipped_records": len(source.skipped),
-                             **({"excluded_papers": len(excluded & source.papers.keys())} if excluded else {})}
+                             **(exclusion_counts(excluded, source.papers.keys(), f"task {task.name}: exclude") if excluded else {})}
         if split.held_out:
             held.append(replace(source.cite_task(split.held_out, seed=seed), task_id=f"cite_{task.name}", domain=task.name))
         if split.validation:
