@@ -25,10 +25,11 @@ The values follow each paper; where a paper is silent the choice is named in the
 ``notes``. A paper's loss is built for the geometry it ranks in (SPECTER: L2 between unnormalised
 vectors); when the model is trained in unit vectors (``embedding.normalize``, e.g. from the embedded
 MiniLM) a recipe's ``unit_vector_settings`` apply on top of its paper settings (and under the user's):
-multiple-negatives ranking with the hard negatives, which from the embedded MiniLM improves on it where
-SPECTER's L2 triplet loss fell below it (``benchmarks/results/train_cacm.json``; against the cosine triplet
-loss at the same 20 steps: 76.49 MAP for MNR, 76.19-76.37 for margins 0.5 / 0.1 / 0.25, in
-``benchmarks/results/train_cacm_alternatives/``; Multi2SPE's and MoE's own losses in unit vectors were not measured).
+multiple-negatives ranking with the hard negatives (the loss a base trained in unit vectors was trained with, where
+SPECTER's L2 triplet loss fell below the base: ``docs/training.md``), and for the citation triplet recipes a short
+fine-tuning budget's settings: a higher learning rate and WiSE-FT's average with the base (Wortsman et al. 2022),
+which keep what the base knows out of the training domain. Measured numbers live in ``docs/training.md`` and
+``benchmarks/results/``.
 "Effective batch 32" means 32 triplets per optimiser step on one device
 (``per_device_train_batch_size * gradient_accumulation_steps``); on N devices it is N times that.
 """
@@ -223,6 +224,14 @@ def _recipe(name, paper, objective, family, data, *, model=None, embedding=None,
 _UNIT_VECTOR_TRIPLETS = {"loss.name": "mnr", "loss.similarity": "cosine", "loss.temperature": 0.05,
                          "training.per_device_train_batch_size": 32, "training.gradient_accumulation_steps": 1}
 
+#: Fine-tuning a base already trained in unit vectors (a sentence-transformers model) on citation triplets: learning
+#: rate 1e-4 (SPECTER's 2e-5 is for a full epoch from BERT), then WiSE-FT's average of the trained and the starting
+#: weights, half each (Wortsman et al. 2022, "Robust fine-tuning of zero-shot models"), which keeps the base's quality
+#: outside the training domain. Both chosen on a validation split of CACM's training queries
+#: (``benchmarks/validation_search.py``), never on held-out ones; ``training.learning_rate=2e-5
+#: model.weight_average=1`` trains as before.
+_UNIT_VECTOR_FINE_TUNING = {"training.learning_rate": 1e-4, "model.weight_average": 0.5}
+
 
 _SPECTER_TRAINING = {
     "learning_rate": 2e-5, "lr_scheduler_type": "linear", "warmup_steps": 0.1, "num_train_epochs": 2,
@@ -243,25 +252,27 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
         data_settings={"sampler": "specter", "triplets_per_query": 5},
         loss={"name": "triplet", "margin": 1.0, "distance": "l2"},
         training=_SPECTER_TRAINING,
-        unit_vectors=_UNIT_VECTOR_TRIPLETS,
+        unit_vectors={**_UNIT_VECTOR_TRIPLETS, **_UNIT_VECTOR_FINE_TUNING},
         notes="SPECTER's triplet margin loss on unnormalised vectors; 5 triplets per query, 2 with hard negatives; the "
               "paper's batch reached by gradient accumulation. In unit vectors (a base such as all-MiniLM-L6-v2): "
               "multiple-negatives ranking with the hard negatives, the step's triplets in one batch (its in-batch "
-              "negatives come from the batch the loss sees, not from accumulation).",
+              "negatives come from the batch the loss sees, not from accumulation); departure for a short budget: a "
+              "higher learning rate and WiSE-FT's average with the base (model.weight_average), chosen on validation "
+              "queries.",
     ),
     _recipe(
         "scincl", "Ostendorff et al. 2022, SciNCL", "triplet", None, "citations",
         data_settings={"sampler": "scincl", "rank_overflow": "nearest"},
         loss={"name": "triplet", "margin": 1.0, "distance": "l2"},
         training=_SPECTER_TRAINING,
-        unit_vectors=_UNIT_VECTOR_TRIPLETS,
+        unit_vectors={**_UNIT_VECTOR_TRIPLETS, **_UNIT_VECTOR_FINE_TUNING},
         notes="SPECTER's triplet loss on triplets sampled from a citation-graph embedding: 5 positives "
               "from kNN ranks [20, 25), 2 hard negatives from [3998, 4000), 3 random. Departure: on a graph with fewer "
               "than 4,000 candidates per query, where the paper's ranks cannot apply, positives come from the top ranks "
               "and hard negatives from the nearest tenth (data.rank_overflow=nearest; 'scale' shrinks the paper's "
               "ranges instead, which puts the hard negatives among the farthest papers). The optimiser settings are "
-              "SPECTER's; SciNCL's own were not checked against its paper. In unit vectors: multiple-negatives ranking "
-              "as the specter recipe.",
+              "SPECTER's; SciNCL's own were not checked against its paper. In unit vectors: as the specter recipe "
+              "(multiple-negatives ranking, a higher learning rate, WiSE-FT's average with the base).",
     ),
     _recipe(
         "multi2spe", "Seoh, Chang & McCallum 2023, Multi2SPE", "multi2spe", "multi2spe", "citations",
