@@ -47,7 +47,8 @@ optimiser step, but rows train minutes apart, so the speed comparison with the p
 (paired, alternating rounds).
 
 Rows are written to the JSON as they finish; a run adds to an existing file (rows already there for a seed
-and system are kept, not rerun), so ``--seeds`` and ``--systems`` split a long benchmark over sessions. ``--keep-models`` keeps the trained models, so
+and system are kept, not rerun), so ``--seeds`` and ``--systems`` split a long benchmark over sessions, or over
+processes running side by side (each keeps the rows the others wrote, under a lock). ``--keep-models`` keeps the trained models, so
 that ``--rescore`` can score them again when the tasks gain a statistic, without training again.
 
     python benchmarks/recipes.py --data ../shared/data --seeds 0 1 2 --steps 60
@@ -57,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import fcntl
 import gc
 import json
 import logging
@@ -205,13 +207,19 @@ def main() -> None:
     fixed = FixedTasks.read(folders)
 
     def save() -> None:
-        report = {"benchmark": "recipes", "description": __doc__.strip().splitlines()[0],
-                  "settings": {**settings, "seeds": sorted({r["seed"] for r in rows})}, "data": fixed.counts,
-                  "machine": {"platform": platform.platform(), "torch_threads": torch.get_num_threads()},
-                  "rows": rows, "summary": summarise(rows)}
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(args.output) as temporary:
-            temporary.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        # Runs of other seeds or systems may add to the file meanwhile: under a lock, keep the rows it gained.
+        with open(args.output.with_name(f"{args.output.name}.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if args.output.is_file():
+                mine = {(r["seed"], r["system"]) for r in rows}
+                rows.extend(r for r in json.loads(args.output.read_text(encoding="utf-8"))["rows"] if (r["seed"], r["system"]) not in mine)
+            report = {"benchmark": "recipes", "description": __doc__.strip().splitlines()[0],
+                      "settings": {**settings, "seeds": sorted({r["seed"] for r in rows})}, "data": fixed.counts,
+                      "machine": {"platform": platform.platform(), "torch_threads": torch.get_num_threads()},
+                      "rows": rows, "summary": summarise(rows)}
+            with atomic_path(args.output) as temporary:
+                temporary.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 
     def add(row: dict[str, Any]) -> None:
         rows.append(row)
