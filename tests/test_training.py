@@ -572,6 +572,29 @@ def test_held_out_queries_never_appear_in_training_triplets():
         assert set(everything["positive_id"]) & set(held)  # without exclude they do appear
 
 
+def test_pairs_are_co_citations_or_citations_and_never_touch_held_out_papers(tiny_bert, tmp_path):
+    """data.pairs: the MoE recipe's co-citation pairs (papers cited together), or citation links (citing paper
+    first); held-out papers are in neither, and an unknown kind is named."""
+    from sciembed.training.examples import pair_dataset, read_citation_source, split_queries
+    from sciembed.training.run import prepare
+
+    source = read_citation_source(shared_data("cacm"))
+    _, held = split_queries(source.linked_queries(), 0.2, seed=3)
+    links = source.neighbours()
+    cocited = pair_dataset(source, exclude=held)
+    cited = pair_dataset(source, exclude=held, kind="citations")
+    for pairs in (cocited, cited):
+        assert not ({*pairs["a_id"], *pairs["b_id"]} & set(held))
+    linked = [b in links.get(a, set()) for a, b in zip(cited["a_id"], cited["b_id"])]
+    assert all(linked) and set(cited["a_id"]) <= set(source.linked_queries())
+    assert sum(b in links.get(a, set()) for a, b in zip(cocited["a_id"], cocited["b_id"])) < len(cocited) / 2
+    run = prepare("moe-cocitation", tiny_bert, shared_data("cacm"), tmp_path / "moe",
+                  {"data.held_out": 0.2, "data.seed": 3, "data.pairs": "citations", "max_steps": 1, "embedding.max_length": 32})
+    assert run.data["examples"] == len(cited) and run.settings["data"]["pairs"] == "citations"
+    with pytest.raises(ValueError, match="unknown pair kind 'links'; one of cocitations, citations"):
+        prepare("moe-cocitation", tiny_bert, shared_data("cacm"), tmp_path / "bad", {"data.pairs": "links", "max_steps": 1})
+
+
 def test_sciembed_train_command(tiny_bert, tmp_path, capsys):
     from sciembed.cli import main
 

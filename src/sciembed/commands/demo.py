@@ -1,10 +1,11 @@
 """``sciembed demo``, the main job of ``make demo``: the whole life of a model on the embedded default, as CLI commands.
 
-1. ``sciembed train --recipe specter``: split CACM's linked papers into training and held-out query
-   papers, sample SPECTER triplets from the training part, and fine-tune the embedded all-MiniLM-L6-v2
-   in its own embedding (mean pooling + L2 normalisation) with the recipe's unit-vector objective
-   (multiple-negatives ranking with each triplet's hard negative) for a short budget, scoring the
-   held-out cite task (SciDocs' protocol) before and after;
+1. ``sciembed train --recipe specter`` (the recipe ``benchmarks/recipes.py`` recommends): split CACM's linked papers
+   into training and held-out query papers, sample SPECTER triplets from the training part, and fine-tune the
+   embedded all-MiniLM-L6-v2 in its own embedding (mean pooling + L2 normalisation) with the recipe's unit-vector
+   settings (multiple-negatives ranking with each triplet's hard negative, then WiSE-FT's average with MiniLM) for a
+   short budget on texts cut to 128 tokens, scoring the held-out cite task (SciDocs' protocol) before and after in
+   the model's own window;
 2. the held-out table: MiniLM as published, the recipe's step 0 when it differs, and the fine-tuned model;
 3. ``sciembed export``: a Hub-ready folder with the model card and the held-out results, checked by
    loading it in a fresh process without sciembed;
@@ -42,7 +43,8 @@ RECIPE = "specter"
 #: The budget that keeps the demo to a few minutes on two CPU cores: optimiser steps of 32 triplets on CACM.
 CACM_BUDGET = {"max_steps": 20, "per_device_train_batch_size": 32, "gradient_accumulation_steps": 1, "data.held_out": 0.2}
 EXAMPLE_BUDGET = {"max_steps": 6, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 1, "data.held_out": 0.2}
-SHARED = {"embedding.max_length": 128, "save_strategy": "no", "eval_strategy": "no", "logging_steps": 5, "per_device_eval_batch_size": 32}
+#: Training texts cut to 128 tokens (cheaper steps); the model keeps MiniLM's window, as its users embed with it.
+SHARED = {"data.max_length": 128, "save_strategy": "no", "eval_strategy": "no", "logging_steps": 5, "per_device_eval_batch_size": 32}
 #: Held-out (query, cited paper, random paper) triples scored in step 4.
 PAIRS = 300
 #: What runs on CACM at the default budget took and printed on this project's two-core machines: the range seen
@@ -58,7 +60,6 @@ folders, triples = json.loads(sys.argv[1]), json.load(sys.stdin)
 result = {}
 for name, folder in folders.items():
     model = SentenceTransformer(folder, device="cpu", trust_remote_code=True)
-    model.max_seq_length = 128
     texts = sorted({text for triple in triples for text in triple})
     vectors = dict(zip(texts, model.encode(texts, batch_size=32, normalize_embeddings=True)))
     wins = [float(vectors[q] @ vectors[c] > vectors[q] @ vectors[r]) for q, c, r in triples]

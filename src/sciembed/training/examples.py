@@ -9,7 +9,7 @@ query is a record whose title is the query and whose abstract is empty.
   (:class:`CitationFiles`); :data:`sciembed.data.layouts.TRAINING_LAYOUTS` shows each with an example;
 - :func:`triplet_dataset` samples SPECTER, SPECTROID or SciNCL triplets from it (``query``,
   ``positive``, ``negative``, with their ids in ``query_id``, ...), or :func:`scirepeval_triplets` reads SciRepEval's ready triplets;
-- :func:`pair_dataset` makes co-citation pairs (``a``, ``b``) for the MoE paper's contrastive training;
+- :func:`pair_dataset` makes co-citation pairs (``a``, ``b``) for the MoE paper's contrastive training, or citation pairs;
 - :func:`labelled_papers` makes ``(paper, label)`` examples for classification heads;
 - :func:`multitask_dataset` turns SciRepEval's training samples into one task-tagged dataset, and :func:`tagged_dataset`
   the rows of any tasks (a task mixture of several sources: :mod:`sciembed.training.task_mixture`).
@@ -337,21 +337,32 @@ def scirepeval_triplets(path: str | os.PathLike[str], *, skip_invalid: bool = Tr
     })
 
 
-def pair_dataset(source: CitationSource, *, queries: Iterable[str] | None = None, exclude: Iterable[str] = (),
-                 domain: str | None = None) -> Dataset:
-    """Positive co-citation pairs ``(a, b)`` for in-batch-negatives training (the MoE paper's data).
+#: What :func:`pair_dataset` pairs: papers cited together (the MoE paper's data), or a paper and one it cites.
+PAIR_KINDS = ("cocitations", "citations")
 
-    Pairs come from the source's own co-citation links (CACM type 6), or else from the graph (papers
-    cited together by some paper). Pairs touching an excluded paper are left out; with ``queries``
-    only pairs whose first paper is one of them are kept. ``domain`` tags every pair for domain routing.
+
+def pair_dataset(source: CitationSource, *, queries: Iterable[str] | None = None, exclude: Iterable[str] = (),
+                 domain: str | None = None, kind: str = "cocitations") -> Dataset:
+    """Positive pairs ``(a, b)`` for in-batch-negatives training.
+
+    ``kind="cocitations"`` (the MoE paper's data): the source's own co-citation links (CACM type 6), or else
+    the graph's (papers cited together by some paper). ``kind="citations"``: each citation link, citing paper
+    first (SPECTER's positives, without its hard negatives). Pairs touching an excluded paper are left out;
+    with ``queries`` only pairs whose first paper is one of them are kept. ``domain`` tags every pair for
+    domain routing.
     """
+    if kind not in PAIR_KINDS:
+        raise ValueError(f"unknown pair kind {kind!r}; one of {', '.join(PAIR_KINDS)}")
     excluded = set(exclude)
     allowed = None if queries is None else set(queries)
-    pairs = source.cocited or _graph_cocitations(source)
+    pairs = (source.cocited or _graph_cocitations(source)) if kind == "cocitations" else _graph_citations(source)
     rows = [(a, b) for a, b in pairs if a not in excluded and b not in excluded and (allowed is None or a in allowed or b in allowed)]
-    if not rows:
+    if not rows and kind == "cocitations":
         raise ValueError(f"{source.path}: no co-citation pair among the papers with text (two papers cited by the same paper); "
-                         "this recipe needs papers that share citing papers, the triplet recipes (specter, scincl) need only citations")
+                         "this recipe needs papers that share citing papers (or data.pairs=citations), the triplet recipes "
+                         "(specter, scincl) need only citations")
+    if not rows:
+        raise ValueError(f"{source.path}: no citation between two papers with text outside the excluded ones")
     columns: dict[str, list[Any]] = {
         "a": [paper_record(source.papers[a]) for a, _ in rows],
         "a_id": [a for a, _ in rows],
@@ -361,6 +372,13 @@ def pair_dataset(source: CitationSource, *, queries: Iterable[str] | None = None
     if domain is not None:
         columns["domain"] = [domain] * len(rows)
     return Dataset.from_dict(columns)
+
+
+def _graph_citations(source: CitationSource) -> list[tuple[str, str]]:
+    graph = source.graph
+    rows = np.repeat(np.arange(graph.num_papers), np.diff(graph.out_indptr))
+    keep = graph.has_text[rows] & graph.has_text[graph.out_indices] & (rows != graph.out_indices)
+    return list(zip(graph.ids[rows[keep]].tolist(), graph.ids[graph.out_indices[keep]].tolist()))
 
 
 def _graph_cocitations(source: CitationSource) -> list[tuple[str, str]]:

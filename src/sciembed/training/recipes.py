@@ -333,7 +333,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
     _recipe(
         "moe-cocitation", "Hallee, Kapur et al. 2024, MoE BERT", "pairs", "moe_bert", "citations",
         model={"domains": ["cs"], "routing": "enforced"},
-        data_settings={"domain": "cs"},
+        data_settings={"domain": "cs", "pairs": "cocitations"},
         loss={"name": "mnr", "temperature": 0.7, "learn_temperature": True, "similarity": "dot", "symmetric": False,
               "router_cross_entropy": 1.0, "router_mutual_information": 0.0, "router_load_balancing": 0.0},
         training={"learning_rate": 1e-5, "lr_scheduler_type": "cosine", "warmup_steps": 0, "num_train_epochs": 1,

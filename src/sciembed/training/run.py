@@ -386,7 +386,8 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
     if mixture and recipe.data == "citations":
         pairs = recipe.objective == "pairs"
         options.pop("domain", None)  # each graph's rows are tagged with its own domain
-        by_domain = task_mixture.domain_examples(task_mixture.read_task_mixture(path), pairs=pairs, sampler=None if pairs else options.pop("sampler"),
+        by_domain = task_mixture.domain_examples(task_mixture.read_task_mixture(path), pairs=options.pop("pairs") if pairs else None,
+                                                 sampler=None if pairs else options.pop("sampler"),
                                                  sampler_options=None if pairs else options, held_out=held_out, validation=validation_share,
                                                  seed=seed, exclude=excluded, smart_links=smart_links)
         train, domains, evaluation, validation = by_domain.train, by_domain.domains, by_domain.evaluation, by_domain.validation
@@ -435,7 +436,7 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
             counts.update(training_examples.exclusion_counts(excluded, source.papers.keys(), "data.exclude"))
         unseen = [*split.unseen, *sorted(excluded)]
         if recipe.objective == "pairs":
-            train = training_examples.pair_dataset(source, exclude=unseen, domain=options.pop("domain", None))
+            train = training_examples.pair_dataset(source, exclude=unseen, domain=options.pop("domain", None), kind=options.pop("pairs"))
         else:
             sampler = options.pop("sampler")
             train = training_examples.triplet_dataset(source, sampler=sampler, queries=split.train, exclude=unseen, seed=seed, **options)

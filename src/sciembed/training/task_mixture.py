@@ -270,12 +270,13 @@ class DomainExamples:
     validation: Any = None
 
 
-def domain_examples(tasks: list[MixtureTask], *, pairs: bool, sampler: str | None = None, sampler_options: Mapping[str, Any] | None = None,
+def domain_examples(tasks: list[MixtureTask], *, pairs: str | None, sampler: str | None = None, sampler_options: Mapping[str, Any] | None = None,
                     held_out: float = 0.0, validation: float = 0.0, seed: int = 0, exclude: set[str] | frozenset[str] = frozenset(),
                     smart_links: str = "cacm") -> DomainExamples:
     """The examples of a citation recipe trained on several domains (Multi2SPE's and MoE BERT's multi-domain setting):
     every task is a citation graph whose name is its domain, its queries split by ``held_out`` / ``validation`` /
-    ``seed`` as a single graph's are; ``pairs`` makes co-citation pairs (MoE BERT), else ``sampler`` triplets."""
+    ``seed`` as a single graph's are; ``pairs`` makes pairs of that kind (``cocitations`` for MoE BERT, see
+    :func:`~.examples.pair_dataset`), else ``sampler`` triplets."""
     from datasets import concatenate_datasets
 
     from ..evaluation.loaders import TaskSuite
@@ -291,7 +292,7 @@ def domain_examples(tasks: list[MixtureTask], *, pairs: bool, sampler: str | Non
         excluded = set(exclude) | set(task.exclude)
         unseen = [*split.unseen, *sorted(excluded)]
         if pairs:
-            part = pair_dataset(source, exclude=unseen, domain=task.name)
+            part = pair_dataset(source, exclude=unseen, domain=task.name, kind=pairs)
         else:
             part = triplet_dataset(source, sampler=sampler or "specter", queries=split.train, exclude=unseen, seed=seed, **(sampler_options or {}))
             part = part.add_column("domain", [task.name] * len(part))
