@@ -243,6 +243,12 @@ def test_the_dense_counterpart_trains_the_same_data_without_experts(domains, tin
 
     shown = resolved_settings("moe-cocitation", tiny_bert, {"model.family": "none"})
     assert shown["model"] == {"family": None} and shown["data"]["domain"] is None
+    # In unit vectors the dense counterpart keeps the recipe's WiSE-FT average: the two differ by the experts alone.
+    from sciembed.training.recipes import get_recipe
+    from sciembed.training.run import _dense_variant
+
+    dense, _ = _dense_variant(get_recipe("moe-cocitation"), {"model.family": "none"})
+    assert dense.resolve(unit_vectors=True)["model"]["weight_average"] == get_recipe("moe-cocitation").resolve(unit_vectors=True)["model"]["weight_average"]
 
 
 def test_triplet_recipes_take_a_domain_mixture_and_multitask_ones_one_graph(domains, tiny_bert, tmp_path):

@@ -465,7 +465,7 @@ def _dense_variant(recipe: Recipe, overrides: Mapping[str, Any] | None) -> tuple
     settings["model"] = {"family": None, **{k: v for k, v in settings["model"].items() if k == "weight_average"}}
     if "domain" in settings["data"]:
         settings["data"]["domain"] = None
-    unit_vectors = {k: v for k, v in recipe.unit_vector_settings.items() if not k.startswith("model.")}
+    unit_vectors = {k: v for k, v in recipe.unit_vector_settings.items() if not k.startswith("model.") or k == "model.weight_average"}
     return dataclasses.replace(recipe, family=None, settings=settings, unit_vector_settings=unit_vectors), flat
 
 
