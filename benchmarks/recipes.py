@@ -587,8 +587,10 @@ def _paired_macro_f1(pairs: list[tuple[dict[str, Any], dict[str, Any]]], task: s
     for row, other in pairs:
         if task not in row.get("per_paper", {}) or their_task not in other.get("per_paper", {}):
             continue
-        seeds.append(row["seed"])
         ours, theirs = row["per_paper"][task], other["per_paper"][their_task]
+        if ours["papers"].keys() != theirs["papers"].keys():  # scored on other test papers (a split changed since): no pair
+            continue
+        seeds.append(row["seed"])
         ids = list(ours["papers"])
         weights = rng.multinomial(len(ids), np.full(len(ids), 1 / len(ids)), size=BOOTSTRAP)
         everyone = np.ones((1, len(ids)))
@@ -602,6 +604,13 @@ def _paired_macro_f1(pairs: list[tuple[dict[str, Any], dict[str, Any]]], task: s
     if not points:
         return None
     return _interval(statistics.mean(points), np.mean(resampled, axis=0), seeds, papers=papers)
+
+
+def _same_test_papers(row: dict[str, Any], other: dict[str, Any], task: str) -> bool:
+    """Whether two rows scored a classification task on the same test papers (rows without per-paper values are
+    taken to: they predate the splits' changes)."""
+    ours, theirs = (r.get("per_paper", {}).get(task) for r in (row, other))
+    return ours is None or theirs is None or ours["papers"].keys() == theirs["papers"].keys()
 
 
 def _interval(difference: float, resampled: np.ndarray, seeds: list[int], **counts: int) -> dict[str, Any]:
@@ -627,7 +636,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
                                  "mean": {t: {m: round(statistics.mean(r["metrics"][t][m] for r in chosen), 2) for m in tasks[t]} for t in tasks}}
         if name != REFERENCE:
             entry["against_published"] = {t: paired_interval(chosen, reference, t) for t in (*PER_QUERY, *PER_PAPER)}
-            entry["change_per_seed"] = {t: {m: [round(r["metrics"][t][m] - reference[r["seed"]]["metrics"][t][m], 2) for r in chosen]
+            entry["change_per_seed"] = {t: {m: [round(r["metrics"][t][m] - reference[r["seed"]]["metrics"][t][m], 2)
+                                                if _same_test_papers(r, reference[r["seed"]], t) else None for r in chosen]
                                             for m in tasks[t]} for t in tasks if t not in CITE_TASKS}
             if name != PEER and PEER in by_system:
                 entry["against_peer"] = {t: paired_interval(chosen, by_system[PEER], t) for t in (*PER_QUERY, *PER_PAPER)}
@@ -646,6 +656,12 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
+def _mean_change(entry: dict[str, Any], task: str, metric: str) -> float | None:
+    """The mean per-seed change of a system on a task, over the seeds scored on the reference's test papers."""
+    changes = [c for c in entry.get("change_per_seed", {}).get(task, {}).get(metric, []) if c is not None]
+    return statistics.mean(changes) if changes else None
+
+
 COLUMNS = (("cacm_cite", "map", "CACM cite MAP"), ("hepth_cite", "map", "hep-th cite MAP"), ("cacm_categories", "f1_macro", "CACM categories F1"),
            ("arxiv_archive", "f1_macro", "arXiv archive F1"), ("fos", "f1_macro", "FoS F1"), ("search", "ndcg", "search nDCG"))
 
@@ -661,8 +677,9 @@ def table(summary: dict[str, Any]) -> str:
             low, high = paired["interval_95"]
             fewer = f", seed {', '.join(map(str, paired['seeds']))}" if paired["seeds"] != entry["seeds"] else ""
             return f"{value} ({paired['difference']:+.2f} [{low:+.2f}, {high:+.2f}]{fewer})"
-        if task in entry.get("change_per_seed", {}):
-            return f"{value} ({statistics.mean(entry['change_per_seed'][task][metric]):+.2f})"
+        change = _mean_change(entry, task, metric)
+        if change is not None:
+            return f"{value} ({change:+.2f})"
         return value
 
     header = ["system", "seeds", *(title for _, _, title in COLUMNS), "vs peer (CACM cite)", "vs counterpart (CACM cite; a head: its categories F1 vs MiniLM's probe)"]
@@ -705,8 +722,8 @@ def plot(summary: dict[str, Any], path: Path) -> None:
                 difference, (low, high) = paired["difference"], paired["interval_95"]
                 colour = "tab:green" if low > 0 else "tab:red" if high < 0 else "tab:gray"
                 axis.barh(y, difference, color=colour, xerr=[[difference - low], [high - difference]], capsize=3)
-            elif task in entry.get("change_per_seed", {}):
-                axis.barh(y, statistics.mean(entry["change_per_seed"][task][metric]), color="lightgray", hatch="//")
+            elif _mean_change(entry, task, metric) is not None:
+                axis.barh(y, _mean_change(entry, task, metric), color="lightgray", hatch="//")
         axis.axvline(0, color="black", linewidth=0.8)
         axis.set_title(title, fontsize=10)
         axis.set_yticks(range(len(systems)), systems)
