@@ -110,12 +110,12 @@ SYSTEMS = {
     "scincl": System("scincl", "SciNCL recipe (graph-neighbour triplets) on MiniLM", counterpart="specter"),
     "multi2spe": System("multi2spe", "Multi2SPEModel (K = 3) from MiniLM, multi2spe recipe", counterpart="multi2spe-k1"),
     "multi2spe-k1": System("multi2spe", "Multi2SPEModel with one CLS token (K = 1), multi2spe recipe", {"model.num_cls_tokens": 1}),
-    "moe-cocitation": System("moe-cocitation", "MoEBertModel from MiniLM (enforced routing, domain cs), co-citation pairs"),
+    "moe-cocitation": System("moe-cocitation", "MoEBertModel from MiniLM (enforced routing, domain cs), citation pairs"),
     "multi2spe-domains": System("multi2spe", "Multi2SPEModel (K = 3) from MiniLM, multi2spe recipe on CACM + hep-th",
                                 counterpart="multi2spe-k1-domains", domains=True),
     "multi2spe-k1-domains": System("multi2spe", "Multi2SPEModel with one CLS token (K = 1), multi2spe recipe on CACM + hep-th",
                                    {"model.num_cls_tokens": 1}, domains=True),
-    "moe-domains": System("moe-cocitation", "MoEBertModel from MiniLM, one expert per domain (cs, physics), co-citation pairs of "
+    "moe-domains": System("moe-cocitation", "MoEBertModel from MiniLM, one expert per domain (cs, physics), citation pairs of "
                           "CACM + hep-th", counterpart="moe-dense-domains", domains=True),
     "moe-dense-domains": System("moe-cocitation", "MiniLM as it is (no experts), the moe-cocitation recipe on CACM + hep-th",
                                 {"model.family": "none"}, domains=True),
@@ -393,8 +393,11 @@ def recipe_row(name: str, seed: int, data: Path, output: str, overrides: dict[st
         save_trained(trainer, run.tokenizer, keep)
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     embedding = {k: run.settings["embedding"][k] for k in ("pooling", "normalize", "max_length")}
+    # What the recipe's defaults resolved to (they change over time; overrides name only the row's own settings).
+    resolved = {"learning_rate": run.settings["training"]["learning_rate"], "weight_average": run.settings["model"].get("weight_average", 1.0),
+                **{k: run.settings["data"][k] for k in ("sampler", "pairs", "rank_overflow") if k in run.settings["data"]}}
     return {"seed": seed, "system": name, "recipe": system.recipe, "model": system.description, "overrides": system.overrides,
-            "embedding": embedding, "loss": run.settings["loss"], "held_out_queries": run.data.get("held_out_queries"),
+            "resolved": resolved, "embedding": embedding, "loss": run.settings["loss"], "held_out_queries": run.data.get("held_out_queries"),
             "training_queries": run.data.get("queries"), "examples_available": run.data["examples"],
             **({"excluded_papers": run.data["excluded_papers"]} if system.labelled else
                {"before": before["cacm_cite"], **({"before_hepth": before["hepth_cite"]} if system.domains else {})}), **scored, "steps": result.global_step, "examples_seen": result.global_step * BATCH,
