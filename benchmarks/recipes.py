@@ -14,7 +14,7 @@ window (all-MiniLM-L6-v2's 256 tokens, which training on shorter texts leaves al
   K = 3 CLS tokens against K = 1;
 - ``specter-2e-5``: the specter recipe without its unit-vector departure (SPECTER's learning rate 2e-5, no WiSE-FT
   average), the counterpart that shows what the departure (chosen on a validation split of seed 0's training queries,
-  ``validation_search.py``) does on held-out ones. (Its rows were trained as ``specter`` and ``specter-wise`` the
+  ``data.validation``) does on held-out ones. (Its rows were trained as ``specter`` and ``specter-wise`` the
   default and a variant, before the variant's two settings became the default.)
 - the multi-task rows (``scirepeval-ctrl``, ``-adapters``, ``-fusion``, ``-pals``): SciRepEval's recipes on the seed's
   task mixture (``write_mixture``: CACM's citations split as the specter row's, CACM's categories and the fields of
@@ -393,11 +393,8 @@ def recipe_row(name: str, seed: int, data: Path, output: str, overrides: dict[st
         save_trained(trainer, run.tokenizer, keep)
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     embedding = {k: run.settings["embedding"][k] for k in ("pooling", "normalize", "max_length")}
-    # What the recipe's defaults resolved to (they change over time; overrides name only the row's own settings).
-    resolved = {"learning_rate": run.settings["training"]["learning_rate"], "weight_average": run.settings["model"].get("weight_average", 1.0),
-                **{k: run.settings["data"][k] for k in ("sampler", "pairs", "rank_overflow") if k in run.settings["data"]}}
     return {"seed": seed, "system": name, "recipe": system.recipe, "model": system.description, "overrides": system.overrides,
-            "resolved": resolved, "embedding": embedding, "loss": run.settings["loss"], "held_out_queries": run.data.get("held_out_queries"),
+            "resolved": resolved_defaults(run.settings), "embedding": embedding, "loss": run.settings["loss"], "held_out_queries": run.data.get("held_out_queries"),
             "training_queries": run.data.get("queries"), "examples_available": run.data["examples"],
             **({"excluded_papers": run.data["excluded_papers"]} if system.labelled else
                {"before": before["cacm_cite"], **({"before_hepth": before["hepth_cite"]} if system.domains else {})}), **scored, "steps": result.global_step, "examples_seen": result.global_step * BATCH,
@@ -406,6 +403,13 @@ def recipe_row(name: str, seed: int, data: Path, output: str, overrides: dict[st
             **({"tasks": run.data["tasks"]} if system.mixture else {}), **({"base": str(base)} if base else {}),
             **({"domains": {d: {k: v for k, v in c.items() if not k.endswith("_ids")} for d, c in run.data["domains"].items()}}
                if system.domains else {})}
+
+
+def resolved_defaults(settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What a run's learning rate, weight average and example kind resolved to: recipe defaults change over time, and
+    a row's ``overrides`` name only its own settings."""
+    return {"learning_rate": settings["training"]["learning_rate"], "weight_average": settings["model"].get("weight_average", 1.0),
+            **{k: settings["data"][k] for k in ("sampler", "pairs", "rank_overflow") if k in settings["data"]}}
 
 
 def step_zero(trainer, suite: TaskSuite, tasks: tuple[str, ...]) -> dict[str, dict[str, float]]:
@@ -725,8 +729,8 @@ def plot(summary: dict[str, Any], path: Path) -> None:
                 difference, (low, high) = paired["difference"], paired["interval_95"]
                 colour = "tab:green" if low > 0 else "tab:red" if high < 0 else "tab:gray"
                 axis.barh(y, difference, color=colour, xerr=[[difference - low], [high - difference]], capsize=3)
-            elif _mean_change(entry, task, metric) is not None:
-                axis.barh(y, _mean_change(entry, task, metric), color="lightgray", hatch="//")
+            elif (change := _mean_change(entry, task, metric)) is not None:
+                axis.barh(y, change, color="lightgray", hatch="//")
         axis.axvline(0, color="black", linewidth=0.8)
         axis.set_title(title, fontsize=10)
         axis.set_yticks(range(len(systems)), systems)

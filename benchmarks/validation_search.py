@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 import sciembed
-from recipes import budget
+from recipes import budget, resolved_defaults
 from sciembed.evaluation import evaluate_suite
 from sciembed.io import atomic_path
 from sciembed.training.recipes import RECIPES, parse_assignments
@@ -74,11 +74,7 @@ def main() -> None:
         seconds = time.perf_counter() - started
         after = cite_metrics(trainer.evaluate(eval_dataset=suite))
     reference = {name: round(value, 2) for name, value in published.results[0].metrics.items() if name in ("map", "ndcg")}
-    # The settings that matter here as resolved (a recipe's defaults change over time; the variant names only overrides).
-    resolved = {"training.learning_rate": run.settings["training"]["learning_rate"],
-                "model.weight_average": run.settings["model"].get("weight_average", 1.0),
-                **{f"data.{k}": run.settings["data"][k] for k in ("sampler", "pairs", "rank_overflow") if k in run.settings["data"]}}
-    row = {**key, "resolved": resolved, "validation_queries": len(suite.tasks[0].qrels), REFERENCE: reference, "before": before, "after": after,
+    row = {**key, "resolved": resolved_defaults(run.settings), "validation_queries": len(suite.tasks[0].qrels), REFERENCE: reference, "before": before, "after": after,
            "change_vs_published": {name: round(after[name] - reference[name], 2) for name in reference},
            "train_seconds": round(seconds, 1), "torch_threads": torch.get_num_threads()}
     print(json.dumps(row), flush=True)

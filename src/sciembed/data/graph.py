@@ -103,7 +103,7 @@ class CitationGraph:
         self.stats = stats
         # In-rows: the transpose, built once by a stable sort of the cited column (rows come out sorted).
         order = np.argsort(out_indices, kind="stable")
-        self.in_indices = self._rows_of_edges().astype(out_indices.dtype, copy=False)[order]
+        self.in_indices = self.citing_of_edges().astype(out_indices.dtype, copy=False)[order]
         self.in_indptr = _indptr(np.bincount(out_indices, minlength=n))
 
     # ------------------------------------------------------------------ constructors
@@ -391,9 +391,10 @@ class CitationGraph:
     @cached_property
     def _edge_keys(self) -> np.ndarray:
         # Row-major CSR with sorted rows means ``row * n + column`` is already globally sorted.
-        return self._rows_of_edges().astype(np.int64) * self.num_papers + self.out_indices
+        return self.citing_of_edges().astype(np.int64) * self.num_papers + self.out_indices
 
-    def _rows_of_edges(self) -> np.ndarray:
+    def citing_of_edges(self) -> np.ndarray:
+        """The citing paper's index of every edge, aligned with ``out_indices`` (its cited paper's)."""
         return np.repeat(np.arange(self.num_papers, dtype=np.int64), np.diff(self.out_indptr))
 
     def has_edge(self, citing: np.ndarray | int, cited: np.ndarray | int) -> np.ndarray | bool:

@@ -86,9 +86,8 @@ class CitationSource:
     def neighbours(self) -> dict[str, set[str]]:
         """Each paper id's linked ids, both directions (what a cite task judges as relevant)."""
         graph = self.graph
-        rows = np.repeat(np.arange(graph.num_papers), np.diff(graph.out_indptr))
         result: dict[str, set[str]] = {}
-        for a, b in zip(graph.ids[rows].tolist(), graph.ids[graph.out_indices].tolist()):
+        for a, b in zip(graph.ids[graph.citing_of_edges()].tolist(), graph.ids[graph.out_indices].tolist()):
             result.setdefault(a, set()).add(b)
             result.setdefault(b, set()).add(a)
         return result
@@ -104,10 +103,8 @@ class CitationSource:
         """Papers with text that cite (or, in CACM, are linked to) at least one paper with text, in id order."""
         graph = self.graph
         has_text = graph.has_text
-        indptr, indices = graph.out_indptr, graph.out_indices
-        rows = np.repeat(np.arange(graph.num_papers), np.diff(indptr))
         linked = np.zeros(graph.num_papers, dtype=bool)
-        linked[rows[has_text[indices]]] = True
+        linked[graph.citing_of_edges()[has_text[graph.out_indices]]] = True
         return [str(i) for i in graph.ids[linked & has_text]]
 
 
@@ -376,7 +373,7 @@ def pair_dataset(source: CitationSource, *, queries: Iterable[str] | None = None
 
 def _graph_citations(source: CitationSource) -> list[tuple[str, str]]:
     graph = source.graph
-    rows = np.repeat(np.arange(graph.num_papers), np.diff(graph.out_indptr))
+    rows = graph.citing_of_edges()
     keep = graph.has_text[rows] & graph.has_text[graph.out_indices] & (rows != graph.out_indices)
     return list(zip(graph.ids[rows[keep]].tolist(), graph.ids[graph.out_indices[keep]].tolist()))
 
@@ -478,12 +475,11 @@ def exclusion_counts(excluded: Iterable[str], known: Iterable[str], what: str) -
     """What excluding ``excluded`` from papers ``known`` did: ``excluded_papers`` (the excluded ids that name a known
     paper, left out) and ``exclude_ids_unknown`` (those that name none). Ids that name no paper are logged, since a
     wrongly formatted ids file would otherwise leave every test paper in the training data without a word."""
-    excluded = set(excluded)
-    found = len(excluded & set(known))
-    if found < len(excluded):
+    unknown = set(excluded) - set(known)
+    if unknown:
         logger.warning("%s: %d of %d paper id(s) name no paper of the data (e.g. %s); they exclude nothing", what,
-                       len(excluded) - found, len(excluded), sorted(excluded - set(known))[:3])
-    return {"excluded_papers": found, "exclude_ids_unknown": len(excluded) - found}
+                       len(unknown), len(set(excluded)), sorted(unknown)[:3])
+    return {"excluded_papers": len(set(excluded)) - len(unknown), "exclude_ids_unknown": len(unknown)}
 
 
 def classification_rows(path: str | os.PathLike[str], *, skip_invalid: bool = True, smart_links: str = "cacm") -> TaskRows:

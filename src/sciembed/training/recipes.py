@@ -227,9 +227,8 @@ _UNIT_VECTOR_TRIPLETS = {"loss.name": "mnr", "loss.similarity": "cosine", "loss.
 #: Fine-tuning a base already trained in unit vectors (a sentence-transformers model) on citation triplets: learning
 #: rate 1e-4 (SPECTER's 2e-5 is for a full epoch from BERT), then WiSE-FT's average of the trained and the starting
 #: weights, half each (Wortsman et al. 2022, "Robust fine-tuning of zero-shot models"), which keeps the base's quality
-#: outside the training domain. Both chosen on a validation split of CACM's training queries
-#: (``benchmarks/validation_search.py``), never on held-out ones; ``training.learning_rate=2e-5
-#: model.weight_average=1`` trains as before.
+#: outside the training domain. Both chosen on a validation split of CACM's training queries (``data.validation``),
+#: never on held-out ones; ``training.learning_rate=2e-5 model.weight_average=1`` trains as before.
 _UNIT_VECTOR_FINE_TUNING = {"training.learning_rate": 1e-4, "model.weight_average": 0.5}
 
 #: Multi2SPE from a base trained in unit vectors (mean pooling): its CLS tokens start at the base's ``[CLS]``, which

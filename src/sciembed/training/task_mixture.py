@@ -223,7 +223,7 @@ def mixture_examples(tasks: list[MixtureTask], *, held_out: float = 0.0, validat
             if task.multi_label is not None and task.multi_label != (task_rows.kind == "multilabel"):
                 raise ValueError(f"task {task.name}: multi_label is {str(task.multi_label).lower()}, but {task.data} holds "
                                  f"{'several labels' if task_rows.kind == 'multilabel' else 'one label'} per paper")
-            task_rows = task_rows.without(set(task.exclude))
+            task_rows = task_rows.without(set(task.exclude), f"task {task.name}: exclude")
         elif task.type == "search":
             task_rows = search_rows(task.data, skip_invalid=skip_invalid)
         elif not _is_graph(task.data):
