@@ -206,14 +206,19 @@ def main() -> None:
     done = {(r["seed"], r["system"]) for r in rows}
     fixed = FixedTasks.read(folders)
 
+    #: The rows this run added or rescored: the only ones it writes; the file's others are kept as they are now.
+    changed: set[tuple[int, str]] = set()
+
     def save() -> None:
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        # Runs of other seeds or systems may add to the file meanwhile: under a lock, keep the rows it gained.
+        # Runs of other seeds or systems may add or rescore rows meanwhile: under a lock, take the file's rows and
+        # replace only this run's.
         with open(args.output.with_name(f"{args.output.name}.lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if args.output.is_file():
-                mine = {(r["seed"], r["system"]) for r in rows}
-                rows.extend(r for r in json.loads(args.output.read_text(encoding="utf-8"))["rows"] if (r["seed"], r["system"]) not in mine)
+                ours = {(r["seed"], r["system"]): r for r in rows if (r["seed"], r["system"]) in changed}
+                theirs = json.loads(args.output.read_text(encoding="utf-8"))["rows"]
+                rows[:] = [ours.pop((r["seed"], r["system"]), r) for r in theirs] + list(ours.values())
             report = {"benchmark": "recipes", "description": __doc__.strip().splitlines()[0],
                       "settings": {**settings, "seeds": sorted({r["seed"] for r in rows})}, "data": fixed.counts,
                       "machine": {"platform": platform.platform(), "torch_threads": torch.get_num_threads()},
@@ -223,6 +228,7 @@ def main() -> None:
 
     def add(row: dict[str, Any]) -> None:
         rows.append(row)
+        changed.add((row["seed"], row["system"]))
         print(json.dumps({k: v for k, v in row.items() if k not in ("per_query", "per_paper")}), flush=True)
         save()
 
@@ -239,7 +245,7 @@ def main() -> None:
                     if unknown:
                         raise SystemExit(f"--tasks: no task {', '.join(unknown)}; the tasks are {', '.join(t.task_id for t in suite.tasks)}")
                     suite = replace(suite, tasks=[task for task in suite.tasks if task.task_id in args.tasks])
-                rescore(rows, seed, [REFERENCE, *args.systems], suite, args)
+                changed.update(rescore(rows, seed, [REFERENCE, *args.systems], suite, args))
                 save()
                 continue
             if (seed, REFERENCE) not in done:
@@ -273,10 +279,11 @@ def main() -> None:
     print(json.dumps(summarise(rows), indent=1))
 
 
-def rescore(rows: list[dict[str, Any]], seed: int, systems: list[str], suite: TaskSuite, args) -> None:
+def rescore(rows: list[dict[str, Any]], seed: int, systems: list[str], suite: TaskSuite, args) -> set[tuple[int, str]]:
     """Replace the scores of ``seed``'s rows of ``systems`` on ``suite``'s tasks with new ones (other tasks' scores stay),
     embedding MiniLM as published and the models ``--keep-models`` kept (a row without a kept model is left as it is,
-    and said so)."""
+    and said so). Returns the rows rescored."""
+    rescored = set()
     for row in rows:
         if row["seed"] != seed or row["system"] not in systems:
             continue
@@ -288,7 +295,9 @@ def rescore(rows: list[dict[str, Any]], seed: int, systems: list[str], suite: Ta
         for part, values in scores(evaluate_suite(encoder, suite, n_jobs=1, show_progress_bar=False).results).items():
             row.setdefault(part, {}).update(values)
         row["rescored"] = True
+        rescored.add((seed, row["system"]))
         print(json.dumps({"seed": seed, "system": row["system"], "rescored": row["metrics"]}), flush=True)
+    return rescored
 
 
 def kept(args, seed: int, system: str) -> Path | None:
