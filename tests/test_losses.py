@@ -54,6 +54,39 @@ def test_multi2spe_released_mode_mixes_two_cross_entropies():
         Multi2SPELoss(mode="mixed")
 
 
+def test_multi2spe_in_batch_cosine_loss_by_hand():
+    """in_batch_negatives with cosine similarity: each query's positive is picked among every positive and negative
+    of the batch, eq. 3 taken between unit vectors (facets and sums), at temperature τ."""
+    torch.manual_seed(2)
+    query, positive, negative = (torch.randn(3, 2, 4) for _ in range(3))
+    loss = Multi2SPELoss(0.1, similarity="cosine", temperature=0.05, in_batch_negatives=True)
+
+    def unit(vectors):
+        return [[x / math.sqrt(sum(y * y for y in v)) for x in v] for v in vectors]
+
+    def cosine_similarity(a, b):
+        best = max(sum(x * y for x, y in zip(ci, cj)) for ci in unit(a) for cj in unit(b))
+        sum_a, sum_b = unit([[sum(c[d] for c in a) for d in range(4)], [sum(c[d] for c in b) for d in range(4)]])
+        return 0.1 * best + 0.9 * sum(x * y for x, y in zip(sum_a, sum_b))
+
+    candidates = positive.tolist() + negative.tolist()
+    expected = 0.0
+    for i, q in enumerate(query.tolist()):
+        logits = [cosine_similarity(q, c) / 0.05 for c in candidates]
+        expected += -(logits[i] - math.log(sum(math.exp(x) for x in logits)))
+    assert loss(query, positive, negative).item() == pytest.approx(expected / 3, rel=1e-5)
+
+
+def test_multi2spe_loss_with_one_facet_is_the_multiple_negatives_ranking_loss():
+    torch.manual_seed(3)
+    query, positive, negative = (torch.randn(4, 1, 6) for _ in range(3))
+    facets = Multi2SPELoss(0.1, similarity="cosine", temperature=0.05, in_batch_negatives=True)(query, positive, negative)
+    mnr = MultipleNegativesRankingLoss(temperature=0.05, similarity="cosine")(query[:, 0], positive[:, 0], negative[:, 0])
+    assert facets.item() == pytest.approx(mnr.item(), rel=1e-5)
+    with pytest.raises(ValueError, match="similarity"):
+        Multi2SPELoss(similarity="l2")
+
+
 def test_mnr_uses_the_whole_similarity_matrix():
     a = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     b = torch.tensor([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]])

@@ -322,3 +322,33 @@ def test_default_initialization_starts_where_the_base_is(tiny_bert, tokenizer, a
     mask = features["attention_mask"].bool()
     torch.testing.assert_close(output.last_hidden_state[:, K:][mask[:, 1:]], base[:, 1:][mask[:, 1:]], atol=1e-5, rtol=0)
     assert not torch.allclose(paper.pooler_output / K, base[:, 0], atol=1e-2)
+
+
+@pytest.mark.parametrize("k", [K, 1])
+def test_mean_text_pooling_starts_at_the_mean_pooling_base_and_trains_the_cls_tokens(tiny_bert, tokenizer, k):
+    """text_pooling="mean" with initialization="base": at step 0 each c_k is 1/K of the base's mean over [CLS] and
+    the text (sentence-transformers' mean pooling, padding excluded), so Σ_k c_k is that embedding; the last
+    linear layers start at zero and take gradient, so the CLS tokens add to it once trained."""
+    bert = random_bert(tiny_bert)
+    model = Multi2SPEModel.from_bert(bert, tokenizer=tokenizer, num_cls_tokens=k, text_pooling="mean")
+    features = batch(tokenizer)
+    with torch.no_grad():
+        base = with_vocabulary_of(bert, model)(**features).last_hidden_state
+        output = model(**features)
+    mask = features["attention_mask"][..., None].float()
+    mean_pooled = (base * mask).sum(1) / mask.sum(1)
+    torch.testing.assert_close(output.pooler_output, mean_pooled, atol=1e-5, rtol=0)
+    torch.testing.assert_close(output.cls_embeddings, (mean_pooled / k)[:, None].expand(-1, k, -1), atol=1e-5, rtol=0)
+
+    model.train()
+    model(**features).pooler_output.pow(2).sum().backward()
+    last = model.encoder.cls_linear[str(model.config.num_hidden_layers)]
+    assert last.weight.grad.abs().sum() > 0 and last.bias.grad.abs().sum() > 0
+
+
+def test_mean_text_pooling_needs_a_last_linear_layer_to_start_at_the_base():
+    with pytest.raises(ValueError, match="linear_layers must include it"):
+        Multi2SPEConfig(num_hidden_layers=4, linear_layers=[2], text_pooling="mean")
+    with pytest.raises(ValueError, match="text_pooling must be one of"):
+        Multi2SPEConfig(text_pooling="max")
+    assert Multi2SPEConfig.from_dict(Multi2SPEConfig(text_pooling="mean").to_dict()).text_pooling == "mean"

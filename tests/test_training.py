@@ -193,7 +193,11 @@ def test_a_sentence_transformers_base_trains_and_saves_in_its_own_embedding(reci
     assert embedding["normalize"] is True and embedding["max_length"] == 48
     assert embedding["pooling"] == ("mean" if recipe == "specter" else None)
     assert str(tiny_st_base) in embedding["chosen_by"]["normalize"]
-    assert summary["settings"]["loss"]["name"] == "mnr" and summary["settings"]["loss"]["similarity"] == "cosine"
+    # Multi2SPE keeps its facet loss, in unit vectors with in-batch negatives, and starts at the base's mean pooling.
+    assert summary["settings"]["loss"]["name"] == ("multi2spe" if recipe == "multi2spe" else "mnr")
+    assert summary["settings"]["loss"]["similarity"] == "cosine"
+    if recipe == "multi2spe":
+        assert summary["settings"]["loss"]["in_batch_negatives"] is True and summary["settings"]["model"]["text_pooling"] == "mean"
     assert json.loads((tmp_path / "out" / RESULTS_FILE).read_text())["settings"]["embedding"] == embedding
 
     run = prepare(recipe, tiny_st_base, data, tmp_path / "again", {**overrides, "max_steps": 1})
@@ -215,16 +219,19 @@ def test_a_sentence_transformers_base_trains_and_saves_in_its_own_embedding(reci
 def test_step_0_in_the_published_embedding_scores_as_the_published_base(tiny_st_base, tmp_path):
     """What lets `train --evaluate-before` score the base once: a recipe that starts as published (the
     base itself in its own pooling and normalisation) gives the published base's held-out metrics at step 0;
-    a family does not start as published."""
+    Multi²SPE built on a mean-pooling base starts there too (text_pooling="mean"); with the paper's
+    construction it does not."""
     from sciembed.training.run import _evaluate_published_base, prepare
 
     data = write_s2orc(tmp_path / "papers.jsonl")
     overrides = {**TINY_RUN, "save_strategy": "no", "data.max_examples": None, "data.held_out": 0.25}
-    run = prepare("specter", tiny_st_base, data, tmp_path / "out", overrides)
-    assert run.data["starts_as_published"]
-    step0, published = run.trainer.evaluate(), _evaluate_published_base(run, tiny_st_base)
-    assert {k: v for k, v in step0.items() if k.startswith("eval_cite")} == pytest.approx(published)
-    assert not prepare("multi2spe", tiny_st_base, data, tmp_path / "m2s", overrides).data["starts_as_published"]
+    for recipe in ("specter", "multi2spe"):
+        run = prepare(recipe, tiny_st_base, data, tmp_path / recipe, overrides)
+        assert run.data["starts_as_published"]
+        step0, published = run.trainer.evaluate(), _evaluate_published_base(run, tiny_st_base)
+        assert {k: v for k, v in step0.items() if k.startswith("eval_cite")} == pytest.approx(published, abs=1e-4)
+    paper = prepare("multi2spe", tiny_st_base, data, tmp_path / "paper", {**overrides, "model.initialization": "paper"})
+    assert not paper.data["starts_as_published"]
 
 
 def test_a_validation_split_comes_out_of_the_training_queries_only(tiny_bert, tmp_path):

@@ -9,6 +9,7 @@ from transformers import BertConfig
 REPARAMETERIZATION_INITS = ("identity", "literal")
 CLS_ACTIVATIONS = ("tanh", None)
 INITIALIZATIONS = ("base", "paper")
+TEXT_POOLINGS = (None, "mean")
 
 
 class Multi2SPEConfig(BertConfig):
@@ -47,7 +48,8 @@ class Multi2SPEConfig(BertConfig):
             equation (1) as printed either way.
         initialization: where the model starts.
             ``"base"`` (default): where its base is, so fine-tuning starts from the base's quality. The
-            linear layers after the last layer start as the identity too, with no activation after them;
+            linear layers after the last layer start as the identity too (at zero with ``text_pooling="mean"``,
+            below), with no activation after them;
             the extra CLS tokens start as copies of ``[CLS]`` (its word embedding, and position 0 for all
             K); and every CLS token's attention key carries the constant bias −log K, so K identical CLS
             tokens weigh in attention exactly as the one ``[CLS]`` of the base. At step 0 every CLS output
@@ -62,6 +64,14 @@ class Multi2SPEConfig(BertConfig):
             ``--add_extra_facet_nonlinearity``. Defaults to ``"tanh"`` with ``initialization="paper"`` and
             ``None`` with ``"base"`` (tanh would change the base's embedding). Without linear layers after
             the last layer, c_k is the plain final hidden state.
+        text_pooling: ``None`` (default, the paper's) or ``"mean"``. With ``"mean"`` each CLS output also
+            carries 1/K of the mean of the final hidden states of ``[CLS]`` and the text tokens (padding and
+            the inserted CLS tokens excluded): the embedding of a base that pools by mean, as
+            sentence-transformers models such as all-MiniLM-L6-v2 do, whose ``[CLS]`` was never trained to
+            embed the text. With ``initialization="base"`` the linear layers after the last layer then start
+            at zero (the centred weights of equation (1), and zero biases), so at step 0 every c_k is 1/K of
+            the base's mean-pooled embedding and Σ_k c_k is that embedding; what the CLS tokens add grows
+            as they train. This departs from the paper, whose base (SciBERT) is read at ``[CLS]``.
         classifier_hidden_sizes: the hidden-layer sizes, each Linear + ReLU, of the SPECTROID classification head
             (Capuano et al.) that ``Multi2SPEForSequenceClassification`` puts on the paper embedding Σ_k c_k;
             ``[]`` (default) is a linear head. Unused by the encoder.
@@ -80,6 +90,7 @@ class Multi2SPEConfig(BertConfig):
         initialization: str = "base",
         cls_activation: Optional[str] = "default",
         classifier_hidden_sizes: Optional[list[int]] = None,
+        text_pooling: Optional[str] = None,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -102,6 +113,13 @@ class Multi2SPEConfig(BertConfig):
             )
         if initialization not in INITIALIZATIONS:
             raise ValueError(f"initialization must be one of {INITIALIZATIONS}, got {initialization!r}")
+        if text_pooling not in TEXT_POOLINGS:
+            raise ValueError(f"text_pooling must be one of {TEXT_POOLINGS}, got {text_pooling!r}")
+        if text_pooling == "mean" and initialization == "base" and linear_layers is not None and self.num_hidden_layers not in linear_layers:
+            raise ValueError(
+                f'text_pooling="mean" with initialization="base" starts the linear layers after the last layer '
+                f"({self.num_hidden_layers}) at zero, so linear_layers must include it, got {linear_layers}"
+            )
         if cls_activation == "default":
             cls_activation = "tanh" if initialization == "paper" else None
         if cls_activation not in CLS_ACTIVATIONS:
@@ -113,6 +131,7 @@ class Multi2SPEConfig(BertConfig):
         self.reparameterization_init = reparameterization_init
         self.initialization = initialization
         self.cls_activation = cls_activation
+        self.text_pooling = text_pooling
         self.classifier_hidden_sizes = [int(size) for size in classifier_hidden_sizes or []]
         if any(size < 1 for size in self.classifier_hidden_sizes):
             raise ValueError(f"classifier_hidden_sizes must be positive layer sizes, got {classifier_hidden_sizes}")

@@ -49,16 +49,20 @@ class Multi2SPECLSLinear(nn.Module):
 
     Weights are stored as (K, hidden, hidden) in ``nn.Linear``'s (out, in) layout. With
     ``config.reparameterize`` and K > 1, the effective weight of L_{l,k} is equation (1),
-    W_{l,k} − (1/K) Σ_k' W_{l,k'}, plus the identity when ``identity_init`` and
+    W_{l,k} − (1/K) Σ_k' W_{l,k'}, plus the identity when ``init == "identity"`` and
     ``config.reparameterization_init == "identity"`` (see :class:`Multi2SPEConfig`).
+
+    Args:
+        init: how the weights start: ``"identity"``, ``"zero"`` or ``"normal"`` (BERT's normal(0,
+            initializer_range)); biases start at zero.
     """
 
-    def __init__(self, config: Multi2SPEConfig, identity_init: bool):
+    def __init__(self, config: Multi2SPEConfig, init: str):
         super().__init__()
         k, hidden = config.num_cls_tokens, config.hidden_size
-        self.identity_init = identity_init
+        self.init = init
         self.reparameterize = config.reparameterize and k > 1
-        self.identity_offset = self.reparameterize and identity_init and config.reparameterization_init == "identity"
+        self.identity_offset = self.reparameterize and init == "identity" and config.reparameterization_init == "identity"
         self.weight = nn.Parameter(torch.empty(k, hidden, hidden))
         self.bias = nn.Parameter(torch.empty(k, hidden))
 
@@ -98,27 +102,28 @@ class Multi2SPEEncoder(nn.Module):
         self.config = config
         self.layer = nn.ModuleList([BertLayer(config, layer_idx=i) for i in range(config.num_hidden_layers)])
         last = config.num_hidden_layers
+        last_init = {"paper": "normal", "base": "zero" if config.text_pooling == "mean" else "identity"}[config.initialization]
         self.cls_linear = nn.ModuleDict(
-            {
-                str(n): Multi2SPECLSLinear(config, identity_init=n != last or config.initialization == "base")
-                for n in config.get_linear_layers()
-            }
+            {str(n): Multi2SPECLSLinear(config, init="identity" if n != last else last_init) for n in config.get_linear_layers()}
         )
 
     def forward(
         self, hidden_states: torch.Tensor, attention_mask: Optional[torch.Tensor], output_hidden_states: bool
-    ) -> tuple[torch.Tensor, Optional[tuple[torch.Tensor, ...]]]:
+    ) -> tuple[torch.Tensor, Optional[tuple[torch.Tensor, ...]], torch.Tensor]:
+        """Returns the final hidden states, every layer's (when asked) and the last layer's output before its
+        per-CLS linear layers (what ``text_pooling="mean"`` averages)."""
         k = self.config.num_cls_tokens
         all_hidden_states = (hidden_states,) if output_hidden_states else None
         for number, layer in enumerate(self.layer, start=1):
             hidden_states = layer_output(layer(hidden_states, attention_mask))
+            layer_states = hidden_states
             if str(number) in self.cls_linear:
                 # A new tensor rather than an in-place write: the layer output is needed for backward.
                 cls_states = self.cls_linear[str(number)](hidden_states[:, :k])
                 hidden_states = torch.cat([cls_states, hidden_states[:, k:]], dim=1)
             if output_hidden_states:
                 all_hidden_states = all_hidden_states + (hidden_states,)
-        return hidden_states, all_hidden_states
+        return hidden_states, all_hidden_states, layer_states
 
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.SPECTROID_HEADS. Each family folder ships alone as
@@ -240,14 +245,16 @@ class Multi2SPEPreTrainedModel(PreTrainedModel):
     _no_split_modules = ["BertEmbeddings", "BertLayer"]
 
     def _init_weights(self, module: nn.Module) -> None:
-        """BERT's initialisation (:func:`init_bert_module`), plus identity (intermediate) or normal (last layer)
-        per-CLS linear layers."""
+        """BERT's initialisation (:func:`init_bert_module`), plus the per-CLS linear layers' own start
+        (:class:`Multi2SPECLSLinear`'s ``init``)."""
         std = self.config.initializer_range
         init_bert_module(module, std)
         if isinstance(module, Multi2SPECLSLinear):
-            if module.identity_init:
+            if module.init == "identity":
                 with torch.no_grad():
                     module.weight.copy_(torch.eye(module.weight.shape[-1]).expand_as(module.weight))
+            elif module.init == "zero":
+                nn.init.zeros_(module.weight)
             else:
                 nn.init.normal_(module.weight, mean=0.0, std=std)
             nn.init.zeros_(module.bias)
@@ -461,10 +468,17 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
         else:
             extended_mask = additive_attention_mask(attention_mask, embedding_output.dtype)
 
-        sequence_output, hidden_states = self.encoder(embedding_output, extended_mask, output_hidden_states)
-        cls_embeddings = sequence_output[:, : self.config.num_cls_tokens]
+        sequence_output, hidden_states, last_layer_states = self.encoder(embedding_output, extended_mask, output_hidden_states)
+        k = self.config.num_cls_tokens
+        cls_embeddings = sequence_output[:, :k]
         if self.config.cls_activation == "tanh" and str(self.config.num_hidden_layers) in self.encoder.cls_linear:
             cls_embeddings = torch.tanh(cls_embeddings)
+        if self.config.text_pooling == "mean":
+            # [CLS] and the text, as the base's mean pooling saw them; not the inserted copies of [CLS].
+            weights = attention_mask.to(last_layer_states.dtype).clone()
+            weights[:, 1:k] = 0
+            mean = (last_layer_states * weights[..., None]).sum(dim=1) / weights.sum(dim=1, keepdim=True)
+            cls_embeddings = cls_embeddings + mean[:, None] / k
 
         output = Multi2SPEModelOutput(
             last_hidden_state=sequence_output,

@@ -231,11 +231,15 @@ _UNIT_VECTOR_TRIPLETS = {"loss.name": "mnr", "loss.similarity": "cosine", "loss.
 #: never on held-out ones; ``training.learning_rate=2e-5 model.weight_average=1`` trains as before.
 _UNIT_VECTOR_FINE_TUNING = {"training.learning_rate": 1e-4, "model.weight_average": 0.5}
 
-#: Multi2SPE from a base trained in unit vectors (mean pooling): its CLS tokens start at the base's ``[CLS]``, which
-#: such a base was never trained to use, so a short budget needs a higher learning rate to move them, and averaging
-#: with the start would pull them back. Chosen on a validation split of CACM's training queries among 2e-5, 1e-4, 2e-4
-#: and 4e-4 (``benchmarks/results/validation_search.json``).
-_MULTI2SPE_FINE_TUNING = {"training.learning_rate": 2e-4}
+#: Multi2SPE from a base trained in unit vectors (a sentence-transformers model, which pools by mean): its [CLS] was
+#: never trained to embed the text, so each CLS output also carries 1/K of the mean of the text's states and the last
+#: linear layers start at zero (``model.text_pooling="mean"``): the model starts as the base embeds. The facet loss
+#: (eqs. 2-3) keeps its max-pair term, taken between unit vectors at sentence-transformers' temperature with every
+#: positive and negative of the step's 32 triplets as candidates, as the specter recipe's multiple-negatives ranking
+#: does; a plain multiple-negatives loss on the sum would give the K tokens no reason to part ways.
+_MULTI2SPE_UNIT_VECTORS = {"model.text_pooling": "mean", "loss.similarity": "cosine", "loss.temperature": 0.05,
+                           "loss.in_batch_negatives": True, "training.per_device_train_batch_size": 32,
+                           "training.gradient_accumulation_steps": 1, **_UNIT_VECTOR_FINE_TUNING}
 
 
 _SPECTER_TRAINING = {
@@ -285,13 +289,15 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
         data_settings={"sampler": "specter", "triplets_per_query": 5},
         loss={"name": "multi2spe", "weight": 0.1, "mode": "paper"},
         training={**_SPECTER_TRAINING, "weight_decay": 0.0, "lr_scheduler_type": "linear"},
-        unit_vectors={**_UNIT_VECTOR_TRIPLETS, **_MULTI2SPE_FINE_TUNING},
+        unit_vectors=_MULTI2SPE_UNIT_VECTORS,
         notes="K CLS tokens (model.num_cls_tokens), lambda as loss.weight, Adam (AdamW with no weight decay), SPECTER's "
               "batch, SPECTER triplets; loss mode 'paper' (eqs. 2-3) by default, 'released' for the authors' code. The model "
               "starts where its base is (model.initialization='base'; 'paper' for the paper's random last layers). In "
-              "unit vectors: multiple-negatives ranking on the normalised sum of the CLS outputs, as the specter recipe; "
-              "departure: a higher learning rate, chosen on validation queries, since the CLS tokens start at a "
-              "mean-pooling base's untrained [CLS].",
+              "unit vectors (a mean-pooling base such as all-MiniLM-L6-v2), departures: each CLS output also carries "
+              "1/K of the text's mean state and the last linear layers start at zero, so training starts where the "
+              "base is (model.text_pooling=mean); the facet loss between unit vectors with in-batch negatives "
+              "(loss.similarity=cosine, loss.in_batch_negatives); the specter recipe's learning rate and WiSE-FT "
+              "average, chosen on validation queries.",
     ),
     _recipe(
         "scirepeval-ctrl", "Singh et al. 2023, SciRepEval (control codes)", "multitask", "control_code", "scirepeval",

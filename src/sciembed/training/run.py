@@ -266,9 +266,13 @@ def _resume_checkpoint(output_dir: Path, *, main_process: bool) -> str | bool:
 def _starts_as_published(recipe: Recipe, settings: dict[str, dict[str, Any]], published: Any) -> bool:
     """Whether the model at step 0 embeds exactly as the base as published (evaluated at the run's text
     length): the base itself (no family, no format modules) in the pooling and normalisation of its
-    sentence-transformers modules."""
-    embedding = settings["embedding"]
-    return (recipe.family is None and not settings["model"].get("format_modules") and published.pooling is not None
+    sentence-transformers modules, or a Multi²SPE model built to start at a mean-pooling base
+    (``text_pooling="mean"``, ``initialization="base"``) and normalised as the base is."""
+    embedding, model = settings["embedding"], settings["model"]
+    if recipe.family == "multi2spe":
+        return (published.pooling == "mean" and embedding["normalize"] == published.normalize
+                and model.get("text_pooling") == "mean" and model.get("initialization", "base") == "base")
+    return (recipe.family is None and not model.get("format_modules") and published.pooling is not None
             and (embedding["pooling"], embedding["normalize"]) == (published.pooling, published.normalize))
 
 

@@ -19,12 +19,7 @@ from torch import nn
 from torch.nn import functional as F
 
 MODES = ("paper", "released")
-
-
-def _pair_terms(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per row: max over facet pairs of c_i·c_j, and the dot product of the summed facets."""
-    pairwise = torch.einsum("bid,bjd->bij", a, b)
-    return pairwise.flatten(1).max(dim=1).values, (a.sum(1) * b.sum(1)).sum(-1)
+SIMILARITIES = ("dot", "cosine")
 
 
 class Multi2SPELoss(nn.Module):
@@ -34,30 +29,56 @@ class Multi2SPELoss(nn.Module):
         weight: λ, the weight of the max-pair term (paper: 0.1). λ = 0 is SPECTER-style summed
             similarity; λ = 1 uses the best facet pair alone.
         mode: ``"paper"`` (eqs. 2–3, default) or ``"released"`` (the authors' mix of two cross-entropies).
+        similarity: ``"dot"`` (the paper's products) or ``"cosine"``: each product taken between unit
+            vectors (the facets c_i, c_j, and the sums Σc), for a base trained in unit vectors.
+        temperature: τ; the similarities are divided by it before the cross-entropy (1, the paper's, for dot
+            products; sentence-transformers' 0.05 for cosines).
+        in_batch_negatives: pick the positive among every positive and negative of the batch (this
+            process's), as the multiple-negatives ranking loss does, instead of among its own pair.
     """
 
-    def __init__(self, weight: float = 0.1, mode: str = "paper"):
+    def __init__(self, weight: float = 0.1, mode: str = "paper", similarity: str = "dot", temperature: float = 1.0,
+                 in_batch_negatives: bool = False):
         super().__init__()
         if not 0 <= weight <= 1:
             raise ValueError(f"weight (λ) must be in [0, 1], got {weight}")
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        self.weight, self.mode = weight, mode
+        if similarity not in SIMILARITIES:
+            raise ValueError(f"similarity must be one of {SIMILARITIES}, got {similarity!r}")
+        if temperature <= 0:
+            raise ValueError(f"temperature must be positive, got {temperature}")
+        self.weight, self.mode, self.similarity_name = weight, mode, similarity
+        self.temperature, self.in_batch_negatives = temperature, in_batch_negatives
+
+    def _terms(self, a: torch.Tensor, b: torch.Tensor, paired: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """The max over facet pairs of c_i·c_j and the product of the summed facets, for ``(batch, K, dim)``
+        ``a`` against ``b``: row by row (``paired``, shape ``(batch,)``) or every row of ``a`` against every
+        row of ``b`` (shape ``(len(a), len(b))``)."""
+        sum_a, sum_b = a.sum(1), b.sum(1)
+        if self.similarity_name == "cosine":
+            a, b, sum_a, sum_b = (F.normalize(t, dim=-1) for t in (a, b, sum_a, sum_b))
+        if paired:
+            return torch.einsum("bid,bjd->bij", a, b).flatten(1).max(dim=1).values, (sum_a * sum_b).sum(-1)
+        return torch.einsum("bid,njd->bnij", a, b).flatten(2).max(dim=-1).values, sum_a @ sum_b.T
 
     def similarity(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """S(a, b) of eq. 3 for ``(batch, K, dim)`` facet tensors; returns ``(batch,)``."""
-        best, summed = _pair_terms(a, b)
+        """S(a, b) of eq. 3 for ``(batch, K, dim)`` facet tensors, row by row; returns ``(batch,)``."""
+        best, summed = self._terms(a, b, paired=True)
         return self.weight * best + (1 - self.weight) * summed
 
     def forward(self, query: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor) -> torch.Tensor:
         """Loss of ``(batch, K, dim)`` CLS embeddings (``cls_embeddings`` of Multi2SPEModel)."""
         if not query.shape == positive.shape == negative.shape or query.dim() != 3:
             raise ValueError(f"query, positive and negative must share one (batch, K, dim) shape, got {tuple(query.shape)}, {tuple(positive.shape)}, {tuple(negative.shape)}")
-        target = torch.zeros(len(query), dtype=torch.long, device=query.device)
+        if self.in_batch_negatives:
+            best, summed = self._terms(query, torch.cat([positive, negative]), paired=False)
+            target = torch.arange(len(query), device=query.device)
+        else:
+            (best_pos, summed_pos), (best_neg, summed_neg) = self._terms(query, positive, True), self._terms(query, negative, True)
+            best, summed = torch.stack([best_pos, best_neg], dim=1), torch.stack([summed_pos, summed_neg], dim=1)
+            target = torch.zeros(len(query), dtype=torch.long, device=query.device)
         if self.mode == "paper":
-            logits = torch.stack([self.similarity(query, positive), self.similarity(query, negative)], dim=1)
-            return F.cross_entropy(logits, target)
-        (best_pos, summed_pos), (best_neg, summed_neg) = _pair_terms(query, positive), _pair_terms(query, negative)
-        summed = F.cross_entropy(torch.stack([summed_pos, summed_neg], dim=1), target)
-        best = F.cross_entropy(torch.stack([best_pos, best_neg], dim=1), target)
-        return (1 - self.weight) * summed + self.weight * best
+            return F.cross_entropy((self.weight * best + (1 - self.weight) * summed) / self.temperature, target)
+        return ((1 - self.weight) * F.cross_entropy(summed / self.temperature, target)
+                + self.weight * F.cross_entropy(best / self.temperature, target))
