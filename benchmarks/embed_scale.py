@@ -27,11 +27,10 @@ from pathlib import Path
 
 import numpy as np
 import psutil
+from real_papers import distinct_papers
 
 from sciembed.data.papers import paper_dataset
 from sciembed.io import atomic_path, read_embeddings
-
-from real_papers import distinct_papers
 
 
 def free_port() -> int:
@@ -88,8 +87,12 @@ def timed(command: list[str], env: dict[str, str]) -> tuple[float, dict[str, flo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data",
-                        help="the shared data folder (cacm/, scirepeval-samples/, s2orc-sample/)")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path(__file__).resolve().parents[2] / "shared" / "data",
+        help="the shared data folder (cacm/, scirepeval-samples/, s2orc-sample/)",
+    )
     parser.add_argument("--papers", type=int, default=20_000)
     parser.add_argument("--shard-size", type=int, default=1_000)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -109,11 +112,37 @@ def main() -> None:
         arrow_bytes = sum(f.stat().st_size for f in (work / "arrow").glob("*.arrow"))
         del arrow
 
-        embed = ["-m", "sciembed.cli", "-q", "embed", "--input", str(source), "--shard-size", str(args.shard_size),
-                 "--batch-size", str(args.batch_size), "--no-progress", "--output"]
+        embed = [
+            "-m",
+            "sciembed.cli",
+            "-q",
+            "embed",
+            "--input",
+            str(source),
+            "--shard-size",
+            str(args.shard_size),
+            "--batch-size",
+            str(args.batch_size),
+            "--no-progress",
+            "--output",
+        ]
         one_s, one_peak = timed([sys.executable, *embed, str(work / "one")], env)
-        two_s, two_peak = timed([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-                                 "--master_port", str(free_port()), *embed, str(work / "two")], env)
+        two_s, two_peak = timed(
+            [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--nproc_per_node",
+                "2",
+                "--master_addr",
+                "127.0.0.1",
+                "--master_port",
+                str(free_port()),
+                *embed,
+                str(work / "two"),
+            ],
+            env,
+        )
         (one_ids, one_vectors), (two_ids, two_vectors) = read_embeddings(work / "one"), read_embeddings(work / "two")
         output_bytes = sum(f.stat().st_size for f in (work / "two").glob("*.parquet"))
 
@@ -126,11 +155,19 @@ def main() -> None:
         "model": "embedded all-MiniLM-L6-v2 (mean pooling, L2 normalised), max length 256",
         "settings": {"batch_size": args.batch_size, "shard_size": args.shard_size, "threads_per_process": 1},
         "one_process": {"seconds": round(one_s, 1), "papers_per_s": round(rate_one, 2), "peak_memory_gb": one_peak},
-        "two_processes": {"seconds": round(two_s, 1), "papers_per_s": round(rate_two, 2), "peak_memory_gb_by_rank": two_peak},
+        "two_processes": {
+            "seconds": round(two_s, 1),
+            "papers_per_s": round(rate_two, 2),
+            "peak_memory_gb_by_rank": two_peak,
+        },
         "speedup_two_over_one": round(rate_two / rate_one, 3),
         "same_ids": one_ids == two_ids == [p["paper_id"] for p in papers],
         "max_abs_diff": float(np.abs(one_vectors - two_vectors).max()),
-        "input_to_arrow": {"seconds": round(read_s, 2), "papers_per_s": round(args.papers / read_s), "bytes_per_paper": round(arrow_bytes / args.papers)},
+        "input_to_arrow": {
+            "seconds": round(read_s, 2),
+            "papers_per_s": round(args.papers / read_s),
+            "bytes_per_paper": round(arrow_bytes / args.papers),
+        },
         "output_parquet_bytes_per_paper": round(output_bytes / args.papers),
         "model_on_paper": {
             "papers": args.project,
@@ -141,8 +178,12 @@ def main() -> None:
             "arrow_input_gb": round(args.project * arrow_bytes / args.papers / 1e9),
             "hours_to_read_input_into_arrow_one_process": round(args.project / (args.papers / read_s) / 3600, 1),
         },
-        "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": len(os.sched_getaffinity(0)),
-                    "cpu": cpu_model()},
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": len(os.sched_getaffinity(0)),
+            "cpu": cpu_model(),
+        },
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(args.output) as temporary:

@@ -94,7 +94,9 @@ def batch_size_sweep(encoders: dict, papers: list[dict]) -> dict:
     rates: dict[str, dict[str, float]] = {name: {} for name in encoders}
     for size in BATCH_SIZES:
         for name, encoder in encoders.items():
-            rates[name][str(size)] = round(len(papers) / _timed(lambda: encoder.encode(papers, batch_size=size, show_progress_bar=False)), 2)
+            rates[name][str(size)] = round(
+                len(papers) / _timed(lambda encoder=encoder, size=size: encoder.encode(papers, batch_size=size, show_progress_bar=False)), 2
+            )
         print("batch", size, {name: rates[name][str(size)] for name in encoders}, flush=True)
     return rates
 
@@ -109,8 +111,9 @@ def family_ratios(path: str, papers: list[dict], folder: Path, args) -> dict:
         model, tokenizer = from_bert(family, path, **build)
         saved = save_pretrained(model, tokenizer, folder / family)
         pytorch = PaperEncoder.from_pretrained(saved, device="cpu", max_length=args.max_length, **selection)
-        onnx = PaperEncoder.from_pretrained(saved, device="cpu", max_length=args.max_length, backend="onnx",
-                                            onnx_cache=folder / "onnx", **selection)
+        onnx = PaperEncoder.from_pretrained(
+            saved, device="cpu", max_length=args.max_length, backend="onnx", onnx_cache=folder / "onnx", **selection
+        )
         for encoder in (pytorch, onnx):  # the export and the first-call initialisation are not timed
             encoder.encode(papers[:16], batch_size=args.batch_size, show_progress_bar=False)
         rates: dict[str, list[float]] = {"pytorch": [], "onnx": []}
@@ -122,10 +125,14 @@ def family_ratios(path: str, papers: list[dict], folder: Path, args) -> dict:
                 rates[name].append(len(papers) / (time.perf_counter() - start))
         medians = {name: statistics.median(values) for name, values in rates.items()}
         results[family] = {
-            "selection": selection, "papers": len(papers), "docs_per_s": {k: round(v, 2) for k, v in medians.items()},
+            "selection": selection,
+            "papers": len(papers),
+            "docs_per_s": {k: round(v, 2) for k, v in medians.items()},
             "ratio_onnx_over_pytorch": round(medians["onnx"] / medians["pytorch"], 3),
             "max_abs_diff": float(np.abs(vectors["onnx"] - vectors["pytorch"]).max()),
-            "min_cosine": round(min_cosine(vectors["onnx"].reshape(len(papers), -1), vectors["pytorch"].reshape(len(papers), -1)), 7),
+            "min_cosine": round(
+                min_cosine(vectors["onnx"].reshape(len(papers), -1), vectors["pytorch"].reshape(len(papers), -1)), 7
+            ),
         }
         print(family, results[family], flush=True)
     return results
@@ -133,7 +140,12 @@ def family_ratios(path: str, papers: list[dict], folder: Path, args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="folder holding cacm/, scirepeval-samples/, s2orc-sample/")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path("../shared/data"),
+        help="folder holding cacm/, scirepeval-samples/, s2orc-sample/",
+    )
     parser.add_argument("--papers", type=int, default=2000, help="distinct papers embedded by every path")
     parser.add_argument("--family-papers", type=int, default=400, help="papers per family comparison")
     parser.add_argument("--batch-size", type=int, default=32)
@@ -142,9 +154,9 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "encode_speed.json")
     args = parser.parse_args()
 
-    from sentence_transformers import SentenceTransformer
-    import sentence_transformers
     import onnxruntime
+    import sentence_transformers
+    from sentence_transformers import SentenceTransformer
 
     from sciembed.evaluation.int8_gate import check_int8
 
@@ -153,7 +165,9 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="encode-speed-"))
     try:
         pytorch = PaperEncoder.from_pretrained(path, device="cpu", max_length=args.max_length)
-        onnx = PaperEncoder.from_pretrained(path, device="cpu", max_length=args.max_length, backend="onnx", onnx_cache=work / "onnx")
+        onnx = PaperEncoder.from_pretrained(
+            path, device="cpu", max_length=args.max_length, backend="onnx", onnx_cache=work / "onnx"
+        )
         export_s = _timed(lambda: onnx.encode(papers[:8], show_progress_bar=False))
         export = json.loads(next((work / "onnx").glob("*/export.json")).read_text())
         verdict = check_int8(onnx, args.data / "cacm", benchmark="cacm", batch_size=args.batch_size)
@@ -161,13 +175,19 @@ def main() -> None:
         st = SentenceTransformer(path, device="cpu")
         st.max_seq_length = args.max_length
         texts = pytorch.texts(papers)
-        lengths = [len(ids) for ids in pytorch.tokenizer(texts, truncation=True, max_length=args.max_length)["input_ids"]]
+        lengths = [
+            len(ids) for ids in pytorch.tokenizer(texts, truncation=True, max_length=args.max_length)["input_ids"]
+        ]
 
         # Each path embeds the first n papers; n = 64 warms it up (lazy initialisation), then all are timed.
         runs = {
             "st_pytorch": lambda n: st.encode(texts[:n], batch_size=args.batch_size, convert_to_numpy=True),
-            "sciembed_pytorch": lambda n: pytorch.encode(papers[:n], batch_size=args.batch_size, show_progress_bar=False),
-            "sciembed_onnx_fp32": lambda n: onnx.encode(papers[:n], batch_size=args.batch_size, show_progress_bar=False),
+            "sciembed_pytorch": lambda n: pytorch.encode(
+                papers[:n], batch_size=args.batch_size, show_progress_bar=False
+            ),
+            "sciembed_onnx_fp32": lambda n: onnx.encode(
+                papers[:n], batch_size=args.batch_size, show_progress_bar=False
+            ),
         }
         try:
             st_onnx, load_s = sentence_transformers_onnx(path, work, args.max_length)
@@ -177,7 +197,9 @@ def main() -> None:
             st_onnx_status = {"loaded": False, "error": f"{type(error).__name__}: {error}"[:500]}
         if verdict.passed:
             int8 = onnx.with_precision("int8")
-            runs["sciembed_onnx_int8"] = lambda n: int8.encode(papers[:n], batch_size=args.batch_size, show_progress_bar=False)
+            runs["sciembed_onnx_int8"] = lambda n: int8.encode(
+                papers[:n], batch_size=args.batch_size, show_progress_bar=False
+            )
         for run in runs.values():
             run(64)
 
@@ -225,9 +247,12 @@ def main() -> None:
         "targets": {
             "onnx_fp32_at_least_1.2x_st_pytorch": paths["sciembed_onnx_fp32"]["ratio_to_st_pytorch"] >= 1.2,
             "onnx_fp32_min_cosine_at_least_0.9999": paths["sciembed_onnx_fp32"]["min_cosine_to_st_pytorch"] >= 0.9999,
-            "onnx_fp32_ahead_of_st_onnx": ("st_onnx" in paths
-                                           and paths["sciembed_onnx_fp32"]["median_docs_per_s"] > paths["st_onnx"]["median_docs_per_s"]),
-            "int8_at_least_1.8x_st_pytorch": "sciembed_onnx_int8" in paths and paths["sciembed_onnx_int8"]["ratio_to_st_pytorch"] >= 1.8,
+            "onnx_fp32_ahead_of_st_onnx": (
+                "st_onnx" in paths
+                and paths["sciembed_onnx_fp32"]["median_docs_per_s"] > paths["st_onnx"]["median_docs_per_s"]
+            ),
+            "int8_at_least_1.8x_st_pytorch": "sciembed_onnx_int8" in paths
+            and paths["sciembed_onnx_int8"]["ratio_to_st_pytorch"] >= 1.8,
             "int8_gate_passed": verdict.passed,
         },
         "int8_gate": verdict.as_dict(),
@@ -243,8 +268,12 @@ def main() -> None:
         "families_onnx_over_pytorch": families,
         "threads": {"torch": torch.get_num_threads(), "onnxruntime_intra_op": cpu_threads()},
         "cpu": {"vnni": cpu_has_vnni(), "platform": platform.processor() or platform.machine()},
-        "versions": {"torch": torch.__version__, "sentence_transformers": sentence_transformers.__version__,
-                     "onnxruntime": onnxruntime.__version__, "python": platform.python_version()},
+        "versions": {
+            "torch": torch.__version__,
+            "sentence_transformers": sentence_transformers.__version__,
+            "onnxruntime": onnxruntime.__version__,
+            "python": platform.python_version(),
+        },
     }
     with atomic_path(args.output) as temporary:
         temporary.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -20,14 +20,13 @@ import platform
 from pathlib import Path
 
 import torch
+from encode_speed import benchmark_papers
+from timing import medians, paired_ratios, time_forward_passes
 from transformers import AutoTokenizer, BertModel
 
 import sciembed
-from sciembed.io import atomic_path
 from sciembed.families import from_bert
-
-from encode_speed import benchmark_papers
-from timing import medians, paired_ratios, time_forward_passes
+from sciembed.io import atomic_path
 
 # The MoE target does not say which layers; both the all-layer and the middle-layer model are timed.
 TARGETS = {
@@ -53,7 +52,10 @@ def main() -> None:
     tokenizer = AutoTokenizer.from_pretrained(base)
     batch = tokenizer(
         [sciembed.paper_text(p, tokenizer.sep_token) for p in papers],
-        padding=True, truncation=True, max_length=args.max_length, return_tensors="pt",
+        padding=True,
+        truncation=True,
+        max_length=args.max_length,
+        return_tensors="pt",
     )
     # MoE domains for the enforced model: the rows take turns, so every expert runs on part of the batch.
     domains = ["cs", "bio", "med", "eng"]
@@ -79,7 +81,9 @@ def main() -> None:
     }
     for model, _ in models.values():
         model.eval()
-    runs = {name: (lambda model=model, kwargs=kwargs: model(**batch, **kwargs)) for name, (model, kwargs) in models.items()}
+    runs = {
+        name: (lambda model=model, kwargs=kwargs: model(**batch, **kwargs)) for name, (model, kwargs) in models.items()
+    }
     wall, cpu = time_forward_passes(runs, args.rounds)
 
     ratios = paired_ratios(cpu, "bert")

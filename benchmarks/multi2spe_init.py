@@ -33,18 +33,47 @@ def main() -> None:
         for initialization in ("base", "paper"):
             for normalize in (True, False):
                 with tempfile.TemporaryDirectory() as output:
-                    run = prepare("multi2spe", None, args.data / "cacm", output, {
-                        "data.held_out": 0.2, "data.seed": seed, "seed": seed, "embedding.max_length": args.max_length,
-                        "model.initialization": initialization, "embedding.normalize": normalize,
-                        "save_strategy": "no", "eval_strategy": "no"})
+                    run = prepare(
+                        "multi2spe",
+                        None,
+                        args.data / "cacm",
+                        output,
+                        {
+                            "data.held_out": 0.2,
+                            "data.seed": seed,
+                            "seed": seed,
+                            "embedding.max_length": args.max_length,
+                            "model.initialization": initialization,
+                            "embedding.normalize": normalize,
+                            "save_strategy": "no",
+                            "eval_strategy": "no",
+                        },
+                    )
                     metrics = run.trainer.evaluate()
-                rows.append({"seed": seed, "initialization": initialization, "normalize": normalize,
-                             "map": round(metrics["eval_cite_map"], 2), "ndcg": round(metrics["eval_cite_ndcg"], 2)})
+                rows.append(
+                    {
+                        "seed": seed,
+                        "initialization": initialization,
+                        "normalize": normalize,
+                        "map": round(metrics["eval_cite_map"], 2),
+                        "ndcg": round(metrics["eval_cite_ndcg"], 2),
+                    }
+                )
                 print(json.dumps(rows[-1]), flush=True)
     with atomic_path(args.output) as temporary:
-        temporary.write_text(json.dumps({"benchmark": "multi2spe_init", "description": __doc__.strip().splitlines()[0],
-                                         "settings": {"max_length": args.max_length, "held_out": 0.2}, "rows": rows}, indent=1) + "\n",
-                             encoding="utf-8")
+        temporary.write_text(
+            json.dumps(
+                {
+                    "benchmark": "multi2spe_init",
+                    "description": __doc__.strip().splitlines()[0],
+                    "settings": {"max_length": args.max_length, "held_out": 0.2},
+                    "rows": rows,
+                },
+                indent=1,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
 
 
 if __name__ == "__main__":

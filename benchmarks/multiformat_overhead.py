@@ -20,24 +20,25 @@ import statistics
 from pathlib import Path
 
 import torch
+from real_papers import distinct_papers
+from timing import medians, paired_ratios, time_forward_passes
 from transformers import AutoTokenizer, BertModel
 
 import sciembed
-from sciembed.io import atomic_path
 from sciembed.families import from_bert
 from sciembed.formats import FORMATS, activate_format, format_parameter_counts
 from sciembed.formats.adapters import add_format_adapters, add_format_fusion
 from sciembed.formats.pals import PALsConfig, add_pals
-
-from real_papers import distinct_papers
-from timing import medians, paired_ratios, time_forward_passes
+from sciembed.io import atomic_path
 
 PAPER_RATIOS = {"control_code": 1.0, "adapters": 1.05, "pals": 1.29, "fusion": 1.69}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="folder holding the samples (cacm/, ...)")
+    parser.add_argument(
+        "--data", type=Path, default=Path("../shared/data"), help="folder holding the samples (cacm/, ...)"
+    )
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=20, help="timed forward passes of each (method, format)")
@@ -47,8 +48,13 @@ def main() -> None:
     base = sciembed.default_model_path()
     papers, source = distinct_papers(args.data, args.batch_size)
     tokenizer = AutoTokenizer.from_pretrained(base)
-    batch = tokenizer([sciembed.paper_text(p, tokenizer.sep_token) for p in papers],
-                      padding=True, truncation=True, max_length=args.max_length, return_tensors="pt")
+    batch = tokenizer(
+        [sciembed.paper_text(p, tokenizer.sep_token) for p in papers],
+        padding=True,
+        truncation=True,
+        max_length=args.max_length,
+        return_tensors="pt",
+    )
 
     torch.manual_seed(0)
     plain = BertModel.from_pretrained(base, add_pooling_layer=False)
@@ -66,10 +72,17 @@ def main() -> None:
         def forward():
             # Switching format is part of the cost: adapters and PALs switch by state, control codes by argument.
             return model(**batch, **activate_format(model, task_format))
+
         return forward
 
     runs = {"bert": lambda: plain(**batch)}
-    runs.update({f"{method}/{task_format}": run(model, task_format) for method, model in models.items() for task_format in FORMATS})
+    runs.update(
+        {
+            f"{method}/{task_format}": run(model, task_format)
+            for method, model in models.items()
+            for task_format in FORMATS
+        }
+    )
     wall, cpu = time_forward_passes(runs, args.rounds)
     ratios = paired_ratios(cpu, "bert")
     by_method = {method: round(statistics.median(ratios[f"{method}/{f}"] for f in FORMATS), 3) for method in models}
@@ -84,7 +97,9 @@ def main() -> None:
         "ratio_to_bert_wall": paired_ratios(wall, "bert"),
         "median_ratio_over_formats_cpu": by_method,
         "scirepeval_table5_bert_base": PAPER_RATIOS,
-        "parameters_per_format": {method: format_parameter_counts(model)["proximity"] for method, model in models.items()},
+        "parameters_per_format": {
+            method: format_parameter_counts(model)["proximity"] for method, model in models.items()
+        },
         "median_cpu_seconds_per_forward": medians(cpu),
         "torch": torch.__version__,
         "machine": f"{platform.machine()}, {torch.get_num_threads()} threads",
@@ -92,7 +107,15 @@ def main() -> None:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(args.output) as temporary:
         temporary.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps({k: result[k] for k in ("median_ratio_over_formats_cpu", "scirepeval_table5_bert_base", "parameters_per_format")}, indent=2))
+    print(
+        json.dumps(
+            {
+                k: result[k]
+                for k in ("median_ratio_over_formats_cpu", "scirepeval_table5_bert_base", "parameters_per_format")
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

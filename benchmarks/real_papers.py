@@ -37,11 +37,18 @@ def real_papers(data: Path) -> list[dict]:
             add(name.split("_")[0], record["corpus_id"], record.get("title"), record.get("abstract"))
     for record in json.loads((samples / "specter_small.json").read_text(encoding="utf-8")):
         for role in ("query", "pos", "neg"):
-            add("specter", record[role].get("corpus_id") or record[role].get("sha"), record[role].get("title"), record[role].get("abstract"))
+            add(
+                "specter",
+                record[role].get("corpus_id") or record[role].get("sha"),
+                record[role].get("title"),
+                record[role].get("abstract"),
+            )
     for line in (samples / "search_small.jsonl").read_text(encoding="utf-8").splitlines():
         for candidate in json.loads(line)["candidates"]:
             add("search", candidate.get("corpus_id"), candidate.get("title"), candidate.get("abstract"))
-    for line in (data / "s2orc-sample" / "data" / "metadata" / "sample.jsonl").read_text(encoding="utf-8").splitlines():
+    for line in (
+        (data / "s2orc-sample" / "data" / "metadata" / "sample.jsonl").read_text(encoding="utf-8").splitlines()
+    ):
         record = json.loads(line)
         add("s2orc", record["paper_id"], record.get("title"), record.get("abstract"))
 
@@ -61,7 +68,11 @@ def distinct_papers(data: Path, count: int, seed: int = 0) -> tuple[list[dict], 
     real = min(count, len(papers))
     rng = np.random.default_rng(seed)
     # Fewer than the samples hold: a seeded draw over all sources (in their order), not the first source alone.
-    chosen = [papers[i] for i in np.sort(rng.choice(len(papers), real, replace=False))] if real < len(papers) else list(papers)
+    chosen = (
+        [papers[i] for i in np.sort(rng.choice(len(papers), real, replace=False))]
+        if real < len(papers)
+        else list(papers)
+    )
     texts = {(p["title"], p["abstract"]) for p in chosen}
     abstracts = [p["abstract"] for p in papers if p["abstract"]]
     while len(chosen) < count:
@@ -70,6 +81,11 @@ def distinct_papers(data: Path, count: int, seed: int = 0) -> tuple[list[dict], 
         if (title, abstract) not in texts:
             texts.add((title, abstract))
             chosen.append({"paper_id": f"paired-{len(chosen)}", "title": title, "abstract": abstract})
-    description = {"papers": count, "real": real, "real_available": len(papers), "paired_title_and_other_abstract": count - real,
-                   "sources": "CACM, SciRepEval samples (fos, mesh, specter, search candidates), S2ORC sample"}
+    description = {
+        "papers": count,
+        "real": real,
+        "real_available": len(papers),
+        "paired_title_and_other_abstract": count - real,
+        "sources": "CACM, SciRepEval samples (fos, mesh, specter, search candidates), S2ORC sample",
+    }
     return chosen, description

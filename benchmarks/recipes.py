@@ -103,36 +103,93 @@ class System:
 
 
 SYSTEMS = {
-    "specter": System("specter", "SPECTER recipe (citation triplets) on MiniLM: in unit vectors multiple-negatives ranking at "
-                      "lr 1e-4, then WiSE-FT's average with MiniLM (0.5)", counterpart="specter-2e-5"),
-    "specter-2e-5": System("specter", "SPECTER recipe on MiniLM at SPECTER's learning rate 2e-5, no weight averaging",
-                           {"learning_rate": 2e-5, "model.weight_average": 1.0}),
+    "specter": System(
+        "specter",
+        "SPECTER recipe (citation triplets) on MiniLM: in unit vectors multiple-negatives ranking at "
+        "lr 1e-4, then WiSE-FT's average with MiniLM (0.5)",
+        counterpart="specter-2e-5",
+    ),
+    "specter-2e-5": System(
+        "specter",
+        "SPECTER recipe on MiniLM at SPECTER's learning rate 2e-5, no weight averaging",
+        {"learning_rate": 2e-5, "model.weight_average": 1.0},
+    ),
     "scincl": System("scincl", "SciNCL recipe (graph-neighbour triplets) on MiniLM", counterpart="specter"),
-    "multi2spe": System("multi2spe", "Multi2SPEModel (K = 3) from MiniLM, multi2spe recipe", counterpart="multi2spe-k1"),
-    "multi2spe-k1": System("multi2spe", "Multi2SPEModel with one CLS token (K = 1), multi2spe recipe", {"model.num_cls_tokens": 1}),
-    "moe-cocitation": System("moe-cocitation", "MoEBertModel from MiniLM (enforced routing, domain cs), citation pairs"),
-    "multi2spe-domains": System("multi2spe", "Multi2SPEModel (K = 3) from MiniLM, multi2spe recipe on CACM + hep-th",
-                                counterpart="multi2spe-k1-domains", domains=True),
-    "multi2spe-k1-domains": System("multi2spe", "Multi2SPEModel with one CLS token (K = 1), multi2spe recipe on CACM + hep-th",
-                                   {"model.num_cls_tokens": 1}, domains=True),
-    "moe-domains": System("moe-cocitation", "MoEBertModel from MiniLM, one expert per domain (cs, physics), citation pairs of "
-                          "CACM + hep-th", counterpart="moe-dense-domains", domains=True),
-    "moe-dense-domains": System("moe-cocitation", "MiniLM as it is (no experts), the moe-cocitation recipe on CACM + hep-th",
-                                {"model.family": "none"}, domains=True),
-    "scirepeval-ctrl": System("scirepeval-ctrl", "ControlCodeModel from MiniLM, multi-task on the seed's task mixture",
-                              counterpart="specter", mixture=True),
-    "scirepeval-adapters": System("scirepeval-adapters", "MiniLM with a bottleneck adapter per format, multi-task on the seed's task mixture",
-                                  counterpart="specter", mixture=True),
-    "scirepeval-fusion": System("scirepeval-fusion", "AdapterFusion over the seed's scirepeval-adapters model, the same task mixture",
-                                counterpart="specter", mixture=True, after="scirepeval-adapters"),
-    "scirepeval-pals": System("scirepeval-pals", "MiniLM with PALs per format, multi-task on the seed's task mixture",
-                              counterpart="specter", mixture=True),
-    "spectroid-ch1": System("spectroid-heads", "SpectroidForSequenceClassification from MiniLM, CH1 head (linear), CACM categories",
-                            {"model.head": "CH1"}, labelled=True),
-    "spectroid-heads": System("spectroid-heads", "SpectroidForSequenceClassification from MiniLM, CH2 head (one hidden layer of 64), "
-                              "CACM categories", labelled=True),
-    "spectroid-ch3": System("spectroid-heads", "SpectroidForSequenceClassification from MiniLM, CH3 head (five hidden layers), CACM categories",
-                            {"model.head": "CH3"}, labelled=True),
+    "multi2spe": System(
+        "multi2spe", "Multi2SPEModel (K = 3) from MiniLM, multi2spe recipe", counterpart="multi2spe-k1"
+    ),
+    "multi2spe-k1": System(
+        "multi2spe", "Multi2SPEModel with one CLS token (K = 1), multi2spe recipe", {"model.num_cls_tokens": 1}
+    ),
+    "moe-cocitation": System(
+        "moe-cocitation", "MoEBertModel from MiniLM (enforced routing, domain cs), citation pairs"
+    ),
+    "multi2spe-domains": System(
+        "multi2spe",
+        "Multi2SPEModel (K = 3) from MiniLM, multi2spe recipe on CACM + hep-th",
+        counterpart="multi2spe-k1-domains",
+        domains=True,
+    ),
+    "multi2spe-k1-domains": System(
+        "multi2spe",
+        "Multi2SPEModel with one CLS token (K = 1), multi2spe recipe on CACM + hep-th",
+        {"model.num_cls_tokens": 1},
+        domains=True,
+    ),
+    "moe-domains": System(
+        "moe-cocitation",
+        "MoEBertModel from MiniLM, one expert per domain (cs, physics), citation pairs of CACM + hep-th",
+        counterpart="moe-dense-domains",
+        domains=True,
+    ),
+    "moe-dense-domains": System(
+        "moe-cocitation",
+        "MiniLM as it is (no experts), the moe-cocitation recipe on CACM + hep-th",
+        {"model.family": "none"},
+        domains=True,
+    ),
+    "scirepeval-ctrl": System(
+        "scirepeval-ctrl",
+        "ControlCodeModel from MiniLM, multi-task on the seed's task mixture",
+        counterpart="specter",
+        mixture=True,
+    ),
+    "scirepeval-adapters": System(
+        "scirepeval-adapters",
+        "MiniLM with a bottleneck adapter per format, multi-task on the seed's task mixture",
+        counterpart="specter",
+        mixture=True,
+    ),
+    "scirepeval-fusion": System(
+        "scirepeval-fusion",
+        "AdapterFusion over the seed's scirepeval-adapters model, the same task mixture",
+        counterpart="specter",
+        mixture=True,
+        after="scirepeval-adapters",
+    ),
+    "scirepeval-pals": System(
+        "scirepeval-pals",
+        "MiniLM with PALs per format, multi-task on the seed's task mixture",
+        counterpart="specter",
+        mixture=True,
+    ),
+    "spectroid-ch1": System(
+        "spectroid-heads",
+        "SpectroidForSequenceClassification from MiniLM, CH1 head (linear), CACM categories",
+        {"model.head": "CH1"},
+        labelled=True,
+    ),
+    "spectroid-heads": System(
+        "spectroid-heads",
+        "SpectroidForSequenceClassification from MiniLM, CH2 head (one hidden layer of 64), CACM categories",
+        labelled=True,
+    ),
+    "spectroid-ch3": System(
+        "spectroid-heads",
+        "SpectroidForSequenceClassification from MiniLM, CH3 head (five hidden layers), CACM categories",
+        {"model.head": "CH3"},
+        labelled=True,
+    ),
 }
 PEER = "sentence-transformers"
 REFERENCE = "MiniLM as published"
@@ -155,28 +212,62 @@ HEAD = "cacm_categories_head"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"),
-                        help="folder holding cacm/, hepth/, arxiv-metadata/ and scirepeval-samples/")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="one split, sample and training run per seed")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path("../shared/data"),
+        help="folder holding cacm/, hepth/, arxiv-metadata/ and scirepeval-samples/",
+    )
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=[0, 1, 2], help="one split, sample and training run per seed"
+    )
     parser.add_argument("--steps", type=int, default=60, help=f"optimiser steps per model ({BATCH} examples each)")
-    parser.add_argument("--max-length", type=int, default=128, help="tokens per training text; evaluation uses each model's own window")
-    parser.add_argument("--held-out", type=float, default=0.2, help="share of CACM query papers held out for evaluation")
+    parser.add_argument(
+        "--max-length", type=int, default=128, help="tokens per training text; evaluation uses each model's own window"
+    )
+    parser.add_argument(
+        "--held-out", type=float, default=0.2, help="share of CACM query papers held out for evaluation"
+    )
     parser.add_argument("--hepth-queries", type=int, default=300, help="hep-th query papers sampled per seed")
-    parser.add_argument("--systems", nargs="+", choices=(*SYSTEMS, PEER), default=[*SYSTEMS, PEER], help="what to train")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a recipe override for every sciembed system (e.g. loss.name=triplet); recorded in the JSON")
+    parser.add_argument(
+        "--systems", nargs="+", choices=(*SYSTEMS, PEER), default=[*SYSTEMS, PEER], help="what to train"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a recipe override for every sciembed system (e.g. loss.name=triplet); recorded in the JSON",
+    )
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "recipes.json")
-    parser.add_argument("--keep-models", type=Path, metavar="FOLDER",
-                        help="also save each trained model as FOLDER/seed-N/SYSTEM, to score it again without retraining")
-    parser.add_argument("--rescore", action="store_true",
-                        help="score again, with this script's tasks, the rows of --seeds and --systems whose models --keep-models "
-                             "kept, and MiniLM as published, replacing their scores (their training records stay); trains nothing")
-    parser.add_argument("--tasks", nargs="+", metavar="TASK",
-                        help="with --rescore: score only these tasks (e.g. fos), keeping the rows' other scores")
-    parser.add_argument("--table", action="store_true", help="print the table of --output's rows as Markdown and stop (trains nothing)")
-    parser.add_argument("--plot", type=Path, metavar="PNG",
-                        help="draw --output's changes against MiniLM as published, with their intervals, to PNG and stop "
-                             "(trains nothing; needs matplotlib: pip install sciembed[plots])")
+    parser.add_argument(
+        "--keep-models",
+        type=Path,
+        metavar="FOLDER",
+        help="also save each trained model as FOLDER/seed-N/SYSTEM, to score it again without retraining",
+    )
+    parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help="score again, with this script's tasks, the rows of --seeds and --systems whose models --keep-models "
+        "kept, and MiniLM as published, replacing their scores (their training records stay); trains nothing",
+    )
+    parser.add_argument(
+        "--tasks",
+        nargs="+",
+        metavar="TASK",
+        help="with --rescore: score only these tasks (e.g. fos), keeping the rows' other scores",
+    )
+    parser.add_argument(
+        "--table", action="store_true", help="print the table of --output's rows as Markdown and stop (trains nothing)"
+    )
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        metavar="PNG",
+        help="draw --output's changes against MiniLM as published, with their intervals, to PNG and stop "
+        "(trains nothing; needs matplotlib: pip install sciembed[plots])",
+    )
     args = parser.parse_args()
     if args.tasks and not args.rescore:
         parser.error("--tasks chooses what --rescore scores; a training run scores every task")
@@ -197,11 +288,20 @@ def main() -> None:
     from sciembed.training.recipes import parse_assignments
 
     extra = parse_assignments(args.set)
-    settings = {"steps": args.steps, "batch": BATCH, "training_max_length": args.max_length, "held_out": args.held_out,
-                "hepth_queries": args.hepth_queries, "base": "all-MiniLM-L6-v2 (embedded)", "overrides": extra}
+    settings = {
+        "steps": args.steps,
+        "batch": BATCH,
+        "training_max_length": args.max_length,
+        "held_out": args.held_out,
+        "hepth_queries": args.hepth_queries,
+        "base": "all-MiniLM-L6-v2 (embedded)",
+        "overrides": extra,
+    }
     results = json.loads(args.output.read_text(encoding="utf-8")) if args.output.is_file() else {}
     if results and {k: results["settings"].get(k) for k in settings} != settings:
-        raise SystemExit(f"{args.output} holds a run with other settings ({results['settings']}); choose another --output")
+        raise SystemExit(
+            f"{args.output} holds a run with other settings ({results['settings']}); choose another --output"
+        )
     rows: list[dict[str, Any]] = results.get("rows", [])
     done = {(r["seed"], r["system"]) for r in rows}
     fixed = FixedTasks.read(folders)
@@ -219,10 +319,15 @@ def main() -> None:
                 ours = {(r["seed"], r["system"]): r for r in rows if (r["seed"], r["system"]) in changed}
                 theirs = json.loads(args.output.read_text(encoding="utf-8"))["rows"]
                 rows[:] = [ours.pop((r["seed"], r["system"]), r) for r in theirs] + list(ours.values())
-            report = {"benchmark": "recipes", "description": __doc__.strip().splitlines()[0],
-                      "settings": {**settings, "seeds": sorted({r["seed"] for r in rows})}, "data": fixed.counts,
-                      "machine": {"platform": platform.platform(), "torch_threads": torch.get_num_threads()},
-                      "rows": rows, "summary": summarise(rows)}
+            report = {
+                "benchmark": "recipes",
+                "description": __doc__.strip().splitlines()[0],
+                "settings": {**settings, "seeds": sorted({r["seed"] for r in rows})},
+                "data": fixed.counts,
+                "machine": {"platform": platform.platform(), "torch_threads": torch.get_num_threads()},
+                "rows": rows,
+                "summary": summarise(rows),
+            }
             with atomic_path(args.output) as temporary:
                 temporary.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 
@@ -243,16 +348,24 @@ def main() -> None:
                 if args.tasks:
                     unknown = sorted(set(args.tasks) - {task.task_id for task in suite.tasks})
                     if unknown:
-                        raise SystemExit(f"--tasks: no task {', '.join(unknown)}; the tasks are {', '.join(t.task_id for t in suite.tasks)}")
+                        raise SystemExit(
+                            f"--tasks: no task {', '.join(unknown)}; the tasks are {', '.join(t.task_id for t in suite.tasks)}"
+                        )
                     suite = replace(suite, tasks=[task for task in suite.tasks if task.task_id in args.tasks])
                 changed.update(rescore(rows, seed, [REFERENCE, *args.systems], suite, args))
                 save()
                 continue
             if (seed, REFERENCE) not in done:
                 encoder = sciembed.PaperEncoder.from_pretrained(device="cpu")
-                add({"seed": seed, "system": REFERENCE, "model": "all-MiniLM-L6-v2, its own modules (mean pooling + normalise), not trained",
-                     "held_out_queries": held_out_queries,
-                     **scores(evaluate_suite(encoder, suite, n_jobs=1, show_progress_bar=False).results)})
+                add(
+                    {
+                        "seed": seed,
+                        "system": REFERENCE,
+                        "model": "all-MiniLM-L6-v2, its own modules (mean pooling + normalise), not trained",
+                        "held_out_queries": held_out_queries,
+                        **scores(evaluate_suite(encoder, suite, n_jobs=1, show_progress_bar=False).results),
+                    }
+                )
             if PEER in args.systems and (seed, PEER) not in done:
                 add(peer_row(seed, specter.trainer.train_dataset, suite, args, kept(args, seed, PEER)))
             del specter
@@ -262,17 +375,40 @@ def main() -> None:
             system = SYSTEMS[name]
             base = kept(args, seed, system.after) if system.after else None
             if system.after and (base is None or not base.is_dir()):
-                print(f"seed {seed}, {name}: starts from the seed's {system.after} model, which --keep-models did not keep; "
-                      f"not trained", flush=True)
+                print(
+                    f"seed {seed}, {name}: starts from the seed's {system.after} model, which --keep-models did not keep; "
+                    f"not trained",
+                    flush=True,
+                )
                 continue
             row_settings = {**overrides, **system.overrides}
-            if system.labelled:  # no held-out queries: the test papers of the categories' evaluation are what it never sees
-                row_settings.update({"data.held_out": 0.0, "data.exclude": list(_task(suite, "cacm_categories").test[0])})
+            if (
+                system.labelled
+            ):  # no held-out queries: the test papers of the categories' evaluation are what it never sees
+                row_settings.update(
+                    {"data.held_out": 0.0, "data.exclude": list(_task(suite, "cacm_categories").test[0])}
+                )
             with tempfile.TemporaryDirectory() as output, tempfile.TemporaryDirectory() as mixture:
-                data = (write_mixture(folders, suite, Path(mixture)) if system.mixture else
-                        write_domains(folders, fixed, suite, Path(mixture)) if system.domains else folders["cacm"])
-                add(recipe_row(name, seed, data, output, row_settings, suite, kept(args, seed, name), base=base,
-                               held_out_ids=None if system.labelled else held_out_ids))
+                data = (
+                    write_mixture(folders, suite, Path(mixture))
+                    if system.mixture
+                    else write_domains(folders, fixed, suite, Path(mixture))
+                    if system.domains
+                    else folders["cacm"]
+                )
+                add(
+                    recipe_row(
+                        name,
+                        seed,
+                        data,
+                        output,
+                        row_settings,
+                        suite,
+                        kept(args, seed, name),
+                        base=base,
+                        held_out_ids=None if system.labelled else held_out_ids,
+                    )
+                )
             gc.collect()
     if rows:
         save()  # a run with nothing left to train still rewrites the summary with this script's statistics
@@ -291,7 +427,9 @@ def rescore(rows: list[dict[str, Any]], seed: int, systems: list[str], suite: Ta
         if row["system"] != REFERENCE and (folder is None or not folder.is_dir()):
             print(f"seed {seed}, {row['system']}: no kept model in {folder}; its scores stay", flush=True)
             continue
-        encoder = sciembed.PaperEncoder.from_pretrained(None if row["system"] == REFERENCE else str(folder), device="cpu")
+        encoder = sciembed.PaperEncoder.from_pretrained(
+            None if row["system"] == REFERENCE else str(folder), device="cpu"
+        )
         for part, values in scores(evaluate_suite(encoder, suite, n_jobs=1, show_progress_bar=False).results).items():
             row.setdefault(part, {}).update(values)
         row["rescored"] = True
@@ -332,18 +470,39 @@ class FixedTasks:
         # hep-th: every abstract, and both citation sets as one edge list (the same ids: leading zeros dropped).
         listing = read_arxiv_abstracts(folders["hepth"] / "abstracts", skip_invalid=True)
         papers = root / "hepth.jsonl"
-        papers.write_text("".join(json.dumps({k: p[k] for k in ("paper_id", "title", "abstract")}) + "\n" for p in listing.papers))
-        edges = [read_edge_list(folders["hepth"] / "citations-2000-2002" / "df_formatted.csv"),
-                 read_edge_list(folders["hepth"] / "citations-1992-2001-prefix" / "Cit-HepTh.txt")]
+        papers.write_text(
+            "".join(json.dumps({k: p[k] for k in ("paper_id", "title", "abstract")}) + "\n" for p in listing.papers)
+        )
+        edges = [
+            read_edge_list(folders["hepth"] / "citations-2000-2002" / "df_formatted.csv"),
+            read_edge_list(folders["hepth"] / "citations-1992-2001-prefix" / "Cit-HepTh.txt"),
+        ]
         citations = root / "hepth-citations.csv"
-        citations.write_text("citing,cited\n" + "".join(f"{a},{b}\n" for e in edges for a, b in zip(e.citing.to_pylist(), e.cited.to_pylist())))
+        citations.write_text(
+            "citing,cited\n"
+            + "".join(f"{a},{b}\n" for e in edges for a, b in zip(e.citing.to_pylist(), e.cited.to_pylist()))
+        )
         hepth = read_citation_source(CitationFiles(papers, citations))
-        arxiv, arxiv_counts = _arxiv_archive_files(folders["arxiv-metadata"] / "random-2007-2008" / "arxiv_sample.csv", root)
-        counts = {"hepth": {"papers_with_text": len(hepth.papers), "linked_queries": len(hepth.linked_queries()),
-                            "abstract_files_skipped": len(listing.skipped)},
-                  "arxiv_archive": arxiv_counts}
-        return cls(read_smart_collection(folders["cacm"], skip_invalid=True), hepth, arxiv, folders["scirepeval-samples"],
-                   counts, (papers, citations), workdir)
+        arxiv, arxiv_counts = _arxiv_archive_files(
+            folders["arxiv-metadata"] / "random-2007-2008" / "arxiv_sample.csv", root
+        )
+        counts = {
+            "hepth": {
+                "papers_with_text": len(hepth.papers),
+                "linked_queries": len(hepth.linked_queries()),
+                "abstract_files_skipped": len(listing.skipped),
+            },
+            "arxiv_archive": arxiv_counts,
+        }
+        return cls(
+            read_smart_collection(folders["cacm"], skip_invalid=True),
+            hepth,
+            arxiv,
+            folders["scirepeval-samples"],
+            counts,
+            (papers, citations),
+            workdir,
+        )
 
     def suite(self, cacm_cite: TaskSuite, seed: int, hepth_queries: int) -> TaskSuite:
         """Seed ``seed``'s tasks: CACM's held-out cite task (from the specter run), a sample of hep-th queries, CACM's
@@ -353,12 +512,21 @@ class FixedTasks:
 
         linked = self.hepth.linked_queries()
         chosen = np.random.default_rng(seed).choice(len(linked), size=min(hepth_queries, len(linked)), replace=False)
-        tasks = [replace(cacm_cite.tasks[0], task_id="cacm_cite", keep_per_query=True),
-                 replace(self.hepth.cite_task([linked[i] for i in sorted(chosen)], seed=seed), task_id="hepth_cite", keep_per_query=True),
-                 replace(cacm_category_task(self.cacm, seed=seed), task_id="cacm_categories", keep_predictions=True)]
+        tasks = [
+            replace(cacm_cite.tasks[0], task_id="cacm_cite", keep_per_query=True),
+            replace(
+                self.hepth.cite_task([linked[i] for i in sorted(chosen)], seed=seed),
+                task_id="hepth_cite",
+                keep_per_query=True,
+            ),
+            replace(cacm_category_task(self.cacm, seed=seed), task_id="cacm_categories", keep_predictions=True),
+        ]
         (archive,), _ = classification_tasks("arxiv", str(self.arxiv[0]), papers=str(self.arxiv[1]), seed=seed)
         tasks.append(replace(archive, task_id="arxiv_archive", keep_predictions=True))
-        tasks = [replace(task, domain=TASK_DOMAINS.get(task.task_id)) for task in tasks + list(out_of_domain_suite(self.samples, seed).tasks)]
+        tasks = [
+            replace(task, domain=TASK_DOMAINS.get(task.task_id))
+            for task in tasks + list(out_of_domain_suite(self.samples, seed).tasks)
+        ]
         return TaskSuite("recipes", "cacm + hepth + arxiv + scirepeval-samples", tasks)
 
 
@@ -371,16 +539,37 @@ def _arxiv_archive_files(path: Path, root: Path) -> tuple[tuple[Path, Path], dic
     sizes = Counter(archive.values())
     kept = {pid: label for pid, label in archive.items() if sizes[label] >= MIN_ARCHIVE_PAPERS}
     papers, labels = root / "arxiv.jsonl", root / "arxiv-archive.csv"
-    papers.write_text("".join(json.dumps({"paper_id": r["id"], "title": r["title"], "abstract": r["abstract"]}) + "\n"
-                          for r in records if r["id"] in kept))
+    papers.write_text(
+        "".join(
+            json.dumps({"paper_id": r["id"], "title": r["title"], "abstract": r["abstract"]}) + "\n"
+            for r in records
+            if r["id"] in kept
+        )
+    )
     labels.write_text("paper_id,label\n" + "".join(f"{pid},{label}\n" for pid, label in kept.items()))
-    counts = {"papers": len(kept), "archives": dict(Counter(kept.values()).most_common()),
-              "left_out": {"papers": len(archive) - len(kept), "archives": sorted(a for a, n in sizes.items() if n < MIN_ARCHIVE_PAPERS)}}
+    counts = {
+        "papers": len(kept),
+        "archives": dict(Counter(kept.values()).most_common()),
+        "left_out": {
+            "papers": len(archive) - len(kept),
+            "archives": sorted(a for a, n in sizes.items() if n < MIN_ARCHIVE_PAPERS),
+        },
+    }
     return (labels, papers), counts
 
 
-def recipe_row(name: str, seed: int, data: Path, output: str, overrides: dict[str, Any], suite: TaskSuite,
-               keep: Path | None = None, *, base: Path | None = None, held_out_ids: list[str] | None = None) -> dict[str, Any]:
+def recipe_row(
+    name: str,
+    seed: int,
+    data: Path,
+    output: str,
+    overrides: dict[str, Any],
+    suite: TaskSuite,
+    keep: Path | None = None,
+    *,
+    base: Path | None = None,
+    held_out_ids: list[str] | None = None,
+) -> dict[str, Any]:
     """Train one system with the shared budget from MiniLM (or ``base``) on ``data`` (CACM, or the seed's task mixture);
     CACM held-out cite at step 0, every task after training (the model saved in ``keep`` when given). A run whose
     held-out queries are not ``held_out_ids`` (the specter row's) stops: its rows would not be comparable."""
@@ -388,7 +577,9 @@ def recipe_row(name: str, seed: int, data: Path, output: str, overrides: dict[st
     run = prepare(system.recipe, None if base is None else str(base), data, output, overrides)
     held = run.data["domains"]["cs"] if system.domains else run.data
     if held_out_ids is not None and held["held_out_ids"] != held_out_ids:
-        raise SystemExit(f"seed {seed}, {name}: its held-out queries differ from the specter row's; its scores would not be paired")
+        raise SystemExit(
+            f"seed {seed}, {name}: its held-out queries differ from the specter row's; its scores would not be paired"
+        )
     trainer = run.trainer
     before = None if system.labelled else step_zero(trainer, suite, CITE_TASKS if system.domains else ("cacm_cite",))
     started = time.perf_counter()
@@ -397,28 +588,59 @@ def recipe_row(name: str, seed: int, data: Path, output: str, overrides: dict[st
     trainer.evaluate(eval_dataset=suite)
     scored = scores(trainer.last_evaluation.results)
     if system.labelled:
-        scored["metrics"][HEAD], scored["per_paper"][HEAD] = head_predictions(trainer, data, _task(suite, "cacm_categories").test[0])
+        scored["metrics"][HEAD], scored["per_paper"][HEAD] = head_predictions(
+            trainer, data, _task(suite, "cacm_categories").test[0]
+        )
     if keep is not None:
         save_trained(trainer, run.tokenizer, keep)
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     embedding = {k: run.settings["embedding"][k] for k in ("pooling", "normalize", "max_length")}
-    return {"seed": seed, "system": name, "recipe": system.recipe, "model": system.description, "overrides": system.overrides,
-            "resolved": resolved_defaults(run.settings), "embedding": embedding, "loss": run.settings["loss"], "held_out_queries": run.data.get("held_out_queries"),
-            "training_queries": run.data.get("queries"), "examples_available": run.data["examples"],
-            **({"excluded_papers": run.data["excluded_papers"]} if system.labelled else
-               {"before": before["cacm_cite"], **({"before_hepth": before["hepth_cite"]} if system.domains else {})}), **scored, "steps": result.global_step, "examples_seen": result.global_step * BATCH,
-            "train_seconds": round(seconds, 1), "seconds_per_step": round(seconds / max(result.global_step, 1), 2),
-            "first_logged_loss": losses[0] if losses else None, "last_logged_loss": losses[-1] if losses else None,
-            **({"tasks": run.data["tasks"]} if system.mixture else {}), **({"base": str(base)} if base else {}),
-            **({"domains": {d: {k: v for k, v in c.items() if not k.endswith("_ids")} for d, c in run.data["domains"].items()}}
-               if system.domains else {})}
+    return {
+        "seed": seed,
+        "system": name,
+        "recipe": system.recipe,
+        "model": system.description,
+        "overrides": system.overrides,
+        "resolved": resolved_defaults(run.settings),
+        "embedding": embedding,
+        "loss": run.settings["loss"],
+        "held_out_queries": run.data.get("held_out_queries"),
+        "training_queries": run.data.get("queries"),
+        "examples_available": run.data["examples"],
+        **(
+            {"excluded_papers": run.data["excluded_papers"]}
+            if system.labelled
+            else {"before": before["cacm_cite"], **({"before_hepth": before["hepth_cite"]} if system.domains else {})}
+        ),
+        **scored,
+        "steps": result.global_step,
+        "examples_seen": result.global_step * BATCH,
+        "train_seconds": round(seconds, 1),
+        "seconds_per_step": round(seconds / max(result.global_step, 1), 2),
+        "first_logged_loss": losses[0] if losses else None,
+        "last_logged_loss": losses[-1] if losses else None,
+        **({"tasks": run.data["tasks"]} if system.mixture else {}),
+        **({"base": str(base)} if base else {}),
+        **(
+            {
+                "domains": {
+                    d: {k: v for k, v in c.items() if not k.endswith("_ids")} for d, c in run.data["domains"].items()
+                }
+            }
+            if system.domains
+            else {}
+        ),
+    }
 
 
 def resolved_defaults(settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """What a run's learning rate, weight average and example kind resolved to: recipe defaults change over time, and
     a row's ``overrides`` name only its own settings."""
-    return {"learning_rate": settings["training"]["learning_rate"], "weight_average": settings["model"].get("weight_average", 1.0),
-            **{k: settings["data"][k] for k in ("sampler", "pairs", "rank_overflow") if k in settings["data"]}}
+    return {
+        "learning_rate": settings["training"]["learning_rate"],
+        "weight_average": settings["model"].get("weight_average", 1.0),
+        **{k: settings["data"][k] for k in ("sampler", "pairs", "rank_overflow") if k in settings["data"]},
+    }
 
 
 def step_zero(trainer, suite: TaskSuite, tasks: tuple[str, ...]) -> dict[str, dict[str, float]]:
@@ -447,7 +669,10 @@ def head_predictions(trainer, cacm: Path, test_ids: list[str]) -> tuple[dict[str
     predicted = [names[int(i)] for i in np.asarray(logits).argmax(-1)]
     gold = [labels[i] for i in data["label"]]
     f1 = f1_score(gold, predicted, average="macro", zero_division=0) * 100
-    return {"f1_macro": round(float(f1), 2)}, {"label_columns": None, "papers": dict(zip(data["paper_id"], zip(gold, predicted)))}
+    return {"f1_macro": round(float(f1), 2)}, {
+        "label_columns": None,
+        "papers": dict(zip(data["paper_id"], zip(gold, predicted))),
+    }
 
 
 def write_mixture(folders: dict[str, Path], suite: TaskSuite, folder: Path) -> Path:
@@ -457,10 +682,22 @@ def write_mixture(folders: dict[str, Path], suite: TaskSuite, folder: Path) -> P
     data no row was trained on."""
     tests = {task_id: _task(suite, task_id).test[0] for task_id in ("cacm_categories", "fos")}
     samples = folders["scirepeval-samples"]
-    tasks = [{"name": "cite", "type": "proximity", "data": str(folders["cacm"].resolve())},
-             {"name": "cacm_categories", "type": "classification", "data": str(folders["cacm"].resolve()), "exclude": list(tests["cacm_categories"])},
-             {"name": "fos", "type": "classification", "data": str((samples / "fos_small.json").resolve()), "exclude": list(tests["fos"])},
-             {"name": "mesh", "type": "classification", "data": str((samples / "mesh_small.json").resolve())}]
+    tasks = [
+        {"name": "cite", "type": "proximity", "data": str(folders["cacm"].resolve())},
+        {
+            "name": "cacm_categories",
+            "type": "classification",
+            "data": str(folders["cacm"].resolve()),
+            "exclude": list(tests["cacm_categories"]),
+        },
+        {
+            "name": "fos",
+            "type": "classification",
+            "data": str((samples / "fos_small.json").resolve()),
+            "exclude": list(tests["fos"]),
+        },
+        {"name": "mesh", "type": "classification", "data": str((samples / "mesh_small.json").resolve())},
+    ]
     path = folder / "mixture.json"
     path.write_text(json.dumps(tasks, indent=1), encoding="utf-8")
     return path
@@ -472,9 +709,16 @@ def write_domains(folders: dict[str, Path], fixed: FixedTasks, suite: TaskSuite,
     ``DOMAIN_EXAMPLES`` examples sampled from each so that both domains weigh the same."""
     hepth_queries = sorted(_task(suite, "hepth_cite").qrels)
     papers, citations = fixed.hepth_files
-    tasks = [{"name": "cs", "type": "proximity", "data": str(folders["cacm"].resolve()), "sample_size": DOMAIN_EXAMPLES},
-             {"name": "physics", "type": "proximity", "data": {"papers": str(papers), "citations": str(citations)},
-              "exclude": hepth_queries, "sample_size": DOMAIN_EXAMPLES}]
+    tasks = [
+        {"name": "cs", "type": "proximity", "data": str(folders["cacm"].resolve()), "sample_size": DOMAIN_EXAMPLES},
+        {
+            "name": "physics",
+            "type": "proximity",
+            "data": {"papers": str(papers), "citations": str(citations)},
+            "exclude": hepth_queries,
+            "sample_size": DOMAIN_EXAMPLES,
+        },
+    ]
     path = folder / "domains.json"
     path.write_text(json.dumps(tasks, indent=1), encoding="utf-8")
     return path
@@ -483,9 +727,19 @@ def write_domains(folders: dict[str, Path], fixed: FixedTasks, suite: TaskSuite,
 def budget(seed: int, steps: int, max_length: int, held_out: float = 0.2) -> dict[str, Any]:
     """The recipe overrides every sciembed row of a seed trains with: its split and sampling, ``steps`` steps of BATCH
     examples in one batch, training texts cut to ``max_length`` tokens, no checkpoints."""
-    return {"data.held_out": held_out, "data.seed": seed, "seed": seed, "max_steps": steps, "data.max_length": max_length,
-            "per_device_train_batch_size": BATCH, "gradient_accumulation_steps": 1, "save_strategy": "no", "eval_strategy": "no",
-            "logging_steps": 5, "per_device_eval_batch_size": 32}
+    return {
+        "data.held_out": held_out,
+        "data.seed": seed,
+        "seed": seed,
+        "max_steps": steps,
+        "data.max_length": max_length,
+        "per_device_train_batch_size": BATCH,
+        "gradient_accumulation_steps": 1,
+        "save_strategy": "no",
+        "eval_strategy": "no",
+        "logging_steps": 5,
+        "per_device_eval_batch_size": 32,
+    }
 
 
 def peer_trainer(triplets, seed: int, steps: int, max_length: int, output: str, callbacks=()):
@@ -493,19 +747,40 @@ def peer_trainer(triplets, seed: int, steps: int, max_length: int, output: str, 
     rows), the embedded MiniLM cut to ``max_length`` tokens, the specter rows' budget and schedule; returns the
     trainer and the window the model is published with."""
     from datasets import Dataset
-    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     model = SentenceTransformer(sciembed.default_model_path(), device="cpu")
     window, model.max_seq_length = model.max_seq_length, max_length
     sep = model.tokenizer.sep_token
-    texts = {column: [paper_text(row[role], sep) for row in triplets] for column, role in
-             (("anchor", "query"), ("positive", "positive"), ("negative", "negative"))}
+    texts = {
+        column: [paper_text(row[role], sep) for row in triplets]
+        for column, role in (("anchor", "query"), ("positive", "positive"), ("negative", "negative"))
+    }
     training = SentenceTransformerTrainingArguments(
-        output_dir=output, max_steps=steps, per_device_train_batch_size=BATCH, learning_rate=2e-5, warmup_steps=0.1,
-        lr_scheduler_type="linear", weight_decay=0.0, seed=seed, save_strategy="no", report_to="none", logging_steps=5)
-    trainer = SentenceTransformerTrainer(model=model, args=training, train_dataset=Dataset.from_dict(texts),
-                                         loss=MultipleNegativesRankingLoss(model), callbacks=list(callbacks))
+        output_dir=output,
+        max_steps=steps,
+        per_device_train_batch_size=BATCH,
+        learning_rate=2e-5,
+        warmup_steps=0.1,
+        lr_scheduler_type="linear",
+        weight_decay=0.0,
+        seed=seed,
+        save_strategy="no",
+        report_to="none",
+        logging_steps=5,
+    )
+    trainer = SentenceTransformerTrainer(
+        model=model,
+        args=training,
+        train_dataset=Dataset.from_dict(texts),
+        loss=MultipleNegativesRankingLoss(model),
+        callbacks=list(callbacks),
+    )
     return trainer, window
 
 
@@ -522,11 +797,18 @@ def peer_row(seed: int, triplets, suite: TaskSuite, args, keep: Path | None = No
     if keep is not None:
         model.save(str(keep))
     encoder = sciembed.PaperEncoder(model, device="cpu")
-    return {"seed": seed, "system": PEER, "model": "SentenceTransformerTrainer + MultipleNegativesRankingLoss (scale 20) on the specter "
-            "recipe's triplets, lr 2e-5, 10% warm-up, linear decay", "held_out_queries": len(suite.tasks[0].qrels),
-            **scores(evaluate_suite(encoder, suite, n_jobs=1, show_progress_bar=False).results),
-            "steps": result.global_step, "examples_seen": result.global_step * BATCH, "train_seconds": round(seconds, 1),
-            "seconds_per_step": round(seconds / max(result.global_step, 1), 2)}
+    return {
+        "seed": seed,
+        "system": PEER,
+        "model": "SentenceTransformerTrainer + MultipleNegativesRankingLoss (scale 20) on the specter "
+        "recipe's triplets, lr 2e-5, 10% warm-up, linear decay",
+        "held_out_queries": len(suite.tasks[0].qrels),
+        **scores(evaluate_suite(encoder, suite, n_jobs=1, show_progress_bar=False).results),
+        "steps": result.global_step,
+        "examples_seen": result.global_step * BATCH,
+        "train_seconds": round(seconds, 1),
+        "seconds_per_step": round(seconds / max(result.global_step, 1), 2),
+    }
 
 
 def out_of_domain_suite(folder: Path, seed: int) -> TaskSuite:
@@ -545,10 +827,16 @@ def out_of_domain_suite(folder: Path, seed: int) -> TaskSuite:
     order = np.random.default_rng(seed).permutation(len(rows))
     half = len(order) // 2
     split = [([rows[i][0] for i in part], [rows[i][1] for i in part]) for part in (order[:half], order[half:])]
-    classification = ClassificationTask("scirepeval-samples", f"Fields of study ({len(kept)} with >= {MIN_FIELD_PAPERS} papers)",
-                                        {paper_id: row for paper_id, _, row in rows},
-                                        train=split[0], test=split[1], protocol=replace(SCIREPEVAL_MULTILABEL, metrics=("f1_macro",)),
-                                        task_id="fos", keep_predictions=True)
+    classification = ClassificationTask(
+        "scirepeval-samples",
+        f"Fields of study ({len(kept)} with >= {MIN_FIELD_PAPERS} papers)",
+        {paper_id: row for paper_id, _, row in rows},
+        train=split[0],
+        test=split[1],
+        protocol=replace(SCIREPEVAL_MULTILABEL, metrics=("f1_macro",)),
+        task_id="fos",
+        keep_predictions=True,
+    )
     search = read_scirepeval_sample(folder / "search_small.jsonl", skip_invalid=True).data
     queries, documents, qrels = {}, {}, {}
     for number, row in enumerate(search):
@@ -556,8 +844,17 @@ def out_of_domain_suite(folder: Path, seed: int) -> TaskSuite:
         queries[qid] = row["query"]
         qrels[qid] = {c["paper_id"]: int(c["score"]) for c in row["candidates"]}
         documents.update({c["paper_id"]: c for c in row["candidates"]})
-    ranking = SearchTask("scirepeval-samples", "Search", documents, queries=queries, qrels=qrels, measures=("ndcg",), similarity="l2",
-                         task_id="search", keep_per_query=True)
+    ranking = SearchTask(
+        "scirepeval-samples",
+        "Search",
+        documents,
+        queries=queries,
+        qrels=qrels,
+        measures=("ndcg",),
+        similarity="l2",
+        task_id="search",
+        keep_per_query=True,
+    )
     return TaskSuite("scirepeval-samples", str(folder), [classification, ranking])
 
 
@@ -565,15 +862,27 @@ def scores(results) -> dict[str, Any]:
     """A row's metrics by task (rounded), and for the paired intervals the ranking tasks' per-query measure and the
     classification tasks' test labels and predictions (with the label columns of a multi-label task)."""
     metrics = {r.task_id: {name: round(value, 2) for name, value in r.metrics.items()} for r in results}
-    per_query = {r.task_id: {q: round(v[PER_QUERY[r.task_id]], 4) for q, v in r.details["per_query"].items()}
-                 for r in results if r.task_id in PER_QUERY}
-    per_paper = {r.task_id: {"label_columns": r.counts["num_labels"] if r.details["per_paper"] and
-                             isinstance(next(iter(r.details["per_paper"].values()))[0], list) else None,
-                             "papers": r.details["per_paper"]} for r in results if r.task_id in PER_PAPER}
+    per_query = {
+        r.task_id: {q: round(v[PER_QUERY[r.task_id]], 4) for q, v in r.details["per_query"].items()}
+        for r in results
+        if r.task_id in PER_QUERY
+    }
+    per_paper = {
+        r.task_id: {
+            "label_columns": r.counts["num_labels"]
+            if r.details["per_paper"] and isinstance(next(iter(r.details["per_paper"].values()))[0], list)
+            else None,
+            "papers": r.details["per_paper"],
+        }
+        for r in results
+        if r.task_id in PER_PAPER
+    }
     return {"metrics": metrics, "per_query": per_query, "per_paper": per_paper}
 
 
-def paired_interval(rows: list[dict[str, Any]], others: dict[int, dict[str, Any]], task: str, seed: int = 0) -> dict[str, Any] | None:
+def paired_interval(
+    rows: list[dict[str, Any]], others: dict[int, dict[str, Any]], task: str, seed: int = 0
+) -> dict[str, Any] | None:
     """The mean difference of ``rows`` to ``others`` (by seed) on ``task`` with its 95% percentile bootstrap interval;
     ``beats`` when the interval's lower end is above 0. Ranking tasks: per-query differences, queries pooled over seeds.
     Classification: per seed, the test papers resampled and both rows' macro-F1 scored on each resample; the
@@ -582,8 +891,14 @@ def paired_interval(rows: list[dict[str, Any]], others: dict[int, dict[str, Any]
     pairs = [(row, others[row["seed"]]) for row in rows if row["seed"] in others]
     if task in PER_PAPER:
         return _paired_macro_f1(pairs, task, seed)
-    pairs = [(row, other) for row, other in pairs if task in row.get("per_query", {}) and task in other.get("per_query", {})]
-    differences = [row["per_query"][task][query] - other["per_query"][task][query] for row, other in pairs for query in row["per_query"][task]]
+    pairs = [
+        (row, other) for row, other in pairs if task in row.get("per_query", {}) and task in other.get("per_query", {})
+    ]
+    differences = [
+        row["per_query"][task][query] - other["per_query"][task][query]
+        for row, other in pairs
+        for query in row["per_query"][task]
+    ]
     if not differences:
         return None
     values = np.array(differences)
@@ -591,8 +906,9 @@ def paired_interval(rows: list[dict[str, Any]], others: dict[int, dict[str, Any]
     return _interval(float(values.mean()), means, [row["seed"] for row, _ in pairs], queries=len(values))
 
 
-def _paired_macro_f1(pairs: list[tuple[dict[str, Any], dict[str, Any]]], task: str, seed: int, their_task: str | None = None
-                     ) -> dict[str, Any] | None:
+def _paired_macro_f1(
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]], task: str, seed: int, their_task: str | None = None
+) -> dict[str, Any] | None:
     """The classification interval of :func:`paired_interval`; ``their_task``: the other rows' task scored on the same
     test papers (a head's predictions against a probe's), by default ``task``."""
     from sciembed.evaluation.supervised import macro_f1_resamples
@@ -604,7 +920,9 @@ def _paired_macro_f1(pairs: list[tuple[dict[str, Any], dict[str, Any]]], task: s
         if task not in row.get("per_paper", {}) or their_task not in other.get("per_paper", {}):
             continue
         ours, theirs = row["per_paper"][task], other["per_paper"][their_task]
-        if ours["papers"].keys() != theirs["papers"].keys():  # scored on other test papers (a split changed since): no pair
+        if (
+            ours["papers"].keys() != theirs["papers"].keys()
+        ):  # scored on other test papers (a split changed since): no pair
             continue
         seeds.append(row["seed"])
         ids = list(ours["papers"])
@@ -613,7 +931,12 @@ def _paired_macro_f1(pairs: list[tuple[dict[str, Any], dict[str, Any]]], task: s
         scored = []
         for kept in (ours, theirs):
             gold, predicted = zip(*(kept["papers"][paper] for paper in ids))
-            scored.append([macro_f1_resamples(list(gold), list(predicted), w, num_labels=kept["label_columns"]) for w in (everyone, weights)])
+            scored.append(
+                [
+                    macro_f1_resamples(list(gold), list(predicted), w, num_labels=kept["label_columns"])
+                    for w in (everyone, weights)
+                ]
+            )
         points.append(float(scored[0][0][0] - scored[1][0][0]))
         resampled.append(scored[0][1] - scored[1][1])
         papers += len(ids)
@@ -631,8 +954,13 @@ def _same_test_papers(row: dict[str, Any], other: dict[str, Any], task: str) -> 
 
 def _interval(difference: float, resampled: np.ndarray, seeds: list[int], **counts: int) -> dict[str, Any]:
     low, high = np.percentile(resampled, [2.5, 97.5])
-    return {"difference": round(difference, 2), "interval_95": [round(float(low), 2), round(float(high), 2)], "seeds": seeds,
-            **counts, "beats": bool(low > 0)}
+    return {
+        "difference": round(difference, 2),
+        "interval_95": [round(float(low), 2), round(float(high), 2)],
+        "seeds": seeds,
+        **counts,
+        "beats": bool(low > 0),
+    }
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -648,26 +976,50 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if not chosen:
             continue
         tasks = chosen[0]["metrics"]
-        entry: dict[str, Any] = {"seeds": [r["seed"] for r in chosen],
-                                 "mean": {t: {m: round(statistics.mean(r["metrics"][t][m] for r in chosen), 2) for m in tasks[t]} for t in tasks}}
+        entry: dict[str, Any] = {
+            "seeds": [r["seed"] for r in chosen],
+            "mean": {
+                t: {m: round(statistics.mean(r["metrics"][t][m] for r in chosen), 2) for m in tasks[t]} for t in tasks
+            },
+        }
         if name != REFERENCE:
             entry["against_published"] = {t: paired_interval(chosen, reference, t) for t in (*PER_QUERY, *PER_PAPER)}
-            entry["change_per_seed"] = {t: {m: [round(r["metrics"][t][m] - reference[r["seed"]]["metrics"][t][m], 2)
-                                                if _same_test_papers(r, reference[r["seed"]], t) else None for r in chosen]
-                                            for m in tasks[t]} for t in tasks if t not in CITE_TASKS}
+            entry["change_per_seed"] = {
+                t: {
+                    m: [
+                        round(r["metrics"][t][m] - reference[r["seed"]]["metrics"][t][m], 2)
+                        if _same_test_papers(r, reference[r["seed"]], t)
+                        else None
+                        for r in chosen
+                    ]
+                    for m in tasks[t]
+                }
+                for t in tasks
+                if t not in CITE_TASKS
+            }
             if name != PEER and PEER in by_system:
-                entry["against_peer"] = {t: paired_interval(chosen, by_system[PEER], t) for t in (*PER_QUERY, *PER_PAPER)}
+                entry["against_peer"] = {
+                    t: paired_interval(chosen, by_system[PEER], t) for t in (*PER_QUERY, *PER_PAPER)
+                }
             counterpart = SYSTEMS[name].counterpart if name in SYSTEMS else None
             if counterpart in by_system:
-                entry["against_counterpart"] = {"system": counterpart,
-                                                **{t: paired_interval(chosen, by_system[counterpart], t) for t in (*PER_QUERY, *PER_PAPER)}}
+                entry["against_counterpart"] = {
+                    "system": counterpart,
+                    **{t: paired_interval(chosen, by_system[counterpart], t) for t in (*PER_QUERY, *PER_PAPER)},
+                }
             if all("before" in r for r in chosen):
-                entry["above_step_0_on_every_seed"] = all(r["metrics"]["cacm_cite"]["map"] > r["before"]["map"] for r in chosen)
+                entry["above_step_0_on_every_seed"] = all(
+                    r["metrics"]["cacm_cite"]["map"] > r["before"]["map"] for r in chosen
+                )
             if all(HEAD in r["metrics"] for r in chosen):
                 # SPECTROID's claim: its trained head against MiniLM's linear probe, on the same test papers.
-                entry["head_against_probe"] = _paired_macro_f1([(r, reference[r["seed"]]) for r in chosen], HEAD, 0, "cacm_categories")
+                entry["head_against_probe"] = _paired_macro_f1(
+                    [(r, reference[r["seed"]]) for r in chosen], HEAD, 0, "cacm_categories"
+                )
                 entry["head_above_probe_on_every_seed"] = all(
-                    r["metrics"][HEAD]["f1_macro"] > reference[r["seed"]]["metrics"]["cacm_categories"]["f1_macro"] for r in chosen)
+                    r["metrics"][HEAD]["f1_macro"] > reference[r["seed"]]["metrics"]["cacm_categories"]["f1_macro"]
+                    for r in chosen
+                )
         summary[name] = entry
     return summary
 
@@ -678,14 +1030,21 @@ def _mean_change(entry: dict[str, Any], task: str, metric: str) -> float | None:
     return statistics.mean(changes) if changes else None
 
 
-COLUMNS = (("cacm_cite", "map", "CACM cite MAP"), ("hepth_cite", "map", "hep-th cite MAP"), ("cacm_categories", "f1_macro", "CACM categories F1"),
-           ("arxiv_archive", "f1_macro", "arXiv archive F1"), ("fos", "f1_macro", "FoS F1"), ("search", "ndcg", "search nDCG"))
+COLUMNS = (
+    ("cacm_cite", "map", "CACM cite MAP"),
+    ("hepth_cite", "map", "hep-th cite MAP"),
+    ("cacm_categories", "f1_macro", "CACM categories F1"),
+    ("arxiv_archive", "f1_macro", "arXiv archive F1"),
+    ("fos", "f1_macro", "FoS F1"),
+    ("search", "ndcg", "search nDCG"),
+)
 
 
 def table(summary: dict[str, Any]) -> str:
     """The summary as a Markdown table: per system its mean over seeds on every task and, after it, the change against
     MiniLM as published (paired difference [95% interval] where the rows keep what the interval resamples, else the
     mean of the per-seed changes); then CACM cite against the peer and against the counterpart."""
+
     def cell(entry: dict[str, Any], task: str, metric: str) -> str:
         value = f"{entry['mean'][task][metric]:.2f}"
         if entry.get("against_published", {}).get(task):
@@ -698,10 +1057,17 @@ def table(summary: dict[str, Any]) -> str:
             return f"{value} ({change:+.2f})"
         return value
 
-    header = ["system", "seeds", *(title for _, _, title in COLUMNS), "vs peer (CACM cite)", "vs counterpart (CACM cite; a head: its categories F1 vs MiniLM's probe)"]
+    header = [
+        "system",
+        "seeds",
+        *(title for _, _, title in COLUMNS),
+        "vs peer (CACM cite)",
+        "vs counterpart (CACM cite; a head: its categories F1 vs MiniLM's probe)",
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, entry in summary.items():
-        def versus(key: str) -> str:
+
+        def versus(key: str, entry: dict[str, Any] = entry) -> str:
             if key == "against_counterpart" and entry.get("head_against_probe"):
                 paired = entry["head_against_probe"]
                 low, high = paired["interval_95"]
@@ -713,8 +1079,13 @@ def table(summary: dict[str, Any]) -> str:
             named = f"{entry[key]['system']}: " if "system" in entry[key] else ""
             return f"{named}{paired['difference']:+.2f} [{low:+.2f}, {high:+.2f}]"
 
-        cells = [name, ", ".join(map(str, entry["seeds"])), *(cell(entry, task, metric) for task, metric, _ in COLUMNS),
-                 versus("against_peer"), versus("against_counterpart")]
+        cells = [
+            name,
+            ", ".join(map(str, entry["seeds"])),
+            *(cell(entry, task, metric) for task, metric, _ in COLUMNS),
+            versus("against_peer"),
+            versus("against_counterpart"),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -746,7 +1117,9 @@ def plot(summary: dict[str, Any], path: Path) -> None:
         axis.invert_yaxis()
         axis.grid(axis="x", alpha=0.3)
     seeds = sorted({seed for entry in summary.values() for seed in entry["seeds"]})
-    figure.suptitle(f"Change against all-MiniLM-L6-v2 as published, paired 95% interval (seeds {', '.join(map(str, seeds))})")
+    figure.suptitle(
+        f"Change against all-MiniLM-L6-v2 as published, paired 95% interval (seeds {', '.join(map(str, seeds))})"
+    )
     figure.tight_layout()
     with atomic_path(path) as temporary:
         figure.savefig(temporary, format="png", dpi=110)

@@ -55,7 +55,9 @@ from sciembed.io import atomic_path
 logger = logging.getLogger("sampling_scale")
 
 
-def synthetic_citations(papers: int, citations: int, seed: int, alpha: float = 0.8) -> tuple[np.ndarray, np.ndarray, np.random.Generator]:
+def synthetic_citations(
+    papers: int, citations: int, seed: int, alpha: float = 0.8
+) -> tuple[np.ndarray, np.ndarray, np.random.Generator]:
     """``(citing, cited, rng)``: index arrays of a power-law citation graph (see the module docstring) and
     the generator, to draw further seeded values from."""
     rng = np.random.default_rng(seed)
@@ -79,7 +81,9 @@ def synthetic_graph(papers: int, citations: int, seed: int, text_share: float) -
     return CitationGraph.from_indices(citing, cited, papers, has_text=has_text)
 
 
-def dict_of_dicts_sampler(graph: dict[int, dict[int, int]], text: set[int], seed: int, per_query: int = 5, hard: int = 2) -> list[tuple[int, int, int]]:
+def dict_of_dicts_sampler(
+    graph: dict[int, dict[int, int]], text: set[int], seed: int, per_query: int = 5, hard: int = 2
+) -> list[tuple[int, int, int]]:
     """The same SPECTER rules, written the straightforward way over a dict of dicts."""
     chooser = random.Random(seed)
     text_list = sorted(text)
@@ -142,8 +146,13 @@ def write_string_id_edges(folder: Path, papers: int, citations: int, seed: int, 
 
     citing, cited, rng = synthetic_citations(papers, citations, seed)
     has_text = rng.random(papers) < text_share
-    ids = pa.array([f"{value:040x}" for value in np.random.default_rng(seed + 7).integers(0, 2**63, papers, dtype=np.int64)])
-    pq.write_table(pa.table({"citing": ids.take(pa.array(citing)), "cited": ids.take(pa.array(cited))}), folder / "citations.parquet")
+    ids = pa.array(
+        [f"{value:040x}" for value in np.random.default_rng(seed + 7).integers(0, 2**63, papers, dtype=np.int64)]
+    )
+    pq.write_table(
+        pa.table({"citing": ids.take(pa.array(citing)), "cited": ids.take(pa.array(cited))}),
+        folder / "citations.parquet",
+    )
     pq.write_table(pa.table({"paper_id": ids.filter(pa.array(has_text))}), folder / "papers_with_text.parquet")
 
 
@@ -156,7 +165,9 @@ def build_from_string_ids(folder: Path, way: str, seed: int) -> dict:
     with_text = pq.read_table(folder / "papers_with_text.parquet").column("paper_id")
     read = time.perf_counter()
     if way == "arrow":
-        graph = CitationGraph.from_edges(citations.column("citing"), citations.column("cited"), papers_with_text=with_text)
+        graph = CitationGraph.from_edges(
+            citations.column("citing"), citations.column("cited"), papers_with_text=with_text
+        )
     else:
         # One column at a time, each freed once converted, to give the old way its best chance.
         citing = citations.column("citing").to_numpy().astype(str)
@@ -167,14 +178,24 @@ def build_from_string_ids(folder: Path, way: str, seed: int) -> dict:
         edges = len(citing)
         has_text = np.zeros(len(ids), dtype=bool)
         has_text[inverse[2 * edges :]] = True
-        graph = CitationGraph.from_indices(inverse[:edges], inverse[edges : 2 * edges], len(ids), ids=ids, has_text=has_text)
+        graph = CitationGraph.from_indices(
+            inverse[:edges], inverse[edges : 2 * edges], len(ids), ids=ids, has_text=has_text
+        )
     built = time.perf_counter()
     triplets = sample_specter_triplets(graph, seed=seed)
     sampled = time.perf_counter()
-    return {"way": way, "read_s": round(read - start, 2), "build_s": round(built - read, 2), "sample_s": round(sampled - built, 2),
-            "peak_memory_gb": round(own_peak_memory_gb(), 3), "papers": graph.num_papers, "citations": graph.num_citations,
-            "triplets": len(triplets), "ids_bytes_per_paper": round(graph.ids.nbytes / graph.num_papers),
-            "structure_sha": _graph_digest(graph)}
+    return {
+        "way": way,
+        "read_s": round(read - start, 2),
+        "build_s": round(built - read, 2),
+        "sample_s": round(sampled - built, 2),
+        "peak_memory_gb": round(own_peak_memory_gb(), 3),
+        "papers": graph.num_papers,
+        "citations": graph.num_citations,
+        "triplets": len(triplets),
+        "ids_bytes_per_paper": round(graph.ids.nbytes / graph.num_papers),
+        "structure_sha": _graph_digest(graph),
+    }
 
 
 def _graph_digest(graph: CitationGraph) -> str:
@@ -196,21 +217,45 @@ def string_id_comparison(args: argparse.Namespace) -> dict:
         with tempfile.TemporaryDirectory() as folder:
             t0 = time.perf_counter()
             write_string_id_edges(Path(folder), papers, citations, args.seed, args.text_share)
-            runs = {"papers": papers, "citations_drawn": citations, "id_length": 40, "write_parquet_s": round(time.perf_counter() - t0, 2)}
+            runs = {
+                "papers": papers,
+                "citations_drawn": citations,
+                "id_length": 40,
+                "write_parquet_s": round(time.perf_counter() - t0, 2),
+            }
             for way in ("arrow", "numpy_unicode"):
-                done = subprocess.run([sys.executable, __file__, "--string-ids-way", way, "--string-ids-folder", folder, "--seed", str(args.seed)],
-                                      capture_output=True, text=True)
+                done = subprocess.run(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--string-ids-way",
+                        way,
+                        "--string-ids-folder",
+                        folder,
+                        "--seed",
+                        str(args.seed),
+                    ],
+                    capture_output=True,
+                    text=True,
+                )
                 if done.returncode == 0:
                     runs[way] = json.loads(done.stdout.strip().splitlines()[-1])
                 else:  # the kernel's out-of-memory killer ends it with SIGKILL
-                    runs[way] = {"failed": f"exit {done.returncode}" + (" (SIGKILL: out of memory)" if done.returncode == -9 else ""),
-                                 "stderr": done.stderr[-500:]}
+                    runs[way] = {
+                        "failed": f"exit {done.returncode}"
+                        + (" (SIGKILL: out of memory)" if done.returncode == -9 else ""),
+                        "stderr": done.stderr[-500:],
+                    }
                 logger.info("string ids, %d papers, %s: %s", papers, way, runs[way])
         if "failed" not in runs["arrow"] and "failed" not in runs["numpy_unicode"]:
             runs |= {
                 "same_graph": runs["arrow"]["structure_sha"] == runs["numpy_unicode"]["structure_sha"],
-                "peak_memory_ratio_numpy_over_arrow": round(runs["numpy_unicode"]["peak_memory_gb"] / runs["arrow"]["peak_memory_gb"], 2),
-                "build_time_ratio_numpy_over_arrow": round(runs["numpy_unicode"]["build_s"] / runs["arrow"]["build_s"], 2),
+                "peak_memory_ratio_numpy_over_arrow": round(
+                    runs["numpy_unicode"]["peak_memory_gb"] / runs["arrow"]["peak_memory_gb"], 2
+                ),
+                "build_time_ratio_numpy_over_arrow": round(
+                    runs["numpy_unicode"]["build_s"] / runs["arrow"]["build_s"], 2
+                ),
             }
         result["full_scale" if share == 1 else "quarter_scale"] = runs
         if "failed" not in runs["numpy_unicode"]:
@@ -221,12 +266,21 @@ def string_id_comparison(args: argparse.Namespace) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--papers", type=int, default=1_000_000, help="papers in the scale graph (default 1,000,000)")
-    parser.add_argument("--citations", type=int, default=20_000_000, help="citations drawn for the scale graph (default 20,000,000)")
-    parser.add_argument("--baseline-papers", type=int, default=100_000, help="papers in the comparison graph (same citations per paper)")
+    parser.add_argument(
+        "--citations", type=int, default=20_000_000, help="citations drawn for the scale graph (default 20,000,000)"
+    )
+    parser.add_argument(
+        "--baseline-papers",
+        type=int,
+        default=100_000,
+        help="papers in the comparison graph (same citations per paper)",
+    )
     parser.add_argument("--text-share", type=float, default=0.9, help="share of papers with text (default 0.9)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "sampling_scale.json")
-    parser.add_argument("--string-ids-way", choices=("arrow", "numpy_unicode"), help=argparse.SUPPRESS)  # part 3's worker
+    parser.add_argument(
+        "--string-ids-way", choices=("arrow", "numpy_unicode"), help=argparse.SUPPRESS
+    )  # part 3's worker
     parser.add_argument("--string-ids-folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.string_ids_way:
@@ -269,7 +323,9 @@ def main() -> None:
 
     # Part 2: the same rules, vectorised vs dict of dicts, on one smaller graph.
     per_paper = args.citations / args.papers
-    small = synthetic_graph(args.baseline_papers, int(per_paper * args.baseline_papers), args.seed + 1, args.text_share)
+    small = synthetic_graph(
+        args.baseline_papers, int(per_paper * args.baseline_papers), args.seed + 1, args.text_share
+    )
     t0 = time.perf_counter()
     ours = sample_specter_triplets(small, seed=args.seed)
     ours_s = time.perf_counter() - t0
@@ -303,7 +359,12 @@ def main() -> None:
         "comparison": comparison,
         "string_ids": string_ids,
         "peak_memory_gb_whole_run": round(peak_memory_gb(), 3),
-        "machine": {"python": platform.python_version(), "numpy": np.__version__, "platform": platform.platform(), "cpus": cpu_count()},
+        "machine": {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "platform": platform.platform(),
+            "cpus": cpu_count(),
+        },
     }
     with atomic_path(args.output) as temporary:
         temporary.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

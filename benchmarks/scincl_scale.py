@@ -47,19 +47,19 @@ import time
 from pathlib import Path
 
 import numpy as np
+from sampling_scale import cpu_count
 
 from sciembed.data.graph import CitationGraph
 from sciembed.data.graph_embedding import EMBEDDING_DIM, citation_graph_embedding
 from sciembed.data.scincl import SciNCLConfig, sample_scincl_triplets
 from sciembed.io import atomic_path
 
-from sampling_scale import cpu_count
-
 logger = logging.getLogger("scincl_scale")
 
 
-def synthetic_citations(papers: int, citations: int, seed: int, topic_size: int, in_topic: float,
-                        alpha: float = 0.8) -> tuple[np.ndarray, np.ndarray, np.random.Generator]:
+def synthetic_citations(
+    papers: int, citations: int, seed: int, topic_size: int, in_topic: float, alpha: float = 0.8
+) -> tuple[np.ndarray, np.ndarray, np.random.Generator]:
     """``(citing, cited, rng)``: index arrays of a power-law citation graph with topics (module docstring)."""
     rng = np.random.default_rng(seed)
     productivity = rng.pareto(2.0, papers) + 1.0
@@ -101,10 +101,14 @@ def peak_memory_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 1e9
 
 
-def exact_ranks(vectors: np.ndarray, candidates: np.ndarray, query: np.ndarray, others: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def exact_ranks(
+    vectors: np.ndarray, candidates: np.ndarray, query: np.ndarray, others: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """For each ``query[i]`` and each paper in row ``others[i]``: its exact 0-based rank among the other
     candidates (the count of strictly nearer ones, euclidean, float64), and each query's 25 nearest."""
-    vectors = vectors.astype(np.float64)  # FastRP rows are float32: rank them in float64, as the sampler's boundaries are
+    vectors = vectors.astype(
+        np.float64
+    )  # FastRP rows are float32: rank them in float64, as the sampler's boundaries are
     cand = vectors[candidates]
     norms = np.einsum("ij,ij->i", cand, cand)
     position = np.full(len(vectors), -1, dtype=np.int64)
@@ -138,33 +142,56 @@ def rank_summary(ranks: np.ndarray, start: int, end: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--papers", type=int, default=1_000_000, help="papers in the graph (default 1,000,000)")
-    parser.add_argument("--citations-per-paper", type=float, default=20.0, help="citations drawn per paper (default 20)")
+    parser.add_argument(
+        "--citations-per-paper", type=float, default=20.0, help="citations drawn per paper (default 20)"
+    )
     parser.add_argument("--topic-size", type=int, default=2000, help="mean papers per topic (default 2,000)")
-    parser.add_argument("--in-topic", type=float, default=0.8, help="share of citations inside the citing paper's topic (default 0.8)")
+    parser.add_argument(
+        "--in-topic", type=float, default=0.8, help="share of citations inside the citing paper's topic (default 0.8)"
+    )
     parser.add_argument("--text-share", type=float, default=0.9, help="share of papers with text (default 0.9)")
     parser.add_argument("--index", choices=("exact", "ivf"), default="ivf", help="the kNN index (default ivf)")
-    parser.add_argument("--ivf-nprobe", type=int, default=None, help="IVF cells probed per query (default: the sampler's)")
-    parser.add_argument("--ivf-cells", type=int, default=None, help="IVF cells (default: the sampler's, sqrt(candidates))")
-    parser.add_argument("--recall-queries", type=int, default=200, help="queries checked against exact kNN (default 200)")
-    parser.add_argument("--compare-exact", action="store_true", help="also time the exact index on every query (quadratic)")
-    parser.add_argument("--threads", type=int, default=None, help="faiss OpenMP threads (default: faiss's, one per core)")
-    parser.add_argument("--tradeoff", help="CELLS:NPROBE,... IVF settings to measure on --timing-queries sampled queries")
-    parser.add_argument("--timing-queries", type=int, default=2000, help="queries timed per --tradeoff setting (default 2,000)")
+    parser.add_argument(
+        "--ivf-nprobe", type=int, default=None, help="IVF cells probed per query (default: the sampler's)"
+    )
+    parser.add_argument(
+        "--ivf-cells", type=int, default=None, help="IVF cells (default: the sampler's, sqrt(candidates))"
+    )
+    parser.add_argument(
+        "--recall-queries", type=int, default=200, help="queries checked against exact kNN (default 200)"
+    )
+    parser.add_argument(
+        "--compare-exact", action="store_true", help="also time the exact index on every query (quadratic)"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="faiss OpenMP threads (default: faiss's, one per core)"
+    )
+    parser.add_argument(
+        "--tradeoff", help="CELLS:NPROBE,... IVF settings to measure on --timing-queries sampled queries"
+    )
+    parser.add_argument(
+        "--timing-queries", type=int, default=2000, help="queries timed per --tradeoff setting (default 2,000)"
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", type=Path, default=None, help="JSON path (default results/scincl_scale_<papers>_<index>.json)")
+    parser.add_argument(
+        "--output", type=Path, default=None, help="JSON path (default results/scincl_scale_<papers>_<index>.json)"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     name = "tradeoff" if args.tradeoff else args.index
     output = args.output or Path(__file__).parent / "results" / f"scincl_scale_{args.papers}_{name}.json"
-    index = {"index": args.index} | ({"ivf_nprobe": args.ivf_nprobe, "ivf_cells": args.ivf_cells} if args.index == "ivf" else {})
+    index = {"index": args.index} | (
+        {"ivf_nprobe": args.ivf_nprobe, "ivf_cells": args.ivf_cells} if args.index == "ivf" else {}
+    )
     if args.threads:
         import faiss
 
         faiss.omp_set_num_threads(args.threads)
 
     t0 = time.perf_counter()
-    citing, cited, rng = synthetic_citations(args.papers, round(args.citations_per_paper * args.papers), args.seed,
-                                             args.topic_size, args.in_topic)
+    citing, cited, rng = synthetic_citations(
+        args.papers, round(args.citations_per_paper * args.papers), args.seed, args.topic_size, args.in_topic
+    )
     has_text = rng.random(args.papers) < args.text_share
     t1 = time.perf_counter()
     graph = CitationGraph.from_indices(citing, cited, args.papers, has_text=has_text)
@@ -173,8 +200,17 @@ def main() -> None:
     vectors = citation_graph_embedding(graph, EMBEDDING_DIM, seed=args.seed)
     t3 = time.perf_counter()
     if args.tradeoff:
-        write(output, tradeoff(graph, vectors, args) | {"seconds": {"generate": round(t1 - t0, 2), "build_graph": round(t2 - t1, 2),
-                                                                   "embed_fastrp": round(t3 - t2, 2)}})
+        write(
+            output,
+            tradeoff(graph, vectors, args)
+            | {
+                "seconds": {
+                    "generate": round(t1 - t0, 2),
+                    "build_graph": round(t2 - t1, 2),
+                    "embed_fastrp": round(t3 - t2, 2),
+                }
+            },
+        )
         return
     triplets = sample_scincl_triplets(graph, config=SciNCLConfig(**index), vectors=vectors, seed=args.seed)
     t4 = time.perf_counter()
@@ -190,9 +226,13 @@ def main() -> None:
     k = stats.positive_ranks_used[1] - stats.positive_ranks_used[0]
     h = stats.hard_negative_ranks_used[1] - stats.hard_negative_ranks_used[0]
     mine = np.isin(triplets.query, sample)
-    order = np.argsort(triplets.query[mine], kind="stable")  # triplets come query by query; keep each query's rows together
+    order = np.argsort(
+        triplets.query[mine], kind="stable"
+    )  # triplets come query by query; keep each query's rows together
     positives = triplets.positive[mine][order].reshape(len(sample), k)
-    hards = triplets.negative[mine & triplets.hard][np.argsort(triplets.query[mine & triplets.hard], kind="stable")].reshape(len(sample), h)
+    hards = triplets.negative[mine & triplets.hard][
+        np.argsort(triplets.query[mine & triplets.hard], kind="stable")
+    ].reshape(len(sample), h)
     ranks, exact_top = exact_ranks(vectors, candidates, sample, np.concatenate([positives, hards], axis=1))
     top = SciNCLConfig(positives=25, positive_ranks=(0, 25), easy_negatives=23, **index)
     top25 = sample_scincl_triplets(graph, sample, config=top, vectors=vectors, seed=args.seed)
@@ -212,17 +252,31 @@ def main() -> None:
         t6 = time.perf_counter()
         reference = sample_scincl_triplets(graph, config=SciNCLConfig(index="exact"), vectors=vectors, seed=args.seed)
         exact_s = time.perf_counter() - t6
-        exact = {"sample_s": round(exact_s, 2), "triplets": len(reference), "speedup_of_ivf": round(exact_s / (t4 - t3), 2)}
+        exact = {
+            "sample_s": round(exact_s, 2),
+            "triplets": len(reference),
+            "speedup_of_ivf": round(exact_s / (t4 - t3), 2),
+        }
         logger.info("exact index: %s", exact)
 
     result = {
         "benchmark": "scincl_scale",
         "papers": args.papers,
         "graph": graph.stats.as_dict(),
-        "generator": {"citations_per_paper": args.citations_per_paper, "topic_size": args.topic_size, "in_topic": args.in_topic,
-                      "text_share": args.text_share, "seed": args.seed},
-        "seconds": {"generate": round(t1 - t0, 2), "build_graph": round(t2 - t1, 2), "embed_fastrp": round(t3 - t2, 2),
-                    "sample": round(t4 - t3, 2), "build_embed_sample": round(t4 - t1, 2)},
+        "generator": {
+            "citations_per_paper": args.citations_per_paper,
+            "topic_size": args.topic_size,
+            "in_topic": args.in_topic,
+            "text_share": args.text_share,
+            "seed": args.seed,
+        },
+        "seconds": {
+            "generate": round(t1 - t0, 2),
+            "build_graph": round(t2 - t1, 2),
+            "embed_fastrp": round(t3 - t2, 2),
+            "sample": round(t4 - t3, 2),
+            "build_embed_sample": round(t4 - t1, 2),
+        },
         "triplets": len(triplets),
         "triplets_per_s": round(len(triplets) / (t4 - t3)),
         "peak_memory_gb": round(peak, 3),
@@ -230,8 +284,13 @@ def main() -> None:
         "accuracy_vs_exact": accuracy,
         "exact_index": exact,
         "peak_memory_gb_whole_run": round(peak_memory_gb(), 3),
-        "machine": {"python": platform.python_version(), "numpy": np.__version__, "faiss": faiss_version(), "platform": platform.platform(),
-                    "cpus": cpu_count()},
+        "machine": {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "faiss": faiss_version(),
+            "platform": platform.platform(),
+            "cpus": cpu_count(),
+        },
     }
     write(output, result)
 
@@ -246,9 +305,13 @@ def tradeoff(graph: CitationGraph, vectors: np.ndarray, args: argparse.Namespace
     """Each IVF setting of ``--tradeoff`` (and exact search) on a sample of queries: accuracy, time per query,
     and the time for every query."""
     candidates = np.nonzero(graph.has_text & np.isfinite(vectors).all(axis=1))[0]
-    sample = np.random.default_rng(args.seed + 1).choice(candidates, size=min(args.timing_queries, len(candidates)), replace=False)
+    sample = np.random.default_rng(args.seed + 1).choice(
+        candidates, size=min(args.timing_queries, len(candidates)), replace=False
+    )
     checked = np.sort(sample[: args.recall_queries])
-    settings = [("ivf", int(c), int(p)) for c, p in (pair.split(":") for pair in args.tradeoff.split(","))] + [("exact", None, None)]
+    settings = [("ivf", int(c), int(p)) for c, p in (pair.split(":") for pair in args.tradeoff.split(","))] + [
+        ("exact", None, None)
+    ]
     rows = []
     for kind, cells, nprobe in settings:
         config = SciNCLConfig(index=kind, ivf_cells=cells, ivf_nprobe=nprobe)
@@ -267,18 +330,40 @@ def tradeoff(graph: CitationGraph, vectors: np.ndarray, args: argparse.Namespace
         ranks, _ = exact_ranks(vectors, candidates, checked, np.concatenate([positives, hards], axis=1))
         hard_ranks = ranks[:, 5:]
         distance = np.maximum(0, np.maximum(3998 - hard_ranks, hard_ranks - 3999))
-        row = {"index": kind, "cells": cells, "nprobe": nprobe, "queries_timed": len(timed), "index_setup_s": round(fixed, 2),
-               "ms_per_query": round(1000 * per_query, 3), "minutes_for_every_query": round(per_query * len(candidates) / 60, 1),
-               "positives_in_true_top_25": round(float((ranks[:, :5] < 25).mean()), 4),
-               "positive_ranks": rank_summary(ranks[:, :5], 20, 25), "hard_negative_ranks": rank_summary(hard_ranks, 3998, 4000),
-               "hard_negative_median_distance_to_range": float(np.median(distance)),
-               "hard_negative_median_distance_share_of_rank": round(float(np.median(distance)) / 4000, 4)}
+        row = {
+            "index": kind,
+            "cells": cells,
+            "nprobe": nprobe,
+            "queries_timed": len(timed),
+            "index_setup_s": round(fixed, 2),
+            "ms_per_query": round(1000 * per_query, 3),
+            "minutes_for_every_query": round(per_query * len(candidates) / 60, 1),
+            "positives_in_true_top_25": round(float((ranks[:, :5] < 25).mean()), 4),
+            "positive_ranks": rank_summary(ranks[:, :5], 20, 25),
+            "hard_negative_ranks": rank_summary(hard_ranks, 3998, 4000),
+            "hard_negative_median_distance_to_range": float(np.median(distance)),
+            "hard_negative_median_distance_share_of_rank": round(float(np.median(distance)) / 4000, 4),
+        }
         logger.info("tradeoff: %s", row)
         rows.append(row)
-    return {"benchmark": "scincl_scale_tradeoff", "papers": args.papers, "candidates": len(candidates), "settings": rows,
-            "target": {"hard_negative_median_distance_share_of_rank": 0.01, "positives_in_true_top_25": 1.0, "minutes_for_every_query": 15},
-            "machine": {"python": platform.python_version(), "numpy": np.__version__, "faiss": faiss_version(), "platform": platform.platform(),
-                        "cpus": cpu_count()}}
+    return {
+        "benchmark": "scincl_scale_tradeoff",
+        "papers": args.papers,
+        "candidates": len(candidates),
+        "settings": rows,
+        "target": {
+            "hard_negative_median_distance_share_of_rank": 0.01,
+            "positives_in_true_top_25": 1.0,
+            "minutes_for_every_query": 15,
+        },
+        "machine": {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "faiss": faiss_version(),
+            "platform": platform.platform(),
+            "cpus": cpu_count(),
+        },
+    }
 
 
 if __name__ == "__main__":

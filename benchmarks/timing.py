@@ -20,7 +20,9 @@ import torch
 Runs = Mapping[str, Callable[[], object]]
 
 
-def time_forward_passes(runs: Runs, rounds: int, seed: int = 0) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+def time_forward_passes(
+    runs: Runs, rounds: int, seed: int = 0
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Wall-clock and CPU seconds of every run in every round (after one warm-up pass each)."""
     wall: dict[str, list[float]] = {name: [] for name in runs}
     cpu: dict[str, list[float]] = {name: [] for name in runs}

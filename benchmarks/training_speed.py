@@ -29,12 +29,12 @@ import time
 from pathlib import Path
 
 import torch
+from recipes import BATCH, PEER, budget, peer_trainer
+from timing import medians, paired_ratios
 from transformers import TrainerCallback
 
-from recipes import BATCH, PEER, budget, peer_trainer
 from sciembed.io import atomic_path
 from sciembed.training.run import prepare
-from timing import medians, paired_ratios
 
 SCIEMBED = "sciembed specter"
 
@@ -73,9 +73,13 @@ def peer_run(triplets, seed: int, steps: int, max_length: int) -> StepClock:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path("../shared/data/cacm"), help="the CACM collection (../shared/data/cacm)")
+    parser.add_argument(
+        "--data", type=Path, default=Path("../shared/data/cacm"), help="the CACM collection (../shared/data/cacm)"
+    )
     parser.add_argument("--rounds", type=int, default=3, help="rounds; each trains both systems once")
-    parser.add_argument("--steps", type=int, default=12, help="optimiser steps per run (the first is warm-up, not timed)")
+    parser.add_argument(
+        "--steps", type=int, default=12, help="optimiser steps per run (the first is warm-up, not timed)"
+    )
     parser.add_argument("--max-length", type=int, default=128, help="tokens per text")
     parser.add_argument("--seed", type=int, default=0, help="the split and sampling seed of the triplets")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "training_speed.json")
@@ -86,9 +90,13 @@ def main() -> None:
         raise SystemExit("--steps must be at least 3: the first step is warm-up and a run needs two timed steps")
     logging.basicConfig(level=logging.WARNING)
     with tempfile.TemporaryDirectory() as output:
-        triplets = prepare("specter", None, args.data, output, budget(args.seed, args.steps, args.max_length)).trainer.train_dataset
-    runs = {SCIEMBED: lambda: sciembed_run(args.data, args.seed, args.steps, args.max_length),
-            PEER: lambda: peer_run(triplets, args.seed, args.steps, args.max_length)}
+        triplets = prepare(
+            "specter", None, args.data, output, budget(args.seed, args.steps, args.max_length)
+        ).trainer.train_dataset
+    runs = {
+        SCIEMBED: lambda: sciembed_run(args.data, args.seed, args.steps, args.max_length),
+        PEER: lambda: peer_run(triplets, args.seed, args.steps, args.max_length),
+    }
     wall: dict[str, list[float]] = {name: [] for name in runs}
     cpu: dict[str, list[float]] = {name: [] for name in runs}
     order = random.Random(args.seed)
@@ -98,13 +106,26 @@ def main() -> None:
             wall[name].append(statistics.median(clock.wall))
             cpu[name].append(statistics.median(clock.cpu))
             print(f"round {number + 1}: {name} {wall[name][-1]:.2f} s/step", flush=True)
-    report = {"benchmark": "training_speed", "description": __doc__.strip().splitlines()[0],
-              "settings": {"rounds": args.rounds, "steps": args.steps, "batch": BATCH, "max_length": args.max_length, "seed": args.seed},
-              "machine": {"platform": platform.platform(), "processor": platform.processor(), "torch_threads": torch.get_num_threads()},
-              "seconds_per_step": {"wall": medians(wall), "cpu": medians(cpu)},
-              "per_round": {"wall": wall, "cpu": cpu},
-              "ratio_to_peer": {"wall": paired_ratios(wall, PEER)[SCIEMBED], "cpu": paired_ratios(cpu, PEER)[SCIEMBED]},
-              "target": "sciembed's seconds per step within 5% of the peer's (ratio <= 1.05)"}
+    report = {
+        "benchmark": "training_speed",
+        "description": __doc__.strip().splitlines()[0],
+        "settings": {
+            "rounds": args.rounds,
+            "steps": args.steps,
+            "batch": BATCH,
+            "max_length": args.max_length,
+            "seed": args.seed,
+        },
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor(),
+            "torch_threads": torch.get_num_threads(),
+        },
+        "seconds_per_step": {"wall": medians(wall), "cpu": medians(cpu)},
+        "per_round": {"wall": wall, "cpu": cpu},
+        "ratio_to_peer": {"wall": paired_ratios(wall, PEER)[SCIEMBED], "cpu": paired_ratios(cpu, PEER)[SCIEMBED]},
+        "target": "sciembed's seconds per step within 5% of the peer's (ratio <= 1.05)",
+    }
     report["meets_target"] = report["ratio_to_peer"]["wall"] <= 1.05
     args.output.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(args.output) as temporary:

@@ -34,28 +34,49 @@ def main() -> None:
     linked = source.neighbours()
     result = {}
     # The scincl recipe's small-graph ranks (nearest) and the paper's ranges shrunk to the graph (scale).
-    for name, sampler, options in (("specter", "specter", {"triplets_per_query": 5}),
-                                   ("scincl", "scincl", {"rank_overflow": "nearest"}),
-                                   ("scincl-scale", "scincl", {"rank_overflow": "scale"})):
-        triplets = training_examples.triplet_dataset(source, sampler=sampler, queries=queries, exclude=held, seed=args.seed, **options)
+    for name, sampler, options in (
+        ("specter", "specter", {"triplets_per_query": 5}),
+        ("scincl", "scincl", {"rank_overflow": "nearest"}),
+        ("scincl-scale", "scincl", {"rank_overflow": "scale"}),
+    ):
+        triplets = training_examples.triplet_dataset(
+            source, sampler=sampler, queries=queries, exclude=held, seed=args.seed, **options
+        )
         direct = two_hops = negative = 0
-        for query, positive, negative_id in zip(triplets["query_id"], triplets["positive_id"], triplets["negative_id"]):
+        for query, positive, negative_id in zip(
+            triplets["query_id"], triplets["positive_id"], triplets["negative_id"]
+        ):
             first = linked.get(query, set())
             second = set().union(*(linked.get(p, set()) for p in first)) if first else set()
             direct += positive in first
             two_hops += positive in second and positive not in first
             negative += negative_id in first
         n = len(triplets)
-        result[name] = {"triplets": n, "positive_cited": round(direct / n, 3), "positive_two_hops_only": round(two_hops / n, 3),
-                           "negative_cited": round(negative / n, 3)}
+        result[name] = {
+            "triplets": n,
+            "positive_cited": round(direct / n, 3),
+            "positive_two_hops_only": round(two_hops / n, 3),
+            "negative_cited": round(negative / n, 3),
+        }
         print(name, json.dumps(result[name]), flush=True)
     pairs = training_examples.pair_dataset(source, exclude=held)
     linked_pairs = sum(b in linked.get(a, set()) for a, b in zip(pairs["a_id"], pairs["b_id"]))
     result["cocitation_pairs"] = {"pairs": len(pairs), "pair_cited": round(linked_pairs / len(pairs), 3)}
     print("cocitation", json.dumps(result["cocitation_pairs"]), flush=True)
     with atomic_path(args.output) as temporary:
-        temporary.write_text(json.dumps({"benchmark": "triplet_positives", "description": __doc__.strip().splitlines()[0],
-                                         "seed": args.seed, "samplers": result}, indent=1) + "\n", encoding="utf-8")
+        temporary.write_text(
+            json.dumps(
+                {
+                    "benchmark": "triplet_positives",
+                    "description": __doc__.strip().splitlines()[0],
+                    "seed": args.seed,
+                    "samplers": result,
+                },
+                indent=1,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
 
 
 if __name__ == "__main__":

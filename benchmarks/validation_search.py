@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from recipes import budget, resolved_defaults
 
 import sciembed
-from recipes import budget, resolved_defaults
 from sciembed.evaluation import evaluate_suite
 from sciembed.io import atomic_path
 from sciembed.training.recipes import RECIPES, parse_assignments
@@ -43,12 +43,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="folder holding cacm/")
     parser.add_argument("--recipe", required=True, choices=sorted(RECIPES), help="the recipe whose variant is scored")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="the variant: recipe overrides on top of the rows' budget (none: the recipe's defaults)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="the variant: recipe overrides on top of the rows' budget (none: the recipe's defaults)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="the split, sampling and training seed")
     parser.add_argument("--steps", type=int, default=60, help="optimiser steps of 32 examples")
     parser.add_argument("--max-length", type=int, default=128, help="tokens per training text")
-    parser.add_argument("--validation", type=float, default=0.2, help="share of the training query papers held for validation")
+    parser.add_argument(
+        "--validation", type=float, default=0.2, help="share of the training query papers held for validation"
+    )
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "validation_search.json")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -58,30 +65,52 @@ def main() -> None:
     variant = parse_assignments(args.set)
     results = json.loads(args.output.read_text(encoding="utf-8")) if args.output.is_file() else {"rows": []}
     rows: list[dict[str, Any]] = results["rows"]
-    key = {"recipe": args.recipe, "seed": args.seed, "steps": args.steps, "max_length": args.max_length,
-           "validation": args.validation, "variant": variant}
+    key = {
+        "recipe": args.recipe,
+        "seed": args.seed,
+        "steps": args.steps,
+        "max_length": args.max_length,
+        "validation": args.validation,
+        "variant": variant,
+    }
     if any({k: row.get(k) for k in key} == key for row in rows):
         raise SystemExit(f"{args.output} already holds {json.dumps(key)}; nothing to do")
     overrides = {**budget(args.seed, args.steps, args.max_length), "data.validation": args.validation, **variant}
     with tempfile.TemporaryDirectory() as output:
         run = prepare(args.recipe, None, cacm, output, overrides)
         suite = run.validation
-        published = evaluate_suite(sciembed.PaperEncoder.from_pretrained(device="cpu"), suite, n_jobs=1, show_progress_bar=False)
+        published = evaluate_suite(
+            sciembed.PaperEncoder.from_pretrained(device="cpu"), suite, n_jobs=1, show_progress_bar=False
+        )
         trainer = run.trainer
         before = cite_metrics(trainer.evaluate(eval_dataset=suite))
         started = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - started
         after = cite_metrics(trainer.evaluate(eval_dataset=suite))
-    reference = {name: round(value, 2) for name, value in published.results[0].metrics.items() if name in ("map", "ndcg")}
-    row = {**key, "resolved": resolved_defaults(run.settings), "validation_queries": len(suite.tasks[0].qrels), REFERENCE: reference, "before": before, "after": after,
-           "change_vs_published": {name: round(after[name] - reference[name], 2) for name in reference},
-           "train_seconds": round(seconds, 1), "torch_threads": torch.get_num_threads()}
+    reference = {
+        name: round(value, 2) for name, value in published.results[0].metrics.items() if name in ("map", "ndcg")
+    }
+    row = {
+        **key,
+        "resolved": resolved_defaults(run.settings),
+        "validation_queries": len(suite.tasks[0].qrels),
+        REFERENCE: reference,
+        "before": before,
+        "after": after,
+        "change_vs_published": {name: round(after[name] - reference[name], 2) for name in reference},
+        "train_seconds": round(seconds, 1),
+        "torch_threads": torch.get_num_threads(),
+    }
     print(json.dumps(row), flush=True)
     # Read again before writing: several searches may run side by side into one file.
     latest = json.loads(args.output.read_text(encoding="utf-8")) if args.output.is_file() else {"rows": []}
-    report = {"benchmark": "validation_search", "description": __doc__.strip().splitlines()[0],
-              "machine": {"platform": platform.platform()}, "rows": [*latest["rows"], row]}
+    report = {
+        "benchmark": "validation_search",
+        "description": __doc__.strip().splitlines()[0],
+        "machine": {"platform": platform.platform()},
+        "rows": [*latest["rows"], row],
+    }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(args.output) as temporary:
         temporary.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")

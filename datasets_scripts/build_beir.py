@@ -28,7 +28,9 @@ def main(argv: Sequence[str] | None = None) -> Path:
             "(SciFact, TREC-COVID, NFCorpus differ): pass it with --license."
         ),
     )
-    parser.add_argument("--source", required=True, type=Path, help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv)")
+    parser.add_argument(
+        "--source", required=True, type=Path, help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv)"
+    )
     parser.add_argument("--name", default=None, help="the set's name for the card (default: the source folder's name)")
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
@@ -45,7 +47,9 @@ def main(argv: Sequence[str] | None = None) -> Path:
         summary=f"The ad-hoc scientific search set `{name}` in the BEIR layout (Thakur et al. 2021): queries, a corpus of papers and relevance judgements.",
         source=f"BEIR folder `{args.source.name}` read by `sciembed.data.beir.read_beir`.",
         license=args.license or UNKNOWN_LICENSE,
-        license_note="" if args.license else "BEIR sets carry their upstream licences, which differ per set; check the set's own page and pass --license.",
+        license_note=""
+        if args.license
+        else "BEIR sets carry their upstream licences, which differ per set; check the set's own page and pass --license.",
         how_built=(
             "`corpus.jsonl` records become papers (`_id` -> paper_id, `text` -> abstract); `queries.jsonl` keeps "
             "`_id` -> query_id and `text`; every `qrels/<split>.tsv` becomes a split of `qrels` (`query-id, corpus-id, "

@@ -34,8 +34,15 @@ def main(argv: Sequence[str] | None = None) -> Path:
             "0 / 1 stop the build unless --skip-invalid, which drops and counts them."
         ),
     )
-    parser.add_argument("--source", required=True, nargs="+", help="one or more [CONFIG=]LOCATION (domain name, Hub id or local folder)")
-    parser.add_argument("--cache-dir", type=Path, default=None, help="datasets cache folder used while reading the sources")
+    parser.add_argument(
+        "--source",
+        required=True,
+        nargs="+",
+        help="one or more [CONFIG=]LOCATION (domain name, Hub id or local folder)",
+    )
+    parser.add_argument(
+        "--cache-dir", type=Path, default=None, help="datasets cache folder used while reading the sources"
+    )
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
     check_out(args.out, args.overwrite)
@@ -62,7 +69,9 @@ def main(argv: Sequence[str] | None = None) -> Path:
         ),
         source="Read by `sciembed.data.cocitation.load_cocitation_pairs` from " + "; ".join(sources) + ".",
         license=args.license or UNKNOWN_LICENSE,
-        license_note="" if args.license else "The pairs hold PubMed abstracts; the GleghornLab Hub sets' licence was not verified here: check and pass --license.",
+        license_note=""
+        if args.license
+        else "The pairs hold PubMed abstracts; the GleghornLab Hub sets' licence was not verified here: check and pass --license.",
         how_built=(
             "Columns a, b, label are kept as they are; labels must be 0 or 1 and both abstracts non-empty "
             f"(bad rows {'dropped and counted below' if args.skip_invalid else 'refused'}). Splits keep their names."

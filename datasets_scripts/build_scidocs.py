@@ -21,8 +21,8 @@ CARDS = {
     "scidocs": dict(
         pretty_name="SciDocs",
         summary=(
-            "SciDocs, the evaluation suite of SPECTER (Cohan et al. 2020, \"SPECTER: Document-level Representation "
-            "Learning using Citation-informed Transformers\", ACL): MAG and MeSH classification, co-view, co-read, "
+            'SciDocs, the evaluation suite of SPECTER (Cohan et al. 2020, "SPECTER: Document-level Representation '
+            'Learning using Citation-informed Transformers", ACL): MAG and MeSH classification, co-view, co-read, '
             "cite and co-cite proximity tasks (the recommendation click log is not included)."
         ),
         default_license=UNKNOWN_LICENSE,
@@ -46,7 +46,13 @@ CARDS = {
 }
 
 
-def main(argv: Sequence[str] | None = None, *, benchmark: str = "scidocs", script: str = __file__, description: str = __doc__) -> Path:
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    benchmark: str = "scidocs",
+    script: str = __file__,
+    description: str = __doc__,
+) -> Path:
     """Run the builder; ``benchmark`` / ``script`` / ``description`` let build_multi_scidocs.py reuse it."""
     parser = build_parser(
         script,
@@ -60,9 +66,24 @@ def main(argv: Sequence[str] | None = None, *, benchmark: str = "scidocs", scrip
             "this script with --benchmark multi_scidocs (or build_multi_scidocs.py) on it."
         ),
     )
-    parser.add_argument("--source", required=True, type=Path, help="SciDocs release folder (data/ of allenai/scidocs) or a Multi-SciDocs folder in that layout")
-    parser.add_argument("--tasks", nargs="+", default=None, help="only these tasks (cite cocite coview coread mag mesh); default: every task found")
-    parser.add_argument("--benchmark", choices=sorted(CARDS), default=benchmark, help=f"which benchmark the folder holds (default {benchmark})")
+    parser.add_argument(
+        "--source",
+        required=True,
+        type=Path,
+        help="SciDocs release folder (data/ of allenai/scidocs) or a Multi-SciDocs folder in that layout",
+    )
+    parser.add_argument(
+        "--tasks",
+        nargs="+",
+        default=None,
+        help="only these tasks (cite cocite coview coread mag mesh); default: every task found",
+    )
+    parser.add_argument(
+        "--benchmark",
+        choices=sorted(CARDS),
+        default=benchmark,
+        help=f"which benchmark the folder holds (default {benchmark})",
+    )
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
     check_out(args.out, args.overwrite)
@@ -70,7 +91,9 @@ def main(argv: Sequence[str] | None = None, *, benchmark: str = "scidocs", scrip
     from sciembed.data.benchmarks import EVALUATION_SPLIT
     from sciembed.data.scidocs import read_scidocs
 
-    release = read_scidocs(args.source, tasks=tuple(args.tasks) if args.tasks else None, skip_invalid=args.skip_invalid)
+    release = read_scidocs(
+        args.source, tasks=tuple(args.tasks) if args.tasks else None, skip_invalid=args.skip_invalid
+    )
     configs = {f"papers_{name}": {EVALUATION_SPLIT: papers} for name, papers in release.papers.items()}
     configs.update(release.qrels)
     configs.update(release.labels)
@@ -91,7 +114,8 @@ def main(argv: Sequence[str] | None = None, *, benchmark: str = "scidocs", scrip
             "`pid,class_label` as `paper_id, label`. Rows naming papers absent from the task's metadata file "
             f"are {'dropped and counted below' if args.skip_invalid else 'refused'} (SciDocs' own evaluation "
             "silently scores them as zero vectors). Not in this folder: "
-            + (", ".join(release.missing) or "nothing") + "."
+            + (", ".join(release.missing) or "nothing")
+            + "."
         ),
         counts=counts,
         citation=text["citation"],

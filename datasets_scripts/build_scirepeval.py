@@ -28,11 +28,29 @@ def main(argv: Sequence[str] | None = None) -> Path:
             "unless --skip-invalid, which drops and counts them."
         ),
     )
-    parser.add_argument("--meta-source", default="allenai/scirepeval", help="Hub id or local folder of the metadata configs (default allenai/scirepeval)")
-    parser.add_argument("--test-source", default="allenai/scirepeval_test", help="Hub id or local folder of the label configs (default allenai/scirepeval_test)")
-    parser.add_argument("--tasks", nargs="+", required=True, help="test configs to include (e.g. fos scidocs_mag search)")
-    parser.add_argument("--samples", nargs="*", type=Path, default=[], help="training-sample files (fos_small.json, search_small.jsonl...) to add as train_<format>")
-    parser.add_argument("--cache-dir", type=Path, default=None, help="datasets cache folder used while reading the sources")
+    parser.add_argument(
+        "--meta-source",
+        default="allenai/scirepeval",
+        help="Hub id or local folder of the metadata configs (default allenai/scirepeval)",
+    )
+    parser.add_argument(
+        "--test-source",
+        default="allenai/scirepeval_test",
+        help="Hub id or local folder of the label configs (default allenai/scirepeval_test)",
+    )
+    parser.add_argument(
+        "--tasks", nargs="+", required=True, help="test configs to include (e.g. fos scidocs_mag search)"
+    )
+    parser.add_argument(
+        "--samples",
+        nargs="*",
+        type=Path,
+        default=[],
+        help="training-sample files (fos_small.json, search_small.jsonl...) to add as train_<format>",
+    )
+    parser.add_argument(
+        "--cache-dir", type=Path, default=None, help="datasets cache folder used while reading the sources"
+    )
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
     check_out(args.out, args.overwrite)
@@ -42,7 +60,13 @@ def main(argv: Sequence[str] | None = None) -> Path:
 
     configs, counts, meta_of = {}, {}, {}
     for task in args.tasks:
-        loaded = load_scirepeval_task(task, meta_source=args.meta_source, test_source=args.test_source, skip_invalid=args.skip_invalid, cache_dir=args.cache_dir)
+        loaded = load_scirepeval_task(
+            task,
+            meta_source=args.meta_source,
+            test_source=args.test_source,
+            skip_invalid=args.skip_invalid,
+            cache_dir=args.cache_dir,
+        )
         meta_name = f"meta_{META_CONFIG.get(task, task)}"
         meta_of[task] = meta_name
         configs.setdefault(meta_name, {EVALUATION_SPLIT: loaded.meta})
@@ -62,14 +86,17 @@ def main(argv: Sequence[str] | None = None) -> Path:
         pretty_name="SciRepEval (selected tasks)",
         summary=(
             "Tasks of SciRepEval (Singh, D'Arcy, Cohan, Downey, Feldman 2023, \"SciRepEval: A Multi-Format Benchmark "
-            "for Scientific Document Representations\", EMNLP): classification, regression, proximity and ad-hoc "
+            'for Scientific Document Representations", EMNLP): classification, regression, proximity and ad-hoc '
             "search. Tasks here: " + ", ".join(f"`{t}` (papers in `{meta_of[t]}`)" for t in args.tasks) + "."
         ),
         source=f"Metadata from `{Path(args.meta_source).name if Path(args.meta_source).exists() else args.meta_source}`, labels from "
         f"`{Path(args.test_source).name if Path(args.test_source).exists() else args.test_source}`"
-        + (", training samples from " + ", ".join(f"`{p.name}`" for p in args.samples) if args.samples else "") + ".",
+        + (", training samples from " + ", ".join(f"`{p.name}`" for p in args.samples) if args.samples else "")
+        + ".",
         license=args.license or UNKNOWN_LICENSE,
-        license_note="" if args.license else "Check the licence on the allenai/scirepeval and allenai/scirepeval_test cards and pass --license.",
+        license_note=""
+        if args.license
+        else "Check the licence on the allenai/scirepeval and allenai/scirepeval_test cards and pass --license.",
         how_built=(
             "Metadata rows keep SciRepEval's columns with `doc_id` renamed `paper_id`; every id column is a string "
             "(the Hub files mix integer and string ids). Label and qrel rows naming papers absent from the task's "

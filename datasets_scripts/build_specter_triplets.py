@@ -31,11 +31,28 @@ def main(argv: Sequence[str] | None = None) -> Path:
             "Without split files every query of data.json goes to 'train'. The same --seed gives the same folder."
         ),
     )
-    parser.add_argument("--source", required=True, type=Path, help="SPECTER release folder (data.json, metadata.json, train/val/test.txt)")
-    parser.add_argument("--sampler", choices=("specter", "spectroid"), default="specter", help="positive rule: uniform over citations (specter) or by in-citation count (spectroid)")
+    parser.add_argument(
+        "--source",
+        required=True,
+        type=Path,
+        help="SPECTER release folder (data.json, metadata.json, train/val/test.txt)",
+    )
+    parser.add_argument(
+        "--sampler",
+        choices=("specter", "spectroid"),
+        default="specter",
+        help="positive rule: uniform over citations (specter) or by in-citation count (spectroid)",
+    )
     parser.add_argument("--triplets-per-query", type=int, default=5, help="triplets per query (5 in the paper)")
-    parser.add_argument("--hard-ratio", type=float, default=0.4, help="share of hard negatives, rounded up (0.4 -> 2 of 5, the paper's setting)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (one generator, splits drawn in train, val, test order)")
+    parser.add_argument(
+        "--hard-ratio",
+        type=float,
+        default=0.4,
+        help="share of hard negatives, rounded up (0.4 -> 2 of 5, the paper's setting)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="random seed (one generator, splits drawn in train, val, test order)"
+    )
     args = parser.parse_args(argv)
     configure_logging(args.log_level)
     check_out(args.out, args.overwrite)
@@ -59,7 +76,9 @@ def main(argv: Sequence[str] | None = None) -> Path:
     for name, queries in splits.items():
         in_graph = np.isin(queries, graph.ids)
         counts[f"{name}.queries_not_in_graph"] = int(np.count_nonzero(~in_graph))
-        sampled = sampler(graph, queries[in_graph], triplets_per_query=args.triplets_per_query, hard_ratio=args.hard_ratio, seed=rng)
+        sampled = sampler(
+            graph, queries[in_graph], triplets_per_query=args.triplets_per_query, hard_ratio=args.hard_ratio, seed=rng
+        )
         counts.update({f"{name}.{key}": value for key, value in sampled.stats.as_dict().items()})
         if len(sampled) == 0:
             logger.warning("split %s: no triplets (%s); left out", name, sampled.stats.as_dict())
@@ -79,11 +98,17 @@ def main(argv: Sequence[str] | None = None) -> Path:
         summary=(
             "Citation triplets (query, positive, negative) for training scientific-document embeddings with a "
             "triplet margin loss, sampled from a citation graph by the rules of SPECTER (Cohan et al. 2020)"
-            + (" with SPECTROID's in-citation-weighted positives (Capuano et al.)." if args.sampler == "spectroid" else ".")
+            + (
+                " with SPECTROID's in-citation-weighted positives (Capuano et al.)."
+                if args.sampler == "spectroid"
+                else "."
+            )
         ),
         source=f"SPECTER release folder `{args.source.name}` (allenai/specter training-data format).",
         license=args.license or "apache-2.0",
-        license_note="" if args.license else "The SPECTER training data is distributed with allenai/specter under Apache-2.0; keep the provenance.",
+        license_note=""
+        if args.license
+        else "The SPECTER training data is distributed with allenai/specter under Apache-2.0; keep the provenance.",
         how_built=(
             f"Graph: the `count == 5` (direct citation) pairs of `data.json`; papers with text are those of "
             f"`metadata.json`. Sampler `{args.sampler}`, {args.triplets_per_query} triplets per query, hard ratio "

@@ -18,11 +18,11 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from datasets import Dataset
 from huggingface_hub import DatasetCard, DatasetCardData
@@ -73,14 +73,38 @@ def build_parser(script: str, description: str, *, epilog: str = "") -> argparse
     ``script`` is the builder's ``__file__``, so ``--help`` shows the command to type.
     """
     parser = argparse.ArgumentParser(
-        prog=f"python datasets_scripts/{Path(script).name}", description=description, epilog=epilog,
+        prog=f"python datasets_scripts/{Path(script).name}",
+        description=description,
+        epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--out", required=True, type=Path, help="folder to write (Parquet files + README.md dataset card); created atomically")
-    parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists (the old folder is removed only after the new one is complete)")
-    parser.add_argument("--skip-invalid", action="store_true", help="skip bad records (counted in the log and the card) instead of stopping at the first")
-    parser.add_argument("--license", default=None, help="Hub licence id for the card (e.g. apache-2.0, odc-by, cc-by-4.0); overrides the builder's default")
-    parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="logging level (default INFO)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        help="folder to write (Parquet files + README.md dataset card); created atomically",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace OUT if it exists (the old folder is removed only after the new one is complete)",
+    )
+    parser.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip bad records (counted in the log and the card) instead of stopping at the first",
+    )
+    parser.add_argument(
+        "--license",
+        default=None,
+        help="Hub licence id for the card (e.g. apache-2.0, odc-by, cc-by-4.0); overrides the builder's default",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="logging level (default INFO)",
+    )
     return parser
 
 
@@ -90,13 +114,22 @@ def configure_logging(level: str) -> None:
 
 def size_category(rows: int) -> str:
     """The Hub's ``size_categories`` bucket for a row count."""
-    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M")):
+    for limit, name in (
+        (1_000, "n<1K"),
+        (10_000, "1K<n<10K"),
+        (100_000, "10K<n<100K"),
+        (1_000_000, "100K<n<1M"),
+        (10_000_000, "1M<n<10M"),
+        (100_000_000, "10M<n<100M"),
+    ):
         if rows < limit:
             return name
     return "100M<n<1B"
 
 
-def write_hub_folder(out: Path, configs: Mapping[str, Mapping[str, Dataset]], card: CardInfo, *, overwrite: bool = False) -> Path:
+def write_hub_folder(
+    out: Path, configs: Mapping[str, Mapping[str, Dataset]], card: CardInfo, *, overwrite: bool = False
+) -> Path:
     """Write ``configs`` (config -> split -> Dataset) as Parquet plus a rendered card, atomically, to ``out``.
 
     Raises:
@@ -118,11 +151,15 @@ def write_hub_folder(out: Path, configs: Mapping[str, Mapping[str, Dataset]], ca
                 (staging / config).mkdir(exist_ok=True)
                 data.to_parquet(str(staging / relative))
                 data_files.append({"split": split, "path": relative})
-                sizes.append({"config": config, "split": split, "rows": len(data), "bytes": (staging / relative).stat().st_size})
+                sizes.append(
+                    {"config": config, "split": split, "rows": len(data), "bytes": (staging / relative).stat().st_size}
+                )
                 total += len(data)
             yaml_configs.append({"config_name": config, "data_files": data_files})
             first = next(iter(splits.values()))
-            fields.append({"config": config, "columns": [(name, _describe(feature)) for name, feature in first.features.items()]})
+            fields.append(
+                {"config": config, "columns": [(name, _describe(feature)) for name, feature in first.features.items()]}
+            )
         card_data = DatasetCardData(
             license=card.license if card.license != UNKNOWN_LICENSE else "other",
             pretty_name=card.pretty_name,
@@ -133,11 +170,23 @@ def write_hub_folder(out: Path, configs: Mapping[str, Mapping[str, Dataset]], ca
             sciembed_version=sciembed.__version__,
         )
         rendered = DatasetCard.from_template(
-            card_data, template_path=str(TEMPLATE), card=card, sizes=sizes, fields=fields, total_rows=total,
-            license_known=card.license != UNKNOWN_LICENSE, sciembed_version=sciembed.__version__,
+            card_data,
+            template_path=str(TEMPLATE),
+            card=card,
+            sizes=sizes,
+            fields=fields,
+            total_rows=total,
+            license_known=card.license != UNKNOWN_LICENSE,
+            sciembed_version=sciembed.__version__,
         )
         rendered.save(staging / "README.md")
-    logger.info("wrote %s: %d config(s), %d row(s): %s", out, len(configs), total, {s["config"] + "/" + s["split"]: s["rows"] for s in sizes})
+    logger.info(
+        "wrote %s: %d config(s), %d row(s): %s",
+        out,
+        len(configs),
+        total,
+        {s["config"] + "/" + s["split"]: s["rows"] for s in sizes},
+    )
     return out
 
 

@@ -29,14 +29,31 @@ def tiny_bert(tmp_path_factory) -> Path:
 
     folder = tmp_path_factory.mktemp("tiny-bert")
     # No repeated entries: a repeat leaves a hole in the ids, and tokens added later would reuse a real id.
-    vocab = list(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *[f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"], *"abcdefghijklmnopqrstuvwxyz.,;:"]))
+    vocab = list(
+        dict.fromkeys(
+            [
+                "[PAD]",
+                "[UNK]",
+                "[CLS]",
+                "[SEP]",
+                "[MASK]",
+                *WORDS,
+                *[f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"],
+                *"abcdefghijklmnopqrstuvwxyz.,;:",
+            ]
+        )
+    )
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     tokenizer = BertTokenizerFast.from_pretrained(folder, model_max_length=64)
     tokenizer.save_pretrained(folder)
     torch.manual_seed(0)
     config = BertConfig(
-        vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=37, max_position_embeddings=64,
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=64,
     )
     BertModel(config).save_pretrained(folder)
     return folder
@@ -86,10 +103,13 @@ def cacm_graph():
     """CACM's citation links as a graph; only papers with an abstract count as having text, so that the
     text rule is exercised."""
     from helpers import shared_data
+
     from sciembed.data.graph import CitationGraph
     from sciembed.data.smart import CACM_CITATION, read_smart_collection
 
     collection = read_smart_collection(shared_data("cacm"), skip_invalid=True)
     links = sorted(collection.links[CACM_CITATION])
     with_abstract = [p["paper_id"] for p in collection.papers if p["abstract"]]
-    return CitationGraph.from_undirected_pairs([a for a, _ in links], [b for _, b in links], papers_with_text=with_abstract)
+    return CitationGraph.from_undirected_pairs(
+        [a for a, _ in links], [b for _, b in links], papers_with_text=with_abstract
+    )

@@ -23,8 +23,9 @@ mine = [t[rank * 3 : (rank + 1) * 3].clone().requires_grad_() for t in (anchor, 
 loss = MultipleNegativesRankingLoss(temperature=0.05)(*mine)
 local = MultipleNegativesRankingLoss(temperature=0.05, gather_across_processes=False)(*[t.detach() for t in mine])
 loss.backward()
-(output / f"mnr{rank}.json").write_text(json.dumps({"loss": loss.item(), "local_loss": local.item(),
-                                                   "grads": [t.grad.tolist() for t in mine]}))
+(output / f"mnr{rank}.json").write_text(
+    json.dumps({"loss": loss.item(), "local_loss": local.item(), "grads": [t.grad.tolist() for t in mine]})
+)
 # As the library's commands end: both ranks meet, leave the group and exit without Python's finalisation, in
 # which gloo can abort a rank whose work is done ("terminate called without an active exception").
 end_distributed_run()

@@ -36,7 +36,9 @@ def side_python() -> str:
 
     python = os.environ.get(SIDE_VENV_VARIABLE)
     if not python or not Path(python).is_file():
-        pytest.skip(f"the transformers 4.57.6 side venv is not built (${SIDE_VENV_VARIABLE} unset or missing): run `make side-venv`")
+        pytest.skip(
+            f"the transformers 4.57.6 side venv is not built (${SIDE_VENV_VARIABLE} unset or missing): run `make side-venv`"
+        )
     return python
 
 
@@ -48,7 +50,9 @@ def run_side_python(script: str, cwd: Path, timeout: int = 600) -> str:
 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": ""}
     guarded = 'import sys; sys.modules["sciembed"] = None\n' + script
-    result = subprocess.run([side_python(), "-c", guarded], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(
+        [side_python(), "-c", guarded], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
     assert result.returncode == 0, f"side venv script failed:\n{result.stderr[-4000:]}"
     return result.stdout
 
@@ -61,8 +65,18 @@ def write_s2orc(path: Path) -> Path:
     for i in range(40):
         words = " ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(12))
         cites = [f"p{(i + k) % 40}" for k in (1, 2, 3)]
-        lines.append(json.dumps({"paper_id": f"p{i}", "title": words[:40], "abstract": words, "year": 2000,
-                                 "outbound_citations": cites, "inbound_citations": []}))
+        lines.append(
+            json.dumps(
+                {
+                    "paper_id": f"p{i}",
+                    "title": words[:40],
+                    "abstract": words,
+                    "year": 2000,
+                    "outbound_citations": cites,
+                    "inbound_citations": [],
+                }
+            )
+        )
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -83,9 +97,17 @@ def write_hub_folder(root: Path, configs: dict) -> Path:
 
 
 PAPERS = [
-    {"paper_id": "p1", "title": "Garbage collection of list structure", "abstract": "We reclaim memory in a time sharing system."},
+    {
+        "paper_id": "p1",
+        "title": "Garbage collection of list structure",
+        "abstract": "We reclaim memory in a time sharing system.",
+    },
     {"paper_id": "p2", "title": "Query join index", "abstract": ""},
-    {"paper_id": "p3", "title": "", "abstract": "A linear system algorithm for the matrix of a graph, with a long abstract about citation embedding of scientific documents and neural network learning on text data."},
+    {
+        "paper_id": "p3",
+        "title": "",
+        "abstract": "A linear system algorithm for the matrix of a graph, with a long abstract about citation embedding of scientific documents and neural network learning on text data.",
+    },
     {"paper_id": "p4", "title": "Compiler syntax translation", "abstract": "The program translation of a language."},
     {"paper_id": "p5", "title": "Embedding", "abstract": "Document."},
 ]

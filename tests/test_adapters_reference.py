@@ -17,19 +17,29 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import PAPERS, run_side_python, side_python
 
 import sciembed
-from helpers import PAPERS, run_side_python, side_python
 from sciembed.formats import FORMATS, model_formats, save_with_format_modules
 from sciembed.formats.adapters import (
-    ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE, FUSION_CONFIG_FILE, BottleneckConfig, FusionConfig, add_format_adapters,
-    add_format_fusion, fusion_of,
+    ADAPTER_CONFIG_FILE,
+    ADAPTER_WEIGHTS_FILE,
+    FUSION_CONFIG_FILE,
+    BottleneckConfig,
+    FusionConfig,
+    add_format_adapters,
+    add_format_fusion,
+    fusion_of,
 )
 
 ATOL = 1e-5
 #: SPECTER2's adapter repositories (allenai/specter2, allenai/specter2_<format>), by format.
-SPECTER2_REPOSITORIES = {"proximity": "specter2", "adhoc_query": "specter2_adhoc_query",
-                         "classification": "specter2_classification", "regression": "specter2_regression"}
+SPECTER2_REPOSITORIES = {
+    "proximity": "specter2",
+    "adhoc_query": "specter2_adhoc_query",
+    "classification": "specter2_classification",
+    "regression": "specter2_regression",
+}
 FUSIONS = {f: list(fusion_of(f, FORMATS).adapter_names) for f in FORMATS}
 
 # What every side script starts with: the job (paths and names) and the token ids, and the [CLS] vectors.
@@ -112,12 +122,25 @@ def test_specter2_layout_written_by_the_library_gives_its_vectors(tiny_bert, fea
     """Four seq_bn adapters (random weights) in SPECTER2's repositories next to the base, and per format
     Fuse(own, *others) in sciembed's fusion_<format>/ folders: sciembed's vectors are the library's."""
     adapters_only, fused = tmp_path / "specter2", tmp_path / "specter2-fused"
-    vectors = run_job(SPECTER2_BY_THE_LIBRARY, tmp_path / "side", base=str(tiny_bert), features=str(features),
-                      formats=list(FORMATS), fusions=FUSIONS, repositories=SPECTER2_REPOSITORIES,
-                      adapters_only=str(adapters_only), fused=str(fused))
+    vectors = run_job(
+        SPECTER2_BY_THE_LIBRARY,
+        tmp_path / "side",
+        base=str(tiny_bert),
+        features=str(features),
+        formats=list(FORMATS),
+        fusions=FUSIONS,
+        repositories=SPECTER2_REPOSITORIES,
+        adapters_only=str(adapters_only),
+        fused=str(fused),
+    )
     # The library's JSON is what sciembed writes for the same settings.
-    assert json.loads((adapters_only / "specter2" / ADAPTER_CONFIG_FILE).read_text())["config"] == BottleneckConfig().to_dict()
-    assert json.loads((fused / "fusion_proximity" / FUSION_CONFIG_FILE).read_text())["config"] == FusionConfig().to_dict()
+    assert (
+        json.loads((adapters_only / "specter2" / ADAPTER_CONFIG_FILE).read_text())["config"]
+        == BottleneckConfig().to_dict()
+    )
+    assert (
+        json.loads((fused / "fusion_proximity" / FUSION_CONFIG_FILE).read_text())["config"] == FusionConfig().to_dict()
+    )
     for task_format in FORMATS:
         assert_same(encode(adapters_only, task_format), vectors[f"adapter|{task_format}"], f"adapter {task_format}")
         assert_same(encode(fused, task_format), vectors[f"fusion|{task_format}"], f"fusion {task_format}")
@@ -149,11 +172,15 @@ def test_an_adapter_saved_from_a_model_with_a_head_under_another_name_loads(tiny
     """SPECTER2's adapters come from a BertAdapterModel (keys under ``bert.``) and are named ``[PRX]`` in their
     files; sciembed loads one as its format, with the library's vectors (here from safetensors)."""
     root = tmp_path / "specter2"
-    vectors = run_job(FROM_A_MODEL_WITH_A_HEAD, tmp_path / "side", base=str(tiny_bert), features=str(features), root=str(root))
+    vectors = run_job(
+        FROM_A_MODEL_WITH_A_HEAD, tmp_path / "side", base=str(tiny_bert), features=str(features), root=str(root)
+    )
     assert json.loads((root / "specter2" / ADAPTER_CONFIG_FILE).read_text())["name"] == "[PRX]"
     encoder = sciembed.PaperEncoder.from_pretrained(root, device="cpu")
     assert model_formats(encoder.transformer) == ("proximity",)
-    assert_same(encoder.with_format("proximity").encode(PAPERS, show_progress_bar=False), vectors["proximity"], "[PRX]")
+    assert_same(
+        encoder.with_format("proximity").encode(PAPERS, show_progress_bar=False), vectors["proximity"], "[PRX]"
+    )
 
 
 SCIEMBEDS_FILES_IN_THE_LIBRARY = """
@@ -186,8 +213,9 @@ def test_adapters_and_fusions_saved_by_sciembed_load_in_the_library(tiny_bert, f
     proximity adapter reads the same in both."""
     from transformers import AutoModel, AutoTokenizer
 
-    config = BottleneckConfig(reduction_factor={"1": 4, "default": 8}, leave_out=[0], ln_before=True, non_linearity="gelu",
-                              scaling=0.5)
+    config = BottleneckConfig(
+        reduction_factor={"1": 4, "default": 8}, leave_out=[0], ln_before=True, non_linearity="gelu", scaling=0.5
+    )
     model = add_format_adapters(AutoModel.from_pretrained(tiny_bert), config=config).eval()
     torch.manual_seed(5)
     with torch.no_grad():
@@ -197,7 +225,9 @@ def test_adapters_and_fusions_saved_by_sciembed_load_in_the_library(tiny_bert, f
     tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
 
     def vectors(task_format):
-        return sciembed.encode(model, PAPERS, tokenizer=tokenizer, task_format=task_format, device="cpu", show_progress_bar=False)
+        return sciembed.encode(
+            model, PAPERS, tokenizer=tokenizer, task_format=task_format, device="cpu", show_progress_bar=False
+        )
 
     alone = {f: vectors(f) for f in FORMATS}
     add_format_fusion(model)
@@ -214,8 +244,15 @@ def test_adapters_and_fusions_saved_by_sciembed_load_in_the_library(tiny_bert, f
     _old_style_copy(folder / "proximity", legacy)
     assert sciembed.PaperEncoder.from_pretrained(folder, device="cpu").task_formats == FORMATS
 
-    side = run_job(SCIEMBEDS_FILES_IN_THE_LIBRARY, tmp_path / "side", folder=str(folder), features=str(features),
-                   formats=list(FORMATS), fusions=FUSIONS, legacy=str(legacy))
+    side = run_job(
+        SCIEMBEDS_FILES_IN_THE_LIBRARY,
+        tmp_path / "side",
+        folder=str(folder),
+        features=str(features),
+        formats=list(FORMATS),
+        fusions=FUSIONS,
+        legacy=str(legacy),
+    )
     for task_format in FORMATS:
         assert_same(side[f"adapter|{task_format}"], alone[task_format], f"adapter {task_format}")
         assert_same(side[f"fusion|{task_format}"], fused[task_format], f"fusion {task_format}")
@@ -235,5 +272,10 @@ def _old_style_copy(source: Path, target: Path) -> None:
     weights = torch.load(source / ADAPTER_WEIGHTS_FILE, weights_only=True)
     target.mkdir(parents=True)
     (target / ADAPTER_CONFIG_FILE).write_text(json.dumps(header))
-    torch.save({"bert." + key.replace(".adapters.proximity.", ".layer_text_task_adapters.[PRX]."): value for key, value in weights.items()},
-               target / ADAPTER_WEIGHTS_FILE)
+    torch.save(
+        {
+            "bert." + key.replace(".adapters.proximity.", ".layer_text_task_adapters.[PRX]."): value
+            for key, value in weights.items()
+        },
+        target / ADAPTER_WEIGHTS_FILE,
+    )

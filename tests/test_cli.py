@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from helpers import shared_data
+
 from sciembed.cli import main
 from sciembed.io import read_embeddings
 
@@ -33,13 +33,31 @@ def _papers(tmp_path, lines):
     return path
 
 
-GOOD = [json.dumps({"paper_id": f"p{i}", "title": f"paper {i} on graph citation", "abstract": "text " * i}) for i in range(6)]
+GOOD = [
+    json.dumps({"paper_id": f"p{i}", "title": f"paper {i} on graph citation", "abstract": "text " * i})
+    for i in range(6)
+]
 
 
 def test_embed_with_a_local_model(tiny_bert, tmp_path):
     output = tmp_path / "out.npy"
-    code = main(["-q", "embed", "--model", str(tiny_bert), "--input", str(_papers(tmp_path, GOOD)), "--output", str(output),
-                 "--shard-size", "4", "--no-progress", "--pooling", "mean"])
+    code = main(
+        [
+            "-q",
+            "embed",
+            "--model",
+            str(tiny_bert),
+            "--input",
+            str(_papers(tmp_path, GOOD)),
+            "--output",
+            str(output),
+            "--shard-size",
+            "4",
+            "--no-progress",
+            "--pooling",
+            "mean",
+        ]
+    )
     assert code == 0
     ids, vectors = read_embeddings(output)
     assert ids == [f"p{i}" for i in range(6)] and vectors.shape == (6, 32)
@@ -52,17 +70,33 @@ def test_embed_ends_with_one_summary_line(tiny_bert, tmp_path, caplog, capsys):
 
     output = tmp_path / "out.jsonl"
     with caplog.at_level(logging.INFO, logger="sciembed"):
-        code = main(["embed", "--model", str(tiny_bert), "--input", str(_papers(tmp_path, GOOD)), "--output", str(output),
-                     "--shard-size", "4", "--no-progress"])
+        code = main(
+            [
+                "embed",
+                "--model",
+                str(tiny_bert),
+                "--input",
+                str(_papers(tmp_path, GOOD)),
+                "--output",
+                str(output),
+                "--shard-size",
+                "4",
+                "--no-progress",
+            ]
+        )
     # Nor the libraries' bars (loading the weights), which are shown again once the command returns.
-    assert code == 0 and not {"Encoding", "Loading weights"} & set(re.findall(r"Encoding|Loading weights", capsys.readouterr().err))
+    assert code == 0 and not {"Encoding", "Loading weights"} & set(
+        re.findall(r"Encoding|Loading weights", capsys.readouterr().err)
+    )
     from transformers.utils import logging as transformers_logging
 
     assert transformers_logging.is_progress_bar_enabled()
     embed_lines = [r.getMessage() for r in caplog.records if r.name == "sciembed.commands.embed"]
     assert len(embed_lines) == 1 and caplog.records[-1].getMessage() == embed_lines[0]
-    assert re.fullmatch(rf"embedded 6 papers in \d+\.\d s \(\d+\.\d papers/s\); wrote 6 x 32 embeddings to {re.escape(str(output))}",
-                        embed_lines[0]), embed_lines
+    assert re.fullmatch(
+        rf"embedded 6 papers in \d+\.\d s \(\d+\.\d papers/s\); wrote 6 x 32 embeddings to {re.escape(str(output))}",
+        embed_lines[0],
+    ), embed_lines
 
 
 def test_bad_input_stops_with_file_line_and_id(tiny_bert, tmp_path, caplog):
@@ -76,9 +110,23 @@ def test_bad_input_stops_with_file_line_and_id(tiny_bert, tmp_path, caplog):
 def test_skip_invalid_reports_what_it_skipped(tiny_bert, tmp_path, caplog):
     path = _papers(tmp_path, [GOOD[0], "{broken", json.dumps({"paper_id": "e", "abstract": ""}), GOOD[2]])
     output = tmp_path / "o.jsonl"
-    code = main(["embed", "--model", str(tiny_bert), "--input", str(path), "--output", str(output), "--skip-invalid", "--no-progress"])
+    code = main(
+        [
+            "embed",
+            "--model",
+            str(tiny_bert),
+            "--input",
+            str(path),
+            "--output",
+            str(output),
+            "--skip-invalid",
+            "--no-progress",
+        ]
+    )
     assert code == 0
-    assert "line 2: malformed JSON" in caplog.text and "line 3 (paper_id 'e'): neither title nor abstract" in caplog.text
+    assert (
+        "line 2: malformed JSON" in caplog.text and "line 3 (paper_id 'e'): neither title nor abstract" in caplog.text
+    )
     assert f"skipped 2 invalid record(s) of {path}" in caplog.text
     assert read_embeddings(output)[0] == ["p0", "p2"]
 
@@ -87,26 +135,73 @@ def test_error_hints_fit_the_error(tiny_bert, tmp_path, caplog):
     """Ids under another name point to --id-field (with the fields the record has), also when every record was
     skipped, and the count is the file's records; a SciDocs folder that does not exist is named as missing."""
     path = tmp_path / "papers.jsonl"
-    path.write_text("".join(json.dumps({"pid": f"a{i}", "title": f"paper {i}", "abstract": "text"}) + "\n" for i in range(3)))
+    path.write_text(
+        "".join(json.dumps({"pid": f"a{i}", "title": f"paper {i}", "abstract": "text"}) + "\n" for i in range(3))
+    )
     for extra in ([], ["--skip-invalid"]):
         caplog.clear()
-        assert main(["embed", "--model", str(tiny_bert), "--input", str(path), "--output", str(tmp_path / "o.jsonl"), *extra]) == 2
+        assert (
+            main(
+                [
+                    "embed",
+                    "--model",
+                    str(tiny_bert),
+                    "--input",
+                    str(path),
+                    "--output",
+                    str(tmp_path / "o.jsonl"),
+                    *extra,
+                ]
+            )
+            == 2
+        )
         assert "the record's fields: pid, title, abstract" in caplog.text and "--id-field" in caplog.text
         assert "--skip-invalid" not in caplog.text and "invalid paper record(s)" in caplog.text
     assert "all 3 record(s) invalid)\n3 invalid paper record(s):" in caplog.text
-    assert main(["embed", "--model", str(tiny_bert), "--input", str(path), "--output", str(tmp_path / "o.jsonl"), "--id-field", "pid",
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "embed",
+                "--model",
+                str(tiny_bert),
+                "--input",
+                str(path),
+                "--output",
+                str(tmp_path / "o.jsonl"),
+                "--id-field",
+                "pid",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     caplog.clear()
     for tasks in ([], ["--tasks", "recomm"]):  # recommendations alone are read apart from the other tasks
         caplog.clear()
-        assert main(["evaluate", "--model", str(tiny_bert), "--benchmark", "scidocs", "--data", str(tmp_path / "scidocs-typo"), *tasks]) == 2
+        assert (
+            main(
+                [
+                    "evaluate",
+                    "--model",
+                    str(tiny_bert),
+                    "--benchmark",
+                    "scidocs",
+                    "--data",
+                    str(tmp_path / "scidocs-typo"),
+                    *tasks,
+                ]
+            )
+            == 2
+        )
         assert f"{tmp_path / 'scidocs-typo'}: no such folder" in caplog.text
 
 
 def test_empty_input_and_bad_output_are_errors(tiny_bert, tmp_path, caplog):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    assert main(["embed", "--model", str(tiny_bert), "--input", str(empty), "--output", str(tmp_path / "o.jsonl")]) == 2
+    assert (
+        main(["embed", "--model", str(tiny_bert), "--input", str(empty), "--output", str(tmp_path / "o.jsonl")]) == 2
+    )
     assert "empty.jsonl, whole file: no papers" in caplog.text
     assert main(["embed", "--input", str(empty), "--output", str(tmp_path / "o.txt")]) == 2
     assert "o.txt: unsupported embedding output" in caplog.text

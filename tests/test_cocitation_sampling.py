@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import shared_data
 
 from sciembed.data.cocitation import load_cocitation_pairs
 from sciembed.data.cocitation_sampling import (
@@ -17,8 +18,6 @@ from sciembed.data.cocitation_sampling import (
 )
 from sciembed.data.graph import CitationGraph
 from sciembed.data.s2orc import read_s2orc
-
-from helpers import shared_data
 
 FIELDS = ["Medicine", "Medicine", "Medicine", "Physics", "Computer Science"]
 
@@ -179,10 +178,24 @@ def test_real_s2orc_sample():
     graph = CitationGraph.from_edges(s2orc.citing, s2orc.cited, papers_with_text=s2orc.papers["paper_id"])
     result = build_cocitation_pairs(graph, s2orc.papers, CocitationConfig(min_citations=15, seed=0))
     counts = graph.cocitation_counts()
-    assert result.test_from_year == 2020 == max(y for y, a in zip(s2orc.papers["year"], s2orc.papers["abstract"]) if y and a)
+    assert (
+        result.test_from_year
+        == 2020
+        == max(y for y, a in zip(s2orc.papers["year"], s2orc.papers["abstract"]) if y and a)
+    )
     assert result.stats["papers_with_text"] == 488  # papers with an abstract
     assert result.stats["cocited_pairs"] == counts.nnz // 2 == 56_872
     assert result.stats["pairs_without_text"] == 56_872
-    assert result.stats["negative_pool"] == int(np.count_nonzero(graph.in_degree[graph.index_of(
-        [p for p, a in zip(s2orc.papers["paper_id"], s2orc.papers["abstract"]) if a])] >= 15)) == 44
+    assert (
+        result.stats["negative_pool"]
+        == int(
+            np.count_nonzero(
+                graph.in_degree[
+                    graph.index_of([p for p, a in zip(s2orc.papers["paper_id"], s2orc.papers["abstract"]) if a])
+                ]
+                >= 15
+            )
+        )
+        == 44
+    )
     assert all(len(result.pairs[split]) == 0 for split in ("train", "valid", "test"))

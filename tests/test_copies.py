@@ -60,4 +60,6 @@ def test_copy_equals_its_source(path, line, match):
     if old:
         expected = expected.replace(old, new)
     copy_node = min((node for node in _definitions(path).values() if node.lineno > line), key=lambda node: node.lineno)
-    assert _source(path, copy_node) == expected, f"{path.name}:{line}: the copy of {family}.{module}.{name} has drifted"
+    assert _source(path, copy_node) == expected, (
+        f"{path.name}:{line}: the copy of {family}.{module}.{name} has drifted"
+    )

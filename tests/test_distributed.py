@@ -22,8 +22,19 @@ def free_port() -> int:
 
 def torchrun(worker: str, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-               "--master_port", str(free_port()), str(Path(__file__).with_name(worker)), *args]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(free_port()),
+        str(Path(__file__).with_name(worker)),
+        *args,
+    ]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -39,10 +50,15 @@ def test_two_process_mnr_scores_every_rank_s_examples(tmp_path):
     torch.manual_seed(0)
     anchor, positive, negative = (torch.randn(6, 8).requires_grad_() for _ in range(3))
     # Rank r's anchors against all six positives and six negatives: the gathered candidates.
-    expected = [torch.nn.functional.cross_entropy(
-        torch.nn.functional.normalize(anchor[r * 3 : (r + 1) * 3], dim=-1)
-        @ torch.nn.functional.normalize(torch.cat([positive, negative]), dim=-1).T / 0.05,
-        torch.arange(3) + 3 * r) for r in (0, 1)]
+    expected = [
+        torch.nn.functional.cross_entropy(
+            torch.nn.functional.normalize(anchor[r * 3 : (r + 1) * 3], dim=-1)
+            @ torch.nn.functional.normalize(torch.cat([positive, negative]), dim=-1).T
+            / 0.05,
+            torch.arange(3) + 3 * r,
+        )
+        for r in (0, 1)
+    ]
     (expected[0] + expected[1]).backward()
     for r in (0, 1):
         assert abs(ranks[r]["loss"] - expected[r].item()) < 1e-5
@@ -74,12 +90,42 @@ def test_sciembed_train_under_torchrun_ends_cleanly(tiny_bert, tmp_path):
     """The command itself under torchrun: both ranks train, rank 0 saves, and the run leaves its process group
     before exiting, so a finished run exits 0 (left to interpreter shutdown, gloo could abort it)."""
     data = write_s2orc(tmp_path / "papers.jsonl")
-    settings = ["max_steps=2", "per_device_train_batch_size=4", "gradient_accumulation_steps=1", "save_strategy=no",
-                "embedding.max_length=32", "ddp_backend=gloo", "use_cpu=true", "dataloader_drop_last=true", "embedding.normalize=true"]
+    settings = [
+        "max_steps=2",
+        "per_device_train_batch_size=4",
+        "gradient_accumulation_steps=1",
+        "save_strategy=no",
+        "embedding.max_length=32",
+        "ddp_backend=gloo",
+        "use_cpu=true",
+        "dataloader_drop_last=true",
+        "embedding.normalize=true",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-               "--master_port", str(free_port()), "-m", "sciembed.cli", "-q", "train", "--recipe", "specter", "--base", str(tiny_bert),
-               "--data", str(data), "--output", str(tmp_path / "out"), *[a for s in settings for a in ("--set", s)]]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(free_port()),
+        "-m",
+        "sciembed.cli",
+        "-q",
+        "train",
+        "--recipe",
+        "specter",
+        "--base",
+        str(tiny_bert),
+        "--data",
+        str(data),
+        "--output",
+        str(tmp_path / "out"),
+        *[a for s in settings for a in ("--set", s)],
+    ]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     summary = json.loads((tmp_path / "out" / "train_results.json").read_text())

@@ -14,13 +14,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import WORDS
-from sciembed.io import read_embeddings
 from test_distributed import free_port
 
-PAPERS_200 = [{"paper_id": f"p{i:03d}", "title": " ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(3 + i % 5)),
-               "abstract": " ".join(WORDS[(i * 3 + k * k) % len(WORDS)] for k in range(10 + i % 40))} for i in range(200)]
+from sciembed.io import read_embeddings
+
+PAPERS_200 = [
+    {
+        "paper_id": f"p{i:03d}",
+        "title": " ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(3 + i % 5)),
+        "abstract": " ".join(WORDS[(i * 3 + k * k) % len(WORDS)] for k in range(10 + i % 40)),
+    }
+    for i in range(200)
+]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 
 
@@ -30,24 +36,56 @@ def write_papers(path: Path) -> Path:
 
 
 def embed_command(model: Path, papers: Path, output: Path, *extra: str) -> list[str]:
-    return ["-m", "sciembed.cli", "-q", "embed", "--model", str(model), "--input", str(papers), "--output", str(output),
-            "--no-progress", *extra]
+    return [
+        "-m",
+        "sciembed.cli",
+        "-q",
+        "embed",
+        "--model",
+        str(model),
+        "--input",
+        str(papers),
+        "--output",
+        str(output),
+        "--no-progress",
+        *extra,
+    ]
 
 
 def run(arguments: list[str], processes: int = 1, launcher: str = "torchrun") -> subprocess.Popen:
     if processes == 1:
         command = [sys.executable]
     elif launcher == "torchrun":
-        command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes), "--master_addr", "127.0.0.1",
-                   "--master_port", str(free_port())]
+        command = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            str(processes),
+            "--master_addr",
+            "127.0.0.1",
+            "--master_port",
+            str(free_port()),
+        ]
     else:
         # --multi_gpu is accelerate's flag for several processes through torchrun; without CUDA they run on the CPU
         # (its --cpu with --num_processes 2 starts one process).
-        command = [str(Path(sys.executable).with_name("accelerate")), "launch", "--multi_gpu", "--num_processes", str(processes),
-                   "--num_machines", "1", "--main_process_port", str(free_port())]
+        command = [
+            str(Path(sys.executable).with_name("accelerate")),
+            "launch",
+            "--multi_gpu",
+            "--num_processes",
+            str(processes),
+            "--num_machines",
+            "1",
+            "--main_process_port",
+            str(free_port()),
+        ]
         arguments = arguments[1:]  # accelerate's own -m takes the module
         command.append("-m")
-    return subprocess.Popen([*command, *arguments], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [*command, *arguments], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
 
 
 def finished(process: subprocess.Popen) -> None:
@@ -80,7 +118,9 @@ def test_torchrun_ranks_write_the_parts_of_one_process(tiny_bert, one_process, t
     assert loaded["paper_id"] == [p["paper_id"] for p in PAPERS_200]
     np.testing.assert_allclose(np.asarray(loaded["embedding"]), read_embeddings(single)[1], atol=1e-5, rtol=0)
     # One file, assembled by rank 0 once both ranks are done; here under `accelerate launch`, logging each share.
-    arguments = [a for a in embed_command(tiny_bert, papers, tmp_path / "vectors.npy", "--shard-size", "16") if a != "-q"]
+    arguments = [
+        a for a in embed_command(tiny_bert, papers, tmp_path / "vectors.npy", "--shard-size", "16") if a != "-q"
+    ]
     launched = run(arguments, processes=2, launcher="accelerate")
     log = launched.communicate(timeout=300)[1]
     assert launched.returncode == 0, log[-4000:]
@@ -105,7 +145,9 @@ def test_a_killed_rank_s_run_completes_with_resume_on_another_world_size(tiny_be
     odd_done = sum((parts / f"part-{i:05d}.parquet").exists() for i in range(1, 200, 2))
     rank_1.send_signal(signal.SIGKILL)
     assert launcher.wait(timeout=120) != 0  # torchrun ends the other rank and reports the failure
-    assert not output.exists() and 1 <= odd_done < 100, f"rank 1 finished {odd_done} of its 100 shards before it was stopped"
+    assert not output.exists() and 1 <= odd_done < 100, (
+        f"rank 1 finished {odd_done} of its 100 shards before it was stopped"
+    )
 
     resumed = run(embed_command(tiny_bert, papers, output, "--shard-size", "1", "--resume"))  # now one process
     finished(resumed)
@@ -142,11 +184,15 @@ def test_papers_are_read_into_a_memory_mapped_arrow_file_from_every_format(tiny_
     assert first.dataset.to_list() == [{k: p[k] for k in ("paper_id", "title", "abstract")} for p in PAPERS_200]
     assert read_papers(parquet).papers == read_papers(jsonl).papers
     again = paper_dataset(parquet, tmp_path / "cache")  # the Arrow file of the unchanged input is reused
-    assert again.dataset.cache_files == first.dataset.cache_files and len(list((tmp_path / "cache").glob("*.arrow"))) == 1
+    assert (
+        again.dataset.cache_files == first.dataset.cache_files and len(list((tmp_path / "cache").glob("*.arrow"))) == 1
+    )
 
     report = embed_to_file(tiny_encoder, parquet, tmp_path / "from-path.npy", shard_size=32, show_progress_bar=False)
     assert (report.papers, report.shards, report.assembled) == (200, 7, True)
-    listed = embed_to_file(tiny_encoder, PAPERS_200, tmp_path / "from-list.npy", shard_size=32, show_progress_bar=False)
+    listed = embed_to_file(
+        tiny_encoder, PAPERS_200, tmp_path / "from-list.npy", shard_size=32, show_progress_bar=False
+    )
     assert listed.papers == 200
     ids, vectors = read_embeddings(tmp_path / "from-path.npy")
     assert ids == read_embeddings(tmp_path / "from-list.npy")[0]
@@ -157,12 +203,30 @@ def test_skipped_records_are_reported_by_a_resumed_run_too(tiny_encoder, tmp_pat
     from sciembed.commands.embed import embed_to_file
 
     papers = tmp_path / "papers.jsonl"
-    papers.write_text(json.dumps(PAPERS_200[0]) + "\n{broken\n" + json.dumps(PAPERS_200[1]) + "\n" + json.dumps(PAPERS_200[0]) + "\n")
-    report = embed_to_file(tiny_encoder, papers, tmp_path / "out.jsonl", skip_invalid=True, shard_size=1, rank=0, world_size=2,
-                           show_progress_bar=False)
+    papers.write_text(
+        json.dumps(PAPERS_200[0]) + "\n{broken\n" + json.dumps(PAPERS_200[1]) + "\n" + json.dumps(PAPERS_200[0]) + "\n"
+    )
+    report = embed_to_file(
+        tiny_encoder,
+        papers,
+        tmp_path / "out.jsonl",
+        skip_invalid=True,
+        shard_size=1,
+        rank=0,
+        world_size=2,
+        show_progress_bar=False,
+    )
     assert report.papers == 2 and not report.assembled
     assert [problem.location for problem in report.skipped] == ["line 2", "line 4"]
-    later = embed_to_file(tiny_encoder, papers, tmp_path / "out.jsonl", skip_invalid=True, shard_size=1, rank=1, world_size=2,
-                          show_progress_bar=False)
+    later = embed_to_file(
+        tiny_encoder,
+        papers,
+        tmp_path / "out.jsonl",
+        skip_invalid=True,
+        shard_size=1,
+        rank=1,
+        world_size=2,
+        show_progress_bar=False,
+    )
     assert later.assembled and [problem.location for problem in later.skipped] == ["line 2", "line 4"]
     assert read_embeddings(tmp_path / "out.jsonl")[0] == ["p000", "p001"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from helpers import PAPERS, Interrupt, counting_encodes
+
 from sciembed import PaperEncoder
 from sciembed.commands.embed import embed_to_file, partial_dir
 from sciembed.io import read_embeddings
@@ -38,7 +38,10 @@ def test_interrupted_run_resumes_from_the_last_finished_shard(tiny_encoder, tmp_
         embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False)
     assert not output.exists()
     assert sorted(p.name for p in partial_dir(output).iterdir()) == ["manifest.json", "parts"]
-    assert sorted(p.name for p in (partial_dir(output) / "parts").iterdir()) == ["part-00000.parquet", "part-00001.parquet"]
+    assert sorted(p.name for p in (partial_dir(output) / "parts").iterdir()) == [
+        "part-00000.parquet",
+        "part-00001.parquet",
+    ]
 
     with pytest.raises(FileExistsError, match=r"2 shard\(s\) done.*--resume"):
         embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False)
@@ -47,7 +50,10 @@ def test_interrupted_run_resumes_from_the_last_finished_shard(tiny_encoder, tmp_
     report = embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, resume=True, show_progress_bar=False)
     assert calls == [["id8", "id9", "id10"]]  # only the unfinished shard is encoded again
     assert (report.shards, report.resumed_shards, report.encoded_papers) == (3, 2, 3) and report.seconds > 0
-    assert report.summary().startswith("embedded 3 papers in ") and "; 2 shard(s) were done by an earlier run; wrote 11 x 32 embeddings to" in report.summary()
+    assert (
+        report.summary().startswith("embedded 3 papers in ")
+        and "; 2 shard(s) were done by an earlier run; wrote 11 x 32 embeddings to" in report.summary()
+    )
     ids, vectors = read_embeddings(output)
     np.testing.assert_allclose(vectors, tiny_encoder.encode(PAPERS_11, show_progress_bar=False), atol=1e-5, rtol=0)
     assert ids == [p["paper_id"] for p in PAPERS_11] and not partial_dir(output).exists()
@@ -65,5 +71,7 @@ def test_resume_refuses_a_run_with_other_papers_or_settings(tiny_encoder, tiny_b
 
 
 def test_resume_without_a_partial_run_starts_fresh(tiny_encoder, tmp_path):
-    report = embed_to_file(tiny_encoder, PAPERS_11, tmp_path / "o.parquet", shard_size=100, resume=True, show_progress_bar=False)
+    report = embed_to_file(
+        tiny_encoder, PAPERS_11, tmp_path / "o.parquet", shard_size=100, resume=True, show_progress_bar=False
+    )
     assert (report.shards, report.resumed_shards) == (1, 0)

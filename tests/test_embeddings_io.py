@@ -26,7 +26,9 @@ def test_round_trip(tmp_path, suffix):
     assert ids == IDS
     assert vectors.dtype == np.float32
     np.testing.assert_array_equal(vectors, VECTORS)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({f"out{suffix}", ids_path(path).name} if suffix == ".npy" else {f"out{suffix}"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        {f"out{suffix}", ids_path(path).name} if suffix == ".npy" else {f"out{suffix}"}
+    )
 
 
 def test_jsonl_is_scidocs_shaped(tmp_path):

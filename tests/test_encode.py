@@ -7,9 +7,9 @@ import os
 import numpy as np
 import pytest
 import torch
+from helpers import PAPERS
 
 import sciembed
-from helpers import PAPERS
 from sciembed import PaperEncoder, paper_text
 
 
@@ -37,7 +37,9 @@ def test_matches_hand_pooled_forward(tiny_bert, pooling):
     from transformers import AutoModel, AutoTokenizer
 
     model, tokenizer = AutoModel.from_pretrained(tiny_bert).eval(), AutoTokenizer.from_pretrained(tiny_bert)
-    vectors = sciembed.encode(model, PAPERS, tokenizer=tokenizer, batch_size=2, pooling=pooling, show_progress_bar=False)
+    vectors = sciembed.encode(
+        model, PAPERS, tokenizer=tokenizer, batch_size=2, pooling=pooling, show_progress_bar=False
+    )
     texts = [paper_text(p, tokenizer.sep_token) for p in PAPERS]
     assert vectors.dtype == np.float32 and vectors.shape == (len(PAPERS), 32)
     np.testing.assert_allclose(vectors, _hand_pooled(model, tokenizer, texts, pooling), atol=1e-5, rtol=0)
@@ -47,7 +49,9 @@ def test_order_is_restored_whatever_the_batching(tiny_encoder):
     reference = tiny_encoder.encode(PAPERS, batch_size=1, show_progress_bar=False)
     permutation = [3, 0, 4, 2, 1]
     for batch_size in (2, 3, 64):
-        shuffled = tiny_encoder.encode([PAPERS[i] for i in permutation], batch_size=batch_size, show_progress_bar=False)
+        shuffled = tiny_encoder.encode(
+            [PAPERS[i] for i in permutation], batch_size=batch_size, show_progress_bar=False
+        )
         np.testing.assert_allclose(shuffled, reference[permutation], atol=1e-5, rtol=0)
     # Papers of very different lengths really are batched out of input order.
     lengths = [len(t) for t in tiny_encoder.texts(PAPERS)]
@@ -70,7 +74,10 @@ def test_max_length_truncates(tiny_bert):
     encoder = PaperEncoder(model, tokenizer, max_length=6, device="cpu")
     texts = encoder.texts(PAPERS)
     np.testing.assert_allclose(
-        encoder.encode(PAPERS, show_progress_bar=False), _hand_pooled(model, tokenizer, texts, max_length=6), atol=1e-5, rtol=0
+        encoder.encode(PAPERS, show_progress_bar=False),
+        _hand_pooled(model, tokenizer, texts, max_length=6),
+        atol=1e-5,
+        rtol=0,
     )
     assert PaperEncoder(model, tokenizer, device="cpu").max_length == 64  # the model's own limit
 
@@ -123,12 +130,18 @@ def test_a_hub_id_loads_from_the_hub_cache_offline_and_is_named_when_not_there(t
     (repo / "refs" / "main").write_text("abc123")
     script = "import sys, sciembed; print(sciembed.encode(sys.argv[1], [{'paper_id': 'p', 'title': 'Graphs'}]).shape)"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub")}
-    found = subprocess.run([sys.executable, "-c", script, "org/tiny"], env=env, capture_output=True, text=True, timeout=300)
+    found = subprocess.run(
+        [sys.executable, "-c", script, "org/tiny"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert found.returncode == 0 and found.stdout.strip() == "(1, 32)", found.stderr[-2000:]
-    missing = subprocess.run([sys.executable, "-c", script, "allenai/specter2_base"], env=env, capture_output=True, text=True, timeout=300)
+    missing = subprocess.run(
+        [sys.executable, "-c", script, "allenai/specter2_base"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert missing.returncode != 0
-    assert ("allenai/specter2_base: no such model folder here, and no copy of a Hub model of that id in the Hub cache "
-            "(HF_HUB_OFFLINE is set") in missing.stderr
+    assert (
+        "allenai/specter2_base: no such model folder here, and no copy of a Hub model of that id in the Hub cache "
+        "(HF_HUB_OFFLINE is set"
+    ) in missing.stderr
 
 
 @pytest.mark.slow
@@ -152,7 +165,9 @@ def test_embedded_model_matches_sentence_transformers(minilm_encoder):
     st = SentenceTransformer(sciembed.default_model_path(), device="cpu")
     texts = minilm_encoder.texts(PAPERS)
     expected = st.encode(texts, batch_size=2, convert_to_numpy=True)
-    np.testing.assert_allclose(sciembed.encode(st, PAPERS, batch_size=3, show_progress_bar=False), expected, atol=1e-4, rtol=0)
+    np.testing.assert_allclose(
+        sciembed.encode(st, PAPERS, batch_size=3, show_progress_bar=False), expected, atol=1e-4, rtol=0
+    )
     np.testing.assert_allclose(minilm_encoder.encode(PAPERS, show_progress_bar=False), expected, atol=1e-4, rtol=0)
     with pytest.raises(ValueError, match="sentence-transformers model tokenizes and pools with its own modules"):
         PaperEncoder(st, pooling="cls")

@@ -55,7 +55,9 @@ def test_matches_brute_force_sklearn_and_scipy_on_random_pairs():
     assert result["roc_auc"] == pytest.approx(100 * roc_auc_score(labels, cosines), abs=1e-9)
     assert result["average_distance"] == pytest.approx(np.mean(np.abs(cosines - labels)), abs=1e-12)
     assert result["positive_similarity"] == pytest.approx(cosines[labels == 1].mean())
-    assert result["similarity_ratio"] == pytest.approx(abs(cosines[labels == 1].mean() / (cosines[labels == 0].mean() + 1e-8)))
+    assert result["similarity_ratio"] == pytest.approx(
+        abs(cosines[labels == 1].mean() / (cosines[labels == 0].mean() + 1e-8))
+    )
     assert (result["num_pairs"], result["num_positives"]) == (240, int(labels.sum()))
     # The repository's own formula (metrics.py, max_metrics): argmax of 2PR / (P + R + 1e-8) on the curve.
     precision, recall, thresholds = precision_recall_curve(labels, np.clip(cosines, -1, 1))

@@ -26,7 +26,8 @@ def reference_means(qrels, run, measures, relevance_level=1):
     """SciDocs' get_qrel_metrics without its rounding: pytrec_eval, aggregated, x 100."""
     results = pytrec_eval.RelevanceEvaluator(qrels, set(measures), relevance_level=relevance_level).evaluate(run)
     return {
-        measure: 100 * pytrec_eval.compute_aggregated_measure(measure, [values[measure] for values in results.values()])
+        measure: 100
+        * pytrec_eval.compute_aggregated_measure(measure, [values[measure] for values in results.values()])
         for measure in measures
     }, results
 
@@ -114,7 +115,9 @@ def random_vectors(rng, ids, dim=16):
 def scidocs_file_route(tmp_path, qrels, vectors):
     """SciDocs end to end: embeddings through jsonl, run file with np.round(-distance, 5), pytrec_eval parsers."""
     embeddings_file, qrel_file, run_file = tmp_path / "emb.jsonl", tmp_path / "test.qrel", tmp_path / "temp.run"
-    embeddings_file.write_text("".join(json.dumps({"paper_id": k, "embedding": v.tolist()}) + "\n" for k, v in vectors.items()))
+    embeddings_file.write_text(
+        "".join(json.dumps({"paper_id": k, "embedding": v.tolist()}) + "\n" for k, v in vectors.items())
+    )
     qrel_file.write_text("".join(f"{q} 0 {c} {r}\n" for q, judged in qrels.items() for c, r in judged.items()))
     embeddings = {}
     for line in embeddings_file.read_text().splitlines():
@@ -139,8 +142,13 @@ def test_proximity_run_reproduces_scidocs_run_file(tmp_path):
         candidates = rng.choice([p for p in papers if p != query], size=12, replace=False)
         qrels[query] = {str(c): int(k < 3) for k, c in enumerate(candidates)}
     # c_a (relevant) is nearer than c_b, but both distances round to 1.0: tied, trec_eval puts c_b first.
-    vectors.update({"q_tie": np.zeros(16, np.float32), "c_a": np.eye(16, dtype=np.float32)[0] * np.float32(1.000001),
-                    "c_b": np.eye(16, dtype=np.float32)[0] * np.float32(1.000003)})
+    vectors.update(
+        {
+            "q_tie": np.zeros(16, np.float32),
+            "c_a": np.eye(16, dtype=np.float32)[0] * np.float32(1.000001),
+            "c_b": np.eye(16, dtype=np.float32)[0] * np.float32(1.000003),
+        }
+    )
     qrels["q_tie"] = {"c_a": 1, "c_b": 0}
 
     expected, results = scidocs_file_route(tmp_path, qrels, vectors)
@@ -158,11 +166,15 @@ def test_proximity_run_matches_scirepeval_euclidean_distances():
     rng = np.random.default_rng(2)
     papers = [f"p{i}" for i in range(80)]
     vectors = random_vectors(rng, papers, dim=32)
-    qrels = {q: {str(c): int(rng.integers(0, 2)) for c in rng.choice(papers, size=20, replace=False)} for q in papers[:25]}
+    qrels = {
+        q: {str(c): int(rng.integers(0, 2)) for c in rng.choice(papers, size=20, replace=False)} for q in papers[:25]
+    }
     reference = {}
     for query, judged in qrels.items():  # SciRepEval's IREvaluator.retrieval
         candidates = list(judged)
-        distances = euclidean_distances(np.array([vectors[c] for c in candidates]), np.array([vectors[query]])).flatten()
+        distances = euclidean_distances(
+            np.array([vectors[c] for c in candidates]), np.array([vectors[query]])
+        ).flatten()
         reference[query] = {c: -float(d) for c, d in zip(candidates, distances)}
     expected, _ = reference_means(qrels, reference, ["map", "ndcg"])
     scored = proximity_run(qrels, vectors)
@@ -186,7 +198,9 @@ def test_cosine_and_dot_similarities():
     candidates = np.array([vectors[c] for c in qrels["p0"]], dtype=np.float64)
     cosine = proximity_run(qrels, vectors, similarity="cosine").run["p0"]
     dot = proximity_run(qrels, vectors, similarity="dot").run["p0"]
-    assert list(cosine.values()) == pytest.approx(cosine_similarity(candidates, vectors["p0"][None].astype(np.float64)).ravel(), abs=1e-12)
+    assert list(cosine.values()) == pytest.approx(
+        cosine_similarity(candidates, vectors["p0"][None].astype(np.float64)).ravel(), abs=1e-12
+    )
     assert list(dot.values()) == pytest.approx(candidates @ vectors["p0"].astype(np.float64), abs=1e-12)
     assert cosine["zero"] == 0.0
 
@@ -200,8 +214,11 @@ def test_min_facet_l2_equals_brute_force(monkeypatch):
     run = proximity_run(qrels, facets, similarity="min_facet_l2").run
     for query, judged in qrels.items():
         for candidate in judged:
-            expected = -min(np.linalg.norm(facets[query][i].astype(np.float64) - facets[candidate][j])
-                            for i in range(len(facets[query])) for j in range(3))
+            expected = -min(
+                np.linalg.norm(facets[query][i].astype(np.float64) - facets[candidate][j])
+                for i in range(len(facets[query]))
+                for j in range(3)
+            )
             assert run[query][candidate] == pytest.approx(expected, abs=1e-12)
     with pytest.raises(ValueError, match=r"paper 'p0'.*\(K, d\)"):
         proximity_run(qrels, {k: v[0] for k, v in facets.items()}, similarity="min_facet_l2")
@@ -215,7 +232,9 @@ def test_missing_vectors_raise_or_are_skipped_and_counted():
         "q2": {"a": 1, "b": 0},  # query vector missing: skipped entirely
         "q3": {"gone2": 1, "gone3": 0},  # no candidate vector: skipped
     }
-    with pytest.raises(MissingVectorsError, match=r"4 query or candidate id\(s\) have no vector: 'q2', 'gone1', 'gone2', 'gone3'") as caught:
+    with pytest.raises(
+        MissingVectorsError, match=r"4 query or candidate id\(s\) have no vector: 'q2', 'gone1', 'gone2', 'gone3'"
+    ) as caught:
         proximity_run(qrels, vectors)
     assert isinstance(caught.value, KeyError) and isinstance(caught.value, ValueError)
     assert caught.value.missing == ["q2", "gone1", "gone2", "gone3"]
@@ -237,7 +256,9 @@ def test_missing_vectors_raise_or_are_skipped_and_counted():
 def beir_brute_force(queries, corpus, top_k):
     """BEIR exact search in float64: every paper scored, the query's own id dropped, the top_k kept."""
     ids = list(corpus)
-    scores = cosine_similarity(np.array([queries[q] for q in queries], np.float64), np.array([corpus[c] for c in ids], np.float64))
+    scores = cosine_similarity(
+        np.array([queries[q] for q in queries], np.float64), np.array([corpus[c] for c in ids], np.float64)
+    )
     run = {}
     for row, query in enumerate(queries):
         ranked = sorted(((s, c) for s, c in zip(scores[row], ids) if c != query), reverse=True)[:top_k]
@@ -262,8 +283,9 @@ def test_beir_full_corpus_search_equals_brute_force():
             assert list(got[query].values()) == pytest.approx(list(expected[query].values()), abs=1e-5)
     measures = ["ndcg_cut_10", "recall_100"]
     reference, _ = reference_means(qrels, beir_brute_force(queries, corpus, 1000), measures)
-    assert ranking_metrics(qrels, search_run(queries, corpus).run, ["ndcg_cut.10", "recall.100"]).mean == pytest.approx(
-        {"ndcg_cut.10": reference["ndcg_cut_10"], "recall.100": reference["recall_100"]}, abs=1e-9)
+    assert ranking_metrics(
+        qrels, search_run(queries, corpus).run, ["ndcg_cut.10", "recall.100"]
+    ).mean == pytest.approx({"ndcg_cut.10": reference["ndcg_cut_10"], "recall.100": reference["recall_100"]}, abs=1e-9)
     assert all(q not in search_run(queries, corpus).run[q] for q in queries)
     kept = search_run(queries, corpus, top_k=3, exclude_identical_ids=False).run
     assert all(next(iter(kept[f"d{i}"])) == f"d{i}" for i in range(5))
@@ -277,14 +299,18 @@ def test_beir_chunking_and_ties_at_the_cut():
     queries["d005"] = corpus["d005"]
     whole = search_run(queries, corpus, similarity="dot", top_k=10).run
     for query_chunk, corpus_chunk in [(3, 17), (1, 1), (5, 10), (11, 89)]:
-        chunked = search_run(queries, corpus, similarity="dot", top_k=10, query_chunk_size=query_chunk, corpus_chunk_size=corpus_chunk).run
+        chunked = search_run(
+            queries, corpus, similarity="dot", top_k=10, query_chunk_size=query_chunk, corpus_chunk_size=corpus_chunk
+        ).run
         assert chunked == whole
         assert all(list(chunked[q]) == list(whole[q]) for q in queries)
     for query, vector in queries.items():
         ordered = sorted(((float(vector @ v), c) for c, v in corpus.items() if c != query), reverse=True)
         assert list(whole[query].items()) == [(c, s) for s, c in ordered[:10]]
-    assert any(len({s for s, _ in sorted(((float(v @ w), c) for c, w in corpus.items()), reverse=True)[8:12]}) < 4
-               for v in queries.values()), "no tie at the cut: the test data should have one"
+    assert any(
+        len({s for s, _ in sorted(((float(v @ w), c) for c, w in corpus.items()), reverse=True)[8:12]}) < 4
+        for v in queries.values()
+    ), "no tie at the cut: the test data should have one"
     with pytest.raises(ValueError, match="not available over the whole corpus"):
         search_run(queries, corpus, similarity="l2")
 
@@ -294,7 +320,11 @@ def reference_reviewer_run(vectors, reviewer_papers, qrels):
     run = {}
     for qid in qrels:
         query = np.array([vectors[qid]])
-        cand_papers = {cid: np.array([vectors[pid] for pid in reviewer_papers[cid]]) for cid in qrels[qid] if cid in reviewer_papers}
+        cand_papers = {
+            cid: np.array([vectors[pid] for pid in reviewer_papers[cid]])
+            for cid in qrels[qid]
+            if cid in reviewer_papers
+        }
         scores = {cid: cosine_similarity(cand_papers[cid], query).flatten() for cid in cand_papers}
         run[qid] = {cid: float(np.mean(sorted(s, reverse=True)[:3])) for cid, s in scores.items()}
     return run
@@ -344,7 +374,9 @@ def test_reviewer_run_top_k_and_missing_papers():
     assert scored.run == {"s": pytest.approx({"one": 0.0, "four": (1 + 2**-0.5) / 3}, abs=1e-12)}
     assert (scored.unknown_candidates, scored.skipped_candidates, scored.skipped_queries) == (1, 1, 1)
     assert reviewer_run(vectors, reviewer_papers, {"s": {"lost": 1}}, skip_missing=True).run == {"s": {}}
-    assert reviewer_run(vectors, reviewer_papers, qrels, top_k=1, skip_missing=True).run["s"]["four"] == pytest.approx(1.0)
+    assert reviewer_run(vectors, reviewer_papers, qrels, top_k=1, skip_missing=True).run["s"]["four"] == pytest.approx(
+        1.0
+    )
 
 
 def test_beir_float32_prefilter_keeps_the_float64_order_of_near_ties_and_never_copies_the_corpus_to_float64():
@@ -356,11 +388,15 @@ def test_beir_float32_prefilter_keeps_the_float64_order_of_near_ties_and_never_c
     # 40 papers around the top-10 cut whose cosines to the query differ by ~1e-9, below float32's resolution
     # (~6e-8): a float32 ranking orders them by rounding noise, the float64 reference by their true values.
     near = (base + 1e-4 * rng.standard_normal((40, dim))).astype(np.float32)
-    corpus = {f"d{i:05d}": v for i, v in enumerate(np.concatenate([near, rng.standard_normal((n - 40, dim)).astype(np.float32)]))}
+    corpus = {
+        f"d{i:05d}": v
+        for i, v in enumerate(np.concatenate([near, rng.standard_normal((n - 40, dim)).astype(np.float32)]))
+    }
     queries = {"q": base.astype(np.float32)}
     expected = beir_brute_force(queries, corpus, 10)["q"]
-    gaps = np.diff(sorted(cosine_similarity(base[None].astype(np.float32).astype(np.float64),
-                                            near.astype(np.float64))[0]))
+    gaps = np.diff(
+        sorted(cosine_similarity(base[None].astype(np.float32).astype(np.float64), near.astype(np.float64))[0])
+    )
     assert gaps.min() < 1e-7, "the test needs near-ties float32 cannot resolve"
     for chunk in (50_000, 777):
         got = search_run(queries, corpus, top_k=10, corpus_chunk_size=chunk).run["q"]
@@ -389,7 +425,9 @@ def test_a_proximity_task_keeps_each_query_s_pytrec_eval_values_when_asked():
     reference = pytrec_eval.RelevanceEvaluator(qrels, {"map", "ndcg"}).evaluate(run)
     for query, values in kept.details["per_query"].items():
         assert values == pytest.approx({m: 100 * reference[query][m] for m in ("map", "ndcg")}, abs=1e-9)
-    assert np.mean([v["map"] for v in kept.details["per_query"].values()]) == pytest.approx(kept.metrics["map"], abs=1e-9)
+    assert np.mean([v["map"] for v in kept.details["per_query"].values()]) == pytest.approx(
+        kept.metrics["map"], abs=1e-9
+    )
 
 
 def test_a_search_task_keeps_each_query_s_pytrec_eval_values_when_asked():
@@ -402,10 +440,20 @@ def test_a_search_task_keeps_each_query_s_pytrec_eval_values_when_asked():
     documents = {d: {"title": d} for cands in qrels.values() for d in cands}
     doc_vectors = {d: rng.normal(size=4) for d in documents}
     query_vectors = {q: rng.normal(size=4) for q in qrels}
-    task = SearchTask("s", "search", documents, queries={q: q for q in qrels}, qrels=qrels, measures=("ndcg",), similarity="l2",
-                      keep_per_query=True)
+    task = SearchTask(
+        "s",
+        "search",
+        documents,
+        queries={q: q for q in qrels},
+        qrels=qrels,
+        measures=("ndcg",),
+        similarity="l2",
+        keep_per_query=True,
+    )
     kept = task.evaluate(doc_vectors, query_vectors)
-    run = {q: {d: -float(np.linalg.norm(query_vectors[q] - doc_vectors[d])) for d in cands} for q, cands in qrels.items()}
+    run = {
+        q: {d: -float(np.linalg.norm(query_vectors[q] - doc_vectors[d])) for d in cands} for q, cands in qrels.items()
+    }
     reference = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg"}).evaluate(run)
     assert set(kept.details["per_query"]) == set(qrels)
     for query, values in kept.details["per_query"].items():

@@ -27,7 +27,10 @@ HEADER = "query_paper,clicked_paper,other_papers"
 def _release(folder, *, train=None, test=None, scores=(4, 2, 1, 1)):
     folder.mkdir()
     (folder / "recomm").mkdir()
-    papers = {pid: {"paper_id": pid, "title": f"Title {pid}", "abstract": "An abstract."} for pid in ("q1", "q2", "a", "b", "c", "d")}
+    papers = {
+        pid: {"paper_id": pid, "title": f"Title {pid}", "abstract": "An abstract."}
+        for pid in ("q1", "q2", "a", "b", "c", "d")
+    }
     (folder / "paper_metadata_recomm.json").write_text(json.dumps(papers))
     (folder / "recomm" / "propensity_scores.json").write_text(json.dumps({"scores": list(scores)}))
     rows = {
@@ -54,7 +57,11 @@ def test_reader_parses_clicks_positions_and_propensities(tmp_path):
     assert dict(data.stats["test"]) == {"rows": 2, "unknown_papers": 0}
     tables = data.to_datasets()
     assert tables["val"].to_dict() == {
-        "query_id": ["q1"], "clicked_id": ["c"], "shown_ids": [["a", "b", "c", "d"]], "clicked_position": [3], "line": [2],
+        "query_id": ["q1"],
+        "clicked_id": ["c"],
+        "shown_ids": [["a", "b", "c", "d"]],
+        "clicked_position": [3],
+        "line": [2],
     }
 
 
@@ -95,7 +102,9 @@ def test_first_line_must_be_a_header(tmp_path):
 
 def test_positions_past_the_propensities_and_bad_propensity_files_fail(tmp_path):
     folder = _release(tmp_path / "scidocs", scores=(3, 2))
-    message = r"recomm/val\.csv, line 2: click at position 3, but propensity_scores\.json has propensities for 2 position"
+    message = (
+        r"recomm/val\.csv, line 2: click at position 3, but propensity_scores\.json has propensities for 2 position"
+    )
     with pytest.raises(ValueError, match=message):
         read_scidocs_recomm(folder)
     (folder / "recomm" / "propensity_scores.json").write_text(json.dumps({"scores": [1, 0]}))
@@ -110,7 +119,9 @@ def test_rows_naming_unknown_papers_fail_or_are_dropped_and_counted(tmp_path):
     folder = _release(tmp_path / "scidocs", test=['q2,d,"c,d"', 'q1,a,"ghost,a"', 'q9,a,"a"'])
     with pytest.raises(InvalidPaperError, match="2 invalid") as error:
         read_scidocs_recomm(folder)
-    assert "recomm/test.csv, line 3 (paper_id 'ghost'): shown_ids not in paper_metadata_recomm.json" in str(error.value)
+    assert "recomm/test.csv, line 3 (paper_id 'ghost'): shown_ids not in paper_metadata_recomm.json" in str(
+        error.value
+    )
     assert "recomm/test.csv, line 4 (paper_id 'q9'): query_id not in" in str(error.value)
     data = read_scidocs_recomm(folder, skip_invalid=True)
     assert [c.line for c in data.clicks["test"]] == [2]
@@ -152,21 +163,43 @@ def test_click_metrics_by_hand():
 
 def test_pair_features_by_hand():
     papers = {
-        "q": {"authors": ["A", "B"], "references": ["r1", "r2", "c", "u"], "cited_by": ["x1", "x2"], "year": 2015,
-              "title": "Graph neural networks"},
-        "c": {"authors": ["B", "C", "D"], "references": ["r2", "r3", "q"], "cited_by": ["x2", "x3", "x4", "x2"], "year": "2005",
-              "title": "Neural networks for graph data"},
+        "q": {
+            "authors": ["A", "B"],
+            "references": ["r1", "r2", "c", "u"],
+            "cited_by": ["x1", "x2"],
+            "year": 2015,
+            "title": "Graph neural networks",
+        },
+        "c": {
+            "authors": ["B", "C", "D"],
+            "references": ["r2", "r3", "q"],
+            "cited_by": ["x2", "x3", "x4", "x2"],
+            "year": "2005",
+            "title": "Neural networks for graph data",
+        },
         "old": {"year": 1900, "title": None},
     }
-    vectors = {"q": np.array([1.0, 0.0, 0.0]), "c": np.array([1.0, 1.0, 0.0]), "u": np.array([0.0, 0.0, 2.0]),
-               "old": np.array([0.0, 3.0, 0.0])}
+    vectors = {
+        "q": np.array([1.0, 0.0, 0.0]),
+        "c": np.array([1.0, 1.0, 0.0]),
+        "u": np.array([0.0, 0.0, 2.0]),
+        "old": np.array([0.0, 3.0, 0.0]),
+    }
     rows = pair_features([("q", "c"), ("c", "q"), ("q", "u"), ("u", "old")], vectors, papers)
     assert rows.dtype == np.float32 and rows.shape == (4, len(FEATURE_NAMES))
     got = [dict(zip(FEATURE_NAMES, row.tolist())) for row in rows]
     expected_qc = {
-        "author_match": 1 / 4, "position": 0.0, "title_match": 1 / 7, "embedding_cosine": 1 / math.sqrt(2),
-        "citation_overlap": 1 / 4, "reference_overlap": 1 / 6, "candidate_cites_query": 1.0, "query_cites_candidate": 1.0,
-        "oldness": 0.75, "relative_oldness": 0.5, "number_citations": math.log(4) / 10,
+        "author_match": 1 / 4,
+        "position": 0.0,
+        "title_match": 1 / 7,
+        "embedding_cosine": 1 / math.sqrt(2),
+        "citation_overlap": 1 / 4,
+        "reference_overlap": 1 / 6,
+        "candidate_cites_query": 1.0,
+        "query_cites_candidate": 1.0,
+        "oldness": 0.75,
+        "relative_oldness": 0.5,
+        "number_citations": math.log(4) / 10,
     }
     assert got[0] == pytest.approx(expected_qc, abs=1e-6)
     assert got[1]["oldness"] == pytest.approx(0.25) and got[1]["relative_oldness"] == pytest.approx(-0.5)
@@ -227,7 +260,12 @@ def test_trained_ranker_beats_random_order_whichever_way_clicks_lean(direction):
     # sign-blind ranker could not pass both cases.
     assert result["ndcg"] > _random_order_ndcg() + 20
     assert result["P@1"] > 100 / 8 + 25
-    assert (result["num_clicks"], result["num_candidates"], result["num_train_pairs"], result["num_val_pairs"]) == (300, 2400, 4200, 1050)
+    assert (result["num_clicks"], result["num_candidates"], result["num_train_pairs"], result["num_val_pairs"]) == (
+        300,
+        2400,
+        4200,
+        1050,
+    )
     assert result["epochs_run"] == 5 and 1 <= result["best_epoch"] <= 5 and result["best_val_loss"] > 0
 
 

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import shared_data
 from scipy.stats import kendalltau, pearsonr
 from sklearn.decomposition import TruncatedSVD
 from sklearn.exceptions import ConvergenceWarning, FitFailedWarning
@@ -24,7 +25,6 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.svm import LinearSVC, LinearSVR
 
-from helpers import shared_data
 from sciembed.evaluation.supervised import (
     SCIDOCS_CLASSIFICATION,
     SCIREPEVAL_CLASSIFICATION,
@@ -73,7 +73,11 @@ def test_scidocs_protocol_equals_sklearn_pipeline():
     x_train, y_train, x_test, y_test = split(*blobs(240, 4, seed=0), 160)
     result = evaluate_classification(x_train, y_train, x_test, y_test, SCIDOCS_CLASSIFICATION, n_jobs=1)
 
-    reference = GridSearchCV(LinearSVC(loss="squared_hinge", fit_intercept=False, random_state=42), cv=3, param_grid={"C": np.logspace(-4, 2, 7)})
+    reference = GridSearchCV(
+        LinearSVC(loss="squared_hinge", fit_intercept=False, random_state=42),
+        cv=3,
+        param_grid={"C": np.logspace(-4, 2, 7)},
+    )
     reference.fit(x_train, y_train)
     expected = 100 * f1_score(y_test, reference.predict(x_test), average="macro")
     assert result["f1_macro"] == expected and isinstance(result["f1_macro"], float)
@@ -89,16 +93,30 @@ def test_scirepeval_grid_differs_from_scidocs_and_is_matched():
     assert SCIREPEVAL_REGRESSION.c_grid == tuple(np.logspace(-4, 2, 7))
     x_train, y_train, x_test, y_test = split(*blobs(200, 3, seed=1), 140)
     result = evaluate_classification(x_train, y_train, x_test, y_test, SCIREPEVAL_CLASSIFICATION, n_jobs=1)
-    reference = GridSearchCV(LinearSVC(loss="squared_hinge", fit_intercept=False, random_state=42), cv=3, param_grid={"C": np.logspace(-2, 2, 5)}).fit(x_train, y_train)
+    reference = GridSearchCV(
+        LinearSVC(loss="squared_hinge", fit_intercept=False, random_state=42),
+        cv=3,
+        param_grid={"C": np.logspace(-2, 2, 5)},
+    ).fit(x_train, y_train)
     assert result["f1_macro"] == 100 * f1_score(y_test, reference.predict(x_test), average="macro")
     assert result["best_C"] in np.logspace(-2, 2, 5)
 
 
 def test_binary_f1_and_other_metrics():
     x_train, y_train, x_test, y_test = split(*blobs(220, 2, seed=2, spread=2.5), 150)
-    protocol = dataclasses.replace(SCIREPEVAL_CLASSIFICATION, metrics=("f1", "f1_macro", "accuracy", "precision_weighted"))
+    protocol = dataclasses.replace(
+        SCIREPEVAL_CLASSIFICATION, metrics=("f1", "f1_macro", "accuracy", "precision_weighted")
+    )
     result = evaluate_classification(x_train, y_train, x_test, y_test, protocol, n_jobs=1)
-    predictions = GridSearchCV(LinearSVC(loss="squared_hinge", fit_intercept=False, random_state=42), cv=3, param_grid={"C": np.logspace(-2, 2, 5)}).fit(x_train, y_train).predict(x_test)
+    predictions = (
+        GridSearchCV(
+            LinearSVC(loss="squared_hinge", fit_intercept=False, random_state=42),
+            cv=3,
+            param_grid={"C": np.logspace(-2, 2, 5)},
+        )
+        .fit(x_train, y_train)
+        .predict(x_test)
+    )
     assert result["f1"] == 100 * f1_score(y_test, predictions)  # binary F1 of class 1 (Biomimicry)
     assert result["f1_macro"] == 100 * f1_score(y_test, predictions, average="macro")
     assert result["f1"] != result["f1_macro"]
@@ -112,7 +130,15 @@ def test_string_labels_and_a_test_class_unseen_in_training():
     x_train, y_train, x_test, y_test = split(x, names, 150)
     y_train = np.where(y_train == "art", "biology", y_train)  # "art" only in test
     result = evaluate_classification(x_train, y_train, x_test, y_test, SCIDOCS_CLASSIFICATION, n_jobs=1)
-    predictions = GridSearchCV(LinearSVC(loss="squared_hinge", fit_intercept=False, random_state=42), cv=3, param_grid={"C": np.logspace(-4, 2, 7)}).fit(x_train, y_train).predict(x_test)
+    predictions = (
+        GridSearchCV(
+            LinearSVC(loss="squared_hinge", fit_intercept=False, random_state=42),
+            cv=3,
+            param_grid={"C": np.logspace(-4, 2, 7)},
+        )
+        .fit(x_train, y_train)
+        .predict(x_test)
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert result["f1_macro"] == 100 * f1_score(y_test, predictions, average="macro")
@@ -122,9 +148,14 @@ def test_string_labels_and_a_test_class_unseen_in_training():
 # --- multi-label -----------------------------------------------------------------------------------
 
 
-def multilabel_reference(x_train, y_train, x_test, grid=np.logspace(-2, 2, 5)):
+GRID = np.logspace(-2, 2, 5)
+
+
+def multilabel_reference(x_train, y_train, x_test, grid=GRID):
     """allenai/scirepeval evaluator.py, MULTILABEL_CLASSIFICATION, with lightning's defaults: hinge loss, no intercept."""
-    svm = GridSearchCV(LinearSVC(loss="hinge", max_iter=10000, fit_intercept=False, random_state=42), cv=3, param_grid={"C": grid})
+    svm = GridSearchCV(
+        LinearSVC(loss="hinge", max_iter=10000, fit_intercept=False, random_state=42), cv=3, param_grid={"C": grid}
+    )
     return OneVsRestClassifier(svm, n_jobs=1).fit(x_train, y_train)
 
 
@@ -162,12 +193,18 @@ def test_multilabel_rare_labels_match_the_reference():
     assert any("Label not 3 is present" in m for m in messages)  # the all-negative label: a constant predictor
     assert any(issubclass(w.category, FitFailedWarning) for w in seen)  # the one-positive label's failed folds
     assert result["best_C"][3] is None and all(isinstance(c, float) for c in result["best_C"][:3])
-    assert result["best_C"] == [None if not hasattr(e, "best_params_") else float(e.best_params_["C"]) for e in model.estimators_]
+    assert result["best_C"] == [
+        None if not hasattr(e, "best_params_") else float(e.best_params_["C"]) for e in model.estimators_
+    ]
 
 
 def test_multi_hot_reads_both_forms_and_refuses_bad_input():
     matrix, count = multi_hot([[2], [0, 3], []], num_labels=5)
-    assert count == 5 and matrix.tolist() == [[0, 0, 1, 0, 0], [1, 0, 0, 1, 0], [0, 0, 0, 0, 0]] and matrix.dtype == np.int64
+    assert (
+        count == 5
+        and matrix.tolist() == [[0, 0, 1, 0, 0], [1, 0, 0, 1, 0], [0, 0, 0, 0, 0]]
+        and matrix.dtype == np.int64
+    )
     assert multi_hot([[2], [0, 3]])[1] == 4
     assert multi_hot([[0, 1, 0], [1, 1, 0]])[0].tolist() == [[0, 1, 0], [1, 1, 0]]  # rows repeat a value: multi-hot
     assert multi_hot(np.array([[0, 1], [1, 0]]))[0].tolist() == [[0, 1], [1, 0]]  # a 2-D array is multi-hot
@@ -176,7 +213,9 @@ def test_multi_hot_reads_both_forms_and_refuses_bad_input():
         multi_hot([[0, 1], [1, 0]])
     with pytest.raises(ValueError, match=r"label row 1 holds a negative label index: \[-1\]"):
         multi_hot([[0], [-1]])
-    with pytest.raises(ValueError, match=r"label row 0 repeats a label index: \[0, 1, 0, 1\] \(or is a ragged multi-hot row\)"):
+    with pytest.raises(
+        ValueError, match=r"label row 0 repeats a label index: \[0, 1, 0, 1\] \(or is a ragged multi-hot row\)"
+    ):
         multi_hot([[0, 1, 0, 1], [0, 1, 0]])  # ragged multi-hot rows
     with pytest.raises(ValueError, match="label row 0 holds an index not below num_labels=3"):
         multi_hot([[3]], num_labels=3)
@@ -208,17 +247,25 @@ def test_regression_equals_sklearn_and_scipy():
     x_train, y_train, x_test, y_test = split(x, y, 160)
     result = evaluate_regression(x_train, y_train, x_test, y_test, SCIREPEVAL_REGRESSION, n_jobs=1)
 
-    model = GridSearchCV(LinearSVR(fit_intercept=False, random_state=42), cv=3, param_grid={"C": np.logspace(-4, 2, 7)}).fit(x_train, y_train)
+    model = GridSearchCV(
+        LinearSVR(fit_intercept=False, random_state=42), cv=3, param_grid={"C": np.logspace(-4, 2, 7)}
+    ).fit(x_train, y_train)
     predictions = model.predict(x_test)
     assert result["kendalltau"] == 100 * kendalltau(y_test, predictions)[0]
     assert result["pearsonr"] == 100 * pearsonr(y_test, predictions)[0]
     assert result["r2"] == 100 * r2_score(y_test, predictions)
     assert result["mse"] == mean_squared_error(y_test, predictions)  # unscaled, as SciRepEval
     assert result["best_C"] == model.best_params_["C"] and (result["num_train"], result["num_test"]) == (160, 80)
-    assert result["kendalltau"] > 20 and all(isinstance(result[m], float) for m in ("kendalltau", "pearsonr", "mse", "r2"))
+    assert result["kendalltau"] > 20 and all(
+        isinstance(result[m], float) for m in ("kendalltau", "pearsonr", "mse", "r2")
+    )
 
-    with_intercept = evaluate_regression(x_train, y_train, x_test, y_test, dataclasses.replace(SCIREPEVAL_REGRESSION, fit_intercept=True), n_jobs=1)
-    default_svr = GridSearchCV(LinearSVR(random_state=42), cv=3, param_grid={"C": np.logspace(-4, 2, 7)}).fit(x_train, y_train)
+    with_intercept = evaluate_regression(
+        x_train, y_train, x_test, y_test, dataclasses.replace(SCIREPEVAL_REGRESSION, fit_intercept=True), n_jobs=1
+    )
+    default_svr = GridSearchCV(LinearSVR(random_state=42), cv=3, param_grid={"C": np.logspace(-4, 2, 7)}).fit(
+        x_train, y_train
+    )
     assert with_intercept["mse"] == mean_squared_error(y_test, default_svr.predict(x_test)) != result["mse"]
 
 
@@ -227,8 +274,14 @@ def test_regression_with_tied_targets_uses_tau_b():
     x = rng.randn(200, DIM).astype(np.float32)
     y = np.round(np.clip(x[:, 0] * 2 + 5 + rng.randn(200), 1, 10))  # peer-review-like scores, many ties
     x_train, y_train, x_test, y_test = split(x, y, 140)
-    result = evaluate_regression(x_train, y_train, x_test, y_test, dataclasses.replace(SCIREPEVAL_REGRESSION, metrics=("kendalltau",)), n_jobs=1)
-    predictions = GridSearchCV(LinearSVR(fit_intercept=False, random_state=42), cv=3, param_grid={"C": np.logspace(-4, 2, 7)}).fit(x_train, y_train).predict(x_test)
+    result = evaluate_regression(
+        x_train, y_train, x_test, y_test, dataclasses.replace(SCIREPEVAL_REGRESSION, metrics=("kendalltau",)), n_jobs=1
+    )
+    predictions = (
+        GridSearchCV(LinearSVR(fit_intercept=False, random_state=42), cv=3, param_grid={"C": np.logspace(-4, 2, 7)})
+        .fit(x_train, y_train)
+        .predict(x_test)
+    )
     assert len(np.unique(y_test)) < len(y_test) / 4
     assert result["kendalltau"] == 100 * kendalltau(y_test, predictions, variant="b").statistic
     assert set(result) == {"kendalltau", "best_C", "num_train", "num_test", "unconverged_fits"}
@@ -270,7 +323,9 @@ def test_few_shot_multilabel_equals_reference_sampling_and_fits():
     x, y = label_sets(300, 3, seed=10)
     x_train, y_train, x_test, y_test = split(x, y, 220)
     state = np.random.get_state()[1].copy()
-    result = evaluate_few_shot(x_train, y_train, x_test, y_test, SCIREPEVAL_MULTILABEL, sample_size=6, iterations=3, n_jobs=1)
+    result = evaluate_few_shot(
+        x_train, y_train, x_test, y_test, SCIREPEVAL_MULTILABEL, sample_size=6, iterations=3, n_jobs=1
+    )
     assert np.array_equal(np.random.get_state()[1], state)  # the global generator is left alone
 
     subsets = legacy_multilabel_subsets(y_train, 6, 3)
@@ -287,12 +342,16 @@ def test_few_shot_multilabel_equals_reference_sampling_and_fits():
 def test_few_shot_single_label_equals_reference_folds():
     x, y = blobs(300, 3, seed=11)
     x_train, y_train, x_test, y_test = split(x, y, 200)
-    result = evaluate_few_shot(x_train, y_train, x_test, y_test, SCIREPEVAL_CLASSIFICATION, sample_size=24, iterations=4, n_jobs=1)
+    result = evaluate_few_shot(
+        x_train, y_train, x_test, y_test, SCIREPEVAL_CLASSIFICATION, sample_size=24, iterations=4, n_jobs=1
+    )
 
     folds = StratifiedKFold(n_splits=math.ceil(200 / 24))
     scores, parts = [], []
     for _, part in folds.split(x_train, y_train):
-        model = LinearSVC(loss="squared_hinge", fit_intercept=False, random_state=42).fit(x_train[part], y_train[part])  # cv=0: C=1
+        model = LinearSVC(loss="squared_hinge", fit_intercept=False, random_state=42).fit(
+            x_train[part], y_train[part]
+        )  # cv=0: C=1
         scores.append(100 * f1_score(y_test, model.predict(x_test), average="macro"))
         parts.append(part.tolist())
         if len(scores) == 4:
@@ -305,7 +364,16 @@ def test_few_shot_single_label_equals_reference_folds():
 
 def test_few_shot_single_label_stops_at_the_number_of_folds():
     x, y = blobs(150, 2, seed=12)
-    result = evaluate_few_shot(x[:100], y[:100], x[100:], y[100:], dataclasses.replace(SCIREPEVAL_CLASSIFICATION, metrics=("f1",)), sample_size=40, iterations=50, n_jobs=1)
+    result = evaluate_few_shot(
+        x[:100],
+        y[:100],
+        x[100:],
+        y[100:],
+        dataclasses.replace(SCIREPEVAL_CLASSIFICATION, metrics=("f1",)),
+        sample_size=40,
+        iterations=50,
+        n_jobs=1,
+    )
     assert result["iterations"] == math.ceil(100 / 40)
 
 
@@ -314,15 +382,24 @@ def test_few_shot_label_with_too_few_positives_is_named():
     y[:, 1] = 0
     y[[3, 7], 1] = 1
     with pytest.raises(ValueError, match=r"needs 5 positive training rows per label; too few for label 1 \(2\)"):
-        evaluate_few_shot(x[:150], y[:150], x[150:], y[150:], SCIREPEVAL_MULTILABEL, sample_size=5, iterations=2, n_jobs=1)
+        evaluate_few_shot(
+            x[:150], y[:150], x[150:], y[150:], SCIREPEVAL_MULTILABEL, sample_size=5, iterations=2, n_jobs=1
+        )
 
 
 def test_few_shot_fold_with_a_single_class_is_named():
     x, y = blobs(120, 2, seed=14)
     y_train = np.zeros(100, dtype=int)
     y_train[:3] = 1  # StratifiedKFold(5) leaves two folds without class 1
-    with pytest.warns(UserWarning, match="least populated class"), pytest.raises(ValueError, match=r"few-shot iteration 3: its fold of 20 training rows holds a single class \(0\)"):
-        evaluate_few_shot(x[:100], y_train, x[100:], y[100:], SCIREPEVAL_CLASSIFICATION, sample_size=20, iterations=5, n_jobs=1)
+    with (
+        pytest.warns(UserWarning, match="least populated class"),
+        pytest.raises(
+            ValueError, match=r"few-shot iteration 3: its fold of 20 training rows holds a single class \(0\)"
+        ),
+    ):
+        evaluate_few_shot(
+            x[:100], y_train, x[100:], y[100:], SCIREPEVAL_CLASSIFICATION, sample_size=20, iterations=5, n_jobs=1
+        )
 
 
 # --- errors, warnings, protocol --------------------------------------------------------------------
@@ -342,7 +419,10 @@ def test_clear_errors_for_bad_inputs():
         evaluate_classification(x[:40], np.ones((40, 2)), x[40:], y[40:], SCIDOCS_CLASSIFICATION, n_jobs=1)
     with pytest.raises(ValueError, match="y_train must hold numbers"):
         evaluate_regression(x[:40], ["a"] * 40, x[40:], y[40:], SCIREPEVAL_REGRESSION, n_jobs=1)
-    with pytest.raises(ValueError, match=r"regression metric\(s\) \['kendalltau', 'pearsonr', 'mse', 'r2'\] in a classification protocol"):
+    with pytest.raises(
+        ValueError,
+        match=r"regression metric\(s\) \['kendalltau', 'pearsonr', 'mse', 'r2'\] in a classification protocol",
+    ):
         evaluate_classification(x[:40], y[:40], x[40:], y[40:], SCIREPEVAL_REGRESSION, n_jobs=1)
     with pytest.raises(ValueError, match=r"y_train: label row 0 is 0, not a list"):
         evaluate_classification(x[:40], [0] * 40, x[40:], [[1]] * 20, SCIREPEVAL_MULTILABEL, n_jobs=1)
@@ -363,9 +443,16 @@ def test_protocol_validation():
         SupervisedProtocol(c_grid=(1.0,), metrics=("f1",), cv=1)
     assert SCIREPEVAL_MULTILABEL.loss == "hinge" and SCIREPEVAL_MULTILABEL.max_iter == 10000
     assert SCIDOCS_CLASSIFICATION.loss == "squared_hinge" and SCIDOCS_CLASSIFICATION.cv == 3
-    assert not any(p.fit_intercept for p in (SCIDOCS_CLASSIFICATION, SCIREPEVAL_CLASSIFICATION, SCIREPEVAL_MULTILABEL, SCIREPEVAL_REGRESSION))
+    assert not any(
+        p.fit_intercept
+        for p in (SCIDOCS_CLASSIFICATION, SCIREPEVAL_CLASSIFICATION, SCIREPEVAL_MULTILABEL, SCIREPEVAL_REGRESSION)
+    )
     listed = SupervisedProtocol(c_grid=[0.1, 1], metrics=["f1_macro"])
-    assert listed.c_grid == (0.1, 1.0) and listed.metrics == ("f1_macro",) and hash(listed) == hash(SupervisedProtocol((0.1, 1.0), ("f1_macro",)))
+    assert (
+        listed.c_grid == (0.1, 1.0)
+        and listed.metrics == ("f1_macro",)
+        and hash(listed) == hash(SupervisedProtocol((0.1, 1.0), ("f1_macro",)))
+    )
 
 
 def test_unconverged_fits_are_counted_whatever_n_jobs_and_still_warned():
@@ -374,7 +461,11 @@ def test_unconverged_fits_are_counted_whatever_n_jobs_and_still_warned():
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         sequential = evaluate_classification(x_train, y_train, x_test, y_test, starved, n_jobs=1)
-        reference = GridSearchCV(LinearSVC(loss="hinge", max_iter=3, fit_intercept=False, random_state=42), cv=3, param_grid={"C": np.logspace(-2, 2, 5)})
+        reference = GridSearchCV(
+            LinearSVC(loss="hinge", max_iter=3, fit_intercept=False, random_state=42),
+            cv=3,
+            param_grid={"C": np.logspace(-2, 2, 5)},
+        )
         OneVsRestClassifier(reference).fit(x_train, y_train)
     raised = [w for w in seen if issubclass(w.category, ConvergenceWarning)]
     # Our run and the reference run raise the same warnings: each is counted, none silenced.
@@ -392,7 +483,9 @@ def test_unconverged_regression_fits_are_counted():
     y = 100 * (x @ rng.randn(DIM)) + rng.randn(150)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        result = evaluate_regression(x[:100], y[:100], x[100:], y[100:], dataclasses.replace(SCIREPEVAL_REGRESSION, max_iter=2), n_jobs=1)
+        result = evaluate_regression(
+            x[:100], y[:100], x[100:], y[100:], dataclasses.replace(SCIREPEVAL_REGRESSION, max_iter=2), n_jobs=1
+        )
     assert result["unconverged_fits"] == sum(issubclass(w.category, ConvergenceWarning) for w in seen) > 0
 
 
@@ -403,14 +496,28 @@ def test_real_fos_sample_multilabel_path():
     records = json.loads(shared_data("scirepeval-samples", "fos_small.json").read_text(encoding="utf-8"))
     names = shared_data("scirepeval-samples", "fos_labels.txt").read_text(encoding="utf-8").splitlines()
     texts = [f"{r['title']} {r['abstract']}" for r in records]
-    x = TruncatedSVD(32, random_state=0).fit_transform(TfidfVectorizer(sublinear_tf=True).fit_transform(texts)).astype(np.float32)
+    x = (
+        TruncatedSVD(32, random_state=0)
+        .fit_transform(TfidfVectorizer(sublinear_tf=True).fit_transform(texts))
+        .astype(np.float32)
+    )
     labels = [r["labels"] for r in records]
     y, count = multi_hot(labels, num_labels=len(names))
     assert count == 23 and y.shape == (205, 23)
     positives = y.sum(axis=0)
-    assert positives.min() == 1 and sorted(names[i] for i in np.flatnonzero(positives < 3)) == ["Art", "Law", "Linguistics", "Sociology"]
+    assert positives.min() == 1 and sorted(names[i] for i in np.flatnonzero(positives < 3)) == [
+        "Art",
+        "Law",
+        "Linguistics",
+        "Sociology",
+    ]
 
-    x_train, y_train, x_test, y_test = x[:150], [labels[i] for i in range(150)], x[150:], [labels[i] for i in range(150, 205)]
+    x_train, y_train, x_test, y_test = (
+        x[:150],
+        [labels[i] for i in range(150)],
+        x[150:],
+        [labels[i] for i in range(150, 205)],
+    )
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         result = evaluate_classification(x_train, y_train, x_test, y_test, SCIREPEVAL_MULTILABEL, n_jobs=1)
@@ -421,7 +528,10 @@ def test_real_fos_sample_multilabel_path():
     assert result["num_labels"] == 23 and len(result["best_C"]) == 23
     # Every label has a positive among the first 150 papers (4 labels exactly one), so each gets a grid search.
     assert None not in result["best_C"] and np.flatnonzero(y_train_hot.sum(axis=0) == 1).tolist() == [1, 13, 14, 22]
-    with pytest.raises(ValueError, match=r"too few for label 1 \(1\), label 3 \(3\), label 11 \(4\), label 13 \(2\), label 14 \(1\), label 18 \(3\), label 22 \(2\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"too few for label 1 \(1\), label 3 \(3\), label 11 \(4\), label 13 \(2\), label 14 \(1\), label 18 \(3\), label 22 \(2\)",
+    ):
         evaluate_few_shot(x, labels, x, labels, SCIREPEVAL_MULTILABEL, sample_size=5, iterations=1, n_jobs=1)
 
 
@@ -437,7 +547,9 @@ def test_macro_f1_of_resamples_equals_sklearn_on_each_resample(multilabel):
     papers, labels = 40, 6
     if multilabel:
         gold = [sorted(rng.choice(labels - 1, size=rng.integers(1, 3), replace=False).tolist()) for _ in range(papers)]
-        predicted = [sorted(rng.choice(labels - 1, size=rng.integers(0, 3), replace=False).tolist()) for _ in range(papers)]
+        predicted = [
+            sorted(rng.choice(labels - 1, size=rng.integers(0, 3), replace=False).tolist()) for _ in range(papers)
+        ]
     else:
         gold = rng.choice(["cs", "math", "physics", "bio"], size=papers, p=[0.5, 0.3, 0.15, 0.05]).tolist()
         predicted = rng.choice(["cs", "math", "physics", "q-fin"], size=papers, p=[0.5, 0.3, 0.15, 0.05]).tolist()
@@ -455,10 +567,18 @@ def test_macro_f1_of_resamples_equals_sklearn_on_each_resample(multilabel):
         for counts, score in zip(weights, ours):
             drawn = np.repeat(np.arange(papers), counts)
             truth, guess = [gold[i] for i in drawn], [predicted[i] for i in drawn]
-            expected = f1_score(hot(truth), hot(guess), average="macro") if multilabel else f1_score(truth, guess, average="macro")
+            expected = (
+                f1_score(hot(truth), hot(guess), average="macro")
+                if multilabel
+                else f1_score(truth, guess, average="macro")
+            )
             assert score == pytest.approx(100 * expected, abs=1e-9)
     everyone = macro_f1_resamples(gold, predicted, np.ones((1, papers)), num_labels=labels if multilabel else None)[0]
-    full = f1_score(hot(gold), hot(predicted), average="macro") if multilabel else f1_score(gold, predicted, average="macro")
+    full = (
+        f1_score(hot(gold), hot(predicted), average="macro")
+        if multilabel
+        else f1_score(gold, predicted, average="macro")
+    )
     assert everyone == pytest.approx(100 * full)
 
 
@@ -474,10 +594,19 @@ def test_a_classification_task_keeps_each_test_paper_s_label_and_prediction():
     ids = [f"p{i}" for i in range(60)]
     labels = [i % 3 for i in range(60)]
     documents = {paper: rng.normal(size=8) + label for paper, label in zip(ids, labels)}
-    task = ClassificationTask("toy", "toy", {}, train=(ids[:40], labels[:40]), test=(ids[40:], labels[40:]),
-                              protocol=dataclasses.replace(SCIDOCS_CLASSIFICATION, metrics=("f1_macro",)), keep_predictions=True)
+    task = ClassificationTask(
+        "toy",
+        "toy",
+        {},
+        train=(ids[:40], labels[:40]),
+        test=(ids[40:], labels[40:]),
+        protocol=dataclasses.replace(SCIDOCS_CLASSIFICATION, metrics=("f1_macro",)),
+        keep_predictions=True,
+    )
     result = task.evaluate(documents, {}, n_jobs=1)
     kept = result.details["per_paper"]
     assert list(kept) == ids[40:] and [gold for gold, _ in kept.values()] == labels[40:]
-    assert result.metrics["f1_macro"] == pytest.approx(100 * f1_score(labels[40:], [p for _, p in kept.values()], average="macro"))
+    assert result.metrics["f1_macro"] == pytest.approx(
+        100 * f1_score(labels[40:], [p for _, p in kept.values()], average="macro")
+    )
     json.dumps(result.details)  # plain values, as the results JSON needs

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import pytrec_eval
 from datasets import Dataset
+from helpers import WORDS, shared_data, write_hub_folder
 from sklearn.metrics import f1_score
 from sklearn.model_selection import GridSearchCV
 from sklearn.svm import LinearSVC
 
-from helpers import WORDS, shared_data, write_hub_folder
 from sciembed import InvalidPaperError, PaperEncoder
 from sciembed.cli import main
 from sciembed.evaluation import evaluate, load_tasks
@@ -28,7 +28,11 @@ SCIDOCS_CS = np.logspace(-4, 2, 7)
 def _papers(n: int, seed: int = 0) -> dict[str, dict[str, str]]:
     rng = np.random.default_rng(seed)
     return {
-        f"p{i}": {"paper_id": f"p{i}", "title": " ".join(rng.choice(WORDS, 4)), "abstract": " ".join(rng.choice(WORDS, 12))}
+        f"p{i}": {
+            "paper_id": f"p{i}",
+            "title": " ".join(rng.choice(WORDS, 4)),
+            "abstract": " ".join(rng.choice(WORDS, 12)),
+        }
         for i in range(n)
     }
 
@@ -73,9 +77,17 @@ def scidocs_folder(tmp_path_factory) -> Path:
     return _write_scidocs(
         tmp_path_factory.mktemp("scidocs"),
         papers,
-        qrels={"cite": {"val": _proximity_rows(papers, 4, 2, 6, 1), "test": _proximity_rows(papers, 8, 3, 10, 2)},
-               "cocite": {"test": _proximity_rows(papers, 6, 2, 8, 3)}},
-        labels={"mag": {"train": _label_rows(papers, 0, 8), "val": _label_rows(papers, 24, 2), "test": _label_rows(papers, 30, 6)}},
+        qrels={
+            "cite": {"val": _proximity_rows(papers, 4, 2, 6, 1), "test": _proximity_rows(papers, 8, 3, 10, 2)},
+            "cocite": {"test": _proximity_rows(papers, 6, 2, 8, 3)},
+        },
+        labels={
+            "mag": {
+                "train": _label_rows(papers, 0, 8),
+                "val": _label_rows(papers, 24, 2),
+                "test": _label_rows(papers, 30, 6),
+            }
+        },
     )
 
 
@@ -90,25 +102,32 @@ def _scidocs_proximity(qrel_path: Path, embeddings: dict[str, np.ndarray], tmp_p
         candidates[query].append(cand)
     lines = []
     for query, cands in candidates.items():
-        scored = sorted(((c, -np.linalg.norm(embeddings[query] - embeddings[c])) for c in cands), key=operator.itemgetter(1))
+        scored = sorted(
+            ((c, -np.linalg.norm(embeddings[query] - embeddings[c])) for c in cands), key=operator.itemgetter(1)
+        )
         lines += [f"{query} 0 {c} 0 {np.round(s, 5)} n/a" for c, s in scored]
     run_path = tmp_path / "temp.run"
     run_path.write_text("\n".join(lines) + "\n")
     with qrel_path.open() as qrel_file, run_path.open() as run_file:
         qrel, run = pytrec_eval.parse_qrel(qrel_file), pytrec_eval.parse_run(run_file)
     results = pytrec_eval.RelevanceEvaluator(qrel, {"map", "ndcg"}).evaluate(run)
-    return {m: 100 * pytrec_eval.compute_aggregated_measure(m, [r[m] for r in results.values()]) for m in ("map", "ndcg")}
+    return {
+        m: 100 * pytrec_eval.compute_aggregated_measure(m, [r[m] for r in results.values()]) for m in ("map", "ndcg")
+    }
 
 
 def _scidocs_classification(folder: Path, embeddings: dict[str, np.ndarray]) -> float:
     """scidocs/classification.py with scikit-learn's LinearSVC: 3-fold grid search over C, macro-F1."""
+
     def read(split):
         rows = [line.split(",") for line in (folder / f"{split}.csv").read_text().splitlines()[1:]]
         return np.array([embeddings[p] for p, _ in rows]), np.array([int(y) for _, y in rows])
 
     (x_train, y_train), (x_test, y_test) = read("train"), read("test")
     # As the reference's lightning LinearSVC: no intercept.
-    svm = GridSearchCV(LinearSVC(loss="squared_hinge", fit_intercept=False, random_state=42), cv=3, param_grid={"C": SCIDOCS_CS})
+    svm = GridSearchCV(
+        LinearSVC(loss="squared_hinge", fit_intercept=False, random_state=42), cv=3, param_grid={"C": SCIDOCS_CS}
+    )
     svm.fit(x_train, y_train)
     return 100 * f1_score(y_test, svm.predict(x_test), average="macro")
 
@@ -134,7 +153,7 @@ def test_scidocs_equals_the_reference_procedure(tiny_encoder, scidocs_folder, tm
     cite = next(r for r in report.results if r.task == "Cite")
     assert cite.counts["queries"] == 8
     # Every SciDocs metric reported enters its average.
-    (name, value), = report.averages.items()
+    ((name, value),) = report.averages.items()
     assert name == "average (5 metrics)"
     assert value == pytest.approx(np.mean([v for r in report.results for v in r.metrics.values()]))
     assert {"coview", "coread", "mesh", "recomm"} <= set(report.missing)
@@ -142,11 +161,15 @@ def test_scidocs_equals_the_reference_procedure(tiny_encoder, scidocs_folder, tm
 
 def test_a_folder_with_one_task_evaluates_it_and_lists_the_rest(tiny_encoder, tmp_path):
     papers = _papers(20)
-    folder = _write_scidocs(tmp_path / "only-cite", papers, {"cite": {"test": _proximity_rows(papers, 3, 2, 5, 0)}}, {})
+    folder = _write_scidocs(
+        tmp_path / "only-cite", papers, {"cite": {"test": _proximity_rows(papers, 3, 2, 5, 0)}}, {}
+    )
     (folder / "paper_metadata_mag_mesh.json").unlink()
     report = evaluate(tiny_encoder, "scidocs", folder, use_cache=False, show_progress_bar=False)
     assert [r.task for r in report.results] == ["Cite"]
-    assert {"cocite", "coview", "coread", "mag", "mesh", "recomm", "paper_metadata_mag_mesh.json"} <= set(report.missing)
+    assert {"cocite", "coview", "coread", "mag", "mesh", "recomm", "paper_metadata_mag_mesh.json"} <= set(
+        report.missing
+    )
     assert "not in" in report.table() and "mesh" in report.table()
     with pytest.raises(ValueError, match=r"no task\(s\) \['citation'\]"):
         load_tasks("scidocs", folder, tasks=["citation"])
@@ -166,11 +189,23 @@ def test_papers_without_metadata_fail_unless_skipped(tiny_encoder, tmp_path):
 def test_cache_is_reused_and_keyed_by_the_encoder(tiny_bert, scidocs_folder, tmp_path):
     first = evaluate(tiny_bert, "scidocs", scidocs_folder, cache_dir=tmp_path, show_progress_bar=False, tasks=["cite"])
     assert first.embedding["texts_encoded"] > 0
-    second = evaluate(tiny_bert, "scidocs", scidocs_folder, cache_dir=tmp_path, show_progress_bar=False, tasks=["cite"])
-    assert second.embedding["texts_encoded"] == 0 and second.embedding["cache_hits"] == first.embedding["texts_encoded"]
+    second = evaluate(
+        tiny_bert, "scidocs", scidocs_folder, cache_dir=tmp_path, show_progress_bar=False, tasks=["cite"]
+    )
+    assert (
+        second.embedding["texts_encoded"] == 0 and second.embedding["cache_hits"] == first.embedding["texts_encoded"]
+    )
     assert second.results[0].metrics == first.results[0].metrics
     # Another pooling is another encoder: nothing is reused.
-    mean = evaluate(tiny_bert, "scidocs", scidocs_folder, cache_dir=tmp_path, show_progress_bar=False, tasks=["cite"], pooling="mean")
+    mean = evaluate(
+        tiny_bert,
+        "scidocs",
+        scidocs_folder,
+        cache_dir=tmp_path,
+        show_progress_bar=False,
+        tasks=["cite"],
+        pooling="mean",
+    )
     assert mean.embedding["texts_encoded"] == first.embedding["texts_encoded"]
     shards = list(tmp_path.glob("*/shard-*.npy"))
     assert len(shards) == 2 and all(np.load(s).dtype == np.float32 for s in shards)
@@ -178,8 +213,25 @@ def test_cache_is_reused_and_keyed_by_the_encoder(tiny_bert, scidocs_folder, tmp
 
 def test_cli_prints_the_table_and_writes_json(tiny_bert, scidocs_folder, tmp_path, capsys):
     output = tmp_path / "out" / "results.json"
-    code = main(["-q", "evaluate", "--model", str(tiny_bert), "--benchmark", "scidocs", "--data", str(scidocs_folder),
-                 "--output", str(output), "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--jobs", "1"])
+    code = main(
+        [
+            "-q",
+            "evaluate",
+            "--model",
+            str(tiny_bert),
+            "--benchmark",
+            "scidocs",
+            "--data",
+            str(scidocs_folder),
+            "--output",
+            str(output),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--no-progress",
+            "--jobs",
+            "1",
+        ]
+    )
     assert code == 0
     printed = capsys.readouterr().out
     assert "Co-Cite" in printed and "f1_macro" in printed and "average (5 metrics)" in printed
@@ -202,45 +254,92 @@ def scirepeval_sources(tmp_path_factory):
     rng = np.random.default_rng(7)
 
     def meta(sel):
-        return Dataset.from_list([{"doc_id": p, "title": papers[p]["title"], "abstract": papers[p]["abstract"]} for p in sel])
+        return Dataset.from_list(
+            [{"doc_id": p, "title": papers[p]["title"], "abstract": papers[p]["abstract"]} for p in sel]
+        )
 
     def ir_meta(queries, with_text: bool):
         rows = []
         for q, cands in queries:
             # Ad-hoc search queries are strings; proximity queries (feeds) are papers.
-            query = " ".join(WORDS[int(q[1:]) : int(q[1:]) + 4]) if not with_text else {"doc_id": q, "title": papers[q]["title"], "abstract": papers[q]["abstract"]}
-            rows.append({"doc_id": q, "query": query, "candidates": [
-                {"doc_id": c, "title": papers[c]["title"], "abstract": papers[c]["abstract"], "venue": "CACM", "year": 1970} for c in cands]})
+            query = (
+                " ".join(WORDS[int(q[1:]) : int(q[1:]) + 4])
+                if not with_text
+                else {"doc_id": q, "title": papers[q]["title"], "abstract": papers[q]["abstract"]}
+            )
+            rows.append(
+                {
+                    "doc_id": q,
+                    "query": query,
+                    "candidates": [
+                        {
+                            "doc_id": c,
+                            "title": papers[c]["title"],
+                            "abstract": papers[c]["abstract"],
+                            "venue": "CACM",
+                            "year": 1970,
+                        }
+                        for c in cands
+                    ],
+                }
+            )
         return Dataset.from_list(rows)
 
     search_queries = [(f"q{i}", [str(c) for c in rng.choice(ids, 8, replace=False)]) for i in range(5)]
     feeds_queries = [(ids[i], [str(c) for c in rng.choice(ids, 8, replace=False) if c != ids[i]]) for i in range(5)]
-    graded = lambda queries: Dataset.from_list([{"query_id": q, "cand_id": c, "score": int(rng.integers(0, 4))} for q, cands in queries for c in cands])  # noqa: E731
+    def graded(queries):
+        return Dataset.from_list(
+            [{"query_id": q, "cand_id": c, "score": int(rng.integers(0, 4))} for q, cands in queries for c in cands]
+        )
     reviewers = {f"r{i}": [str(p) for p in rng.choice(ids[40:], 4, replace=False)] for i in range(6)}
-    meta_dir = write_hub_folder(root / "scirepeval", {
-        "fos": {"evaluation": meta(ids[:60])},
-        "biomimicry": {"evaluation": meta(ids)},
-        "cite_count": {"evaluation": meta(ids[:60])},
-        "scidocs_view_cite_read": {"evaluation": meta(ids)},
-        "search": {"evaluation": ir_meta([(q, c) for q, c in search_queries], with_text=False)},
-        "feeds_1": {"evaluation": ir_meta(feeds_queries, with_text=True)},
-        "paper_reviewer_matching": {"evaluation": meta(ids)},
-    })
-    split = lambda rows: {"train": Dataset.from_list(rows[:42]), "test": Dataset.from_list(rows[42:])}  # noqa: E731
-    test_dir = write_hub_folder(root / "scirepeval_test", {
-        "fos": split([{"paper_id": p, "label": [i % 3, 3 + i % 2]} for i, p in enumerate(ids[:60])]),
-        "biomimicry": {"train": Dataset.from_list([{"paper_id": p, "label": i % 2} for i, p in enumerate(ids[:160])]),
-                       "test": Dataset.from_list([{"paper_id": p, "label": i % 2} for i, p in enumerate(ids[160:])])},
-        "cite_count": split([{"paper_id": p, "label": float(i % 7)} for i, p in enumerate(ids[:60])]),
-        "scidocs_cite": {"test": Dataset.from_list([{"query_id": q, "cand_id": c, "score": r} for q, c, r in _proximity_rows(papers, 5, 2, 6, 9)])},
-        "search": {"test": graded(search_queries)},
-        "feeds_1": {"test": graded(feeds_queries)},
-        "paper_reviewer_matching": {
-            "test_hard": Dataset.from_list([{"query_id": ids[i], "cand_id": r, "score": int(j < 2)} for i in range(6) for j, r in enumerate(sorted(reviewers))]),
-            "test_soft": Dataset.from_list([{"query_id": ids[i], "cand_id": r, "score": int(j < 4)} for i in range(6) for j, r in enumerate(sorted(reviewers))]),
+    meta_dir = write_hub_folder(
+        root / "scirepeval",
+        {
+            "fos": {"evaluation": meta(ids[:60])},
+            "biomimicry": {"evaluation": meta(ids)},
+            "cite_count": {"evaluation": meta(ids[:60])},
+            "scidocs_view_cite_read": {"evaluation": meta(ids)},
+            "search": {"evaluation": ir_meta([(q, c) for q, c in search_queries], with_text=False)},
+            "feeds_1": {"evaluation": ir_meta(feeds_queries, with_text=True)},
+            "paper_reviewer_matching": {"evaluation": meta(ids)},
         },
-        "reviewers": {"metadata": Dataset.from_list([{"r_id": r, "papers": p} for r, p in reviewers.items()])},
-    })
+    )
+    split = lambda rows: {"train": Dataset.from_list(rows[:42]), "test": Dataset.from_list(rows[42:])}  # noqa: E731
+    test_dir = write_hub_folder(
+        root / "scirepeval_test",
+        {
+            "fos": split([{"paper_id": p, "label": [i % 3, 3 + i % 2]} for i, p in enumerate(ids[:60])]),
+            "biomimicry": {
+                "train": Dataset.from_list([{"paper_id": p, "label": i % 2} for i, p in enumerate(ids[:160])]),
+                "test": Dataset.from_list([{"paper_id": p, "label": i % 2} for i, p in enumerate(ids[160:])]),
+            },
+            "cite_count": split([{"paper_id": p, "label": float(i % 7)} for i, p in enumerate(ids[:60])]),
+            "scidocs_cite": {
+                "test": Dataset.from_list(
+                    [{"query_id": q, "cand_id": c, "score": r} for q, c, r in _proximity_rows(papers, 5, 2, 6, 9)]
+                )
+            },
+            "search": {"test": graded(search_queries)},
+            "feeds_1": {"test": graded(feeds_queries)},
+            "paper_reviewer_matching": {
+                "test_hard": Dataset.from_list(
+                    [
+                        {"query_id": ids[i], "cand_id": r, "score": int(j < 2)}
+                        for i in range(6)
+                        for j, r in enumerate(sorted(reviewers))
+                    ]
+                ),
+                "test_soft": Dataset.from_list(
+                    [
+                        {"query_id": ids[i], "cand_id": r, "score": int(j < 4)}
+                        for i in range(6)
+                        for j, r in enumerate(sorted(reviewers))
+                    ]
+                ),
+            },
+            "reviewers": {"metadata": Dataset.from_list([{"r_id": r, "papers": p} for r, p in reviewers.items()])},
+        },
+    )
     return meta_dir, test_dir
 
 
@@ -255,37 +354,78 @@ def control_code_encoder(tiny_bert, tmp_path_factory):
 
 def test_scirepeval_tasks_use_their_formats(control_code_encoder, scirepeval_sources):
     meta_dir, test_dir = scirepeval_sources
-    report = evaluate(control_code_encoder, "scirepeval", meta_dir, test_data=str(test_dir), use_cache=False,
-                      show_progress_bar=False, few_shot=False, n_jobs=1)
+    report = evaluate(
+        control_code_encoder,
+        "scirepeval",
+        meta_dir,
+        test_data=str(test_dir),
+        use_cache=False,
+        show_progress_bar=False,
+        few_shot=False,
+        n_jobs=1,
+    )
     by_task = {r.task: r for r in report.results}
-    assert set(by_task) == {"Fields of study", "Biomimicry", "Citation Count", "SciDocs Cite", "Search", "Feeds-1", "Paper-Reviewer Matching"}
+    assert set(by_task) == {
+        "Fields of study",
+        "Biomimicry",
+        "Citation Count",
+        "SciDocs Cite",
+        "Search",
+        "Feeds-1",
+        "Paper-Reviewer Matching",
+    }
     assert "mesh" in report.missing and "trec_covid" in report.missing
 
     # Search: queries in the query format, candidates in the proximity format, −L2, pytrec_eval nDCG.
     search = load_tasks("scirepeval", meta_dir, test_data=str(test_dir), tasks=["search"]).tasks[0]
     sep = control_code_encoder.sep_token
-    query_vectors = control_code_encoder.with_format("adhoc_query").encode(list(search.queries.values()), show_progress_bar=False)
+    query_vectors = control_code_encoder.with_format("adhoc_query").encode(
+        list(search.queries.values()), show_progress_bar=False
+    )
     texts = [sep.join(str(d[f]) for f in ("title", "abstract", "venue", "year")) for d in search.documents.values()]
     doc_vectors = control_code_encoder.with_format("proximity").encode(texts, show_progress_bar=False)
     queries, docs = dict(zip(search.queries, query_vectors)), dict(zip(search.documents, doc_vectors))
     run = {q: {c: -float(np.linalg.norm(queries[q] - docs[c])) for c in cands} for q, cands in search.qrels.items()}
     results = pytrec_eval.RelevanceEvaluator(search.qrels, {"ndcg"}).evaluate(run)
-    assert by_task["Search"].metrics["ndcg"] == pytest.approx(100 * np.mean([r["ndcg"] for r in results.values()]), abs=1e-9)
+    assert by_task["Search"].metrics["ndcg"] == pytest.approx(
+        100 * np.mean([r["ndcg"] for r in results.values()]), abs=1e-9
+    )
 
     # Classification in the classification format: another format gives other vectors and scores.
     assert set(by_task["Fields of study"].metrics) == {"f1_macro"} and set(by_task["Biomimicry"].metrics) == {"f1"}
     assert set(by_task["Citation Count"].metrics) >= {"kendalltau"}
-    assert set(by_task["Paper-Reviewer Matching"].metrics) == {"hard_P_5", "hard_P_10", "soft_P_5", "soft_P_10", "average"}
+    assert set(by_task["Paper-Reviewer Matching"].metrics) == {
+        "hard_P_5",
+        "hard_P_10",
+        "soft_P_5",
+        "soft_P_10",
+        "average",
+    }
     averages = report.averages
     assert set(averages) == {"in-train (3 tasks)", "out-of-train (3 tasks)", "scidocs (1 tasks)", "all (7 tasks)"}
-    assert averages["in-train (3 tasks)"] == pytest.approx(np.mean(
-        [by_task["Fields of study"].metrics["f1_macro"], by_task["Citation Count"].metrics["kendalltau"], by_task["Search"].metrics["ndcg"]]))
+    assert averages["in-train (3 tasks)"] == pytest.approx(
+        np.mean(
+            [
+                by_task["Fields of study"].metrics["f1_macro"],
+                by_task["Citation Count"].metrics["kendalltau"],
+                by_task["Search"].metrics["ndcg"],
+            ]
+        )
+    )
 
 
 def test_scirepeval_few_shot_rows(tiny_encoder, scirepeval_sources):
     meta_dir, test_dir = scirepeval_sources
-    report = evaluate(tiny_encoder, "scirepeval", meta_dir, test_data=str(test_dir), tasks=["biomimicry"], use_cache=False,
-                      show_progress_bar=False, n_jobs=1)
+    report = evaluate(
+        tiny_encoder,
+        "scirepeval",
+        meta_dir,
+        test_data=str(test_dir),
+        tasks=["biomimicry"],
+        use_cache=False,
+        show_progress_bar=False,
+        n_jobs=1,
+    )
     names = [r.task for r in report.results]
     assert names == ["Biomimicry", "Biomimicry 64 shot", "Biomimicry 16 shot"]
     assert all(r.kind == "few_shot" for r in report.results[1:])
@@ -301,11 +441,17 @@ def test_beir_ranks_the_whole_corpus_by_cosine(tiny_encoder, tmp_path):
     papers = _papers(30, seed=3)
     folder = tmp_path / "scifact"
     (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": p, "title": d["title"], "text": d["abstract"]}) + "\n" for p, d in papers.items()))
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": p, "title": d["title"], "text": d["abstract"]}) + "\n" for p, d in papers.items())
+    )
     queries = {f"q{i}": " ".join(WORDS[i : i + 5]) for i in range(6)}
-    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items()))
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items())
+    )
     qrels = {f"q{i}": {f"p{3 * i}": 1, f"p{3 * i + 1}": 2} for i in range(6)}
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{p}\t{s}\n" for q, c in qrels.items() for p, s in c.items()))
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{p}\t{s}\n" for q, c in qrels.items() for p, s in c.items())
+    )
     report = evaluate(tiny_encoder, "beir", folder, use_cache=False, show_progress_bar=False)
 
     ids = list(papers)
@@ -316,16 +462,27 @@ def test_beir_ranks_the_whole_corpus_by_cosine(tiny_encoder, tmp_path):
     run = {q: dict(zip(ids, map(float, docs @ v))) for q, v in zip(queries, q_vectors)}
     results = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.100"}).evaluate(run)
     for metric in ("ndcg_cut_10", "recall_100"):
-        assert report.results[0].metrics[metric] == pytest.approx(100 * np.mean([r[metric] for r in results.values()]), abs=1e-6)
+        assert report.results[0].metrics[metric] == pytest.approx(
+            100 * np.mean([r[metric] for r in results.values()]), abs=1e-6
+        )
 
 
 def test_cocitation_pairs(tiny_encoder, tmp_path):
     from sklearn.metrics import precision_recall_curve
 
     rng = np.random.default_rng(0)
-    make = lambda n: Dataset.from_dict({"a": [" ".join(rng.choice(WORDS, 10)) for _ in range(n)], "b": [" ".join(rng.choice(WORDS, 10)) for _ in range(n)],  # noqa: E731
-                                        "label": [i % 2 for i in range(n)]})
-    folder = write_hub_folder(tmp_path / "pairs", {"default": {"train": make(10), "valid": make(30), "test": make(30)}})
+    def make(n):
+        return Dataset.from_dict(
+            {
+                "a": [" ".join(rng.choice(WORDS, 10)) for _ in range(n)],
+                "b": [" ".join(rng.choice(WORDS, 10)) for _ in range(n)],
+                "label": [i % 2 for i in range(n)],
+            }
+        )
+
+    folder = write_hub_folder(
+        tmp_path / "pairs", {"default": {"train": make(10), "valid": make(30), "test": make(30)}}
+    )
     report = evaluate(tiny_encoder, "cocitation", folder, use_cache=False, show_progress_bar=False)
     assert [r.task for r in report.results] == ["co-citation valid", "co-citation test"]
     valid = load_tasks("cocitation", folder).tasks[0]
@@ -334,13 +491,17 @@ def test_cocitation_pairs(tiny_encoder, tmp_path):
     b = np.stack([vectors[y] for _, y, _ in valid.pairs])
     cosine = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
     precision, recall, _ = precision_recall_curve([label for _, _, label in valid.pairs], cosine)
-    f1 = np.divide(2 * precision * recall, precision + recall, out=np.zeros_like(precision), where=(precision + recall) > 0)
+    f1 = np.divide(
+        2 * precision * recall, precision + recall, out=np.zeros_like(precision), where=(precision + recall) > 0
+    )
     assert report.results[0].metrics["f1max"] == pytest.approx(100 * f1.max(), abs=1e-9)
 
 
 def test_cacm_real_data_end_to_end(tiny_encoder, capsys):
     cacm = shared_data("cacm")
-    report = evaluate(tiny_encoder, "cacm", cacm, use_cache=False, show_progress_bar=False, skip_invalid=True, n_jobs=1)
+    report = evaluate(
+        tiny_encoder, "cacm", cacm, use_cache=False, show_progress_bar=False, skip_invalid=True, n_jobs=1
+    )
     by_task = {r.task: r for r in report.results}
     assert set(by_task) == {"cite", "categories", "search"}
     assert by_task["search"].counts["queries"] == 52
@@ -366,15 +527,20 @@ def test_minilm_on_a_scidocs_layout_built_from_cacm_matches_hand_scoring(minilm_
     test = list(zip(*categories.test))[:30]
     papers = {p["paper_id"]: p for p in collection.papers}
     used = set(queries) | {c for cands in queries.values() for c in cands} | {p for p, _ in train + test}
-    folder = _write_scidocs(tmp_path / "cacm-scidocs", {p: papers[p] for p in used},
-                            {"cite": {"test": [(q, c, r) for q, cands in queries.items() for c, r in cands.items()]}},
-                            {"mag": {"train": train, "test": test}})
+    folder = _write_scidocs(
+        tmp_path / "cacm-scidocs",
+        {p: papers[p] for p in used},
+        {"cite": {"test": [(q, c, r) for q, cands in queries.items() for c, r in cands.items()]}},
+        {"mag": {"train": train, "test": test}},
+    )
     report = evaluate(minilm_encoder, "scidocs", folder, use_cache=False, show_progress_bar=False)
     embeddings = _embeddings(minilm_encoder, folder)
     expected = _scidocs_proximity(folder / "cite" / "test.qrel", embeddings, tmp_path)
     for metric in ("map", "ndcg"):
         assert _metric(report, "Cite", metric) == pytest.approx(expected[metric], abs=1e-9)
-    assert _metric(report, "MAG", "f1_macro") == pytest.approx(_scidocs_classification(folder / "mag", embeddings), abs=1e-9)
+    assert _metric(report, "MAG", "f1_macro") == pytest.approx(
+        _scidocs_classification(folder / "mag", embeddings), abs=1e-9
+    )
 
 
 def test_multi2spe_facet_ablation_and_multi_scidocs_fields(tiny_bert, tmp_path):
@@ -385,11 +551,15 @@ def test_multi2spe_facet_ablation_and_multi_scidocs_fields(tiny_bert, tmp_path):
     folder = _write_scidocs(tmp_path / "multi", papers, {"cite": {"test": rows}}, {})
     # Multi-SciDocs writes each query's field of study next to the qrels.
     queries = list(dict.fromkeys(q for q, _, _ in rows))
-    (folder / "query_fields.json").write_text(json.dumps({"cite": dict(zip(queries, ["Biology", "Biology", "Physics", "Physics"]))}))
+    (folder / "query_fields.json").write_text(
+        json.dumps({"cite": dict(zip(queries, ["Biology", "Biology", "Physics", "Physics"]))})
+    )
     model, tokenizer = from_bert("multi2spe", str(tiny_bert), initialization="paper")  # distinct facets at step 0
     encoder = PaperEncoder(model, tokenizer, device="cpu")
     summed = evaluate(encoder, "multi-scidocs", folder, use_cache=False, show_progress_bar=False).results[0]
-    facets = evaluate(encoder, "multi-scidocs", folder, use_cache=False, show_progress_bar=False, proximity_similarity="min_facet_l2").results[0]
+    facets = evaluate(
+        encoder, "multi-scidocs", folder, use_cache=False, show_progress_bar=False, proximity_similarity="min_facet_l2"
+    ).results[0]
     assert summed.metrics != facets.metrics
     per_field = summed.details["per_group"]
     assert {name: group["queries"] for name, group in per_field.items()} == {"Biology": 2, "Physics": 2}

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import pytrec_eval
+from helpers import WORDS
 from sklearn.metrics import f1_score
 from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.svm import LinearSVC
 
-from helpers import WORDS
 from sciembed import InvalidPaperError
 from sciembed.cli import main
 from sciembed.evaluation import evaluate, load_tasks
@@ -26,7 +26,10 @@ README = Path(__file__).resolve().parents[1] / "docs" / "evaluation.md"  # the b
 
 def _papers(n: int, seed: int = 0) -> list[dict[str, str]]:
     rng = np.random.default_rng(seed)
-    return [{"paper_id": f"d{i}", "title": " ".join(rng.choice(WORDS, 4)), "abstract": " ".join(rng.choice(WORDS, 14))} for i in range(n)]
+    return [
+        {"paper_id": f"d{i}", "title": " ".join(rng.choice(WORDS, 4)), "abstract": " ".join(rng.choice(WORDS, 14))}
+        for i in range(n)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +48,11 @@ def vectors(tiny_encoder) -> dict[str, np.ndarray]:
 def _svm_f1(vectors, train, test) -> float:
     """SciDocs' classification protocol with scikit-learn: LinearSVC (squared hinge, no intercept), 3-fold grid search
     over C in logspace(-4, 2, 7), macro-F1."""
-    svm = GridSearchCV(LinearSVC(loss="squared_hinge", fit_intercept=False, random_state=42), cv=3, param_grid={"C": np.logspace(-4, 2, 7)})
+    svm = GridSearchCV(
+        LinearSVC(loss="squared_hinge", fit_intercept=False, random_state=42),
+        cv=3,
+        param_grid={"C": np.logspace(-4, 2, 7)},
+    )
     svm.fit(np.array([vectors[p] for p, _ in train]), [y for _, y in train])
     return 100 * f1_score([y for _, y in test], svm.predict(np.array([vectors[p] for p, _ in test])), average="macro")
 
@@ -58,57 +65,108 @@ def test_a_labelled_csv_with_a_split_column_equals_scikit_learn(tiny_encoder, pa
     labels = tmp_path / "arxiv-labels.csv"
     rows = [(f"d{i}", _labels(i), "train" if i < 36 else "test") for i in range(48)]
     labels.write_text("split,paper_id,label,source\n" + "".join(f"{s},{p},{y},arxiv\n" for p, y, s in rows))
-    report = evaluate(tiny_encoder, "classification", labels, papers=papers_file, use_cache=False, show_progress_bar=False, n_jobs=1)
+    report = evaluate(
+        tiny_encoder, "classification", labels, papers=papers_file, use_cache=False, show_progress_bar=False, n_jobs=1
+    )
     (result,) = report.results
     assert (result.task, result.task_id, result.kind) == ("arxiv-labels", "arxiv-labels", "classification")
-    expected = _svm_f1(vectors, [(p, y) for p, y, s in rows if s == "train"], [(p, y) for p, y, s in rows if s == "test"])
+    expected = _svm_f1(
+        vectors, [(p, y) for p, y, s in rows if s == "train"], [(p, y) for p, y, s in rows if s == "test"]
+    )
     assert result.metrics["f1_macro"] == pytest.approx(expected, abs=1e-9)
     assert result.counts["num_train"] == 36 and result.counts["num_test"] == 12 and result.counts["num_labels"] == 3
     assert report.settings["papers"] == str(papers_file)
 
 
-def test_a_labelled_csv_without_a_split_is_split_stratified_and_seeded(tiny_bert, vectors, papers_file, tmp_path, capsys):
+def test_a_labelled_csv_without_a_split_is_split_stratified_and_seeded(
+    tiny_bert, vectors, papers_file, tmp_path, capsys
+):
     labels = tmp_path / "labels.tsv"
     ids = [f"d{i}" for i in range(60)]
     labels.write_text("paper_id\tlabel\n" + "".join(f"{p}\t{_labels(i)}\n" for i, p in enumerate(ids)))
     output = tmp_path / "results.json"
-    assert main(["-q", "evaluate", "--model", str(tiny_bert), "--benchmark", "classification", "--data", str(labels), "--papers",
-                 str(papers_file), "--test-size", "0.25", "--seed", "3", "--no-cache", "--no-progress", "--jobs", "1", "--output",
-                 str(output)]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "evaluate",
+                "--model",
+                str(tiny_bert),
+                "--benchmark",
+                "classification",
+                "--data",
+                str(labels),
+                "--papers",
+                str(papers_file),
+                "--test-size",
+                "0.25",
+                "--seed",
+                "3",
+                "--no-cache",
+                "--no-progress",
+                "--jobs",
+                "1",
+                "--output",
+                str(output),
+            ]
+        )
+        == 0
+    )
     assert "f1_macro" in capsys.readouterr().out
-    train, test = train_test_split(list(range(60)), test_size=0.25, stratify=[_labels(i) for i in range(60)], random_state=3)
+    train, test = train_test_split(
+        list(range(60)), test_size=0.25, stratify=[_labels(i) for i in range(60)], random_state=3
+    )
     expected = _svm_f1(vectors, [(ids[i], _labels(i)) for i in train], [(ids[i], _labels(i)) for i in test])
     written = json.loads(output.read_text())
     assert written["benchmark"] == "classification" and written["settings"]["test_size"] == 0.25
     (row,) = written["results"]
-    assert row["task"] == "labels" and row["value"] == pytest.approx(expected, abs=1e-9) and row["counts"]["num_test"] == 15
+    assert (
+        row["task"] == "labels"
+        and row["value"] == pytest.approx(expected, abs=1e-9)
+        and row["counts"]["num_test"] == 15
+    )
 
 
 def test_label_rows_naming_missing_papers_are_refused_or_skipped(tiny_encoder, papers_file, tmp_path, caplog):
     labels = tmp_path / "labels.csv"
     labels.write_text("paper_id,label\n" + "".join(f"d{i},{_labels(i)}\n" for i in range(30)) + "ghost,cs\n")
-    with pytest.raises(InvalidPaperError, match=r"labels.csv, line 32 \(paper_id 'ghost'\): paper_id not in papers.jsonl"):
+    with pytest.raises(
+        InvalidPaperError, match=r"labels.csv, line 32 \(paper_id 'ghost'\): paper_id not in papers.jsonl"
+    ):
         load_tasks("classification", labels, papers=papers_file)
-    report = evaluate(tiny_encoder, "classification", labels, papers=papers_file, skip_invalid=True, use_cache=False,
-                      show_progress_bar=False, n_jobs=1)
+    report = evaluate(
+        tiny_encoder,
+        "classification",
+        labels,
+        papers=papers_file,
+        skip_invalid=True,
+        use_cache=False,
+        show_progress_bar=False,
+        n_jobs=1,
+    )
     assert report.to_dict()["skipped_records"]["count"] == 1 and "ghost" in report.skipped_records[0]
     assert "left out 1 label row(s) naming papers not in the papers file of 31" in caplog.text
     assert "skipped: 1 record(s)" in report.table()
     # A label held by one paper cannot be split: refused with its line, or left out.
     single = tmp_path / "single.csv"
     single.write_text("paper_id,label\n" + "".join(f"d{i},{_labels(i)}\n" for i in range(30)) + "d40,biology\n")
-    with pytest.raises(ValueError, match=r"single.csv, line 32 \(paper_id 'd40'\): label 'biology' has a single paper"):
+    with pytest.raises(
+        ValueError, match=r"single.csv, line 32 \(paper_id 'd40'\): label 'biology' has a single paper"
+    ):
         load_tasks("classification", single, papers=papers_file)
     assert len(load_tasks("classification", single, papers=papers_file, skip_invalid=True).tasks[0].documents) == 30
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("id;label\nd1;cs\n", r"line 1: expected a header naming the paper id column"),
-    ("paper_id,label\nd1,cs\nd2\n", r"line 3: 1 field\(s\), the header names 2"),
-    ("paper_id,label\nd1,cs\nd1,math\n", r"line 3 \(paper_id 'd1'\): labelled again \(first at line 2\)"),
-    ("paper_id,label,split\nd1,cs,holdout\n", r"line 2 \(paper_id 'd1'\): split 'holdout'"),
-    ("paper_id,label\nd1,\n", r"line 2: empty label \(paper_id 'd1'\)"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("id;label\nd1;cs\n", r"line 1: expected a header naming the paper id column"),
+        ("paper_id,label\nd1,cs\nd2\n", r"line 3: 1 field\(s\), the header names 2"),
+        ("paper_id,label\nd1,cs\nd1,math\n", r"line 3 \(paper_id 'd1'\): labelled again \(first at line 2\)"),
+        ("paper_id,label,split\nd1,cs,holdout\n", r"line 2 \(paper_id 'd1'\): split 'holdout'"),
+        ("paper_id,label\nd1,\n", r"line 2: empty label \(paper_id 'd1'\)"),
+    ],
+)
 def test_malformed_labels_name_the_file_and_line(tmp_path, text, message):
     path = tmp_path / "labels.csv"
     path.write_text(text)
@@ -138,16 +196,25 @@ def _pytrec(qrels, run, measures) -> dict[str, float]:
 
 def test_qrels_with_paper_queries_rank_every_paper_as_pytrec_eval_scores_them(tiny_encoder, papers_file, tmp_path):
     rng = np.random.default_rng(1)
-    qrels = {f"d{q}": {f"d{c}": int(rng.integers(1, 3)) for c in rng.choice([i for i in range(60) if i != q], 3, replace=False)}
-             for q in range(0, 50, 5)}
+    qrels = {
+        f"d{q}": {
+            f"d{c}": int(rng.integers(1, 3)) for c in rng.choice([i for i in range(60) if i != q], 3, replace=False)
+        }
+        for q in range(0, 50, 5)
+    }
     path = tmp_path / "my.qrels"
-    path.write_text("# query 0 document relevance\n" + "".join(f"{q} 0 {d} {r}\n" for q, ds in qrels.items() for d, r in ds.items()))
+    path.write_text(
+        "# query 0 document relevance\n"
+        + "".join(f"{q} 0 {d} {r}\n" for q, ds in qrels.items() for d, r in ds.items())
+    )
     (task,) = load_tasks("retrieval", path, papers=papers_file).tasks
     assert task.query_format is None and task.document_format == "proximity"  # query papers are embedded as papers
     # The same run scored by the task and by pytrec_eval: random vectors, so that no two scores are near a tie.
     vectors = {f"d{i}": v for i, v in enumerate(rng.standard_normal((60, 16)).astype(np.float32))}
     result = task.evaluate(vectors, {q: vectors[q] for q in task.queries})
-    expected = _pytrec(qrels, _cosine_run({q: vectors[q] for q in qrels}, vectors), ("map", "ndcg", "ndcg_cut_10", "recall_100"))
+    expected = _pytrec(
+        qrels, _cosine_run({q: vectors[q] for q in qrels}, vectors), ("map", "ndcg", "ndcg_cut_10", "recall_100")
+    )
     for metric, value in expected.items():
         assert result.metrics[metric] == pytest.approx(value, abs=1e-9), metric
     assert result.counts == {"queries": 10, "documents": 60} and result.task == "my"
@@ -160,12 +227,23 @@ def test_qrels_judged_only_follow_scidocs_proximity(tiny_encoder, papers_file, v
     rows = [(f"d{q}", f"d{(q * 7 + k) % 60}", int(k < 2)) for q in range(8) for k in range(1, 7)]
     path = tmp_path / "cite.tsv"
     path.write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{r}\n" for q, d, r in rows))
-    report = evaluate(tiny_encoder, "retrieval", path, papers=papers_file, candidates="judged", use_cache=False, show_progress_bar=False)
+    report = evaluate(
+        tiny_encoder,
+        "retrieval",
+        path,
+        papers=papers_file,
+        candidates="judged",
+        use_cache=False,
+        show_progress_bar=False,
+    )
     qrels: dict[str, dict[str, int]] = {}
     for q, d, r in rows:
         qrels.setdefault(q, {})[d] = r
     # SciDocs: minus the Euclidean distance, rounded to 5 decimals as its run file writes it.
-    run = {q: {d: float(np.round(-np.linalg.norm(vectors[q].astype(np.float64) - vectors[d]), 5)) for d in ds} for q, ds in qrels.items()}
+    run = {
+        q: {d: float(np.round(-np.linalg.norm(vectors[q].astype(np.float64) - vectors[d]), 5)) for d in ds}
+        for q, ds in qrels.items()
+    }
     expected = _pytrec(qrels, run, ("map", "ndcg"))
     assert report.results[0].metrics == pytest.approx(expected, abs=1e-9)
     assert report.results[0].counts["candidates"] == len(rows)
@@ -173,7 +251,9 @@ def test_qrels_judged_only_follow_scidocs_proximity(tiny_encoder, papers_file, v
 
 def test_qrels_with_a_queries_file_search_every_paper(tiny_encoder, papers_file, tmp_path):
     queries = {f"q{i}": " ".join(WORDS[i : i + 4]) for i in range(6)}
-    (tmp_path / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items()))
+    (tmp_path / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items())
+    )
     qrels = {q: {f"d{3 * i}": 1, f"d{3 * i + 1}": 2} for i, q in enumerate(queries)}
     path = tmp_path / "qrels.csv"
     path.write_text("".join(f"{q},{d},{r}\n" for q, ds in qrels.items() for d, r in ds.items()))
@@ -185,8 +265,15 @@ def test_qrels_with_a_queries_file_search_every_paper(tiny_encoder, papers_file,
     result = task.evaluate(vectors, query_vectors)
     expected = _pytrec(qrels, _cosine_run(query_vectors, vectors), ("map", "ndcg", "ndcg_cut_10", "recall_100"))
     assert result.metrics == pytest.approx(expected, abs=1e-9)
-    report = evaluate(tiny_encoder, "retrieval", path, papers=papers_file, queries=tmp_path / "queries.jsonl", use_cache=False,
-                      show_progress_bar=False)
+    report = evaluate(
+        tiny_encoder,
+        "retrieval",
+        path,
+        papers=papers_file,
+        queries=tmp_path / "queries.jsonl",
+        use_cache=False,
+        show_progress_bar=False,
+    )
     assert report.results[0].counts == {"queries": 6, "documents": 60}
 
 
@@ -200,10 +287,12 @@ def test_qrels_errors_name_the_file_line_and_id(papers_file, tmp_path, caplog):
     assert "qrels.txt, line 3 (query id 'nobody'): not in papers.jsonl" in str(error.value)
     suite = load_tasks("retrieval", path, papers=papers_file, skip_invalid=True)
     assert len(suite.skipped) == 2 and suite.tasks[0].qrels == {"d1": {"d2": 1}}
-    for text, message in (("d1 0 d2 1\nd1 0 d3 x\n", r"line 2: relevance must be an integer, got 'x'"),
-                          ("d1 0 d2 x\n", r"no judgements \(line 1, 'd1 0 d2 x', was read as a header\)"),
-                          ("d1 d2 1\nd1 0 d3 1\n", r"line 2: a qrels line is 3 fields as the lines before, got 4"),
-                          ("d1 d2\n", r"line 1: a qrels line is 'qid 0 docid rel' \(4 fields\) or 'qid docid rel' \(3 fields\), got 2")):
+    for text, message in (
+        ("d1 0 d2 1\nd1 0 d3 x\n", r"line 2: relevance must be an integer, got 'x'"),
+        ("d1 0 d2 x\n", r"no judgements \(line 1, 'd1 0 d2 x', was read as a header\)"),
+        ("d1 d2 1\nd1 0 d3 1\n", r"line 2: a qrels line is 3 fields as the lines before, got 4"),
+        ("d1 d2\n", r"line 1: a qrels line is 'qid 0 docid rel' \(4 fields\) or 'qid docid rel' \(3 fields\), got 2"),
+    ):
         path.write_text(text)
         with pytest.raises(ValueError, match=rf"qrels.txt(, |: ){message}"):
             read_qrels(path)
@@ -215,7 +304,20 @@ def test_qrels_errors_name_the_file_line_and_id(papers_file, tmp_path, caplog):
         load_tasks("retrieval", path)
     with pytest.raises(ValueError, match="--papers: for --benchmark classification or retrieval"):
         load_tasks("cacm", tmp_path, papers=papers_file)
-    assert main(["evaluate", "--benchmark", "retrieval", "--data", str(tmp_path / "absent.txt"), "--papers", str(papers_file)]) == 2
+    assert (
+        main(
+            [
+                "evaluate",
+                "--benchmark",
+                "retrieval",
+                "--data",
+                str(tmp_path / "absent.txt"),
+                "--papers",
+                str(papers_file),
+            ]
+        )
+        == 2
+    )
     assert "absent.txt: no such qrels file" in caplog.text
 
 
@@ -242,9 +344,15 @@ def test_every_file_example_of_the_layouts_reads(tmp_path):
     from sciembed.evaluation.names import BENCHMARK_LAYOUTS
 
     readers = {
-        "paper_metadata_view_cite_read.json": read_papers, "cite/test.qrel": read_qrel_file, "mag/train.csv": _read_label_csv,
-        "query_fields.json": lambda path: json.loads(path.read_text()), "cacm.all": read_smart_collection,
-        "labels.csv": read_labels, "papers.jsonl": read_papers, "qrels.txt": read_qrels, "queries.jsonl": read_queries,
+        "paper_metadata_view_cite_read.json": read_papers,
+        "cite/test.qrel": read_qrel_file,
+        "mag/train.csv": _read_label_csv,
+        "query_fields.json": lambda path: json.loads(path.read_text()),
+        "cacm.all": read_smart_collection,
+        "labels.csv": read_labels,
+        "papers.jsonl": read_papers,
+        "qrels.txt": read_qrels,
+        "queries.jsonl": read_queries,
     }
     for layout in BENCHMARK_LAYOUTS:
         folder = tmp_path / layout.name
@@ -274,5 +382,7 @@ def test_help_and_readme_list_every_benchmark_with_its_layout(capsys):
     assert layouts_text() in readme
     for layout in BENCHMARK_LAYOUTS:
         assert "".join(f"{layout.name}: {layout.reads}".split()) in printed, layout.name  # --benchmark's help
-        assert "".join(f"[{layout.name}] --data: {layout.reads}\n{layout.example}".split()) in printed  # the epilog's examples
+        assert (
+            "".join(f"[{layout.name}] --data: {layout.reads}\n{layout.example}".split()) in printed
+        )  # the epilog's examples
         assert f"`{layout.name}`" in readme

@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 import torch
+from helpers import PAPERS
 
 import sciembed
-from helpers import PAPERS
 from sciembed.cli import main
-from sciembed.io import read_embeddings
 from sciembed.families import FAMILIES, REGISTRY, family_of, from_bert, save_pretrained
+from sciembed.io import read_embeddings
 
 # Case -> (family, options for from_bert, keyword arguments that select a format / domain at encode time).
 CASES = {
@@ -84,13 +84,18 @@ def test_folder_has_transformers_and_sentence_transformers_files(saved_family):
     assert config["model_type"] == family and "AutoModel" in config["auto_map"]
     assert (folder / f"modeling_{family}.py").is_file() and (folder / f"configuration_{family}.py").is_file()
     assert (folder / "model.safetensors").is_file() and not list(folder.glob("*.bin"))
-    assert json.loads((folder / "sentence_bert_config.json").read_text())["modality_config"]["text"]["method_output_name"] == "pooler_output"
+    assert (
+        json.loads((folder / "sentence_bert_config.json").read_text())["modality_config"]["text"]["method_output_name"]
+        == "pooler_output"
+    )
 
 
 def test_encode_gives_the_family_embedding(saved_family):
     family, model, tokenizer, folder, encode_options = saved_family
     expected = _single_forward(model, tokenizer, PAPERS, encode_options)
-    in_memory = sciembed.encode(model, PAPERS, tokenizer=tokenizer, batch_size=2, show_progress_bar=False, **encode_options)
+    in_memory = sciembed.encode(
+        model, PAPERS, tokenizer=tokenizer, batch_size=2, show_progress_bar=False, **encode_options
+    )
     np.testing.assert_allclose(in_memory, expected, atol=1e-5, rtol=0)
     from_folder = sciembed.encode(folder, PAPERS, batch_size=3, show_progress_bar=False, **encode_options)
     np.testing.assert_allclose(from_folder, expected, atol=1e-5, rtol=0)
@@ -103,7 +108,9 @@ def test_sentence_transformers_gives_the_same_vectors(saved_family):
 
     family, model, tokenizer, folder, encode_options = saved_family
     if "domain" in encode_options:
-        pytest.skip("enforced MoE routing needs a domain, which SentenceTransformer.encode cannot pass; covered through sciembed.encode")
+        pytest.skip(
+            "enforced MoE routing needs a domain, which SentenceTransformer.encode cannot pass; covered through sciembed.encode"
+        )
     st = SentenceTransformer(str(folder), trust_remote_code=True, device="cpu")
     texts = [sciembed.paper_text(p, tokenizer.sep_token) for p in PAPERS]
     expected = sciembed.encode(folder, PAPERS, show_progress_bar=False)  # a control-code model's default format
@@ -124,7 +131,23 @@ def test_cli_embeds_a_saved_family(saved_family, tmp_path):
     papers.write_text("".join(json.dumps(p) + "\n" for p in PAPERS))
     output = tmp_path / "out.jsonl"
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in encode_options.items()]
-    assert main(["-q", "embed", "--model", str(folder), "--input", str(papers), "--output", str(output), "--no-progress", *flags]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "embed",
+                "--model",
+                str(folder),
+                "--input",
+                str(papers),
+                "--output",
+                str(output),
+                "--no-progress",
+                *flags,
+            ]
+        )
+        == 0
+    )
     ids, vectors = read_embeddings(output)
     assert ids == [p["paper_id"] for p in PAPERS]
     np.testing.assert_allclose(vectors, _single_forward(model, tokenizer, PAPERS, encode_options), atol=1e-5, rtol=0)
@@ -156,18 +179,49 @@ def test_default_length_leaves_room_for_inserted_tokens(saved_family):
     inserted = {"multi2spe": 0, "control_code": 1, "moe_bert": 0}[family]
     options = {"domain": model.config.domains[0]} if getattr(model.config, "routing", None) == "enforced" else {}
     assert sciembed.PaperEncoder(model, tokenizer, **options).max_length == 64 - inserted  # tiny_bert: 64 positions
-    assert sciembed.PaperEncoder.from_pretrained(folder, **options).max_length == 64 - inserted  # through sentence-transformers
+    assert (
+        sciembed.PaperEncoder.from_pretrained(folder, **options).max_length == 64 - inserted
+    )  # through sentence-transformers
 
 
 def test_cli_from_bert(tiny_bert, tmp_path, caplog):
     folder = tmp_path / "m2s"
-    code = main(["-q", "from-bert", "--family", "multi2spe", "--base", str(tiny_bert), "--output", str(folder),
-                 "--set", "num_cls_tokens=2", "--set", "linear_layers=[1]"])
+    code = main(
+        [
+            "-q",
+            "from-bert",
+            "--family",
+            "multi2spe",
+            "--base",
+            str(tiny_bert),
+            "--output",
+            str(folder),
+            "--set",
+            "num_cls_tokens=2",
+            "--set",
+            "linear_layers=[1]",
+        ]
+    )
     assert code == 0
     config = json.loads((folder / "config.json").read_text())
     assert (config["model_type"], config["num_cls_tokens"], config["linear_layers"]) == ("multi2spe", 2, [1])
     assert sciembed.encode(folder, PAPERS, show_progress_bar=False).shape == (len(PAPERS), 32)
-    assert main(["from-bert", "--family", "multi2spe", "--base", str(tiny_bert), "--output", str(folder), "--set", "num_cls"]) == 2
+    assert (
+        main(
+            [
+                "from-bert",
+                "--family",
+                "multi2spe",
+                "--base",
+                str(tiny_bert),
+                "--output",
+                str(folder),
+                "--set",
+                "num_cls",
+            ]
+        )
+        == 2
+    )
     assert "--set expects KEY=VALUE" in caplog.text
 
 
@@ -207,7 +261,10 @@ def test_built_from_minilm_loads_without_sciembed(family, tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
     result = subprocess.run(
         [sys.executable, "-c", REMOTE_CHECK, str(folder), json.dumps(texts), "{}"],
-        cwd=tmp_path, env=env, capture_output=True, text=True,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     np.testing.assert_allclose(np.load(tmp_path / "auto_model.npy"), expected, atol=1e-5, rtol=0)

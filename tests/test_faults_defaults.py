@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import numpy as np
+from helpers import PAPERS
 
 import sciembed
-from helpers import PAPERS
 from sciembed.cli import main
 from sciembed.io import read_embeddings
 
@@ -25,10 +25,29 @@ def test_another_pooling_over_a_sentence_transformers_folder_keeps_its_length(ti
     papers = tmp_path / "papers.jsonl"
     papers.write_text("".join(json.dumps(p) + "\n" for p in PAPERS))
     caplog.set_level(logging.INFO, logger="sciembed")
-    assert main(["embed", "--model", str(folder), "--pooling", "cls", "--input", str(papers), "--output", str(tmp_path / "cls.npy"),
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "embed",
+                "--model",
+                str(folder),
+                "--pooling",
+                "cls",
+                "--input",
+                str(papers),
+                "--output",
+                str(tmp_path / "cls.npy"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert "pooling cls over its transformer, at its sentence-transformers max_seq_length 8" in caplog.text
-    expected = sciembed.PaperEncoder.from_pretrained(folder, pooling="cls", max_length=8, device="cpu").encode(PAPERS, show_progress_bar=False)
+    expected = sciembed.PaperEncoder.from_pretrained(folder, pooling="cls", max_length=8, device="cpu").encode(
+        PAPERS, show_progress_bar=False
+    )
     np.testing.assert_allclose(read_embeddings(tmp_path / "cls.npy")[1], expected, atol=1e-5, rtol=0)
     longer = sciembed.PaperEncoder.from_pretrained(folder, pooling="cls", max_length=32, device="cpu")
-    assert longer.max_length == 32 and not np.allclose(longer.encode(PAPERS, show_progress_bar=False), expected, atol=1e-4)
+    assert longer.max_length == 32 and not np.allclose(
+        longer.encode(PAPERS, show_progress_bar=False), expected, atol=1e-4
+    )

@@ -13,23 +13,38 @@ import shutil
 
 import numpy as np
 import pytest
-
 from helpers import PAPERS, Interrupt, counting_encodes, write_s2orc
+from test_evaluate import scidocs_folder  # noqa: F401  (a fixture, shared with the evaluation tests)
+
 from sciembed.cli import main
 from sciembed.io import read_embeddings, write_embeddings
-from test_evaluate import scidocs_folder  # noqa: F401  (a fixture, shared with the evaluation tests)
 
 PAPERS_11 = [{**PAPERS[i % len(PAPERS)], "paper_id": f"id{i}"} for i in range(11)]
 
 
 def _embed(model, papers, output, *extra) -> int:
-    return main(["embed", "--model", str(model), "--input", str(papers), "--output", str(output), "--no-progress", *extra])
+    return main(
+        ["embed", "--model", str(model), "--input", str(papers), "--output", str(output), "--no-progress", *extra]
+    )
 
 
 def _train(data, output, *settings, base=None, resume=False) -> int:
     base = ["--base", str(base)] if base is not None else []
-    return main(["-q", "train", "--recipe", "specter", *base, "--data", str(data), "--output", str(output),
-                 *[a for s in settings for a in ("--set", s)], *(["--resume"] if resume else [])])
+    return main(
+        [
+            "-q",
+            "train",
+            "--recipe",
+            "specter",
+            *base,
+            "--data",
+            str(data),
+            "--output",
+            str(output),
+            *[a for s in settings for a in ("--set", s)],
+            *(["--resume"] if resume else []),
+        ]
+    )
 
 
 # Input encodings -------------------------------------------------------------------------------------------
@@ -40,18 +55,25 @@ def test_a_byte_order_mark_is_read_as_utf8(tiny_bert, tmp_path, suffix):
     from sciembed.data.papers import read_papers
 
     path = tmp_path / f"papers{suffix}"
-    text = {".csv": "paper_id,title,abstract\np1,Graphs,about graphs\n",
-            ".jsonl": json.dumps({"paper_id": "p1", "title": "Graphs", "abstract": "about graphs"}) + "\n",
-            ".json": json.dumps([{"paper_id": "p1", "title": "Graphs", "abstract": "about graphs"}])}[suffix]
+    text = {
+        ".csv": "paper_id,title,abstract\np1,Graphs,about graphs\n",
+        ".jsonl": json.dumps({"paper_id": "p1", "title": "Graphs", "abstract": "about graphs"}) + "\n",
+        ".json": json.dumps([{"paper_id": "p1", "title": "Graphs", "abstract": "about graphs"}]),
+    }[suffix]
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())
     assert read_papers(path).papers == [{"paper_id": "p1", "title": "Graphs", "abstract": "about graphs"}]
-    assert _embed(tiny_bert, path, tmp_path / "out.jsonl") == 0 and read_embeddings(tmp_path / "out.jsonl")[0] == ["p1"]
+    assert _embed(tiny_bert, path, tmp_path / "out.jsonl") == 0 and read_embeddings(tmp_path / "out.jsonl")[0] == [
+        "p1"
+    ]
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
 def test_bytes_that_are_not_utf8_name_their_line_and_can_be_skipped(tiny_bert, tmp_path, caplog, suffix):
     path = tmp_path / f"papers{suffix}"
-    good = {".csv": b"p1,Graphs,about graphs\n", ".jsonl": json.dumps({"paper_id": "p1", "title": "Graphs"}).encode() + b"\n"}[suffix]
+    good = {
+        ".csv": b"p1,Graphs,about graphs\n",
+        ".jsonl": json.dumps({"paper_id": "p1", "title": "Graphs"}).encode() + b"\n",
+    }[suffix]
     bad = {".csv": b"p2,Caf\xe9,latin-1\n", ".jsonl": b'{"paper_id": "p2", "title": "Caf\xe9"}\n'}[suffix]
     path.write_bytes((b"paper_id,title,abstract\n" if suffix == ".csv" else b"") + good + bad)
     output = tmp_path / "out.jsonl"
@@ -88,7 +110,12 @@ def test_damaged_partial_state_is_named(tiny_bert, tmp_path, caplog, monkeypatch
         part.write_bytes(part.read_bytes()[:100])
         expected = "part-00001.parquet: not a readable part"
     elif damage == "other papers":
-        write_embeddings(folder / "parts" / "part-00000.parquet", [(["x", "y", "z"], np.zeros((3, 32), dtype=np.float32))], total=3, dim=32)
+        write_embeddings(
+            folder / "parts" / "part-00000.parquet",
+            [(["x", "y", "z"], np.zeros((3, 32), dtype=np.float32))],
+            total=3,
+            dim=32,
+        )
         expected = "part-00000.parquet: holds 3 vectors of shape (3, 32) for other papers than the 4 of its shard"
     else:
         (folder / "manifest.json").write_text("{oops")
@@ -109,17 +136,42 @@ def test_truncated_weights_are_named(tiny_bert, tmp_path, caplog):
 
 def test_an_evaluation_file_that_does_not_parse_is_named(tiny_bert, tmp_path, caplog):
     (tmp_path / "results.json").write_text("{oops")
-    assert main(["export", "--model", str(tiny_bert), "--out", str(tmp_path / "hub"), "--evaluation", str(tmp_path / "results.json")]) == 2
+    assert (
+        main(
+            [
+                "export",
+                "--model",
+                str(tiny_bert),
+                "--out",
+                str(tmp_path / "hub"),
+                "--evaluation",
+                str(tmp_path / "results.json"),
+            ]
+        )
+        == 2
+    )
     assert "results.json (--evaluation): not valid JSON (line 1" in caplog.text and not (tmp_path / "hub").exists()
 
 
-TINY_RUN = ["max_steps=3", "save_strategy=steps", "save_steps=1", "logging_steps=1", "learning_rate=1e-3", "warmup_steps=0",
-            "per_device_train_batch_size=4", "gradient_accumulation_steps=1", "embedding.max_length=48", "dataloader_drop_last=true",
-            "lr_scheduler_type=constant"]
+TINY_RUN = [
+    "max_steps=3",
+    "save_strategy=steps",
+    "save_steps=1",
+    "logging_steps=1",
+    "learning_rate=1e-3",
+    "warmup_steps=0",
+    "per_device_train_batch_size=4",
+    "gradient_accumulation_steps=1",
+    "embedding.max_length=48",
+    "dataloader_drop_last=true",
+    "lr_scheduler_type=constant",
+]
 
 
 @pytest.mark.parametrize("damage", ["missing", "truncated"])
-def test_resume_names_a_checkpoint_whose_save_never_finished_and_continues_before_it(damage, tiny_bert, tmp_path, caplog):
+def test_resume_names_a_checkpoint_whose_save_never_finished_and_continues_before_it(
+    damage, tiny_bert, tmp_path, caplog
+):
     """A run stopped while saving checkpoint-3 leaves it without a readable trainer_state.json (the file the
     Trainer writes last): --resume names it, removes it and continues from checkpoint-2, ending with the
     weights of an uninterrupted run."""
@@ -154,10 +206,18 @@ def test_resume_without_a_complete_checkpoint_says_so(tiny_bert, tmp_path, caplo
 # Model locations and settings ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("location, message", [
-    ("missing", "no such model folder here, and no copy of a Hub model of that id in the Hub cache (HF_HUB_OFFLINE is set"),
-    ("empty", "holds no config.json"), ("file.txt", "a file, not a model folder"), ("./runs/x", "no such model folder"),
-])
+@pytest.mark.parametrize(
+    "location, message",
+    [
+        (
+            "missing",
+            "no such model folder here, and no copy of a Hub model of that id in the Hub cache (HF_HUB_OFFLINE is set",
+        ),
+        ("empty", "holds no config.json"),
+        ("file.txt", "a file, not a model folder"),
+        ("./runs/x", "no such model folder"),
+    ],
+)
 def test_model_locations_that_cannot_be_models_are_named(tmp_path, caplog, monkeypatch, location, message):
     """Named as what they are; a name that could be a Hub id says it is neither here nor in the offline Hub cache."""
     monkeypatch.chdir(tmp_path)
@@ -176,11 +236,14 @@ def test_max_length_beyond_the_model_is_refused_for_sentence_transformers_too(ti
     assert "max_length 100 exceeds the 64 tokens the model takes" in caplog.text
 
 
-@pytest.mark.parametrize("assignment, message", [
-    ("max_steps=two", "setting max_steps='two': expected int, got str"),
-    ("learning_rate=fast", "setting learning_rate='fast': expected float, got str"),
-    ("fp16=3", "setting fp16=3: expected bool, got int"),
-])
+@pytest.mark.parametrize(
+    "assignment, message",
+    [
+        ("max_steps=two", "setting max_steps='two': expected int, got str"),
+        ("learning_rate=fast", "setting learning_rate='fast': expected float, got str"),
+        ("fp16=3", "setting fp16=3: expected bool, got int"),
+    ],
+)
 def test_settings_of_the_wrong_type_are_refused_before_training(tmp_path, caplog, assignment, message):
     data = write_s2orc(tmp_path / "papers.jsonl")
     assert _train(data, tmp_path / "out", assignment) == 2
@@ -200,10 +263,25 @@ def test_an_moe_model_with_enforced_routing_needs_its_domain(tiny_bert, tmp_path
 
 
 def test_an_unknown_task_is_named_with_the_tasks_that_are_there(tiny_bert, scidocs_folder, caplog):  # noqa: F811
-    code = main(["evaluate", "--model", str(tiny_bert), "--benchmark", "scidocs", "--data", str(scidocs_folder), "--tasks", "citation",
-                 "--no-progress"])
+    code = main(
+        [
+            "evaluate",
+            "--model",
+            str(tiny_bert),
+            "--benchmark",
+            "scidocs",
+            "--data",
+            str(scidocs_folder),
+            "--tasks",
+            "citation",
+            "--no-progress",
+        ]
+    )
     assert code == 2
-    assert "no task(s) ['citation'] in scidocs; tasks here: " in caplog.text and "cite" in caplog.text.split("tasks here: ")[1]
+    assert (
+        "no task(s) ['citation'] in scidocs; tasks here: " in caplog.text
+        and "cite" in caplog.text.split("tasks here: ")[1]
+    )
 
 
 # Data that is not what the command needs -------------------------------------------------------------------
@@ -211,9 +289,13 @@ def test_an_unknown_task_is_named_with_the_tasks_that_are_there(tiny_bert, scido
 
 def test_train_data_without_papers_or_citations_says_what_it_found(tmp_path, caplog):
     embeddings = tmp_path / "embeddings.jsonl"
-    embeddings.write_text("".join(json.dumps({"paper_id": f"p{i}", "embedding": [0.1 * i, 0.2]}) + "\n" for i in range(3)))
+    embeddings.write_text(
+        "".join(json.dumps({"paper_id": f"p{i}", "embedding": [0.1 * i, 0.2]}) + "\n" for i in range(3))
+    )
     papers = tmp_path / "papers.jsonl"
-    papers.write_text("".join(json.dumps({"paper_id": f"p{i}", "title": f"paper {i}", "abstract": "text"}) + "\n" for i in range(3)))
+    papers.write_text(
+        "".join(json.dumps({"paper_id": f"p{i}", "title": f"paper {i}", "abstract": "text"}) + "\n" for i in range(3))
+    )
     assert _train(embeddings, tmp_path / "a") == 2
     assert "embeddings.jsonl: none of its records is a paper with a title or abstract; 3 skipped" in caplog.text
     assert _train(papers, tmp_path / "b") == 2
@@ -245,8 +327,8 @@ def test_a_full_disk_names_the_output_and_leaves_nothing(tiny_bert, tmp_path, mo
     import json
 
     import pyarrow.parquet as pq
-
     from helpers import PAPERS
+
     from sciembed.cli import main
 
     papers = tmp_path / "papers.jsonl"
@@ -257,7 +339,10 @@ def test_a_full_disk_names_the_output_and_leaves_nothing(tiny_bert, tmp_path, mo
 
     monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
     output = tmp_path / "vectors.parquet"
-    assert main(["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(output), "--no-progress"]) != 0
+    assert (
+        main(["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(output), "--no-progress"])
+        != 0
+    )
     assert "was not written (Error writing bytes to file); nothing was left in its place" in caplog.text
     assert f"{output}.partial/parts/part-00000.parquet was not written" in caplog.text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["papers.jsonl"]
@@ -280,8 +365,11 @@ def test_unsafe_pickle_weights_and_foreign_code_name_sciembeds_own_remedy(tiny_b
     state["payload"] = _Payload()
     torch.save(state, pickled / "pytorch_model.bin")
     os.remove(pickled / "model.safetensors")
-    with pytest.raises(ValueError, match=r"pickled: its pickle weights \(pytorch_model\.bin\) are an unsafe pickle: .*GLOBAL.*"
-                                         r"sciembed loads tensors only\. Use safetensors weights"):
+    with pytest.raises(
+        ValueError,
+        match=r"pickled: its pickle weights \(pytorch_model\.bin\) are an unsafe pickle: .*GLOBAL.*"
+        r"sciembed loads tensors only\. Use safetensors weights",
+    ):
         PaperEncoder.from_pretrained(pickled, device="cpu")
 
     foreign = tmp_path / "foreign"
@@ -289,9 +377,14 @@ def test_unsafe_pickle_weights_and_foreign_code_name_sciembeds_own_remedy(tiny_b
     config = json.loads((foreign / "config.json").read_text())
     config.update(model_type="foreign", auto_map={"AutoConfig": "configuration_foreign.ForeignConfig"})
     (foreign / "config.json").write_text(json.dumps(config))
-    (foreign / "configuration_foreign.py").write_text("from transformers import BertConfig\nclass ForeignConfig(BertConfig):\n    model_type = 'foreign'\n")
-    with pytest.raises(ValueError, match=rf"the folder {foreign} holds Python code that is not sciembed's own; .*--trust-remote-code "
-                                         r"\(command line\) or trust_remote_code=True \(Python\)") as refused:
+    (foreign / "configuration_foreign.py").write_text(
+        "from transformers import BertConfig\nclass ForeignConfig(BertConfig):\n    model_type = 'foreign'\n"
+    )
+    with pytest.raises(
+        ValueError,
+        match=rf"the folder {foreign} holds Python code that is not sciembed's own; .*--trust-remote-code "
+        r"\(command line\) or trust_remote_code=True \(Python\)",
+    ) as refused:
         PaperEncoder.from_pretrained(foreign, device="cpu")
     assert "hf.co" not in str(refused.value)
 

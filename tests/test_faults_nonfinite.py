@@ -10,8 +10,8 @@ import shutil
 
 import numpy as np
 import pytest
-
 from helpers import PAPERS
+
 from sciembed import PaperEncoder
 from sciembed.cli import main
 from sciembed.io import NonFiniteVectorsError, file_sha256, ids_path, read_embeddings, write_embeddings
@@ -34,8 +34,11 @@ def nan_bert(tiny_bert, tmp_path_factory):
 
 def test_the_encoder_refuses_non_finite_vectors_naming_model_and_papers(nan_bert):
     encoder = PaperEncoder.from_pretrained(nan_bert, device="cpu")
-    with pytest.raises(NonFiniteVectorsError, match=rf"model {nan_bert}: {len(IDS)} of {len(IDS)} vector\(s\) hold NaN or infinity "
-                                                    r"\(paper_id 'p\d', paper_id 'p\d', paper_id 'p\d' and \d more\); nothing was kept"):
+    with pytest.raises(
+        NonFiniteVectorsError,
+        match=rf"model {nan_bert}: {len(IDS)} of {len(IDS)} vector\(s\) hold NaN or infinity "
+        r"\(paper_id 'p\d', paper_id 'p\d', paper_id 'p\d' and \d more\); nothing was kept",
+    ):
         encoder.encode(IDS, batch_size=len(IDS), show_progress_bar=False)
 
 
@@ -45,14 +48,20 @@ def test_the_onnx_path_refuses_to_export_or_run_non_finite_vectors(nan_bert, tin
     from onnx import numpy_helper
 
     with pytest.raises(NonFiniteVectorsError, match=rf"model {nan_bert}: .* nothing was exported"):
-        PaperEncoder.from_pretrained(nan_bert, device="cpu", backend="onnx", onnx_cache=tmp_path).encode(IDS, show_progress_bar=False)
+        PaperEncoder.from_pretrained(nan_bert, device="cpu", backend="onnx", onnx_cache=tmp_path).encode(
+            IDS, show_progress_bar=False
+        )
     assert not any(tmp_path.rglob("*.onnx"))
     # A cached export damaged after the fact: ONNX Runtime's vectors are checked too.
     encoder = PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", onnx_cache=tmp_path)
     encoder.encode(IDS[:1], show_progress_bar=False)
     (path,) = tmp_path.rglob("model.onnx")
     graph = onnx.load(path)
-    weight = next(t for t in graph.graph.initializer if t.data_type == onnx.TensorProto.FLOAT and numpy_helper.to_array(t).size > 8)
+    weight = next(
+        t
+        for t in graph.graph.initializer
+        if t.data_type == onnx.TensorProto.FLOAT and numpy_helper.to_array(t).size > 8
+    )
     weight.CopyFrom(numpy_helper.from_array(np.full_like(numpy_helper.to_array(weight), np.nan), weight.name))
     onnx.save(graph, path)
     damaged = PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", onnx_cache=tmp_path)
@@ -64,7 +73,10 @@ def test_embed_exits_with_an_error_and_writes_nothing(nan_bert, tmp_path, caplog
     papers = tmp_path / "papers.jsonl"
     papers.write_text("".join(json.dumps(p) + "\n" for p in IDS))
     for output in (tmp_path / "vectors.jsonl", tmp_path / "vectors.npy", tmp_path / "vectors.parquet"):
-        assert main(["embed", "--model", str(nan_bert), "--input", str(papers), "--output", str(output), "--no-progress"]) == 2
+        assert (
+            main(["embed", "--model", str(nan_bert), "--input", str(papers), "--output", str(output), "--no-progress"])
+            == 2
+        )
         assert "hold NaN or infinity" in caplog.text and "paper_id 'p" in caplog.text
         assert sorted(p.name for p in tmp_path.iterdir()) == ["papers.jsonl"]
 
@@ -101,8 +113,17 @@ def test_neighbours_on_a_file_with_nan_vectors_is_refused(tmp_path, caplog):
     papers = tmp_path / "papers.jsonl"
     papers.write_text("".join(json.dumps(p) + "\n" for p in IDS))
     vectors = tmp_path / "v.jsonl"
-    vectors.write_text("".join(json.dumps({"paper_id": p["paper_id"], "embedding": [float(i), 1.0]}) + "\n" for i, p in enumerate(IDS)).replace("[3.0", "[NaN"))
-    assert main(["neighbours", "--papers", str(papers), "--embeddings", str(vectors), "--query-ids", "p0", "--no-progress"]) == 2
+    vectors.write_text(
+        "".join(
+            json.dumps({"paper_id": p["paper_id"], "embedding": [float(i), 1.0]}) + "\n" for i, p in enumerate(IDS)
+        ).replace("[3.0", "[NaN")
+    )
+    assert (
+        main(
+            ["neighbours", "--papers", str(papers), "--embeddings", str(vectors), "--query-ids", "p0", "--no-progress"]
+        )
+        == 2
+    )
     assert "hold NaN or infinity ('p3')" in caplog.text
 
 
@@ -135,8 +156,13 @@ def test_training_held_out_evaluation_stops_on_a_model_that_diverged(tiny_bert, 
     papers.write_text("".join(json.dumps({**PAPERS[i % len(PAPERS)], "paper_id": f"p{i}"}) + "\n" for i in range(12)))
     cites = tmp_path / "cites.csv"
     cites.write_text("citing,cited\n" + "".join(f"p{i},p{(i + k) % 12}\n" for i in range(12) for k in (1, 2)))
-    run = prepare("specter", tiny_bert, CitationFiles(papers, cites), tmp_path / "run",
-                  {"data.held_out": 0.3, "embedding.max_length": 16, "max_steps": 1, "save_strategy": "no"})
+    run = prepare(
+        "specter",
+        tiny_bert,
+        CitationFiles(papers, cites),
+        tmp_path / "run",
+        {"data.held_out": 0.3, "embedding.max_length": 16, "max_steps": 1, "save_strategy": "no"},
+    )
     with torch.no_grad():
         next(run.trainer.model.parameters()).fill_(float("nan"))
     with pytest.raises(NonFiniteVectorsError, match="hold NaN or infinity"):
@@ -154,19 +180,41 @@ def _npy(array):
     def write(path):
         np.save(path, array)
         ids_path(path).write_text(json.dumps([str(i) for i in range(len(array))]))
+
     return write
 
 
-@pytest.mark.parametrize(("suffix", "write", "message"), [
-    (".jsonl", lambda p: p.write_text('{"paper_id": "a", "embedding": [1.0, 2.0]}\n{"paper_id": "b", "embedding": [1.0, "x"]}\n'),
-     r"v\.jsonl, line 2 \(paper_id 'b'\): its embedding holds something other than numbers"),
-    (".jsonl", lambda p: p.write_text('{"paper_id": "a", "embedding": [1.0, 2.0]}\n{"paper_id": "b", "embedding": [1.0]}\n'),
-     r"v\.jsonl, line 2 \(paper_id 'b'\): its embedding is not a list of 2 numbers"),
-    (".parquet", _parquet({"paper_id": ["a"], "embedding": ["0.1 0.2"]}), r"v\.parquet: column 'embedding' holds string, expected a list of numbers"),
-    (".parquet", _parquet({"id": ["a"]}), r"v\.parquet: no 'paper_id' column \(columns: id\)"),
-    (".parquet", lambda p: p.write_bytes(b"PAR1 not really"), r"v\.parquet: not a readable Parquet file"),
-    (".npy", _npy(np.array(["a", "b"])), r"v\.npy: holds a <U1 array of shape \(2,\), expected \(papers, dimensions\) numbers"),
-])
+@pytest.mark.parametrize(
+    ("suffix", "write", "message"),
+    [
+        (
+            ".jsonl",
+            lambda p: p.write_text(
+                '{"paper_id": "a", "embedding": [1.0, 2.0]}\n{"paper_id": "b", "embedding": [1.0, "x"]}\n'
+            ),
+            r"v\.jsonl, line 2 \(paper_id 'b'\): its embedding holds something other than numbers",
+        ),
+        (
+            ".jsonl",
+            lambda p: p.write_text(
+                '{"paper_id": "a", "embedding": [1.0, 2.0]}\n{"paper_id": "b", "embedding": [1.0]}\n'
+            ),
+            r"v\.jsonl, line 2 \(paper_id 'b'\): its embedding is not a list of 2 numbers",
+        ),
+        (
+            ".parquet",
+            _parquet({"paper_id": ["a"], "embedding": ["0.1 0.2"]}),
+            r"v\.parquet: column 'embedding' holds string, expected a list of numbers",
+        ),
+        (".parquet", _parquet({"id": ["a"]}), r"v\.parquet: no 'paper_id' column \(columns: id\)"),
+        (".parquet", lambda p: p.write_bytes(b"PAR1 not really"), r"v\.parquet: not a readable Parquet file"),
+        (
+            ".npy",
+            _npy(np.array(["a", "b"])),
+            r"v\.npy: holds a <U1 array of shape \(2,\), expected \(papers, dimensions\) numbers",
+        ),
+    ],
+)
 def test_read_embeddings_names_the_file_and_row_of_a_malformed_file(tmp_path, suffix, write, message):
     """Issue 22, part 6: wrong types in a user's vector file give one line naming the file and the column or row."""
     path = tmp_path / f"v{suffix}"

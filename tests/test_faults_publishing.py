@@ -53,15 +53,37 @@ def cluttered(tiny_bert, tmp_path):
 def test_export_writes_only_the_model_and_names_what_it_left_out(cluttered, tmp_path, caplog):
     report = export_model(cluttered, tmp_path / "hub")
     assert report.validated
-    assert set(report.left_out) == {".env", "notes.txt", "optimizer.pt", "checkpoint-4/model.safetensors", "key.json", "ssh/",
-                                    "weights/model.safetensors"}
-    assert report.left_out["key.json"].startswith(f"a link to {tmp_path / 'home' / 'ssh' / 'id_ed25519'}, outside the model folder")
+    assert set(report.left_out) == {
+        ".env",
+        "notes.txt",
+        "optimizer.pt",
+        "checkpoint-4/model.safetensors",
+        "key.json",
+        "ssh/",
+        "weights/model.safetensors",
+    }
+    assert report.left_out["key.json"].startswith(
+        f"a link to {tmp_path / 'home' / 'ssh' / 'id_ed25519'}, outside the model folder"
+    )
     assert report.left_out[".env"] == "a hidden file"
     exported = {str(p.relative_to(tmp_path / "hub")) for p in (tmp_path / "hub").rglob("*")}
-    assert exported == set(report.files) == {"README.md", "config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "vocab.txt",
-                                             *({"special_tokens_map.json"} & exported)}
+    assert (
+        exported
+        == set(report.files)
+        == {
+            "README.md",
+            "config.json",
+            "model.safetensors",
+            "tokenizer.json",
+            "tokenizer_config.json",
+            "vocab.txt",
+            *({"special_tokens_map.json"} & exported),
+        }
+    )
     assert not any(p.is_symlink() for p in (tmp_path / "hub").rglob("*"))
-    assert (tmp_path / "hub" / "model.safetensors").read_bytes() == (cluttered / "weights" / "model.safetensors").read_bytes()
+    assert (tmp_path / "hub" / "model.safetensors").read_bytes() == (
+        cluttered / "weights" / "model.safetensors"
+    ).read_bytes()
     assert "left out 7 file(s) that do not belong on the Hub" in caplog.text and "key.json (a link to" in caplog.text
 
 
@@ -76,7 +98,10 @@ def test_push_uploads_the_exported_files_only_and_refuses_additions(cluttered, t
     (tmp_path / "hub" / ".env").write_text("HF_TOKEN=hf_secret")
     os.symlink(tmp_path / "home" / "ssh" / "id_ed25519", tmp_path / "hub" / "vocab.json")
     api = UploadRecorder()
-    with pytest.raises(ValueError, match=r"holds 2 file\(s\) an export does not write.*\.env \(a hidden file\); vocab\.json \(a link to"):
+    with pytest.raises(
+        ValueError,
+        match=r"holds 2 file\(s\) an export does not write.*\.env \(a hidden file\); vocab\.json \(a link to",
+    ):
         push_folder(tmp_path / "hub", "org/model", api=api)
     assert api.allowed is None
 

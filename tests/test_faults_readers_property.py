@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from sciembed.data.papers import InvalidPaperError, read_papers
 
-_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=30).filter(str.strip)
+_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=30).filter(
+    str.strip
+)
 _VALID = st.fixed_dictionaries({"title": _TEXT, "abstract": _TEXT})
 _KINDS = st.sampled_from(["valid", "no_id", "no_text", "duplicate", "malformed"])
 
@@ -40,8 +42,13 @@ def _write(path, records):
 
 
 # derandomize: the same examples on every run, so CI is reproducible (a new seed is a deliberate change here).
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(kinds=st.lists(st.tuples(_KINDS, _VALID), min_size=1, max_size=12), suffix=st.sampled_from([".jsonl", ".csv", ".json"]))
+@settings(
+    max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    kinds=st.lists(st.tuples(_KINDS, _VALID), min_size=1, max_size=12),
+    suffix=st.sampled_from([".jsonl", ".csv", ".json"]),
+)
 def test_every_valid_record_comes_out_once_intact_and_every_invalid_one_is_reported(tmp_path, kinds, suffix):
     records, expected, invalid = [], [], 0
     for number, (kind, paper) in enumerate(kinds):
@@ -70,7 +77,8 @@ def test_every_valid_record_comes_out_once_intact_and_every_invalid_one_is_repor
     read = read_papers(path, skip_invalid=True)
     # Intact as the readers keep text: surrounding whitespace stripped, nothing else changed.
     assert [(p["paper_id"], p["title"], p["abstract"]) for p in read.papers] == [
-        (r["paper_id"], r["title"].strip(), r["abstract"].strip()) for r in expected]
+        (r["paper_id"], r["title"].strip(), r["abstract"].strip()) for r in expected
+    ]
     assert len(read.skipped) == invalid and all(s.location for s in read.skipped)
     if invalid:
         with pytest.raises(InvalidPaperError):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from helpers import PAPERS, counting_encodes
+
 from sciembed.cli import main
 from sciembed.commands.embed import embed_to_file
 from sciembed.io import ids_path, read_embeddings
@@ -46,15 +46,50 @@ def test_embed_refuses_a_stray_ids_file_of_an_npy_output(tiny_encoder, tmp_path,
 def test_neighbours_refuses_an_existing_output(tiny_bert, tmp_path, caplog):
     papers, output = _papers(tmp_path), tmp_path / "neighbours.csv"
     output.write_text("earlier results\n")
-    assert main(["neighbours", "--model", str(tiny_bert), "--papers", str(papers), "--output", str(output), "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "neighbours",
+                "--model",
+                str(tiny_bert),
+                "--papers",
+                str(papers),
+                "--output",
+                str(output),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     assert f"{output} exists" in caplog.text and output.read_text() == "earlier results\n"
 
 
 def _tiny_training(tiny_bert, papers_and_edges, output):
     papers, cites = papers_and_edges
-    return ["train", "--recipe", "specter", "--base", str(tiny_bert), "--papers", str(papers), "--citations", str(cites),
-            "--output", str(output), "--set", "max_steps=1", "--set", "per_device_train_batch_size=4", "--set", "gradient_accumulation_steps=1",
-            "--set", "embedding.max_length=16", "--set", "save_strategy=no", "--no-progress"]
+    return [
+        "train",
+        "--recipe",
+        "specter",
+        "--base",
+        str(tiny_bert),
+        "--papers",
+        str(papers),
+        "--citations",
+        str(cites),
+        "--output",
+        str(output),
+        "--set",
+        "max_steps=1",
+        "--set",
+        "per_device_train_batch_size=4",
+        "--set",
+        "gradient_accumulation_steps=1",
+        "--set",
+        "embedding.max_length=16",
+        "--set",
+        "save_strategy=no",
+        "--no-progress",
+    ]
 
 
 @pytest.fixture
@@ -66,7 +101,9 @@ def papers_and_edges(tmp_path):
     return papers, cites
 
 
-def test_train_refuses_a_folder_with_an_earlier_run_unless_resumed_or_overwritten(tiny_bert, papers_and_edges, tmp_path, caplog, monkeypatch):
+def test_train_refuses_a_folder_with_an_earlier_run_unless_resumed_or_overwritten(
+    tiny_bert, papers_and_edges, tmp_path, caplog, monkeypatch
+):
     from sciembed.training import run
 
     output = tmp_path / "run"
@@ -77,7 +114,10 @@ def test_train_refuses_a_folder_with_an_earlier_run_unless_resumed_or_overwritte
     monkeypatch.setattr(run, "prepare", lambda *a, **k: pytest.fail("the data was read before the output was checked"))
     caplog.clear()
     assert main(command) == 2
-    assert f"{output} holds an earlier run (model, train_results.json, checkpoint-7)" in caplog.text and "--overwrite" in caplog.text
+    assert (
+        f"{output} holds an earlier run (model, train_results.json, checkpoint-7)" in caplog.text
+        and "--overwrite" in caplog.text
+    )
     assert (output / "model" / "model.safetensors").read_bytes() == weights
     assert main([*command, "--resume", "--overwrite"]) == 2 and "give one of them" in caplog.text
     monkeypatch.undo()
@@ -98,8 +138,21 @@ def test_export_and_evaluate_refuse_an_existing_output(tiny_bert, papers_and_edg
     qrels.write_text("query-id\tcorpus-id\tscore\n" + "".join(f"p{i}\tp{(i + 1) % 12}\t1\n" for i in range(12)))
     report = tmp_path / "report.json"
     report.write_text("{}")
-    evaluate = ["evaluate", "--model", str(tmp_path / "no-such-model"), "--benchmark", "retrieval", "--data", str(qrels),
-                "--papers", str(papers), "--output", str(report), "--no-cache", "--no-progress"]
+    evaluate = [
+        "evaluate",
+        "--model",
+        str(tmp_path / "no-such-model"),
+        "--benchmark",
+        "retrieval",
+        "--data",
+        str(qrels),
+        "--papers",
+        str(papers),
+        "--output",
+        str(report),
+        "--no-cache",
+        "--no-progress",
+    ]
     caplog.clear()
     assert main(evaluate) == 2 and f"{report} exists" in caplog.text and report.read_text() == "{}"
     caplog.clear()
@@ -122,14 +175,25 @@ def test_embed_reads_and_checks_its_input_before_loading_the_model(tmp_path, cap
     """Issue 22, part 5: a malformed papers file fails on its own line, before the (absent) model would be loaded."""
     papers = tmp_path / "papers.jsonl"
     papers.write_text('{"paper_id": "a", "title": "One", "abstract": "x"}\n{"paper_id": "b", "title": \n')
-    command = ["embed", "--model", str(tmp_path / "no-such-model"), "--input", str(papers), "--output", str(tmp_path / "v.npy"), "--no-progress"]
+    command = [
+        "embed",
+        "--model",
+        str(tmp_path / "no-such-model"),
+        "--input",
+        str(papers),
+        "--output",
+        str(tmp_path / "v.npy"),
+        "--no-progress",
+    ]
     assert main(command) == 2
     assert f"{papers}, line 2" in caplog.text and "no-such-model" not in caplog.text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["papers.jsonl"]
 
 
 @pytest.mark.parametrize("command", ["embed", "neighbours", "train"])
-def test_an_output_that_cannot_be_written_is_refused_before_any_work(command, tiny_bert, papers_and_edges, tmp_path, caplog, monkeypatch):
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(
+    command, tiny_bert, papers_and_edges, tmp_path, caplog, monkeypatch
+):
     """Issue 22, part 5: an output under a file (not a folder) fails at once, naming it, not after the model ran."""
     from sciembed.training import run
 
@@ -137,9 +201,28 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_work(command, ti
     blocker = tmp_path / "results"
     blocker.write_text("a file where a folder was meant")
     monkeypatch.setattr(run, "prepare", lambda *a, **k: pytest.fail("the data was read before the output was checked"))
-    argv = {"embed": ["embed", "--model", str(tmp_path / "no-such-model"), "--input", str(papers), "--output", str(blocker / "v.npy"), "--no-progress"],
-            "neighbours": ["neighbours", "--model", str(tmp_path / "no-such-model"), "--papers", str(papers), "--output", str(blocker / "n.csv"),
-                           "--no-progress"],
-            "train": _tiny_training(tiny_bert, papers_and_edges, blocker / "run")}[command]
+    argv = {
+        "embed": [
+            "embed",
+            "--model",
+            str(tmp_path / "no-such-model"),
+            "--input",
+            str(papers),
+            "--output",
+            str(blocker / "v.npy"),
+            "--no-progress",
+        ],
+        "neighbours": [
+            "neighbours",
+            "--model",
+            str(tmp_path / "no-such-model"),
+            "--papers",
+            str(papers),
+            "--output",
+            str(blocker / "n.csv"),
+            "--no-progress",
+        ],
+        "train": _tiny_training(tiny_bert, papers_and_edges, blocker / "run"),
+    }[command]
     assert main(argv) == 2
     assert f"cannot be written: {blocker} is a file, not a folder" in caplog.text

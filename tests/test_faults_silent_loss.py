@@ -12,8 +12,8 @@ import shutil
 import numpy as np
 import pytest
 import torch
-
 from helpers import PAPERS, Interrupt, counting_encodes
+
 from sciembed.cli import main
 from sciembed.io import ids_path, read_embeddings, write_embeddings
 
@@ -30,14 +30,39 @@ def _jsonl(path, papers=PAPERS_11):
 
 def test_csv_rows_with_the_wrong_field_count_stop_the_run_or_are_skipped_and_counted(tiny_bert, tmp_path, caplog):
     papers = tmp_path / "papers.csv"
-    papers.write_text("paper_id,title,abstract\np1,Graphs,about graphs\np2,Lists, trees and graphs,about lists\np3,Short\n")
+    papers.write_text(
+        "paper_id,title,abstract\np1,Graphs,about graphs\np2,Lists, trees and graphs,about lists\np3,Short\n"
+    )
     output = tmp_path / "out.jsonl"
-    assert main(["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(output), "--no-progress"]) == 2
-    assert "papers.csv, line 3 (paper_id 'p2'): 4 fields where the header names 3" in caplog.text and not output.exists()
+    assert (
+        main(["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(output), "--no-progress"])
+        == 2
+    )
+    assert (
+        "papers.csv, line 3 (paper_id 'p2'): 4 fields where the header names 3" in caplog.text and not output.exists()
+    )
 
     caplog.clear()
-    assert main(["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(output), "--no-progress", "--skip-invalid"]) == 0
-    assert "skipped 2 invalid record(s)" in caplog.text and "line 4 (paper_id 'p3'): 2 fields where the header names 3" in caplog.text
+    assert (
+        main(
+            [
+                "embed",
+                "--model",
+                str(tiny_bert),
+                "--input",
+                str(papers),
+                "--output",
+                str(output),
+                "--no-progress",
+                "--skip-invalid",
+            ]
+        )
+        == 0
+    )
+    assert (
+        "skipped 2 invalid record(s)" in caplog.text
+        and "line 4 (paper_id 'p3'): 2 fields where the header names 3" in caplog.text
+    )
     assert read_embeddings(output)[0] == ["p1"]
 
 
@@ -67,8 +92,21 @@ def test_resume_is_keyed_by_the_encoder_not_its_path(tiny_bert, tmp_path, caplog
     papers, output = _jsonl(tmp_path / "papers.jsonl"), tmp_path / "out.npy"
 
     def embed(model_path, *extra):
-        return main(["embed", "--model", model_path, "--input", str(papers), "--output", str(output), "--shard-size", "4", "--no-progress",
-                     *extra])
+        return main(
+            [
+                "embed",
+                "--model",
+                model_path,
+                "--input",
+                str(papers),
+                "--output",
+                str(output),
+                "--shard-size",
+                "4",
+                "--no-progress",
+                *extra,
+            ]
+        )
 
     counting_encodes(monkeypatch, fail_on_call=2)
     with pytest.raises(Interrupt):
@@ -97,7 +135,9 @@ def test_resume_is_keyed_by_the_encoder_not_its_path(tiny_bert, tmp_path, caplog
 # 4. Embedding cache shards of the wrong width or changed in place -----------------------------------------
 
 
-@pytest.mark.parametrize("damage", ["wrong width", "changed in place", "key file does not parse", "legacy wrong width"])
+@pytest.mark.parametrize(
+    "damage", ["wrong width", "changed in place", "key file does not parse", "legacy wrong width"]
+)
 def test_a_damaged_cache_shard_is_named_dropped_and_embedded_again(tiny_encoder, tmp_path, caplog, damage):
     """Scores from a damaged cache equal those of an undamaged one: the shard is named and re-embedded."""
     from sciembed.evaluation.cache import EmbeddingCache
@@ -135,7 +175,9 @@ def test_export_refuses_code_that_is_not_sciembed_s_before_running_it(family_mod
     config = folder / "configuration_multi2spe.py"
     config.write_text(config.read_text() + f"\nimport pathlib; pathlib.Path({str(marker)!r}).write_text('ran')\n")
     assert main(["export", "--model", str(folder), "--out", str(tmp_path / "hub")]) == 2
-    assert "configuration_multi2spe.py is not sciembed's own code" in caplog.text and "--trust-remote-code" in caplog.text
+    assert (
+        "configuration_multi2spe.py is not sciembed's own code" in caplog.text and "--trust-remote-code" in caplog.text
+    )
     assert not marker.exists() and not (tmp_path / "hub").exists()
     assert main(["export", "--model", str(folder), "--out", str(tmp_path / "hub"), "--trust-remote-code"]) == 0
     assert marker.exists()  # the fresh-process validation ran the code the user chose to trust
@@ -167,7 +209,22 @@ def test_embed_outputs_get_the_permissions_of_the_umask(tiny_bert, tmp_path):
     previous = os.umask(0o022)
     try:
         for name in ("out.jsonl", "out.npy"):
-            assert main(["-q", "embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(tmp_path / name), "--no-progress"]) == 0
+            assert (
+                main(
+                    [
+                        "-q",
+                        "embed",
+                        "--model",
+                        str(tiny_bert),
+                        "--input",
+                        str(papers),
+                        "--output",
+                        str(tmp_path / name),
+                        "--no-progress",
+                    ]
+                )
+                == 0
+            )
     finally:
         os.umask(previous)
     for path in (tmp_path / "out.jsonl", tmp_path / "out.npy", tmp_path / "out.ids.json"):
@@ -183,7 +240,9 @@ def test_replace_folder_swaps_in_the_new_folder_and_keeps_nothing_else(tmp_path)
     staging.mkdir()
     (staging / "new.txt").write_text("new")
     replace_folder(staging, destination)
-    assert [p.name for p in destination.iterdir()] == ["new.txt"] and sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    assert [p.name for p in destination.iterdir()] == ["new.txt"] and sorted(p.name for p in tmp_path.iterdir()) == [
+        "model"
+    ]
     staging.mkdir()
     replace_folder(staging, tmp_path / "fresh")  # no destination yet: a plain rename
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "model"]
@@ -193,7 +252,9 @@ def test_export_over_an_existing_folder_replaces_it_whole_when_asked(tiny_st_bas
     out = tmp_path / "hub"
     out.mkdir()
     (out / "stale.txt").write_text("from an older export")
-    assert main(["-q", "export", "--model", str(tiny_st_base), "--out", str(out), "--no-validate"]) == 2  # never unasked
+    assert (
+        main(["-q", "export", "--model", str(tiny_st_base), "--out", str(out), "--no-validate"]) == 2
+    )  # never unasked
     assert main(["-q", "export", "--model", str(tiny_st_base), "--out", str(out), "--no-validate", "--overwrite"]) == 0
     assert not (out / "stale.txt").exists() and (out / "README.md").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hub"]  # no temporary folder left beside it
@@ -209,17 +270,88 @@ def test_card_names_the_model_or_the_repo_id(tiny_st_base, tmp_path):
     import yaml
 
     results = tmp_path / "results.json"
-    results.write_text(json.dumps({"benchmark": "cacm", "source": "cacm", "model": "m", "sciembed_version": "0", "results": [
-        {"benchmark": "cacm", "task": "cite", "task_id": "cite", "kind": "proximity", "group": None, "metric": "map", "value": 71.25}]}))
-    assert main(["-q", "export", "--model", str(tiny_st_base), "--out", str(tmp_path / "hub"), "--evaluation", str(results)]) == 0
+    results.write_text(
+        json.dumps(
+            {
+                "benchmark": "cacm",
+                "source": "cacm",
+                "model": "m",
+                "sciembed_version": "0",
+                "results": [
+                    {
+                        "benchmark": "cacm",
+                        "task": "cite",
+                        "task_id": "cite",
+                        "kind": "proximity",
+                        "group": None,
+                        "metric": "map",
+                        "value": 71.25,
+                    }
+                ],
+            }
+        )
+    )
+    assert (
+        main(
+            [
+                "-q",
+                "export",
+                "--model",
+                str(tiny_st_base),
+                "--out",
+                str(tmp_path / "hub"),
+                "--evaluation",
+                str(results),
+            ]
+        )
+        == 0
+    )
     card = (tmp_path / "hub" / "README.md").read_text()
     assert yaml.safe_load(card.split("---")[1])["model-index"][0]["name"] == tiny_st_base.name
-    assert f"\n# {tiny_st_base.name}\n" in card and "partial" not in card and "mean-pooled, L2-normalised embedding" in card
-    assert main(["-q", "export", "--model", str(tiny_st_base), "--out", str(tmp_path / "named"), "--evaluation", str(results),
-                 "--model-name", "my-encoder"]) == 0
+    assert (
+        f"\n# {tiny_st_base.name}\n" in card
+        and "partial" not in card
+        and "mean-pooled, L2-normalised embedding" in card
+    )
+    assert (
+        main(
+            [
+                "-q",
+                "export",
+                "--model",
+                str(tiny_st_base),
+                "--out",
+                str(tmp_path / "named"),
+                "--evaluation",
+                str(results),
+                "--model-name",
+                "my-encoder",
+            ]
+        )
+        == 0
+    )
     card = (tmp_path / "named" / "README.md").read_text()
-    assert yaml.safe_load(card.split("---")[1])["model-index"][0]["name"] == "my-encoder" and "\n# my-encoder\n" in card
-    assert main(["-q", "push", "--model", str(tiny_st_base), "--out", str(tmp_path / "other"), "--evaluation", str(results),
-                 "--repo-id", "org/specter-minilm", "--no-validate", "--dry-run"]) == 0
+    assert (
+        yaml.safe_load(card.split("---")[1])["model-index"][0]["name"] == "my-encoder" and "\n# my-encoder\n" in card
+    )
+    assert (
+        main(
+            [
+                "-q",
+                "push",
+                "--model",
+                str(tiny_st_base),
+                "--out",
+                str(tmp_path / "other"),
+                "--evaluation",
+                str(results),
+                "--repo-id",
+                "org/specter-minilm",
+                "--no-validate",
+                "--dry-run",
+            ]
+        )
+        == 0
+    )
     card = (tmp_path / "other" / "README.md").read_text()
     assert yaml.safe_load(card.split("---")[1])["model-index"][0]["name"] == "specter-minilm"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import shared_data
 
 from sciembed.data.graph import CitationGraph
-from helpers import shared_data
 
 
 def test_from_edges_counts_self_duplicate_and_dangling():
@@ -82,7 +82,9 @@ def test_neighbourhoods_match_brute_force_on_a_random_graph():
     for i in range(n):
         assert graph.cited(i).tolist() == np.nonzero(dense[i])[0].tolist()
         assert graph.citing(i).tolist() == np.nonzero(dense[:, i])[0].tolist()
-        expected = {x for c in np.nonzero(dense[i])[0] for x in np.nonzero(dense[c])[0]} - {i} - set(np.nonzero(dense[i])[0])
+        expected = (
+            {x for c in np.nonzero(dense[i])[0] for x in np.nonzero(dense[c])[0]} - {i} - set(np.nonzero(dense[i])[0])
+        )
         assert graph.two_hop(i).tolist() == sorted(expected)
         j = (i * 7) % n
         assert graph.cocitation(i, j) == cocited[i, j]
@@ -121,10 +123,14 @@ def test_ids_from_arrow_arrays_lists_and_numpy_give_the_same_graph():
     from_numpy = CitationGraph.from_edges(citing, cited, papers_with_text=ids[::2])
     from_lists = CitationGraph.from_edges(citing.tolist(), cited.tolist(), papers_with_text=ids[::2].tolist())
     chunked = pa.chunked_array([pa.array(citing[:700]), pa.array(citing[700:])])
-    from_arrow = CitationGraph.from_edges(chunked, pa.array(cited, pa.large_string()), papers_with_text=pa.array(ids[::2]))
+    from_arrow = CitationGraph.from_edges(
+        chunked, pa.array(cited, pa.large_string()), papers_with_text=pa.array(ids[::2])
+    )
     for graph in (from_lists, from_arrow):
         assert graph.ids.tolist() == from_numpy.ids.tolist() == sorted(set(ids.tolist()))
-        assert np.array_equal(graph.out_indptr, from_numpy.out_indptr) and np.array_equal(graph.out_indices, from_numpy.out_indices)
+        assert np.array_equal(graph.out_indptr, from_numpy.out_indptr) and np.array_equal(
+            graph.out_indices, from_numpy.out_indices
+        )
         assert np.array_equal(graph.has_text, from_numpy.has_text) and graph.stats == from_numpy.stats
     # Integer ids number as their decimal strings sort, from Arrow as from Python.
     numbers = CitationGraph.from_edges(pa.array([9, 10, 9]), pa.array([10, 2, 2]))

@@ -93,7 +93,10 @@ def test_head_names_and_options_are_checked(tiny_bert):
         Multi2SPEForSequenceClassification.from_bert(tiny_bert, classifier_hidden_sizes=[64])
     with pytest.raises(ValueError, match="classifier_hidden_sizes must be positive"):
         SpectroidForSequenceClassification.from_bert(tiny_bert, head=[64, 0])
-    with pytest.raises(ValueError, match="unknown classifier family 'specter'; choose one of multi2spe, control_code, moe_bert, spectroid"):
+    with pytest.raises(
+        ValueError,
+        match="unknown classifier family 'specter'; choose one of multi2spe, control_code, moe_bert, spectroid",
+    ):
         classifier_from_bert("specter", tiny_bert)
     with pytest.raises(ValueError, match="unknown spectroid option"):
         classifier_from_bert("spectroid", tiny_bert, num_lables=3)
@@ -212,7 +215,10 @@ def test_reload_as_remote_code_without_sciembed(saved, tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
     result = subprocess.run(
         [sys.executable, "-c", REMOTE_CHECK, json.dumps(TEXTS), json.dumps(cases)],
-        cwd=tmp_path, env=env, capture_output=True, text=True,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     for family, logits in expected.items():
@@ -249,8 +255,16 @@ def test_sgd_steps_reduce_the_loss(head):
     """SPECTROID's fine-tuning of a pretrained encoder (the embedded MiniLM; a random tiny BERT's [CLS] states
     hardly depend on the input) on a separable toy problem: storage papers (0) versus query papers (1)."""
     model, tokenizer = build(default_model_path(), "spectroid", head=head, num_labels=2)
-    texts = ["garbage collection memory", "storage list structure", "memory storage", "list garbage",
-             "query database join", "index query", "database index join", "join query"]
+    texts = [
+        "garbage collection memory",
+        "storage list structure",
+        "memory storage",
+        "list garbage",
+        "query database join",
+        "index query",
+        "database index join",
+        "join query",
+    ]
     labels = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
     batch = inputs(tokenizer, "spectroid", texts)
     with torch.no_grad():

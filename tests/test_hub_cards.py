@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from helpers import PAPERS, WORDS
 from huggingface_hub import ModelCard
 from huggingface_hub.repocard_data import model_index_to_eval_results
 
-from helpers import PAPERS, WORDS
 from sciembed.families import classifier_from_bert, from_bert, save_pretrained
 from sciembed.hub.cards import inspect_model_folder, read_citations, render_model_card, template_dir
 
@@ -61,30 +61,63 @@ SPECTER_ROWS = [
 
 def _evaluation_report(source: str = "/data/scidocs", rows=SPECTER_ROWS) -> dict:
     """A SciDocs report shaped as EvaluationReport.to_dict() writes it, read from ``source``."""
-    results = [{"benchmark": "scidocs", "task": task, "task_id": task_id, "kind": kind, "group": None, "metric": metric,
-                "value": value, "counts": {}, "skipped": {}} for task, task_id, kind, metric, value in rows]
+    results = [
+        {
+            "benchmark": "scidocs",
+            "task": task,
+            "task_id": task_id,
+            "kind": kind,
+            "group": None,
+            "metric": metric,
+            "value": value,
+            "counts": {},
+            "skipped": {},
+        }
+        for task, task_id, kind, metric, value in rows
+    ]
     values = [row["value"] for row in results]
     return {
-        "benchmark": "scidocs", "source": source, "model": "tiny", "sciembed_version": "0.1.0.dev0",
+        "benchmark": "scidocs",
+        "source": source,
+        "model": "tiny",
+        "sciembed_version": "0.1.0.dev0",
         "settings": {"split": "test", "pooling": "cls", "max_length": 64},
-        "results": results, "averages": {f"average ({len(values)} metrics)": sum(values) / len(values)},
-        "missing_tasks": ["mesh"], "skipped_records": {"count": 0, "first": []}, "embedding": {}, "tasks": [],
+        "results": results,
+        "averages": {f"average ({len(values)} metrics)": sum(values) / len(values)},
+        "missing_tasks": ["mesh"],
+        "skipped_records": {"count": 0, "first": []},
+        "embedding": {},
+        "tasks": [],
     }
 
 
 def _training_run() -> dict:
     """A train_results.json dict of a short CPU run of the multi2spe recipe on a local base."""
     return {
-        "recipe": "multi2spe", "paper": "Seoh, Chang & McCallum 2023, Multi2SPE", "base": "/models/tiny-bert",
+        "recipe": "multi2spe",
+        "paper": "Seoh, Chang & McCallum 2023, Multi2SPE",
+        "base": "/models/tiny-bert",
         "data": {"source": "/data/cacm", "examples": 120, "skipped_records": 0, "queries": 24, "held_out_queries": 0},
         "settings": {
-            "model": {"num_cls_tokens": 3}, "embedding": {"pooling": None, "max_length": None},
+            "model": {"num_cls_tokens": 3},
+            "embedding": {"pooling": None, "max_length": None},
             "data": {"held_out": 0.0, "seed": 0, "max_examples": 120, "sampler": "specter"},
             "loss": {"weight": 0.1, "mode": "paper"},
-            "training": {"learning_rate": 2e-5, "lr_scheduler_type": "linear", "num_train_epochs": 2, "max_steps": 8,
-                         "per_device_train_batch_size": 8, "gradient_accumulation_steps": 4, "use_cpu": True, "report_to": "none"},
+            "training": {
+                "learning_rate": 2e-5,
+                "lr_scheduler_type": "linear",
+                "num_train_epochs": 2,
+                "max_steps": 8,
+                "per_device_train_batch_size": 8,
+                "gradient_accumulation_steps": 4,
+                "use_cpu": True,
+                "report_to": "none",
+            },
         },
-        "train_metrics": {"train_loss": 0.6931, "train_runtime": 12.5}, "eval_metrics": {}, "global_step": 8, "seconds": 12.9,
+        "train_metrics": {"train_loss": 0.6931, "train_runtime": 12.5},
+        "eval_metrics": {},
+        "global_step": 8,
+        "seconds": 12.9,
         "model": "/runs/multi2spe/model",
     }
 
@@ -103,8 +136,9 @@ def saved_model(request, tiny_bert, tiny_st_base, tmp_path_factory):
         model, tokenizer = from_bert(family, base, **options)
         save_pretrained(model, tokenizer, folder, normalize=normalize)
     elif kind == "classifier":
-        model, tokenizer = classifier_from_bert("spectroid", base, head="CH2", num_labels=2, id2label={0: "cs", 1: "bio"},
-                                                label2id={"cs": 0, "bio": 1})
+        model, tokenizer = classifier_from_bert(
+            "spectroid", base, head="CH2", num_labels=2, id2label={0: "cs", 1: "bio"}, label2id={"cs": 0, "bio": 1}
+        )
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
     elif kind == "plain":
@@ -180,14 +214,22 @@ def test_library_name_follows_the_folder(saved_model):
     meta = _front_matter(render_model_card(folder))
     # Families saved by sciembed carry sentence-transformers files that give their own embedding; MoE with
     # enforced routing needs a domain those files cannot pass; the rest are plain transformers folders.
-    expected = "sentence-transformers" if case in ("multi2spe", "control_code", "moe_token", "st_bert") else "transformers"
+    expected = (
+        "sentence-transformers" if case in ("multi2spe", "control_code", "moe_token", "st_bert") else "transformers"
+    )
     assert meta["library_name"] == expected
 
 
 @pytest.fixture(scope="module")
 def scidocs_release(tmp_path_factory):
     """A folder with SciDocs' whole release under its own file names (empty files: only the names matter here)."""
-    from sciembed.data.scidocs import CLASSIFICATION_SPLITS, CLASSIFICATION_TASKS, METADATA_FILES, PROXIMITY_TASKS, QREL_SPLITS
+    from sciembed.data.scidocs import (
+        CLASSIFICATION_SPLITS,
+        CLASSIFICATION_TASKS,
+        METADATA_FILES,
+        PROXIMITY_TASKS,
+        QREL_SPLITS,
+    )
 
     folder = tmp_path_factory.mktemp("release") / "data"
     files = [names[0] for names in METADATA_FILES.values()]
@@ -209,7 +251,11 @@ def test_model_index_equals_the_results_rows(saved_model, scidocs_release):
     got = {(r.dataset_type, r.dataset_config, r.dataset_split, r.metric_type): r.metric_value for r in results}
     assert got == {("scidocs", row["task_id"], "test", row["metric"]): row["value"] for row in report["results"]}
     assert {r.task_type for r in results} == {"classification", "proximity"}
-    assert {r.dataset_name for r in results} == {"SciDocs MAG", "SciDocs Co-View", "SciDocs Cite"}  # SciDocs' own release
+    assert {r.dataset_name for r in results} == {
+        "SciDocs MAG",
+        "SciDocs Co-View",
+        "SciDocs Cite",
+    }  # SciDocs' own release
     for row in report["results"]:  # the results table shows every row, rounded as the papers print them
         assert f"| {row['task']} | {row['metric']} | {row['value']:.2f} |" in card.text
     assert "mesh" in card.text  # the task absent from the data is named
@@ -227,9 +273,17 @@ def test_datasets_are_named_by_what_they_are(tiny_bert, scidocs_release, tmp_pat
     mesh = [("MeSH", "mesh", "classification", "f1", 71.0)]
 
     def named(source, names=()):
-        card = render_model_card(tiny_bert, evaluations=[_evaluation_report(source=source, rows=mesh)], dataset_names=names)
+        card = render_model_card(
+            tiny_bert, evaluations=[_evaluation_report(source=source, rows=mesh)], dataset_names=names
+        )
         (result,) = model_index_to_eval_results(_front_matter(card)["model-index"])[1]
-        return (result.dataset_type, result.dataset_name, result.dataset_config, result.task_name, result.metric_name), card.text
+        return (
+            result.dataset_type,
+            result.dataset_name,
+            result.dataset_config,
+            result.task_name,
+            result.metric_name,
+        ), card.text
 
     (identity, text) = named(str(own))
     assert identity == ("thesis-labels", "thesis-labels mesh", "mesh", "mesh", "mesh f1")
@@ -260,8 +314,14 @@ def test_training_section_and_base_model(tiny_bert, tmp_path):
     assert "seoh-etal-2023-multi2spe" in text
     assert "multi2spe" in meta["tags"]
 
-    hub = render_model_card(folder, training={**_training_run(), "base": "allenai/scibert_scivocab_uncased",
-                                              "data": {"source": "allenai/scirepeval", "examples": 10}})
+    hub = render_model_card(
+        folder,
+        training={
+            **_training_run(),
+            "base": "allenai/scibert_scivocab_uncased",
+            "data": {"source": "allenai/scirepeval", "examples": 10},
+        },
+    )
     meta = _front_matter(hub)
     assert meta["base_model"] == "allenai/scibert_scivocab_uncased" and meta["datasets"] == ["allenai/scirepeval"]
     embedded = render_model_card(folder, training={**_training_run(), "base": "all-MiniLM-L6-v2 (embedded)"})
@@ -279,8 +339,12 @@ def test_architecture_sections(saved_model):
         "spectroid": ["CH2 (hidden layers 64)", "cross-entropy", "Labels:\ncs, bio"],
         "bert": ["triplet margin loss", "margin of 1", "hidden state of the `[CLS]` token"],
         "st_bert": ["mean-pooled, L2-normalised embedding", "pooling and L2 normalisation"],
-        "adapters": ["bottleneck adapter", "classification, regression, proximity, adhoc_query", "load_adapter",
-                     "the mean of the final token states (padding excluded), L2-normalised, with that adapter active"],
+        "adapters": [
+            "bottleneck adapter",
+            "classification, regression, proximity, adhoc_query",
+            "load_adapter",
+            "the mean of the final token states (padding excluded), L2-normalised, with that adapter active",
+        ],
         "fusion": ["AdapterFusion layer", "load_adapter_fusion", "fusion_<format>/"],
         "pals": ["projected attention", "`pals/`", "without** its PALs"],
     }[case]
@@ -298,8 +362,11 @@ USAGE_QUERIES = ["language representation models"]
 # The sections whose Python blocks run without sciembed, and the one that needs it.
 WITHOUT_SCIEMBED, WITH_SCIEMBED = ("transformers", "sentence-transformers"), ("sciembed",)
 #: The card's variables that hold vectors, and how sciembed.encode gives them (texts, task format).
-USAGE_OUTPUTS = {"embeddings": (USAGE_PAPERS, None), "for_classification": (USAGE_PAPERS, "classification"),
-                 "queries": (USAGE_QUERIES, "adhoc_query")}
+USAGE_OUTPUTS = {
+    "embeddings": (USAGE_PAPERS, None),
+    "for_classification": (USAGE_PAPERS, "classification"),
+    "queries": (USAGE_QUERIES, "adhoc_query"),
+}
 
 # Runs the blocks of one card in one fresh process, each in a namespace of its own, the Hub id standing for the
 # exported folder (snapshot_download returns it, offline): first the blocks meant for a user without sciembed, with
@@ -349,8 +416,17 @@ def _usage_job(blocks, folder, workdir, sections) -> Path:
             runnable.append((section, code.replace(f'"{REPO_ID}"', repr(str(folder)))))
     workdir.mkdir(parents=True, exist_ok=True)
     job = workdir / "job.json"
-    job.write_text(json.dumps({"folder": str(folder), "blocks": runnable, "with_sciembed": list(WITH_SCIEMBED),
-                               "outputs": list(USAGE_OUTPUTS), "vectors": str(workdir / "vectors.npz")}))
+    job.write_text(
+        json.dumps(
+            {
+                "folder": str(folder),
+                "blocks": runnable,
+                "with_sciembed": list(WITH_SCIEMBED),
+                "outputs": list(USAGE_OUTPUTS),
+                "vectors": str(workdir / "vectors.npz"),
+            }
+        )
+    )
     return job
 
 
@@ -360,8 +436,11 @@ def _expected_vectors(folder, case) -> dict:
 
     domain = {"domain": "cs"} if case == "moe_bert" else {}
     formats = inspect_model_folder(folder).formats
-    return {name: sciembed.encode(folder, texts, task_format=task_format, device="cpu", show_progress_bar=False, **domain)
-            for name, (texts, task_format) in USAGE_OUTPUTS.items() if task_format is None or task_format in formats}
+    return {
+        name: sciembed.encode(folder, texts, task_format=task_format, device="cpu", show_progress_bar=False, **domain)
+        for name, (texts, task_format) in USAGE_OUTPUTS.items()
+        if task_format is None or task_format in formats
+    }
 
 
 def _compare(vectors, expected, case) -> float:
@@ -397,7 +476,7 @@ USAGE_SECTIONS = {
 def _card_blocks(folder):
     """{section: [Python blocks]} of the usage section of the card in ``folder``."""
     text = (folder / "README.md").read_text(encoding="utf-8")
-    usage = text[text.index("## Usage"):text.index("## Model\n")]
+    usage = text[text.index("## Usage") : text.index("## Model\n")]
     blocks = {}
     for section in re.split(r"^### ", usage, flags=re.M)[1:]:
         name, body = section.split("\n", 1)
@@ -415,8 +494,14 @@ def _run_usage_code(blocks, folder, workdir) -> dict:
 
     job = _usage_job(blocks, folder, workdir, WITHOUT_SCIEMBED + WITH_SCIEMBED)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(workdir / "modules")}
-    done = subprocess.run([sys.executable, "-c", USAGE_RUNNER, str(job)], cwd=workdir, env=env, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", USAGE_RUNNER, str(job)],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     return dict(np.load(workdir / "vectors.npz"))
 
@@ -458,7 +543,6 @@ def test_adapters_library_usage_code_gives_the_models_vectors(exported_card, tmp
     """The adapters library's block of a format-adapter card (alone and with AdapterFusion), run in the transformers
     4.57.6 side venv (adapters 1.3.0, no sciembed), gives sciembed.encode's vectors to 1e-5."""
     import numpy as np
-
     from helpers import run_side_python, side_python
 
     side_python()
@@ -482,7 +566,9 @@ def test_non_finite_values_stay_out_of_the_model_index(tiny_bert, tmp_path):
     card = render_model_card(tiny_bert, evaluations=[report])
     _, results = model_index_to_eval_results(_front_matter(card)["model-index"])
     assert len(results) == len(report["results"]) - 1
-    assert "Left out of the metadata (not a finite number): mag f1" in card.text  # a folder named scidocs, not the release
+    assert (
+        "Left out of the metadata (not a finite number): mag f1" in card.text
+    )  # a folder named scidocs, not the release
 
 
 # Folder -> (files in it, the error, what the message says); None: the folder does not exist.

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from datasets import Dataset
-
 from helpers import write_hub_folder
+
 from sciembed.data.hub_datasets import load_hub_dataset
 
 

@@ -12,10 +12,29 @@ from sciembed.hub.export import export_model
 from sciembed.hub.push import HubOfflineError, push_folder
 
 RESULTS = {
-    "benchmark": "cacm", "source": "cacm", "model": "m", "sciembed_version": "0",
+    "benchmark": "cacm",
+    "source": "cacm",
+    "model": "m",
+    "sciembed_version": "0",
     "results": [
-        {"benchmark": "cacm", "task": "cite", "task_id": "cite", "kind": "proximity", "group": None, "metric": "map", "value": 71.25},
-        {"benchmark": "cacm", "task": "cite", "task_id": "cite", "kind": "proximity", "group": None, "metric": "ndcg", "value": 81.5},
+        {
+            "benchmark": "cacm",
+            "task": "cite",
+            "task_id": "cite",
+            "kind": "proximity",
+            "group": None,
+            "metric": "map",
+            "value": 71.25,
+        },
+        {
+            "benchmark": "cacm",
+            "task": "cite",
+            "task_id": "cite",
+            "kind": "proximity",
+            "group": None,
+            "metric": "ndcg",
+            "value": 81.5,
+        },
     ],
 }
 
@@ -43,7 +62,14 @@ def test_export_writes_a_hub_ready_folder_that_loads_without_sciembed(family_mod
     report = export_model(family_model, tmp_path / "hub", evaluations=[RESULTS], repo_id="org/m2s")
     assert report.validated and any("loads without sciembed as Multi2SPEModel" in c for c in report.checks)
     files = set(report.files)
-    assert {"README.md", "config.json", "model.safetensors", "modules.json", "configuration_multi2spe.py", "modeling_multi2spe.py"} <= files
+    assert {
+        "README.md",
+        "config.json",
+        "model.safetensors",
+        "modules.json",
+        "configuration_multi2spe.py",
+        "modeling_multi2spe.py",
+    } <= files
     assert not any(f.startswith("checkpoint-") for f in files)
     config = json.loads((tmp_path / "hub" / "config.json").read_text())
     assert config["auto_map"]["AutoModel"].endswith("Multi2SPEModel")
@@ -91,11 +117,41 @@ def test_push_goes_through_hfapi(family_model, tmp_path, monkeypatch):
 
 def test_push_offline_stops_after_a_complete_export(family_model, tmp_path, caplog):
     out = tmp_path / "ready"
-    assert main(["push", "--model", str(family_model), "--repo-id", "org/m2s", "--out", str(out), "--no-validate", "--dry-run"]) == 0
+    assert (
+        main(
+            [
+                "push",
+                "--model",
+                str(family_model),
+                "--repo-id",
+                "org/m2s",
+                "--out",
+                str(out),
+                "--no-validate",
+                "--dry-run",
+            ]
+        )
+        == 0
+    )
     assert (out / "README.md").is_file()
     with pytest.raises(HubOfflineError, match="HF_HUB_OFFLINE is set"):
         push_folder(out, "org/m2s", api=RecordingHfApi())
-    assert main(["push", "--model", str(family_model), "--repo-id", "org/m2s", "--out", str(out), "--no-validate", "--overwrite"]) == 2
+    assert (
+        main(
+            [
+                "push",
+                "--model",
+                str(family_model),
+                "--repo-id",
+                "org/m2s",
+                "--out",
+                str(out),
+                "--no-validate",
+                "--overwrite",
+            ]
+        )
+        == 2
+    )
     assert "HF_HUB_OFFLINE is set" in caplog.text and (out / "model.safetensors").is_file()
 
 
@@ -111,12 +167,35 @@ def test_export_names_the_model_after_the_run_and_the_data_after_what_it_is(fami
     (run / "train_results.json").write_text(json.dumps({"recipe": "specter", "settings": {}}))
     labels = tmp_path / "thesis-labels"
     (labels / "mesh").mkdir(parents=True)
-    report = {**RESULTS, "benchmark": "scidocs", "source": str(labels), "settings": {"split": "test"},
-              "results": [{"benchmark": "scidocs", "task": "MeSH", "task_id": "mesh", "kind": "classification", "group": None,
-                           "metric": "f1", "value": 64.5}]}
+    report = {
+        **RESULTS,
+        "benchmark": "scidocs",
+        "source": str(labels),
+        "settings": {"split": "test"},
+        "results": [
+            {
+                "benchmark": "scidocs",
+                "task": "MeSH",
+                "task_id": "mesh",
+                "kind": "classification",
+                "group": None,
+                "metric": "f1",
+                "value": 64.5,
+            }
+        ],
+    }
     evaluation = tmp_path / "results.json"
     evaluation.write_text(json.dumps(report))
-    export = ["export", "--model", str(run / "model"), "--out", str(tmp_path / "hub"), "--no-validate", "--evaluation", str(evaluation)]
+    export = [
+        "export",
+        "--model",
+        str(run / "model"),
+        "--out",
+        str(tmp_path / "hub"),
+        "--no-validate",
+        "--evaluation",
+        str(evaluation),
+    ]
 
     def written():
         card = ModelCard.load(tmp_path / "hub" / "README.md")

@@ -13,7 +13,9 @@ def test_cite_qrels_follow_scidocs_protocol():
     for query, judged in qrels.items():
         relevant = [p for p, label in judged.items() if label == 1]
         unlinked = [p for p, label in judged.items() if label == 0]
-        assert set(relevant) <= neighbours[query] and len(relevant) == min(5, len(set(neighbours[query]) & set(papers)))
+        assert set(relevant) <= neighbours[query] and len(relevant) == min(
+            5, len(set(neighbours[query]) & set(papers))
+        )
         assert len(unlinked) == 25 and not set(unlinked) & (neighbours[query] | {query})
     assert cite_qrels(papers, neighbours, seed=3) == qrels and cite_qrels(papers, neighbours, seed=4) != qrels
     assert sorted(cite_qrels(papers, neighbours, query_ids=["2"], seed=3)) == ["2"]
@@ -24,4 +26,7 @@ def test_cacm_categories_take_the_top_class_of_the_first_category_of_classes_lar
     papers += [{"paper_id": f"b{i}", "categories": "5.1"} for i in range(5)]  # too few for a stratified split
     papers += [{"paper_id": "c", "categories": ""}, {"paper_id": "d"}]
     assert cacm_categories(papers) == {f"a{i}": 3 for i in range(6)}
-    assert cacm_categories(papers, min_papers=5) == {**{f"a{i}": 3 for i in range(6)}, **{f"b{i}": 5 for i in range(5)}}
+    assert cacm_categories(papers, min_papers=5) == {
+        **{f"a{i}": 3 for i in range(6)},
+        **{f"b{i}": 5 for i in range(5)},
+    }

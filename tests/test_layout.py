@@ -21,7 +21,10 @@ LAYERS = (
     ("encoders", ("sciembed.encoders",)),
     ("encode", ("sciembed.encode", "sciembed.onnx_backend")),
     ("formats / data", ("sciembed.formats", "sciembed.data")),
-    ("families / io", ("sciembed.families", "sciembed.io", "sciembed.truncation", "sciembed.default_model", "sciembed.distributed")),
+    (
+        "families / io",
+        ("sciembed.families", "sciembed.io", "sciembed.truncation", "sciembed.default_model", "sciembed.distributed"),
+    ),
     ("modeling", ("sciembed.modeling",)),
 )
 
@@ -97,7 +100,11 @@ def test_no_import_cycles():
         state[module] = "open"
         for target in sorted(graph.get(module, ())):
             if state.get(target) == "open":
-                cycles.append(" -> ".join(trail[trail.index(target):] + [module, target]) if target in trail else f"{module} -> {target}")
+                cycles.append(
+                    " -> ".join(trail[trail.index(target) :] + [module, target])
+                    if target in trail
+                    else f"{module} -> {target}"
+                )
             elif target not in state:
                 visit(target, [*trail, module])
         state[module] = "done"

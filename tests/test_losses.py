@@ -80,8 +80,12 @@ def test_multi2spe_in_batch_cosine_loss_by_hand():
 def test_multi2spe_loss_with_one_facet_is_the_multiple_negatives_ranking_loss():
     torch.manual_seed(3)
     query, positive, negative = (torch.randn(4, 1, 6) for _ in range(3))
-    facets = Multi2SPELoss(0.1, similarity="cosine", temperature=0.05, in_batch_negatives=True)(query, positive, negative)
-    mnr = MultipleNegativesRankingLoss(temperature=0.05, similarity="cosine")(query[:, 0], positive[:, 0], negative[:, 0])
+    facets = Multi2SPELoss(0.1, similarity="cosine", temperature=0.05, in_batch_negatives=True)(
+        query, positive, negative
+    )
+    mnr = MultipleNegativesRankingLoss(temperature=0.05, similarity="cosine")(
+        query[:, 0], positive[:, 0], negative[:, 0]
+    )
     assert facets.item() == pytest.approx(mnr.item(), rel=1e-5)
     with pytest.raises(ValueError, match="similarity"):
         Multi2SPELoss(similarity="l2")
@@ -125,7 +129,9 @@ def test_cosine_triplet_margin_loss_by_hand():
     assert loss(query, positive, negative).item() == pytest.approx(expected, rel=1e-6)
     # Scaling a vector changes L2 distances but not cosine ones.
     assert loss(query * 3, positive, negative).item() == pytest.approx(expected, rel=1e-6)
-    assert TripletMarginLoss()(query * 3, positive, negative).item() != pytest.approx(TripletMarginLoss()(query, positive, negative).item())
+    assert TripletMarginLoss()(query * 3, positive, negative).item() != pytest.approx(
+        TripletMarginLoss()(query, positive, negative).item()
+    )
     with pytest.raises(ValueError, match="distance"):
         TripletMarginLoss(distance="manhattan")
 

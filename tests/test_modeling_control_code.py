@@ -29,8 +29,21 @@ TEXTS = [
 WORDS = "the a of and in for we query join index graph citation garbage collection list structure memory time".split()
 # Unique entries: a repeated one leaves an id unused, which tokenizers then give to an added token as well
 # (helpers' WORDS repeats "a", so its tiny_bert tokenizer would give [CLF] the id of ":").
-VOCAB = list(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS,
-                            *[f"##{c}" for c in string.ascii_lowercase], *string.ascii_lowercase, *".,;:"]))
+VOCAB = list(
+    dict.fromkeys(
+        [
+            "[PAD]",
+            "[UNK]",
+            "[CLS]",
+            "[SEP]",
+            "[MASK]",
+            *WORDS,
+            *[f"##{c}" for c in string.ascii_lowercase],
+            *string.ascii_lowercase,
+            *".,;:",
+        ]
+    )
+)
 
 
 def save_tiny_bert(folder: Path, vocab: list[str]) -> Path:
@@ -38,8 +51,14 @@ def save_tiny_bert(folder: Path, vocab: list[str]) -> Path:
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     BertTokenizerFast.from_pretrained(folder, model_max_length=64).save_pretrained(folder)
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=37, max_position_embeddings=64)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=64,
+    )
     BertModel(config).save_pretrained(folder)
     return folder
 
@@ -93,8 +112,12 @@ def test_from_bert_copies_weights_and_adds_the_four_codes(tiny_bert):
     assert isinstance(model.config, ControlCodeConfig) and model.config.model_type == "control_code"
     assert not any(key.startswith("pooler.") for key in state)
     assert set(state) == {key for key in source if not key.startswith("pooler.")}
-    for key in ("embeddings.position_embeddings.weight", "encoder.layer.0.attention.self.query.weight",
-                "encoder.layer.1.output.LayerNorm.weight", "encoder.layer.1.intermediate.dense.bias"):
+    for key in (
+        "embeddings.position_embeddings.weight",
+        "encoder.layer.0.attention.self.query.weight",
+        "encoder.layer.1.output.LayerNorm.weight",
+        "encoder.layer.1.intermediate.dense.bias",
+    ):
         assert torch.equal(state[key], source[key]), key
     words = state["embeddings.word_embeddings.weight"]
     assert torch.equal(words[:old_vocab], source["embeddings.word_embeddings.weight"])
@@ -242,8 +265,12 @@ def test_inputs_embeds_and_position_ids_agree_with_input_ids(tiny, batch):
     with torch.no_grad():
         expected = model(**batch, task_format="regression").last_hidden_state
         embeds = model.get_input_embeddings()(batch["input_ids"])
-        from_embeds = model(inputs_embeds=embeds, attention_mask=batch["attention_mask"],
-                            token_type_ids=batch["token_type_ids"], task_format="regression").last_hidden_state
+        from_embeds = model(
+            inputs_embeds=embeds,
+            attention_mask=batch["attention_mask"],
+            token_type_ids=batch["token_type_ids"],
+            task_format="regression",
+        ).last_hidden_state
         with_positions = model(**batch, position_ids=positions, task_format="regression").last_hidden_state
     torch.testing.assert_close(from_embeds, expected, rtol=0, atol=1e-6)
     torch.testing.assert_close(with_positions, expected, rtol=0, atol=1e-6)
@@ -254,8 +281,9 @@ def test_overlong_input_is_truncated_as_scirepeval_tokenizes(tiny, tiny_bert):
     limit = model.config.max_position_embeddings
     texts = [" ".join(["citation graph"] * limit), "query join index"]
     batch = tokenizer(texts, padding=True, truncation=True, max_length=limit, return_tensors="pt")
-    reference = tokenizer([f"[QRY] {text}" for text in texts], padding=True, truncation=True, max_length=limit,
-                          return_tensors="pt")
+    reference = tokenizer(
+        [f"[QRY] {text}" for text in texts], padding=True, truncation=True, max_length=limit, return_tensors="pt"
+    )
     assert batch["input_ids"].shape[1] == limit and reference["input_ids"][0, -1] == tokenizer.sep_token_id
 
     records: list[logging.LogRecord] = []
@@ -286,8 +314,9 @@ def test_config_validates_formats():
 
 
 def test_model_without_token_ids_explains_how_to_build_one(tiny_bert):
-    config = ControlCodeConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                               intermediate_size=37)
+    config = ControlCodeConfig(
+        vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=37
+    )
     model = ControlCodeModel(config)
     assert torch.equal(model.encoder.layer[0].output.LayerNorm.weight, torch.ones(32))
     assert torch.equal(model.get_input_embeddings().weight[config.pad_token_id], torch.zeros(32))
@@ -353,7 +382,10 @@ def test_from_bert_on_the_embedded_minilm():
     model = ControlCodeModel.from_bert(path, tokenizer=tokenizer).eval()
     source = BertModel.from_pretrained(path, add_pooling_layer=False).eval()
     assert model.config.control_code_token_ids == {
-        "classification": 30522, "proximity": 30523, "adhoc_query": 30524, "regression": 30525,
+        "classification": 30522,
+        "proximity": 30523,
+        "adhoc_query": 30524,
+        "regression": 30525,
     }
     assert model.config.vocab_size == len(tokenizer) == 30526
     for name in ("encoder.layer.5.output.LayerNorm.weight", "encoder.layer.3.attention.self.value.bias"):
@@ -361,8 +393,9 @@ def test_from_bert_on_the_embedded_minilm():
     assert torch.equal(model.get_input_embeddings().weight[:30522], source.get_input_embeddings().weight)
 
     batch = tokenizer(["Garbage collection of list structure", "Query join index"], padding=True, return_tensors="pt")
-    reference = tokenizer(["[CLF] Garbage collection of list structure", "[CLF] Query join index"], padding=True,
-                          return_tensors="pt")
+    reference = tokenizer(
+        ["[CLF] Garbage collection of list structure", "[CLF] Query join index"], padding=True, return_tensors="pt"
+    )
     with torch.no_grad():
         output = model(**batch, task_format="classification")
         expected = bert_twin(model, path)(**reference).last_hidden_state

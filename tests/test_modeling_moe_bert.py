@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import PAPERS
 from transformers import AutoTokenizer, BertConfig, BertModel, BertTokenizerFast
 
 import sciembed
-from helpers import PAPERS
 from sciembed.modeling.moe_bert import MoEBertConfig, MoEBertModel, MoEBertModelOutput
 
 ROUTINGS = ("enforced", "sentence", "token")
@@ -97,7 +97,15 @@ def test_config_defaults_validation_and_json():
 
     custom = MoEBertConfig(routing="token", num_experts_per_tok=1, moe_layers=[0], domain_token_ids=[5, 6, 7, 8, 9])
     restored = MoEBertConfig.from_dict(json.loads(custom.to_json_string()))
-    for field in ("routing", "num_experts_per_tok", "moe_layers", "domains", "domain_tokens", "domain_token_ids", "num_experts"):
+    for field in (
+        "routing",
+        "num_experts_per_tok",
+        "moe_layers",
+        "domains",
+        "domain_tokens",
+        "domain_token_ids",
+        "num_experts",
+    ):
         assert getattr(restored, field) == getattr(custom, field)
     # A config saved before the rename (with Mixtral's name for it now) reads its top_k as num_experts_per_tok.
     legacy = {key: value for key, value in custom.to_dict().items() if key != "num_experts_per_tok"}
@@ -138,7 +146,10 @@ def test_from_tiny_bert_copies_weights_and_adds_domain_tokens(tiny_base, tokeniz
     assert model.config.num_experts_per_tok == 2
     assert tokenizer.convert_ids_to_tokens(model.config.domain_token_ids) == DOMAIN_TOKENS
     assert model.config.domain_token_ids == list(range(size, size + 5)) and len(tokenizer) == size + 5
-    assert tokenizer.tokenize("[CVD]query")[0] == "[CVD]" and tokenizer.decode(tokenizer.convert_tokens_to_ids(["[CVD]"]), skip_special_tokens=True) == ""
+    assert (
+        tokenizer.tokenize("[CVD]query")[0] == "[CVD]"
+        and tokenizer.decode(tokenizer.convert_tokens_to_ids(["[CVD]"]), skip_special_tokens=True) == ""
+    )
     words, pretrained = model.embeddings.word_embeddings.weight, bert.embeddings.word_embeddings.weight
     assert model.config.vocab_size == words.shape[0] == size + 5
     assert torch.equal(words[:size], pretrained)  # the base vocabulary had `size` rows

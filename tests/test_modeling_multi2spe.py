@@ -60,7 +60,9 @@ def test_from_tiny_bert_copies_weights_and_adds_cls_tokens(tiny_bert, tokenizer)
     assert isinstance(model.config, Multi2SPEConfig) and model.config.to_dict()["model_type"] == "multi2spe"
     # The tiny vocabulary has no [unused*] tokens: [CLS1], [CLS2] are added to the caller's tokenizer.
     added = model.config.extra_cls_token_ids
-    assert tokenizer.convert_ids_to_tokens(added) == ["[CLS1]", "[CLS2]"] and tokenizer.tokenize("[CLS1]x")[0] == "[CLS1]"
+    assert (
+        tokenizer.convert_ids_to_tokens(added) == ["[CLS1]", "[CLS2]"] and tokenizer.tokenize("[CLS1]x")[0] == "[CLS1]"
+    )
     assert added == [tokenizer_size, tokenizer_size + 1] and len(tokenizer) == tokenizer_size + 2
     words, pretrained = model.embeddings.word_embeddings.weight, bert.embeddings.word_embeddings.weight
     assert model.config.vocab_size == words.shape[0] == max(pretrained.shape[0], max(added) + 1)
@@ -69,9 +71,14 @@ def test_from_tiny_bert_copies_weights_and_adds_cls_tokens(tiny_bert, tokenizer)
     assert torch.equal(words[added], pretrained[tokenizer.cls_token_id].expand(2, -1))
 
     ours, theirs = model.state_dict(), bert.state_dict()
-    assert {k for k in ours if not k.startswith("encoder.cls_linear.")} == {k for k in theirs if not k.startswith("pooler.")}
-    for key in ("embeddings.position_embeddings.weight", "encoder.layer.0.attention.self.query.weight",
-                "encoder.layer.1.output.LayerNorm.bias"):
+    assert {k for k in ours if not k.startswith("encoder.cls_linear.")} == {
+        k for k in theirs if not k.startswith("pooler.")
+    }
+    for key in (
+        "embeddings.position_embeddings.weight",
+        "encoder.layer.0.attention.self.query.weight",
+        "encoder.layer.1.output.LayerNorm.bias",
+    ):
         assert torch.equal(ours[key], theirs[key]), key
     assert model.config.get_linear_layers() == [1, 2] and sorted(model.encoder.cls_linear) == ["1", "2"]
     assert not model.training
@@ -126,7 +133,9 @@ def test_intermediate_linear_layers_are_the_identity_at_init(tiny_bert, tokenize
 def test_literal_reparameterization_gives_zero_weights_at_init(tiny_bert, tokenizer):
     """Equation (1) as printed (and as the authors' code computes it): identical identity inits cancel."""
     bert = random_bert(tiny_bert)
-    model = Multi2SPEModel.from_bert(bert, tokenizer=tokenizer, initialization="paper", reparameterization_init="literal")
+    model = Multi2SPEModel.from_bert(
+        bert, tokenizer=tokenizer, initialization="paper", reparameterization_init="literal"
+    )
     for layer in ("1", "3"):
         assert torch.equal(model.encoder.cls_linear[layer].weight, torch.eye(32).expand(K, -1, -1))
         assert not model.encoder.cls_linear[layer].effective_weight().any()
@@ -143,7 +152,9 @@ def test_literal_reparameterization_gives_zero_weights_at_init(tiny_bert, tokeni
 @pytest.mark.parametrize("reparameterize", [True, False])
 def test_reparameterization_removes_the_shared_gradient(tiny_bert, tokenizer, reparameterize):
     """With equation (1) the gradients of W_{l,1..K} sum to zero: no update moves all K layers alike."""
-    model = Multi2SPEModel.from_bert(random_bert(tiny_bert), tokenizer=tokenizer, initialization="paper", reparameterize=reparameterize)
+    model = Multi2SPEModel.from_bert(
+        random_bert(tiny_bert), tokenizer=tokenizer, initialization="paper", reparameterize=reparameterize
+    )
     model(**batch(tokenizer)).pooler_output.pow(2).sum().backward()
     for layer in ("1", "3", "4"):
         grad = model.encoder.cls_linear[layer].weight.grad
@@ -170,7 +181,9 @@ def test_outputs_sum_the_cls_embeddings_and_ignore_padding(tiny_bert, tokenizer)
     for row, single in enumerate(alone):
         length = single.last_hidden_state.shape[1]
         torch.testing.assert_close(output.pooler_output[row], single.pooler_output[0], atol=1e-5, rtol=0)
-        torch.testing.assert_close(output.last_hidden_state[row, :length], single.last_hidden_state[0], atol=1e-5, rtol=0)
+        torch.testing.assert_close(
+            output.last_hidden_state[row, :length], single.last_hidden_state[0], atol=1e-5, rtol=0
+        )
     assert len(as_tuple) == 4 and all(torch.equal(a, b) for a, b in zip(as_tuple, output.values()))
 
 
@@ -182,7 +195,9 @@ def test_inputs_embeds_position_and_token_type_ids_match_the_plain_call(tiny_ber
         plain = model(input_ids=ids, attention_mask=mask).last_hidden_state
         from_embeds = model(inputs_embeds=model.embeddings.word_embeddings(ids), attention_mask=mask).last_hidden_state
         explicit = model(
-            input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids),
+            input_ids=ids,
+            attention_mask=mask,
+            token_type_ids=torch.zeros_like(ids),
             position_ids=torch.arange(ids.shape[1]).expand_as(ids),
         ).last_hidden_state
         shifted = model(
@@ -219,7 +234,9 @@ def test_ablations_no_linear_layer_injection_and_a_single_cls(tiny_bert, tokeniz
     bert = BertModel.from_pretrained(tiny_bert)
     features = batch(tokenizer)
     none = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer, initialization="paper", linear_layers=[])
-    single = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer, initialization="paper", num_cls_tokens=1, linear_layers=[])
+    single = Multi2SPEModel.from_bert(
+        tiny_bert, tokenizer=tokenizer, initialization="paper", num_cls_tokens=1, linear_layers=[]
+    )
     assert len(none.encoder.cls_linear) == 0 and single.config.extra_cls_token_ids == []
     with torch.no_grad():
         theirs = with_vocabulary_of(bert, none)(**extended(features, none.config.extra_cls_token_ids))
@@ -238,7 +255,14 @@ def test_config_defaults_validation_and_json_round_trip():
         num_hidden_layers=2, extra_cls_token_ids=[5, 6], linear_layers=[2], reparameterization_init="literal"
     )
     restored = Multi2SPEConfig.from_dict(json.loads(config.to_json_string()))
-    fields = ("num_cls_tokens", "extra_cls_token_ids", "linear_layers", "reparameterize", "reparameterization_init", "cls_activation")
+    fields = (
+        "num_cls_tokens",
+        "extra_cls_token_ids",
+        "linear_layers",
+        "reparameterize",
+        "reparameterization_init",
+        "cls_activation",
+    )
     for field in fields:
         assert getattr(restored, field) == getattr(config, field), field
     with pytest.raises(ValueError, match="reparameterization_init"):
@@ -310,17 +334,26 @@ def test_default_initialization_starts_where_the_base_is(tiny_bert, tokenizer, a
     text tokens' states are the base's too; the paper's construction does not start there."""
     bert = random_bert(tiny_bert, attn_implementation=attn_implementation)
     model = Multi2SPEModel.from_bert(bert, tokenizer=tokenizer)
-    assert model.config.initialization == "base" and model.config.cls_activation is None and model.num_inserted_tokens == 0
+    assert (
+        model.config.initialization == "base"
+        and model.config.cls_activation is None
+        and model.num_inserted_tokens == 0
+    )
     features = batch(tokenizer)
     with torch.no_grad():
         base = with_vocabulary_of(bert, model)(**features).last_hidden_state
         output = model(**features)
-        paper = Multi2SPEModel.from_bert(random_bert(tiny_bert, attn_implementation=attn_implementation),
-                                         tokenizer=AutoTokenizer.from_pretrained(tiny_bert), initialization="paper")(**features)
+        paper = Multi2SPEModel.from_bert(
+            random_bert(tiny_bert, attn_implementation=attn_implementation),
+            tokenizer=AutoTokenizer.from_pretrained(tiny_bert),
+            initialization="paper",
+        )(**features)
     torch.testing.assert_close(output.cls_embeddings, base[:, :1].expand(-1, K, -1), atol=1e-5, rtol=0)
     torch.testing.assert_close(output.pooler_output / K, base[:, 0], atol=1e-5, rtol=0)
     mask = features["attention_mask"].bool()
-    torch.testing.assert_close(output.last_hidden_state[:, K:][mask[:, 1:]], base[:, 1:][mask[:, 1:]], atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        output.last_hidden_state[:, K:][mask[:, 1:]], base[:, 1:][mask[:, 1:]], atol=1e-5, rtol=0
+    )
     assert not torch.allclose(paper.pooler_output / K, base[:, 0], atol=1e-2)
 
 

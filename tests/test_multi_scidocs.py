@@ -7,11 +7,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from helpers import shared_data
+from test_cocitation_sampling import write_s2orc_fixture
+
 from sciembed.data.multi_scidocs import MultiSciDocsConfig, build_multi_scidocs
 from sciembed.data.scidocs import read_scidocs
-from test_cocitation_sampling import write_s2orc_fixture
 
 CONFIG = MultiSciDocsConfig(queries_per_field=8, negatives=50, seed=1)
 
@@ -77,9 +77,13 @@ def test_fields_balanced_and_splits_disjoint(built, facts):
 
 
 def test_shortfalls_are_reported(fixture_file, tmp_path):
-    result = build_multi_scidocs(fixture_file, tmp_path / "big", MultiSciDocsConfig(queries_per_field=1000, negatives=500, seed=1))
+    result = build_multi_scidocs(
+        fixture_file, tmp_path / "big", MultiSciDocsConfig(queries_per_field=1000, negatives=500, seed=1)
+    )
     stats = result.stats["cite"]
-    assert stats["queries_with_fewer_negatives"] == stats["val_queries"] + stats["test_queries"] > 0  # 200 papers < 500
+    assert (
+        stats["queries_with_fewer_negatives"] == stats["val_queries"] + stats["test_queries"] > 0
+    )  # 200 papers < 500
     for task in ("cite", "cocite"):
         rows = [r for split in ("val", "test") for r in result.qrels[task][split]]
         positives = Counter(q for q, _, rel in rows if rel == 1)
@@ -90,9 +94,13 @@ def test_shortfalls_are_reported(fixture_file, tmp_path):
 
 def test_seeded(fixture_file, built, tmp_path):
     again = build_multi_scidocs(fixture_file, tmp_path / "again", CONFIG)
-    other = build_multi_scidocs(fixture_file, tmp_path / "other", MultiSciDocsConfig(queries_per_field=8, negatives=50, seed=2))
+    other = build_multi_scidocs(
+        fixture_file, tmp_path / "other", MultiSciDocsConfig(queries_per_field=8, negatives=50, seed=2)
+    )
     assert again.qrels == built.qrels
-    assert (tmp_path / "again" / "cite" / "test.qrel").read_bytes() == (built.folder / "cite" / "test.qrel").read_bytes()
+    assert (tmp_path / "again" / "cite" / "test.qrel").read_bytes() == (
+        built.folder / "cite" / "test.qrel"
+    ).read_bytes()
     assert other.qrels != built.qrels
 
 
@@ -114,21 +122,28 @@ def test_real_s2orc_sample(tmp_path):
     no query can have a positive, and the builder says so with the counts instead of writing empty tasks."""
     path = shared_data("s2orc-sample", "data", "metadata")
     with pytest.raises(ValueError, match="no query paper could be built") as error:
-        build_multi_scidocs(path, tmp_path / "real", MultiSciDocsConfig(queries_per_field=5, negatives=100, min_queries_per_field=1))
+        build_multi_scidocs(
+            path, tmp_path / "real", MultiSciDocsConfig(queries_per_field=5, negatives=100, min_queries_per_field=1)
+        )
     assert "'papers_with_a_positive': 0" in str(error.value) and "'papers_without_field': 47" in str(error.value)
     assert not (tmp_path / "real").exists()
 
 
 def test_real_sample_with_fixture_citations(tmp_path):
     """Real S2ORC records (texts, fields) plus synthetic internal citations: the builder runs on real metadata."""
-    records = [json.loads(line) for line in (shared_data("s2orc-sample", "data", "metadata") / "sample.jsonl").read_text().splitlines()]
+    records = [
+        json.loads(line)
+        for line in (shared_data("s2orc-sample", "data", "metadata") / "sample.jsonl").read_text().splitlines()
+    ]
     ids = [r["paper_id"] for r in records]
     for k, r in enumerate(records):  # each paper cites the next 6 (a ring), all inside the sample
         r["outbound_citations"] = [ids[(k + step) % len(ids)] for step in range(1, 7)]
         r["inbound_citations"] = []
     path = tmp_path / "ring.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    result = build_multi_scidocs(path, tmp_path / "out", MultiSciDocsConfig(queries_per_field=10, negatives=100, seed=0))
+    result = build_multi_scidocs(
+        path, tmp_path / "out", MultiSciDocsConfig(queries_per_field=10, negatives=100, seed=0)
+    )
     release = read_scidocs(result.folder)
     for task in ("cite", "cocite"):
         stats = result.stats[task]
@@ -136,4 +151,5 @@ def test_real_sample_with_fixture_citations(tmp_path):
         assert queries > 0 and max(v for k, v in stats.items() if k.startswith("queries:")) <= 10
         assert stats["val_negatives"] + stats["test_negatives"] == 100 * queries
         assert len(release.qrels[task]["val"]) + len(release.qrels[task]["test"]) == sum(
-            stats[f"{s}_{kind}"] for s in ("val", "test") for kind in ("positives", "negatives"))
+            stats[f"{s}_{kind}"] for s in ("val", "test") for kind in ("positives", "negatives")
+        )

@@ -9,9 +9,9 @@ import json
 
 import numpy as np
 import pytest
+from helpers import WORDS, shared_data
 
 import sciembed
-from helpers import WORDS, shared_data
 from sciembed.cli import main
 from sciembed.data.example import example_citation_links, example_papers
 from sciembed.data.knn import IVFSettings, faiss_neighbours, nearest_neighbours, unit_rows
@@ -55,7 +55,9 @@ def _brute_force(vectors: np.ndarray, rows, k: int) -> tuple[np.ndarray, np.ndar
 
 def test_faiss_neighbours_equal_brute_force_cosine():
     rng = np.random.default_rng(2)
-    vectors = (rng.standard_normal((400, 24)) * rng.uniform(0.1, 10, (400, 1))).astype(np.float32)  # norms vary: cosine, not dot
+    vectors = (rng.standard_normal((400, 24)) * rng.uniform(0.1, 10, (400, 1))).astype(
+        np.float32
+    )  # norms vary: cosine, not dot
     vectors[7] = vectors[3]  # a copy is a neighbour (the query itself is not)
     rows = np.array([3, 7, 0, 399, 200])
     indices, scores = faiss_neighbours(vectors, 12, queries=rows, rows=2)
@@ -74,15 +76,19 @@ def test_faiss_neighbours_equal_brute_force_cosine():
 
 def _papers(n: int = 30, seed: int = 0) -> list[dict[str, str]]:
     rng = np.random.default_rng(seed)
-    return [{"paper_id": f"x{i}", "title": " ".join(rng.choice(WORDS, 4)), "abstract": " ".join(rng.choice(WORDS, 12))}
-            for i in range(n)]
+    return [
+        {"paper_id": f"x{i}", "title": " ".join(rng.choice(WORDS, 4)), "abstract": " ".join(rng.choice(WORDS, 12))}
+        for i in range(n)
+    ]
 
 
 def _write_csv(path, papers):
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=["id", "title", "abstract", "year"])
         writer.writeheader()
-        writer.writerows({"id": p["paper_id"], "title": p["title"], "abstract": p["abstract"], "year": 2001} for p in papers)
+        writer.writerows(
+            {"id": p["paper_id"], "title": p["title"], "abstract": p["abstract"], "year": 2001} for p in papers
+        )
     return path
 
 
@@ -98,8 +104,12 @@ def test_neighbours_of_a_papers_csv_equal_brute_force_cosine(tiny_encoder, tmp_p
     np.testing.assert_allclose(result.scores, expected_scores, atol=1e-9)
     first = result.neighbours_of("x5")
     assert [n["paper_id"] for n in first] == [papers[i]["paper_id"] for i in expected[0]]
-    assert first[0] == {"rank": 1, "paper_id": papers[expected[0][0]]["paper_id"], "title": papers[expected[0][0]]["title"],
-                        "score": pytest.approx(float(expected_scores[0][0]))}
+    assert first[0] == {
+        "rank": 1,
+        "paper_id": papers[expected[0][0]]["paper_id"],
+        "title": papers[expected[0][0]]["title"],
+        "score": pytest.approx(float(expected_scores[0][0])),
+    }
     assert result.source == str(path) and "CACM" not in result.format()
     text = result.format()
     assert f"[x5] {papers[5]['title']}" in text and f"[{first[0]['paper_id']}] {first[0]['title']}" in text
@@ -116,7 +126,9 @@ def test_unknown_query_ids_are_named_before_anything_is_embedded(tmp_path, monke
     monkeypatch.setattr(sciembed.encoders, "load_encoder", no_model)
     papers = tmp_path / "papers.jsonl"
     papers.write_text("".join(json.dumps(p) + "\n" for p in _papers(10)))
-    with pytest.raises(UnknownQueryError, match=r"2 query id\(s\) not among the 10 papers of .*papers.jsonl: 'nope', 'x99'") as error:
+    with pytest.raises(
+        UnknownQueryError, match=r"2 query id\(s\) not among the 10 papers of .*papers.jsonl: 'nope', 'x99'"
+    ) as error:
         sciembed.neighbours(papers, query_ids=["x1", "nope", "x99"])
     assert error.value.unknown == ["nope", "x99"] and isinstance(error.value, KeyError)
     assert main(["neighbours", "--papers", str(papers), "--query-ids", "x1", "ghost"]) == 2
@@ -131,13 +143,27 @@ def test_cli_writes_jsonl_and_csv_and_never_replaces_a_file_unasked(tiny_bert, t
     path = tmp_path / "papers.jsonl"
     path.write_text("".join(json.dumps(p) + "\n" for p in papers))
     output = tmp_path / "out" / "neighbours.jsonl"
-    arguments = ["-q", "neighbours", "--model", str(tiny_bert), "--papers", str(path), "-k", "3", "--no-progress", "--device", "cpu"]
+    arguments = [
+        "-q",
+        "neighbours",
+        "--model",
+        str(tiny_bert),
+        "--papers",
+        str(path),
+        "-k",
+        "3",
+        "--no-progress",
+        "--device",
+        "cpu",
+    ]
     assert main([*arguments, "--output", str(output)]) == 0
     assert f"wrote the 3 nearest neighbours of 12 paper(s) of {path} to {output}" in capsys.readouterr().out
     records = [json.loads(line) for line in output.read_text().splitlines()]
     assert [r["paper_id"] for r in records] == [p["paper_id"] for p in papers]
     expected, scores = _brute_force(tiny_encoder.encode_document(papers, show_progress_bar=False), np.arange(12), 3)
-    assert [[n["paper_id"] for n in r["neighbours"]] for r in records] == [[papers[i]["paper_id"] for i in row] for row in expected]
+    assert [[n["paper_id"] for n in r["neighbours"]] for r in records] == [
+        [papers[i]["paper_id"] for i in row] for row in expected
+    ]
     assert records[4]["neighbours"][0]["title"] == papers[expected[4][0]]["title"]
     assert records[4]["neighbours"][0]["score"] == pytest.approx(scores[4][0], abs=1e-6)
     assert not list(output.parent.glob(".*tmp"))
@@ -154,14 +180,20 @@ def test_cli_writes_jsonl_and_csv_and_never_replaces_a_file_unasked(tiny_bert, t
     assert main([*arguments, "--output", str(table), "--query-ids", "x3"]) == 0
     rows = list(csv.DictReader(table.open(encoding="utf-8")))
     assert [r["rank"] for r in rows] == ["1", "2", "3"] and {r["query_id"] for r in rows} == {"x3"}
-    assert rows[0]["paper_id"] == papers[expected[3][0]]["paper_id"] and float(rows[0]["score"]) == pytest.approx(scores[3][0], abs=1e-6)
-    assert main([*arguments, "--output", str(tmp_path / "n.txt")]) == 2 and "unsupported neighbours output" in caplog.text
+    assert rows[0]["paper_id"] == papers[expected[3][0]]["paper_id"] and float(rows[0]["score"]) == pytest.approx(
+        scores[3][0], abs=1e-6
+    )
+    assert (
+        main([*arguments, "--output", str(tmp_path / "n.txt")]) == 2 and "unsupported neighbours output" in caplog.text
+    )
 
 
 def test_vectors_from_an_embedding_file_and_citation_links(tmp_path, monkeypatch, caplog):
     import sciembed.encoders
 
-    monkeypatch.setattr(sciembed.encoders, "load_encoder", lambda *a, **k: pytest.fail("embeddings given: no model to load"))
+    monkeypatch.setattr(
+        sciembed.encoders, "load_encoder", lambda *a, **k: pytest.fail("embeddings given: no model to load")
+    )
     papers = _papers(20, seed=2)
     path = tmp_path / "papers.jsonl"
     path.write_text("".join(json.dumps(p) + "\n" for p in papers))
@@ -183,7 +215,9 @@ def test_vectors_from_an_embedding_file_and_citation_links(tmp_path, monkeypatch
     # x0 is linked to x1 and x2 (both directions), x1 and x2 to x0 only.
     assert [len(result.links[i]) for i in range(4)] == [2, 1, 1, 0]
     hits = [len({0: {1, 2}, 1: {0}, 2: {0}}[q] & set(expected[q])) / 5 for q in (0, 1, 2)]
-    assert result.link_share == pytest.approx(np.mean(hits)) and result.random_share == pytest.approx(np.mean([2, 1, 1]) / 19)
+    assert result.link_share == pytest.approx(np.mean(hits)) and result.random_share == pytest.approx(
+        np.mean([2, 1, 1]) / 19
+    )
     record = next(result.records())
     assert record["links"] == 2 and all("linked" in n for n in record["neighbours"])
     assert "Share of citation links among the 5 nearest neighbours, over the 3 query papers" in result.format()
@@ -209,7 +243,9 @@ def test_a_smart_collection_is_a_papers_input_and_named_by_its_path(tmp_path, mo
     records = []
     for i in range(1, 7):
         links = "".join(f"{j}\t1\t{i}\n" for j in (i - 1, i + 1) if 1 <= j <= 6)
-        records.append(f".I {i}\n.T\nPaper {i} on {WORDS[i]}\n.W\nAbout {WORDS[i + 5]} and {WORDS[i + 9]}.\n.X\n{links}")
+        records.append(
+            f".I {i}\n.T\nPaper {i} on {WORDS[i]}\n.W\nAbout {WORDS[i + 5]} and {WORDS[i + 9]}.\n.X\n{links}"
+        )
     (folder / "CISI.ALL").write_text("".join(records))
     vectors = np.random.default_rng(4).standard_normal((6, 5)).astype(np.float32)
     write_embeddings(tmp_path / "v.jsonl", [([str(i) for i in range(1, 7)], vectors)], total=6, dim=5)
@@ -228,8 +264,24 @@ def test_cacm_folder_as_papers_with_vectors_given(tmp_path, capsys):
     ids = [p["paper_id"] for p in read_smart_collection(cacm, skip_invalid=True).papers]
     vectors = np.random.default_rng(5).standard_normal((len(ids), 16)).astype(np.float32)
     write_embeddings(tmp_path / "cacm.parquet", [(ids, vectors)], total=len(ids), dim=16)
-    assert main(["-q", "neighbours", "--papers", str(cacm), "--embeddings", str(tmp_path / "cacm.parquet"), "--skip-invalid",
-                 "--queries", "2", "-k", "5"]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "neighbours",
+                "--papers",
+                str(cacm),
+                "--embeddings",
+                str(tmp_path / "cacm.parquet"),
+                "--skip-invalid",
+                "--queries",
+                "2",
+                "-k",
+                "5",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert f"Data:  SMART collection {cacm / 'cacm.all'}: 3203 papers (1 record(s) skipped" in printed
     assert "5 nearest neighbours by cosine of 3203 query paper(s); 2 shown" in printed

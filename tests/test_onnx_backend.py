@@ -10,17 +10,25 @@ import numpy as np
 import pytest
 import torch
 
-pytest.importorskip("onnxruntime", reason="the onnx extra is not installed: pip install -e '.[onnx]' (the Makefile does)")
+pytest.importorskip(
+    "onnxruntime", reason="the onnx extra is not installed: pip install -e '.[onnx]' (the Makefile does)"
+)
+
+from helpers import PAPERS, shared_data  # noqa: E402
 
 import sciembed  # noqa: E402
-from helpers import PAPERS, shared_data  # noqa: E402
 from sciembed import onnx_backend  # noqa: E402
 from sciembed.cli import main  # noqa: E402
 from sciembed.families import from_bert, save_pretrained  # noqa: E402
 from sciembed.io import read_embeddings  # noqa: E402
 
 #: The papers of helpers plus texts of other lengths, so that batches pad differently from the export's.
-TEXTS = [*PAPERS, "a", "citation graph " * 20, {"paper_id": "p9", "title": "Matrix algorithm", "abstract": "list memory " * 7}]
+TEXTS = [
+    *PAPERS,
+    "a",
+    "citation graph " * 20,
+    {"paper_id": "p9", "title": "Matrix algorithm", "abstract": "list memory " * 7},
+]
 
 
 def both(folder_or_model, cache, **options):
@@ -43,15 +51,22 @@ def test_a_plain_encoder_gives_pytorch_s_vectors_and_exports_once(tiny_bert, tmp
     pytorch, onnx = both(tiny_bert, tmp_path, **options)
     assert_same_vectors(pytorch, onnx)
     exports = list(tmp_path.iterdir())
-    assert len(exports) == 1 and json.loads((exports[0] / "export.json").read_text())["max_abs_difference_to_pytorch"] <= 1e-4
+    assert (
+        len(exports) == 1
+        and json.loads((exports[0] / "export.json").read_text())["max_abs_difference_to_pytorch"] <= 1e-4
+    )
     assert onnx.fingerprint() != pytorch.fingerprint() and onnx.model_fingerprint() == pytorch.fingerprint()
 
     def no_second_export(*args, **kwargs):
         raise AssertionError("exported again although the cache holds the export")
 
     monkeypatch.setattr(onnx_backend, "export_encoder", no_second_export)
-    again = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", onnx_cache=tmp_path, **options)
-    np.testing.assert_array_equal(again.encode(TEXTS, show_progress_bar=False), onnx.encode(TEXTS, show_progress_bar=False))
+    again = sciembed.PaperEncoder.from_pretrained(
+        tiny_bert, device="cpu", backend="onnx", onnx_cache=tmp_path, **options
+    )
+    np.testing.assert_array_equal(
+        again.encode(TEXTS, show_progress_bar=False), onnx.encode(TEXTS, show_progress_bar=False)
+    )
 
 
 def test_a_sentence_transformers_model_gives_its_own_vectors(tiny_st_base, tmp_path):
@@ -62,8 +77,16 @@ def test_a_sentence_transformers_model_gives_its_own_vectors(tiny_st_base, tmp_p
 
 FAMILIES = {
     "multi2spe": ("multi2spe", {}, [{}]),
-    "control_code": ("control_code", {}, [{"task_format": f} for f in ("classification", "regression", "proximity", "adhoc_query")]),
-    "moe_enforced": ("moe_bert", {"routing": "enforced", "domains": ["cs", "bio"]}, [{"domain": "cs"}, {"domain": "bio"}]),
+    "control_code": (
+        "control_code",
+        {},
+        [{"task_format": f} for f in ("classification", "regression", "proximity", "adhoc_query")],
+    ),
+    "moe_enforced": (
+        "moe_bert",
+        {"routing": "enforced", "domains": ["cs", "bio"]},
+        [{"domain": "cs"}, {"domain": "bio"}],
+    ),
     "moe_token": ("moe_bert", {"routing": "token", "moe_layers": "middle", "domains": ["cs", "bio"]}, [{}]),
 }
 
@@ -106,7 +129,9 @@ def test_format_adapters_fusion_and_pals_export_the_active_format(tiny_bert, tmp
     torch.manual_seed(1)
     with torch.no_grad():
         for name, parameter in [*adapters.named_parameters(), *fusion.named_parameters()]:
-            if ".adapters." in name or "fusion" in name:  # adapters start as the identity: random weights make formats differ
+            if (
+                ".adapters." in name or "fusion" in name
+            ):  # adapters start as the identity: random weights make formats differ
                 parameter.normal_(0, 0.2)
     for kind, model in (("adapters", adapters.eval()), ("fusion", fusion.eval()), ("pals", pals.eval())):
         base_pt = sciembed.PaperEncoder(model, tokenizer, device="cpu")
@@ -126,7 +151,9 @@ def test_what_cannot_be_exported_is_named(tiny_bert, tmp_path, monkeypatch):
         raise RuntimeError("an operator the exporter does not know")
 
     monkeypatch.setattr("torch.onnx.export", untraceable)
-    with pytest.raises(onnx_backend.OnnxExportError, match=r"BertModel \(.*\) does not export to ONNX: RuntimeError: an operator"):
+    with pytest.raises(
+        onnx_backend.OnnxExportError, match=r"BertModel \(.*\) does not export to ONNX: RuntimeError: an operator"
+    ):
         onnx.encode(TEXTS, show_progress_bar=False)
     assert not list(tmp_path.iterdir())  # no half-made export is left to be found as finished
 
@@ -142,35 +169,46 @@ def test_int8_is_refused_until_its_gate_passes(tiny_bert, tmp_path):
     from sciembed.evaluation.int8_gate import check_int8
 
     cacm = shared_data("cacm")
-    unchecked = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", precision="int8",
-                                                      onnx_cache=tmp_path / "unchecked")
+    unchecked = sciembed.PaperEncoder.from_pretrained(
+        tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=tmp_path / "unchecked"
+    )
     with pytest.raises(ValueError, match="int8 for .* is refused: it has not been checked"):
         unchecked.encode(TEXTS, show_progress_bar=False)
 
     # Asked to gain a point over fp32, which int8 cannot: the gate fails, and int8 stays refused with the reason.
     # (The gate is the first use of this cache: it exports, outside encode's inference mode.)
     cache = tmp_path / "gated"
-    int8 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=cache)
+    int8 = sciembed.PaperEncoder.from_pretrained(
+        tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=cache
+    )
     failed = check_int8(int8, cacm, tolerance=-1.0, show_progress_bar=False)
-    assert not failed.passed and failed.map_drop > -1.0 and failed.queries > 0 and 0.9 < failed.min_cosine < 1  # int8 is not fp32
+    assert (
+        not failed.passed and failed.map_drop > -1.0 and failed.queries > 0 and 0.9 < failed.min_cosine < 1
+    )  # int8 is not fp32
     assert failed.skipped_records == 1  # CACM's broken record, counted
-    refused = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=cache)
+    refused = sciembed.PaperEncoder.from_pretrained(
+        tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=cache
+    )
     with pytest.raises(ValueError, match="it failed its quality gate \\(cite MAP .* more than -1.0 points\\)"):
         refused.encode(TEXTS, show_progress_bar=False)
 
     # The gate's fp32 MAP is the cite MAP that evaluate reports for the fp32 export.
     fp32 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", onnx_cache=cache)
-    report = sciembed.evaluation.evaluate(fp32, "cacm", cacm, tasks=["cite"], use_cache=False, skip_invalid=True,
-                                          show_progress_bar=False)
+    report = sciembed.evaluation.evaluate(
+        fp32, "cacm", cacm, tasks=["cite"], use_cache=False, skip_invalid=True, show_progress_bar=False
+    )
     assert report.results[0].metrics["map"] == pytest.approx(failed.fp32_map, abs=1e-3)
 
     passed = check_int8(int8, cacm, tolerance=abs(failed.map_drop) + 0.5, show_progress_bar=False)
     assert passed.passed and passed.int8_map == failed.int8_map
     # Once passed, int8 loads, and scores as the gate found, within the gate's own tolerance: int8 activations are
     # quantised per batch, and evaluate batches the (deduplicated) texts differently from the gate.
-    gated = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=cache)
-    report = sciembed.evaluation.evaluate(gated, "cacm", cacm, tasks=["cite"], use_cache=False, skip_invalid=True,
-                                          show_progress_bar=False)
+    gated = sciembed.PaperEncoder.from_pretrained(
+        tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=cache
+    )
+    report = sciembed.evaluation.evaluate(
+        gated, "cacm", cacm, tasks=["cite"], use_cache=False, skip_invalid=True, show_progress_bar=False
+    )
     assert report.results[0].metrics["map"] == pytest.approx(passed.int8_map, abs=0.5)
     vectors = gated.encode(TEXTS, show_progress_bar=False)
     reference = fp32.encode(TEXTS, show_progress_bar=False)
@@ -184,9 +222,28 @@ def test_cli_embeds_and_evaluates_with_onnx(tiny_bert, tmp_path, monkeypatch, ca
     papers = tmp_path / "papers.jsonl"
     papers.write_text("".join(json.dumps(p) + "\n" for p in TEXTS if isinstance(p, dict)))
     for backend in ("pytorch", "onnx"):
-        assert main(["-q", "embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(tmp_path / f"{backend}.npy"),
-                     "--backend", backend, "--no-progress"]) == 0
-    (ids, expected), (onnx_ids, got) = read_embeddings(tmp_path / "pytorch.npy"), read_embeddings(tmp_path / "onnx.npy")
+        assert (
+            main(
+                [
+                    "-q",
+                    "embed",
+                    "--model",
+                    str(tiny_bert),
+                    "--input",
+                    str(papers),
+                    "--output",
+                    str(tmp_path / f"{backend}.npy"),
+                    "--backend",
+                    backend,
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
+    (ids, expected), (onnx_ids, got) = (
+        read_embeddings(tmp_path / "pytorch.npy"),
+        read_embeddings(tmp_path / "onnx.npy"),
+    )
     assert ids == onnx_ids and (tmp_path / "cache" / "onnx").is_dir()
     np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
 
@@ -194,15 +251,46 @@ def test_cli_embeds_and_evaluates_with_onnx(tiny_bert, tmp_path, monkeypatch, ca
     results = {}
     for backend in ("pytorch", "onnx"):
         output = tmp_path / f"{backend}.json"
-        assert main(["-q", "evaluate", "--model", str(tiny_bert), "--benchmark", "cacm", "--data", str(cacm), "--tasks", "cite",
-                     "--skip-invalid", "--backend", backend, "--no-progress", "--output", str(output)]) == 0
+        assert (
+            main(
+                [
+                    "-q",
+                    "evaluate",
+                    "--model",
+                    str(tiny_bert),
+                    "--benchmark",
+                    "cacm",
+                    "--data",
+                    str(cacm),
+                    "--tasks",
+                    "cite",
+                    "--skip-invalid",
+                    "--backend",
+                    backend,
+                    "--no-progress",
+                    "--output",
+                    str(output),
+                ]
+            )
+            == 0
+        )
         results[backend] = json.loads(output.read_text())["results"]
     assert [r["metric"] for r in results["onnx"]] == [r["metric"] for r in results["pytorch"]]
     for ours, theirs in zip(results["onnx"], results["pytorch"]):
         assert ours["value"] == pytest.approx(theirs["value"], abs=0.05)
 
-    embed = ["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(tmp_path / "int8.npy"), "--no-progress",
-             "--backend", "onnx"]
+    embed = [
+        "embed",
+        "--model",
+        str(tiny_bert),
+        "--input",
+        str(papers),
+        "--output",
+        str(tmp_path / "int8.npy"),
+        "--no-progress",
+        "--backend",
+        "onnx",
+    ]
     assert main([*embed, "--int8-check-set", str(cacm)]) == 2 and "--int8-check-set checks int8" in caplog.text
     assert main([*embed, "--precision", "int8"]) == 2 and "is refused: it has not been checked" in caplog.text
     # With the gate run first, int8 embeds exactly when its verdict (kept with the export) is a pass.
@@ -230,14 +318,24 @@ def test_export_adds_the_onnx_model_sentence_transformers_loads(tiny_st_base, ti
     assert [node.name for node in session.get_outputs()] == ["last_hidden_state"]
     features = reference.tokenizer(texts, padding=True, truncation=True, return_tensors="np")
     states = session.run(None, {node.name: features[node.name] for node in session.get_inputs()})[0]
-    pooled = {"token_embeddings": torch.from_numpy(states), "attention_mask": torch.from_numpy(features["attention_mask"])}
+    pooled = {
+        "token_embeddings": torch.from_numpy(states),
+        "attention_mask": torch.from_numpy(features["attention_mask"]),
+    }
     for module in list(reference)[1:]:  # the folder's Pooling and Normalize, as the ONNX backend applies them
         pooled = module(pooled)
-    np.testing.assert_allclose(pooled["sentence_embedding"].numpy(), reference.encode(texts, batch_size=len(texts)), atol=1e-4, rtol=0)
+    np.testing.assert_allclose(
+        pooled["sentence_embedding"].numpy(), reference.encode(texts, batch_size=len(texts)), atol=1e-4, rtol=0
+    )
 
     model, tokenizer = from_bert("multi2spe", tiny_bert)
     family = save_pretrained(model, tokenizer, tmp_path / "family")
-    assert main(["-q", "export", "--model", str(family), "--out", str(tmp_path / "family-hub"), "--onnx", "--no-validate"]) == 2
+    assert (
+        main(
+            ["-q", "export", "--model", str(family), "--out", str(tmp_path / "family-hub"), "--onnx", "--no-validate"]
+        )
+        == 2
+    )
     assert "a multi2spe model embeds with its own forward" in caplog.text
     assert not (tmp_path / "family-hub").exists() and not (tmp_path / ".family-hub.partial").exists()
 
@@ -250,7 +348,9 @@ def test_an_ensemble_loads_every_member_on_onnx(tiny_bert, tmp_path):
     save_pretrained(control, tokenizer, tmp_path / "control")
     save_ensemble(tmp_path / "ensemble", [tiny_bert, tmp_path / "control"])
     pytorch = load_encoder(tmp_path / "ensemble", device="cpu", task_format="classification")
-    onnx = load_encoder(tmp_path / "ensemble", device="cpu", task_format="classification", backend="onnx", onnx_cache=tmp_path / "onnx")
+    onnx = load_encoder(
+        tmp_path / "ensemble", device="cpu", task_format="classification", backend="onnx", onnx_cache=tmp_path / "onnx"
+    )
     assert isinstance(onnx, EnsembleEncoder) and all(member.backend == "onnx" for member in onnx.members)
     assert_same_vectors(pytorch, onnx)
     assert onnx.fingerprint() != pytorch.fingerprint()

@@ -19,7 +19,9 @@ def test_every_package_folder_is_listed():
     listed = set(config["packages"])
     found = {".".join(p.parent.relative_to(ROOT / "src").parts) for p in (ROOT / "src").rglob("__init__.py")}
     for mapped in ("modeling", "hub_cards"):
-        found |= {".".join(("sciembed", *p.parent.relative_to(ROOT).parts)) for p in (ROOT / mapped).rglob("__init__.py")}
+        found |= {
+            ".".join(("sciembed", *p.parent.relative_to(ROOT).parts)) for p in (ROOT / mapped).rglob("__init__.py")
+        }
     assert listed == found
 
 
@@ -34,15 +36,40 @@ def test_wheel_contents(tmp_path):
     source = tmp_path / "source"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w", str(tmp_path), str(source)],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            "-w",
+            str(tmp_path),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
     )
     [wheel] = tmp_path.glob("sciembed-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for module in ("sciembed/__init__.py", "sciembed/encode.py", "sciembed/cli.py", "sciembed/commands/embed.py", "sciembed/encoders/__init__.py",
-                   "sciembed/io.py", "sciembed/data/papers.py", "sciembed/modeling/__init__.py", "sciembed/hub_cards/model_card.md", "sciembed/hub_cards/model_families/multi2spe.md", "sciembed/hub_cards/citations.bib"):
+    for module in (
+        "sciembed/__init__.py",
+        "sciembed/encode.py",
+        "sciembed/cli.py",
+        "sciembed/commands/embed.py",
+        "sciembed/encoders/__init__.py",
+        "sciembed/io.py",
+        "sciembed/data/papers.py",
+        "sciembed/modeling/__init__.py",
+        "sciembed/hub_cards/model_card.md",
+        "sciembed/hub_cards/model_families/multi2spe.md",
+        "sciembed/hub_cards/citations.bib",
+    ):
         assert module in names
-    shipped = [f"sciembed/modeling/{family.name}/{file}" for family in REGISTRY.values() for file in family.remote_code]
+    shipped = [
+        f"sciembed/modeling/{family.name}/{file}" for family in REGISTRY.values() for file in family.remote_code
+    ]
     assert [path for path in shipped if path not in names] == []
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "sciembed = sciembed.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
@@ -57,12 +84,19 @@ def test_the_onnx_extra_is_declared_pinned_and_installed():
     from packaging.requirements import Requirement
 
     declared = [Requirement(r) for r in importlib.metadata.requires("sciembed") or []]
-    onnx = {r.name: r for r in declared if r.marker is not None and r.marker.evaluate({"extra": "onnx"})
-            and not r.marker.evaluate({"extra": ""})}
+    onnx = {
+        r.name: r
+        for r in declared
+        if r.marker is not None and r.marker.evaluate({"extra": "onnx"}) and not r.marker.evaluate({"extra": ""})
+    }
     assert set(onnx) == {"onnxruntime", "onnx"}
     for name, requirement in onnx.items():
         installed = importlib.metadata.version(name)
-        assert requirement.specifier and installed in requirement.specifier, (name, installed, str(requirement.specifier))
+        assert requirement.specifier and installed in requirement.specifier, (
+            name,
+            installed,
+            str(requirement.specifier),
+        )
     for name in onnx:
         importlib.import_module(name)
 

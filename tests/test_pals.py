@@ -28,8 +28,14 @@ from sciembed.formats.pals import (
     set_active_format,
 )
 
-TINY = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37,
-            max_position_embeddings=64)
+TINY = dict(
+    vocab_size=100,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=37,
+    max_position_embeddings=64,
+)
 SMALL_PALS = PALsConfig(hidden_size=12, num_attention_heads=6)
 
 
@@ -95,8 +101,11 @@ def test_parameter_count_per_format_by_hand():
 def test_parameter_count_bert_base_matches_scirepeval():
     # BERT-base's shape on the meta device: no memory, no time. SciRepEval's PALs: width 204, 6 heads.
     with torch.device("meta"):
-        model = BertModel(BertConfig(vocab_size=8, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                                     intermediate_size=8))
+        model = BertModel(
+            BertConfig(
+                vocab_size=8, hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=8
+            )
+        )
         add_pals(model)
     # (768·204 + 204) + (204·768 + 768) + 12 · 3 · (204² + 204) = 1,819,836: the ~1.8M ("~2M") per format.
     assert parameter_count(model, "proximity") == 1_819_836
@@ -176,11 +185,20 @@ def test_trainer_trains_pals_with_the_network(tmp_path):
     add_pals(model, SMALL_PALS)  # on the classifier: its base_model's layers get the PALs
     set_active_format(model, "proximity")
     inputs = batch()
-    rows = [{"input_ids": inputs["input_ids"][i], "attention_mask": inputs["attention_mask"][i], "labels": i % 2}
-            for i in range(3)] * 2
+    rows = [
+        {"input_ids": inputs["input_ids"][i], "attention_mask": inputs["attention_mask"][i], "labels": i % 2}
+        for i in range(3)
+    ] * 2
     initial = {name: p.detach().clone() for name, p in model.named_parameters()}
-    arguments = TrainingArguments(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=3,
-                                  learning_rate=0.05, report_to=[], save_strategy="no", use_cpu=True)
+    arguments = TrainingArguments(
+        output_dir=str(tmp_path),
+        max_steps=2,
+        per_device_train_batch_size=3,
+        learning_rate=0.05,
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
+    )
     Trainer(model=model, args=arguments, train_dataset=rows).train()
     changed = {name for name, p in model.named_parameters() if not torch.equal(p, initial[name])}
     assert "pals.encoders.proximity.weight" in changed and "bert.encoder.layer.0.attention.self.key.weight" in changed

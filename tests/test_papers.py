@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from helpers import shared_data
+
 from sciembed import InvalidPaperError, paper_text, read_papers
 
 
@@ -60,7 +60,10 @@ def _write(path, records, kind):
     elif kind == "json-list":
         path.write_text(json.dumps(records), encoding="utf-8")
     elif kind == "json-dict":
-        path.write_text(json.dumps({r["paper_id"]: {k: v for k, v in r.items() if k != "paper_id"} for r in records}), encoding="utf-8")
+        path.write_text(
+            json.dumps({r["paper_id"]: {k: v for k, v in r.items() if k != "paper_id"} for r in records}),
+            encoding="utf-8",
+        )
     return path
 
 
@@ -125,11 +128,23 @@ def test_csv_problem_names_line(tmp_path):
 
 def test_skip_invalid_skips_counts_and_keeps_the_rest(tmp_path):
     path = tmp_path / "p.jsonl"
-    lines = [json.dumps(RECORDS[0]), "{not json", json.dumps({"paper_id": "e", "title": ""}), json.dumps(RECORDS[0]), json.dumps(RECORDS[2]), json.dumps({"title": "no id"})]
+    lines = [
+        json.dumps(RECORDS[0]),
+        "{not json",
+        json.dumps({"paper_id": "e", "title": ""}),
+        json.dumps(RECORDS[0]),
+        json.dumps(RECORDS[2]),
+        json.dumps({"title": "no id"}),
+    ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = read_papers(path, skip_invalid=True)
     assert [p["paper_id"] for p in result.papers] == ["a", "c"]
-    assert [(s.location, s.paper_id) for s in result.skipped] == [("line 2", None), ("line 3", "e"), ("line 4", "a"), ("line 6", None)]
+    assert [(s.location, s.paper_id) for s in result.skipped] == [
+        ("line 2", None),
+        ("line 3", "e"),
+        ("line 4", "a"),
+        ("line 6", None),
+    ]
     assert "duplicate paper_id" in str(result.skipped[2])
 
 
@@ -162,19 +177,27 @@ def test_records_without_an_id_field_point_to_id_field_not_skip_invalid(tmp_path
     rows = [{"pid": f"a{i}", "title": f"Title {i}", "abstract": "Text."} for i in range(3)]
     path = tmp_path / f"p{suffix}"
     if suffix == ".csv":
-        path.write_text("pid,title,abstract\n" + "".join(f"{r['pid']},{r['title']},{r['abstract']}\n" for r in rows), encoding="utf-8")
+        path.write_text(
+            "pid,title,abstract\n" + "".join(f"{r['pid']},{r['title']},{r['abstract']}\n" for r in rows),
+            encoding="utf-8",
+        )
     else:
         _write(path, rows, "jsonl")
     fields = "the record's fields: pid, title, abstract"
     with pytest.raises(InvalidPaperError) as raised:
         read_papers(path)
     message = str(raised.value)
-    assert f"line {2 if suffix == '.csv' else 1}: no paper id (looked for paper_id / corpus_id / id / doc_id; {fields})" in message
+    assert (
+        f"line {2 if suffix == '.csv' else 1}: no paper id (looked for paper_id / corpus_id / id / doc_id; {fields})"
+        in message
+    )
     assert "--id-field" in message and "--skip-invalid" not in message
     with pytest.raises(InvalidPaperError) as raised:
         read_papers(path, skip_invalid=True)
     message = str(raised.value)
-    assert message.startswith(f"{path}, whole file: no valid papers (all 3 record(s) invalid)\n3 invalid paper record(s):")
+    assert message.startswith(
+        f"{path}, whole file: no valid papers (all 3 record(s) invalid)\n3 invalid paper record(s):"
+    )
     assert message.count("no paper id") == 3 and "--id-field" in message and "--skip-invalid" not in message
     assert [p["paper_id"] for p in read_papers(path, id_field="pid").papers] == ["a0", "a1", "a2"]
 
@@ -182,7 +205,10 @@ def test_records_without_an_id_field_point_to_id_field_not_skip_invalid(tmp_path
 def test_hints_fit_the_problem(tmp_path):
     """A record that skipping would drop keeps the --skip-invalid hint; an empty file is no invalid record."""
     duplicate = _write(tmp_path / "p.jsonl", [RECORDS[0], RECORDS[0]], "jsonl")
-    with pytest.raises(InvalidPaperError, match=r"1 invalid paper record\(s\):\n.*duplicate paper_id.*\n\(pass skip_invalid=True / --skip-invalid"):
+    with pytest.raises(
+        InvalidPaperError,
+        match=r"1 invalid paper record\(s\):\n.*duplicate paper_id.*\n\(pass skip_invalid=True / --skip-invalid",
+    ):
         read_papers(duplicate)
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n", encoding="utf-8")
@@ -220,7 +246,10 @@ def test_a_file_without_an_abstract_field_is_named_once_not_read_as_titles_in_si
         papers = read_papers(path).papers
     assert [p["abstract"] for p in papers] == ["", ""]
     [warning] = [r.getMessage() for r in caplog.records]
-    assert f"papers.csv: no record has an abstract field (the first record's fields: paper_id, title, {column})" in warning
+    assert (
+        f"papers.csv: no record has an abstract field (the first record's fields: paper_id, title, {column})"
+        in warning
+    )
     caplog.clear()
     path.write_text("paper_id,title,abstract\np1,Graphs,\np2,Trees,About trees\n")
     with caplog.at_level(logging.WARNING, logger="sciembed"):

@@ -12,9 +12,11 @@ from sciembed.data.beir import read_beir
 
 def _folder(root, *, corpus=None, queries=None, qrels=None):
     root.mkdir()
-    corpus = corpus or [{"_id": "d1", "title": "Garbage collection", "text": "We reclaim memory."},
-                        {"_id": "d2", "title": "", "text": "Join ordering."},
-                        {"_id": 3, "title": "Only a title", "text": ""}]
+    corpus = corpus or [
+        {"_id": "d1", "title": "Garbage collection", "text": "We reclaim memory."},
+        {"_id": "d2", "title": "", "text": "Join ordering."},
+        {"_id": 3, "title": "Only a title", "text": ""},
+    ]
     queries = queries or [{"_id": "q1", "text": "memory reclamation", "metadata": {}}, {"_id": "q2", "text": "joins"}]
     (root / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in corpus))
     (root / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in queries))
@@ -26,11 +28,18 @@ def _folder(root, *, corpus=None, queries=None, qrels=None):
 
 def test_fixture_loads_with_counts(tmp_path):
     beir = read_beir(_folder(tmp_path / "scifact"))
-    assert beir.corpus.to_dict() == {"paper_id": ["d1", "d2", "3"], "title": ["Garbage collection", "", "Only a title"],
-                                     "abstract": ["We reclaim memory.", "Join ordering.", ""]}
+    assert beir.corpus.to_dict() == {
+        "paper_id": ["d1", "d2", "3"],
+        "title": ["Garbage collection", "", "Only a title"],
+        "abstract": ["We reclaim memory.", "Join ordering.", ""],
+    }
     assert beir.queries["query_id"] == ["q1", "q2"]
     assert set(beir.qrels) == {"test", "dev"}
-    assert beir.qrels["test"].to_dict() == {"query_id": ["q1", "q2", "q2"], "cand_id": ["d1", "d2", "3"], "score": [1, 2, 0]}
+    assert beir.qrels["test"].to_dict() == {
+        "query_id": ["q1", "q2", "q2"],
+        "cand_id": ["d1", "d2", "3"],
+        "score": [1, 2, 0],
+    }
     assert (beir.stats["corpus"], beir.stats["test_qrels"], beir.stats["test_unknown_ids"]) == (3, 3, 0)
 
 

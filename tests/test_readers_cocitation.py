@@ -15,7 +15,9 @@ def _folder(root, splits):
     for split, columns in splits.items():
         Dataset.from_dict(columns).to_parquet(root / f"{split}.parquet")
         lines += [f"  - split: {split}", f"    path: {split}.parquet"]
-    (root / "README.md").write_text("\n".join(lines + ["---", "Pairs in the GleghornLab/abstract_domain_* layout."]) + "\n")
+    (root / "README.md").write_text(
+        "\n".join(lines + ["---", "Pairs in the GleghornLab/abstract_domain_* layout."]) + "\n"
+    )
     return root
 
 
@@ -30,7 +32,11 @@ def test_local_folder_loads_with_counts(tmp_path):
     pairs = load_cocitation_pairs(_folder(tmp_path / "cvd", GOOD), cache_dir=tmp_path / "cache")
     assert {split: len(data) for split, data in pairs.pairs.items()} == {"train": 2, "valid": 1, "test": 2}
     assert pairs.pairs["test"]["label"] == [1, 0] and pairs.pairs["train"].column_names == ["a", "b", "label"]
-    assert (pairs.stats["train_positive"], pairs.stats["valid_positive"], pairs.stats["test_identical_texts"]) == (2, 0, 1)
+    assert (pairs.stats["train_positive"], pairs.stats["valid_positive"], pairs.stats["test_identical_texts"]) == (
+        2,
+        0,
+        1,
+    )
     assert pairs.skipped == []
 
 

@@ -35,7 +35,11 @@ def test_full_layout_loads_every_task(tmp_path):
     release = read_scidocs(_release(tmp_path / "scidocs"))
     assert release.missing == ["paper_metadata_recomm.json"]
     assert set(release.qrels) == {"cite", "cocite", "coview", "coread"}
-    assert release.qrels["cite"]["test"].to_dict() == {"query_id": ["q1", "q1", "q2"], "cand_id": ["c1", "c2", "c3"], "score": [1, 0, 1]}
+    assert release.qrels["cite"]["test"].to_dict() == {
+        "query_id": ["q1", "q1", "q2"],
+        "cand_id": ["c1", "c2", "c3"],
+        "score": [1, 0, 1],
+    }
     assert {split: len(data) for split, data in release.labels["mag"].items()} == {"train": 2, "val": 1, "test": 2}
     assert release.labels["mesh"]["test"]["label"] == [0, 2]
     assert len(release.papers["view_cite_read"]) == 5 and release.papers["mag_mesh"]["abstract"][0] == ""
@@ -49,14 +53,18 @@ def test_partial_folder_lists_absent_tasks(tmp_path):
 
 def test_paths_py_spelling_of_metadata_file_is_accepted(tmp_path):
     folder = _release(tmp_path / "scidocs", tasks=("cite",))
-    (folder / "paper_metadata_view_cite_read.json").rename(folder / "paper_metadata_paper_metadata_view_cite_read.json")
+    (folder / "paper_metadata_view_cite_read.json").rename(
+        folder / "paper_metadata_paper_metadata_view_cite_read.json"
+    )
     assert len(read_scidocs(folder).papers["view_cite_read"]) == 5
 
 
 def test_qrel_line_with_wrong_field_count_names_file_and_line(tmp_path):
     folder = _release(tmp_path / "scidocs", tasks=("cocite",))
     (folder / "cocite" / "test.qrel").write_text("q1 0 c1 1\nq1 c2 0\n")
-    with pytest.raises(ValueError, match=r"cocite/test\.qrel, line 2: a qrel line is 'qid 0 pid rel' \(4 fields\), got 3"):
+    with pytest.raises(
+        ValueError, match=r"cocite/test\.qrel, line 2: a qrel line is 'qid 0 pid rel' \(4 fields\), got 3"
+    ):
         read_scidocs(folder)
 
 
@@ -76,7 +84,9 @@ def test_rows_naming_unknown_papers_fail_or_are_counted(tmp_path):
     (folder / "mag" / "train.csv").write_text("pid,class_label\nm1,0\nghost,1\n")
     with pytest.raises(InvalidPaperError, match="3 invalid") as error:
         read_scidocs(folder)
-    assert "cite/val.qrel, line 2 (paper_id 'nope'): cand_id not in paper_metadata_view_cite_read.json" in str(error.value)
+    assert "cite/val.qrel, line 2 (paper_id 'nope'): cand_id not in paper_metadata_view_cite_read.json" in str(
+        error.value
+    )
     assert "cite/val.qrel, line 3 (paper_id 'q9'): query_id not in" in str(error.value)
     release = read_scidocs(folder, skip_invalid=True)
     assert release.stats["cite"]["val_unknown_papers"] == 2 and release.stats["mag"]["train_unknown_papers"] == 1

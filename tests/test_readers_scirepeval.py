@@ -6,8 +6,8 @@ import json
 
 import pytest
 from datasets import Dataset
-
 from helpers import shared_data, write_hub_folder
+
 from sciembed import InvalidPaperError
 from sciembed.data.scirepeval import load_scirepeval_task, read_scirepeval_sample
 
@@ -27,7 +27,12 @@ def test_real_mesh_specter_and_search_samples():
     assert (mesh.kind, len(mesh.data), len(set(mesh.data["descriptor"]))) == ("mesh", 206, 30)
     triplets = read_scirepeval_sample(shared_data("scirepeval-samples", "specter_small.json"))
     assert (triplets.kind, len(triplets.data)) == ("specter", 200)
-    assert set(triplets.data[0]) == {"query", "pos", "neg"} and set(triplets.data[0]["pos"]) == {"paper_id", "title", "abstract", "sha"}
+    assert set(triplets.data[0]) == {"query", "pos", "neg"} and set(triplets.data[0]["pos"]) == {
+        "paper_id",
+        "title",
+        "abstract",
+        "sha",
+    }
     search = read_scirepeval_sample(shared_data("scirepeval-samples", "search_small.jsonl"))
     candidates = [c for row in search.data["candidates"] for c in row]
     assert (search.kind, len(search.data), len(candidates)) == ("search", 100, 1000)
@@ -37,7 +42,9 @@ def test_real_mesh_specter_and_search_samples():
 
 def test_sample_format_is_guessed_or_refused(tmp_path):
     path = tmp_path / "train.json"
-    path.write_text(json.dumps([{"corpus_id": 1, "title": "t", "abstract": "", "descriptor": "Brain", "qualifier": ""}]))
+    path.write_text(
+        json.dumps([{"corpus_id": 1, "title": "t", "abstract": "", "descriptor": "Brain", "qualifier": ""}])
+    )
     assert read_scirepeval_sample(path).kind == "mesh"
     path.write_text(json.dumps([{"corpus_id": 1, "title": "t"}]))
     with pytest.raises(ValueError, match="supported: fos, mesh, specter, search"):
@@ -48,15 +55,23 @@ def test_sample_format_is_guessed_or_refused(tmp_path):
 
 def test_bad_sample_records_name_file_record_and_id(tmp_path):
     path = tmp_path / "fos_bad.json"
-    path.write_text(json.dumps([
-        {"corpus_id": 1, "title": "ok", "abstract": "", "labels": [2], "labels_text": ["Biology"]},
-        {"corpus_id": 2, "title": "two", "abstract": "", "labels": [2, 3], "labels_text": ["Biology"]},
-        {"corpus_id": 3, "title": "", "abstract": None, "labels": [2], "labels_text": ["Biology"]},
-    ]))
-    with pytest.raises(InvalidPaperError, match=r"fos_bad\.json, record 1 \(paper_id '2'\): labels \[2, 3\] and labels_text"):
+    path.write_text(
+        json.dumps(
+            [
+                {"corpus_id": 1, "title": "ok", "abstract": "", "labels": [2], "labels_text": ["Biology"]},
+                {"corpus_id": 2, "title": "two", "abstract": "", "labels": [2, 3], "labels_text": ["Biology"]},
+                {"corpus_id": 3, "title": "", "abstract": None, "labels": [2], "labels_text": ["Biology"]},
+            ]
+        )
+    )
+    with pytest.raises(
+        InvalidPaperError, match=r"fos_bad\.json, record 1 \(paper_id '2'\): labels \[2, 3\] and labels_text"
+    ):
         read_scirepeval_sample(path)
     sample = read_scirepeval_sample(path, skip_invalid=True)
-    assert sample.data["paper_id"] == ["1"] and "record 2 (paper_id '3'): paper '3' has neither" in str(sample.skipped[1])
+    assert sample.data["paper_id"] == ["1"] and "record 2 (paper_id '3'): paper '3' has neither" in str(
+        sample.skipped[1]
+    )
     jsonl = tmp_path / "search_bad.jsonl"
     jsonl.write_text('{"query": "q", "candidates": [{"corpus_id": 5, "title": "t", "score": 1}]}\n{"query": \n')
     with pytest.raises(InvalidPaperError, match=r"search_bad\.jsonl, line 2: malformed JSON"):
@@ -69,15 +84,33 @@ def test_bad_sample_records_name_file_record_and_id(tmp_path):
 
 @pytest.fixture
 def hub(tmp_path):
-    meta = write_hub_folder(tmp_path / "scirepeval", {
-        "fos": {"evaluation": Dataset.from_dict({"doc_id": [11, 12, 13], "title": ["a", "b", "c"], "abstract": ["x", None, "z"]})},
-        "scidocs_view_cite_read": {"evaluation": Dataset.from_dict({"doc_id": ["p1", "p2", "p3"], "title": ["a", "b", "c"], "abstract": ["", "", ""]})},
-    })
-    test = write_hub_folder(tmp_path / "scirepeval_test", {
-        "fos": {"train": Dataset.from_dict({"paper_id": [11, 12], "label": [[1], [2, 3]]}),
-                "test": Dataset.from_dict({"paper_id": [13, 99], "label": [[0], [1]]})},
-        "scidocs_cite": {"test": Dataset.from_dict({"query_id": ["p1", "p1"], "cand_id": ["p2", "p3"], "score": [1, 0]})},
-    })
+    meta = write_hub_folder(
+        tmp_path / "scirepeval",
+        {
+            "fos": {
+                "evaluation": Dataset.from_dict(
+                    {"doc_id": [11, 12, 13], "title": ["a", "b", "c"], "abstract": ["x", None, "z"]}
+                )
+            },
+            "scidocs_view_cite_read": {
+                "evaluation": Dataset.from_dict(
+                    {"doc_id": ["p1", "p2", "p3"], "title": ["a", "b", "c"], "abstract": ["", "", ""]}
+                )
+            },
+        },
+    )
+    test = write_hub_folder(
+        tmp_path / "scirepeval_test",
+        {
+            "fos": {
+                "train": Dataset.from_dict({"paper_id": [11, 12], "label": [[1], [2, 3]]}),
+                "test": Dataset.from_dict({"paper_id": [13, 99], "label": [[0], [1]]}),
+            },
+            "scidocs_cite": {
+                "test": Dataset.from_dict({"query_id": ["p1", "p1"], "cand_id": ["p2", "p3"], "score": [1, 0]})
+            },
+        },
+    )
     return meta, test, tmp_path / "cache"
 
 

@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 import pytest
-
 from helpers import shared_data
+
 from sciembed import InvalidPaperError
 from sciembed.data.specter import read_specter_release
 
@@ -19,7 +19,12 @@ def test_real_sample_counts():
     assert {name: len(split) for name, split in release.queries.items()} == {"train": 12, "val": 2, "test": 3}
     assert (len(release.citing), len(release.hop_query)) == (85, 337)
     stats = release.stats
-    assert (stats["queries"], stats["papers_in_graph"], stats["graph_papers_without_text"], stats["queries_in_no_split"]) == (20, 399, 382, 3)
+    assert (
+        stats["queries"],
+        stats["papers_in_graph"],
+        stats["graph_papers_without_text"],
+        stats["queries_in_no_split"],
+    ) == (20, 399, 382, 3)
     # Every direct citation is a count-5 entry of data.json, every hop a count-1 entry.
     assert all(data[q][c]["count"] == 5 for q, c in zip(release.citing, release.cited))
     assert all(data[q][c]["count"] == 1 for q, c in zip(release.hop_query, release.hop_candidate))
@@ -39,7 +44,10 @@ def _write(folder, data, metadata, splits):
 
 
 DATA = {"q1": {"a": {"count": 5}, "b": {"count": 1}}, "q2": {"q2": {"count": 5}, "a": {"count": 1}}}
-META = {"q1": {"paper_id": "q1", "title": "Query one", "abstract": "x"}, "a": {"paper_id": "a", "title": "A", "abstract": None}}
+META = {
+    "q1": {"paper_id": "q1", "title": "Query one", "abstract": "x"},
+    "a": {"paper_id": "a", "title": "A", "abstract": None},
+}
 
 
 def test_textless_queries_are_counted_and_self_pairs_kept(tmp_path):
@@ -75,7 +83,9 @@ def test_unknown_split_ids_fail_or_are_skipped_with_line(tmp_path):
 
 def test_bad_metadata_record_names_key(tmp_path):
     meta = {**META, "b": {"paper_id": "b", "title": "", "abstract": ""}}
-    with pytest.raises(InvalidPaperError, match=r"metadata\.json, key 'b' \(paper_id 'b'\): neither title nor abstract"):
+    with pytest.raises(
+        InvalidPaperError, match=r"metadata\.json, key 'b' \(paper_id 'b'\): neither title nor abstract"
+    ):
         read_specter_release(_write(tmp_path / "r", DATA, meta, {}))
     release = read_specter_release(tmp_path / "r", skip_invalid=True)
     assert len(release.papers) == 2 and len(release.skipped) == 1

@@ -14,12 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import PAPERS, side_python
 
 import sciembed
 from sciembed.families import classifier_from_bert, from_bert, save_pretrained
 from sciembed.hub.export import export_model
-
-from helpers import PAPERS, side_python
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -92,8 +91,14 @@ def test_an_export_loads_without_sciembed_on_both_transformers_lines(exported, c
     texts = [sciembed.paper_text(paper, AutoTokenizer.from_pretrained(folder).sep_token) for paper in PAPERS]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "PYTHONPATH": ""}
     guarded = 'import sys; sys.modules["sciembed"] = None\n' + LOAD
-    result = subprocess.run([_python(line), "-c", guarded, str(folder), json.dumps(texts), json.dumps(selection)],
-                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [_python(line), "-c", guarded, str(folder), json.dumps(texts), json.dumps(selection)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     version = result.stdout.split()[-1]
     assert version.startswith("5.") if line == "current" else version == "4.57.6"
@@ -120,6 +125,8 @@ def test_nothing_shipped_imports_adapters_or_private_transformers_names():
             top = module.split(".")[0]
             if top == "adapters":
                 offending.append(f"{path.relative_to(ROOT)}: imports {module}")
-            if top == "transformers" and (name.startswith("_") or any(part.startswith("_") for part in module.split("."))):
+            if top == "transformers" and (
+                name.startswith("_") or any(part.startswith("_") for part in module.split("."))
+            ):
                 offending.append(f"{path.relative_to(ROOT)}: imports {name or module} from {module}")
     assert offending == []

@@ -6,11 +6,11 @@ import json
 
 import numpy as np
 import pytest
+from helpers import shared_data
 from scipy.stats import chisquare
 
 from sciembed.data.graph import CitationGraph
 from sciembed.data.samplers import sample_specter_triplets, sample_spectroid_triplets
-from helpers import shared_data
 
 SAMPLERS = [sample_specter_triplets, sample_spectroid_triplets]
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from sciembed.data.graph import CitationGraph
-from sciembed.data.samplers import Triplets
 from sciembed.data.graph_embedding import align_vectors, citation_graph_embedding
+from sciembed.data.samplers import Triplets
 from sciembed.data.scincl import SciNCLConfig, SciNCLStats, sample_scincl_triplets
 
 DIM = 16  # small embeddings keep the tests fast; the rules do not depend on the dimension
@@ -32,7 +32,9 @@ def planted_graph(communities: int = 4, size: int = 40, seed: int = 0) -> tuple[
     return graph, label
 
 
-def brute_force_rank_bounds(vectors: np.ndarray, candidates: np.ndarray, query: int, paper: int, metric: str = "euclidean") -> tuple[int, int]:
+def brute_force_rank_bounds(
+    vectors: np.ndarray, candidates: np.ndarray, query: int, paper: int, metric: str = "euclidean"
+) -> tuple[int, int]:
     """(papers strictly nearer than ``paper``, papers at most as near) among the candidates other than the query."""
     vectors = vectors.astype(np.float64)  # float32 norms of a row and of a block may round differently
     others = candidates[candidates != query]
@@ -53,7 +55,9 @@ def assert_ranks(triplets: Triplets, vectors: np.ndarray, candidates: np.ndarray
     (a1, b1), (a2, b2) = stats.positive_ranks_used, stats.hard_negative_ranks_used
     for q, p, neg, hard in zip(triplets.query, triplets.positive, triplets.negative, triplets.hard):
         nearer, at_most = brute_force_rank_bounds(vectors, candidates, q, p, metric)
-        assert nearer <= b1 - 1 and at_most >= a1 + 1, f"positive {p} of {q} at ranks [{nearer}, {at_most}) not in [{a1}, {b1})"
+        assert nearer <= b1 - 1 and at_most >= a1 + 1, (
+            f"positive {p} of {q} at ranks [{nearer}, {at_most}) not in [{a1}, {b1})"
+        )
         nearer, at_most = brute_force_rank_bounds(vectors, candidates, q, neg, metric)
         if hard:
             assert nearer <= b2 - 1 and at_most >= a2 + 1, f"hard negative {neg} of {q} not in [{a2}, {b2})"
@@ -64,8 +68,9 @@ def assert_ranks(triplets: Triplets, vectors: np.ndarray, candidates: np.ndarray
 def test_planted_communities(caplog):
     graph, label = planted_graph()
     vectors = citation_graph_embedding(graph, 8, seed=1)  # the sampler's own embedding for seed=1
-    triplets = sample_scincl_triplets(graph, config=SciNCLConfig(positive_ranks=(2, 7), hard_negative_ranks=(150, 152), embedding_dim=8),
-                                      seed=1)
+    triplets = sample_scincl_triplets(
+        graph, config=SciNCLConfig(positive_ranks=(2, 7), hard_negative_ranks=(150, 152), embedding_dim=8), seed=1
+    )
     stats = triplets.stats
     assert isinstance(triplets, Triplets) and isinstance(stats, SciNCLStats)
     candidates = np.nonzero(np.isfinite(vectors).all(axis=1))[0]
@@ -95,15 +100,25 @@ def test_real_cacm_graph_ranks_text_and_scaled_ranges(cacm_graph, cacm_vectors):
     assert stats.positive_ranks_requested == (20, 25) and stats.positive_ranks_used == (5, 10)
     assert stats.hard_negative_ranks_used == (1141, 1143)
     g = cacm_graph
-    assert g.has_text[triplets.query].all() and g.has_text[triplets.positive].all() and g.has_text[triplets.negative].all()
+    assert (
+        g.has_text[triplets.query].all()
+        and g.has_text[triplets.positive].all()
+        and g.has_text[triplets.negative].all()
+    )
     assert (triplets.negative != triplets.query).all() and (triplets.positive != triplets.negative).all()
     sample = np.isin(triplets.query, triplets.query[::97])  # brute-force check on a spread of queries
-    sub = Triplets(g, triplets.query[sample], triplets.positive[sample], triplets.negative[sample], triplets.hard[sample], stats)
+    sub = Triplets(
+        g, triplets.query[sample], triplets.positive[sample], triplets.negative[sample], triplets.hard[sample], stats
+    )
     assert len(sub) > 50
     assert_ranks(sub, cacm_vectors, candidates)
     # Positives are graph-near, hard negatives graph-far: share of each within two hops of the query.
-    near = np.array([p in set(g.cited(q)) | set(g.two_hop(q).tolist()) for q, p in zip(triplets.query, triplets.positive)])
-    far = np.array([x in set(g.cited(q)) | set(g.two_hop(q).tolist()) for q, x in zip(triplets.query, triplets.negative)])
+    near = np.array(
+        [p in set(g.cited(q)) | set(g.two_hop(q).tolist()) for q, p in zip(triplets.query, triplets.positive)]
+    )
+    far = np.array(
+        [x in set(g.cited(q)) | set(g.two_hop(q).tolist()) for q, x in zip(triplets.query, triplets.negative)]
+    )
     assert near.mean() > 0.2 and far[triplets.hard].mean() < 0.01
 
 
@@ -115,27 +130,37 @@ def test_nearest_keeps_the_ranges_meaning_on_small_graphs(cacm_graph, cacm_vecto
     # 1,143 other candidates: positives from the top ranks, hard negatives from the nearest tenth (int(114.3) = 114).
     assert stats.ranks_adjusted == "nearest"
     assert stats.positive_ranks_used == (0, 5) and stats.hard_negative_ranks_used == (114, 116)
-    assert_ranks(Triplets(g, nearest.query[::97], nearest.positive[::97], nearest.negative[::97], nearest.hard[::97], stats),
-                 cacm_vectors, np.nonzero(g.has_text & np.isfinite(cacm_vectors).all(axis=1))[0])
+    assert_ranks(
+        Triplets(g, nearest.query[::97], nearest.positive[::97], nearest.negative[::97], nearest.hard[::97], stats),
+        cacm_vectors,
+        np.nonzero(g.has_text & np.isfinite(cacm_vectors).all(axis=1))[0],
+    )
 
     def cited(triplets):
         return np.mean([p in set(g.cited(q)) | set(g.citing(q)) for q, p in zip(triplets.query, triplets.positive)])
 
     assert cited(nearest) > 2 * cited(scaled)
     # A graph large enough for the paper's ranges uses them in every mode.
-    fits = sample_scincl_triplets(g, config=SciNCLConfig(hard_negative_ranks=(998, 1000), rank_overflow="nearest"),
-                                  vectors=cacm_vectors, seed=0)
+    fits = sample_scincl_triplets(
+        g, config=SciNCLConfig(hard_negative_ranks=(998, 1000), rank_overflow="nearest"), vectors=cacm_vectors, seed=0
+    )
     assert fits.stats.ranks_adjusted == "no" and fits.stats.positive_ranks_used == (20, 25)
 
 
 def test_clip_and_error_on_small_graphs(cacm_graph, cacm_vectors):
-    clipped = sample_scincl_triplets(cacm_graph, config=SciNCLConfig(rank_overflow="clip"), vectors=cacm_vectors, seed=0)
+    clipped = sample_scincl_triplets(
+        cacm_graph, config=SciNCLConfig(rank_overflow="clip"), vectors=cacm_vectors, seed=0
+    )
     assert clipped.stats.ranks_adjusted == "clipped"
     assert clipped.stats.positive_ranks_used == (20, 25) and clipped.stats.hard_negative_ranks_used == (1141, 1143)
     with pytest.raises(ValueError, match="exceed the 1143 candidates"):
         sample_scincl_triplets(cacm_graph, config=SciNCLConfig(rank_overflow="error"), vectors=cacm_vectors)
-    fits = sample_scincl_triplets(cacm_graph, config=SciNCLConfig(hard_negative_ranks=(998, 1000), rank_overflow="error"),
-                                  vectors=cacm_vectors, seed=0)
+    fits = sample_scincl_triplets(
+        cacm_graph,
+        config=SciNCLConfig(hard_negative_ranks=(998, 1000), rank_overflow="error"),
+        vectors=cacm_vectors,
+        seed=0,
+    )
     assert fits.stats.ranks_adjusted == "no" and fits.stats.hard_negative_ranks_used == (998, 1000)
 
 
@@ -143,7 +168,9 @@ def test_excluded_test_papers_never_appear(cacm_graph):
     rng = np.random.default_rng(0)
     with_text = np.nonzero(cacm_graph.has_text)[0]
     test_papers = rng.choice(with_text, size=300, replace=False)
-    triplets = sample_scincl_triplets(cacm_graph, config=SciNCLConfig(embedding_dim=DIM), exclude=cacm_graph.ids[test_papers], seed=0)
+    triplets = sample_scincl_triplets(
+        cacm_graph, config=SciNCLConfig(embedding_dim=DIM), exclude=cacm_graph.ids[test_papers], seed=0
+    )
     used = np.concatenate([triplets.query, triplets.positive, triplets.negative])
     assert not np.isin(used, test_papers).any()
     assert triplets.stats.excluded_papers == 300 and triplets.stats.queries_excluded == 300
@@ -154,8 +181,15 @@ def test_excluded_test_papers_never_appear(cacm_graph):
     candidates = np.nonzero(cacm_graph.has_text & np.isfinite(vectors).all(axis=1))[0]
     assert triplets.stats.candidates == len(candidates)
     sample = np.isin(triplets.query, triplets.query[::131])
-    assert_ranks(Triplets(cacm_graph, *(a[sample] for a in (triplets.query, triplets.positive, triplets.negative, triplets.hard)),
-                          triplets.stats), vectors, candidates)
+    assert_ranks(
+        Triplets(
+            cacm_graph,
+            *(a[sample] for a in (triplets.query, triplets.positive, triplets.negative, triplets.hard)),
+            triplets.stats,
+        ),
+        vectors,
+        candidates,
+    )
 
 
 def test_same_seed_same_triplets(cacm_graph, cacm_vectors):
@@ -177,8 +211,12 @@ def test_precomputed_vectors_are_honoured(metric):
     ids = [f"x{i:03d}" for i in range(n)]
     graph = CitationGraph.from_edges(np.array([], dtype=str), np.array([], dtype=str), papers_with_text=ids)
     vectors = np.random.default_rng(3).standard_normal((n, 5))
-    triplets = sample_scincl_triplets(graph, config=SciNCLConfig(metric=metric, positive_ranks=(0, 5), hard_negative_ranks=(100, 102)),
-                                      vectors=vectors, seed=0)
+    triplets = sample_scincl_triplets(
+        graph,
+        config=SciNCLConfig(metric=metric, positive_ranks=(0, 5), hard_negative_ranks=(100, 102)),
+        vectors=vectors,
+        seed=0,
+    )
     assert triplets.stats.embedding == "precomputed-5" and len(triplets) == 5 * n
     assert_ranks(triplets, vectors, np.arange(n), metric)
     # Positives are exactly the 5 brute-force nearest (no ties among random floats).
@@ -197,9 +235,10 @@ def test_align_vectors_and_papers_without_vector():
     aligned = align_vectors(graph, ["c", "a", "zz", "b"], np.arange(8.0).reshape(4, 2))
     assert aligned[graph.index_of("a")].tolist() == [2.0, 3.0] and aligned[graph.index_of("c")].tolist() == [0.0, 1.0]
     assert np.isnan(aligned[graph.index_of("d")]).all()
-    one = SciNCLConfig(positives=1, positive_ranks=(0, 1), hard_negatives=1, hard_negative_ranks=(1, 2), easy_negatives=0)
-    triplets = sample_scincl_triplets(graph, config=one,
-                                      vectors=aligned, seed=0)
+    one = SciNCLConfig(
+        positives=1, positive_ranks=(0, 1), hard_negatives=1, hard_negative_ranks=(1, 2), easy_negatives=0
+    )
+    triplets = sample_scincl_triplets(graph, config=one, vectors=aligned, seed=0)
     assert triplets.stats.queries_without_vector == 1 and triplets.stats.candidates == 3
     assert "d" not in set(np.concatenate(triplets.ids()).tolist())
 
@@ -282,7 +321,9 @@ def per_query(triplets: Triplets, hard: bool, width: int) -> np.ndarray:
 
 def test_exact_faiss_search_cuts_where_a_float64_numpy_ranking_does(clustered):
     graph, vectors, _ = clustered
-    triplets = sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600)), vectors=vectors, seed=0)
+    triplets = sample_scincl_triplets(
+        graph, config=SciNCLConfig(hard_negative_ranks=(598, 600)), vectors=vectors, seed=0
+    )
     assert triplets.stats.index == "exact" and len(triplets) == 5 * len(vectors)
     positives, hards = numpy_rank_sets(vectors, [(20, 25), (598, 600)])
     assert (per_query(triplets, False, 5) == positives).all()
@@ -293,8 +334,12 @@ def test_ivf_agrees_with_exact_search(clustered):
     graph, vectors, distance = clustered
     n = len(vectors)
     # Ranks [0, 25) as the 25 positives: every query's whole IVF top-25 comes back.
-    top = sample_scincl_triplets(graph, config=SciNCLConfig(positives=25, positive_ranks=(0, 25), easy_negatives=23, **IVF),
-                                 vectors=vectors, seed=0)
+    top = sample_scincl_triplets(
+        graph,
+        config=SciNCLConfig(positives=25, positive_ranks=(0, 25), easy_negatives=23, **IVF),
+        vectors=vectors,
+        seed=0,
+    )
     stats = top.stats
     assert stats.index == "ivf" and stats.index_params["cells"] == 63 and stats.index_params["nprobe"] == 19
     ivf_top = per_query(top, False, 25)
@@ -319,8 +364,12 @@ def test_ivf_agrees_with_exact_search(clustered):
 def test_ivf_probing_every_cell_is_exact(clustered):
     graph, vectors, _ = clustered
     exact = sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600)), vectors=vectors, seed=2)
-    full = sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600), index="ivf", ivf_cells=20, ivf_nprobe=20),
-                                  vectors=vectors, seed=2)
+    full = sample_scincl_triplets(
+        graph,
+        config=SciNCLConfig(hard_negative_ranks=(598, 600), index="ivf", ivf_cells=20, ivf_nprobe=20),
+        vectors=vectors,
+        seed=2,
+    )
     assert full.stats.index_params["nprobe"] == full.stats.index_params["cells"] == 20
     assert (per_query(exact, False, 5) == per_query(full, False, 5)).all()
     assert (per_query(exact, True, 2) == per_query(full, True, 2)).all()
@@ -363,11 +412,15 @@ def test_ivf_with_exclusions_and_other_metrics(clustered):
     graph, vectors, _ = clustered
     test_papers = np.arange(0, len(vectors), 10)
     for metric in ("cosine", "dot"):
-        triplets = sample_scincl_triplets(graph, config=SciNCLConfig(metric=metric, **IVF), vectors=vectors, exclude=test_papers, seed=0)
+        triplets = sample_scincl_triplets(
+            graph, config=SciNCLConfig(metric=metric, **IVF), vectors=vectors, exclude=test_papers, seed=0
+        )
         used = np.concatenate([triplets.query, triplets.positive, triplets.negative])
         assert not np.isin(used, test_papers).any() and (triplets.positive != triplets.query).all()
         assert triplets.stats.index == "ivf" and len(triplets) == 5 * (len(vectors) - len(test_papers))
-        if metric == "cosine":  # near ranks survive: positives are among each query's 40 cosine-nearest (of the non-excluded)
+        if (
+            metric == "cosine"
+        ):  # near ranks survive: positives are among each query's 40 cosine-nearest (of the non-excluded)
             unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
             cosine = 1.0 - unit @ unit.T
             cosine[:, test_papers] = np.inf
@@ -393,13 +446,19 @@ def test_ivf_parameter_errors(clustered):
     ]
     for kwargs, message in cases:
         with pytest.raises(ValueError, match=message):
-            sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600), **kwargs), vectors=vectors)
+            sample_scincl_triplets(
+                graph, config=SciNCLConfig(hard_negative_ranks=(598, 600), **kwargs), vectors=vectors
+            )
 
 
 def test_ivf_probes_more_cells_for_queries_whose_cells_are_too_small(clustered):
     # 400 cells of about 10 papers, 1 probed: no query has 600 others there, so every query is searched
     # again with more probes until its 600 ranks are filled, and no rank is left empty.
     graph, vectors, _ = clustered
-    triplets = sample_scincl_triplets(graph, config=SciNCLConfig(hard_negative_ranks=(598, 600), index="ivf", ivf_cells=400, ivf_nprobe=1),
-                                      vectors=vectors, seed=0)
+    triplets = sample_scincl_triplets(
+        graph,
+        config=SciNCLConfig(hard_negative_ranks=(598, 600), index="ivf", ivf_cells=400, ivf_nprobe=1),
+        vectors=vectors,
+        seed=0,
+    )
     assert len(triplets) == 5 * len(vectors) and (triplets.negative >= 0).all()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 import pytest
-
 from helpers import shared_data
+
 from sciembed import InvalidPaperError
 from sciembed.data.smart import CACM_CITATION, CACM_COCITATION, read_smart_collection
 
@@ -64,7 +64,13 @@ def test_reads_records_fields_and_undirected_links(tmp_path):
     assert collection.links[CACM_CITATION] == {("1", "2")}
     assert collection.links[CACM_COCITATION] == {("1", "3")}
     stats = collection.link_stats[CACM_CITATION]
-    assert (stats["lines"], stats["self_pairs"], stats["dangling"], stats["repeats"], stats["pairs"]) == (5, 1, 1, 2, 1)  # the skipped record's own .X lines are not read
+    assert (stats["lines"], stats["self_pairs"], stats["dangling"], stats["repeats"], stats["pairs"]) == (
+        5,
+        1,
+        1,
+        2,
+        1,
+    )  # the skipped record's own .X lines are not read
     assert collection.neighbours()["2"] == {"1"}
 
 
@@ -86,8 +92,11 @@ def test_strict_mode_stops_at_the_first_bad_record(tmp_path):
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("stray\n.I 1\n.T\nX\n", "line 1: text before the first .I record"), (".I 1\n.Q\nX\n", "line 2: unknown field marker"),
-     (".I 1\n.T\nX\n.X\n1 5\n", "line 5: .X line must be")],
+    [
+        ("stray\n.I 1\n.T\nX\n", "line 1: text before the first .I record"),
+        (".I 1\n.Q\nX\n", "line 2: unknown field marker"),
+        (".I 1\n.T\nX\n.X\n1 5\n", "line 5: .X line must be"),
+    ],
 )
 def test_malformed_files_name_the_line(tmp_path, text, message):
     with pytest.raises(ValueError, match=message):
@@ -116,7 +125,11 @@ def test_queries_and_qrels(tmp_path):
     qrels = tmp_path / "qrels.text"
     qrels.write_text("01 10 0 0\n01 11 0 0\n02 12 0 0\n")
     judged = read_smart_qrels(qrels, query_ids={"1", "2"}, paper_ids={"10", "11", "12"})
-    assert list(zip(judged["query_id"], judged["cand_id"], judged["score"])) == [("1", "10", 1), ("1", "11", 1), ("2", "12", 1)]
+    assert list(zip(judged["query_id"], judged["cand_id"], judged["score"])) == [
+        ("1", "10", 1),
+        ("1", "11", 1),
+        ("2", "12", 1),
+    ]
     with pytest.raises(ValueError, match=r"1 judgement\(s\) name unknown queries or papers: line 3 \('2', '12'\)"):
         read_smart_qrels(qrels, paper_ids={"10", "11"})
     assert len(read_smart_qrels(qrels, paper_ids={"10", "11"}, skip_invalid=True)) == 2
@@ -173,17 +186,22 @@ def test_a_cisi_shaped_file_is_refused_with_counts_and_read_when_told(tmp_path, 
     (tmp_path / "cisi").mkdir()
     path = tmp_path / "cisi" / "CISI.ALL"  # SMART file names are matched without case
     path.write_text(CISI)
-    with pytest.raises(ValueError, match=r"CISI\.ALL: 7 of 9 \.X lines have a middle column that is not a CACM link type \(4 coupling, "
-                                         r"5 citation, 6 co-citation\): 1 on 5 line\(s\), 2 on 2 line\(s\); the first, line 8: '2\\t1\\t1'\. "
-                                         r".*pass links='all' \(on the command line: --smart-links all\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"CISI\.ALL: 7 of 9 \.X lines have a middle column that is not a CACM link type \(4 coupling, "
+        r"5 citation, 6 co-citation\): 1 on 5 line\(s\), 2 on 2 line\(s\); the first, line 8: '2\\t1\\t1'\. "
+        r".*pass links='all' \(on the command line: --smart-links all\)",
+    ):
         read_smart_collection(tmp_path / "cisi")
     with caplog.at_level(logging.INFO, logger="sciembed"):
         collection = read_smart_collection(tmp_path / "cisi", links="all")
     assert collection.link_reading == "all" and list(collection.links) == [CACM_CITATION]
     assert collection.links[CACM_CITATION] == {("1", "2"), ("1", "3"), ("2", "3")}
     [line] = [r.getMessage() for r in caplog.records if r.name == "sciembed.data.smart"]
-    assert line.endswith("CISI.ALL: 3 papers with text, 0 record(s) skipped; .X citation links (every .X line, links='all'): "
-                         "9 lines -> 3 undirected links (4 repeats, 2 self pairs, 0 naming no record)")
+    assert line.endswith(
+        "CISI.ALL: 3 papers with text, 0 record(s) skipped; .X citation links (every .X line, links='all'): "
+        "9 lines -> 3 undirected links (4 repeats, 2 self pairs, 0 naming no record)"
+    )
     with pytest.raises(ValueError, match=r"unknown \.X link reading 'weights'; one of cacm, all"):
         read_smart_collection(path, links="weights")
 
@@ -195,8 +213,15 @@ def test_a_cisi_shaped_collection_is_evaluated_when_told_how_to_read_its_links(t
     (tmp_path / "cisi" / "CISI.ALL").write_text(CISI)
     with pytest.raises(ValueError, match="--smart-links all"):
         evaluate(tiny_encoder, "cacm", tmp_path / "cisi", tasks=["cite"], use_cache=False, show_progress_bar=False)
-    report = evaluate(tiny_encoder, "cacm", tmp_path / "cisi", tasks=["cite"], smart_links="all", use_cache=False,
-                      show_progress_bar=False)
+    report = evaluate(
+        tiny_encoder,
+        "cacm",
+        tmp_path / "cisi",
+        tasks=["cite"],
+        smart_links="all",
+        use_cache=False,
+        show_progress_bar=False,
+    )
     assert [result.task_id for result in report.results] == ["cite"] and report.results[0].counts["queries"] == 3
 
 
@@ -207,10 +232,14 @@ def test_reader_counts_are_one_line_and_undirected_links_read_as_links(tmp_path,
     path = path.rename(tmp_path / "Tiny.All")
     with caplog.at_level(logging.INFO, logger="sciembed"):
         source = read_citation_source(path)  # skips the bad records, as training does
-    [counts] = [r.getMessage() for r in caplog.records if r.name == "sciembed.data.smart" and r.levelno == logging.INFO]
-    assert counts.endswith("Tiny.All: 3 papers with text, 2 record(s) skipped; .X type 5 (citation): 5 lines -> 1 undirected links "
-                           "(2 repeats, 1 self pairs, 1 naming no record); type 6 (co-citation): 2 lines -> 1 undirected links "
-                           "(1 repeats, 0 self pairs, 0 naming no record)")
+    [counts] = [
+        r.getMessage() for r in caplog.records if r.name == "sciembed.data.smart" and r.levelno == logging.INFO
+    ]
+    assert counts.endswith(
+        "Tiny.All: 3 papers with text, 2 record(s) skipped; .X type 5 (citation): 5 lines -> 1 undirected links "
+        "(2 repeats, 1 self pairs, 1 naming no record); type 6 (co-citation): 2 lines -> 1 undirected links "
+        "(1 repeats, 0 self pairs, 0 naming no record)"
+    )
     [graph] = [r.getMessage() for r in caplog.records if r.name == "sciembed.data.graph"]
     assert "1 undirected link(s) given, 1 kept (stored both ways: 2 citations)" in graph  # not "2 kept of 1 given"
     assert source.graph.num_citations == 2
@@ -220,11 +249,38 @@ def test_training_on_a_cisi_shaped_collection_needs_the_link_reading(tmp_path, t
     from sciembed.cli import main
     from sciembed.training.run import prepare
 
-    extra = "".join(f".I {i}\n.T\nPaper {i} on libraries\n.W\nIndexing and documentation.\n.X\n{i - 1}\t1\t{i}\n{i}\t1\t{i - 1}\n"
-                    for i in range(4, 9))
+    extra = "".join(
+        f".I {i}\n.T\nPaper {i} on libraries\n.W\nIndexing and documentation.\n.X\n{i - 1}\t1\t{i}\n{i}\t1\t{i - 1}\n"
+        for i in range(4, 9)
+    )
     (tmp_path / "cisi").mkdir()
     (tmp_path / "cisi" / "cisi.all").write_text(CISI + extra)
-    assert main(["train", "--recipe", "specter", "--base", str(tiny_bert), "--data", str(tmp_path / "cisi"), "--output", str(tmp_path / "out")]) == 2
-    assert "17 of 19 .X lines have a middle column that is not a CACM link type" in caplog.text and "--smart-links all" in caplog.text
-    run = prepare("specter", tiny_bert, tmp_path / "cisi", tmp_path / "out", {"max_steps": 1, "embedding.max_length": 32}, smart_links="all")
+    assert (
+        main(
+            [
+                "train",
+                "--recipe",
+                "specter",
+                "--base",
+                str(tiny_bert),
+                "--data",
+                str(tmp_path / "cisi"),
+                "--output",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 2
+    )
+    assert (
+        "17 of 19 .X lines have a middle column that is not a CACM link type" in caplog.text
+        and "--smart-links all" in caplog.text
+    )
+    run = prepare(
+        "specter",
+        tiny_bert,
+        tmp_path / "cisi",
+        tmp_path / "out",
+        {"max_steps": 1, "embedding.max_length": 32},
+        smart_links="all",
+    )
     assert run.data["smart_links"] == "all" and run.data["queries"] == 8 and len(run.trainer.train_dataset) > 0

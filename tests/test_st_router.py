@@ -11,14 +11,18 @@ import sys
 import numpy as np
 import pytest
 import torch
-
-import sciembed
 from helpers import PAPERS
-from sciembed.formats import activate_format
-from sciembed.encoders.router import MultiFormatTransformer, TaskFormatInput, to_sentence_transformer
 from test_formats import perturbed_adapters
 
-QUERIES = ["garbage collection", "a matrix algorithm for linear systems", "citation graph embedding of scientific documents"]
+import sciembed
+from sciembed.encoders.router import MultiFormatTransformer, TaskFormatInput, to_sentence_transformer
+from sciembed.formats import activate_format
+
+QUERIES = [
+    "garbage collection",
+    "a matrix algorithm for linear systems",
+    "citation graph embedding of scientific documents",
+]
 KINDS = ("control_code", "adapters", "pals")
 MODULE_PATH = "sciembed.encoders.router"
 
@@ -48,7 +52,10 @@ def multi_format_model(kind: str, tiny_bert):
 def built(tiny_bert):
     """kind -> (model, tokenizer, SentenceTransformer sharing the model)."""
     models = {kind: multi_format_model(kind, tiny_bert) for kind in KINDS}
-    return {kind: (model, tokenizer, to_sentence_transformer(model, tokenizer, device="cpu")) for kind, (model, tokenizer) in models.items()}
+    return {
+        kind: (model, tokenizer, to_sentence_transformer(model, tokenizer, device="cpu"))
+        for kind, (model, tokenizer) in models.items()
+    }
 
 
 def documents(tokenizer) -> list[str]:
@@ -66,8 +73,12 @@ def test_query_and_document_routes_give_the_paper_encoders_vectors(built, kind):
     np.testing.assert_allclose(st.encode(texts), papers, atol=1e-5)  # no task: the document route (proximity)
     assert not np.allclose(queries, st.encode_document(QUERIES), atol=1e-3)  # the routes embed differently
     assert st.get_embedding_dimension() == 32
-    short = sciembed.PaperEncoder(model, tokenizer, device="cpu", max_length=8).encode_query(QUERIES, show_progress_bar=False)
-    np.testing.assert_allclose(st.encode_query(QUERIES, processing_kwargs={"text": {"max_length": 8}}), short, atol=1e-5)
+    short = sciembed.PaperEncoder(model, tokenizer, device="cpu", max_length=8).encode_query(
+        QUERIES, show_progress_bar=False
+    )
+    np.testing.assert_allclose(
+        st.encode_query(QUERIES, processing_kwargs={"text": {"max_length": 8}}), short, atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("kind", ["adapters", "pals"])
@@ -76,7 +87,9 @@ def test_every_call_activates_its_routes_format(built, kind):
     user of the shared model decides the format of the next call."""
     model, tokenizer, st = built[kind]
     query, document = st.encode_query(QUERIES), st.encode_document(QUERIES)
-    other = sciembed.PaperEncoder(model, tokenizer, device="cpu", task_format="classification").encode(QUERIES, show_progress_bar=False)
+    other = sciembed.PaperEncoder(model, tokenizer, device="cpu", task_format="classification").encode(
+        QUERIES, show_progress_bar=False
+    )
     assert not np.allclose(other, query, atol=1e-3) and not np.allclose(other, document, atol=1e-3)
     for _ in range(2):
         activate_format(model, "classification")
@@ -106,15 +119,25 @@ def test_saved_once_and_reloaded_in_a_fresh_process_with_the_same_vectors(built,
         folder = tmp_path / kind
         st.save(str(folder))
         modules = json.loads((folder / "modules.json").read_text())
-        assert [m["type"] for m in modules] == ["sentence_transformers.base.modules.router.Router", f"{MODULE_PATH}.MultiFormatTransformer"]
+        assert [m["type"] for m in modules] == [
+            "sentence_transformers.base.modules.router.Router",
+            f"{MODULE_PATH}.MultiFormatTransformer",
+        ]
         routes = json.loads((folder / "router_config.json").read_text())
         assert set(routes["types"].values()) == {f"{MODULE_PATH}.TaskFormatInput"}
-        assert [p.relative_to(folder).as_posix() for p in folder.rglob("model.safetensors")] == ["1_MultiFormatTransformer/model.safetensors"]
+        assert [p.relative_to(folder).as_posix() for p in folder.rglob("model.safetensors")] == [
+            "1_MultiFormatTransformer/model.safetensors"
+        ]
         folders.append(str(folder))
 
     out = tmp_path / "vectors.npz"
-    done = subprocess.run([sys.executable, "-c", FRESH_PROCESS, json.dumps(QUERIES), json.dumps(texts), str(out), *folders],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", FRESH_PROCESS, json.dumps(QUERIES), json.dumps(texts), str(out), *folders],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     vectors = np.load(out)
     for kind, (_, _, st) in built.items():
@@ -130,18 +153,25 @@ def test_errors_name_what_is_wrong(built, tiny_bert):
     from sciembed.formats.adapters import add_format_adapters
 
     _, tokenizer, pals_st = built["pals"]
-    with pytest.raises(ValueError, match=r"BertModel has no adhoc_query and no proximity format \(its formats: none\)"):
+    with pytest.raises(
+        ValueError, match=r"BertModel has no adhoc_query and no proximity format \(its formats: none\)"
+    ):
         to_sentence_transformer(AutoModel.from_pretrained(tiny_bert), tokenizer)
     partial = add_format_adapters(AutoModel.from_pretrained(tiny_bert), ["classification", "proximity"])
     with pytest.raises(ValueError, match=r"has no adhoc_query format \(its formats: classification, proximity\)"):
         to_sentence_transformer(partial, tokenizer)
-    with pytest.raises(ValueError, match="unknown task format 'summary'; the formats are classification, regression, proximity, adhoc_query"):
+    with pytest.raises(
+        ValueError,
+        match="unknown task format 'summary'; the formats are classification, regression, proximity, adhoc_query",
+    ):
         TaskFormatInput(tokenizer, "summary", 32)
     with pytest.raises(ValueError, match="BertModel has no task formats"):
         MultiFormatTransformer(AutoModel.from_pretrained(tiny_bert))
 
     # A route in a format the model lacks fails when it runs, naming the model's formats.
-    router = Router.for_query_document([TaskFormatInput(tokenizer, "regression", 32)], [TaskFormatInput(tokenizer, "proximity", 32)])
+    router = Router.for_query_document(
+        [TaskFormatInput(tokenizer, "regression", 32)], [TaskFormatInput(tokenizer, "proximity", 32)]
+    )
     st = SentenceTransformer(modules=[router, MultiFormatTransformer(partial)], device="cpu")
     with pytest.raises(ValueError, match="no task format 'regression'; its formats: classification, proximity"):
         st.encode_query(QUERIES)
@@ -162,7 +192,15 @@ def test_paper_encoder_follows_the_routes_of_a_saved_router_model(tiny_bert, tmp
     loaded = sciembed.PaperEncoder.from_pretrained(tmp_path / "st", device="cpu")
     assert loaded.task_formats == ("adhoc_query", "proximity")
     queries = ["garbage collection", "matrix algorithm"]
-    np.testing.assert_allclose(loaded.encode_query(queries, show_progress_bar=False), direct.encode_query(queries, show_progress_bar=False), atol=1e-5)
-    np.testing.assert_allclose(loaded.encode(PAPERS, show_progress_bar=False), direct.encode_document(PAPERS, show_progress_bar=False), atol=1e-5)
+    np.testing.assert_allclose(
+        loaded.encode_query(queries, show_progress_bar=False),
+        direct.encode_query(queries, show_progress_bar=False),
+        atol=1e-5,
+    )
+    np.testing.assert_allclose(
+        loaded.encode(PAPERS, show_progress_bar=False),
+        direct.encode_document(PAPERS, show_progress_bar=False),
+        atol=1e-5,
+    )
     with pytest.raises(ValueError, match="no task format 'classification'"):
         loaded.with_format("classification")

@@ -7,12 +7,17 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from helpers import shared_data
 
 SPLIT = {"data.held_out": 0.2, "data.seed": 3}
-STEP = {"max_steps": 1, "per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "warmup_steps": 0,
-        "save_strategy": "no", "embedding.max_length": 32}
+STEP = {
+    "max_steps": 1,
+    "per_device_train_batch_size": 8,
+    "gradient_accumulation_steps": 1,
+    "warmup_steps": 0,
+    "save_strategy": "no",
+    "embedding.max_length": 32,
+}
 
 
 def write_mixture(folder: Path, tasks: list[dict] | dict, name: str = "mixture.json") -> Path:
@@ -29,12 +34,26 @@ def mixture(tmp_path) -> tuple[Path, list[str]]:
     cacm, samples = shared_data("cacm"), shared_data("scirepeval-samples")
     excluded = list(labelled_papers(cacm)[0]["paper_id"][:5])
     (tmp_path / "test-papers.txt").write_text("\n".join(excluded) + "\n", encoding="utf-8")
-    return write_mixture(tmp_path, [
-        {"name": "cite", "type": "proximity", "data": str(cacm)},
-        {"name": "categories", "type": "classification", "data": str(cacm), "exclude": "test-papers.txt", "multi_label": False},
-        {"name": "fos", "type": "classification", "data": str(samples / "fos_small.json"), "sample_size": {"train": 40}},
-        {"name": "search", "type": "ir", "data": str(samples / "search_small.jsonl"), "sample_size": 30},
-    ]), excluded
+    return write_mixture(
+        tmp_path,
+        [
+            {"name": "cite", "type": "proximity", "data": str(cacm)},
+            {
+                "name": "categories",
+                "type": "classification",
+                "data": str(cacm),
+                "exclude": "test-papers.txt",
+                "multi_label": False,
+            },
+            {
+                "name": "fos",
+                "type": "classification",
+                "data": str(samples / "fos_small.json"),
+                "sample_size": {"train": 40},
+            },
+            {"name": "search", "type": "ir", "data": str(samples / "search_small.jsonl"), "sample_size": 30},
+        ],
+    ), excluded
 
 
 def test_a_mixture_trains_every_task_and_is_judged_on_the_specter_runs_held_out_queries(mixture, tiny_bert, tmp_path):
@@ -49,7 +68,11 @@ def test_a_mixture_trains_every_task_and_is_judged_on_the_specter_runs_held_out_
     assert run.trainer.eval_dataset.tasks[0].qrels == specter.trainer.eval_dataset.tasks[0].qrels
     tasks = run.data["tasks"]
     assert {name: task["kind"] for name, task in tasks.items()} == {
-        "cite": "proximity", "categories": "classification", "fos": "multilabel", "search": "search"}
+        "cite": "proximity",
+        "categories": "classification",
+        "fos": "multilabel",
+        "search": "search",
+    }
     assert tasks["fos"]["used"] == 40 and tasks["search"]["used"] == 30 and tasks["fos"]["rows"] > 40
     labelled = len(labelled_papers(shared_data("cacm"))[0])
     assert tasks["categories"]["excluded_papers"] == 5 and tasks["categories"]["exclude_ids_unknown"] == 0
@@ -64,7 +87,9 @@ def test_a_mixture_trains_every_task_and_is_judged_on_the_specter_runs_held_out_
     cite_papers = {json.dumps(p) for r in rows if r["task"] == "cite" for p in r["papers"]}
     assert cite_papers and not cite_papers & held
     category_papers = [json.dumps(r["papers"][0]) for r in rows if r["task"] == "categories"]
-    assert category_papers and not set(category_papers) & {json.dumps(paper_record(source.papers[p])) for p in excluded}
+    assert category_papers and not set(category_papers) & {
+        json.dumps(paper_record(source.papers[p])) for p in excluded
+    }
     run.trainer.train()
     assert run.trainer.state.global_step == 1
 
@@ -75,13 +100,26 @@ def test_a_mixture_with_a_validation_split_tunes_on_training_queries_only(mixtur
     path, _ = mixture
     run = prepare("scirepeval-ctrl", tiny_bert, path, tmp_path / "ctrl", {**SPLIT, **STEP, "data.validation": 0.1})
     assert run.data["validation_queries"] > 0 and not set(run.data["validation_ids"]) & set(run.data["held_out_ids"])
-    samples_only = write_mixture(tmp_path, [{"name": "fos", "type": "classification", "data": str(shared_data("scirepeval-samples", "fos_small.json"))}],
-                                 "fos.json")
+    samples_only = write_mixture(
+        tmp_path,
+        [{"name": "fos", "type": "classification", "data": str(shared_data("scirepeval-samples", "fos_small.json"))}],
+        "fos.json",
+    )
     for key in ("data.validation", "data.held_out"):
-        with pytest.raises(ValueError, match=f"fos.json: {key} splits citation queries, and this mixture has no citation graph"):
+        with pytest.raises(
+            ValueError, match=f"fos.json: {key} splits citation queries, and this mixture has no citation graph"
+        ):
             prepare("scirepeval-ctrl", tiny_bert, samples_only, tmp_path / "fos", {**STEP, key: 0.1})
-    with pytest.raises(ValueError, match="data.held_out splits citation queries, and SciRepEval's samples hold no citation graph"):
-        prepare("scirepeval-ctrl", tiny_bert, shared_data("scirepeval-samples"), tmp_path / "samples", {**STEP, "data.held_out": 0.1})
+    with pytest.raises(
+        ValueError, match="data.held_out splits citation queries, and SciRepEval's samples hold no citation graph"
+    ):
+        prepare(
+            "scirepeval-ctrl",
+            tiny_bert,
+            shared_data("scirepeval-samples"),
+            tmp_path / "samples",
+            {**STEP, "data.held_out": 0.1},
+        )
 
 
 def test_only_a_list_of_tasks_is_a_mixture(tmp_path):
@@ -90,7 +128,9 @@ def test_only_a_list_of_tasks_is_a_mixture(tmp_path):
     samples = shared_data("scirepeval-samples")
     assert not is_task_mixture(samples / "fos_small.json") and not is_task_mixture(samples / "specter_small.json")
     assert not is_task_mixture(samples)
-    assert is_task_mixture(write_mixture(tmp_path, [{"name": "fos", "type": "classification", "data": str(samples / "fos_small.json")}]))
+    assert is_task_mixture(
+        write_mixture(tmp_path, [{"name": "fos", "type": "classification", "data": str(samples / "fos_small.json")}])
+    )
     assert is_task_mixture(write_mixture(tmp_path, {"tasks": [{"name": "x", "data": "y"}]}, "keyed.json"))
     assert not is_task_mixture(write_mixture(tmp_path, [{"paper_id": "1", "title": "t"}], "records.json"))
 
@@ -102,28 +142,55 @@ def test_a_graph_s_exclusions_are_counted_in_mixtures_of_tasks_and_of_domains(ti
     cacm = shared_data("cacm")
     some = sorted(read_citation_source(cacm).linked_queries())[:6]
     task = {"name": "cite", "type": "proximity", "data": str(cacm), "exclude": [*some, "no-such-paper"]}
-    mixed = prepare("scirepeval-ctrl", tiny_bert, write_mixture(tmp_path, [task]), tmp_path / "ctrl", {**SPLIT, **STEP})
+    mixed = prepare(
+        "scirepeval-ctrl", tiny_bert, write_mixture(tmp_path, [task]), tmp_path / "ctrl", {**SPLIT, **STEP}
+    )
     assert mixed.data["excluded_papers"] == 6 and mixed.data["exclude_ids_unknown"] == 1
     physics = {"name": "physics", "type": "proximity", "data": write_physics_graph(tmp_path / "physics")}
-    by_domain = prepare("specter", tiny_bert, write_mixture(tmp_path, [{**task, "name": "cs"}, physics], "domains.json"), tmp_path / "sp",
-                        {**SPLIT, **STEP})
-    assert by_domain.data["domains"]["cs"]["excluded_papers"] == 6 and by_domain.data["domains"]["cs"]["exclude_ids_unknown"] == 1
+    by_domain = prepare(
+        "specter",
+        tiny_bert,
+        write_mixture(tmp_path, [{**task, "name": "cs"}, physics], "domains.json"),
+        tmp_path / "sp",
+        {**SPLIT, **STEP},
+    )
+    assert (
+        by_domain.data["domains"]["cs"]["excluded_papers"] == 6
+        and by_domain.data["domains"]["cs"]["exclude_ids_unknown"] == 1
+    )
     assert "excluded_papers" not in by_domain.data["domains"]["physics"]
     seen = {row[f"{role}_id"] for row in by_domain.trainer.train_dataset for role in ("query", "positive", "negative")}
     assert not seen & set(some)
 
 
-@pytest.mark.parametrize(("task", "message"), [
-    ({"name": "x", "type": "proximity", "data": "cacm", "ctrl_token": "[PRX]"}, r"task 1 \(x\): unknown key\(s\) ctrl_token; a task takes name"),
-    ({"name": "x", "type": "regression", "data": "cacm"}, r"task 1 \(x\): unknown type 'regression'; one of classification, proximity, search"),
-    ({"name": "x", "type": "proximity"}, r"task 1 \(x\): missing data"),
-    ({"name": "x", "type": "proximity", "data": "nowhere"}, r"task 1 \(x\): .*nowhere does not exist"),
-    ({"name": "x", "type": "classification", "data": "cacm", "sample_size": 0}, "sample_size must be a positive integer, got 0"),
-    ({"name": "x", "type": "classification", "data": "cacm", "exclude": "ids.txt"}, r"exclude: .*ids.txt is not a file of paper ids"),
-    ({"name": "x", "type": "search", "data": "scirepeval-samples/search_small.jsonl", "exclude": ["1"]},
-     "exclude takes papers out of classification tasks and citation graphs, not search sessions"),
-    ("cacm", "task 1: a task is a mapping with name, type and data, got str"),
-])
+@pytest.mark.parametrize(
+    ("task", "message"),
+    [
+        (
+            {"name": "x", "type": "proximity", "data": "cacm", "ctrl_token": "[PRX]"},
+            r"task 1 \(x\): unknown key\(s\) ctrl_token; a task takes name",
+        ),
+        (
+            {"name": "x", "type": "regression", "data": "cacm"},
+            r"task 1 \(x\): unknown type 'regression'; one of classification, proximity, search",
+        ),
+        ({"name": "x", "type": "proximity"}, r"task 1 \(x\): missing data"),
+        ({"name": "x", "type": "proximity", "data": "nowhere"}, r"task 1 \(x\): .*nowhere does not exist"),
+        (
+            {"name": "x", "type": "classification", "data": "cacm", "sample_size": 0},
+            "sample_size must be a positive integer, got 0",
+        ),
+        (
+            {"name": "x", "type": "classification", "data": "cacm", "exclude": "ids.txt"},
+            r"exclude: .*ids.txt is not a file of paper ids",
+        ),
+        (
+            {"name": "x", "type": "search", "data": "scirepeval-samples/search_small.jsonl", "exclude": ["1"]},
+            "exclude takes papers out of classification tasks and citation graphs, not search sessions",
+        ),
+        ("cacm", "task 1: a task is a mapping with name, type and data, got str"),
+    ],
+)
 def test_a_bad_task_is_named_before_anything_is_read(task, message, tmp_path):
     from sciembed.training.task_mixture import read_task_mixture
 
@@ -146,9 +213,20 @@ def test_mixture_level_problems_are_named(tmp_path, tiny_bert):
     (tmp_path / "broken.yaml").write_text("tasks: [", encoding="utf-8")
     with pytest.raises(ValueError, match="broken.yaml: not a readable task mixture"):
         read_task_mixture(tmp_path / "broken.yaml")
-    wrong = write_mixture(tmp_path, [{"name": "fos", "type": "classification", "multi_label": False,
-                                      "data": str(shared_data("scirepeval-samples", "fos_small.json"))}])
-    with pytest.raises(ValueError, match="task fos: multi_label is false, but .*fos_small.json holds several labels per paper"):
+    wrong = write_mixture(
+        tmp_path,
+        [
+            {
+                "name": "fos",
+                "type": "classification",
+                "multi_label": False,
+                "data": str(shared_data("scirepeval-samples", "fos_small.json")),
+            }
+        ],
+    )
+    with pytest.raises(
+        ValueError, match="task fos: multi_label is false, but .*fos_small.json holds several labels per paper"
+    ):
         prepare("scirepeval-ctrl", tiny_bert, wrong, tmp_path / "out", STEP)
 
 
@@ -156,7 +234,9 @@ def test_a_yaml_mixture_under_tasks_reads_as_the_json_list(tmp_path):
     from sciembed.training.task_mixture import read_task_mixture
 
     cacm = shared_data("cacm")
-    (tmp_path / "mixture.yaml").write_text(f"tasks:\n  - {{name: cite, type: triplet, data: {cacm}}}\n", encoding="utf-8")
+    (tmp_path / "mixture.yaml").write_text(
+        f"tasks:\n  - {{name: cite, type: triplet, data: {cacm}}}\n", encoding="utf-8"
+    )
     listed = write_mixture(tmp_path, [{"name": "cite", "type": "proximity", "data": str(cacm)}])
     assert read_task_mixture(tmp_path / "mixture.yaml") == read_task_mixture(listed)
 
@@ -164,11 +244,20 @@ def test_a_yaml_mixture_under_tasks_reads_as_the_json_list(tmp_path):
 def test_search_sessions_without_two_scores_are_counted_not_dropped_silently(tmp_path):
     from sciembed.training.examples import search_rows
 
-    session = {"query": "graph embeddings", "candidates": [
-        {"corpus_id": 1, "title": "Graph embedding", "abstract": "nodes as vectors", "score": 2},
-        {"corpus_id": 2, "title": "Sorting", "abstract": "lists in order", "score": 0}]}
-    flat = {"query": "sorting", "candidates": [{"corpus_id": 3, "title": "Sort", "abstract": "x", "score": 1},
-                                               {"corpus_id": 4, "title": "Merge", "abstract": "y", "score": 1}]}
+    session = {
+        "query": "graph embeddings",
+        "candidates": [
+            {"corpus_id": 1, "title": "Graph embedding", "abstract": "nodes as vectors", "score": 2},
+            {"corpus_id": 2, "title": "Sorting", "abstract": "lists in order", "score": 0},
+        ],
+    }
+    flat = {
+        "query": "sorting",
+        "candidates": [
+            {"corpus_id": 3, "title": "Sort", "abstract": "x", "score": 1},
+            {"corpus_id": 4, "title": "Merge", "abstract": "y", "score": 1},
+        ],
+    }
     path = tmp_path / "search_small.jsonl"
     path.write_text("\n".join(json.dumps(s) for s in (session, flat, session)) + "\n", encoding="utf-8")
     rows = search_rows(path)
@@ -178,24 +267,37 @@ def test_search_sessions_without_two_scores_are_counted_not_dropped_silently(tmp
 
 # ---------------------------------------------------------------- one citation graph per domain (Multi2SPE, MoE BERT)
 
+
 def write_physics_graph(folder: Path) -> dict[str, str]:
     """Forty invented papers, each citing the next three, as a papers file and an edge list."""
     from helpers import WORDS
 
     folder.mkdir(parents=True, exist_ok=True)
-    papers = [{"paper_id": f"ph{i}", "title": " ".join(WORDS[(i + k) % len(WORDS)] for k in range(4)),
-               "abstract": " ".join(WORDS[(3 * i + k) % len(WORDS)] for k in range(12))} for i in range(40)]
+    papers = [
+        {
+            "paper_id": f"ph{i}",
+            "title": " ".join(WORDS[(i + k) % len(WORDS)] for k in range(4)),
+            "abstract": " ".join(WORDS[(3 * i + k) % len(WORDS)] for k in range(12)),
+        }
+        for i in range(40)
+    ]
     (folder / "papers.jsonl").write_text("".join(json.dumps(p) + "\n" for p in papers), encoding="utf-8")
-    (folder / "cites.csv").write_text("citing,cited\n" + "".join(f"ph{i},ph{(i + k) % 40}\n" for i in range(40) for k in (1, 2, 3)),
-                                      encoding="utf-8")
+    (folder / "cites.csv").write_text(
+        "citing,cited\n" + "".join(f"ph{i},ph{(i + k) % 40}\n" for i in range(40) for k in (1, 2, 3)), encoding="utf-8"
+    )
     return {"papers": str(folder / "papers.jsonl"), "citations": str(folder / "cites.csv")}
 
 
 @pytest.fixture
 def domains(tmp_path) -> Path:
-    return write_mixture(tmp_path, [{"name": "cs", "type": "proximity", "data": str(shared_data("cacm"))},
-                                    {"name": "physics", "type": "proximity", "data": write_physics_graph(tmp_path / "physics")}],
-                         "domains.json")
+    return write_mixture(
+        tmp_path,
+        [
+            {"name": "cs", "type": "proximity", "data": str(shared_data("cacm"))},
+            {"name": "physics", "type": "proximity", "data": write_physics_graph(tmp_path / "physics")},
+        ],
+        "domains.json",
+    )
 
 
 def test_moe_trains_one_expert_per_domain_and_is_judged_per_domain(domains, tiny_bert, tmp_path):
@@ -216,7 +318,9 @@ def test_moe_trains_one_expert_per_domain_and_is_judged_per_domain(domains, tiny
     assert {"eval_cite_cs_map", "eval_cite_physics_map"} <= set(metrics)
     run.trainer.train()
     assert run.trainer.state.global_step == 1
-    with pytest.raises(ValueError, match=r"model.domains \['cs'\] differs from the mixture's domains \['cs', 'physics'\]"):
+    with pytest.raises(
+        ValueError, match=r"model.domains \['cs'\] differs from the mixture's domains \['cs', 'physics'\]"
+    ):
         prepare("moe-cocitation", tiny_bert, domains, tmp_path / "bad", {**STEP, "model.domains": ["cs"]})
 
 
@@ -225,12 +329,20 @@ def test_the_dense_counterpart_trains_the_same_data_without_experts(domains, tin
 
     from sciembed.training.run import prepare
 
-    run = prepare("moe-cocitation", tiny_bert, domains, tmp_path / "dense", {**SPLIT, **STEP, "model.family": "none", "data.max_examples": 64})
+    run = prepare(
+        "moe-cocitation",
+        tiny_bert,
+        domains,
+        tmp_path / "dense",
+        {**SPLIT, **STEP, "model.family": "none", "data.max_examples": 64},
+    )
     assert type(run.trainer.model) is BertModel and run.settings["model"] == {"family": None}
     assert run.settings["loss"]["name"] == "mnr" and run.trainer.eval_dataset.tasks[1].task_id == "cite_physics"
     assert {"eval_cite_cs_map", "eval_cite_physics_map"} <= set(run.trainer.evaluate())
     run.trainer.train()
-    single = prepare("moe-cocitation", tiny_bert, shared_data("cacm"), tmp_path / "single", {**STEP, "model.family": "none"})
+    single = prepare(
+        "moe-cocitation", tiny_bert, shared_data("cacm"), tmp_path / "single", {**STEP, "model.family": "none"}
+    )
     assert type(single.trainer.model) is BertModel and single.trainer.domain is None
     with pytest.raises(ValueError, match="model.family takes none"):
         prepare("moe-cocitation", tiny_bert, domains, tmp_path / "other", {**STEP, "model.family": "multi2spe"})
@@ -248,28 +360,41 @@ def test_the_dense_counterpart_trains_the_same_data_without_experts(domains, tin
     from sciembed.training.run import _dense_variant
 
     dense, _ = _dense_variant(get_recipe("moe-cocitation"), {"model.family": "none"})
-    assert dense.resolve(unit_vectors=True)["model"]["weight_average"] == get_recipe("moe-cocitation").resolve(unit_vectors=True)["model"]["weight_average"]
+    assert (
+        dense.resolve(unit_vectors=True)["model"]["weight_average"]
+        == get_recipe("moe-cocitation").resolve(unit_vectors=True)["model"]["weight_average"]
+    )
 
 
 def test_triplet_recipes_take_a_domain_mixture_and_multitask_ones_one_graph(domains, tiny_bert, tmp_path):
     from sciembed.training.run import prepare
 
-    run = prepare("multi2spe", tiny_bert, domains, tmp_path / "m2", {**SPLIT, **STEP, "model.num_cls_tokens": 2, "data.max_examples": 64})
+    run = prepare(
+        "multi2spe",
+        tiny_bert,
+        domains,
+        tmp_path / "m2",
+        {**SPLIT, **STEP, "model.num_cls_tokens": 2, "data.max_examples": 64},
+    )
     assert set(run.trainer.train_dataset["domain"]) <= {"cs", "physics"} and "domains" not in run.settings["model"]
     assert all(run.data["domains"][d]["examples"] > 0 for d in ("cs", "physics"))
     run.trainer.train()
     with pytest.raises(ValueError, match="a multi-task mixture takes one citation graph .* found 2: cs, physics"):
         prepare("scirepeval-ctrl", tiny_bert, domains, tmp_path / "ctrl", STEP)
-    fos = write_mixture(tmp_path, [{"name": "fos", "type": "classification", "data": str(shared_data("scirepeval-samples", "fos_small.json"))}],
-                        "fos.json")
-    with pytest.raises(ValueError, match="a citation recipe's mixture is one citation graph per domain; not a citation graph: fos"):
+    fos = write_mixture(
+        tmp_path,
+        [{"name": "fos", "type": "classification", "data": str(shared_data("scirepeval-samples", "fos_small.json"))}],
+        "fos.json",
+    )
+    with pytest.raises(
+        ValueError, match="a citation recipe's mixture is one citation graph per domain; not a citation graph: fos"
+    ):
         prepare("specter", tiny_bert, fos, tmp_path / "specter", STEP)
 
 
 def test_evaluation_embeds_each_task_through_its_domains_expert(tiny_bert):
     import numpy as np
     import torch
-    from transformers import AutoTokenizer
 
     from sciembed import PaperEncoder
     from sciembed.evaluation.loaders import TaskSuite
@@ -284,8 +409,14 @@ def test_evaluation_embeds_each_task_through_its_domains_expert(tiny_bert):
             if ".experts.1.w3." in name:
                 parameter.normal_(0.0, 0.5)
     encoder = PaperEncoder(model, tokenizer, pooling=None, device="cpu", max_length=32, domain="cs")
-    papers = {"a": {"title": "graph embedding", "abstract": "citation network"}, "b": {"title": "memory", "abstract": "garbage collection"}}
-    tasks = [ProximityTask("x", f"cite {d}", papers, qrels={"a": {"b": 1}}, task_id=f"cite_{d}", domain=d) for d in ("cs", "physics")]
+    papers = {
+        "a": {"title": "graph embedding", "abstract": "citation network"},
+        "b": {"title": "memory", "abstract": "garbage collection"},
+    }
+    tasks = [
+        ProximityTask("x", f"cite {d}", papers, qrels={"a": {"b": 1}}, task_id=f"cite_{d}", domain=d)
+        for d in ("cs", "physics")
+    ]
     vectors, _ = _embed_tasks(TaskSuite("x", "", tasks), encoder, None, batch_size=2, show_progress_bar=False)
     cs, physics = (np.stack([vectors[id(t)][0][p] for p in papers]) for t in tasks)
     texts = encoder.texts(papers.values(), tasks[0].fields)

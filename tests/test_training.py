@@ -8,15 +8,23 @@ from collections import Counter
 import numpy as np
 import pytest
 import torch
-
 from helpers import PAPERS, shared_data, write_s2orc
 
 
 def tiny_args(output_dir, **overrides):
     from transformers import TrainingArguments
 
-    settings = dict(per_device_train_batch_size=4, max_steps=2, learning_rate=1e-3, report_to="none",
-                    save_strategy="steps", save_steps=1, logging_steps=1, remove_unused_columns=False, seed=0)
+    settings = dict(
+        per_device_train_batch_size=4,
+        max_steps=2,
+        learning_rate=1e-3,
+        report_to="none",
+        save_strategy="steps",
+        save_steps=1,
+        logging_steps=1,
+        remove_unused_columns=False,
+        seed=0,
+    )
     return TrainingArguments(output_dir=str(output_dir), **{**settings, **overrides})
 
 
@@ -24,11 +32,13 @@ def triplet_rows(n=8):
     from datasets import Dataset
 
     papers = [{"title": p["title"], "abstract": p["abstract"]} for p in PAPERS]
-    return Dataset.from_dict({
-        "query": [papers[i % 5] for i in range(n)],
-        "positive": [papers[(i + 1) % 5] for i in range(n)],
-        "negative": [papers[(i + 3) % 5] for i in range(n)],
-    })
+    return Dataset.from_dict(
+        {
+            "query": [papers[i % 5] for i in range(n)],
+            "positive": [papers[(i + 1) % 5] for i in range(n)],
+            "negative": [papers[(i + 3) % 5] for i in range(n)],
+        }
+    )
 
 
 # ---------------------------------------------------------------------- batching
@@ -73,7 +83,9 @@ def test_triplet_collator_puts_queries_positives_negatives_in_one_batch(tiny_ber
     batch = TripletCollator(tokenizer, 32)(rows)
     assert batch["input_ids"].shape[0] == 6
     expected = [paper_text(row[role], "[SEP]") for role in ("query", "positive", "negative") for row in rows]
-    assert tokenizer.batch_decode(batch["input_ids"], skip_special_tokens=False)[3].startswith("[CLS] " + expected[3].lower()[:10])
+    assert tokenizer.batch_decode(batch["input_ids"], skip_special_tokens=False)[3].startswith(
+        "[CLS] " + expected[3].lower()[:10]
+    )
 
 
 def test_multitask_collator_groups_by_task_and_format(tiny_bert):
@@ -115,14 +127,22 @@ def test_training_embeds_papers_as_encode_does(tiny_bert, tmp_path):
 
     model, tokenizer = AutoModel.from_pretrained(tiny_bert), AutoTokenizer.from_pretrained(tiny_bert)
     for pooling in ("cls", "mean"):
-        trainer = TripletTrainer(model, tiny_args(tmp_path), pooling=pooling, train_dataset=triplet_rows(2),
-                                 data_collator=TripletCollator(tokenizer, 64), processing_class=tokenizer)
+        trainer = TripletTrainer(
+            model,
+            tiny_args(tmp_path),
+            pooling=pooling,
+            train_dataset=triplet_rows(2),
+            data_collator=TripletCollator(tokenizer, 64),
+            processing_class=tokenizer,
+        )
         rows = list(triplet_rows(2))
         model.eval()
         with torch.no_grad():
             _, embedded = trainer.embed(model, TripletCollator(tokenizer, 64)(rows))
         papers = [row[role] for role in ("query", "positive", "negative") for row in rows]
-        expected = sciembed.encode(model, papers, tokenizer=tokenizer, pooling=pooling, device="cpu", show_progress_bar=False)
+        expected = sciembed.encode(
+            model, papers, tokenizer=tokenizer, pooling=pooling, device="cpu", show_progress_bar=False
+        )
         np.testing.assert_allclose(embedded.numpy(), expected, atol=1e-5)
 
 
@@ -135,8 +155,13 @@ def test_triplet_trainer_reduces_the_loss_and_multi2spe_needs_its_model(tiny_ber
 
     model, tokenizer = AutoModel.from_pretrained(tiny_bert), AutoTokenizer.from_pretrained(tiny_bert)
     data = triplet_rows(8)
-    trainer = TripletTrainer(model, tiny_args(tmp_path, max_steps=15, save_strategy="no", per_device_train_batch_size=8),
-                             train_dataset=data, data_collator=TripletCollator(tokenizer, 64), processing_class=tokenizer)
+    trainer = TripletTrainer(
+        model,
+        tiny_args(tmp_path, max_steps=15, save_strategy="no", per_device_train_batch_size=8),
+        train_dataset=data,
+        data_collator=TripletCollator(tokenizer, 64),
+        processing_class=tokenizer,
+    )
     trainer.train()
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     assert losses[-1] < losses[0]
@@ -161,8 +186,14 @@ def test_loss_parameters_train_checkpoint_and_resume(tiny_bert, tmp_path):
     def run(output, max_steps, resume=False):
         torch.manual_seed(0)
         loss = MultipleNegativesRankingLoss(temperature=0.7, learn_temperature=True, similarity="dot")
-        trainer = PairTrainer(AutoModel.from_pretrained(tiny_bert), tiny_args(output, max_steps=max_steps, lr_scheduler_type="constant"), loss=loss,
-                              train_dataset=data, data_collator=PairCollator(tokenizer, 64), processing_class=tokenizer)
+        trainer = PairTrainer(
+            AutoModel.from_pretrained(tiny_bert),
+            tiny_args(output, max_steps=max_steps, lr_scheduler_type="constant"),
+            loss=loss,
+            train_dataset=data,
+            data_collator=PairCollator(tokenizer, 64),
+            processing_class=tokenizer,
+        )
         trainer.train(resume_from_checkpoint=True if resume else None)
         return trainer, loss
 
@@ -197,7 +228,10 @@ def test_a_sentence_transformers_base_trains_and_saves_in_its_own_embedding(reci
     assert summary["settings"]["loss"]["name"] == ("multi2spe" if recipe == "multi2spe" else "mnr")
     assert summary["settings"]["loss"]["similarity"] == "cosine"
     if recipe == "multi2spe":
-        assert summary["settings"]["loss"]["in_batch_negatives"] is True and summary["settings"]["model"]["text_pooling"] == "mean"
+        assert (
+            summary["settings"]["loss"]["in_batch_negatives"] is True
+            and summary["settings"]["model"]["text_pooling"] == "mean"
+        )
     assert json.loads((tmp_path / "out" / RESULTS_FILE).read_text())["settings"]["embedding"] == embedding
 
     run = prepare(recipe, tiny_st_base, data, tmp_path / "again", {**overrides, "max_steps": 1})
@@ -230,7 +264,9 @@ def test_step_0_in_the_published_embedding_scores_as_the_published_base(tiny_st_
         assert run.data["starts_as_published"]
         step0, published = run.trainer.evaluate(), _evaluate_published_base(run, tiny_st_base)
         assert {k: v for k, v in step0.items() if k.startswith("eval_cite")} == pytest.approx(published, abs=1e-4)
-    paper = prepare("multi2spe", tiny_st_base, data, tmp_path / "paper", {**overrides, "model.initialization": "paper"})
+    paper = prepare(
+        "multi2spe", tiny_st_base, data, tmp_path / "paper", {**overrides, "model.initialization": "paper"}
+    )
     assert not paper.data["starts_as_published"]
 
 
@@ -248,7 +284,9 @@ def test_a_validation_split_comes_out_of_the_training_queries_only(tiny_bert, tm
     assert tuned.data["queries"] + len(tuning) == plain.data["queries"] and plain.validation is None
     assert set(tuned.validation.tasks[0].qrels) == tuning
     triplets = tuned.trainer.train_dataset
-    assert not (set(triplets["query_id"]) | set(triplets["positive_id"]) | set(triplets["negative_id"])) & (held | tuning)
+    assert not (set(triplets["query_id"]) | set(triplets["positive_id"]) | set(triplets["negative_id"])) & (
+        held | tuning
+    )
     with pytest.raises(ValueError, match="data.validation splits citation queries"):
         prepare("spectroid-heads", tiny_bert, data, tmp_path / "heads", {"data.validation": 0.2})
 
@@ -277,13 +315,16 @@ def test_weight_average_mixes_trained_and_starting_weights(recipe, tiny_bert, tm
         prepare(recipe, tiny_bert, data, tmp_path / "bad", {**overrides, "model.weight_average": 1.5})
 
 
-
 def test_specter_trains_as_sentence_transformers_does_on_the_same_triplets(tiny_st_base, tmp_path):
     """From a sentence-transformers base, the specter recipe and sentence-transformers' own trainer with
     MultipleNegativesRankingLoss, given the same triplets and seed, see the same batches in the same order and
     compute the same loss and gradients on them: what separates their models is not the training step."""
     from datasets import Dataset
-    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
     from transformers import set_seed
 
@@ -296,12 +337,16 @@ def test_specter_trains_as_sentence_transformers_does_on_the_same_triplets(tiny_
     peer = SentenceTransformer(str(tiny_st_base), device="cpu")
     sep = peer.tokenizer.sep_token
     triplets = run.trainer.train_dataset
-    texts = {column: [paper_text(row[role], sep) for row in triplets]
-             for column, role in (("anchor", "query"), ("positive", "positive"), ("negative", "negative"))}
-    arguments = SentenceTransformerTrainingArguments(output_dir=str(tmp_path / "peer"), per_device_train_batch_size=4, seed=3,
-                                                     report_to="none")
-    trainer = SentenceTransformerTrainer(model=peer, args=arguments, train_dataset=Dataset.from_dict(texts),
-                                         loss=MultipleNegativesRankingLoss(peer))
+    texts = {
+        column: [paper_text(row[role], sep) for row in triplets]
+        for column, role in (("anchor", "query"), ("positive", "positive"), ("negative", "negative"))
+    }
+    arguments = SentenceTransformerTrainingArguments(
+        output_dir=str(tmp_path / "peer"), per_device_train_batch_size=4, seed=3, report_to="none"
+    )
+    trainer = SentenceTransformerTrainer(
+        model=peer, args=arguments, train_dataset=Dataset.from_dict(texts), loss=MultipleNegativesRankingLoss(peer)
+    )
 
     def texts_of(input_ids):
         return [tuple(row[row != peer.tokenizer.pad_token_id].tolist()) for row in input_ids]
@@ -314,7 +359,9 @@ def test_specter_trains_as_sentence_transformers_does_on_the_same_triplets(tiny_
     assert len(batches) == len(triplets) // 4
     for ours, theirs in batches:
         roles = texts_of(ours["input_ids"])
-        assert roles == texts_of(theirs["anchor_input_ids"]) + texts_of(theirs["positive_input_ids"]) + texts_of(theirs["negative_input_ids"])
+        assert roles == texts_of(theirs["anchor_input_ids"]) + texts_of(theirs["positive_input_ids"]) + texts_of(
+            theirs["negative_input_ids"]
+        )
     ours, theirs = batches[0]
     run.trainer.model.eval(), peer.eval()
     our_loss = run.trainer.compute_loss(run.trainer.model, ours)
@@ -354,11 +401,12 @@ def test_training_texts_are_cut_to_data_max_length_and_the_model_keeps_its_windo
     with pytest.raises(ValueError, match="data.max_length 4096 exceeds"):
         prepare("specter", tiny_st_base, data, tmp_path / "long", {**overrides, "data.max_length": 4096})
 
+
 def test_a_plain_checkpoint_keeps_the_paper_s_embedding_and_loss(tiny_bert):
     """Without sentence-transformers modules SPECTER's own setting stays: [CLS], unnormalised, L2 triplet
     margin 1; embedding.normalize switches to the unit-vector objective, loss.name to another loss."""
-    from sciembed.training.run import _settings
     from sciembed.training.recipes import get_recipe
+    from sciembed.training.run import _settings
 
     recipe = get_recipe("specter")
     settings, _ = _settings(recipe, str(tiny_bert), {})
@@ -366,7 +414,9 @@ def test_a_plain_checkpoint_keeps_the_paper_s_embedding_and_loss(tiny_bert):
     assert settings["loss"] == {"name": "triplet", "margin": 1.0, "distance": "l2"}
     settings, _ = _settings(recipe, str(tiny_bert), {"embedding.normalize": True})
     assert settings["loss"]["name"] == "mnr" and settings["training"]["per_device_train_batch_size"] == 32
-    settings, _ = _settings(recipe, str(tiny_bert), {"embedding.normalize": True, "loss.name": "triplet", "loss.distance": "cosine"})
+    settings, _ = _settings(
+        recipe, str(tiny_bert), {"embedding.normalize": True, "loss.name": "triplet", "loss.distance": "cosine"}
+    )
     assert settings["loss"] == {"name": "triplet", "distance": "cosine"}
     with pytest.raises(ValueError, match="loss.name must be one of triplet, mnr"):
         recipe.resolve({"loss.name": "multi2spe"})
@@ -381,18 +431,25 @@ def test_recipe_settings_take_dotted_nested_bare_and_file_overrides(tmp_path):
     assert {"specter", "scincl", "multi2spe", "scirepeval-ctrl", "spectroid-heads", "moe-cocitation"} <= set(RECIPES)
     specter = get_recipe("specter").settings
     assert specter["training"]["learning_rate"] == 2e-5 and specter["training"]["warmup_steps"] == 0.1
-    assert specter["training"]["per_device_train_batch_size"] * specter["training"]["gradient_accumulation_steps"] == 32
+    assert (
+        specter["training"]["per_device_train_batch_size"] * specter["training"]["gradient_accumulation_steps"] == 32
+    )
     assert get_recipe("multi2spe").settings["loss"] == {"name": "multi2spe", "weight": 0.1, "mode": "paper"}
     ctrl = get_recipe("scirepeval-ctrl").settings["training"]
     assert (ctrl["learning_rate"], ctrl["lr_scheduler_type"], ctrl["warmup_steps"]) == (5e-5, "inverse_sqrt", 0.1)
-    assert get_recipe("scirepeval-ctrl").resolve({"training.warmup_steps": 700})["training"]["warmup_steps"] == 700  # the paper's
+    assert (
+        get_recipe("scirepeval-ctrl").resolve({"training.warmup_steps": 700})["training"]["warmup_steps"] == 700
+    )  # the paper's
 
     (tmp_path / "o.yaml").write_text("training:\n  num_train_epochs: 5\nloss.margin: 0.5\n")
     (tmp_path / "o.json").write_text(json.dumps({"max_steps": 7, "data": {"held_out": 0.2}}))
-    settings = get_recipe("specter").resolve({
-        **read_overrides(tmp_path / "o.yaml"), **read_overrides(tmp_path / "o.json"),
-        **parse_assignments(["learning_rate=1e-4", "embedding.pooling=mean"]),
-    })
+    settings = get_recipe("specter").resolve(
+        {
+            **read_overrides(tmp_path / "o.yaml"),
+            **read_overrides(tmp_path / "o.json"),
+            **parse_assignments(["learning_rate=1e-4", "embedding.pooling=mean"]),
+        }
+    )
     assert settings["training"]["num_train_epochs"] == 5 and settings["training"]["max_steps"] == 7
     assert settings["training"]["learning_rate"] == 1e-4 and settings["loss"]["margin"] == 0.5
     assert settings["data"]["held_out"] == 0.2 and settings["embedding"]["pooling"] == "mean"
@@ -422,13 +479,21 @@ def test_recipe_descriptions_state_the_settings_a_run_uses(tiny_bert, tiny_st_ba
         for unit_vectors in (False, True) if recipe.unit_vector_settings else (False,):
             settings = recipe.resolve(unit_vectors=unit_vectors)
             training = settings["training"]
-            per_device, accumulation = training["per_device_train_batch_size"], training.get("gradient_accumulation_steps", 1)
-            assert f"{per_device * accumulation} examples per optimiser step ({per_device} per device x {accumulation} accumulation" in described
+            per_device, accumulation = (
+                training["per_device_train_batch_size"],
+                training.get("gradient_accumulation_steps", 1),
+            )
+            assert (
+                f"{per_device * accumulation} examples per optimiser step ({per_device} per device x {accumulation} accumulation"
+                in described
+            )
             assert f"lr {training['learning_rate']:g}" in described
             if "name" in settings["loss"]:
                 assert f"loss {settings['loss']['name']} (" in described
-        assert not re.search(r"\d\s*x\s*\d|batch (of )?\d|lr \d|\d(\.\d+)?e-\d|margin \d|temperature \d|hidden \d|\d epoch|\d+ warm-up",
-                             recipe.notes), (recipe.name, recipe.notes)
+        assert not re.search(
+            r"\d\s*x\s*\d|batch (of )?\d|lr \d|\d(\.\d+)?e-\d|margin \d|temperature \d|hidden \d|\d epoch|\d+ warm-up",
+            recipe.notes,
+        ), (recipe.name, recipe.notes)
 
     # What a run actually resolves, by base: a plain checkpoint trains in the paper's settings, MiniLM-like in unit vectors.
     specter = RECIPES["specter"].description
@@ -436,7 +501,9 @@ def test_recipe_descriptions_state_the_settings_a_run_uses(tiny_bert, tiny_st_ba
         settings = resolved_settings("specter", base)
         training = settings["training"]
         assert (training["per_device_train_batch_size"], training["gradient_accumulation_steps"]) == batch
-        assert settings["loss"]["name"] == loss and f"({batch[0]} per device x {batch[1]} accumulation steps)" in specter
+        assert (
+            settings["loss"]["name"] == loss and f"({batch[0]} per device x {batch[1]} accumulation steps)" in specter
+        )
 
 
 def test_show_settings_prints_every_key_a_run_uses(tiny_st_base, tmp_path, capsys):
@@ -446,13 +513,22 @@ def test_show_settings_prints_every_key_a_run_uses(tiny_st_base, tmp_path, capsy
     from sciembed.training.recipes import get_recipe, parse_assignments
     from sciembed.training.run import resolved_settings
 
-    assert main(["train", "--recipe", "specter", "--base", str(tiny_st_base), "--set", "max_steps=20", "--show-settings"]) == 0
+    assert (
+        main(["train", "--recipe", "specter", "--base", str(tiny_st_base), "--set", "max_steps=20", "--show-settings"])
+        == 0
+    )
     lines = [line.split("  # ")[0] for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
     printed = parse_assignments(lines)
     expected = resolved_settings("specter", tiny_st_base, {"max_steps": 20})
     expected["embedding"].pop("chosen_by")
-    assert printed == {f"{section}.{name}": value for section, values in expected.items() for name, value in values.items()}
-    assert printed["training.per_device_train_batch_size"] == 32 and printed["loss.name"] == "mnr" and printed["training.max_steps"] == 20
+    assert printed == {
+        f"{section}.{name}": value for section, values in expected.items() for name, value in values.items()
+    }
+    assert (
+        printed["training.per_device_train_batch_size"] == 32
+        and printed["loss.name"] == "mnr"
+        and printed["training.max_steps"] == 20
+    )
     get_recipe("specter").resolve(printed, unit_vectors=True)  # every key is one --set takes
     assert not (tmp_path / "out").exists()
     assert main(["train", "--recipe", "specter", "--data", str(tmp_path)]) == 2  # training needs --output
@@ -479,9 +555,19 @@ RECIPE_DATA = {
 }
 
 
-TINY_RUN = {"max_steps": 2, "save_strategy": "steps", "save_steps": 1, "logging_steps": 1, "learning_rate": 1e-3,
-            "per_device_train_batch_size": 4, "gradient_accumulation_steps": 1, "warmup_steps": 0,
-            "embedding.max_length": 48, "data.max_examples": 24, "dataloader_drop_last": True}
+TINY_RUN = {
+    "max_steps": 2,
+    "save_strategy": "steps",
+    "save_steps": 1,
+    "logging_steps": 1,
+    "learning_rate": 1e-3,
+    "per_device_train_batch_size": 4,
+    "gradient_accumulation_steps": 1,
+    "warmup_steps": 0,
+    "embedding.max_length": 48,
+    "data.max_examples": 24,
+    "dataloader_drop_last": True,
+}
 
 
 @pytest.mark.parametrize("name", sorted(RECIPE_DATA))
@@ -505,7 +591,9 @@ def test_recipe_trains_on_real_data_saves_reloads_and_resumes(name, tiny_bert, t
         from transformers import AutoModelForSequenceClassification
 
         classifier = AutoModelForSequenceClassification.from_pretrained(out / MODEL_FOLDER)
-        assert classifier.config.num_labels == 6 and [m.out_features for m in classifier.modules() if isinstance(m, torch.nn.Linear)][-2:] == [64, 6]
+        assert classifier.config.num_labels == 6 and [
+            m.out_features for m in classifier.modules() if isinstance(m, torch.nn.Linear)
+        ][-2:] == [64, 6]
     options = {"domain": "cs"} if name == "moe-cocitation" else {}  # enforced routing needs the domain
     vectors = sciembed.encode(out / MODEL_FOLDER, PAPERS, device="cpu", show_progress_bar=False, **options)
     assert vectors.shape[0] == len(PAPERS) and np.isfinite(vectors).all()
@@ -516,10 +604,24 @@ def test_evaluation_during_training_drives_the_best_checkpoint(tiny_bert, tmp_pa
     its MAP is the metric_for_best_model."""
     from sciembed.training.run import prepare
 
-    run = prepare("specter", tiny_bert, shared_data("cacm"), tmp_path, {
-        "data.held_out": 0.05, "max_steps": 2, "save_strategy": "steps", "save_steps": 1, "eval_steps": 1, "learning_rate": 1e-3,
-        "per_device_train_batch_size": 4, "gradient_accumulation_steps": 1, "embedding.max_length": 32, "load_best_model_at_end": True,
-    })
+    run = prepare(
+        "specter",
+        tiny_bert,
+        shared_data("cacm"),
+        tmp_path,
+        {
+            "data.held_out": 0.05,
+            "max_steps": 2,
+            "save_strategy": "steps",
+            "save_steps": 1,
+            "eval_steps": 1,
+            "learning_rate": 1e-3,
+            "per_device_train_batch_size": 4,
+            "gradient_accumulation_steps": 1,
+            "embedding.max_length": 32,
+            "load_best_model_at_end": True,
+        },
+    )
     assert len(run.trainer.eval_dataset.tasks[0].qrels) == run.data["held_out_queries"] > 0
     run.trainer.train()
     maps = [entry["eval_cite_map"] for entry in run.trainer.state.log_history if "eval_cite_map" in entry]
@@ -541,6 +643,7 @@ def test_a_run_scores_its_held_out_set_once_at_the_end(tiny_bert, tiny_st_base, 
         def evaluate(*args, **kwargs):
             steps.append((kwargs.get("settings") or {}).get("global_step", "published base"))
             return evaluate_suite(*args, **kwargs)
+
         return evaluate
 
     monkeypatch.setattr(trainers, "evaluate_suite", counting(trainers.evaluate_suite))
@@ -556,12 +659,23 @@ def test_a_run_scores_its_held_out_set_once_at_the_end(tiny_bert, tiny_st_base, 
     steps.clear()
     after = train("specter", tiny_bert, data, tmp_path / "after", {**overrides, "save_strategy": "no"})
     assert steps == [2]  # no evaluation during training: the one after it
-    assert json.loads((tmp_path / "epoch" / RESULTS_FILE).read_text())["eval_metrics"] == after["eval_metrics"] == at_the_end["eval_metrics"]
+    assert (
+        json.loads((tmp_path / "epoch" / RESULTS_FILE).read_text())["eval_metrics"]
+        == after["eval_metrics"]
+        == at_the_end["eval_metrics"]
+    )
     written = [json.loads((tmp_path / run / EVALUATION_FILE).read_text())["results"] for run in ("epoch", "after")]
     assert written[0] == written[1]
 
     steps.clear()
-    before = train("specter", tiny_st_base, data, tmp_path / "before", {**overrides, "model.weight_average": 1.0}, evaluate_before=True)
+    before = train(
+        "specter",
+        tiny_st_base,
+        data,
+        tmp_path / "before",
+        {**overrides, "model.weight_average": 1.0},
+        evaluate_before=True,
+    )
     assert before["data"]["starts_as_published"] and steps == ["published base", 2]
     # In unit vectors the recipe ends with WiSE-FT's average, another model than the epoch's: it is scored again.
     steps.clear()
@@ -577,7 +691,9 @@ def test_held_out_queries_never_appear_in_training_triplets():
     assert len(held) == round(0.2 * len(source.linked_queries())) and not set(train) & set(held)
     for sampler in ("specter", "spectroid"):
         triplets = triplet_dataset(source, sampler=sampler, queries=train, exclude=held, seed=3)
-        assert not (set(triplets["query_id"]) | set(triplets["positive_id"]) | set(triplets["negative_id"])) & set(held)
+        assert not (set(triplets["query_id"]) | set(triplets["positive_id"]) | set(triplets["negative_id"])) & set(
+            held
+        )
         assert triplets[0]["query"] == {k: source.papers[triplets[0]["query_id"]][k] for k in ("title", "abstract")}
         everything = triplet_dataset(source, sampler=sampler, seed=3)
         assert set(everything["positive_id"]) & set(held)  # without exclude they do appear
@@ -599,25 +715,60 @@ def test_pairs_are_co_citations_or_citations_and_never_touch_held_out_papers(tin
     linked = [b in links.get(a, set()) for a, b in zip(cited["a_id"], cited["b_id"])]
     assert all(linked) and set(cited["a_id"]) <= set(source.linked_queries())
     assert sum(b in links.get(a, set()) for a, b in zip(cocited["a_id"], cocited["b_id"])) < len(cocited) / 2
-    run = prepare("moe-cocitation", tiny_bert, shared_data("cacm"), tmp_path / "moe",
-                  {"data.held_out": 0.2, "data.seed": 3, "data.pairs": "citations", "max_steps": 1, "embedding.max_length": 32})
+    run = prepare(
+        "moe-cocitation",
+        tiny_bert,
+        shared_data("cacm"),
+        tmp_path / "moe",
+        {"data.held_out": 0.2, "data.seed": 3, "data.pairs": "citations", "max_steps": 1, "embedding.max_length": 32},
+    )
     assert run.data["examples"] == len(cited) and run.settings["data"]["pairs"] == "citations"
     with pytest.raises(ValueError, match="unknown pair kind 'links'; one of cocitations, citations"):
-        prepare("moe-cocitation", tiny_bert, shared_data("cacm"), tmp_path / "bad", {"data.pairs": "links", "max_steps": 1})
+        prepare(
+            "moe-cocitation", tiny_bert, shared_data("cacm"), tmp_path / "bad", {"data.pairs": "links", "max_steps": 1}
+        )
 
 
 def test_sciembed_train_command(tiny_bert, tmp_path, capsys):
     from sciembed.cli import main
 
-    (tmp_path / "settings.yaml").write_text("training:\n  max_steps: 2\n  per_device_train_batch_size: 2\n  gradient_accumulation_steps: 1\n")
+    (tmp_path / "settings.yaml").write_text(
+        "training:\n  max_steps: 2\n  per_device_train_batch_size: 2\n  gradient_accumulation_steps: 1\n"
+    )
     out = tmp_path / "out"
-    code = main(["train", "--recipe", "multi2spe", "--base", str(tiny_bert), "--data", str(shared_data("scirepeval-samples", "specter_small.json")),
-                 "--output", str(out), "--config", str(tmp_path / "settings.yaml"), "--set", "embedding.max_length=32", "--set", "save_strategy=no"])
+    code = main(
+        [
+            "train",
+            "--recipe",
+            "multi2spe",
+            "--base",
+            str(tiny_bert),
+            "--data",
+            str(shared_data("scirepeval-samples", "specter_small.json")),
+            "--output",
+            str(out),
+            "--config",
+            str(tmp_path / "settings.yaml"),
+            "--set",
+            "embedding.max_length=32",
+            "--set",
+            "save_strategy=no",
+        ]
+    )
     assert code == 0
     results = json.loads((out / "train_results.json").read_text())
-    assert results["global_step"] == 2 and results["settings"]["loss"] == {"name": "multi2spe", "weight": 0.1, "mode": "paper"}
+    assert results["global_step"] == 2 and results["settings"]["loss"] == {
+        "name": "multi2spe",
+        "weight": 0.1,
+        "mode": "paper",
+    }
     assert json.loads((out / "model" / "config.json").read_text())["model_type"] == "multi2spe"
-    assert main(["train", "--recipe", "specter", "--data", str(tmp_path), "--output", str(out), "--set", "learning_rat=1"]) == 2
+    assert (
+        main(
+            ["train", "--recipe", "specter", "--data", str(tmp_path), "--output", str(out), "--set", "learning_rat=1"]
+        )
+        == 2
+    )
 
 
 def test_adapters_then_fusion_train_only_their_own_parameters(tiny_bert, tmp_path):
@@ -651,7 +802,9 @@ def test_adapters_then_fusion_train_only_their_own_parameters(tiny_bert, tmp_pat
     stage2 = tmp_path / "fusion" / MODEL_FOLDER
     assert {p.name for p in stage2.iterdir() if p.name.startswith("fusion_")} == {f"fusion_{f}" for f in FORMATS}
     for f in FORMATS:
-        torch.testing.assert_close(adapter_weights(stage2, f), adapter_weights(stage1, f))  # the adapters stayed frozen
+        torch.testing.assert_close(
+            adapter_weights(stage2, f), adapter_weights(stage1, f)
+        )  # the adapters stayed frozen
     encoder = sciembed.PaperEncoder.from_pretrained(stage2, device="cpu")
     vectors = {f: encoder.with_format(f).encode(PAPERS, show_progress_bar=False) for f in FORMATS}
     assert not np.allclose(vectors["proximity"], vectors["classification"])
@@ -664,7 +817,10 @@ def test_a_run_is_the_same_run_every_time(tiny_bert, tmp_path):
 
     data = shared_data("scirepeval-samples", "specter_small.json")
     paper = {"model.initialization": "paper"}
-    states = [prepare("multi2spe", tiny_bert, data, tmp_path / str(i), {"seed": 3, **paper}).trainer.model.state_dict() for i in range(2)]
+    states = [
+        prepare("multi2spe", tiny_bert, data, tmp_path / str(i), {"seed": 3, **paper}).trainer.model.state_dict()
+        for i in range(2)
+    ]
     other = prepare("multi2spe", tiny_bert, data, tmp_path / "other", {"seed": 4, **paper}).trainer.model.state_dict()
     torch.testing.assert_close(states[0], states[1])
     assert any(not torch.equal(states[0][name], other[name]) for name in other)
@@ -674,10 +830,18 @@ def test_loss_settings_the_chosen_loss_does_not_take_are_named(tiny_st_base, tmp
     from sciembed.training.run import prepare
 
     data = write_s2orc(tmp_path / "papers.jsonl")
-    with pytest.raises(ValueError, match=r"loss.margin: not a setting of MultipleNegativesRankingLoss \(loss.name=mnr\); its settings: "):
+    with pytest.raises(
+        ValueError,
+        match=r"loss.margin: not a setting of MultipleNegativesRankingLoss \(loss.name=mnr\); its settings: ",
+    ):
         prepare("specter", tiny_st_base, data, tmp_path / "out", {**TINY_RUN, "loss.margin": 0.5})
-    run = prepare("specter", tiny_st_base, data, tmp_path / "out", {**TINY_RUN, "loss.name": "triplet", "loss.distance": "cosine",
-                                                                    "loss.margin": 0.25})
+    run = prepare(
+        "specter",
+        tiny_st_base,
+        data,
+        tmp_path / "out",
+        {**TINY_RUN, "loss.name": "triplet", "loss.distance": "cosine", "loss.margin": 0.25},
+    )
     assert run.settings["embedding"]["chosen_by"]["loss"] == "settings" and run.trainer.loss.distance == "cosine"
 
 
@@ -690,11 +854,24 @@ def _papers_and_edges(folder):
 
     folder.mkdir(exist_ok=True)
     papers = folder / "papers.jsonl"
-    papers.write_text("".join(json.dumps({"paper_id": f"p{i}", "title": " ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(5)),
-                                          "abstract": " ".join(WORDS[(i * 5 + k) % len(WORDS)] for k in range(12))}) + "\n" for i in range(40)))
+    papers.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "paper_id": f"p{i}",
+                    "title": " ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(5)),
+                    "abstract": " ".join(WORDS[(i * 5 + k) % len(WORDS)] for k in range(12)),
+                }
+            )
+            + "\n"
+            for i in range(40)
+        )
+    )
     pairs = [(f"p{i}", f"p{(i + k) % 40}") for i in range(40) for k in (1, 2, 3)]
     (folder / "cites.csv").write_text("citing,cited\n" + "".join(f"{a},{b}\n" for a, b in pairs))
-    (folder / "cites.txt").write_text("# Directed graph\n# FromNodeId\tToNodeId\n" + "".join(f"{a}\t{b}\n" for a, b in pairs))
+    (folder / "cites.txt").write_text(
+        "# Directed graph\n# FromNodeId\tToNodeId\n" + "".join(f"{a}\t{b}\n" for a, b in pairs)
+    )
     return papers, folder / "cites.csv", folder / "cites.txt"
 
 
@@ -706,10 +883,33 @@ def test_sciembed_train_on_papers_and_a_csv_edge_list(tiny_bert, tmp_path, caplo
     papers, cites, _ = _papers_and_edges(tmp_path / "data")
     out = tmp_path / "out"
     with caplog.at_level(logging.INFO, logger="sciembed"):
-        code = main(["train", "--recipe", "specter", "--base", str(tiny_bert), "--papers", str(papers), "--citations", str(cites),
-                     "--output", str(out), "--set", "max_steps=2", "--set", "per_device_train_batch_size=4",
-                     "--set", "gradient_accumulation_steps=1", "--set", "embedding.max_length=32", "--set", "save_strategy=no",
-                     "--set", "data.held_out=0.1"])
+        code = main(
+            [
+                "train",
+                "--recipe",
+                "specter",
+                "--base",
+                str(tiny_bert),
+                "--papers",
+                str(papers),
+                "--citations",
+                str(cites),
+                "--output",
+                str(out),
+                "--set",
+                "max_steps=2",
+                "--set",
+                "per_device_train_batch_size=4",
+                "--set",
+                "gradient_accumulation_steps=1",
+                "--set",
+                "embedding.max_length=32",
+                "--set",
+                "save_strategy=no",
+                "--set",
+                "data.held_out=0.1",
+            ]
+        )
     assert code == 0
     messages = [record.getMessage() for record in caplog.records]
     # The counts are logged once each: the graph's (given, kept, dropped) and the sampler's.
@@ -726,7 +926,9 @@ def test_every_citation_recipe_trains_on_papers_and_snap_lines(recipe, tiny_bert
     from sciembed.training.run import train
 
     papers, _, snap = _papers_and_edges(tmp_path / "data")
-    summary = train(recipe, tiny_bert, CitationFiles(papers, snap), tmp_path / "out", {**TINY_RUN, "save_strategy": "no"})
+    summary = train(
+        recipe, tiny_bert, CitationFiles(papers, snap), tmp_path / "out", {**TINY_RUN, "save_strategy": "no"}
+    )
     assert summary["global_step"] == 2 and summary["data"]["examples"] > 0
 
 
@@ -745,13 +947,27 @@ def test_edge_list_options_and_bad_edge_files_stop_before_the_model_loads(tiny_b
     base = ["train", "--base", str(tiny_bert), "--output", str(tmp_path / "out")]
     for argv, message in [
         (["--recipe", "specter", "--papers", str(papers)], "--papers and --citations go together (got only --papers)"),
-        (["--recipe", "specter", "--data", str(papers), "--papers", str(papers), "--citations", str(cites)], "give --data, or --papers with --citations, not both"),
+        (
+            ["--recipe", "specter", "--data", str(papers), "--papers", str(papers), "--citations", str(cites)],
+            "give --data, or --papers with --citations, not both",
+        ),
         (["--recipe", "specter"], "no training data: give --data, or --papers and --citations"),
-        (["--recipe", "scirepeval-ctrl", "--papers", str(papers), "--citations", str(cites)], "recipe scirepeval-ctrl trains on scirepeval data"),
-        (["--recipe", "specter", "--papers", str(papers), "--citations", str(tmp_path / "bad.csv")],
-         "bad.csv, line 3: one column ('p3') where the header names 2; 1 line(s) in all without 2 fields"),
-        (["--recipe", "specter", "--papers", str(renamed), "--citations", str(cites)], "with id_field=... / --id-field"),
-        (["--recipe", "specter", "--data", str(papers), "--id-field", "pid"], "--id-field names the id column of --papers"),
+        (
+            ["--recipe", "scirepeval-ctrl", "--papers", str(papers), "--citations", str(cites)],
+            "recipe scirepeval-ctrl trains on scirepeval data",
+        ),
+        (
+            ["--recipe", "specter", "--papers", str(papers), "--citations", str(tmp_path / "bad.csv")],
+            "bad.csv, line 3: one column ('p3') where the header names 2; 1 line(s) in all without 2 fields",
+        ),
+        (
+            ["--recipe", "specter", "--papers", str(renamed), "--citations", str(cites)],
+            "with id_field=... / --id-field",
+        ),
+        (
+            ["--recipe", "specter", "--data", str(papers), "--id-field", "pid"],
+            "--id-field names the id column of --papers",
+        ),
     ]:
         caplog.clear()
         assert main(base + argv) == 2, argv
@@ -771,23 +987,53 @@ def test_data_exclude_keeps_papers_out_of_every_training_example(tiny_bert, tmp_
     step = {"max_steps": 1, "save_strategy": "no", "embedding.max_length": 32}
     specter = prepare("specter", tiny_bert, cacm, tmp_path / "all", step).trainer.train_dataset
     # The papers the first 30 query papers' triplets use: excluded, none of them may appear again.
-    used = sorted({row[f"{role}_id"] for row in specter.select(range(30)) for role in ("query", "positive", "negative")})
+    used = sorted(
+        {row[f"{role}_id"] for row in specter.select(range(30)) for role in ("query", "positive", "negative")}
+    )
     (tmp_path / "ids.txt").write_text("\n".join(used) + "\n", encoding="utf-8")
-    run = prepare("specter", tiny_bert, cacm, tmp_path / "specter", {**step, "data.exclude": str(tmp_path / "ids.txt")})
+    run = prepare(
+        "specter", tiny_bert, cacm, tmp_path / "specter", {**step, "data.exclude": str(tmp_path / "ids.txt")}
+    )
     seen = {row[f"{role}_id"] for row in run.trainer.train_dataset for role in ("query", "positive", "negative")}
-    assert not seen & set(used) and run.data["excluded_papers"] == len(used) and len(run.trainer.train_dataset) < len(specter)
-    pairs = prepare("moe-cocitation", tiny_bert, cacm, tmp_path / "moe", {**step, "data.exclude": used}).trainer.train_dataset
+    assert (
+        not seen & set(used)
+        and run.data["excluded_papers"] == len(used)
+        and len(run.trainer.train_dataset) < len(specter)
+    )
+    pairs = prepare(
+        "moe-cocitation", tiny_bert, cacm, tmp_path / "moe", {**step, "data.exclude": used}
+    ).trainer.train_dataset
     assert not ({*pairs["a_id"], *pairs["b_id"]} & set(used))
     labelled = labelled_papers(cacm)[0]["paper_id"]
-    heads = prepare("spectroid-heads", tiny_bert, cacm, tmp_path / "heads", {**step, "data.exclude": [*labelled[:7], "no-such-paper"]})
+    heads = prepare(
+        "spectroid-heads",
+        tiny_bert,
+        cacm,
+        tmp_path / "heads",
+        {**step, "data.exclude": [*labelled[:7], "no-such-paper"]},
+    )
     assert heads.data["excluded_papers"] == 7 and not set(heads.trainer.train_dataset["paper_id"]) & set(labelled[:7])
     # Ids that name no paper exclude nothing, and are counted (a wrongly formatted ids file is not silent).
     assert heads.data["exclude_ids_unknown"] == 1 and run.data["exclude_ids_unknown"] == 0
-    for value, message in (("missing.txt", "data.exclude: missing.txt is not a file of paper ids"),
-                           ({"a": 1}, "data.exclude is a list of paper ids or a file of them")):
+    for value, message in (
+        ("missing.txt", "data.exclude: missing.txt is not a file of paper ids"),
+        ({"a": 1}, "data.exclude is a list of paper ids or a file of them"),
+    ):
         with pytest.raises(ValueError, match=message):
             prepare("specter", tiny_bert, cacm, tmp_path / "bad", {**step, "data.exclude": value})
     with pytest.raises(ValueError, match="multi-task data takes them per task: give a task mixture"):
-        prepare("scirepeval-ctrl", tiny_bert, shared_data("scirepeval-samples"), tmp_path / "ctrl", {**step, "data.exclude": ["1"]})
+        prepare(
+            "scirepeval-ctrl",
+            tiny_bert,
+            shared_data("scirepeval-samples"),
+            tmp_path / "ctrl",
+            {**step, "data.exclude": ["1"]},
+        )
     with pytest.raises(ValueError, match="SciRepEval's ready triplets carry no paper ids to exclude"):
-        prepare("specter", tiny_bert, shared_data("scirepeval-samples", "specter_small.json"), tmp_path / "ready", {**step, "data.exclude": ["1"]})
+        prepare(
+            "specter",
+            tiny_bert,
+            shared_data("scirepeval-samples", "specter_small.json"),
+            tmp_path / "ready",
+            {**step, "data.exclude": ["1"]},
+        )

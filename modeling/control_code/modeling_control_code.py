@@ -45,6 +45,7 @@ def layer_output(output: Union[torch.Tensor, tuple[torch.Tensor, ...]]) -> torch
 #: Where the control code sits and where the embedding is read: right after ``[CLS]``.
 CONTROL_CODE_POSITION = 1
 
+
 @dataclass
 class ControlCodeModelOutput(ModelOutput):
     """Output of :class:`ControlCodeModel`; sequences are one token longer than the input (the control code).
@@ -127,19 +128,30 @@ def sequence_classification_loss(config: PretrainedConfig, logits: torch.Tensor,
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.SOURCE_ONLY_CONFIG_KEYS
 SOURCE_ONLY_CONFIG_KEYS = (
-    "model_type", "architectures", "auto_map", "transformers_version", "_name_or_path", "id2label", "label2id",
+    "model_type",
+    "architectures",
+    "auto_map",
+    "transformers_version",
+    "_name_or_path",
+    "id2label",
+    "label2id",
     "problem_type",
 )
 
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.config_from_bert
-def config_from_bert(config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options) -> PretrainedConfig:
+def config_from_bert(
+    config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options
+) -> PretrainedConfig:
     """A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that
     describe the checkpoint itself, nor its values of the family's own fields, such as a generation default
     ``top_k``), then ``options``, keeping the attention implementation the BERT model was loaded with."""
     family_fields = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
-    settings = {key: value for key, value in bert_config.to_diff_dict().items()
-                if key not in SOURCE_ONLY_CONFIG_KEYS and key not in family_fields}
+    settings = {
+        key: value
+        for key, value in bert_config.to_diff_dict().items()
+        if key not in SOURCE_ONLY_CONFIG_KEYS and key not in family_fields
+    }
     # to_diff_dict leaves the attention implementation out.
     settings["attn_implementation"] = bert_config._attn_implementation
     return config_class(**{**settings, **options})
@@ -259,7 +271,9 @@ class ControlCodeModel(ControlCodePreTrainedModel):
                 raise ValueError("the BertModel has no name_or_path to load its tokenizer from: pass tokenizer=")
             tokenizer = AutoTokenizer.from_pretrained(source)
 
-        model = cls(config_from_bert(ControlCodeConfig, bert.config, **options)).to(device=bert.device, dtype=bert.dtype)
+        model = cls(config_from_bert(ControlCodeConfig, bert.config, **options)).to(
+            device=bert.device, dtype=bert.dtype
+        )
         model.load_state_dict({k: v for k, v in bert.state_dict().items() if not k.startswith("pooler.")})
 
         codes = sorted(set(model.config.control_codes.values()))
@@ -272,8 +286,7 @@ class ControlCodeModel(ControlCodePreTrainedModel):
         vocab = tokenizer.get_vocab()
         code_of_id = {vocab[code]: code for code in codes}
         clashes = [
-            f"{code_of_id[i]} and {word!r} (id {i})"
-            for word, i in vocab.items() if code_of_id.get(i, word) != word
+            f"{code_of_id[i]} and {word!r} (id {i})" for word, i in vocab.items() if code_of_id.get(i, word) != word
         ]
         if clashes:
             raise ValueError(
@@ -412,7 +425,9 @@ class ControlCodeModel(ControlCodePreTrainedModel):
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids and inputs_embeds")
         codes = self._control_code_ids(task_format, input_ids if input_ids is not None else inputs_embeds)
-        inputs = self._insert_control_code(codes, input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids)
+        inputs = self._insert_control_code(
+            codes, input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids
+        )
         input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids = self._fit_to_positions(*inputs)
 
         embedding_output = self.embeddings(
@@ -480,7 +495,10 @@ class ControlCodeForSequenceClassification(ControlCodePreTrainedModel):
             raise TypeError("give the head as head= (a name or a list of hidden sizes), not classifier_hidden_sizes")
         labels = {"num_labels": num_labels, "id2label": None, "label2id": None}
         encoder = ControlCodeModel.from_bert(
-            path_or_model, tokenizer=tokenizer, classifier_hidden_sizes=head_hidden_sizes(head), **{**labels, **options}
+            path_or_model,
+            tokenizer=tokenizer,
+            classifier_hidden_sizes=head_hidden_sizes(head),
+            **{**labels, **options},
         )
         model = cls(encoder.config).to(device=encoder.device, dtype=encoder.dtype)
         model.control_code = encoder  # the converted BERT replaces the randomly initialised encoder

@@ -144,9 +144,7 @@ class MoEBertSparseMLP(nn.Module):
         weights = weights / weights.sum(dim=-1, keepdim=True)
         return weights.to(router_logits.dtype), selected
 
-    def _dispatch(
-        self, inputs: torch.Tensor, selected: torch.Tensor, weights: Optional[torch.Tensor]
-    ) -> torch.Tensor:
+    def _dispatch(self, inputs: torch.Tensor, selected: torch.Tensor, weights: Optional[torch.Tensor]) -> torch.Tensor:
         """sum_k weights[i, k] * expert_{selected[i, k]}(inputs[i]) for every row i of `inputs` (sequences or tokens).
 
         `weights` is `None` when each row has exactly one expert with weight 1 (enforced routing).
@@ -294,19 +292,30 @@ def sequence_classification_loss(config: PretrainedConfig, logits: torch.Tensor,
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.SOURCE_ONLY_CONFIG_KEYS
 SOURCE_ONLY_CONFIG_KEYS = (
-    "model_type", "architectures", "auto_map", "transformers_version", "_name_or_path", "id2label", "label2id",
+    "model_type",
+    "architectures",
+    "auto_map",
+    "transformers_version",
+    "_name_or_path",
+    "id2label",
+    "label2id",
     "problem_type",
 )
 
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.config_from_bert
-def config_from_bert(config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options) -> PretrainedConfig:
+def config_from_bert(
+    config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options
+) -> PretrainedConfig:
     """A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that
     describe the checkpoint itself, nor its values of the family's own fields, such as a generation default
     ``top_k``), then ``options``, keeping the attention implementation the BERT model was loaded with."""
     family_fields = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
-    settings = {key: value for key, value in bert_config.to_diff_dict().items()
-                if key not in SOURCE_ONLY_CONFIG_KEYS and key not in family_fields}
+    settings = {
+        key: value
+        for key, value in bert_config.to_diff_dict().items()
+        if key not in SOURCE_ONLY_CONFIG_KEYS and key not in family_fields
+    }
     # to_diff_dict leaves the attention implementation out.
     settings["attn_implementation"] = bert_config._attn_implementation
     return config_class(**{**settings, **options})
@@ -472,7 +481,7 @@ class MoEBertModel(MoEBertPreTrainedModel):
         path_or_model: Union[str, os.PathLike, BertModel],
         tokenizer: Optional[PreTrainedTokenizerBase] = None,
         **options,
-    ) -> "MoEBertModel":
+    ) -> MoEBertModel:
         """Converts a pretrained BERT (a folder, a Hub id or a `BertModel`) into a MoE BERT with equal outputs.
 
         Every pretrained weight is copied: embeddings, attention and LayerNorms under their own names, and the MLP
@@ -588,7 +597,7 @@ class MoEBertForSequenceClassification(MoEBertPreTrainedModel):
         num_labels: Optional[int] = None,
         tokenizer: Optional[PreTrainedTokenizerBase] = None,
         **options,
-    ) -> "MoEBertForSequenceClassification":
+    ) -> MoEBertForSequenceClassification:
         """[`MoEBertModel.from_bert`] (which adds the domain tokens to `tokenizer`) plus a new head.
 
         Args:
@@ -602,7 +611,10 @@ class MoEBertForSequenceClassification(MoEBertPreTrainedModel):
             raise TypeError("give the head as head= (a name or a list of hidden sizes), not classifier_hidden_sizes")
         labels = {"num_labels": num_labels, "id2label": None, "label2id": None}
         encoder = MoEBertModel.from_bert(
-            path_or_model, tokenizer=tokenizer, classifier_hidden_sizes=head_hidden_sizes(head), **{**labels, **options}
+            path_or_model,
+            tokenizer=tokenizer,
+            classifier_hidden_sizes=head_hidden_sizes(head),
+            **{**labels, **options},
         )
         model = cls(encoder.config).to(device=encoder.device, dtype=encoder.dtype)
         model.moe_bert = encoder  # the converted BERT replaces the randomly initialised encoder

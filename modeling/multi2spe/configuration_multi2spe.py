@@ -115,7 +115,12 @@ class Multi2SPEConfig(BertConfig):
             raise ValueError(f"initialization must be one of {INITIALIZATIONS}, got {initialization!r}")
         if text_pooling not in TEXT_POOLINGS:
             raise ValueError(f"text_pooling must be one of {TEXT_POOLINGS}, got {text_pooling!r}")
-        if text_pooling == "mean" and initialization == "base" and linear_layers is not None and self.num_hidden_layers not in linear_layers:
+        if (
+            text_pooling == "mean"
+            and initialization == "base"
+            and linear_layers is not None
+            and self.num_hidden_layers not in linear_layers
+        ):
             raise ValueError(
                 f'text_pooling="mean" with initialization="base" starts the linear layers after the last layer '
                 f"({self.num_hidden_layers}) at zero, so linear_layers must include it, got {linear_layers}"

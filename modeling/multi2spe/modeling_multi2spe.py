@@ -62,7 +62,9 @@ class Multi2SPECLSLinear(nn.Module):
         k, hidden = config.num_cls_tokens, config.hidden_size
         self.init = init
         self.reparameterize = config.reparameterize and k > 1
-        self.identity_offset = self.reparameterize and init == "identity" and config.reparameterization_init == "identity"
+        self.identity_offset = (
+            self.reparameterize and init == "identity" and config.reparameterization_init == "identity"
+        )
         self.weight = nn.Parameter(torch.empty(k, hidden, hidden))
         self.bias = nn.Parameter(torch.empty(k, hidden))
 
@@ -102,9 +104,14 @@ class Multi2SPEEncoder(nn.Module):
         self.config = config
         self.layer = nn.ModuleList([BertLayer(config, layer_idx=i) for i in range(config.num_hidden_layers)])
         last = config.num_hidden_layers
-        last_init = {"paper": "normal", "base": "zero" if config.text_pooling == "mean" else "identity"}[config.initialization]
+        last_init = {"paper": "normal", "base": "zero" if config.text_pooling == "mean" else "identity"}[
+            config.initialization
+        ]
         self.cls_linear = nn.ModuleDict(
-            {str(n): Multi2SPECLSLinear(config, init="identity" if n != last else last_init) for n in config.get_linear_layers()}
+            {
+                str(n): Multi2SPECLSLinear(config, init="identity" if n != last else last_init)
+                for n in config.get_linear_layers()
+            }
         )
 
     def forward(
@@ -188,19 +195,30 @@ def sequence_classification_loss(config: PretrainedConfig, logits: torch.Tensor,
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.SOURCE_ONLY_CONFIG_KEYS
 SOURCE_ONLY_CONFIG_KEYS = (
-    "model_type", "architectures", "auto_map", "transformers_version", "_name_or_path", "id2label", "label2id",
+    "model_type",
+    "architectures",
+    "auto_map",
+    "transformers_version",
+    "_name_or_path",
+    "id2label",
+    "label2id",
     "problem_type",
 )
 
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.config_from_bert
-def config_from_bert(config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options) -> PretrainedConfig:
+def config_from_bert(
+    config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options
+) -> PretrainedConfig:
     """A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that
     describe the checkpoint itself, nor its values of the family's own fields, such as a generation default
     ``top_k``), then ``options``, keeping the attention implementation the BERT model was loaded with."""
     family_fields = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
-    settings = {key: value for key, value in bert_config.to_diff_dict().items()
-                if key not in SOURCE_ONLY_CONFIG_KEYS and key not in family_fields}
+    settings = {
+        key: value
+        for key, value in bert_config.to_diff_dict().items()
+        if key not in SOURCE_ONLY_CONFIG_KEYS and key not in family_fields
+    }
     # to_diff_dict leaves the attention implementation out.
     settings["attn_implementation"] = bert_config._attn_implementation
     return config_class(**{**settings, **options})
@@ -306,7 +324,7 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
         path_or_model: Union[str, os.PathLike, BertModel],
         tokenizer: Optional[PreTrainedTokenizerBase] = None,
         **options,
-    ) -> "Multi2SPEModel":
+    ) -> Multi2SPEModel:
         """Build Multi²SPE from a BERT checkpoint: every pretrained weight is copied, only the per-CLS
         linear layers (and embedding rows of added tokens) are new.
 
@@ -468,7 +486,9 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
         else:
             extended_mask = additive_attention_mask(attention_mask, embedding_output.dtype)
 
-        sequence_output, hidden_states, last_layer_states = self.encoder(embedding_output, extended_mask, output_hidden_states)
+        sequence_output, hidden_states, last_layer_states = self.encoder(
+            embedding_output, extended_mask, output_hidden_states
+        )
         k = self.config.num_cls_tokens
         cls_embeddings = sequence_output[:, :k]
         if self.config.cls_activation == "tanh" and str(self.config.num_hidden_layers) in self.encoder.cls_linear:
@@ -517,7 +537,7 @@ class Multi2SPEForSequenceClassification(Multi2SPEPreTrainedModel):
         num_labels: Optional[int] = None,
         tokenizer: Optional[PreTrainedTokenizerBase] = None,
         **options,
-    ) -> "Multi2SPEForSequenceClassification":
+    ) -> Multi2SPEForSequenceClassification:
         """:meth:`Multi2SPEModel.from_bert` (which may add the extra CLS tokens to ``tokenizer``) plus a new head.
 
         Args:
@@ -531,7 +551,10 @@ class Multi2SPEForSequenceClassification(Multi2SPEPreTrainedModel):
             raise TypeError("give the head as head= (a name or a list of hidden sizes), not classifier_hidden_sizes")
         labels = {"num_labels": num_labels, "id2label": None, "label2id": None}
         encoder = Multi2SPEModel.from_bert(
-            path_or_model, tokenizer=tokenizer, classifier_hidden_sizes=head_hidden_sizes(head), **{**labels, **options}
+            path_or_model,
+            tokenizer=tokenizer,
+            classifier_hidden_sizes=head_hidden_sizes(head),
+            **{**labels, **options},
         )
         model = cls(encoder.config).to(device=encoder.device, dtype=encoder.dtype)
         model.multi2spe = encoder  # the converted BERT replaces the randomly initialised encoder

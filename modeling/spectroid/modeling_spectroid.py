@@ -36,18 +36,29 @@ SPECTROID_HEADS: dict[str, tuple[int, ...]] = {"CH1": (), "CH2": (64,), "CH3": (
 
 # Entries of a BERT config that describe the source checkpoint (or a head of its own), not this model.
 SOURCE_ONLY_CONFIG_KEYS = (
-    "model_type", "architectures", "auto_map", "transformers_version", "_name_or_path", "id2label", "label2id",
+    "model_type",
+    "architectures",
+    "auto_map",
+    "transformers_version",
+    "_name_or_path",
+    "id2label",
+    "label2id",
     "problem_type",
 )
 
 
-def config_from_bert(config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options) -> PretrainedConfig:
+def config_from_bert(
+    config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options
+) -> PretrainedConfig:
     """A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that
     describe the checkpoint itself, nor its values of the family's own fields, such as a generation default
     ``top_k``), then ``options``, keeping the attention implementation the BERT model was loaded with."""
     family_fields = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
-    settings = {key: value for key, value in bert_config.to_diff_dict().items()
-                if key not in SOURCE_ONLY_CONFIG_KEYS and key not in family_fields}
+    settings = {
+        key: value
+        for key, value in bert_config.to_diff_dict().items()
+        if key not in SOURCE_ONLY_CONFIG_KEYS and key not in family_fields
+    }
     # to_diff_dict leaves the attention implementation out.
     settings["attn_implementation"] = bert_config._attn_implementation
     return config_class(**{**settings, **options})
@@ -189,7 +200,7 @@ class SpectroidForSequenceClassification(SpectroidPreTrainedModel):
         head: Union[str, Sequence[int]] = "CH2",
         num_labels: Optional[int] = None,
         **options,
-    ) -> "SpectroidForSequenceClassification":
+    ) -> SpectroidForSequenceClassification:
         """Put a new classification head on a BERT checkpoint; every pretrained encoder weight is copied.
 
         Args:
@@ -206,7 +217,10 @@ class SpectroidForSequenceClassification(SpectroidPreTrainedModel):
         if "classifier_hidden_sizes" in options:
             raise TypeError("give the head as head= (a name or a list of hidden sizes), not classifier_hidden_sizes")
         bert = path_or_model if isinstance(path_or_model, BertModel) else BertModel.from_pretrained(path_or_model)
-        head_settings = {"classifier_hidden_sizes": head_hidden_sizes(head), **({} if num_labels is None else {"num_labels": num_labels})}
+        head_settings = {
+            "classifier_hidden_sizes": head_hidden_sizes(head),
+            **({} if num_labels is None else {"num_labels": num_labels}),
+        }
         config = config_from_bert(SpectroidConfig, bert.config, **{**head_settings, **options})
         model = cls(config).to(device=bert.device, dtype=bert.dtype)
         model.bert.load_state_dict({k: v for k, v in bert.state_dict().items() if not k.startswith("pooler.")})

@@ -10,4 +10,13 @@ from .default_model import default_model_path
 from .encode import Encoder, PaperEncoder, encode
 from .evaluation.neighbours import neighbours
 
-__all__ = ["Encoder", "InvalidPaperError", "PaperEncoder", "default_model_path", "encode", "neighbours", "paper_text", "read_papers"]
+__all__ = [
+    "Encoder",
+    "InvalidPaperError",
+    "PaperEncoder",
+    "default_model_path",
+    "encode",
+    "neighbours",
+    "paper_text",
+    "read_papers",
+]

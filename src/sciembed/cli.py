@@ -16,7 +16,9 @@ logger = logging.getLogger("sciembed")
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING if args.quiet else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
+    )
     try:
         with _library_progress_bars(shown=not getattr(args, "no_progress", False)):
             return args.run(args)
@@ -36,9 +38,11 @@ def _library_progress_bars(*, shown: bool) -> Iterator[None]:
     import huggingface_hub.utils
     from transformers.utils import logging as transformers_logging
 
-    libraries = [(transformers_logging.disable_progress_bar, transformers_logging.enable_progress_bar),
-                 (huggingface_hub.utils.disable_progress_bars, huggingface_hub.utils.enable_progress_bars),
-                 (datasets.disable_progress_bars, datasets.enable_progress_bars)]
+    libraries = [
+        (transformers_logging.disable_progress_bar, transformers_logging.enable_progress_bar),
+        (huggingface_hub.utils.disable_progress_bars, huggingface_hub.utils.enable_progress_bars),
+        (datasets.disable_progress_bars, datasets.enable_progress_bars),
+    ]
     for disable, _ in libraries:
         disable()
     try:

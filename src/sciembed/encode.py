@@ -100,8 +100,14 @@ class Encoder(ABC):
         """A hash of everything that decides the vectors; equal fingerprints give equal vectors."""
 
     @abstractmethod
-    def encode(self, papers: Sequence[Mapping[str, Any] | str], *, batch_size: int | None = None, show_progress_bar: bool = True,
-               progress_desc: str = "Encoding") -> np.ndarray:
+    def encode(
+        self,
+        papers: Sequence[Mapping[str, Any] | str],
+        *,
+        batch_size: int | None = None,
+        show_progress_bar: bool = True,
+        progress_desc: str = "Encoding",
+    ) -> np.ndarray:
         """Embed ``papers`` (records, or texts as they are), in input order."""
 
     @property
@@ -220,10 +226,14 @@ class PaperEncoder(Encoder):
         self.forward_options = self._forward_options(task_format, domain)
         config = self.transformer.config
         if getattr(config, "routing", None) == "enforced" and domain is None and not self._routes:
-            raise ValueError(f"{type(self.transformer).__name__} routes every paper to the expert of its domain: give its domain "
-                             f"(domain= in Python, --domain on the command line), one of {', '.join(config.domains)}")
+            raise ValueError(
+                f"{type(self.transformer).__name__} routes every paper to the expert of its domain: give its domain "
+                f"(domain= in Python, --domain on the command line), one of {', '.join(config.domains)}"
+            )
         if facets and family_of(self.transformer) != "multi2spe":
-            raise ValueError(f"{type(self.transformer).__name__} has no facet vectors; facets is for models with cls_embeddings (Multi2SPEModel)")
+            raise ValueError(
+                f"{type(self.transformer).__name__} has no facet vectors; facets is for models with cls_embeddings (Multi2SPEModel)"
+            )
         self.facets = facets
         self.backend = backend
         self._onnx = OnnxBackend(precision, onnx_cache) if backend == "onnx" else None
@@ -270,8 +280,12 @@ class PaperEncoder(Encoder):
         if kwargs.get("max_length") is None and _has_sentence_transformers_modules(name):
             # Read as a plain transformer with another pooling, a sentence-transformers model keeps its own length.
             kwargs["max_length"] = base_embedding(name).max_length
-            logger.info("%s: pooling %s over its transformer, at its sentence-transformers max_seq_length %s",
-                        name, kwargs.get("pooling"), kwargs["max_length"] or "(unset: the model's limit)")
+            logger.info(
+                "%s: pooling %s over its transformer, at its sentence-transformers max_seq_length %s",
+                name,
+                kwargs.get("pooling"),
+                kwargs["max_length"] or "(unset: the model's limit)",
+            )
         with _load_errors_named(name):
             model = AutoModel.from_pretrained(name, trust_remote_code=trust_remote_code)
         if Path(name).is_dir():
@@ -296,7 +310,11 @@ class PaperEncoder(Encoder):
             if task_format not in formats:
                 raise ValueError(
                     f"{type(model).__name__} has no task format {task_format!r}; "
-                    + (f"its formats: {', '.join(formats)}" if formats else "task_format is for control-code, format-adapter and PALs models")
+                    + (
+                        f"its formats: {', '.join(formats)}"
+                        if formats
+                        else "task_format is for control-code, format-adapter and PALs models"
+                    )
                 )
             options["task_format"] = task_format
         if domain is not None:
@@ -374,8 +392,10 @@ class PaperEncoder(Encoder):
     def _non_finite_remedy(self) -> str:
         if self.precision != "fp32":
             return f"nothing was kept; try --precision fp32 (precision='fp32'): {self.precision} can overflow where fp32 does not"
-        return ("nothing was kept; the model computes NaN or infinity (damaged weights, a training run that diverged): "
-                "check its weights or load another checkpoint")
+        return (
+            "nothing was kept; the model computes NaN or infinity (damaged weights, a training run that diverged): "
+            "check its weights or load another checkpoint"
+        )
 
     def fingerprint(self) -> str:
         """A hash of everything that decides the vectors: weights, config, pooling, length, options, and the
@@ -431,9 +451,10 @@ class PaperEncoder(Encoder):
         texts = cut_texts(texts, self.tokenizer, self.max_length)
         order = self._longest_first(texts)
         vectors: np.ndarray | None = None
-        with torch.inference_mode(), tqdm(
-            total=len(texts), desc=progress_desc, unit="paper", disable=not show_progress_bar
-        ) as progress:
+        with (
+            torch.inference_mode(),
+            tqdm(total=len(texts), desc=progress_desc, unit="paper", disable=not show_progress_bar) as progress,
+        ):
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
                 features = self.features([texts[i] for i in rows])
@@ -441,8 +462,12 @@ class PaperEncoder(Encoder):
                     embeddings = self._onnx.session(self)(features)
                 else:
                     embeddings = self.forward(features).float().cpu().numpy()
-                check_finite(embeddings, lambda bad: [_paper_name(papers, i) for i in rows[bad]], f"model {self.name_or_path}",
-                             self._non_finite_remedy)
+                check_finite(
+                    embeddings,
+                    lambda bad, rows=rows: [_paper_name(papers, i) for i in rows[bad]],
+                    f"model {self.name_or_path}",
+                    self._non_finite_remedy,
+                )
                 if vectors is None:
                     vectors = np.empty((len(texts), *embeddings.shape[1:]), dtype=np.float32)
                 vectors[rows] = embeddings
@@ -466,17 +491,25 @@ class PaperEncoder(Encoder):
         if self._sentence_transformer is not None:
             st = self._sentence_transformer
             # A model with query and document routes (sciembed.encoders.router) picks its format by route.
-            route = {"task": "query" if self.forward_options.get("task_format") == QUERY_FORMAT else "document"} if self._routes else {}
+            route = (
+                {"task": "query" if self.forward_options.get("task_format") == QUERY_FORMAT else "document"}
+                if self._routes
+                else {}
+            )
             features = st.preprocess(texts, processing_kwargs={"text": {"max_length": self.max_length}}, **route)
             features = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
         else:
-            features = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt").to(self.device)
+            features = self.tokenizer(
+                texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+            ).to(self.device)
         return self._routed(features)
 
     def forward(self, features: Mapping[str, Any]) -> torch.Tensor:
         """The PyTorch model on the inputs of :meth:`features`, in the encoder's format: the paper embeddings
         (facet vectors with ``facets``). The ONNX backend exports exactly this function."""
-        format_options = {} if self._routes else activate_format(self.transformer, self.forward_options.get("task_format"))
+        format_options = (
+            {} if self._routes else activate_format(self.transformer, self.forward_options.get("task_format"))
+        )
         if self.facets:  # the facet vectors sit before any sentence-transformers module; the model takes the tensors
             tensors = {key: value for key, value in features.items() if hasattr(value, "dim")}
             return self.transformer(**tensors, **format_options).cls_embeddings
@@ -572,13 +605,22 @@ def encode(
         >>> vectors = sciembed.encode(sciembed.default_model_path(), [{"title": "BERT", "abstract": "..."}])
     """
     options = dict(
-        pooling=pooling, normalize=normalize, max_length=max_length, device=device, task_format=task_format, domain=domain,
-        backend=backend, precision=precision,
+        pooling=pooling,
+        normalize=normalize,
+        max_length=max_length,
+        device=device,
+        task_format=task_format,
+        domain=domain,
+        backend=backend,
+        precision=precision,
     )
     if isinstance(model, Encoder):
         defaults = {"backend": "pytorch", "precision": "fp32"}
-        given = [name for name, value in {**options, "tokenizer": tokenizer, "trust_remote_code": trust_remote_code}.items()
-                 if value and value != defaults.get(name)]
+        given = [
+            name
+            for name, value in {**options, "tokenizer": tokenizer, "trust_remote_code": trust_remote_code}.items()
+            if value and value != defaults.get(name)
+        ]
         if given:
             raise ValueError(f"an encoder holds its own settings; set {', '.join(given)} when creating it")
     elif model is None or isinstance(model, (str, os.PathLike)):
@@ -633,14 +675,20 @@ def base_embedding(name_or_path: str | os.PathLike[str]) -> BaseEmbedding:
     if not _has_sentence_transformers_modules(name):
         return BaseEmbedding(None, False, None, "no sentence-transformers modules")
     modules_file = _st_file(name, "modules.json")
-    kinds = [(entry.get("type", "").rsplit(".", 1)[-1], entry) for entry in json.loads(Path(modules_file).read_text(encoding="utf-8"))]
+    kinds = [
+        (entry.get("type", "").rsplit(".", 1)[-1], entry)
+        for entry in json.loads(Path(modules_file).read_text(encoding="utf-8"))
+    ]
     names = [kind for kind, _ in kinds]
     pooling, modes = None, []
     if names[:2] == ["Transformer", "Pooling"]:
         config = json.loads(Path(_st_file(name, f"{kinds[1][1]['path']}/config.json")).read_text(encoding="utf-8"))
         # sentence-transformers 5 writes "pooling_mode" (a name or a list); earlier releases one flag per mode.
-        modes = config.get("pooling_mode") or [mode.removeprefix("pooling_mode_").removesuffix("_tokens").removesuffix("_token")
-                                                for mode, on in config.items() if mode.startswith("pooling_mode_") and on]
+        modes = config.get("pooling_mode") or [
+            mode.removeprefix("pooling_mode_").removesuffix("_tokens").removesuffix("_token")
+            for mode, on in config.items()
+            if mode.startswith("pooling_mode_") and on
+        ]
         modes = [modes] if isinstance(modes, str) else list(modes)
         pooling = modes[0] if modes in (["cls"], ["mean"]) else None
         rest = names[2:]
@@ -648,14 +696,20 @@ def base_embedding(name_or_path: str | os.PathLike[str]) -> BaseEmbedding:
         # A sciembed family's folder: its Transformer module returns the family's own embedding.
         rest = names[1:] if names[:1] == ["Transformer"] else names
     if (modes and pooling is None) or rest not in ([], ["Normalize"]):
-        raise ValueError(f"{modules_file}: modules {' -> '.join(names)}{f' (pooling {modes})' if modes else ''} cannot be trained through "
-                         "sciembed.encode.pool, which reproduces Transformer -> Pooling (cls or mean) [-> Normalize]; "
-                         "set embedding.pooling and embedding.normalize to train another embedding")
+        raise ValueError(
+            f"{modules_file}: modules {' -> '.join(names)}{f' (pooling {modes})' if modes else ''} cannot be trained through "
+            "sciembed.encode.pool, which reproduces Transformer -> Pooling (cls or mean) [-> Normalize]; "
+            "set embedding.pooling and embedding.normalize to train another embedding"
+        )
     normalize = rest == ["Normalize"]
     # sentence-transformers < 6 writes the window as sentence_bert_config.json's max_seq_length; 6 writes it as the
     # tokenizer's model_max_length instead.
     max_length = _st_json(name, "sentence_bert_config.json").get("max_seq_length")
-    if max_length is None and (limit := _st_json(name, "tokenizer_config.json").get("model_max_length")) is not None and limit <= 1e6:
+    if (
+        max_length is None
+        and (limit := _st_json(name, "tokenizer_config.json").get("model_max_length")) is not None
+        and limit <= 1e6
+    ):
         max_length = int(limit)
     return BaseEmbedding(pooling, normalize, max_length, modules_file)
 
@@ -694,16 +748,22 @@ def check_model_location(name: str) -> None:
     path = Path(name).expanduser()
     if path.is_dir():
         if not any((path / marker).is_file() for marker in ("config.json", "modules.json", ENSEMBLE_FILE)):
-            raise FileNotFoundError(f"{name}: this folder holds no config.json (nor modules.json): not a saved model folder")
+            raise FileNotFoundError(
+                f"{name}: this folder holds no config.json (nor modules.json): not a saved model folder"
+            )
         return
     if path.exists():
         raise FileNotFoundError(f"{name}: a file, not a model folder or Hub id")
-    looks_local = name.startswith(("/", ".", "~")) or name.endswith(("/", os.sep)) or name.count("/") > 1 or "\\" in name
+    looks_local = (
+        name.startswith(("/", ".", "~")) or name.endswith(("/", os.sep)) or name.count("/") > 1 or "\\" in name
+    )
     if looks_local:
         raise FileNotFoundError(f"{name}: no such model folder")
     if _hub_offline() and not _in_hub_cache(name):
-        raise FileNotFoundError(f"{name}: no such model folder here, and no copy of a Hub model of that id in the Hub cache "
-                                "(HF_HUB_OFFLINE is set, so it cannot be downloaded)")
+        raise FileNotFoundError(
+            f"{name}: no such model folder here, and no copy of a Hub model of that id in the Hub cache "
+            "(HF_HUB_OFFLINE is set, so it cannot be downloaded)"
+        )
 
 
 def _hub_offline() -> bool:
@@ -718,7 +778,9 @@ def _in_hub_cache(repo_id: str) -> bool:
     from huggingface_hub.errors import HFValidationError
 
     try:
-        return any(isinstance(try_to_load_from_cache(repo_id, marker), str) for marker in ("config.json", "modules.json"))
+        return any(
+            isinstance(try_to_load_from_cache(repo_id, marker), str) for marker in ("config.json", "modules.json")
+        )
     except HFValidationError:
         return False
 
@@ -746,15 +808,19 @@ def _load_errors_named(name: str):
             raise
         reason = str(refused).strip().splitlines()[-3:]
         detail = next((line for line in reason if "GLOBAL" in line), "it holds objects other than tensors")
-        raise ValueError(f"{name}: its pickle weights (pytorch_model.bin) are an unsafe pickle: {detail.strip()} Loading them would run "
-                         "that code, so sciembed loads tensors only. Use safetensors weights, or convert the file on a machine "
-                         "where you trust it") from None
+        raise ValueError(
+            f"{name}: its pickle weights (pytorch_model.bin) are an unsafe pickle: {detail.strip()} Loading them would run "
+            "that code, so sciembed loads tensors only. Use safetensors weights, or convert the file on a machine "
+            "where you trust it"
+        ) from None
     except ValueError as error:
         if "trust_remote_code" not in str(error):
             raise
         where = f"the folder {name}" if Path(name).is_dir() else f"the Hub repository {name}"
-        raise ValueError(f"{where} holds Python code that is not sciembed's own; loading it runs that code. Read it, then pass "
-                         "--trust-remote-code (command line) or trust_remote_code=True (Python)") from None
+        raise ValueError(
+            f"{where} holds Python code that is not sciembed's own; loading it runs that code. Read it, then pass "
+            "--trust-remote-code (command line) or trust_remote_code=True (Python)"
+        ) from None
 
 
 def _is_sentence_transformer(model: Any) -> bool:

@@ -48,16 +48,39 @@ class Family:
 
 
 #: Every remote-code model type by name: the three families with an embedding of their own, and SPECTROID.
-REGISTRY: dict[str, Family] = {family.name: family for family in (
-    Family("multi2spe", "Multi2SPEModel", "Multi2SPEForSequenceClassification", "Multi²SPE model (multiple CLS tokens)",
-           ("seoh-etal-2023-multi2spe",)),
-    Family("control_code", "ControlCodeModel", "ControlCodeForSequenceClassification", "SciRepEval control-code model",
-           ("singh-etal-2023-scirepeval",)),
-    Family("moe_bert", "MoEBertModel", "MoEBertForSequenceClassification", "MoE BERT model (mixture of experts)",
-           ("hallee-etal-2024-moe",)),
-    Family("spectroid", None, "SpectroidForSequenceClassification", "SPECTROID classifier",
-           ("capuano-spectroid", "cohan-etal-2020-specter")),
-)}
+REGISTRY: dict[str, Family] = {
+    family.name: family
+    for family in (
+        Family(
+            "multi2spe",
+            "Multi2SPEModel",
+            "Multi2SPEForSequenceClassification",
+            "Multi²SPE model (multiple CLS tokens)",
+            ("seoh-etal-2023-multi2spe",),
+        ),
+        Family(
+            "control_code",
+            "ControlCodeModel",
+            "ControlCodeForSequenceClassification",
+            "SciRepEval control-code model",
+            ("singh-etal-2023-scirepeval",),
+        ),
+        Family(
+            "moe_bert",
+            "MoEBertModel",
+            "MoEBertForSequenceClassification",
+            "MoE BERT model (mixture of experts)",
+            ("hallee-etal-2024-moe",),
+        ),
+        Family(
+            "spectroid",
+            None,
+            "SpectroidForSequenceClassification",
+            "SPECTROID classifier",
+            ("capuano-spectroid", "cohan-etal-2020-specter"),
+        ),
+    )
+}
 #: The families with a paper embedding of their own (what ``from_bert`` builds), by name.
 FAMILIES: dict[str, Family] = {name: family for name, family in REGISTRY.items() if family.model_class is not None}
 
@@ -157,8 +180,12 @@ def _check_options(family: str, options: dict[str, Any], *config_classes: type) 
 
 
 def save_pretrained(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, folder: str | os.PathLike[str], *,
-    normalize: bool = False, max_seq_length: int | None = None,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    folder: str | os.PathLike[str],
+    *,
+    normalize: bool = False,
+    max_seq_length: int | None = None,
 ) -> Path:
     """Save a family model with its tokenizer and remote code, plus sentence-transformers files.
 

@@ -54,7 +54,9 @@ def check_finite(vectors: np.ndarray, names: Callable[[np.ndarray], list[str]], 
     bad = np.flatnonzero(~np.isfinite(vectors.reshape(len(vectors), -1)).all(axis=1))
     shown = ", ".join(names(bad[:3]))
     more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
-    raise NonFiniteVectorsError(f"{source}: {len(bad)} of {len(vectors)} vector(s) hold NaN or infinity ({shown}{more}); {remedy}")
+    raise NonFiniteVectorsError(
+        f"{source}: {len(bad)} of {len(vectors)} vector(s) hold NaN or infinity ({shown}{more}); {remedy}"
+    )
 
 
 def refuse_replacing(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
@@ -66,8 +68,9 @@ def refuse_replacing(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
     """
     path = Path(path)
     if not overwrite and (path.exists() or path.is_symlink()):
-        raise FileExistsError(f"{path} exists; pass --overwrite (overwrite=True) to replace it, "
-                              "or choose another output")
+        raise FileExistsError(
+            f"{path} exists; pass --overwrite (overwrite=True) to replace it, or choose another output"
+        )
     check_writable(path)
     return path
 
@@ -115,7 +118,9 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         if str(path) in str(error):
             raise
         kind = type(error) if type(error).__module__ == "builtins" else OSError
-        raise kind(error.errno, f"{path} was not written ({error.strerror or error}); nothing was left in its place") from error
+        raise kind(
+            error.errno, f"{path} was not written ({error.strerror or error}); nothing was left in its place"
+        ) from error
     finally:
         temporary.unlink(missing_ok=True)
 
@@ -210,8 +215,12 @@ def read_embeddings(path: str | os.PathLike[str]) -> tuple[list[str], np.ndarray
         read = [read_embeddings(part) for part in parts]
         return [i for ids, _ in read for i in ids], np.concatenate([vectors for _, vectors in read])
     ids, vectors = _read_embedding_file(check_embedding_path(path))
-    check_finite(vectors, lambda rows: [repr(ids[i]) for i in rows], str(path),
-                 "embed these papers again with a model whose outputs are finite")
+    check_finite(
+        vectors,
+        lambda rows, ids=ids: [repr(ids[i]) for i in rows],
+        str(path),
+        "embed these papers again with a model whose outputs are finite",
+    )
     return ids, vectors
 
 
@@ -229,8 +238,14 @@ def _read_embedding_file(path: Path) -> tuple[list[str], np.ndarray]:
                 except (json.JSONDecodeError, KeyError, TypeError) as error:
                     raise ValueError(f"{path}, line {line_number}: not an embedding record ({error})") from error
                 if not isinstance(vector, list) or not vector or (rows and len(vector) != len(rows[0])):
-                    expected = f"a list of {len(rows[0])} numbers like the lines before" if rows else "a non-empty list of numbers"
-                    raise ValueError(f"{path}, line {line_number} (paper_id {paper_id!r}): its embedding is not {expected}")
+                    expected = (
+                        f"a list of {len(rows[0])} numbers like the lines before"
+                        if rows
+                        else "a non-empty list of numbers"
+                    )
+                    raise ValueError(
+                        f"{path}, line {line_number} (paper_id {paper_id!r}): its embedding is not {expected}"
+                    )
                 ids.append(paper_id)
                 rows.append(vector)
                 lines.append(line_number)
@@ -241,7 +256,9 @@ def _read_embedding_file(path: Path) -> tuple[list[str], np.ndarray]:
             row = next((i for i, vector in enumerate(rows) if not all(type(x) in (int, float) for x in vector)), None)
             if row is None:
                 raise ValueError(f"{path}: the embeddings do not convert to float32 ({error})") from None
-            raise ValueError(f"{path}, line {lines[row]} (paper_id {ids[row]!r}): its embedding holds something other than numbers") from None
+            raise ValueError(
+                f"{path}, line {lines[row]} (paper_id {ids[row]!r}): its embedding holds something other than numbers"
+            ) from None
     if suffix == ".npy":
         return _read_npy(path)
     return _read_parquet(path)
@@ -260,15 +277,20 @@ def _read_parquet(path: Path) -> tuple[list[str], np.ndarray]:
         if name not in table.column_names:
             raise ValueError(f"{path}: no {name!r} column (columns: {', '.join(table.column_names)})")
     kind = table.schema.field("embedding").type
-    if not (pa.types.is_list(kind) or pa.types.is_fixed_size_list(kind) or pa.types.is_large_list(kind)) \
-            or not (pa.types.is_floating(kind.value_type) or pa.types.is_integer(kind.value_type)):
+    if not (pa.types.is_list(kind) or pa.types.is_fixed_size_list(kind) or pa.types.is_large_list(kind)) or not (
+        pa.types.is_floating(kind.value_type) or pa.types.is_integer(kind.value_type)
+    ):
         raise ValueError(f"{path}: column 'embedding' holds {kind}, expected a list of numbers per row")
     column = table.column("embedding").combine_chunks()
     if column.null_count:
         raise ValueError(f"{path}: column 'embedding' is empty on {column.null_count} row(s)")
-    lengths = set(pc.list_value_length(column).to_pylist()) if not pa.types.is_fixed_size_list(kind) else {kind.list_size}
+    lengths = (
+        set(pc.list_value_length(column).to_pylist()) if not pa.types.is_fixed_size_list(kind) else {kind.list_size}
+    )
     if len(lengths) != 1:
-        raise ValueError(f"{path}: column 'embedding' holds lists of {len(lengths)} different lengths ({sorted(lengths)[:5]})")
+        raise ValueError(
+            f"{path}: column 'embedding' holds lists of {len(lengths)} different lengths ({sorted(lengths)[:5]})"
+        )
     vectors = column.flatten().to_numpy(zero_copy_only=False).reshape(table.num_rows, -1)
     return [str(i) for i in table.column("paper_id").to_pylist()], vectors.astype(np.float32, copy=False)
 
@@ -283,8 +305,10 @@ def _read_npy(path: Path) -> tuple[list[str], np.ndarray]:
         raise ValueError(f"{ids_file}: not valid JSON (line {error.lineno}: {error.msg})") from None
     if isinstance(stored, dict):
         if stored.get("npy_sha256") != file_sha256(path):
-            raise ValueError(f"{ids_file} was written with other vectors than {path} holds (an interrupted or mixed write); "
-                             "write the embeddings again")
+            raise ValueError(
+                f"{ids_file} was written with other vectors than {path} holds (an interrupted or mixed write); "
+                "write the embeddings again"
+            )
         stored = stored.get("ids")
     if not isinstance(stored, list):
         raise ValueError(f"{ids_file}: expected a list of ids")
@@ -292,8 +316,12 @@ def _read_npy(path: Path) -> tuple[list[str], np.ndarray]:
         vectors = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as error:
         raise ValueError(f"{path}: not a readable .npy array ({error})") from None
-    if vectors.ndim != 2 or not (np.issubdtype(vectors.dtype, np.floating) or np.issubdtype(vectors.dtype, np.integer)):
-        raise ValueError(f"{path}: holds a {vectors.dtype} array of shape {vectors.shape}, expected (papers, dimensions) numbers")
+    if vectors.ndim != 2 or not (
+        np.issubdtype(vectors.dtype, np.floating) or np.issubdtype(vectors.dtype, np.integer)
+    ):
+        raise ValueError(
+            f"{path}: holds a {vectors.dtype} array of shape {vectors.shape}, expected (papers, dimensions) numbers"
+        )
     if len(stored) != len(vectors):
         raise ValueError(f"{path}: {len(vectors)} vectors but {len(stored)} ids in {ids_file}")
     return [str(i) for i in stored], vectors
@@ -313,10 +341,16 @@ def _checked(chunks: Iterable[Chunk], total: int, dim: int) -> Iterator[Chunk]:
     count = 0
     for ids, vectors in chunks:
         if vectors.shape != (len(ids), dim):
-            raise ValueError(f"chunk of {len(ids)} ids has vectors of shape {vectors.shape}, expected ({len(ids)}, {dim})")
+            raise ValueError(
+                f"chunk of {len(ids)} ids has vectors of shape {vectors.shape}, expected ({len(ids)}, {dim})"
+            )
         vectors = np.asarray(vectors, dtype=np.float32)
-        check_finite(vectors, lambda rows: [repr(ids[i]) for i in rows], "embeddings to write",
-                     "nothing was written; check the model that made them")
+        check_finite(
+            vectors,
+            lambda rows, ids=ids: [repr(ids[i]) for i in rows],
+            "embeddings to write",
+            "nothing was written; check the model that made them",
+        )
         count += len(ids)
         yield ids, vectors
     if count != total:
@@ -342,7 +376,9 @@ def _write_npy(path: Path, chunks: Iterable[Chunk], total: int, dim: int) -> Non
         # The ids land first and name the vectors by their hash: whichever of the two renames a crash
         # interrupts, a reader finds either the old pair or a mismatch it reports, never new ids on old vectors.
         with atomic_path(ids_path(path)) as ids_temporary:
-            ids_temporary.write_text(json.dumps({"ids": all_ids, "rows": total, "npy_sha256": file_sha256(temporary)}), encoding="utf-8")
+            ids_temporary.write_text(
+                json.dumps({"ids": all_ids, "rows": total, "npy_sha256": file_sha256(temporary)}), encoding="utf-8"
+            )
 
 
 def _write_parquet(path: Path, chunks: Iterable[Chunk], total: int, dim: int) -> None:

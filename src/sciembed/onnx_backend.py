@@ -135,8 +135,14 @@ class OnnxBackend:
     """The exports and sessions of one :class:`~sciembed.encode.PaperEncoder` (shared by its format copies):
     one session per format, made (or read from the cache) on first use."""
 
-    def __init__(self, precision: Precision = "fp32", cache_dir: str | os.PathLike[str] | None = None, *,
-                 threads: int | None = None, gated: bool = True):
+    def __init__(
+        self,
+        precision: Precision = "fp32",
+        cache_dir: str | os.PathLike[str] | None = None,
+        *,
+        threads: int | None = None,
+        gated: bool = True,
+    ):
         require_onnx()
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
@@ -153,11 +159,16 @@ class OnnxBackend:
             folder = export_folder(encoder, self.cache_dir)
             verdict = read_gate(folder) if self.precision == "int8" and self.gated else {"passed": True}
             if verdict is None or not verdict.get("passed"):
-                reason = "it has not been checked" if verdict is None else f"it failed its quality gate ({verdict.get('reason')})"
+                reason = (
+                    "it has not been checked"
+                    if verdict is None
+                    else f"it failed its quality gate ({verdict.get('reason')})"
+                )
                 raise ValueError(
                     f"int8 for {encoder.name_or_path} is refused: {reason}. Check it first against fp32 on held-out "
                     "citations: sciembed.evaluation.int8_gate.check_int8(encoder, check_set), or --int8-check-set PATH "
-                    "on the command line")
+                    "on the command line"
+                )
             path = folder / (INT8_FILE if self.precision == "int8" else FP32_FILE)
             self._sessions[key] = OnnxSession(path, threads=self.threads)
         return self._sessions[key]
@@ -210,18 +221,26 @@ def export_encoder(encoder: PaperEncoder, path: str | os.PathLike[str], *, optim
         traced = encoder.features(_TRACE_TEXTS)
         check = encoder.features(_CHECK_TEXTS)
         expected = encoder.forward(check).float().numpy()
-    check_finite(expected, lambda rows: [f"check text #{i}" for i in rows], f"model {encoder.name_or_path}",
-                 "nothing was exported; the model computes NaN or infinity in PyTorch (damaged weights, a training run that diverged)")
+    check_finite(
+        expected,
+        lambda rows: [f"check text #{i}" for i in rows],
+        f"model {encoder.name_or_path}",
+        "nothing was exported; the model computes NaN or infinity in PyTorch (damaged weights, a training run that diverged)",
+    )
     names = [key for key, value in traced.items() if isinstance(value, torch.Tensor)]
     constants = {key: value for key, value in traced.items() if not isinstance(value, torch.Tensor)}
     try:
-        _trace(lambda tensors: encoder.forward({**constants, **tensors}), encoder.model, traced, names, plain, "embedding")
+        _trace(
+            lambda tensors: encoder.forward({**constants, **tensors}), encoder.model, traced, names, plain, "embedding"
+        )
     except Exception as error:  # the exporter's errors have many types; each is this model's reason
         raise OnnxExportError(f"{name} does not export to ONNX: {type(error).__name__}: {error}") from error
     plain_error = _difference(plain, check, expected)
     if not plain_error <= EXPORT_TOLERANCE:
-        raise OnnxExportError(f"{name}: the ONNX export's vectors differ from PyTorch's by {plain_error:.2e} "
-                              f"(> {EXPORT_TOLERANCE:g}); it cannot run on ONNX Runtime")
+        raise OnnxExportError(
+            f"{name}: the ONNX export's vectors differ from PyTorch's by {plain_error:.2e} "
+            f"(> {EXPORT_TOLERANCE:g}); it cannot run on ONNX Runtime"
+        )
     kind, error = "plain", plain_error
     if optimize:
         fused_error = _fuse(plain, path, encoder.transformer.config, check, expected)
@@ -229,14 +248,25 @@ def export_encoder(encoder: PaperEncoder, path: str | os.PathLike[str], *, optim
             kind, error = "fused", fused_error
             plain.unlink()
         else:
-            logger.warning("%s: the fused ONNX graph %s; using the plain export", name,
-                           "could not be built" if fused_error is None else f"differs from PyTorch by {fused_error:.2e}")
+            logger.warning(
+                "%s: the fused ONNX graph %s; using the plain export",
+                name,
+                "could not be built" if fused_error is None else f"differs from PyTorch by {fused_error:.2e}",
+            )
     if kind == "plain":
         plain.replace(path)
     logger.info("%s exported to ONNX (%s graph, max abs difference to PyTorch %.2e)", name, kind, error)
-    return {"graph": kind, "inputs": names, "max_abs_difference_to_pytorch": error, "tolerance": EXPORT_TOLERANCE,
-            "forward_options": encoder.forward_options, "opset": OPSET, "torch": torch.__version__,
-            "onnxruntime": onnxruntime.__version__, "machine": platform.machine()}
+    return {
+        "graph": kind,
+        "inputs": names,
+        "max_abs_difference_to_pytorch": error,
+        "tolerance": EXPORT_TOLERANCE,
+        "forward_options": encoder.forward_options,
+        "opset": OPSET,
+        "torch": torch.__version__,
+        "onnxruntime": onnxruntime.__version__,
+        "machine": platform.machine(),
+    }
 
 
 def export_transformer(folder: str | os.PathLike[str], path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -257,8 +287,10 @@ def export_transformer(folder: str | os.PathLike[str], path: str | os.PathLike[s
     register_families()
     model = AutoModel.from_pretrained(folder).eval()
     if family_of(model) is not None:
-        raise OnnxExportError(f"{folder}: a {family_of(model)} model embeds with its own forward, which sentence-transformers' ONNX "
-                              "backend (token states, then its Pooling) does not run; embed it with sciembed's backend='onnx'")
+        raise OnnxExportError(
+            f"{folder}: a {family_of(model)} model embeds with its own forward, which sentence-transformers' ONNX "
+            "backend (token states, then its Pooling) does not run; embed it with sciembed's backend='onnx'"
+        )
     tokenizer = AutoTokenizer.from_pretrained(folder)
     limit = min(tokenizer.model_max_length, model.config.max_position_embeddings, 512)
 
@@ -272,13 +304,17 @@ def export_transformer(folder: str | os.PathLike[str], path: str | os.PathLike[s
     try:
         _trace(lambda tensors: model(**tensors).last_hidden_state, model, traced, names, path, "last_hidden_state")
     except Exception as error:  # the exporter's errors have many types; each is this model's reason
-        raise OnnxExportError(f"{folder}: {type(model).__name__} does not export to ONNX: {type(error).__name__}: {error}") from error
+        raise OnnxExportError(
+            f"{folder}: {type(model).__name__} does not export to ONNX: {type(error).__name__}: {error}"
+        ) from error
     with torch.inference_mode():
         expected = model(**check).last_hidden_state.numpy()
     error = _difference(path, check, expected)
     if not error <= EXPORT_TOLERANCE:
         path.unlink()
-        raise OnnxExportError(f"{folder}: the ONNX export's token states differ from PyTorch's by {error:.2e} (> {EXPORT_TOLERANCE:g})")
+        raise OnnxExportError(
+            f"{folder}: the ONNX export's token states differ from PyTorch's by {error:.2e} (> {EXPORT_TOLERANCE:g})"
+        )
     return {"inputs": names, "output": "last_hidden_state", "max_abs_difference_to_pytorch": error}
 
 
@@ -294,8 +330,14 @@ def quantize(folder: str | os.PathLike[str]) -> Path:
     staging = folder / f".{INT8_FILE}.partial"
     # The fused operators (Attention, SkipLayerNormalization) are outside ONNX's shape inference: their
     # outputs are float32, which the quantiser must be told.
-    quantize_dynamic(folder / FP32_FILE, staging, weight_type=QuantType.QInt8, per_channel=True, reduce_range=not cpu_has_vnni(),
-                     extra_options={"DefaultTensorType": TensorProto.FLOAT})
+    quantize_dynamic(
+        folder / FP32_FILE,
+        staging,
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        reduce_range=not cpu_has_vnni(),
+        extra_options={"DefaultTensorType": TensorProto.FLOAT},
+    )
     os.replace(staging, target)
     return target
 
@@ -328,8 +370,16 @@ def _trace(forward: Any, module: Any, traced: Mapping[str, Any], names: list[str
     with warnings.catch_warnings():
         # The tracer warns of every Python value it records; the export is checked on other shapes instead.
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
-        torch.onnx.export(Forward().eval(), tuple(traced[key] for key in names), str(path), input_names=names,
-                          output_names=[output], dynamic_axes={**axes, output: output_axes}, opset_version=OPSET, dynamo=False)
+        torch.onnx.export(
+            Forward().eval(),
+            tuple(traced[key] for key in names),
+            str(path),
+            input_names=names,
+            output_names=[output],
+            dynamic_axes={**axes, output: output_axes},
+            opset_version=OPSET,
+            dynamo=False,
+        )
 
 
 def _fuse(plain: Path, path: Path, config: Any, check: Mapping[str, Any], expected: np.ndarray) -> float | None:

@@ -39,7 +39,10 @@ def cut_text(text: str, tokenizer: PreTrainedTokenizerBase, max_length: int) -> 
         space = _LAST_SPACE.search(text, 0, size)
         if space is not None:
             head = text[: space.start()]
-            if len(tokenizer(head, add_special_tokens=False, truncation=True, max_length=max_length)["input_ids"]) >= max_length:
+            if (
+                len(tokenizer(head, add_special_tokens=False, truncation=True, max_length=max_length)["input_ids"])
+                >= max_length
+            ):
                 return head
         size *= 4
     return text

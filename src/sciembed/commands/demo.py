@@ -41,16 +41,34 @@ logger = logging.getLogger(__name__)
 
 RECIPE = "specter"
 #: The budget that keeps the demo to a few minutes on two CPU cores: optimiser steps of 32 triplets on CACM.
-CACM_BUDGET = {"max_steps": 20, "per_device_train_batch_size": 32, "gradient_accumulation_steps": 1, "data.held_out": 0.2}
-EXAMPLE_BUDGET = {"max_steps": 6, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 1, "data.held_out": 0.2}
+CACM_BUDGET = {
+    "max_steps": 20,
+    "per_device_train_batch_size": 32,
+    "gradient_accumulation_steps": 1,
+    "data.held_out": 0.2,
+}
+EXAMPLE_BUDGET = {
+    "max_steps": 6,
+    "per_device_train_batch_size": 4,
+    "gradient_accumulation_steps": 1,
+    "data.held_out": 0.2,
+}
 #: Training texts cut to 128 tokens (cheaper steps); the model keeps MiniLM's window, as its users embed with it.
-SHARED = {"data.max_length": 128, "save_strategy": "no", "eval_strategy": "no", "logging_steps": 5, "per_device_eval_batch_size": 32}
+SHARED = {
+    "data.max_length": 128,
+    "save_strategy": "no",
+    "eval_strategy": "no",
+    "logging_steps": 5,
+    "per_device_eval_batch_size": 32,
+}
 #: Held-out (query, cited paper, random paper) triples scored in step 4.
 PAIRS = 300
 #: What runs on CACM at the default budget took and printed on this project's two-core machines: the range seen
 #: so far, since timings and the fine-tuned numbers vary with the machine and its load (the README says the same).
-SEEN_ON_CACM = ("held-out cite MAP was 76.87 for MiniLM as published and 78.31 fine-tuned, in one run of the current recipe, "
-                "whose 12 min 0 s were measured beside the test suite rather than on an idle machine")
+SEEN_ON_CACM = (
+    "held-out cite MAP was 76.87 for MiniLM as published and 78.31 fine-tuned, in one run of the current recipe, "
+    "whose 12 min 0 s were measured beside the test suite rather than on an idle machine"
+)
 
 _RANKED_ABOVE = """
 import json, sys
@@ -68,8 +86,13 @@ print(json.dumps(result))
 """
 
 
-def run_main_job(data_dir: str | os.PathLike[str], output: str | os.PathLike[str], *, steps: int | None = None,
-                 overwrite: bool = False) -> dict[str, Any]:
+def run_main_job(
+    data_dir: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    steps: int | None = None,
+    overwrite: bool = False,
+) -> dict[str, Any]:
     """Run the four steps (see the module docstring); returns what they produced. An ``output`` that exists (an
     earlier demo) is refused before anything runs unless ``overwrite``."""
     from ..io import refuse_replacing
@@ -81,23 +104,50 @@ def run_main_job(data_dir: str | os.PathLike[str], output: str | os.PathLike[str
     if steps is not None:
         budget = {**budget, "max_steps": steps}
     settings = [f"{key}={value}" for key, value in {**SHARED, **budget}.items()]
-    train = ["train", "--recipe", RECIPE, "--data", str(data), "--output", str(output / "run"), "--evaluate-before", *replacing,
-             *[arg for setting in settings for arg in ("--set", setting)]]
+    train = [
+        "train",
+        "--recipe",
+        RECIPE,
+        "--data",
+        str(data),
+        "--output",
+        str(output / "run"),
+        "--evaluate-before",
+        *replacing,
+        *[arg for setting in settings for arg in ("--set", setting)],
+    ]
     _run(train, "1. fine-tune the embedded MiniLM (SPECTER recipe, in MiniLM's own embedding) on the training queries")
     summary = json.loads((output / "run" / "train_results.json").read_text(encoding="utf-8"))
     print("\n2. held-out cite task (SciDocs protocol): the base as published, and fine-tuned\n")
     print(format_table(summary))
-    _run(["export", "--model", str(output / "run" / "model"), "--out", str(output / "hub"), *replacing,
-          "--model-name", f"all-MiniLM-L6-v2-{RECIPE}-{Path(data).name}"],
-         "3. export with the model card and the held-out results, checked without sciembed")
+    _run(
+        [
+            "export",
+            "--model",
+            str(output / "run" / "model"),
+            "--out",
+            str(output / "hub"),
+            *replacing,
+            "--model-name",
+            f"all-MiniLM-L6-v2-{RECIPE}-{Path(data).name}",
+        ],
+        "3. export with the model card and the held-out results, checked without sciembed",
+    )
     card = output / "hub" / "README.md"
     print(f"\nmodel card: {card}")
     ranked = _ranked_above(output / "hub", papers, links, summary["data"]["held_out_ids"])
-    print("\n4. a fresh Python without sciembed: SentenceTransformer(...) on the exported folder and on MiniLM as published")
+    print(
+        "\n4. a fresh Python without sciembed: SentenceTransformer(...) on the exported folder and on MiniLM as published"
+    )
     print(f"   {ranked['pairs']} held-out cited pairs (query, cited paper), each against a random paper:")
-    for name, label in (("published", "MiniLM as published"), ("fine-tuned", f"fine-tuned ({ranked['fine-tuned']['class']})")):
+    for name, label in (
+        ("published", "MiniLM as published"),
+        ("fine-tuned", f"fine-tuned ({ranked['fine-tuned']['class']})"),
+    ):
         print(f"   {label:<32} the cited paper is the closer one in {100 * ranked[name]['share']:.1f}% of them")
-    print(f"\n{closing_note(time.perf_counter() - started, on_cacm=data.name == 'cacm', default_budget=steps is None)}")
+    print(
+        f"\n{closing_note(time.perf_counter() - started, on_cacm=data.name == 'cacm', default_budget=steps is None)}"
+    )
     return {"summary": summary, "card": card, "ranked_above": ranked}
 
 
@@ -105,8 +155,10 @@ def closing_note(seconds: float, *, on_cacm: bool, default_budget: bool) -> str:
     """How long the demo took, and that its timings and numbers vary with the machine and its load; for a run on
     CACM at the default budget, the range seen so far (:data:`SEEN_ON_CACM`)."""
     minutes, rest = divmod(round(seconds), 60)
-    note = (f"The demo took {minutes} min {rest} s on this machine. Timings and the fine-tuned model's held-out numbers "
-            "vary with the machine (its CPU and threads) and its load")
+    note = (
+        f"The demo took {minutes} min {rest} s on this machine. Timings and the fine-tuned model's held-out numbers "
+        "vary with the machine (its CPU and threads) and its load"
+    )
     if on_cacm and default_budget:
         return f"{note}; on this project's two-core machines so far, {SEEN_ON_CACM}."
     return f"{note}."
@@ -116,7 +168,9 @@ def format_table(summary: dict[str, Any]) -> str:
     """The held-out metrics of a ``train_results.json``: the base as published, the recipe's step 0 when it
     differs from it, and the fine-tuned model."""
     after = {name.removeprefix("eval_"): value for name, value in summary["eval_metrics"].items() if name != "epoch"}
-    published = {name.removeprefix("eval_"): value for name, value in (summary.get("published_base_eval_metrics") or {}).items()}
+    published = {
+        name.removeprefix("eval_"): value for name, value in (summary.get("published_base_eval_metrics") or {}).items()
+    }
     step0 = {name.removeprefix("eval_"): value for name, value in (summary.get("base_eval_metrics") or {}).items()}
     columns = [("base as published", published)]
     if step0 and any(abs(step0.get(m, 0) - published.get(m, 0)) > 0.005 for m in after):
@@ -124,16 +178,24 @@ def format_table(summary: dict[str, Any]) -> str:
     columns.append(("fine-tuned", after))
     lines = [f"{'metric':<12}" + "".join(f" {title:>18}" for title, _ in columns), "-" * (12 + 19 * len(columns))]
     for metric in after:
-        lines.append(f"{metric:<12}" + "".join(f" {values[metric]:18.2f}" if metric in values else f" {'':>18}" for _, values in columns))
+        lines.append(
+            f"{metric:<12}"
+            + "".join(f" {values[metric]:18.2f}" if metric in values else f" {'':>18}" for _, values in columns)
+        )
     data, training, embedding = summary["data"], summary["settings"]["training"], summary["settings"]["embedding"]
     per_step = training.get("per_device_train_batch_size", 0) * training.get("gradient_accumulation_steps", 1)
-    lines.append(f"({data.get('held_out_queries')} held-out query papers; {summary['global_step']} optimiser steps of {per_step} "
-                 f"triplets, sampled from {data.get('queries')} other query papers ({data.get('examples')} triplets available); "
-                 f"trained in {embedding['pooling']} pooling{' + L2 normalisation' if embedding['normalize'] else ''} with loss "
-                 f"{summary['settings']['loss'].get('name')})")
+    lines.append(
+        f"({data.get('held_out_queries')} held-out query papers; {summary['global_step']} optimiser steps of {per_step} "
+        f"triplets, sampled from {data.get('queries')} other query papers ({data.get('examples')} triplets available); "
+        f"trained in {embedding['pooling']} pooling{' + L2 normalisation' if embedding['normalize'] else ''} with loss "
+        f"{summary['settings']['loss'].get('name')})"
+    )
     if published and "cite_map" in after and "cite_map" in published:
         change = after["cite_map"] - published["cite_map"]
-        lines.append(f"fine-tuned vs base as published: {change:+.2f} MAP" + ("" if change > 0 else "  (no better than the base)"))
+        lines.append(
+            f"fine-tuned vs base as published: {change:+.2f} MAP"
+            + ("" if change > 0 else "  (no better than the base)")
+        )
     return "\n".join(lines)
 
 
@@ -152,8 +214,13 @@ def _data(data_dir: Path, output: Path) -> tuple[Path, list[dict[str, Any]], set
         cites[a].append(b)
     path = output / "example-data" / "papers.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({**p, "outbound_citations": cites[p["paper_id"]], "inbound_citations": []}) + "\n" for p in papers),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(
+            json.dumps({**p, "outbound_citations": cites[p["paper_id"]], "inbound_citations": []}) + "\n"
+            for p in papers
+        ),
+        encoding="utf-8",
+    )
     return path, papers, links, EXAMPLE_BUDGET
 
 
@@ -166,7 +233,9 @@ def _run(argv: list[str], title: str) -> None:
         raise RuntimeError(f"sciembed {argv[0]} failed (exit code {code}); see the messages above")
 
 
-def _ranked_above(folder: Path, papers: list[dict[str, Any]], links: set[tuple[str, str]], queries: list[str]) -> dict[str, Any]:
+def _ranked_above(
+    folder: Path, papers: list[dict[str, Any]], links: set[tuple[str, str]], queries: list[str]
+) -> dict[str, Any]:
     """Held-out (query, cited, random) triples scored by MiniLM as published and by the exported model,
     both loaded with sentence-transformers in a fresh process without sciembed."""
     from transformers import AutoTokenizer
@@ -191,8 +260,13 @@ def _ranked_above(folder: Path, papers: list[dict[str, Any]], links: set[tuple[s
         triples.append([paper_text(by_id[i], sep) for i in (q, c, r)])
     folders = {"published": default_model_path(), "fine-tuned": str(folder)}
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-c", _RANKED_ABOVE, json.dumps(folders)], input=json.dumps(triples), capture_output=True,
-                          text=True, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", _RANKED_ABOVE, json.dumps(folders)],
+        input=json.dumps(triples),
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"loading {folder} without sciembed failed:\n{done.stderr[-2000:]}")
     return {"pairs": len(triples), **json.loads(done.stdout.strip().splitlines()[-1])}
@@ -213,11 +287,18 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--data", default=DEFAULT_DATA, help="folder holding cacm/ (the shared data folder)")
-    parser.add_argument("--output", default="demo-output", help="folder for the run, the exported model and its card (an existing "
-                        "one is refused unless --overwrite)")
+    parser.add_argument(
+        "--output",
+        default="demo-output",
+        help="folder for the run, the exported model and its card (an existing one is refused unless --overwrite)",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace the --output of an earlier demo")
-    parser.add_argument("--steps", type=int, help=f"optimiser steps (default: {CACM_BUDGET['max_steps']} on CACM, "
-                                                  f"{EXAMPLE_BUDGET['max_steps']} on the example set)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        help=f"optimiser steps (default: {CACM_BUDGET['max_steps']} on CACM, "
+        f"{EXAMPLE_BUDGET['max_steps']} on the example set)",
+    )
     parser.set_defaults(run=run)
     return parser
 

@@ -31,7 +31,16 @@ from typing import Any
 from ..data.papers import PaperProblem
 from ..distributed import Share, process_share
 from ..encode import Encoder
-from ..io import EMBEDDING_SUFFIXES, Chunk, atomic_path, ids_path, read_embeddings, refuse_replacing, replace_folder, write_embeddings
+from ..io import (
+    EMBEDDING_SUFFIXES,
+    Chunk,
+    atomic_path,
+    ids_path,
+    read_embeddings,
+    refuse_replacing,
+    replace_folder,
+    write_embeddings,
+)
 from .options import HelpFormatter, add_options, encoder_from_args
 
 logger = logging.getLogger(__name__)
@@ -76,8 +85,14 @@ class EmbedReport:
 
     def summary(self) -> str:
         """One line on what this process did: papers embedded, seconds, papers per second and the output."""
-        share = f"rank {self.rank} of {self.world_size}: encoded {self.encoded_shards} shard(s), " if self.world_size > 1 else ""
-        rate = f" ({self.encoded_papers / self.seconds:.1f} papers/s)" if self.encoded_papers and self.seconds > 0 else ""
+        share = (
+            f"rank {self.rank} of {self.world_size}: encoded {self.encoded_shards} shard(s), "
+            if self.world_size > 1
+            else ""
+        )
+        rate = (
+            f" ({self.encoded_papers / self.seconds:.1f} papers/s)" if self.encoded_papers and self.seconds > 0 else ""
+        )
         line = f"{share}embedded {self.encoded_papers} papers in {self.seconds:.1f} s{rate}"
         if self.resumed_shards:
             line += f"; {self.resumed_shards} shard(s) were done by an earlier run"
@@ -102,8 +117,10 @@ def check_output(output: str | os.PathLike[str], *, overwrite: bool = False) -> 
     ids file) already there unless ``overwrite``."""
     output = Path(output)
     if output.suffix and output.suffix.lower() not in EMBEDDING_SUFFIXES:
-        raise ValueError(f"{output}: unsupported embedding output; use a {', '.join(EMBEDDING_SUFFIXES)} file, "
-                         "or a name without a suffix for a folder of Parquet parts")
+        raise ValueError(
+            f"{output}: unsupported embedding output; use a {', '.join(EMBEDDING_SUFFIXES)} file, "
+            "or a name without a suffix for a folder of Parquet parts"
+        )
     for written in written_files(output):
         refuse_replacing(written, overwrite=overwrite)
     return output
@@ -172,7 +189,12 @@ def embed_to_file(
                 read = paper_dataset(papers, folder, id_field=id_field, skip_invalid=skip_invalid)
             papers, skipped = read.dataset, read.skipped
             if skipped and share.rank == 0:
-                logger.warning("skipped %d invalid record(s) of %s:\n  %s", len(skipped), read.path, "\n  ".join(map(str, skipped)))
+                logger.warning(
+                    "skipped %d invalid record(s) of %s:\n  %s",
+                    len(skipped),
+                    read.path,
+                    "\n  ".join(map(str, skipped)),
+                )
         if not len(papers):
             raise ValueError("no papers to embed")
         if not isinstance(encoder, Encoder):
@@ -181,8 +203,9 @@ def embed_to_file(
         with share.main_process_first():  # rank 0 starts or checks the run, the others join it
             joining = share.rank > 0 if share.group else share.world_size > 1
             _start(folder, _manifest(encoder, papers, shard_size), resume=resume, joining=joining)
-        resumed, encoded, encoded_papers = _encode_shards(encoder, papers, folder / _PARTS, shard_size, count, share, batch_size,
-                                                          show_progress_bar)
+        resumed, encoded, encoded_papers = _encode_shards(
+            encoder, papers, folder / _PARTS, shard_size, count, share, batch_size, show_progress_bar
+        )
     except BaseException:
         # A run that finished no shard leaves nothing worth resuming, and must not block the next.
         if share.world_size == 1 and not any((folder / _PARTS).glob("part-*.parquet")):
@@ -195,8 +218,20 @@ def embed_to_file(
     if assembled:
         dim = _assemble(folder, output, papers, shard_size, count)
     share.barrier()
-    report = EmbedReport(output, len(papers), dim, count, resumed, encoded, share.rank, share.world_size, assembled or share.group, skipped,
-                         encoded_papers, time.perf_counter() - started)
+    report = EmbedReport(
+        output,
+        len(papers),
+        dim,
+        count,
+        resumed,
+        encoded,
+        share.rank,
+        share.world_size,
+        assembled or share.group,
+        skipped,
+        encoded_papers,
+        time.perf_counter() - started,
+    )
     logger.info("%s", report.summary())
     return report
 
@@ -219,8 +254,16 @@ def _part(parts: Path, index: int) -> Path:
     return parts / f"part-{index:05d}.parquet"
 
 
-def _encode_shards(encoder: Encoder, papers: Papers | Any, parts: Path, shard_size: int, count: int, share: Share,
-                   batch_size: int, show_progress_bar: bool) -> tuple[int, int, int]:
+def _encode_shards(
+    encoder: Encoder,
+    papers: Papers | Any,
+    parts: Path,
+    shard_size: int,
+    count: int,
+    share: Share,
+    batch_size: int,
+    show_progress_bar: bool,
+) -> tuple[int, int, int]:
     """Encode this process's unfinished shards into ``parts``; returns (shards already done, shards encoded, papers encoded)."""
     resumed = encoded = encoded_papers = 0
     for index in range(share.rank, count, share.world_size):
@@ -232,8 +275,12 @@ def _encode_shards(encoder: Encoder, papers: Papers | Any, parts: Path, shard_si
             continue
         records = _records(papers, start, stop)
         ids = [str(paper["paper_id"]) for paper in records]
-        vectors = encoder.encode(records, batch_size=batch_size, show_progress_bar=show_progress_bar,
-                                 progress_desc=f"Shard {index + 1}/{count}" if count > 1 else "Encoding")
+        vectors = encoder.encode(
+            records,
+            batch_size=batch_size,
+            show_progress_bar=show_progress_bar,
+            progress_desc=f"Shard {index + 1}/{count}" if count > 1 else "Encoding",
+        )
         write_embeddings(part, [(ids, vectors)], total=len(ids), dim=vectors.shape[1])
         encoded += 1
         encoded_papers += len(ids)
@@ -248,8 +295,10 @@ def _check_part(part: Path, ids: list[str]) -> Chunk:
     except Exception as error:  # pyarrow's errors for a damaged file have no common base below Exception
         raise ValueError(f"{part}: not a readable part ({error}); delete it and --resume re-embeds it") from None
     if found != ids or vectors.ndim != 2:
-        raise ValueError(f"{part}: holds {len(found)} vectors of shape {vectors.shape} for other papers than the "
-                         f"{len(ids)} of its shard; delete it and --resume re-embeds it")
+        raise ValueError(
+            f"{part}: holds {len(found)} vectors of shape {vectors.shape} for other papers than the "
+            f"{len(ids)} of its shard; delete it and --resume re-embeds it"
+        )
     return found, vectors
 
 
@@ -278,10 +327,14 @@ def _assemble(folder: Path, output: Path, papers: Papers | Any, shard_size: int,
     def checked() -> Iterator[Chunk]:
         dim = None
         for index in range(count):
-            ids, vectors = _check_part(_part(parts, index), _ids(papers, index * shard_size, min((index + 1) * shard_size, len(papers))))
+            ids, vectors = _check_part(
+                _part(parts, index), _ids(papers, index * shard_size, min((index + 1) * shard_size, len(papers)))
+            )
             if dim is not None and vectors.shape[1] != dim:
-                raise ValueError(f"{_part(parts, index)}: vectors of size {vectors.shape[1]}, the parts before it {dim}; "
-                                 f"delete {folder} to start over")
+                raise ValueError(
+                    f"{_part(parts, index)}: vectors of size {vectors.shape[1]}, the parts before it {dim}; "
+                    f"delete {folder} to start over"
+                )
             dim = vectors.shape[1]
             yield ids, vectors
 
@@ -289,7 +342,9 @@ def _assemble(folder: Path, output: Path, papers: Papers | Any, shard_size: int,
     first = next(chunks)
     dim = first[1].shape[1]
     if output.suffix:
-        write_embeddings(output, itertools.chain([first], chunks), total=len(papers), dim=dim)  # a wrong part leaves no output
+        write_embeddings(
+            output, itertools.chain([first], chunks), total=len(papers), dim=dim
+        )  # a wrong part leaves no output
     else:
         for _ in chunks:
             pass
@@ -340,7 +395,9 @@ def _start(folder: Path, manifest: dict[str, Any], *, resume: bool, joining: boo
         try:
             earlier = json.loads(manifest_file.read_text(encoding="utf-8"))
         except json.JSONDecodeError as error:
-            raise ValueError(f"{manifest_file}: not valid JSON (line {error.lineno}: {error.msg}); delete {folder} to start over") from None
+            raise ValueError(
+                f"{manifest_file}: not valid JSON (line {error.lineno}: {error.msg}); delete {folder} to start over"
+            ) from None
         if not isinstance(earlier, dict):
             raise ValueError(f"{manifest_file}: not a sciembed manifest; delete {folder} to start over")
         differing = sorted(key for key in manifest if key not in _INFORMATIONAL and earlier.get(key) != manifest[key])
@@ -373,25 +430,58 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         formatter_class=HelpFormatter,
     )
     add_options(parser, "model")
-    parser.add_argument("--input", required=True,
-                        help="papers: .jsonl (one object a line), .json (list or id-keyed dict), .csv or .parquet")
-    parser.add_argument("--output", required=True,
-                        help="embeddings: .jsonl ({paper_id, embedding} lines), .npy or .parquet file, or a name without a "
-                             "suffix for a folder of Parquet parts (datasets.load_dataset('parquet', data_dir=OUTPUT))")
-    parser.add_argument("--id-field", help="field holding the paper id (default: first of paper_id, corpus_id, id, doc_id)")
-    parser.add_argument("--skip-invalid", action="store_true",
-                        help="skip malformed, textless and duplicate records and report them, instead of stopping")
-    add_options(parser, "batch_size", "max_length", "pooling", "task_format", "domain", "device", "backend", "precision",
-                "int8_check_set", "int8_check_benchmark")
+    parser.add_argument(
+        "--input",
+        required=True,
+        help="papers: .jsonl (one object a line), .json (list or id-keyed dict), .csv or .parquet",
+    )
+    parser.add_argument(
+        "--output",
+        required=True,
+        help="embeddings: .jsonl ({paper_id, embedding} lines), .npy or .parquet file, or a name without a "
+        "suffix for a folder of Parquet parts (datasets.load_dataset('parquet', data_dir=OUTPUT))",
+    )
+    parser.add_argument(
+        "--id-field", help="field holding the paper id (default: first of paper_id, corpus_id, id, doc_id)"
+    )
+    parser.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip malformed, textless and duplicate records and report them, instead of stopping",
+    )
+    add_options(
+        parser,
+        "batch_size",
+        "max_length",
+        "pooling",
+        "task_format",
+        "domain",
+        "device",
+        "backend",
+        "precision",
+        "int8_check_set",
+        "int8_check_benchmark",
+    )
     parser.add_argument("--shard-size", type=int, default=10_000, help="papers per shard saved for --resume")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue an interrupted run from its finished shards (with any number of processes)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output (refused otherwise, before the model "
-                        "is loaded)")
-    parser.add_argument("--rank", type=int, help="this task's share without torchrun (e.g. $SLURM_ARRAY_TASK_ID); "
-                        "needs --world-size")
-    parser.add_argument("--world-size", type=int, help="tasks sharing the job (e.g. $SLURM_ARRAY_TASK_COUNT); the task that "
-                        "finishes the last shard assembles the output")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run from its finished shards (with any number of processes)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing --output (refused otherwise, before the model is loaded)",
+    )
+    parser.add_argument(
+        "--rank", type=int, help="this task's share without torchrun (e.g. $SLURM_ARRAY_TASK_ID); needs --world-size"
+    )
+    parser.add_argument(
+        "--world-size",
+        type=int,
+        help="tasks sharing the job (e.g. $SLURM_ARRAY_TASK_COUNT); the task that "
+        "finishes the last shard assembles the output",
+    )
     add_options(parser, "trust_remote_code", "no_progress")
     parser.set_defaults(run=run)
     return parser
@@ -401,17 +491,36 @@ def run(args: argparse.Namespace) -> int:
     from ..distributed import end_distributed_run, init_from_environment
 
     output = Path(args.output)
-    if Path(args.input).exists() and any(path.exists() and path.resolve() == Path(args.input).resolve() for path in written_files(output)):
+    if Path(args.input).exists() and any(
+        path.exists() and path.resolve() == Path(args.input).resolve() for path in written_files(output)
+    ):
         raise ValueError(f"--output {args.output} would overwrite the input {args.input}; choose another output file")
     check_output(output, overwrite=args.overwrite)
     rank_device = init_from_environment() if args.rank is None else None
 
     def load() -> Encoder:  # after the input is read: a bad papers file fails before a long model load
-        return encoder_from_args(args, device=args.device or rank_device, max_length=args.max_length, pooling=args.pooling,
-                                 task_format=args.task_format, domain=args.domain)
+        return encoder_from_args(
+            args,
+            device=args.device or rank_device,
+            max_length=args.max_length,
+            pooling=args.pooling,
+            task_format=args.task_format,
+            domain=args.domain,
+        )
 
-    embed_to_file(load, args.input, output, shard_size=args.shard_size, batch_size=args.batch_size, resume=args.resume,
-                  overwrite=args.overwrite, rank=args.rank, world_size=args.world_size, id_field=args.id_field, skip_invalid=args.skip_invalid,
-                  show_progress_bar=not args.no_progress)
+    embed_to_file(
+        load,
+        args.input,
+        output,
+        shard_size=args.shard_size,
+        batch_size=args.batch_size,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        rank=args.rank,
+        world_size=args.world_size,
+        id_field=args.id_field,
+        skip_invalid=args.skip_invalid,
+        show_progress_bar=not args.no_progress,
+    )
     end_distributed_run()
     return 0

@@ -30,40 +30,93 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         formatter_class=HelpFormatter,
     )
     add_options(parser, "model")
-    parser.add_argument("--benchmark", required=True, choices=BENCHMARK_NAMES, metavar="BENCHMARK",
-                        help="what to evaluate on, and what --data is: "
-                        + "; ".join(f"{layout.name}: {layout.reads}" for layout in BENCHMARK_LAYOUTS) + " (examples below)")
-    parser.add_argument("--data", required=True, help="the benchmark's local folder or Hub dataset id (SciRepEval: a folder built by "
-                        "datasets_scripts/build_scirepeval.py, or the metadata source allenai/scirepeval); classification: the "
-                        "labels CSV; retrieval: the qrels file")
-    parser.add_argument("--papers", help="classification / retrieval: the papers the labels or judgements name (.jsonl, .json, "
-                        ".csv or .parquet with paper_id, title, abstract)")
-    parser.add_argument("--queries", help="retrieval: text queries (.jsonl {_id|query_id|id, text} or .tsv id<TAB>text), embedded "
-                        "as search queries; without it a query id is a paper of --papers, embedded as a paper")
-    parser.add_argument("--candidates", choices=("all", "judged"), default="all",
-                        help="retrieval: what a query ranks: all papers of --papers (cosine, best 1,000; MAP, nDCG, nDCG@10, "
-                        "recall@100) or only its judged papers (SciDocs' -L2 protocol; MAP, nDCG; for qrels listing negatives)")
-    parser.add_argument("--test-size", type=float, default=0.5, help="classification without a split column: the share of each "
-                        "label held out for testing (stratified, seeded by --seed)")
-    parser.add_argument("--id-field", help="classification / retrieval: the papers file's id field (default: first of paper_id, "
-                        "corpus_id, id, doc_id)")
-    parser.add_argument("--test-data", help="SciRepEval only: the labels source when --data is the metadata source (default allenai/scirepeval_test)")
-    parser.add_argument("--output", help="write the results as JSON here (atomically; an existing file is refused unless --overwrite)")
+    parser.add_argument(
+        "--benchmark",
+        required=True,
+        choices=BENCHMARK_NAMES,
+        metavar="BENCHMARK",
+        help="what to evaluate on, and what --data is: "
+        + "; ".join(f"{layout.name}: {layout.reads}" for layout in BENCHMARK_LAYOUTS)
+        + " (examples below)",
+    )
+    parser.add_argument(
+        "--data",
+        required=True,
+        help="the benchmark's local folder or Hub dataset id (SciRepEval: a folder built by "
+        "datasets_scripts/build_scirepeval.py, or the metadata source allenai/scirepeval); classification: the "
+        "labels CSV; retrieval: the qrels file",
+    )
+    parser.add_argument(
+        "--papers",
+        help="classification / retrieval: the papers the labels or judgements name (.jsonl, .json, "
+        ".csv or .parquet with paper_id, title, abstract)",
+    )
+    parser.add_argument(
+        "--queries",
+        help="retrieval: text queries (.jsonl {_id|query_id|id, text} or .tsv id<TAB>text), embedded "
+        "as search queries; without it a query id is a paper of --papers, embedded as a paper",
+    )
+    parser.add_argument(
+        "--candidates",
+        choices=("all", "judged"),
+        default="all",
+        help="retrieval: what a query ranks: all papers of --papers (cosine, best 1,000; MAP, nDCG, nDCG@10, "
+        "recall@100) or only its judged papers (SciDocs' -L2 protocol; MAP, nDCG; for qrels listing negatives)",
+    )
+    parser.add_argument(
+        "--test-size",
+        type=float,
+        default=0.5,
+        help="classification without a split column: the share of each "
+        "label held out for testing (stratified, seeded by --seed)",
+    )
+    parser.add_argument(
+        "--id-field",
+        help="classification / retrieval: the papers file's id field (default: first of paper_id, "
+        "corpus_id, id, doc_id)",
+    )
+    parser.add_argument(
+        "--test-data",
+        help="SciRepEval only: the labels source when --data is the metadata source (default allenai/scirepeval_test)",
+    )
+    parser.add_argument(
+        "--output", help="write the results as JSON here (atomically; an existing file is refused unless --overwrite)"
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
-    parser.add_argument("--tasks", nargs="+", help="task ids to run (e.g. cite mag; SciRepEval config names such as fos search)")
+    parser.add_argument(
+        "--tasks", nargs="+", help="task ids to run (e.g. cite mag; SciRepEval config names such as fos search)"
+    )
     parser.add_argument("--split", default="test", help="judged split to score (val to tune)")
     add_options(parser, "smart_links", "domain", "pooling")
-    parser.add_argument("--proximity-similarity", choices=("l2", "min_facet_l2"), default="l2",
-                        help="ranking score of proximity tasks: -L2 (the references) or Multi2SPE's min distance over facet pairs")
+    parser.add_argument(
+        "--proximity-similarity",
+        choices=("l2", "min_facet_l2"),
+        default="l2",
+        help="ranking score of proximity tasks: -L2 (the references) or Multi2SPE's min distance over facet pairs",
+    )
     parser.add_argument("--no-few-shot", action="store_true", help="skip SciRepEval's few-shot settings")
-    parser.add_argument("--skip-invalid", action="store_true", help="drop rows naming papers without metadata (and invalid "
-                        "paper records) and report them, instead of stopping")
-    add_options(parser, "batch_size", "max_length", "device", "backend", "precision", "int8_check_set", "int8_check_benchmark")
-    parser.add_argument("--cache-dir", help="embedding cache folder (default: $SCIEMBED_CACHE or $HF_HOME/sciembed/embeddings)")
+    parser.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="drop rows naming papers without metadata (and invalid "
+        "paper records) and report them, instead of stopping",
+    )
+    add_options(
+        parser, "batch_size", "max_length", "device", "backend", "precision", "int8_check_set", "int8_check_benchmark"
+    )
+    parser.add_argument(
+        "--cache-dir", help="embedding cache folder (default: $SCIEMBED_CACHE or $HF_HOME/sciembed/embeddings)"
+    )
     parser.add_argument("--no-cache", action="store_true", help="keep vectors in memory for this run only")
-    parser.add_argument("--jobs", type=int, default=-1, help="processes for the classifiers' grid searches (-1: all cores)")
-    parser.add_argument("--seed", type=int, help="seed of what is sampled or trained while evaluating (default: CACM and a "
-                        "labels file's split 0, SciDocs' recommender 7 as SciDocs)")
+    parser.add_argument(
+        "--jobs", type=int, default=-1, help="processes for the classifiers' grid searches (-1: all cores)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="seed of what is sampled or trained while evaluating (default: CACM and a "
+        "labels file's split 0, SciDocs' recommender 7 as SciDocs)",
+    )
     add_options(parser, "trust_remote_code", "no_progress")
     parser.set_defaults(run=run)
     return parser
@@ -76,13 +129,37 @@ def run(args: argparse.Namespace) -> int:
     # The cheap checks first: the output, then the input; the model (minutes for a large one) last.
     if args.output:
         refuse_replacing(args.output, overwrite=args.overwrite)
-    reading = dict(tasks=args.tasks, split=args.split, skip_invalid=args.skip_invalid, test_data=args.test_data, few_shot=not args.no_few_shot,
-                   proximity_similarity=args.proximity_similarity, seed=args.seed, papers=args.papers, queries=args.queries,
-                   test_size=args.test_size, candidates=args.candidates, id_field=args.id_field, smart_links=args.smart_links)
+    reading = dict(
+        tasks=args.tasks,
+        split=args.split,
+        skip_invalid=args.skip_invalid,
+        test_data=args.test_data,
+        few_shot=not args.no_few_shot,
+        proximity_similarity=args.proximity_similarity,
+        seed=args.seed,
+        papers=args.papers,
+        queries=args.queries,
+        test_size=args.test_size,
+        candidates=args.candidates,
+        id_field=args.id_field,
+        smart_links=args.smart_links,
+    )
     suite = load_tasks(args.benchmark, args.data, **reading)
-    encoder = encoder_from_args(args, pooling=args.pooling, max_length=args.max_length, device=args.device, domain=args.domain)
-    report = evaluate(encoder, args.benchmark, args.data, batch_size=args.batch_size, cache_dir=args.cache_dir, use_cache=not args.no_cache,
-                      n_jobs=args.jobs, show_progress_bar=not args.no_progress, suite=suite, **reading)
+    encoder = encoder_from_args(
+        args, pooling=args.pooling, max_length=args.max_length, device=args.device, domain=args.domain
+    )
+    report = evaluate(
+        encoder,
+        args.benchmark,
+        args.data,
+        batch_size=args.batch_size,
+        cache_dir=args.cache_dir,
+        use_cache=not args.no_cache,
+        n_jobs=args.jobs,
+        show_progress_bar=not args.no_progress,
+        suite=suite,
+        **reading,
+    )
     print(report.table())
     if args.output:
         logger.info("wrote %s", report.write_json(args.output))

@@ -20,15 +20,25 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
             "and save it with its tokenizer, remote code and sentence-transformers files."
         ),
     )
-    parser.add_argument("--family", required=True, choices=tuple(FAMILIES),
-                        help="the family to build: " + "; ".join(f"{name}, the {family.title}" for name, family in FAMILIES.items())
-                             + " (its config fields are set with --set)")
-    parser.add_argument("--base", help="Hub id or local folder of a BERT model (default: the embedded all-MiniLM-L6-v2)")
+    parser.add_argument(
+        "--family",
+        required=True,
+        choices=tuple(FAMILIES),
+        help="the family to build: "
+        + "; ".join(f"{name}, the {family.title}" for name, family in FAMILIES.items())
+        + " (its config fields are set with --set)",
+    )
+    parser.add_argument(
+        "--base", help="Hub id or local folder of a BERT model (default: the embedded all-MiniLM-L6-v2)"
+    )
     parser.add_argument("--output", required=True, help="folder to save the model in")
     parser.add_argument(
-        "--set", action="append", default=[], metavar="FIELD=VALUE",
-        help="a config field of the family, VALUE as JSON (e.g. --set num_cls_tokens=5 --set 'domains=[\"cs\",\"bio\"]'); "
-             "repeatable; the saved config.json lists every field with its value",
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help='a config field of the family, VALUE as JSON (e.g. --set num_cls_tokens=5 --set \'domains=["cs","bio"]\'); '
+        "repeatable; the saved config.json lists every field with its value",
     )
     parser.set_defaults(run=run)
     return parser
@@ -42,5 +52,7 @@ def run(args: argparse.Namespace) -> int:
     options = parse_assignments(args.set)
     model, tokenizer = from_bert(args.family, args.base or default_model_path(), **options)
     save_pretrained(model, tokenizer, args.output)
-    logger.info("saved a %s model built from %s to %s", args.family, args.base or "the embedded all-MiniLM-L6-v2", args.output)
+    logger.info(
+        "saved a %s model built from %s to %s", args.family, args.base or "the embedded all-MiniLM-L6-v2", args.output
+    )
     return 0

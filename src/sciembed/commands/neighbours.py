@@ -43,29 +43,67 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         ),
         formatter_class=HelpFormatter,
     )
-    parser.add_argument("--papers", help="papers: a .jsonl / .json / .csv / .parquet file (paper_id, title, abstract; see "
-                        "--id-field), or a SMART collection folder or *.all file (CACM; its citation links are marked)")
-    parser.add_argument("--embeddings", help="read the papers' vectors from this file instead of embedding them: .jsonl / "
-                        ".npy (+ .ids.json) / .parquet, or a folder of Parquet parts, as `sciembed embed` writes")
-    parser.add_argument("--query-ids", nargs="+", metavar="ID", help="query papers (default: every paper); unknown ids are an error")
+    parser.add_argument(
+        "--papers",
+        help="papers: a .jsonl / .json / .csv / .parquet file (paper_id, title, abstract; see "
+        "--id-field), or a SMART collection folder or *.all file (CACM; its citation links are marked)",
+    )
+    parser.add_argument(
+        "--embeddings",
+        help="read the papers' vectors from this file instead of embedding them: .jsonl / "
+        ".npy (+ .ids.json) / .parquet, or a folder of Parquet parts, as `sciembed embed` writes",
+    )
+    parser.add_argument(
+        "--query-ids", nargs="+", metavar="ID", help="query papers (default: every paper); unknown ids are an error"
+    )
     parser.add_argument("--query-file", help="query paper ids, one a line (blank and # lines ignored)")
     parser.add_argument("-k", type=int, default=10, help="neighbours per query paper")
-    parser.add_argument("--queries", type=int, metavar="N", help="print only N query papers (the most linked when citation "
-                        f"links are known, else the first N); default: every one, {LEGACY_QUERIES} without --papers; "
-                        "--output always holds every query paper")
-    parser.add_argument("--output", help="write the neighbours here, atomically: .jsonl ({paper_id, title, neighbours: [{rank, "
-                        "paper_id, title, score}]} a line) or .csv / .tsv (query_id, query_title, rank, paper_id, title, score)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output file (refused otherwise)")
-    parser.add_argument("--citations", help="citation links to mark: CSV / TSV with a citing,cited header, or SNAP's "
-                        "tab-separated lines")
-    parser.add_argument("--id-field", help="field holding the paper id (default: first of paper_id, corpus_id, id, doc_id)")
-    parser.add_argument("--skip-invalid", action="store_true", help="skip invalid records (and papers without a vector in "
-                        "--embeddings) and report them, instead of stopping")
+    parser.add_argument(
+        "--queries",
+        type=int,
+        metavar="N",
+        help="print only N query papers (the most linked when citation "
+        f"links are known, else the first N); default: every one, {LEGACY_QUERIES} without --papers; "
+        "--output always holds every query paper",
+    )
+    parser.add_argument(
+        "--output",
+        help="write the neighbours here, atomically: .jsonl ({paper_id, title, neighbours: [{rank, "
+        "paper_id, title, score}]} a line) or .csv / .tsv (query_id, query_title, rank, paper_id, title, score)",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an existing --output file (refused otherwise)"
+    )
+    parser.add_argument(
+        "--citations",
+        help="citation links to mark: CSV / TSV with a citing,cited header, or SNAP's tab-separated lines",
+    )
+    parser.add_argument(
+        "--id-field", help="field holding the paper id (default: first of paper_id, corpus_id, id, doc_id)"
+    )
+    parser.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip invalid records (and papers without a vector in --embeddings) and report them, instead of stopping",
+    )
     add_options(parser, "smart_links")
-    parser.add_argument("--data", help=f"without --papers: a folder holding cacm/ (default: {DEFAULT_DATA} when it holds "
-                        "cacm/, else sciembed's small invented example set); a given folder without cacm/ is an error")
-    add_options(parser, "model", "batch_size", "max_length", "pooling", "device", "backend", "precision", "trust_remote_code",
-                "no_progress")
+    parser.add_argument(
+        "--data",
+        help=f"without --papers: a folder holding cacm/ (default: {DEFAULT_DATA} when it holds "
+        "cacm/, else sciembed's small invented example set); a given folder without cacm/ is an error",
+    )
+    add_options(
+        parser,
+        "model",
+        "batch_size",
+        "max_length",
+        "pooling",
+        "device",
+        "backend",
+        "precision",
+        "trust_remote_code",
+        "no_progress",
+    )
     parser.set_defaults(run=run)
     return parser
 
@@ -75,7 +113,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.k < 1:
         raise ValueError(f"-k must be positive, got {args.k}")
-    logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # which CPU build faiss loads is not the user's concern
+    logging.getLogger("faiss.loader").setLevel(
+        logging.WARNING
+    )  # which CPU build faiss loads is not the user's concern
     if args.output:
         check_output(args.output, overwrite=args.overwrite)  # before anything is embedded
     if args.embeddings and args.model:
@@ -94,10 +134,23 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--data is the folder holding cacm/ when no --papers is given; give one of them")
     # The model is loaded by the library once the papers and the query ids are known to be good.
     result = neighbours(
-        papers, args.model, k=args.k, query_ids=query_ids or None, embeddings=args.embeddings, citations=citations,
-        id_field=args.id_field, skip_invalid=skip_invalid, smart_links=args.smart_links, batch_size=args.batch_size,
-        device=args.device, max_length=args.max_length, pooling=args.pooling, backend=args.backend, precision=args.precision,
-        trust_remote_code=args.trust_remote_code, show_progress_bar=not args.no_progress,
+        papers,
+        args.model,
+        k=args.k,
+        query_ids=query_ids or None,
+        embeddings=args.embeddings,
+        citations=citations,
+        id_field=args.id_field,
+        skip_invalid=skip_invalid,
+        smart_links=args.smart_links,
+        batch_size=args.batch_size,
+        device=args.device,
+        max_length=args.max_length,
+        pooling=args.pooling,
+        backend=args.backend,
+        precision=args.precision,
+        trust_remote_code=args.trust_remote_code,
+        show_progress_bar=not args.no_progress,
     )
     result.source = source or result.source
     if args.output:
@@ -127,5 +180,7 @@ def _legacy_collection(data: str | None, citations: str | None):
         return example_papers(), links, "sciembed example set (invented papers, not real data)"
     cacm = Path(data) / "cacm"
     if not cacm.is_dir():
-        raise FileNotFoundError(f"{data}: no cacm/ folder here" + ("" if Path(data).is_dir() else f" ({data} does not exist)"))
+        raise FileNotFoundError(
+            f"{data}: no cacm/ folder here" + ("" if Path(data).is_dir() else f" ({data} does not exist)")
+        )
     return str(cacm), citations, None

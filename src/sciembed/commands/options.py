@@ -16,31 +16,84 @@ DEFAULT_DATA = "../shared/data"
 
 _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "model": ("--model", {"help": "Hub id or local folder (default: the embedded all-MiniLM-L6-v2)"}),
-    "pooling": ("--pooling", {"choices": POOLINGS, "help": "pooling of a plain transformers model (default: the model's own; CLS "
-                              "for BERT as SPECTER); a sentence-transformers folder is then read as a plain transformer at its "
-                              "own max_seq_length"}),
-    "task_format": ("--task-format", {"choices": FORMATS, "help": "format of a multi-format model (default: the model's own)"}),
-    "domain": ("--domain", {"help": "domain of a mixture-of-experts model with domain routing (one of its config's domains)"}),
+    "pooling": (
+        "--pooling",
+        {
+            "choices": POOLINGS,
+            "help": "pooling of a plain transformers model (default: the model's own; CLS "
+            "for BERT as SPECTER); a sentence-transformers folder is then read as a plain transformer at its "
+            "own max_seq_length",
+        },
+    ),
+    "task_format": (
+        "--task-format",
+        {"choices": FORMATS, "help": "format of a multi-format model (default: the model's own)"},
+    ),
+    "domain": (
+        "--domain",
+        {"help": "domain of a mixture-of-experts model with domain routing (one of its config's domains)"},
+    ),
     "max_length": ("--max-length", {"type": int, "help": "tokens per text (default: the model's limit, at most 512)"}),
-    "batch_size": ("--batch-size", {"type": int, "help": "texts per forward pass (default: 8 on CPU, where smaller batches ran "
-                                    "fastest in benchmarks/encode_speed.py, 32 on GPU)"}),
+    "batch_size": (
+        "--batch-size",
+        {
+            "type": int,
+            "help": "texts per forward pass (default: 8 on CPU, where smaller batches ran "
+            "fastest in benchmarks/encode_speed.py, 32 on GPU)",
+        },
+    ),
     "device": ("--device", {"help": "cpu, cuda, cuda:1, ... (default: cuda when available, else cpu)"}),
-    "trust_remote_code": ("--trust-remote-code", {"action": "store_true", "help": "allow a Hub model to run its own modeling code"}),
-    "no_progress": ("--no-progress", {"action": "store_true", "help": "hide the progress bars (sciembed's and those of the libraries it runs)"}),
-    "backend": ("--backend", {"choices": BACKENDS, "default": "pytorch", "help": "pytorch, or onnx: ONNX Runtime on CPU "
-                              "(needs sciembed[onnx]), from an export of the model made once and cached under "
-                              "$SCIEMBED_CACHE/onnx; intra-op threads = physical cores ($SCIEMBED_ONNX_THREADS overrides)"}),
-    "precision": ("--precision", {"choices": PRECISIONS, "default": "fp32", "help": "int8 (with --backend onnx): dynamically "
-                                  "quantised weights, refused until they pass the int8 gate (sciembed embed / evaluate --int8-check-set)"}),
-    "int8_check_set": ("--int8-check-set", {"metavar": "FOLDER", "help": "run the int8 gate first: a held-out CACM (or "
-                                            "SciDocs, see --int8-check-benchmark) folder whose cite MAP with int8 must stay "
-                                            "within 0.5 points of fp32; the verdict is kept with the export"}),
-    "smart_links": ("--smart-links", {"choices": LINK_READINGS, "default": "cacm", "help": "how a SMART collection's .X lines "
-                                      "(id, middle column, id) are read: cacm, the middle column is CACM's link type (5 citation, "
-                                      "6 co-citation, 4 coupling) and any other value is refused; all, every pair is a citation "
-                                      "link whatever its middle column (CISI, whose middle column is a weight)"}),
-    "int8_check_benchmark": ("--int8-check-benchmark", {"choices": ("cacm", "scidocs"), "default": "cacm",
-                                                        "help": "the kind of --int8-check-set folder"}),
+    "trust_remote_code": (
+        "--trust-remote-code",
+        {"action": "store_true", "help": "allow a Hub model to run its own modeling code"},
+    ),
+    "no_progress": (
+        "--no-progress",
+        {"action": "store_true", "help": "hide the progress bars (sciembed's and those of the libraries it runs)"},
+    ),
+    "backend": (
+        "--backend",
+        {
+            "choices": BACKENDS,
+            "default": "pytorch",
+            "help": "pytorch, or onnx: ONNX Runtime on CPU "
+            "(needs sciembed[onnx]), from an export of the model made once and cached under "
+            "$SCIEMBED_CACHE/onnx; intra-op threads = physical cores ($SCIEMBED_ONNX_THREADS overrides)",
+        },
+    ),
+    "precision": (
+        "--precision",
+        {
+            "choices": PRECISIONS,
+            "default": "fp32",
+            "help": "int8 (with --backend onnx): dynamically "
+            "quantised weights, refused until they pass the int8 gate (sciembed embed / evaluate --int8-check-set)",
+        },
+    ),
+    "int8_check_set": (
+        "--int8-check-set",
+        {
+            "metavar": "FOLDER",
+            "help": "run the int8 gate first: a held-out CACM (or "
+            "SciDocs, see --int8-check-benchmark) folder whose cite MAP with int8 must stay "
+            "within 0.5 points of fp32; the verdict is kept with the export",
+        },
+    ),
+    "smart_links": (
+        "--smart-links",
+        {
+            "choices": LINK_READINGS,
+            "default": "cacm",
+            "help": "how a SMART collection's .X lines "
+            "(id, middle column, id) are read: cacm, the middle column is CACM's link type (5 citation, "
+            "6 co-citation, 4 coupling) and any other value is refused; all, every pair is a citation "
+            "link whatever its middle column (CISI, whose middle column is a weight)",
+        },
+    ),
+    "int8_check_benchmark": (
+        "--int8-check-benchmark",
+        {"choices": ("cacm", "scidocs"), "default": "cacm", "help": "the kind of --int8-check-set folder"},
+    ),
 }
 
 
@@ -56,8 +109,9 @@ def encoder_from_args(args: argparse.Namespace, **options: Any) -> Any:
     arguments); with ``--int8-check-set`` the int8 gate runs first and a failed gate stops the command."""
     from ..encoders import load_encoder
 
-    encoder = load_encoder(args.model, trust_remote_code=args.trust_remote_code, backend=args.backend,
-                           precision=args.precision, **options)
+    encoder = load_encoder(
+        args.model, trust_remote_code=args.trust_remote_code, backend=args.backend, precision=args.precision, **options
+    )
     if getattr(args, "int8_check_set", None):
         if args.precision != "int8":
             raise ValueError("--int8-check-set checks int8: give --backend onnx --precision int8 with it")
@@ -66,12 +120,20 @@ def encoder_from_args(args: argparse.Namespace, **options: Any) -> Any:
 
         if not isinstance(encoder, PaperEncoder):
             raise ValueError(f"the int8 gate checks one model; {args.model} is an ensemble (check each member)")
-        verdict = check_int8(encoder, args.int8_check_set, benchmark=args.int8_check_benchmark,
-                             show_progress_bar=not getattr(args, "no_progress", False))
+        verdict = check_int8(
+            encoder,
+            args.int8_check_set,
+            benchmark=args.int8_check_benchmark,
+            show_progress_bar=not getattr(args, "no_progress", False),
+        )
         if not verdict.passed:
-            raise ValueError(f"int8 refused for {args.model or 'the default model'}: {verdict.reason} on {args.int8_check_set} "
-                             f"(min cosine to fp32 {verdict.min_cosine}); use --precision fp32")
-        logging.getLogger(__name__).info("int8 gate passed: %s; min cosine to fp32 %s", verdict.reason, verdict.min_cosine)
+            raise ValueError(
+                f"int8 refused for {args.model or 'the default model'}: {verdict.reason} on {args.int8_check_set} "
+                f"(min cosine to fp32 {verdict.min_cosine}); use --precision fp32"
+            )
+        logging.getLogger(__name__).info(
+            "int8 gate passed: %s; min cosine to fp32 %s", verdict.reason, verdict.min_cosine
+        )
     return encoder
 
 

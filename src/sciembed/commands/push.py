@@ -26,7 +26,9 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     parser.add_argument("--repo-id", required=True, help="the Hub repository, ORG/NAME")
     parser.add_argument("--out", help="the folder to export to (default: MODEL-hub beside the model)")
     parser.add_argument("--private", action="store_true", help="create the repository private")
-    parser.add_argument("--commit-message", help="the commit message (default: 'Upload <model_type> model with sciembed')")
+    parser.add_argument(
+        "--commit-message", help="the commit message (default: 'Upload <model_type> model with sciembed')"
+    )
     parser.add_argument("--dry-run", action="store_true", help="export and validate, but do not upload")
     parser.set_defaults(run=run)
     return parser

@@ -33,37 +33,69 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--recipe", required=True, choices=tuple(RECIPES), help="the paper whose setting to reproduce")
-    parser.add_argument("--base", help="Hub id or local folder of a BERT model (default: the embedded all-MiniLM-L6-v2)")
-    parser.add_argument("--data", help="citation data (SMART collection such as CACM, SPECTER release, S2ORC JSONL, SciRepEval "
-                        "specter_small.json), SciRepEval's training samples folder, or labelled papers, as the recipe needs "
-                        "(layouts below)")
-    parser.add_argument("--papers", metavar="FILE", help="with --citations, instead of --data: papers with paper_id, title, abstract "
-                        "(JSONL, JSON, CSV or Parquet), for the citation recipes")
-    parser.add_argument("--citations", metavar="FILE", help="with --papers: the citations between them, a CSV / TSV edge list with a "
-                        "citing,cited header (or from,to / source,target) or SNAP's lines (# comments, then citing<TAB>cited)")
-    parser.add_argument("--id-field", help="with --papers: the column holding the paper ids (default: the first of paper_id, "
-                        "corpus_id, id, doc_id that a record has)")
+    parser.add_argument(
+        "--base", help="Hub id or local folder of a BERT model (default: the embedded all-MiniLM-L6-v2)"
+    )
+    parser.add_argument(
+        "--data",
+        help="citation data (SMART collection such as CACM, SPECTER release, S2ORC JSONL, SciRepEval "
+        "specter_small.json), SciRepEval's training samples folder, or labelled papers, as the recipe needs "
+        "(layouts below)",
+    )
+    parser.add_argument(
+        "--papers",
+        metavar="FILE",
+        help="with --citations, instead of --data: papers with paper_id, title, abstract "
+        "(JSONL, JSON, CSV or Parquet), for the citation recipes",
+    )
+    parser.add_argument(
+        "--citations",
+        metavar="FILE",
+        help="with --papers: the citations between them, a CSV / TSV edge list with a "
+        "citing,cited header (or from,to / source,target) or SNAP's lines (# comments, then citing<TAB>cited)",
+    )
+    parser.add_argument(
+        "--id-field",
+        help="with --papers: the column holding the paper ids (default: the first of paper_id, "
+        "corpus_id, id, doc_id that a record has)",
+    )
     add_options(parser, "smart_links")
-    parser.add_argument("--output", help="folder for checkpoints, the trained model and train_results.json (required to train)")
+    parser.add_argument(
+        "--output", help="folder for checkpoints, the trained model and train_results.json (required to train)"
+    )
     parser.add_argument("--config", help="YAML or JSON file of settings, nested by section or with dotted keys")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="one setting, VALUE as JSON (e.g. --set max_steps=100 --set loss.margin=0.5 --set data.held_out=0.2); "
-                             "repeatable, applied after --config; --show-settings lists every key with its value")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one setting, VALUE as JSON (e.g. --set max_steps=100 --set loss.margin=0.5 --set data.held_out=0.2); "
+        "repeatable, applied after --config; --show-settings lists every key with its value",
+    )
     parser.add_argument("--resume", action="store_true", help="continue from the latest complete checkpoint in OUTPUT")
-    parser.add_argument("--overwrite", action="store_true", help="replace the run in OUTPUT (an OUTPUT holding a model, results or "
-                        "checkpoints is refused without --resume or --overwrite)")
-    parser.add_argument("--evaluate-before", action="store_true", help="with held-out queries, also score the untrained model")
-    parser.add_argument("--show-settings", action="store_true",
-                        help="print the settings a run of --recipe from --base would use (the recipe's defaults for that base, "
-                             "--config and --set applied), one --set KEY=VALUE a line, and exit without training")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the run in OUTPUT (an OUTPUT holding a model, results or "
+        "checkpoints is refused without --resume or --overwrite)",
+    )
+    parser.add_argument(
+        "--evaluate-before", action="store_true", help="with held-out queries, also score the untrained model"
+    )
+    parser.add_argument(
+        "--show-settings",
+        action="store_true",
+        help="print the settings a run of --recipe from --base would use (the recipe's defaults for that base, "
+        "--config and --set applied), one --set KEY=VALUE a line, and exit without training",
+    )
     add_options(parser, "no_progress")
     parser.set_defaults(run=run)
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..training.recipes import parse_assignments, read_overrides
     from ..distributed import end_distributed_run
+    from ..training.recipes import parse_assignments, read_overrides
     from ..training.run import train
 
     overrides = {**(read_overrides(args.config) if args.config else {}), **parse_assignments(args.set)}
@@ -74,14 +106,31 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.output:
         raise ValueError("--output is required: the folder for checkpoints, the trained model and train_results.json")
-    summary = train(args.recipe, args.base, _data(args), args.output, overrides, resume=args.resume, evaluate_before=args.evaluate_before,
-                    smart_links=args.smart_links, overwrite=args.overwrite)
-    logger.info("trained %s for %d step(s) in %.0f s; model saved to %s", args.recipe, summary["global_step"], summary["seconds"], summary["model"])
+    summary = train(
+        args.recipe,
+        args.base,
+        _data(args),
+        args.output,
+        overrides,
+        resume=args.resume,
+        evaluate_before=args.evaluate_before,
+        smart_links=args.smart_links,
+        overwrite=args.overwrite,
+    )
+    logger.info(
+        "trained %s for %d step(s) in %.0f s; model saved to %s",
+        args.recipe,
+        summary["global_step"],
+        summary["seconds"],
+        summary["model"],
+    )
     for name, value in summary["eval_metrics"].items():
         if name == "epoch":
             continue
         before = summary["base_eval_metrics"].get(name)
-        logger.info("%s = %s%s", name, _shown(value), "" if before is None else f" (before training: {_shown(before)})")
+        logger.info(
+            "%s = %s%s", name, _shown(value), "" if before is None else f" (before training: {_shown(before)})"
+        )
     end_distributed_run()
     return 0
 
@@ -101,11 +150,15 @@ def _data(args: argparse.Namespace):
         if args.data:
             raise ValueError("give --data, or --papers with --citations, not both")
         if not (args.papers and args.citations):
-            raise ValueError(f"--papers and --citations go together (got only {'--papers' if args.papers else '--citations'}): "
-                             "the papers and the citations between them")
+            raise ValueError(
+                f"--papers and --citations go together (got only {'--papers' if args.papers else '--citations'}): "
+                "the papers and the citations between them"
+            )
         return CitationFiles(Path(args.papers), Path(args.citations), args.id_field)
     if not args.data:
-        raise ValueError("no training data: give --data, or --papers and --citations (sciembed train --help lists the layouts)")
+        raise ValueError(
+            "no training data: give --data, or --papers and --citations (sciembed train --help lists the layouts)"
+        )
     return args.data
 
 
@@ -117,11 +170,15 @@ def _settings_listing(recipe: str, base: str | None, overrides: dict) -> str:
     settings = resolved_settings(recipe, base, overrides)
     chosen_by = settings["embedding"].pop("chosen_by")
     unit_vector_settings = get_recipe(recipe).unit_vector_settings if settings["embedding"]["normalize"] else {}
-    lines = [f"# recipe {recipe} ({get_recipe(recipe).paper}) from {base or 'the embedded all-MiniLM-L6-v2'}"
-             f"{', with --config / --set' if overrides else ''}: the settings a run uses",
-             "# each line is a --set KEY=VALUE (VALUE as JSON); any other TrainingArguments field is a key too"]
+    lines = [
+        f"# recipe {recipe} ({get_recipe(recipe).paper}) from {base or 'the embedded all-MiniLM-L6-v2'}"
+        f"{', with --config / --set' if overrides else ''}: the settings a run uses",
+        "# each line is a --set KEY=VALUE (VALUE as JSON); any other TrainingArguments field is a key too",
+    ]
     if unit_vector_settings:
-        lines.append(f"# trained in unit vectors, so the recipe's unit-vector settings apply: {', '.join(unit_vector_settings)}")
+        lines.append(
+            f"# trained in unit vectors, so the recipe's unit-vector settings apply: {', '.join(unit_vector_settings)}"
+        )
     for section, values in settings.items():
         for name, value in values.items():
             source = f"  # chosen by: {chosen_by[name]}" if section == "embedding" and name in chosen_by else ""
@@ -133,8 +190,10 @@ def _recipes_help() -> str:
     """Each recipe with its paper and description (the settings it uses, from the recipe itself), for the epilog."""
     blocks = ["recipes (values: --show-settings):"]
     for recipe in RECIPES.values():
-        blocks.append(f"  {recipe.name}: {recipe.paper}\n" + textwrap.fill(recipe.description, width=110, initial_indent="      ",
-                                                                            subsequent_indent="      "))
+        blocks.append(
+            f"  {recipe.name}: {recipe.paper}\n"
+            + textwrap.fill(recipe.description, width=110, initial_indent="      ", subsequent_indent="      ")
+        )
     return "\n".join(blocks)
 
 
@@ -142,7 +201,13 @@ def _layouts_help() -> str:
     """Each data layout with the recipes that take it and its example, for the epilog."""
     blocks = ["data (--data, or --papers with --citations):"]
     for layout in TRAINING_LAYOUTS:
-        recipes = ", ".join(r.name for r in RECIPES.values()
-                            if r.data in layout.kinds or ("triplets" in layout.kinds and r.data == "citations" and r.objective != "pairs"))
-        blocks.append(f"  {layout.name}: {layout.given_as}\n    recipes: {recipes}\n" + textwrap.indent(layout.example, "      "))
+        recipes = ", ".join(
+            r.name
+            for r in RECIPES.values()
+            if r.data in layout.kinds
+            or ("triplets" in layout.kinds and r.data == "citations" and r.objective != "pairs")
+        )
+        blocks.append(
+            f"  {layout.name}: {layout.given_as}\n    recipes: {recipes}\n" + textwrap.indent(layout.example, "      ")
+        )
     return "\n".join(blocks)

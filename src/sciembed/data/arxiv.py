@@ -50,7 +50,9 @@ def read_arxiv_abstracts(folder: str | os.PathLike[str], *, skip_invalid: bool =
     folder = Path(folder)
     files = sorted(folder.rglob("*.abs"))
     if not files:
-        raise InvalidPaperError([], whole=PaperProblem(str(folder), "whole folder", "no .abs files (arXiv listing abstracts)"))
+        raise InvalidPaperError(
+            [], whole=PaperProblem(str(folder), "whole folder", "no .abs files (arXiv listing abstracts)")
+        )
     papers: list[dict[str, Any]] = []
     skipped: list[PaperProblem] = []
     for path in files:
@@ -83,8 +85,12 @@ def _listing(path: Path) -> tuple[dict[str, Any], str | None]:
     abstract = " ".join(" ".join(lines[separators[1] + 1 : end]).split())
     arxiv_id = fields.get("Paper", "")
     number = arxiv_id.rsplit("/", 1)[-1]
-    paper = {"paper_id": str(int(number)) if number.isdigit() else number, **{key: fields.get(name, "") for name, key in _KEPT.items()},
-             "authors": fields.get("Authors") or fields.get("Author", ""), "abstract": abstract}
+    paper = {
+        "paper_id": str(int(number)) if number.isdigit() else number,
+        **{key: fields.get(name, "") for name, key in _KEPT.items()},
+        "authors": fields.get("Authors") or fields.get("Author", ""),
+        "abstract": abstract,
+    }
     if not arxiv_id:
         return paper, "no 'Paper:' line"
     if number != path.stem:

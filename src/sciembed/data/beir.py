@@ -57,7 +57,9 @@ def read_beir(folder: str | os.PathLike[str], *, skip_invalid: bool = False) -> 
     folder = Path(folder)
     for name in ("corpus.jsonl", "queries.jsonl", "qrels"):
         if not (folder / name).exists():
-            raise FileNotFoundError(f"{folder}: no {name} (a BEIR folder holds corpus.jsonl, queries.jsonl and qrels/<split>.tsv)")
+            raise FileNotFoundError(
+                f"{folder}: no {name} (a BEIR folder holds corpus.jsonl, queries.jsonl and qrels/<split>.tsv)"
+            )
     problems: list[PaperProblem] = []
     corpus = _read_jsonl(folder / "corpus.jsonl", ("title", "text"), problems)
     queries = _read_jsonl(folder / "queries.jsonl", ("text",), problems)
@@ -78,7 +80,9 @@ def read_beir(folder: str | os.PathLike[str], *, skip_invalid: bool = False) -> 
         for index in np.flatnonzero(~keep):
             column = "query_id" if not found["query_id"][index] else "cand_id"
             where = "queries.jsonl" if column == "query_id" else "corpus.jsonl"
-            unknown.append(PaperProblem(str(path), f"line {lines[index]}", f"{column} not in {where}", columns[column][index]))
+            unknown.append(
+                PaperProblem(str(path), f"line {lines[index]}", f"{column} not in {where}", columns[column][index])
+            )
         stats[f"{path.stem}_qrels"] = len(lines)
         stats[f"{path.stem}_unknown_ids"] = int(np.count_nonzero(~keep))
         data = Dataset.from_dict(columns, features=QREL_FEATURES)
@@ -141,13 +145,17 @@ def _read_qrels(path: Path) -> tuple[dict[str, list], list[int]]:
     with path.open(encoding="utf-8") as handle:
         header = handle.readline().rstrip("\r\n").split("\t")
         if tuple(h.strip() for h in header) != QREL_HEADER:
-            raise ValueError(f"{path}, line 1: expected the header {'<TAB>'.join(QREL_HEADER)!r}, got {'<TAB>'.join(header)!r}")
+            raise ValueError(
+                f"{path}, line 1: expected the header {'<TAB>'.join(QREL_HEADER)!r}, got {'<TAB>'.join(header)!r}"
+            )
         for line_number, line in enumerate(handle, start=2):
             if not line.strip():
                 continue
             fields = line.rstrip("\r\n").split("\t")
             if len(fields) != 3:
-                raise ValueError(f"{path}, line {line_number}: a qrels line is 'query-id<TAB>corpus-id<TAB>score' (3 fields), got {len(fields)}: {line.strip()[:80]!r}")
+                raise ValueError(
+                    f"{path}, line {line_number}: a qrels line is 'query-id<TAB>corpus-id<TAB>score' (3 fields), got {len(fields)}: {line.strip()[:80]!r}"
+                )
             try:
                 score = int(fields[2])
             except ValueError:

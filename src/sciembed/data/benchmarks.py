@@ -78,13 +78,33 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
     spec.name: spec
     for spec in (
         BenchmarkSpec("scidocs", "SciDocs (Cohan et al. 2020) in its release layout", _SCIDOCS_CONFIGS, ("papers_*",)),
-        BenchmarkSpec("multi_scidocs", "Multi-SciDocs: multi-domain cite / co-cite in SciDocs' layout", _SCIDOCS_CONFIGS, ("papers_*",)),
-        BenchmarkSpec("scirepeval", "SciRepEval (Singh et al. 2023) metadata and test labels", (("meta_*", ()), ("train_*", ()), ("*", ())), ("meta_*",)),
-        BenchmarkSpec("specter_triplets", "SPECTER / SPECTROID training triplets from a citation graph",
-                      (("triplets", TRIPLET_COLUMNS), ("papers", PAPER_COLUMNS)), ("triplets", "papers")),
-        BenchmarkSpec("cocitation", "co-citation pair sets (MoE paper, Hallee, Kapur et al. 2024)", (("*", PAIR_COLUMNS),)),
-        BenchmarkSpec("beir", "BEIR-layout ad-hoc search (corpus, queries, qrels)",
-                      (("corpus", PAPER_COLUMNS), ("queries", ("query_id", "text")), ("qrels", QREL_COLUMNS)), ("corpus", "queries", "qrels")),
+        BenchmarkSpec(
+            "multi_scidocs",
+            "Multi-SciDocs: multi-domain cite / co-cite in SciDocs' layout",
+            _SCIDOCS_CONFIGS,
+            ("papers_*",),
+        ),
+        BenchmarkSpec(
+            "scirepeval",
+            "SciRepEval (Singh et al. 2023) metadata and test labels",
+            (("meta_*", ()), ("train_*", ()), ("*", ())),
+            ("meta_*",),
+        ),
+        BenchmarkSpec(
+            "specter_triplets",
+            "SPECTER / SPECTROID training triplets from a citation graph",
+            (("triplets", TRIPLET_COLUMNS), ("papers", PAPER_COLUMNS)),
+            ("triplets", "papers"),
+        ),
+        BenchmarkSpec(
+            "cocitation", "co-citation pair sets (MoE paper, Hallee, Kapur et al. 2024)", (("*", PAIR_COLUMNS),)
+        ),
+        BenchmarkSpec(
+            "beir",
+            "BEIR-layout ad-hoc search (corpus, queries, qrels)",
+            (("corpus", PAPER_COLUMNS), ("queries", ("query_id", "text")), ("qrels", QREL_COLUMNS)),
+            ("corpus", "queries", "qrels"),
+        ),
     )
 }
 
@@ -153,14 +173,18 @@ def load_benchmark(
     wanted = list(available) if configs is None else ([configs] if isinstance(configs, str) else list(configs))
     absent = [c for c in wanted if c not in available]
     if absent:
-        raise ValueError(f"{location}: no config(s) {absent} in this {name} dataset; available: {', '.join(available)}")
+        raise ValueError(
+            f"{location}: no config(s) {absent} in this {name} dataset; available: {', '.join(available)}"
+        )
     unexpected = [c for c in available if spec.columns_for(c) is None]
     if unexpected:
         raise ValueError(f"{location}: config(s) {unexpected} are not part of {name} ({spec.description})")
     if configs is None:
         for pattern in spec.required:
             if not any(fnmatch.fnmatchcase(c, pattern) for c in available):
-                raise ValueError(f"{location}: a {name} dataset needs a config {pattern!r}; found {', '.join(available)} (built with datasets_scripts/?)")
+                raise ValueError(
+                    f"{location}: a {name} dataset needs a config {pattern!r}; found {', '.join(available)} (built with datasets_scripts/?)"
+                )
 
     benchmark = Benchmark(name, location)
     for config in wanted:
@@ -172,7 +196,9 @@ def load_benchmark(
         for split, data in loaded.items():
             missing = [c for c in required if c not in data.column_names]
             if missing:
-                raise ValueError(f"{location}: config {config!r}, split {split!r} lacks column(s) {missing}; {name} needs {list(required)}, found {data.column_names}")
+                raise ValueError(
+                    f"{location}: config {config!r}, split {split!r} lacks column(s) {missing}; {name} needs {list(required)}, found {data.column_names}"
+                )
         benchmark.configs[config] = loaded
     logger.info("%s from %s: %s", name, location, benchmark.sizes())
     return benchmark
@@ -182,16 +208,27 @@ def _resolve(source: str | os.PathLike[str]) -> str:
     path = Path(source).expanduser()
     if path.is_dir():
         if not (path / "README.md").is_file():
-            raise BenchmarkSourceError(f"{path}: no README.md with YAML 'configs:' (build the folder with datasets_scripts/)")
+            raise BenchmarkSourceError(
+                f"{path}: no README.md with YAML 'configs:' (build the folder with datasets_scripts/)"
+            )
         return str(path)
     text = str(source)
     # A Hub id is "name" or "owner/name"; anything else that looks like a path is a missing folder.
-    if isinstance(source, os.PathLike) or text.startswith((".", "/", "~")) or text.count("/") > 1 or os.sep in text.replace("/", ""):
+    if (
+        isinstance(source, os.PathLike)
+        or text.startswith((".", "/", "~"))
+        or text.count("/") > 1
+        or os.sep in text.replace("/", "")
+    ):
         raise BenchmarkSourceError(f"{source}: no such folder (and not a Hub dataset id 'owner/name')")
     return text
 
 
 def _unreachable(name: str, location: str, error: Exception) -> str:
     offline = datasets.config.HF_HUB_OFFLINE
-    hint = " The Hub is disabled (HF_HUB_OFFLINE=1) and the dataset is not in the local cache; unset it, or pass a local folder." if offline else ""
+    hint = (
+        " The Hub is disabled (HF_HUB_OFFLINE=1) and the dataset is not in the local cache; unset it, or pass a local folder."
+        if offline
+        else ""
+    )
     return f"cannot load {name} from {location!r}: not a local folder, and the Hub dataset could not be read ({error}).{hint}"

@@ -72,7 +72,9 @@ def load_cocitation_pairs(
     for split, data in loaded.items():
         absent = [c for c in COLUMNS if c not in data.column_names]
         if absent:
-            raise ValueError(f"{source}, split {split!r}: no column(s) {absent}; a co-citation pair set has {list(COLUMNS)}, found {data.column_names}")
+            raise ValueError(
+                f"{source}, split {split!r}: no column(s) {absent}; a co-citation pair set has {list(COLUMNS)}, found {data.column_names}"
+            )
         a = np.array([text.strip() if isinstance(text, str) else "" for text in data["a"]], dtype=object)
         b = np.array([text.strip() if isinstance(text, str) else "" for text in data["b"]], dtype=object)
         labels = np.array([_label(v) for v in data["label"]], dtype=np.int64)
@@ -80,7 +82,11 @@ def load_cocitation_pairs(
         empty = (a == "") | (b == "")
         keep = ~(bad_label | empty)
         for index in np.flatnonzero(~keep):
-            reason = f"label must be 0 or 1, got {data[int(index)]['label']!r}" if bad_label[index] else "empty abstract in a or b"
+            reason = (
+                f"label must be 0 or 1, got {data[int(index)]['label']!r}"
+                if bad_label[index]
+                else "empty abstract in a or b"
+            )
             problems.append(PaperProblem(source, f"split {split!r}, row {index}", reason))
         stats[f"{split}_pairs"] = len(data)
         stats[f"{split}_positive"] = int(np.count_nonzero(labels[keep] == 1))

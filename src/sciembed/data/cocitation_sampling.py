@@ -95,7 +95,9 @@ class CocitationPairSet:
     stats: Counter = field(default_factory=Counter)
 
 
-def build_cocitation_pairs(graph: CitationGraph, papers: Dataset, config: CocitationConfig | None = None) -> CocitationPairSet:
+def build_cocitation_pairs(
+    graph: CitationGraph, papers: Dataset, config: CocitationConfig | None = None
+) -> CocitationPairSet:
     """Co-citation pairs of ``graph`` with the texts of ``papers`` (see the module docstring for the rules).
 
     Args:
@@ -160,10 +162,18 @@ def build_cocitation_pairs(graph: CitationGraph, papers: Dataset, config: Cocita
     eligible = usable & (graph.in_degree >= config.min_citations)
     stats["negative_pool"] = int(eligible.sum())
     stats["negative_pool_recent"] = int(np.count_nonzero(eligible & recent))
-    old_pool, recent_pool, all_pool = (np.flatnonzero(eligible & ~recent), np.flatnonzero(eligible & recent), np.flatnonzero(eligible))
+    old_pool, recent_pool, all_pool = (
+        np.flatnonzero(eligible & ~recent),
+        np.flatnonzero(eligible & recent),
+        np.flatnonzero(eligible),
+    )
     negatives = {
-        "valid": _non_cocited_pairs(old_pool, old_pool, _wanted(len(split_pairs["valid"][0]), config), cocited_keys, n, rng),
-        "test": _non_cocited_pairs(recent_pool, all_pool, _wanted(len(split_pairs["test"][0]), config), cocited_keys, n, rng),
+        "valid": _non_cocited_pairs(
+            old_pool, old_pool, _wanted(len(split_pairs["valid"][0]), config), cocited_keys, n, rng
+        ),
+        "test": _non_cocited_pairs(
+            recent_pool, all_pool, _wanted(len(split_pairs["test"][0]), config), cocited_keys, n, rng
+        ),
     }
 
     splits = {}
@@ -189,14 +199,23 @@ def build_cocitation_pairs(graph: CitationGraph, papers: Dataset, config: Cocita
 
     short = {k: v for k, v in stats.items() if k.endswith("_short") and v}
     if short:
-        logger.warning("co-citation pairs: too few never-co-cited pairs of papers cited >= %d times: %s", config.min_citations, short)
+        logger.warning(
+            "co-citation pairs: too few never-co-cited pairs of papers cited >= %d times: %s",
+            config.min_citations,
+            short,
+        )
     if stats["usable_papers_without_year"]:
-        logger.info("co-citation pairs: %d paper(s) with text have no year and never count as recent", stats["usable_papers_without_year"])
+        logger.info(
+            "co-citation pairs: %d paper(s) with text have no year and never count as recent",
+            stats["usable_papers_without_year"],
+        )
     logger.info("co-citation pairs (test from year %s): %s", test_from, dict(stats))
     return CocitationPairSet(DatasetDict(splits), test_from, config, stats)
 
 
-def cocitation_pairs_from_s2orc(path: str | os.PathLike[str], config: CocitationConfig | None = None, *, skip_invalid: bool = True) -> CocitationPairSet:
+def cocitation_pairs_from_s2orc(
+    path: str | os.PathLike[str], config: CocitationConfig | None = None, *, skip_invalid: bool = True
+) -> CocitationPairSet:
     """Read S2ORC metadata (:func:`~sciembed.data.s2orc.read_s2orc`) and build its co-citation pairs.
 
     Every listed citation counts, also those from papers outside the file: a co-citing paper needs no
@@ -270,5 +289,9 @@ def _valid_keys(x: np.ndarray, y: np.ndarray, cocited_keys: np.ndarray, n: int) 
     _, first = np.unique(keys, return_index=True)
     keys = keys[np.sort(first)]
     position = np.searchsorted(cocited_keys, keys)
-    hit = cocited_keys[np.minimum(position, len(cocited_keys) - 1)] == keys if len(cocited_keys) else np.zeros(len(keys), bool)
+    hit = (
+        cocited_keys[np.minimum(position, len(cocited_keys) - 1)] == keys
+        if len(cocited_keys)
+        else np.zeros(len(keys), bool)
+    )
     return keys[~hit]

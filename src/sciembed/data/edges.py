@@ -30,8 +30,10 @@ from typing import Any
 HEADER_NAMES = (("citing", "cited"), ("from", "to"), ("source", "target"))
 LAYOUTS = ("csv", "tsv", "snap")
 
-_EXPECTED = ("a header naming the citing and cited columns (citing,cited; from,to; source,target) separated by "
-             "commas or tabs, or SNAP's layout (# comment lines, then citing<TAB>cited lines)")
+_EXPECTED = (
+    "a header naming the citing and cited columns (citing,cited; from,to; source,target) separated by "
+    "commas or tabs, or SNAP's layout (# comment lines, then citing<TAB>cited lines)"
+)
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,9 @@ def read_edge_list(path: str | os.PathLike[str]) -> EdgeList:
         raise FileNotFoundError(f"{path}: no such file")
     start, first, comments = _first_line(path)
     if first is None:
-        raise ValueError(f"{path}: no citations ({'only # comment lines' if comments else 'an empty file'}); expected {_EXPECTED}")
+        raise ValueError(
+            f"{path}: no citations ({'only # comment lines' if comments else 'an empty file'}); expected {_EXPECTED}"
+        )
     delimiter = "\t" if "\t" in first else ","
     names = next(csv.reader([first], delimiter=delimiter))
     columns = _header_columns(names)
@@ -90,7 +94,10 @@ def read_edge_list(path: str | os.PathLike[str]) -> EdgeList:
 
     width = len(names)
     skipped: list[int] = []  # pyarrow's numbers of the rows it left out: `#` lines and misfits
-    misfits: dict[str, Any] = {"first": None, "count": 0}  # the first kept, the rest counted: a file of misfits stays small
+    misfits: dict[str, Any] = {
+        "first": None,
+        "count": 0,
+    }  # the first kept, the rest counted: a file of misfits stays small
 
     def invalid(row: Any) -> str:
         skipped.append(row.number)
@@ -107,10 +114,15 @@ def read_edge_list(path: str | os.PathLike[str]) -> EdgeList:
             path,
             # One thread: pyarrow numbers the rows it hands to `invalid` only when it parses them in order.
             read_options=pacsv.ReadOptions(skip_rows=skip, column_names=fields, use_threads=False),
-            parse_options=pacsv.ParseOptions(delimiter=delimiter, quote_char='"' if delimiter == "," else False,
-                                             invalid_row_handler=invalid),
-            convert_options=pacsv.ConvertOptions(include_columns=read, column_types={name: pa.large_string() for name in read},
-                                                 strings_can_be_null=False, quoted_strings_can_be_null=False),
+            parse_options=pacsv.ParseOptions(
+                delimiter=delimiter, quote_char='"' if delimiter == "," else False, invalid_row_handler=invalid
+            ),
+            convert_options=pacsv.ConvertOptions(
+                include_columns=read,
+                column_types={name: pa.large_string() for name in read},
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
         )
     except pa.ArrowInvalid as error:
         line = _first_non_utf8_line(path)
@@ -121,8 +133,10 @@ def read_edge_list(path: str | os.PathLike[str]) -> EdgeList:
         [line] = _physical_lines(path, skip, [row.number])
         what = "one column" if row.actual_columns == 1 else f"{row.actual_columns} fields"
         expected = "SNAP lines have" if layout == "snap" else "the header names"
-        raise ValueError(f"{path}, line {line}: {what} ({row.text.strip()!r}) where {expected} {width}; {count} line(s) in all "
-                         f"without {width} fields")
+        raise ValueError(
+            f"{path}, line {line}: {what} ({row.text.strip()!r}) where {expected} {width}; {count} line(s) in all "
+            f"without {width} fields"
+        )
     # A `#` line that holds the delimiter (SNAP's "# FromNodeId<TAB>ToNodeId" repeated mid-file) parses as a row.
     comment = pc.starts_with(pc.utf8_ltrim_whitespace(table.column(fields[0])), "#").to_numpy(zero_copy_only=False)
     citing, cited = (pc.utf8_trim_whitespace(table.column(name).combine_chunks()) for name in wanted)

@@ -95,7 +95,9 @@ class CitationGraph:
         ids = PaperIds(ids)
         n = len(ids)
         if len(out_indptr) != n + 1 or len(has_text) != n:
-            raise ValueError(f"inconsistent graph arrays: {n} ids, indptr of {len(out_indptr)}, has_text of {len(has_text)}")
+            raise ValueError(
+                f"inconsistent graph arrays: {n} ids, indptr of {len(out_indptr)}, has_text of {len(has_text)}"
+            )
         self.ids = ids
         self.out_indptr = out_indptr
         self.out_indices = out_indices
@@ -181,7 +183,9 @@ class CitationGraph:
         citing = np.asarray(citing)
         cited = np.asarray(cited)
         if citing.shape != cited.shape or citing.ndim != 1:
-            raise ValueError(f"citing and cited must be 1-d arrays of equal length, got shapes {citing.shape} and {cited.shape}")
+            raise ValueError(
+                f"citing and cited must be 1-d arrays of equal length, got shapes {citing.shape} and {cited.shape}"
+            )
         if len(citing) and (min(citing.min(), cited.min()) < 0 or max(citing.max(), cited.max()) >= num_papers):
             raise ValueError(f"paper indices must lie in [0, {num_papers})")
         paper_ids = PaperIds(id_array(range(num_papers) if ids is None else ids, "ids"))
@@ -190,9 +194,16 @@ class CitationGraph:
         text = np.ones(num_papers, dtype=bool) if has_text is None else np.asarray(has_text, dtype=bool)
         indptr, indices, self_count, duplicates = _csr_from_pairs(citing, cited, num_papers)
         stats = GraphStats(
-            edges_given=len(citing), self_citations=self_count, duplicate_edges=duplicates,
-            dangling_references=0, dangling_papers=0, unknown_citing=0, dropped_dangling=0,
-            papers=num_papers, papers_with_text=int(text.sum()), citations=len(indices),
+            edges_given=len(citing),
+            self_citations=self_count,
+            duplicate_edges=duplicates,
+            dangling_references=0,
+            dangling_papers=0,
+            unknown_citing=0,
+            dropped_dangling=0,
+            papers=num_papers,
+            papers_with_text=int(text.sum()),
+            citations=len(indices),
         )
         _log_stats(stats)
         return cls(paper_ids, indptr, indices, text, stats)
@@ -254,9 +265,17 @@ class CitationGraph:
             indptr, indices, self_count, duplicates = _csr_from_pairs(src, dst, n)
 
         stats = GraphStats(
-            edges_given=n_edges, self_citations=self_count, duplicate_edges=duplicates,
-            dangling_references=dangling, dangling_papers=dangling_papers, unknown_citing=unknown,
-            dropped_dangling=dropped, papers=n, papers_with_text=int(has_text.sum()), citations=len(indices), undirected=undirected,
+            edges_given=n_edges,
+            self_citations=self_count,
+            duplicate_edges=duplicates,
+            dangling_references=dangling,
+            dangling_papers=dangling_papers,
+            unknown_citing=unknown,
+            dropped_dangling=dropped,
+            papers=n,
+            papers_with_text=int(has_text.sum()),
+            citations=len(indices),
+            undirected=undirected,
         )
         _log_stats(stats, source, ends_checked=known_codes is not None, drop_dangling=drop_dangling)
         return cls(all_ids, indptr, indices, has_text, stats)
@@ -288,7 +307,9 @@ class CitationGraph:
         found = self.ids.positions(wanted)
         if (found < 0).any():
             missing = wanted.filter(found < 0)
-            raise KeyError(f"{len(missing)} paper id(s) not in the graph, e.g. {', '.join(map(repr, missing[:5].to_pylist()))}")
+            raise KeyError(
+                f"{len(missing)} paper id(s) not in the graph, e.g. {', '.join(map(repr, missing[:5].to_pylist()))}"
+            )
         return int(found[0]) if scalar else found.astype(np.int64, copy=False)
 
     def __contains__(self, paper_id: object) -> bool:
@@ -365,8 +386,10 @@ class CitationGraph:
         Computed ``block`` rows of ``A^T A`` at a time, so memory holds the pairs and one block's product,
         never the whole symmetric matrix (twice the pairs) or its intermediate. Sorted by ``(a, b)``.
         """
-        cited_by = sp.csr_array((np.ones(self.num_citations, dtype=np.int32), self.in_indices, self.in_indptr),
-                                shape=(self.num_papers, self.num_papers))
+        cited_by = sp.csr_array(
+            (np.ones(self.num_citations, dtype=np.int32), self.in_indices, self.in_indptr),
+            shape=(self.num_papers, self.num_papers),
+        )
         a = self.adjacency
         found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         for start in range(0, self.num_papers, block):
@@ -403,7 +426,11 @@ class CitationGraph:
         keys = np.asarray(citing, dtype=np.int64) * self.num_papers + np.asarray(cited, dtype=np.int64)
         edge_keys = self._edge_keys
         position = np.searchsorted(edge_keys, keys)
-        found = edge_keys[np.minimum(position, len(edge_keys) - 1)] == keys if len(edge_keys) else np.zeros(np.shape(keys), dtype=bool)
+        found = (
+            edge_keys[np.minimum(position, len(edge_keys) - 1)] == keys
+            if len(edge_keys)
+            else np.zeros(np.shape(keys), dtype=bool)
+        )
         return bool(found) if scalar else found
 
     def symmetric_adjacency(self) -> sp.csr_array:
@@ -415,7 +442,6 @@ class CitationGraph:
 
 
 # ---------------------------------------------------------------------- helpers
-
 
 
 def _edge_arrays(
@@ -463,7 +489,9 @@ def _row_positions(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return starts[row_of] + (np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths))
 
 
-def _log_stats(stats: GraphStats, source: str | None = None, *, ends_checked: bool = False, drop_dangling: bool = False) -> None:
+def _log_stats(
+    stats: GraphStats, source: str | None = None, *, ends_checked: bool = False, drop_dangling: bool = False
+) -> None:
     """Log what building the graph kept and dropped, in one line. Undirected links are counted as links (each
     kept one is stored both ways, so "citations" would read as twice the links given). Ends without a paper are
     reported when they were checked (the builder had the list of known ids)."""
@@ -473,16 +501,27 @@ def _log_stats(stats: GraphStats, source: str | None = None, *, ends_checked: bo
         repeats, selfs = "repeat(s) in either order", "self-link(s)"
     else:
         given = f"{stats.edges_given} citation(s) given, {stats.citations} kept"
-        ends = (f"{stats.dangling_references} cite an id without a paper ({stats.dangling_papers} distinct id(s)), "
-                f"{stats.unknown_citing} come from an id without a paper")
+        ends = (
+            f"{stats.dangling_references} cite an id without a paper ({stats.dangling_papers} distinct id(s)), "
+            f"{stats.unknown_citing} come from an id without a paper"
+        )
         repeats, selfs = "repeat(s)", "self-citation(s)"
     if ends_checked:
         ends += f" ({stats.dropped_dangling} dropped)" if drop_dangling else " (kept, as papers without text)"
     else:
         ends = "ends not checked against a list of papers"
-    logger.info("citation graph%s: %s; dropped %d %s, %d %s; %s; %d papers, %d with text",
-                f" of {source}" if source else "", given, stats.self_citations, selfs, stats.duplicate_edges, repeats, ends,
-                stats.papers, stats.papers_with_text)
+    logger.info(
+        "citation graph%s: %s; dropped %d %s, %d %s; %s; %d papers, %d with text",
+        f" of {source}" if source else "",
+        given,
+        stats.self_citations,
+        selfs,
+        stats.duplicate_edges,
+        repeats,
+        ends,
+        stats.papers,
+        stats.papers_with_text,
+    )
 
 
 def paper_indices(graph: CitationGraph, refs: PaperRefs, name: str) -> np.ndarray:

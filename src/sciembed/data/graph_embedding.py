@@ -79,7 +79,13 @@ def citation_graph_embedding(
     embedding = unit_rows(embedding)
     # No link, no position: NaN rather than a zero row, which would look like a real point.
     embedding[degree == 0] = np.nan
-    logger.info("FastRP citation-graph embedding: %d papers x %d dims, %d steps, %d without links", n, dim, steps, int((degree == 0).sum()))
+    logger.info(
+        "FastRP citation-graph embedding: %d papers x %d dims, %d steps, %d without links",
+        n,
+        dim,
+        steps,
+        int((degree == 0).sum()),
+    )
     return embedding
 
 
@@ -96,14 +102,20 @@ def align_vectors(graph: CitationGraph, ids: Iterable[str | int], vectors: np.nd
     vectors = np.asarray(vectors)
     id_array = np.asarray(ids if isinstance(ids, np.ndarray) else list(ids)).astype(str)
     if vectors.ndim != 2 or vectors.shape[0] != len(id_array) or vectors.shape[1] < 1:
-        raise ValueError(f"vectors must be a 2-d array with one row per id: {len(id_array)} ids, vectors of shape {vectors.shape}")
+        raise ValueError(
+            f"vectors must be a 2-d array with one row per id: {len(id_array)} ids, vectors of shape {vectors.shape}"
+        )
     aligned = np.full((graph.num_papers, vectors.shape[1]), np.nan, dtype=np.float64)
     position = graph.ids.positions(id_array)
     in_graph = position >= 0
     aligned[position[in_graph]] = vectors[in_graph]
     missing = int(np.isnan(aligned[:, 0]).sum())
-    logger.info("aligned vectors: %d of %d ids are graph papers; %d graph papers have no vector",
-                int(in_graph.sum()), len(id_array), missing)
+    logger.info(
+        "aligned vectors: %d of %d ids are graph papers; %d graph papers have no vector",
+        int(in_graph.sum()),
+        len(id_array),
+        missing,
+    )
     return aligned
 
 

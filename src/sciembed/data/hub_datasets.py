@@ -17,7 +17,13 @@ from typing import Any
 import datasets
 
 
-def load_hub_dataset(source: str | os.PathLike[str], config: str | None = None, *, cache_dir: str | os.PathLike[str] | None = None, **kwargs: Any):
+def load_hub_dataset(
+    source: str | os.PathLike[str],
+    config: str | None = None,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    **kwargs: Any,
+):
     """``datasets.load_dataset(source, config, ...)`` with a per-contents cache for local folders."""
     return datasets.load_dataset(str(source), config, cache_dir=_cache_dir(source, cache_dir), **kwargs)
 

@@ -18,8 +18,15 @@ import numpy as np
 from .papers import paper_id_order
 
 
-def cite_qrels(papers: Mapping[str, Any], neighbours: Mapping[str, set[str]], *, query_ids: Iterable[str] | None = None,
-               positives: int = 5, negatives: int = 25, seed: int = 0) -> dict[str, dict[str, int]]:
+def cite_qrels(
+    papers: Mapping[str, Any],
+    neighbours: Mapping[str, set[str]],
+    *,
+    query_ids: Iterable[str] | None = None,
+    positives: int = 5,
+    negatives: int = 25,
+    seed: int = 0,
+) -> dict[str, dict[str, int]]:
     """Query paper -> {candidate: 1 for a linked paper, 0 for a random unlinked one}, SciDocs' cite protocol.
 
     Args:

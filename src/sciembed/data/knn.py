@@ -64,8 +64,15 @@ class IVFSettings:
     seed: int
 
 
-def faiss_rank_search(matrix: np.ndarray, query: np.ndarray, candidates: np.ndarray, metric: str, cuts: Sequence[int],
-                      rows: int, ivf: IVFSettings | None = None) -> SearchBlocks:
+def faiss_rank_search(
+    matrix: np.ndarray,
+    query: np.ndarray,
+    candidates: np.ndarray,
+    metric: str,
+    cuts: Sequence[int],
+    rows: int,
+    ivf: IVFSettings | None = None,
+) -> SearchBlocks:
     """kNN ranks of every query among the candidates (itself left out), with faiss, ``rows`` queries a block.
 
     ``ivf=None`` is exact search (``IndexFlat``); otherwise an ``IndexIVFFlat`` trained on the candidates
@@ -99,7 +106,9 @@ def faiss_rank_search(matrix: np.ndarray, query: np.ndarray, candidates: np.ndar
         own = position_of[block]
         labels = _search(index, ivf, np.ascontiguousarray(matrix[block], dtype=np.float32), depth + 1)
         mine = labels == own[:, None]
-        mine[~mine.any(axis=1), -1] = True  # the query missing from its own list (a tie at distance 0): drop the deepest
+        mine[~mine.any(axis=1), -1] = (
+            True  # the query missing from its own list (a tie at distance 0): drop the deepest
+        )
         labels = labels[~mine].reshape(len(block), depth)
         for lo, hi in windows:
             labels[:, lo:hi] = _rescored(matrix, block, candidates, labels[:, lo:hi], metric)
@@ -135,7 +144,9 @@ def _windows(cuts: Sequence[int], depth: int) -> list[tuple[int, int]]:
     return windows
 
 
-def _rescored(matrix: np.ndarray, block: np.ndarray, candidates: np.ndarray, labels: np.ndarray, metric: str) -> np.ndarray:
+def _rescored(
+    matrix: np.ndarray, block: np.ndarray, candidates: np.ndarray, labels: np.ndarray, metric: str
+) -> np.ndarray:
     """``labels`` (candidate positions, one row per query) re-ordered by float64 distance, ties by position."""
     queries = matrix[block].astype(np.float64)[:, None, :]
     others = matrix[candidates[labels]].astype(np.float64)
@@ -150,8 +161,14 @@ def _rescored(matrix: np.ndarray, block: np.ndarray, candidates: np.ndarray, lab
 # ---------------------------------------------------------------------- top-k neighbours by cosine (faiss)
 
 
-def faiss_neighbours(vectors: np.ndarray, k: int, *, queries: np.ndarray | Sequence[int] | None = None,
-                     ivf: IVFSettings | None = None, rows: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+def faiss_neighbours(
+    vectors: np.ndarray,
+    k: int,
+    *,
+    queries: np.ndarray | Sequence[int] | None = None,
+    ivf: IVFSettings | None = None,
+    rows: int = 4096,
+) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` nearest other rows of each query row by cosine similarity, searched with faiss, most similar first.
 
     The rows are scaled to unit length and put in an inner-product index: exact (``IndexFlatIP``) by default,
@@ -204,7 +221,9 @@ def faiss_neighbours(vectors: np.ndarray, k: int, *, queries: np.ndarray | Seque
         block = query[start : start + rows]
         labels = _search(index, ivf, unit[block], depth + 1)
         mine = labels == block[:, None]
-        mine[~mine.any(axis=1), -1] = True  # the query missing from its own list (ties with copies of it): drop the deepest
+        mine[~mine.any(axis=1), -1] = (
+            True  # the query missing from its own list (ties with copies of it): drop the deepest
+        )
         labels = labels[~mine].reshape(len(block), depth)
         others = matrix[labels].astype(np.float64)
         others /= np.maximum(np.linalg.norm(others, axis=2, keepdims=True), np.finfo(np.float64).tiny)

@@ -95,7 +95,9 @@ def build_multi_scidocs(
     rng = np.random.default_rng(config.seed)
     n = graph.num_papers
 
-    record_index = np.asarray(graph.index_of(papers["paper_id"]), dtype=np.int64) if len(papers) else np.zeros(0, np.int64)
+    record_index = (
+        np.asarray(graph.index_of(papers["paper_id"]), dtype=np.int64) if len(papers) else np.zeros(0, np.int64)
+    )
     primary = np.full(n, "", dtype=object)
     primary[record_index] = [fields[0] if fields else "" for fields in papers["mag_field_of_study"]]
     text_pool = np.flatnonzero(graph.has_text)

@@ -60,7 +60,11 @@ class PaperIds:
                 positions = np.flatnonzero(positions)
         if not len(positions):
             return np.zeros(0, dtype="<U1")
-        return self.arrow.take(pa.array(positions.astype(np.int64, copy=False))).to_numpy(zero_copy_only=False).astype(str)
+        return (
+            self.arrow.take(pa.array(positions.astype(np.int64, copy=False)))
+            .to_numpy(zero_copy_only=False)
+            .astype(str)
+        )
 
     def __iter__(self) -> Iterator[str]:
         for start in range(0, len(self), 65_536):
@@ -98,7 +102,11 @@ def id_array(values: Iterable[IdLike] | IdArray, name: str) -> IdArray:
     if isinstance(values, PaperIds):
         return values.arrow
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        if pa.types.is_integer(values.type) or pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        if (
+            pa.types.is_integer(values.type)
+            or pa.types.is_string(values.type)
+            or pa.types.is_large_string(values.type)
+        ):
             return values.cast(pa.large_string())
         raise ValueError(f"{name} must hold string or integer ids, got Arrow type {values.type}")
     if not isinstance(values, np.ndarray):
@@ -131,7 +139,9 @@ def factorise(parts: list[IdArray | None]) -> tuple[PaperIds, list[np.ndarray | 
     chunks = [chunk for part in given for chunk in (part.chunks if isinstance(part, pa.ChunkedArray) else [part])]
     encoded = pc.dictionary_encode(pa.chunked_array(chunks, type=pa.large_string()))
     if encoded.num_chunks == 0 or not len(encoded.chunks[0].dictionary):
-        return PaperIds(pa.array([], pa.large_string())), [None if part is None else np.zeros(0, dtype=np.int64) for part in parts]
+        return PaperIds(pa.array([], pa.large_string())), [
+            None if part is None else np.zeros(0, dtype=np.int64) for part in parts
+        ]
     dictionary = encoded.chunks[0].dictionary
     order = pc.array_sort_indices(dictionary).to_numpy()
     rank = np.empty(len(order), dtype=np.int64)

@@ -110,8 +110,14 @@ class InvalidPaperError(ValueError):
     an id field), else, unless ``skipping``, ``--skip-invalid``.
     """
 
-    def __init__(self, problems: list[PaperProblem], *, skipping: bool = False, whole: PaperProblem | None = None,
-                 what: str = "invalid paper record(s)"):
+    def __init__(
+        self,
+        problems: list[PaperProblem],
+        *,
+        skipping: bool = False,
+        whole: PaperProblem | None = None,
+        what: str = "invalid paper record(s)",
+    ):
         self.problems, self.whole = problems, whole
         lines = [str(whole)] if whole is not None else []
         if problems:
@@ -201,12 +207,18 @@ def paper_dataset(
 
     path, cache_dir = Path(path), Path(cache_dir)
     stat = path.stat()
-    key = hashlib.sha256(json.dumps([str(path.resolve()), stat.st_size, stat.st_mtime_ns, id_field, skip_invalid]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(
+        json.dumps([str(path.resolve()), stat.st_size, stat.st_mtime_ns, id_field, skip_invalid]).encode()
+    ).hexdigest()[:16]
     arrow_file, skipped_file = cache_dir / f"papers-{key}.arrow", cache_dir / f"papers-{key}.skipped.json"
     if not (arrow_file.is_file() and skipped_file.is_file()):
         schema = pa.schema([("paper_id", pa.string()), ("title", pa.string()), ("abstract", pa.string())])
         skipped: list[PaperProblem] = []
-        with atomic_path(arrow_file) as temporary, pa.OSFile(str(temporary), "wb") as sink, pa.ipc.new_stream(sink, schema) as writer:
+        with (
+            atomic_path(arrow_file) as temporary,
+            pa.OSFile(str(temporary), "wb") as sink,
+            pa.ipc.new_stream(sink, schema) as writer,
+        ):
             batch: list[dict[str, Any]] = []
             for paper in _valid_papers(path, id_field, skip_invalid, skipped):
                 batch.append(paper)
@@ -221,13 +233,17 @@ def paper_dataset(
     return PaperDataset(str(path), datasets.Dataset.from_file(str(arrow_file)), skipped)
 
 
-def _valid_papers(path: Path, id_field: str | None, skip_invalid: bool, skipped: list[PaperProblem]) -> Iterator[dict[str, Any]]:
+def _valid_papers(
+    path: Path, id_field: str | None, skip_invalid: bool, skipped: list[PaperProblem]
+) -> Iterator[dict[str, Any]]:
     """The valid papers of ``path`` in file order; bad records raise, or (``skip_invalid``) go to ``skipped``."""
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         raise ValueError(f"{path}: unsupported paper file type {suffix!r}; use one of {', '.join(SUPPORTED_SUFFIXES)}")
     source = str(path)
-    records = {".jsonl": _jsonl_records, ".json": _json_records, ".csv": _csv_records, ".parquet": _parquet_records}[suffix](path)
+    records = {".jsonl": _jsonl_records, ".json": _json_records, ".csv": _csv_records, ".parquet": _parquet_records}[
+        suffix
+    ](path)
 
     found = 0
     first_location: dict[str, str] = {}
@@ -240,7 +256,9 @@ def _valid_papers(path: Path, id_field: str | None, skip_invalid: bool, skipped:
             if problem is None:
                 earlier = first_location.get(paper["paper_id"])
                 if earlier is not None:
-                    problem = PaperProblem(source, location, f"duplicate paper_id (first at {earlier})", paper["paper_id"])
+                    problem = PaperProblem(
+                        source, location, f"duplicate paper_id (first at {earlier})", paper["paper_id"]
+                    )
                 else:
                     first_location[paper["paper_id"]] = location
                     found += 1
@@ -254,8 +272,12 @@ def _valid_papers(path: Path, id_field: str | None, skip_invalid: bool, skipped:
 
     if fields is not None:
         # A misnamed column (summary, Abstract, text) would otherwise leave every paper as its title alone, unnoticed.
-        logger.warning("%s: no record has an abstract field (the first record's fields: %s): the papers are their titles alone; "
-                       "if a field holds the abstracts, rename it to abstract", path, ", ".join(map(str, fields)))
+        logger.warning(
+            "%s: no record has an abstract field (the first record's fields: %s): the papers are their titles alone; "
+            "if a field holds the abstracts, rename it to abstract",
+            path,
+            ", ".join(map(str, fields)),
+        )
     if not found:
         reason = f"no valid papers (all {len(skipped)} record(s) invalid)" if skipped else "no papers"
         raise InvalidPaperError(skipped, skipping=skip_invalid, whole=PaperProblem(source, "whole file", reason))
@@ -286,7 +308,11 @@ def _jsonl_records(path: Path) -> _Records:
             try:
                 yield location, json.loads(line), None
             except json.JSONDecodeError as error:
-                yield location, PaperProblem(str(path), location, f"malformed JSON ({error.msg} at column {error.colno})"), None
+                yield (
+                    location,
+                    PaperProblem(str(path), location, f"malformed JSON ({error.msg} at column {error.colno})"),
+                    None,
+                )
 
 
 def _json_records(path: Path) -> _Records:
@@ -299,7 +325,9 @@ def _json_records(path: Path) -> _Records:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ValueError(f"{path}, line {error.lineno}: malformed JSON ({error.msg} at column {error.colno})") from error
+        raise ValueError(
+            f"{path}, line {error.lineno}: malformed JSON ({error.msg} at column {error.colno})"
+        ) from error
     if isinstance(data, list):
         for index, record in enumerate(data):
             yield f"record {index}", record, None
@@ -307,7 +335,9 @@ def _json_records(path: Path) -> _Records:
         for key, record in data.items():
             yield f"key {key!r}", record, key
     else:
-        raise ValueError(f"{path}: expected a JSON list of papers or a dict keyed by paper id, got {type(data).__name__}")
+        raise ValueError(
+            f"{path}: expected a JSON list of papers or a dict keyed by paper id, got {type(data).__name__}"
+        )
 
 
 def _csv_records(path: Path) -> _Records:
@@ -321,10 +351,22 @@ def _csv_records(path: Path) -> _Records:
             location = f"line {reader.line_num}"
             # DictReader files surplus fields under None and fills missing ones with None: either way the
             # row does not fit the header (an unquoted comma in a title would otherwise lose the abstract).
-            fields = width + len(record.get(None) or []) if None in record else sum(value is not None for value in record.values())
+            fields = (
+                width + len(record.get(None) or [])
+                if None in record
+                else sum(value is not None for value in record.values())
+            )
             if fields != width:
-                yield location, PaperProblem(str(path), location, f"{fields} fields where the header names {width} "
-                                             "(an unquoted comma or quote?)", _csv_id(record)), None
+                yield (
+                    location,
+                    PaperProblem(
+                        str(path),
+                        location,
+                        f"{fields} fields where the header names {width} (an unquoted comma or quote?)",
+                        _csv_id(record),
+                    ),
+                    None,
+                )
             elif any(_not_utf8(value) for value in record.values()):
                 yield location, PaperProblem(str(path), location, "not UTF-8 text", _csv_id(record)), None
             else:

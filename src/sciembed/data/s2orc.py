@@ -99,7 +99,9 @@ def read_s2orc(
                 if record is not None:
                     paper_id = record["paper_id"]
                     if paper_id in first:
-                        problem = PaperProblem(str(file), location, f"duplicate paper_id (first at {first[paper_id]})", paper_id)
+                        problem = PaperProblem(
+                            str(file), location, f"duplicate paper_id (first at {first[paper_id]})", paper_id
+                        )
                     else:
                         first[paper_id] = f"{file.name} {location}"
                         # Citations count even for a textless record: the paper is a graph node.
@@ -118,7 +120,9 @@ def read_s2orc(
                         raise InvalidPaperError([problem])
                     skipped.append(problem)
 
-    citing_array, cited_array = _unique_edges(np.array(citing, dtype=str), np.array(cited, dtype=str), set(first), stats, internal_only)
+    citing_array, cited_array = _unique_edges(
+        np.array(citing, dtype=str), np.array(cited, dtype=str), set(first), stats, internal_only
+    )
     papers = Dataset.from_dict(columns, features=FEATURES)
     stats["papers"] = len(papers)
     stats["papers_with_abstract"] = sum(1 for a in columns["abstract"] if a)
@@ -170,7 +174,11 @@ def _parse(line: str, source: str, location: str) -> tuple[dict[str, Any] | None
 def _year(value: Any) -> int | None:
     if value in (None, ""):
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)) or not str(value).strip().split(".")[0].isdigit():
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, str))
+        or not str(value).strip().split(".")[0].isdigit()
+    ):
         raise ValueError(f"year must be a number, got {value!r}")
     return int(float(value))
 
@@ -184,7 +192,9 @@ def _id_list(value: Any, name: str) -> list[str]:
     return [str(v) for v in value]
 
 
-def _unique_edges(citing: np.ndarray, cited: np.ndarray, known: set[str], stats: Counter, internal_only: bool) -> tuple[np.ndarray, np.ndarray]:
+def _unique_edges(
+    citing: np.ndarray, cited: np.ndarray, known: set[str], stats: Counter, internal_only: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """Keep each (citing, cited) pair once; count repeats, self-citations and ends outside the file."""
     stats["edges_listed"] = len(citing)
     if len(citing) == 0:
@@ -192,7 +202,7 @@ def _unique_edges(citing: np.ndarray, cited: np.ndarray, known: set[str], stats:
         return citing, cited
     # Factorise ids to integers once, then deduplicate int64 pair codes (vectorised, no Python sets).
     ids, inverse = np.unique(np.concatenate([citing, cited]), return_inverse=True)
-    codes = inverse[: len(citing)].astype(np.int64) * len(ids) + inverse[len(citing):]
+    codes = inverse[: len(citing)].astype(np.int64) * len(ids) + inverse[len(citing) :]
     _, first = np.unique(codes, return_index=True)
     first.sort()  # keep the order in which pairs were first listed
     stats["edges_repeated"] = len(citing) - len(first)

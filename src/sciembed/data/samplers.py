@@ -98,7 +98,12 @@ class Triplets:
 
         query, positive, negative = self.ids()
         return datasets.Dataset.from_dict(
-            {"query_id": query.tolist(), "positive_id": positive.tolist(), "negative_id": negative.tolist(), "hard": self.hard.tolist()}
+            {
+                "query_id": query.tolist(),
+                "positive_id": positive.tolist(),
+                "negative_id": negative.tolist(),
+                "hard": self.hard.tolist(),
+            }
         )
 
 
@@ -290,8 +295,9 @@ def _hard_negatives(graph: CitationGraph, query: np.ndarray, slot: np.ndarray, s
         if not len(pending):
             break
         q, s = query[pending], slot[pending]
-        draw = before[pending] + np.minimum((keyed_uniform(seed, q, _HARD_PATH + round_, s) * paths[pending]).astype(np.int64),
-                                            paths[pending] - 1)
+        draw = before[pending] + np.minimum(
+            (keyed_uniform(seed, q, _HARD_PATH + round_, s) * paths[pending]).astype(np.int64), paths[pending] - 1
+        )
         entry = np.searchsorted(path_weight, draw, side="right")
         cited = indices[entry].astype(np.int64)
         offset = draw - (path_weight[entry] - graph.out_degree[cited])

@@ -44,7 +44,10 @@ METADATA_FILES = {
     "recomm": ("paper_metadata_recomm.json",),
 }
 #: Which metadata collection holds each task's papers.
-TASK_METADATA = {**{task: "view_cite_read" for task in PROXIMITY_TASKS}, **{task: "mag_mesh" for task in CLASSIFICATION_TASKS}}
+TASK_METADATA = {
+    **{task: "view_cite_read" for task in PROXIMITY_TASKS},
+    **{task: "mag_mesh" for task in CLASSIFICATION_TASKS},
+}
 
 QREL_FEATURES = Features({"query_id": Value("string"), "cand_id": Value("string"), "score": Value("int64")})
 
@@ -97,7 +100,9 @@ def read_scidocs(
     if not folder.exists():
         raise FileNotFoundError(f"{folder}: no such folder (a SciDocs release folder: data/ of allenai/scidocs)")
     if not folder.is_dir():
-        raise NotADirectoryError(f"{folder}: a file, not a folder (a SciDocs release folder: data/ of allenai/scidocs)")
+        raise NotADirectoryError(
+            f"{folder}: a file, not a folder (a SciDocs release folder: data/ of allenai/scidocs)"
+        )
     wanted = tuple(tasks) if tasks is not None else PROXIMITY_TASKS + CLASSIFICATION_TASKS
     unknown_tasks = [t for t in wanted if t not in TASK_METADATA]
     if unknown_tasks:
@@ -127,7 +132,9 @@ def read_scidocs(
             continue
         metadata = TASK_METADATA[task]
         if metadata not in papers:
-            raise FileNotFoundError(f"{folder}: task {task!r} found but its papers file {METADATA_FILES[metadata][0]} is missing")
+            raise FileNotFoundError(
+                f"{folder}: task {task!r} found but its papers file {METADATA_FILES[metadata][0]} is missing"
+            )
         known = np.array(papers[metadata]["paper_id"], dtype=str)
         stats[task] = Counter()
         splits: dict[str, Dataset] = {}
@@ -148,7 +155,14 @@ def read_scidocs(
             stats[task][f"{split}_unknown_papers"] = int(np.count_nonzero(~keep))
             for index in np.flatnonzero(~keep):
                 column = next(c for c in id_columns if not found[c][index])
-                unknown.append(PaperProblem(str(path), f"line {lines[index]}", f"{column} not in {METADATA_FILES[metadata][0]}", columns[column][index]))
+                unknown.append(
+                    PaperProblem(
+                        str(path),
+                        f"line {lines[index]}",
+                        f"{column} not in {METADATA_FILES[metadata][0]}",
+                        columns[column][index],
+                    )
+                )
             dataset = Dataset.from_dict(columns, features=QREL_FEATURES if task in PROXIMITY_TASKS else None)
             splits[split] = dataset.select(np.flatnonzero(keep)) if not keep.all() else dataset
         (qrels if task in PROXIMITY_TASKS else labels)[task] = DatasetDict(splits)
@@ -159,7 +173,12 @@ def read_scidocs(
         if not skip_invalid:
             raise InvalidPaperError(unknown)
         skipped.extend(unknown)
-        logger.warning("%s: dropped %d row(s) naming papers without metadata: %s", folder, len(unknown), {t: dict(c) for t, c in stats.items()})
+        logger.warning(
+            "%s: dropped %d row(s) naming papers without metadata: %s",
+            folder,
+            len(unknown),
+            {t: dict(c) for t, c in stats.items()},
+        )
     if missing:
         logger.info("%s: not in this folder: %s", folder, ", ".join(missing))
     logger.info("%s: %s", folder, {t: dict(c) for t, c in stats.items()})
@@ -183,11 +202,15 @@ def read_qrel_file(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[
             if not fields:
                 continue
             if len(fields) != 4:
-                raise ValueError(f"{path}, line {line_number}: a qrel line is 'qid 0 pid rel' (4 fields), got {len(fields)}: {line.strip()[:80]!r}")
+                raise ValueError(
+                    f"{path}, line {line_number}: a qrel line is 'qid 0 pid rel' (4 fields), got {len(fields)}: {line.strip()[:80]!r}"
+                )
             try:
                 score = int(fields[3])
             except ValueError:
-                raise ValueError(f"{path}, line {line_number}: relevance must be an integer, got {fields[3]!r}") from None
+                raise ValueError(
+                    f"{path}, line {line_number}: relevance must be an integer, got {fields[3]!r}"
+                ) from None
             columns["query_id"].append(fields[0])
             columns["cand_id"].append(fields[2])
             columns["score"].append(score)
@@ -207,7 +230,9 @@ def _read_label_csv(path: Path) -> tuple[dict[str, list], list[int]]:
             if not row or not any(cell.strip() for cell in row):
                 continue
             if len(row) != 2 or not row[0].strip():
-                raise ValueError(f"{path}, line {reader.line_num}: expected 'pid,class_label', got {','.join(row)[:80]!r}")
+                raise ValueError(
+                    f"{path}, line {reader.line_num}: expected 'pid,class_label', got {','.join(row)[:80]!r}"
+                )
             columns["paper_id"].append(row[0].strip())
             columns["label"].append(row[1].strip())
             lines.append(reader.line_num)

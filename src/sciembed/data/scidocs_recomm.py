@@ -155,7 +155,9 @@ def read_scidocs_recomm(
         known, known_name = set(papers), METADATA_FILE
     else:
         known, known_name = None, ""
-        logger.warning("%s: no %s and no known_ids: click rows are not checked against known papers", folder, METADATA_FILE)
+        logger.warning(
+            "%s: no %s and no known_ids: click rows are not checked against known papers", folder, METADATA_FILE
+        )
 
     clicks: dict[str, list[Click]] = {}
     stats: dict[str, Counter] = {}
@@ -179,13 +181,20 @@ def read_scidocs_recomm(
         clicks[split] = kept
 
     if not clicks:
-        raise FileNotFoundError(f"{recomm}: none of the click logs ({', '.join(f'{s}.csv' for s in RECOMM_SPLITS)}) is there")
+        raise FileNotFoundError(
+            f"{recomm}: none of the click logs ({', '.join(f'{s}.csv' for s in RECOMM_SPLITS)}) is there"
+        )
     if unknown:
         if not skip_invalid:
             raise InvalidPaperError(unknown)
         skipped.extend(unknown)
-        logger.warning("%s: dropped %d click row(s) naming papers outside %s: %s",
-                       folder, len(unknown), known_name, {split: dict(counts) for split, counts in stats.items()})
+        logger.warning(
+            "%s: dropped %d click row(s) naming papers outside %s: %s",
+            folder,
+            len(unknown),
+            known_name,
+            {split: dict(counts) for split, counts in stats.items()},
+        )
     if missing:
         logger.info("%s: not in this folder: %s", folder, ", ".join(missing))
     return SciDocsRecomm(str(folder), clicks, propensity_scores, papers, missing, stats, skipped)
@@ -228,10 +237,12 @@ def read_propensity_scores(path: str | os.PathLike[str]) -> np.ndarray:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
     except json.JSONDecodeError as error:
-        raise ValueError(f"{path}, line {error.lineno}: malformed JSON ({error.msg} at column {error.colno})") from error
+        raise ValueError(
+            f"{path}, line {error.lineno}: malformed JSON ({error.msg} at column {error.colno})"
+        ) from error
     scores = data.get("scores") if isinstance(data, dict) else None
     if not isinstance(scores, list) or not scores:
-        raise ValueError(f"{path}: expected {{\"scores\": [one propensity per display position]}}")
+        raise ValueError(f'{path}: expected {{"scores": [one propensity per display position]}}')
     for position, score in enumerate(scores, start=1):
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not np.isfinite(score) or score <= 0:
             raise ValueError(f"{path}: the propensity of position {position} must be a positive number, got {score!r}")
@@ -260,13 +271,17 @@ def _split_ids(value: str) -> list[str]:
 def _parse_click(path, line_number: int, line: str, fields: list[str]) -> Click:
     where = f"{path}, line {line_number}"
     if len(fields) != 3:
-        raise ValueError(f"{where}: a click line is 'query_id,clicked_id,\"shown ids\"' (3 fields), got {len(fields)}: {line[:80]!r}")
+        raise ValueError(
+            f"{where}: a click line is 'query_id,clicked_id,\"shown ids\"' (3 fields), got {len(fields)}: {line[:80]!r}"
+        )
     query_id, clicked_id = fields[0].strip(), fields[1].strip()
     if not query_id or not clicked_id:
         raise ValueError(f"{where}: empty {'query_id' if not query_id else 'clicked_id'}")
     shown = _split_ids(fields[2])
     if "" in shown:
-        raise ValueError(f"{where}: empty paper id at position {shown.index('') + 1} of the shown list {fields[2][:80]!r}")
+        raise ValueError(
+            f"{where}: empty paper id at position {shown.index('') + 1} of the shown list {fields[2][:80]!r}"
+        )
     if clicked_id not in shown:
         raise ValueError(f"{where}: clicked paper {clicked_id!r} is not among the {len(shown)} shown paper(s)")
     return Click(query_id, clicked_id, tuple(shown), line_number)
@@ -282,7 +297,11 @@ def _check_positions(path: Path, clicks: list[Click], positions: int) -> None:
 
 
 def _unknown_paper(path: Path, click: Click, known: set[str], known_name: str) -> PaperProblem | None:
-    named = [("query_id", click.query_id), ("clicked_id", click.clicked_id), *(("shown_ids", p) for p in click.shown_ids)]
+    named = [
+        ("query_id", click.query_id),
+        ("clicked_id", click.clicked_id),
+        *(("shown_ids", p) for p in click.shown_ids),
+    ]
     for column, paper_id in named:
         if paper_id not in known:
             return PaperProblem(str(path), f"line {click.line}", f"{column} not in {known_name}", paper_id)

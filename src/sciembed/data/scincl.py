@@ -173,8 +173,16 @@ class SciNCLConfig:
     ivf_nprobe: int | None = None
 
     def __post_init__(self):
-        _check_arguments(self.positives, self.positive_ranks, self.hard_negatives, self.hard_negative_ranks, self.easy_negatives,
-                         self.metric, self.rank_overflow, self.block_size)
+        _check_arguments(
+            self.positives,
+            self.positive_ranks,
+            self.hard_negatives,
+            self.hard_negative_ranks,
+            self.easy_negatives,
+            self.metric,
+            self.rank_overflow,
+            self.block_size,
+        )
         _check_index(self.index, self.ivf_cells, self.ivf_nprobe)
         # Rank ranges from JSON settings arrive as lists.
         object.__setattr__(self, "positive_ranks", tuple(int(r) for r in self.positive_ranks))
@@ -229,7 +237,12 @@ def sample_scincl_triplets(
             candidates (bad counts, ranges, metric or index settings are refused by :class:`SciNCLConfig`).
     """
     config = config or SciNCLConfig()
-    positives, easy_negatives, hard_negatives, metric = config.positives, config.easy_negatives, config.hard_negatives, config.metric
+    positives, easy_negatives, hard_negatives, metric = (
+        config.positives,
+        config.easy_negatives,
+        config.hard_negatives,
+        config.metric,
+    )
     positive_ranks, hard_negative_ranks, index = config.positive_ranks, config.hard_negative_ranks, config.index
     seed = base_seed(seed)
     n = graph.num_papers
@@ -243,7 +256,9 @@ def sample_scincl_triplets(
     else:
         matrix = np.asarray(vectors)
         if matrix.ndim != 2 or matrix.shape[0] != n or matrix.shape[1] < 1:
-            raise ValueError(f"vectors must have shape ({n}, d) with d >= 1 (one row per graph paper, in graph.ids order), got {matrix.shape}")
+            raise ValueError(
+                f"vectors must have shape ({n}, d) with d >= 1 (one row per graph paper, in graph.ids order), got {matrix.shape}"
+            )
         if matrix.dtype.kind not in "fiu":
             raise ValueError(f"vectors must be numeric, got dtype {matrix.dtype}")
         matrix = matrix.astype(matrix.dtype if matrix.dtype.kind == "f" else np.float64, copy=False)
@@ -266,8 +281,15 @@ def sample_scincl_triplets(
     pool = len(candidates) - 1  # every query is itself a candidate and is left out of its own ranking
     pos_used, hard_used, adjusted = _fit_ranges(positive_ranks, hard_negative_ranks, pool, config.rank_overflow)
     if adjusted != "no":
-        logger.warning("SciNCL: hard-negative ranks %s exceed the %d candidates per query; rank_overflow=%r: positives %s, "
-                       "hard negatives %s", hard_negative_ranks, pool, config.rank_overflow, pos_used, hard_used)
+        logger.warning(
+            "SciNCL: hard-negative ranks %s exceed the %d candidates per query; rank_overflow=%r: positives %s, "
+            "hard negatives %s",
+            hard_negative_ranks,
+            pool,
+            config.rank_overflow,
+            pos_used,
+            hard_used,
+        )
 
     index_params: dict[str, object] = {}
     ivf = None
@@ -291,7 +313,9 @@ def sample_scincl_triplets(
         for rows_of, ranked in faiss_rank_search(matrix, query, candidates, metric, cuts, rows, ivf):
             near[rows_of] = candidates[ranked(0, pos_used[1])]
             positive[rows_of] = _draw(candidates[ranked(*pos_used)], positives, positive_keys[rows_of])
-            negative[rows_of, easy_negatives:] = _draw(candidates[ranked(*hard_used)], hard_negatives, hard_keys[rows_of])
+            negative[rows_of, easy_negatives:] = _draw(
+                candidates[ranked(*hard_used)], hard_negatives, hard_keys[rows_of]
+            )
         if easy_negatives:
             flat = _easy_negatives(query, near, candidates, easy_negatives, seed)
             negative[:, :easy_negatives] = flat.reshape(nq, easy_negatives)
@@ -325,16 +349,27 @@ def sample_scincl_triplets(
     return Triplets(graph, query_grid[valid], positive[valid], negative[valid], hard[valid], stats)  # type: ignore[arg-type]
 
 
-def _check_arguments(positives, positive_ranks, hard_negatives, hard_negative_ranks, easy_negatives, metric, rank_overflow, block_size) -> None:
-    for name, value in (("positives", positives), ("hard_negatives", hard_negatives), ("easy_negatives", easy_negatives)):
+def _check_arguments(
+    positives, positive_ranks, hard_negatives, hard_negative_ranks, easy_negatives, metric, rank_overflow, block_size
+) -> None:
+    for name, value in (
+        ("positives", positives),
+        ("hard_negatives", hard_negatives),
+        ("easy_negatives", easy_negatives),
+    ):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
     if positives < 1:
         raise ValueError(f"positives must be at least 1, got {positives}")
     if positives != hard_negatives + easy_negatives:
-        raise ValueError(f"positives ({positives}) must equal hard_negatives + easy_negatives ({hard_negatives} + {easy_negatives}): "
-                         "triplet i pairs positive i with negative i")
-    for name, ranks, count in (("positive_ranks", positive_ranks, positives), ("hard_negative_ranks", hard_negative_ranks, hard_negatives)):
+        raise ValueError(
+            f"positives ({positives}) must equal hard_negatives + easy_negatives ({hard_negatives} + {easy_negatives}): "
+            "triplet i pairs positive i with negative i"
+        )
+    for name, ranks, count in (
+        ("positive_ranks", positive_ranks, positives),
+        ("hard_negative_ranks", hard_negative_ranks, hard_negatives),
+    ):
         if len(ranks) != 2 or not all(isinstance(r, (int, np.integer)) and not isinstance(r, bool) for r in ranks):
             raise ValueError(f"{name} must be a (start, end) pair of integers, got {ranks!r}")
         start, end = ranks
@@ -343,8 +378,10 @@ def _check_arguments(positives, positive_ranks, hard_negatives, hard_negative_ra
         if end - start < count:
             raise ValueError(f"{name} [{start}, {end}) holds {end - start} rank(s), fewer than the {count} requested")
     if positive_ranks[1] > hard_negative_ranks[0]:
-        raise ValueError(f"positive_ranks {tuple(positive_ranks)} overlap or follow hard_negative_ranks {tuple(hard_negative_ranks)}: "
-                         "the positive range must end at or before the hard-negative range starts (SciNCL's sampling margin)")
+        raise ValueError(
+            f"positive_ranks {tuple(positive_ranks)} overlap or follow hard_negative_ranks {tuple(hard_negative_ranks)}: "
+            "the positive range must end at or before the hard-negative range starts (SciNCL's sampling margin)"
+        )
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; use one of {', '.join(METRICS)}")
     if rank_overflow not in RANK_OVERFLOW:
@@ -370,17 +407,23 @@ def _fit_ranges(positive_ranks, hard_ranks, pool: int, mode: str) -> tuple[tuple
         return (a1, b1), (a2, b2), "no"
     w1, w2 = b1 - a1, b2 - a2
     if mode == "error":
-        raise ValueError(f"hard_negative_ranks [{a2}, {b2}) exceed the {pool} candidates per query "
-                         "(pass rank_overflow='nearest', 'scale' or 'clip')")
+        raise ValueError(
+            f"hard_negative_ranks [{a2}, {b2}) exceed the {pool} candidates per query "
+            "(pass rank_overflow='nearest', 'scale' or 'clip')"
+        )
     if pool < w1 + w2:
-        raise ValueError(f"only {pool} candidates per query: too few for a positive range of {w1} and a hard range of {w2} ranks")
+        raise ValueError(
+            f"only {pool} candidates per query: too few for a positive range of {w1} and a hard range of {w2} ranks"
+        )
     if mode == "nearest":
         start = min(max(int(pool * NEAREST_HARD_SHARE), w1), pool - w2)
         return (0, w1), (start, start + w2), "nearest"
     hard = (pool - w2, pool)
     if mode == "clip":
         if b1 > hard[0]:
-            raise ValueError(f"positive_ranks [{a1}, {b1}) reach the clipped hard range {hard} ({pool} candidates per query)")
+            raise ValueError(
+                f"positive_ranks [{a1}, {b1}) reach the clipped hard range {hard} ({pool} candidates per query)"
+            )
         return (a1, b1), hard, "clipped"
     factor = pool / b2
     hard = (min(int(math.floor(a2 * factor)), pool - w2), pool)
@@ -398,7 +441,9 @@ def _draw(choices: np.ndarray, count: int, keys: np.ndarray) -> np.ndarray:
     return np.take_along_axis(choices, picked, axis=1)
 
 
-def _easy_negatives(query: np.ndarray, near: np.ndarray, candidates: np.ndarray, per_query: int, seed: int) -> np.ndarray:
+def _easy_negatives(
+    query: np.ndarray, near: np.ndarray, candidates: np.ndarray, per_query: int, seed: int
+) -> np.ndarray:
     """``per_query`` uniform candidates for each query, not the query, not among its ``near`` neighbours.
 
     The release's "random without kNN" rule. Rejection in vectorised rounds; the few slots left are
@@ -421,5 +466,7 @@ def _easy_negatives(query: np.ndarray, near: np.ndarray, candidates: np.ndarray,
         row = slot_query[index]
         pool = np.setdiff1d(candidates, np.append(near[row], query[row]))
         if len(pool):
-            result[index] = pool[min(int(keyed_uniform(seed, query[row], _EASY_EXACT, slot[index]) * len(pool)), len(pool) - 1)]
+            result[index] = pool[
+                min(int(keyed_uniform(seed, query[row], _EASY_EXACT, slot[index]) * len(pool)), len(pool) - 1)
+            ]
     return result

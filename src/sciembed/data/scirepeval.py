@@ -22,9 +22,10 @@ import json
 import logging
 import os
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from datasets import Dataset, DatasetDict, Value
@@ -107,7 +108,9 @@ def read_scirepeval_sample(
             raise InvalidPaperError([problem])
         skipped.append(problem)
     if skipped:
-        logger.warning("%s: skipped %d of %d record(s): %s", path, len(skipped), len(records), "; ".join(map(str, skipped[:10])))
+        logger.warning(
+            "%s: skipped %d of %d record(s): %s", path, len(skipped), len(records), "; ".join(map(str, skipped[:10]))
+        )
     logger.info("%s: %d %s record(s)", path, len(rows), kind)
     return SampleFile(str(path), kind, Dataset.from_list(rows), skipped)
 
@@ -120,13 +123,22 @@ def _records(path: Path):
                     try:
                         yield f"line {line_number}", json.loads(line)
                     except json.JSONDecodeError as error:
-                        yield f"line {line_number}", PaperProblem(str(path), f"line {line_number}", f"malformed JSON ({error.msg} at column {error.colno})")
+                        yield (
+                            f"line {line_number}",
+                            PaperProblem(
+                                str(path),
+                                f"line {line_number}",
+                                f"malformed JSON ({error.msg} at column {error.colno})",
+                            ),
+                        )
         return
     try:
         with path.open(encoding="utf-8") as handle:
             data = json.load(handle)
     except json.JSONDecodeError as error:
-        raise ValueError(f"{path}, line {error.lineno}: malformed JSON ({error.msg} at column {error.colno})") from error
+        raise ValueError(
+            f"{path}, line {error.lineno}: malformed JSON ({error.msg} at column {error.colno})"
+        ) from error
     if not isinstance(data, list):
         raise ValueError(f"{path}: expected a JSON list of records, got {type(data).__name__}")
     for index, record in enumerate(data):
@@ -135,10 +147,17 @@ def _records(path: Path):
 
 def _guess_kind(records: list, path: Path) -> str:
     first = next((r for _, r in records if isinstance(r, dict)), {})
-    for kind, keys in (("fos", {"labels_text"}), ("mesh", {"descriptor"}), ("specter", {"query", "pos", "neg"}), ("search", {"candidates"})):
+    for kind, keys in (
+        ("fos", {"labels_text"}),
+        ("mesh", {"descriptor"}),
+        ("specter", {"query", "pos", "neg"}),
+        ("search", {"candidates"}),
+    ):
         if keys <= first.keys():
             return kind
-    raise ValueError(f"{path}: cannot tell the SciRepEval sample format from fields {sorted(first)}; supported: {', '.join(SAMPLE_FORMATS)} (pass kind=)")
+    raise ValueError(
+        f"{path}: cannot tell the SciRepEval sample format from fields {sorted(first)}; supported: {', '.join(SAMPLE_FORMATS)} (pass kind=)"
+    )
 
 
 def _record_id(record: Any) -> str | None:
@@ -158,7 +177,11 @@ def _id(value: Any, name: str) -> str:
 
 
 def _paper(record: dict[str, Any], *, need_text: bool = True) -> dict[str, str]:
-    paper = {"paper_id": _id(record.get("corpus_id"), "corpus_id"), "title": clean_text(record.get("title"), "title"), "abstract": clean_text(record.get("abstract"), "abstract")}
+    paper = {
+        "paper_id": _id(record.get("corpus_id"), "corpus_id"),
+        "title": clean_text(record.get("title"), "title"),
+        "abstract": clean_text(record.get("abstract"), "abstract"),
+    }
     if need_text and not paper["title"] and not paper["abstract"]:
         raise ValueError(f"paper {paper['paper_id']!r} has neither title nor abstract")
     return paper
@@ -178,7 +201,12 @@ def _mesh(record: dict[str, Any]) -> dict[str, Any]:
     if not descriptor:
         raise ValueError("empty descriptor")
     mag_id = record.get("mag_id")
-    return {**_paper(record), "mag_id": None if mag_id is None else str(mag_id), "descriptor": descriptor, "qualifier": clean_text(record.get("qualifier"), "qualifier")}
+    return {
+        **_paper(record),
+        "mag_id": None if mag_id is None else str(mag_id),
+        "descriptor": descriptor,
+        "qualifier": clean_text(record.get("qualifier"), "qualifier"),
+    }
 
 
 def _triplet(record: dict[str, Any]) -> dict[str, Any]:
@@ -201,23 +229,35 @@ def _search(record: dict[str, Any]) -> dict[str, Any]:
             if isinstance(score, bool) or not isinstance(score, int):
                 raise ValueError(f"score must be an integer, got {score!r}")
             year = candidate.get("year")
-            candidates.append({
-                # A search candidate may have a title only; an empty abstract is normal here.
-                **_paper(candidate, need_text=False),
-                "venue": clean_text(candidate.get("venue"), "venue"),
-                # The sample writes years as floats (1964.0) and an unknown year as "".
-                "year": None if year in (None, "") else int(float(year)),
-                "n_citations": candidate.get("n_citations"),
-                "score": score,
-            })
+            candidates.append(
+                {
+                    # A search candidate may have a title only; an empty abstract is normal here.
+                    **_paper(candidate, need_text=False),
+                    "venue": clean_text(candidate.get("venue"), "venue"),
+                    # The sample writes years as floats (1964.0) and an unknown year as "".
+                    "year": None if year in (None, "") else int(float(year)),
+                    "n_citations": candidate.get("n_citations"),
+                    "score": score,
+                }
+            )
         except (KeyError, TypeError, ValueError) as error:
             raise ValueError(f"candidate {index}: {error}") from None
     if not candidates:
         raise ValueError("no candidates")
-    return {"query": query, "session_id": str(record.get("session_id")), "user_id": str(record.get("user_id")), "candidates": candidates}
+    return {
+        "query": query,
+        "session_id": str(record.get("session_id")),
+        "user_id": str(record.get("user_id")),
+        "candidates": candidates,
+    }
 
 
-_CONVERTERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"fos": _fos, "mesh": _mesh, "specter": _triplet, "search": _search}
+_CONVERTERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "fos": _fos,
+    "mesh": _mesh,
+    "specter": _triplet,
+    "search": _search,
+}
 
 
 @dataclass
@@ -270,14 +310,23 @@ def load_scirepeval_task(
     splits: dict[str, Dataset] = {}
     for split, data in labels.items():
         data = _string_ids(data)
-        columns = [c for c in ID_COLUMNS if c in data.column_names and not (c == "cand_id" and task in REVIEWER_CANDIDATES)]
+        columns = [
+            c for c in ID_COLUMNS if c in data.column_names and not (c == "cand_id" and task in REVIEWER_CANDIDATES)
+        ]
         found = {c: np.isin(np.array(data[c], dtype=str), known) for c in columns}
         keep = np.logical_and.reduce(list(found.values())) if found else np.ones(len(data), dtype=bool)
         stats[f"{split}_rows"] = len(data)
         stats[f"{split}_unknown_papers"] = int(np.count_nonzero(~keep))
         for index in np.flatnonzero(~keep):
             column = next(c for c in columns if not found[c][index])
-            problems.append(PaperProblem(f"{test_source}:{task}", f"{split} row {index}", f"{column} not in {meta_source}:{meta_config}", data[int(index)][column]))
+            problems.append(
+                PaperProblem(
+                    f"{test_source}:{task}",
+                    f"{split} row {index}",
+                    f"{column} not in {meta_source}:{meta_config}",
+                    data[int(index)][column],
+                )
+            )
         splits[split] = data if keep.all() else data.select(np.flatnonzero(keep))
     if problems:
         if not skip_invalid:
@@ -299,5 +348,7 @@ def _known_ids(meta: Dataset) -> np.ndarray:
     ids = [str(v) for v in meta["paper_id"]] if "paper_id" in meta.column_names else []
     # Search-style metadata rows hold a query and its candidate papers (allenai/scirepeval IRDataset).
     if "candidates" in meta.column_names:
-        ids += [str(c["doc_id"]) for candidates in meta["candidates"] for c in candidates if c.get("doc_id") is not None]
+        ids += [
+            str(c["doc_id"]) for candidates in meta["candidates"] for c in candidates if c.get("doc_id") is not None
+        ]
     return np.unique(np.array(ids, dtype=str))

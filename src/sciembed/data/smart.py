@@ -44,7 +44,16 @@ CACM_LINK_TYPES = {CACM_COUPLING: "coupling", CACM_CITATION: "citation", CACM_CO
 #: a citation link, whatever its middle column.
 LINK_READINGS = ("cacm", "all")
 
-_FIELDS = {"T": "title", "W": "abstract", "B": "date", "A": "authors", "N": "entry", "X": "links", "K": "keywords", "C": "categories"}
+_FIELDS = {
+    "T": "title",
+    "W": "abstract",
+    "B": "date",
+    "A": "authors",
+    "N": "entry",
+    "X": "links",
+    "K": "keywords",
+    "C": "categories",
+}
 _RECORD = re.compile(r"^\.I\s+(\S+)\s*$")
 _FIELD = re.compile(r"^\.([A-Z])\s*$")
 
@@ -79,7 +88,9 @@ def is_smart_collection(path: str | os.PathLike[str]) -> bool:
     return bool(_document_files(path)) if path.is_dir() else path.suffix.lower() == ".all"
 
 
-def read_smart_collection(path: str | os.PathLike[str], *, skip_invalid: bool = False, links: str = "cacm") -> SmartCollection:
+def read_smart_collection(
+    path: str | os.PathLike[str], *, skip_invalid: bool = False, links: str = "cacm"
+) -> SmartCollection:
     """Read a SMART document file such as CACM's ``cacm.all`` (or a folder holding ``cacm.all``).
 
     Args:
@@ -160,18 +171,29 @@ def _check_cacm_link_types(path: Path, records: list[tuple[int, dict[str, Any]]]
             f"{path}: {sum(foreign.values())} of {total} .X lines have a middle column that is not a CACM link type "
             f"(4 coupling, 5 citation, 6 co-citation): {values}{more}; the first, line {first[0]}: {first[1]!r}. "
             "Such lines come from another SMART collection (CISI's middle column is a weight). To read every .X pair as a "
-            "citation link whatever its middle column, pass links='all' (on the command line: --smart-links all)")
+            "citation link whatever its middle column, pass links='all' (on the command line: --smart-links all)"
+        )
 
 
 def _log_counts(path: Path, papers: int, skipped: int, stats: dict[int, Counter], reading: str) -> None:
     """The reader's counts in one line: papers, then per link type the .X lines read and the undirected links
     kept (each link is listed from both of its records, so about half the lines are repeats)."""
-    def kind(link_type: int) -> str:
-        return "citation links (every .X line, links='all')" if reading == "all" else f"type {link_type} ({CACM_LINK_TYPES[link_type]})"
 
-    parts = [f"{kind(t)}: {s['lines']} lines -> {s['pairs']} undirected links ({s['repeats']} repeats, {s['self_pairs']} self pairs, "
-             f"{s['dangling']} naming no record)" for t, s in sorted(stats.items(), key=lambda item: item[0] != CACM_CITATION)]
-    logger.info("%s: %d papers with text, %d record(s) skipped; .X %s", path, papers, skipped, "; ".join(parts) or "no lines")
+    def kind(link_type: int) -> str:
+        return (
+            "citation links (every .X line, links='all')"
+            if reading == "all"
+            else f"type {link_type} ({CACM_LINK_TYPES[link_type]})"
+        )
+
+    parts = [
+        f"{kind(t)}: {s['lines']} lines -> {s['pairs']} undirected links ({s['repeats']} repeats, {s['self_pairs']} self pairs, "
+        f"{s['dangling']} naming no record)"
+        for t, s in sorted(stats.items(), key=lambda item: item[0] != CACM_CITATION)
+    ]
+    logger.info(
+        "%s: %d papers with text, %d record(s) skipped; .X %s", path, papers, skipped, "; ".join(parts) or "no lines"
+    )
 
 
 def read_smart_queries(path: str | os.PathLike[str]) -> Dataset:
@@ -189,7 +211,9 @@ def read_smart_queries(path: str | os.PathLike[str]) -> Dataset:
     for line_number, record in _parse(path):
         query_id = _normal_id(record["paper_id"])
         if query_id in first_line:
-            raise ValueError(f"{path}, line {line_number}: duplicate query id {query_id!r} (first at line {first_line[query_id]})")
+            raise ValueError(
+                f"{path}, line {line_number}: duplicate query id {query_id!r} (first at line {first_line[query_id]})"
+            )
         if not record["abstract"]:
             raise ValueError(f"{path}, line {line_number}: query {query_id!r} has no .W text")
         first_line[query_id] = line_number
@@ -236,7 +260,9 @@ def read_smart_qrels(
             if pair in seen:
                 raise ValueError(f"{path}, line {line_number}: judgement {pair} repeats line {seen[pair]}")
             seen[pair] = line_number
-            if (query_ids is not None and pair[0] not in query_ids) or (paper_ids is not None and pair[1] not in paper_ids):
+            if (query_ids is not None and pair[0] not in query_ids) or (
+                paper_ids is not None and pair[1] not in paper_ids
+            ):
                 unknown.append(f"line {line_number} {pair}")
                 continue
             rows["query_id"].append(pair[0])

@@ -76,17 +76,23 @@ def read_specter_release(folder: str | os.PathLike[str], *, skip_invalid: bool =
     data_path, metadata_path = folder / "data.json", folder / "metadata.json"
     for required in (data_path, metadata_path):
         if not required.is_file():
-            raise FileNotFoundError(f"{folder}: no {required.name} (a SPECTER release holds data.json and metadata.json)")
+            raise FileNotFoundError(
+                f"{folder}: no {required.name} (a SPECTER release holds data.json and metadata.json)"
+            )
 
     graph = _load_json(data_path)
     if not isinstance(graph, dict):
-        raise ValueError(f"{data_path}: expected {{query_id: {{candidate_id: {{'count': 5 | 1}}}}}}, got {type(graph).__name__}")
+        raise ValueError(
+            f"{data_path}: expected {{query_id: {{candidate_id: {{'count': 5 | 1}}}}}}, got {type(graph).__name__}"
+        )
     stats: Counter = Counter(queries=len(graph))
     direct: list[tuple[str, str]] = []
     hops: list[tuple[str, str]] = []
     for query, candidates in graph.items():
         if not isinstance(candidates, dict):
-            raise ValueError(f"{data_path}: query {query!r}: expected a dict of candidates, got {type(candidates).__name__}")
+            raise ValueError(
+                f"{data_path}: query {query!r}: expected a dict of candidates, got {type(candidates).__name__}"
+            )
         for candidate, entry in candidates.items():
             count = entry.get("count") if isinstance(entry, dict) else None
             if count == DIRECT_CITATION:
@@ -130,14 +136,21 @@ def read_specter_release(folder: str | os.PathLike[str], *, skip_invalid: bool =
     if skipped:
         logger.warning("%s: skipped %d record(s): %s", folder, len(skipped), "; ".join(map(str, skipped[:10])))
     return SpecterRelease(
-        str(folder), papers, queries,
-        citing=_ids([q for q, _ in direct]), cited=_ids([c for _, c in direct]),
-        hop_query=_ids([q for q, _ in hops]), hop_candidate=_ids([c for _, c in hops]),
-        stats=stats, skipped=skipped,
+        str(folder),
+        papers,
+        queries,
+        citing=_ids([q for q, _ in direct]),
+        cited=_ids([c for _, c in direct]),
+        hop_query=_ids([q for q, _ in hops]),
+        hop_candidate=_ids([c for _, c in hops]),
+        stats=stats,
+        skipped=skipped,
     )
 
 
-def _read_splits(folder: Path, known_queries: set[str], with_text: set[str], stats: Counter) -> tuple[DatasetDict, list[PaperProblem]]:
+def _read_splits(
+    folder: Path, known_queries: set[str], with_text: set[str], stats: Counter
+) -> tuple[DatasetDict, list[PaperProblem]]:
     splits: dict[str, Dataset] = {}
     problems: list[PaperProblem] = []
     for name in SPLIT_FILES:
@@ -152,9 +165,18 @@ def _read_splits(folder: Path, known_queries: set[str], with_text: set[str], sta
                 if not paper_id:
                     continue
                 if paper_id in seen:
-                    problems.append(PaperProblem(str(path), f"line {line_number}", f"repeated query id (first at line {seen[paper_id]})", paper_id))
+                    problems.append(
+                        PaperProblem(
+                            str(path),
+                            f"line {line_number}",
+                            f"repeated query id (first at line {seen[paper_id]})",
+                            paper_id,
+                        )
+                    )
                 elif paper_id not in known_queries:
-                    problems.append(PaperProblem(str(path), f"line {line_number}", "query id not in data.json", paper_id))
+                    problems.append(
+                        PaperProblem(str(path), f"line {line_number}", "query id not in data.json", paper_id)
+                    )
                 else:
                     seen[paper_id] = line_number
                     ids.append(paper_id)
@@ -170,7 +192,9 @@ def _load_json(path: Path):
         with path.open(encoding="utf-8") as handle:
             return json.load(handle)
     except json.JSONDecodeError as error:
-        raise ValueError(f"{path}, line {error.lineno}: malformed JSON ({error.msg} at column {error.colno})") from error
+        raise ValueError(
+            f"{path}, line {error.lineno}: malformed JSON ({error.msg} at column {error.colno})"
+        ) from error
 
 
 def _ids(values: list[str]) -> np.ndarray:

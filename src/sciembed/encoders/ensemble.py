@@ -45,7 +45,11 @@ class EnsembleEncoder(Encoder):
             self.members = [m.with_format(task_format) if m.task_formats else m for m in self.members]
         self.forward_options = {"task_format": task_format} if task_format else {}
         first = self.members[0]
-        self.tokenizer, self.device, self.max_length = first.tokenizer, first.device, min(m.max_length for m in self.members)
+        self.tokenizer, self.device, self.max_length = (
+            first.tokenizer,
+            first.device,
+            min(m.max_length for m in self.members),
+        )
         self.pooling, self.normalize, self.facets = "ensemble", False, False
         engines = {(m.backend, m.precision) for m in self.members}
         self.backend, self.precision = engines.pop() if len(engines) == 1 else ("mixed", "mixed")
@@ -58,7 +62,9 @@ class EnsembleEncoder(Encoder):
         return tuple(f for f in with_formats[0] if all(f in formats for formats in with_formats))
 
     def with_format(self, task_format: str | None) -> EnsembleEncoder:
-        return EnsembleEncoder([m.with_format(task_format) if m.task_formats else m for m in self.members], task_format=task_format)
+        return EnsembleEncoder(
+            [m.with_format(task_format) if m.task_formats else m for m in self.members], task_format=task_format
+        )
 
     @property
     def transformer(self):
@@ -74,11 +80,24 @@ class EnsembleEncoder(Encoder):
             digest.update(member.fingerprint().encode())
         return digest.hexdigest()
 
-    def encode(self, papers: Sequence[Mapping[str, Any] | str], *, batch_size: int | None = None, show_progress_bar: bool = True,
-               progress_desc: str = "Encoding") -> np.ndarray:
+    def encode(
+        self,
+        papers: Sequence[Mapping[str, Any] | str],
+        *,
+        batch_size: int | None = None,
+        show_progress_bar: bool = True,
+        progress_desc: str = "Encoding",
+    ) -> np.ndarray:
         """The mean over members of their embeddings of ``papers`` (each member makes its own text)."""
-        vectors = [m.encode(papers, batch_size=batch_size, show_progress_bar=show_progress_bar, progress_desc=f"{progress_desc} ({i + 1}/{len(self.members)})")
-                   for i, m in enumerate(self.members)]
+        vectors = [
+            m.encode(
+                papers,
+                batch_size=batch_size,
+                show_progress_bar=show_progress_bar,
+                progress_desc=f"{progress_desc} ({i + 1}/{len(self.members)})",
+            )
+            for i, m in enumerate(self.members)
+        ]
         shapes = {v.shape for v in vectors}
         if len(shapes) != 1:
             raise ValueError(f"ensemble members give embeddings of different shapes {sorted(shapes)}")

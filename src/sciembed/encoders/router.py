@@ -62,8 +62,16 @@ class _LoadsFromFolder:
         local_files_only: bool = False,
         **kwargs: Any,
     ) -> Any:
-        hub = dict(subfolder=subfolder, token=token, cache_folder=cache_folder, revision=revision, local_files_only=local_files_only)
-        return cls._from_folder(cls.load_dir_path(model_name_or_path, **hub), cls.load_config(model_name_or_path, **hub), **kwargs)
+        hub = dict(
+            subfolder=subfolder,
+            token=token,
+            cache_folder=cache_folder,
+            revision=revision,
+            local_files_only=local_files_only,
+        )
+        return cls._from_folder(
+            cls.load_dir_path(model_name_or_path, **hub), cls.load_config(model_name_or_path, **hub), **kwargs
+        )
 
 
 class TaskFormatInput(_LoadsFromFolder, InputModule):

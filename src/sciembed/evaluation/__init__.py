@@ -23,10 +23,24 @@ if TYPE_CHECKING:
 
 # The evaluators import scikit-learn and scipy: loaded on first use (as transformers' lazy modules do), so
 # that the benchmark names (`sciembed --help`) cost nothing.
-_LAZY = {"TaskSuite": "loaders", "load_tasks": "loaders", "EvaluationReport": "runner", "evaluate": "runner",
-         "evaluate_suite": "runner", "TaskResult": "tasks"}
+_LAZY = {
+    "TaskSuite": "loaders",
+    "load_tasks": "loaders",
+    "EvaluationReport": "runner",
+    "evaluate": "runner",
+    "evaluate_suite": "runner",
+    "TaskResult": "tasks",
+}
 
-__all__ = ["BENCHMARK_NAMES", "EvaluationReport", "TaskResult", "TaskSuite", "evaluate", "evaluate_suite", "load_tasks"]
+__all__ = [
+    "BENCHMARK_NAMES",
+    "EvaluationReport",
+    "TaskResult",
+    "TaskSuite",
+    "evaluate",
+    "evaluate_suite",
+    "load_tasks",
+]
 
 
 def __getattr__(name: str) -> Any:

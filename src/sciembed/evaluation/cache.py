@@ -160,7 +160,14 @@ class EmbeddingCache:
         vectors_path.with_suffix(".json").unlink(missing_ok=True)
         vectors_path.unlink(missing_ok=True)
 
-    def add(self, texts: Sequence[str], *, batch_size: int | None = None, show_progress_bar: bool = True, desc: str = "Encoding") -> None:
+    def add(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int | None = None,
+        show_progress_bar: bool = True,
+        desc: str = "Encoding",
+    ) -> None:
         """Encode (and cache) those of ``texts`` not cached yet."""
         keys = np.array([text_key(t) for t in texts], dtype="S40")
         self._check_shards(keys)
@@ -168,11 +175,20 @@ class EmbeddingCache:
         todo = dict.fromkeys(text for text, absent in zip(texts, missing) if absent)
         self.hits += len(np.unique(keys[~missing]))
         if todo:
-            vectors = self.encoder.encode(list(todo), batch_size=batch_size, show_progress_bar=show_progress_bar, progress_desc=desc)
+            vectors = self.encoder.encode(
+                list(todo), batch_size=batch_size, show_progress_bar=show_progress_bar, progress_desc=desc
+            )
             self._store([text_key(t) for t in todo], vectors)
             self.encoded += len(todo)
 
-    def embed(self, texts: Sequence[str], *, batch_size: int | None = None, show_progress_bar: bool = True, desc: str = "Encoding") -> np.ndarray:
+    def embed(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int | None = None,
+        show_progress_bar: bool = True,
+        desc: str = "Encoding",
+    ) -> np.ndarray:
         """Vectors of ``texts`` in order, encoding (and caching) only those not cached yet."""
         self.add(texts, batch_size=batch_size, show_progress_bar=show_progress_bar, desc=desc)
         return self.lookup(texts)
@@ -208,7 +224,10 @@ class EmbeddingCache:
         manifest = self.folder / "manifest.json"
         if not manifest.exists():
             with atomic_path(manifest) as temporary:
-                temporary.write_text(json.dumps({"model": self.encoder.name_or_path, "fingerprint": self.fingerprint}, indent=1), encoding="utf-8")
+                temporary.write_text(
+                    json.dumps({"model": self.encoder.name_or_path, "fingerprint": self.fingerprint}, indent=1),
+                    encoding="utf-8",
+                )
         path = self._write_shard(keys, [vectors])
         self._index([(self._add_shard(path, None, None, checked=True), keys)])
 
@@ -225,7 +244,9 @@ class EmbeddingCache:
             array.flush()
             del array
         with atomic_path(stem.with_suffix(".json")) as temporary:
-            temporary.write_text(json.dumps({"keys": keys, "npy_sha256": file_sha256(stem.with_suffix(".npy"))}), encoding="utf-8")
+            temporary.write_text(
+                json.dumps({"keys": keys, "npy_sha256": file_sha256(stem.with_suffix(".npy"))}), encoding="utf-8"
+            )
         return stem.with_suffix(".npy")
 
     def _compact(self) -> None:
@@ -242,5 +263,9 @@ class EmbeddingCache:
             stale.unlink(missing_ok=True)
         logger.info("embedding cache %s: compacted %d shards into %s", self.folder, len(old), path.name)
         self._arrays, self._paths, self._hashes, self._checked = [], [], [], []
-        self._keys, self._shard, self._row = np.zeros(0, dtype="S40"), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)
+        self._keys, self._shard, self._row = (
+            np.zeros(0, dtype="S40"),
+            np.zeros(0, dtype=np.int32),
+            np.zeros(0, dtype=np.int64),
+        )
         self._index([(self._add_shard(path, None, None, checked=True), keys)])

@@ -84,7 +84,8 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[int
         if id_column is None or label_column is None:
             raise ValueError(
                 f"{path}, line 1: expected a header naming the paper id column ({', '.join(LABEL_ID_COLUMNS)}) and the label "
-                f"column ({', '.join(LABEL_COLUMNS)}), e.g. 'paper_id,label'; got {delimiter.join(header)[:80]!r}")
+                f"column ({', '.join(LABEL_COLUMNS)}), e.g. 'paper_id,label'; got {delimiter.join(header)[:80]!r}"
+            )
         split_column = header.index(SPLIT_COLUMN) if SPLIT_COLUMN in header else None
         needed = max(c for c in (id_column, label_column, split_column) if c is not None) + 1
         columns: dict[str, list] = {"paper_id": [], "label": [], "split": [] if split_column is not None else None}
@@ -95,21 +96,29 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[int
             if not any(cell.strip() for cell in row):
                 continue
             if len(row) < needed:
-                raise ValueError(f"{path}, line {line}: {len(row)} field(s), the header names {len(header)}: "
-                                 f"{delimiter.join(row)[:80]!r}")
+                raise ValueError(
+                    f"{path}, line {line}: {len(row)} field(s), the header names {len(header)}: "
+                    f"{delimiter.join(row)[:80]!r}"
+                )
             paper_id, label = row[id_column].strip(), row[label_column].strip()
             if not paper_id or not label:
-                raise ValueError(f"{path}, line {line}: empty {'paper id' if not paper_id else 'label'}"
-                                 + (f" (paper_id {paper_id!r})" if paper_id else ""))
+                raise ValueError(
+                    f"{path}, line {line}: empty {'paper id' if not paper_id else 'label'}"
+                    + (f" (paper_id {paper_id!r})" if paper_id else "")
+                )
             if paper_id in first_line:
-                raise ValueError(f"{path}, line {line} (paper_id {paper_id!r}): labelled again (first at line {first_line[paper_id]}); "
-                                 "one label per paper (multi-label files are not read)")
+                raise ValueError(
+                    f"{path}, line {line} (paper_id {paper_id!r}): labelled again (first at line {first_line[paper_id]}); "
+                    "one label per paper (multi-label files are not read)"
+                )
             first_line[paper_id] = line
             if split_column is not None:
                 split = _SPLITS.get(row[split_column].strip().lower())
                 if split is None:
-                    raise ValueError(f"{path}, line {line} (paper_id {paper_id!r}): split {row[split_column].strip()!r}; "
-                                     f"use one of {', '.join(_SPLITS)}")
+                    raise ValueError(
+                        f"{path}, line {line} (paper_id {paper_id!r}): split {row[split_column].strip()!r}; "
+                        f"use one of {', '.join(_SPLITS)}"
+                    )
                 columns["split"].append(split)
             columns["paper_id"].append(paper_id)
             columns["label"].append(label)
@@ -140,10 +149,19 @@ def read_qrels(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[int]
             text = line.strip()
             if not text or text.startswith("#"):
                 continue
-            fields = [f.strip() for f in (text.split("\t") if "\t" in text else text.split(",") if "," in text else text.split())]
+            fields = [
+                f.strip()
+                for f in (text.split("\t") if "\t" in text else text.split(",") if "," in text else text.split())
+            ]
             if len(fields) not in (3, 4) or (width is not None and len(fields) != width):
-                expected = "'qid 0 docid rel' (4 fields) or 'qid docid rel' (3 fields)" if width is None else f"{width} fields as the lines before"
-                raise ValueError(f"{path}, line {line_number}: a qrels line is {expected}, got {len(fields)}: {text[:80]!r}")
+                expected = (
+                    "'qid 0 docid rel' (4 fields) or 'qid docid rel' (3 fields)"
+                    if width is None
+                    else f"{width} fields as the lines before"
+                )
+                raise ValueError(
+                    f"{path}, line {line_number}: a qrels line is {expected}, got {len(fields)}: {text[:80]!r}"
+                )
             query, candidate, relevance = (fields[0], fields[2], fields[3]) if len(fields) == 4 else fields
             try:
                 score = int(relevance)
@@ -151,9 +169,13 @@ def read_qrels(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[int]
                 if width is None and not lines:  # a header line (BEIR: query-id, corpus-id, score)
                     width, header = len(fields), f"line {line_number}, {text[:80]!r}, was read as a header"
                     continue
-                raise ValueError(f"{path}, line {line_number}: relevance must be an integer, got {relevance!r}") from None
+                raise ValueError(
+                    f"{path}, line {line_number}: relevance must be an integer, got {relevance!r}"
+                ) from None
             if not query or not candidate:
-                raise ValueError(f"{path}, line {line_number}: empty {'query' if not query else 'document'} id: {text[:80]!r}")
+                raise ValueError(
+                    f"{path}, line {line_number}: empty {'query' if not query else 'document'} id: {text[:80]!r}"
+                )
             width = len(fields)
             columns["query_id"].append(query)
             columns["cand_id"].append(candidate)
@@ -174,7 +196,9 @@ def read_queries(path: str | os.PathLike[str]) -> dict[str, str]:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".jsonl", ".tsv", ".txt"):
-        raise ValueError(f"{path}: unsupported queries file; use .jsonl ({{\"_id\", \"text\"}} a line) or .tsv (id<TAB>text)")
+        raise ValueError(
+            f'{path}: unsupported queries file; use .jsonl ({{"_id", "text"}} a line) or .tsv (id<TAB>text)'
+        )
     queries: dict[str, str] = {}
     first_line: dict[str, int] = {}
     with path.open(encoding="utf-8-sig") as handle:
@@ -185,25 +209,37 @@ def read_queries(path: str | os.PathLike[str]) -> dict[str, str]:
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError as error:
-                    raise ValueError(f"{path}, line {line_number}: malformed JSON ({error.msg} at column {error.colno})") from None
+                    raise ValueError(
+                        f"{path}, line {line_number}: malformed JSON ({error.msg} at column {error.colno})"
+                    ) from None
                 if not isinstance(record, dict):
-                    raise ValueError(f"{path}, line {line_number}: expected a JSON object, got {type(record).__name__}")
+                    raise ValueError(
+                        f"{path}, line {line_number}: expected a JSON object, got {type(record).__name__}"
+                    )
                 query_id = next((record[f] for f in _QUERY_ID_FIELDS if record.get(f) not in (None, "")), None)
                 text = next((record[f] for f in _QUERY_TEXT_FIELDS if isinstance(record.get(f), str)), None)
             else:
                 fields = line.rstrip("\r\n").split("\t")
                 if len(fields) < 2:
-                    raise ValueError(f"{path}, line {line_number}: a query line is 'id<TAB>text', got {line.strip()[:80]!r}")
+                    raise ValueError(
+                        f"{path}, line {line_number}: a query line is 'id<TAB>text', got {line.strip()[:80]!r}"
+                    )
                 if not queries and fields[0].strip().lower() in _QUERY_HEADERS:
                     continue
                 query_id, text = fields[0], "\t".join(fields[1:])
             if query_id is None or isinstance(query_id, (bool, dict, list)):
-                raise ValueError(f"{path}, line {line_number}: no query id (looked for {' / '.join(_QUERY_ID_FIELDS)})")
+                raise ValueError(
+                    f"{path}, line {line_number}: no query id (looked for {' / '.join(_QUERY_ID_FIELDS)})"
+                )
             query_id = str(query_id).strip()
             if not text or not text.strip():
-                raise ValueError(f"{path}, line {line_number} (query {query_id!r}): no text (looked for {' / '.join(_QUERY_TEXT_FIELDS)})")
+                raise ValueError(
+                    f"{path}, line {line_number} (query {query_id!r}): no text (looked for {' / '.join(_QUERY_TEXT_FIELDS)})"
+                )
             if query_id in first_line:
-                raise ValueError(f"{path}, line {line_number} (query {query_id!r}): repeated (first at line {first_line[query_id]})")
+                raise ValueError(
+                    f"{path}, line {line_number} (query {query_id!r}): repeated (first at line {first_line[query_id]})"
+                )
             first_line[query_id] = line_number
             queries[query_id] = text.strip()
     if not queries:
@@ -214,19 +250,34 @@ def read_queries(path: str | os.PathLike[str]) -> dict[str, str]:
 # Tasks ----------------------------------------------------------------------------------------------------
 
 
-def classification_tasks(name: str, data: str, *, papers: str | None, split: str = "test", test_size: float = 0.5,
-                         seed: int | None = None, skip_invalid: bool = False, id_field: str | None = None,
-                         wanted: set[str] | None = None, **_: Any) -> tuple[list[Task], list[PaperProblem]]:
+def classification_tasks(
+    name: str,
+    data: str,
+    *,
+    papers: str | None,
+    split: str = "test",
+    test_size: float = 0.5,
+    seed: int | None = None,
+    skip_invalid: bool = False,
+    id_field: str | None = None,
+    wanted: set[str] | None = None,
+    **_: Any,
+) -> tuple[list[Task], list[PaperProblem]]:
     """The classification task of a labels file over a papers file, and the records left out (see the module)."""
     from sklearn.model_selection import train_test_split
 
     paper_file = _papers(papers, name, skip_invalid, id_field)
     by_id = {p["paper_id"]: p for p in paper_file.papers}
     columns, lines = read_labels(data)
-    problems = [PaperProblem(data, f"line {line}", f"paper_id not in {Path(papers).name}", pid)
-                for pid, line in zip(columns["paper_id"], lines) if pid not in by_id]
+    problems = [
+        PaperProblem(data, f"line {line}", f"paper_id not in {Path(papers).name}", pid)
+        for pid, line in zip(columns["paper_id"], lines)
+        if pid not in by_id
+    ]
     keep = [i for i, pid in enumerate(columns["paper_id"]) if pid in by_id]
-    problems = _refused_or_kept(problems, skip_invalid, data, len(lines), "label row(s) naming papers not in the papers file")
+    problems = _refused_or_kept(
+        problems, skip_invalid, data, len(lines), "label row(s) naming papers not in the papers file"
+    )
     task_id = Path(data).stem
     if wanted is not None and task_id not in wanted:
         return [], paper_file.skipped + problems
@@ -238,8 +289,10 @@ def classification_tasks(name: str, data: str, *, papers: str | None, split: str
         train = [i for i, s in enumerate(splits) if s == "train"]
         test = [i for i, s in enumerate(splits) if s == split]
         if not train or not test:
-            raise ValueError(f"{data}: the split column has {dict(Counter(splits))}; training needs 'train' rows and "
-                             f"scoring '{split}' rows (--split)")
+            raise ValueError(
+                f"{data}: the split column has {dict(Counter(splits))}; training needs 'train' rows and "
+                f"scoring '{split}' rows (--split)"
+            )
         how = f"split column ({len(train)} train, {len(test)} {split})"
     else:
         if split != "test":
@@ -249,12 +302,24 @@ def classification_tasks(name: str, data: str, *, papers: str | None, split: str
         counts = Counter(labels)
         single = {label for label, count in counts.items() if count < 2}
         if single:
-            rows = [PaperProblem(data, f"line {lines[keep[i]]}", f"label {labels[i]!r} has a single paper; a stratified "
-                                 "split needs at least 2 per label", ids[i]) for i in range(len(ids)) if labels[i] in single]
+            rows = [
+                PaperProblem(
+                    data,
+                    f"line {lines[keep[i]]}",
+                    f"label {labels[i]!r} has a single paper; a stratified split needs at least 2 per label",
+                    ids[i],
+                )
+                for i in range(len(ids))
+                if labels[i] in single
+            ]
             if not skip_invalid:
-                shown = "\n  ".join(map(str, rows[:10])) + (f"\n  ... and {len(rows) - 10} more" if len(rows) > 10 else "")
-                raise ValueError(f"{len(rows)} label(s) with a single paper cannot be split into train and test:\n  {shown}\n"
-                                 "(add papers to those labels, give the file a split column, or pass --skip-invalid to leave them out)")
+                shown = "\n  ".join(map(str, rows[:10])) + (
+                    f"\n  ... and {len(rows) - 10} more" if len(rows) > 10 else ""
+                )
+                raise ValueError(
+                    f"{len(rows)} label(s) with a single paper cannot be split into train and test:\n  {shown}\n"
+                    "(add papers to those labels, give the file a split column, or pass --skip-invalid to leave them out)"
+                )
             problems += _refused_or_kept(rows, skip_invalid, data, len(lines), "row(s) of labels with a single paper")
             ids, labels = [p for p, y in zip(ids, labels) if y not in single], [y for y in labels if y not in single]
         train, test = train_test_split(list(range(len(ids))), test_size=test_size, stratify=labels, random_state=seed)
@@ -263,15 +328,30 @@ def classification_tasks(name: str, data: str, *, papers: str | None, split: str
         raise ValueError(f"{data}: the training rows hold a single label; a classifier needs two or more")
     logger.info("%s: %d labelled papers, %d labels; %s", data, len(ids), len(set(labels)), how)
     task = ClassificationTask(
-        name, task_id, {pid: by_id[pid] for pid in ids}, train=([ids[i] for i in train], [labels[i] for i in train]),
-        test=([ids[i] for i in test], [labels[i] for i in test]), protocol=SCIDOCS_CLASSIFICATION, task_id=task_id,
+        name,
+        task_id,
+        {pid: by_id[pid] for pid in ids},
+        train=([ids[i] for i in train], [labels[i] for i in train]),
+        test=([ids[i] for i in test], [labels[i] for i in test]),
+        protocol=SCIDOCS_CLASSIFICATION,
+        task_id=task_id,
     )
     return [task], paper_file.skipped + problems
 
 
-def retrieval_tasks(name: str, data: str, *, papers: str | None, queries: str | None = None, candidates: str = "all",
-                    similarity: str = "l2", skip_invalid: bool = False, id_field: str | None = None,
-                    wanted: set[str] | None = None, **_: Any) -> tuple[list[Task], list[PaperProblem]]:
+def retrieval_tasks(
+    name: str,
+    data: str,
+    *,
+    papers: str | None,
+    queries: str | None = None,
+    candidates: str = "all",
+    similarity: str = "l2",
+    skip_invalid: bool = False,
+    id_field: str | None = None,
+    wanted: set[str] | None = None,
+    **_: Any,
+) -> tuple[list[Task], list[PaperProblem]]:
     """The retrieval task of a qrels file over a papers file (and a queries file), and the records left out (see the
     module). ``similarity`` is the proximity score of paper queries ranking their judged candidates (``l2`` as SciDocs)."""
     if candidates not in CANDIDATES:
@@ -288,7 +368,9 @@ def retrieval_tasks(name: str, data: str, *, papers: str | None, queries: str | 
         if query not in (texts if texts is not None else by_id):
             problems.append(PaperProblem(data, f"line {line}", f"not in {query_source}", query, id_name="query id"))
         elif candidate not in by_id:
-            problems.append(PaperProblem(data, f"line {line}", f"not in {Path(papers).name}", candidate, id_name="document id"))
+            problems.append(
+                PaperProblem(data, f"line {line}", f"not in {Path(papers).name}", candidate, id_name="document id")
+            )
         else:
             repeated += candidate in qrels.setdefault(query, {})
             qrels[query][candidate] = score  # as pytrec_eval.parse_qrel: a repeated pair keeps the last judgement
@@ -301,8 +383,11 @@ def retrieval_tasks(name: str, data: str, *, papers: str | None, queries: str | 
     if wanted is not None and task_id not in wanted:
         return [], paper_file.skipped + problems
     if candidates == "judged" and not any(score < 1 for judged in qrels.values() for score in judged.values()):
-        logger.warning("%s: every judged document is relevant, so ranking the judged documents alone scores 100; "
-                       "use --candidates all to rank every paper", data)
+        logger.warning(
+            "%s: every judged document is relevant, so ranking the judged documents alone scores 100; "
+            "use --candidates all to rank every paper",
+            data,
+        )
     judged_ids = {c for judged in qrels.values() for c in judged}
     documents = by_id if candidates == "all" else {pid: by_id[pid] for pid in by_id if pid in judged_ids}
     common = dict(qrels=qrels, task_id=task_id)
@@ -310,19 +395,51 @@ def retrieval_tasks(name: str, data: str, *, papers: str | None, queries: str | 
     if texts is not None:
         query_texts = {q: texts[q] for q in qrels}
         if candidates == "all":
-            task = SearchTask(name, task_id, documents, queries=query_texts, measures=ALL_MEASURES, similarity="cosine",
-                              full_corpus=True, top_k=TOP_K, **common)
+            task = SearchTask(
+                name,
+                task_id,
+                documents,
+                queries=query_texts,
+                measures=ALL_MEASURES,
+                similarity="cosine",
+                full_corpus=True,
+                top_k=TOP_K,
+                **common,
+            )
         else:  # SciRepEval's search protocol: -L2 over the judged candidates
-            task = SearchTask(name, task_id, documents, queries=query_texts, measures=JUDGED_MEASURES, similarity="l2", **common)
+            task = SearchTask(
+                name, task_id, documents, queries=query_texts, measures=JUDGED_MEASURES, similarity="l2", **common
+            )
     elif candidates == "all":
-        task = PaperSearchTask(name, task_id, documents, queries={q: by_id[q] for q in qrels}, measures=ALL_MEASURES,
-                               similarity="cosine", full_corpus=True, top_k=TOP_K, **common)
+        task = PaperSearchTask(
+            name,
+            task_id,
+            documents,
+            queries={q: by_id[q] for q in qrels},
+            measures=ALL_MEASURES,
+            similarity="cosine",
+            full_corpus=True,
+            top_k=TOP_K,
+            **common,
+        )
     else:  # SciDocs' proximity protocol
         documents = {pid: by_id[pid] for pid in by_id if pid in judged_ids or pid in qrels}
-        task = ProximityTask(name, task_id, documents, measures=JUDGED_MEASURES, similarity=similarity,
-                             score_decimals=5 if similarity == "l2" else None, **common)
-    logger.info("%s: %d queries, %d judgements, ranking %s", data, len(qrels), sum(map(len, qrels.values())),
-                f"all {len(documents)} papers" if candidates == "all" else "the judged papers")
+        task = ProximityTask(
+            name,
+            task_id,
+            documents,
+            measures=JUDGED_MEASURES,
+            similarity=similarity,
+            score_decimals=5 if similarity == "l2" else None,
+            **common,
+        )
+    logger.info(
+        "%s: %d queries, %d judgements, ranking %s",
+        data,
+        len(qrels),
+        sum(map(len, qrels.values())),
+        f"all {len(documents)} papers" if candidates == "all" else "the judged papers",
+    )
     return [task], paper_file.skipped + problems
 
 
@@ -331,15 +448,21 @@ def _papers(papers: str | None, name: str, skip_invalid: bool, id_field: str | N
         raise ValueError(f"--benchmark {name} needs the papers file the ids name: --papers papers.jsonl (papers=...)")
     read = read_papers(papers, id_field=id_field, skip_invalid=skip_invalid)
     if read.skipped:
-        logger.warning("%s: skipped %d invalid record(s): %s", papers, len(read.skipped), "; ".join(map(str, read.skipped[:10])))
+        logger.warning(
+            "%s: skipped %d invalid record(s): %s", papers, len(read.skipped), "; ".join(map(str, read.skipped[:10]))
+        )
     return read
 
 
-def _refused_or_kept(problems: list[PaperProblem], skip_invalid: bool, source: str, rows: int, what: str) -> list[PaperProblem]:
+def _refused_or_kept(
+    problems: list[PaperProblem], skip_invalid: bool, source: str, rows: int, what: str
+) -> list[PaperProblem]:
     """Raise for ``problems`` unless ``skip_invalid``; else log their count once and return them."""
     if not problems:
         return []
     if not skip_invalid:
         raise InvalidPaperError(problems, what=what)
-    logger.warning("%s: left out %d %s of %d: %s", source, len(problems), what, rows, "; ".join(map(str, problems[:5])))
+    logger.warning(
+        "%s: left out %d %s of %d: %s", source, len(problems), what, rows, "; ".join(map(str, problems[:5]))
+    )
     return problems

@@ -79,7 +79,9 @@ def check_int8(
     if encoder.backend != "onnx":
         raise ValueError("the int8 gate checks an ONNX export: load the encoder with backend='onnx'")
     if benchmark not in GATE_BENCHMARKS:
-        raise ValueError(f"the int8 gate scores a cite task: benchmark must be one of {GATE_BENCHMARKS}, got {benchmark!r}")
+        raise ValueError(
+            f"the int8 gate scores a cite task: benchmark must be one of {GATE_BENCHMARKS}, got {benchmark!r}"
+        )
     # A record the reader cannot use is skipped and counted (CACM's collection has one broken record).
     suite = load_tasks(benchmark, check_set, tasks=["cite"], skip_invalid=True)
     if not suite.tasks:
@@ -93,7 +95,9 @@ def check_int8(
     texts = fp32.texts(records.values(), task.fields)
     scores, vectors = {}, {}
     for label, chosen in (("fp32", fp32), ("int8", int8)):
-        matrix = chosen.encode(texts, batch_size=batch_size, show_progress_bar=show_progress_bar, progress_desc=f"Gate ({label})")
+        matrix = chosen.encode(
+            texts, batch_size=batch_size, show_progress_bar=show_progress_bar, progress_desc=f"Gate ({label})"
+        )
         by_id = dict(zip(ids, matrix))
         documents = {i: by_id[i] for i in task.documents}
         queries = {i: by_id[i] for i in task.queries}
@@ -103,16 +107,30 @@ def check_int8(
     drop = scores["fp32"] - scores["int8"]
     passed = drop <= tolerance
     verdict = Int8Verdict(
-        passed=passed, fp32_map=round(scores["fp32"], 4), int8_map=round(scores["int8"], 4), map_drop=round(drop, 4),
-        tolerance=tolerance, min_cosine=float(cosines.min()), mean_cosine=float(cosines.mean()),
-        papers=len(ids), queries=len(task.qrels), skipped_records=len(suite.skipped), benchmark=benchmark, check_set=str(check_set),
+        passed=passed,
+        fp32_map=round(scores["fp32"], 4),
+        int8_map=round(scores["int8"], 4),
+        map_drop=round(drop, 4),
+        tolerance=tolerance,
+        min_cosine=float(cosines.min()),
+        mean_cosine=float(cosines.mean()),
+        papers=len(ids),
+        queries=len(task.qrels),
+        skipped_records=len(suite.skipped),
+        benchmark=benchmark,
+        check_set=str(check_set),
         reason=f"cite MAP {scores['int8']:.2f} against fp32's {scores['fp32']:.2f}: "
-               f"{'within' if passed else 'more than'} {tolerance} points",
+        f"{'within' if passed else 'more than'} {tolerance} points",
     )
     with atomic_path(Path(folder) / GATE_FILE) as temporary:
         temporary.write_text(json.dumps(verdict.as_dict(), indent=2) + "\n", encoding="utf-8")
-    logger.info("int8 gate for %s (%s): %s; min cosine to fp32 %.6f", encoder.name_or_path, folder / INT8_FILE,
-                verdict.reason, verdict.min_cosine)
+    logger.info(
+        "int8 gate for %s (%s): %s; min cosine to fp32 %.6f",
+        encoder.name_or_path,
+        folder / INT8_FILE,
+        verdict.reason,
+        verdict.min_cosine,
+    )
     return verdict
 
 

@@ -83,21 +83,42 @@ def load_tasks(
             refused; ``all``: every pair a citation link).
     """
     name = benchmark.replace("_", "-")
-    builders = {"scidocs": _scidocs, "multi-scidocs": _scidocs, "scirepeval": _scirepeval, "beir": _beir, "cocitation": _cocitation, "cacm": _cacm,
-                "classification": _custom, "retrieval": _custom}
+    builders = {
+        "scidocs": _scidocs,
+        "multi-scidocs": _scidocs,
+        "scirepeval": _scirepeval,
+        "beir": _beir,
+        "cocitation": _cocitation,
+        "cacm": _cacm,
+        "classification": _custom,
+        "retrieval": _custom,
+    }
     if name not in builders:
         raise ValueError(f"unknown benchmark {benchmark!r}; supported: {', '.join(BENCHMARK_NAMES)}")
     own_files = {"papers": papers, "queries": queries, "id_field": id_field}
     if name not in ("classification", "retrieval") and any(own_files.values()):
         given = ", ".join(f"--{k.replace('_', '-')}" for k, v in own_files.items() if v)
-        raise ValueError(f"{given}: for --benchmark classification or retrieval (your own labels or qrels over a papers file); "
-                         f"{name} reads its papers from --data")
+        raise ValueError(
+            f"{given}: for --benchmark classification or retrieval (your own labels or qrels over a papers file); "
+            f"{name} reads its papers from --data"
+        )
     if name == "classification" and queries:
         raise ValueError("--queries is for --benchmark retrieval")
-    options = dict(split=split, skip_invalid=skip_invalid, wanted=set(tasks) if tasks else None, seed=seed,
-                   test_data=test_data, few_shot=few_shot, similarity=proximity_similarity, papers=None if papers is None else str(papers),
-                   queries=None if queries is None else str(queries), test_size=test_size, candidates=candidates, id_field=id_field,
-                   smart_links=smart_links)
+    options = dict(
+        split=split,
+        skip_invalid=skip_invalid,
+        wanted=set(tasks) if tasks else None,
+        seed=seed,
+        test_data=test_data,
+        few_shot=few_shot,
+        similarity=proximity_similarity,
+        papers=None if papers is None else str(papers),
+        queries=None if queries is None else str(queries),
+        test_size=test_size,
+        candidates=candidates,
+        id_field=id_field,
+        smart_links=smart_links,
+    )
     suite = builders[name](name, str(data), **options)
     if tasks:
         known = {t.task_id for t in suite.tasks} | set(suite.missing)
@@ -106,10 +127,14 @@ def load_tasks(
             # The suite was built for the requested ids only; build it whole (on this error path alone) to list them all.
             whole = builders[name](name, str(data), **{**options, "wanted": None})
             here = sorted({t.task_id for t in whole.tasks})
-            raise ValueError(f"{data}: no task(s) {unknown} in {name}; tasks here: {', '.join(here) or 'none'}"
-                             + (f" (absent from this folder: {', '.join(whole.missing)})" if whole.missing else ""))
+            raise ValueError(
+                f"{data}: no task(s) {unknown} in {name}; tasks here: {', '.join(here) or 'none'}"
+                + (f" (absent from this folder: {', '.join(whole.missing)})" if whole.missing else "")
+            )
     if not suite.tasks:
-        raise ValueError(f"{data}: none of the {name} tasks{' ' + str(sorted(tasks)) if tasks else ''} found; missing: {', '.join(suite.missing)}")
+        raise ValueError(
+            f"{data}: none of the {name} tasks{' ' + str(sorted(tasks)) if tasks else ''} found; missing: {', '.join(suite.missing)}"
+        )
     return suite
 
 
@@ -130,7 +155,15 @@ def _qrels(dataset) -> dict[str, dict[str, int]]:
 # SciDocs ------------------------------------------------------------------------------------------
 
 #: SciDocs task folder -> the name its tables print.
-SCIDOCS_NAMES = {"mag": "MAG", "mesh": "MeSH", "coview": "Co-View", "coread": "Co-Read", "cite": "Cite", "cocite": "Co-Cite", "recomm": "Recomm"}
+SCIDOCS_NAMES = {
+    "mag": "MAG",
+    "mesh": "MeSH",
+    "coview": "Co-View",
+    "coread": "Co-Read",
+    "cite": "Cite",
+    "cocite": "Co-Cite",
+    "recomm": "Recomm",
+}
 
 
 def _scidocs(name, data, *, split, skip_invalid, wanted, seed, similarity, **_):
@@ -148,21 +181,36 @@ def _scidocs(name, data, *, split, skip_invalid, wanted, seed, similarity, **_):
                 continue
             qrels = _qrels(splits[split])
             ids = set(qrels) | {c for cands in qrels.values() for c in cands}
-            proximity = ProximityTask(name, SCIDOCS_NAMES[task], _papers(metadata["view_cite_read"], ids), qrels=qrels,
-                                      similarity=similarity, score_decimals=5 if similarity == "l2" else None,
-                                      query_groups=fields_of.get(task, {}), task_id=task)
+            proximity = ProximityTask(
+                name,
+                SCIDOCS_NAMES[task],
+                _papers(metadata["view_cite_read"], ids),
+                qrels=qrels,
+                similarity=similarity,
+                score_decimals=5 if similarity == "l2" else None,
+                query_groups=fields_of.get(task, {}),
+                task_id=task,
+            )
             tasks.append(proximity)
         for task, splits in release.labels.items():
             if "train" not in splits or split not in splits:
                 continue
             train, test = splits["train"], splits[split]
-            tasks.append(ClassificationTask(
-                name, SCIDOCS_NAMES[task], _papers(metadata["mag_mesh"], list(train["paper_id"]) + list(test["paper_id"])),
-                train=(list(train["paper_id"]), list(train["label"])), test=(list(test["paper_id"]), list(test["label"])),
-                protocol=SCIDOCS_CLASSIFICATION, task_id=task,
-            ))
+            tasks.append(
+                ClassificationTask(
+                    name,
+                    SCIDOCS_NAMES[task],
+                    _papers(metadata["mag_mesh"], list(train["paper_id"]) + list(test["paper_id"])),
+                    train=(list(train["paper_id"]), list(train["label"])),
+                    test=(list(test["paper_id"]), list(test["label"])),
+                    protocol=SCIDOCS_CLASSIFICATION,
+                    task_id=task,
+                )
+            )
     if wanted is None or "recomm" in wanted:
-        tasks += _scidocs_recommendation(name, Path(data), split=split, skip_invalid=skip_invalid, seed=seed, missing=missing)
+        tasks += _scidocs_recommendation(
+            name, Path(data), split=split, skip_invalid=skip_invalid, seed=seed, missing=missing
+        )
     return TaskSuite(name, data, tasks, missing, release.skipped if release else [])
 
 
@@ -183,8 +231,17 @@ def _scidocs_recommendation(name, folder: Path, *, split, skip_invalid, seed, mi
 
     try:
         # SciDocs trains its recommender with seed 7.
-        return [RecommendationTask.from_folder(name, SCIDOCS_NAMES["recomm"], folder, split=split, skip_invalid=skip_invalid,
-                                               seed=7 if seed is None else seed, task_id="recomm")]
+        return [
+            RecommendationTask.from_folder(
+                name,
+                SCIDOCS_NAMES["recomm"],
+                folder,
+                split=split,
+                skip_invalid=skip_invalid,
+                seed=7 if seed is None else seed,
+                task_id="recomm",
+            )
+        ]
     except FileNotFoundError as error:
         logger.warning("%s: recommendations not evaluated: %s", folder, error)
         missing.append(f"recomm ({error})")
@@ -214,11 +271,25 @@ class SciRepEvalTaskSpec:
 SCIREPEVAL_TASKS = tuple(
     SciRepEvalTaskSpec(*row[:5], **(row[5] if len(row) > 5 else {}))
     for row in (
-        ("Fields of study", "fos", "classification", ("f1_macro",), "in-train", {"few_shot": ((10, 50), (5, 100)), "multi_label": True}),
+        (
+            "Fields of study",
+            "fos",
+            "classification",
+            ("f1_macro",),
+            "in-train",
+            {"few_shot": ((10, 50), (5, 100)), "multi_label": True},
+        ),
         ("MeSH", "mesh", "classification", ("f1_macro",), "in-train"),
         ("Citation Count", "cite_count", "regression", ("kendalltau",), "in-train"),
         ("Publication Year", "pub_year", "regression", ("kendalltau",), "in-train"),
-        ("Search", "search", "adhoc_search", ("ndcg",), "in-train", {"fields": ("title", "abstract", "venue", "year")}),
+        (
+            "Search",
+            "search",
+            "adhoc_search",
+            ("ndcg",),
+            "in-train",
+            {"fields": ("title", "abstract", "venue", "year")},
+        ),
         ("Same Author Detection", "same_author", "proximity", ("map",), "in-train"),
         ("Highly Influential Citations", "high_influence_cite", "proximity", ("map",), "in-train"),
         ("Biomimicry", "biomimicry", "classification", ("f1",), "out-of-train", {"few_shot": ((64, 50), (16, 100))}),
@@ -259,7 +330,9 @@ def _scirepeval(name, data, *, split, skip_invalid, wanted, few_shot, similarity
             meta, labels = built[f"meta_{meta_config}"]["evaluation"], built[spec.config]
         else:
             try:
-                loaded = load_scirepeval_task(spec.config, meta_source=data, test_source=test_data or TEST_SOURCE, skip_invalid=skip_invalid)
+                loaded = load_scirepeval_task(
+                    spec.config, meta_source=data, test_source=test_data or TEST_SOURCE, skip_invalid=skip_invalid
+                )
             except ValueError as error:
                 if "BuilderConfig" not in str(error) and "not found" not in str(error):
                     raise
@@ -267,7 +340,11 @@ def _scirepeval(name, data, *, split, skip_invalid, wanted, few_shot, similarity
                 continue
             meta, labels, skipped = loaded.meta, loaded.labels, skipped + loaded.skipped
         reviewers = _reviewers(built, data, test_data) if spec.type == "reviewer_matching" else None
-        tasks.append(_scirepeval_task(name, spec, meta, labels, split=split, few_shot=few_shot, similarity=similarity, reviewers=reviewers))
+        tasks.append(
+            _scirepeval_task(
+                name, spec, meta, labels, split=split, few_shot=few_shot, similarity=similarity, reviewers=reviewers
+            )
+        )
     return TaskSuite(name, data, tasks, missing, skipped)
 
 
@@ -293,7 +370,9 @@ def _reviewers(built, data, test_data) -> dict[str, list[str]]:
     else:
         rows = load_hub_dataset(test_data or TEST_SOURCE, "reviewers", split="metadata")
     if rows is None:
-        raise ValueError(f"{data}: paper_reviewer_matching needs the 'reviewers' config (split 'metadata': r_id, papers)")
+        raise ValueError(
+            f"{data}: paper_reviewer_matching needs the 'reviewers' config (split 'metadata': r_id, papers)"
+        )
     return {str(r): [str(p) for p in papers] for r, papers in zip(rows["r_id"], rows["papers"])}
 
 
@@ -304,21 +383,47 @@ def _scirepeval_task(name, spec: SciRepEvalTaskSpec, meta, labels, *, split, few
         train, test = labels["train"], labels[split if split in labels else "test"]
         if spec.type == "regression":
             # Pearson's r is reported next to the task's Kendall's τ; only τ enters the averages.
-            task: Task = RegressionTask(name, spec.name, documents, train=(train["paper_id"], train["label"]), test=(test["paper_id"], test["label"]),
-                                        protocol=replace(SCIREPEVAL_REGRESSION, metrics=("kendalltau", "pearsonr")), **common)
+            task: Task = RegressionTask(
+                name,
+                spec.name,
+                documents,
+                train=(train["paper_id"], train["label"]),
+                test=(test["paper_id"], test["label"]),
+                protocol=replace(SCIREPEVAL_REGRESSION, metrics=("kendalltau", "pearsonr")),
+                **common,
+            )
         else:
-            protocol = replace(SCIREPEVAL_MULTILABEL if spec.multi_label else SCIREPEVAL_CLASSIFICATION, metrics=spec.metrics)
-            task = ClassificationTask(name, spec.name, documents, train=(train["paper_id"], train["label"]), test=(test["paper_id"], test["label"]),
-                                      protocol=protocol, few_shot=spec.few_shot if few_shot else (), **common)
+            protocol = replace(
+                SCIREPEVAL_MULTILABEL if spec.multi_label else SCIREPEVAL_CLASSIFICATION, metrics=spec.metrics
+            )
+            task = ClassificationTask(
+                name,
+                spec.name,
+                documents,
+                train=(train["paper_id"], train["label"]),
+                test=(test["paper_id"], test["label"]),
+                protocol=protocol,
+                few_shot=spec.few_shot if few_shot else (),
+                **common,
+            )
     elif spec.type == "reviewer_matching":
         documents = {str(row["paper_id"]): row for row in meta}
         qrels = {kind: _qrels(labels[f"test_{kind}"]) for kind in ("hard", "soft")}
-        task = ReviewerMatchingTask(name, spec.name, documents, qrels=qrels, reviewer_papers=reviewers, **{**common, "primary_metrics": ("average",)})
+        task = ReviewerMatchingTask(
+            name,
+            spec.name,
+            documents,
+            qrels=qrels,
+            reviewer_papers=reviewers,
+            **{**common, "primary_metrics": ("average",)},
+        )
     else:
         qrels = _qrels(labels[split if split in labels else "test"])
         if spec.simple_format:
             documents = {str(row["paper_id"]): row for row in meta}
-            task = ProximityTask(name, spec.name, documents, qrels=qrels, measures=spec.metrics, similarity=similarity, **common)
+            task = ProximityTask(
+                name, spec.name, documents, qrels=qrels, measures=spec.metrics, similarity=similarity, **common
+            )
         else:
             # allenai/scirepeval IRDataset rows: a query (a paper, or a search string) and its candidates.
             queries, documents = {}, {}
@@ -332,7 +437,16 @@ def _scirepeval_task(name, spec: SciRepEvalTaskSpec, meta, labels, *, split, few
                     documents[str(candidate["doc_id"])] = candidate
             kind = SearchTask if spec.type == "adhoc_search" else ProximityTask
             # SciRepEval's IREvaluator scores every ranking task by −L2 distance.
-            task = kind(name, spec.name, documents, queries=queries, qrels=qrels, measures=spec.metrics, similarity="l2", **common)
+            task = kind(
+                name,
+                spec.name,
+                documents,
+                queries=queries,
+                qrels=qrels,
+                measures=spec.metrics,
+                similarity="l2",
+                **common,
+            )
     return task
 
 
@@ -358,8 +472,17 @@ def _beir(name, data, *, split, skip_invalid, wanted, **_):
     qrels = _qrels(beir.qrels[split])
     documents = {row["paper_id"]: row for row in beir.corpus}
     queries = {q: text for q, text in zip(beir.queries["query_id"], beir.queries["text"]) if q in qrels}
-    task = SearchTask(name, Path(data).name, documents, queries=queries, qrels=qrels, measures=("ndcg_cut_10", "recall_100"),
-                      similarity="cosine", full_corpus=True, task_id="search")
+    task = SearchTask(
+        name,
+        Path(data).name,
+        documents,
+        queries=queries,
+        qrels=qrels,
+        measures=("ndcg_cut_10", "recall_100"),
+        similarity="cosine",
+        full_corpus=True,
+        task_id="search",
+    )
     return TaskSuite(name, data, [task] if wanted is None or "search" in wanted else [], [], beir.skipped)
 
 
@@ -382,8 +505,16 @@ def _cocitation(name, data, *, skip_invalid, wanted, **_):
             pairs.append((texts[a.strip()], texts[b.strip()], int(float(label))))
         documents = {pid: text for text, pid in texts.items()}
         # The MoE paper searches the test threshold in [0.5, 1] only.
-        tasks.append(PairsTask(name, f"co-citation {split}", documents, pairs=pairs,
-                               threshold_range=(0.5, 1.0) if split == "test" else None, task_id=split))
+        tasks.append(
+            PairsTask(
+                name,
+                f"co-citation {split}",
+                documents,
+                pairs=pairs,
+                threshold_range=(0.5, 1.0) if split == "test" else None,
+                task_id=split,
+            )
+        )
     return TaskSuite(name, data, tasks, missing, loaded.skipped)
 
 
@@ -403,17 +534,34 @@ def _cacm(name, data, *, skip_invalid, wanted, seed, similarity, smart_links, **
     if wanted is None or "search" in wanted:
         if (folder / "query.text").is_file() and (folder / "qrels.text").is_file():
             queries = read_smart_queries(folder / "query.text")
-            qrels = _qrels(read_smart_qrels(folder / "qrels.text", query_ids=set(queries["query_id"]), paper_ids=set(papers), skip_invalid=skip_invalid))
-            task = SearchTask(name, "search", papers, queries={q: t for q, t in zip(queries["query_id"], queries["text"]) if q in qrels},
-                              qrels=qrels, measures=("map", "ndcg", "ndcg_cut_10", "recall_100"), similarity="cosine", full_corpus=True,
-                              task_id="search")
+            qrels = _qrels(
+                read_smart_qrels(
+                    folder / "qrels.text",
+                    query_ids=set(queries["query_id"]),
+                    paper_ids=set(papers),
+                    skip_invalid=skip_invalid,
+                )
+            )
+            task = SearchTask(
+                name,
+                "search",
+                papers,
+                queries={q: t for q, t in zip(queries["query_id"], queries["text"]) if q in qrels},
+                qrels=qrels,
+                measures=("map", "ndcg", "ndcg_cut_10", "recall_100"),
+                similarity="cosine",
+                full_corpus=True,
+                task_id="search",
+            )
             tasks.append(task)
         else:
             missing.append("search")
     return TaskSuite(name, data, tasks, missing, collection.skipped)
 
 
-def cacm_cite_task(collection, *, query_ids=None, positives: int = 5, negatives: int = 25, seed: int = 0, similarity: str = "l2") -> ProximityTask:
+def cacm_cite_task(
+    collection, *, query_ids=None, positives: int = 5, negatives: int = 25, seed: int = 0, similarity: str = "l2"
+) -> ProximityTask:
     """The CACM citation links as a SciDocs cite task: each query paper's linked papers (up to
     ``positives``, with text) are relevant, ``negatives`` random papers with text that are not linked
     to it are not; scored as SciDocs scores cite (−L2, 5-decimal scores, MAP and nDCG).
@@ -425,12 +573,28 @@ def cacm_cite_task(collection, *, query_ids=None, positives: int = 5, negatives:
     from ..data.smart import CACM_CITATION
 
     papers = {p["paper_id"]: p for p in collection.papers}
-    return cite_task(papers, collection.neighbours(CACM_CITATION), query_ids=query_ids, positives=positives, negatives=negatives,
-                     seed=seed, similarity=similarity)
+    return cite_task(
+        papers,
+        collection.neighbours(CACM_CITATION),
+        query_ids=query_ids,
+        positives=positives,
+        negatives=negatives,
+        seed=seed,
+        similarity=similarity,
+    )
 
 
-def cite_task(papers: dict[str, dict], neighbours: dict[str, set[str]], *, query_ids=None, positives: int = 5, negatives: int = 25,
-              seed: int = 0, similarity: str = "l2", benchmark: str = "cacm") -> ProximityTask:
+def cite_task(
+    papers: dict[str, dict],
+    neighbours: dict[str, set[str]],
+    *,
+    query_ids=None,
+    positives: int = 5,
+    negatives: int = 25,
+    seed: int = 0,
+    similarity: str = "l2",
+    benchmark: str = "cacm",
+) -> ProximityTask:
     """A SciDocs-style cite task from any citation links, judged by :func:`sciembed.data.judgements.cite_qrels`
     (see :func:`cacm_cite_task`).
 
@@ -441,8 +605,14 @@ def cite_task(papers: dict[str, dict], neighbours: dict[str, set[str]], *, query
     """
     qrels = cite_qrels(papers, neighbours, query_ids=query_ids, positives=positives, negatives=negatives, seed=seed)
     ids = set(qrels) | {c for cands in qrels.values() for c in cands}
-    return ProximityTask(benchmark, "cite", {pid: papers[pid] for pid in ids}, qrels=qrels, similarity=similarity,
-                         score_decimals=5 if similarity == "l2" else None)
+    return ProximityTask(
+        benchmark,
+        "cite",
+        {pid: papers[pid] for pid in ids},
+        qrels=qrels,
+        similarity=similarity,
+        score_decimals=5 if similarity == "l2" else None,
+    )
 
 
 def cacm_category_task(collection, *, seed: int = 0, test_size: float = 0.5) -> ClassificationTask:
@@ -454,7 +624,15 @@ def cacm_category_task(collection, *, seed: int = 0, test_size: float = 0.5) -> 
 
     categories = cacm_categories(collection.papers)
     ids, labels = list(categories), list(categories.values())
-    train_ids, test_ids, y_train, y_test = train_test_split(ids, labels, test_size=test_size, stratify=labels, random_state=seed)
+    train_ids, test_ids, y_train, y_test = train_test_split(
+        ids, labels, test_size=test_size, stratify=labels, random_state=seed
+    )
     papers = {p["paper_id"]: p for p in collection.papers}
-    return ClassificationTask("cacm", "categories", {pid: papers[pid] for pid in ids}, train=(train_ids, y_train), test=(test_ids, y_test),
-                              protocol=SCIDOCS_CLASSIFICATION)
+    return ClassificationTask(
+        "cacm",
+        "categories",
+        {pid: papers[pid] for pid in ids},
+        train=(train_ids, y_train),
+        test=(test_ids, y_test),
+        protocol=SCIDOCS_CLASSIFICATION,
+    )

@@ -102,7 +102,9 @@ class NeighboursResult:
     def _neighbours(self, position: int) -> list[dict[str, Any]]:
         linked = self.links[self.query_rows[position]] if self.links is not None else None
         rows = []
-        for rank, (index, score) in enumerate(zip(self.indices[position].tolist(), self.scores[position].tolist()), start=1):
+        for rank, (index, score) in enumerate(
+            zip(self.indices[position].tolist(), self.scores[position].tolist()), start=1
+        ):
             row = {"rank": rank, "paper_id": self.ids[index], "title": self.titles[index], "score": score}
             if linked is not None:
                 row["linked"] = index in linked
@@ -133,7 +135,11 @@ class NeighboursResult:
         linked = self.linked_queries
         if not linked:
             return None
-        return float(np.mean([len(self.links[self.query_rows[p]].intersection(self.indices[p].tolist())) / self.k for p in linked]))
+        return float(
+            np.mean(
+                [len(self.links[self.query_rows[p]].intersection(self.indices[p].tolist())) / self.k for p in linked]
+            )
+        )
 
     @property
     def random_share(self) -> float | None:
@@ -152,7 +158,9 @@ class NeighboursResult:
         positions = list(range(len(self)))
         if limit is not None and limit < len(positions):
             if self.links is not None:
-                positions.sort(key=lambda p: (-len(self.links[self.query_rows[p]]), paper_id_order(self.ids[self.query_rows[p]])))
+                positions.sort(
+                    key=lambda p: (-len(self.links[self.query_rows[p]]), paper_id_order(self.ids[self.query_rows[p]]))
+                )
             positions = positions[:limit]
         lines = [
             f"Data:  {self.source}: {len(self.ids)} papers"
@@ -168,18 +176,23 @@ class NeighboursResult:
             lines.append(f"[{self.ids[row]}] {_shown(self.titles[row], title_width)}")
             if self.links is not None:
                 found = sum(n["linked"] for n in neighbours)
-                lines.append(f"  {len(self.links[row])} citation link(s); {found} of its {len(neighbours)} nearest neighbours are among them")
+                lines.append(
+                    f"  {len(self.links[row])} citation link(s); {found} of its {len(neighbours)} nearest neighbours are among them"
+                )
             for neighbour in neighbours:
                 mark = f" {'cites/cited' if neighbour['linked'] else '':<11}" if self.links is not None else ""
-                lines.append(f"  {neighbour['rank']:>2}. {neighbour['score']:.3f}{mark} [{neighbour['paper_id']}] "
-                             f"{_shown(neighbour['title'], title_width)}")
+                lines.append(
+                    f"  {neighbour['rank']:>2}. {neighbour['score']:.3f}{mark} [{neighbour['paper_id']}] "
+                    f"{_shown(neighbour['title'], title_width)}"
+                )
             lines.append("")
         if self.links is not None:
             share, chance = self.link_share, self.random_share
             lines.append(
                 f"Share of citation links among the {self.k} nearest neighbours, over the {len(self.linked_queries)} query papers "
                 f"with at least one link: {share:.3f} (random neighbours: {chance:.4f}, {share / chance:.0f}x)"
-                if share is not None and chance else "no citation links among the query papers to score"
+                if share is not None and chance
+                else "no citation links among the query papers to score"
             )
         return "\n".join(lines).rstrip("\n")
 
@@ -199,11 +212,22 @@ class NeighboursResult:
             else:
                 writer = csv.writer(handle, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
                 linked = self.links is not None
-                writer.writerow(["query_id", "query_title", "rank", "paper_id", "title", "score", *(["linked"] if linked else [])])
+                writer.writerow(
+                    ["query_id", "query_title", "rank", "paper_id", "title", "score", *(["linked"] if linked else [])]
+                )
                 for record in self.records():
                     for n in record["neighbours"]:
-                        writer.writerow([record["paper_id"], record["title"], n["rank"], n["paper_id"], n["title"], repr(n["score"]),
-                                         *([int(n["linked"])] if linked else [])])
+                        writer.writerow(
+                            [
+                                record["paper_id"],
+                                record["title"],
+                                n["rank"],
+                                n["paper_id"],
+                                n["title"],
+                                repr(n["score"]),
+                                *([int(n["linked"])] if linked else []),
+                            ]
+                        )
         return path
 
 
@@ -234,8 +258,13 @@ class Collection:
     skipped: list[PaperProblem] = field(default_factory=list)
 
 
-def read_collection(papers: str | os.PathLike[str] | Sequence[Mapping[str, Any]], *, id_field: str | None = None,
-                    skip_invalid: bool = False, smart_links: str = "cacm") -> Collection:
+def read_collection(
+    papers: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
+    *,
+    id_field: str | None = None,
+    skip_invalid: bool = False,
+    smart_links: str = "cacm",
+) -> Collection:
     """The papers of a papers file (``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet``), of a SMART collection (a folder
     holding one ``*.all`` file, or the file; its ``.X`` citations read as ``smart_links`` says), or given as records."""
     if not isinstance(papers, (str, os.PathLike)):
@@ -251,16 +280,27 @@ def read_collection(papers: str | os.PathLike[str] | Sequence[Mapping[str, Any]]
         raise FileNotFoundError(f"{path}: no such papers file or folder")
     if is_smart_collection(path):
         collection = read_smart_collection(path, skip_invalid=skip_invalid, links=smart_links)
-        return Collection(f"SMART collection {collection.path}", collection.papers, collection.links.get(CACM_CITATION, set()),
-                          list(collection.skipped))
+        return Collection(
+            f"SMART collection {collection.path}",
+            collection.papers,
+            collection.links.get(CACM_CITATION, set()),
+            list(collection.skipped),
+        )
     if path.is_dir():
-        raise ValueError(f"{path} is a folder but not a SMART collection (no *.all file); give a papers file "
-                         "(.jsonl, .json, .csv or .parquet)")
+        raise ValueError(
+            f"{path} is a folder but not a SMART collection (no *.all file); give a papers file "
+            "(.jsonl, .json, .csv or .parquet)"
+        )
     from ..data.papers import read_papers
 
     read = read_papers(path, id_field=id_field, skip_invalid=skip_invalid)
     if read.skipped:
-        logger.warning("%s: skipped %d invalid record(s):\n  %s", path, len(read.skipped), "\n  ".join(map(str, read.skipped[:20])))
+        logger.warning(
+            "%s: skipped %d invalid record(s):\n  %s",
+            path,
+            len(read.skipped),
+            "\n  ".join(map(str, read.skipped[:20])),
+        )
     return Collection(str(path), read.papers, None, read.skipped)
 
 
@@ -329,7 +369,9 @@ def neighbours(
     if k < 1:
         raise ValueError(f"k must be positive, got {k}")
     if embeddings is not None and model is not None:
-        raise ValueError("give a model (to embed the papers) or embeddings (their vectors, read from a file), not both")
+        raise ValueError(
+            "give a model (to embed the papers) or embeddings (their vectors, read from a file), not both"
+        )
     collection = read_collection(papers, id_field=id_field, skip_invalid=skip_invalid, smart_links=smart_links)
     records = collection.papers
     ids = [str(p["paper_id"]) for p in records]
@@ -347,11 +389,15 @@ def neighbours(
         row_of = {paper_id: row for row, paper_id in enumerate(stored_ids)}
         absent = [paper_id for paper_id in ids if paper_id not in row_of]
         if absent and not skip_invalid:
-            raise ValueError(f"{embeddings} has no vector for {len(absent)} of the {len(ids)} papers of {collection.source}: "
-                             f"{_named(absent)}; embed the same papers file (sciembed embed), or pass --skip-invalid "
-                             "(skip_invalid=True) to leave those papers out")
+            raise ValueError(
+                f"{embeddings} has no vector for {len(absent)} of the {len(ids)} papers of {collection.source}: "
+                f"{_named(absent)}; embed the same papers file (sciembed embed), or pass --skip-invalid "
+                "(skip_invalid=True) to leave those papers out"
+            )
         if absent:
-            skipped += [PaperProblem(str(embeddings), "no vector", "paper without a vector", paper_id) for paper_id in absent]
+            skipped += [
+                PaperProblem(str(embeddings), "no vector", "paper without a vector", paper_id) for paper_id in absent
+            ]
             logger.warning("%s: no vector for %d paper(s), left out: %s", embeddings, len(absent), _named(absent))
             records = [p for p, paper_id in zip(records, ids) if paper_id in row_of]
             ids = [paper_id for paper_id in ids if paper_id in row_of]
@@ -365,8 +411,15 @@ def neighbours(
         vectors = stored[[row_of[paper_id] for paper_id in ids]]
         model_name = f"vectors read from {embeddings}"
     else:
-        encoder = _encoder(model, device=device, max_length=max_length, pooling=pooling, trust_remote_code=trust_remote_code,
-                           backend=backend, precision=precision)
+        encoder = _encoder(
+            model,
+            device=device,
+            max_length=max_length,
+            pooling=pooling,
+            trust_remote_code=trust_remote_code,
+            backend=backend,
+            precision=precision,
+        )
         logger.info("embedding %d papers from %s with %s", len(records), collection.source, encoder.name_or_path)
         vectors = encoder.encode_document(records, batch_size=batch_size, show_progress_bar=show_progress_bar)
         model_name = encoder.name_or_path
@@ -374,28 +427,46 @@ def neighbours(
     query_rows = np.array([position[q] for q in wanted] if wanted is not None else range(len(ids)), dtype=np.int64)
     indices, scores = faiss_neighbours(vectors, k, queries=query_rows, ivf=ivf)
     links = _link_sets(collection.links, citations, position)
-    return NeighboursResult(collection.source, model_name, ids, [str(p.get("title") or "") for p in records], query_rows,
-                            indices, scores, links, skipped)
+    return NeighboursResult(
+        collection.source,
+        model_name,
+        ids,
+        [str(p.get("title") or "") for p in records],
+        query_rows,
+        indices,
+        scores,
+        links,
+        skipped,
+    )
 
 
 def _encoder(model, *, backend: str, precision: str, **options) -> Encoder:
     if isinstance(model, Encoder):
-        if any(value not in (None, False) for value in options.values()) or (backend, precision) != ("pytorch", "fp32"):
-            raise ValueError("an encoder holds its own device, max_length, pooling, backend and precision; set them when creating it")
+        if any(value not in (None, False) for value in options.values()) or (backend, precision) != (
+            "pytorch",
+            "fp32",
+        ):
+            raise ValueError(
+                "an encoder holds its own device, max_length, pooling, backend and precision; set them when creating it"
+            )
         return model
     from ..encoders import load_encoder
 
     return load_encoder(model, backend=backend, precision=precision, **options)
 
 
-def _check_query_ids(wanted: list[str], position: Mapping[str, int], collection: Collection, reason: str | None = None) -> None:
+def _check_query_ids(
+    wanted: list[str], position: Mapping[str, int], collection: Collection, reason: str | None = None
+) -> None:
     unknown = [q for q in wanted if q not in position]
     if not unknown:
         return
     skipped = {p.paper_id for p in collection.skipped if p.paper_id is not None}
     among_skipped = [q for q in unknown if q in skipped]
     why = reason or f"not among the {len(position)} papers of {collection.source}"
-    note = f" ({len(among_skipped)} of them skipped as invalid records: {_named(among_skipped)})" if among_skipped else ""
+    note = (
+        f" ({len(among_skipped)} of them skipped as invalid records: {_named(among_skipped)})" if among_skipped else ""
+    )
     raise UnknownQueryError(f"{len(unknown)} query id(s) {why}: {_named(unknown)}{note}", unknown)
 
 
@@ -409,10 +480,16 @@ def _named(ids: Sequence[str]) -> str:
     return shown + (f" and {len(ids) - _SHOWN_IDS} more" if len(ids) > _SHOWN_IDS else "")
 
 
-def _link_sets(collection_links: set[tuple[str, str]] | None, citations, position: Mapping[str, int]) -> list[set[int]] | None:
+def _link_sets(
+    collection_links: set[tuple[str, str]] | None, citations, position: Mapping[str, int]
+) -> list[set[int]] | None:
     pairs: set[tuple[str, str]] | None = None if collection_links is None else set(collection_links)
     if citations is not None:
-        given = read_citation_pairs(citations) if isinstance(citations, (str, os.PathLike)) else {(str(a), str(b)) for a, b in citations}
+        given = (
+            read_citation_pairs(citations)
+            if isinstance(citations, (str, os.PathLike))
+            else {(str(a), str(b)) for a, b in citations}
+        )
         pairs = given if pairs is None else pairs | given
     if pairs is None:
         return None
@@ -425,5 +502,8 @@ def _link_sets(collection_links: set[tuple[str, str]] | None, citations, positio
         else:
             outside += 1
     if outside:
-        logger.info("%d citation pair(s) not between two searched papers (or self-citations) left out of the link counts", outside)
+        logger.info(
+            "%d citation pair(s) not between two searched papers (or self-citations) left out of the link counts",
+            outside,
+        )
     return links

@@ -71,7 +71,9 @@ def cosine_similarities(a_vectors: np.ndarray, b_vectors: np.ndarray) -> np.ndar
     for name, norms in (("a_vectors", norms_a), ("b_vectors", norms_b)):
         zero = np.flatnonzero(norms == 0)
         if zero.size:
-            raise ValueError(f"{name} row {zero[0]} is a zero vector: its cosine similarity is undefined ({zero.size} such row(s))")
+            raise ValueError(
+                f"{name} row {zero[0]} is a zero vector: its cosine similarity is undefined ({zero.size} such row(s))"
+            )
     return np.clip(np.einsum("ij,ij->i", a, b) / (norms_a * norms_b), -1.0, 1.0)
 
 
@@ -199,7 +201,9 @@ def evaluate_pairs(
 def _check_labels(labels: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     y = np.asarray(labels)
     if y.shape != shape or len(shape) != 1:
-        raise ValueError(f"labels must be a 1-D array matching the {shape[0] if shape else 0} pair(s), got shape {y.shape}")
+        raise ValueError(
+            f"labels must be a 1-D array matching the {shape[0] if shape else 0} pair(s), got shape {y.shape}"
+        )
     if y.size == 0:
         raise ValueError("no pairs to evaluate")
     if y.dtype.kind not in "biuf":

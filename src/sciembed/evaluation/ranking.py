@@ -207,7 +207,9 @@ def ranking_metrics(
         )
     absent = [measure for measure, key in keys.items() if key not in next(iter(results.values()))]
     if absent:
-        raise ValueError(f"pytrec_eval gave no value for {absent} when asked for {measures} together; ask for them separately")
+        raise ValueError(
+            f"pytrec_eval gave no value for {absent} when asked for {measures} together; ask for them separately"
+        )
     mean = {}
     for measure, key in keys.items():
         value = pytrec_eval.compute_aggregated_measure(key, [values[key] for values in results.values()])
@@ -301,13 +303,22 @@ def search_run(
             scored.run = {query: _best(scores, top_k) for query, scores in scored.run.items()}
         return scored
     if similarity not in FULL_CORPUS_SIMILARITIES:
-        raise ValueError(f"similarity {similarity!r} is not available over the whole corpus; use one of {FULL_CORPUS_SIMILARITIES}")
+        raise ValueError(
+            f"similarity {similarity!r} is not available over the whole corpus; use one of {FULL_CORPUS_SIMILARITIES}"
+        )
     if query_chunk_size < 1 or corpus_chunk_size < 1:
-        raise ValueError(f"chunk sizes must be positive, got {query_chunk_size} queries and {corpus_chunk_size} papers")
+        raise ValueError(
+            f"chunk sizes must be positive, got {query_chunk_size} queries and {corpus_chunk_size} papers"
+        )
     return ScoredRun(
         _full_corpus_run(
-            query_vectors, candidate_vectors, similarity, BEIR_TOP_K if top_k is None else top_k,
-            exclude_identical_ids, query_chunk_size, corpus_chunk_size,
+            query_vectors,
+            candidate_vectors,
+            similarity,
+            BEIR_TOP_K if top_k is None else top_k,
+            exclude_identical_ids,
+            query_chunk_size,
+            corpus_chunk_size,
         )
     )
 
@@ -376,7 +387,9 @@ def reviewer_run(
         rows = [paper_rows for paper_rows in rows if paper_rows]
         query_vector = _as_vector(query, paper_vectors[query], ndim=1)
         if query_vector.shape[0] != unit_papers.shape[1]:
-            raise ValueError(f"paper {query!r} has dimension {query_vector.shape[0]}, reviewer papers {unit_papers.shape[1]}")
+            raise ValueError(
+                f"paper {query!r} has dimension {query_vector.shape[0]}, reviewer papers {unit_papers.shape[1]}"
+            )
         cosines = unit_papers @ unit_rows(query_vector[None, :])[0]
         run[query] = dict(zip(scored, _top_mean(cosines, rows, top_k).tolist()))
     return ScoredRun(run, skipped_queries, skipped_candidates, unknown, missing)
@@ -418,12 +431,16 @@ def reviewer_matching_metrics(
     scored = reviewer_run(paper_vectors, reviewer_papers, hard_qrels, vectors, top_k=top_k, skip_missing=skip_missing)
     hard = ranking_metrics(hard_qrels, scored.run, REVIEWER_MEASURES)
     soft = ranking_metrics(soft_qrels, scored.run, REVIEWER_MEASURES)
-    metrics = {f"{split}_{measure}": result.mean[measure] for split, result in (("hard", hard), ("soft", soft)) for measure in REVIEWER_MEASURES}
+    metrics = {
+        f"{split}_{measure}": result.mean[measure]
+        for split, result in (("hard", hard), ("soft", soft))
+        for measure in REVIEWER_MEASURES
+    }
     metrics["average"] = sum(metrics.values()) / len(metrics)
     return ReviewerMatchingResult(metrics, hard, soft, scored)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _measure_key(measure: str) -> str:
     """The key under which pytrec_eval reports ``measure``, found by evaluating a one-document run."""
     try:
@@ -442,7 +459,9 @@ def _checked_qrels(qrels: Mapping[str, Mapping[str, int]]) -> Qrels:
         row = clean[str(query)] = {}
         for candidate, relevance in judged.items():
             if isinstance(relevance, bool) or not isinstance(relevance, Integral):
-                raise ValueError(f"qrels: query {query!r}, candidate {candidate!r}: relevance must be an integer, got {relevance!r}")
+                raise ValueError(
+                    f"qrels: query {query!r}, candidate {candidate!r}: relevance must be an integer, got {relevance!r}"
+                )
             row[str(candidate)] = int(relevance)
     return clean
 
@@ -453,7 +472,9 @@ def _checked_run(run: Mapping[str, Mapping[str, float]]) -> Run:
         row = clean[str(query)] = {}
         for candidate, score in scores.items():
             if isinstance(score, bool) or not isinstance(score, Real) or math.isnan(score):
-                raise ValueError(f"run: query {query!r}, candidate {candidate!r}: score must be a number, got {score!r}")
+                raise ValueError(
+                    f"run: query {query!r}, candidate {candidate!r}: score must be a number, got {score!r}"
+                )
             row[str(candidate)] = float(score)
     return clean
 
@@ -488,7 +509,10 @@ def _judged_run(
             skipped_queries += 1
             continue
         scores = _similarities(
-            similarity, query, _as_vector(query, query_vectors[query], ndim), _stack(candidates, candidate_vectors, ndim)
+            similarity,
+            query,
+            _as_vector(query, query_vectors[query], ndim),
+            _stack(candidates, candidate_vectors, ndim),
         )
         if score_decimals is not None:
             scores = np.round(scores, score_decimals)
@@ -510,14 +534,18 @@ def _stack(ids: Sequence[str], vectors: Vectors, ndim: int, dtype: type = np.flo
     first = _as_vector(ids[0], arrays[0], ndim)
     for paper, array in zip(ids, arrays):
         if np.shape(array) != first.shape:
-            raise ValueError(f"paper {paper!r} has a vector of shape {np.shape(array)}, paper {ids[0]!r} one of shape {first.shape}")
+            raise ValueError(
+                f"paper {paper!r} has a vector of shape {np.shape(array)}, paper {ids[0]!r} one of shape {first.shape}"
+            )
     return np.stack(arrays, dtype=dtype)
 
 
 def _similarities(similarity: str, query: str, query_vector: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """Scores of ``candidates`` (n, d) or (n, K, d) for one query, higher = closer, in float64."""
     if candidates.shape[-1] != query_vector.shape[-1]:
-        raise ValueError(f"query {query!r} has dimension {query_vector.shape[-1]}, its candidates {candidates.shape[-1]}")
+        raise ValueError(
+            f"query {query!r} has dimension {query_vector.shape[-1]}, its candidates {candidates.shape[-1]}"
+        )
     if similarity == "l2":
         return -np.sqrt(_squared_norms(candidates - query_vector))
     if similarity == "cosine":
@@ -538,8 +566,8 @@ def _min_facet_squared_distances(query_facets: np.ndarray, candidates: np.ndarra
     block = max(1, _FACET_BLOCK_BYTES // (8 * facets * query_facets.shape[0] * dim))
     out = np.empty(count)
     for start in range(0, count, block):
-        differences = candidates[start:start + block, :, None, :] - query_facets[None, None, :, :]
-        out[start:start + block] = _squared_norms(differences).min(axis=(1, 2))
+        differences = candidates[start : start + block, :, None, :] - query_facets[None, None, :, :]
+        out[start : start + block] = _squared_norms(differences).min(axis=(1, 2))
     return out
 
 
@@ -547,7 +575,9 @@ def _top_mean(similarities: np.ndarray, rows: list[list[int]], top_k: int) -> np
     """Per group of ``rows`` of ``similarities``: the mean of its ``top_k`` largest values."""
     lengths = np.array([len(r) for r in rows])
     padded = np.full((len(rows), lengths.max()), -np.inf)
-    padded[np.repeat(np.arange(len(rows)), lengths), np.concatenate([np.arange(n) for n in lengths])] = similarities[np.concatenate(rows)]
+    padded[np.repeat(np.arange(len(rows)), lengths), np.concatenate([np.arange(n) for n in lengths])] = similarities[
+        np.concatenate(rows)
+    ]
     best = np.sort(padded, axis=1)[:, ::-1][:, :top_k]
     taken = np.minimum(lengths, top_k)
     return np.where(np.isfinite(best), best, 0.0).sum(axis=1) / taken
@@ -582,13 +612,19 @@ def _full_corpus_run(
     if not query_ids or not corpus_ids:
         raise ValueError(f"nothing to search: {len(query_ids)} queries, {len(corpus_ids)} papers")
     queries = _stack(query_ids, query_vectors, ndim=1)
-    storage = np.float32 if all(np.asarray(candidate_vectors[c]).dtype == np.float32 for c in corpus_ids) else np.float64
+    storage = (
+        np.float32 if all(np.asarray(candidate_vectors[c]).dtype == np.float32 for c in corpus_ids) else np.float64
+    )
     corpus = _stack(corpus_ids, candidate_vectors, ndim=1, dtype=storage)
     if queries.shape[1] != corpus.shape[1]:
         raise ValueError(f"queries have dimension {queries.shape[1]}, papers {corpus.shape[1]}")
     dim = corpus.shape[1]
-    norms = np.concatenate([np.linalg.norm(corpus[i : i + corpus_chunk_size].astype(np.float64), axis=1)
-                            for i in range(0, len(corpus), corpus_chunk_size)])
+    norms = np.concatenate(
+        [
+            np.linalg.norm(corpus[i : i + corpus_chunk_size].astype(np.float64), axis=1)
+            for i in range(0, len(corpus), corpus_chunk_size)
+        ]
+    )
     if similarity == "cosine":
         unit_rows(queries, out=queries)
         # 1 / |c| per paper: float32 scores are divided by it, float64 ones use the float64 unit row.
@@ -607,24 +643,26 @@ def _full_corpus_run(
 
     run: Run = {}
     for q_start in range(0, len(query_ids), query_chunk_size):
-        chunk_ids = query_ids[q_start:q_start + query_chunk_size]
+        chunk_ids = query_ids[q_start : q_start + query_chunk_size]
         own = {row: position[q] for row, q in enumerate(chunk_ids) if q in position}
         best: list[tuple[np.ndarray, np.ndarray]] = [(np.empty(0), np.empty(0, dtype=np.int64)) for _ in chunk_ids]
         for c_start in range(0, len(corpus_ids), corpus_chunk_size):
-            chunk = corpus[c_start:c_start + corpus_chunk_size]
-            rough = queries32[q_start:q_start + query_chunk_size] @ chunk.astype(np.float32, copy=False).T
+            chunk = corpus[c_start : c_start + corpus_chunk_size]
+            rough = queries32[q_start : q_start + query_chunk_size] @ chunk.astype(np.float32, copy=False).T
             if column_scale is not None:
-                rough *= column_scale[c_start:c_start + len(chunk)]
+                rough *= column_scale[c_start : c_start + len(chunk)]
             for row, index in own.items():
                 if c_start <= index < c_start + len(chunk):
                     rough[row, index - c_start] = -np.inf  # before the cut: the query's own paper takes no place
-            threshold = _kth_largest(rough, keep) - 2.0 * error[q_start:q_start + query_chunk_size]
+            threshold = _kth_largest(rough, keep) - 2.0 * error[q_start : q_start + query_chunk_size]
             for row in range(len(chunk_ids)):
                 columns = np.flatnonzero(~(rough[row] < threshold[row]))  # NaN scores are kept: BEIR scores them -1
                 if row in own:
                     columns = columns[columns != own[row] - c_start]
                 index = columns + c_start
-                exact = _exact_scores(queries[q_start + row], corpus[index], norms[index] if column_scale is not None else None)
+                exact = _exact_scores(
+                    queries[q_start + row], corpus[index], norms[index] if column_scale is not None else None
+                )
                 scores, kept = np.concatenate([best[row][0], exact]), np.concatenate([best[row][1], index])
                 order = np.lexsort((id_rank[kept], scores))[::-1][:keep]
                 best[row] = (scores[order], kept[order])

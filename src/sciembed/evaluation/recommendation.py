@@ -138,7 +138,9 @@ def click_metrics(
     """
     n = len(clicked_scores)
     if not (n == len(other_scores) == len(clicked_positions)):
-        raise ValueError(f"got {n} clicked scores, {len(other_scores)} lists of other scores and {len(clicked_positions)} positions")
+        raise ValueError(
+            f"got {n} clicked scores, {len(other_scores)} lists of other scores and {len(clicked_positions)} positions"
+        )
     if n == 0:
         raise ValueError("no clicks to evaluate")
     propensities = normalised_propensities(propensity_scores)
@@ -147,7 +149,9 @@ def click_metrics(
     weights = np.empty(n)
     for index, (clicked, others, position) in enumerate(zip(clicked_scores, other_scores, clicked_positions)):
         if not 1 <= position <= len(propensities):
-            raise ValueError(f"click {index}: position {position} is outside the {len(propensities)} propensity position(s)")
+            raise ValueError(
+                f"click {index}: position {position} is outside the {len(propensities)} propensity position(s)"
+            )
         above = ranked_above(clicked, others)
         ndcg[index] = click_ndcg(above)
         precision[index] = click_precision_at_1(above)
@@ -205,11 +209,15 @@ def pair_features(
         return features
     queries = torch.from_numpy(matrix[[row[q] for q, _ in unique]])
     candidates = torch.from_numpy(matrix[[row[c] for _, c in unique]])
-    features[:, FEATURE_NAMES.index("embedding_cosine")] = torch.nn.functional.cosine_similarity(queries, candidates, dim=1).numpy()
+    features[:, FEATURE_NAMES.index("embedding_cosine")] = torch.nn.functional.cosine_similarity(
+        queries, candidates, dim=1
+    ).numpy()
     metadata = {paper: _Metadata.of(paper, papers[paper]) for paper in ids if paper in papers}
     for index, (query, candidate) in enumerate(unique):
         if query in metadata or candidate in metadata:
-            features[index] = _metadata_features(metadata.get(query), metadata.get(candidate), query, candidate, features[index])
+            features[index] = _metadata_features(
+                metadata.get(query), metadata.get(candidate), query, candidate, features[index]
+            )
     return features[[slot[pair] for pair in pairs]]
 
 
@@ -275,7 +283,9 @@ def train_ranker(
     loss_scale = float(normalised_propensities(propensity_scores)[-1])
 
     def batch_loss(model: ClickRanker, clicked: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
-        losses = nn.functional.margin_ranking_loss(model(clicked), model(other), torch.ones(len(clicked)), margin=margin, reduction="none")
+        losses = nn.functional.margin_ranking_loss(
+            model(clicked), model(other), torch.ones(len(clicked)), margin=margin, reduction="none"
+        )
         return (losses / loss_scale).mean()
 
     threads = torch.get_num_threads()
@@ -287,7 +297,9 @@ def train_ranker(
             model, (epochs_run, best_epoch, best_loss) = _fit(train, val, batch_loss, epochs, patience, batch_size)
     finally:
         torch.set_num_threads(threads)
-    return model, TrainingSummary(epochs_run, best_epoch, best_loss, len(train[0]), len(val[0]) if val is not None else 0)
+    return model, TrainingSummary(
+        epochs_run, best_epoch, best_loss, len(train[0]), len(val[0]) if val is not None else 0
+    )
 
 
 def score_clicks(
@@ -359,12 +371,22 @@ def evaluate_recommendations(
         if not data.clicks.get(needed):
             raise ValueError(f"{data.path}: the recommendation task needs {needed!r} clicks; found none")
     model, summary = train_ranker(
-        data.clicks["train"], data.clicks["val"] if split == "test" else None, vectors, data.papers, data.propensity_scores,
-        seed=seed, epochs=epochs, patience=patience, batch_size=batch_size, max_negatives=max_negatives,
+        data.clicks["train"],
+        data.clicks["val"] if split == "test" else None,
+        vectors,
+        data.papers,
+        data.propensity_scores,
+        seed=seed,
+        epochs=epochs,
+        patience=patience,
+        batch_size=batch_size,
+        max_negatives=max_negatives,
     )
     clicks = data.clicks[split]
     clicked_scores, other_scores = score_clicks(model, clicks, vectors, data.papers)
-    metrics = click_metrics(clicked_scores, other_scores, [click.clicked_position for click in clicks], data.propensity_scores)
+    metrics = click_metrics(
+        clicked_scores, other_scores, [click.clicked_position for click in clicks], data.propensity_scores
+    )
     return {
         **metrics,
         "num_query_papers": len({click.query_id for click in clicks}),
@@ -418,14 +440,18 @@ class RecommendationTask(Task):
             raise ValueError(f"split must be 'test' or 'val', got {split!r}")
         data = read_scidocs_recomm(folder, skip_invalid=skip_invalid)
         needed = {"train", "val", split}
-        absent = [f for f in data.missing if f.removeprefix("recomm/").removesuffix(".csv") in needed or f.endswith(".json")]
+        absent = [
+            f for f in data.missing if f.removeprefix("recomm/").removesuffix(".csv") in needed or f.endswith(".json")
+        ]
         if absent:
             raise ValueError(f"{folder}: the recommendation task needs {', '.join(absent)}")
         used = {p for s in needed for c in data.clicks[s] for p in (c.query_id, *c.shown_ids)}
         documents = {paper: data.papers[paper] for paper in sorted(used)}
         return cls(benchmark, name, documents, data=data, split=split, seed=seed, task_id=task_id)
 
-    def evaluate(self, documents: Mapping[str, np.ndarray], queries: Mapping[str, np.ndarray], *, n_jobs: int = -1) -> TaskResult:
+    def evaluate(
+        self, documents: Mapping[str, np.ndarray], queries: Mapping[str, np.ndarray], *, n_jobs: int = -1
+    ) -> TaskResult:
         """Train the ranker on the papers' vectors and score the clicks (``queries`` and ``n_jobs`` unused)."""
         scores = evaluate_recommendations(self.data, documents, seed=self.seed, split=self.split)
         unknown = sum(counter["unknown_papers"] for counter in self.data.stats.values())
@@ -433,7 +459,8 @@ class RecommendationTask(Task):
             {"ndcg": scores["ndcg"], "P@1": scores["P@1"]},
             counts={k: v for k, v in scores.items() if k.startswith("num_")},
             skipped={"clicks_naming_unknown_papers": unknown} if unknown else {},
-            details={k: v for k, v in scores.items() if k not in ("ndcg", "P@1") and not k.startswith("num_")} | {"seed": self.seed},
+            details={k: v for k, v in scores.items() if k not in ("ndcg", "P@1") and not k.startswith("num_")}
+            | {"seed": self.seed},
         )
 
 
@@ -463,7 +490,14 @@ def _fit(
             continue
         with torch.no_grad():
             # AllenNLP's validation loss: the mean of the per-batch mean losses, batches in order.
-            val_loss = float(np.mean([batch_loss(model, c, o).item() for c, o in zip(val[0].split(batch_size), val[1].split(batch_size))]))
+            val_loss = float(
+                np.mean(
+                    [
+                        batch_loss(model, c, o).item()
+                        for c, o in zip(val[0].split(batch_size), val[1].split(batch_size))
+                    ]
+                )
+            )
         if val_loss < best_loss:
             best_loss, best_epoch = val_loss, epoch
             best_state = {key: value.clone() for key, value in model.state_dict().items()}
@@ -528,15 +562,20 @@ class _Metadata:
                     raise TypeError
                 lists[name] = frozenset(value)
             except TypeError:
-                raise ValueError(f"paper {paper_id!r}: {name} must be a list of ids or names, got {str(value)[:60]!r}") from None
+                raise ValueError(
+                    f"paper {paper_id!r}: {name} must be a list of ids or names, got {str(value)[:60]!r}"
+                ) from None
         title = record.get("title")
         try:
             year = float(record.get("year")) if record.get("year") is not None else None
         except (TypeError, ValueError):
             year = None
         return cls(
-            lists["authors"], lists["references"], lists["cited_by"],
-            frozenset(_TOKEN.findall(title)) if isinstance(title, str) else frozenset(), year,
+            lists["authors"],
+            lists["references"],
+            lists["cited_by"],
+            frozenset(_TOKEN.findall(title)) if isinstance(title, str) else frozenset(),
+            year,
         )
 
 
@@ -547,7 +586,10 @@ def _jaccard(a: frozenset, b: frozenset) -> float:
 
 def _cites(source_id: str, source: _Metadata | None, candidate_id: str, candidate: _Metadata | None) -> float:
     # SciDocs' candidate_cites_source: either the source's cited_by or the candidate's references say so.
-    return float((source is not None and candidate_id in source.cited_by) or (candidate is not None and source_id in candidate.references))
+    return float(
+        (source is not None and candidate_id in source.cited_by)
+        or (candidate is not None and source_id in candidate.references)
+    )
 
 
 def _metadata_features(

@@ -57,9 +57,19 @@ class EvaluationReport:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: one row per task and metric, plus averages and the run's settings."""
         rows = [
-            {"benchmark": r.benchmark, "task": r.task, "task_id": r.task_id, "kind": r.kind, "group": r.group, "metric": metric,
-             "value": value, "counts": r.counts, "skipped": r.skipped}
-            for r in self.results for metric, value in r.metrics.items()
+            {
+                "benchmark": r.benchmark,
+                "task": r.task,
+                "task_id": r.task_id,
+                "kind": r.kind,
+                "group": r.group,
+                "metric": metric,
+                "value": value,
+                "counts": r.counts,
+                "skipped": r.skipped,
+            }
+            for r in self.results
+            for metric, value in r.metrics.items()
         ]
         return {
             "benchmark": self.benchmark,
@@ -146,30 +156,70 @@ def evaluate(
             reads and checks its input before it loads the model); read here when ``None``.
     """
     if suite is None:
-        suite = load_tasks(benchmark, data, tasks=tasks, split=split, skip_invalid=skip_invalid, test_data=test_data, few_shot=few_shot,
-                           proximity_similarity=proximity_similarity, seed=seed, papers=papers, queries=queries, test_size=test_size,
-                           candidates=candidates, id_field=id_field, smart_links=smart_links)
+        suite = load_tasks(
+            benchmark,
+            data,
+            tasks=tasks,
+            split=split,
+            skip_invalid=skip_invalid,
+            test_data=test_data,
+            few_shot=few_shot,
+            proximity_similarity=proximity_similarity,
+            seed=seed,
+            papers=papers,
+            queries=queries,
+            test_size=test_size,
+            candidates=candidates,
+            id_field=id_field,
+            smart_links=smart_links,
+        )
     if isinstance(model, Encoder):
         if pooling is not None or max_length is not None or device is not None or domain is not None:
-            raise ValueError("an encoder holds its own pooling, max_length, device and domain; set them when creating it")
+            raise ValueError(
+                "an encoder holds its own pooling, max_length, device and domain; set them when creating it"
+            )
         encoder = model
     else:
         from ..encoders import load_encoder
 
-        encoder = load_encoder(model, pooling=pooling, max_length=max_length, device=device, trust_remote_code=trust_remote_code,
-                                               domain=domain)
+        encoder = load_encoder(
+            model,
+            pooling=pooling,
+            max_length=max_length,
+            device=device,
+            trust_remote_code=trust_remote_code,
+            domain=domain,
+        )
     folder = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
-    settings = {"split": split, "pooling": encoder.pooling, "max_length": encoder.max_length,
-                "batch_size": encoder.default_batch_size if batch_size is None else batch_size,
-                "backend": encoder.backend, "precision": encoder.precision,
-                "proximity_similarity": proximity_similarity, "few_shot": few_shot, "seed": seed, "skip_invalid": skip_invalid,
-                "tasks": tasks}
+    settings = {
+        "split": split,
+        "pooling": encoder.pooling,
+        "max_length": encoder.max_length,
+        "batch_size": encoder.default_batch_size if batch_size is None else batch_size,
+        "backend": encoder.backend,
+        "precision": encoder.precision,
+        "proximity_similarity": proximity_similarity,
+        "few_shot": few_shot,
+        "seed": seed,
+        "skip_invalid": skip_invalid,
+        "tasks": tasks,
+    }
     if suite.benchmark in ("classification", "retrieval"):
         settings["papers"] = str(papers)
-        settings.update({"test_size": test_size} if suite.benchmark == "classification" else
-                        {"queries": None if queries is None else str(queries), "candidates": candidates})
-    return evaluate_suite(encoder, suite, cache_dir=folder, batch_size=batch_size, n_jobs=n_jobs,
-                          show_progress_bar=show_progress_bar, settings=settings)
+        settings.update(
+            {"test_size": test_size}
+            if suite.benchmark == "classification"
+            else {"queries": None if queries is None else str(queries), "candidates": candidates}
+        )
+    return evaluate_suite(
+        encoder,
+        suite,
+        cache_dir=folder,
+        batch_size=batch_size,
+        n_jobs=n_jobs,
+        show_progress_bar=show_progress_bar,
+        settings=settings,
+    )
 
 
 def evaluate_suite(
@@ -186,7 +236,9 @@ def evaluate_suite(
     code, as evaluation during training does) with a ready ``encoder``; vectors are cached under
     ``cache_dir`` when given."""
     started = time.perf_counter()
-    vectors, caches = _embed_tasks(suite, encoder, cache_dir, batch_size=batch_size, show_progress_bar=show_progress_bar)
+    vectors, caches = _embed_tasks(
+        suite, encoder, cache_dir, batch_size=batch_size, show_progress_bar=show_progress_bar
+    )
     embedded = time.perf_counter() - started
 
     results: list[TaskResult] = []
@@ -207,8 +259,12 @@ def evaluate_suite(
         missing=suite.missing,
         skipped_records=[str(problem) for problem in suite.skipped],
         settings=dict(settings or {}),
-        embedding={"texts_encoded": sum(c.encoded for c in caches), "cache_hits": sum(c.hits for c in caches),
-                   "seconds": round(embedded, 2), "cache": str(cache_dir) if cache_dir else None},
+        embedding={
+            "texts_encoded": sum(c.encoded for c in caches),
+            "cache_hits": sum(c.hits for c in caches),
+            "seconds": round(embedded, 2),
+            "cache": str(cache_dir) if cache_dir else None,
+        },
     )
 
 
@@ -222,14 +278,27 @@ def _embed_tasks(suite: TaskSuite, encoder: Encoder, folder: Path | None, *, bat
     domains = getattr(encoder, "domains", ())
 
     def cache_for(task_format: str, facets: bool, domain: str | None) -> EmbeddingCache:
-        key = (task_format if task_format in encoder.task_formats else None, facets, domain if domain in domains else None)
+        key = (
+            task_format if task_format in encoder.task_formats else None,
+            facets,
+            domain if domain in domains else None,
+        )
         if key not in caches:
             chosen = encoder.with_format(key[0]) if key[0] else encoder
             chosen = chosen.with_domain(key[2]) if key[2] else chosen
             if facets:
-                chosen = PaperEncoder(chosen.transformer, chosen.tokenizer, max_length=chosen.max_length, device=chosen.device,
-                                      facets=True, task_format=chosen.forward_options.get("task_format"), backend=chosen.backend,
-                                      precision=chosen.precision, onnx_cache=chosen.onnx_cache, domain=chosen.forward_options.get("domain"))
+                chosen = PaperEncoder(
+                    chosen.transformer,
+                    chosen.tokenizer,
+                    max_length=chosen.max_length,
+                    device=chosen.device,
+                    facets=True,
+                    task_format=chosen.forward_options.get("task_format"),
+                    backend=chosen.backend,
+                    precision=chosen.precision,
+                    onnx_cache=chosen.onnx_cache,
+                    domain=chosen.forward_options.get("domain"),
+                )
             caches[key] = EmbeddingCache(chosen, folder)
         return caches[key]
 
@@ -247,7 +316,9 @@ def _embed_tasks(suite: TaskSuite, encoder: Encoder, folder: Path | None, *, bat
     # One pass per encoder over the unique texts of all tasks, so shared papers embed once.
     for key, cache in caches.items():
         texts = list(dict.fromkeys(t for _, _, c, _, ts in plans if c is cache for t in ts))
-        label = f"Encoding ({key[0] or 'papers'}{', facets' if key[1] else ''}{f', domain {key[2]}' if key[2] else ''})"
+        label = (
+            f"Encoding ({key[0] or 'papers'}{', facets' if key[1] else ''}{f', domain {key[2]}' if key[2] else ''})"
+        )
         cache.add(texts, batch_size=batch_size, show_progress_bar=show_progress_bar, desc=label)
 
     vectors: dict[int, tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]]] = {}

@@ -75,7 +75,10 @@ logger = logging.getLogger(__name__)
 RANDOM_STATE = 42
 
 _CLASSIFICATION_SCORES: dict[str, Callable[..., float]] = {
-    "f1": f1_score, "precision": precision_score, "recall": recall_score, "accuracy": accuracy_score,
+    "f1": f1_score,
+    "precision": precision_score,
+    "recall": recall_score,
+    "accuracy": accuracy_score,
 }
 _AVERAGES = ("binary", "micro", "macro", "weighted", "samples")
 # Values that are not on a 0-1 scale keep their own unit, as in SciRepEval's calc_metrics.
@@ -154,7 +157,11 @@ SCIDOCS_CLASSIFICATION = SupervisedProtocol(c_grid=_logspace(-4, 2, 7), metrics=
 SCIREPEVAL_CLASSIFICATION = SupervisedProtocol(c_grid=_logspace(-2, 2, 5), metrics=("f1_macro",))
 #: SciRepEval multi-label classification (Fields of study): one-vs-rest, hinge loss, 10,000 iterations.
 SCIREPEVAL_MULTILABEL = SupervisedProtocol(
-    c_grid=_logspace(-2, 2, 5), metrics=("f1_macro",), multilabel=True, loss="hinge", max_iter=10000,
+    c_grid=_logspace(-2, 2, 5),
+    metrics=("f1_macro",),
+    multilabel=True,
+    loss="hinge",
+    max_iter=10000,
 )
 #: SciRepEval regression (citation count, publication year, peer-review score, h-index, tweets).
 SCIREPEVAL_REGRESSION = SupervisedProtocol(c_grid=_logspace(-4, 2, 7), metrics=REGRESSION_METRICS)
@@ -190,7 +197,11 @@ def multi_hot(labels: Any, num_labels: int | None = None) -> tuple[np.ndarray, i
     if not rows:
         raise ValueError("no label rows")
     width = len(rows[0])
-    if width and all(len(row) == width and set(row) <= {0, 1} for row in rows) and (num_labels is None or num_labels <= width):
+    if (
+        width
+        and all(len(row) == width and set(row) <= {0, 1} for row in rows)
+        and (num_labels is None or num_labels <= width)
+    ):
         if any(len(set(row)) < width for row in rows):
             return _checked_multi_hot(np.array(rows, dtype=np.int64), num_labels)
         raise ValueError(
@@ -221,7 +232,9 @@ def _checked_multi_hot(matrix: np.ndarray, num_labels: int | None) -> tuple[np.n
     bad = ~np.isin(matrix, (0, 1))
     if bad.any():
         row = int(np.argmax(bad.any(axis=1)))
-        raise ValueError(f"multi-hot row {row} holds {matrix[row][bad[row]][0].item()!r}; multi-hot values must be 0 or 1")
+        raise ValueError(
+            f"multi-hot row {row} holds {matrix[row][bad[row]][0].item()!r}; multi-hot values must be 0 or 1"
+        )
     return matrix.astype(np.int64), matrix.shape[1]
 
 
@@ -267,7 +280,9 @@ def _check_features(x_train: Any, x_test: Any) -> tuple[np.ndarray, np.ndarray]:
         if x.ndim != 2 or len(x) == 0:
             raise ValueError(f"{name} must be a non-empty (n, dim) array, got shape {x.shape}")
     if x_train.shape[1] != x_test.shape[1]:
-        raise ValueError(f"x_train has {x_train.shape[1]} columns and x_test {x_test.shape[1]}; embeddings must share one dimension")
+        raise ValueError(
+            f"x_train has {x_train.shape[1]} columns and x_test {x_test.shape[1]}; embeddings must share one dimension"
+        )
     return x_train, x_test
 
 
@@ -276,7 +291,9 @@ def _check_rows(x: np.ndarray, y: np.ndarray, name: str) -> None:
         raise ValueError(f"y_{name} has {len(y)} rows and x_{name} {len(x)}; they must be row-aligned")
 
 
-def _labels(x_train: np.ndarray, y_train: Any, x_test: np.ndarray, y_test: Any, multilabel: bool) -> tuple[np.ndarray, np.ndarray, int]:
+def _labels(
+    x_train: np.ndarray, y_train: Any, x_test: np.ndarray, y_test: Any, multilabel: bool
+) -> tuple[np.ndarray, np.ndarray, int]:
     if multilabel:
         y_train, y_test, num_labels = _multi_hot_pair(y_train, y_test)
         _check_rows(x_train, y_train, "train")
@@ -285,7 +302,9 @@ def _labels(x_train: np.ndarray, y_train: Any, x_test: np.ndarray, y_test: Any, 
     y_train, y_test = np.asarray(y_train), np.asarray(y_test)
     for name, y in (("y_train", y_train), ("y_test", y_test)):
         if y.ndim != 1:
-            raise ValueError(f"{name} must be one label per row (shape (n,)), got shape {y.shape}; label sets need a multilabel protocol")
+            raise ValueError(
+                f"{name} must be one label per row (shape (n,)), got shape {y.shape}; label sets need a multilabel protocol"
+            )
     _check_rows(x_train, y_train, "train")
     _check_rows(x_test, y_test, "test")
     classes = np.unique(y_train)
@@ -304,13 +323,19 @@ def _grid_search(svm: BaseEstimator, protocol: SupervisedProtocol, n_jobs: int, 
     if not protocol.cv:
         return svm
     return GridSearchCV(
-        svm, param_grid={"C": list(protocol.c_grid)}, cv=protocol.cv, n_jobs=n_jobs,
-        scoring={score: score, "unconverged": _stopped_at_max_iter}, refit=score,
+        svm,
+        param_grid={"C": list(protocol.c_grid)},
+        cv=protocol.cv,
+        n_jobs=n_jobs,
+        scoring={score: score, "unconverged": _stopped_at_max_iter},
+        refit=score,
     )
 
 
 def _classifier(protocol: SupervisedProtocol, n_jobs: int) -> BaseEstimator:
-    svm = LinearSVC(loss=protocol.loss, max_iter=protocol.max_iter, fit_intercept=protocol.fit_intercept, random_state=RANDOM_STATE)
+    svm = LinearSVC(
+        loss=protocol.loss, max_iter=protocol.max_iter, fit_intercept=protocol.fit_intercept, random_state=RANDOM_STATE
+    )
     svm = _grid_search(svm, protocol, n_jobs, "accuracy")
     return OneVsRestClassifier(svm, n_jobs=1) if protocol.multilabel else svm
 
@@ -318,7 +343,10 @@ def _classifier(protocol: SupervisedProtocol, n_jobs: int) -> BaseEstimator:
 def _best_c(model: BaseEstimator) -> float | list[float | None]:
     """The ``C`` each fitted SVM used; per label for one-vs-rest, ``None`` for a label constant in training."""
     if isinstance(model, OneVsRestClassifier):
-        return [_best_c(estimator) if isinstance(estimator, (GridSearchCV, LinearSVC)) else None for estimator in model.estimators_]
+        return [
+            _best_c(estimator) if isinstance(estimator, (GridSearchCV, LinearSVC)) else None
+            for estimator in model.estimators_
+        ]
     if isinstance(model, GridSearchCV):
         return float(model.best_params_["C"])
     return float(model.C)
@@ -327,7 +355,11 @@ def _best_c(model: BaseEstimator) -> float | list[float | None]:
 def _unconverged_fits(model: BaseEstimator) -> int:
     """Fits of a fitted model, grid-search folds included, that stopped at ``max_iter``."""
     if isinstance(model, OneVsRestClassifier):
-        return sum(_unconverged_fits(estimator) for estimator in model.estimators_ if isinstance(estimator, (GridSearchCV, LinearSVC)))
+        return sum(
+            _unconverged_fits(estimator)
+            for estimator in model.estimators_
+            if isinstance(estimator, (GridSearchCV, LinearSVC))
+        )
     if isinstance(model, GridSearchCV):
         # A fold whose fit failed scores NaN (error_score) and is not counted.
         folds = sum(np.nansum(model.cv_results_[f"split{k}_test_unconverged"]) for k in range(model.n_splits_))
@@ -339,7 +371,8 @@ def _log_unconverged(count: int, protocol: SupervisedProtocol) -> None:
     if count:
         logger.warning(
             "%d liblinear fit(s) stopped at max_iter=%d without converging; scores may move with more iterations",
-            count, protocol.max_iter,
+            count,
+            protocol.max_iter,
         )
 
 
@@ -360,7 +393,9 @@ def _score(name: str, y_true: np.ndarray, y_pred: np.ndarray) -> float:
     return float(value if name in _UNSCALED else 100 * value)
 
 
-def macro_f1_resamples(gold: list[Any], predicted: list[Any], weights: np.ndarray, *, num_labels: int | None = None) -> np.ndarray:
+def macro_f1_resamples(
+    gold: list[Any], predicted: list[Any], weights: np.ndarray, *, num_labels: int | None = None
+) -> np.ndarray:
     """Macro-F1 (x 100) of the same test papers resampled: ``weights[b, i]`` is how often paper ``i`` is drawn in
     resample ``b``; as ``sklearn.metrics.f1_score(average="macro")`` scores each resample, vectorised.
 
@@ -390,8 +425,14 @@ def macro_f1_resamples(gold: list[Any], predicted: list[Any], weights: np.ndarra
     return 100 * (f1 * counted).sum(axis=1) / counted.sum(axis=1)
 
 
-def _fit_and_score(protocol: SupervisedProtocol, model: BaseEstimator, x_train: np.ndarray, y_train: np.ndarray,
-                   x_test: np.ndarray, y_test: np.ndarray) -> tuple[dict[str, float], np.ndarray]:
+def _fit_and_score(
+    protocol: SupervisedProtocol,
+    model: BaseEstimator,
+    x_train: np.ndarray,
+    y_train: np.ndarray,
+    x_test: np.ndarray,
+    y_test: np.ndarray,
+) -> tuple[dict[str, float], np.ndarray]:
     """The protocol's metrics of ``model`` fitted on the training rows, and its test predictions."""
     predictions = model.fit(x_train, y_train).predict(x_test)
     return {name: _score(name, y_test, predictions) for name in protocol.metrics}, predictions
@@ -406,9 +447,16 @@ def _check_metrics(protocol: SupervisedProtocol, regression: bool) -> None:
         raise ValueError("a regression protocol cannot be multilabel")
 
 
-def evaluate_classification(x_train: np.ndarray, y_train: Any, x_test: np.ndarray, y_test: Any,
-                            protocol: SupervisedProtocol = SCIREPEVAL_CLASSIFICATION, *, n_jobs: int = -1,
-                            keep_predictions: bool = False) -> dict[str, Any]:
+def evaluate_classification(
+    x_train: np.ndarray,
+    y_train: Any,
+    x_test: np.ndarray,
+    y_test: Any,
+    protocol: SupervisedProtocol = SCIREPEVAL_CLASSIFICATION,
+    *,
+    n_jobs: int = -1,
+    keep_predictions: bool = False,
+) -> dict[str, Any]:
     """Fit a linear SVM on the training embeddings (``C`` by grid search) and score its test predictions.
 
     Args:
@@ -440,13 +488,25 @@ def evaluate_classification(x_train: np.ndarray, y_train: Any, x_test: np.ndarra
     _log_unconverged(unconverged, protocol)
     kept = {"y_test": y_test, "predictions": predictions} if keep_predictions else {}
     return {
-        **scores, "best_C": _best_c(model), "num_train": len(x_train), "num_test": len(x_test),
-        "num_labels": num_labels, "unconverged_fits": unconverged, **kept,
+        **scores,
+        "best_C": _best_c(model),
+        "num_train": len(x_train),
+        "num_test": len(x_test),
+        "num_labels": num_labels,
+        "unconverged_fits": unconverged,
+        **kept,
     }
 
 
-def evaluate_regression(x_train: np.ndarray, y_train: Any, x_test: np.ndarray, y_test: Any,
-                        protocol: SupervisedProtocol = SCIREPEVAL_REGRESSION, *, n_jobs: int = -1) -> dict[str, Any]:
+def evaluate_regression(
+    x_train: np.ndarray,
+    y_train: Any,
+    x_test: np.ndarray,
+    y_test: Any,
+    protocol: SupervisedProtocol = SCIREPEVAL_REGRESSION,
+    *,
+    n_jobs: int = -1,
+) -> dict[str, Any]:
     """Fit ``LinearSVR(fit_intercept=False, random_state=42)`` (``C`` by grid search) and score its test predictions.
 
     Args:
@@ -483,7 +543,13 @@ def evaluate_regression(x_train: np.ndarray, y_train: Any, x_test: np.ndarray, y
     scores, _ = _fit_and_score(protocol, model, x_train, targets[0], x_test, targets[1])
     unconverged = _unconverged_fits(model)
     _log_unconverged(unconverged, protocol)
-    return {**scores, "best_C": _best_c(model), "num_train": len(x_train), "num_test": len(x_test), "unconverged_fits": unconverged}
+    return {
+        **scores,
+        "best_C": _best_c(model),
+        "num_train": len(x_train),
+        "num_test": len(x_test),
+        "unconverged_fits": unconverged,
+    }
 
 
 def few_shot_subsets(y_train: Any, sample_size: int, iterations: int, *, multilabel: bool) -> list[np.ndarray]:
@@ -518,7 +584,9 @@ def few_shot_subsets(y_train: Any, sample_size: int, iterations: int, *, multila
         short = {label: len(rows) for label, rows in enumerate(positives) if len(rows) < sample_size}
         if short:
             listed = ", ".join(f"label {label} ({count})" for label, count in short.items())
-            raise ValueError(f"few-shot sampling needs {sample_size} positive training rows per label; too few for {listed}")
+            raise ValueError(
+                f"few-shot sampling needs {sample_size} positive training rows per label; too few for {listed}"
+            )
         subsets = []
         for k in range(iterations):
             generator = np.random.RandomState(RANDOM_STATE + k)
@@ -530,13 +598,24 @@ def few_shot_subsets(y_train: Any, sample_size: int, iterations: int, *, multila
     y = np.asarray(y_train)
     folds = math.ceil(len(y) / sample_size)
     if folds < 2:
-        raise ValueError(f"single-label few-shot needs more than sample_size={sample_size} training rows to make folds, got {len(y)}")
+        raise ValueError(
+            f"single-label few-shot needs more than sample_size={sample_size} training rows to make folds, got {len(y)}"
+        )
     splitter = StratifiedKFold(n_splits=folds)
     return [part for _, (_, part) in zip(range(iterations), splitter.split(np.zeros((len(y), 1)), y))]
 
 
-def evaluate_few_shot(x_train: np.ndarray, y_train: Any, x_test: np.ndarray, y_test: Any, protocol: SupervisedProtocol,
-                      sample_size: int, iterations: int, *, n_jobs: int = -1) -> dict[str, Any]:
+def evaluate_few_shot(
+    x_train: np.ndarray,
+    y_train: Any,
+    x_test: np.ndarray,
+    y_test: Any,
+    protocol: SupervisedProtocol,
+    sample_size: int,
+    iterations: int,
+    *,
+    n_jobs: int = -1,
+) -> dict[str, Any]:
     """SciRepEval's few-shot classification: fit on small training subsets, average the test scores.
 
     Subsets come from :func:`few_shot_subsets`. Multi-label iterations fit the protocol's one-vs-rest
@@ -572,7 +651,9 @@ def evaluate_few_shot(x_train: np.ndarray, y_train: Any, x_test: np.ndarray, y_t
     for k, rows in enumerate(subsets):
         if not protocol.multilabel and len(np.unique(y_train[rows])) < 2:
             only = y_train[rows][0].item()
-            raise ValueError(f"few-shot iteration {k}: its fold of {len(rows)} training rows holds a single class ({only!r})")
+            raise ValueError(
+                f"few-shot iteration {k}: its fold of {len(rows)} training rows holds a single class ({only!r})"
+            )
         model = _classifier(fitted, n_jobs)
         scores, _ = _fit_and_score(fitted, model, x_train[rows], y_train[rows], x_test, y_test)
         unconverged += _unconverged_fits(model)
@@ -581,6 +662,10 @@ def evaluate_few_shot(x_train: np.ndarray, y_train: Any, x_test: np.ndarray, y_t
     _log_unconverged(unconverged, protocol)
     return {
         **{name: float(np.mean(values)) for name, values in per_iteration.items()},
-        "iterations": len(subsets), "sample_size": sample_size, "num_train": len(x_train), "num_test": len(x_test),
-        "num_labels": num_labels, "unconverged_fits": unconverged,
+        "iterations": len(subsets),
+        "sample_size": sample_size,
+        "num_train": len(x_train),
+        "num_test": len(x_test),
+        "num_labels": num_labels,
+        "unconverged_fits": unconverged,
     }

@@ -26,7 +26,11 @@ SCIREPEVAL_GROUPS = ("in-train", "out-of-train", "scidocs")
 
 def primary_values(result: TaskResult) -> list[float]:
     """The values of the metrics the benchmark's averages take."""
-    return [result.metrics[m] for m in result.primary_metrics] if result.primary_metrics else list(result.metrics.values())
+    return (
+        [result.metrics[m] for m in result.primary_metrics]
+        if result.primary_metrics
+        else list(result.metrics.values())
+    )
 
 
 def task_score(result: TaskResult) -> float:
@@ -64,12 +68,18 @@ def format_table(report: EvaluationReport) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = [f"{report.benchmark} — {report.model}", ""]
     for index, row in enumerate(rows):
-        lines.append("  ".join(cell.ljust(w) if i != 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip())
+        lines.append(
+            "  ".join(
+                cell.ljust(w) if i != 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))
+            ).rstrip()
+        )
         if index == 0:
             lines.append("  ".join("-" * w for w in widths))
     if report.missing:
         lines.append(f"\nnot in {report.source}: {', '.join(report.missing)}")
     skipped = {k: v for r in report.results for k, v in r.skipped.items() if v}
     if report.skipped_records or skipped:
-        lines.append(f"skipped: {len(report.skipped_records)} record(s) while reading{'; ' + str(skipped) if skipped else ''}")
+        lines.append(
+            f"skipped: {len(report.skipped_records)} record(s) while reading{'; ' + str(skipped) if skipped else ''}"
+        )
     return "\n".join(lines)

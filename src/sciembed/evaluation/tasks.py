@@ -84,13 +84,23 @@ class Task:
     def __post_init__(self):
         self.task_id = self.task_id or self.name
 
-    def evaluate(self, documents: Mapping[str, np.ndarray], queries: Mapping[str, np.ndarray], *, n_jobs: int = -1) -> TaskResult:
+    def evaluate(
+        self, documents: Mapping[str, np.ndarray], queries: Mapping[str, np.ndarray], *, n_jobs: int = -1
+    ) -> TaskResult:
         """Score the task on the vectors of its documents (and queries)."""
         raise NotImplementedError
 
     def _result(self, metrics: dict[str, float], **extra: Any) -> TaskResult:
-        return TaskResult(self.benchmark, self.name, self.task_id, self.kind, metrics, group=self.group,
-                          primary_metrics=self.primary_metrics, **extra)
+        return TaskResult(
+            self.benchmark,
+            self.name,
+            self.task_id,
+            self.kind,
+            metrics,
+            group=self.group,
+            primary_metrics=self.primary_metrics,
+            **extra,
+        )
 
 
 @dataclass
@@ -130,15 +140,22 @@ class ProximityTask(Task):
         if self.queries:
             scored = search_run(queries, documents, self.qrels, similarity=self.similarity)
         else:
-            scored = proximity_run(self.qrels, documents, similarity=self.similarity, score_decimals=self.score_decimals)
+            scored = proximity_run(
+                self.qrels, documents, similarity=self.similarity, score_decimals=self.score_decimals
+            )
         scores = ranking_metrics(self.qrels, scored.run, self.measures, relevance_level=self.relevance_level)
-        return self._result(scores.mean, counts={"queries": scores.num_queries, "candidates": scores.num_candidates},
-                            details=self._details(scores.per_query))
+        return self._result(
+            scores.mean,
+            counts={"queries": scores.num_queries, "candidates": scores.num_candidates},
+            details=self._details(scores.per_query),
+        )
 
     def _details(self, per_query: dict[str, dict[str, float]]) -> dict[str, Any]:
         details = {}
         if self.keep_per_query:
-            details["per_query"] = {query: {m: 100 * float(v) for m, v in values.items()} for query, values in per_query.items()}
+            details["per_query"] = {
+                query: {m: 100 * float(v) for m, v in values.items()} for query, values in per_query.items()
+            }
         if not self.query_groups:
             return details
         groups: dict[str, list[dict[str, float]]] = {}
@@ -169,10 +186,15 @@ class SearchTask(ProximityTask):
         from .ranking import ranking_metrics, search_run
 
         qrels = None if self.full_corpus else self.qrels
-        scored = search_run(queries, documents, qrels, similarity=self.similarity, top_k=self.top_k if self.full_corpus else None)
+        scored = search_run(
+            queries, documents, qrels, similarity=self.similarity, top_k=self.top_k if self.full_corpus else None
+        )
         scores = ranking_metrics(self.qrels, scored.run, self.measures, relevance_level=self.relevance_level)
-        return self._result(scores.mean, counts={"queries": scores.num_queries, "documents": len(self.documents)},
-                            details=self._details(scores.per_query))
+        return self._result(
+            scores.mean,
+            counts={"queries": scores.num_queries, "documents": len(self.documents)},
+            details=self._details(scores.per_query),
+        )
 
 
 @dataclass
@@ -223,14 +245,19 @@ class ClassificationTask(Task):
         from .supervised import evaluate_classification
 
         x_train, y_train, x_test, y_test = self._arrays(documents)
-        scores = evaluate_classification(x_train, y_train, x_test, y_test, self.protocol, n_jobs=n_jobs,
-                                         keep_predictions=self.keep_predictions)
+        scores = evaluate_classification(
+            x_train, y_train, x_test, y_test, self.protocol, n_jobs=n_jobs, keep_predictions=self.keep_predictions
+        )
         if not self.keep_predictions:
             return self._split(scores)
         gold, predicted = scores.pop("y_test"), scores.pop("predictions")
         result = self._split(scores)
-        plain = (lambda row: np.flatnonzero(row).tolist()) if self.protocol.multilabel else (lambda value: value.item())
-        result.details["per_paper"] = {paper: [plain(g), plain(p)] for paper, g, p in zip(self.test[0], gold, predicted)}
+        plain = (
+            (lambda row: np.flatnonzero(row).tolist()) if self.protocol.multilabel else (lambda value: value.item())
+        )
+        result.details["per_paper"] = {
+            paper: [plain(g), plain(p)] for paper, g, p in zip(self.test[0], gold, predicted)
+        }
         return result
 
     def evaluate_few_shot(self, documents, *, n_jobs=-1) -> list[TaskResult]:
@@ -240,7 +267,9 @@ class ClassificationTask(Task):
         x_train, y_train, x_test, y_test = self._arrays(documents)
         results = []
         for size, iterations in self.few_shot:
-            scores = evaluate_few_shot(x_train, y_train, x_test, y_test, self.protocol, size, iterations, n_jobs=n_jobs)
+            scores = evaluate_few_shot(
+                x_train, y_train, x_test, y_test, self.protocol, size, iterations, n_jobs=n_jobs
+            )
             result = self._split(scores)
             result.task, result.kind, result.group = f"{self.name} {size} shot", "few_shot", "few-shot"
             results.append(result)
@@ -265,7 +294,9 @@ class RegressionTask(ClassificationTask):
         from .supervised import evaluate_regression
 
         x_train, y_train, x_test, y_test = self._arrays(documents)
-        scores = evaluate_regression(x_train, y_train.astype(float), x_test, y_test.astype(float), self.protocol, n_jobs=n_jobs)
+        scores = evaluate_regression(
+            x_train, y_train.astype(float), x_test, y_test.astype(float), self.protocol, n_jobs=n_jobs
+        )
         return self._split(scores)
 
 
@@ -287,8 +318,14 @@ class ReviewerMatchingTask(Task):
         from .ranking import reviewer_matching_metrics
 
         scores = reviewer_matching_metrics(documents, self.reviewer_papers, self.qrels["hard"], self.qrels["soft"])
-        counts = {"queries": scores.hard.num_queries, "reviewers": len(self.reviewer_papers), "candidates": scores.scored.num_candidates}
-        skipped = {"candidates_not_reviewers": scores.scored.unknown_candidates} if scores.scored.unknown_candidates else {}
+        counts = {
+            "queries": scores.hard.num_queries,
+            "reviewers": len(self.reviewer_papers),
+            "candidates": scores.scored.num_candidates,
+        }
+        skipped = (
+            {"candidates_not_reviewers": scores.scored.unknown_candidates} if scores.scored.unknown_candidates else {}
+        )
         return self._result(dict(scores.metrics), counts=counts, skipped=skipped)
 
 
@@ -314,5 +351,9 @@ class PairsTask(Task):
         return self._result(
             {k: float(v) for k, v in scores.items() if k in ("f1max", "accuracy", "roc_auc")},
             counts={k: int(v) for k, v in scores.items() if k.startswith("num_")},
-            details={k: v for k, v in scores.items() if k not in ("f1max", "accuracy", "roc_auc") and not k.startswith("num_")},
+            details={
+                k: v
+                for k, v in scores.items()
+                if k not in ("f1max", "accuracy", "roc_auc") and not k.startswith("num_")
+            },
         )

@@ -84,8 +84,10 @@ def save_with_format_modules(model: Any, folder: str | os.PathLike[str]) -> bool
     nothing, for a model without such modules."""
     from transformers import PreTrainedModel
 
-    from .adapters import adapter_formats, base_state_dict as adapter_free, save_format_adapters
-    from .pals import base_state_dict as pals_free, has_pals, save_pals
+    from .adapters import adapter_formats, save_format_adapters
+    from .adapters import base_state_dict as adapter_free
+    from .pals import base_state_dict as pals_free
+    from .pals import has_pals, save_pals
 
     if has_pals(model):
         PreTrainedModel.save_pretrained(model, folder, state_dict=pals_free(model))

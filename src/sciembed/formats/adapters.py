@@ -80,8 +80,10 @@ _ACTIVATION_RENAME = {"gelu": "gelu_new", "gelu_orig": "gelu"}
 FUSION_REGULARIZATION_WEIGHT = 0.01
 # The names older libraries (adapter-transformers) gave the adapters' module dicts in weight keys.
 _LEGACY_MODULE_NAMES = {
-    "attention_text_task_adapters": "adapters", "attention_text_lang_adapters": "adapters",
-    "layer_text_task_adapters": "adapters", "layer_text_lang_adapters": "adapters",
+    "attention_text_task_adapters": "adapters",
+    "attention_text_lang_adapters": "adapters",
+    "layer_text_task_adapters": "adapters",
+    "layer_text_lang_adapters": "adapters",
     "invertible_lang_adapters": "invertible_adapters",
 }
 _INIT_WEIGHTS = ("bert", "mam_adapter", "houlsby")
@@ -96,16 +98,34 @@ def _refuse(source: str, key: str, value: Any, expected: str) -> ValueError:
 
 # seq_bn options sciembed does not implement, with the only value it accepts.
 _BOTTLENECK_FIXED = {
-    "mh_adapter": False, "output_adapter": True, "original_ln_before": True, "original_ln_after": True,
-    "residual_before_ln": True, "ln_after": False, "is_parallel": False, "use_gating": False, "inv_adapter": None,
-    "cross_adapter": False, "phm_layer": False, "stochastic_depth": 0.0,
+    "mh_adapter": False,
+    "output_adapter": True,
+    "original_ln_before": True,
+    "original_ln_after": True,
+    "residual_before_ln": True,
+    "ln_after": False,
+    "is_parallel": False,
+    "use_gating": False,
+    "inv_adapter": None,
+    "cross_adapter": False,
+    "phm_layer": False,
+    "stochastic_depth": 0.0,
 }
 # Options that change nothing while the fixed ones hold (the PHM layer's, the invertible adapter's, the
 # residual around a LayerNorm after the adapter): any value is read, AdapterHub's default is written.
 _BOTTLENECK_INERT = {
-    "adapter_residual_before_ln": False, "inv_adapter_reduction_factor": None, "phm_dim": 4, "factorized_phm_W": True,
-    "shared_W_phm": False, "shared_phm_rule": True, "factorized_phm_rule": False, "phm_c_init": "normal",
-    "phm_init_range": 0.0001, "learn_phm": True, "hypercomplex_nonlinearity": "glorot-uniform", "phm_rank": 1,
+    "adapter_residual_before_ln": False,
+    "inv_adapter_reduction_factor": None,
+    "phm_dim": 4,
+    "factorized_phm_W": True,
+    "shared_W_phm": False,
+    "shared_phm_rule": True,
+    "factorized_phm_rule": False,
+    "phm_c_init": "normal",
+    "phm_init_range": 0.0001,
+    "learn_phm": True,
+    "hypercomplex_nonlinearity": "glorot-uniform",
+    "phm_rank": 1,
     "phm_bias": True,
 }
 
@@ -163,25 +183,40 @@ class BottleneckConfig:
             object.__setattr__(self, "leave_out", tuple(self.leave_out))
         if isinstance(self.reduction_factor, Mapping):
             object.__setattr__(self, "reduction_factor", dict(self.reduction_factor))
-        factors = self.reduction_factor.items() if isinstance(self.reduction_factor, dict) else [("", self.reduction_factor)]
+        factors = (
+            self.reduction_factor.items() if isinstance(self.reduction_factor, dict) else [("", self.reduction_factor)]
+        )
         for layer, factor in factors:
             if layer not in ("", "default") and not (isinstance(layer, str) and layer.isdigit()):
-                raise _refuse(source, "reduction_factor", self.reduction_factor, 'its keys are layer indices and "default"')
+                raise _refuse(
+                    source, "reduction_factor", self.reduction_factor, 'its keys are layer indices and "default"'
+                )
             if not _is_number(factor) or factor <= 0:
-                raise _refuse(source, "reduction_factor", self.reduction_factor, "a positive number, or a mapping to them")
+                raise _refuse(
+                    source, "reduction_factor", self.reduction_factor, "a positive number, or a mapping to them"
+                )
         if not isinstance(self.non_linearity, str) or self.non_linearity.lower() not in ACT2FN:
-            raise _refuse(source, "non_linearity", self.non_linearity, f"one of transformers' ACT2FN: {', '.join(sorted(ACT2FN))}")
+            raise _refuse(
+                source,
+                "non_linearity",
+                self.non_linearity,
+                f"one of transformers' ACT2FN: {', '.join(sorted(ACT2FN))}",
+            )
         if not _is_number(self.scaling):
             raise _refuse(source, "scaling", self.scaling, "a number; a learned scaling is not implemented")
         if not isinstance(self.ln_before, bool):
             raise _refuse(source, "ln_before", self.ln_before, "true or false")
         if not _is_number(self.dropout) or not 0 <= self.dropout < 1:
             raise _refuse(source, "dropout", self.dropout, "a probability in [0, 1)")
-        if not isinstance(self.leave_out, tuple) or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in self.leave_out):
+        if not isinstance(self.leave_out, tuple) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in self.leave_out
+        ):
             raise _refuse(source, "leave_out", self.leave_out, "a list of layer indices")
         if self.init_weights not in _INIT_WEIGHTS:
             raise _refuse(source, "init_weights", self.init_weights, f"one of {', '.join(_INIT_WEIGHTS)}")
-        if self.init_weights_seed is not None and (isinstance(self.init_weights_seed, bool) or not isinstance(self.init_weights_seed, int)):
+        if self.init_weights_seed is not None and (
+            isinstance(self.init_weights_seed, bool) or not isinstance(self.init_weights_seed, int)
+        ):
             raise _refuse(source, "init_weights_seed", self.init_weights_seed, "an integer or null")
 
     def bottleneck_size(self, hidden_size: int, layer: int) -> int:
@@ -189,7 +224,7 @@ class BottleneckConfig:
         factor = self.reduction_factor
         if isinstance(factor, dict):
             if str(layer) not in factor and "default" not in factor:
-                raise ValueError(f"reduction_factor {factor} names no factor for layer {layer} and has no \"default\"")
+                raise ValueError(f'reduction_factor {factor} names no factor for layer {layer} and has no "default"')
             factor = factor.get(str(layer), factor.get("default"))
         return max(1, int(hidden_size // factor))
 
@@ -225,8 +260,13 @@ class BottleneckConfig:
 
 
 _FUSION_FIXED = {
-    "key": True, "query": True, "value": True, "query_before_ln": False, "residual_before": False,
-    "temperature": False, "value_before_softmax": True,
+    "key": True,
+    "query": True,
+    "value": True,
+    "query_before_ln": False,
+    "residual_before": False,
+    "temperature": False,
+    "value_before_softmax": True,
 }
 
 
@@ -277,7 +317,9 @@ class FusionConfig:
         for key, value in values.items():
             if key in _FUSION_FIXED:
                 if value is not _FUSION_FIXED[key]:
-                    raise _refuse(source, key, value, f"the dynamic AdapterFusion's {json.dumps(_FUSION_FIXED[key])} only")
+                    raise _refuse(
+                        source, key, value, f"the dynamic AdapterFusion's {json.dumps(_FUSION_FIXED[key])} only"
+                    )
             elif key not in known:
                 raise ValueError(f"{source}: unknown AdapterFusion option {key!r}")
         return _checked(cls, values, source)
@@ -343,7 +385,9 @@ class BottleneckAdapter(nn.Module):
 
     @torch.no_grad()
     def _initialize(self, config: BottleneckConfig) -> None:
-        generator = None if config.init_weights_seed is None else torch.Generator().manual_seed(config.init_weights_seed)
+        generator = (
+            None if config.init_weights_seed is None else torch.Generator().manual_seed(config.init_weights_seed)
+        )
         linears = [m for m in self.adapter_down if isinstance(m, nn.Linear)] + [self.adapter_up]
         for linear in linears:
             nn.init.zeros_(linear.bias)
@@ -354,7 +398,7 @@ class BottleneckAdapter(nn.Module):
             elif linear is self.adapter_up:  # mam_adapter: the adapter starts as the identity
                 nn.init.zeros_(linear.weight)
             else:
-                nn.init.kaiming_uniform_(linear.weight, a=5 ** 0.5, generator=generator)
+                nn.init.kaiming_uniform_(linear.weight, a=5**0.5, generator=generator)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         return self.adapter_up(self.adapter_down(hidden_states)) * self.scaling
@@ -401,8 +445,9 @@ class _AdapterSetup:
 _SETUP_ATTRIBUTE = "_sciembed_adapter_setup"
 
 
-def _after_layer_norm(setup: _AdapterSetup, output: nn.Module, layer_norm: nn.LayerNorm, args: tuple,
-                      normed: torch.Tensor) -> torch.Tensor | None:
+def _after_layer_norm(
+    setup: _AdapterSetup, output: nn.Module, layer_norm: nn.LayerNorm, args: tuple, normed: torch.Tensor
+) -> torch.Tensor | None:
     """Forward hook of a layer's ``output.LayerNorm``: its input is ``z = h + r``, its output ``q = LN(z)``;
     with an active adapter (or fusion) in this layer, return ``LN(delta + z)`` instead, where ``delta`` is the
     adapter's output (or the fusion of the adapters' outputs). ``F.layer_norm`` rather than the module: calling
@@ -418,7 +463,9 @@ def _after_layer_norm(setup: _AdapterSetup, output: nn.Module, layer_norm: nn.La
         delta = output.adapter_fusion_layer[active.name](normed, torch.stack([a(normed) for a in adapters], dim=-2))
     else:
         delta = adapters[0].dropout(adapters[0](normed))
-    return F.layer_norm(delta + args[0], layer_norm.normalized_shape, layer_norm.weight, layer_norm.bias, layer_norm.eps)
+    return F.layer_norm(
+        delta + args[0], layer_norm.normalized_shape, layer_norm.weight, layer_norm.bias, layer_norm.eps
+    )
 
 
 def _encoder_outputs(model: nn.Module) -> list[nn.Module]:
@@ -432,7 +479,9 @@ def _encoder_outputs(model: nn.Module) -> list[nn.Module]:
     outputs = [getattr(layer, "output", None) for layer in layers]
     for index, output in enumerate(outputs):
         if not isinstance(getattr(output, "LayerNorm", None), nn.LayerNorm):
-            raise TypeError(f"encoder layer {index} ({type(layers[index]).__name__}) has no `output.LayerNorm` to put an adapter before")
+            raise TypeError(
+                f"encoder layer {index} ({type(layers[index]).__name__}) has no `output.LayerNorm` to put an adapter before"
+            )
     return outputs
 
 
@@ -480,10 +529,15 @@ def _new_fusions(model: nn.Module, config: FusionConfig) -> dict[int, AdapterFus
     """One fusion layer per encoder layer (left-out layers included, as adapters saves them)."""
     # As adapters reads dropout_prob: unset (or 0) takes the model's attention dropout.
     dropout = config.dropout_prob or getattr(model.config, "attention_probs_dropout_prob", 0.0)
-    return {index: _placed(model, AdapterFusion(config, _hidden_size(model), dropout)) for index in range(len(_encoder_outputs(model)))}
+    return {
+        index: _placed(model, AdapterFusion(config, _hidden_size(model), dropout))
+        for index in range(len(_encoder_outputs(model)))
+    }
 
 
-def _attach_adapter(model: nn.Module, name: str, config: BottleneckConfig, modules: Mapping[int, BottleneckAdapter]) -> None:
+def _attach_adapter(
+    model: nn.Module, name: str, config: BottleneckConfig, modules: Mapping[int, BottleneckAdapter]
+) -> None:
     setup = _setup_or_create(model)
     outputs = _encoder_outputs(model)
     for index, module in modules.items():
@@ -509,10 +563,14 @@ def _bottleneck_config(config: str | Mapping[str, Any] | BottleneckConfig) -> Bo
         return BottleneckConfig()
     if isinstance(config, Mapping):
         return BottleneckConfig.from_dict(config, source="adapter config")
-    raise ValueError(f"adapter config {config!r}: give 'seq_bn', a BottleneckConfig or its dict (AdapterHub's seq_bn fields)")
+    raise ValueError(
+        f"adapter config {config!r}: give 'seq_bn', a BottleneckConfig or its dict (AdapterHub's seq_bn fields)"
+    )
 
 
-def add_format_adapters(model: Any, formats: Sequence[str] = FORMATS, config: str | Mapping[str, Any] | BottleneckConfig = "seq_bn") -> Any:
+def add_format_adapters(
+    model: Any, formats: Sequence[str] = FORMATS, config: str | Mapping[str, Any] | BottleneckConfig = "seq_bn"
+) -> Any:
     """Add one adapter per format to ``model`` (any BERT encoder, sciembed's families included); returns it.
 
     ``config``: ``"seq_bn"`` (AdapterHub's defaults: reduction factor 16, ReLU), a :class:`BottleneckConfig`,
@@ -554,7 +612,9 @@ def add_format_fusion(model: Any, config: FusionConfig | None = None) -> Any:
     """
     formats = adapter_formats(model)
     if len(formats) < 2:
-        raise ValueError(f"AdapterFusion needs at least two format adapters; the model has {', '.join(formats) or 'none'}")
+        raise ValueError(
+            f"AdapterFusion needs at least two format adapters; the model has {', '.join(formats) or 'none'}"
+        )
     config = config or FusionConfig()
     setup = _setup(model)
     for name in formats:
@@ -564,7 +624,9 @@ def add_format_fusion(model: Any, config: FusionConfig | None = None) -> Any:
     return model
 
 
-def _check_fusable(fuse: Fuse, adapters: Mapping[str, BottleneckConfig], fusions: Mapping[str, Any], source: str) -> None:
+def _check_fusable(
+    fuse: Fuse, adapters: Mapping[str, BottleneckConfig], fusions: Mapping[str, Any], source: str
+) -> None:
     if len({frozenset(adapters[name].leave_out) for name in fuse.adapter_names}) > 1:
         # Fusing in a layer where some of the adapters are absent is undefined (adapters fails there too).
         raise ValueError(f"{source}: the fused adapters leave out different layers")
@@ -576,7 +638,12 @@ def has_fusion(model: Any, task_format: str) -> bool:
     """Whether ``model`` has an AdapterFusion layer for ``task_format``."""
     setup = _setup(model)
     formats = adapter_formats(model)
-    return setup is not None and task_format in formats and len(formats) > 1 and fusion_of(task_format, formats).name in setup.fusions
+    return (
+        setup is not None
+        and task_format in formats
+        and len(formats) > 1
+        and fusion_of(task_format, formats).name in setup.fusions
+    )
 
 
 def activate_adapter_format(model: Any, task_format: str | None) -> None:
@@ -587,7 +654,9 @@ def activate_adapter_format(model: Any, task_format: str | None) -> None:
     """
     formats = adapter_formats(model)
     if task_format is not None and task_format not in formats:
-        raise ValueError(f"{type(model).__name__} has no adapter for format {task_format!r}; its formats: {', '.join(formats) or 'none'}")
+        raise ValueError(
+            f"{type(model).__name__} has no adapter for format {task_format!r}; its formats: {', '.join(formats) or 'none'}"
+        )
     setup = _setup(model)
     if setup is None:
         return
@@ -637,7 +706,11 @@ def train_format_fusion(model: Any) -> None:
 
 def trainable_base_parameters(model: Any) -> list[str]:
     """Names of ``model``'s parameters that require grad and belong to neither an adapter nor a fusion."""
-    return [name for name, parameter in model.named_parameters() if parameter.requires_grad and not _is_adapter_parameter(name)]
+    return [
+        name
+        for name, parameter in model.named_parameters()
+        if parameter.requires_grad and not _is_adapter_parameter(name)
+    ]
 
 
 def fusion_regularization_loss(model: Any) -> torch.Tensor | None:
@@ -671,12 +744,19 @@ def _base_prefix(model: nn.Module) -> str:
 
 def _file_header(model: nn.Module, name: str) -> dict[str, Any]:
     config = model.config
-    return {"hidden_size": getattr(config, "hidden_size", None), "model_class": type(model).__name__,
-            "model_name": getattr(config, "name_or_path", "") or "", "model_type": config.model_type, "name": name,
-            "version": FILE_VERSION}
+    return {
+        "hidden_size": getattr(config, "hidden_size", None),
+        "model_class": type(model).__name__,
+        "model_name": getattr(config, "name_or_path", "") or "",
+        "model_type": config.model_type,
+        "name": name,
+        "version": FILE_VERSION,
+    }
 
 
-def _write(folder: Path, config_file: str, weights_file: str, header: dict[str, Any], state: dict[str, torch.Tensor]) -> None:
+def _write(
+    folder: Path, config_file: str, weights_file: str, header: dict[str, Any], state: dict[str, torch.Tensor]
+) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / config_file).write_text(json.dumps(header, indent=2, sort_keys=True), encoding="utf-8")
     torch.save({key: value.detach().cpu().contiguous() for key, value in state.items()}, folder / weights_file)
@@ -688,7 +768,12 @@ def _module_state(model: nn.Module, kind: str, name: str) -> dict[str, torch.Ten
     for index, output in enumerate(_encoder_outputs(model)):
         modules = getattr(output, kind)
         if name in modules:
-            state.update({f"{prefix}encoder.layer.{index}.output.{kind}.{name}.{k}": v for k, v in modules[name].state_dict().items()})
+            state.update(
+                {
+                    f"{prefix}encoder.layer.{index}.output.{kind}.{name}.{k}": v
+                    for k, v in modules[name].state_dict().items()
+                }
+            )
     return state
 
 
@@ -701,13 +786,23 @@ def save_format_adapters(model: Any, folder: str | os.PathLike[str]) -> Path:
     formats = adapter_formats(model)
     for name in formats:
         header = {**_file_header(model, name), "config": setup.adapters[name].to_dict()}
-        _write(folder / name, ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE, header, _module_state(model, "adapters", name))
+        _write(
+            folder / name, ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE, header, _module_state(model, "adapters", name)
+        )
         if has_fusion(model, name):
             fuse = fusion_of(name, formats)
-            header = {**_file_header(model, fuse.name), "adapter_names": list(fuse.adapter_names),
-                      "config": setup.fusions[fuse.name].to_dict()}
-            _write(folder / f"{FUSION_PREFIX}{name}", FUSION_CONFIG_FILE, FUSION_WEIGHTS_FILE, header,
-                   _module_state(model, "adapter_fusion_layer", fuse.name))
+            header = {
+                **_file_header(model, fuse.name),
+                "adapter_names": list(fuse.adapter_names),
+                "config": setup.fusions[fuse.name].to_dict(),
+            }
+            _write(
+                folder / f"{FUSION_PREFIX}{name}",
+                FUSION_CONFIG_FILE,
+                FUSION_WEIGHTS_FILE,
+                header,
+                _module_state(model, "adapter_fusion_layer", fuse.name),
+            )
     return folder
 
 
@@ -720,7 +815,7 @@ def format_of_folder(name: str) -> str | None:
     if name == SPECTER2_PROXIMITY:
         return "proximity"
     prefix = f"{SPECTER2_PROXIMITY}_"
-    return name[len(prefix):] if name.startswith(prefix) and name[len(prefix):] in FORMATS else None
+    return name[len(prefix) :] if name.startswith(prefix) and name[len(prefix) :] in FORMATS else None
 
 
 def _read_header(path: Path, model: nn.Module) -> dict[str, Any]:
@@ -729,11 +824,17 @@ def _read_header(path: Path, model: nn.Module) -> dict[str, Any]:
         header = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:
         raise ValueError(f"{path} is not a readable AdapterHub config: {error}") from error
-    if not isinstance(header, dict) or not isinstance(header.get("config"), dict) or not isinstance(header.get("name"), str):
-        raise ValueError(f"{path} is not an AdapterHub config: it needs a \"name\" and a \"config\" object")
+    if (
+        not isinstance(header, dict)
+        or not isinstance(header.get("config"), dict)
+        or not isinstance(header.get("name"), str)
+    ):
+        raise ValueError(f'{path} is not an AdapterHub config: it needs a "name" and a "config" object')
     hidden = header.get("hidden_size")
     if hidden is not None and hidden != _hidden_size(model):
-        raise ValueError(f"{path} is for a model of hidden size {hidden}; {type(model).__name__}'s is {_hidden_size(model)}")
+        raise ValueError(
+            f"{path} is for a model of hidden size {hidden}; {type(model).__name__}'s is {_hidden_size(model)}"
+        )
     if "version" not in header and header["config"].get("non_linearity") in _ACTIVATION_RENAME:
         # Written before adapters renamed its activations: its "gelu" is today's "gelu_new".
         header["config"]["non_linearity"] = _ACTIVATION_RENAME[header["config"]["non_linearity"]]
@@ -749,7 +850,11 @@ def _read_weights(folder: Path, safe_name: str, name: str) -> tuple[Path, dict[s
     if not path.is_file():
         raise FileNotFoundError(f"{folder}: no weights ({safe_name} or {name})")
     try:
-        state = load_file(str(path)) if path.suffix == ".safetensors" else torch.load(path, map_location="cpu", weights_only=True)
+        state = (
+            load_file(str(path))
+            if path.suffix == ".safetensors"
+            else torch.load(path, map_location="cpu", weights_only=True)
+        )
     except (SafetensorError, OSError, RuntimeError, ValueError, EOFError) as error:
         raise ValueError(f"{path} is not a readable weights file: {error}") from error
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
@@ -757,7 +862,9 @@ def _read_weights(folder: Path, safe_name: str, name: str) -> tuple[Path, dict[s
     return path, state
 
 
-def _rename(path: Path, state: Mapping[str, torch.Tensor], kind: str, old: str, new: str) -> dict[tuple[int, str], torch.Tensor]:
+def _rename(
+    path: Path, state: Mapping[str, torch.Tensor], kind: str, old: str, new: str
+) -> dict[tuple[int, str], torch.Tensor]:
     """``state``'s keys as ``(layer, key within the module)`` for the module ``old`` of ``kind``
     (``adapters`` / ``adapter_fusion_layer``), read relative to the base model: a model with a head
     (``BertAdapterModel``, as SPECTER2 was saved) prefixes them with its base model's name, and older
@@ -770,27 +877,43 @@ def _rename(path: Path, state: Mapping[str, torch.Tensor], kind: str, old: str, 
             modern = modern.replace(legacy, current)
         match = pattern.match(modern)
         if match is None:
-            raise ValueError(f"{path}: key {key!r} matches no {kind[:-1] if kind == 'adapters' else 'AdapterFusion'} "
-                             f"module of {old!r} (loaded as {new!r})")
+            raise ValueError(
+                f"{path}: key {key!r} matches no {kind[:-1] if kind == 'adapters' else 'AdapterFusion'} "
+                f"module of {old!r} (loaded as {new!r})"
+            )
         renamed[int(match.group(1)), match.group(2)] = value
     return renamed
 
 
-def _load_into(path: Path, modules: Mapping[int, nn.Module], state: Mapping[tuple[int, str], torch.Tensor], kind: str, name: str) -> None:
+def _load_into(
+    path: Path, modules: Mapping[int, nn.Module], state: Mapping[tuple[int, str], torch.Tensor], kind: str, name: str
+) -> None:
     """Copy ``state`` into ``modules`` after checking, before anything is copied, that it fits exactly."""
-    expected = {(index, key): tuple(value.shape) for index, module in modules.items() for key, value in module.state_dict().items()}
-    described = {(index, key): f"encoder.layer.{index}.output.{kind}.{name}.{key}" for index, key in expected.keys() | state.keys()}
+    expected = {
+        (index, key): tuple(value.shape)
+        for index, module in modules.items()
+        for key, value in module.state_dict().items()
+    }
+    described = {
+        (index, key): f"encoder.layer.{index}.output.{kind}.{name}.{key}"
+        for index, key in expected.keys() | state.keys()
+    }
     problems = [f"unexpected {described[k]} (no such module)" for k in sorted(state.keys() - expected.keys())]
     problems += [f"missing {described[k]}" for k in sorted(expected.keys() - state.keys())]
-    problems += [f"{described[k]} has shape {tuple(state[k].shape)}, the model needs {expected[k]}"
-                 for k in sorted(expected.keys() & state.keys()) if tuple(state[k].shape) != expected[k]]
+    problems += [
+        f"{described[k]} has shape {tuple(state[k].shape)}, the model needs {expected[k]}"
+        for k in sorted(expected.keys() & state.keys())
+        if tuple(state[k].shape) != expected[k]
+    ]
     if problems:
         raise ValueError(f"{path} does not fit: {'; '.join(problems)}")
     for index, module in modules.items():
         module.load_state_dict({key: value for (layer, key), value in state.items() if layer == index})
 
 
-def _read_adapter(model: nn.Module, folder: Path, load_as: str) -> tuple[BottleneckConfig, dict[int, BottleneckAdapter]]:
+def _read_adapter(
+    model: nn.Module, folder: Path, load_as: str
+) -> tuple[BottleneckConfig, dict[int, BottleneckAdapter]]:
     config_path = folder / ADAPTER_CONFIG_FILE
     header = _read_header(config_path, model)
     config = BottleneckConfig.from_dict(header["config"], source=str(config_path))
@@ -800,19 +923,32 @@ def _read_adapter(model: nn.Module, folder: Path, load_as: str) -> tuple[Bottlen
     return config, modules
 
 
-def _read_fusion(model: nn.Module, folder: Path, task_format: str, adapters: Mapping[str, BottleneckConfig],
-                 fusions: Mapping[str, Any]) -> tuple[Fuse, FusionConfig, dict[int, AdapterFusion]]:
+def _read_fusion(
+    model: nn.Module,
+    folder: Path,
+    task_format: str,
+    adapters: Mapping[str, BottleneckConfig],
+    fusions: Mapping[str, Any],
+) -> tuple[Fuse, FusionConfig, dict[int, AdapterFusion]]:
     config_path = folder / FUSION_CONFIG_FILE
     header = _read_header(config_path, model)
     config = FusionConfig.from_dict(header["config"], source=str(config_path))
     names = header.get("adapter_names", header["name"].split(","))
     expected = fusion_of(task_format, [name for name in FORMATS if name in adapters])
     if list(names) != list(expected.adapter_names):
-        raise ValueError(f"{config_path}: fuses {names}; {folder.name}/ must hold {expected} over the model's format adapters")
+        raise ValueError(
+            f"{config_path}: fuses {names}; {folder.name}/ must hold {expected} over the model's format adapters"
+        )
     _check_fusable(expected, adapters, fusions, str(config_path))
     modules = _new_fusions(model, config)
     path, state = _read_weights(folder, FUSION_SAFE_WEIGHTS_FILE, FUSION_WEIGHTS_FILE)
-    _load_into(path, modules, _rename(path, state, "adapter_fusion_layer", header["name"], expected.name), "adapter_fusion_layer", expected.name)
+    _load_into(
+        path,
+        modules,
+        _rename(path, state, "adapter_fusion_layer", header["name"], expected.name),
+        "adapter_fusion_layer",
+        expected.name,
+    )
     return expected, config, modules
 
 
@@ -837,21 +973,30 @@ def load_format_adapters(model: Any, folder: str | os.PathLike[str]) -> tuple[st
         if task_format is None:
             continue
         if task_format in found:
-            raise ValueError(f"{folder}: both {found[task_format].name}/ and {path.name}/ hold a {task_format} adapter")
+            raise ValueError(
+                f"{folder}: both {found[task_format].name}/ and {path.name}/ hold a {task_format} adapter"
+            )
         found[task_format] = path
     if not found:
         return adapter_formats(model)
     present = [name for name in adapter_formats(model) if name in found]
     if present:
-        raise ValueError(f"{type(model).__name__} already has an adapter for {', '.join(present)}; load {folder} into a model without")
+        raise ValueError(
+            f"{type(model).__name__} already has an adapter for {', '.join(present)}; load {folder} into a model without"
+        )
     adapters = {task_format: _read_adapter(model, path, task_format) for task_format, path in found.items()}
     setup = _setup(model)
-    configs = {**(setup.adapters if setup is not None else {}), **{name: config for name, (config, _) in adapters.items()}}
+    configs = {
+        **(setup.adapters if setup is not None else {}),
+        **{name: config for name, (config, _) in adapters.items()},
+    }
     fusions = []
     for path in sorted(p for p in folder.glob(f"{FUSION_PREFIX}*") if (p / FUSION_CONFIG_FILE).is_file()):
-        task_format = path.name[len(FUSION_PREFIX):]
+        task_format = path.name[len(FUSION_PREFIX) :]
         if task_format not in configs:
-            raise ValueError(f"{path}: an AdapterFusion for {task_format!r}, which has no adapter here (formats: {', '.join(configs)})")
+            raise ValueError(
+                f"{path}: an AdapterFusion for {task_format!r}, which has no adapter here (formats: {', '.join(configs)})"
+            )
         fusions.append(_read_fusion(model, path, task_format, configs, setup.fusions if setup is not None else {}))
     for task_format, (config, modules) in adapters.items():
         _attach_adapter(model, task_format, config, modules)

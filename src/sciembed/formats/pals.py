@@ -96,7 +96,9 @@ class PALsConfig:
             raise ValueError(f"PALsConfig.formats is empty; choose from {', '.join(FORMATS)}")
         unknown = [name for name in self.formats if name not in FORMATS]
         if unknown:
-            raise ValueError(f"unknown format(s) {', '.join(map(repr, unknown))}; the formats are {', '.join(FORMATS)}")
+            raise ValueError(
+                f"unknown format(s) {', '.join(map(repr, unknown))}; the formats are {', '.join(FORMATS)}"
+            )
         if len(set(self.formats)) != len(self.formats):
             raise ValueError(f"PALsConfig.formats repeats a format: {self.formats}")
         if not 0.0 <= self.dropout < 1.0:
@@ -112,7 +114,9 @@ class PALsConfig:
         known = {field.name for field in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ValueError(f"unknown PALsConfig key(s) {', '.join(unknown)}; the keys are {', '.join(sorted(known))}")
+            raise ValueError(
+                f"unknown PALsConfig key(s) {', '.join(unknown)}; the keys are {', '.join(sorted(known))}"
+            )
         return cls(**values)
 
 
@@ -164,7 +168,8 @@ class PALs(nn.Module):
         self.attentions = nn.ModuleDict(
             {
                 f: nn.ModuleList(
-                    ProjectedSelfAttention(width, config.num_attention_heads, config.dropout) for _ in range(num_layers)
+                    ProjectedSelfAttention(width, config.num_attention_heads, config.dropout)
+                    for _ in range(num_layers)
                 )
                 for f in config.formats
             }

@@ -42,11 +42,17 @@ CITATIONS_FILE = "citations.bib"
 PLACEHOLDER_ID = "PATH_OR_HUB_ID"
 
 #: model_type -> how the card names the family: a plain BERT encoder, or one of the families of the registry.
-FAMILY_TITLES = {"bert": "BERT encoder with SPECTER's [CLS] embedding", **{name: family.title for name, family in REGISTRY.items()}}
+FAMILY_TITLES = {
+    "bert": "BERT encoder with SPECTER's [CLS] embedding",
+    **{name: family.title for name, family in REGISTRY.items()},
+}
 METHOD_TITLES = {"adapters": "format adapters", "fusion": "format adapters and AdapterFusion", "pals": "PALs"}
 
 #: BibTeX keys (of citations.bib) cited for each family, method, recipe and benchmark.
-_FAMILY_CITATIONS = {"bert": ("cohan-etal-2020-specter",), **{name: family.citations for name, family in REGISTRY.items()}}
+_FAMILY_CITATIONS = {
+    "bert": ("cohan-etal-2020-specter",),
+    **{name: family.citations for name, family in REGISTRY.items()},
+}
 _METHOD_CITATIONS = {
     "adapters": ("singh-etal-2023-scirepeval",),
     "fusion": ("singh-etal-2023-scirepeval", "pfeiffer-etal-2021-adapterfusion"),
@@ -69,8 +75,15 @@ _BENCHMARK_CITATIONS = {
     "multi-scidocs": ("seoh-etal-2023-multi2spe",),
     "cocitation": ("hallee-etal-2024-moe",),
 }
-_BENCHMARK_TITLES = {"scidocs": "SciDocs", "scirepeval": "SciRepEval", "multi-scidocs": "Multi-SciDocs", "beir": "BEIR",
-                     "cocitation": "co-citation pairs", "cacm": "CACM", "held-out": "held-out queries of the training data"}
+_BENCHMARK_TITLES = {
+    "scidocs": "SciDocs",
+    "scirepeval": "SciRepEval",
+    "multi-scidocs": "Multi-SciDocs",
+    "beir": "BEIR",
+    "cocitation": "co-citation pairs",
+    "cacm": "CACM",
+    "held-out": "held-out queries of the training data",
+}
 #: The Hub ids of a benchmark's own release: results read from one are named with the benchmark's names.
 _RELEASE_HUB_IDS = {"scidocs": ("allenai/scidocs",), "scirepeval": ("allenai/scirepeval", "allenai/scirepeval_test")}
 
@@ -81,8 +94,16 @@ EMBEDDED_BASE_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 #: The TrainingArguments worth a line in the card (the rest are logging and saving details).
 _KEY_TRAINING_ARGUMENTS = (
-    "learning_rate", "lr_scheduler_type", "warmup_steps", "num_train_epochs", "max_steps",
-    "per_device_train_batch_size", "gradient_accumulation_steps", "weight_decay", "seed", "use_cpu",
+    "learning_rate",
+    "lr_scheduler_type",
+    "warmup_steps",
+    "num_train_epochs",
+    "max_steps",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "weight_decay",
+    "seed",
+    "use_cpu",
 )
 _EVALUATION_ROW_KEYS = ("benchmark", "task", "task_id", "metric", "value")
 # A Hub repository id: "name" or "owner/name" of letters, digits, '-', '_' and '.'.
@@ -119,8 +140,11 @@ class UsageEmbedding:
     @property
     def phrase(self) -> str:
         """The embedding in words, as the card's prose names it."""
-        vector = {"cls": "the final `[CLS]` hidden state", "mean": "the mean of the final token states (padding excluded)",
-                  "family": "the model's `pooler_output`"}[self.pooling]
+        vector = {
+            "cls": "the final `[CLS]` hidden state",
+            "mean": "the mean of the final token states (padding excluded)",
+            "family": "the model's `pooler_output`",
+        }[self.pooling]
         return vector + (", L2-normalised" if self.normalize else "")
 
 
@@ -196,7 +220,9 @@ def inspect_model_folder(model_dir: str | os.PathLike[str]) -> ModelFolder:
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: not a folder; give a saved model folder (save_pretrained output)")
     if (path / ENSEMBLE_FILE).is_file():
-        raise ValueError(f"{path}: an ensemble ({ENSEMBLE_FILE}) has no model card of its own; render its members' cards")
+        raise ValueError(
+            f"{path}: an ensemble ({ENSEMBLE_FILE}) has no model card of its own; render its members' cards"
+        )
     config_path = path / "config.json"
     if not config_path.is_file():
         raise FileNotFoundError(f"{path}: no config.json; give a saved model folder (save_pretrained output)")
@@ -263,7 +289,9 @@ def usage_embedding(folder: ModelFolder) -> UsageEmbedding:
         task_format = DEFAULT_FORMAT if DEFAULT_FORMAT in folder.formats else folder.formats[0]
     else:  # a control-code model's own default code
         task_format = getattr(config, "default_task_format", None) if folder.formats else None
-    fused = folder.method == "fusion" and (folder.path / f"{FUSION_PREFIX}{task_format}" / FUSION_CONFIG_FILE).is_file()
+    fused = (
+        folder.method == "fusion" and (folder.path / f"{FUSION_PREFIX}{task_format}" / FUSION_CONFIG_FILE).is_file()
+    )
     domain = config.domains[0] if getattr(config, "routing", None) == "enforced" else None
     return UsageEmbedding(pooling, normalize, max_length, task_format, domain, fused, own_limit)
 
@@ -301,7 +329,8 @@ def read_citations(folder: Path | None = None) -> dict[str, str]:
 
 
 def evaluation_results(
-    evaluations: Sequence[Mapping[str, Any]], dataset_names: Sequence[str | None] = (),
+    evaluations: Sequence[Mapping[str, Any]],
+    dataset_names: Sequence[str | None] = (),
 ) -> tuple[list[EvalResult], list[dict[str, Any]]]:
     """The ``model-index`` entries of evaluation reports, one per task and metric, and the rows left out.
 
@@ -322,7 +351,9 @@ def evaluation_results(
     for index, report in enumerate(evaluations):
         rows = report.get("results") if isinstance(report, Mapping) else None
         if not isinstance(rows, list):
-            raise ValueError(f"evaluation {index}: expected the dict of `sciembed evaluate --output` with a 'results' list")
+            raise ValueError(
+                f"evaluation {index}: expected the dict of `sciembed evaluate --output` with a 'results' list"
+            )
         split = (report.get("settings") or {}).get("split")
         dataset = dataset_identity(report, names[index])
         for row in rows:
@@ -331,7 +362,9 @@ def evaluation_results(
                 raise ValueError(f"evaluation {index}: a results row lacks {', '.join(missing)}: {row}")
             value = row["value"]
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ValueError(f"evaluation {index}: {row['task_id']} {row['metric']}: value {value!r} is not a number")
+                raise ValueError(
+                    f"evaluation {index}: {row['task_id']} {row['metric']}: value {value!r} is not a number"
+                )
             key = (dataset.type, row["task_id"], split, row["metric"])
             if key in seen:
                 raise ValueError(f"evaluation {index}: {'/'.join(str(k) for k in key)} is reported twice")
@@ -340,17 +373,19 @@ def evaluation_results(
             if not math.isfinite(value):
                 left_out.append({**row, "task": task})
                 continue
-            results.append(EvalResult(
-                task_type=str(row.get("kind") or "embedding").replace("_", "-"),
-                task_name=task,
-                dataset_type=dataset.type,
-                dataset_name=f"{dataset.name} {task}",
-                dataset_config=str(row["task_id"]),
-                dataset_split=split,
-                metric_type=str(row["metric"]),
-                metric_name=f"{task} {row['metric']}",
-                metric_value=float(value),
-            ))
+            results.append(
+                EvalResult(
+                    task_type=str(row.get("kind") or "embedding").replace("_", "-"),
+                    task_name=task,
+                    dataset_type=dataset.type,
+                    dataset_name=f"{dataset.name} {task}",
+                    dataset_config=str(row["task_id"]),
+                    dataset_split=split,
+                    metric_type=str(row["metric"]),
+                    metric_name=f"{task} {row['metric']}",
+                    metric_value=float(value),
+                )
+            )
     return results, left_out
 
 
@@ -370,7 +405,9 @@ def dataset_identity(report: Mapping[str, Any], name: str | None = None) -> Data
         release = hub_id in _RELEASE_HUB_IDS.get(benchmark, ())
     else:
         release = benchmark == "scidocs" and _is_scidocs_release(Path(source))
-    label = name or (_BENCHMARK_TITLES.get(benchmark, benchmark) if release else hub_id or Path(source).name or benchmark)
+    label = name or (
+        _BENCHMARK_TITLES.get(benchmark, benchmark) if release else hub_id or Path(source).name or benchmark
+    )
     return DatasetIdentity(type=hub_id or (benchmark if release else label), name=label, release=release)
 
 
@@ -379,8 +416,10 @@ def _dataset_names(evaluations: Sequence[Any], names: Sequence[str | None]) -> l
     if not names:
         return [None] * len(evaluations)
     if len(names) != len(evaluations):
-        raise ValueError(f"{len(names)} dataset name(s) for {len(evaluations)} evaluation report(s): give one per report, "
-                         "in the same order")
+        raise ValueError(
+            f"{len(names)} dataset name(s) for {len(evaluations)} evaluation report(s): give one per report, "
+            "in the same order"
+        )
     return list(names)
 
 
@@ -393,7 +432,13 @@ def _task_label(row: Mapping[str, Any], dataset: DatasetIdentity) -> str:
 def _is_scidocs_release(folder: Path) -> bool:
     """Whether ``folder`` holds SciDocs' whole release under its own file names: every metadata file and every
     task's splits. Papers of a user's own put in SciDocs' layout hold the files of the tasks they stand in for."""
-    from ..data.scidocs import CLASSIFICATION_SPLITS, CLASSIFICATION_TASKS, METADATA_FILES, PROXIMITY_TASKS, QREL_SPLITS
+    from ..data.scidocs import (
+        CLASSIFICATION_SPLITS,
+        CLASSIFICATION_TASKS,
+        METADATA_FILES,
+        PROXIMITY_TASKS,
+        QREL_SPLITS,
+    )
 
     tasks = [folder / task / f"{split}.qrel" for task in PROXIMITY_TASKS for split in QREL_SPLITS]
     tasks += [folder / task / f"{split}.csv" for task in CLASSIFICATION_TASKS for split in CLASSIFICATION_SPLITS]
@@ -476,13 +521,20 @@ def render_model_card(
     if folder.method:
         partials.append("pals" if folder.method == "pals" else "adapters")
     citations = read_citations(templates)
-    keys = [key for part in (_FAMILY_CITATIONS.get(folder.family, ()), _METHOD_CITATIONS.get(folder.method, ()),
-                             ("capuano-spectroid",) if folder.classifier else (),
-                             _RECIPE_CITATIONS.get(run["recipe"], ()) if run else (),
-                             *(_BENCHMARK_CITATIONS.get(e.get("benchmark"), ()) for e in evaluations))
-            for key in part]
-    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates)), keep_trailing_newline=True,
-                                     undefined=jinja2.StrictUndefined)
+    keys = [
+        key
+        for part in (
+            _FAMILY_CITATIONS.get(folder.family, ()),
+            _METHOD_CITATIONS.get(folder.method, ()),
+            ("capuano-spectroid",) if folder.classifier else (),
+            _RECIPE_CITATIONS.get(run["recipe"], ()) if run else (),
+            *(_BENCHMARK_CITATIONS.get(e.get("benchmark"), ()) for e in evaluations),
+        )
+        for key in part
+    ]
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates)), keep_trailing_newline=True, undefined=jinja2.StrictUndefined
+    )
     config = _load_config(folder)
     embedding = usage_embedding(folder)
     content = environment.get_template(SKELETON).render(
@@ -567,8 +619,14 @@ def _training_section(training: Mapping[str, Any]) -> dict[str, Any]:
     Raises:
         ValueError: the dict lacks ``recipe`` or ``settings``.
     """
-    if not isinstance(training, Mapping) or "recipe" not in training or not isinstance(training.get("settings"), Mapping):
-        raise ValueError("training: expected the dict of a train_results.json (recipe, paper, base, data, settings, metrics)")
+    if (
+        not isinstance(training, Mapping)
+        or "recipe" not in training
+        or not isinstance(training.get("settings"), Mapping)
+    ):
+        raise ValueError(
+            "training: expected the dict of a train_results.json (recipe, paper, base, data, settings, metrics)"
+        )
     settings = training["settings"]
     base = str(training.get("base") or "")
     base_model = None
@@ -581,18 +639,33 @@ def _training_section(training: Mapping[str, Any]) -> dict[str, Any]:
         data.pop(internal, None)
     source = str(data.pop("source", "") or "")
     data_hub_id = source if source and _is_hub_id(source) else None
-    hyper = [(f"training.{key}", settings.get("training", {})[key]) for key in _KEY_TRAINING_ARGUMENTS
-             if settings.get("training", {}).get(key) not in (None, -1)]
+    hyper = [
+        (f"training.{key}", settings.get("training", {})[key])
+        for key in _KEY_TRAINING_ARGUMENTS
+        if settings.get("training", {}).get(key) not in (None, -1)
+    ]
     for section in ("model", "embedding", "data", "loss"):
-        hyper += [(f"{section}.{key}", value) for key, value in (settings.get(section) or {}).items()
-                  if value is not None and key != "chosen_by"]
+        hyper += [
+            (f"{section}.{key}", value)
+            for key, value in (settings.get(section) or {}).items()
+            if value is not None and key != "chosen_by"
+        ]
     arguments = settings.get("training") or {}
-    short = [reason for reason, applies in (
-        (f"stopped after max_steps={arguments.get('max_steps')} optimiser steps", (arguments.get("max_steps") or -1) > 0),
-        (f"at most {(settings.get('data') or {}).get('max_examples')} training examples",
-         (settings.get("data") or {}).get("max_examples") is not None),
-        ("trained on CPU", bool(arguments.get("use_cpu"))),
-    ) if applies]
+    short = [
+        reason
+        for reason, applies in (
+            (
+                f"stopped after max_steps={arguments.get('max_steps')} optimiser steps",
+                (arguments.get("max_steps") or -1) > 0,
+            ),
+            (
+                f"at most {(settings.get('data') or {}).get('max_examples')} training examples",
+                (settings.get("data") or {}).get("max_examples") is not None,
+            ),
+            ("trained on CPU", bool(arguments.get("use_cpu"))),
+        )
+        if applies
+    ]
     return {
         "recipe": str(training["recipe"]),
         "paper": training.get("paper"),
@@ -624,4 +697,6 @@ def _numbers(metrics: Any) -> dict[str, float]:
     """The numeric entries of a metrics dict (runtime figures included), rounded for the card."""
     if not isinstance(metrics, Mapping):
         return {}
-    return {k: round(float(v), 4) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {
+        k: round(float(v), 4) for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }

@@ -110,16 +110,23 @@ def export_model(
         raise ValueError(f"{config_path}: holds a JSON {type(config).__name__}, not a model config (an object)")
     foreign = foreign_code(source)
     if foreign and not trust_remote_code:
-        raise ValueError(f"{source}: {', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} not sciembed's own code; exporting would "
-                         "publish (and validating would run) code sciembed did not write. Check it, then pass --trust-remote-code")
+        raise ValueError(
+            f"{source}: {', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} not sciembed's own code; exporting would "
+            "publish (and validating would run) code sciembed did not write. Check it, then pass --trust-remote-code"
+        )
     if source.resolve() == destination.resolve():
         raise ValueError(f"{destination}: export writes a new folder; choose one other than the model's")
     refuse_replacing(destination, overwrite=overwrite)
     kept, left_out = hub_files(source)
     if left_out:
         shown = "; ".join(f"{name} ({why})" for name, why in list(left_out.items())[:8])
-        logger.warning("%s: left out %d file(s) that do not belong on the Hub: %s%s", source, len(left_out), shown,
-                       f"; and {len(left_out) - 8} more" if len(left_out) > 8 else "")
+        logger.warning(
+            "%s: left out %d file(s) that do not belong on the Hub: %s%s",
+            source,
+            len(left_out),
+            shown,
+            f"; and {len(left_out) - 8} more" if len(left_out) > 8 else "",
+        )
     staging = destination.with_name(f".{destination.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     try:
@@ -133,11 +140,19 @@ def export_model(
             from ..onnx_backend import export_transformer
 
             done = export_transformer(staging, staging / ONNX_FILE)
-            logger.info("wrote %s (max abs difference to PyTorch %.2e)", ONNX_FILE, done["max_abs_difference_to_pytorch"])
+            logger.info(
+                "wrote %s (max abs difference to PyTorch %.2e)", ONNX_FILE, done["max_abs_difference_to_pytorch"]
+            )
         model_type = config.get("model_type", "")
-        card = render_model_card(staging, evaluations=evaluations, training=training, repo_id=repo_id, license=license,
-                                 name=name or (repo_id.split("/")[-1] if repo_id else source.resolve().name),
-                                 dataset_names=dataset_names)
+        card = render_model_card(
+            staging,
+            evaluations=evaluations,
+            training=training,
+            repo_id=repo_id,
+            license=license,
+            name=name or (repo_id.split("/")[-1] if repo_id else source.resolve().name),
+            dataset_names=dataset_names,
+        )
         card.save(staging / CARD_FILE)
         checks = validate_export(staging) if validate else []
     except BaseException:
@@ -145,19 +160,32 @@ def export_model(
         raise
     replace_folder(staging, destination)
     files = sorted(str(p.relative_to(destination)) for p in destination.rglob("*") if p.is_file())
-    logger.info("exported %s (%s) to %s: %d files%s", source, model_type, destination, len(files), "; validated" if validate else "")
+    logger.info(
+        "exported %s (%s) to %s: %d files%s",
+        source,
+        model_type,
+        destination,
+        len(files),
+        "; validated" if validate else "",
+    )
     return ExportReport(destination, files, model_type, validate, checks, left_out)
 
 
 def _to_safetensors(folder: Path) -> None:
     """Safetensors weights: a folder with only ``pytorch_model.bin`` is loaded and saved again."""
-    if (folder / "model.safetensors").is_file() or any(folder.glob("model-*.safetensors")) or not (folder / "pytorch_model.bin").is_file():
+    if (
+        (folder / "model.safetensors").is_file()
+        or any(folder.glob("model-*.safetensors"))
+        or not (folder / "pytorch_model.bin").is_file()
+    ):
         return
-    from safetensors.torch import save_file
     import torch
+    from safetensors.torch import save_file
 
     state = torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
-    save_file({k: v.contiguous() for k, v in state.items()}, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    save_file(
+        {k: v.contiguous() for k, v in state.items()}, str(folder / "model.safetensors"), metadata={"format": "pt"}
+    )
     (folder / "pytorch_model.bin").unlink()
 
 
@@ -197,9 +225,13 @@ def validate_export(folder: str | os.PathLike[str], *, timeout: float = 600) -> 
         raise ValueError(f"{folder / CARD_FILE}: the model card does not parse: {error}") from None
     checks.append(f"card YAML parses ({len(data)} keys)")
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-c", _FRESH_LOAD, str(folder)], capture_output=True, text=True, env=env, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-c", _FRESH_LOAD, str(folder)], capture_output=True, text=True, env=env, timeout=timeout
+    )
     if done.returncode != 0:
-        raise ValueError(f"{folder}: AutoModel.from_pretrained(..., trust_remote_code=True) fails without sciembed:\n{done.stderr[-2000:]}")
+        raise ValueError(
+            f"{folder}: AutoModel.from_pretrained(..., trust_remote_code=True) fails without sciembed:\n{done.stderr[-2000:]}"
+        )
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     checks.append(f"loads without sciembed as {loaded['class']}, output {loaded['shape']}")
     return checks

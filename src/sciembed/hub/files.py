@@ -25,21 +25,64 @@ import json
 import os
 from pathlib import Path
 
-from ..formats.names import (ADAPTER_CONFIG_FILE, ADAPTER_SAFE_WEIGHTS_FILE, ADAPTER_WEIGHTS_FILE, FUSION_CONFIG_FILE,
-                             FUSION_SAFE_WEIGHTS_FILE, FUSION_WEIGHTS_FILE, PALS_CONFIG_FILE, PALS_FOLDER, PALS_WEIGHTS_FILE)
+from ..formats.names import (
+    ADAPTER_CONFIG_FILE,
+    ADAPTER_SAFE_WEIGHTS_FILE,
+    ADAPTER_WEIGHTS_FILE,
+    FUSION_CONFIG_FILE,
+    FUSION_SAFE_WEIGHTS_FILE,
+    FUSION_WEIGHTS_FILE,
+    PALS_CONFIG_FILE,
+    PALS_FOLDER,
+    PALS_WEIGHTS_FILE,
+)
 
 CARD_FILE = "README.md"
 ONNX_FOLDER = "onnx"
 
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.txt",
-                    "vocab.json", "merges.txt", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model", "chat_template.jinja")
-_WEIGHT_PATTERNS = ("model.safetensors", "model-*-of-*.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
-_TOP_LEVEL = ("config.json", "generation_config.json", "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
-              CARD_FILE, "*.py", *_TOKENIZER_FILES, *_WEIGHT_PATTERNS)
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+    "chat_template.jinja",
+)
+_WEIGHT_PATTERNS = (
+    "model.safetensors",
+    "model-*-of-*.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+)
+_TOP_LEVEL = (
+    "config.json",
+    "generation_config.json",
+    "modules.json",
+    "sentence_bert_config.json",
+    "config_sentence_transformers.json",
+    CARD_FILE,
+    "*.py",
+    *_TOKENIZER_FILES,
+    *_WEIGHT_PATTERNS,
+)
 # A sentence-transformers module's folder: its module config (named by the module class), weights, tokenizer.
 _MODULE_FILES = ("*.json", "*.safetensors", "pytorch_model.bin", *_TOKENIZER_FILES)
-_ADAPTER_FILES = (ADAPTER_CONFIG_FILE, ADAPTER_WEIGHTS_FILE, ADAPTER_SAFE_WEIGHTS_FILE, FUSION_CONFIG_FILE, FUSION_WEIGHTS_FILE,
-                  FUSION_SAFE_WEIGHTS_FILE, "head_config.json", "pytorch_model_head.bin", "model_head.safetensors")
+_ADAPTER_FILES = (
+    ADAPTER_CONFIG_FILE,
+    ADAPTER_WEIGHTS_FILE,
+    ADAPTER_SAFE_WEIGHTS_FILE,
+    FUSION_CONFIG_FILE,
+    FUSION_WEIGHTS_FILE,
+    FUSION_SAFE_WEIGHTS_FILE,
+    "head_config.json",
+    "pytorch_model_head.bin",
+    "model_head.safetensors",
+)
 _ONNX_FILES = ("*.onnx", "*.onnx_data", "*.onnx.data")
 
 
@@ -87,7 +130,11 @@ def _allowed(relative: Path, modules: set[str]) -> bool | str:
     if top == PALS_FOLDER and len(parts) == 2:
         return True if name in (PALS_CONFIG_FILE, PALS_WEIGHTS_FILE) else "not a PALs config or weights file"
     if any(str(Path(*parts[:depth])) in modules for depth in range(1, len(parts))):
-        return True if _matches(name, _MODULE_FILES) else "not a sentence-transformers module's config, weights or tokenizer file"
+        return (
+            True
+            if _matches(name, _MODULE_FILES)
+            else "not a sentence-transformers module's config, weights or tokenizer file"
+        )
     if len(parts) == 2 and name in _ADAPTER_FILES:
         return True
     return "in a folder that is no sentence-transformers module, format adapter, PALs or ONNX folder"
@@ -103,7 +150,11 @@ def _module_folders(root: Path) -> set[str]:
         modules = json.loads((root / "modules.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return set()
-    return {str(Path(m["path"])) for m in modules if isinstance(m, dict) and m.get("path")} if isinstance(modules, list) else set()
+    return (
+        {str(Path(m["path"])) for m in modules if isinstance(m, dict) and m.get("path")}
+        if isinstance(modules, list)
+        else set()
+    )
 
 
 def _link_stays_home(path: Path, real_root: Path) -> bool:

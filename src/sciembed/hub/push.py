@@ -53,12 +53,16 @@ def push_folder(
     if repo_id.count("/") != 1 or not all(repo_id.split("/")):
         raise ValueError(f"repo_id must be ORG/NAME, got {repo_id!r}")
     if not (folder / "README.md").is_file() or not (folder / "config.json").is_file():
-        raise ValueError(f"{folder}: not an exported model folder (README.md and config.json expected); run sciembed export first")
+        raise ValueError(
+            f"{folder}: not an exported model folder (README.md and config.json expected); run sciembed export first"
+        )
     files, strays = hub_files(folder)
     if strays:
         shown = "; ".join(f"{name} ({why})" for name, why in list(strays.items())[:8])
-        raise ValueError(f"{folder} holds {len(strays)} file(s) an export does not write, which would be published unchecked: {shown}. "
-                         "Remove them, or export the model again (sciembed export --overwrite)")
+        raise ValueError(
+            f"{folder} holds {len(strays)} file(s) an export does not write, which would be published unchecked: {shown}. "
+            "Remove them, or export the model again (sciembed export --overwrite)"
+        )
     if constants.HF_HUB_OFFLINE:
         raise HubOfflineError(
             f"HF_HUB_OFFLINE is set, so the Hub is not reachable: {folder} is ready but was not pushed to {repo_id}. "

@@ -11,10 +11,16 @@ reading the recipes (as ``sciembed --help`` does) imports neither torch nor tran
 """
 
 _LAZY = {
-    "prepare": "run", "train": "run",
-    "EmbeddingTrainer": "trainers", "TripletTrainer": "trainers", "PairTrainer": "trainers",
-    "MultiTaskTrainer": "trainers", "PaperClassificationTrainer": "trainers",
-    "RECIPES": "recipes", "Recipe": "recipes", "get_recipe": "recipes",
+    "prepare": "run",
+    "train": "run",
+    "EmbeddingTrainer": "trainers",
+    "TripletTrainer": "trainers",
+    "PairTrainer": "trainers",
+    "MultiTaskTrainer": "trainers",
+    "PaperClassificationTrainer": "trainers",
+    "RECIPES": "recipes",
+    "Recipe": "recipes",
+    "get_recipe": "recipes",
 }
 
 

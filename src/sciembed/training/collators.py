@@ -32,7 +32,9 @@ class PaperCollator:
     def tokenize(self, papers: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
         sep = self.tokenizer.sep_token or " "
         texts = cut_texts([paper_text(paper, sep) for paper in papers], self.tokenizer, self.max_length)
-        return dict(self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"))
+        return dict(
+            self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+        )
 
 
 @dataclass
@@ -58,7 +60,9 @@ class PairCollator(PaperCollator):
             try:
                 index = [list(self.domains).index(row["domain"]) for row in rows]
             except (KeyError, ValueError):
-                raise ValueError(f"every pair needs a domain among {', '.join(self.domains)}; got {[row.get('domain') for row in rows]}") from None
+                raise ValueError(
+                    f"every pair needs a domain among {', '.join(self.domains)}; got {[row.get('domain') for row in rows]}"
+                ) from None
             features["domain_ids"] = torch.tensor(index * len(PAIR_ROLES), dtype=torch.long)
         return features
 
@@ -100,13 +104,19 @@ class MultiTaskCollator(PaperCollator):
                 raise ValueError(f"unknown task {name!r} in the batch; known: {', '.join(self.task_kinds or {})}")
             papers = [row["papers"] for row in members]
             if kind == "search":
-                inputs = [(QUERY_FORMAT, self.tokenize([p[0] for p in papers])),
-                          (TASK_FORMATS[kind], self.tokenize([p[i] for i in (1, 2) for p in papers]))]
+                inputs = [
+                    (QUERY_FORMAT, self.tokenize([p[0] for p in papers])),
+                    (TASK_FORMATS[kind], self.tokenize([p[i] for i in (1, 2) for p in papers])),
+                ]
             elif kind == "proximity":
                 inputs = [(TASK_FORMATS[kind], self.tokenize([p[i] for i in range(3) for p in papers]))]
             else:
                 inputs = [(TASK_FORMATS[kind], self.tokenize([p[0] for p in papers]))]
-            labels = torch.tensor([row["label"] for row in members], dtype=torch.float) if kind not in ("proximity", "search") else None
+            labels = (
+                torch.tensor([row["label"] for row in members], dtype=torch.float)
+                if kind not in ("proximity", "search")
+                else None
+            )
             if kind == "classification":
                 labels = labels[:, 0].long()
             elif kind == "regression":

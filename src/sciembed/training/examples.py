@@ -108,8 +108,9 @@ class CitationSource:
         return [str(i) for i in graph.ids[linked & has_text]]
 
 
-def read_citation_source(data: str | os.PathLike[str] | CitationFiles, *, skip_invalid: bool = True,
-                         smart_links: str = "cacm") -> CitationSource:
+def read_citation_source(
+    data: str | os.PathLike[str] | CitationFiles, *, skip_invalid: bool = True, smart_links: str = "cacm"
+) -> CitationSource:
     """Read papers and citations from a SMART collection folder or file (CACM: ``cacm.all``), a SPECTER
     release folder (``data.json`` + ``metadata.json``, at the top or under ``training/``), S2ORC
     metadata JSONL (a file or a folder of them), or a papers file and a citation edge list
@@ -141,7 +142,9 @@ def read_citation_source(data: str | os.PathLike[str] | CitationFiles, *, skip_i
     for folder in (path, path / "training"):
         if source is None and (folder / "data.json").is_file() and (folder / "metadata.json").is_file():
             source = _specter_source(folder, skip_invalid)
-    if source is None and (path.suffix == ".jsonl" or (path.is_dir() and (any(path.glob("*.jsonl")) or any(path.glob("*/*.jsonl"))))):
+    if source is None and (
+        path.suffix == ".jsonl" or (path.is_dir() and (any(path.glob("*.jsonl")) or any(path.glob("*/*.jsonl"))))
+    ):
         source = _s2orc_source(path, skip_invalid)
     if source is not None:
         _check_linked(source)
@@ -155,8 +158,10 @@ def read_citation_source(data: str | os.PathLike[str] | CitationFiles, *, skip_i
 def _check_linked(source: CitationSource) -> None:
     """Refuse a source without one citation between two papers with text: nothing to train on."""
     if not source.linked_queries():
-        raise ValueError(f"{source.path}: {len(source.papers)} papers with text but no citation between two of them "
-                         f"({source.graph.num_citations} citation links in all); training needs papers that cite each other")
+        raise ValueError(
+            f"{source.path}: {len(source.papers)} papers with text but no citation between two of them "
+            f"({source.graph.num_citations} citation links in all); training needs papers that cite each other"
+        )
 
 
 def _smart_source(path: Path, skip_invalid: bool, link_reading: str) -> CitationSource:
@@ -165,9 +170,16 @@ def _smart_source(path: Path, skip_invalid: bool, link_reading: str) -> Citation
     collection = read_smart_collection(path, skip_invalid=skip_invalid, links=link_reading)
     papers = {p["paper_id"]: p for p in collection.papers}
     links = sorted(collection.links.get(CACM_CITATION, ()))
-    graph = CitationGraph.from_undirected_pairs([a for a, _ in links], [b for _, b in links], papers_with_text=papers, drop_dangling=True,
-                                                source=f"{collection.path} (.X citation links)")
-    cocited = sorted(pair for pair in collection.links.get(CACM_COCITATION, ()) if pair[0] in papers and pair[1] in papers)
+    graph = CitationGraph.from_undirected_pairs(
+        [a for a, _ in links],
+        [b for _, b in links],
+        papers_with_text=papers,
+        drop_dangling=True,
+        source=f"{collection.path} (.X citation links)",
+    )
+    cocited = sorted(
+        pair for pair in collection.links.get(CACM_COCITATION, ()) if pair[0] in papers and pair[1] in papers
+    )
     return CitationSource(str(path), papers, graph, cocited, list(collection.skipped))
 
 
@@ -196,12 +208,21 @@ def _edge_list_source(files: CitationFiles, skip_invalid: bool) -> CitationSourc
     edges = read_edge_list(files.citations)  # first: it is checked in seconds, the papers may take minutes
     paper_file = read_papers(files.papers, id_field=files.id_field, skip_invalid=skip_invalid)
     if paper_file.skipped:
-        logger.warning("%s: skipped %d invalid paper record(s), the first: %s", files.papers, len(paper_file.skipped), paper_file.skipped[0])
+        logger.warning(
+            "%s: skipped %d invalid paper record(s), the first: %s",
+            files.papers,
+            len(paper_file.skipped),
+            paper_file.skipped[0],
+        )
     papers = {p["paper_id"]: p for p in paper_file.papers}
     ids = pa.array(list(papers), pa.large_string())
-    if not (pc.any(pc.is_in(edges.citing, value_set=ids)).as_py() or pc.any(pc.is_in(edges.cited, value_set=ids)).as_py()):
-        raise ValueError(f"{files.citations}: none of its {len(edges)} citations names a paper of {files.papers} (citation ids such as "
-                         f"{edges.citing[0].as_py()!r}, paper ids such as {next(iter(papers))!r}); the two files must use the same ids")
+    if not (
+        pc.any(pc.is_in(edges.citing, value_set=ids)).as_py() or pc.any(pc.is_in(edges.cited, value_set=ids)).as_py()
+    ):
+        raise ValueError(
+            f"{files.citations}: none of its {len(edges)} citations names a paper of {files.papers} (citation ids such as "
+            f"{edges.citing[0].as_py()!r}, paper ids such as {next(iter(papers))!r}); the two files must use the same ids"
+        )
     graph = CitationGraph.from_edges(edges.citing, edges.cited, papers_with_text=ids, ids=ids, source=str(files))
     return CitationSource(str(files), papers, graph, skipped=list(paper_file.skipped))
 
@@ -213,9 +234,15 @@ def _s2orc_source(path: Path, skip_invalid: bool) -> CitationSource:
     papers = {p["paper_id"]: p for p in s2orc.papers if p.get("title") or p.get("abstract")}
     if not papers:
         first = f" (the first: {s2orc.skipped[0]})" if s2orc.skipped else ""
-        raise ValueError(f"{path}: none of its records is a paper with a title or abstract; {len(s2orc.skipped)} skipped{first}. "
-                         "Training takes papers and their citations (S2ORC metadata), not embeddings")
-    graph = CitationGraph.from_edges(s2orc.citing, s2orc.cited, papers_with_text=[pid for pid, p in papers.items() if p.get("title") or p.get("abstract")])
+        raise ValueError(
+            f"{path}: none of its records is a paper with a title or abstract; {len(s2orc.skipped)} skipped{first}. "
+            "Training takes papers and their citations (S2ORC metadata), not embeddings"
+        )
+    graph = CitationGraph.from_edges(
+        s2orc.citing,
+        s2orc.cited,
+        papers_with_text=[pid for pid, p in papers.items() if p.get("title") or p.get("abstract")],
+    )
     return CitationSource(str(path), papers, graph, skipped=list(s2orc.skipped))
 
 
@@ -244,7 +271,11 @@ class QuerySplit:
 
     def counts(self) -> dict[str, Any]:
         """The split as a run records it (sizes, and the ids evaluation is on)."""
-        counts: dict[str, Any] = {"queries": len(self.train), "held_out_queries": len(self.held_out), "held_out_ids": sorted(self.held_out)}
+        counts: dict[str, Any] = {
+            "queries": len(self.train),
+            "held_out_queries": len(self.held_out),
+            "held_out_ids": sorted(self.held_out),
+        }
         if self.validation:
             counts.update(validation_queries=len(self.validation), validation_ids=sorted(self.validation))
         return counts
@@ -299,14 +330,23 @@ def triplet_dataset(
         try:
             config = SciNCLConfig(**options)
         except TypeError as error:  # a data setting the sampler does not have
-            raise ValueError(f"SciNCL sampler: {error}; its settings: {', '.join(SciNCLConfig.__dataclass_fields__)}") from None
-        triplets = sample_scincl_triplets(graph, query_list, config, exclude=sorted(excluded) or None, seed=seed, rank=rank,
-                                          world_size=world_size)
+            raise ValueError(
+                f"SciNCL sampler: {error}; its settings: {', '.join(SciNCLConfig.__dataclass_fields__)}"
+            ) from None
+        triplets = sample_scincl_triplets(
+            graph, query_list, config, exclude=sorted(excluded) or None, seed=seed, rank=rank, world_size=world_size
+        )
     else:
         sample = sample_specter_triplets if sampler == "specter" else sample_spectroid_triplets
         in_graph = graph.ids.positions(query_list) >= 0
-        triplets = sample(graph, [q for q, found in zip(query_list, in_graph) if found], seed=seed, rank=rank,
-                          world_size=world_size, **options)
+        triplets = sample(
+            graph,
+            [q for q, found in zip(query_list, in_graph) if found],
+            seed=seed,
+            rank=rank,
+            world_size=world_size,
+            **options,
+        )
     if not len(triplets):
         raise ValueError(f"{source.path}: the {sampler} sampler found no triplet among {len(query_list)} queries")
     columns: dict[str, list[Any]] = {}
@@ -327,19 +367,27 @@ def scirepeval_triplets(path: str | os.PathLike[str], *, skip_invalid: bool = Tr
     from ..data.scirepeval import read_scirepeval_sample
 
     sample = read_scirepeval_sample(path, kind="specter", skip_invalid=skip_invalid)
-    return Dataset.from_dict({
-        "query": [paper_record(r) for r in sample.data["query"]],
-        "positive": [paper_record(r) for r in sample.data["pos"]],
-        "negative": [paper_record(r) for r in sample.data["neg"]],
-    })
+    return Dataset.from_dict(
+        {
+            "query": [paper_record(r) for r in sample.data["query"]],
+            "positive": [paper_record(r) for r in sample.data["pos"]],
+            "negative": [paper_record(r) for r in sample.data["neg"]],
+        }
+    )
 
 
 #: What :func:`pair_dataset` pairs: papers cited together (the MoE paper's data), or a paper and one it cites.
 PAIR_KINDS = ("cocitations", "citations")
 
 
-def pair_dataset(source: CitationSource, *, queries: Iterable[str] | None = None, exclude: Iterable[str] = (),
-                 domain: str | None = None, kind: str = "cocitations") -> Dataset:
+def pair_dataset(
+    source: CitationSource,
+    *,
+    queries: Iterable[str] | None = None,
+    exclude: Iterable[str] = (),
+    domain: str | None = None,
+    kind: str = "cocitations",
+) -> Dataset:
     """Positive pairs ``(a, b)`` for in-batch-negatives training.
 
     ``kind="cocitations"`` (the MoE paper's data): the source's own co-citation links (CACM type 6), or else
@@ -353,11 +401,17 @@ def pair_dataset(source: CitationSource, *, queries: Iterable[str] | None = None
     excluded = set(exclude)
     allowed = None if queries is None else set(queries)
     pairs = (source.cocited or _graph_cocitations(source)) if kind == "cocitations" else _graph_citations(source)
-    rows = [(a, b) for a, b in pairs if a not in excluded and b not in excluded and (allowed is None or a in allowed or b in allowed)]
+    rows = [
+        (a, b)
+        for a, b in pairs
+        if a not in excluded and b not in excluded and (allowed is None or a in allowed or b in allowed)
+    ]
     if not rows and kind == "cocitations":
-        raise ValueError(f"{source.path}: no co-citation pair among the papers with text (two papers cited by the same paper); "
-                         "this recipe needs papers that share citing papers (or data.pairs=citations), the triplet recipes "
-                         "(specter, scincl) need only citations")
+        raise ValueError(
+            f"{source.path}: no co-citation pair among the papers with text (two papers cited by the same paper); "
+            "this recipe needs papers that share citing papers (or data.pairs=citations), the triplet recipes "
+            "(specter, scincl) need only citations"
+        )
     if not rows:
         raise ValueError(f"{source.path}: no citation between two papers with text outside the excluded ones")
     columns: dict[str, list[Any]] = {
@@ -385,8 +439,13 @@ def _graph_cocitations(source: CitationSource) -> list[tuple[str, str]]:
     return [(str(ids[i]), str(ids[j])) for i, j in zip(counts.row[keep], counts.col[keep])]
 
 
-def labelled_papers(path: str | os.PathLike[str], *, skip_invalid: bool = True, papers: Iterable[str] | None = None,
-                    smart_links: str = "cacm") -> tuple[Dataset, list[str]]:
+def labelled_papers(
+    path: str | os.PathLike[str],
+    *,
+    skip_invalid: bool = True,
+    papers: Iterable[str] | None = None,
+    smart_links: str = "cacm",
+) -> tuple[Dataset, list[str]]:
     """Single-label ``(paper, label)`` examples and the label names, from CACM's CR categories (a SMART
     collection, its ``.X`` lines read as ``smart_links`` says: the top class of each paper's first category, as
     the ``cacm`` benchmark's task) or a SciRepEval MeSH sample (``descriptor``). ``papers`` restricts them to those ids."""
@@ -411,18 +470,25 @@ def labelled_papers(path: str | os.PathLike[str], *, skip_invalid: bool = True, 
     if len(labels) < 2:
         raise ValueError(f"{path}: classification needs at least 2 labels, found {len(labels)}")
     index = {name: i for i, name in enumerate(labels)}
-    return Dataset.from_dict({
-        "paper_id": [pid for pid, _ in chosen],
-        "paper": [paper_record(records[pid]) for pid, _ in chosen],
-        "label": [index[name] for _, name in chosen],
-    }), labels
+    return Dataset.from_dict(
+        {
+            "paper_id": [pid for pid, _ in chosen],
+            "paper": [paper_record(records[pid]) for pid, _ in chosen],
+            "label": [index[name] for _, name in chosen],
+        }
+    ), labels
 
 
 # ------------------------------------------------------------------ multi-task (SciRepEval)
 
 #: Task kind -> the format its papers are embedded in (SciRepEval's control codes / adapters).
-TASK_FORMATS = {"classification": "classification", "multilabel": "classification", "regression": "regression",
-                "proximity": "proximity", "search": "proximity"}
+TASK_FORMATS = {
+    "classification": "classification",
+    "multilabel": "classification",
+    "regression": "regression",
+    "proximity": "proximity",
+    "search": "proximity",
+}
 
 
 @dataclass
@@ -477,12 +543,19 @@ def exclusion_counts(excluded: Iterable[str], known: Iterable[str], what: str) -
     wrongly formatted ids file would otherwise leave every test paper in the training data without a word."""
     unknown = set(excluded) - set(known)
     if unknown:
-        logger.warning("%s: %d of %d paper id(s) name no paper of the data (e.g. %s); they exclude nothing", what,
-                       len(unknown), len(set(excluded)), sorted(unknown)[:3])
+        logger.warning(
+            "%s: %d of %d paper id(s) name no paper of the data (e.g. %s); they exclude nothing",
+            what,
+            len(unknown),
+            len(set(excluded)),
+            sorted(unknown)[:3],
+        )
     return {"excluded_papers": len(set(excluded)) - len(unknown), "exclude_ids_unknown": len(unknown)}
 
 
-def classification_rows(path: str | os.PathLike[str], *, skip_invalid: bool = True, smart_links: str = "cacm") -> TaskRows:
+def classification_rows(
+    path: str | os.PathLike[str], *, skip_invalid: bool = True, smart_links: str = "cacm"
+) -> TaskRows:
     """Labelled papers as classification rows: CACM's CR categories (a SMART collection, :func:`labelled_papers`), a
     SciRepEval MeSH sample (one descriptor per paper) or a fields-of-study sample (multi-label: a multi-hot label)."""
     from ..data.scirepeval import read_scirepeval_sample
@@ -495,10 +568,15 @@ def classification_rows(path: str | os.PathLike[str], *, skip_invalid: bool = Tr
         if sample.kind == "fos":
             data = sample.data
             size = max(max(labels) for labels in data["labels"]) + 1
-            rows = [{"papers": [paper_record(r)], "label": [float(i in set(r["labels"])) for i in range(size)]} for r in data]
+            rows = [
+                {"papers": [paper_record(r)], "label": [float(i in set(r["labels"])) for i in range(size)]}
+                for r in data
+            ]
             return TaskRows("multilabel", size, rows, [str(r["paper_id"]) for r in data], skipped)
         if sample.kind != "mesh":
-            raise ValueError(f"{path}: a {sample.kind} sample holds no labels; classification takes CACM, a MeSH or a fields-of-study sample")
+            raise ValueError(
+                f"{path}: a {sample.kind} sample holds no labels; classification takes CACM, a MeSH or a fields-of-study sample"
+            )
     data, labels = labelled_papers(path, skip_invalid=skip_invalid, smart_links=smart_links)
     rows = [{"papers": [paper], "label": [float(label)]} for paper, label in zip(data["paper"], data["label"])]
     return TaskRows("classification", len(labels), rows, list(data["paper_id"]), skipped)
@@ -526,13 +604,21 @@ def search_rows(path: str | os.PathLike[str], *, skip_invalid: bool = True) -> T
             flat += 1
             continue
         worst = min(worse, key=lambda c: c["score"])
-        rows.append({"papers": [{"title": record["query"], "abstract": ""}, paper_record(best), paper_record(worst)], "label": []})
+        rows.append(
+            {
+                "papers": [{"title": record["query"], "abstract": ""}, paper_record(best), paper_record(worst)],
+                "label": [],
+            }
+        )
     skipped = {"skipped_records": len(sample.skipped)} if sample.skipped else {}
-    return TaskRows("search", 1, rows, [None] * len(rows), {**skipped, **({"sessions_without_two_scores": flat} if flat else {})})
+    return TaskRows(
+        "search", 1, rows, [None] * len(rows), {**skipped, **({"sessions_without_two_scores": flat} if flat else {})}
+    )
 
 
-def tagged_dataset(tasks: Mapping[str, TaskRows], *, max_per_task: int | Mapping[str, int | None] | None = None,
-                   seed: int = 0) -> MultiTaskData:
+def tagged_dataset(
+    tasks: Mapping[str, TaskRows], *, max_per_task: int | Mapping[str, int | None] | None = None, seed: int = 0
+) -> MultiTaskData:
     """Tasks' rows as one task-tagged dataset, each task cut to a seeded sample of ``max_per_task`` rows (a mapping:
     each task's own limit, ``None`` for none)."""
     rng = np.random.default_rng(seed)
@@ -548,10 +634,14 @@ def tagged_dataset(tasks: Mapping[str, TaskRows], *, max_per_task: int | Mapping
         kinds[name] = (task.kind, task.num_labels)
         parts.append(Dataset.from_list([{"task": name, **row} for row in rows]))
     logger.info("multi-task data: %s", {name: f"{kind}, {labels} label(s)" for name, (kind, labels) in kinds.items()})
-    return MultiTaskData(concatenate_datasets(parts), kinds, {name: task.skipped for name, task in tasks.items() if task.skipped})
+    return MultiTaskData(
+        concatenate_datasets(parts), kinds, {name: task.skipped for name, task in tasks.items() if task.skipped}
+    )
 
 
-def multitask_dataset(folder: str | os.PathLike[str], *, skip_invalid: bool = True, max_per_task: int | None = None, seed: int = 0) -> MultiTaskData:
+def multitask_dataset(
+    folder: str | os.PathLike[str], *, skip_invalid: bool = True, max_per_task: int | None = None, seed: int = 0
+) -> MultiTaskData:
     """SciRepEval's training samples as one dataset for multi-task training.
 
     Each row is ``{"task", "papers", "label"}``: ``papers`` holds one paper (classification,
@@ -573,5 +663,7 @@ def multitask_dataset(folder: str | os.PathLike[str], *, skip_invalid: bool = Tr
     if (path := folder / "search_small.jsonl").is_file():
         tasks["search"] = search_rows(path, skip_invalid=skip_invalid)
     if not tasks:
-        raise ValueError(f"{folder}: no SciRepEval training sample (fos_small.json, mesh_small.json, specter_small.json, search_small.jsonl)")
+        raise ValueError(
+            f"{folder}: no SciRepEval training sample (fos_small.json, mesh_small.json, specter_small.json, search_small.jsonl)"
+        )
     return tagged_dataset(tasks, max_per_task=max_per_task, seed=seed)

@@ -90,20 +90,28 @@ class Recipe:
     notes: str = ""
     unit_vector_settings: dict[str, Any] = dataclasses.field(default_factory=dict)
 
-    def resolve(self, overrides: Mapping[str, Any] | None = None, *, unit_vectors: bool = False) -> dict[str, dict[str, Any]]:
+    def resolve(
+        self, overrides: Mapping[str, Any] | None = None, *, unit_vectors: bool = False
+    ) -> dict[str, dict[str, Any]]:
         """The settings with ``overrides`` (nested sections or dotted keys) applied and checked; with
         ``unit_vectors``, :attr:`unit_vector_settings` first (under ``overrides``)."""
         settings = self._layered(overrides, unit_vectors)
         unknown = sorted(set(settings["training"]) - _training_fields())
         if unknown:
             # transformers 5 removed warmup_ratio: a warmup_steps below 1 is now the ratio of the steps.
-            hint = " (transformers 5: give a ratio as warmup_steps, e.g. warmup_steps=0.1)" if "warmup_ratio" in unknown else ""
+            hint = (
+                " (transformers 5: give a ratio as warmup_steps, e.g. warmup_steps=0.1)"
+                if "warmup_ratio" in unknown
+                else ""
+            )
             raise ValueError(f"unknown TrainingArguments field(s) {', '.join(unknown)}{hint}")
         for name, value in settings["training"].items():
             _check_training_value(name, value)
         choices = OBJECTIVE_LOSSES.get(self.objective)
         if choices is not None and settings["loss"].get("name") not in choices:
-            raise ValueError(f"recipe {self.name}: loss.name must be one of {', '.join(choices)}, got {settings['loss'].get('name')!r}")
+            raise ValueError(
+                f"recipe {self.name}: loss.name must be one of {', '.join(choices)}, got {settings['loss'].get('name')!r}"
+            )
         return settings
 
     def _layered(self, overrides: Mapping[str, Any] | None, unit_vectors: bool) -> dict[str, dict[str, Any]]:
@@ -112,7 +120,9 @@ class Recipe:
         layers = [self.unit_vector_settings] if unit_vectors else []
         for layer in [*layers, overrides or {}]:
             assignments = [(_section_of(key), value) for key, value in flatten_overrides(layer)]
-            new_loss = next((value for (section, name), value in assignments if (section, name) == ("loss", "name")), None)
+            new_loss = next(
+                (value for (section, name), value in assignments if (section, name) == ("loss", "name")), None
+            )
             if new_loss is not None and new_loss != settings["loss"].get("name"):
                 settings["loss"] = {}
             for (section, name), value in assignments:
@@ -129,13 +139,16 @@ class Recipe:
         if self.unit_vector_settings:
             unit = _setting_phrases(self._layered(None, unit_vectors=True))
             changed = [phrase for part, phrase in unit.items() if phrase != paper.get(part)]
-            text += f" Trained in unit vectors (embedding.normalize, e.g. from all-MiniLM-L6-v2): {'; '.join(changed)}."
+            text += (
+                f" Trained in unit vectors (embedding.normalize, e.g. from all-MiniLM-L6-v2): {'; '.join(changed)}."
+            )
         return text
 
 
 def _setting_phrases(settings: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     """Resolved settings as phrases by part (``model``, ``loss``, ``optimiser``, ``batch``, ``epochs``), e.g.
     ``batch``: "32 examples per optimiser step (8 per device x 4 accumulation steps)"."""
+
     def listed(options: Mapping[str, Any]) -> str:
         return ", ".join(f"{key} {value}" for key, value in options.items())
 
@@ -149,11 +162,15 @@ def _setting_phrases(settings: Mapping[str, Mapping[str, Any]]) -> dict[str, str
         phrases["loss"] = " ".join(part for part in ("loss", name, f"({listed(loss)})" if loss else "") if part)
     warmup = training.get("warmup_steps", 0)
     warmup = f"warm-up over {warmup:.0%} of the steps" if 0 < warmup < 1 else f"{warmup} warm-up steps"
-    phrases["optimiser"] = (f"lr {training['learning_rate']:g}, {training['lr_scheduler_type']} schedule, {warmup}, "
-                            f"weight decay {training.get('weight_decay', 0.0)}")
+    phrases["optimiser"] = (
+        f"lr {training['learning_rate']:g}, {training['lr_scheduler_type']} schedule, {warmup}, "
+        f"weight decay {training.get('weight_decay', 0.0)}"
+    )
     per_device, accumulation = training["per_device_train_batch_size"], training.get("gradient_accumulation_steps", 1)
-    phrases["batch"] = (f"{per_device * accumulation} examples per optimiser step ({per_device} per device x {accumulation} "
-                        "accumulation steps)")
+    phrases["batch"] = (
+        f"{per_device * accumulation} examples per optimiser step ({per_device} per device x {accumulation} "
+        "accumulation steps)"
+    )
     phrases["epochs"] = f"{training['num_train_epochs']} epoch(s)"
     return phrases
 
@@ -191,8 +208,11 @@ def _check_training_value(name: str, value: Any) -> None:
     simple = {bool, int, float, str, type(None)}
     if not set(options) <= simple:
         return
-    fits = (type(value) in options or (float in options and type(value) is int)
-            or (value is None and type(None) in options))
+    fits = (
+        type(value) in options
+        or (float in options and type(value) is int)
+        or (value is None and type(None) in options)
+    )
     if not fits:
         expected = " or ".join("null" if t is type(None) else t.__name__ for t in options)
         raise ValueError(f"setting {name}={value!r}: expected {expected}, got {type(value).__name__}")
@@ -204,16 +224,45 @@ def _training_fields() -> set[str]:
     return {f.name for f in dataclasses.fields(TrainingArguments) if f.init} - {"output_dir"}
 
 
-def _recipe(name, paper, objective, family, data, *, model=None, embedding=None, data_settings=None, loss=None, training, notes="",
-            unit_vectors=None):
-    return Recipe(name, paper, objective, family, data, {
-        "model": dict(model or {}),
-        "embedding": {"pooling": None, "normalize": None, "max_length": None, **(embedding or {})},
-        "data": {"held_out": 0.0, "validation": 0.0, "seed": 0, "max_examples": None, "max_length": None, "exclude": None,
-                 **(data_settings or {})},
-        "loss": dict(loss or {}),
-        "training": {**_COMMON_TRAINING, **training},
-    }, notes, dict(unit_vectors or {}))
+def _recipe(
+    name,
+    paper,
+    objective,
+    family,
+    data,
+    *,
+    model=None,
+    embedding=None,
+    data_settings=None,
+    loss=None,
+    training,
+    notes="",
+    unit_vectors=None,
+):
+    return Recipe(
+        name,
+        paper,
+        objective,
+        family,
+        data,
+        {
+            "model": dict(model or {}),
+            "embedding": {"pooling": None, "normalize": None, "max_length": None, **(embedding or {})},
+            "data": {
+                "held_out": 0.0,
+                "validation": 0.0,
+                "seed": 0,
+                "max_examples": None,
+                "max_length": None,
+                "exclude": None,
+                **(data_settings or {}),
+            },
+            "loss": dict(loss or {}),
+            "training": {**_COMMON_TRAINING, **training},
+        },
+        notes,
+        dict(unit_vectors or {}),
+    )
 
 
 #: Citation triplets in unit vectors: multiple-negatives ranking over the in-batch matrix plus each triplet's
@@ -221,8 +270,13 @@ def _recipe(name, paper, objective, family, data, *, model=None, embedding=None,
 #: a step in one batch, since in-batch negatives come from the batch a loss sees, not from accumulation.
 #: (Dotted keys throughout: `sciembed --help` writes the recipes' descriptions from these without importing
 #: transformers, which a bare key would need to be found among TrainingArguments' fields.)
-_UNIT_VECTOR_TRIPLETS = {"loss.name": "mnr", "loss.similarity": "cosine", "loss.temperature": 0.05,
-                         "training.per_device_train_batch_size": 32, "training.gradient_accumulation_steps": 1}
+_UNIT_VECTOR_TRIPLETS = {
+    "loss.name": "mnr",
+    "loss.similarity": "cosine",
+    "loss.temperature": 0.05,
+    "training.per_device_train_batch_size": 32,
+    "training.gradient_accumulation_steps": 1,
+}
 
 #: Fine-tuning a base already trained in unit vectors (a sentence-transformers model) on citation triplets: learning
 #: rate 1e-4 (SPECTER's 2e-5 is for a full epoch from BERT), then WiSE-FT's average of the trained and the starting
@@ -237,131 +291,210 @@ _UNIT_VECTOR_FINE_TUNING = {"training.learning_rate": 1e-4, "model.weight_averag
 #: (eqs. 2-3) keeps its max-pair term, taken between unit vectors at sentence-transformers' temperature with every
 #: positive and negative of the step's 32 triplets as candidates, as the specter recipe's multiple-negatives ranking
 #: does; a plain multiple-negatives loss on the sum would give the K tokens no reason to part ways.
-_MULTI2SPE_UNIT_VECTORS = {"model.text_pooling": "mean", "loss.similarity": "cosine", "loss.temperature": 0.05,
-                           "loss.in_batch_negatives": True, "training.per_device_train_batch_size": 32,
-                           "training.gradient_accumulation_steps": 1, **_UNIT_VECTOR_FINE_TUNING}
+_MULTI2SPE_UNIT_VECTORS = {
+    "model.text_pooling": "mean",
+    "loss.similarity": "cosine",
+    "loss.temperature": 0.05,
+    "loss.in_batch_negatives": True,
+    "training.per_device_train_batch_size": 32,
+    "training.gradient_accumulation_steps": 1,
+    **_UNIT_VECTOR_FINE_TUNING,
+}
 
 
 _SPECTER_TRAINING = {
-    "learning_rate": 2e-5, "lr_scheduler_type": "linear", "warmup_steps": 0.1, "num_train_epochs": 2,
-    "per_device_train_batch_size": 8, "gradient_accumulation_steps": 4, "weight_decay": 0.0,
+    "learning_rate": 2e-5,
+    "lr_scheduler_type": "linear",
+    "warmup_steps": 0.1,
+    "num_train_epochs": 2,
+    "per_device_train_batch_size": 8,
+    "gradient_accumulation_steps": 4,
+    "weight_decay": 0.0,
 }
 
 #: SciRepEval warms up over 700 steps of a run of many thousands; over a short run (the 60 steps of a CPU budget) that
 #: would keep the learning rate below a tenth of its peak, so the warm-up is 10% of the run's steps, as SPECTER's
 #: (``training.warmup_steps=700`` for the paper's).
 _SCIREPEVAL_TRAINING = {
-    "learning_rate": 5e-5, "lr_scheduler_type": "inverse_sqrt", "warmup_steps": 0.1, "num_train_epochs": 2,
-    "per_device_train_batch_size": 16, "gradient_accumulation_steps": 2, "weight_decay": 0.01,
+    "learning_rate": 5e-5,
+    "lr_scheduler_type": "inverse_sqrt",
+    "warmup_steps": 0.1,
+    "num_train_epochs": 2,
+    "per_device_train_batch_size": 16,
+    "gradient_accumulation_steps": 2,
+    "weight_decay": 0.01,
 }
 
-RECIPES: dict[str, Recipe] = {r.name: r for r in (
-    _recipe(
-        "specter", "Cohan et al. 2020, SPECTER", "triplet", None, "citations",
-        data_settings={"sampler": "specter", "triplets_per_query": 5},
-        loss={"name": "triplet", "margin": 1.0, "distance": "l2"},
-        training=_SPECTER_TRAINING,
-        unit_vectors={**_UNIT_VECTOR_TRIPLETS, **_UNIT_VECTOR_FINE_TUNING},
-        notes="SPECTER's triplet margin loss on unnormalised vectors; 5 triplets per query, 2 with hard negatives; the "
-              "paper's batch reached by gradient accumulation. In unit vectors (a base such as all-MiniLM-L6-v2): "
-              "multiple-negatives ranking with the hard negatives, the step's triplets in one batch (its in-batch "
-              "negatives come from the batch the loss sees, not from accumulation); departure for a short budget: a "
-              "higher learning rate and WiSE-FT's average with the base (model.weight_average), chosen on validation "
-              "queries.",
-    ),
-    _recipe(
-        "scincl", "Ostendorff et al. 2022, SciNCL", "triplet", None, "citations",
-        data_settings={"sampler": "scincl", "rank_overflow": "nearest"},
-        loss={"name": "triplet", "margin": 1.0, "distance": "l2"},
-        training=_SPECTER_TRAINING,
-        unit_vectors={**_UNIT_VECTOR_TRIPLETS, **_UNIT_VECTOR_FINE_TUNING},
-        notes="SPECTER's triplet loss on triplets sampled from a citation-graph embedding: 5 positives "
-              "from kNN ranks [20, 25), 2 hard negatives from [3998, 4000), 3 random. Departure: on a graph with fewer "
-              "than 4,000 candidates per query, where the paper's ranks cannot apply, positives come from the top ranks "
-              "and hard negatives from the nearest tenth (data.rank_overflow=nearest; 'scale' shrinks the paper's "
-              "ranges instead, which puts the hard negatives among the farthest papers). The optimiser settings are "
-              "SPECTER's; SciNCL's own were not checked against its paper. In unit vectors: as the specter recipe "
-              "(multiple-negatives ranking, a higher learning rate, WiSE-FT's average with the base).",
-    ),
-    _recipe(
-        "multi2spe", "Seoh, Chang & McCallum 2023, Multi2SPE", "multi2spe", "multi2spe", "citations",
-        model={"num_cls_tokens": 3},
-        data_settings={"sampler": "specter", "triplets_per_query": 5},
-        loss={"name": "multi2spe", "weight": 0.1, "mode": "paper"},
-        training={**_SPECTER_TRAINING, "weight_decay": 0.0, "lr_scheduler_type": "linear"},
-        unit_vectors=_MULTI2SPE_UNIT_VECTORS,
-        notes="K CLS tokens (model.num_cls_tokens), lambda as loss.weight, Adam (AdamW with no weight decay), SPECTER's "
-              "batch, SPECTER triplets; loss mode 'paper' (eqs. 2-3) by default, 'released' for the authors' code. The model "
-              "starts where its base is (model.initialization='base'; 'paper' for the paper's random last layers). In "
-              "unit vectors (a mean-pooling base such as all-MiniLM-L6-v2), departures: each CLS output also carries "
-              "1/K of the text's mean state and the last linear layers start at zero, so training starts where the "
-              "base is (model.text_pooling=mean); the facet loss between unit vectors with in-batch negatives "
-              "(loss.similarity=cosine, loss.in_batch_negatives); the specter recipe's learning rate and WiSE-FT "
-              "average, chosen on validation queries.",
-    ),
-    _recipe(
-        "scirepeval-ctrl", "Singh et al. 2023, SciRepEval (control codes)", "multitask", "control_code", "scirepeval",
-        data_settings={"max_examples": None},
-        loss={"dropout": 0.1, "margin": 1.0},
-        training=_SCIREPEVAL_TRAINING,
-        notes="Multi-task training over SciRepEval's formats with [CLF] [RGN] [PRX] [QRY] control codes: AdamW with an "
-              "inverse-square-root schedule after warm-up (10% of the steps; the paper's 700 steps assume a longer run), "
-              "task-heterogeneous batches; heads: linear with dropout, CE / BCE / MSE, triplet for proximity and search. "
-              "--data is SciRepEval's samples or a task mixture of several sources.",
-    ),
-    _recipe(
-        "scirepeval-adapters", "Singh et al. 2023, SciRepEval (format adapters, stage 1)", "multitask", None, "scirepeval",
-        model={"format_modules": "adapters", "adapter_config": "seq_bn"},
-        loss={"dropout": 0.1, "margin": 1.0},
-        training=_SCIREPEVAL_TRAINING,
-        notes="One seq_bn bottleneck adapter per format (classification, regression, proximity, adhoc_query) on a "
-              "frozen base, trained together on task-heterogeneous batches, each task through its format's adapter; "
-              "SciRepEval's optimiser settings. Stage 2 is scirepeval-fusion on the saved model.",
-    ),
-    _recipe(
-        "scirepeval-fusion", "Singh et al. 2023, SciRepEval (AdapterFusion, stage 2)", "multitask", None, "scirepeval",
-        model={"format_modules": "fusion"},
-        loss={"dropout": 0.1, "margin": 1.0},
-        training=_SCIREPEVAL_TRAINING,
-        notes="--base is a model trained with scirepeval-adapters; per format an AdapterFusion layer Fuse(own, *others) "
-              "over the frozen adapters, trained on the same multi-task batches.",
-    ),
-    _recipe(
-        "scirepeval-pals", "Singh et al. 2023, SciRepEval (PALs)", "multitask", None, "scirepeval",
-        model={"format_modules": "pals", "pals_hidden_size": 204, "pals_attention_heads": 6},
-        loss={"dropout": 0.1, "margin": 1.0},
-        training=_SCIREPEVAL_TRAINING,
-        notes="Projected attention layers per format (projections shared across layers), "
-              "trained jointly with the whole network on the multi-task batches.",
-    ),
-    _recipe(
-        "spectroid-heads", "Capuano et al., SPECTROID (classification heads)", "classification", "spectroid", "labelled",
-        model={"head": "CH2"},
-        training={"learning_rate": 2e-5, "lr_scheduler_type": "linear", "warmup_steps": 0.1, "num_train_epochs": 3,
-                  "per_device_train_batch_size": 16, "weight_decay": 0.01},
-        notes="The encoder with an MLP head (CH1 linear, CH2 one hidden layer of 64, CH3 five), ReLU, trained "
-              "end-to-end with cross-entropy; optimiser settings are BERT fine-tuning defaults (the report "
-              "does not fix them).",
-    ),
-    _recipe(
-        "moe-cocitation", "Hallee, Kapur et al. 2024, MoE BERT", "pairs", "moe_bert", "citations",
-        model={"domains": ["cs"], "routing": "enforced"},
-        data_settings={"domain": "cs", "pairs": "citations"},
-        loss={"name": "mnr", "temperature": 0.7, "learn_temperature": True, "similarity": "dot", "symmetric": False,
-              "router_cross_entropy": 1.0, "router_mutual_information": 0.0, "router_load_balancing": 0.0},
-        training={"learning_rate": 1e-5, "lr_scheduler_type": "cosine", "warmup_steps": 0, "num_train_epochs": 1,
-                  "per_device_train_batch_size": 16, "weight_decay": 0.01},
-        notes="Positive pairs, multiple-negatives ranking over the full in-batch matrix with a learned "
-              "temperature (loss.temperature is its initial value), cosine decay; experts copied from the pretrained MLP, routing by domain "
-              "token (router losses apply to learned routing only). Departure: the pairs are citation links; the paper's "
-              "co-citation pairs (data.pairs=cocitations, whence the recipe's name) fell below the base on validation "
-              "queries at every learning rate tried, on a collection where few co-cited papers cite each other. In unit "
-              "vectors: cosine similarity at a fixed temperature, and as the citation triplet recipes a higher learning "
-              "rate and WiSE-FT's average with the base, chosen on validation queries.",
-        unit_vectors={"loss.similarity": "cosine", "loss.temperature": 0.05, "loss.learn_temperature": False,
-                      **_UNIT_VECTOR_FINE_TUNING},
-    ),
-)}
+RECIPES: dict[str, Recipe] = {
+    r.name: r
+    for r in (
+        _recipe(
+            "specter",
+            "Cohan et al. 2020, SPECTER",
+            "triplet",
+            None,
+            "citations",
+            data_settings={"sampler": "specter", "triplets_per_query": 5},
+            loss={"name": "triplet", "margin": 1.0, "distance": "l2"},
+            training=_SPECTER_TRAINING,
+            unit_vectors={**_UNIT_VECTOR_TRIPLETS, **_UNIT_VECTOR_FINE_TUNING},
+            notes="SPECTER's triplet margin loss on unnormalised vectors; 5 triplets per query, 2 with hard negatives; the "
+            "paper's batch reached by gradient accumulation. In unit vectors (a base such as all-MiniLM-L6-v2): "
+            "multiple-negatives ranking with the hard negatives, the step's triplets in one batch (its in-batch "
+            "negatives come from the batch the loss sees, not from accumulation); departure for a short budget: a "
+            "higher learning rate and WiSE-FT's average with the base (model.weight_average), chosen on validation "
+            "queries.",
+        ),
+        _recipe(
+            "scincl",
+            "Ostendorff et al. 2022, SciNCL",
+            "triplet",
+            None,
+            "citations",
+            data_settings={"sampler": "scincl", "rank_overflow": "nearest"},
+            loss={"name": "triplet", "margin": 1.0, "distance": "l2"},
+            training=_SPECTER_TRAINING,
+            unit_vectors={**_UNIT_VECTOR_TRIPLETS, **_UNIT_VECTOR_FINE_TUNING},
+            notes="SPECTER's triplet loss on triplets sampled from a citation-graph embedding: 5 positives "
+            "from kNN ranks [20, 25), 2 hard negatives from [3998, 4000), 3 random. Departure: on a graph with fewer "
+            "than 4,000 candidates per query, where the paper's ranks cannot apply, positives come from the top ranks "
+            "and hard negatives from the nearest tenth (data.rank_overflow=nearest; 'scale' shrinks the paper's "
+            "ranges instead, which puts the hard negatives among the farthest papers). The optimiser settings are "
+            "SPECTER's; SciNCL's own were not checked against its paper. In unit vectors: as the specter recipe "
+            "(multiple-negatives ranking, a higher learning rate, WiSE-FT's average with the base).",
+        ),
+        _recipe(
+            "multi2spe",
+            "Seoh, Chang & McCallum 2023, Multi2SPE",
+            "multi2spe",
+            "multi2spe",
+            "citations",
+            model={"num_cls_tokens": 3},
+            data_settings={"sampler": "specter", "triplets_per_query": 5},
+            loss={"name": "multi2spe", "weight": 0.1, "mode": "paper"},
+            training={**_SPECTER_TRAINING, "weight_decay": 0.0, "lr_scheduler_type": "linear"},
+            unit_vectors=_MULTI2SPE_UNIT_VECTORS,
+            notes="K CLS tokens (model.num_cls_tokens), lambda as loss.weight, Adam (AdamW with no weight decay), SPECTER's "
+            "batch, SPECTER triplets; loss mode 'paper' (eqs. 2-3) by default, 'released' for the authors' code. The model "
+            "starts where its base is (model.initialization='base'; 'paper' for the paper's random last layers). In "
+            "unit vectors (a mean-pooling base such as all-MiniLM-L6-v2), departures: each CLS output also carries "
+            "1/K of the text's mean state and the last linear layers start at zero, so training starts where the "
+            "base is (model.text_pooling=mean); the facet loss between unit vectors with in-batch negatives "
+            "(loss.similarity=cosine, loss.in_batch_negatives); the specter recipe's learning rate and WiSE-FT "
+            "average, chosen on validation queries.",
+        ),
+        _recipe(
+            "scirepeval-ctrl",
+            "Singh et al. 2023, SciRepEval (control codes)",
+            "multitask",
+            "control_code",
+            "scirepeval",
+            data_settings={"max_examples": None},
+            loss={"dropout": 0.1, "margin": 1.0},
+            training=_SCIREPEVAL_TRAINING,
+            notes="Multi-task training over SciRepEval's formats with [CLF] [RGN] [PRX] [QRY] control codes: AdamW with an "
+            "inverse-square-root schedule after warm-up (10% of the steps; the paper's 700 steps assume a longer run), "
+            "task-heterogeneous batches; heads: linear with dropout, CE / BCE / MSE, triplet for proximity and search. "
+            "--data is SciRepEval's samples or a task mixture of several sources.",
+        ),
+        _recipe(
+            "scirepeval-adapters",
+            "Singh et al. 2023, SciRepEval (format adapters, stage 1)",
+            "multitask",
+            None,
+            "scirepeval",
+            model={"format_modules": "adapters", "adapter_config": "seq_bn"},
+            loss={"dropout": 0.1, "margin": 1.0},
+            training=_SCIREPEVAL_TRAINING,
+            notes="One seq_bn bottleneck adapter per format (classification, regression, proximity, adhoc_query) on a "
+            "frozen base, trained together on task-heterogeneous batches, each task through its format's adapter; "
+            "SciRepEval's optimiser settings. Stage 2 is scirepeval-fusion on the saved model.",
+        ),
+        _recipe(
+            "scirepeval-fusion",
+            "Singh et al. 2023, SciRepEval (AdapterFusion, stage 2)",
+            "multitask",
+            None,
+            "scirepeval",
+            model={"format_modules": "fusion"},
+            loss={"dropout": 0.1, "margin": 1.0},
+            training=_SCIREPEVAL_TRAINING,
+            notes="--base is a model trained with scirepeval-adapters; per format an AdapterFusion layer Fuse(own, *others) "
+            "over the frozen adapters, trained on the same multi-task batches.",
+        ),
+        _recipe(
+            "scirepeval-pals",
+            "Singh et al. 2023, SciRepEval (PALs)",
+            "multitask",
+            None,
+            "scirepeval",
+            model={"format_modules": "pals", "pals_hidden_size": 204, "pals_attention_heads": 6},
+            loss={"dropout": 0.1, "margin": 1.0},
+            training=_SCIREPEVAL_TRAINING,
+            notes="Projected attention layers per format (projections shared across layers), "
+            "trained jointly with the whole network on the multi-task batches.",
+        ),
+        _recipe(
+            "spectroid-heads",
+            "Capuano et al., SPECTROID (classification heads)",
+            "classification",
+            "spectroid",
+            "labelled",
+            model={"head": "CH2"},
+            training={
+                "learning_rate": 2e-5,
+                "lr_scheduler_type": "linear",
+                "warmup_steps": 0.1,
+                "num_train_epochs": 3,
+                "per_device_train_batch_size": 16,
+                "weight_decay": 0.01,
+            },
+            notes="The encoder with an MLP head (CH1 linear, CH2 one hidden layer of 64, CH3 five), ReLU, trained "
+            "end-to-end with cross-entropy; optimiser settings are BERT fine-tuning defaults (the report "
+            "does not fix them).",
+        ),
+        _recipe(
+            "moe-cocitation",
+            "Hallee, Kapur et al. 2024, MoE BERT",
+            "pairs",
+            "moe_bert",
+            "citations",
+            model={"domains": ["cs"], "routing": "enforced"},
+            data_settings={"domain": "cs", "pairs": "citations"},
+            loss={
+                "name": "mnr",
+                "temperature": 0.7,
+                "learn_temperature": True,
+                "similarity": "dot",
+                "symmetric": False,
+                "router_cross_entropy": 1.0,
+                "router_mutual_information": 0.0,
+                "router_load_balancing": 0.0,
+            },
+            training={
+                "learning_rate": 1e-5,
+                "lr_scheduler_type": "cosine",
+                "warmup_steps": 0,
+                "num_train_epochs": 1,
+                "per_device_train_batch_size": 16,
+                "weight_decay": 0.01,
+            },
+            notes="Positive pairs, multiple-negatives ranking over the full in-batch matrix with a learned "
+            "temperature (loss.temperature is its initial value), cosine decay; experts copied from the pretrained MLP, routing by domain "
+            "token (router losses apply to learned routing only). Departure: the pairs are citation links; the paper's "
+            "co-citation pairs (data.pairs=cocitations, whence the recipe's name) fell below the base on validation "
+            "queries at every learning rate tried, on a collection where few co-cited papers cite each other. In unit "
+            "vectors: cosine similarity at a fixed temperature, and as the citation triplet recipes a higher learning "
+            "rate and WiSE-FT's average with the base, chosen on validation queries.",
+            unit_vectors={
+                "loss.similarity": "cosine",
+                "loss.temperature": 0.05,
+                "loss.learn_temperature": False,
+                **_UNIT_VECTOR_FINE_TUNING,
+            },
+        ),
+    )
+}
 
 
 def get_recipe(name: str) -> Recipe:

@@ -54,8 +54,15 @@ class TrainingRun:
     validation: TaskSuite | None = None
 
 
-def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str | os.PathLike[str] | CitationFiles,
-            output_dir: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None, *, smart_links: str = "cacm") -> TrainingRun:
+def prepare(
+    recipe: str | Recipe,
+    base: str | os.PathLike[str] | None,
+    data: str | os.PathLike[str] | CitationFiles,
+    output_dir: str | os.PathLike[str],
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    smart_links: str = "cacm",
+) -> TrainingRun:
     """Build the Trainer of ``recipe`` for the base checkpoint ``base`` (default: the embedded
     all-MiniLM-L6-v2) and the examples read from ``data`` (a file or folder, or papers and citations as
     :class:`~sciembed.training.examples.CitationFiles`; a SMART collection's ``.X`` lines read as
@@ -71,7 +78,10 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
     recipe, overrides = _dense_variant(recipe, overrides)
     base = str(base) if base is not None else default_model_path()
     settings, embedding = _settings(recipe, base, overrides)
-    for key, value in (("embedding.max_length", settings["embedding"]["max_length"]), ("data.max_length", settings["data"]["max_length"])):
+    for key, value in (
+        ("embedding.max_length", settings["embedding"]["max_length"]),
+        ("data.max_length", settings["data"]["max_length"]),
+    ):
         if value is not None and (type(value) is not int or value < 1):
             raise ValueError(f"{key} is a number of tokens (a positive integer), got {value!r}")
     register_families()
@@ -84,15 +94,26 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
     model, tokenizer = _model(recipe, settings["model"], base, examples)
     limit = default_max_length(model, tokenizer)
     if (settings["embedding"]["max_length"] or 0) > limit:
-        raise ValueError(f"embedding.max_length {settings['embedding']['max_length']} exceeds the {limit} tokens {base} takes")
-    max_length = settings["embedding"]["max_length"] = min(settings["embedding"]["max_length"] or embedding.max_length or limit, limit)
+        raise ValueError(
+            f"embedding.max_length {settings['embedding']['max_length']} exceeds the {limit} tokens {base} takes"
+        )
+    max_length = settings["embedding"]["max_length"] = min(
+        settings["embedding"]["max_length"] or embedding.max_length or limit, limit
+    )
     # Training texts may be cut shorter than the window the model keeps (saved and evaluated at max_length).
     training_length = settings["data"]["max_length"] = settings["data"]["max_length"] or max_length
     if training_length > limit:
         raise ValueError(f"data.max_length {training_length} exceeds the {limit} tokens {base} takes")
-    logger.info("recipe %s trains in this embedding: pooling %s, normalize %s, max_length %d (%s; training texts cut to %d); loss %s",
-                recipe.name, settings["embedding"]["pooling"] or "the family's own", settings["embedding"]["normalize"], max_length,
-                settings["embedding"]["chosen_by"], training_length, settings["loss"])
+    logger.info(
+        "recipe %s trains in this embedding: pooling %s, normalize %s, max_length %d (%s; training texts cut to %d); loss %s",
+        recipe.name,
+        settings["embedding"]["pooling"] or "the family's own",
+        settings["embedding"]["normalize"],
+        max_length,
+        settings["embedding"]["chosen_by"],
+        training_length,
+        settings["loss"],
+    )
     training = dict(settings["training"])
     # Pinned memory only speeds up copies to a GPU; on a CPU machine the DataLoader just warns about it.
     training.setdefault("dataloader_pin_memory", torch.cuda.is_available())
@@ -105,17 +126,31 @@ def prepare(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str
     if recipe.objective != "classification":
         options.update(pooling=settings["embedding"]["pooling"], normalize=settings["embedding"]["normalize"])
     trainer = trainer_class(
-        model, args, loss=loss, max_length=max_length, train_dataset=examples.train, eval_dataset=examples.evaluation,
-        data_collator=collator, processing_class=tokenizer, weight_average=settings["model"].get("weight_average", 1.0), **options,
+        model,
+        args,
+        loss=loss,
+        max_length=max_length,
+        train_dataset=examples.train,
+        eval_dataset=examples.evaluation,
+        data_collator=collator,
+        processing_class=tokenizer,
+        weight_average=settings["model"].get("weight_average", 1.0),
+        **options,
     )
-    counts = {"examples": len(examples.train), **examples.counts,
-              "starts_as_published": _starts_as_published(recipe, settings, embedding)}
+    counts = {
+        "examples": len(examples.train),
+        **examples.counts,
+        "starts_as_published": _starts_as_published(recipe, settings, embedding),
+    }
     logger.info("recipe %s on %s: %s", recipe.name, data, {k: v for k, v in counts.items() if not k.endswith("_ids")})
-    return TrainingRun(recipe, settings, trainer, tokenizer, Path(output_dir), {"source": str(data), **counts}, examples.validation)
+    return TrainingRun(
+        recipe, settings, trainer, tokenizer, Path(output_dir), {"source": str(data), **counts}, examples.validation
+    )
 
 
-def resolved_settings(recipe: str | Recipe, base: str | os.PathLike[str] | None = None,
-                      overrides: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+def resolved_settings(
+    recipe: str | Recipe, base: str | os.PathLike[str] | None = None, overrides: Mapping[str, Any] | None = None
+) -> dict[str, dict[str, Any]]:
     """The settings a run of ``recipe`` from ``base`` (default: the embedded all-MiniLM-L6-v2) with ``overrides``
     uses, resolved as :func:`prepare` resolves them, without reading data or loading the model: the embedding
     follows the base unless set (``embedding.chosen_by`` names what chose each value), and a model trained in
@@ -134,9 +169,18 @@ def resolved_settings(recipe: str | Recipe, base: str | os.PathLike[str] | None 
     return settings
 
 
-def train(recipe: str | Recipe, base: str | os.PathLike[str] | None, data: str | os.PathLike[str] | CitationFiles,
-          output_dir: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None, *, resume: bool = False,
-          evaluate_before: bool = False, smart_links: str = "cacm", overwrite: bool = False) -> dict[str, Any]:
+def train(
+    recipe: str | Recipe,
+    base: str | os.PathLike[str] | None,
+    data: str | os.PathLike[str] | CitationFiles,
+    output_dir: str | os.PathLike[str],
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    resume: bool = False,
+    evaluate_before: bool = False,
+    smart_links: str = "cacm",
+    overwrite: bool = False,
+) -> dict[str, Any]:
     """Prepare and run ``recipe`` (arguments as :func:`prepare`); save the model and ``train_results.json`` (see the
     module docstring).
 
@@ -200,16 +244,24 @@ def _check_output(output_dir: Path, *, resume: bool, overwrite: bool) -> None:
     check_writable(output_dir)
     checkpoints = sorted(output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*")) if output_dir.is_dir() else []
     if resume and not checkpoints:
-        raise FileNotFoundError(f"{output_dir}: no {PREFIX_CHECKPOINT_DIR}-* folder to resume from; train without --resume to start a run")
+        raise FileNotFoundError(
+            f"{output_dir}: no {PREFIX_CHECKPOINT_DIR}-* folder to resume from; train without --resume to start a run"
+        )
     if resume or not output_dir.is_dir():
         return
-    earlier = [path.name for path in (output_dir / MODEL_FOLDER, output_dir / RESULTS_FILE, output_dir / EVALUATION_FILE) if path.exists()]
+    earlier = [
+        path.name
+        for path in (output_dir / MODEL_FOLDER, output_dir / RESULTS_FILE, output_dir / EVALUATION_FILE)
+        if path.exists()
+    ]
     earlier += [path.name for path in checkpoints]
     if not earlier:
         return
     if not overwrite:
-        raise FileExistsError(f"{output_dir} holds an earlier run ({', '.join(earlier[:4])}{', ...' if len(earlier) > 4 else ''}); "
-                              "pass --resume to continue it, --overwrite to replace it, or choose another --output")
+        raise FileExistsError(
+            f"{output_dir} holds an earlier run ({', '.join(earlier[:4])}{', ...' if len(earlier) > 4 else ''}); "
+            "pass --resume to continue it, --overwrite to replace it, or choose another --output"
+        )
     for checkpoint in checkpoints:
         shutil.rmtree(checkpoint)
     # The earlier model's held-out scores must not be exported as this run's when this run holds nothing out.
@@ -252,12 +304,18 @@ def _resume_checkpoint(output_dir: Path, *, main_process: bool) -> str | bool:
             break
     else:
         if unfinished:
-            raise ValueError(f"no checkpoint in {output_dir} is complete ({'; '.join(why for _, why in unfinished)}); "
-                             "run without --resume to start again")
+            raise ValueError(
+                f"no checkpoint in {output_dir} is complete ({'; '.join(why for _, why in unfinished)}); "
+                "run without --resume to start again"
+            )
         return True
     for folder, why in unfinished:
-        logger.warning("%s: the save of this checkpoint never finished (%s); it is removed and training resumes from %s",
-                       folder, why, steps[step].name)
+        logger.warning(
+            "%s: the save of this checkpoint never finished (%s); it is removed and training resumes from %s",
+            folder,
+            why,
+            steps[step].name,
+        )
         if main_process:
             shutil.rmtree(folder)
     return str(steps[step])
@@ -270,10 +328,18 @@ def _starts_as_published(recipe: Recipe, settings: dict[str, dict[str, Any]], pu
     (``text_pooling="mean"``, ``initialization="base"``) and normalised as the base is."""
     embedding, model = settings["embedding"], settings["model"]
     if recipe.family == "multi2spe":
-        return (published.pooling == "mean" and embedding["normalize"] == published.normalize
-                and model.get("text_pooling") == "mean" and model.get("initialization", "base") == "base")
-    return (recipe.family is None and not model.get("format_modules") and published.pooling is not None
-            and (embedding["pooling"], embedding["normalize"]) == (published.pooling, published.normalize))
+        return (
+            published.pooling == "mean"
+            and embedding["normalize"] == published.normalize
+            and model.get("text_pooling") == "mean"
+            and model.get("initialization", "base") == "base"
+        )
+    return (
+        recipe.family is None
+        and not model.get("format_modules")
+        and published.pooling is not None
+        and (embedding["pooling"], embedding["normalize"]) == (published.pooling, published.normalize)
+    )
 
 
 def _evaluate_published_base(run: TrainingRun, base: str | os.PathLike[str] | None) -> dict[str, float]:
@@ -284,10 +350,18 @@ def _evaluate_published_base(run: TrainingRun, base: str | os.PathLike[str] | No
     from ..evaluation.runner import evaluate_suite
 
     trainer = run.trainer
-    encoder = PaperEncoder.from_pretrained(str(base) if base is not None else default_model_path(), max_length=trainer.max_length,
-                                           device=trainer.args.device)
-    report = evaluate_suite(encoder, trainer.eval_dataset, batch_size=trainer.args.per_device_eval_batch_size, n_jobs=1,
-                            show_progress_bar=False)
+    encoder = PaperEncoder.from_pretrained(
+        str(base) if base is not None else default_model_path(),
+        max_length=trainer.max_length,
+        device=trainer.args.device,
+    )
+    report = evaluate_suite(
+        encoder,
+        trainer.eval_dataset,
+        batch_size=trainer.args.per_device_eval_batch_size,
+        n_jobs=1,
+        show_progress_bar=False,
+    )
     return {f"eval_{r.task_id or r.task}_{name}": value for r in report.results for name, value in r.metrics.items()}
 
 
@@ -304,7 +378,13 @@ def save_trained(trainer: Any, tokenizer: Any, folder: str | os.PathLike[str]) -
     if save_with_format_modules(model, staging):
         tokenizer.save_pretrained(staging)
     elif family_of(model) is not None:
-        save_pretrained(model, tokenizer, staging, normalize=getattr(trainer, "normalize", False), max_seq_length=trainer.max_length)
+        save_pretrained(
+            model,
+            tokenizer,
+            staging,
+            normalize=getattr(trainer, "normalize", False),
+            max_seq_length=trainer.max_length,
+        )
     else:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
@@ -319,7 +399,9 @@ def _save_sentence_transformers_modules(folder: Path, pooling: str, normalize: b
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 
     transformer = Transformer(str(folder), max_seq_length=max_length)
-    modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling)] + ([Normalize()] if normalize else [])
+    modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling)] + (
+        [Normalize()] if normalize else []
+    )
     SentenceTransformer(modules=modules, device="cpu").save(str(folder), create_model_card=False)
 
 
@@ -352,17 +434,29 @@ def _settings(recipe: Recipe, base: str, overrides: Mapping[str, Any] | None):
         pooling = spec.pooling or "cls"
     normalize = spec.normalize if given["normalize"] is None else bool(given["normalize"])
     settings = recipe.resolve(overrides, unit_vectors=normalize)
-    chosen_by = {"pooling": "settings" if given["pooling"] is not None else
-                 ("the family" if recipe.family is not None else spec.source if spec.pooling else "the paper ([CLS])"),
-                 "normalize": "settings" if given["normalize"] is not None else (spec.source if spec.normalize else "the paper"),
-                 "max_length": "settings" if given["max_length"] is not None else (spec.source if spec.max_length else "the model's limit"),
-                 "loss": "settings" if any(key.startswith("loss.") for key, _ in flatten_overrides(overrides or {})) else
-                 "the recipe's unit-vector settings" if normalize and recipe.unit_vector_settings else "the recipe's paper settings"}
+    chosen_by = {
+        "pooling": "settings"
+        if given["pooling"] is not None
+        else ("the family" if recipe.family is not None else spec.source if spec.pooling else "the paper ([CLS])"),
+        "normalize": "settings"
+        if given["normalize"] is not None
+        else (spec.source if spec.normalize else "the paper"),
+        "max_length": "settings"
+        if given["max_length"] is not None
+        else (spec.source if spec.max_length else "the model's limit"),
+        "loss": "settings"
+        if any(key.startswith("loss.") for key, _ in flatten_overrides(overrides or {}))
+        else "the recipe's unit-vector settings"
+        if normalize and recipe.unit_vector_settings
+        else "the recipe's paper settings",
+    }
     settings["embedding"].update(pooling=pooling, normalize=normalize, chosen_by=chosen_by)
     return settings, spec
 
 
-def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[str] | CitationFiles, smart_links: str) -> _Examples:
+def _examples(
+    recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[str] | CitationFiles, smart_links: str
+) -> _Examples:
     from ..data.smart import is_smart_collection
     from . import examples as training_examples
     from . import task_mixture
@@ -377,30 +471,58 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
     mixture = recipe.data in ("scirepeval", "citations") and task_mixture.is_task_mixture(path)
     domains = None
     if excluded and recipe.data == "scirepeval":
-        raise ValueError("data.exclude takes papers out of citation graphs and labelled papers; multi-task data takes them "
-                         "per task: give a task mixture whose tasks name what they exclude")
+        raise ValueError(
+            "data.exclude takes papers out of citation graphs and labelled papers; multi-task data takes them "
+            "per task: give a task mixture whose tasks name what they exclude"
+        )
     if validation_share and recipe.data != "citations" and not mixture:
         raise ValueError(f"data.validation splits citation queries; recipe {recipe.name} trains on {recipe.data} data")
     if isinstance(path, CitationFiles):
         if recipe.data != "citations":
-            raise ValueError(f"--papers / --citations give citation data; recipe {recipe.name} trains on {recipe.data} data "
-                             "(sciembed train --help lists the layouts)")
+            raise ValueError(
+                f"--papers / --citations give citation data; recipe {recipe.name} trains on {recipe.data} data "
+                "(sciembed train --help lists the layouts)"
+            )
     elif is_smart_collection(path):
         counts["smart_links"] = smart_links  # how the .X lines were read: part of what the model was trained on
     if mixture and recipe.data == "citations":
         pairs = recipe.objective == "pairs"
         options.pop("domain", None)  # each graph's rows are tagged with its own domain
-        by_domain = task_mixture.domain_examples(task_mixture.read_task_mixture(path), pairs=options.pop("pairs") if pairs else None,
-                                                 sampler=None if pairs else options.pop("sampler"),
-                                                 sampler_options=None if pairs else options, held_out=held_out, validation=validation_share,
-                                                 seed=seed, exclude=excluded, smart_links=smart_links)
-        train, domains, evaluation, validation = by_domain.train, by_domain.domains, by_domain.evaluation, by_domain.validation
-        counts.update(domains=by_domain.counts, queries=sum(c["queries"] for c in by_domain.counts.values()),
-                      held_out_queries=sum(c["held_out_queries"] for c in by_domain.counts.values()))
+        by_domain = task_mixture.domain_examples(
+            task_mixture.read_task_mixture(path),
+            pairs=options.pop("pairs") if pairs else None,
+            sampler=None if pairs else options.pop("sampler"),
+            sampler_options=None if pairs else options,
+            held_out=held_out,
+            validation=validation_share,
+            seed=seed,
+            exclude=excluded,
+            smart_links=smart_links,
+        )
+        train, domains, evaluation, validation = (
+            by_domain.train,
+            by_domain.domains,
+            by_domain.evaluation,
+            by_domain.validation,
+        )
+        counts.update(
+            domains=by_domain.counts,
+            queries=sum(c["queries"] for c in by_domain.counts.values()),
+            held_out_queries=sum(c["held_out_queries"] for c in by_domain.counts.values()),
+        )
     elif mixture:
-        mixed = task_mixture.mixture_examples(task_mixture.read_task_mixture(path), held_out=held_out, validation=validation_share,
-                                              seed=seed, max_per_task=limit, smart_links=smart_links)
-        for key, share, split in (("data.held_out", held_out, mixed.evaluation), ("data.validation", validation_share, mixed.validation)):
+        mixed = task_mixture.mixture_examples(
+            task_mixture.read_task_mixture(path),
+            held_out=held_out,
+            validation=validation_share,
+            seed=seed,
+            max_per_task=limit,
+            smart_links=smart_links,
+        )
+        for key, share, split in (
+            ("data.held_out", held_out, mixed.evaluation),
+            ("data.validation", validation_share, mixed.validation),
+        ):
             if share and split is None:
                 raise ValueError(f"{path}: {key} splits citation queries, and this mixture has no citation graph")
         train, tasks, evaluation, validation = mixed.data.dataset, mixed.data.tasks, mixed.evaluation, mixed.validation
@@ -408,8 +530,10 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
         limit = None
     elif recipe.data == "scirepeval":
         if held_out:
-            raise ValueError(f"{path}: data.held_out splits citation queries, and SciRepEval's samples hold no citation graph; "
-                             "give a task mixture with one, or evaluate the saved model instead")
+            raise ValueError(
+                f"{path}: data.held_out splits citation queries, and SciRepEval's samples hold no citation graph; "
+                "give a task mixture with one, or evaluate the saved model instead"
+            )
         loaded = training_examples.multitask_dataset(path, max_per_task=limit, seed=seed)
         train, tasks = loaded.dataset, loaded.tasks
         counts["tasks"] = {name: sum(1 for t in train["task"] if t == name) for name in tasks}
@@ -425,11 +549,17 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
             kept = train.filter(lambda row: row["paper_id"] not in excluded)
             counts.update(training_examples.exclusion_counts(excluded, train["paper_id"], "data.exclude"))
             train = kept
-    elif not isinstance(path, CitationFiles) and Path(path).suffix == ".json" and Path(path).name.startswith("specter"):
+    elif (
+        not isinstance(path, CitationFiles) and Path(path).suffix == ".json" and Path(path).name.startswith("specter")
+    ):
         if excluded:
-            raise ValueError(f"{path}: SciRepEval's ready triplets carry no paper ids to exclude; give a citation graph")
+            raise ValueError(
+                f"{path}: SciRepEval's ready triplets carry no paper ids to exclude; give a citation graph"
+            )
         if recipe.objective == "pairs":
-            raise ValueError(f"{path}: SciRepEval triplets are not co-citation pairs; give a citation graph for {recipe.name}")
+            raise ValueError(
+                f"{path}: SciRepEval triplets are not co-citation pairs; give a citation graph for {recipe.name}"
+            )
         train = training_examples.scirepeval_triplets(path)
     else:
         source = training_examples.read_citation_source(path, smart_links=smart_links)
@@ -440,10 +570,14 @@ def _examples(recipe: Recipe, options: dict[str, Any], path: str | os.PathLike[s
             counts.update(training_examples.exclusion_counts(excluded, source.papers.keys(), "data.exclude"))
         unseen = [*split.unseen, *sorted(excluded)]
         if recipe.objective == "pairs":
-            train = training_examples.pair_dataset(source, exclude=unseen, domain=options.pop("domain", None), kind=options.pop("pairs"))
+            train = training_examples.pair_dataset(
+                source, exclude=unseen, domain=options.pop("domain", None), kind=options.pop("pairs")
+            )
         else:
             sampler = options.pop("sampler")
-            train = training_examples.triplet_dataset(source, sampler=sampler, queries=split.train, exclude=unseen, seed=seed, **options)
+            train = training_examples.triplet_dataset(
+                source, sampler=sampler, queries=split.train, exclude=unseen, seed=seed, **options
+            )
         if split.held_out:
             evaluation = TaskSuite("held-out", str(path), [source.cite_task(split.held_out, seed=seed)])
         if split.validation:
@@ -461,19 +595,29 @@ def _dense_variant(recipe: Recipe, overrides: Mapping[str, Any] | None) -> tuple
         return recipe, overrides
     family = flat.pop("model.family")
     if family not in (None, "none"):
-        raise ValueError(f"model.family takes none (the base encoder as it is, without the recipe's family), got {family!r}")
+        raise ValueError(
+            f"model.family takes none (the base encoder as it is, without the recipe's family), got {family!r}"
+        )
     if recipe.objective not in ("triplet", "pairs"):
-        raise ValueError(f"model.family=none: recipe {recipe.name} needs what its model adds to the base encoder "
-                         f"({recipe.objective} objective); it applies to the triplet and pair recipes")
+        raise ValueError(
+            f"model.family=none: recipe {recipe.name} needs what its model adds to the base encoder "
+            f"({recipe.objective} objective); it applies to the triplet and pair recipes"
+        )
     settings = copy.deepcopy(recipe.settings)
     settings["model"] = {"family": None, **{k: v for k, v in settings["model"].items() if k == "weight_average"}}
     if "domain" in settings["data"]:
         settings["data"]["domain"] = None
-    unit_vectors = {k: v for k, v in recipe.unit_vector_settings.items() if not k.startswith("model.") or k == "model.weight_average"}
+    unit_vectors = {
+        k: v
+        for k, v in recipe.unit_vector_settings.items()
+        if not k.startswith("model.") or k == "model.weight_average"
+    }
     return dataclasses.replace(recipe, family=None, settings=settings, unit_vector_settings=unit_vectors), flat
 
 
-def _take_mixture_domains(settings: dict[str, dict[str, Any]], domains: list[str], overrides: Mapping[str, Any] | None) -> None:
+def _take_mixture_domains(
+    settings: dict[str, dict[str, Any]], domains: list[str], overrides: Mapping[str, Any] | None
+) -> None:
     """A run on several citation graphs: each graph's rows carry its domain, so ``data.domain`` no longer applies, and a
     mixture-of-experts model gets one expert per domain (``model.domains`` given by hand must name the same ones)."""
     settings["data"]["domain"] = None
@@ -481,7 +625,9 @@ def _take_mixture_domains(settings: dict[str, dict[str, Any]], domains: list[str
         return
     given = dict(flatten_overrides(overrides or {})).get("model.domains")
     if given is not None and list(given) != domains:
-        raise ValueError(f"model.domains {list(given)} differs from the mixture's domains {domains} (its tasks' names)")
+        raise ValueError(
+            f"model.domains {list(given)} differs from the mixture's domains {domains} (its tasks' names)"
+        )
     settings["model"]["domains"] = list(domains)
 
 
@@ -507,15 +653,25 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
     options.pop("weight_average", None)  # the Trainer's (see prepare)
     options.pop("family", None)  # model.family=none: recipe.family is already None (see _dense_variant)
     modules = options.pop("format_modules", None)
-    module_options = {k: options.pop(k) for k in ("adapter_config", "pals_hidden_size", "pals_attention_heads") if k in options}
+    module_options = {
+        k: options.pop(k) for k in ("adapter_config", "pals_hidden_size", "pals_attention_heads") if k in options
+    }
     if recipe.family is None:
         if options:
-            raise ValueError(f"recipe {recipe.name} trains the base encoder as it is; it takes no model options ({', '.join(options)})")
+            raise ValueError(
+                f"recipe {recipe.name} trains the base encoder as it is; it takes no model options ({', '.join(options)})"
+            )
         model, tokenizer = AutoModel.from_pretrained(base), AutoTokenizer.from_pretrained(base)
     elif recipe.objective == "classification":
         labels = examples.labels or []
-        model, tokenizer = classifier_from_bert(recipe.family, base, num_labels=len(labels), id2label=dict(enumerate(labels)),
-                                                label2id={name: i for i, name in enumerate(labels)}, **options)
+        model, tokenizer = classifier_from_bert(
+            recipe.family,
+            base,
+            num_labels=len(labels),
+            id2label=dict(enumerate(labels)),
+            label2id={name: i for i, name in enumerate(labels)},
+            **options,
+        )
     else:
         model, tokenizer = from_bert(recipe.family, base, **options)
     _add_format_modules(model, modules, module_options, base)
@@ -535,13 +691,21 @@ def _add_format_modules(model, modules: str | None, options: dict[str, Any], bas
         format_adapters.train_format_adapters(model)
     elif modules == "fusion":
         if not Path(base).is_dir() or len(load_format_modules(model, base)) < 2:
-            raise ValueError(f"{base}: AdapterFusion trains over format adapters; give as --base a model trained with scirepeval-adapters")
+            raise ValueError(
+                f"{base}: AdapterFusion trains over format adapters; give as --base a model trained with scirepeval-adapters"
+            )
         format_adapters.add_format_fusion(model)
         format_adapters.train_format_fusion(model)
     elif modules == "pals":
         from ..formats.pals import PALsConfig, add_pals
 
-        add_pals(model, PALsConfig(hidden_size=options.get("pals_hidden_size", 204), num_attention_heads=options.get("pals_attention_heads", 6)))
+        add_pals(
+            model,
+            PALsConfig(
+                hidden_size=options.get("pals_hidden_size", 204),
+                num_attention_heads=options.get("pals_attention_heads", 6),
+            ),
+        )
     else:
         raise ValueError(f"unknown model.format_modules {modules!r}; one of adapters, fusion, pals")
 
@@ -556,11 +720,15 @@ def _check_loss_options(loss_class: type, name: str, options: Mapping[str, Any],
     known = set(inspect.signature(loss_class.__init__).parameters) - {"self"}
     unknown = sorted(set(options) - known - set(ignore))
     if unknown:
-        raise ValueError(f"loss.{', loss.'.join(unknown)}: not a setting of {loss_class.__name__} (loss.name={name}); "
-                         f"its settings: {', '.join(sorted(known))}")
+        raise ValueError(
+            f"loss.{', loss.'.join(unknown)}: not a setting of {loss_class.__name__} (loss.name={name}); "
+            f"its settings: {', '.join(sorted(known))}"
+        )
 
 
-def _objective(recipe: Recipe, settings: dict[str, dict[str, Any]], model, tokenizer, max_length: int, examples: _Examples):
+def _objective(
+    recipe: Recipe, settings: dict[str, dict[str, Any]], model, tokenizer, max_length: int, examples: _Examples
+):
     from . import collators, losses, trainers
     from .recipes import LOSSES
 
@@ -569,7 +737,12 @@ def _objective(recipe: Recipe, settings: dict[str, dict[str, Any]], model, token
     if loss_class is not None:
         _check_loss_options(loss_class, settings["loss"]["name"], loss_options, ignore=_ROUTER_WEIGHTS)
     if recipe.objective in ("triplet", "multi2spe"):
-        return trainers.TripletTrainer, collators.TripletCollator(tokenizer, max_length), loss_class(**loss_options), {}
+        return (
+            trainers.TripletTrainer,
+            collators.TripletCollator(tokenizer, max_length),
+            loss_class(**loss_options),
+            {},
+        )
     if recipe.objective == "pairs":
         router_weights = [loss_options.pop(k) for k in _ROUTER_WEIGHTS]
         loss = loss_class(**loss_options)
@@ -579,10 +752,18 @@ def _objective(recipe: Recipe, settings: dict[str, dict[str, Any]], model, token
         collator = collators.PairCollator(tokenizer, max_length, domains=getattr(model.config, "domains", None))
         return trainers.PairTrainer, collator, loss, {"router_loss": router, "domain": settings["data"].get("domain")}
     if recipe.objective == "multitask":
-        specs = {name: losses.TaskSpec("proximity" if kind == "search" else kind, labels) for name, (kind, labels) in examples.tasks.items()}
+        specs = {
+            name: losses.TaskSpec("proximity" if kind == "search" else kind, labels)
+            for name, (kind, labels) in examples.tasks.items()
+        }
         loss = losses.MultiTaskLoss(specs, model.config.hidden_size, **loss_options)
         kinds = {name: kind for name, (kind, _) in examples.tasks.items()}
         modules = settings["model"].get("format_modules")
         options = {"adapter_training": modules} if modules in ("adapters", "fusion") else {}
-        return trainers.MultiTaskTrainer, collators.MultiTaskCollator(tokenizer, max_length, task_kinds=kinds), loss, options
+        return (
+            trainers.MultiTaskTrainer,
+            collators.MultiTaskCollator(tokenizer, max_length, task_kinds=kinds),
+            loss,
+            options,
+        )
     return trainers.PaperClassificationTrainer, collators.LabelledPaperCollator(tokenizer, max_length), None, {}

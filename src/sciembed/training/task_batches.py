@@ -27,7 +27,9 @@ class TaskBalancedSampler(Sampler[int]):
     def __init__(self, tasks: Sequence[str], batch_size: int, seed: int = 0):
         names = sorted(set(tasks))
         if batch_size < len(names):
-            raise ValueError(f"a batch of {batch_size} cannot hold every one of the {len(names)} tasks ({', '.join(names)})")
+            raise ValueError(
+                f"a batch of {batch_size} cannot hold every one of the {len(names)} tasks ({', '.join(names)})"
+            )
         column = np.asarray(tasks)
         self.rows = {name: np.flatnonzero(column == name) for name in names}
         self.shares = {name: batch_size // len(names) + (i < batch_size % len(names)) for i, name in enumerate(names)}

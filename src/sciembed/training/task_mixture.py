@@ -142,8 +142,10 @@ def read_task_mixture(path: str | os.PathLike[str]) -> list[MixtureTask]:
         raise ValueError(f"{path}: not a readable task mixture: {error}") from None
     entries = loaded.get("tasks") if isinstance(loaded, Mapping) else loaded
     if not isinstance(entries, list) or not entries:
-        raise ValueError(f"{path}: a task mixture is a non-empty list of tasks (name, type, data), or one under a 'tasks' key; "
-                         "a folder of SciRepEval samples is given as the folder itself")
+        raise ValueError(
+            f"{path}: a task mixture is a non-empty list of tasks (name, type, data), or one under a 'tasks' key; "
+            "a folder of SciRepEval samples is given as the folder itself"
+        )
     tasks = [_task(entry, number, path) for number, entry in enumerate(entries, 1)]
     names = [task.name for task in tasks]
     if len(set(names)) < len(names):
@@ -165,12 +167,16 @@ def _task(entry: Any, number: int, path: Path) -> MixtureTask:
         raise ValueError(f"{where}: missing {', '.join(missing)}")
     kind = TYPE_ALIASES.get(entry["type"], entry["type"])
     if kind not in TASK_TYPES:
-        raise ValueError(f"{where}: unknown type {entry['type']!r}; one of {', '.join(TASK_TYPES)} "
-                         f"(or SciRepEval's {', '.join(TYPE_ALIASES)})")
+        raise ValueError(
+            f"{where}: unknown type {entry['type']!r}; one of {', '.join(TASK_TYPES)} "
+            f"(or SciRepEval's {', '.join(TYPE_ALIASES)})"
+        )
     data: Path | CitationFiles
     if isinstance(entry["data"], Mapping):
         if set(entry["data"]) != {"papers", "citations"}:
-            raise ValueError(f"{where}: data as a mapping gives a citation graph's two files, papers and citations; got {', '.join(entry['data'])}")
+            raise ValueError(
+                f"{where}: data as a mapping gives a citation graph's two files, papers and citations; got {', '.join(entry['data'])}"
+            )
         data = CitationFiles(path.parent / entry["data"]["papers"], path.parent / entry["data"]["citations"])
         missing_files = [str(f) for f in (data.papers, data.citations) if not f.is_file()]
         if missing_files:
@@ -192,7 +198,9 @@ def _task(entry: Any, number: int, path: Path) -> MixtureTask:
     if not isinstance(exclude, list):
         raise ValueError(f"{where}: exclude is a list of paper ids or a file of them, got {type(exclude).__name__}")
     if exclude and kind == "search":
-        raise ValueError(f"{where}: exclude takes papers out of classification tasks and citation graphs, not search sessions")
+        raise ValueError(
+            f"{where}: exclude takes papers out of classification tasks and citation graphs, not search sessions"
+        )
     multi_label = entry.get("multi_label")
     if multi_label is not None and not isinstance(multi_label, bool):
         raise ValueError(f"{where}: multi_label is true or false, got {multi_label!r}")
@@ -201,19 +209,31 @@ def _task(entry: Any, number: int, path: Path) -> MixtureTask:
 
 def _is_graph(data: Path | CitationFiles) -> bool:
     """A proximity source that is a citation graph (sampled here) rather than SciRepEval's ready triplets."""
-    return isinstance(data, CitationFiles) or not (data.is_file() and data.suffix == ".json" and data.name.startswith("specter"))
+    return isinstance(data, CitationFiles) or not (
+        data.is_file() and data.suffix == ".json" and data.name.startswith("specter")
+    )
 
 
-def mixture_examples(tasks: list[MixtureTask], *, held_out: float = 0.0, validation: float = 0.0, seed: int = 0,
-                     max_per_task: int | None = None, smart_links: str = "cacm", skip_invalid: bool = True) -> MixtureExamples:
+def mixture_examples(
+    tasks: list[MixtureTask],
+    *,
+    held_out: float = 0.0,
+    validation: float = 0.0,
+    seed: int = 0,
+    max_per_task: int | None = None,
+    smart_links: str = "cacm",
+    skip_invalid: bool = True,
+) -> MixtureExamples:
     """Read every task's source and make one task-tagged dataset (each task sampled to its ``sample_size``, else to
     ``max_per_task``); the citation graph's queries are split by ``held_out`` / ``validation`` / ``seed``."""
     from ..evaluation.loaders import TaskSuite
 
     graphs = [task.name for task in tasks if task.type == "proximity" and _is_graph(task.data)]
     if len(graphs) > 1:
-        raise ValueError(f"a multi-task mixture takes one citation graph (its held-out queries are the run's cite evaluation); "
-                         f"found {len(graphs)}: {', '.join(graphs)} (several graphs, one per domain, are for the citation recipes)")
+        raise ValueError(
+            f"a multi-task mixture takes one citation graph (its held-out queries are the run's cite evaluation); "
+            f"found {len(graphs)}: {', '.join(graphs)} (several graphs, one per domain, are for the citation recipes)"
+        )
     rows: dict[str, TaskRows] = {}
     counts: dict[str, Any] = {}
     evaluation = checking = None
@@ -221,20 +241,30 @@ def mixture_examples(tasks: list[MixtureTask], *, held_out: float = 0.0, validat
         if task.type == "classification":
             task_rows = classification_rows(task.data, skip_invalid=skip_invalid, smart_links=smart_links)
             if task.multi_label is not None and task.multi_label != (task_rows.kind == "multilabel"):
-                raise ValueError(f"task {task.name}: multi_label is {str(task.multi_label).lower()}, but {task.data} holds "
-                                 f"{'several labels' if task_rows.kind == 'multilabel' else 'one label'} per paper")
+                raise ValueError(
+                    f"task {task.name}: multi_label is {str(task.multi_label).lower()}, but {task.data} holds "
+                    f"{'several labels' if task_rows.kind == 'multilabel' else 'one label'} per paper"
+                )
             task_rows = task_rows.without(set(task.exclude), f"task {task.name}: exclude")
         elif task.type == "search":
             task_rows = search_rows(task.data, skip_invalid=skip_invalid)
         elif not _is_graph(task.data):
             if task.exclude:
-                raise ValueError(f"task {task.name}: {task.data} holds ready triplets without paper ids; exclude needs a citation graph")
+                raise ValueError(
+                    f"task {task.name}: {task.data} holds ready triplets without paper ids; exclude needs a citation graph"
+                )
             task_rows = triplet_rows(scirepeval_triplets(task.data, skip_invalid=skip_invalid))
         else:
             source = read_citation_source(task.data, skip_invalid=skip_invalid, smart_links=smart_links)
             split = split_citation_queries(source, held_out, validation, seed)
-            triplets = triplet_dataset(source, sampler="specter", queries=split.train, exclude=[*split.unseen, *task.exclude], seed=seed,
-                                       triplets_per_query=TRIPLETS_PER_QUERY)
+            triplets = triplet_dataset(
+                source,
+                sampler="specter",
+                queries=split.train,
+                exclude=[*split.unseen, *task.exclude],
+                seed=seed,
+                triplets_per_query=TRIPLETS_PER_QUERY,
+            )
             task_rows = triplet_rows(triplets)
             counts.update(split.counts(), skipped_records=len(source.skipped))
             if task.exclude:
@@ -247,7 +277,9 @@ def mixture_examples(tasks: list[MixtureTask], *, held_out: float = 0.0, validat
     limits = {task.name: task.sample_size or max_per_task for task in tasks}
     data = tagged_dataset(rows, max_per_task=limits, seed=seed)
     used = Counter(data.dataset["task"])
-    counts["tasks"] = {name: {"kind": r.kind, "rows": len(r.rows), "used": used[name], **r.skipped} for name, r in rows.items()}
+    counts["tasks"] = {
+        name: {"kind": r.kind, "rows": len(r.rows), "used": used[name], **r.skipped} for name, r in rows.items()
+    }
     return MixtureExamples(data, counts, evaluation, checking)
 
 
@@ -270,9 +302,18 @@ class DomainExamples:
     validation: Any = None
 
 
-def domain_examples(tasks: list[MixtureTask], *, pairs: str | None, sampler: str | None = None, sampler_options: Mapping[str, Any] | None = None,
-                    held_out: float = 0.0, validation: float = 0.0, seed: int = 0, exclude: set[str] | frozenset[str] = frozenset(),
-                    smart_links: str = "cacm") -> DomainExamples:
+def domain_examples(
+    tasks: list[MixtureTask],
+    *,
+    pairs: str | None,
+    sampler: str | None = None,
+    sampler_options: Mapping[str, Any] | None = None,
+    held_out: float = 0.0,
+    validation: float = 0.0,
+    seed: int = 0,
+    exclude: set[str] | frozenset[str] = frozenset(),
+    smart_links: str = "cacm",
+) -> DomainExamples:
     """The examples of a citation recipe trained on several domains (Multi2SPE's and MoE BERT's multi-domain setting):
     every task is a citation graph whose name is its domain, its queries split by ``held_out`` / ``validation`` /
     ``seed`` as a single graph's are; ``pairs`` makes pairs of that kind (``cocitations`` for MoE BERT, see
@@ -284,7 +325,9 @@ def domain_examples(tasks: list[MixtureTask], *, pairs: str | None, sampler: str
 
     others = [task.name for task in tasks if task.type != "proximity" or not _is_graph(task.data)]
     if others:
-        raise ValueError(f"a citation recipe's mixture is one citation graph per domain; not a citation graph: {', '.join(others)}")
+        raise ValueError(
+            f"a citation recipe's mixture is one citation graph per domain; not a citation graph: {', '.join(others)}"
+        )
     parts, counts, held, tuning = [], {}, [], []
     for task in tasks:
         source = read_citation_source(task.data, smart_links=smart_links)
@@ -294,17 +337,36 @@ def domain_examples(tasks: list[MixtureTask], *, pairs: str | None, sampler: str
         if pairs:
             part = pair_dataset(source, exclude=unseen, domain=task.name, kind=pairs)
         else:
-            part = triplet_dataset(source, sampler=sampler or "specter", queries=split.train, exclude=unseen, seed=seed, **(sampler_options or {}))
+            part = triplet_dataset(
+                source,
+                sampler=sampler or "specter",
+                queries=split.train,
+                exclude=unseen,
+                seed=seed,
+                **(sampler_options or {}),
+            )
             part = part.add_column("domain", [task.name] * len(part))
         if task.sample_size is not None and len(part) > task.sample_size:
             part = part.shuffle(seed=seed).select(range(task.sample_size))
         parts.append(part)
-        counts[task.name] = {**split.counts(), "examples": len(part), "skipped_records": len(source.skipped),
-                             **(exclusion_counts(excluded, source.papers.keys(), f"task {task.name}: exclude") if excluded else {})}
+        counts[task.name] = {
+            **split.counts(),
+            "examples": len(part),
+            "skipped_records": len(source.skipped),
+            **(exclusion_counts(excluded, source.papers.keys(), f"task {task.name}: exclude") if excluded else {}),
+        }
         if split.held_out:
-            held.append(replace(source.cite_task(split.held_out, seed=seed), task_id=f"cite_{task.name}", domain=task.name))
+            held.append(
+                replace(source.cite_task(split.held_out, seed=seed), task_id=f"cite_{task.name}", domain=task.name)
+            )
         if split.validation:
-            tuning.append(replace(source.cite_task(split.validation, seed=seed), task_id=f"cite_{task.name}", domain=task.name))
-    return DomainExamples(concatenate_datasets(parts), [task.name for task in tasks], counts,
-                          TaskSuite("held-out", "domains", held) if held else None,
-                          TaskSuite("validation", "domains", tuning) if tuning else None)
+            tuning.append(
+                replace(source.cite_task(split.validation, seed=seed), task_id=f"cite_{task.name}", domain=task.name)
+            )
+    return DomainExamples(
+        concatenate_datasets(parts),
+        [task.name for task in tasks],
+        counts,
+        TaskSuite("held-out", "domains", held) if held else None,
+        TaskSuite("validation", "domains", tuning) if tuning else None,
+    )

@@ -36,7 +36,7 @@ from ..evaluation.runner import evaluate_suite
 from ..families import family_of
 from ..formats import activate_format, model_formats
 from ..formats.adapters import fusion_regularization_loss, trainable_base_parameters
-from .losses import MultipleNegativesRankingLoss, Multi2SPELoss, MultiTaskLoss, RouterLoss, TripletMarginLoss
+from .losses import Multi2SPELoss, MultipleNegativesRankingLoss, MultiTaskLoss, RouterLoss, TripletMarginLoss
 from .task_batches import TaskBalancedSampler
 
 logger = logging.getLogger(__name__)
@@ -75,14 +75,32 @@ class EmbeddingTrainer(Trainer):
             ``processing_class`` (the tokenizer), ``callbacks``, ...).
     """
 
-    def __init__(self, model: nn.Module, args: Any, *, loss: nn.Module | None = None, pooling: str | None = None,
-                 normalize: bool = False, domain: str | None = None, task_format: str | None = None, max_length: int | None = None,
-                 eval_dataset: Any = None, adapter_training: str | None = None, weight_average: float = 1.0, **kwargs: Any):
+    def __init__(
+        self,
+        model: nn.Module,
+        args: Any,
+        *,
+        loss: nn.Module | None = None,
+        pooling: str | None = None,
+        normalize: bool = False,
+        domain: str | None = None,
+        task_format: str | None = None,
+        max_length: int | None = None,
+        eval_dataset: Any = None,
+        adapter_training: str | None = None,
+        weight_average: float = 1.0,
+        **kwargs: Any,
+    ):
         if not 0.0 <= weight_average <= 1.0:
-            raise ValueError(f"weight_average is the share of the trained weights, between 0 and 1; got {weight_average}")
+            raise ValueError(
+                f"weight_average is the share of the trained weights, between 0 and 1; got {weight_average}"
+            )
         self.weight_average = weight_average
-        self._starting_weights = ({name: value.detach().to("cpu", copy=True) for name, value in model.state_dict().items()}
-                                  if weight_average < 1.0 else None)
+        self._starting_weights = (
+            {name: value.detach().to("cpu", copy=True) for name, value in model.state_dict().items()}
+            if weight_average < 1.0
+            else None
+        )
         super().__init__(model=model, args=args, eval_dataset=eval_dataset, **kwargs)
         if adapter_training not in (None, "adapters", "fusion"):
             raise ValueError(f"adapter_training must be 'adapters' or 'fusion', got {adapter_training!r}")
@@ -126,11 +144,15 @@ class EmbeddingTrainer(Trainer):
                 value.mul_(alpha).add_(start.to(value.device, value.dtype), alpha=1.0 - alpha)
         # Metrics of the last evaluation scored the weights before the average.
         self.last_metrics = self.last_metrics_step = None
-        logger.info("weights averaged with the starting ones: %.2f x trained + %.2f x starting (WiSE-FT)", alpha, 1.0 - alpha)
+        logger.info(
+            "weights averaged with the starting ones: %.2f x trained + %.2f x starting (WiSE-FT)", alpha, 1.0 - alpha
+        )
 
     # ------------------------------------------------------------------ embedding
 
-    def embed(self, model: nn.Module, features: dict[str, torch.Tensor], task_format: str | None = None) -> tuple[Any, torch.Tensor]:
+    def embed(
+        self, model: nn.Module, features: dict[str, torch.Tensor], task_format: str | None = None
+    ) -> tuple[Any, torch.Tensor]:
         """Run ``model`` on tokenized ``features``; returns its output and the pooled paper embeddings."""
         features = dict(features)
         domain_ids = features.pop("domain_ids", None)
@@ -163,7 +185,9 @@ class EmbeddingTrainer(Trainer):
         # The loss's state goes in first: the Trainer writes trainer_state.json last, so a checkpoint that
         # has it is complete (what resuming relies on).
         if self.loss is not None and len(self.loss.state_dict()) and self.args.should_save:
-            folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
+            folder = os.path.join(
+                self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+            )
             os.makedirs(folder, exist_ok=True)
             torch.save(self.loss.state_dict(), os.path.join(folder, LOSS_STATE))
         super()._save_checkpoint(model, trial)
@@ -173,7 +197,9 @@ class EmbeddingTrainer(Trainer):
         path = os.path.join(resume_from_checkpoint, LOSS_STATE)
         if self.loss is not None and len(self.loss.state_dict()):
             if not os.path.isfile(path):
-                raise FileNotFoundError(f"{resume_from_checkpoint}: no {LOSS_STATE}; the loss's own parameters cannot be restored")
+                raise FileNotFoundError(
+                    f"{resume_from_checkpoint}: no {LOSS_STATE}; the loss's own parameters cannot be restored"
+                )
             self.loss.load_state_dict(torch.load(path, map_location=self.args.device, weights_only=True))
 
     # ------------------------------------------------------------------ evaluation
@@ -197,15 +223,34 @@ class EmbeddingTrainer(Trainer):
             pooling = None if family_of(encoder_model) is not None else self.pooling
             # A run on several domains has no one domain: its tasks name theirs (the runner routes each task's papers).
             routed = getattr(encoder_model.config, "domains", None)
-            domain = self.domain or (next((task.domain for task in suite.tasks if task.domain), None) if routed else None)
-            encoder = PaperEncoder(encoder_model, self.processing_class, pooling=pooling, normalize=self.normalize,
-                                   max_length=self.max_length, device=self.args.device, domain=domain)
+            domain = self.domain or (
+                next((task.domain for task in suite.tasks if task.domain), None) if routed else None
+            )
+            encoder = PaperEncoder(
+                encoder_model,
+                self.processing_class,
+                pooling=pooling,
+                normalize=self.normalize,
+                max_length=self.max_length,
+                device=self.args.device,
+                domain=domain,
+            )
             was_training = self.model.training
-            report = evaluate_suite(encoder, suite, batch_size=self.args.per_device_eval_batch_size, n_jobs=1, show_progress_bar=False,
-                                    settings={"global_step": self.state.global_step, "max_length": encoder.max_length})
+            report = evaluate_suite(
+                encoder,
+                suite,
+                batch_size=self.args.per_device_eval_batch_size,
+                n_jobs=1,
+                show_progress_bar=False,
+                settings={"global_step": self.state.global_step, "max_length": encoder.max_length},
+            )
             self.model.train(was_training)
             self.last_evaluation = report
-            metrics = {f"{metric_key_prefix}_{r.task_id or r.task}_{name}": value for r in report.results for name, value in r.metrics.items()}
+            metrics = {
+                f"{metric_key_prefix}_{r.task_id or r.task}_{name}": value
+                for r in report.results
+                for name, value in r.metrics.items()
+            }
         if self.args.world_size > 1:
             # Every process needs the metrics (best-model tracking, early stopping); one computes them.
             import torch.distributed as dist
@@ -267,7 +312,15 @@ class TripletTrainer(EmbeddingTrainer):
     the paper embeddings, or :class:`~.losses.Multi2SPELoss` on a Multi2SPEModel's ``cls_embeddings``.
     """
 
-    def __init__(self, model: nn.Module, args: Any, *, loss: nn.Module | None = None, task_format: str | None = "proximity", **kwargs: Any):
+    def __init__(
+        self,
+        model: nn.Module,
+        args: Any,
+        *,
+        loss: nn.Module | None = None,
+        task_format: str | None = "proximity",
+        **kwargs: Any,
+    ):
         loss = loss if loss is not None else TripletMarginLoss()
         if isinstance(loss, Multi2SPELoss) and family_of(model) != "multi2spe":
             raise ValueError(f"Multi2SPELoss needs a Multi2SPEModel's cls_embeddings, not a {type(model).__name__}")
@@ -290,7 +343,15 @@ class PairTrainer(EmbeddingTrainer):
     added on its ``router_logits`` with each pair's domain.
     """
 
-    def __init__(self, model: nn.Module, args: Any, *, loss: nn.Module | None = None, router_loss: RouterLoss | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        model: nn.Module,
+        args: Any,
+        *,
+        loss: nn.Module | None = None,
+        router_loss: RouterLoss | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(model, args, loss=loss if loss is not None else MultipleNegativesRankingLoss(), **kwargs)
         self.router_loss = router_loss
 

@@ -10,6 +10,13 @@ from .router import RouterLoss, load_balancing_loss, mutual_information_loss, ro
 from .triplet import TripletMarginLoss
 
 __all__ = [
-    "Multi2SPELoss", "MultiTaskLoss", "MultipleNegativesRankingLoss", "RouterLoss", "TaskSpec", "TripletMarginLoss",
-    "load_balancing_loss", "mutual_information_loss", "router_cross_entropy",
+    "Multi2SPELoss",
+    "MultiTaskLoss",
+    "MultipleNegativesRankingLoss",
+    "RouterLoss",
+    "TaskSpec",
+    "TripletMarginLoss",
+    "load_balancing_loss",
+    "mutual_information_loss",
+    "router_cross_entropy",
 ]

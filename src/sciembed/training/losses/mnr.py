@@ -35,8 +35,14 @@ class MultipleNegativesRankingLoss(nn.Module):
         gather_across_processes: under ``torch.distributed``, score against the candidates of all processes.
     """
 
-    def __init__(self, temperature: float = 0.05, learn_temperature: bool = False, similarity: str = "cosine",
-                 symmetric: bool = False, gather_across_processes: bool = True):
+    def __init__(
+        self,
+        temperature: float = 0.05,
+        learn_temperature: bool = False,
+        similarity: str = "cosine",
+        symmetric: bool = False,
+        gather_across_processes: bool = True,
+    ):
         super().__init__()
         if temperature <= 0:
             raise ValueError(f"temperature must be positive, got {temperature}")
@@ -45,10 +51,16 @@ class MultipleNegativesRankingLoss(nn.Module):
         self.temperature = nn.Parameter(torch.tensor(float(temperature)), requires_grad=learn_temperature)
         self.similarity, self.symmetric, self.gather_across_processes = similarity, symmetric, gather_across_processes
 
-    def forward(self, anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Loss of ``(batch, dim)`` embeddings where ``anchor[i]`` and ``positive[i]`` are a positive pair and
         ``negative[i]`` (optional) is anchor ``i``'s hard negative, a negative for every anchor."""
-        if anchor.shape != positive.shape or anchor.dim() != 2 or (negative is not None and negative.shape != anchor.shape):
+        if (
+            anchor.shape != positive.shape
+            or anchor.dim() != 2
+            or (negative is not None and negative.shape != anchor.shape)
+        ):
             shapes = [tuple(t.shape) for t in (anchor, positive, negative) if t is not None]
             raise ValueError(f"anchor, positive (and negative) must share one (batch, dim) shape, got {shapes}")
         if self.symmetric and negative is not None:
@@ -71,7 +83,12 @@ class MultipleNegativesRankingLoss(nn.Module):
         every process's own rows)."""
         import torch.distributed as dist
 
-        if not (self.gather_across_processes and dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        if not (
+            self.gather_across_processes
+            and dist.is_available()
+            and dist.is_initialized()
+            and dist.get_world_size() > 1
+        ):
             return 0, local
         # torch's replacement for the deprecated torch.distributed.nn.functional.all_gather: differentiable,
         # its backward a reduce-scatter that sums every rank's gradient for this rank's rows.

@@ -37,8 +37,14 @@ class Multi2SPELoss(nn.Module):
             process's), as the multiple-negatives ranking loss does, instead of among its own pair.
     """
 
-    def __init__(self, weight: float = 0.1, mode: str = "paper", similarity: str = "dot", temperature: float = 1.0,
-                 in_batch_negatives: bool = False):
+    def __init__(
+        self,
+        weight: float = 0.1,
+        mode: str = "paper",
+        similarity: str = "dot",
+        temperature: float = 1.0,
+        in_batch_negatives: bool = False,
+    ):
         super().__init__()
         if not 0 <= weight <= 1:
             raise ValueError(f"weight (λ) must be in [0, 1], got {weight}")
@@ -70,15 +76,21 @@ class Multi2SPELoss(nn.Module):
     def forward(self, query: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor) -> torch.Tensor:
         """Loss of ``(batch, K, dim)`` CLS embeddings (``cls_embeddings`` of Multi2SPEModel)."""
         if not query.shape == positive.shape == negative.shape or query.dim() != 3:
-            raise ValueError(f"query, positive and negative must share one (batch, K, dim) shape, got {tuple(query.shape)}, {tuple(positive.shape)}, {tuple(negative.shape)}")
+            raise ValueError(
+                f"query, positive and negative must share one (batch, K, dim) shape, got {tuple(query.shape)}, {tuple(positive.shape)}, {tuple(negative.shape)}"
+            )
         if self.in_batch_negatives:
             best, summed = self._terms(query, torch.cat([positive, negative]), paired=False)
             target = torch.arange(len(query), device=query.device)
         else:
-            (best_pos, summed_pos), (best_neg, summed_neg) = self._terms(query, positive, True), self._terms(query, negative, True)
+            (best_pos, summed_pos), (best_neg, summed_neg) = (
+                self._terms(query, positive, True),
+                self._terms(query, negative, True),
+            )
             best, summed = torch.stack([best_pos, best_neg], dim=1), torch.stack([summed_pos, summed_neg], dim=1)
             target = torch.zeros(len(query), dtype=torch.long, device=query.device)
         if self.mode == "paper":
             return F.cross_entropy((self.weight * best + (1 - self.weight) * summed) / self.temperature, target)
-        return ((1 - self.weight) * F.cross_entropy(summed / self.temperature, target)
-                + self.weight * F.cross_entropy(best / self.temperature, target))
+        return (1 - self.weight) * F.cross_entropy(summed / self.temperature, target) + self.weight * F.cross_entropy(
+            best / self.temperature, target
+        )

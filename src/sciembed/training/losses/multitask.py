@@ -50,10 +50,13 @@ class MultiTaskLoss(nn.Module):
         if not tasks:
             raise ValueError("no tasks")
         self.tasks = dict(tasks)
-        self.heads = nn.ModuleDict({
-            name: nn.Sequential(nn.Dropout(dropout), nn.Linear(hidden_size, spec.num_labels))
-            for name, spec in self.tasks.items() if spec.kind != "proximity"
-        })
+        self.heads = nn.ModuleDict(
+            {
+                name: nn.Sequential(nn.Dropout(dropout), nn.Linear(hidden_size, spec.num_labels))
+                for name, spec in self.tasks.items()
+                if spec.kind != "proximity"
+            }
+        )
         self.triplet = TripletMarginLoss(margin)
 
     def task_loss(self, name: str, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor:

@@ -30,19 +30,29 @@ def _flatten(logits: torch.Tensor, domain_ids: torch.Tensor | None, attention_ma
     if logits.dim() == 2:
         return logits, domain_ids
     if logits.dim() != 3:
-        raise ValueError(f"router logits must be (batch, experts) or (batch, tokens, experts), got {tuple(logits.shape)}")
-    keep = torch.ones(logits.shape[:2], dtype=torch.bool, device=logits.device) if attention_mask is None else attention_mask.bool()
+        raise ValueError(
+            f"router logits must be (batch, experts) or (batch, tokens, experts), got {tuple(logits.shape)}"
+        )
+    keep = (
+        torch.ones(logits.shape[:2], dtype=torch.bool, device=logits.device)
+        if attention_mask is None
+        else attention_mask.bool()
+    )
     domains = None if domain_ids is None else domain_ids[:, None].expand(logits.shape[:2])[keep]
     return logits[keep], domains
 
 
-def router_cross_entropy(logits: torch.Tensor, domain_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+def router_cross_entropy(
+    logits: torch.Tensor, domain_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Cross-entropy of one layer's router logits against each paper's domain (expert) index."""
     flat, domains = _flatten(logits, domain_ids, attention_mask)
     return F.cross_entropy(flat.float(), domains)
 
 
-def mutual_information_loss(logits: torch.Tensor, domain_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+def mutual_information_loss(
+    logits: torch.Tensor, domain_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """``−MI(task; expert)`` of one layer (Mod-Squad)."""
     flat, domains = _flatten(logits, domain_ids, attention_mask)
     probabilities = flat.float().softmax(-1)
@@ -55,7 +65,9 @@ def mutual_information_loss(logits: torch.Tensor, domain_ids: torch.Tensor, atte
     return -(joint * torch.log(ratio.clamp_min(1e-12))).sum()
 
 
-def load_balancing_loss(logits: torch.Tensor, top_k: int = 1, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+def load_balancing_loss(
+    logits: torch.Tensor, top_k: int = 1, attention_mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Switch-style ``E · Σ_e f_e · P_e`` of one layer."""
     flat, _ = _flatten(logits, None, attention_mask)
     experts = flat.shape[-1]
@@ -76,16 +88,25 @@ class RouterLoss(nn.Module):
         top_k: routing choices per position counted by the load-balancing term (the model's ``top_k``).
     """
 
-    def __init__(self, cross_entropy_weight: float = 1.0, mutual_information_weight: float = 0.0,
-                 load_balancing_weight: float = 0.0, top_k: int = 1):
+    def __init__(
+        self,
+        cross_entropy_weight: float = 1.0,
+        mutual_information_weight: float = 0.0,
+        load_balancing_weight: float = 0.0,
+        top_k: int = 1,
+    ):
         super().__init__()
         weights = (cross_entropy_weight, mutual_information_weight, load_balancing_weight)
         if any(w < 0 for w in weights) or not any(weights):
             raise ValueError(f"weights must be >= 0 and not all 0, got {weights}")
         self.weights, self.top_k = weights, top_k
 
-    def forward(self, router_logits: Sequence[torch.Tensor | None], domain_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        router_logits: Sequence[torch.Tensor | None],
+        domain_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Loss of a model output's ``router_logits`` (layers without a router, ``None``, are skipped)."""
         layers = [logits for logits in router_logits if logits is not None]
         if not layers:

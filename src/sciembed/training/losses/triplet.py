@@ -38,7 +38,9 @@ class TripletMarginLoss(nn.Module):
     def forward(self, query: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor) -> torch.Tensor:
         """Loss of ``(batch, dim)`` query, positive and negative embeddings."""
         if not query.shape == positive.shape == negative.shape or query.dim() != 2:
-            raise ValueError(f"query, positive and negative must share one (batch, dim) shape, got {tuple(query.shape)}, {tuple(positive.shape)}, {tuple(negative.shape)}")
+            raise ValueError(
+                f"query, positive and negative must share one (batch, dim) shape, got {tuple(query.shape)}, {tuple(positive.shape)}, {tuple(negative.shape)}"
+            )
         if self.distance == "l2":
             positive_distance, negative_distance = (query - positive).norm(dim=-1), (query - negative).norm(dim=-1)
         else:
