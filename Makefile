@@ -8,14 +8,14 @@ SIDE := .venv-tf457
 SIDE_STAMP := $(SIDE)/.installed
 DATA ?= ../shared/data
 
-.PHONY: demo test side-venv benchmark clean
+.PHONY: demo test side-venv benchmark style quality docs clean
 
 # torch is installed on its own first, pinned, so that pip takes the local CPU wheel and nothing
 # later pulls a multi-GB CUDA build; the rest is held to the verified set by the constraints file.
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -c requirements/constraints.txt -e ".[dev,onnx]"
+	$(BIN)/pip install --quiet -c requirements/constraints.txt -e ".[dev,onnx,docs]"
 	touch $(STAMP)
 
 # transformers 4.57.6 (+ adapters 1.3.0 as the reference for format adapters), without sciembed.
@@ -33,9 +33,22 @@ demo: $(STAMP)
 test: $(STAMP) $(SIDE_STAMP)
 	HF_HUB_OFFLINE=1 SCIEMBED_TF457_PYTHON=$(abspath $(SIDE))/bin/python $(BIN)/python -m pytest
 
+# For developers: `make style` formats and applies ruff's safe fixes; `make quality` checks (CI runs it first).
+style: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+quality: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# The documentation site in site/; --strict fails on a broken link, a missing page or an unresolved API reference.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 benchmark: $(STAMP)
 	cd benchmarks && HF_HUB_OFFLINE=1 ../$(BIN)/python encode_speed.py --data $(abspath $(DATA))
 	cd benchmarks && HF_HUB_OFFLINE=1 ../$(BIN)/python model_overhead.py --data $(abspath $(DATA))
 
 clean:
-	rm -rf $(VENV) $(SIDE) build src/*.egg-info
+	rm -rf $(VENV) $(SIDE) build site src/*.egg-info

@@ -95,7 +95,11 @@ def batch_size_sweep(encoders: dict, papers: list[dict]) -> dict:
     for size in BATCH_SIZES:
         for name, encoder in encoders.items():
             rates[name][str(size)] = round(
-                len(papers) / _timed(lambda encoder=encoder, size=size: encoder.encode(papers, batch_size=size, show_progress_bar=False)), 2
+                len(papers)
+                / _timed(
+                    lambda encoder=encoder, size=size: encoder.encode(papers, batch_size=size, show_progress_bar=False)
+                ),
+                2,
             )
         print("batch", size, {name: rates[name][str(size)] for name in encoders}, flush=True)
     return rates

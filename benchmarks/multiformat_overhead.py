@@ -8,7 +8,8 @@ of the four formats; every round runs every (method, format) once in random orde
 with the plain BertModel within the same round (``timing.py``). SciRepEval (Table 5) reports 1x / 1.05x /
 1.29x / 1.69x for control codes / adapters / PALs / fusion on BERT-base.
 
-    python benchmarks/multiformat_overhead.py --data ../shared/data --output benchmarks/results/multiformat_overhead.json
+    python benchmarks/multiformat_overhead.py --data ../shared/data \\
+        --output benchmarks/results/multiformat_overhead.json
 """
 
 from __future__ import annotations

@@ -19,8 +19,9 @@ window (all-MiniLM-L6-v2's 256 tokens, which training on shorter texts leaves al
 - the multi-task rows (``scirepeval-ctrl``, ``-adapters``, ``-fusion``, ``-pals``): SciRepEval's recipes on the seed's
   task mixture (``write_mixture``: CACM's citations split as the specter row's, CACM's categories and the fields of
   study without the test papers of their evaluation, the MeSH sample), against ``specter`` (one embedding).
-  ``scirepeval-fusion`` is SciRepEval's stage 2: it starts from the seed's ``scirepeval-adapters`` model (train that row
-  first, with ``--keep-models``) and trains ``--steps`` more. For these rows the fields of study are not out of domain.
+  ``scirepeval-fusion`` is SciRepEval's stage 2: it starts from the seed's ``scirepeval-adapters`` model (train that
+  row first, with ``--keep-models``) and trains ``--steps`` more. For these rows the fields of study are not out of
+  domain.
 - the SPECTROID rows (``spectroid-ch1``, ``spectroid-heads`` with its default CH2, ``spectroid-ch3``): a classification
   head trained end to end on CACM's categories without the seed's category test papers (``data.exclude``), judged by
   its head's own predictions on those papers against MiniLM's linear probe (the ``cacm_categories`` score of MiniLM
@@ -48,8 +49,8 @@ optimiser step, but rows train minutes apart, so the speed comparison with the p
 
 Rows are written to the JSON as they finish; a run adds to an existing file (rows already there for a seed
 and system are kept, not rerun), so ``--seeds`` and ``--systems`` split a long benchmark over sessions, or over
-processes running side by side (each keeps the rows the others wrote, under a lock). ``--keep-models`` keeps the trained models, so
-that ``--rescore`` can score them again when the tasks gain a statistic, without training again.
+processes running side by side (each writes only its own rows, under a lock). ``--keep-models`` keeps the trained
+models, so that ``--rescore`` can score them again when the tasks gain a statistic, without training again.
 
     python benchmarks/recipes.py --data ../shared/data --seeds 0 1 2 --steps 60
 """
@@ -206,7 +207,8 @@ PER_PAPER = ("cacm_categories", "arxiv_archive", "fos")
 DOMAIN_EXAMPLES = 3000
 #: The expert a mixture-of-experts model with one expert per domain embeds each task in (other tasks: the first, cs).
 TASK_DOMAINS = {"cacm_cite": "cs", "cacm_categories": "cs", "hepth_cite": "physics", "arxiv_archive": "physics"}
-#: A SPECTROID row's own head on CACM's category test papers (the claim: it beats MiniLM's linear probe, ``cacm_categories``).
+#: A SPECTROID row's own head on CACM's category test papers (the claim: it beats MiniLM's linear probe,
+#: ``cacm_categories``).
 HEAD = "cacm_categories_head"
 
 
@@ -349,7 +351,8 @@ def main() -> None:
                     unknown = sorted(set(args.tasks) - {task.task_id for task in suite.tasks})
                     if unknown:
                         raise SystemExit(
-                            f"--tasks: no task {', '.join(unknown)}; the tasks are {', '.join(t.task_id for t in suite.tasks)}"
+                            f"--tasks: no task {', '.join(unknown)}; "
+                            f"the tasks are {', '.join(t.task_id for t in suite.tasks)}"
                         )
                     suite = replace(suite, tasks=[task for task in suite.tasks if task.task_id in args.tasks])
                 changed.update(rescore(rows, seed, [REFERENCE, *args.systems], suite, args))
@@ -376,8 +379,8 @@ def main() -> None:
             base = kept(args, seed, system.after) if system.after else None
             if system.after and (base is None or not base.is_dir()):
                 print(
-                    f"seed {seed}, {name}: starts from the seed's {system.after} model, which --keep-models did not keep; "
-                    f"not trained",
+                    f"seed {seed}, {name}: starts from the seed's {system.after} model, "
+                    "which --keep-models did not keep; not trained",
                     flush=True,
                 )
                 continue
@@ -416,9 +419,9 @@ def main() -> None:
 
 
 def rescore(rows: list[dict[str, Any]], seed: int, systems: list[str], suite: TaskSuite, args) -> set[tuple[int, str]]:
-    """Replace the scores of ``seed``'s rows of ``systems`` on ``suite``'s tasks with new ones (other tasks' scores stay),
-    embedding MiniLM as published and the models ``--keep-models`` kept (a row without a kept model is left as it is,
-    and said so). Returns the rows rescored."""
+    """Replace the scores of ``seed``'s rows of ``systems`` on ``suite``'s tasks with new ones (other tasks' scores
+    stay), embedding MiniLM as published and the models ``--keep-models`` kept (a row without a kept model is left as
+    it is, and said so). Returns the rows rescored."""
     rescored = set()
     for row in rows:
         if row["seed"] != seed or row["system"] not in systems:
@@ -570,9 +573,9 @@ def recipe_row(
     base: Path | None = None,
     held_out_ids: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Train one system with the shared budget from MiniLM (or ``base``) on ``data`` (CACM, or the seed's task mixture);
-    CACM held-out cite at step 0, every task after training (the model saved in ``keep`` when given). A run whose
-    held-out queries are not ``held_out_ids`` (the specter row's) stops: its rows would not be comparable."""
+    """Train one system with the shared budget from MiniLM (or ``base``) on ``data`` (CACM, or the seed's task
+    mixture); CACM held-out cite at step 0, every task after training (the model saved in ``keep`` when given). A run
+    whose held-out queries are not ``held_out_ids`` (the specter row's) stops: its rows would not be comparable."""
     system = SYSTEMS[name]
     run = prepare(system.recipe, None if base is None else str(base), data, output, overrides)
     held = run.data["domains"]["cs"] if system.domains else run.data
@@ -705,8 +708,8 @@ def write_mixture(folders: dict[str, Path], suite: TaskSuite, folder: Path) -> P
 
 def write_domains(folders: dict[str, Path], fixed: FixedTasks, suite: TaskSuite, folder: Path) -> Path:
     """The seed's two-domain mixture (one citation graph per domain, the citation recipes' multi-domain data): CACM as
-    ``cs`` (split by the seed as the specter row's) and hep-th as ``physics`` without the seed's ``hepth_cite`` queries,
-    ``DOMAIN_EXAMPLES`` examples sampled from each so that both domains weigh the same."""
+    ``cs`` (split by the seed as the specter row's) and hep-th as ``physics`` without the seed's ``hepth_cite``
+    queries, ``DOMAIN_EXAMPLES`` examples sampled from each so that both domains weigh the same."""
     hepth_queries = sorted(_task(suite, "hepth_cite").qrels)
     papers, citations = fixed.hepth_files
     tasks = [
@@ -812,8 +815,9 @@ def peer_row(seed: int, triplets, suite: TaskSuite, args, keep: Path | None = No
 
 
 def out_of_domain_suite(folder: Path, seed: int) -> TaskSuite:
-    """SciRepEval's fields-of-study and search samples as evaluation tasks, the fields' papers split in halves by ``seed``
-    (as CACM's categories and the arXiv archives are: a seed's interval then covers other test papers than another's)."""
+    """SciRepEval's fields-of-study and search samples as evaluation tasks, the fields' papers split in halves by
+    ``seed`` (as CACM's categories and the arXiv archives are: a seed's interval then covers other test papers than
+    another's)."""
     from sciembed.data.scirepeval import read_scirepeval_sample
     from sciembed.evaluation.supervised import SCIREPEVAL_MULTILABEL
     from sciembed.evaluation.tasks import ClassificationTask, SearchTask
@@ -884,7 +888,8 @@ def paired_interval(
     rows: list[dict[str, Any]], others: dict[int, dict[str, Any]], task: str, seed: int = 0
 ) -> dict[str, Any] | None:
     """The mean difference of ``rows`` to ``others`` (by seed) on ``task`` with its 95% percentile bootstrap interval;
-    ``beats`` when the interval's lower end is above 0. Ranking tasks: per-query differences, queries pooled over seeds.
+    ``beats`` when the interval's lower end is above 0. Ranking tasks: per-query differences, queries pooled over
+    seeds.
     Classification: per seed, the test papers resampled and both rows' macro-F1 scored on each resample; the
     differences averaged over seeds. Seeds whose rows lack the per-query or per-paper values are left out (None if
     all are)."""
@@ -1090,17 +1095,17 @@ def table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def plot(summary: dict[str, Any], path: Path) -> None:
+def figure(summary: dict[str, Any]):
     """One panel per task: per trained system, its paired difference to MiniLM as published as a bar with its 95%
     interval (green when the interval is above 0, red when below, grey when it holds 0; without whiskers, the mean
-    per-seed change, where the rows lack what the interval resamples), saved to ``path`` as a PNG."""
+    per-seed change, where the rows lack what the interval resamples); a matplotlib figure."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     systems = [name for name in summary if name != REFERENCE]
-    figure, axes = plt.subplots(2, 3, figsize=(13, 2.5 + 0.45 * len(systems)), sharey=True)
+    drawn, axes = plt.subplots(2, 3, figsize=(13, 2.5 + 0.45 * len(systems)), sharey=True)
     for axis, (task, metric, title) in zip(axes.flat, COLUMNS):
         for y, name in enumerate(systems):
             entry = summary[name]
@@ -1117,13 +1122,21 @@ def plot(summary: dict[str, Any], path: Path) -> None:
         axis.invert_yaxis()
         axis.grid(axis="x", alpha=0.3)
     seeds = sorted({seed for entry in summary.values() for seed in entry["seeds"]})
-    figure.suptitle(
+    drawn.suptitle(
         f"Change against all-MiniLM-L6-v2 as published, paired 95% interval (seeds {', '.join(map(str, seeds))})"
     )
-    figure.tight_layout()
+    drawn.tight_layout()
+    return drawn
+
+
+def plot(summary: dict[str, Any], path: Path) -> None:
+    """:func:`figure` saved to ``path`` as a PNG."""
+    import matplotlib.pyplot as plt
+
+    drawn = figure(summary)
     with atomic_path(path) as temporary:
-        figure.savefig(temporary, format="png", dpi=110)
-    plt.close(figure)
+        drawn.savefig(temporary, format="png", dpi=110)
+    plt.close(drawn)
     print(f"wrote {path}")
 
 

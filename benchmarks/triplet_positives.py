@@ -3,9 +3,9 @@
 On CACM's training queries (the seeded 80 / 20 split of ``recipes.py``), the ``specter`` sampler's
 positives are the query's citations by construction; SciNCL's are its nearest neighbours in a citation-graph
 embedding: the recipe's ranks for a graph smaller than the paper's (``rank_overflow="nearest"``: the top ranks) and
-the paper's ranges [20, 25) / [3998, 4000) shrunk to the graph (``"scale"``). This counts, per sampler, the share of triplets whose
-positive is directly linked to the query, linked at two hops only, and whose negative is linked; and for the
-``moe-cocitation`` recipe's co-citation pairs, the share whose two papers are also directly linked. The
+the paper's ranges [20, 25) / [3998, 4000) shrunk to the graph (``"scale"``). This counts, per sampler, the share of
+triplets whose positive is directly linked to the query, linked at two hops only, and whose negative is linked; and
+for the ``moe-cocitation`` recipe's co-citation pairs, the share whose two papers are also directly linked. The
 held-out task scores direct citations, so this says how much each recipe's examples point at what is scored.
 
     python benchmarks/triplet_positives.py --data ../shared/data --seed 0

@@ -44,20 +44,23 @@ def main(argv: Sequence[str] | None = None) -> Path:
     card = CardInfo(
         benchmark="beir",
         pretty_name=f"{name} (BEIR layout)",
-        summary=f"The ad-hoc scientific search set `{name}` in the BEIR layout (Thakur et al. 2021): queries, a corpus of papers and relevance judgements.",
+        summary=f"The ad-hoc scientific search set `{name}` in the BEIR layout (Thakur et al. 2021): queries, a "
+        "corpus of papers and relevance judgements.",
         source=f"BEIR folder `{args.source.name}` read by `sciembed.data.beir.read_beir`.",
         license=args.license or UNKNOWN_LICENSE,
         license_note=""
         if args.license
-        else "BEIR sets carry their upstream licences, which differ per set; check the set's own page and pass --license.",
+        else "BEIR sets carry their upstream licences, which differ per set; "
+        "check the set's own page and pass --license.",
         how_built=(
             "`corpus.jsonl` records become papers (`_id` -> paper_id, `text` -> abstract); `queries.jsonl` keeps "
-            "`_id` -> query_id and `text`; every `qrels/<split>.tsv` becomes a split of `qrels` (`query-id, corpus-id, "
-            f"score` -> query_id, cand_id, score). Bad records and qrels naming unknown ids are "
+            "`_id` -> query_id and `text`; every `qrels/<split>.tsv` becomes a split of `qrels` (`query-id, "
+            "corpus-id, score` -> query_id, cand_id, score). Bad records and qrels naming unknown ids are "
             f"{'dropped and counted below' if args.skip_invalid else 'refused'}."
         ),
         counts=counts,
-        citation="Thakur, Reimers, Rücklé, Srivastava, Gurevych. BEIR: A Heterogeneous Benchmark for Zero-shot Evaluation of Information Retrieval Models. NeurIPS 2021 Datasets and Benchmarks.",
+        citation="Thakur, Reimers, Rücklé, Srivastava, Gurevych. BEIR: A Heterogeneous Benchmark for Zero-shot "
+        "Evaluation of Information Retrieval Models. NeurIPS 2021 Datasets and Benchmarks.",
     )
     if not args.license:
         logger.warning("no licence given: the card says 'other'; pass --license when you know it")

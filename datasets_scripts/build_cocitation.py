@@ -71,13 +71,15 @@ def main(argv: Sequence[str] | None = None) -> Path:
         license=args.license or UNKNOWN_LICENSE,
         license_note=""
         if args.license
-        else "The pairs hold PubMed abstracts; the GleghornLab Hub sets' licence was not verified here: check and pass --license.",
+        else "The pairs hold PubMed abstracts; the GleghornLab Hub sets' licence was not verified here: "
+        "check and pass --license.",
         how_built=(
             "Columns a, b, label are kept as they are; labels must be 0 or 1 and both abstracts non-empty "
             f"(bad rows {'dropped and counted below' if args.skip_invalid else 'refused'}). Splits keep their names."
         ),
         counts=counts,
-        citation="Hallee, Kapur et al. 2024, arXiv:2401.15713 (the MoE paper; code: Gleghorn-Lab/Mixture-of-Experts-Sentence-Similarity).",
+        citation="Hallee, Kapur et al. 2024, arXiv:2401.15713 (the MoE paper; code: "
+        "Gleghorn-Lab/Mixture-of-Experts-Sentence-Similarity).",
     )
     if not args.license:
         logger.warning("no licence given: the card says 'other'; pass --license when you know it")

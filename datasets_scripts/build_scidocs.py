@@ -30,7 +30,8 @@ CARDS = {
             "The release (allenai/scidocs, s3://ai2-s2-research-public/specter/scidocs/) states no data licence that "
             "this builder could verify; check upstream and pass --license when you publish."
         ),
-        citation="Cohan, Feldman, Beltagy, Downey, Weld. SPECTER: Document-level Representation Learning using Citation-informed Transformers. ACL 2020.",
+        citation="Cohan, Feldman, Beltagy, Downey, Weld. SPECTER: Document-level Representation Learning using "
+        "Citation-informed Transformers. ACL 2020.",
     ),
     "multi_scidocs": dict(
         pretty_name="Multi-SciDocs",

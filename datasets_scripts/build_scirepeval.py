@@ -5,7 +5,8 @@ For each task, :func:`sciembed.data.scirepeval.load_scirepeval_task` reads the m
 folders in the same layout) and checks that every labelled id has metadata. Optionally the training
 samples (``fos``, ``mesh``, ``specter``, ``search`` formats) are added as ``train_<format>`` configs.
 
-    python datasets_scripts/build_scirepeval.py --meta-source META_DIR --test-source TEST_DIR --tasks fos scidocs_mag --out OUT_DIR
+    python datasets_scripts/build_scirepeval.py --meta-source META_DIR --test-source TEST_DIR \\
+        --tasks fos scidocs_mag --out OUT_DIR
 """
 
 from __future__ import annotations
@@ -89,10 +90,13 @@ def main(argv: Sequence[str] | None = None) -> Path:
             'for Scientific Document Representations", EMNLP): classification, regression, proximity and ad-hoc '
             "search. Tasks here: " + ", ".join(f"`{t}` (papers in `{meta_of[t]}`)" for t in args.tasks) + "."
         ),
-        source=f"Metadata from `{Path(args.meta_source).name if Path(args.meta_source).exists() else args.meta_source}`, labels from "
-        f"`{Path(args.test_source).name if Path(args.test_source).exists() else args.test_source}`"
-        + (", training samples from " + ", ".join(f"`{p.name}`" for p in args.samples) if args.samples else "")
-        + ".",
+        source=(
+            "Metadata from "
+            f"`{Path(args.meta_source).name if Path(args.meta_source).exists() else args.meta_source}`, labels from "
+            f"`{Path(args.test_source).name if Path(args.test_source).exists() else args.test_source}`"
+            + (", training samples from " + ", ".join(f"`{p.name}`" for p in args.samples) if args.samples else "")
+            + "."
+        ),
         license=args.license or UNKNOWN_LICENSE,
         license_note=""
         if args.license
@@ -103,7 +107,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
             f"metadata are {'dropped and counted below' if args.skip_invalid else 'refused'}."
         ),
         counts=counts,
-        citation="Singh, D'Arcy, Cohan, Downey, Feldman. SciRepEval: A Multi-Format Benchmark for Scientific Document Representations. EMNLP 2023.",
+        citation="Singh, D'Arcy, Cohan, Downey, Feldman. SciRepEval: A Multi-Format Benchmark for Scientific Document "
+        "Representations. EMNLP 2023.",
     )
     if not args.license:
         logger.warning("no licence given: the card says 'other'; pass --license when you know it")

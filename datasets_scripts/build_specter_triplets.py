@@ -89,8 +89,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
         no_positive = sum(counts[f"{name}.queries_without_positive"] for name in splits)
         raise ValueError(
             f"{args.source}: no triplet in any split: of {asked} queries, {no_positive} cite no paper with text "
-            f"({graph.stats.papers_with_text} of {graph.stats.papers} papers in the graph have text in metadata.json); "
-            "papers without text are never emitted, so add their metadata"
+            f"({graph.stats.papers_with_text} of {graph.stats.papers} papers in the graph have text in "
+            "metadata.json); papers without text are never emitted, so add their metadata"
         )
     card = CardInfo(
         benchmark="specter_triplets",
@@ -118,7 +118,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
             "cite. Queries without text or citing no paper with text give no triplet and are counted below."
         ),
         counts=counts,
-        citation="Cohan, Feldman, Beltagy, Downey, Weld. SPECTER: Document-level Representation Learning using Citation-informed Transformers. ACL 2020.",
+        citation="Cohan, Feldman, Beltagy, Downey, Weld. SPECTER: Document-level Representation Learning using "
+        "Citation-informed Transformers. ACL 2020.",
     )
     configs = {"triplets": triplets, "papers": {"train": release.papers}}
     return write_hub_folder(args.out, configs, card, overwrite=args.overwrite)

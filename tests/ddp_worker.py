@@ -43,7 +43,8 @@ for name, tensor in sorted(run.trainer.model.state_dict().items()):
 rank = dist.get_rank()
 evaluated = "evaluated" if hasattr(run.trainer, "last_evaluation") else "received"
 (Path(output) / f"rank{rank}.txt").write_text(
-    f"{dist.get_world_size()} {run.trainer.state.global_step} {digest.hexdigest()} {evaluated} {metrics['eval_cite_map']!r}\n"
+    f"{dist.get_world_size()} {run.trainer.state.global_step} {digest.hexdigest()} {evaluated} "
+    f"{metrics['eval_cite_map']!r}\n"
 )
 # As `sciembed train` ends: both ranks meet, leave the group and exit without Python's finalisation, in which
 # gloo can abort a rank whose work is done.

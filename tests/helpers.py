@@ -37,7 +37,8 @@ def side_python() -> str:
     python = os.environ.get(SIDE_VENV_VARIABLE)
     if not python or not Path(python).is_file():
         pytest.skip(
-            f"the transformers 4.57.6 side venv is not built (${SIDE_VENV_VARIABLE} unset or missing): run `make side-venv`"
+            f"the transformers 4.57.6 side venv is not built (${SIDE_VENV_VARIABLE} unset or missing): "
+            "run `make side-venv`"
         )
     return python
 
@@ -106,7 +107,8 @@ PAPERS = [
     {
         "paper_id": "p3",
         "title": "",
-        "abstract": "A linear system algorithm for the matrix of a graph, with a long abstract about citation embedding of scientific documents and neural network learning on text data.",
+        "abstract": "A linear system algorithm for the matrix of a graph, with a long abstract about citation "
+        "embedding of scientific documents and neural network learning on text data.",
     },
     {"paper_id": "p4", "title": "Compiler syntax translation", "abstract": "The program translation of a language."},
     {"paper_id": "p5", "title": "Embedding", "abstract": "Document."},

@@ -22,7 +22,10 @@ def test_console_script_help():
 
 
 def test_help_does_not_import_torch():
-    code = "import sys; from sciembed.cli import main\ntry: main(['--help'])\nexcept SystemExit: pass\nprint('torch' in sys.modules)"
+    code = (
+        "import sys; from sciembed.cli import main\ntry: main(['--help'])\nexcept SystemExit: pass\n"
+        "print('torch' in sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip().endswith("False")
 
@@ -64,7 +67,8 @@ def test_embed_with_a_local_model(tiny_bert, tmp_path):
 
 
 def test_embed_ends_with_one_summary_line(tiny_bert, tmp_path, caplog, capsys):
-    """With --no-progress (no bar to read a rate from) the run ends with one line: papers, seconds, papers/s, output."""
+    """With --no-progress (no bar to read a rate from) the run ends with one line: papers, seconds, papers/s,
+    output."""
     import logging
     import re
 

@@ -410,7 +410,8 @@ def test_beir_float32_prefilter_keeps_the_float64_order_of_near_ties_and_never_c
 
 
 def test_a_proximity_task_keeps_each_query_s_pytrec_eval_values_when_asked():
-    """What the recipes benchmark pairs its bootstrap intervals on: every query's AP (0-100), as pytrec_eval gives it."""
+    """What the recipes benchmark pairs its bootstrap intervals on: every query's AP (0-100), as pytrec_eval gives
+    it."""
     from sciembed.evaluation.tasks import ProximityTask
 
     rng = np.random.default_rng(3)

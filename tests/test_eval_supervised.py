@@ -152,7 +152,8 @@ GRID = np.logspace(-2, 2, 5)
 
 
 def multilabel_reference(x_train, y_train, x_test, grid=GRID):
-    """allenai/scirepeval evaluator.py, MULTILABEL_CLASSIFICATION, with lightning's defaults: hinge loss, no intercept."""
+    """allenai/scirepeval evaluator.py, MULTILABEL_CLASSIFICATION, with lightning's defaults: hinge loss, no
+    intercept."""
     svm = GridSearchCV(
         LinearSVC(loss="hinge", max_iter=10000, fit_intercept=False, random_state=42), cv=3, param_grid={"C": grid}
     )
@@ -530,7 +531,8 @@ def test_real_fos_sample_multilabel_path():
     assert None not in result["best_C"] and np.flatnonzero(y_train_hot.sum(axis=0) == 1).tolist() == [1, 13, 14, 22]
     with pytest.raises(
         ValueError,
-        match=r"too few for label 1 \(1\), label 3 \(3\), label 11 \(4\), label 13 \(2\), label 14 \(1\), label 18 \(3\), label 22 \(2\)",
+        match=r"too few for label 1 \(1\), label 3 \(3\), label 11 \(4\), label 13 \(2\), label 14 \(1\), label 18 "
+        r"\(3\), label 22 \(2\)",
     ):
         evaluate_few_shot(x, labels, x, labels, SCIREPEVAL_MULTILABEL, sample_size=5, iterations=1, n_jobs=1)
 

@@ -287,10 +287,12 @@ def scirepeval_sources(tmp_path_factory):
 
     search_queries = [(f"q{i}", [str(c) for c in rng.choice(ids, 8, replace=False)]) for i in range(5)]
     feeds_queries = [(ids[i], [str(c) for c in rng.choice(ids, 8, replace=False) if c != ids[i]]) for i in range(5)]
+
     def graded(queries):
         return Dataset.from_list(
             [{"query_id": q, "cand_id": c, "score": int(rng.integers(0, 4))} for q, cands in queries for c in cands]
         )
+
     reviewers = {f"r{i}": [str(p) for p in rng.choice(ids[40:], 4, replace=False)] for i in range(6)}
     meta_dir = write_hub_folder(
         root / "scirepeval",
@@ -471,6 +473,7 @@ def test_cocitation_pairs(tiny_encoder, tmp_path):
     from sklearn.metrics import precision_recall_curve
 
     rng = np.random.default_rng(0)
+
     def make(n):
         return Dataset.from_dict(
             {

@@ -109,7 +109,8 @@ def test_sentence_transformers_gives_the_same_vectors(saved_family):
     family, model, tokenizer, folder, encode_options = saved_family
     if "domain" in encode_options:
         pytest.skip(
-            "enforced MoE routing needs a domain, which SentenceTransformer.encode cannot pass; covered through sciembed.encode"
+            "enforced MoE routing needs a domain, which SentenceTransformer.encode cannot pass; "
+            "covered through sciembed.encode"
         )
     st = SentenceTransformer(str(folder), trust_remote_code=True, device="cpu")
     texts = [sciembed.paper_text(p, tokenizer.sep_token) for p in PAPERS]
@@ -239,7 +240,8 @@ with torch.no_grad():
     rows = [model(**tokenizer(t, return_tensors="pt"), **kwargs).pooler_output[0].numpy() for t in texts]
 np.save("auto_model.npy", np.stack(rows))
 if not kwargs:
-    np.save("sentence_transformers.npy", SentenceTransformer(folder, trust_remote_code=True, device="cpu").encode(texts, batch_size=2))
+    np.save("sentence_transformers.npy", \
+SentenceTransformer(folder, trust_remote_code=True, device="cpu").encode(texts, batch_size=2))
 """
 
 

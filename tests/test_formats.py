@@ -639,7 +639,8 @@ def test_broken_files_are_named(tiny_bert, tmp_path):
         weights_path,
     )
     refused(
-        rf"{weights_path}: key 'encoder\.layer\.0\.attention\.output\.adapters\.regression\.adapter_up\.bias' matches no adapter module"
+        rf"{weights_path}: key 'encoder\.layer\.0\.attention\.output\.adapters\.regression\.adapter_up\.bias' matches "
+        r"no adapter module"
     )
     torch.save(
         {**weights, "encoder.layer.0.output.adapters.regression.adapter_up.bias": torch.zeros(31)}, weights_path
@@ -659,7 +660,8 @@ def test_broken_files_are_named(tiny_bert, tmp_path):
     _edit_json(folder / "regression" / ADAPTER_CONFIG_FILE, hidden_size=32)
     _edit_json(folder / "fusion_regression" / FUSION_CONFIG_FILE, adapter_names=["regression", "proximity"])
     refused(
-        r"fuses \['regression', 'proximity'\]; fusion_regression/ must hold Fuse\[regression, classification, proximity, adhoc_query\]"
+        r"fuses \['regression', 'proximity'\]; fusion_regression/ must hold Fuse\[regression, classification, "
+        r"proximity, adhoc_query\]"
     )
     shutil.rmtree(folder / "fusion_regression")
     loaded = AutoModel.from_pretrained(folder)

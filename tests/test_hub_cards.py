@@ -407,7 +407,8 @@ def exported_card(saved_model, tmp_path_factory):
 
 
 def _usage_job(blocks, folder, workdir, sections) -> Path:
-    """The runner's job: the blocks of ``sections``, the Hub id replaced by the folder, the example papers by USAGE_PAPERS."""
+    """The runner's job: the blocks of ``sections``, the Hub id replaced by the folder, the example papers by
+    USAGE_PAPERS."""
     runnable = []
     for section in sections:
         for code in blocks.get(section, ()):
@@ -431,7 +432,8 @@ def _usage_job(blocks, folder, workdir, sections) -> Path:
 
 
 def _expected_vectors(folder, case) -> dict:
-    """``sciembed.encode``'s vectors of the card's outputs for ``folder``, by default (a domain for enforced routing)."""
+    """``sciembed.encode``'s vectors of the card's outputs for ``folder``, by default (a domain for enforced
+    routing)."""
     import sciembed
 
     domain = {"domain": "cs"} if case == "moe_bert" else {}

@@ -1,4 +1,5 @@
-"""Packaging: every package folder is listed in pyproject.toml, and a built wheel holds sciembed.modeling and the card templates."""
+"""Packaging: every package folder is listed in pyproject.toml, and a built wheel holds sciembed.modeling and the card
+templates."""
 
 from __future__ import annotations
 

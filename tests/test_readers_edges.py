@@ -38,7 +38,10 @@ def test_csv_and_tsv_with_a_header_any_column_order_and_extra_columns(tmp_path):
 
 
 def test_snap_lines_after_comments(tmp_path):
-    text = "# Directed graph\r\n# Nodes: 4 Edges: 3\r\n# FromNodeId\tToNodeId\r\n1001\t9304045\r\n\r\n1001\t1001\r\n# FromNodeId\tToNodeId\r\n9304045\t12\r\n"
+    text = (
+        "# Directed graph\r\n# Nodes: 4 Edges: 3\r\n# FromNodeId\tToNodeId\r\n1001\t9304045\r\n\r\n1001\t1001\r\n"
+        "# FromNodeId\tToNodeId\r\n9304045\t12\r\n"
+    )
     edges = read_edge_list(_write(tmp_path, "Cit.txt", text))
     assert (edges.layout, edges.columns, edges.comment_lines) == (
         "snap",
@@ -126,8 +129,8 @@ def test_papers_and_edges_count_what_they_drop_in_one_line(tmp_path, caplog):
     assert f"citation graph of {papers} + {cites}: 6 citation(s) given, 4 kept" in line
     assert "dropped 1 self-citation(s), 1 repeat(s)" in line
     assert (
-        "1 cite an id without a paper (1 distinct id(s)), 1 come from an id without a paper (kept, as papers without text)"
-        in line
+        "1 cite an id without a paper (1 distinct id(s)), "
+        "1 come from an id without a paper (kept, as papers without text)" in line
     )
     assert source.linked_queries() == ["a", "b"] and source.path == f"{papers} + {cites}"
 

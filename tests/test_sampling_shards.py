@@ -12,7 +12,8 @@ from sciembed.data.scincl import SciNCLConfig, sample_scincl_triplets
 
 
 def by_query(triplets: list[Triplets]) -> np.ndarray:
-    """All rows of the given runs, (query, positive, negative, hard), grouped by query, each query's rows in slot order."""
+    """All rows of the given runs, (query, positive, negative, hard), grouped by query, each query's rows in slot
+    order."""
     rows = np.concatenate(
         [np.stack([t.query, t.positive, t.negative, t.hard.astype(np.int64)], axis=1) for t in triplets]
     )

@@ -289,7 +289,8 @@ def clustered() -> tuple[CitationGraph, np.ndarray, np.ndarray]:
     return graph, vectors, distance
 
 
-# Probe 19 of the 63 cells (round(sqrt(4000))), about 30 % of the candidates: approximate, yet deep enough for rank 600.
+# Probe 19 of the 63 cells (round(sqrt(4000))), about 30 % of the candidates: approximate, yet deep enough for
+# rank 600.
 IVF = dict(index="ivf", hard_negative_ranks=(598, 600), ivf_nprobe=19)
 
 

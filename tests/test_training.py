@@ -293,8 +293,8 @@ def test_a_validation_split_comes_out_of_the_training_queries_only(tiny_bert, tm
 
 @pytest.mark.parametrize("recipe", ["specter", "multi2spe"])
 def test_weight_average_mixes_trained_and_starting_weights(recipe, tiny_bert, tmp_path):
-    """model.weight_average (WiSE-FT): the saved model is alpha x trained + (1 - alpha) x starting, for the base encoder
-    and for a family built from it; the final evaluation scores the average, not the trained weights."""
+    """model.weight_average (WiSE-FT): the saved model is alpha x trained + (1 - alpha) x starting, for the base
+    encoder and for a family built from it; the final evaluation scores the average, not the trained weights."""
     from sciembed.training.run import prepare
 
     data = write_s2orc(tmp_path / "papers.jsonl")
@@ -484,8 +484,8 @@ def test_recipe_descriptions_state_the_settings_a_run_uses(tiny_bert, tiny_st_ba
                 training.get("gradient_accumulation_steps", 1),
             )
             assert (
-                f"{per_device * accumulation} examples per optimiser step ({per_device} per device x {accumulation} accumulation"
-                in described
+                f"{per_device * accumulation} examples per optimiser step "
+                f"({per_device} per device x {accumulation} accumulation" in described
             )
             assert f"lr {training['learning_rate']:g}" in described
             if "name" in settings["loss"]:
@@ -495,7 +495,8 @@ def test_recipe_descriptions_state_the_settings_a_run_uses(tiny_bert, tiny_st_ba
             recipe.notes,
         ), (recipe.name, recipe.notes)
 
-    # What a run actually resolves, by base: a plain checkpoint trains in the paper's settings, MiniLM-like in unit vectors.
+    # What a run actually resolves, by base: a plain checkpoint trains in the paper's settings, MiniLM-like in
+    # unit vectors.
     specter = RECIPES["specter"].description
     for base, batch, loss in ((tiny_bert, (8, 4), "triplet"), (tiny_st_base, (32, 1), "mnr")):
         settings = resolved_settings("specter", base)

@@ -494,8 +494,8 @@ class MoEBertModel(MoEBertPreTrainedModel):
         Args:
             path_or_model: the BERT checkpoint; a folder may also hold sentence-transformers files.
             tokenizer: the checkpoint's tokenizer, extended in place with the domain tokens.
-            options: fields of [`MoEBertConfig`] (`num_experts`, `moe_layers`, `routing`, `num_experts_per_tok`, `domains`,
-                `domain_tokens`) or of `BertConfig` (e.g. `hidden_dropout_prob`) to override.
+            options: fields of [`MoEBertConfig`] (`num_experts`, `moe_layers`, `routing`, `num_experts_per_tok`,
+                `domains`, `domain_tokens`) or of `BertConfig` (e.g. `hidden_dropout_prob`) to override.
         """
         if isinstance(path_or_model, BertModel):
             base = path_or_model

@@ -56,7 +56,8 @@ def parser() -> argparse.ArgumentParser:
     """``sciembed`` and its subcommands."""
     root = argparse.ArgumentParser(
         prog="sciembed",
-        description="Scientific-document embeddings: embed papers, build model families and evaluate them on the field's benchmarks.",
+        description="Scientific-document embeddings: embed papers, build model families and evaluate them on the "
+        "field's benchmarks.",
     )
     root.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     root.add_argument("-q", "--quiet", action="store_true", help="log warnings and errors only")

@@ -112,7 +112,8 @@ class Encoder(ABC):
 
     @property
     def default_batch_size(self) -> int:
-        """Texts per forward pass when none is given: :data:`CPU_BATCH_SIZE` on a CPU, :data:`GPU_BATCH_SIZE` on a GPU."""
+        """Texts per forward pass when none is given: :data:`CPU_BATCH_SIZE` on a CPU, :data:`GPU_BATCH_SIZE` on a
+        GPU."""
         return CPU_BATCH_SIZE if self.device.type == "cpu" else GPU_BATCH_SIZE
 
     @property
@@ -232,7 +233,8 @@ class PaperEncoder(Encoder):
             )
         if facets and family_of(self.transformer) != "multi2spe":
             raise ValueError(
-                f"{type(self.transformer).__name__} has no facet vectors; facets is for models with cls_embeddings (Multi2SPEModel)"
+                f"{type(self.transformer).__name__} has no facet vectors; facets is for models with cls_embeddings "
+                "(Multi2SPEModel)"
             )
         self.facets = facets
         self.backend = backend
@@ -391,7 +393,10 @@ class PaperEncoder(Encoder):
     @property
     def _non_finite_remedy(self) -> str:
         if self.precision != "fp32":
-            return f"nothing was kept; try --precision fp32 (precision='fp32'): {self.precision} can overflow where fp32 does not"
+            return (
+                f"nothing was kept; try --precision fp32 (precision='fp32'): "
+                f"{self.precision} can overflow where fp32 does not"
+            )
         return (
             "nothing was kept; the model computes NaN or infinity (damaged weights, a training run that diverged): "
             "check its weights or load another checkpoint"
@@ -697,8 +702,8 @@ def base_embedding(name_or_path: str | os.PathLike[str]) -> BaseEmbedding:
         rest = names[1:] if names[:1] == ["Transformer"] else names
     if (modes and pooling is None) or rest not in ([], ["Normalize"]):
         raise ValueError(
-            f"{modules_file}: modules {' -> '.join(names)}{f' (pooling {modes})' if modes else ''} cannot be trained through "
-            "sciembed.encode.pool, which reproduces Transformer -> Pooling (cls or mean) [-> Normalize]; "
+            f"{modules_file}: modules {' -> '.join(names)}{f' (pooling {modes})' if modes else ''} cannot be trained "
+            "through sciembed.encode.pool, which reproduces Transformer -> Pooling (cls or mean) [-> Normalize]; "
             "set embedding.pooling and embedding.normalize to train another embedding"
         )
     normalize = rest == ["Normalize"]
@@ -809,9 +814,9 @@ def _load_errors_named(name: str):
         reason = str(refused).strip().splitlines()[-3:]
         detail = next((line for line in reason if "GLOBAL" in line), "it holds objects other than tensors")
         raise ValueError(
-            f"{name}: its pickle weights (pytorch_model.bin) are an unsafe pickle: {detail.strip()} Loading them would run "
-            "that code, so sciembed loads tensors only. Use safetensors weights, or convert the file on a machine "
-            "where you trust it"
+            f"{name}: its pickle weights (pytorch_model.bin) are an unsafe pickle: {detail.strip()} Loading them "
+            "would run that code, so sciembed loads tensors only. Use safetensors weights, or convert the file on a "
+            "machine where you trust it"
         ) from None
     except ValueError as error:
         if "trust_remote_code" not in str(error):

@@ -166,8 +166,8 @@ class OnnxBackend:
                 )
                 raise ValueError(
                     f"int8 for {encoder.name_or_path} is refused: {reason}. Check it first against fp32 on held-out "
-                    "citations: sciembed.evaluation.int8_gate.check_int8(encoder, check_set), or --int8-check-set PATH "
-                    "on the command line"
+                    "citations: sciembed.evaluation.int8_gate.check_int8(encoder, check_set), or --int8-check-set "
+                    "PATH on the command line"
                 )
             path = folder / (INT8_FILE if self.precision == "int8" else FP32_FILE)
             self._sessions[key] = OnnxSession(path, threads=self.threads)
@@ -225,7 +225,8 @@ def export_encoder(encoder: PaperEncoder, path: str | os.PathLike[str], *, optim
         expected,
         lambda rows: [f"check text #{i}" for i in rows],
         f"model {encoder.name_or_path}",
-        "nothing was exported; the model computes NaN or infinity in PyTorch (damaged weights, a training run that diverged)",
+        "nothing was exported; the model computes NaN or infinity in PyTorch (damaged weights, a training run that "
+        "diverged)",
     )
     names = [key for key, value in traced.items() if isinstance(value, torch.Tensor)]
     constants = {key: value for key, value in traced.items() if not isinstance(value, torch.Tensor)}

@@ -1,4 +1,5 @@
-"""``sciembed demo``, the main job of ``make demo``: the whole life of a model on the embedded default, as CLI commands.
+"""``sciembed demo``, the main job of ``make demo``: the whole life of a model on the embedded default, as CLI
+commands.
 
 1. ``sciembed train --recipe specter`` (the recipe ``benchmarks/recipes.py`` recommends): split CACM's linked papers
    into training and held-out query papers, sample SPECTER triplets from the training part, and fine-tune the
@@ -137,7 +138,8 @@ def run_main_job(
     print(f"\nmodel card: {card}")
     ranked = _ranked_above(output / "hub", papers, links, summary["data"]["held_out_ids"])
     print(
-        "\n4. a fresh Python without sciembed: SentenceTransformer(...) on the exported folder and on MiniLM as published"
+        "\n4. a fresh Python without sciembed: SentenceTransformer(...) on the exported folder "
+        "and on MiniLM as published"
     )
     print(f"   {ranked['pairs']} held-out cited pairs (query, cited paper), each against a random paper:")
     for name, label in (
@@ -185,9 +187,10 @@ def format_table(summary: dict[str, Any]) -> str:
     data, training, embedding = summary["data"], summary["settings"]["training"], summary["settings"]["embedding"]
     per_step = training.get("per_device_train_batch_size", 0) * training.get("gradient_accumulation_steps", 1)
     lines.append(
-        f"({data.get('held_out_queries')} held-out query papers; {summary['global_step']} optimiser steps of {per_step} "
-        f"triplets, sampled from {data.get('queries')} other query papers ({data.get('examples')} triplets available); "
-        f"trained in {embedding['pooling']} pooling{' + L2 normalisation' if embedding['normalize'] else ''} with loss "
+        f"({data.get('held_out_queries')} held-out query papers; {summary['global_step']} optimiser steps of "
+        f"{per_step} triplets, sampled from {data.get('queries')} other query papers ({data.get('examples')} triplets "
+        f"available); trained in {embedding['pooling']} pooling"
+        f"{' + L2 normalisation' if embedding['normalize'] else ''} with loss "
         f"{summary['settings']['loss'].get('name')})"
     )
     if published and "cite_map" in after and "cite_map" in published:
@@ -277,12 +280,12 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         "demo",
         help="the main job of `make demo`: train, evaluate, export and reload a model on the embedded default",
         description=(
-            "The whole life of a model in a few minutes on a CPU: fine-tune the embedded all-MiniLM-L6-v2 with the SPECTER "
-            "recipe in its own embedding on triplets from CACM's training query papers (sciembed train), print the held-out "
-            "cite task for MiniLM as published and fine-tuned, export the model with its card (sciembed export), and load "
-            "the export and MiniLM in a fresh Python without sciembed to count how often a held-out cited paper is closer "
-            "to its query than a random paper. Each step prints its command. Without DATA/cacm it runs on a small invented "
-            "example set."
+            "The whole life of a model in a few minutes on a CPU: fine-tune the embedded all-MiniLM-L6-v2 with the "
+            "SPECTER recipe in its own embedding on triplets from CACM's training query papers (sciembed train), "
+            "print the held-out cite task for MiniLM as published and fine-tuned, export the model with its card "
+            "(sciembed export), and load the export and MiniLM in a fresh Python without sciembed to count how often "
+            "a held-out cited paper is closer to its query than a random paper. Each step prints its command. Without "
+            "DATA/cacm it runs on a small invented example set."
         ),
         formatter_class=HelpFormatter,
     )

@@ -264,7 +264,8 @@ def _encode_shards(
     batch_size: int,
     show_progress_bar: bool,
 ) -> tuple[int, int, int]:
-    """Encode this process's unfinished shards into ``parts``; returns (shards already done, shards encoded, papers encoded)."""
+    """Encode this process's unfinished shards into ``parts``; returns (shards already done, shards encoded, papers
+    encoded)."""
     resumed = encoded = encoded_papers = 0
     for index in range(share.rank, count, share.world_size):
         part = _part(parts, index)
@@ -419,10 +420,11 @@ def _start(folder: Path, manifest: dict[str, Any], *, resume: bool, joining: boo
 def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subcommands.add_parser(
         "embed",
-        help="embed papers into a SciDocs-style .jsonl, .npy (+ .ids.json) or .parquet file, or a folder of Parquet parts",
+        help="embed papers into a SciDocs-style .jsonl, .npy (+ .ids.json) or .parquet file, "
+        "or a folder of Parquet parts",
         description=(
-            "Embed the papers of a .jsonl / .json / .csv / .parquet file (fields paper_id, title, abstract) with a model "
-            "and write one vector per paper. The text of a paper is title + [SEP] + abstract (SPECTER). "
+            "Embed the papers of a .jsonl / .json / .csv / .parquet file (fields paper_id, title, abstract) with a "
+            "model and write one vector per paper. The text of a paper is title + [SEP] + abstract (SPECTER). "
             "Output is written atomically; papers are encoded in shards kept in OUTPUT.partial/ so that an "
             "interrupted run continues with --resume. Under `torchrun --nproc-per-node N` or `accelerate launch` each "
             "process encodes every N-th shard; SLURM array tasks pass --rank and --world-size instead."

@@ -1,5 +1,5 @@
-"""``sciembed evaluate``: a model on SciDocs, SciRepEval, Multi-SciDocs, BEIR, co-citation pairs, CACM, or your own labelled
-papers (a CSV) and relevance judgements (a qrels file) over a papers file."""
+"""``sciembed evaluate``: a model on SciDocs, SciRepEval, Multi-SciDocs, BEIR, co-citation pairs, CACM, or your own
+labelled papers (a CSV) and relevance judgements (a qrels file) over a papers file."""
 
 from __future__ import annotations
 
@@ -15,14 +15,15 @@ logger = logging.getLogger(__name__)
 def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subcommands.add_parser(
         "evaluate",
-        help="evaluate a model on SciDocs, SciRepEval, Multi-SciDocs, BEIR, co-citation pairs, CACM or your own labels / qrels",
+        help="evaluate a model on SciDocs, SciRepEval, Multi-SciDocs, BEIR, co-citation pairs, CACM or your own "
+        "labels / qrels",
         description=(
             "Embed every paper (and query) a benchmark's tasks need once, score each task with the benchmark's "
             "reference protocol (SciDocs: -L2 ranking with pytrec_eval MAP/nDCG, LinearSVC macro-F1; SciRepEval: its "
             "task list, formats, few-shot and reviewer matching; BEIR: cosine nDCG@10 / recall@100; co-citation: "
-            "F1max), print a table with the benchmark's averages and write the full results as JSON. Your own data needs "
-            "no benchmark layout: --benchmark classification takes a labelled CSV (paper_id,label) and --benchmark "
-            "retrieval a qrels file, each with --papers, scored with SciDocs' protocols. A folder with "
+            "F1max), print a table with the benchmark's averages and write the full results as JSON. Your own data "
+            "needs no benchmark layout: --benchmark classification takes a labelled CSV (paper_id,label) and "
+            "--benchmark retrieval a qrels file, each with --papers, scored with SciDocs' protocols. A folder with "
             "only some of a benchmark's tasks evaluates those and lists the others. Vectors are cached per model "
             "and text (float32), so a second run or another benchmark sharing papers embeds nothing twice."
         ),

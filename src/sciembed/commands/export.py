@@ -25,13 +25,14 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         help="write a Hub-ready folder of a saved model: safetensors, remote code, tokenizer, model card",
         description=(
             "Copy a saved model into a folder the Hugging Face Hub serves as it is: safetensors weights, config with "
-            "auto_map and the remote-code files, tokenizer, sentence-transformers files, format adapters / PALs in their "
-            "own layout, and a README.md model card rendered from hub_cards/ with the evaluation results (model-index) "
-            "and the training run. The card's usage code gives the vectors sciembed.encode gives (pooling, normalisation, "
-            "length, format, domain); it names the model after --model-name, the Hub repository or the training run (never "
-            "OUT), and each evaluation's data after what it is (--dataset-name, else its Hub id or folder; SciDocs' names "
-            "only for SciDocs' own release). The folder is then loaded in a fresh process without sciembed and the card's "
-            "YAML parsed; it is written beside OUT and renamed when complete."
+            "auto_map and the remote-code files, tokenizer, sentence-transformers files, format adapters / PALs in "
+            "their own layout, and a README.md model card rendered from hub_cards/ with the evaluation results "
+            "(model-index) and the training run. The card's usage code gives the vectors sciembed.encode gives "
+            "(pooling, normalisation, length, format, domain); it names the model after --model-name, the Hub "
+            "repository or the training run (never OUT), and each evaluation's data after what it is (--dataset-name, "
+            "else its Hub id or folder; SciDocs' names only for SciDocs' own release). The folder is then loaded in a "
+            "fresh process without sciembed and the card's YAML parsed; it is written beside OUT and renamed when "
+            "complete."
         ),
         formatter_class=HelpFormatter,
     )
@@ -71,8 +72,9 @@ def add_export_options(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME",
         help="the name of the data an evaluation was measured on, one per --evaluation in the same order, or one "
-        "for the run's held-out evaluation (repeatable). Default: SciDocs' own names (SciDocs MeSH, ...) only for SciDocs' release (its Hub id, "
-        "or a folder with its whole file set), else the data's Hub id or folder name, with tasks by their ids",
+        "for the run's held-out evaluation (repeatable). Default: SciDocs' own names (SciDocs MeSH, ...) only for "
+        "SciDocs' release (its Hub id, or a folder with its whole file set), else the data's Hub id or folder name, "
+        "with tasks by their ids",
     )
     parser.add_argument(
         "--overwrite", action="store_true", help="replace the export folder if it exists (refused otherwise)"

@@ -37,7 +37,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         action="append",
         default=[],
         metavar="FIELD=VALUE",
-        help='a config field of the family, VALUE as JSON (e.g. --set num_cls_tokens=5 --set \'domains=["cs","bio"]\'); '
+        help="a config field of the family, VALUE as JSON (e.g. --set num_cls_tokens=5 "
+        '--set \'domains=["cs","bio"]\'); '
         "repeatable; the saved config.json lists every field with its value",
     )
     parser.set_defaults(run=run)

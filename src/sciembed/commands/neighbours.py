@@ -26,13 +26,13 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         "neighbours",
         help="the nearest neighbours of papers in any collection (ids, titles, cosine scores), printed or written",
         description=(
-            "Embed the papers of a papers file (.jsonl, .json, .csv or .parquet with paper_id, title, abstract) or of a "
-            "SMART collection (a folder with a *.all file, such as CACM), or read their vectors with --embeddings; search "
-            "them with faiss (exact cosine) and print each query paper's k nearest neighbours with ids, titles and scores, "
-            "or write them with --output (JSONL: one line per query paper; CSV / TSV: one row per neighbour). Query papers: "
-            "--query-ids / --query-file, else every paper. Citation links (a SMART collection's .X citations, or "
-            "--citations) are marked and their share among the neighbours is reported. Without --papers: CACM from --data "
-            f"(default {DEFAULT_DATA}), or a small invented example set."
+            "Embed the papers of a papers file (.jsonl, .json, .csv or .parquet with paper_id, title, abstract) or "
+            "of a SMART collection (a folder with a *.all file, such as CACM), or read their vectors with "
+            "--embeddings; search them with faiss (exact cosine) and print each query paper's k nearest neighbours "
+            "with ids, titles and scores, or write them with --output (JSONL: one line per query paper; CSV / TSV: "
+            "one row per neighbour). Query papers: --query-ids / --query-file, else every paper. Citation links (a "
+            "SMART collection's .X citations, or --citations) are marked and their share among the neighbours is "
+            f"reported. Without --papers: CACM from --data (default {DEFAULT_DATA}), or a small invented example set."
         ),
         epilog=(
             "examples:\n"

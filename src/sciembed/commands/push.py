@@ -16,9 +16,9 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         "push",
         help="export a model and upload it to the Hugging Face Hub",
         description=(
-            "Export the model (as `sciembed export`) into --out (default: MODEL-hub) and upload that folder to the Hub "
-            "with huggingface_hub.HfApi (create_repo, upload_folder). With HF_HUB_OFFLINE set it stops after the export "
-            "with a message saying so; --dry-run stops there on purpose."
+            "Export the model (as `sciembed export`) into --out (default: MODEL-hub) and upload that folder to the "
+            "Hub with huggingface_hub.HfApi (create_repo, upload_folder). With HF_HUB_OFFLINE set it stops after the "
+            "export with a message saying so; --dry-run stops there on purpose."
         ),
         formatter_class=HelpFormatter,
     )

@@ -21,13 +21,14 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         help="fine-tune a model with a paper's recipe (" + ", ".join(RECIPES) + ")",
         description=(
             "Train with one paper's recipe through a transformers Trainer: the recipe builds its model family from "
-            "--base, makes its examples from --data (or --papers with --citations), and uses the paper's loss and optimiser "
-            "settings. The data layouts, with an example of each, are listed below. Any setting can "
+            "--base, makes its examples from --data (or --papers with --citations), and uses the paper's loss and "
+            "optimiser settings. The data layouts, with an example of each, are listed below. Any setting can "
             "be overridden with --config FILE (YAML or JSON) and --set KEY=VALUE (KEY is section.name with section in "
             "model, embedding, data, loss, training, or a bare TrainingArguments field). Checkpoints go to "
             "OUTPUT/checkpoint-N (--resume continues from the latest complete one), the model to OUTPUT/model and the "
-            "settings and metrics to OUTPUT/train_results.json. Runs unchanged under `accelerate launch` or `torchrun`. "
-            "`sciembed train --recipe NAME [--base B] --show-settings` prints every KEY of NAME with the value a run uses."
+            "settings and metrics to OUTPUT/train_results.json. Runs unchanged under `accelerate launch` or "
+            "`torchrun`. `sciembed train --recipe NAME [--base B] --show-settings` prints every KEY of NAME with the "
+            "value a run uses."
         ),
         epilog=_recipes_help() + "\n\n" + _layouts_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -163,7 +164,8 @@ def _data(args: argparse.Namespace):
 
 
 def _settings_listing(recipe: str, base: str | None, overrides: dict) -> str:
-    """The settings a run uses as ``KEY=VALUE`` lines (what ``--set`` takes), each embedding value with what chose it."""
+    """The settings a run uses as ``KEY=VALUE`` lines (what ``--set`` takes), each embedding value with what chose
+    it."""
     from ..training.recipes import get_recipe
     from ..training.run import resolved_settings
 

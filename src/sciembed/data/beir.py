@@ -154,7 +154,8 @@ def _read_qrels(path: Path) -> tuple[dict[str, list], list[int]]:
             fields = line.rstrip("\r\n").split("\t")
             if len(fields) != 3:
                 raise ValueError(
-                    f"{path}, line {line_number}: a qrels line is 'query-id<TAB>corpus-id<TAB>score' (3 fields), got {len(fields)}: {line.strip()[:80]!r}"
+                    f"{path}, line {line_number}: a qrels line is 'query-id<TAB>corpus-id<TAB>score' (3 fields), got "
+                    f"{len(fields)}: {line.strip()[:80]!r}"
                 )
             try:
                 score = int(fields[2])

@@ -183,7 +183,8 @@ def load_benchmark(
         for pattern in spec.required:
             if not any(fnmatch.fnmatchcase(c, pattern) for c in available):
                 raise ValueError(
-                    f"{location}: a {name} dataset needs a config {pattern!r}; found {', '.join(available)} (built with datasets_scripts/?)"
+                    f"{location}: a {name} dataset needs a config {pattern!r}; found {', '.join(available)} (built "
+                    "with datasets_scripts/?)"
                 )
 
     benchmark = Benchmark(name, location)
@@ -197,7 +198,8 @@ def load_benchmark(
             missing = [c for c in required if c not in data.column_names]
             if missing:
                 raise ValueError(
-                    f"{location}: config {config!r}, split {split!r} lacks column(s) {missing}; {name} needs {list(required)}, found {data.column_names}"
+                    f"{location}: config {config!r}, split {split!r} lacks column(s) {missing}; {name} needs "
+                    f"{list(required)}, found {data.column_names}"
                 )
         benchmark.configs[config] = loaded
     logger.info("%s from %s: %s", name, location, benchmark.sizes())
@@ -227,8 +229,12 @@ def _resolve(source: str | os.PathLike[str]) -> str:
 def _unreachable(name: str, location: str, error: Exception) -> str:
     offline = datasets.config.HF_HUB_OFFLINE
     hint = (
-        " The Hub is disabled (HF_HUB_OFFLINE=1) and the dataset is not in the local cache; unset it, or pass a local folder."
+        " The Hub is disabled (HF_HUB_OFFLINE=1) and the dataset is not in the local cache; "
+        "unset it, or pass a local folder."
         if offline
         else ""
     )
-    return f"cannot load {name} from {location!r}: not a local folder, and the Hub dataset could not be read ({error}).{hint}"
+    return (
+        f"cannot load {name} from {location!r}: not a local folder, and the Hub dataset could not be read "
+        f"({error}).{hint}"
+    )

@@ -73,7 +73,8 @@ def load_cocitation_pairs(
         absent = [c for c in COLUMNS if c not in data.column_names]
         if absent:
             raise ValueError(
-                f"{source}, split {split!r}: no column(s) {absent}; a co-citation pair set has {list(COLUMNS)}, found {data.column_names}"
+                f"{source}, split {split!r}: no column(s) {absent}; a co-citation pair set has {list(COLUMNS)}, found "
+                f"{data.column_names}"
             )
         a = np.array([text.strip() if isinstance(text, str) else "" for text in data["a"]], dtype=object)
         b = np.array([text.strip() if isinstance(text, str) else "" for text in data["b"]], dtype=object)

@@ -242,7 +242,10 @@ def write_cocitation_pairs(pairs: DatasetDict | CocitationPairSet, folder: str |
         with atomic_path(folder / f"{split}.parquet") as temporary:
             data.to_parquet(str(temporary))
     files = "".join(f"  - split: {split}\n    path: {split}.parquet\n" for split in pairs)
-    card = f"---\nconfigs:\n- config_name: default\n  data_files:\n{files}---\n\nCo-citation pairs (columns a, b, label) built by sciembed.data.cocitation_sampling.\n"
+    card = (
+        f"---\nconfigs:\n- config_name: default\n  data_files:\n{files}---\n\nCo-citation pairs (columns a, b, label) "
+        "built by sciembed.data.cocitation_sampling.\n"
+    )
     with atomic_path(folder / "README.md") as temporary:
         temporary.write_text(card, encoding="utf-8")
     return folder

@@ -13,79 +13,97 @@ _TOPICS = {
     "gc": [
         (
             "Incremental Garbage Collection for List Processing Systems",
-            "A garbage collector that runs in small increments interleaved with the program, bounding the pause caused by reclaiming unreachable list cells.",
+            "A garbage collector that runs in small increments interleaved with the program, bounding the pause "
+            "caused by reclaiming unreachable list cells.",
         ),
         (
             "Copying Collection with Two Semispaces",
-            "Live objects are copied from one half of memory to the other, compacting the heap and freeing the old semispace in a single sweep.",
+            "Live objects are copied from one half of memory to the other, compacting the heap and freeing the old "
+            "semispace in a single sweep.",
         ),
         (
             "Reference Counting and Cyclic Structures",
-            "Reference counts reclaim storage as soon as it becomes unreachable but fail on cycles; we combine counting with an occasional tracing pass.",
+            "Reference counts reclaim storage as soon as it becomes unreachable but fail on cycles; we combine "
+            "counting with an occasional tracing pass.",
         ),
         (
             "Generational Scavenging of Short-Lived Objects",
-            "Most objects die young, so collecting a small nursery often and the old generation rarely reduces the cost of automatic storage reclamation.",
+            "Most objects die young, so collecting a small nursery often and the old generation rarely reduces the "
+            "cost of automatic storage reclamation.",
         ),
         (
             "Mark and Sweep Collection Without a Stack",
-            "Pointer reversal lets the marking phase of a garbage collector traverse list structures using no storage beyond the cells themselves.",
+            "Pointer reversal lets the marking phase of a garbage collector traverse list structures using no "
+            "storage beyond the cells themselves.",
         ),
         (
             "Real-Time Storage Reclamation in Lisp",
-            "A real-time list processing system must allocate and collect memory with a guaranteed worst-case delay per operation.",
+            "A real-time list processing system must allocate and collect memory with a guaranteed worst-case delay "
+            "per operation.",
         ),
     ],
     "db": [
         (
             "Access Path Selection in a Relational Database",
-            "The optimizer estimates the cost of alternative access paths and join orders from catalog statistics and picks the cheapest plan for a query.",
+            "The optimizer estimates the cost of alternative access paths and join orders from catalog statistics "
+            "and picks the cheapest plan for a query.",
         ),
         (
             "Join Ordering by Dynamic Programming",
-            "Dynamic programming over subsets of relations finds the join order of minimal estimated cost for queries with many relations.",
+            "Dynamic programming over subsets of relations finds the join order of minimal estimated cost for "
+            "queries with many relations.",
         ),
         (
             "Estimating the Selectivity of Predicates",
-            "Histograms of attribute values give estimates of how many tuples satisfy a selection predicate, which the query optimizer needs.",
+            "Histograms of attribute values give estimates of how many tuples satisfy a selection predicate, which "
+            "the query optimizer needs.",
         ),
         (
             "Hash Joins for Large Relations",
-            "Partitioning both relations by a hash of the join attribute lets a join of relations larger than memory run in two passes.",
+            "Partitioning both relations by a hash of the join attribute lets a join of relations larger than memory "
+            "run in two passes.",
         ),
         (
             "Index Structures for Relational Query Processing",
-            "B-trees on join and selection attributes change which query plans are cheap; we evaluate their effect on plan choice.",
+            "B-trees on join and selection attributes change which query plans are cheap; we evaluate their effect "
+            "on plan choice.",
         ),
         (
             "Query Decomposition in Distributed Databases",
-            "A query over relations stored at several sites is decomposed into local subqueries, minimising the data shipped between sites.",
+            "A query over relations stored at several sites is decomposed into local subqueries, minimising the data "
+            "shipped between sites.",
         ),
     ],
     "la": [
         (
             "Iterative Solution of Sparse Linear Systems",
-            "Conjugate gradient iterations solve large sparse symmetric positive definite systems of linear equations without forming a factorization.",
+            "Conjugate gradient iterations solve large sparse symmetric positive definite systems of linear "
+            "equations without forming a factorization.",
         ),
         (
             "Pivoting Strategies in Gaussian Elimination",
-            "Partial pivoting keeps Gaussian elimination numerically stable; we bound the growth of matrix elements during the factorization.",
+            "Partial pivoting keeps Gaussian elimination numerically stable; we bound the growth of matrix elements "
+            "during the factorization.",
         ),
         (
             "Computing Eigenvalues of Symmetric Matrices",
-            "Householder reduction to tridiagonal form followed by the QR algorithm computes all eigenvalues of a real symmetric matrix.",
+            "Householder reduction to tridiagonal form followed by the QR algorithm computes all eigenvalues of a "
+            "real symmetric matrix.",
         ),
         (
             "Preconditioning the Conjugate Gradient Method",
-            "An incomplete Cholesky factorization used as preconditioner reduces the number of conjugate gradient iterations on sparse systems.",
+            "An incomplete Cholesky factorization used as preconditioner reduces the number of conjugate gradient "
+            "iterations on sparse systems.",
         ),
         (
             "Rounding Error Analysis of Matrix Factorizations",
-            "Backward error analysis shows that the computed LU factors are the exact factors of a slightly perturbed matrix.",
+            "Backward error analysis shows that the computed LU factors are the exact factors of a slightly "
+            "perturbed matrix.",
         ),
         (
             "Band Matrix Algorithms for Finite Difference Equations",
-            "Finite difference discretisations give banded linear systems, which elimination solves in time linear in the matrix order.",
+            "Finite difference discretisations give banded linear systems, which elimination solves in time linear "
+            "in the matrix order.",
         ),
     ],
 }

@@ -294,7 +294,10 @@ class CitationGraph:
         return self.num_papers
 
     def __repr__(self) -> str:
-        return f"CitationGraph({self.num_papers} papers, {self.num_citations} citations, {int(self.has_text.sum())} with text)"
+        return (
+            f"CitationGraph({self.num_papers} papers, {self.num_citations} citations, "
+            f"{int(self.has_text.sum())} with text)"
+        )
 
     def index_of(self, paper_ids: IdLike | Iterable[IdLike] | IdArray) -> int | np.ndarray:
         """The index of one paper id, or an array of indices for many (one Arrow hash lookup).
@@ -496,7 +499,10 @@ def _log_stats(
     kept one is stored both ways, so "citations" would read as twice the links given). Ends without a paper are
     reported when they were checked (the builder had the list of known ids)."""
     if stats.undirected:
-        given = f"{stats.edges_given} undirected link(s) given, {stats.citations // 2} kept (stored both ways: {stats.citations} citations)"
+        given = (
+            f"{stats.edges_given} undirected link(s) given, {stats.citations // 2} kept (stored both ways: "
+            f"{stats.citations} citations)"
+        )
         ends = f"{stats.dangling_references} link end(s) name no known paper ({stats.dangling_papers} distinct id(s))"
         repeats, selfs = "repeat(s) in either order", "self-link(s)"
     else:

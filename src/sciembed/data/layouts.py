@@ -53,7 +53,8 @@ TRAINING_LAYOUTS: tuple[DataLayout, ...] = (
         "SMART collection (CACM)",
         "--data cacm/ (a folder with one *.all file, any case, or the file)",
         ("citations", "labelled"),
-        "==> cacm.all <==  (.X: id<TAB>type<TAB>id, 5 citation, 6 co-citation, 4 coupling; CISI's weights: --smart-links all)\n"
+        "==> cacm.all <==  (.X: id<TAB>type<TAB>id, 5 citation, 6 co-citation, 4 coupling; CISI's weights: "
+        "--smart-links all)\n"
         ".I 1\n"
         ".T\n"
         "Preliminary Report-International Algebraic Language\n"

@@ -163,8 +163,8 @@ def build_multi_scidocs(
     if not any(c["val_queries"] + c["test_queries"] for c in stats.values()):
         raise ValueError(
             f"{getattr(s2orc, 'path', source)}: no query paper could be built (a query needs text, a MAG field and a "
-            f"{' / '.join(config.tasks)} positive with text among the records; citations leaving the file do not count): "
-            f"{ {t: dict(c) for t, c in stats.items()} }"
+            f"{' / '.join(config.tasks)} positive with text among the records; citations leaving the file do not "
+            f"count): { {t: dict(c) for t, c in stats.items()} }"
         )
     folder = _write(Path(folder), qrels, query_fields, papers, graph, emitted)
     return MultiSciDocs(folder, qrels, query_fields, stats)

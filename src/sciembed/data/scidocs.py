@@ -203,7 +203,8 @@ def read_qrel_file(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[
                 continue
             if len(fields) != 4:
                 raise ValueError(
-                    f"{path}, line {line_number}: a qrel line is 'qid 0 pid rel' (4 fields), got {len(fields)}: {line.strip()[:80]!r}"
+                    f"{path}, line {line_number}: a qrel line is 'qid 0 pid rel' (4 fields), got {len(fields)}: "
+                    f"{line.strip()[:80]!r}"
                 )
             try:
                 score = int(fields[3])

@@ -220,7 +220,8 @@ def read_click_file(path: str | os.PathLike[str]) -> list[Click]:
         if line_number == 1:
             if len(fields) == 3 and fields[1].strip() in _split_ids(fields[2]):
                 raise ValueError(
-                    f"{path}, line 1: expected a header line (SciDocs skips the first line unread), got a click: {line[:80]!r}"
+                    f"{path}, line 1: expected a header line (SciDocs skips the first line unread), got a click: "
+                    f"{line[:80]!r}"
                 )
             continue
         clicks.append(_parse_click(path, line_number, line, fields))
@@ -272,7 +273,8 @@ def _parse_click(path, line_number: int, line: str, fields: list[str]) -> Click:
     where = f"{path}, line {line_number}"
     if len(fields) != 3:
         raise ValueError(
-            f"{where}: a click line is 'query_id,clicked_id,\"shown ids\"' (3 fields), got {len(fields)}: {line[:80]!r}"
+            f"{where}: a click line is 'query_id,clicked_id,\"shown ids\"' (3 fields), got {len(fields)}: "
+            f"{line[:80]!r}"
         )
     query_id, clicked_id = fields[0].strip(), fields[1].strip()
     if not query_id or not clicked_id:

@@ -13,8 +13,8 @@ draws ``count`` of them at random when the range is wider than ``count``, draws 
 ``easy + hard`` negatives into triplets. This module follows those rules with numpy arrays:
 
 - **Graph embedding** (:mod:`.graph_embedding`). The paper trains PyTorch-BigGraph on S2ORC's citation graph.
-  Here :func:`~.graph_embedding.citation_graph_embedding` computes an embedding that needs no training: FastRP (Chen et al.
-  2019), random projections of each paper's 1- to 3-hop neighbourhood in the undirected citation
+  Here :func:`~.graph_embedding.citation_graph_embedding` computes an embedding that needs no training: FastRP
+  (Chen et al. 2019), random projections of each paper's 1- to 3-hop neighbourhood in the undirected citation
   graph, seeded. Papers that share neighbourhoods get near rows, the similarity PBG's link-prediction
   objective also learns. Precomputed vectors (PBG output, an ``(n, d)`` array aligned with
   ``graph.ids``; :func:`~.graph_embedding.align_vectors` puts a ``(ids, vectors)`` pair in graph order) are honoured
@@ -257,7 +257,8 @@ def sample_scincl_triplets(
         matrix = np.asarray(vectors)
         if matrix.ndim != 2 or matrix.shape[0] != n or matrix.shape[1] < 1:
             raise ValueError(
-                f"vectors must have shape ({n}, d) with d >= 1 (one row per graph paper, in graph.ids order), got {matrix.shape}"
+                f"vectors must have shape ({n}, d) with d >= 1 (one row per graph paper, in graph.ids order), got "
+                f"{matrix.shape}"
             )
         if matrix.dtype.kind not in "fiu":
             raise ValueError(f"vectors must be numeric, got dtype {matrix.dtype}")
@@ -363,8 +364,8 @@ def _check_arguments(
         raise ValueError(f"positives must be at least 1, got {positives}")
     if positives != hard_negatives + easy_negatives:
         raise ValueError(
-            f"positives ({positives}) must equal hard_negatives + easy_negatives ({hard_negatives} + {easy_negatives}): "
-            "triplet i pairs positive i with negative i"
+            f"positives ({positives}) must equal hard_negatives + easy_negatives ({hard_negatives} + "
+            f"{easy_negatives}): triplet i pairs positive i with negative i"
         )
     for name, ranks, count in (
         ("positive_ranks", positive_ranks, positives),
@@ -379,8 +380,9 @@ def _check_arguments(
             raise ValueError(f"{name} [{start}, {end}) holds {end - start} rank(s), fewer than the {count} requested")
     if positive_ranks[1] > hard_negative_ranks[0]:
         raise ValueError(
-            f"positive_ranks {tuple(positive_ranks)} overlap or follow hard_negative_ranks {tuple(hard_negative_ranks)}: "
-            "the positive range must end at or before the hard-negative range starts (SciNCL's sampling margin)"
+            f"positive_ranks {tuple(positive_ranks)} overlap or follow hard_negative_ranks "
+            f"{tuple(hard_negative_ranks)}: the positive range must end at or before the hard-negative range starts "
+            "(SciNCL's sampling margin)"
         )
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; use one of {', '.join(METRICS)}")

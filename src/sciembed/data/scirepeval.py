@@ -4,7 +4,8 @@ Training samples (allenai/scirepeval ``training/sample_data``), read by :func:`r
 
 - ``fos``: ``[{corpus_id, title, abstract, labels: [int], labels_text: [str]}]`` (multi-label fields of study);
 - ``mesh``: ``[{mag_id, corpus_id, title, abstract, descriptor, qualifier}]``;
-- ``specter``: citation triplets ``[{query: paper, pos: paper, neg: paper}]``, paper = ``{sha, corpus_id, title, abstract}``;
+- ``specter``: citation triplets ``[{query: paper, pos: paper, neg: paper}]``,
+  paper = ``{sha, corpus_id, title, abstract}``;
 - ``search``: JSONL, one query a line ``{query, session_id, user_id, candidates: [{corpus_id, ..., score}]}``.
 
 Evaluation data, read by :func:`load_scirepeval_task` through ``datasets.load_dataset`` from a Hub id
@@ -156,7 +157,8 @@ def _guess_kind(records: list, path: Path) -> str:
         if keys <= first.keys():
             return kind
     raise ValueError(
-        f"{path}: cannot tell the SciRepEval sample format from fields {sorted(first)}; supported: {', '.join(SAMPLE_FORMATS)} (pass kind=)"
+        f"{path}: cannot tell the SciRepEval sample format from fields {sorted(first)}; supported: "
+        f"{', '.join(SAMPLE_FORMATS)} (pass kind=)"
     )
 
 

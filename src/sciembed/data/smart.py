@@ -170,8 +170,8 @@ def _check_cacm_link_types(path: Path, records: list[tuple[int, dict[str, Any]]]
         raise ValueError(
             f"{path}: {sum(foreign.values())} of {total} .X lines have a middle column that is not a CACM link type "
             f"(4 coupling, 5 citation, 6 co-citation): {values}{more}; the first, line {first[0]}: {first[1]!r}. "
-            "Such lines come from another SMART collection (CISI's middle column is a weight). To read every .X pair as a "
-            "citation link whatever its middle column, pass links='all' (on the command line: --smart-links all)"
+            "Such lines come from another SMART collection (CISI's middle column is a weight). To read every .X pair "
+            "as a citation link whatever its middle column, pass links='all' (on the command line: --smart-links all)"
         )
 
 
@@ -187,8 +187,8 @@ def _log_counts(path: Path, papers: int, skipped: int, stats: dict[int, Counter]
         )
 
     parts = [
-        f"{kind(t)}: {s['lines']} lines -> {s['pairs']} undirected links ({s['repeats']} repeats, {s['self_pairs']} self pairs, "
-        f"{s['dangling']} naming no record)"
+        f"{kind(t)}: {s['lines']} lines -> {s['pairs']} undirected links ({s['repeats']} repeats, {s['self_pairs']} "
+        f"self pairs, {s['dangling']} naming no record)"
         for t, s in sorted(stats.items(), key=lambda item: item[0] != CACM_CITATION)
     ]
     logger.info(

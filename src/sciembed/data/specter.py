@@ -101,8 +101,8 @@ def read_specter_release(folder: str | os.PathLike[str], *, skip_invalid: bool =
                 hops.append((query, candidate))
             else:
                 raise ValueError(
-                    f"{data_path}: query {query!r}, candidate {candidate!r}: expected {{'count': 5}} (direct citation) "
-                    f"or {{'count': 1}} (citation of a citation), got {entry!r}"
+                    f"{data_path}: query {query!r}, candidate {candidate!r}: expected {{'count': 5}} (direct "
+                    f"citation) or {{'count': 1}} (citation of a citation), got {entry!r}"
                 )
             if query == candidate:
                 stats["self_pairs"] += 1  # kept: the graph counts self-citations itself

@@ -164,7 +164,8 @@ class MultiFormatTransformer(_LoadsFromFolder, Module):
         super().__init__()
         if not model_formats(model):
             raise ValueError(
-                f"{type(model).__name__} has no task formats: give a control-code model or one with format adapters or PALs"
+                f"{type(model).__name__} has no task formats: "
+                "give a control-code model or one with format adapters or PALs"
             )
         pooling = pooling or default_pooling(model)
         if pooling not in (FAMILY_POOLING, *POOLINGS):

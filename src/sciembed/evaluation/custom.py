@@ -83,8 +83,9 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[int
         label_column = next((header.index(n) for n in LABEL_COLUMNS if n in header), None)
         if id_column is None or label_column is None:
             raise ValueError(
-                f"{path}, line 1: expected a header naming the paper id column ({', '.join(LABEL_ID_COLUMNS)}) and the label "
-                f"column ({', '.join(LABEL_COLUMNS)}), e.g. 'paper_id,label'; got {delimiter.join(header)[:80]!r}"
+                f"{path}, line 1: expected a header naming the paper id column ({', '.join(LABEL_ID_COLUMNS)}) and "
+                f"the label column ({', '.join(LABEL_COLUMNS)}), e.g. 'paper_id,label'; got "
+                f"{delimiter.join(header)[:80]!r}"
             )
         split_column = header.index(SPLIT_COLUMN) if SPLIT_COLUMN in header else None
         needed = max(c for c in (id_column, label_column, split_column) if c is not None) + 1
@@ -108,8 +109,8 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[int
                 )
             if paper_id in first_line:
                 raise ValueError(
-                    f"{path}, line {line} (paper_id {paper_id!r}): labelled again (first at line {first_line[paper_id]}); "
-                    "one label per paper (multi-label files are not read)"
+                    f"{path}, line {line} (paper_id {paper_id!r}): labelled again (first at line "
+                    f"{first_line[paper_id]}); one label per paper (multi-label files are not read)"
                 )
             first_line[paper_id] = line
             if split_column is not None:
@@ -234,7 +235,8 @@ def read_queries(path: str | os.PathLike[str]) -> dict[str, str]:
             query_id = str(query_id).strip()
             if not text or not text.strip():
                 raise ValueError(
-                    f"{path}, line {line_number} (query {query_id!r}): no text (looked for {' / '.join(_QUERY_TEXT_FIELDS)})"
+                    f"{path}, line {line_number} (query {query_id!r}): no text (looked for "
+                    f"{' / '.join(_QUERY_TEXT_FIELDS)})"
                 )
             if query_id in first_line:
                 raise ValueError(
@@ -318,7 +320,8 @@ def classification_tasks(
                 )
                 raise ValueError(
                     f"{len(rows)} label(s) with a single paper cannot be split into train and test:\n  {shown}\n"
-                    "(add papers to those labels, give the file a split column, or pass --skip-invalid to leave them out)"
+                    "(add papers to those labels, give the file a split column, "
+                    "or pass --skip-invalid to leave them out)"
                 )
             problems += _refused_or_kept(rows, skip_invalid, data, len(lines), "row(s) of labels with a single paper")
             ids, labels = [p for p, y in zip(ids, labels) if y not in single], [y for y in labels if y not in single]
@@ -353,7 +356,8 @@ def retrieval_tasks(
     **_: Any,
 ) -> tuple[list[Task], list[PaperProblem]]:
     """The retrieval task of a qrels file over a papers file (and a queries file), and the records left out (see the
-    module). ``similarity`` is the proximity score of paper queries ranking their judged candidates (``l2`` as SciDocs)."""
+    module). ``similarity`` is the proximity score of paper queries ranking their judged candidates (``l2`` as
+    SciDocs)."""
     if candidates not in CANDIDATES:
         raise ValueError(f"unknown candidates {candidates!r}; one of {', '.join(CANDIDATES)}")
     paper_file = _papers(papers, name, skip_invalid, id_field)

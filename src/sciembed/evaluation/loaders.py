@@ -124,7 +124,8 @@ def load_tasks(
         known = {t.task_id for t in suite.tasks} | set(suite.missing)
         unknown = sorted(set(tasks) - known)
         if unknown:
-            # The suite was built for the requested ids only; build it whole (on this error path alone) to list them all.
+            # The suite was built for the requested ids only; build it whole (on this error path alone) to list
+            # them all.
             whole = builders[name](name, str(data), **{**options, "wanted": None})
             here = sorted({t.task_id for t in whole.tasks})
             raise ValueError(
@@ -133,7 +134,8 @@ def load_tasks(
             )
     if not suite.tasks:
         raise ValueError(
-            f"{data}: none of the {name} tasks{' ' + str(sorted(tasks)) if tasks else ''} found; missing: {', '.join(suite.missing)}"
+            f"{data}: none of the {name} tasks{' ' + str(sorted(tasks)) if tasks else ''} found; missing: "
+            f"{', '.join(suite.missing)}"
         )
     return suite
 

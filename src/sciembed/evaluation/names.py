@@ -1,5 +1,5 @@
-"""The benchmarks ``sciembed evaluate`` runs, by the names the command line and :func:`~sciembed.evaluation.evaluate` take,
-each with what its ``--data`` is and a tiny example of its layout.
+"""The benchmarks ``sciembed evaluate`` runs, by the names the command line and :func:`~sciembed.evaluation.evaluate`
+take, each with what its ``--data`` is and a tiny example of its layout.
 
 One list, shown by ``sciembed evaluate --help`` and docs/evaluation.md (a test keeps that copy equal and reads every
 file example with the loaders). A light module: the CLI builds its help from it without importing an evaluator.
@@ -43,14 +43,16 @@ BENCHMARK_LAYOUTS: tuple[BenchmarkLayout, ...] = (
         "or a folder built by datasets_scripts/build_scirepeval.py",
         "==> allenai/scirepeval, config fos, split evaluation <==  (the papers of a task)\n"
         '{"doc_id": "11", "title": "A", "abstract": "..."}\n'
-        "==> allenai/scirepeval_test, config fos, splits train / test <==  (labels; ranking tasks: query_id, cand_id, score)\n"
+        "==> allenai/scirepeval_test, config fos, splits train / test <==  (labels; "
+        "ranking tasks: query_id, cand_id, score)\n"
         '{"paper_id": "11", "label": [3]}',
     ),
     BenchmarkLayout(
         "multi-scidocs",
         "a folder in SciDocs' layout built from S2ORC data by datasets_scripts/build_multi_scidocs.py "
         "(cite/, cocite/; mag/ copied from SciDocs)",
-        "==> cite/test.qrel <==  (and paper_metadata_view_cite_read.json, as scidocs; up to 5 positives, 500 negatives)\n"
+        "==> cite/test.qrel <==  (and paper_metadata_view_cite_read.json, as scidocs; up to 5 positives, "
+        "500 negatives)\n"
         "p1 0 p2 1\n"
         "==> query_fields.json <==  (task -> query id -> field of study, for per-field scores)\n"
         '{"cite": {"p1": "Biology"}}',

@@ -92,7 +92,8 @@ class NeighboursResult:
         return len(self.query_rows)
 
     def neighbours_of(self, paper_id: str) -> list[dict[str, Any]]:
-        """The neighbours of one query paper: ``{"rank", "paper_id", "title", "score"[, "linked"]}``, most similar first."""
+        """The neighbours of one query paper: ``{"rank", "paper_id", "title", "score"[, "linked"]}``, most similar
+        first."""
         try:
             position = self.query_ids.index(paper_id)
         except ValueError:
@@ -177,7 +178,8 @@ class NeighboursResult:
             if self.links is not None:
                 found = sum(n["linked"] for n in neighbours)
                 lines.append(
-                    f"  {len(self.links[row])} citation link(s); {found} of its {len(neighbours)} nearest neighbours are among them"
+                    f"  {len(self.links[row])} citation link(s); "
+                    f"{found} of its {len(neighbours)} nearest neighbours are among them"
                 )
             for neighbour in neighbours:
                 mark = f" {'cites/cited' if neighbour['linked'] else '':<11}" if self.links is not None else ""
@@ -189,8 +191,9 @@ class NeighboursResult:
         if self.links is not None:
             share, chance = self.link_share, self.random_share
             lines.append(
-                f"Share of citation links among the {self.k} nearest neighbours, over the {len(self.linked_queries)} query papers "
-                f"with at least one link: {share:.3f} (random neighbours: {chance:.4f}, {share / chance:.0f}x)"
+                f"Share of citation links among the {self.k} nearest neighbours, over the {len(self.linked_queries)} "
+                f"query papers with at least one link: {share:.3f} (random neighbours: {chance:.4f}, "
+                f"{share / chance:.0f}x)"
                 if share is not None and chance
                 else "no citation links among the query papers to score"
             )
@@ -266,7 +269,8 @@ def read_collection(
     smart_links: str = "cacm",
 ) -> Collection:
     """The papers of a papers file (``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet``), of a SMART collection (a folder
-    holding one ``*.all`` file, or the file; its ``.X`` citations read as ``smart_links`` says), or given as records."""
+    holding one ``*.all`` file, or the file; its ``.X`` citations read as ``smart_links`` says), or given as
+    records."""
     if not isinstance(papers, (str, os.PathLike)):
         records = list(papers)
         missing = [i for i, p in enumerate(records) if not isinstance(p, Mapping) or "paper_id" not in p]
@@ -447,7 +451,8 @@ def _encoder(model, *, backend: str, precision: str, **options) -> Encoder:
             "fp32",
         ):
             raise ValueError(
-                "an encoder holds its own device, max_length, pooling, backend and precision; set them when creating it"
+                "an encoder holds its own device, max_length, pooling, backend and precision; "
+                "set them when creating it"
             )
         return model
     from ..encoders import load_encoder

@@ -303,7 +303,8 @@ def _labels(
     for name, y in (("y_train", y_train), ("y_test", y_test)):
         if y.ndim != 1:
             raise ValueError(
-                f"{name} must be one label per row (shape (n,)), got shape {y.shape}; label sets need a multilabel protocol"
+                f"{name} must be one label per row (shape (n,)), got shape {y.shape}; "
+                "label sets need a multilabel protocol"
             )
     _check_rows(x_train, y_train, "train")
     _check_rows(x_test, y_test, "test")
@@ -319,7 +320,8 @@ def _stopped_at_max_iter(estimator: BaseEstimator, *_: Any) -> float:
 
 
 def _grid_search(svm: BaseEstimator, protocol: SupervisedProtocol, n_jobs: int, score: str) -> BaseEstimator:
-    """``GridSearchCV`` over ``C``, choosing by ``score`` (the estimator's own ``score``) and counting unconverged folds."""
+    """``GridSearchCV`` over ``C``, choosing by ``score`` (the estimator's own ``score``) and counting unconverged
+    folds."""
     if not protocol.cv:
         return svm
     return GridSearchCV(
@@ -599,7 +601,8 @@ def few_shot_subsets(y_train: Any, sample_size: int, iterations: int, *, multila
     folds = math.ceil(len(y) / sample_size)
     if folds < 2:
         raise ValueError(
-            f"single-label few-shot needs more than sample_size={sample_size} training rows to make folds, got {len(y)}"
+            f"single-label few-shot needs more than sample_size={sample_size} training rows to make folds, got "
+            f"{len(y)}"
         )
     splitter = StratifiedKFold(n_splits=folds)
     return [part for _, (_, part) in zip(range(iterations), splitter.split(np.zeros((len(y), 1)), y))]

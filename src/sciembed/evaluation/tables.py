@@ -4,8 +4,9 @@
   present, SciDocs' 12-metric average (MAG and MeSH F1; MAP and nDCG of co-view, co-read, cite and
   co-cite; nDCG and P@1 of recommendations).
 - SciRepEval: a task's score is the mean of the metrics its task list names (Paper-Reviewer Matching:
-  the mean of P@5 and P@10 on hard and soft judgements; regression: Kendall's τ); averages per group (``in-train``, ``out-of-train``, ``scidocs``)
-  and over ``all`` those tasks. Few-shot rows are shown but counted in no average, as in the paper.
+  the mean of P@5 and P@10 on hard and soft judgements; regression: Kendall's τ); averages per group (``in-train``,
+  ``out-of-train``, ``scidocs``) and over ``all`` those tasks. Few-shot rows are shown but counted in no average, as
+  in the paper.
 
 Values are on the 0–100 scale; the table rounds to two decimals as the papers print them, the JSON
 keeps them unrounded.

@@ -474,13 +474,15 @@ def _encoder_outputs(model: nn.Module) -> list[nn.Module]:
     layers = getattr(getattr(base, "encoder", None), "layer", None)
     if not isinstance(layers, nn.ModuleList) or len(layers) == 0:
         raise TypeError(
-            f"{type(model).__name__} has no BERT-style encoder: format adapters need `base_model.encoder.layer`, a list of layers"
+            f"{type(model).__name__} has no BERT-style encoder: "
+            "format adapters need `base_model.encoder.layer`, a list of layers"
         )
     outputs = [getattr(layer, "output", None) for layer in layers]
     for index, output in enumerate(outputs):
         if not isinstance(getattr(output, "LayerNorm", None), nn.LayerNorm):
             raise TypeError(
-                f"encoder layer {index} ({type(layers[index]).__name__}) has no `output.LayerNorm` to put an adapter before"
+                f"encoder layer {index} ({type(layers[index]).__name__}) has no `output.LayerNorm` "
+                "to put an adapter before"
             )
     return outputs
 
@@ -655,7 +657,8 @@ def activate_adapter_format(model: Any, task_format: str | None) -> None:
     formats = adapter_formats(model)
     if task_format is not None and task_format not in formats:
         raise ValueError(
-            f"{type(model).__name__} has no adapter for format {task_format!r}; its formats: {', '.join(formats) or 'none'}"
+            f"{type(model).__name__} has no adapter for format {task_format!r}; its formats: "
+            f"{', '.join(formats) or 'none'}"
         )
     setup = _setup(model)
     if setup is None:
@@ -982,7 +985,8 @@ def load_format_adapters(model: Any, folder: str | os.PathLike[str]) -> tuple[st
     present = [name for name in adapter_formats(model) if name in found]
     if present:
         raise ValueError(
-            f"{type(model).__name__} already has an adapter for {', '.join(present)}; load {folder} into a model without"
+            f"{type(model).__name__} already has an adapter for {', '.join(present)}; "
+            f"load {folder} into a model without"
         )
     adapters = {task_format: _read_adapter(model, path, task_format) for task_format, path in found.items()}
     setup = _setup(model)
@@ -995,7 +999,8 @@ def load_format_adapters(model: Any, folder: str | os.PathLike[str]) -> tuple[st
         task_format = path.name[len(FUSION_PREFIX) :]
         if task_format not in configs:
             raise ValueError(
-                f"{path}: an AdapterFusion for {task_format!r}, which has no adapter here (formats: {', '.join(configs)})"
+                f"{path}: an AdapterFusion for {task_format!r}, which has no adapter here (formats: "
+                f"{', '.join(configs)})"
             )
         fusions.append(_read_fusion(model, path, task_format, configs, setup.fusions if setup is not None else {}))
     for task_format, (config, modules) in adapters.items():

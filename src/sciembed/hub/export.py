@@ -111,8 +111,9 @@ def export_model(
     foreign = foreign_code(source)
     if foreign and not trust_remote_code:
         raise ValueError(
-            f"{source}: {', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} not sciembed's own code; exporting would "
-            "publish (and validating would run) code sciembed did not write. Check it, then pass --trust-remote-code"
+            f"{source}: {', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} not sciembed's own code; "
+            "exporting would publish (and validating would run) code sciembed did not write. Check it, then pass "
+            "--trust-remote-code"
         )
     if source.resolve() == destination.resolve():
         raise ValueError(f"{destination}: export writes a new folder; choose one other than the model's")
@@ -230,7 +231,8 @@ def validate_export(folder: str | os.PathLike[str], *, timeout: float = 600) -> 
     )
     if done.returncode != 0:
         raise ValueError(
-            f"{folder}: AutoModel.from_pretrained(..., trust_remote_code=True) fails without sciembed:\n{done.stderr[-2000:]}"
+            f"{folder}: AutoModel.from_pretrained(..., trust_remote_code=True) fails without sciembed:\n"
+            f"{done.stderr[-2000:]}"
         )
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     checks.append(f"loads without sciembed as {loaded['class']}, output {loaded['shape']}")

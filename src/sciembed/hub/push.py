@@ -60,8 +60,8 @@ def push_folder(
     if strays:
         shown = "; ".join(f"{name} ({why})" for name, why in list(strays.items())[:8])
         raise ValueError(
-            f"{folder} holds {len(strays)} file(s) an export does not write, which would be published unchecked: {shown}. "
-            "Remove them, or export the model again (sciembed export --overwrite)"
+            f"{folder} holds {len(strays)} file(s) an export does not write, which would be published unchecked: "
+            f"{shown}. Remove them, or export the model again (sciembed export --overwrite)"
         )
     if constants.HF_HUB_OFFLINE:
         raise HubOfflineError(

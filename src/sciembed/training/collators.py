@@ -61,7 +61,8 @@ class PairCollator(PaperCollator):
                 index = [list(self.domains).index(row["domain"]) for row in rows]
             except (KeyError, ValueError):
                 raise ValueError(
-                    f"every pair needs a domain among {', '.join(self.domains)}; got {[row.get('domain') for row in rows]}"
+                    f"every pair needs a domain among {', '.join(self.domains)}; got "
+                    f"{[row.get('domain') for row in rows]}"
                 ) from None
             features["domain_ids"] = torch.tensor(index * len(PAIR_ROLES), dtype=torch.long)
         return features

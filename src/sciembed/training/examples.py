@@ -8,11 +8,14 @@ query is a record whose title is the query and whose abstract is empty.
   a SPECTER release folder, S2ORC metadata JSONL, or a papers file plus a citation edge list
   (:class:`CitationFiles`); :data:`sciembed.data.layouts.TRAINING_LAYOUTS` shows each with an example;
 - :func:`triplet_dataset` samples SPECTER, SPECTROID or SciNCL triplets from it (``query``,
-  ``positive``, ``negative``, with their ids in ``query_id``, ...), or :func:`scirepeval_triplets` reads SciRepEval's ready triplets;
-- :func:`pair_dataset` makes co-citation pairs (``a``, ``b``) for the MoE paper's contrastive training, or citation pairs;
+  ``positive``, ``negative``, with their ids in ``query_id``, ...), or :func:`scirepeval_triplets` reads SciRepEval's
+  ready triplets;
+- :func:`pair_dataset` makes co-citation pairs (``a``, ``b``) for the MoE paper's contrastive training, or citation
+  pairs;
 - :func:`labelled_papers` makes ``(paper, label)`` examples for classification heads;
-- :func:`multitask_dataset` turns SciRepEval's training samples into one task-tagged dataset, and :func:`tagged_dataset`
-  the rows of any tasks (a task mixture of several sources: :mod:`sciembed.training.task_mixture`).
+- :func:`multitask_dataset` turns SciRepEval's training samples into one task-tagged dataset, and
+  :func:`tagged_dataset` the rows of any tasks (a task mixture of several sources:
+  :mod:`sciembed.training.task_mixture`).
 """
 
 from __future__ import annotations
@@ -151,7 +154,8 @@ def read_citation_source(
         return source
     raise ValueError(
         f"{path}: not a citation source; expected a SMART collection (*.all), a SPECTER release "
-        "(data.json + metadata.json) or S2ORC metadata (*.jsonl); or give papers and an edge list as --papers and --citations"
+        "(data.json + metadata.json) or S2ORC metadata (*.jsonl); "
+        "or give papers and an edge list as --papers and --citations"
     )
 
 
@@ -220,8 +224,9 @@ def _edge_list_source(files: CitationFiles, skip_invalid: bool) -> CitationSourc
         pc.any(pc.is_in(edges.citing, value_set=ids)).as_py() or pc.any(pc.is_in(edges.cited, value_set=ids)).as_py()
     ):
         raise ValueError(
-            f"{files.citations}: none of its {len(edges)} citations names a paper of {files.papers} (citation ids such as "
-            f"{edges.citing[0].as_py()!r}, paper ids such as {next(iter(papers))!r}); the two files must use the same ids"
+            f"{files.citations}: none of its {len(edges)} citations names a paper of {files.papers} (citation ids "
+            f"such as {edges.citing[0].as_py()!r}, paper ids such as {next(iter(papers))!r}); the two files must use "
+            "the same ids"
         )
     graph = CitationGraph.from_edges(edges.citing, edges.cited, papers_with_text=ids, ids=ids, source=str(files))
     return CitationSource(str(files), papers, graph, skipped=list(paper_file.skipped))
@@ -282,8 +287,9 @@ class QuerySplit:
 
 
 def split_citation_queries(source: CitationSource, held_out: float, validation: float, seed: int) -> QuerySplit:
-    """``source``'s linked queries split at random by ``seed``: ``held_out`` of them held out, then ``validation`` of the
-    rest for tuning (split after the held-out ones, so a seed's held-out queries are the same with or without it)."""
+    """``source``'s linked queries split at random by ``seed``: ``held_out`` of them held out, then ``validation`` of
+    the rest for tuning (split after the held-out ones, so a seed's held-out queries are the same with or without
+    it)."""
     queries, held = split_queries(source.linked_queries(), held_out, seed)
     queries, tuning = split_queries(queries, validation, seed + 1)
     return QuerySplit(queries, held, tuning)
@@ -448,7 +454,8 @@ def labelled_papers(
 ) -> tuple[Dataset, list[str]]:
     """Single-label ``(paper, label)`` examples and the label names, from CACM's CR categories (a SMART
     collection, its ``.X`` lines read as ``smart_links`` says: the top class of each paper's first category, as
-    the ``cacm`` benchmark's task) or a SciRepEval MeSH sample (``descriptor``). ``papers`` restricts them to those ids."""
+    the ``cacm`` benchmark's task) or a SciRepEval MeSH sample (``descriptor``). ``papers`` restricts them to
+    those ids."""
     path = Path(path)
     allowed = None if papers is None else set(papers)
     if is_smart_collection(path):
@@ -575,7 +582,8 @@ def classification_rows(
             return TaskRows("multilabel", size, rows, [str(r["paper_id"]) for r in data], skipped)
         if sample.kind != "mesh":
             raise ValueError(
-                f"{path}: a {sample.kind} sample holds no labels; classification takes CACM, a MeSH or a fields-of-study sample"
+                f"{path}: a {sample.kind} sample holds no labels; "
+                "classification takes CACM, a MeSH or a fields-of-study sample"
             )
     data, labels = labelled_papers(path, skip_invalid=skip_invalid, smart_links=smart_links)
     rows = [{"papers": [paper], "label": [float(label)]} for paper, label in zip(data["paper"], data["label"])]
@@ -664,6 +672,7 @@ def multitask_dataset(
         tasks["search"] = search_rows(path, skip_invalid=skip_invalid)
     if not tasks:
         raise ValueError(
-            f"{folder}: no SciRepEval training sample (fos_small.json, mesh_small.json, specter_small.json, search_small.jsonl)"
+            f"{folder}: no SciRepEval training sample (fos_small.json, mesh_small.json, specter_small.json, "
+            "search_small.jsonl)"
         )
     return tagged_dataset(tasks, max_per_task=max_per_task, seed=seed)

@@ -110,7 +110,8 @@ class Recipe:
         choices = OBJECTIVE_LOSSES.get(self.objective)
         if choices is not None and settings["loss"].get("name") not in choices:
             raise ValueError(
-                f"recipe {self.name}: loss.name must be one of {', '.join(choices)}, got {settings['loss'].get('name')!r}"
+                f"recipe {self.name}: loss.name must be one of {', '.join(choices)}, "
+                f"got {settings['loss'].get('name')!r}"
             )
         return settings
 
@@ -338,12 +339,12 @@ RECIPES: dict[str, Recipe] = {
             loss={"name": "triplet", "margin": 1.0, "distance": "l2"},
             training=_SPECTER_TRAINING,
             unit_vectors={**_UNIT_VECTOR_TRIPLETS, **_UNIT_VECTOR_FINE_TUNING},
-            notes="SPECTER's triplet margin loss on unnormalised vectors; 5 triplets per query, 2 with hard negatives; the "
-            "paper's batch reached by gradient accumulation. In unit vectors (a base such as all-MiniLM-L6-v2): "
-            "multiple-negatives ranking with the hard negatives, the step's triplets in one batch (its in-batch "
-            "negatives come from the batch the loss sees, not from accumulation); departure for a short budget: a "
-            "higher learning rate and WiSE-FT's average with the base (model.weight_average), chosen on validation "
-            "queries.",
+            notes="SPECTER's triplet margin loss on unnormalised vectors; 5 triplets per query, 2 with hard "
+            "negatives; the paper's batch reached by gradient accumulation. In unit vectors (a base such as "
+            "all-MiniLM-L6-v2): multiple-negatives ranking with the hard negatives, the step's triplets in one batch "
+            "(its in-batch negatives come from the batch the loss sees, not from accumulation); departure for a "
+            "short budget: a higher learning rate and WiSE-FT's average with the base (model.weight_average), chosen "
+            "on validation queries.",
         ),
         _recipe(
             "scincl",
@@ -355,11 +356,11 @@ RECIPES: dict[str, Recipe] = {
             loss={"name": "triplet", "margin": 1.0, "distance": "l2"},
             training=_SPECTER_TRAINING,
             unit_vectors={**_UNIT_VECTOR_TRIPLETS, **_UNIT_VECTOR_FINE_TUNING},
-            notes="SPECTER's triplet loss on triplets sampled from a citation-graph embedding: 5 positives "
-            "from kNN ranks [20, 25), 2 hard negatives from [3998, 4000), 3 random. Departure: on a graph with fewer "
-            "than 4,000 candidates per query, where the paper's ranks cannot apply, positives come from the top ranks "
-            "and hard negatives from the nearest tenth (data.rank_overflow=nearest; 'scale' shrinks the paper's "
-            "ranges instead, which puts the hard negatives among the farthest papers). The optimiser settings are "
+            notes="SPECTER's triplet loss on triplets sampled from a citation-graph embedding: 5 positives from kNN "
+            "ranks [20, 25), 2 hard negatives from [3998, 4000), 3 random. Departure: on a graph with fewer than "
+            "4,000 candidates per query, where the paper's ranks cannot apply, positives come from the top ranks and "
+            "hard negatives from the nearest tenth (data.rank_overflow=nearest; 'scale' shrinks the paper's ranges "
+            "instead, which puts the hard negatives among the farthest papers). The optimiser settings are "
             "SPECTER's; SciNCL's own were not checked against its paper. In unit vectors: as the specter recipe "
             "(multiple-negatives ranking, a higher learning rate, WiSE-FT's average with the base).",
         ),
@@ -374,14 +375,14 @@ RECIPES: dict[str, Recipe] = {
             loss={"name": "multi2spe", "weight": 0.1, "mode": "paper"},
             training={**_SPECTER_TRAINING, "weight_decay": 0.0, "lr_scheduler_type": "linear"},
             unit_vectors=_MULTI2SPE_UNIT_VECTORS,
-            notes="K CLS tokens (model.num_cls_tokens), lambda as loss.weight, Adam (AdamW with no weight decay), SPECTER's "
-            "batch, SPECTER triplets; loss mode 'paper' (eqs. 2-3) by default, 'released' for the authors' code. The model "
-            "starts where its base is (model.initialization='base'; 'paper' for the paper's random last layers). In "
-            "unit vectors (a mean-pooling base such as all-MiniLM-L6-v2), departures: each CLS output also carries "
-            "1/K of the text's mean state and the last linear layers start at zero, so training starts where the "
-            "base is (model.text_pooling=mean); the facet loss between unit vectors with in-batch negatives "
-            "(loss.similarity=cosine, loss.in_batch_negatives); the specter recipe's learning rate and WiSE-FT "
-            "average, chosen on validation queries.",
+            notes="K CLS tokens (model.num_cls_tokens), lambda as loss.weight, Adam (AdamW with no weight decay), "
+            "SPECTER's batch, SPECTER triplets; loss mode 'paper' (eqs. 2-3) by default, 'released' for the authors' "
+            "code. The model starts where its base is (model.initialization='base'; 'paper' for the paper's random "
+            "last layers). In unit vectors (a mean-pooling base such as all-MiniLM-L6-v2), departures: each CLS "
+            "output also carries 1/K of the text's mean state and the last linear layers start at zero, so training "
+            "starts where the base is (model.text_pooling=mean); the facet loss between unit vectors with in-batch "
+            "negatives (loss.similarity=cosine, loss.in_batch_negatives); the specter recipe's learning rate and "
+            "WiSE-FT average, chosen on validation queries.",
         ),
         _recipe(
             "scirepeval-ctrl",
@@ -392,10 +393,10 @@ RECIPES: dict[str, Recipe] = {
             data_settings={"max_examples": None},
             loss={"dropout": 0.1, "margin": 1.0},
             training=_SCIREPEVAL_TRAINING,
-            notes="Multi-task training over SciRepEval's formats with [CLF] [RGN] [PRX] [QRY] control codes: AdamW with an "
-            "inverse-square-root schedule after warm-up (10% of the steps; the paper's 700 steps assume a longer run), "
-            "task-heterogeneous batches; heads: linear with dropout, CE / BCE / MSE, triplet for proximity and search. "
-            "--data is SciRepEval's samples or a task mixture of several sources.",
+            notes="Multi-task training over SciRepEval's formats with [CLF] [RGN] [PRX] [QRY] control codes: AdamW "
+            "with an inverse-square-root schedule after warm-up (10% of the steps; the paper's 700 steps assume a "
+            "longer run), task-heterogeneous batches; heads: linear with dropout, CE / BCE / MSE, triplet for "
+            "proximity and search. --data is SciRepEval's samples or a task mixture of several sources.",
         ),
         _recipe(
             "scirepeval-adapters",
@@ -406,8 +407,8 @@ RECIPES: dict[str, Recipe] = {
             model={"format_modules": "adapters", "adapter_config": "seq_bn"},
             loss={"dropout": 0.1, "margin": 1.0},
             training=_SCIREPEVAL_TRAINING,
-            notes="One seq_bn bottleneck adapter per format (classification, regression, proximity, adhoc_query) on a "
-            "frozen base, trained together on task-heterogeneous batches, each task through its format's adapter; "
+            notes="One seq_bn bottleneck adapter per format (classification, regression, proximity, adhoc_query) on "
+            "a frozen base, trained together on task-heterogeneous batches, each task through its format's adapter; "
             "SciRepEval's optimiser settings. Stage 2 is scirepeval-fusion on the saved model.",
         ),
         _recipe(
@@ -419,8 +420,8 @@ RECIPES: dict[str, Recipe] = {
             model={"format_modules": "fusion"},
             loss={"dropout": 0.1, "margin": 1.0},
             training=_SCIREPEVAL_TRAINING,
-            notes="--base is a model trained with scirepeval-adapters; per format an AdapterFusion layer Fuse(own, *others) "
-            "over the frozen adapters, trained on the same multi-task batches.",
+            notes="--base is a model trained with scirepeval-adapters; per format an AdapterFusion layer Fuse(own, "
+            "*others) over the frozen adapters, trained on the same multi-task batches.",
         ),
         _recipe(
             "scirepeval-pals",
@@ -431,8 +432,8 @@ RECIPES: dict[str, Recipe] = {
             model={"format_modules": "pals", "pals_hidden_size": 204, "pals_attention_heads": 6},
             loss={"dropout": 0.1, "margin": 1.0},
             training=_SCIREPEVAL_TRAINING,
-            notes="Projected attention layers per format (projections shared across layers), "
-            "trained jointly with the whole network on the multi-task batches.",
+            notes="Projected attention layers per format (projections shared across layers), trained jointly with "
+            "the whole network on the multi-task batches.",
         ),
         _recipe(
             "spectroid-heads",
@@ -450,8 +451,8 @@ RECIPES: dict[str, Recipe] = {
                 "weight_decay": 0.01,
             },
             notes="The encoder with an MLP head (CH1 linear, CH2 one hidden layer of 64, CH3 five), ReLU, trained "
-            "end-to-end with cross-entropy; optimiser settings are BERT fine-tuning defaults (the report "
-            "does not fix them).",
+            "end-to-end with cross-entropy; optimiser settings are BERT fine-tuning defaults (the report does not "
+            "fix them).",
         ),
         _recipe(
             "moe-cocitation",
@@ -480,12 +481,13 @@ RECIPES: dict[str, Recipe] = {
                 "weight_decay": 0.01,
             },
             notes="Positive pairs, multiple-negatives ranking over the full in-batch matrix with a learned "
-            "temperature (loss.temperature is its initial value), cosine decay; experts copied from the pretrained MLP, routing by domain "
-            "token (router losses apply to learned routing only). Departure: the pairs are citation links; the paper's "
-            "co-citation pairs (data.pairs=cocitations, whence the recipe's name) fell below the base on validation "
-            "queries at every learning rate tried, on a collection where few co-cited papers cite each other. In unit "
-            "vectors: cosine similarity at a fixed temperature, and as the citation triplet recipes a higher learning "
-            "rate and WiSE-FT's average with the base, chosen on validation queries.",
+            "temperature (loss.temperature is its initial value), cosine decay; experts copied from the pretrained "
+            "MLP, routing by domain token (router losses apply to learned routing only). Departure: the pairs are "
+            "citation links; the paper's co-citation pairs (data.pairs=cocitations, whence the recipe's name) fell "
+            "below the base on validation queries at every learning rate tried, on a collection where few co-cited "
+            "papers cite each other. In unit vectors: cosine similarity at a fixed temperature, and as the citation "
+            "triplet recipes a higher learning rate and WiSE-FT's average with the base, chosen on validation "
+            "queries.",
             unit_vectors={
                 "loss.similarity": "cosine",
                 "loss.temperature": 0.05,

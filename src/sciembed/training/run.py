@@ -105,7 +105,8 @@ def prepare(
     if training_length > limit:
         raise ValueError(f"data.max_length {training_length} exceeds the {limit} tokens {base} takes")
     logger.info(
-        "recipe %s trains in this embedding: pooling %s, normalize %s, max_length %d (%s; training texts cut to %d); loss %s",
+        "recipe %s trains in this embedding: pooling %s, normalize %s, max_length %d "
+        "(%s; training texts cut to %d); loss %s",
         recipe.name,
         settings["embedding"]["pooling"] or "the family's own",
         settings["embedding"]["normalize"],
@@ -618,8 +619,9 @@ def _dense_variant(recipe: Recipe, overrides: Mapping[str, Any] | None) -> tuple
 def _take_mixture_domains(
     settings: dict[str, dict[str, Any]], domains: list[str], overrides: Mapping[str, Any] | None
 ) -> None:
-    """A run on several citation graphs: each graph's rows carry its domain, so ``data.domain`` no longer applies, and a
-    mixture-of-experts model gets one expert per domain (``model.domains`` given by hand must name the same ones)."""
+    """A run on several citation graphs: each graph's rows carry its domain, so ``data.domain`` no longer applies,
+    and a mixture-of-experts model gets one expert per domain (``model.domains`` given by hand must name the same
+    ones)."""
     settings["data"]["domain"] = None
     if "domains" not in settings["model"]:
         return
@@ -659,7 +661,8 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
     if recipe.family is None:
         if options:
             raise ValueError(
-                f"recipe {recipe.name} trains the base encoder as it is; it takes no model options ({', '.join(options)})"
+                f"recipe {recipe.name} trains the base encoder as it is; it takes no model options "
+                f"({', '.join(options)})"
             )
         model, tokenizer = AutoModel.from_pretrained(base), AutoTokenizer.from_pretrained(base)
     elif recipe.objective == "classification":
@@ -692,7 +695,8 @@ def _add_format_modules(model, modules: str | None, options: dict[str, Any], bas
     elif modules == "fusion":
         if not Path(base).is_dir() or len(load_format_modules(model, base)) < 2:
             raise ValueError(
-                f"{base}: AdapterFusion trains over format adapters; give as --base a model trained with scirepeval-adapters"
+                f"{base}: AdapterFusion trains over format adapters; give as --base a model trained with "
+                "scirepeval-adapters"
             )
         format_adapters.add_format_fusion(model)
         format_adapters.train_format_fusion(model)

@@ -104,9 +104,9 @@ MIXTURE_MAX_BYTES = 1 << 20
 
 
 def is_task_mixture(path: str | os.PathLike[str] | CitationFiles) -> bool:
-    """Whether ``path`` names a mixture file: a ``.yaml`` or ``.yml`` file, or a ``.json`` file that is not SciRepEval's
-    ready triplets (``specter*.json``) and opens as a list of tasks or a ``tasks`` key (a SciRepEval sample or SPECTER's
-    ``data.json`` opens otherwise, and is read as what it is)."""
+    """Whether ``path`` names a mixture file: a ``.yaml`` or ``.yml`` file, or a ``.json`` file that is not
+    SciRepEval's ready triplets (``specter*.json``) and opens as a list of tasks or a ``tasks`` key (a SciRepEval
+    sample or SPECTER's ``data.json`` opens otherwise, and is read as what it is)."""
     if isinstance(path, CitationFiles) or not Path(path).is_file():
         return False
     path = Path(path)
@@ -175,7 +175,8 @@ def _task(entry: Any, number: int, path: Path) -> MixtureTask:
     if isinstance(entry["data"], Mapping):
         if set(entry["data"]) != {"papers", "citations"}:
             raise ValueError(
-                f"{where}: data as a mapping gives a citation graph's two files, papers and citations; got {', '.join(entry['data'])}"
+                f"{where}: data as a mapping gives a citation graph's two files, papers and citations; got "
+                f"{', '.join(entry['data'])}"
             )
         data = CitationFiles(path.parent / entry["data"]["papers"], path.parent / entry["data"]["citations"])
         missing_files = [str(f) for f in (data.papers, data.citations) if not f.is_file()]
@@ -251,7 +252,8 @@ def mixture_examples(
         elif not _is_graph(task.data):
             if task.exclude:
                 raise ValueError(
-                    f"task {task.name}: {task.data} holds ready triplets without paper ids; exclude needs a citation graph"
+                    f"task {task.name}: {task.data} holds ready triplets without paper ids; "
+                    "exclude needs a citation graph"
                 )
             task_rows = triplet_rows(scirepeval_triplets(task.data, skip_invalid=skip_invalid))
         else:

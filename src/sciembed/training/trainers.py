@@ -273,8 +273,8 @@ class _FrozenBaseCheck(TrainerCallback):
         trainable = trainable_base_parameters(model)
         if trainable:
             raise ValueError(
-                f"adapter training with {len(trainable)} trainable base parameter(s) ({', '.join(trainable[:3])}, ...): "
-                "freeze the base first (sciembed.formats.adapters.train_format_adapters / train_format_fusion)"
+                f"adapter training with {len(trainable)} trainable base parameter(s) ({', '.join(trainable[:3])}, "
+                "...): freeze the base first (sciembed.formats.adapters.train_format_adapters / train_format_fusion)"
             )
 
 

@@ -77,7 +77,8 @@ class Multi2SPELoss(nn.Module):
         """Loss of ``(batch, K, dim)`` CLS embeddings (``cls_embeddings`` of Multi2SPEModel)."""
         if not query.shape == positive.shape == negative.shape or query.dim() != 3:
             raise ValueError(
-                f"query, positive and negative must share one (batch, K, dim) shape, got {tuple(query.shape)}, {tuple(positive.shape)}, {tuple(negative.shape)}"
+                f"query, positive and negative must share one (batch, K, dim) shape, got {tuple(query.shape)}, "
+                f"{tuple(positive.shape)}, {tuple(negative.shape)}"
             )
         if self.in_batch_negatives:
             best, summed = self._terms(query, torch.cat([positive, negative]), paired=False)

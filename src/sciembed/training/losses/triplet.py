@@ -16,11 +16,11 @@ class TripletMarginLoss(nn.Module):
     ranked by. For unit vectors (a base such as all-MiniLM-L6-v2, which normalises) the distance they are
     used with is the cosine distance ``1 − cos(a, b)`` (ranking by L2 of unit vectors is the same ranking);
     it lies in [0, 2], so a margin on that scale is needed (margin 1 would be half its range). Measured from
-    all-MiniLM-L6-v2 on held-out CACM citations (20 steps of 32, seed 0): MAP by margin 0.1: 76.31, 0.25: 76.37, 0.5: 76.19, against
-    76.49 for :class:`~.mnr.MultipleNegativesRankingLoss`, which sciembed's recipes train unit vectors with;
-    this loss with ``distance="cosine"`` is there by name (``loss.name=triplet``, ``loss.distance=cosine``). L2 distances are
-    exact norms (torch's ``triplet_margin_loss`` adds 1e-6 to each difference, which moves the loss for
-    near-equal papers).
+    all-MiniLM-L6-v2 on held-out CACM citations (20 steps of 32, seed 0): MAP by margin 0.1: 76.31, 0.25: 76.37,
+    0.5: 76.19, against 76.49 for :class:`~.mnr.MultipleNegativesRankingLoss`, which sciembed's recipes train unit
+    vectors with; this loss with ``distance="cosine"`` is there by name (``loss.name=triplet``,
+    ``loss.distance=cosine``). L2 distances are exact norms (torch's ``triplet_margin_loss`` adds 1e-6 to each
+    difference, which moves the loss for near-equal papers).
 
     Args:
         margin: the margin ``m`` (SPECTER: 1 with L2).
@@ -39,7 +39,8 @@ class TripletMarginLoss(nn.Module):
         """Loss of ``(batch, dim)`` query, positive and negative embeddings."""
         if not query.shape == positive.shape == negative.shape or query.dim() != 2:
             raise ValueError(
-                f"query, positive and negative must share one (batch, dim) shape, got {tuple(query.shape)}, {tuple(positive.shape)}, {tuple(negative.shape)}"
+                f"query, positive and negative must share one (batch, dim) shape, got {tuple(query.shape)}, "
+                f"{tuple(positive.shape)}, {tuple(negative.shape)}"
             )
         if self.distance == "l2":
             positive_distance, negative_distance = (query - positive).norm(dim=-1), (query - negative).norm(dim=-1)

@@ -1,0 +1,207 @@
+"""The documentation's benchmark page, written from ``benchmarks/results/*.json``: one section per results file, its
+tables and, where a reader would rather look than read, a plot (matplotlib PNG), so the numbers on the site are the
+numbers in the results. The docs build (``docs/hooks.py``) calls :func:`render`; run alone, it writes the page and
+its plots into a folder to look at:
+
+    python benchmarks/render_docs.py --output /tmp/benchmarks-page
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).parent / "results"
+#: Per-query and per-paper scores: what the intervals resample, far too long for a table.
+BULKY = ("per_query", "per_paper")
+#: Widest table drawn from a results file's rows; more columns than this read better as the JSON itself.
+MAX_COLUMNS = 14
+
+Image = tuple[str, bytes]
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """``value``'s scalars under dotted keys (``a.b.c``); lists of scalars joined by commas; bulky keys left out."""
+    if isinstance(value, dict):
+        flat: dict[str, Any] = {}
+        for key, inner in value.items():
+            if key not in BULKY:
+                flat.update(flatten(inner, f"{prefix}{key}."))
+        return flat
+    if isinstance(value, list):
+        if all(not isinstance(item, (dict, list)) for item in value):
+            return {prefix[:-1]: ", ".join(map(str, value))}
+        return {}
+    return {prefix[:-1]: value}
+
+
+def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
+    def cell(value: Any) -> str:
+        text = f"{value:.4g}" if isinstance(value, float) else "" if value is None else str(value)
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def generic(report: dict[str, Any]) -> tuple[str, list[Image]]:
+    """The file's scalars as a key / value table, and each list of records as a table of their scalars."""
+    parts = []
+    scalars = {
+        k: v for k, v in flatten({k: v for k, v in report.items() if k not in ("benchmark", "description")}).items()
+    }
+    if scalars:
+        parts.append(markdown_table(["field", "value"], [[k, v] for k, v in scalars.items()]))
+    for key, value in report.items():
+        if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+            records = [flatten(item) for item in value]
+            columns = list(dict.fromkeys(column for record in records for column in record))
+            shown = columns[:MAX_COLUMNS]
+            note = f" ({len(columns) - len(shown)} more columns in the JSON)" if len(shown) < len(columns) else ""
+            parts.append(f"**{key}**{note}\n\n" + markdown_table(shown, [[r.get(c) for c in shown] for r in records]))
+    return "\n\n".join(parts), []
+
+
+def figure_png(figure) -> bytes:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    figure.tight_layout()
+    figure.savefig(buffer, format="png", dpi=100)
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def recipes_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
+    """``recipes.py``'s own table and plot of its summary, and the run's settings."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import recipes
+
+    settings = markdown_table(["setting", "value"], [[k, v] for k, v in flatten(report["settings"]).items()])
+    image = figure_png(recipes.figure(report["summary"]))
+    return recipes.table(report["summary"]) + "\n\n" + settings, [("recipes.png", image)]
+
+
+def variant_label(row: dict[str, Any]) -> str:
+    """A variant by the settings it resolved to (defaults change; a row keeps what it ran), then the rest of its
+    overrides, and its steps when not the rows' 60."""
+    resolved = row.get("resolved", {})
+    named = {"learning_rate": "lr", "weight_average": "WiSE"}
+    parts = [
+        f"{named.get(k, k)}={v:g}" if isinstance(v, float) else f"{named.get(k, k)}={v}" for k, v in resolved.items()
+    ]
+    covered = {"learning_rate", "model.weight_average", "data.sampler", "data.pairs"}
+    parts += [f"{k}={v}" for k, v in row["variant"].items() if k not in covered]
+    steps = f", {row['steps']} steps" if row["steps"] != 60 else ""
+    return f"{row['recipe']}: {' '.join(parts)}{steps}"
+
+
+def validation_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
+    """Every variant tried, and its validation MAP change against MiniLM as published, as a table and bars."""
+    rows = report["rows"]
+    labels = [variant_label(r) for r in rows]
+    table = markdown_table(
+        ["recipe", "variant", "seed", "steps", "validation queries", "MAP change", "nDCG change"],
+        [
+            [
+                r["recipe"],
+                json.dumps(r["variant"]),
+                r["seed"],
+                r["steps"],
+                r["validation_queries"],
+                r["change_vs_published"]["map"],
+                r["change_vs_published"]["ndcg"],
+            ]
+            for r in rows
+        ],
+    )
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(9, 1 + 0.35 * len(rows)))
+    changes = [r["change_vs_published"]["map"] for r in rows]
+    axis.barh(range(len(rows)), changes, color=["tab:green" if c > 0 else "tab:red" for c in changes])
+    axis.set_yticks(range(len(rows)), labels, fontsize=8)
+    axis.invert_yaxis()
+    axis.axvline(0, color="black", linewidth=0.8)
+    axis.set_xlabel("validation cite MAP change against MiniLM as published")
+    return table, [("validation_search.png", figure_png(figure))]
+
+
+def encode_speed_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
+    """The generic tables, and the papers per second of each encode path as bars."""
+    text, _ = generic(report)
+    paths = {name: values for name, values in report["paths"].items() if isinstance(values, dict)}
+    rate_key = next((k for k in ("median_docs_per_s", "papers_per_s") if all(k in v for v in paths.values())), None)
+    if rate_key is None:
+        return text, []
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(7, 1 + 0.4 * len(paths)))
+    axis.barh(range(len(paths)), [v[rate_key] for v in paths.values()], color="tab:blue")
+    axis.set_yticks(range(len(paths)), list(paths))
+    axis.invert_yaxis()
+    axis.set_xlabel(rate_key.replace("_", " "))
+    return text, [("encode_speed.png", figure_png(figure))]
+
+
+SECTIONS: dict[str, Callable[[dict[str, Any]], tuple[str, list[Image]]]] = {
+    "recipes.json": recipes_section,
+    "validation_search.json": validation_section,
+    "encode_speed.json": encode_speed_section,
+}
+
+
+def render(results: Path = RESULTS, image_folder: str = "images/benchmarks") -> tuple[str, dict[str, bytes]]:
+    """The benchmark page's Markdown and its images (``{path under docs/: PNG bytes}``), from every JSON file in
+    ``results`` (subfolders included)."""
+    lines = [
+        "# Benchmarks",
+        "",
+        "Every results file in `benchmarks/results/`, rendered when the site is built",
+        "(`benchmarks/render_docs.py`): the numbers here are the numbers in the JSON. How each was measured is in",
+        "the script named by the file and in [Speed and scale](speed-and-scale.md) and [Training](training.md).",
+    ]
+    images: dict[str, bytes] = {}
+    for path in sorted(results.rglob("*.json")):
+        name = path.relative_to(results).as_posix()
+        report = json.loads(path.read_text(encoding="utf-8"))
+        text, pictures = SECTIONS.get(name, generic)(report)
+        lines += ["", f"## `{name}`", ""]
+        if report.get("description"):
+            lines += [report["description"], ""]
+        for image_name, data in pictures:
+            images[f"{image_folder}/{image_name}"] = data
+            lines += [f"![{name}]({image_folder}/{image_name})", ""]
+        lines.append(text)
+    return "\n".join(lines) + "\n", images
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the folder of results JSON files")
+    parser.add_argument("--output", type=Path, required=True, help="a folder for benchmarks.md and its images")
+    args = parser.parse_args()
+    page, images = render(args.results)
+    args.output.mkdir(parents=True, exist_ok=True)
+    (args.output / "benchmarks.md").write_text(page, encoding="utf-8")
+    for relative, data in images.items():
+        (args.output / relative).parent.mkdir(parents=True, exist_ok=True)
+        (args.output / relative).write_bytes(data)
+    print(f"wrote {args.output / 'benchmarks.md'} and {len(images)} images")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""The documentation: the site builds with --strict, its pages carry what they promise (the recipes as the code defines
+them, the benchmark tables and plots from the results JSON), and every relative link of the README resolves."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MARKDOWN_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
+    folder = tmp_path_factory.mktemp("site")
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(folder)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return folder
+
+
+def test_the_index_and_every_system_page_are_built(site):
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert "Embed papers in five lines" in index and "one row per paper" in index
+    for system in ("specter", "scincl", "multi2spe", "scirepeval", "spectroid", "moe"):
+        assert (site / "systems" / system / "index.html").is_file(), system
+
+
+def test_a_system_page_shows_its_recipe_as_the_code_defines_it(site):
+    from sciembed.training.recipes import RECIPES
+
+    page = (site / "systems" / "multi2spe" / "index.html").read_text(encoding="utf-8")
+    # The first sentence of the recipe's notes, as the hook wrote it from the code.
+    assert RECIPES["multi2spe"].notes.split(";")[0] in page
+    assert "sciembed train --recipe multi2spe" in page
+
+
+def test_the_benchmark_page_renders_every_results_file_with_its_plots(site):
+    page = (site / "benchmarks" / "index.html").read_text(encoding="utf-8")
+    results = sorted((ROOT / "benchmarks" / "results").rglob("*.json"))
+    for path in results:
+        assert path.relative_to(ROOT / "benchmarks" / "results").as_posix() in page, path.name
+    images = re.findall(r'<img[^>]+src="([^"]+\.png)"', page)
+    assert {Path(src).name for src in images} >= {"recipes.png", "validation_search.png", "encode_speed.png"}
+    for src in images:
+        png = (site / "benchmarks" / src).resolve()
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", src
+    # A number of the recipes table is the number in the JSON.
+    summary = json.loads((ROOT / "benchmarks" / "results" / "recipes.json").read_text())["summary"]
+    published = summary["MiniLM as published"]["mean"]["cacm_cite"]["map"]
+    assert f"{published:.2f}" in page
+
+
+def test_every_relative_link_of_the_readme_resolves():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = [link for link in MARKDOWN_LINK.findall(readme) if "://" not in link]
+    assert links, "the README links into the docs"
+    missing = [link for link in links if not (ROOT / link).exists()]
+    assert not missing, f"README links to missing files: {missing}"
+    assert len(readme.splitlines()) <= 150
