@@ -637,12 +637,14 @@ def recipe_row(
 
 
 def resolved_defaults(settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """What a run's learning rate, weight average and example kind resolved to: recipe defaults change over time, and
-    a row's ``overrides`` name only its own settings."""
+    """What a run's learning rate, weight average, example kind, Multi²SPE text pooling and loss resolved to: recipe
+    defaults change over time, and a row's ``overrides`` name only its own settings."""
     return {
         "learning_rate": settings["training"]["learning_rate"],
         "weight_average": settings["model"].get("weight_average", 1.0),
         **{k: settings["data"][k] for k in ("sampler", "pairs", "rank_overflow") if k in settings["data"]},
+        **{k: settings["model"][k] for k in ("text_pooling",) if k in settings["model"]},
+        "loss": settings["loss"].get("name"),
     }
 
 

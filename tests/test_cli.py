@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,19 @@ def test_console_script_help():
     result = subprocess.run([str(script), "embed", "--help"], capture_output=True, text=True, check=True)
     for option in ("--model", "--input", "--output", "--resume", "--skip-invalid", "--batch-size", "--max-length"):
         assert option in result.stdout
+
+
+@pytest.mark.parametrize(
+    "command", ["embed", "evaluate", "train", "export", "push", "demo", "neighbours", "from-bert"]
+)
+def test_help_states_each_default_once_and_never_an_empty_one(command, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    for vacuous in ("(default: None)", "(default: [])", "(default: False)"):
+        assert vacuous not in text
+    # A help text that states its default is not followed by argparse's own.
+    assert not re.search(r"\(default:[^()]*(\([^()]*\)[^()]*)*\) \(default:", text), text
 
 
 def test_help_does_not_import_torch():

@@ -147,4 +147,8 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._fill_text(text, width, indent)
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        return action.help if action.default in (None, False) else super()._get_help_string(action)
+        # No "(default: None)", "(default: [])" or "(default: False)", and none after a text that states its default.
+        unstated = action.default is None or action.default is False or action.default == []
+        if unstated or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
