@@ -57,8 +57,8 @@ class Multi2SPEConfig(BertConfig):
             ranking); the CLS tokens part ways as training moves their linear layers apart (eq. (1)).
             ``"paper"``: the construction of the paper and the authors' code: the last linear layers start
             random (BERT's normal(0, initializer_range)) followed by ``tanh``, and the extra CLS tokens are
-            ``[unused*]`` tokens at positions 1..K−1, later tokens shifting by K−1. Measured on CACM from
-            all-MiniLM-L6-v2, this starts about 30 MAP below the base (``benchmarks/results/train_cacm.json``).
+            ``[unused*]`` tokens at positions 1..K−1, later tokens shifting by K−1. From all-MiniLM-L6-v2 this
+            starts far below the base (``benchmarks/results/multi2spe_init.json``).
         cls_activation: ``"tanh"`` or ``None``: the activation applied to the CLS outputs after the last
             layer's linear layers, like BERT's pooler (dense + tanh) and the authors'
             ``--add_extra_facet_nonlinearity``. Defaults to ``"tanh"`` with ``initialization="paper"`` and

@@ -43,8 +43,8 @@ draws ``count`` of them at random when the range is wider than ``count``, draws 
   outside the positives' neighbourhood); ``"scale"`` multiplies both starts by ``candidates / hard_end``
   (widths kept), which puts the hard negatives among the *farthest* papers; ``"clip"`` moves the hard range to
   the far end and keeps the positives; ``"error"`` refuses. The default is ``"scale"``; the ``scincl``
-  recipe uses ``"nearest"`` (on CACM's training graph its positives are cited by the query 39% of the time
-  against 7% with ``"scale"``: ``benchmarks/triplet_positives.py``). :class:`SciNCLStats` reports the ranges
+  recipe uses ``"nearest"`` (on CACM's training graph its positives are far more often cited by their query than
+  with ``"scale"``: ``benchmarks/results/triplet_positives.json``). :class:`SciNCLStats` reports the ranges
   requested and used.
 - **No leakage.** ``exclude`` (e.g. every SciDocs test paper) is removed before anything else: such a
   paper is never a query, positive or negative, and the computed embedding is built on the graph

@@ -291,7 +291,9 @@ _UNIT_VECTOR_FINE_TUNING = {"training.learning_rate": 1e-4, "model.weight_averag
 #: linear layers start at zero (``model.text_pooling="mean"``): the model starts as the base embeds. The facet loss
 #: (eqs. 2-3) keeps its max-pair term, taken between unit vectors at sentence-transformers' temperature with every
 #: positive and negative of the step's 32 triplets as candidates, as the specter recipe's multiple-negatives ranking
-#: does; a plain multiple-negatives loss on the sum would give the K tokens no reason to part ways.
+#: does; a plain multiple-negatives loss on the sum would give the K tokens no reason to part ways. Then the specter
+#: recipe's learning rate and WiSE-FT average: chosen on validation queries over lr 2e-4 without the average, and over
+#: the earlier construction that started at the base's [CLS] (``benchmarks/results/validation_search.json``).
 _MULTI2SPE_UNIT_VECTORS = {
     "model.text_pooling": "mean",
     "loss.similarity": "cosine",
