@@ -1,5 +1,6 @@
-"""``sciembed evaluate``: a model on SciDocs, SciRepEval, Multi-SciDocs, BEIR, co-citation pairs, CACM, or your own
-labelled papers (a CSV) and relevance judgements (a qrels file) over a papers file."""
+"""``sciembed evaluate``: a model on SciDocs, SciRepEval, Multi-SciDocs, BEIR, co-citation pairs, CACM, your own
+labelled papers (a CSV) and relevance judgements (a qrels file) over a papers file, or MTEB's tasks (by name, or a
+local BEIR folder)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ logger = logging.getLogger(__name__)
 def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subcommands.add_parser(
         "evaluate",
-        help="evaluate a model on SciDocs, SciRepEval, Multi-SciDocs, BEIR, co-citation pairs, CACM or your own "
-        "labels / qrels",
+        help="evaluate a model on SciDocs, SciRepEval, Multi-SciDocs, BEIR, co-citation pairs, CACM, your own "
+        "labels / qrels, or MTEB tasks",
         description=(
             "Embed every paper (and query) a benchmark's tasks need once, score each task with the benchmark's "
             "reference protocol (SciDocs: -L2 ranking with pytrec_eval MAP/nDCG, LinearSVC macro-F1; SciRepEval: its "
@@ -24,8 +25,12 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
             "F1max), print a table with the benchmark's averages and write the full results as JSON. Your own data "
             "needs no benchmark layout: --benchmark classification takes a labelled CSV (paper_id,label) and "
             "--benchmark retrieval a qrels file, each with --papers, scored with SciDocs' protocols. A folder with "
-            "only some of a benchmark's tasks evaluates those and lists the others. Vectors are cached per model "
-            "and text (float32), so a second run or another benchmark sharing papers embeds nothing twice."
+            "only some of a benchmark's tasks evaluates those and lists the others. --benchmark mteb runs MTEB's "
+            "tasks by name (--tasks SCIDOCS ..., mteb downloads them from the Hub) or a local BEIR folder (--data) "
+            "with mteb's own evaluators, the model embedding queries as search queries, documents as papers (title "
+            "[SEP] abstract) and classification / clustering inputs in the classification format. Vectors are "
+            "cached per model and text (float32), so a second run or another benchmark sharing papers embeds nothing "
+            "twice."
         ),
         epilog="benchmarks (--benchmark) and what --data is, with an example of each:\n" + layouts_text("  "),
         formatter_class=HelpFormatter,
@@ -42,10 +47,9 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     )
     parser.add_argument(
         "--data",
-        required=True,
         help="the benchmark's local folder or Hub dataset id (SciRepEval: a folder built by "
         "datasets_scripts/build_scirepeval.py, or the metadata source allenai/scirepeval); classification: the "
-        "labels CSV; retrieval: the qrels file",
+        "labels CSV; retrieval: the qrels file; mteb: a BEIR folder, or none with --tasks (required otherwise)",
     )
     parser.add_argument(
         "--papers",
@@ -85,9 +89,14 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
     parser.add_argument(
-        "--tasks", nargs="+", help="task ids to run (e.g. cite mag; SciRepEval config names such as fos search)"
+        "--tasks",
+        nargs="+",
+        help="task ids to run (e.g. cite mag; SciRepEval config names such as fos search); mteb: MTEB task names "
+        "(SCIDOCS SciFact ...), instead of --data",
     )
-    parser.add_argument("--split", default="test", help="judged split to score (val to tune)")
+    parser.add_argument(
+        "--split", default="test", help="judged split to score (val to tune; mteb: an evaluation split of each task)"
+    )
     add_options(parser, "smart_links", "domain", "pooling")
     parser.add_argument(
         "--proximity-similarity",
@@ -145,7 +154,23 @@ def run(args: argparse.Namespace) -> int:
         id_field=args.id_field,
         smart_links=args.smart_links,
     )
-    suite = load_tasks(args.benchmark, args.data, **reading)
+    if args.benchmark == "mteb":
+        from ..evaluation.mteb_bridge import load_mteb_tasks
+
+        suite = load_mteb_tasks(
+            args.data,
+            tasks=args.tasks,
+            split=args.split,
+            skip_invalid=args.skip_invalid,
+            papers=args.papers,
+            queries=args.queries,
+            id_field=args.id_field,
+            test_data=args.test_data,
+        )
+    elif args.data is None:
+        raise ValueError(f"--benchmark {args.benchmark} needs --data (what it is: sciembed evaluate --help)")
+    else:
+        suite = load_tasks(args.benchmark, args.data, **reading)
     encoder = encoder_from_args(
         args, pooling=args.pooling, max_length=args.max_length, device=args.device, domain=args.domain
     )

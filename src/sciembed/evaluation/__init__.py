@@ -7,6 +7,7 @@ plain vectors and can be used alone: :mod:`.ranking` (proximity, search, reviewe
 (co-citation F1max) and :mod:`.recommendation` (SciDocs clickthrough recommendations). A user's own labelled
 CSV or qrels file over a papers file is a task source too (:mod:`.custom`, ``classification`` / ``retrieval``),
 and :mod:`.neighbours` lists the nearest neighbours of the papers of any collection (``sciembed.neighbours``).
+:mod:`.mteb_bridge` runs MTEB's tasks (or a local BEIR folder) on any sciembed encoder (``benchmark="mteb"``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .names import BENCHMARK_NAMES
 
 if TYPE_CHECKING:
     from .loaders import TaskSuite, load_tasks
+    from .mteb_bridge import MtebEncoder, beir_task
     from .runner import EvaluationReport, evaluate, evaluate_suite
     from .tasks import TaskResult
 
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
 _LAZY = {
     "TaskSuite": "loaders",
     "load_tasks": "loaders",
+    "MtebEncoder": "mteb_bridge",
+    "beir_task": "mteb_bridge",
     "EvaluationReport": "runner",
     "evaluate": "runner",
     "evaluate_suite": "runner",
@@ -35,8 +39,10 @@ _LAZY = {
 __all__ = [
     "BENCHMARK_NAMES",
     "EvaluationReport",
+    "MtebEncoder",
     "TaskResult",
     "TaskSuite",
+    "beir_task",
     "evaluate",
     "evaluate_suite",
     "load_tasks",

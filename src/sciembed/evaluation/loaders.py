@@ -93,6 +93,8 @@ def load_tasks(
         "classification": _custom,
         "retrieval": _custom,
     }
+    if name == "mteb":
+        raise ValueError("mteb tasks run through mteb itself: sciembed.evaluation.evaluate(model, 'mteb', ...)")
     if name not in builders:
         raise ValueError(f"unknown benchmark {benchmark!r}; supported: {', '.join(BENCHMARK_NAMES)}")
     own_files = {"papers": papers, "queries": queries, "id_field": id_field}

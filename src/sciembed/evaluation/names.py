@@ -103,6 +103,18 @@ BENCHMARK_LAYOUTS: tuple[BenchmarkLayout, ...] = (
         "==> queries.jsonl <==  (optional text queries, {_id|query_id|id, text}; or .tsv: id<TAB>text)\n"
         '{"_id": "q1", "text": "memory reclamation"}',
     ),
+    BenchmarkLayout(
+        "mteb",
+        "a BEIR folder (as beir's) run offline as an MTEB retrieval task; or none, with --tasks naming MTEB's tasks "
+        "(SCIDOCS, SciFact, ...; mteb downloads them from the Hub)",
+        "==> corpus.jsonl <==  (a BEIR folder; or no --data and --tasks SCIDOCS SciFact)\n"
+        '{"_id": "d1", "title": "Garbage collection", "text": "We reclaim memory."}\n'
+        "==> queries.jsonl <==\n"
+        '{"_id": "q1", "text": "memory reclamation"}\n'
+        "==> qrels/test.tsv <==\n"
+        "query-id\tcorpus-id\tscore\n"
+        "q1\td1\t1",
+    ),
 )
 
 BENCHMARK_NAMES = tuple(layout.name for layout in BENCHMARK_LAYOUTS)

@@ -4,7 +4,8 @@
 (:func:`~sciembed.evaluation.loaders.load_tasks`), embeds each task's documents and queries through
 the encoder (:class:`~sciembed.encode.Encoder`) in the format the task calls for (one encoder per format for a
 multi-format model, one for all otherwise), reusing the :class:`~sciembed.evaluation.cache.EmbeddingCache`,
-scores the tasks and returns an :class:`EvaluationReport` (a table, averages and JSON).
+scores the tasks and returns an :class:`EvaluationReport` (a table, averages and JSON). ``benchmark="mteb"`` runs
+MTEB's tasks (by name, or a local BEIR folder) through the MTEB bridge (:mod:`.mteb_bridge`) into the same report.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +28,9 @@ from .cache import EmbeddingCache
 from .loaders import TaskSuite, load_tasks
 from .tables import averages, format_table
 from .tasks import ClassificationTask, ProximityTask, TaskResult
+
+if TYPE_CHECKING:
+    from .mteb_bridge import MtebSuite
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +101,7 @@ class EvaluationReport:
 def evaluate(
     model: str | os.PathLike[str] | Encoder | None,
     benchmark: str,
-    data: str | os.PathLike[str],
+    data: str | os.PathLike[str] | None,
     *,
     tasks: list[str] | None = None,
     split: str = "test",
@@ -122,18 +126,21 @@ def evaluate(
     candidates: str = "all",
     id_field: str | None = None,
     smart_links: str = "cacm",
-    suite: TaskSuite | None = None,
+    suite: TaskSuite | MtebSuite | None = None,
 ) -> EvaluationReport:
     """Evaluate ``model`` on every task of ``benchmark`` found in ``data``.
 
     Args:
         model: a Hub id or local folder (``None``: the embedded all-MiniLM-L6-v2), or a ready
             :class:`~sciembed.encode.Encoder` (a PaperEncoder or an ensemble).
-        benchmark: ``scidocs``, ``scirepeval``, ``multi-scidocs``, ``beir``, ``cocitation``, ``cacm``, or your own
-            files: ``classification`` (a labelled CSV) or ``retrieval`` (a qrels file), over ``papers``
+        benchmark: ``scidocs``, ``scirepeval``, ``multi-scidocs``, ``beir``, ``cocitation``, ``cacm``, your own
+            files: ``classification`` (a labelled CSV) or ``retrieval`` (a qrels file), over ``papers``, or ``mteb``
+            (MTEB's tasks by name in ``tasks``, or a BEIR folder as ``data``; :mod:`.mteb_bridge`)
             (:data:`~.names.BENCHMARK_LAYOUTS` shows each layout).
-        data: the benchmark's local folder or Hub id; the labels or qrels file for ``classification`` / ``retrieval``.
-        tasks: run only these task ids (e.g. ``["cite", "mag"]``).
+        data: the benchmark's local folder or Hub id; the labels or qrels file for ``classification`` / ``retrieval``;
+            ``mteb``: a BEIR folder, or ``None`` with ``tasks``.
+        tasks: run only these task ids (e.g. ``["cite", "mag"]``); ``mteb``: MTEB task names (``["SCIDOCS"]``), whose
+            data mteb downloads from the Hub.
         split: the judged split to score (``test``; ``val`` for tuning).
         pooling: ``cls`` or ``mean`` for a plain encoder (default: the model's own; CLS for BERT).
         max_length, batch_size, device, trust_remote_code: as for :class:`~sciembed.encode.PaperEncoder`.
@@ -152,9 +159,23 @@ def evaluate(
             or the ``judged`` ones), the papers file's id column (see :mod:`.custom`).
         smart_links: ``cacm``: how the collection's ``.X`` lines are read (``cacm`` or ``all``, see
             :func:`~sciembed.data.smart.read_smart_collection`).
-        suite: the tasks, already read by :func:`~.loaders.load_tasks` with these arguments (``sciembed evaluate``
-            reads and checks its input before it loads the model); read here when ``None``.
+        suite: the tasks, already read by :func:`~.loaders.load_tasks` (``mteb``:
+            :func:`~.mteb_bridge.load_mteb_tasks`) with these arguments (``sciembed evaluate`` reads and checks its
+            input before it loads the model); read here when ``None``.
     """
+    if benchmark == "mteb" and suite is None:
+        from .mteb_bridge import load_mteb_tasks
+
+        suite = load_mteb_tasks(
+            data,
+            tasks=tasks,
+            split=split,
+            skip_invalid=skip_invalid,
+            papers=papers,
+            queries=queries,
+            id_field=id_field,
+            test_data=test_data,
+        )
     if suite is None:
         suite = load_tasks(
             benchmark,
@@ -204,6 +225,26 @@ def evaluate(
         "skip_invalid": skip_invalid,
         "tasks": tasks,
     }
+    if benchmark == "mteb":
+        from .mteb_bridge import mteb_version, run_mteb
+
+        results, embedding = run_mteb(
+            encoder, suite, cache_dir=folder, batch_size=batch_size, show_progress_bar=show_progress_bar
+        )
+        unused = ("proximity_similarity", "few_shot", "seed")
+        return EvaluationReport(
+            benchmark="mteb",
+            source=suite.source,
+            model=encoder.name_or_path,
+            results=results,
+            skipped_records=[str(problem) for problem in suite.skipped],
+            settings={
+                **{k: v for k, v in settings.items() if k not in unused},
+                "similarity": "cosine",
+                "mteb_version": mteb_version(),
+            },
+            embedding=embedding,
+        )
     if suite.benchmark in ("classification", "retrieval"):
         settings["papers"] = str(papers)
         settings.update(

@@ -74,12 +74,14 @@ _BENCHMARK_CITATIONS = {
     "scirepeval": ("singh-etal-2023-scirepeval",),
     "multi-scidocs": ("seoh-etal-2023-multi2spe",),
     "cocitation": ("hallee-etal-2024-moe",),
+    "mteb": ("muennighoff-etal-2023-mteb",),
 }
 _BENCHMARK_TITLES = {
     "scidocs": "SciDocs",
     "scirepeval": "SciRepEval",
     "multi-scidocs": "Multi-SciDocs",
     "beir": "BEIR",
+    "mteb": "MTEB",
     "cocitation": "co-citation pairs",
     "cacm": "CACM",
     "held-out": "held-out queries of the training data",
