@@ -622,7 +622,12 @@ def test_templates_and_citations_ship_together():
 
     cited = {
         key
-        for table in (cards._FAMILY_CITATIONS, cards._METHOD_CITATIONS, cards._RECIPE_CITATIONS, cards._BENCHMARK_CITATIONS)
+        for table in (
+            cards._FAMILY_CITATIONS,
+            cards._METHOD_CITATIONS,
+            cards._RECIPE_CITATIONS,
+            cards._BENCHMARK_CITATIONS,
+        )
         for keys in table.values()
         for key in keys
     }
