@@ -53,9 +53,7 @@ def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
 def generic(report: dict[str, Any]) -> tuple[str, list[Image]]:
     """The file's scalars as a key / value table, and each list of records as a table of their scalars."""
     parts = []
-    scalars = {
-        k: v for k, v in flatten({k: v for k, v in report.items() if k not in ("benchmark", "description")}).items()
-    }
+    scalars = flatten({k: v for k, v in report.items() if k not in ("benchmark", "description")})
     if scalars:
         parts.append(markdown_table(["field", "value"], [[k, v] for k, v in scalars.items()]))
     for key, value in report.items():
