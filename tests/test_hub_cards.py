@@ -460,7 +460,8 @@ def _compare(vectors, expected, case) -> float:
 
 
 #: The sections with Python code per case: transformers alone cannot attach format adapters or PALs (their cards say
-#: so and show no transformers code), the adapters library can attach adapters.
+#: so and show no transformers code), the adapters library can attach adapters, and the format routes sciembed export
+#: writes for multi-format models load them in sentence-transformers.
 USAGE_SECTIONS = {
     "multi2spe": {"transformers", "sentence-transformers", "sciembed"},
     "control_code": {"transformers", "sentence-transformers", "sciembed"},
@@ -469,9 +470,9 @@ USAGE_SECTIONS = {
     "spectroid": {"transformers", "sciembed"},
     "bert": {"transformers", "sciembed"},
     "st_bert": {"transformers", "sentence-transformers", "sciembed"},
-    "adapters": {"adapters", "sciembed"},
-    "fusion": {"adapters", "sciembed"},
-    "pals": {"sciembed"},
+    "adapters": {"adapters", "sentence-transformers", "sciembed"},
+    "fusion": {"adapters", "sentence-transformers", "sciembed"},
+    "pals": {"sentence-transformers", "sciembed"},
 }
 
 

@@ -30,7 +30,9 @@ from tqdm.auto import tqdm
 from .data.papers import TEXT_FIELDS, paper_text
 from .default_model import default_model_path
 from .families import family_of, foreign_code, register_families
-from .formats import activate_format, load_format_modules, model_formats
+from .formats import activate_format, load_format_modules, model_formats, route_code_paths
+from .formats.embedding import FAMILY_POOLING, POOLINGS, pool  # noqa: F401  (encode's API too)
+from .formats.names import DOCUMENT_FORMAT, QUERY_FORMAT  # noqa: F401  (encode's API too)
 from .io import check_finite
 from .onnx_backend import BACKENDS, Backend, OnnxBackend, Precision
 from .truncation import cut_texts
@@ -43,12 +45,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 Pooling = Literal["cls", "mean"]
-POOLINGS: tuple[Pooling, ...] = ("cls", "mean")
-#: The pooling of sciembed's families: their forward returns the paper embedding as ``pooler_output``.
-FAMILY_POOLING = "family"
 
-#: The formats ad-hoc search embeds queries and candidates in (SciRepEval).
-QUERY_FORMAT, DOCUMENT_FORMAT = "adhoc_query", "proximity"
 #: A folder holding this file describes an ensemble of encoders (:mod:`sciembed.encoders.ensemble`).
 ENSEMBLE_FILE = "sciembed_ensemble.json"
 
@@ -268,7 +265,15 @@ class PaperEncoder(Encoder):
             # Ensembles sit a layer above this module (sciembed.encoders.ensemble imports it, not the other way).
             raise ValueError(f"{name} is an ensemble ({ENSEMBLE_FILE}): load it with sciembed.encoders.load_encoder")
         register_families()
-        if kwargs.get("pooling") is None and _has_sentence_transformers_modules(name):
+        sentence_transformers = _has_sentence_transformers_modules(name)
+        if sentence_transformers and _format_routes_at_root(name):
+            # An exported multi-format model: its root is the model folder, read with sciembed's own classes (not the
+            # copies of them it ships for sentence-transformers) in the embedding its routes give.
+            spec = base_embedding(name)
+            kwargs = {**kwargs, "normalize": spec.normalize or bool(kwargs.get("normalize"))}
+            kwargs["pooling"] = kwargs.get("pooling") or spec.pooling
+            kwargs["max_length"] = kwargs.get("max_length") or spec.max_length
+        elif kwargs.get("pooling") is None and sentence_transformers:
             from sentence_transformers import SentenceTransformer
 
             trusted = trust_remote_code or _only_sciembed_code(name)
@@ -279,7 +284,7 @@ class PaperEncoder(Encoder):
             return cls(model, device=device, **kwargs)
         from transformers import AutoModel
 
-        if kwargs.get("max_length") is None and _has_sentence_transformers_modules(name):
+        if kwargs.get("max_length") is None and sentence_transformers:
             # Read as a plain transformer with another pooling, a sentence-transformers model keeps its own length.
             kwargs["max_length"] = base_embedding(name).max_length
             logger.info(
@@ -342,17 +347,24 @@ class PaperEncoder(Encoder):
     @property
     def task_formats(self) -> tuple[str, ...]:
         """The formats the model embeds differently (empty for a single-embedding model); a
-        sentence-transformers model with query and document routes (:mod:`sciembed.encoders.router`) has
-        those two."""
+        sentence-transformers model with format routes (:mod:`sciembed.formats.format_routes`) has those of its
+        routes."""
         if self._routes:
-            return (QUERY_FORMAT, DOCUMENT_FORMAT)
+            return tuple(self._routes)
         return model_formats(self.transformer)
 
     @property
-    def _routes(self) -> bool:
+    def _routes(self) -> dict[str, str]:
+        """A sentence-transformers model's format routes: ``{format: route}`` (empty without a Router)."""
         # Checked by class name so that plain transformers models never import sentence_transformers.
         st = getattr(self, "_sentence_transformer", None)
-        return st is not None and any(type(module).__name__ == "Router" for module in st)
+        routers = [module for module in st or () if type(module).__name__ == "Router"]
+        return {
+            modules[0].task_format: route
+            for router in routers
+            for route, modules in router.sub_modules.items()
+            if modules and hasattr(modules[0], "task_format")
+        }
 
     @property
     def domains(self) -> tuple[str, ...]:
@@ -495,12 +507,9 @@ class PaperEncoder(Encoder):
 
         if self._sentence_transformer is not None:
             st = self._sentence_transformer
-            # A model with query and document routes (sciembed.encoders.router) picks its format by route.
-            route = (
-                {"task": "query" if self.forward_options.get("task_format") == QUERY_FORMAT else "document"}
-                if self._routes
-                else {}
-            )
+            # A model with format routes (sciembed.formats.format_routes) picks its format by route.
+            routes = self._routes
+            route = {"task": routes[self.forward_options.get("task_format") or DOCUMENT_FORMAT]} if routes else {}
             features = st.preprocess(texts, processing_kwargs={"text": {"max_length": self.max_length}}, **route)
             features = {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
         else:
@@ -534,26 +543,6 @@ def _paper_name(papers: Sequence[Mapping[str, Any] | str], index: int) -> str:
         return f"paper_id {str(paper['paper_id'])!r}"
     text = paper if isinstance(paper, str) else str(paper.get("title") or "")
     return f"paper #{index} {text[:40]!r}"
-
-
-def pool(outputs: Any, attention_mask: torch.Tensor, pooling: str, *, normalize: bool = False) -> torch.Tensor:
-    """The paper embedding in a transformers model output: the family's ``pooler_output``
-    (``pooling="family"``), the ``[CLS]`` hidden state (``"cls"``) or the mean over real tokens
-    (``"mean"``), L2-normalised with ``normalize``. Training takes its embeddings here too, so a model
-    is trained on exactly the vector it is later encoded with."""
-    import torch
-
-    hidden = outputs.last_hidden_state
-    if pooling == FAMILY_POOLING:
-        embeddings = outputs.pooler_output
-    elif pooling == "cls":
-        embeddings = hidden[:, 0]
-    elif pooling == "mean":
-        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-        embeddings = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-    else:
-        raise ValueError(f"pooling must be one of {(FAMILY_POOLING, *POOLINGS)}, got {pooling!r}")
-    return torch.nn.functional.normalize(embeddings, dim=-1) if normalize else embeddings
 
 
 def with_domains(features: Mapping[str, Any], config: Any, domain_ids: torch.Tensor) -> dict[str, Any]:
@@ -668,7 +657,8 @@ class BaseEmbedding:
 
 def base_embedding(name_or_path: str | os.PathLike[str]) -> BaseEmbedding:
     """The embedding a checkpoint is used with: its sentence-transformers modules (``modules.json``:
-    a Transformer, then Pooling with ``cls`` or ``mean``, then optionally Normalize) when it has them,
+    a Transformer, then Pooling with ``cls`` or ``mean``, then optionally Normalize; or format routes, a Router
+    then :class:`~sciembed.formats.format_routes.MultiFormatTransformer`) when it has them,
     else nothing prescribed (``pooling=None``). Training starts from this, so that a model is trained
     in the embedding its base is used with (:func:`pool` reproduces those modules exactly).
 
@@ -685,7 +675,7 @@ def base_embedding(name_or_path: str | os.PathLike[str]) -> BaseEmbedding:
         for entry in json.loads(Path(modules_file).read_text(encoding="utf-8"))
     ]
     names = [kind for kind, _ in kinds]
-    pooling, modes = None, []
+    pooling, modes, window = None, [], None
     if names[:2] == ["Transformer", "Pooling"]:
         config = json.loads(Path(_st_file(name, f"{kinds[1][1]['path']}/config.json")).read_text(encoding="utf-8"))
         # sentence-transformers 5 writes "pooling_mode" (a name or a list); earlier releases one flag per mode.
@@ -697,6 +687,15 @@ def base_embedding(name_or_path: str | os.PathLike[str]) -> BaseEmbedding:
         modes = [modes] if isinstance(modes, str) else list(modes)
         pooling = modes[0] if modes in (["cls"], ["mean"]) else None
         rest = names[2:]
+    elif names[:2] == ["Router", "MultiFormatTransformer"]:
+        # Format routes (sciembed.formats.format_routes): the model pools as its config says, "family" meaning its own.
+        where = kinds[1][1]["path"]
+        pooling = _st_json(name, "/".join(filter(None, [where, "multi_format_config.json"])))["pooling"]
+        pooling = pooling if pooling in POOLINGS else None
+        rest = names[2:]
+        # Every route tokenizes to the window sciembed encodes the model with.
+        route = next(iter(_st_json(name, "router_config.json")["types"]))
+        window = _st_json(name, f"{route}/task_format_config.json")["max_seq_length"]
     else:
         # A sciembed family's folder: its Transformer module returns the family's own embedding.
         rest = names[1:] if names[:1] == ["Transformer"] else names
@@ -709,7 +708,7 @@ def base_embedding(name_or_path: str | os.PathLike[str]) -> BaseEmbedding:
     normalize = rest == ["Normalize"]
     # sentence-transformers < 6 writes the window as sentence_bert_config.json's max_seq_length; 6 writes it as the
     # tokenizer's model_max_length instead.
-    max_length = _st_json(name, "sentence_bert_config.json").get("max_seq_length")
+    max_length = window or _st_json(name, "sentence_bert_config.json").get("max_seq_length")
     if (
         max_length is None
         and (limit := _st_json(name, "tokenizer_config.json").get("model_max_length")) is not None
@@ -849,7 +848,20 @@ def _only_sciembed_code(name_or_path: str) -> bool:
     if router.is_file():
         classes += list(json.loads(router.read_text(encoding="utf-8")).get("types", {}).values())
     own = all(str(name).startswith(("sentence_transformers.", "sciembed.")) for name in classes)
-    return own and not any(foreign_code(sub) for sub in {path.parent for path in folder.rglob("*.py")})
+    return own and not any(
+        foreign_code(sub, route_code_paths()) for sub in {path.parent for path in folder.rglob("*.py")}
+    )
+
+
+def _format_routes_at_root(name_or_path: str) -> bool:
+    """Whether a sentence-transformers model has format routes around the model at its root, as
+    :func:`sciembed.encoders.router.add_format_routes` writes them (``config.json`` beside ``router_config.json``)."""
+    try:
+        _st_file(name_or_path, "router_config.json")
+        _st_file(name_or_path, "config.json")
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _has_sentence_transformers_modules(name_or_path: str) -> bool:

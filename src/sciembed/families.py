@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -106,15 +107,19 @@ def family_of(model: Any) -> str | None:
     return model_type if model_type in FAMILIES else None
 
 
-def foreign_code(folder: str | os.PathLike[str]) -> list[str]:
+def foreign_code(folder: str | os.PathLike[str], own: Sequence[str | os.PathLike[str]] = ()) -> list[str]:
     """The Python files directly in ``folder`` that are not byte-for-byte one of sciembed's own remote-code
-    files of the same name (``sciembed/modeling/<family>/``): what loading with ``trust_remote_code`` would
-    run that sciembed did not write."""
+    files of the same name (``sciembed/modeling/<family>/``, and the files ``own`` names, such as the format routes'
+    modules, :func:`sciembed.formats.route_code_paths`): what loading with ``trust_remote_code`` would run that
+    sciembed did not write."""
     from .io import file_sha256
 
     root = Path(importlib.import_module("sciembed.modeling").__file__).parent
-    own = {name: file_sha256(root / family.name / name) for family in REGISTRY.values() for name in family.remote_code}
-    return sorted(path.name for path in Path(folder).glob("*.py") if file_sha256(path) != own.get(path.name))
+    known = {
+        name: file_sha256(root / family.name / name) for family in REGISTRY.values() for name in family.remote_code
+    }
+    known.update({Path(path).name: file_sha256(path) for path in own})
+    return sorted(path.name for path in Path(folder).glob("*.py") if file_sha256(path) != known.get(path.name))
 
 
 def family_class(family: str) -> type[PreTrainedModel]:

@@ -1,240 +1,72 @@
-"""Multi-format models as sentence-transformers models: queries and candidates in their own formats.
+"""Multi-format models as sentence-transformers models: each task in its format.
 
 SciRepEval (Singh et al. 2023) and SPECTER2 embed ad-hoc search queries in the ``adhoc_query`` format
-(the ``[QRY]`` control code; SPECTER2's ``allenai/specter2_adhoc_query`` adapter) and the candidate
-papers in the ``proximity`` format (``[PRX]``; the ``allenai/specter2`` adapter). :func:`to_sentence_transformer`
-turns a multi-format sciembed model (a control-code model, a BERT with format adapters or with PALs)
-into a ``SentenceTransformer`` whose ``encode_query`` and ``encode_document`` do exactly that, giving
-the vectors of :meth:`sciembed.PaperEncoder.encode_query` and :meth:`~sciembed.PaperEncoder.encode_document`::
+(the ``[QRY]`` control code; SPECTER2's ``allenai/specter2_adhoc_query`` adapter), the candidate
+papers in the ``proximity`` format (``[PRX]``; the ``allenai/specter2`` adapter), and papers to classify in
+``classification`` or ``regression``. :func:`to_sentence_transformer` turns a multi-format sciembed model (a
+control-code model, a BERT with format adapters or with PALs) into a ``SentenceTransformer`` whose ``encode_query``,
+``encode_document`` and ``encode(..., task=format)`` give the vectors of :meth:`sciembed.PaperEncoder.encode_query`,
+:meth:`~sciembed.PaperEncoder.encode_document` and :meth:`~sciembed.PaperEncoder.with_format`::
 
     st = to_sentence_transformer(model, tokenizer)
     queries = st.encode_query(["contrastive citation embeddings"])
     papers = st.encode_document([sciembed.paper_text(p, tokenizer.sep_token) for p in papers])
-    st.save("specter2-st")  # loads again with SentenceTransformer("specter2-st", trust_remote_code=True)
+    labels_in = st.encode(texts, task="classification")
 
-The model is ``[Router(query: [TaskFormatInput("adhoc_query")], document: [TaskFormatInput("proximity")]),
-MultiFormatTransformer(model)]``. sentence-transformers' ``Router`` saves each route's modules on their
-own (one folder per route and position, ``<route>_<index>_<class>``; ``Router.load`` builds one module
-per folder), so one transformer placed in both routes would be written twice and load as two models.
-Here the routes hold only the tokenizer and their format's name; the single encoder after the Router
-reads the format from the batch and activates it on every forward pass, since format adapters and PALs
-keep the active format as state on the model and the previous batch's route must not decide the next
-one's. The weights are saved once (with format adapters or PALs in their own layout next to a clean
-base, as :func:`sciembed.formats.save_with_format_modules` writes them), the tokenizer once per route.
-
-Loading the saved folder needs sciembed installed: ``modules.json`` and ``router_config.json`` name the
-classes of this module. (It sits in ``encoders``, above ``encode``, rather than in ``formats``, which
-``encode`` imports, because it pools through ``encode``.)
+The modules are :mod:`sciembed.formats.format_routes`' (one Router route per format). ``st.save(folder)`` writes
+them under sciembed's names, so that folder loads where sciembed is installed. :func:`add_format_routes` writes the
+same modules into an exported model folder (what ``sciembed export`` does for multi-format models) with their code
+beside the weights, so that ``SentenceTransformer(folder, trust_remote_code=True)`` loads it without sciembed.
+(This module sits in ``encoders``, above ``encode``, because it reads a model's embedding through ``encode``.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import json
+import os
+import shutil
+from pathlib import Path
 
+import sentence_transformers
 from sentence_transformers import SentenceTransformer
-from sentence_transformers.base.modules import InputModule, Module, Router
-from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from sentence_transformers.base.modules import Normalize, Router
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from ..encode import DOCUMENT_FORMAT, FAMILY_POOLING, POOLINGS, QUERY_FORMAT, default_max_length, default_pooling, pool
-from ..families import register_families
-from ..formats import FORMATS, activate_format, load_format_modules, model_formats, save_with_format_modules
+from ..encode import DOCUMENT_FORMAT, QUERY_FORMAT, PaperEncoder, base_embedding, default_max_length, default_pooling
+from ..formats import format_routes, model_formats
+from ..formats.format_routes import MultiFormatTransformer, TaskFormatInput
+from ..formats.names import ROUTE_CODE_FILES, route_of
 
-#: The feature under which a route's :class:`TaskFormatInput` hands its format to :class:`MultiFormatTransformer`.
-FORMAT_FEATURE = "task_format"
-#: The tokenizer outputs a BERT-style forward pass takes (as :class:`sciembed.PaperEncoder` passes them).
-_MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-
-
-class _LoadsFromFolder:
-    """``Module.load`` for the modules here: the module's folder (local, or fetched from the Hub) and its
-    config go to the class's ``_from_folder`` with sentence-transformers' loading options
-    (``trust_remote_code``, ``model_kwargs``, ``processor_kwargs``, ...)."""
-
-    @classmethod
-    def load(
-        cls,
-        model_name_or_path: str,
-        subfolder: str = "",
-        token: bool | str | None = None,
-        cache_folder: str | None = None,
-        revision: str | None = None,
-        local_files_only: bool = False,
-        **kwargs: Any,
-    ) -> Any:
-        hub = dict(
-            subfolder=subfolder,
-            token=token,
-            cache_folder=cache_folder,
-            revision=revision,
-            local_files_only=local_files_only,
-        )
-        return cls._from_folder(
-            cls.load_dir_path(model_name_or_path, **hub), cls.load_config(model_name_or_path, **hub), **kwargs
-        )
-
-
-class TaskFormatInput(_LoadsFromFolder, InputModule):
-    """The input module of one route: tokenizes texts as :class:`sciembed.PaperEncoder` does (padded,
-    truncated to ``max_seq_length``) and tags the batch with the route's task format, which
-    :class:`MultiFormatTransformer` embeds it in.
-
-    Args:
-        tokenizer: the model's tokenizer (a control-code model's includes its codes).
-        task_format: one of :data:`sciembed.formats.FORMATS`.
-        max_seq_length: tokens per text after truncation, at least 2.
-
-    Raises:
-        ValueError: an unknown format or a ``max_seq_length`` below 2.
-    """
-
-    config_file_name = "task_format_config.json"
-    config_keys = ["task_format", "max_seq_length"]
-
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, task_format: str, max_seq_length: int) -> None:
-        super().__init__()
-        if task_format not in FORMATS:
-            raise ValueError(f"unknown task format {task_format!r}; the formats are {', '.join(FORMATS)}")
-        if max_seq_length < 2:
-            raise ValueError(f"max_seq_length must be at least 2, got {max_seq_length}")
-        self.tokenizer = tokenizer
-        self.task_format = task_format
-        self.max_seq_length = max_seq_length
-
-    def preprocess(
-        self,
-        inputs: Sequence[str],
-        prompt: str | None = None,
-        processing_kwargs: dict[str, dict[str, Any]] | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
-        """Tokenize ``inputs`` (texts); ``processing_kwargs`` override tokenizer options per call under
-        ``"common"`` / ``"text"``, as for sentence-transformers' ``Transformer`` (e.g. ``max_length``).
-
-        Raises:
-            TypeError: an input is not a string (make paper records texts with :func:`sciembed.paper_text`).
-        """
-        texts = list(inputs)
-        for text in texts:
-            if not isinstance(text, str):
-                raise TypeError(
-                    f"{type(self).__name__} embeds texts, got a {type(text).__name__}; "
-                    "make paper records texts with sciembed.paper_text(paper, tokenizer.sep_token)"
-                )
-        if prompt:
-            texts = self._prepend_prompt(texts, prompt)
-        overrides = processing_kwargs or {}
-        options = {"max_length": self.max_seq_length, **overrides.get("common", {}), **overrides.get("text", {})}
-        return dict(self.tokenizer(texts, padding=True, truncation=True, return_tensors="pt", **options))
-
-    def forward(self, features: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        features[FORMAT_FEATURE] = self.task_format
-        return features
-
-    def save(self, output_path: str, *args: Any, safe_serialization: bool = True, **kwargs: Any) -> None:
-        self.save_config(output_path)
-        self.save_tokenizer(output_path)
-
-    @classmethod
-    def _from_folder(
-        cls, folder: str, config: dict[str, Any], processor_kwargs: dict[str, Any] | None = None, **kwargs: Any
-    ) -> TaskFormatInput:
-        return cls(AutoTokenizer.from_pretrained(folder, **(processor_kwargs or {})), **config)
-
-
-class MultiFormatTransformer(_LoadsFromFolder, Module):
-    """A multi-format model shared by every route: embeds each batch in the format its route tagged it
-    with (:class:`TaskFormatInput`), switching the model to that format on every call
-    (:func:`sciembed.formats.activate_format`), and pools as :mod:`sciembed.encode` does.
-
-    Args:
-        model: a control-code model, or a transformers encoder with format adapters or PALs.
-        pooling: ``"family"`` (the family's ``pooler_output``, e.g. the control-code position), ``"cls"``
-            or ``"mean"``; by default sciembed's (:func:`sciembed.encode.default_pooling`): the family's
-            embedding for sciembed's families, ``[CLS]`` for any other encoder.
-
-    Raises:
-        ValueError: a model without task formats, or an unknown pooling.
-    """
-
-    config_file_name = "multi_format_config.json"
-    config_keys = ["pooling"]
-
-    def __init__(self, model: PreTrainedModel, pooling: str | None = None) -> None:
-        super().__init__()
-        if not model_formats(model):
-            raise ValueError(
-                f"{type(model).__name__} has no task formats: "
-                "give a control-code model or one with format adapters or PALs"
-            )
-        pooling = pooling or default_pooling(model)
-        if pooling not in (FAMILY_POOLING, *POOLINGS):
-            raise ValueError(f"pooling must be one of {(FAMILY_POOLING, *POOLINGS)}, got {pooling!r}")
-        self.model = model
-        self.pooling = pooling
-
-    def forward(self, features: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        """Add ``sentence_embedding`` to ``features`` (a batch tagged with its format).
-
-        Raises:
-            ValueError: the batch carries no format (no :class:`TaskFormatInput` route ran), or one the
-                model does not have.
-        """
-        task_format = features.get(FORMAT_FEATURE)
-        if task_format is None:
-            raise ValueError(
-                f"{type(self).__name__} embeds batches tagged with a task format: put it behind a Router whose "
-                "routes start with TaskFormatInput (to_sentence_transformer builds one)"
-            )
-        inputs = {key: features[key] for key in _MODEL_INPUTS if key in features}
-        outputs = self.model(**inputs, **activate_format(self.model, task_format))
-        features["sentence_embedding"] = pool(outputs, features["attention_mask"], self.pooling)
-        return features
-
-    def get_embedding_dimension(self) -> int:
-        return self.model.config.hidden_size
-
-    def save(self, output_path: str, *args: Any, safe_serialization: bool = True, **kwargs: Any) -> None:
-        """Write the pooling and the model (always safetensors): format adapters or PALs in their own
-        layout next to a clean base, a control-code model with its remote code."""
-        self.save_config(output_path)
-        if not save_with_format_modules(self.model, output_path):
-            self.model.save_pretrained(output_path)
-
-    @classmethod
-    def _from_folder(
-        cls,
-        folder: str,
-        config: dict[str, Any],
-        trust_remote_code: bool = False,
-        model_kwargs: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> MultiFormatTransformer:
-        """The model saved by :meth:`save` (its format adapters or PALs attached) and its pooling."""
-        register_families()
-        model = AutoModel.from_pretrained(folder, trust_remote_code=trust_remote_code, **(model_kwargs or {}))
-        load_format_modules(model, folder)
-        return cls(model, **config)
+#: What the modules' classes are called in a folder that ships their code (sentence-transformers' custom modules).
+_REMOTE_PREFIX = "format_routes."
 
 
 def to_sentence_transformer(
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
     *,
+    pooling: str | None = None,
+    normalize: bool = False,
     max_seq_length: int | None = None,
     device: str | None = None,
 ) -> SentenceTransformer:
-    """A ``SentenceTransformer`` embedding queries in ``adhoc_query`` and documents in ``proximity``
-    (SciRepEval's ad-hoc search; SPECTER2's query and proximity adapters).
+    """A ``SentenceTransformer`` with one route per format of ``model``: queries (``encode_query``) in
+    ``adhoc_query``, documents (``encode_document``, and ``encode`` without a task) in ``proximity`` (SPECTER2's
+    general-purpose embedding), and ``encode(texts, task=f)`` in any other format ``f`` the model has.
 
-    ``encode_query`` / ``encode_document`` give :meth:`sciembed.PaperEncoder.encode_query` /
-    ``encode_document``'s vectors; ``encode`` without a task takes the document route (proximity,
-    SPECTER2's general-purpose embedding). The model is shared, not copied: the SentenceTransformer
-    moves it to ``device``. Save with ``st.save(folder)``.
+    The vectors are :class:`sciembed.PaperEncoder`'s in the same format and embedding (``pooling``,
+    ``normalize``, ``max_seq_length``). The model is shared, not copied: the SentenceTransformer moves it to
+    ``device``. Save with ``st.save(folder)``.
 
     Args:
-        model: a control-code model, or a transformers encoder with format adapters or PALs, with both formats.
+        model: a control-code model, or a transformers encoder with format adapters or PALs, with at least the
+            ``adhoc_query`` and ``proximity`` formats.
         tokenizer: its tokenizer.
+        pooling: ``"family"``, ``"cls"`` or ``"mean"``; by default sciembed's
+            (:func:`sciembed.encode.default_pooling`): the family's embedding for sciembed's families, ``[CLS]``
+            for any other encoder.
+        normalize: L2-normalise the vectors (a Normalize module after the model), for a model trained in unit
+            vectors.
         max_seq_length: tokens per text; by default :class:`sciembed.PaperEncoder`'s
             (:func:`sciembed.encode.default_max_length`).
         device: as for ``SentenceTransformer`` (by default CUDA when available).
@@ -250,8 +82,98 @@ def to_sentence_transformer(
             f"{', '.join(formats) or 'none'}); queries take {QUERY_FORMAT} and documents {DOCUMENT_FORMAT}"
         )
     length = default_max_length(model, tokenizer) if max_seq_length is None else max_seq_length
-    router = Router.for_query_document(
-        query_modules=[TaskFormatInput(tokenizer, QUERY_FORMAT, length)],
-        document_modules=[TaskFormatInput(tokenizer, DOCUMENT_FORMAT, length)],
+    router = Router(
+        {route_of(f): [TaskFormatInput(tokenizer, f, length)] for f in formats},
+        default_route=route_of(DOCUMENT_FORMAT),
     )
-    return SentenceTransformer(modules=[router, MultiFormatTransformer(model)], device=device)
+    encoder = MultiFormatTransformer(model, pooling or default_pooling(model))
+    return SentenceTransformer(modules=[router, encoder, *([Normalize()] if normalize else [])], device=device)
+
+
+def add_format_routes(folder: str | os.PathLike[str], *, trust_remote_code: bool = False) -> list[str]:
+    """Make the multi-format model saved in ``folder`` (``config.json`` and weights at its root, format adapters
+    or PALs beside them) a sentence-transformers model that loads without sciembed; returns the files written.
+
+    Writes :func:`to_sentence_transformer`'s modules for the folder's own embedding (the pooling, normalisation and
+    window sciembed encodes it with, :func:`sciembed.encode.base_embedding`) into the folder: ``modules.json``
+    with the Router and the model at the root (the model's files stay where they are), the Router's route
+    folders, and the modules' code (:data:`ROUTE_CODE_FILES`), named the way sentence-transformers loads
+    custom modules with ``trust_remote_code=True``. sentence-transformers files the folder had (a control-code
+    model's single-embedding Transformer) are replaced.
+
+    Raises:
+        ValueError: the model has no ``adhoc_query`` or no ``proximity`` format.
+    """
+    folder = Path(folder)
+    encoder = PaperEncoder.from_pretrained(folder, trust_remote_code=trust_remote_code, device="cpu")
+    embedding = base_embedding(folder)
+    st = to_sentence_transformer(
+        encoder.transformer,
+        encoder.tokenizer,
+        pooling=embedding.pooling or default_pooling(encoder.transformer),
+        normalize=embedding.normalize,
+        max_seq_length=encoder.max_length,
+        device="cpu",
+    )
+    _remove_sentence_transformers_files(folder)
+    written = []
+    router, model, *rest = st
+    router.save(str(folder))
+    config = json.loads((folder / router.config_file_name).read_text(encoding="utf-8"))
+    config["types"] = {key: _remote_name(type(module)) for key, module in _route_modules(router).items()}
+    (folder / router.config_file_name).write_text(json.dumps(config, indent=4), encoding="utf-8")
+    written += [router.config_file_name, *(f"{key}/" for key in config["types"])]
+    model.save_config(str(folder))
+    written.append(model.config_file_name)
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": _st_name(Router)},
+        {"idx": 1, "name": "1", "path": "", "type": _remote_name(type(model))},
+    ]
+    for index, module in enumerate(rest, start=2):
+        path = f"{index}_{type(module).__name__}"
+        (folder / path).mkdir()
+        module.save(str(folder / path))
+        modules.append({"idx": index, "name": str(index), "path": path, "type": _st_name(type(module))})
+    (folder / "modules.json").write_text(json.dumps(modules, indent=2), encoding="utf-8")
+    settings = {
+        "model_type": "SentenceTransformer",
+        "__version__": {"sentence_transformers": sentence_transformers.__version__},
+        "prompts": st.prompts,
+        "default_prompt_name": st.default_prompt_name,
+        "similarity_fn_name": st.similarity_fn_name,
+    }
+    (folder / "config_sentence_transformers.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
+    written += ["modules.json", "config_sentence_transformers.json", *(f"{m['path']}/" for m in modules[2:])]
+    code = Path(format_routes.__file__).parent
+    for name in ROUTE_CODE_FILES:
+        shutil.copyfile(code / name, folder / name)
+    return sorted(written + list(ROUTE_CODE_FILES))
+
+
+def _route_modules(router: Router) -> dict[str, object]:
+    """The Router's route modules by the folder name ``Router.save`` gives each."""
+    return {
+        f"{route}_{index}_{type(module).__name__}": module
+        for route, modules in router.sub_modules.items()
+        for index, module in enumerate(modules)
+    }
+
+
+def _remote_name(cls: type) -> str:
+    return f"{_REMOTE_PREFIX}{cls.__name__}"
+
+
+def _st_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__name__}"
+
+
+def _remove_sentence_transformers_files(folder: Path) -> None:
+    """The sentence-transformers modules a folder had (a family model's Transformer at the root and the modules
+    after it), which the routes replace; the model's own files stay."""
+    modules_file = folder / "modules.json"
+    if not modules_file.is_file():
+        return
+    for module in json.loads(modules_file.read_text(encoding="utf-8")):
+        if module.get("path"):
+            shutil.rmtree(folder / module["path"], ignore_errors=True)
+    (folder / "sentence_bert_config.json").unlink(missing_ok=True)

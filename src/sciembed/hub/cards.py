@@ -34,6 +34,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from ..families import REGISTRY
 from ..formats import FORMATS
+from ..formats.names import route_of
 
 SKELETON = "model_card.md"
 PARTIALS = "model_families"
@@ -198,12 +199,20 @@ class ModelFolder:
 
         Families saved by sciembed (:func:`sciembed.families.save_pretrained`) and encoders trained by
         ``sciembed train`` carry sentence-transformers files that reproduce their embedding. These do not
-        qualify: a model with format adapters or PALs (sentence-transformers would load its base without
-        them), a classifier, and a mixture of experts with enforced routing (sentence-transformers cannot
-        pass the domain it needs).
+        qualify: a model with format adapters or PALs without format routes (sentence-transformers would load
+        its base without them), a classifier, and a mixture of experts with enforced routing
+        (sentence-transformers cannot pass the domain it needs).
         """
-        own_embedding = self.method is None and not self.classifier and self.config.get("routing") != "enforced"
+        own_embedding = (
+            (self.method is None or self.routes) and not self.classifier and self.config.get("routing") != "enforced"
+        )
         return "sentence-transformers" if self.sentence_transformers and own_embedding else "transformers"
+
+    @property
+    def routes(self) -> bool:
+        """The folder's sentence-transformers modules have one route per format
+        (:func:`sciembed.encoders.router.add_format_routes`), so they give every format's embedding."""
+        return (self.path / "router_config.json").is_file()
 
 
 def inspect_model_folder(model_dir: str | os.PathLike[str]) -> ModelFolder:
@@ -545,6 +554,7 @@ def render_model_card(
         model=folder,
         config=config,
         embedding=embedding,
+        route=route_of(embedding.task_format) if embedding.task_format else None,
         head=_head_name(config) if folder.classifier else None,
         title=_bert_title(folder) if folder.family == "bert" else FAMILY_TITLES[folder.family],
         method_title=METHOD_TITLES.get(folder.method),

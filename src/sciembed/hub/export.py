@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..families import foreign_code
+from ..formats import route_code_paths
 from ..io import refuse_replacing, replace_folder
 from .files import CARD_FILE, ONNX_FOLDER, hub_files
 
@@ -108,7 +109,7 @@ def export_model(
         raise ValueError(f"{config_path}: not a JSON model config ({error})") from None
     if not isinstance(config, dict):
         raise ValueError(f"{config_path}: holds a JSON {type(config).__name__}, not a model config (an object)")
-    foreign = foreign_code(source)
+    foreign = foreign_code(source, route_code_paths())
     if foreign and not trust_remote_code:
         raise ValueError(
             f"{source}: {', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} not sciembed's own code; "
@@ -144,6 +145,7 @@ def export_model(
             logger.info(
                 "wrote %s (max abs difference to PyTorch %.2e)", ONNX_FILE, done["max_abs_difference_to_pytorch"]
             )
+        routes = _add_routes(staging, config, trust_remote_code) if _has_task_formats(staging, config) else None
         model_type = config.get("model_type", "")
         card = render_model_card(
             staging,
@@ -155,7 +157,7 @@ def export_model(
             dataset_names=dataset_names,
         )
         card.save(staging / CARD_FILE)
-        checks = validate_export(staging) if validate else []
+        checks = validate_export(staging, route_vectors=routes) if validate else []
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -190,6 +192,64 @@ def _to_safetensors(folder: Path) -> None:
     (folder / "pytorch_model.bin").unlink()
 
 
+def _has_task_formats(folder: Path, config: Mapping[str, Any]) -> bool:
+    """Whether the model in ``folder`` embeds in several formats (control codes, format adapters or PALs)."""
+    from ..formats.adapters import has_format_adapters
+    from ..formats.pals import has_saved_pals
+
+    return bool(config.get("control_codes")) or has_format_adapters(folder) or has_saved_pals(folder)
+
+
+#: Texts each format route embeds when an export is validated (their vectors are compared with sciembed's).
+_ROUTE_TEXTS = (
+    "Citation embeddings{sep}Papers that cite each other are embedded close together.",
+    "garbage collection in list processing systems",
+)
+
+
+def _add_routes(folder: Path, config: Mapping[str, Any], trust_remote_code: bool) -> dict[str, Any] | None:
+    """Give a multi-format model its sentence-transformers routes (:func:`sciembed.encoders.router.add_format_routes`);
+    returns the vectors sciembed gives :data:`_ROUTE_TEXTS` in each format, by route, for :func:`validate_export`
+    to compare with sentence-transformers'. A model without both search formats (``adhoc_query`` and
+    ``proximity``) gets no routes (logged) and returns None."""
+    from ..encode import DOCUMENT_FORMAT, QUERY_FORMAT, PaperEncoder
+    from ..encoders.router import add_format_routes
+    from ..formats.names import route_of
+
+    encoder = PaperEncoder.from_pretrained(folder, trust_remote_code=trust_remote_code, device="cpu")
+    formats = encoder.task_formats
+    if QUERY_FORMAT not in formats or DOCUMENT_FORMAT not in formats:
+        logger.info(
+            "%s: formats %s lack %s or %s, so no sentence-transformers query / document routes are written",
+            folder.name,
+            ", ".join(formats),
+            QUERY_FORMAT,
+            DOCUMENT_FORMAT,
+        )
+        return None
+    texts = [text.format(sep=encoder.tokenizer.sep_token) for text in _ROUTE_TEXTS]
+    vectors = {route_of(f): encoder.with_format(f).encode(texts, show_progress_bar=False).tolist() for f in formats}
+    add_format_routes(folder, trust_remote_code=trust_remote_code)
+    return {"texts": texts, "vectors": vectors}
+
+
+_FRESH_ROUTES = """
+import json, sys
+sys.modules["sciembed"] = None  # the Hub user has no sciembed
+from sentence_transformers import SentenceTransformer
+folder, expected = sys.argv[1], json.loads(sys.stdin.read())
+st = SentenceTransformer(folder, trust_remote_code=True, device="cpu")
+texts = expected["texts"]
+vectors = {route: st.encode(texts, task=route).tolist() for route in expected["vectors"]}
+vectors["encode_query"] = st.encode_query(texts).tolist()
+vectors["encode_document"] = st.encode_document(texts).tolist()
+print(json.dumps(vectors))
+"""
+
+#: How far sentence-transformers' vectors of an exported multi-format model may be from sciembed's.
+ROUTE_TOLERANCE = 1e-5
+
+
 _FRESH_LOAD = """
 import json, sys
 sys.modules["sciembed"] = None  # the Hub user has no sciembed
@@ -209,12 +269,19 @@ print(json.dumps({"class": type(model).__name__, "shape": list(output.last_hidde
 """
 
 
-def validate_export(folder: str | os.PathLike[str], *, timeout: float = 600) -> list[str]:
+def validate_export(
+    folder: str | os.PathLike[str], *, route_vectors: Mapping[str, Any] | None = None, timeout: float = 600
+) -> list[str]:
     """Check an exported folder; returns what was checked, raises ValueError naming what failed.
 
     - ``README.md`` exists and its YAML front matter parses (``huggingface_hub.ModelCard``);
     - a fresh Python process in which ``import sciembed`` fails loads the model with
-      ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` and runs one paper through it.
+      ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` and runs one paper through it;
+    - with ``route_vectors`` (a multi-format model's ``{"texts": [...], "vectors": {route: vectors}}``, sciembed's
+      vectors of the texts in each format), another such process loads the folder with
+      ``SentenceTransformer(folder, trust_remote_code=True)`` and embeds the texts in every route
+      (``encode(task=route)``, ``encode_query``, ``encode_document``): each must be sciembed's within
+      :data:`ROUTE_TOLERANCE`.
     """
     from huggingface_hub import ModelCard
 
@@ -236,4 +303,41 @@ def validate_export(folder: str | os.PathLike[str], *, timeout: float = 600) -> 
         )
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     checks.append(f"loads without sciembed as {loaded['class']}, output {loaded['shape']}")
+    if route_vectors is not None:
+        checks.append(_check_routes(folder, route_vectors, env, timeout))
     return checks
+
+
+def _check_routes(folder: Path, expected: Mapping[str, Any], env: Mapping[str, str], timeout: float) -> str:
+    import numpy as np
+
+    done = subprocess.run(
+        [sys.executable, "-c", _FRESH_ROUTES, str(folder)],
+        input=json.dumps(expected),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+    if done.returncode != 0:
+        raise ValueError(
+            f"{folder}: SentenceTransformer(..., trust_remote_code=True) fails without sciembed:\n"
+            f"{done.stderr[-2000:]}"
+        )
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    want = dict(
+        expected["vectors"], encode_query=expected["vectors"]["query"], encode_document=expected["vectors"]["document"]
+    )
+    gaps = {
+        route: float(np.abs(np.asarray(got[route]) - np.asarray(vectors)).max()) for route, vectors in want.items()
+    }
+    wrong = {route: gap for route, gap in gaps.items() if not gap <= ROUTE_TOLERANCE}
+    if wrong:
+        shown = ", ".join(f"{route} {gap:.2e}" for route, gap in wrong.items())
+        raise ValueError(
+            f"{folder}: sentence-transformers' vectors differ from sciembed's beyond {ROUTE_TOLERANCE:g} ({shown})"
+        )
+    return (
+        f"loads without sciembed in sentence-transformers: routes {', '.join(sorted(expected['vectors']))} give "
+        f"sciembed's vectors (max difference {max(gaps.values()):.1e})"
+    )

@@ -7,8 +7,8 @@ nothing more:
 - at the top: weights (safetensors, or ``pytorch_model.bin`` that export converts), the configs of
   transformers and sentence-transformers, the tokenizer's files and the remote-code ``.py`` files (which
   :func:`sciembed.families.foreign_code` checks separately);
-- the folders of sentence-transformers modules named in ``modules.json``: their configs, weights and
-  tokenizer files;
+- the folders of sentence-transformers modules named in ``modules.json`` (and a Router's route folders): their
+  configs, weights and tokenizer files;
 - format adapters and AdapterFusion layers (folders holding the adapters library's configs) and PALs
   (``pals/``): their configs and weights;
 - ``onnx/``: ONNX graphs and their external data.
@@ -32,9 +32,11 @@ from ..formats.names import (
     FUSION_CONFIG_FILE,
     FUSION_SAFE_WEIGHTS_FILE,
     FUSION_WEIGHTS_FILE,
+    MULTI_FORMAT_CONFIG_FILE,
     PALS_CONFIG_FILE,
     PALS_FOLDER,
     PALS_WEIGHTS_FILE,
+    ROUTER_CONFIG_FILE,
 )
 
 CARD_FILE = "README.md"
@@ -65,6 +67,8 @@ _TOP_LEVEL = (
     "modules.json",
     "sentence_bert_config.json",
     "config_sentence_transformers.json",
+    ROUTER_CONFIG_FILE,
+    MULTI_FORMAT_CONFIG_FILE,
     CARD_FILE,
     "*.py",
     *_TOKENIZER_FILES,
@@ -145,16 +149,24 @@ def _matches(name: str, patterns: tuple[str, ...]) -> bool:
 
 
 def _module_folders(root: Path) -> set[str]:
-    """The module folders ``modules.json`` names (the top-level module's path is "")."""
+    """The module folders ``modules.json`` names (the top-level module's path is ""), and the route folders of a
+    Router among them (its ``router_config.json``'s ``types``)."""
     try:
         modules = json.loads((root / "modules.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return set()
-    return (
-        {str(Path(m["path"])) for m in modules if isinstance(m, dict) and m.get("path")}
-        if isinstance(modules, list)
-        else set()
-    )
+    if not isinstance(modules, list):
+        return set()
+    paths = [str(m.get("path") or "") for m in modules if isinstance(m, dict)]
+    folders = {str(Path(path)) for path in paths if path}
+    for path in dict.fromkeys(paths):
+        try:
+            routes = json.loads((root / path / ROUTER_CONFIG_FILE).read_text(encoding="utf-8")).get("types", {})
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(routes, dict):
+            folders |= {str(Path(path, route)) for route in routes}
+    return folders
 
 
 def _link_stays_home(path: Path, real_root: Path) -> bool:
