@@ -1002,7 +1002,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
                     for m in tasks[t]
                 }
                 for t in tasks
-                if t not in CITE_TASKS
+                # A row's own task (a SPECTROID head's predictions) has no counterpart in MiniLM's row.
+                if t not in CITE_TASKS and t in reference[chosen[0]["seed"]]["metrics"]
             }
             if name != PEER and PEER in by_system:
                 entry["against_peer"] = {
