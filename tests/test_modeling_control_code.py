@@ -401,3 +401,29 @@ def test_from_bert_on_the_embedded_minilm():
         expected = bert_twin(model, path)(**reference).last_hidden_state
     assert output.pooler_output.shape == (2, 384)
     torch.testing.assert_close(output.last_hidden_state, expected, rtol=0, atol=1e-5)
+
+
+def test_mean_text_pooling_averages_the_text_that_the_code_conditions(tiny_bert, batch):
+    """text_pooling="mean" (the unit-vector recipe's, for a mean-pooling base): the embedding is the mean of the
+    final states of [CLS] and the text, padding and the code excluded; the formats still embed apart, through
+    attention to their codes."""
+    model, _ = build(tiny_bert, text_pooling="mean")
+    with torch.no_grad():
+        outputs = {name: model(**batch, task_format=name) for name in CODES}
+    for output in outputs.values():
+        text = output.attention_mask.clone().float()
+        text[:, 1] = 0
+        expected = (output.last_hidden_state * text[..., None]).sum(1) / text.sum(1, keepdim=True)
+        torch.testing.assert_close(output.pooler_output, expected, atol=1e-6, rtol=0)
+        assert not torch.allclose(output.pooler_output, output.last_hidden_state[:, 1], atol=1e-3)
+    assert (outputs["proximity"].pooler_output - outputs["adhoc_query"].pooler_output).abs().max() > 1e-4
+    with pytest.raises(ValueError, match="text_pooling must be one of"):
+        ControlCodeConfig(text_pooling="max")
+
+
+def test_scirepeval_ctrl_reads_a_mean_pooling_base_by_its_mean():
+    from sciembed.training.recipes import RECIPES
+
+    recipe = RECIPES["scirepeval-ctrl"]
+    assert recipe.resolve(unit_vectors=True)["model"]["text_pooling"] == "mean"
+    assert "text_pooling" not in recipe.resolve()["model"]  # the paper's code embedding from a [CLS]-read base

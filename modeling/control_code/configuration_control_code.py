@@ -6,6 +6,9 @@ from typing import Any
 
 from transformers import BertConfig
 
+#: The embeddings a control-code model gives: the code's final state (``None``, the paper's) or the text's mean.
+TEXT_POOLINGS = (None, "mean")
+
 #: SciRepEval's four task formats and their control codes (``TASK_IDS`` in allenai/scirepeval).
 DEFAULT_CONTROL_CODES: dict[str, str] = {
     "classification": "[CLF]",
@@ -35,6 +38,13 @@ class ControlCodeConfig(BertConfig):
             prediction, recommendation) and for search candidates, i.e. the general-purpose paper
             embedding, and SPECTER2's default released adapter (``allenai/specter2``) is the proximity
             one as well. SciRepEval's own evaluation has no default: it sets the code per task.
+        text_pooling: ``None`` (default, the paper's: the embedding is the final hidden state of the code) or
+            ``"mean"``: the mean of the final hidden states of ``[CLS]`` and the text tokens (padding and the code
+            excluded), which the code still conditions through attention, so each format keeps its own embedding.
+            This is the embedding of a base that pools by mean, as sentence-transformers models such as
+            all-MiniLM-L6-v2 do: read at a new code token, such a base starts far below itself
+            (``benchmarks/results/recipes.json``, ``scirepeval-ctrl``'s step 0). A departure from the paper, whose
+            base (SciBERT) is read at a ``[CLS]``-like position.
         classifier_hidden_sizes: the hidden-layer sizes, each Linear + ReLU, of the SPECTROID classification head
             (Capuano et al.) that ``ControlCodeForSequenceClassification`` puts on the control-code embedding;
             ``[]`` (default) is a linear head. Unused by the encoder.
@@ -49,9 +59,13 @@ class ControlCodeConfig(BertConfig):
         control_code_token_ids: dict[str, int] | None = None,
         default_task_format: str = "proximity",
         classifier_hidden_sizes: list[int] | None = None,
+        text_pooling: str | None = None,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
+        if text_pooling not in TEXT_POOLINGS:
+            raise ValueError(f"text_pooling must be one of {TEXT_POOLINGS}, got {text_pooling!r}")
+        self.text_pooling = text_pooling
         self.control_codes = dict(DEFAULT_CONTROL_CODES if control_codes is None else control_codes)
         self.control_code_token_ids = {name: int(i) for name, i in (control_code_token_ids or {}).items()}
         self.default_task_format = default_task_format

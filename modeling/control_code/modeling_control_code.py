@@ -53,7 +53,8 @@ class ControlCodeModelOutput(ModelOutput):
     Args:
         last_hidden_state: ``(batch, n + 1, hidden)`` final hidden states, control code at index 1.
         pooler_output: ``(batch, hidden)`` the paper embedding for the requested task format: the
-            final hidden state of the control code (SciRepEval reads ``last_hidden_state[:, 1]``).
+            final hidden state of the control code (SciRepEval reads ``last_hidden_state[:, 1]``), or with
+            ``config.text_pooling="mean"`` the mean of the other real tokens' final states.
         hidden_states: with ``output_hidden_states``, the embedding output and every layer's output,
             each ``(batch, n + 1, hidden)``.
         attention_mask: ``(batch, n + 1)`` the attention mask of the sequence the encoder saw, with the
@@ -442,9 +443,16 @@ class ControlCodeModel(ControlCodePreTrainedModel):
             hidden_states = layer_output(layer(hidden_states, extended_mask))
             if output_hidden_states:
                 all_hidden_states += (hidden_states,)
+        if getattr(self.config, "text_pooling", None) == "mean":
+            text = attention_mask.clone()
+            text[:, CONTROL_CODE_POSITION] = 0
+            weights = text.unsqueeze(-1).to(hidden_states.dtype)
+            pooled = (hidden_states * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+        else:
+            pooled = hidden_states[:, CONTROL_CODE_POSITION]
         output = ControlCodeModelOutput(
             last_hidden_state=hidden_states,
-            pooler_output=hidden_states[:, CONTROL_CODE_POSITION],
+            pooler_output=pooled,
             hidden_states=all_hidden_states,
             attention_mask=attention_mask,
         )

@@ -398,7 +398,11 @@ RECIPES: dict[str, Recipe] = {
             notes="Multi-task training over SciRepEval's formats with [CLF] [RGN] [PRX] [QRY] control codes: AdamW "
             "with an inverse-square-root schedule after warm-up (10% of the steps; the paper's 700 steps assume a "
             "longer run), task-heterogeneous batches; heads: linear with dropout, CE / BCE / MSE, triplet for "
-            "proximity and search. --data is SciRepEval's samples or a task mixture of several sources.",
+            "proximity and search. --data is SciRepEval's samples or a task mixture of several sources. In unit "
+            "vectors (a mean-pooling base such as all-MiniLM-L6-v2), departure: the embedding is the mean of the "
+            "text's final states, which the code conditions through attention (model.text_pooling=mean), since a "
+            "new code token read as the embedding starts far below the base.",
+            unit_vectors={"model.text_pooling": "mean"},
         ),
         _recipe(
             "scirepeval-adapters",
