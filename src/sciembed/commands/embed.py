@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.papers import PaperProblem
+from ..data.papers import TEXT_FIELDS, PaperProblem
 from ..distributed import Share, process_share
 from ..encode import Encoder
 from ..io import (
@@ -144,6 +144,7 @@ def embed_to_file(
     world_size: int | None = None,
     id_field: str | None = None,
     skip_invalid: bool = False,
+    text_fields: Sequence[str] = TEXT_FIELDS,
     show_progress_bar: bool = True,
 ) -> EmbedReport:
     """Embed ``papers`` into ``output``: a ``.jsonl``, ``.npy`` or ``.parquet`` file, or a folder of Parquet
@@ -154,7 +155,8 @@ def embed_to_file(
             that a bad input fails before a long model load.
         papers: records with ``paper_id`` (a list, or a ``datasets.Dataset``), or the path of a paper file
             (read with :func:`~sciembed.data.papers.paper_dataset`, ``id_field`` and ``skip_invalid`` as
-            there).
+            there; ``text_fields`` are the fields kept beside title and abstract, e.g. ``body``, for an encoder
+            that reads them, :class:`~sciembed.encoders.WindowedEncoder`).
         shard_size: papers per shard (the unit of resuming and of the split over processes).
         resume: keep the finished shards of an unfinished run of ``output`` (with the same papers, model
             and settings; the number of processes may differ).
@@ -186,7 +188,9 @@ def embed_to_file(
             from ..data.papers import paper_dataset
 
             with share.main_process_first():  # rank 0 writes the Arrow file, the others open it
-                read = paper_dataset(papers, folder, id_field=id_field, skip_invalid=skip_invalid)
+                read = paper_dataset(
+                    papers, folder, id_field=id_field, skip_invalid=skip_invalid, text_fields=text_fields
+                )
             papers, skipped = read.dataset, read.skipped
             if skipped and share.rank == 0:
                 logger.warning(
@@ -463,6 +467,11 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         "precision",
         "int8_check_set",
         "int8_check_benchmark",
+        "long_documents",
+        "window_tokens",
+        "window_overlap",
+        "window_combine",
+        "text_fields",
     )
     parser.add_argument("--shard-size", type=int, default=10_000, help="papers per shard saved for --resume")
     parser.add_argument(
@@ -522,6 +531,7 @@ def run(args: argparse.Namespace) -> int:
         world_size=args.world_size,
         id_field=args.id_field,
         skip_invalid=args.skip_invalid,
+        text_fields=args.text_fields or TEXT_FIELDS,
         show_progress_bar=not args.no_progress,
     )
     end_distributed_run()

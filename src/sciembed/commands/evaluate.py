@@ -114,6 +114,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     add_options(
         parser, "batch_size", "max_length", "device", "backend", "precision", "int8_check_set", "int8_check_benchmark"
     )
+    add_options(parser, "long_documents", "window_tokens", "window_overlap", "window_combine", "text_fields")
     parser.add_argument(
         "--cache-dir", help="embedding cache folder (default: $SCIEMBED_CACHE or $HF_HOME/sciembed/embeddings)"
     )

@@ -90,6 +90,39 @@ _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
             "link whatever its middle column (CISI, whose middle column is a weight)",
         },
     ),
+    "long_documents": (
+        "--long-documents",
+        {
+            "action": "store_true",
+            "help": "embed a paper longer than the model's window window by window (the title at the head of each) "
+            "and average the windows' vectors, instead of cutting it at the window",
+        },
+    ),
+    "window_tokens": (
+        "--window-tokens",
+        {"type": int, "help": "with --long-documents: tokens per window (default: the model's window)"},
+    ),
+    "window_overlap": (
+        "--window-overlap",
+        {"type": int, "default": 32, "help": "with --long-documents: tokens each window shares with the one before"},
+    ),
+    "window_combine": (
+        "--window-combine",
+        {
+            "choices": ("mean", "tokens"),
+            "default": "mean",
+            "help": "with --long-documents: the windows' mean, or their mean weighted by their text tokens",
+        },
+    ),
+    "text_fields": (
+        "--text-fields",
+        {
+            "nargs": "+",
+            "metavar": "FIELD",
+            "help": "the paper fields that make its text, in order (default: title abstract; title abstract body "
+            "for full texts, with --long-documents)",
+        },
+    ),
     "int8_check_benchmark": (
         "--int8-check-benchmark",
         {"choices": ("cacm", "scidocs"), "default": "cacm", "help": "the kind of --int8-check-set folder"},
@@ -134,7 +167,26 @@ def encoder_from_args(args: argparse.Namespace, **options: Any) -> Any:
         logging.getLogger(__name__).info(
             "int8 gate passed: %s; min cosine to fp32 %s", verdict.reason, verdict.min_cosine
         )
-    return encoder
+    return _with_windows(encoder, args)
+
+
+def _with_windows(encoder: Any, args: argparse.Namespace) -> Any:
+    """``encoder`` embedding long papers window by window (``--long-documents``) or from ``--text-fields``."""
+    long_documents, fields = getattr(args, "long_documents", False), getattr(args, "text_fields", None)
+    if getattr(args, "window_tokens", None) and not long_documents:
+        raise ValueError("--window-tokens sets the windows of --long-documents: give both")
+    if not long_documents and not fields:
+        return encoder
+    from ..encoders import WindowedEncoder, WindowSettings
+
+    settings = WindowSettings(
+        window=getattr(args, "window_tokens", None),
+        overlap=getattr(args, "window_overlap", 32),
+        combine=getattr(args, "window_combine", "mean"),
+        windows=long_documents,
+        **({"text_fields": tuple(fields)} if fields else {}),
+    )
+    return WindowedEncoder(encoder, settings)
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

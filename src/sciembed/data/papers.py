@@ -187,6 +187,7 @@ def paper_dataset(
     *,
     id_field: str | None = None,
     skip_invalid: bool = False,
+    text_fields: Sequence[str] = TEXT_FIELDS,
 ) -> PaperDataset:
     """The papers of ``path`` (any format of :func:`read_papers`, validated the same way) as an Arrow-backed
     ``datasets.Dataset``, for corpora larger than memory.
@@ -195,7 +196,8 @@ def paper_dataset(
     memory-mapped, so memory holds one batch and the ids seen (for the duplicate check), not the papers.
     ``<key>`` names the file's path, size and modification time and the reading options; a later call
     for the unchanged file opens the Arrow file written before (its skipped records kept beside it),
-    without reading the input again. Only the fields a paper's text is made of are kept.
+    without reading the input again. Only the fields a paper's text is made of are kept: title, abstract and
+    ``text_fields`` (e.g. ``body`` for full texts), each as text (absent as ``""``).
 
     Raises:
         as :func:`read_papers`.
@@ -206,13 +208,15 @@ def paper_dataset(
     from ..io import atomic_path
 
     path, cache_dir = Path(path), Path(cache_dir)
+    extra = [name for name in dict.fromkeys(text_fields) if name not in ("paper_id", *TEXT_FIELDS)]
     stat = path.stat()
     key = hashlib.sha256(
-        json.dumps([str(path.resolve()), stat.st_size, stat.st_mtime_ns, id_field, skip_invalid]).encode()
+        json.dumps([str(path.resolve()), stat.st_size, stat.st_mtime_ns, id_field, skip_invalid, *extra]).encode()
     ).hexdigest()[:16]
     arrow_file, skipped_file = cache_dir / f"papers-{key}.arrow", cache_dir / f"papers-{key}.skipped.json"
     if not (arrow_file.is_file() and skipped_file.is_file()):
-        schema = pa.schema([("paper_id", pa.string()), ("title", pa.string()), ("abstract", pa.string())])
+        columns = ["paper_id", *TEXT_FIELDS, *extra]
+        schema = pa.schema([(name, pa.string()) for name in columns])
         skipped: list[PaperProblem] = []
         with (
             atomic_path(arrow_file) as temporary,
@@ -221,6 +225,11 @@ def paper_dataset(
         ):
             batch: list[dict[str, Any]] = []
             for paper in _valid_papers(path, id_field, skip_invalid, skipped):
+                for name in extra:
+                    try:
+                        paper[name] = _text_field(paper, name)
+                    except TypeError as error:
+                        raise ValueError(f"{path}: paper {paper['paper_id']!r}: {error}") from None
                 batch.append(paper)
                 if len(batch) == _ARROW_BATCH:
                     writer.write_batch(pa.RecordBatch.from_pylist(batch, schema=schema))

@@ -1,0 +1,236 @@
+"""Papers longer than the model's window: embedded window by window, and the windows combined.
+
+A model reads at most ``max_length`` tokens (all-MiniLM-L6-v2 256, BERT 512); a full text (an S2ORC body, a PDF's
+text) is cut there. :class:`WindowedEncoder` splits a paper's text into windows of the model's length that overlap by
+``overlap`` tokens, embeds every window with the wrapped encoder (its family, pooling, format, domain and backend,
+PyTorch or ONNX), and combines a paper's window vectors: their mean, or their mean weighted by each window's text
+tokens. The title is kept at the head of every window (``title [SEP] window``), as SPECTER's input puts it ahead of
+the text, so that every window is read as part of that paper. A paper that fits the window is embedded exactly as
+the wrapped encoder embeds it. Window boundaries fall between words, never inside one (word pieces stay together).
+
+What a paper's text is: ``text_fields``, in order (default title and abstract; ``("title", "abstract", "body")``
+for full texts); the first is the title when it is ``title``.
+
+    encoder = WindowedEncoder(sciembed.PaperEncoder.from_pretrained(), WindowSettings(text_fields=FULL_TEXT))
+    vectors = encoder.encode(papers)  # one vector per paper, however long
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..data.papers import TEXT_FIELDS, paper_text
+from ..encode import Encoder
+
+#: How a paper's window vectors become one: their mean, or their mean weighted by each window's text tokens.
+COMBINATIONS = ("mean", "tokens")
+#: A full text's fields, in the order they make the paper's text.
+FULL_TEXT = ("title", "abstract", "body")
+#: Fewer text tokens than this per window (after the title and the special tokens) is refused: the windows would
+#: be mostly title.
+MIN_WINDOW_TEXT = 8
+
+
+@dataclass(frozen=True)
+class WindowSettings:
+    """How long papers are split and combined (:class:`WindowedEncoder`).
+
+    Args:
+        window: tokens per window, special tokens and the title included; by default the wrapped encoder's
+            ``max_length`` (the model's window). A smaller one measures windowing where the truth is known
+            (``benchmarks/long_documents.py``).
+        overlap: tokens each window shares with the one before it.
+        combine: ``"mean"`` or ``"tokens"`` (:data:`COMBINATIONS`).
+        keep_title: put the title at the head of every window.
+        text_fields: the paper fields that make its text, in order; the first is the title when it is ``title``.
+        windows: split papers longer than ``window``; without it they are cut as usual, and only ``text_fields``
+            applies.
+
+    Raises:
+        ValueError: a negative ``overlap``, an unknown ``combine``, no ``text_fields``, or a ``window`` below 2.
+    """
+
+    window: int | None = None
+    overlap: int = 32
+    combine: str = "mean"
+    keep_title: bool = True
+    text_fields: tuple[str, ...] = TEXT_FIELDS
+    windows: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text_fields", tuple(self.text_fields))
+        if self.window is not None and self.window < 2:
+            raise ValueError(f"window must be at least 2 tokens, got {self.window}")
+        if self.overlap < 0:
+            raise ValueError(f"overlap must be 0 or more tokens, got {self.overlap}")
+        if self.combine not in COMBINATIONS:
+            raise ValueError(f"combine must be one of {COMBINATIONS}, got {self.combine!r}")
+        if not self.text_fields:
+            raise ValueError("text_fields names no field: give at least one (e.g. title abstract)")
+
+
+class WindowedEncoder(Encoder):
+    """An encoder that embeds each paper window by window (see the module docstring).
+
+    Args:
+        encoder: the encoder that embeds the windows (a :class:`~sciembed.PaperEncoder`, an ensemble, ...).
+        settings: the windows, their combination and the text fields.
+
+    Raises:
+        ValueError: the window leaves fewer than :data:`MIN_WINDOW_TEXT` text tokens, or exceeds the encoder's
+            ``max_length``.
+    """
+
+    def __init__(self, encoder: Encoder, settings: WindowSettings | None = None) -> None:
+        self.encoder = encoder
+        self.settings = settings or WindowSettings()
+        self.window = self.settings.window or encoder.max_length
+        text_room = self.window - encoder.tokenizer.num_special_tokens_to_add(pair=False)
+        if self.settings.windows and self.settings.overlap >= text_room:
+            raise ValueError(
+                f"an overlap of {self.settings.overlap} tokens is the whole of a {self.window}-token window "
+                f"({text_room} after the special tokens): use a smaller overlap"
+            )
+        if self.settings.windows and not encoder.tokenizer.is_fast:
+            raise ValueError(
+                f"{encoder.name_or_path}: windows need a fast tokenizer (its token offsets); this one is "
+                f"{type(encoder.tokenizer).__name__}"
+            )
+        if self.window > encoder.max_length:
+            raise ValueError(
+                f"window {self.window} exceeds the {encoder.max_length} tokens {encoder.name_or_path} reads"
+            )
+        self.tokenizer, self.device, self.max_length = encoder.tokenizer, encoder.device, self.window
+        self.pooling, self.normalize, self.facets = encoder.pooling, encoder.normalize, encoder.facets
+        self.forward_options, self.backend, self.precision = (
+            encoder.forward_options,
+            encoder.backend,
+            encoder.precision,
+        )
+
+    @property
+    def name_or_path(self) -> str:
+        return self.encoder.name_or_path
+
+    @property
+    def task_formats(self) -> tuple[str, ...]:
+        return self.encoder.task_formats
+
+    @property
+    def transformer(self) -> Any:
+        return self.encoder.transformer
+
+    def with_format(self, task_format: str | None) -> WindowedEncoder:
+        return WindowedEncoder(self.encoder.with_format(task_format), self.settings)
+
+    def fingerprint(self) -> str:
+        settings = json.dumps({**asdict(self.settings), "window": self.window}, sort_keys=True)
+        return hashlib.sha256(f"windows {settings} {self.encoder.fingerprint()}".encode()).hexdigest()
+
+    def texts(self, papers: Iterable[Mapping[str, Any] | str], fields: Sequence[str] | None = None) -> list[str]:
+        """Model texts of ``papers`` from ``text_fields`` (unwindowed: what an embed run's manifest records)."""
+        return super().texts(papers, fields or self.settings.text_fields)
+
+    def encode(
+        self,
+        papers: Sequence[Mapping[str, Any] | str],
+        *,
+        batch_size: int | None = None,
+        show_progress_bar: bool = True,
+        progress_desc: str = "Encoding",
+    ) -> np.ndarray:
+        """One vector per paper: the combination of its windows' vectors (one window when it fits)."""
+        if not papers:
+            raise ValueError("no papers to encode")
+        options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar, "progress_desc": progress_desc}
+        if not self.settings.windows:
+            return self.encoder.encode(self.texts(papers), **options)
+        texts, owners, weights = [], [], []
+        for index, paper in enumerate(papers):
+            for text, tokens in self.paper_windows(paper):
+                texts.append(text)
+                owners.append(index)
+                weights.append(tokens if self.settings.combine == "tokens" else 1)
+        vectors = self.encoder.encode(texts, **{**options, "progress_desc": f"{progress_desc} (windows)"})
+        owners_array, weight_array = np.asarray(owners), np.asarray(weights, dtype=np.float64)
+        sums = np.zeros((len(papers), *vectors.shape[1:]), dtype=np.float64)
+        np.add.at(sums, owners_array, vectors * weight_array.reshape(-1, *[1] * (vectors.ndim - 1)))
+        totals = np.bincount(owners_array, weights=weight_array, minlength=len(papers))
+        combined = sums / totals.reshape(-1, *[1] * (vectors.ndim - 1))
+        if _unit_vectors(self.encoder):
+            # The mean of unit vectors is shorter than one: the combination is a unit vector like every window's.
+            combined /= np.linalg.norm(combined, axis=-1, keepdims=True).clip(min=1e-12)
+        return combined.astype(np.float32)
+
+    def paper_windows(self, paper: Mapping[str, Any] | str) -> list[tuple[str, int]]:
+        """The texts ``paper`` is embedded as, each with its count of text tokens (the title's not counted): one
+        text when it fits the window, else windows of the text that overlap by ``overlap`` tokens, each after the
+        title (``keep_title``).
+
+        Raises:
+            ValueError: the title leaves fewer than :data:`MIN_WINDOW_TEXT` tokens of text per window.
+        """
+        title, body = self._title_and_body(paper)
+        sep = self.sep_token
+        whole = sep.join(part for part in (title, body) if part)
+        specials = self.tokenizer.num_special_tokens_to_add(pair=False)
+        if self._tokens(whole) + specials <= self.window or not body:
+            return [(whole, self._tokens(body))]
+        head = f"{title}{sep}" if title and self.settings.keep_title else ""
+        room = self.window - specials - self._tokens(head)
+        if room < MIN_WINDOW_TEXT:
+            raise ValueError(
+                f"paper {_paper_id(paper)!r}: its title leaves {room} of the window's {self.window} tokens for the "
+                f"text (at least {MIN_WINDOW_TEXT}); use a larger window or keep_title=False"
+            )
+        if self.settings.overlap >= room:
+            raise ValueError(
+                f"paper {_paper_id(paper)!r}: an overlap of {self.settings.overlap} tokens leaves windows of {room} "
+                "text tokens no room to move on; use a smaller overlap"
+            )
+        encoded = self.tokenizer(body, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+        offsets, words = encoded["offset_mapping"], encoded.word_ids()
+        windows, start = [], 0
+        while True:
+            end = min(start + room, len(offsets))
+            while end < len(offsets) and end > start + 1 and words[end] == words[end - 1]:
+                end -= 1  # never cut a word: its pieces go to the next window
+            windows.append((head + body[offsets[start][0] : offsets[end - 1][1]], end - start))
+            if end == len(offsets):
+                return windows
+            following = max(end - self.settings.overlap, start + 1)
+            while following > start + 1 and words[following] == words[following - 1]:
+                following -= 1  # a window starts at a word's first piece
+            start = following
+
+    def _tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+
+    def _title_and_body(self, paper: Mapping[str, Any] | str) -> tuple[str, str]:
+        fields = self.settings.text_fields
+        if isinstance(paper, str):
+            return "", paper
+        if fields[0] == "title":
+            title = str(paper.get("title") or "").strip()
+            rest = fields[1:]
+            body = paper_text(paper, self.sep_token, rest) if rest and any(paper.get(f) for f in rest) else ""
+            if not title and not body:
+                paper_text(paper, self.sep_token, fields)  # raises, naming the paper and the fields
+            return title, body
+        return "", paper_text(paper, self.sep_token, fields)
+
+
+def _unit_vectors(encoder: Encoder) -> bool:
+    """Whether ``encoder`` gives unit vectors: it normalises, or its sentence-transformers modules end in Normalize."""
+    st = getattr(encoder, "_sentence_transformer", None)
+    return bool(encoder.normalize) or (st is not None and type(st[len(st) - 1]).__name__ == "Normalize")
+
+
+def _paper_id(paper: Mapping[str, Any] | str) -> str:
+    return paper.get("paper_id", "?") if isinstance(paper, Mapping) else paper[:40]
