@@ -1038,3 +1038,37 @@ def test_data_exclude_keeps_papers_out_of_every_training_example(tiny_bert, tmp_
             tmp_path / "ready",
             {**step, "data.exclude": ["1"]},
         )
+
+
+def test_a_classification_head_trains_at_its_own_learning_rate(tiny_bert, tmp_path):
+    """spectroid-heads' model.head_learning_rate: the head's parameters (outside the encoder) in optimiser groups of
+    their own at that rate, the encoder's at the run's, each group keeping its weight decay; the schedule scales
+    both alike."""
+    from sciembed.training.run import prepare
+
+    overrides = {**TINY_RUN, "save_strategy": "no", "learning_rate": 2e-5, "warmup_steps": 0}
+    run = prepare("spectroid-heads", tiny_bert, shared_data("cacm"), tmp_path / "heads", overrides)
+    trainer = run.trainer
+    optimizer = trainer.create_optimizer()
+    encoder = {id(p) for p in trainer.model.base_model.parameters()}
+    head = [p for p in trainer.model.parameters() if id(p) not in encoder]
+    assert head and run.settings["model"]["head_learning_rate"] == 1e-3
+    for group in optimizer.param_groups:
+        kinds = {id(p) in encoder for p in group["params"]}
+        assert len(kinds) == 1 and group["lr"] == (2e-5 if kinds == {True} else 1e-3)
+    grouped = [p for group in optimizer.param_groups for p in group["params"]]
+    assert len(grouped) == len({id(p) for p in grouped}) == len(list(trainer.model.parameters()))
+    assert {g["weight_decay"] for g in optimizer.param_groups} == {0.0, 0.01}
+    scheduler = trainer.create_scheduler(num_training_steps=10, optimizer=optimizer)
+    optimizer.step()
+    scheduler.step()
+    rates = {round(g["lr"] / g["initial_lr"], 6) for g in optimizer.param_groups}
+    assert len(rates) == 1  # one schedule for both rates
+    with pytest.raises(ValueError, match="head_learning_rate must be positive"):
+        prepare(
+            "spectroid-heads",
+            tiny_bert,
+            shared_data("cacm"),
+            tmp_path / "bad",
+            {**overrides, "model.head_learning_rate": 0},
+        )

@@ -653,6 +653,7 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
 
     options = dict(options)
     options.pop("weight_average", None)  # the Trainer's (see prepare)
+    options.pop("head_learning_rate", None)  # the classification Trainer's (see _objective)
     options.pop("family", None)  # model.family=none: recipe.family is already None (see _dense_variant)
     modules = options.pop("format_modules", None)
     module_options = {
@@ -770,4 +771,10 @@ def _objective(
             loss,
             options,
         )
-    return trainers.PaperClassificationTrainer, collators.LabelledPaperCollator(tokenizer, max_length), None, {}
+    head = settings["model"].get("head_learning_rate")
+    return (
+        trainers.PaperClassificationTrainer,
+        collators.LabelledPaperCollator(tokenizer, max_length),
+        None,
+        {} if head is None else {"head_learning_rate": head},
+    )

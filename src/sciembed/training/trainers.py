@@ -400,4 +400,38 @@ class MultiTaskTrainer(EmbeddingTrainer):
 class PaperClassificationTrainer(EmbeddingTrainer):
     """End-to-end fine-tuning of an encoder with a classification head (SPECTROID's CH1 / CH2 / CH3):
     the model computes its own cross-entropy from ``labels`` (the plain Trainer's loss); evaluation
-    embeds papers with its encoder (``model.base_model``)."""
+    embeds papers with its encoder (``model.base_model``).
+
+    Args:
+        head_learning_rate: the learning rate of the head's parameters (those outside ``model.base_model``); by
+            default the encoder's (``args.learning_rate``). A head starts at random, the encoder pretrained: at an
+            encoder's fine-tuning rate a head barely moves in a short run. The schedule scales both alike.
+        kwargs: as for :class:`EmbeddingTrainer`.
+    """
+
+    def __init__(self, *args: Any, head_learning_rate: float | None = None, **kwargs: Any) -> None:
+        if head_learning_rate is not None and not head_learning_rate > 0:
+            raise ValueError(f"head_learning_rate must be positive, got {head_learning_rate}")
+        self.head_learning_rate = head_learning_rate
+        super().__init__(*args, **kwargs)
+
+    def create_optimizer(self) -> Any:
+        """``transformers.Trainer``'s optimizer, with the head's parameters in groups of their own at
+        ``head_learning_rate`` (each keeping its weight-decay group's settings)."""
+        fresh = self.optimizer is None
+        optimizer = super().create_optimizer()
+        if not fresh or self.head_learning_rate is None:
+            return optimizer
+        encoder = {id(p) for p in self.model.base_model.parameters()}
+        groups = []
+        for group in optimizer.param_groups:
+            for params, lr in (
+                ([p for p in group["params"] if id(p) in encoder], group["lr"]),
+                ([p for p in group["params"] if id(p) not in encoder], self.head_learning_rate),
+            ):
+                if params:
+                    groups.append({**group, "params": params, "lr": lr})
+        optimizer.param_groups.clear()
+        for group in groups:
+            optimizer.add_param_group(group)
+        return optimizer
