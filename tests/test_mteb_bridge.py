@@ -266,3 +266,29 @@ def test_bad_input_is_refused_with_what_to_fix(tmp_path, caplog):
     caplog.clear()
     assert main(["evaluate", "--benchmark", "beir", "--no-progress"]) == 2
     assert "--benchmark beir needs --data" in caplog.text
+
+
+def test_mteb_averages_are_mtebs_own_means():
+    """The report's MTEB averages: per task mteb's TaskResult.get_score (the main score's mean over splits and
+    subsets), then the mean over tasks and over task types, from mteb's own results."""
+    import numpy as np
+
+    from sciembed.evaluation.tables import averages
+
+    def result(name, scores):
+        task = mteb.get_task(name)
+        for subsets in scores.values():
+            for values in subsets.values():
+                values["main_score"] = values[task.metadata.main_score]
+        return task, mteb.TaskResult.from_task_results(task, scores, evaluation_time=1.0)
+
+    runs = [
+        result("STS17", {"test": {"en-en": {"cosine_spearman": 0.5}, "en-de": {"cosine_spearman": 0.7}}}),
+        result("STSBenchmark", {"test": {"default": {"cosine_spearman": 0.8}}}),
+        result("SCIDOCS", {"test": {"default": {"ndcg_at_10": 0.2}}}),
+    ]
+    rows = [row for task, run in runs for row in task_results(run, task.metadata)]
+    got = averages("mteb", rows)
+    scores = [100 * run.get_score() for _, run in runs]
+    assert got["mean (3 tasks)"] == pytest.approx(np.mean(scores))
+    assert got["mean over task types (2 types)"] == pytest.approx(np.mean([np.mean(scores[:2]), scores[2]]))

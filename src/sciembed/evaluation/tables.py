@@ -7,6 +7,9 @@
   the mean of P@5 and P@10 on hard and soft judgements; regression: Kendall's τ); averages per group (``in-train``,
   ``out-of-train``, ``scidocs``) and over ``all`` those tasks. Few-shot rows are shown but counted in no average, as
   in the paper.
+- MTEB: a task's score is the mean of its main score over its splits and subsets (mteb's ``TaskResult.get_score``);
+  the mean over tasks, and with several task types the mean over types of their tasks' mean (MTEB's
+  ``Mean (Task)`` and ``Mean (TaskType)``).
 
 Values are on the 0–100 scale; the table rounds to two decimals as the papers print them, the JSON
 keeps them unrounded.
@@ -54,7 +57,31 @@ def averages(benchmark: str, results: list[TaskResult]) -> dict[str, float]:
         if scored:
             out[f"all ({len(scored)} tasks)"] = float(np.mean([task_score(r) for r in scored]))
         return out
+    if benchmark == "mteb":
+        return _mteb_averages(results)
     return {}
+
+
+def _mteb_averages(results: list[TaskResult]) -> dict[str, float]:
+    """MTEB's benchmark means: a task's score is the mean of its main score over its splits and subsets (mteb's
+    ``TaskResult.get_score``); ``mean (N tasks)`` over tasks, and with several task types MTEB's ``Mean (TaskType)``,
+    the mean over types of the mean of their tasks."""
+    by_task: dict[str, list[float]] = {}
+    kinds: dict[str, str] = {}
+    for result in results:
+        task = result.details.get("mteb_task", result.task)
+        by_task.setdefault(task, []).extend(primary_values(result))
+        kinds[task] = result.kind
+    if not by_task:
+        return {}
+    scores = {task: float(np.mean(values)) for task, values in by_task.items()}
+    out = {f"mean ({len(scores)} tasks)": float(np.mean(list(scores.values())))}
+    types: dict[str, list[float]] = {}
+    for task, score in scores.items():
+        types.setdefault(kinds[task], []).append(score)
+    if len(types) > 1:
+        out[f"mean over task types ({len(types)} types)"] = float(np.mean([np.mean(v) for v in types.values()]))
+    return out
 
 
 def format_table(report: EvaluationReport) -> str:
