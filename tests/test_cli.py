@@ -109,7 +109,7 @@ def test_embed_ends_with_one_summary_line(tiny_bert, tmp_path, caplog, capsys):
     from transformers.utils import logging as transformers_logging
 
     assert transformers_logging.is_progress_bar_enabled()
-    embed_lines = [r.getMessage() for r in caplog.records if r.name == "sciembed.commands.embed"]
+    embed_lines = [r.getMessage() for r in caplog.records if r.name == "sciembed.jobs.embed"]
     assert len(embed_lines) == 1 and caplog.records[-1].getMessage() == embed_lines[0]
     assert re.fullmatch(
         rf"embedded 6 papers in \d+\.\d s \(\d+\.\d papers/s\); wrote 6 x 32 embeddings to {re.escape(str(output))}",

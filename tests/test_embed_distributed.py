@@ -173,8 +173,8 @@ def test_papers_are_read_into_a_memory_mapped_arrow_file_from_every_format(tiny_
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from sciembed.commands.embed import embed_to_file
     from sciembed.data.papers import paper_dataset, read_papers
+    from sciembed.jobs.embed import embed_to_file
 
     jsonl = write_papers(tmp_path / "papers.jsonl")
     parquet = tmp_path / "papers.parquet"
@@ -200,7 +200,7 @@ def test_papers_are_read_into_a_memory_mapped_arrow_file_from_every_format(tiny_
 
 
 def test_skipped_records_are_reported_by_a_resumed_run_too(tiny_encoder, tmp_path):
-    from sciembed.commands.embed import embed_to_file
+    from sciembed.jobs.embed import embed_to_file
 
     papers = tmp_path / "papers.jsonl"
     papers.write_text(

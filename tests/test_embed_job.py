@@ -7,8 +7,8 @@ import pytest
 from helpers import PAPERS, Interrupt, counting_encodes
 
 from sciembed import PaperEncoder
-from sciembed.commands.embed import embed_to_file, partial_dir
 from sciembed.io import read_embeddings
+from sciembed.jobs.embed import embed_to_file, partial_dir
 
 PAPERS_11 = [{**PAPERS[i % len(PAPERS)], "paper_id": f"id{i}"} for i in range(11)]
 

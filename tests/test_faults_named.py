@@ -96,7 +96,7 @@ def test_a_json_file_that_is_not_utf8_names_its_line(tiny_bert, tmp_path, caplog
 
 @pytest.mark.parametrize("damage", ["truncated shard", "other papers", "broken manifest"])
 def test_damaged_partial_state_is_named(tiny_bert, tmp_path, caplog, monkeypatch, damage):
-    from sciembed.commands.embed import partial_dir
+    from sciembed.jobs.embed import partial_dir
 
     papers, output = tmp_path / "papers.jsonl", tmp_path / "out.jsonl"
     papers.write_text("".join(json.dumps(p) + "\n" for p in PAPERS_11))
@@ -304,7 +304,7 @@ def test_train_data_without_papers_or_citations_says_what_it_found(tmp_path, cap
 
 
 def test_a_run_that_fails_before_any_shard_leaves_nothing_that_blocks_the_next(tiny_bert, tmp_path, caplog):
-    from sciembed.commands.embed import partial_dir
+    from sciembed.jobs.embed import partial_dir
 
     papers, output = tmp_path / "papers.jsonl", tmp_path / "out.jsonl"
     papers.write_text("".join(json.dumps(p) + "\n" for p in PAPERS_11))

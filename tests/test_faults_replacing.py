@@ -9,8 +9,8 @@ import pytest
 from helpers import PAPERS, counting_encodes
 
 from sciembed.cli import main
-from sciembed.commands.embed import embed_to_file
 from sciembed.io import ids_path, read_embeddings
+from sciembed.jobs.embed import embed_to_file
 
 
 def _papers(tmp_path):

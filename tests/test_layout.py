@@ -17,7 +17,10 @@ SOURCE = Path(__file__).resolve().parents[1] / "src"
 LAYERS = (
     ("cli", ("sciembed.cli",)),
     ("commands", ("sciembed.commands",)),
-    ("training / evaluation / hub", ("sciembed.training", "sciembed.evaluation", "sciembed.hub")),
+    (
+        "training / evaluation / hub / jobs",
+        ("sciembed.training", "sciembed.evaluation", "sciembed.hub", "sciembed.jobs"),
+    ),
     ("encoders", ("sciembed.encoders",)),
     ("encode", ("sciembed.encode", "sciembed.onnx_backend")),
     ("formats / data", ("sciembed.formats", "sciembed.data")),

@@ -59,6 +59,7 @@ def test_wheel_contents(tmp_path):
         "sciembed/encode.py",
         "sciembed/cli.py",
         "sciembed/commands/embed.py",
+        "sciembed/jobs/embed.py",
         "sciembed/encoders/__init__.py",
         "sciembed/io.py",
         "sciembed/data/papers.py",

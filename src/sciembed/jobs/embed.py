@@ -1,0 +1,420 @@
+"""The embed job: papers to embeddings, in shards that survive an interruption and spread over processes.
+
+Papers are encoded ``shard_size`` at a time; each finished shard is saved atomically as a Parquet part in
+``<output>.partial/parts/`` next to a manifest of the run's settings. Shard k belongs to rank ``k mod
+world_size``, so under `torchrun` / `accelerate launch` (or SLURM array tasks given ``--rank`` /
+``--world-size``) every process encodes its own shards. When every shard is done the output is assembled:
+a folder of Parquet parts (``datasets.load_dataset("parquet", data_dir=...)`` reads it) renamed into place
+in one step, or one ``.jsonl`` / ``.npy`` / ``.parquet`` file written atomically; the ``.partial`` folder is
+removed. A run that was interrupted is continued with ``resume=True``, by any number of processes: finished
+shards are kept, and only the rest is encoded. A paper file given by path is read into a memory-mapped
+Arrow file in the ``.partial`` folder (:func:`~sciembed.data.papers.paper_dataset`), so no process holds
+the corpus in memory. :func:`embed_to_file` is the job; ``sciembed embed`` (:mod:`sciembed.commands.embed`) parses
+its options and calls it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import logging
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..data.papers import TEXT_FIELDS, PaperProblem
+from ..distributed import Share, process_share
+from ..encode import Encoder
+from ..io import (
+    EMBEDDING_SUFFIXES,
+    Chunk,
+    atomic_path,
+    ids_path,
+    read_embeddings,
+    refuse_replacing,
+    replace_folder,
+    write_embeddings,
+)
+
+logger = logging.getLogger(__name__)
+
+_MANIFEST = "manifest.json"
+_PARTS = "parts"
+# Taken by the rank that assembles the output when no process group can elect one (SLURM arrays).
+_ASSEMBLING = "assembling"
+
+Papers = Sequence[Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class EmbedReport:
+    """What an :func:`embed_to_file` run did (in this process).
+
+    Attributes:
+        output: the output file or folder.
+        papers, dim: papers in the whole job and the embedding size.
+        shards: shards in the whole job.
+        resumed_shards: shards of this process that an earlier run had finished.
+        encoded_shards: shards this process encoded.
+        rank, world_size: this process's share of the job.
+        assembled: whether the output is complete (this process, or rank 0 of its group, assembled it).
+        skipped: the records of the input file that were skipped (``skip_invalid``).
+        encoded_papers: papers this process encoded (those of its shards that an earlier run had not finished).
+        seconds: wall-clock time of the run in this process, reading the input and writing the output included.
+    """
+
+    output: Path
+    papers: int
+    dim: int | None
+    shards: int
+    resumed_shards: int
+    encoded_shards: int = 0
+    rank: int = 0
+    world_size: int = 1
+    assembled: bool = True
+    skipped: list[PaperProblem] = field(default_factory=list)
+    encoded_papers: int = 0
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        """One line on what this process did: papers embedded, seconds, papers per second and the output."""
+        share = (
+            f"rank {self.rank} of {self.world_size}: encoded {self.encoded_shards} shard(s), "
+            if self.world_size > 1
+            else ""
+        )
+        rate = (
+            f" ({self.encoded_papers / self.seconds:.1f} papers/s)" if self.encoded_papers and self.seconds > 0 else ""
+        )
+        line = f"{share}embedded {self.encoded_papers} papers in {self.seconds:.1f} s{rate}"
+        if self.resumed_shards:
+            line += f"; {self.resumed_shards} shard(s) were done by an earlier run"
+        if self.skipped:
+            line += f"; {len(self.skipped)} invalid record(s) skipped"
+        if self.dim is not None:
+            return f"{line}; wrote {self.papers} x {self.dim} embeddings to {self.output}"
+        if self.assembled:
+            return f"{line}; rank 0 wrote the {self.papers} embeddings to {self.output}"
+        return f"{line}; {self.output} is written by the task that finishes the last shard"
+
+
+def partial_dir(output: str | os.PathLike[str]) -> Path:
+    """The folder holding the finished shards of an unfinished run writing ``output``."""
+    output = Path(output)
+    return output.with_name(output.name + ".partial")
+
+
+def check_output(output: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+    """``output`` as a Path: a file named ``.jsonl`` / ``.npy`` / ``.parquet``, or a folder (a name without a
+    suffix) of Parquet parts; a ValueError names any other suffix, a FileExistsError an output (or a ``.npy``'s
+    ids file) already there unless ``overwrite``."""
+    output = Path(output)
+    if output.suffix and output.suffix.lower() not in EMBEDDING_SUFFIXES:
+        raise ValueError(
+            f"{output}: unsupported embedding output; use a {', '.join(EMBEDDING_SUFFIXES)} file, "
+            "or a name without a suffix for a folder of Parquet parts"
+        )
+    for written in written_files(output):
+        refuse_replacing(written, overwrite=overwrite)
+    return output
+
+
+def written_files(output: Path) -> list[Path]:
+    """The files an embedding output consists of: the output, and a ``.npy``'s ids file."""
+    return [output] + ([ids_path(output)] if output.suffix.lower() == ".npy" else [])
+
+
+def embed_to_file(
+    encoder: Encoder | Callable[[], Encoder],
+    papers: Papers | Any | str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    shard_size: int = 10_000,
+    batch_size: int | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    rank: int | None = None,
+    world_size: int | None = None,
+    id_field: str | None = None,
+    skip_invalid: bool = False,
+    text_fields: Sequence[str] = TEXT_FIELDS,
+    show_progress_bar: bool = True,
+) -> EmbedReport:
+    """Embed ``papers`` into ``output``: a ``.jsonl``, ``.npy`` or ``.parquet`` file, or a folder of Parquet
+    parts (``part-00000.parquet``, ... with columns ``paper_id`` and ``embedding``).
+
+    Args:
+        encoder: the model, or a function that loads it: called once the papers have been read and checked, so
+            that a bad input fails before a long model load.
+        papers: records with ``paper_id`` (a list, or a ``datasets.Dataset``), or the path of a paper file
+            (read with :func:`~sciembed.data.papers.paper_dataset`, ``id_field`` and ``skip_invalid`` as
+            there; ``text_fields`` are the fields kept beside title and abstract, e.g. ``body``, for an encoder
+            that reads them, :class:`~sciembed.encoders.WindowedEncoder`).
+        shard_size: papers per shard (the unit of resuming and of the split over processes).
+        resume: keep the finished shards of an unfinished run of ``output`` (with the same papers, model
+            and settings; the number of processes may differ).
+        overwrite: replace an ``output`` that exists (an earlier run's); refused otherwise, before any work.
+        rank, world_size: this process's share: shards ``rank, rank + world_size, ...``. By default the
+            initialised ``torch.distributed`` group's (`torchrun`, `accelerate launch`), else the whole
+            job. Given explicitly (SLURM arrays; Ray or Spark mapping ``rank`` over tasks), the tasks share
+            ``<output>.partial`` with no process group: a task joins the unfinished run it finds there when
+            it has the same manifest, and the task that finishes the last shard assembles the output.
+
+    Logs the records skipped (``skip_invalid``) once read, and ends with one line, :meth:`EmbedReport.summary`.
+
+    Raises:
+        FileExistsError: ``output`` exists and ``overwrite`` is false; an unfinished run of ``output`` exists and
+            ``resume`` is false (one process).
+        ValueError: ``resume`` is true but the unfinished run used other papers or settings; damaged state.
+    """
+    started = time.perf_counter()
+    output = check_output(output, overwrite=overwrite)
+    if shard_size < 1:
+        raise ValueError(f"shard_size must be positive, got {shard_size}")
+    if batch_size is not None and batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    share = process_share(rank, world_size)
+    folder = partial_dir(output)
+    try:
+        skipped: list[PaperProblem] = []
+        if isinstance(papers, (str, os.PathLike)):
+            from ..data.papers import paper_dataset
+
+            with share.main_process_first():  # rank 0 writes the Arrow file, the others open it
+                read = paper_dataset(
+                    papers, folder, id_field=id_field, skip_invalid=skip_invalid, text_fields=text_fields
+                )
+            papers, skipped = read.dataset, read.skipped
+            if skipped and share.rank == 0:
+                logger.warning(
+                    "skipped %d invalid record(s) of %s:\n  %s",
+                    len(skipped),
+                    read.path,
+                    "\n  ".join(map(str, skipped)),
+                )
+        if not len(papers):
+            raise ValueError("no papers to embed")
+        if not isinstance(encoder, Encoder):
+            encoder = encoder()
+        count = math.ceil(len(papers) / shard_size)
+        with share.main_process_first():  # rank 0 starts or checks the run, the others join it
+            joining = share.rank > 0 if share.group else share.world_size > 1
+            _start(folder, _manifest(encoder, papers, shard_size), resume=resume, joining=joining)
+        resumed, encoded, encoded_papers = _encode_shards(
+            encoder, papers, folder / _PARTS, shard_size, count, share, batch_size, show_progress_bar
+        )
+    except BaseException:
+        # A run that finished no shard leaves nothing worth resuming, and must not block the next.
+        if share.world_size == 1 and not any((folder / _PARTS).glob("part-*.parquet")):
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+    share.barrier()
+    assembled = share.rank == 0 if share.group else _all_done(folder / _PARTS, count) and _claim(folder, share)
+    dim = None
+    if assembled:
+        dim = _assemble(folder, output, papers, shard_size, count)
+    share.barrier()
+    report = EmbedReport(
+        output,
+        len(papers),
+        dim,
+        count,
+        resumed,
+        encoded,
+        share.rank,
+        share.world_size,
+        assembled or share.group,
+        skipped,
+        encoded_papers,
+        time.perf_counter() - started,
+    )
+    logger.info("%s", report.summary())
+    return report
+
+
+def _records(papers: Papers | Any, start: int, stop: int) -> list[Mapping[str, Any]]:
+    """Papers ``start .. stop - 1`` as records (a ``datasets.Dataset`` slice is read from its Arrow file)."""
+    if hasattr(papers, "select"):
+        return papers.select(range(start, stop)).to_list()
+    return list(papers[start:stop])
+
+
+def _ids(papers: Papers | Any, start: int, stop: int) -> list[str]:
+    """The ids of papers ``start .. stop - 1`` (of a ``datasets.Dataset``, read from its id column alone)."""
+    if hasattr(papers, "select_columns"):
+        return [str(i) for i in papers.select_columns(["paper_id"])[start:stop]["paper_id"]]
+    return [str(paper["paper_id"]) for paper in papers[start:stop]]
+
+
+def _part(parts: Path, index: int) -> Path:
+    return parts / f"part-{index:05d}.parquet"
+
+
+def _encode_shards(
+    encoder: Encoder,
+    papers: Papers | Any,
+    parts: Path,
+    shard_size: int,
+    count: int,
+    share: Share,
+    batch_size: int,
+    show_progress_bar: bool,
+) -> tuple[int, int, int]:
+    """Encode this process's unfinished shards into ``parts``; returns (shards already done, shards encoded, papers
+    encoded)."""
+    resumed = encoded = encoded_papers = 0
+    for index in range(share.rank, count, share.world_size):
+        part = _part(parts, index)
+        start, stop = index * shard_size, min((index + 1) * shard_size, len(papers))
+        if part.exists():
+            _check_part(part, _ids(papers, start, stop))
+            resumed += 1
+            continue
+        records = _records(papers, start, stop)
+        ids = [str(paper["paper_id"]) for paper in records]
+        vectors = encoder.encode(
+            records,
+            batch_size=batch_size,
+            show_progress_bar=show_progress_bar,
+            progress_desc=f"Shard {index + 1}/{count}" if count > 1 else "Encoding",
+        )
+        write_embeddings(part, [(ids, vectors)], total=len(ids), dim=vectors.shape[1])
+        encoded += 1
+        encoded_papers += len(ids)
+    return resumed, encoded, encoded_papers
+
+
+def _check_part(part: Path, ids: list[str]) -> Chunk:
+    """A finished part must hold the shard's ids, in order, with float vectors; anything else is named.
+    Returns its ids and vectors."""
+    try:
+        found, vectors = read_embeddings(part)
+    except Exception as error:  # pyarrow's errors for a damaged file have no common base below Exception
+        raise ValueError(f"{part}: not a readable part ({error}); delete it and --resume re-embeds it") from None
+    if found != ids or vectors.ndim != 2:
+        raise ValueError(
+            f"{part}: holds {len(found)} vectors of shape {vectors.shape} for other papers than the "
+            f"{len(ids)} of its shard; delete it and --resume re-embeds it"
+        )
+    return found, vectors
+
+
+def _all_done(parts: Path, count: int) -> bool:
+    return all(_part(parts, index).exists() for index in range(count))
+
+
+def _claim(folder: Path, share: Share) -> bool:
+    """Whether this process assembles the output: always alone; among group-less tasks, the one that
+    creates the ``assembling`` marker first."""
+    marker = folder / _ASSEMBLING
+    if share.world_size == 1:
+        marker.unlink(missing_ok=True)  # left by a task killed while assembling: one process takes over
+        return True
+    try:
+        marker.touch(exist_ok=False)
+    except FileExistsError:
+        return False
+    return True
+
+
+def _assemble(folder: Path, output: Path, papers: Papers | Any, shard_size: int, count: int) -> int:
+    """Check every part (each read once) and put the output in place; returns the embedding size."""
+    parts = folder / _PARTS
+
+    def checked() -> Iterator[Chunk]:
+        dim = None
+        for index in range(count):
+            ids, vectors = _check_part(
+                _part(parts, index), _ids(papers, index * shard_size, min((index + 1) * shard_size, len(papers)))
+            )
+            if dim is not None and vectors.shape[1] != dim:
+                raise ValueError(
+                    f"{_part(parts, index)}: vectors of size {vectors.shape[1]}, the parts before it {dim}; "
+                    f"delete {folder} to start over"
+                )
+            dim = vectors.shape[1]
+            yield ids, vectors
+
+    chunks = checked()
+    first = next(chunks)
+    dim = first[1].shape[1]
+    if output.suffix:
+        write_embeddings(
+            output, itertools.chain([first], chunks), total=len(papers), dim=dim
+        )  # a wrong part leaves no output
+    else:
+        for _ in chunks:
+            pass
+        for leftover in parts.glob(".*"):  # temporary files of parts whose writer was killed
+            leftover.unlink()
+        replace_folder(parts, output)
+    shutil.rmtree(folder)
+    return dim
+
+
+#: Manifest entries that describe a run without deciding its vectors (not compared on resume).
+_INFORMATIONAL = ("model",)
+
+
+def _manifest(encoder: Encoder, papers: Papers | Any, shard_size: int) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    for start in range(0, len(papers), shard_size):
+        records = _records(papers, start, min(start + shard_size, len(papers)))
+        for paper, text in zip(records, encoder.texts(records)):
+            digest.update(str(paper["paper_id"]).encode() + b"\0" + text.encode() + b"\0")
+    return {
+        "model": encoder.name_or_path,
+        # What the vectors depend on (weights, config, pooling, length, format), not where the model was read
+        # from: the same model given as model/ or model resumes, changed weights at the same path do not.
+        "encoder_fingerprint": encoder.fingerprint(),
+        "pooling": encoder.pooling,
+        "normalize": encoder.normalize,
+        "max_length": encoder.max_length,
+        "forward_options": encoder.forward_options,
+        "shard_size": shard_size,
+        "papers": len(papers),
+        "papers_sha256": digest.hexdigest(),
+    }
+
+
+def _start(folder: Path, manifest: dict[str, Any], *, resume: bool, joining: bool) -> None:
+    """Start the run in ``folder``, or continue the unfinished one there (``resume``; ``joining``: another
+    process of this job may have started it) if its manifest matches."""
+    manifest_file = folder / _MANIFEST
+    parts = folder / _PARTS
+    if manifest_file.exists():
+        if not (resume or joining):
+            done = len(list(parts.glob("part-*.parquet")))
+            raise FileExistsError(
+                f"{folder} holds an unfinished run ({done} shard(s) done): pass --resume (resume=True) "
+                "to continue it, or delete the folder to start over"
+            )
+        try:
+            earlier = json.loads(manifest_file.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise ValueError(
+                f"{manifest_file}: not valid JSON (line {error.lineno}: {error.msg}); delete {folder} to start over"
+            ) from None
+        if not isinstance(earlier, dict):
+            raise ValueError(f"{manifest_file}: not a sciembed manifest; delete {folder} to start over")
+        differing = sorted(key for key in manifest if key not in _INFORMATIONAL and earlier.get(key) != manifest[key])
+        if differing:
+            raise ValueError(
+                f"cannot resume {folder}: the unfinished run differs in {', '.join(differing)} "
+                "(other papers, model weights or settings); delete the folder to start over"
+            )
+        return
+    if parts.exists() and any(parts.iterdir()):
+        raise ValueError(f"{folder} has no {_MANIFEST}; it was not written by sciembed embed: delete it to start over")
+    if resume:
+        logger.info("nothing to resume at %s; starting from the first shard", folder)
+    parts.mkdir(parents=True, exist_ok=True)
+    with atomic_path(manifest_file) as temporary:
+        temporary.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
