@@ -122,11 +122,6 @@ def test_bad_settings_are_named(encoder):
         WindowedEncoder(encoder, WindowSettings(window=999))
     with pytest.raises(ValueError, match="an overlap of 30 tokens is the whole of a 24-token window"):
         WindowedEncoder(encoder, WindowSettings(window=24, overlap=30))
-    with pytest.raises(ValueError, match="paper 'long': an overlap of 20 tokens leaves windows of"):
-        WindowedEncoder(encoder, WindowSettings(window=24, overlap=20)).paper_windows(LONG)  # the title takes room
-    titled = dict(LONG, title=" ".join(WORDS[:30]))
-    with pytest.raises(ValueError, match="paper 'long': its title leaves"):
-        WindowedEncoder(encoder, WindowSettings(window=24, overlap=4)).paper_windows(titled)
 
 
 def test_embed_reads_the_text_fields_and_embeds_window_by_window(tiny_bert, tmp_path, caplog):
@@ -165,3 +160,20 @@ def test_embed_reads_the_text_fields_and_embeds_window_by_window(tiny_bert, tmp_
     np.testing.assert_allclose(cut[0], encoder.encode([body_text], show_progress_bar=False)[0], atol=1e-5)
     assert main([*common, "--output", str(tmp_path / "x.npy"), "--window-tokens", "20"]) != 0
     assert "--window-tokens sets the windows of --long-documents: give both" in caplog.text
+
+
+def test_papers_the_settings_do_not_fit_are_windowed_otherwise_and_counted(encoder, caplog):
+    """A title too long to repeat is read once, at the head of the text; windows that would overlap by more than half
+    their text overlap by half. Both are counted and logged, never an error that stops a corpus."""
+    titled = dict(LONG, paper_id="titled", title=" ".join(WORDS[:16]))  # leaves 5 of 22 tokens for the text
+    windowed = WindowedEncoder(encoder, WindowSettings(window=24, overlap=4))
+    windows = windowed.paper_windows(titled)
+    assert windows[0][0].startswith(titled["title"]) and not any(t.startswith(titled["title"]) for t, _ in windows[1:])
+    assert all(token_count(encoder, text) + 2 <= 24 for text, _ in windows)
+    wide = WindowedEncoder(encoder, WindowSettings(window=24, overlap=16))  # the title leaves about 18 text tokens
+    narrow = WindowedEncoder(encoder, WindowSettings(window=24, overlap=9))
+    assert [w for w, _ in wide.paper_windows(LONG)] == [w for w, _ in narrow.paper_windows(LONG)]
+    with caplog.at_level("WARNING", logger="sciembed.encoders.windows"):
+        windowed.encode([titled, SHORT], show_progress_bar=False)
+    assert windowed.adjusted["title_read_once"] == 2 and wide.adjusted["overlap_halved"] == 1
+    assert "1 of 2 papers windowed otherwise: title read once 1" in caplog.text

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -28,12 +29,14 @@ import numpy as np
 from ..data.papers import TEXT_FIELDS, paper_text
 from ..encode import Encoder
 
+logger = logging.getLogger(__name__)
+
 #: How a paper's window vectors become one: their mean, or their mean weighted by each window's text tokens.
 COMBINATIONS = ("mean", "tokens")
 #: A full text's fields, in the order they make the paper's text.
 FULL_TEXT = ("title", "abstract", "body")
-#: Fewer text tokens than this per window (after the title and the special tokens) is refused: the windows would
-#: be mostly title.
+#: Fewer text tokens than this per window (after the title and the special tokens) and the title is read once instead
+#: of in every window, which would be mostly title.
 MIN_WINDOW_TEXT = 8
 
 
@@ -107,6 +110,8 @@ class WindowedEncoder(Encoder):
                 f"window {self.window} exceeds the {encoder.max_length} tokens {encoder.name_or_path} reads"
             )
         self.tokenizer, self.device, self.max_length = encoder.tokenizer, encoder.device, self.window
+        #: Papers windowed otherwise than the settings say (see :meth:`paper_windows`), counted since construction.
+        self.adjusted = {"title_read_once": 0, "overlap_halved": 0}
         self.pooling, self.normalize, self.facets = encoder.pooling, encoder.normalize, encoder.facets
         self.forward_options, self.backend, self.precision = (
             encoder.forward_options,
@@ -151,12 +156,22 @@ class WindowedEncoder(Encoder):
         options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar, "progress_desc": progress_desc}
         if not self.settings.windows:
             return self.encoder.encode(self.texts(papers), **options)
+        before = dict(self.adjusted)
         texts, owners, weights = [], [], []
         for index, paper in enumerate(papers):
             for text, tokens in self.paper_windows(paper):
                 texts.append(text)
                 owners.append(index)
                 weights.append(tokens if self.settings.combine == "tokens" else 1)
+        changed = {key: self.adjusted[key] - before[key] for key in before if self.adjusted[key] > before[key]}
+        if changed:
+            logger.warning(
+                "%d of %d papers windowed otherwise: %s (a title too long to repeat is read once, at the head of the "
+                "text; windows that would overlap by more than half their text overlap by half)",
+                sum(changed.values()),
+                len(papers),
+                ", ".join(f"{key.replace('_', ' ')} {count}" for key, count in changed.items()),
+            )
         vectors = self.encoder.encode(texts, **{**options, "progress_desc": f"{progress_desc} (windows)"})
         owners_array, weight_array = np.asarray(owners), np.asarray(weights, dtype=np.float64)
         sums = np.zeros((len(papers), *vectors.shape[1:]), dtype=np.float64)
@@ -173,8 +188,9 @@ class WindowedEncoder(Encoder):
         text when it fits the window, else windows of the text that overlap by ``overlap`` tokens, each after the
         title (``keep_title``).
 
-        Raises:
-            ValueError: the title leaves fewer than :data:`MIN_WINDOW_TEXT` tokens of text per window.
+        Two papers are windowed otherwise, and counted in :attr:`adjusted` (``encode`` logs the counts): one whose
+        title leaves fewer than :data:`MIN_WINDOW_TEXT` tokens of text per window has its title read once, at the
+        head of the text; one whose windows would overlap by more than half their text overlaps by half.
         """
         title, body = self._title_and_body(paper)
         sep = self.sep_token
@@ -184,16 +200,13 @@ class WindowedEncoder(Encoder):
             return [(whole, self._tokens(body))]
         head = f"{title}{sep}" if title and self.settings.keep_title else ""
         room = self.window - specials - self._tokens(head)
-        if room < MIN_WINDOW_TEXT:
-            raise ValueError(
-                f"paper {_paper_id(paper)!r}: its title leaves {room} of the window's {self.window} tokens for the "
-                f"text (at least {MIN_WINDOW_TEXT}); use a larger window or keep_title=False"
-            )
-        if self.settings.overlap >= room:
-            raise ValueError(
-                f"paper {_paper_id(paper)!r}: an overlap of {self.settings.overlap} tokens leaves windows of {room} "
-                "text tokens no room to move on; use a smaller overlap"
-            )
+        if room < MIN_WINDOW_TEXT and head:
+            self.adjusted["title_read_once"] += 1
+            body, head, room = whole, "", self.window - specials
+        overlap = self.settings.overlap
+        if overlap > room // 2:
+            self.adjusted["overlap_halved"] += 1
+            overlap = room // 2
         encoded = self.tokenizer(body, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
         offsets, words = encoded["offset_mapping"], encoded.word_ids()
         windows, start = [], 0
@@ -204,7 +217,7 @@ class WindowedEncoder(Encoder):
             windows.append((head + body[offsets[start][0] : offsets[end - 1][1]], end - start))
             if end == len(offsets):
                 return windows
-            following = max(end - self.settings.overlap, start + 1)
+            following = max(end - overlap, start + 1)
             while following > start + 1 and words[following] == words[following - 1]:
                 following -= 1  # a window starts at a word's first piece
             start = following
@@ -230,7 +243,3 @@ def _unit_vectors(encoder: Encoder) -> bool:
     """Whether ``encoder`` gives unit vectors: it normalises, or its sentence-transformers modules end in Normalize."""
     st = getattr(encoder, "_sentence_transformer", None)
     return bool(encoder.normalize) or (st is not None and type(st[len(st) - 1]).__name__ == "Normalize")
-
-
-def _paper_id(paper: Mapping[str, Any] | str) -> str:
-    return paper.get("paper_id", "?") if isinstance(paper, Mapping) else paper[:40]
