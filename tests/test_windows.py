@@ -177,3 +177,37 @@ def test_papers_the_settings_do_not_fit_are_windowed_otherwise_and_counted(encod
         windowed.encode([titled, SHORT], show_progress_bar=False)
     assert windowed.adjusted["title_read_once"] == 2 and wide.adjusted["overlap_halved"] == 1
     assert "1 of 2 papers windowed otherwise: title read once 1" in caplog.text
+
+
+def test_evaluate_embeds_long_documents_window_by_window(tiny_bert, tmp_path):
+    """sciembed evaluate --long-documents scores the vectors of the windowed encoder (the same report as evaluating
+    WindowedEncoder in Python), where the cut papers score otherwise."""
+    from sciembed.cli import main
+    from sciembed.evaluation import evaluate
+
+    folder = tmp_path / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    corpus = {
+        f"d{i}": {"title": f"{WORDS[i]} {WORDS[i + 1]}", "text": " ".join(rng.choice(WORDS, 60))} for i in range(12)
+    }
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, **v}) + "\n" for k, v in corpus.items()))
+    queries = {f"q{i}": " ".join(WORDS[i : i + 4]) for i in range(4)}
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items())
+    )
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{2 * i}\t1\nq{i}\td{2 * i + 1}\t1\n" for i in range(4))
+    )
+    out = tmp_path / "report.json"
+    args = ["evaluate", "--model", str(tiny_bert), "--benchmark", "beir", "--data", str(folder), "--no-cache"]
+    windows = ["--long-documents", "--window-tokens", "20", "--window-overlap", "4", "--no-progress"]
+    assert main([*args, *windows, "--device", "cpu", "--output", str(out)]) == 0
+    got = json.loads(out.read_text())["results"]
+    encoder = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu")
+    windowed = WindowedEncoder(encoder, WindowSettings(window=20, overlap=4))
+    expected = evaluate(windowed, "beir", folder, use_cache=False, show_progress_bar=False).to_dict()["results"]
+    cut = evaluate(encoder, "beir", folder, use_cache=False, show_progress_bar=False).to_dict()["results"]
+    assert [r["metric"] for r in got] == [r["metric"] for r in expected]
+    assert [r["value"] for r in got] == pytest.approx([r["value"] for r in expected], abs=1e-9)
+    assert [r["value"] for r in got] != pytest.approx([r["value"] for r in cut], abs=1e-6)
