@@ -97,9 +97,7 @@ def main() -> None:
         report = evaluate_suite(encoder, suite, n_jobs=1, show_progress_bar=False)
         rows[name] = {
             "metrics": {r.task_id: {m: round(v, 2) for m, v in r.metrics.items()} for r in report.results},
-            "per_query": {
-                r.task_id: {q: v["map"] for q, v in r.details["per_query"].items()} for r in report.results
-            },
+            "per_query": {r.task_id: {q: v["map"] for q, v in r.details["per_query"].items()} for r in report.results},
             "seconds": round(time.perf_counter() - started, 1),
         }
     # How close each paper's vector comes to its full-length one, over the papers longer than the window.
