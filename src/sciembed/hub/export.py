@@ -145,7 +145,7 @@ def export_model(
             logger.info(
                 "wrote %s (max abs difference to PyTorch %.2e)", ONNX_FILE, done["max_abs_difference_to_pytorch"]
             )
-        routes = _add_routes(staging, config, trust_remote_code) if _has_task_formats(staging, config) else None
+        routes = _add_routes(staging, trust_remote_code) if _has_task_formats(staging, config) else None
         model_type = config.get("model_type", "")
         card = render_model_card(
             staging,
@@ -207,7 +207,7 @@ _ROUTE_TEXTS = (
 )
 
 
-def _add_routes(folder: Path, config: Mapping[str, Any], trust_remote_code: bool) -> dict[str, Any] | None:
+def _add_routes(folder: Path, trust_remote_code: bool) -> dict[str, Any] | None:
     """Give a multi-format model its sentence-transformers routes (:func:`sciembed.encoders.router.add_format_routes`);
     returns the vectors sciembed gives :data:`_ROUTE_TEXTS` in each format, by route, for :func:`validate_export`
     to compare with sentence-transformers'. A model without both search formats (``adhoc_query`` and
