@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 from .data.papers import TEXT_FIELDS, paper_text
 from .default_model import default_model_path
 from .families import family_of, foreign_code, register_families
-from .formats import activate_format, load_format_modules, model_formats, route_code_paths
+from .formats import activate_format, load_format_modules, model_formats
 from .formats.embedding import FAMILY_POOLING, POOLINGS, pool  # noqa: F401  (encode's API too)
 from .formats.names import DOCUMENT_FORMAT, QUERY_FORMAT  # noqa: F401  (encode's API too)
 from .io import check_finite
@@ -694,8 +694,9 @@ def base_embedding(name_or_path: str | os.PathLike[str]) -> BaseEmbedding:
         pooling = pooling if pooling in POOLINGS else None
         rest = names[2:]
         # Every route tokenizes to the window sciembed encodes the model with.
-        route = next(iter(_st_json(name, "router_config.json")["types"]))
-        window = _st_json(name, f"{route}/task_format_config.json")["max_seq_length"]
+        router = kinds[0][1]["path"]
+        route = next(iter(_st_json(name, "/".join(filter(None, [router, "router_config.json"])))["types"]))
+        window = _st_json(name, "/".join(filter(None, [router, route, "task_format_config.json"])))["max_seq_length"]
     else:
         # A sciembed family's folder: its Transformer module returns the family's own embedding.
         rest = names[1:] if names[:1] == ["Transformer"] else names
@@ -848,9 +849,7 @@ def _only_sciembed_code(name_or_path: str) -> bool:
     if router.is_file():
         classes += list(json.loads(router.read_text(encoding="utf-8")).get("types", {}).values())
     own = all(str(name).startswith(("sentence_transformers.", "sciembed.")) for name in classes)
-    return own and not any(
-        foreign_code(sub, route_code_paths()) for sub in {path.parent for path in folder.rglob("*.py")}
-    )
+    return own and not any(foreign_code(sub) for sub in {path.parent for path in folder.rglob("*.py")})
 
 
 def _format_routes_at_root(name_or_path: str) -> bool:
