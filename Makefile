@@ -15,7 +15,7 @@ DATA ?= ../shared/data
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -c requirements/constraints.txt -e ".[dev,onnx,docs]"
+	$(BIN)/pip install --quiet -c requirements/constraints.txt -e ".[dev,onnx,docs,ray]"
 	touch $(STAMP)
 
 # transformers 4.57.6 (+ adapters 1.3.0 as the reference for format adapters), without sciembed.
@@ -30,8 +30,11 @@ side-venv: $(SIDE_STAMP)
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/sciembed demo --data $(DATA) --output demo-output $(if $(OVERWRITE),--overwrite)
 
+# One pytest worker per CPU, each on one thread (OMP_NUM_THREADS, inherited by the processes tests start): with
+# torch's own threads, the workers wait on each other and the suite runs no faster than in one process.
 test: $(STAMP) $(SIDE_STAMP)
-	HF_HUB_OFFLINE=1 SCIEMBED_TF457_PYTHON=$(abspath $(SIDE))/bin/python $(BIN)/python -m pytest
+	OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 SCIEMBED_TF457_PYTHON=$(abspath $(SIDE))/bin/python \
+		$(BIN)/python -m pytest -n auto --dist loadfile
 
 # For developers: `make style` formats and applies ruff's safe fixes; `make quality` checks (CI runs it first).
 style: $(STAMP)

@@ -6,7 +6,9 @@ plus ``data.validation`` (a share of the *training* query papers, never trained 
 same as the rows') and the variant's ``--set`` overrides, and scores the validation queries' cite task (SciDocs'
 protocol, pytrec_eval MAP / nDCG) for MiniLM as published, the model at step 0 and the trained model. Each run
 adds a row to ``--output``, so the search (every variant tried, and its validation score) is kept beside the
-results it chose.
+results it chose. The multi-task recipes (``scirepeval-*``) train on the rows' task mixture of the seed
+(``recipes.write_mixture``), whose citation task is split the same way, its validation queries carved from the training
+ones.
 
     python benchmarks/validation_search.py --data ../shared/data --recipe multi2spe --set learning_rate=1e-4
 """
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from recipes import budget, resolved_defaults
+from recipes import SYSTEMS, FixedTasks, budget, resolved_defaults, write_mixture
 
 import sciembed
 from sciembed.evaluation import evaluate_suite
@@ -39,9 +41,30 @@ def cite_metrics(metrics: dict[str, float]) -> dict[str, float]:
     return {m: round(metrics[f"eval_cite_{m}"], 2) for m in ("map", "ndcg")}
 
 
+def training_data(args: argparse.Namespace, overrides: dict[str, Any], folder: Path) -> Path:
+    """CACM, or for a multi-task recipe the seed's task mixture as ``recipes.py`` writes it (in ``folder``)."""
+    system = SYSTEMS.get(args.recipe)
+    if system is None or not system.mixture:
+        return args.data / "cacm"
+    folders = {name: args.data / name for name in ("cacm", "hepth", "arxiv-metadata", "scirepeval-samples")}
+    missing = [str(f) for f in folders.values() if not f.is_dir()]
+    if missing:
+        raise SystemExit(f"{', '.join(missing)} absent: the mixture needs the real data (../shared/data/README.md)")
+    with tempfile.TemporaryDirectory() as output:
+        specter = prepare("specter", None, folders["cacm"], output, {**overrides, "data.validation": 0.0})
+        suite = FixedTasks.read(folders).suite(specter.trainer.eval_dataset, args.seed, args.hepth_queries)
+    return write_mixture(folders, suite, folder)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="folder holding cacm/")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path("../shared/data"),
+        help="folder holding cacm/ (and, for the multi-task recipes, hepth/, arxiv-metadata/, scirepeval-samples/)",
+    )
+    parser.add_argument("--hepth-queries", type=int, default=300, help="as recipes.py's (the mixture's test papers)")
     parser.add_argument("--recipe", required=True, choices=sorted(RECIPES), help="the recipe whose variant is scored")
     parser.add_argument(
         "--set",
@@ -76,8 +99,8 @@ def main() -> None:
     if any({k: row.get(k) for k in key} == key for row in rows):
         raise SystemExit(f"{args.output} already holds {json.dumps(key)}; nothing to do")
     overrides = {**budget(args.seed, args.steps, args.max_length), "data.validation": args.validation, **variant}
-    with tempfile.TemporaryDirectory() as output:
-        run = prepare(args.recipe, None, cacm, output, overrides)
+    with tempfile.TemporaryDirectory() as output, tempfile.TemporaryDirectory() as mixture:
+        run = prepare(args.recipe, None, training_data(args, overrides, Path(mixture)), output, overrides)
         suite = run.validation
         published = evaluate_suite(
             sciembed.PaperEncoder.from_pretrained(device="cpu"), suite, n_jobs=1, show_progress_bar=False

@@ -7,7 +7,13 @@ import math
 import pytest
 import torch
 
-from sciembed.training.losses import Multi2SPELoss, MultipleNegativesRankingLoss, TripletMarginLoss
+from sciembed.training.losses import (
+    Multi2SPELoss,
+    MultipleNegativesRankingLoss,
+    MultiTaskLoss,
+    TaskSpec,
+    TripletMarginLoss,
+)
 
 
 def test_triplet_margin_loss_by_hand():
@@ -136,18 +142,45 @@ def test_cosine_triplet_margin_loss_by_hand():
         TripletMarginLoss(distance="manhattan")
 
 
+def _ranking_by_hand(anchor, positive, negative, temperature: float) -> float:
+    """Mean over anchors of -log softmax of the own positive among all positives and negatives (cosine / τ)."""
+    candidates = positive.tolist() + negative.tolist()
+    total = 0.0
+    for i, a in enumerate(anchor.tolist()):
+        scores = [_cosine(a, c) / temperature for c in candidates]
+        total += -(scores[i] - math.log(sum(math.exp(s) for s in scores)))
+    return total / len(anchor)
+
+
 def test_mnr_with_hard_negatives_by_hand():
     """Each anchor against every positive and every hard negative of the batch, cosine similarity / τ."""
     torch.manual_seed(2)
     anchor, positive, negative = (torch.randn(3, 4) for _ in range(3))
     loss = MultipleNegativesRankingLoss(temperature=0.05)
-    candidates = positive.tolist() + negative.tolist()
-    expected = 0.0
-    for i, a in enumerate(anchor.tolist()):
-        scores = [_cosine(a, c) / 0.05 for c in candidates]
-        expected += -(scores[i] - math.log(sum(math.exp(s) for s in scores)))
-    assert loss(anchor, positive, negative).item() == pytest.approx(expected / 3, rel=1e-5)
+    expected = _ranking_by_hand(anchor, positive, negative, 0.05)
+    assert loss(anchor, positive, negative).item() == pytest.approx(expected, rel=1e-5)
     # The hard negatives are columns: without them the loss is the in-batch one alone, and smaller.
     assert loss(anchor, positive).item() < loss(anchor, positive, negative).item()
     with pytest.raises(ValueError, match="symmetric"):
         MultipleNegativesRankingLoss(symmetric=True)(anchor, positive, negative)
+
+
+def test_multitask_proximity_loss_is_the_triplet_margin_or_the_ranking_loss_by_hand():
+    """SciRepEval's multi-task loss scores proximity tasks with the paper's triplet margin, or with multiple-negatives
+    ranking between cosines (``proximity="mnr"``, for unit-vector bases); classification heads are unchanged."""
+    torch.manual_seed(3)
+    anchor, positive, negative = (torch.randn(4, 6) for _ in range(3))
+    tasks = {"cite": TaskSpec("proximity"), "fields": TaskSpec("classification", 3)}
+    paper = MultiTaskLoss(tasks, hidden_size=6, margin=1.0)
+    ranking = MultiTaskLoss(tasks, hidden_size=6, proximity="mnr", temperature=0.05)
+    triplets = (anchor, positive, negative)
+    assert paper.task_loss("cite", triplets).item() == pytest.approx(TripletMarginLoss(1.0)(*triplets).item())
+    expected = _ranking_by_hand(anchor, positive, negative, 0.05)
+    assert ranking.task_loss("cite", triplets).item() == pytest.approx(expected, rel=1e-5)
+    ranking.heads.load_state_dict(paper.heads.state_dict())
+    ranking.eval()
+    paper.eval()
+    labelled = (torch.randn(4, 6), torch.tensor([0, 2, 1, 0]))
+    assert ranking.task_loss("fields", labelled).item() == pytest.approx(paper.task_loss("fields", labelled).item())
+    with pytest.raises(ValueError, match="unknown proximity loss 'l2'"):
+        MultiTaskLoss(tasks, hidden_size=6, proximity="l2")

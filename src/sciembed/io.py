@@ -19,7 +19,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -381,6 +381,17 @@ def _write_npy(path: Path, chunks: Iterable[Chunk], total: int, dim: int) -> Non
             )
 
 
+def embedding_table(ids: Sequence[str], vectors: np.ndarray):
+    """``ids`` and their ``(n, dim)`` vectors as the Arrow table sciembed's Parquet outputs hold: ``paper_id``
+    (string) and ``embedding`` (a fixed-size list of float32)."""
+    import pyarrow as pa
+
+    dim = vectors.shape[1]
+    schema = pa.schema([("paper_id", pa.string()), ("embedding", pa.list_(pa.float32(), dim))])
+    embedding = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dim)
+    return pa.Table.from_arrays([pa.array(list(ids), pa.string()), embedding], schema=schema)
+
+
 def _write_parquet(path: Path, chunks: Iterable[Chunk], total: int, dim: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -388,5 +399,4 @@ def _write_parquet(path: Path, chunks: Iterable[Chunk], total: int, dim: int) ->
     schema = pa.schema([("paper_id", pa.string()), ("embedding", pa.list_(pa.float32(), dim))])
     with atomic_path(path) as temporary, pq.ParquetWriter(temporary, schema) as writer:
         for ids, vectors in chunks:
-            embedding = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dim)
-            writer.write_table(pa.Table.from_arrays([pa.array(ids, pa.string()), embedding], schema=schema))
+            writer.write_table(embedding_table(ids, vectors))

@@ -5,6 +5,11 @@ Singh et al. 2023 (SciRepEval, sec. 5): classification tasks train a linear head
 mean squared error, and proximity / ad-hoc search tasks the triplet margin loss on the embeddings
 themselves. Heads apply dropout to the embedding first; they exist only for training and are not part
 of the saved encoder.
+
+For a base trained in unit vectors (a sentence-transformers model), proximity and search tasks can take the
+multiple-negatives ranking loss between cosine similarities instead (``proximity="mnr"``): a margin of 1 between
+L2 distances of unit vectors, which lie within 2 of each other, keeps almost every triplet active and pulls the
+embedding away from the geometry the base was trained in.
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .mnr import MultipleNegativesRankingLoss
 from .triplet import TripletMarginLoss
 
 KINDS = ("classification", "multilabel", "regression", "proximity")
+PROXIMITY_LOSSES = ("triplet", "mnr")
 
 
 @dataclass(frozen=True)
@@ -43,12 +50,26 @@ class MultiTaskLoss(nn.Module):
         hidden_size: the embedding size.
         dropout: dropout before each head (BERT's 0.1).
         margin: the triplet margin of proximity tasks.
+        proximity: the loss of proximity and search tasks: ``"triplet"`` (the paper's, with ``margin``) or ``"mnr"``
+            (multiple-negatives ranking between cosine similarities at ``temperature``: each query against every
+            positive and negative of its task in the batch).
+        temperature: the ``"mnr"`` temperature (sentence-transformers' default scale 20).
     """
 
-    def __init__(self, tasks: Mapping[str, TaskSpec], hidden_size: int, dropout: float = 0.1, margin: float = 1.0):
+    def __init__(
+        self,
+        tasks: Mapping[str, TaskSpec],
+        hidden_size: int,
+        dropout: float = 0.1,
+        margin: float = 1.0,
+        proximity: str = "triplet",
+        temperature: float = 0.05,
+    ):
         super().__init__()
         if not tasks:
             raise ValueError("no tasks")
+        if proximity not in PROXIMITY_LOSSES:
+            raise ValueError(f"unknown proximity loss {proximity!r}; one of {', '.join(PROXIMITY_LOSSES)}")
         self.tasks = dict(tasks)
         self.heads = nn.ModuleDict(
             {
@@ -57,7 +78,11 @@ class MultiTaskLoss(nn.Module):
                 if spec.kind != "proximity"
             }
         )
-        self.triplet = TripletMarginLoss(margin)
+        self.ranking = (
+            TripletMarginLoss(margin)
+            if proximity == "triplet"
+            else MultipleNegativesRankingLoss(temperature, similarity="cosine")
+        )
 
     def task_loss(self, name: str, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor:
         """One task's loss: ``(embeddings, labels)``, or ``(query, positive, negative)`` for proximity."""
@@ -65,7 +90,7 @@ class MultiTaskLoss(nn.Module):
             raise ValueError(f"unknown task {name!r}; tasks: {', '.join(self.tasks)}")
         kind = self.tasks[name].kind
         if kind == "proximity":
-            return self.triplet(*inputs)
+            return self.ranking(*inputs)
         embeddings, labels = inputs
         logits = self.heads[name](embeddings)
         if kind == "classification":
