@@ -281,3 +281,42 @@ def test_sgd_steps_reduce_the_loss(head):
     with torch.no_grad():
         after = model(**batch, labels=labels).loss.item()
     assert after < 0.5 * before, (before, after)
+
+
+def test_spectroid_mean_text_pooling_embeds_and_classifies_the_text_s_mean(tiny_bert, tmp_path):
+    """text_pooling="mean" (the spectroid-heads recipe's for a mean-pooling base): the encoder's pooler_output and
+    the head's input are the mean of the real tokens' final states; the default stays SPECTER's [CLS]; the setting
+    survives a save and an AutoModel load of the encoder alone."""
+    model, tokenizer = build(tiny_bert, "spectroid", text_pooling="mean")
+    batch = inputs(tokenizer, "spectroid")
+    mask = batch["attention_mask"].float()
+    with torch.no_grad():
+        encoded = model.bert(**batch)
+        expected = (encoded.last_hidden_state * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)
+        torch.testing.assert_close(encoded.pooler_output, expected, atol=1e-6, rtol=0)
+        torch.testing.assert_close(model(**batch).logits, model.classifier(expected), atol=1e-6, rtol=0)
+        as_tuple = model.bert(**batch, return_dict=False)
+        torch.testing.assert_close(as_tuple[1], expected, atol=1e-6, rtol=0)
+        paper, _ = build(tiny_bert, "spectroid")
+        cls = paper.bert(**batch)
+        torch.testing.assert_close(cls.pooler_output, cls.last_hidden_state[:, 0], atol=0, rtol=0)
+    model.save_pretrained(tmp_path)
+    encoder = AutoModel.from_pretrained(tmp_path, trust_remote_code=True).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(encoder(**batch).pooler_output, expected, atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="text_pooling must be one of"):
+        build(tiny_bert, "spectroid", text_pooling="max")
+
+
+def test_spectroid_heads_read_a_mean_pooling_base_by_its_mean():
+    from sciembed.training.recipes import RECIPES
+
+    from sciembed.training.run import _settings
+
+    recipe = RECIPES["spectroid-heads"]
+    assert recipe.resolve(unit_vectors=True)["model"]["text_pooling"] == "mean"
+    assert "text_pooling" not in recipe.resolve()["model"]  # SPECTER's [CLS] from a [CLS]-read base
+    # On MiniLM (mean pooling, unit vectors) the trained encoder embeds by the mean its head read.
+    settings, _ = _settings(recipe, default_model_path(), None)
+    assert (settings["model"]["text_pooling"], settings["embedding"]["pooling"]) == ("mean", "mean")
+    assert settings["embedding"]["normalize"] is True

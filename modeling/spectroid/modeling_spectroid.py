@@ -125,13 +125,29 @@ class SpectroidPooler(nn.Module):
 
 class SpectroidModel(BertModel):
     """The SPECTROID encoder: ``BertModel`` (same parameters, no pooler weights) whose ``pooler_output`` is the
-    final ``[CLS]`` hidden state, the embedding SPECTER and SciNCL use."""
+    final ``[CLS]`` hidden state, the embedding SPECTER and SciNCL use, or with ``config.text_pooling="mean"`` the
+    mean of the real tokens' final states."""
 
     config_class = SpectroidConfig
 
     def __init__(self, config: SpectroidConfig) -> None:
         super().__init__(config, add_pooling_layer=False)
         self.pooler = SpectroidPooler()
+
+    def forward(
+        self, input_ids: Optional[torch.Tensor] = None, attention_mask: Optional[torch.Tensor] = None, **kwargs
+    ):
+        """``BertModel.forward``; with ``text_pooling="mean"`` the ``pooler_output`` is the masked mean."""
+        outputs = super().forward(input_ids, attention_mask=attention_mask, **kwargs)
+        if getattr(self.config, "text_pooling", None) != "mean":
+            return outputs
+        hidden = outputs[0]
+        mask = (attention_mask if attention_mask is not None else hidden.new_ones(hidden.shape[:2])).to(hidden.dtype)
+        pooled = (hidden * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True).clamp(min=1)
+        if isinstance(outputs, tuple):
+            return (hidden, pooled, *outputs[2:])
+        outputs.pooler_output = pooled
+        return outputs
 
 
 def init_bert_module(module: nn.Module, std: float) -> None:
@@ -178,9 +194,10 @@ class SpectroidForSequenceClassification(SpectroidPreTrainedModel):
     Build it from any BERT checkpoint with :meth:`from_bert`. With ``labels`` the output carries the loss of
     ``BertForSequenceClassification`` (cross-entropy for single-label classification, SPECTROID's loss).
 
-    The head reads the paper embedding SPECTER produces and evaluates, the final ``[CLS]`` hidden state. (The
-    authors' ``SpecterClassifier`` reads ``BertModel``'s second output, the dense + tanh pooler on top of
-    ``[CLS]``, which is no part of SPECTER's embedding.)
+    The head reads the paper embedding SPECTER produces and evaluates, the final ``[CLS]`` hidden state (or the
+    text's mean, ``config.text_pooling="mean"``, for a mean-pooling base). (The authors' ``SpecterClassifier`` reads
+    ``BertModel``'s second output, the dense + tanh pooler on top of ``[CLS]``, which is no part of SPECTER's
+    embedding.)
     """
 
     def __init__(self, config: SpectroidConfig) -> None:

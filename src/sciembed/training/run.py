@@ -435,6 +435,8 @@ def _settings(recipe: Recipe, base: str, overrides: Mapping[str, Any] | None):
         pooling = spec.pooling or "cls"
     normalize = spec.normalize if given["normalize"] is None else bool(given["normalize"])
     settings = recipe.resolve(overrides, unit_vectors=normalize)
+    if pooling is None and recipe.objective == "classification" and settings["model"].get("text_pooling") == "mean":
+        pooling = "mean"  # the text's mean is what the classifier's encoder returns (SpectroidConfig.text_pooling)
     chosen_by = {
         "pooling": "settings"
         if given["pooling"] is not None
