@@ -310,7 +310,6 @@ def test_spectroid_mean_text_pooling_embeds_and_classifies_the_text_s_mean(tiny_
 
 def test_spectroid_heads_read_a_mean_pooling_base_by_its_mean():
     from sciembed.training.recipes import RECIPES
-
     from sciembed.training.run import _settings
 
     recipe = RECIPES["spectroid-heads"]

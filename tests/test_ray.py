@@ -15,7 +15,7 @@ from test_embed_distributed import PAPERS_200
 from sciembed.encoders import load_encoder
 from sciembed.io import read_embeddings
 from sciembed.jobs.embed import embed_to_file
-from sciembed.jobs.ray_embed import embed_parquet_with_ray, embed_with_ray_tasks
+from sciembed.jobs.ray_embed import PaperEmbedder, embed_parquet_with_ray, embed_with_ray_tasks
 
 
 @pytest.fixture(scope="module")
@@ -82,3 +82,10 @@ def test_a_parquet_without_text_columns_is_refused_before_any_actor_starts(local
     pq.write_table(pa.Table.from_pylist([{"paper_id": "a", "body": "text"}]), papers)
     with pytest.raises(ValueError, match="title or abstract"):
         embed_parquet_with_ray(papers, tmp_path / "vectors", num_cpus=0.5)
+
+
+def test_a_batch_with_a_paper_without_text_names_it(tiny_bert):
+    embedder = PaperEmbedder(functools.partial(load_encoder, str(tiny_bert), device="cpu"))
+    batch = {"paper_id": np.array(["a", "b"], dtype=object), "title": np.array(["graphs", None], dtype=object)}
+    with pytest.raises(ValueError, match="paper_id 'b': neither title nor abstract"):
+        embedder(batch)

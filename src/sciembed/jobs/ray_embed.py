@@ -3,7 +3,8 @@
 - **Ray Data batch inference** (:func:`embed_parquet_with_ray`): ``ray.data.read_parquet`` the papers,
   ``map_batches`` with :class:`PaperEmbedder` (one encoder per actor, a pool of ``concurrency`` actors),
   ``write_parquet`` the ``paper_id`` and ``embedding`` columns. Ray schedules and streams the batches; the output
-  folder reads back with :func:`sciembed.io.read_embeddings`, its rows in Ray's order (not the input's).
+  folder reads back with :func:`sciembed.io.read_embeddings`, its rows in Ray's order (not the input's). Each batch
+  is checked as it arrives (an id, a title or abstract); a repeated id across batches is not caught in a stream.
 - **The rank-sharded job as Ray tasks** (:func:`embed_with_ray_tasks`): :func:`~sciembed.jobs.embed.embed_to_file`
   with ``rank`` / ``world_size`` as ``world_size`` Ray tasks that share ``<output>.partial``; the task that finishes
   the last shard assembles the output, in input order, and a failed run resumes with any number of tasks.
@@ -49,6 +50,13 @@ class PaperEmbedder:
     def __call__(self, batch: Mapping[str, np.ndarray]) -> Any:
         rows = len(batch["paper_id"])
         records = [{name: _plain(values[row]) for name, values in batch.items()} for row in range(rows)]
+        for record in records:
+            # A stream has no whole input to check first (embed_with_ray_tasks does, as `sciembed embed`): each
+            # batch is checked before it is embedded.
+            if record.get("paper_id") in (None, ""):
+                raise ValueError(f"a paper without paper_id (title {str(record.get('title'))[:80]!r})")
+            if not any(record.get(field) for field in ("title", "abstract")):
+                raise ValueError(f"paper_id {record['paper_id']!r}: neither title nor abstract")
         vectors = self.encoder.encode(records, batch_size=self.batch_size, show_progress_bar=False)
         return embedding_table([str(r["paper_id"]) for r in records], vectors)
 
