@@ -41,8 +41,9 @@ def cite_metrics(metrics: dict[str, float]) -> dict[str, float]:
     return {m: round(metrics[f"eval_cite_{m}"], 2) for m in ("map", "ndcg")}
 
 
-def training_data(args: argparse.Namespace, overrides: dict[str, Any], folder: Path) -> Path:
-    """CACM, or for a multi-task recipe the seed's task mixture as ``recipes.py`` writes it (in ``folder``)."""
+def training_data(args: argparse.Namespace, rows_budget: dict[str, Any], folder: Path) -> Path:
+    """CACM, or for a multi-task recipe the seed's task mixture as ``recipes.py`` writes it (in ``folder``; its test
+    papers from the specter row's split under ``rows_budget``, as there)."""
     system = SYSTEMS.get(args.recipe)
     if system is None or not system.mixture:
         return args.data / "cacm"
@@ -51,7 +52,7 @@ def training_data(args: argparse.Namespace, overrides: dict[str, Any], folder: P
     if missing:
         raise SystemExit(f"{', '.join(missing)} absent: the mixture needs the real data (../shared/data/README.md)")
     with tempfile.TemporaryDirectory() as output:
-        specter = prepare("specter", None, folders["cacm"], output, {**overrides, "data.validation": 0.0})
+        specter = prepare("specter", None, folders["cacm"], output, rows_budget)
         suite = FixedTasks.read(folders).suite(specter.trainer.eval_dataset, args.seed, args.hepth_queries)
     return write_mixture(folders, suite, folder)
 
@@ -98,9 +99,10 @@ def main() -> None:
     }
     if any({k: row.get(k) for k in key} == key for row in rows):
         raise SystemExit(f"{args.output} already holds {json.dumps(key)}; nothing to do")
-    overrides = {**budget(args.seed, args.steps, args.max_length), "data.validation": args.validation, **variant}
+    rows_budget = budget(args.seed, args.steps, args.max_length)
+    overrides = {**rows_budget, "data.validation": args.validation, **variant}
     with tempfile.TemporaryDirectory() as output, tempfile.TemporaryDirectory() as mixture:
-        run = prepare(args.recipe, None, training_data(args, overrides, Path(mixture)), output, overrides)
+        run = prepare(args.recipe, None, training_data(args, rows_budget, Path(mixture)), output, overrides)
         suite = run.validation
         published = evaluate_suite(
             sciembed.PaperEncoder.from_pretrained(device="cpu"), suite, n_jobs=1, show_progress_bar=False
