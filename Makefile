@@ -30,11 +30,12 @@ side-venv: $(SIDE_STAMP)
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/sciembed demo --data $(DATA) --output demo-output $(if $(OVERWRITE),--overwrite)
 
-# One pytest worker per CPU, each on one thread (OMP_NUM_THREADS, inherited by the processes tests start): with
-# torch's own threads, the workers wait on each other and the suite runs no faster than in one process.
+# One pytest worker per CPU (at most 4: each holds its own models), each on one thread (OMP_NUM_THREADS, inherited by
+# the processes tests start): with torch's own threads, the workers wait on each other and the suite runs no faster
+# than in one process.
 test: $(STAMP) $(SIDE_STAMP)
 	OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 SCIEMBED_TF457_PYTHON=$(abspath $(SIDE))/bin/python \
-		$(BIN)/python -m pytest -n auto --dist loadfile
+		$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile
 
 # For developers: `make style` formats and applies ruff's safe fixes; `make quality` checks (CI runs it first).
 style: $(STAMP)
