@@ -425,5 +425,9 @@ def test_scirepeval_ctrl_reads_a_mean_pooling_base_by_its_mean():
     from sciembed.training.recipes import RECIPES
 
     recipe = RECIPES["scirepeval-ctrl"]
-    assert recipe.resolve(unit_vectors=True)["model"]["text_pooling"] == "mean"
-    assert "text_pooling" not in recipe.resolve()["model"]  # the paper's code embedding from a [CLS]-read base
+    in_unit_vectors = recipe.resolve(unit_vectors=True)
+    assert in_unit_vectors["model"]["text_pooling"] == "mean"
+    assert in_unit_vectors["loss"]["proximity"] == "mnr"  # chosen on validation queries over the paper's triplets
+    paper = recipe.resolve()
+    assert "text_pooling" not in paper["model"]  # the paper's code embedding from a [CLS]-read base
+    assert paper["loss"].get("proximity", "triplet") == "triplet" and paper["loss"]["margin"] == 1.0

@@ -89,7 +89,9 @@ def test_families_and_formats_embed_each_window_their_own_way(tiny_bert):
 
     model, tokenizer = from_bert("control_code", tiny_bert)
     codes = sciembed.PaperEncoder(model.eval(), tokenizer, device="cpu")
-    windowed = WindowedEncoder(codes, WindowSettings(window=20, overlap=4)).with_format("classification")
+    windowed = WindowedEncoder(codes, WindowSettings(window=20, overlap=4, combine="mean")).with_format(
+        "classification"
+    )
     texts = [text for text, _ in windowed.paper_windows(LONG)]
     expected = codes.with_format("classification").encode(texts, show_progress_bar=False).mean(0)
     np.testing.assert_allclose(windowed.encode([LONG], show_progress_bar=False)[0], expected, atol=1e-5)

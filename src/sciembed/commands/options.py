@@ -110,8 +110,8 @@ _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
         "--window-combine",
         {
             "choices": ("mean", "tokens"),
-            "default": "mean",
-            "help": "with --long-documents: the windows' mean, or their mean weighted by their text tokens",
+            "default": "tokens",
+            "help": "with --long-documents: the windows' mean weighted by their text tokens (default), or plain",
         },
     ),
     "text_fields": (
@@ -182,7 +182,7 @@ def _with_windows(encoder: Any, args: argparse.Namespace) -> Any:
     settings = WindowSettings(
         window=getattr(args, "window_tokens", None),
         overlap=getattr(args, "window_overlap", 32),
-        combine=getattr(args, "window_combine", "mean"),
+        combine=getattr(args, "window_combine", "tokens"),
         windows=long_documents,
         **({"text_fields": tuple(fields)} if fields else {}),
     )

@@ -49,7 +49,8 @@ class WindowSettings:
             ``max_length`` (the model's window). A smaller one measures windowing where the truth is known
             (``benchmarks/long_documents.py``).
         overlap: tokens each window shares with the one before it.
-        combine: ``"mean"`` or ``"tokens"`` (:data:`COMBINATIONS`).
+        combine: ``"tokens"`` (default: the windows' mean weighted by their text tokens, so that a short last window
+            counts for what it holds) or ``"mean"`` (:data:`COMBINATIONS`).
         keep_title: put the title at the head of every window.
         text_fields: the paper fields that make its text, in order; the first is the title when it is ``title``.
         windows: split papers longer than ``window``; without it they are cut as usual, and only ``text_fields``
@@ -61,7 +62,7 @@ class WindowSettings:
 
     window: int | None = None
     overlap: int = 32
-    combine: str = "mean"
+    combine: str = "tokens"
     keep_title: bool = True
     text_fields: tuple[str, ...] = TEXT_FIELDS
     windows: bool = True

@@ -399,10 +399,13 @@ RECIPES: dict[str, Recipe] = {
             "with an inverse-square-root schedule after warm-up (10% of the steps; the paper's 700 steps assume a "
             "longer run), task-heterogeneous batches; heads: linear with dropout, CE / BCE / MSE, triplet for "
             "proximity and search. --data is SciRepEval's samples or a task mixture of several sources. In unit "
-            "vectors (a mean-pooling base such as all-MiniLM-L6-v2), departure: the embedding is the mean of the "
+            "vectors (a mean-pooling base such as all-MiniLM-L6-v2), departures: the embedding is the mean of the "
             "text's final states, which the code conditions through attention (model.text_pooling=mean), since a "
-            "new code token read as the embedding starts far below the base.",
-            unit_vectors={"model.text_pooling": "mean"},
+            "new code token read as the embedding starts far below the base; proximity and search train with "
+            "multiple-negatives ranking between cosines (loss.proximity=mnr), since a margin of 1 between unit "
+            "vectors keeps every triplet active and pulls the embedding off the base. Chosen on validation queries "
+            "over the triplet loss and over lr 1e-4 with WiSE-FT's average (results/validation_search.json).",
+            unit_vectors={"model.text_pooling": "mean", "loss.proximity": "mnr"},
         ),
         _recipe(
             "scirepeval-adapters",
