@@ -637,7 +637,7 @@ def recipe_row(
 
 
 def resolved_defaults(settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """What a run's learning rate, weight average, example kind, Multi²SPE text pooling and loss resolved to: recipe
+    """What a run's learning rate, weight average, example kind, text pooling and loss resolved to: recipe
     defaults change over time, and a row's ``overrides`` name only its own settings."""
     return {
         "learning_rate": settings["training"]["learning_rate"],
@@ -645,6 +645,7 @@ def resolved_defaults(settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
         **{k: settings["data"][k] for k in ("sampler", "pairs", "rank_overflow") if k in settings["data"]},
         **{k: settings["model"][k] for k in ("text_pooling",) if k in settings["model"]},
         "loss": settings["loss"].get("name"),
+        **{k: settings["loss"][k] for k in ("proximity",) if k in settings["loss"]},
     }
 
 

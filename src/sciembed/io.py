@@ -387,16 +387,19 @@ def embedding_table(ids: Sequence[str], vectors: np.ndarray):
     import pyarrow as pa
 
     dim = vectors.shape[1]
-    schema = pa.schema([("paper_id", pa.string()), ("embedding", pa.list_(pa.float32(), dim))])
     embedding = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dim)
-    return pa.Table.from_arrays([pa.array(list(ids), pa.string()), embedding], schema=schema)
+    return pa.Table.from_arrays([pa.array(list(ids), pa.string()), embedding], schema=_embedding_schema(dim))
+
+
+def _embedding_schema(dim: int):
+    import pyarrow as pa
+
+    return pa.schema([("paper_id", pa.string()), ("embedding", pa.list_(pa.float32(), dim))])
 
 
 def _write_parquet(path: Path, chunks: Iterable[Chunk], total: int, dim: int) -> None:
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = pa.schema([("paper_id", pa.string()), ("embedding", pa.list_(pa.float32(), dim))])
-    with atomic_path(path) as temporary, pq.ParquetWriter(temporary, schema) as writer:
+    with atomic_path(path) as temporary, pq.ParquetWriter(temporary, _embedding_schema(dim)) as writer:
         for ids, vectors in chunks:
             writer.write_table(embedding_table(ids, vectors))
