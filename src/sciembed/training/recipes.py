@@ -404,7 +404,7 @@ RECIPES: dict[str, Recipe] = {
             "new code token read as the embedding starts far below the base; proximity and search train with "
             "multiple-negatives ranking between cosines (loss.proximity=mnr), since a margin of 1 between unit "
             "vectors keeps every triplet active and pulls the embedding off the base. Chosen on validation queries "
-            "over the triplet loss and over lr 1e-4 with WiSE-FT's average (results/validation_search.json).",
+            "over the triplet loss and over a higher rate with WiSE-FT's average (results/validation_search.json).",
             unit_vectors={"model.text_pooling": "mean", "loss.proximity": "mnr"},
         ),
         _recipe(
