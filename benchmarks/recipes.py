@@ -155,6 +155,12 @@ SYSTEMS = {
         counterpart="specter",
         mixture=True,
     ),
+    "scirepeval-ctrl-triplet": System(
+        "scirepeval-ctrl",
+        "ControlCodeModel from MiniLM, multi-task on the seed's task mixture, the paper's triplet loss for citations",
+        {"loss.proximity": "triplet"},
+        mixture=True,
+    ),
     "scirepeval-adapters": System(
         "scirepeval-adapters",
         "MiniLM with a bottleneck adapter per format, multi-task on the seed's task mixture",
