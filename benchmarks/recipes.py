@@ -191,6 +191,12 @@ SYSTEMS = {
         "SpectroidForSequenceClassification from MiniLM, CH2 head (one hidden layer of 64), CACM categories",
         labelled=True,
     ),
+    "spectroid-heads-cls": System(
+        "spectroid-heads",
+        "SpectroidForSequenceClassification from MiniLM, CH2 head on the [CLS] state (SPECTER's), CACM categories",
+        {"model.text_pooling": None},
+        labelled=True,
+    ),
     "spectroid-ch3": System(
         "spectroid-heads",
         "SpectroidForSequenceClassification from MiniLM, CH3 head (five hidden layers), CACM categories",
