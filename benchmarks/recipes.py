@@ -191,10 +191,10 @@ SYSTEMS = {
         "SpectroidForSequenceClassification from MiniLM, CH2 head (one hidden layer of 64), CACM categories",
         labelled=True,
     ),
-    "spectroid-heads-cls": System(
+    "spectroid-heads-mean": System(
         "spectroid-heads",
-        "SpectroidForSequenceClassification from MiniLM, CH2 head on the [CLS] state (SPECTER's), CACM categories",
-        {"model.text_pooling": None},
+        "SpectroidForSequenceClassification from MiniLM, CH2 head on the text's mean, CACM categories",
+        {"model.text_pooling": "mean"},
         labelled=True,
     ),
     "spectroid-ch3": System(

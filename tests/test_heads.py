@@ -308,14 +308,13 @@ def test_spectroid_mean_text_pooling_embeds_and_classifies_the_text_s_mean(tiny_
         build(tiny_bert, "spectroid", text_pooling="max")
 
 
-def test_spectroid_heads_read_a_mean_pooling_base_by_its_mean():
+def test_spectroid_heads_text_pooling_is_a_setting_and_the_run_embeds_as_its_head_reads():
     from sciembed.training.recipes import RECIPES
     from sciembed.training.run import _settings
 
     recipe = RECIPES["spectroid-heads"]
-    assert recipe.resolve(unit_vectors=True)["model"]["text_pooling"] == "mean"
-    assert "text_pooling" not in recipe.resolve()["model"]  # SPECTER's [CLS] from a [CLS]-read base
-    # On MiniLM (mean pooling, unit vectors) the trained encoder embeds by the mean its head read.
-    settings, _ = _settings(recipe, default_model_path(), None)
+    assert "text_pooling" not in recipe.resolve(unit_vectors=True)["model"]  # measured no better: [CLS] stays
+    # On MiniLM (mean pooling, unit vectors) with model.text_pooling=mean, the trained encoder embeds by that mean.
+    settings, _ = _settings(recipe, default_model_path(), {"model.text_pooling": "mean"})
     assert (settings["model"]["text_pooling"], settings["embedding"]["pooling"]) == ("mean", "mean")
     assert settings["embedding"]["normalize"] is True

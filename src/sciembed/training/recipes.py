@@ -462,10 +462,9 @@ RECIPES: dict[str, Recipe] = {
             notes="The encoder with an MLP head (CH1 linear, CH2 one hidden layer of 64, CH3 five), ReLU, trained "
             "end-to-end with cross-entropy; optimiser settings are BERT fine-tuning defaults (the report does not "
             "fix them), the randomly initialised head at a rate of its own (model.head_learning_rate), since at the "
-            "encoder's rate it stays near chance in a short run. In unit vectors (a mean-pooling base such as "
-            "all-MiniLM-L6-v2), departure: the head reads, and the encoder embeds with, the mean of the text's final "
-            "states (model.text_pooling=mean), since the base's [CLS] state was never trained to embed the text.",
-            unit_vectors={"model.text_pooling": "mean"},
+            "encoder's rate it stays near chance in a short run. model.text_pooling=mean has the head read, and the "
+            "encoder embed with, the mean of the text's final states (for a mean-pooling base); measured, it did not "
+            "train a better head, so the paper's [CLS] stays the default.",
         ),
         _recipe(
             "moe-cocitation",
