@@ -70,6 +70,7 @@ def embed_parquet_with_ray(
     batch_size: int = 256,
     encode_batch_size: int | None = None,
     num_cpus: float = 1,
+    num_gpus: float = 0,
     num_blocks: int | None = None,
 ) -> str:
     """Embed the Parquet papers at ``papers`` (a file or a folder of files) with Ray Data into the new Parquet folder
@@ -84,6 +85,8 @@ def embed_parquet_with_ray(
         batch_size: papers per ``map_batches`` call.
         encode_batch_size: texts per forward pass (default: the encoder's).
         num_cpus: CPUs reserved per actor; the actors must leave CPUs free for reading and writing.
+        num_gpus: GPUs reserved per actor (give 1 with ``device="cuda"``: Ray hides the GPUs from actors that reserve
+            none).
         num_blocks: blocks the papers are split into before embedding (``Dataset.repartition``; default: as read,
             one per file or a few small files in one, each embedded by one actor); at least ``concurrency`` for every
             actor to get batches.
@@ -119,6 +122,7 @@ def embed_parquet_with_ray(
         batch_format="numpy",
         compute=ray.data.ActorPoolStrategy(size=concurrency),
         num_cpus=num_cpus,
+        num_gpus=num_gpus,
     ).write_parquet(output)
     return output
 
@@ -130,6 +134,7 @@ def embed_with_ray_tasks(
     encoder: EncoderLoader = load_encoder,
     world_size: int = 2,
     num_cpus: float = 1,
+    num_gpus: float = 0,
     shard_size: int = 10_000,
     batch_size: int | None = None,
     resume: bool = False,
@@ -145,6 +150,7 @@ def embed_with_ray_tasks(
         encoder: a function that loads the encoder, called once per task.
         world_size: tasks sharing the job.
         num_cpus: CPUs reserved per task.
+        num_gpus: GPUs reserved per task (as for :func:`embed_parquet_with_ray`).
         shard_size: papers per shard (the unit of the split and of resuming).
         batch_size: texts per forward pass (default: the encoder's).
         resume: keep the finished shards of an unfinished run of ``output``.
@@ -156,7 +162,7 @@ def embed_with_ray_tasks(
 
     if not resume:
         check_output(output)
-    task = ray.remote(num_cpus=num_cpus)(embed_to_file)
+    task = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus)(embed_to_file)
     return ray.get(
         [
             task.remote(
