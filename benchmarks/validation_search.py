@@ -8,7 +8,9 @@ protocol, pytrec_eval MAP / nDCG) for MiniLM as published, the model at step 0 a
 adds a row to ``--output``, so the search (every variant tried, and its validation score) is kept beside the
 results it chose. The multi-task recipes (``scirepeval-*``) train on the rows' task mixture of the seed
 (``recipes.write_mixture``), whose citation task is split the same way, its validation queries carved from the training
-ones.
+ones. The classification recipe (``spectroid-heads``) is scored on validation *papers* instead: a stratified share of
+the training half of the seed's CACM categories task, never trained on (nor are the task's test papers); its head's
+own macro-F1 there against MiniLM's linear probe (LinearSVC, SciDocs' protocol) fitted on the rest of that half.
 
     python benchmarks/validation_search.py --data ../shared/data --recipe multi2spe --set learning_rate=1e-4
 """
@@ -21,14 +23,16 @@ import logging
 import platform
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import torch
-from recipes import SYSTEMS, FixedTasks, budget, resolved_defaults, write_mixture
+from recipes import SYSTEMS, FixedTasks, budget, head_predictions, resolved_defaults, write_mixture
 
 import sciembed
 from sciembed.evaluation import evaluate_suite
+from sciembed.evaluation.loaders import TaskSuite
 from sciembed.io import atomic_path
 from sciembed.training.recipes import RECIPES, parse_assignments
 from sciembed.training.run import prepare
@@ -57,6 +61,76 @@ def training_data(args: argparse.Namespace, rows_budget: dict[str, Any], folder:
     return write_mixture(folders, suite, folder)
 
 
+def classification_scores(args: argparse.Namespace, overrides: dict[str, Any]) -> dict[str, Any]:
+    """A classification recipe trained without the seed's category test papers and ``args.validation`` of its
+    training ones; the head's macro-F1 on those validation papers, and on the same split the linear probe of MiniLM
+    as published and of the trained encoder (LinearSVC fitted on the training papers)."""
+    from sklearn.model_selection import train_test_split
+
+    from sciembed.data.smart import read_smart_collection
+    from sciembed.evaluation.loaders import cacm_category_task
+
+    cacm = args.data / "cacm"
+    task = cacm_category_task(read_smart_collection(cacm, skip_invalid=True), seed=args.seed)
+    train_ids, train_labels = task.train
+    fit_ids, validation_ids, fit_labels, validation_labels = train_test_split(
+        train_ids, train_labels, test_size=args.validation, stratify=train_labels, random_state=args.seed
+    )
+    split = TaskSuite(
+        "validation",
+        "cacm categories",
+        [replace(task, task_id="validation", train=(fit_ids, fit_labels), test=(validation_ids, validation_labels))],
+    )
+    published = evaluate_suite(
+        sciembed.PaperEncoder.from_pretrained(device="cpu"), split, n_jobs=1, show_progress_bar=False
+    )
+    excluded = {"data.held_out": 0.0, "data.exclude": [*task.test[0], *validation_ids]}
+    with tempfile.TemporaryDirectory() as output:
+        run = prepare(args.recipe, None, cacm, output, {**overrides, **excluded})
+        started = time.perf_counter()
+        run.trainer.train()
+        seconds = time.perf_counter() - started
+        head, _ = head_predictions(run.trainer, cacm, validation_ids)
+        run.trainer.evaluate(eval_dataset=split)
+    probe = run.trainer.last_evaluation.results[0].metrics["f1_macro"]
+    return {
+        "resolved": resolved_defaults(run.settings),
+        "validation_papers": len(validation_ids),
+        REFERENCE: {"probe_f1_macro": round(published.results[0].metrics["f1_macro"], 2)},
+        "after": {"head_f1_macro": head["f1_macro"], "probe_f1_macro": round(probe, 2)},
+        "train_seconds": round(seconds, 1),
+    }
+
+
+def cite_scores(args: argparse.Namespace, overrides: dict[str, Any], rows_budget: dict[str, Any]) -> dict[str, Any]:
+    """A citation or multi-task recipe trained with ``args.validation`` of its training queries held for validation;
+    those queries' cite MAP / nDCG for MiniLM as published, at step 0 and after training."""
+    with tempfile.TemporaryDirectory() as output, tempfile.TemporaryDirectory() as mixture:
+        run = prepare(args.recipe, None, training_data(args, rows_budget, Path(mixture)), output, overrides)
+        suite = run.validation
+        published = evaluate_suite(
+            sciembed.PaperEncoder.from_pretrained(device="cpu"), suite, n_jobs=1, show_progress_bar=False
+        )
+        trainer = run.trainer
+        before = cite_metrics(trainer.evaluate(eval_dataset=suite))
+        started = time.perf_counter()
+        trainer.train()
+        seconds = time.perf_counter() - started
+        after = cite_metrics(trainer.evaluate(eval_dataset=suite))
+    reference = {
+        name: round(value, 2) for name, value in published.results[0].metrics.items() if name in ("map", "ndcg")
+    }
+    return {
+        "resolved": resolved_defaults(run.settings),
+        "validation_queries": len(suite.tasks[0].qrels),
+        REFERENCE: reference,
+        "before": before,
+        "after": after,
+        "change_vs_published": {name: round(after[name] - reference[name], 2) for name in reference},
+        "train_seconds": round(seconds, 1),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
@@ -78,7 +152,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60, help="optimiser steps of 32 examples")
     parser.add_argument("--max-length", type=int, default=128, help="tokens per training text")
     parser.add_argument(
-        "--validation", type=float, default=0.2, help="share of the training query papers held for validation"
+        "--validation",
+        type=float,
+        default=0.2,
+        help="share of the training query papers (of a classification recipe: training papers) held for validation",
     )
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "validation_search.json")
     args = parser.parse_args()
@@ -101,32 +178,12 @@ def main() -> None:
         raise SystemExit(f"{args.output} already holds {json.dumps(key)}; nothing to do")
     rows_budget = budget(args.seed, args.steps, args.max_length)
     overrides = {**rows_budget, "data.validation": args.validation, **variant}
-    with tempfile.TemporaryDirectory() as output, tempfile.TemporaryDirectory() as mixture:
-        run = prepare(args.recipe, None, training_data(args, rows_budget, Path(mixture)), output, overrides)
-        suite = run.validation
-        published = evaluate_suite(
-            sciembed.PaperEncoder.from_pretrained(device="cpu"), suite, n_jobs=1, show_progress_bar=False
-        )
-        trainer = run.trainer
-        before = cite_metrics(trainer.evaluate(eval_dataset=suite))
-        started = time.perf_counter()
-        trainer.train()
-        seconds = time.perf_counter() - started
-        after = cite_metrics(trainer.evaluate(eval_dataset=suite))
-    reference = {
-        name: round(value, 2) for name, value in published.results[0].metrics.items() if name in ("map", "ndcg")
-    }
-    row = {
-        **key,
-        "resolved": resolved_defaults(run.settings),
-        "validation_queries": len(suite.tasks[0].qrels),
-        REFERENCE: reference,
-        "before": before,
-        "after": after,
-        "change_vs_published": {name: round(after[name] - reference[name], 2) for name in reference},
-        "train_seconds": round(seconds, 1),
-        "torch_threads": torch.get_num_threads(),
-    }
+    scored = (
+        classification_scores(args, {**rows_budget, **variant})
+        if RECIPES[args.recipe].objective == "classification"
+        else cite_scores(args, overrides, rows_budget)
+    )
+    row = {**key, **scored, "torch_threads": torch.get_num_threads()}
     print(json.dumps(row), flush=True)
     # Read again before writing: several searches may run side by side into one file.
     latest = json.loads(args.output.read_text(encoding="utf-8")) if args.output.is_file() else {"rows": []}

@@ -1072,3 +1072,31 @@ def test_a_classification_head_trains_at_its_own_learning_rate(tiny_bert, tmp_pa
             tmp_path / "bad",
             {**overrides, "model.head_learning_rate": 0},
         )
+
+
+def test_a_head_fitted_alone_first_leaves_the_encoder_alone_and_lowers_its_loss(tiny_bert, tmp_path):
+    """model.head_only_steps (LP-FT): the head is fitted on the frozen encoder's embeddings of the training set
+    before end-to-end training; the encoder is untouched, the head's loss falls, and with model.weight_average the
+    fitted head (not the random one) is what the trained head is averaged with."""
+    from sciembed.training.run import prepare
+
+    overrides = {**TINY_RUN, "save_strategy": "no", "model.head_only_steps": 40, "model.weight_average": 0.5}
+    run = prepare("spectroid-heads", tiny_bert, shared_data("cacm"), tmp_path / "heads", overrides)
+    trainer = run.trainer
+    encoder = {k: v.clone() for k, v in trainer.model.base_model.state_dict().items()}
+    mode = trainer.model.training
+    losses = trainer.fit_head()
+    assert len(losses) == 40 and losses[-1] < 0.9 * losses[0]
+    assert all(torch.equal(v, encoder[k]) for k, v in trainer.model.base_model.state_dict().items())
+    assert trainer.model.training == mode
+    head = trainer.model.classifier.state_dict()
+    assert all(torch.equal(trainer._starting_weights[f"classifier.{k}"], v.cpu()) for k, v in head.items())
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="head_only_steps must be a whole number"):
+            prepare(
+                "spectroid-heads",
+                tiny_bert,
+                shared_data("cacm"),
+                tmp_path / f"bad{bad}",
+                {**overrides, "model.head_only_steps": bad},
+            )

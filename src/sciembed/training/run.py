@@ -656,6 +656,7 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
     options = dict(options)
     options.pop("weight_average", None)  # the Trainer's (see prepare)
     options.pop("head_learning_rate", None)  # the classification Trainer's (see _objective)
+    options.pop("head_only_steps", None)
     options.pop("family", None)  # model.family=none: recipe.family is already None (see _dense_variant)
     modules = options.pop("format_modules", None)
     module_options = {
@@ -773,10 +774,5 @@ def _objective(
             loss,
             options,
         )
-    head = settings["model"].get("head_learning_rate")
-    return (
-        trainers.PaperClassificationTrainer,
-        collators.LabelledPaperCollator(tokenizer, max_length),
-        None,
-        {} if head is None else {"head_learning_rate": head},
-    )
+    head = {k: settings["model"][k] for k in ("head_learning_rate", "head_only_steps") if k in settings["model"]}
+    return trainers.PaperClassificationTrainer, collators.LabelledPaperCollator(tokenizer, max_length), None, head

@@ -406,14 +406,76 @@ class PaperClassificationTrainer(EmbeddingTrainer):
         head_learning_rate: the learning rate of the head's parameters (those outside ``model.base_model``); by
             default the encoder's (``args.learning_rate``). A head starts at random, the encoder pretrained: at an
             encoder's fine-tuning rate a head barely moves in a short run. The schedule scales both alike.
+        head_only_steps: before end-to-end training, this many full-batch AdamW steps (at ``head_learning_rate``,
+            with the run's weight decay) fit the head alone on the frozen encoder's embeddings of the training set,
+            embedded once: linear probing then fine-tuning (LP-FT; Kumar et al. 2022, "Fine-Tuning can Distort
+            Pretrained Features and Underperform Out-of-Distribution"), so that a random head's early gradients do
+            not pull the encoder off what it knows. Skipped when resuming (the checkpoint holds the fitted head).
+            With ``weight_average`` the fitted head, not the random one, is what the trained head is averaged with.
         kwargs: as for :class:`EmbeddingTrainer`.
     """
 
-    def __init__(self, *args: Any, head_learning_rate: float | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, head_learning_rate: float | None = None, head_only_steps: int = 0, **kwargs: Any
+    ) -> None:
         if head_learning_rate is not None and not head_learning_rate > 0:
             raise ValueError(f"head_learning_rate must be positive, got {head_learning_rate}")
+        if isinstance(head_only_steps, bool) or not isinstance(head_only_steps, int) or head_only_steps < 0:
+            raise ValueError(f"head_only_steps must be a whole number of steps, 0 or more; got {head_only_steps!r}")
         self.head_learning_rate = head_learning_rate
+        self.head_only_steps = head_only_steps
         super().__init__(*args, **kwargs)
+
+    def train(self, resume_from_checkpoint: Any = None, **kwargs: Any):
+        """The head fitted alone first (``head_only_steps``), then :meth:`EmbeddingTrainer.train`."""
+        if self.head_only_steps and not resume_from_checkpoint:
+            self.fit_head()
+        return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+
+    def fit_head(self) -> list[float]:
+        """Fit ``model.classifier`` alone on the frozen encoder's embeddings of the training set (see
+        ``head_only_steps``); returns the loss before each step."""
+        from ..modeling.spectroid.modeling_spectroid import sequence_classification_loss
+
+        model = self.model
+        head = getattr(model, "classifier", None)
+        if head is None:
+            raise ValueError(f"head_only_steps needs a model with a classifier head; {type(model).__name__} has none")
+        was_training = model.training
+        model.eval()
+        embeddings, labels = [], []
+        with torch.no_grad():
+            for batch in self.get_train_dataloader():
+                batch = self._prepare_inputs(batch)
+                labels.append(batch.pop("labels"))
+                embeddings.append(model.base_model(**batch).pooler_output)
+        features, targets = torch.cat(embeddings), torch.cat(labels)
+        head.train()
+        optimizer = torch.optim.AdamW(
+            head.parameters(),
+            lr=self.head_learning_rate or self.args.learning_rate,
+            weight_decay=self.args.weight_decay,
+        )
+        losses = []
+        for _ in range(self.head_only_steps):
+            optimizer.zero_grad()
+            loss = sequence_classification_loss(model.config, head(features), targets)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        model.train(was_training)
+        if self._starting_weights is not None:
+            prefix = next(name for name, module in model.named_modules() if module is head)
+            for name, value in head.state_dict().items():
+                self._starting_weights[f"{prefix}.{name}"] = value.detach().to("cpu", copy=True)
+        logger.info(
+            "head fitted alone on %d embeddings: loss %.4f -> %.4f in %d steps",
+            len(targets),
+            losses[0],
+            losses[-1],
+            len(losses),
+        )
+        return losses
 
     def create_optimizer(self) -> Any:
         """``transformers.Trainer``'s optimizer, with the head's parameters in groups of their own at
