@@ -498,7 +498,7 @@ class FixedTasks:
             + "".join(f"{a},{b}\n" for e in edges for a, b in zip(e.citing.to_pylist(), e.cited.to_pylist()))
         )
         hepth = read_citation_source(CitationFiles(papers, citations))
-        arxiv, arxiv_counts = _arxiv_archive_files(
+        arxiv, arxiv_counts = arxiv_archive_files(
             folders["arxiv-metadata"] / "random-2007-2008" / "arxiv_sample.csv", root
         )
         counts = {
@@ -545,7 +545,7 @@ class FixedTasks:
         return TaskSuite("recipes", "cacm + hepth + arxiv + scirepeval-samples", tasks)
 
 
-def _arxiv_archive_files(path: Path, root: Path) -> tuple[tuple[Path, Path], dict[str, Any]]:
+def arxiv_archive_files(path: Path, root: Path) -> tuple[tuple[Path, Path], dict[str, Any]]:
     """The arXiv sample as a papers file and a labels file (``paper_id,label``: the primary category's archive),
     archives with fewer than MIN_ARCHIVE_PAPERS papers left out."""
     with path.open(encoding="utf-8", newline="") as handle:

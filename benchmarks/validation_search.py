@@ -2,15 +2,20 @@
 
 ``recipes.py`` judges each row on the seed's held-out queries, so no setting may be chosen there. This trains a recipe
 with the rows' budget (``recipes.budget``: the seed's split, ``--steps`` steps of 32, texts cut to ``--max-length``)
-plus ``data.validation`` (a share of the *training* query papers, never trained on; the held-out queries are the
-same as the rows') and the variant's ``--set`` overrides, and scores the validation queries' cite task (SciDocs'
-protocol, pytrec_eval MAP / nDCG) for MiniLM as published, the model at step 0 and the trained model. Each run
-adds a row to ``--output``, so the search (every variant tried, and its validation score) is kept beside the
-results it chose. The multi-task recipes (``scirepeval-*``) train on the rows' task mixture of the seed
-(``recipes.write_mixture``), whose citation task is split the same way, its validation queries carved from the training
-ones. The classification recipe (``spectroid-heads``) is scored on validation *papers* instead: a stratified share of
-the training half of the seed's CACM categories task, never trained on (nor are the task's test papers); its head's
-own macro-F1 there against MiniLM's linear probe (LinearSVC, SciDocs' protocol) fitted on the rest of that half.
+plus ``data.validation`` (a share of the *training* query papers, never trained on; the held-out queries are the same
+as the rows') and the variant's ``--set`` overrides, and scores the validation queries' cite task (SciDocs' protocol,
+pytrec_eval MAP / nDCG) for MiniLM as published, the model at step 0 and the trained model. Each run adds a row to
+``--output``, so the search (every variant tried, and its validation score) is kept beside the results it chose. The
+multi-task recipes (``scirepeval-*``) train on the rows' task mixture of the seed (``recipes.write_mixture``), whose
+citation task is split the same way, its validation queries carved from the training ones. With ``--weight-averages``
+the recipe trains without WiSE-FT's average and each listed share of the trained weights is scored from that one run,
+on the validation queries and on out-of-domain validation data that ``recipes.py``'s tests never use
+(:func:`out_of_domain_validation`: hep-th queries outside the seeds' test samples, the S2ORC sample's MAG fields, the
+other arXiv file's archives), so a share can be chosen for what it keeps outside the training domain as well as for
+what it gains in it. The classification recipe (``spectroid-heads``) is scored on validation *papers* instead: a
+stratified share of the training half of the seed's CACM categories task, never trained on (nor are the task's test
+papers); its head's own macro-F1 there against MiniLM's linear probe (LinearSVC, SciDocs' protocol) fitted on the rest
+of that half.
 
     python benchmarks/validation_search.py --data ../shared/data --recipe multi2spe --set learning_rate=1e-4
 """
@@ -23,12 +28,23 @@ import logging
 import platform
 import tempfile
 import time
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
-from recipes import SYSTEMS, FixedTasks, budget, head_predictions, resolved_defaults, write_mixture
+from recipes import (
+    MIN_FIELD_PAPERS,
+    SYSTEMS,
+    FixedTasks,
+    arxiv_archive_files,
+    budget,
+    head_predictions,
+    resolved_defaults,
+    write_mixture,
+)
 
 import sciembed
 from sciembed.evaluation import evaluate_suite
@@ -38,11 +54,6 @@ from sciembed.training.recipes import RECIPES, parse_assignments
 from sciembed.training.run import prepare
 
 REFERENCE = "MiniLM as published"
-
-
-def cite_metrics(metrics: dict[str, float]) -> dict[str, float]:
-    """MAP and nDCG of a run's validation cite task, as the Trainer names them."""
-    return {m: round(metrics[f"eval_cite_{m}"], 2) for m in ("map", "ndcg")}
 
 
 def training_data(args: argparse.Namespace, rows_budget: dict[str, Any], folder: Path) -> Path:
@@ -102,31 +113,122 @@ def classification_scores(args: argparse.Namespace, overrides: dict[str, Any]) -
     }
 
 
+#: The seeds whose hep-th test queries the out-of-domain validation queries avoid (recipes.py's rows use 0-2).
+TEST_SEEDS = range(10)
+#: The out-of-domain validation tasks and the measure each is judged by.
+OUT_OF_DOMAIN = {"hepth_validation": "map", "s2orc_fields": "f1_macro", "arxiv_kaggle": "f1_macro"}
+
+
+def out_of_domain_validation(data: Path, seed: int, hepth_queries: int, queries: int, folder: Path) -> list[Any]:
+    """Validation tasks outside CACM that none of ``recipes.py``'s test tasks use.
+
+    - ``hepth_validation``: ``queries`` hep-th query papers outside the test samples of ``hepth_queries`` of every
+      seed in ``TEST_SEEDS`` (drawn as ``recipes.FixedTasks.suite`` draws them), SciDocs' cite protocol;
+    - ``s2orc_fields``: the S2ORC sample's MAG fields of study (multi-label, fields with at least ``MIN_FIELD_PAPERS``
+      papers, halves by the seed), as the fields-of-study test task;
+    - ``arxiv_kaggle``: the Kaggle arXiv file's primary archives, as the archive test task (which reads the other
+      arXiv file)."""
+    from sciembed.evaluation.custom import classification_tasks
+    from sciembed.evaluation.supervised import SCIREPEVAL_MULTILABEL
+    from sciembed.evaluation.tasks import ClassificationTask
+
+    folders = {name: data / name for name in ("cacm", "hepth", "arxiv-metadata", "scirepeval-samples")}
+    hepth = FixedTasks.read(folders).hepth
+    linked = hepth.linked_queries()
+    tested = {
+        int(i)
+        for test_seed in TEST_SEEDS
+        for i in np.random.default_rng(test_seed).choice(
+            len(linked), size=min(hepth_queries, len(linked)), replace=False
+        )
+    }
+    others = [i for i in range(len(linked)) if i not in tested]
+    chosen = np.random.default_rng([seed, 1]).choice(others, size=min(queries, len(others)), replace=False)
+    tasks = [replace(hepth.cite_task([linked[i] for i in sorted(chosen)], seed=seed), task_id="hepth_validation")]
+    records = [
+        json.loads(line)
+        for line in (data / "s2orc-sample" / "data" / "metadata" / "sample.jsonl").read_text("utf-8").splitlines()
+    ]
+    records = [r for r in records if (r.get("abstract") or "").strip() and r.get("mag_field_of_study")]
+    counts = Counter(f for r in records for f in r["mag_field_of_study"])
+    kept = sorted(f for f, n in counts.items() if n >= MIN_FIELD_PAPERS)
+    rows = [(r["paper_id"], [kept.index(f) for f in r["mag_field_of_study"] if f in kept], r) for r in records]
+    rows = [row for row in rows if row[1]]
+    order = np.random.default_rng(seed).permutation(len(rows))
+    half = len(order) // 2
+    split = [([rows[i][0] for i in part], [rows[i][1] for i in part]) for part in (order[:half], order[half:])]
+    tasks.append(
+        ClassificationTask(
+            "s2orc-sample",
+            f"MAG fields of study ({len(kept)} with >= {MIN_FIELD_PAPERS} papers)",
+            {pid: {"paper_id": pid, "title": r["title"], "abstract": r["abstract"]} for pid, _, r in rows},
+            train=split[0],
+            test=split[1],
+            protocol=replace(SCIREPEVAL_MULTILABEL, metrics=("f1_macro",)),
+            task_id="s2orc_fields",
+        )
+    )
+    (labels, papers), _ = arxiv_archive_files(
+        folders["arxiv-metadata"] / "kaggle-first-2000" / "arxiv_data.csv", folder
+    )
+    (archive,), _ = classification_tasks("arxiv", str(labels), papers=str(papers), seed=seed)
+    return [*tasks, replace(archive, task_id="arxiv_kaggle")]
+
+
+def measures(metrics: dict[str, float]) -> dict[str, float]:
+    """The validation cite MAP / nDCG (``map``, ``ndcg``) and each out-of-domain task's measure (named by the task)
+    present in a Trainer's ``metrics``."""
+    wanted = {"cite_map": "map", "cite_ndcg": "ndcg"}
+    wanted.update({f"{task}_{measure}": task for task, measure in OUT_OF_DOMAIN.items()})
+    return {name: round(metrics[f"eval_{key}"], 2) for key, name in wanted.items() if f"eval_{key}" in metrics}
+
+
 def cite_scores(args: argparse.Namespace, overrides: dict[str, Any], rows_budget: dict[str, Any]) -> dict[str, Any]:
     """A citation or multi-task recipe trained with ``args.validation`` of its training queries held for validation;
-    those queries' cite MAP / nDCG for MiniLM as published, at step 0 and after training."""
+    those queries' cite MAP / nDCG for MiniLM as published, at step 0 and after training. With
+    ``args.weight_averages``: trained without the average, then per share the averaged model on the validation
+    queries and the out-of-domain validation tasks (``curve``)."""
+    shares = args.weight_averages
+    if shares:
+        overrides = {**overrides, "model.weight_average": 1.0}
     with tempfile.TemporaryDirectory() as output, tempfile.TemporaryDirectory() as mixture:
         run = prepare(args.recipe, None, training_data(args, rows_budget, Path(mixture)), output, overrides)
         suite = run.validation
+        if shares:
+            extra = out_of_domain_validation(args.data, args.seed, args.hepth_queries, args.ood_queries, Path(mixture))
+            suite = replace(suite, tasks=[*suite.tasks, *extra])
         published = evaluate_suite(
             sciembed.PaperEncoder.from_pretrained(device="cpu"), suite, n_jobs=1, show_progress_bar=False
         )
         trainer = run.trainer
-        before = cite_metrics(trainer.evaluate(eval_dataset=suite))
+        before = measures(trainer.evaluate(eval_dataset=suite))
+        start = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
         started = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - started
-        after = cite_metrics(trainer.evaluate(eval_dataset=suite))
-    reference = {
-        name: round(value, 2) for name, value in published.results[0].metrics.items() if name in ("map", "ndcg")
-    }
+        after = measures(trainer.evaluate(eval_dataset=suite))
+        curve = {}
+        if shares:
+            trained = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+            for share in shares:
+                trainer.model.load_state_dict(
+                    {
+                        k: share * v + (1.0 - share) * start[k] if v.is_floating_point() else v
+                        for k, v in trained.items()
+                    }
+                )
+                curve[str(share)] = measures(trainer.evaluate(eval_dataset=suite))
+    reference = {}
+    for result in published.results:
+        reference.update(measures({f"eval_{result.task_id}_{k}": v for k, v in result.metrics.items()}))
     return {
         "resolved": resolved_defaults(run.settings),
         "validation_queries": len(suite.tasks[0].qrels),
         REFERENCE: reference,
         "before": before,
         "after": after,
-        "change_vs_published": {name: round(after[name] - reference[name], 2) for name in reference},
+        "change_vs_published": {name: round(after[name] - reference[name], 2) for name in reference if name in after},
+        **({"curve": curve} if shares else {}),
         "train_seconds": round(seconds, 1),
     }
 
@@ -157,6 +259,17 @@ def main() -> None:
         default=0.2,
         help="share of the training query papers (of a classification recipe: training papers) held for validation",
     )
+    parser.add_argument(
+        "--weight-averages",
+        nargs="+",
+        type=float,
+        metavar="SHARE",
+        help="train without WiSE-FT's average, then score each share of the trained weights (1: as trained, 0: the "
+        "starting model) on the validation queries and the out-of-domain validation tasks",
+    )
+    parser.add_argument(
+        "--ood-queries", type=int, default=100, help="hep-th validation query papers (with --weight-averages)"
+    )
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "validation_search.json")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -173,6 +286,7 @@ def main() -> None:
         "max_length": args.max_length,
         "validation": args.validation,
         "variant": variant,
+        "weight_averages": args.weight_averages,
     }
     if any({k: row.get(k) for k in key} == key for row in rows):
         raise SystemExit(f"{args.output} already holds {json.dumps(key)}; nothing to do")
