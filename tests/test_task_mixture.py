@@ -423,3 +423,22 @@ def test_evaluation_embeds_each_task_through_its_domains_expert(tiny_bert):
     assert np.allclose(cs, encoder.encode(texts, show_progress_bar=False), atol=1e-6)
     assert np.allclose(physics, encoder.with_domain("physics").encode(texts, show_progress_bar=False), atol=1e-6)
     assert not np.allclose(cs, physics, atol=1e-4)
+
+
+def test_the_task_heads_train_at_their_own_rate(mixture, tiny_bert, tmp_path):
+    """model.head_learning_rate in a multi-task recipe: the loss's task heads in an optimiser group of their own at
+    that rate (the encoder's at the run's); a recipe without heads refuses it."""
+    from sciembed.training.run import prepare
+
+    path, _ = mixture
+    overrides = {**SPLIT, **STEP, "learning_rate": 5e-5, "model.head_learning_rate": 1e-3}
+    run = prepare("scirepeval-ctrl", tiny_bert, path, tmp_path / "ctrl", overrides)
+    optimizer = run.trainer.create_optimizer()
+    heads = {id(p) for p in run.trainer.loss.parameters() if p.requires_grad}
+    assert heads
+    for group in optimizer.param_groups:
+        kinds = {id(p) in heads for p in group["params"]}
+        assert len(kinds) == 1 and group["lr"] == (1e-3 if kinds == {True} else 5e-5)
+    assert {id(p) for g in optimizer.param_groups for p in g["params"] if g["lr"] == 1e-3} == heads
+    with pytest.raises(ValueError, match="trains no head that model.head_learning_rate could apply to"):
+        prepare("specter", tiny_bert, shared_data("cacm"), tmp_path / "specter", {**SPLIT, **STEP, **overrides})

@@ -740,6 +740,13 @@ def _objective(
     from . import collators, losses, trainers
     from .recipes import LOSSES
 
+    heads = {k for k in ("head_learning_rate", "head_only_steps") if k in settings["model"]}
+    allowed = {"multitask": {"head_learning_rate"}, "classification": heads}.get(recipe.objective, set())
+    if heads - allowed:
+        raise ValueError(
+            f"recipe {recipe.name} trains no head that {', '.join(f'model.{k}' for k in sorted(heads - allowed))} "
+            "could apply to"
+        )
     loss_options = dict(settings["loss"])
     loss_class = getattr(losses, LOSSES[loss_options.pop("name")]) if "name" in loss_options else None
     if loss_class is not None:
@@ -768,6 +775,8 @@ def _objective(
         kinds = {name: kind for name, (kind, _) in examples.tasks.items()}
         modules = settings["model"].get("format_modules")
         options = {"adapter_training": modules} if modules in ("adapters", "fusion") else {}
+        if "head_learning_rate" in settings["model"]:
+            options["loss_learning_rate"] = settings["model"]["head_learning_rate"]
         return (
             trainers.MultiTaskTrainer,
             collators.MultiTaskCollator(tokenizer, max_length, task_kinds=kinds),

@@ -71,6 +71,9 @@ class EmbeddingTrainer(Trainer):
             weights being the model's when the Trainer was built (kept on CPU meanwhile; a resumed run rebuilds
             them the same way). 1 keeps the trained weights; lower values keep more of what the base knew out of
             domain. Applied after ``load_best_model_at_end`` and before the final evaluation.
+        loss_learning_rate: the learning rate of the loss's own parameters (the multi-task heads, a learned
+            temperature); by default the run's. A multi-task head starts at random: at an encoder's fine-tuning
+            rate it barely moves in a short run, and its loss sends the encoder gradients of a head near chance.
         kwargs: the rest of ``transformers.Trainer``'s arguments (``train_dataset``, ``data_collator``,
             ``processing_class`` (the tokenizer), ``callbacks``, ...).
     """
@@ -89,8 +92,12 @@ class EmbeddingTrainer(Trainer):
         eval_dataset: Any = None,
         adapter_training: str | None = None,
         weight_average: float = 1.0,
+        loss_learning_rate: float | None = None,
         **kwargs: Any,
     ):
+        if loss_learning_rate is not None and not loss_learning_rate > 0:
+            raise ValueError(f"the loss's learning rate must be positive, got {loss_learning_rate}")
+        self.loss_learning_rate = loss_learning_rate
         if not 0.0 <= weight_average <= 1.0:
             raise ValueError(
                 f"weight_average is the share of the trained weights, between 0 and 1; got {weight_average}"
@@ -173,12 +180,14 @@ class EmbeddingTrainer(Trainer):
         return loss if regularization is None else loss + regularization
 
     def create_optimizer(self):
-        """The Trainer's optimizer, plus a group (no weight decay) for the loss's own parameters."""
+        """The Trainer's optimizer, plus a group (no weight decay; at ``loss_learning_rate`` when given) for the
+        loss's own parameters."""
         if self.optimizer is None:
             super().create_optimizer()
             extra = [p for p in self.loss.parameters() if p.requires_grad] if self.loss is not None else []
             if extra:
-                self.optimizer.add_param_group({"params": extra, "weight_decay": 0.0})
+                rate = {} if self.loss_learning_rate is None else {"lr": self.loss_learning_rate}
+                self.optimizer.add_param_group({"params": extra, "weight_decay": 0.0, **rate})
         return self.optimizer
 
     def _save_checkpoint(self, model, trial):
