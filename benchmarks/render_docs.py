@@ -110,9 +110,11 @@ def variant_label(row: dict[str, Any]) -> str:
 
 
 def validation_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
-    """Every variant tried, and its validation MAP change against MiniLM as published, as a table and bars."""
-    rows = report["rows"]
-    labels = [variant_label(r) for r in rows]
+    """Every variant tried: the cite variants' validation MAP change against MiniLM as published (a table and bars),
+    the WiSE-FT curves (each share on the validation queries and the out-of-domain validation tasks), and the
+    classification variants' head against MiniLM's linear probe on validation papers."""
+    cite = [r for r in report["rows"] if "validation_queries" in r]
+    labels = [variant_label(r) for r in cite]
     table = markdown_table(
         ["recipe", "variant", "seed", "steps", "validation queries", "MAP change", "nDCG change"],
         [
@@ -125,14 +127,46 @@ def validation_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
                 r["change_vs_published"]["map"],
                 r["change_vs_published"]["ndcg"],
             ]
-            for r in rows
+            for r in cite
         ],
     )
+    for r in (r for r in cite if r.get("curve")):
+        reference = r["MiniLM as published"]
+        measures = list(reference)
+        table += (
+            f"\n\nWiSE-FT shares of one `{variant_label(r)}` run (seed {r['seed']}), change against MiniLM as "
+            f"published ({', '.join(f'{m} {reference[m]}' for m in measures)}):\n\n"
+        )
+        table += markdown_table(
+            ["share of the trained weights", *measures],
+            [
+                [share, *(round(scores[m] - reference[m], 2) for m in measures)]
+                for share, scores in sorted(r["curve"].items(), key=lambda item: -float(item[0]))
+            ],
+        )
+    heads = [r for r in report["rows"] if "validation_papers" in r]
+    if heads:
+        table += "\n\nClassification variants, the head's own macro-F1 on validation papers:\n\n"
+        table += markdown_table(
+            ["recipe", "variant", "seed", "validation papers", "head F1", "MiniLM probe F1", "change"],
+            [
+                [
+                    r["recipe"],
+                    json.dumps(r["variant"]),
+                    r["seed"],
+                    r["validation_papers"],
+                    r["after"]["head_f1_macro"],
+                    r["MiniLM as published"]["probe_f1_macro"],
+                    round(r["after"]["head_f1_macro"] - r["MiniLM as published"]["probe_f1_macro"], 2),
+                ]
+                for r in heads
+            ],
+        )
     plt = pyplot()
-    figure, axis = plt.subplots(figsize=(9, 1 + 0.35 * len(rows)))
-    changes = [r["change_vs_published"]["map"] for r in rows]
-    axis.barh(range(len(rows)), changes, color=["tab:green" if c > 0 else "tab:red" for c in changes])
-    axis.set_yticks(range(len(rows)), labels, fontsize=8)
+    figure, axis = plt.subplots(figsize=(9, 1 + 0.35 * len(cite)))
+    changes = [r["change_vs_published"]["map"] for r in cite]
+    axis.barh(range(len(cite)), changes, color=["tab:green" if c > 0 else "tab:red" for c in changes])
+    axis.set_yticks(range(len(cite)), labels, fontsize=8)
     axis.invert_yaxis()
     axis.axvline(0, color="black", linewidth=0.8)
     axis.set_xlabel("validation cite MAP change against MiniLM as published")

@@ -313,8 +313,8 @@ def test_spectroid_heads_text_pooling_is_a_setting_and_the_run_embeds_as_its_hea
     from sciembed.training.run import _settings
 
     recipe = RECIPES["spectroid-heads"]
-    assert "text_pooling" not in recipe.resolve(unit_vectors=True)["model"]  # measured no better: [CLS] stays
-    # On MiniLM (mean pooling, unit vectors) with model.text_pooling=mean, the trained encoder embeds by that mean.
-    settings, _ = _settings(recipe, default_model_path(), {"model.text_pooling": "mean"})
+    assert "text_pooling" not in recipe.resolve()["model"]  # the paper's [CLS]
+    # On MiniLM (mean pooling, unit vectors) the head reads the text's mean and the trained encoder embeds by it.
+    settings, _ = _settings(recipe, default_model_path(), None)
     assert (settings["model"]["text_pooling"], settings["embedding"]["pooling"]) == ("mean", "mean")
     assert settings["embedding"]["normalize"] is True

@@ -592,9 +592,8 @@ def test_recipe_trains_on_real_data_saves_reloads_and_resumes(name, tiny_bert, t
         from transformers import AutoModelForSequenceClassification
 
         classifier = AutoModelForSequenceClassification.from_pretrained(out / MODEL_FOLDER)
-        assert classifier.config.num_labels == 6 and [
-            m.out_features for m in classifier.modules() if isinstance(m, torch.nn.Linear)
-        ][-2:] == [64, 6]
+        head = classifier.classifier  # the recipe's default head, CH1: linear
+        assert classifier.config.num_labels == 6 and len(head.hidden) == 0 and head.out_proj.out_features == 6
     options = {"domain": "cs"} if name == "moe-cocitation" else {}  # enforced routing needs the domain
     vectors = sciembed.encode(out / MODEL_FOLDER, PAPERS, device="cpu", show_progress_bar=False, **options)
     assert vectors.shape[0] == len(PAPERS) and np.isfinite(vectors).all()
@@ -1100,3 +1099,36 @@ def test_a_head_fitted_alone_first_leaves_the_encoder_alone_and_lowers_its_loss(
                 tmp_path / f"bad{bad}",
                 {**overrides, "model.head_only_steps": bad},
             )
+
+
+def test_a_classifier_from_a_unit_vector_base_is_evaluated_and_saved_in_the_base_s_embedding(tiny_st_base, tmp_path):
+    """spectroid-heads from a base used in mean pooling + normalisation (as all-MiniLM-L6-v2): the trainer evaluates
+    the text's mean, L2-normalised, as the base is used (not the raw [CLS]), and the saved classifier encodes
+    exactly that vector."""
+    import sciembed
+    from sciembed.data.papers import paper_text
+    from sciembed.encode import pool
+    from sciembed.training.run import MODEL_FOLDER, train
+
+    out = tmp_path / "heads"
+    overrides = {**TINY_RUN, "save_strategy": "no"}
+    train("spectroid-heads", str(tiny_st_base), shared_data("cacm"), out, overrides)
+    saved = out / MODEL_FOLDER
+    from sciembed.training.run import prepare
+
+    run = prepare("spectroid-heads", str(tiny_st_base), shared_data("cacm"), tmp_path / "check", overrides)
+    assert (run.trainer.pooling, run.trainer.normalize) == ("mean", True)
+    assert run.settings["model"]["text_pooling"] == "mean"
+    from transformers import AutoModel, AutoTokenizer
+
+    encoder = AutoModel.from_pretrained(saved, trust_remote_code=True).eval()
+    tokenizer = AutoTokenizer.from_pretrained(saved)
+    texts = [paper_text(p, tokenizer.sep_token) for p in PAPERS]
+    batch = tokenizer(texts, padding=True, truncation=True, max_length=48, return_tensors="pt")
+    with torch.no_grad():
+        expected = pool(encoder(**batch), batch["attention_mask"], "mean", normalize=True)
+        torch.testing.assert_close(
+            encoder(**batch).pooler_output, pool(encoder(**batch), batch["attention_mask"], "mean")
+        )
+    vectors = sciembed.encode(saved, PAPERS, device="cpu", max_length=48, show_progress_bar=False)
+    np.testing.assert_allclose(vectors, expected.numpy(), atol=1e-5)

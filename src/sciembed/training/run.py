@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -124,8 +125,7 @@ def prepare(
         training.setdefault("metric_for_best_model", f"{examples.evaluation.tasks[0].task_id}_map")
     args = TrainingArguments(output_dir=str(output_dir), remove_unused_columns=False, **training)
     trainer_class, collator, loss, options = _objective(recipe, settings, model, tokenizer, training_length, examples)
-    if recipe.objective != "classification":
-        options.update(pooling=settings["embedding"]["pooling"], normalize=settings["embedding"]["normalize"])
+    options.update(pooling=settings["embedding"]["pooling"], normalize=settings["embedding"]["normalize"])
     trainer = trainer_class(
         model,
         args,
@@ -389,13 +389,17 @@ def save_trained(trainer: Any, tokenizer: Any, folder: str | os.PathLike[str]) -
     else:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
-    # An encoder records the embedding it was trained in; a classifier (head + encoder) is one model.
-    if family_of(model) is None and model.base_model is model and getattr(trainer, "pooling", None) in ("cls", "mean"):
+    # An encoder records the embedding it was trained and evaluated in; so does a classifier (head + encoder, one
+    # model), whose encoder is what sentence-transformers loads from the folder (AutoModel: the encoder alone).
+    if family_of(model) is None and getattr(trainer, "pooling", None) in ("cls", "mean"):
         _save_sentence_transformers_modules(staging, trainer.pooling, trainer.normalize, trainer.max_length)
     return replace_folder(staging, folder)
 
 
 def _save_sentence_transformers_modules(folder: Path, pooling: str, normalize: bool, max_length: int | None) -> None:
+    """Add sentence-transformers' module files (Transformer + Pooling + Normalize) to a saved model's ``folder``,
+    leaving its model files alone: sentence-transformers saves the encoder it loaded, which for a classifier is
+    the encoder without its head."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 
@@ -403,7 +407,17 @@ def _save_sentence_transformers_modules(folder: Path, pooling: str, normalize: b
     modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling)] + (
         [Normalize()] if normalize else []
     )
-    SentenceTransformer(modules=modules, device="cpu").save(str(folder), create_model_card=False)
+    with tempfile.TemporaryDirectory() as written:
+        SentenceTransformer(modules=modules, device="cpu").save(written, create_model_card=False)
+        module_files = json.loads((Path(written) / "modules.json").read_text(encoding="utf-8"))
+        names = ["modules.json", "config_sentence_transformers.json", "sentence_bert_config.json"]
+        names += [module["path"] for module in module_files if module["path"]]
+        for name in names:
+            source = Path(written) / name
+            if source.is_dir():
+                shutil.copytree(source, folder / name, dirs_exist_ok=True)
+            elif source.is_file():
+                shutil.copy2(source, folder / name)
 
 
 # ---------------------------------------------------------------------- the parts
