@@ -467,8 +467,9 @@ RECIPES: dict[str, Recipe] = {
             "head trained end-to-end in a short run stays far below a linear probe; the linear head CH1 by default "
             "(model.head=CH2 for the paper's), which beat CH2 on a few hundred labelled papers. In unit vectors (a "
             "mean-pooling base such as all-MiniLM-L6-v2): the head reads, and the encoder embeds with, the mean of "
-            "the text's final states (model.text_pooling=mean), which beat the base's untrained [CLS].",
-            unit_vectors={"model.text_pooling": "mean"},
+            "the text's final states (model.text_pooling=mean), which beat the base's untrained [CLS], and WiSE-FT's "
+            "average with the start (the fitted head on the base), as the citation recipes.",
+            unit_vectors={"model.text_pooling": "mean", "model.weight_average": 0.5},
         ),
         _recipe(
             "moe-cocitation",
