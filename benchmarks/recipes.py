@@ -108,8 +108,14 @@ SYSTEMS = {
     "specter": System(
         "specter",
         "SPECTER recipe (citation triplets) on MiniLM: in unit vectors multiple-negatives ranking at "
-        "lr 1e-4, then WiSE-FT's average with MiniLM (0.5)",
+        "lr 1e-4, then WiSE-FT's average with MiniLM (0.2 of the trained weights)",
         counterpart="specter-2e-5",
+    ),
+    "specter-wise-0.5": System(
+        "specter",
+        "SPECTER recipe on MiniLM with half the trained weights in WiSE-FT's average (the default until the share was "
+        "chosen on out-of-domain validation data too)",
+        {"model.weight_average": 0.5},
     ),
     "specter-2e-5": System(
         "specter",

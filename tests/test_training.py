@@ -680,7 +680,7 @@ def test_a_run_scores_its_held_out_set_once_at_the_end(tiny_bert, tiny_st_base, 
     # In unit vectors the recipe ends with WiSE-FT's average, another model than the epoch's: it is scored again.
     steps.clear()
     averaged = train("specter", tiny_st_base, data, tmp_path / "averaged", overrides, evaluate_before=True)
-    assert averaged["settings"]["model"]["weight_average"] == 0.5 and steps == ["published base", 2, 2]
+    assert averaged["settings"]["model"]["weight_average"] == 0.2 and steps == ["published base", 2, 2]
 
 
 def test_held_out_queries_never_appear_in_training_triplets():
