@@ -122,7 +122,7 @@ SYSTEMS = {
         "SPECTER recipe on MiniLM at SPECTER's learning rate 2e-5, no weight averaging",
         {"learning_rate": 2e-5, "model.weight_average": 1.0},
     ),
-    "scincl": System("scincl", "SciNCL recipe (graph-neighbour triplets) on MiniLM", counterpart="specter"),
+    "scincl": System("scincl", "SciNCL recipe (graph-neighbour triplets) on MiniLM", counterpart="specter-wise-0.5"),
     "multi2spe": System(
         "multi2spe", "Multi2SPEModel (K = 3) from MiniLM, multi2spe recipe", counterpart="multi2spe-k1"
     ),
