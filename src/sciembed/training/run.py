@@ -669,8 +669,8 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
 
     options = dict(options)
     options.pop("weight_average", None)  # the Trainer's (see prepare)
-    options.pop("head_learning_rate", None)  # the classification Trainer's (see _objective)
-    options.pop("head_only_steps", None)
+    options.pop("head_learning_rate", None)  # the trainers' (see _objective)
+    options.pop("head_only_steps", None)  # the classification Trainer's
     options.pop("family", None)  # model.family=none: recipe.family is already None (see _dense_variant)
     modules = options.pop("format_modules", None)
     module_options = {
