@@ -539,7 +539,7 @@ class FixedTasks:
         from sciembed.evaluation.loaders import cacm_category_task
 
         linked = self.hepth.linked_queries()
-        chosen = np.random.default_rng(seed).choice(len(linked), size=min(hepth_queries, len(linked)), replace=False)
+        chosen = hepth_test_sample(len(linked), seed, hepth_queries)
         tasks = [
             replace(cacm_cite.tasks[0], task_id="cacm_cite", keep_per_query=True),
             replace(
@@ -556,6 +556,38 @@ class FixedTasks:
             for task in tasks + list(out_of_domain_suite(self.samples, seed).tasks)
         ]
         return TaskSuite("recipes", "cacm + hepth + arxiv + scirepeval-samples", tasks)
+
+
+def hepth_test_sample(linked: int, seed: int, hepth_queries: int) -> np.ndarray:
+    """Which of hep-th's ``linked`` query papers (by position) seed ``seed``'s test task scores."""
+    return np.random.default_rng(seed).choice(linked, size=min(hepth_queries, linked), replace=False)
+
+
+def fields_task(
+    benchmark: str, what: str, papers: list[tuple[str, list[str], dict[str, Any]]], seed: int, **options: Any
+):
+    """A multi-label fields-of-study task over ``papers`` (``(paper_id, fields, record)``): the fields with at least
+    MIN_FIELD_PAPERS papers (rarer ones leave CV folds with one class only), papers without one of them left out,
+    halves by ``seed`` for training and testing, SciRepEval's multi-label probe scored by macro-F1."""
+    from sciembed.evaluation.supervised import SCIREPEVAL_MULTILABEL
+    from sciembed.evaluation.tasks import ClassificationTask
+
+    counts = Counter(field for _, fields, _ in papers for field in fields)
+    kept = sorted(field for field, n in counts.items() if n >= MIN_FIELD_PAPERS)
+    rows = [(paper_id, [kept.index(f) for f in fields if f in kept], record) for paper_id, fields, record in papers]
+    rows = [row for row in rows if row[1]]
+    order = np.random.default_rng(seed).permutation(len(rows))
+    half = len(order) // 2
+    split = [([rows[i][0] for i in part], [rows[i][1] for i in part]) for part in (order[:half], order[half:])]
+    return ClassificationTask(
+        benchmark,
+        f"{what} ({len(kept)} with >= {MIN_FIELD_PAPERS} papers)",
+        {paper_id: record for paper_id, _, record in rows},
+        train=split[0],
+        test=split[1],
+        protocol=replace(SCIREPEVAL_MULTILABEL, metrics=("f1_macro",)),
+        **options,
+    )
 
 
 def arxiv_archive_files(path: Path, root: Path) -> tuple[tuple[Path, Path], dict[str, Any]]:
@@ -847,25 +879,14 @@ def out_of_domain_suite(folder: Path, seed: int) -> TaskSuite:
     ``seed`` (as CACM's categories and the arXiv archives are: a seed's interval then covers other test papers than
     another's)."""
     from sciembed.data.scirepeval import read_scirepeval_sample
-    from sciembed.evaluation.supervised import SCIREPEVAL_MULTILABEL
-    from sciembed.evaluation.tasks import ClassificationTask, SearchTask
+    from sciembed.evaluation.tasks import SearchTask
 
     fos = read_scirepeval_sample(folder / "fos_small.json", skip_invalid=True).data
-    # Fields with at least MIN_FIELD_PAPERS papers: rarer ones leave CV folds with one class only.
-    counts = Counter(label for labels in fos["labels"] for label in labels)
-    kept = sorted(label for label, n in counts.items() if n >= MIN_FIELD_PAPERS)
-    rows = [(str(row["paper_id"]), [kept.index(x) for x in row["labels"] if x in kept], row) for row in fos]
-    rows = [row for row in rows if row[1]]
-    order = np.random.default_rng(seed).permutation(len(rows))
-    half = len(order) // 2
-    split = [([rows[i][0] for i in part], [rows[i][1] for i in part]) for part in (order[:half], order[half:])]
-    classification = ClassificationTask(
+    classification = fields_task(
         "scirepeval-samples",
-        f"Fields of study ({len(kept)} with >= {MIN_FIELD_PAPERS} papers)",
-        {paper_id: row for paper_id, _, row in rows},
-        train=split[0],
-        test=split[1],
-        protocol=replace(SCIREPEVAL_MULTILABEL, metrics=("f1_macro",)),
+        "Fields of study",
+        [(str(row["paper_id"]), row["labels"], row) for row in fos],
+        seed,
         task_id="fos",
         keep_predictions=True,
     )

@@ -28,7 +28,6 @@ import logging
 import platform
 import tempfile
 import time
-from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -36,12 +35,13 @@ from typing import Any
 import numpy as np
 import torch
 from recipes import (
-    MIN_FIELD_PAPERS,
     SYSTEMS,
     FixedTasks,
     arxiv_archive_files,
     budget,
+    fields_task,
     head_predictions,
+    hepth_test_sample,
     resolved_defaults,
     write_mixture,
 )
@@ -52,6 +52,7 @@ from sciembed.evaluation.loaders import TaskSuite
 from sciembed.io import atomic_path
 from sciembed.training.recipes import RECIPES, parse_assignments
 from sciembed.training.run import prepare
+from sciembed.training.trainers import average_weights
 
 REFERENCE = "MiniLM as published"
 
@@ -124,24 +125,16 @@ def out_of_domain_validation(data: Path, seed: int, hepth_queries: int, queries:
 
     - ``hepth_validation``: ``queries`` hep-th query papers outside the test samples of ``hepth_queries`` of every
       seed in ``TEST_SEEDS`` (drawn as ``recipes.FixedTasks.suite`` draws them), SciDocs' cite protocol;
-    - ``s2orc_fields``: the S2ORC sample's MAG fields of study (multi-label, fields with at least ``MIN_FIELD_PAPERS``
-      papers, halves by the seed), as the fields-of-study test task;
+    - ``s2orc_fields``: the S2ORC sample's MAG fields of study as a task of ``recipes.fields_task`` (multi-label,
+      halves by the seed), as the fields-of-study test task;
     - ``arxiv_kaggle``: the Kaggle arXiv file's primary archives, as the archive test task (which reads the other
       arXiv file)."""
     from sciembed.evaluation.custom import classification_tasks
-    from sciembed.evaluation.supervised import SCIREPEVAL_MULTILABEL
-    from sciembed.evaluation.tasks import ClassificationTask
 
     folders = {name: data / name for name in ("cacm", "hepth", "arxiv-metadata", "scirepeval-samples")}
     hepth = FixedTasks.read(folders).hepth
     linked = hepth.linked_queries()
-    tested = {
-        int(i)
-        for test_seed in TEST_SEEDS
-        for i in np.random.default_rng(test_seed).choice(
-            len(linked), size=min(hepth_queries, len(linked)), replace=False
-        )
-    }
+    tested = {int(i) for test_seed in TEST_SEEDS for i in hepth_test_sample(len(linked), test_seed, hepth_queries)}
     others = [i for i in range(len(linked)) if i not in tested]
     chosen = np.random.default_rng([seed, 1]).choice(others, size=min(queries, len(others)), replace=False)
     tasks = [replace(hepth.cite_task([linked[i] for i in sorted(chosen)], seed=seed), task_id="hepth_validation")]
@@ -149,25 +142,12 @@ def out_of_domain_validation(data: Path, seed: int, hepth_queries: int, queries:
         json.loads(line)
         for line in (data / "s2orc-sample" / "data" / "metadata" / "sample.jsonl").read_text("utf-8").splitlines()
     ]
-    records = [r for r in records if (r.get("abstract") or "").strip() and r.get("mag_field_of_study")]
-    counts = Counter(f for r in records for f in r["mag_field_of_study"])
-    kept = sorted(f for f, n in counts.items() if n >= MIN_FIELD_PAPERS)
-    rows = [(r["paper_id"], [kept.index(f) for f in r["mag_field_of_study"] if f in kept], r) for r in records]
-    rows = [row for row in rows if row[1]]
-    order = np.random.default_rng(seed).permutation(len(rows))
-    half = len(order) // 2
-    split = [([rows[i][0] for i in part], [rows[i][1] for i in part]) for part in (order[:half], order[half:])]
-    tasks.append(
-        ClassificationTask(
-            "s2orc-sample",
-            f"MAG fields of study ({len(kept)} with >= {MIN_FIELD_PAPERS} papers)",
-            {pid: {"paper_id": pid, "title": r["title"], "abstract": r["abstract"]} for pid, _, r in rows},
-            train=split[0],
-            test=split[1],
-            protocol=replace(SCIREPEVAL_MULTILABEL, metrics=("f1_macro",)),
-            task_id="s2orc_fields",
-        )
-    )
+    papers = [
+        (r["paper_id"], r["mag_field_of_study"], {k: r[k] for k in ("paper_id", "title", "abstract")})
+        for r in records
+        if (r.get("abstract") or "").strip() and r.get("mag_field_of_study")
+    ]
+    tasks.append(fields_task("s2orc-sample", "MAG fields of study", papers, seed, task_id="s2orc_fields"))
     (labels, papers), _ = arxiv_archive_files(
         folders["arxiv-metadata"] / "kaggle-first-2000" / "arxiv_data.csv", folder
     )
@@ -211,12 +191,8 @@ def cite_scores(args: argparse.Namespace, overrides: dict[str, Any], rows_budget
         if shares:
             trained = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
             for share in shares:
-                trainer.model.load_state_dict(
-                    {
-                        k: share * v + (1.0 - share) * start[k] if v.is_floating_point() else v
-                        for k, v in trained.items()
-                    }
-                )
+                trainer.model.load_state_dict(trained)
+                average_weights(trainer.model, start, share)
                 curve[str(share)] = measures(trainer.evaluate(eval_dataset=suite))
     reference = {}
     for result in published.results:

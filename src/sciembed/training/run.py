@@ -748,18 +748,21 @@ def _check_loss_options(loss_class: type, name: str, options: Mapping[str, Any],
         )
 
 
+#: The head settings each objective with heads takes (the multi-task heads live in its loss).
+_HEAD_SETTINGS = {"multitask": ("head_learning_rate",), "classification": ("head_learning_rate", "head_only_steps")}
+
+
 def _objective(
     recipe: Recipe, settings: dict[str, dict[str, Any]], model, tokenizer, max_length: int, examples: _Examples
 ):
     from . import collators, losses, trainers
     from .recipes import LOSSES
 
-    heads = {k for k in ("head_learning_rate", "head_only_steps") if k in settings["model"]}
-    allowed = {"multitask": {"head_learning_rate"}, "classification": heads}.get(recipe.objective, set())
-    if heads - allowed:
+    unused = [k for k in _HEAD_SETTINGS["classification"] if k in settings["model"]]
+    unused = [k for k in unused if k not in _HEAD_SETTINGS.get(recipe.objective, ())]
+    if unused:
         raise ValueError(
-            f"recipe {recipe.name} trains no head that {', '.join(f'model.{k}' for k in sorted(heads - allowed))} "
-            "could apply to"
+            f"recipe {recipe.name} trains no head that {', '.join(f'model.{k}' for k in unused)} could apply to"
         )
     loss_options = dict(settings["loss"])
     loss_class = getattr(losses, LOSSES[loss_options.pop("name")]) if "name" in loss_options else None
@@ -797,5 +800,5 @@ def _objective(
             loss,
             options,
         )
-    head = {k: settings["model"][k] for k in ("head_learning_rate", "head_only_steps") if k in settings["model"]}
+    head = {k: settings["model"][k] for k in _HEAD_SETTINGS["classification"] if k in settings["model"]}
     return trainers.PaperClassificationTrainer, collators.LabelledPaperCollator(tokenizer, max_length), None, head

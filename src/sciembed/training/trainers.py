@@ -44,6 +44,19 @@ logger = logging.getLogger(__name__)
 LOSS_STATE = "loss.pt"
 
 
+@torch.no_grad()
+def average_weights(model: nn.Module, starting: dict[str, torch.Tensor], share: float) -> None:
+    """WiSE-FT (Wortsman et al. 2022) in place: each floating-point weight of ``model`` becomes
+    ``share * current + (1 - share) * starting[name]`` (weights missing from ``starting`` are left alone)."""
+    done = set()
+    for name, value in model.state_dict().items():
+        start = starting.get(name)
+        # Tied weights appear under several names but must be averaged once.
+        if start is not None and value.is_floating_point() and value.data_ptr() not in done:
+            done.add(value.data_ptr())
+            value.mul_(share).add_(start.to(value.device, value.dtype), alpha=1.0 - share)
+
+
 class EmbeddingTrainer(Trainer):
     """The shared part of sciembed's trainers: embedding, trainable losses and task evaluation.
 
@@ -140,15 +153,9 @@ class EmbeddingTrainer(Trainer):
             self._average_with_start()
         return result
 
-    @torch.no_grad()
     def _average_with_start(self) -> None:
-        alpha, done = self.weight_average, set()
-        for name, value in self.model.state_dict().items():
-            start = self._starting_weights.get(name)
-            # Tied weights appear under several names but must be averaged once.
-            if start is not None and value.is_floating_point() and value.data_ptr() not in done:
-                done.add(value.data_ptr())
-                value.mul_(alpha).add_(start.to(value.device, value.dtype), alpha=1.0 - alpha)
+        alpha = self.weight_average
+        average_weights(self.model, self._starting_weights, alpha)
         # Metrics of the last evaluation scored the weights before the average.
         self.last_metrics = self.last_metrics_step = None
         logger.info(
@@ -474,9 +481,8 @@ class PaperClassificationTrainer(EmbeddingTrainer):
             losses.append(loss.item())
         model.train(was_training)
         if self._starting_weights is not None:
-            prefix = next(name for name, module in model.named_modules() if module is head)
             for name, value in head.state_dict().items():
-                self._starting_weights[f"{prefix}.{name}"] = value.detach().to("cpu", copy=True)
+                self._starting_weights[f"classifier.{name}"] = value.detach().to("cpu", copy=True)
         logger.info(
             "head fitted alone on %d embeddings: loss %.4f -> %.4f in %d steps",
             len(targets),
