@@ -51,7 +51,10 @@ optimiser step, but rows train minutes apart, so the speed comparison with the p
 Rows are written to the JSON as they finish; a run adds to an existing file (rows already there for a seed
 and system are kept, not rerun), so ``--seeds`` and ``--systems`` split a long benchmark over sessions, or over
 processes running side by side (each writes only its own rows, under a lock). ``--keep-models`` keeps the trained
-models, so that ``--rescore`` can score them again when the tasks gain a statistic, without training again.
+models, so that ``--rescore`` can score them again when the tasks gain a statistic, without training again, and
+``--reuse-training`` can give a row another WiSE-FT share: WiSE-FT's average acts only when training ends, so a kept
+model trained with share ``s0`` is ``s0 * trained + (1 - s0) * start``, and the model the same training ends with at
+share ``s`` is ``start + s / s0 * (kept - start)`` (:func:`reweigh`; the row records whose training it reused).
 
     python benchmarks/recipes.py --data ../shared/data --seeds 0 1 2 --steps 60
 """
@@ -219,6 +222,8 @@ SYSTEMS = {
 }
 PEER = "sentence-transformers"
 REFERENCE = "MiniLM as published"
+#: WiSE-FT's share of the trained weights, the one override in which ``--reuse-training`` lets two systems differ.
+SHARE = "model.weight_average"
 BATCH = 32
 MIN_FIELD_PAPERS = 8
 MIN_ARCHIVE_PAPERS = 20
@@ -278,6 +283,13 @@ def main() -> None:
         action="store_true",
         help="score again, with this script's tasks, the rows of --seeds and --systems whose models --keep-models "
         "kept, and MiniLM as published, replacing their scores (their training records stay); trains nothing",
+    )
+    parser.add_argument(
+        "--reuse-training",
+        action="store_true",
+        help="a row whose training differs from a kept row's of the seed only in WiSE-FT's share "
+        "(model.weight_average) is not trained again: its model is rebuilt from the kept one (reweigh), and its "
+        "training records are the kept row's",
     )
     parser.add_argument(
         "--tasks",
@@ -435,6 +447,7 @@ def main() -> None:
                         kept(args, seed, name),
                         base=base,
                         held_out_ids=None if system.labelled else held_out_ids,
+                        earlier=same_training(rows, seed, name, args) if args.reuse_training else (),
                     )
                 )
             gc.collect()
@@ -629,10 +642,13 @@ def recipe_row(
     *,
     base: Path | None = None,
     held_out_ids: list[str] | None = None,
+    earlier: tuple[tuple[dict[str, Any], Path], ...] = (),
 ) -> dict[str, Any]:
     """Train one system with the shared budget from MiniLM (or ``base``) on ``data`` (CACM, or the seed's task
     mixture); CACM held-out cite at step 0, every task after training (the model saved in ``keep`` when given). A run
-    whose held-out queries are not ``held_out_ids`` (the specter row's) stops: its rows would not be comparable."""
+    whose held-out queries are not ``held_out_ids`` (the specter row's) stops: its rows would not be comparable.
+    When one of the ``earlier`` rows (with its kept model) resolved to the same settings but WiSE-FT's share, the
+    model is rebuilt from that one (:func:`reweigh`) instead of trained, and the row takes its training records."""
     system = SYSTEMS[name]
     run = prepare(system.recipe, None if base is None else str(base), data, output, overrides)
     held = run.data["domains"]["cs"] if system.domains else run.data
@@ -641,11 +657,65 @@ def recipe_row(
             f"seed {seed}, {name}: its held-out queries differ from the specter row's; its scores would not be paired"
         )
     trainer = run.trainer
+    resolved = resolved_defaults(run.settings)
+    same = _but_share(resolved)
+    source = next(((row, folder) for row, folder in earlier if _but_share(row["resolved"]) == same), None)
+    if source is not None:
+        row, folder = source
+        reweigh(trainer.model, folder, row["resolved"]["weight_average"], resolved["weight_average"])
+        trainer.evaluate(eval_dataset=suite)
+        return {
+            **_trained_row(name, seed, run, resolved, trainer, data, suite, keep, base),
+            **{k: row[k] for k in (*_TRAINING_RECORDS, *(("before_hepth",) if system.domains else ()))},
+            "reused_training": {"system": row["system"], "weight_average": row["resolved"]["weight_average"]},
+        }
     before = None if system.labelled else step_zero(trainer, suite, CITE_TASKS if system.domains else ("cacm_cite",))
     started = time.perf_counter()
     result = trainer.train()
     seconds = time.perf_counter() - started
     trainer.evaluate(eval_dataset=suite)
+    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    return {
+        **_trained_row(name, seed, run, resolved, trainer, data, suite, keep, base),
+        **(
+            {}
+            if system.labelled
+            else {"before": before["cacm_cite"], **({"before_hepth": before["hepth_cite"]} if system.domains else {})}
+        ),
+        "steps": result.global_step,
+        "examples_seen": result.global_step * BATCH,
+        "train_seconds": round(seconds, 1),
+        "seconds_per_step": round(seconds / max(result.global_step, 1), 2),
+        "first_logged_loss": losses[0] if losses else None,
+        "last_logged_loss": losses[-1] if losses else None,
+    }
+
+
+#: What a row reusing another's training (``--reuse-training``) takes from it.
+_TRAINING_RECORDS = (
+    "before",
+    "steps",
+    "examples_seen",
+    "train_seconds",
+    "seconds_per_step",
+    "first_logged_loss",
+    "last_logged_loss",
+)
+
+
+def _trained_row(
+    name: str,
+    seed: int,
+    run: Any,
+    resolved: dict[str, Any],
+    trainer: Any,
+    data: Path,
+    suite: TaskSuite,
+    keep: Path | None,
+    base: Path | None,
+) -> dict[str, Any]:
+    """A trained row's scores (from the trainer's last evaluation) and description; saves the model in ``keep``."""
+    system = SYSTEMS[name]
     scored = scores(trainer.last_evaluation.results)
     if system.labelled:
         scored["metrics"][HEAD], scored["per_paper"][HEAD] = head_predictions(
@@ -653,32 +723,20 @@ def recipe_row(
         )
     if keep is not None:
         save_trained(trainer, run.tokenizer, keep)
-    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
-    embedding = {k: run.settings["embedding"][k] for k in ("pooling", "normalize", "max_length")}
     return {
         "seed": seed,
         "system": name,
         "recipe": system.recipe,
         "model": system.description,
         "overrides": system.overrides,
-        "resolved": resolved_defaults(run.settings),
-        "embedding": embedding,
+        "resolved": resolved,
+        "embedding": {k: run.settings["embedding"][k] for k in ("pooling", "normalize", "max_length")},
         "loss": run.settings["loss"],
         "held_out_queries": run.data.get("held_out_queries"),
         "training_queries": run.data.get("queries"),
         "examples_available": run.data["examples"],
-        **(
-            {"excluded_papers": run.data["excluded_papers"]}
-            if system.labelled
-            else {"before": before["cacm_cite"], **({"before_hepth": before["hepth_cite"]} if system.domains else {})}
-        ),
+        **({"excluded_papers": run.data["excluded_papers"]} if system.labelled else {}),
         **scored,
-        "steps": result.global_step,
-        "examples_seen": result.global_step * BATCH,
-        "train_seconds": round(seconds, 1),
-        "seconds_per_step": round(seconds / max(result.global_step, 1), 2),
-        "first_logged_loss": losses[0] if losses else None,
-        "last_logged_loss": losses[-1] if losses else None,
         **({"tasks": run.data["tasks"]} if system.mixture else {}),
         **({"base": str(base)} if base else {}),
         **(
@@ -691,6 +749,56 @@ def recipe_row(
             else {}
         ),
     }
+
+
+def same_training(rows: list[dict[str, Any]], seed: int, name: str, args) -> tuple[tuple[dict[str, Any], Path], ...]:
+    """The rows of ``seed`` (with the model ``--keep-models`` kept) whose system trains as ``name``'s does but for
+    WiSE-FT's share: the same recipe, data and overrides; :func:`recipe_row` also compares what their settings
+    resolved to. A classifier's starting weights include the head it fits first, so it never reuses a training."""
+    system = SYSTEMS[name]
+    if system.labelled:
+        return ()
+    found = []
+    for row in rows:
+        other = SYSTEMS.get(row["system"])
+        folder = kept(args, seed, row["system"])
+        if (
+            row["seed"] == seed
+            and other is not None
+            and row["system"] != name
+            and replace(other, description="", overrides={}, counterpart=None)
+            == replace(system, description="", overrides={}, counterpart=None)
+            and _but_share(other.overrides, SHARE) == _but_share(system.overrides, SHARE)
+            and row["resolved"]["weight_average"] > 0
+            and folder is not None
+            and folder.is_dir()
+        ):
+            found.append((row, folder))
+    return tuple(found)
+
+
+def _but_share(settings: dict[str, Any], key: str = "weight_average") -> dict[str, Any]:
+    return {k: v for k, v in settings.items() if k != key}
+
+
+def reweigh(model: torch.nn.Module, folder: Path, kept_share: float, share: float) -> None:
+    """Give ``model`` (as it starts training) the weights that training with WiSE-FT's share ``share`` ends with,
+    from the model saved in ``folder`` by the same training with share ``kept_share``. The average acts only when
+    training ends, so ``kept = kept_share * trained + (1 - kept_share) * start``: the wanted weights,
+    ``start + share * (trained - start)``, are ``start + share / kept_share * (kept - start)``."""
+    from safetensors.torch import load_file
+
+    from sciembed.training.trainers import average_weights
+
+    current = model.state_dict()
+    start = {k: v.detach().clone() for k, v in current.items()}
+    missing, unexpected = model.load_state_dict(load_file(folder / "model.safetensors"), strict=False)
+    # Tied weights are saved once, under one of their names.
+    shared = Counter(v.data_ptr() for v in current.values())
+    untied = [k for k in missing if shared[current[k].data_ptr()] < 2]
+    if unexpected or untied:
+        raise SystemExit(f"{folder}: not this model's weights (missing {untied}, unexpected {unexpected})")
+    average_weights(model, start, share / kept_share)
 
 
 def resolved_defaults(settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
