@@ -191,6 +191,9 @@ def cite_scores(args: argparse.Namespace, overrides: dict[str, Any], rows_budget
         if shares:
             trained = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
             for share in shares:
+                if share == 1.0:  # the trained weights: scored as ``after``
+                    curve[str(share)] = after
+                    continue
                 trainer.model.load_state_dict(trained)
                 average_weights(trainer.model, start, share)
                 curve[str(share)] = measures(trainer.evaluate(eval_dataset=suite))
