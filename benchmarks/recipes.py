@@ -107,6 +107,9 @@ class System:
     domains: bool = False
 
 
+#: WiSE-FT's share of the trained weights, the one override in which ``--reuse-training`` lets two systems differ.
+SHARE = "model.weight_average"
+
 SYSTEMS = {
     "specter": System(
         "specter",
@@ -114,18 +117,12 @@ SYSTEMS = {
         "lr 1e-4, then WiSE-FT's average with MiniLM (0.2 of the trained weights)",
         counterpart="specter-2e-5",
     ),
-    "specter-wise-0.5": System(
-        "specter",
-        "SPECTER recipe on MiniLM with half the trained weights in WiSE-FT's average (the default until the share was "
-        "chosen on out-of-domain validation data too)",
-        {"model.weight_average": 0.5},
-    ),
     "specter-2e-5": System(
         "specter",
         "SPECTER recipe on MiniLM at SPECTER's learning rate 2e-5, no weight averaging",
         {"learning_rate": 2e-5, "model.weight_average": 1.0},
     ),
-    "scincl": System("scincl", "SciNCL recipe (graph-neighbour triplets) on MiniLM", counterpart="specter-wise-0.5"),
+    "scincl": System("scincl", "SciNCL recipe (graph-neighbour triplets) on MiniLM", counterpart="specter"),
     "multi2spe": System(
         "multi2spe", "Multi2SPEModel (K = 3) from MiniLM, multi2spe recipe", counterpart="multi2spe-k1"
     ),
@@ -220,10 +217,26 @@ SYSTEMS = {
         labelled=True,
     ),
 }
+#: The systems whose recipe kept half the trained weights in WiSE-FT's average until the share was chosen on
+#: out-of-domain validation data too (``validation_search.py --weight-averages``): their earlier rows stay as
+#: ``NAME-wise-0.5`` (against their counterparts' at 0.5), and ``--reuse-training`` rebuilds the defaults' from
+#: their kept models.
+EARLIER_SHARE = ("specter", "scincl", "multi2spe", "multi2spe-k1", "multi2spe-domains", "multi2spe-k1-domains")
+
+
+def _at_earlier_share(name: str) -> System:
+    system = SYSTEMS[name]
+    return replace(
+        system,
+        description=f"{system.description}; half the trained weights in WiSE-FT's average (the earlier default)",
+        overrides={**system.overrides, SHARE: 0.5},
+        counterpart=f"{system.counterpart}-wise-0.5" if system.counterpart in EARLIER_SHARE else None,
+    )
+
+
+SYSTEMS.update({f"{name}-wise-0.5": _at_earlier_share(name) for name in EARLIER_SHARE})
 PEER = "sentence-transformers"
 REFERENCE = "MiniLM as published"
-#: WiSE-FT's share of the trained weights, the one override in which ``--reuse-training`` lets two systems differ.
-SHARE = "model.weight_average"
 BATCH = 32
 MIN_FIELD_PAPERS = 8
 MIN_ARCHIVE_PAPERS = 20
