@@ -671,8 +671,13 @@ def recipe_row(
         )
     trainer = run.trainer
     resolved = resolved_defaults(run.settings)
-    same = _but_share(resolved)
-    source = next(((row, folder) for row, folder in earlier if _but_share(row["resolved"]) == same), None)
+    source = None
+    for row, folder in earlier:
+        differing = _settings_differing(row, run.settings, resolved)
+        if not differing:
+            source = row, folder
+            break
+        print(f"seed {seed}, {name}: {row['system']}'s training differs in {differing}; not reused", flush=True)
     if source is not None:
         row, folder = source
         reweigh(trainer.model, folder, row["resolved"]["weight_average"], resolved["weight_average"])
@@ -703,6 +708,9 @@ def recipe_row(
         "last_logged_loss": losses[-1] if losses else None,
     }
 
+
+#: The embedding settings a row records.
+_EMBEDDING = ("pooling", "normalize", "max_length")
 
 #: What a row reusing another's training (``--reuse-training``) takes from it.
 _TRAINING_RECORDS = (
@@ -743,7 +751,7 @@ def _trained_row(
         "model": system.description,
         "overrides": system.overrides,
         "resolved": resolved,
-        "embedding": {k: run.settings["embedding"][k] for k in ("pooling", "normalize", "max_length")},
+        "embedding": {k: run.settings["embedding"][k] for k in _EMBEDDING},
         "loss": run.settings["loss"],
         "held_out_queries": run.data.get("held_out_queries"),
         "training_queries": run.data.get("queries"),
@@ -788,6 +796,18 @@ def same_training(rows: list[dict[str, Any]], seed: int, name: str, args) -> tup
         ):
             found.append((row, folder))
     return tuple(found)
+
+
+def _settings_differing(row: dict[str, Any], settings: dict[str, Any], resolved: dict[str, Any]) -> list[str]:
+    """What a run's settings change from those an earlier ``row`` recorded, but WiSE-FT's share: its loss, its
+    embedding and what its settings resolved to (rows written before :func:`resolved_defaults` named a setting
+    record its loss in ``loss``)."""
+    embedding = {k: settings["embedding"][k] for k in _EMBEDDING}
+    return [
+        *(["loss"] if row["loss"] != settings["loss"] else []),
+        *(["embedding"] if row["embedding"] != embedding else []),
+        *(k for k, v in _but_share(row["resolved"]).items() if resolved.get(k) != v),
+    ]
 
 
 def _but_share(settings: dict[str, Any], key: str = "weight_average") -> dict[str, Any]:
