@@ -114,7 +114,7 @@ SYSTEMS = {
     "specter": System(
         "specter",
         "SPECTER recipe (citation triplets) on MiniLM: in unit vectors multiple-negatives ranking at "
-        "lr 1e-4, then WiSE-FT's average with MiniLM (0.2 of the trained weights)",
+        "lr 1e-4, then WiSE-FT's average with MiniLM",
         counterpart="specter-2e-5",
     ),
     "specter-2e-5": System(
@@ -217,24 +217,33 @@ SYSTEMS = {
         labelled=True,
     ),
 }
-#: The systems whose recipe kept half the trained weights in WiSE-FT's average until the share was chosen on
-#: out-of-domain validation data too (``validation_search.py --weight-averages``): their earlier rows stay as
-#: ``NAME-wise-0.5`` (against their counterparts' at 0.5), and ``--reuse-training`` rebuilds the defaults' from
-#: their kept models.
-EARLIER_SHARE = ("specter", "scincl", "multi2spe", "multi2spe-k1", "multi2spe-domains", "multi2spe-k1-domains")
+#: The systems whose recipe kept another share of the trained weights in WiSE-FT's average until the share was chosen
+#: on out-of-domain validation data too (``validation_search.py --weight-averages``), and that share: their earlier
+#: rows stay as ``NAME-wise-SHARE`` (against their counterparts' at that share), and ``--reuse-training`` rebuilds the
+#: defaults' from their kept models.
+EARLIER_SHARE = {
+    **dict.fromkeys(
+        ("specter", "scincl", "multi2spe", "multi2spe-k1", "multi2spe-domains", "multi2spe-k1-domains"), 0.5
+    ),
+    "scirepeval-ctrl": 1.0,
+}
 
 
 def _at_earlier_share(name: str) -> System:
-    system = SYSTEMS[name]
+    system, share = SYSTEMS[name], EARLIER_SHARE[name]
     return replace(
         system,
-        description=f"{system.description}; half the trained weights in WiSE-FT's average (the earlier default)",
-        overrides={**system.overrides, SHARE: 0.5},
-        counterpart=f"{system.counterpart}-wise-0.5" if system.counterpart in EARLIER_SHARE else None,
+        description=f"{system.description}; WiSE-FT's share of the trained weights {share:g}, the earlier default",
+        overrides={**system.overrides, SHARE: share},
+        counterpart=_earlier(system.counterpart) if system.counterpart in EARLIER_SHARE else None,
     )
 
 
-SYSTEMS.update({f"{name}-wise-0.5": _at_earlier_share(name) for name in EARLIER_SHARE})
+def _earlier(name: str) -> str:
+    return f"{name}-wise-{EARLIER_SHARE[name]:g}"
+
+
+SYSTEMS.update({_earlier(name): _at_earlier_share(name) for name in EARLIER_SHARE})
 PEER = "sentence-transformers"
 REFERENCE = "MiniLM as published"
 BATCH = 32
