@@ -223,7 +223,18 @@ SYSTEMS = {
 #: defaults' from their kept models.
 EARLIER_SHARE = {
     **dict.fromkeys(
-        ("specter", "scincl", "multi2spe", "multi2spe-k1", "multi2spe-domains", "multi2spe-k1-domains"), 0.5
+        (
+            "specter",
+            "scincl",
+            "multi2spe",
+            "multi2spe-k1",
+            "multi2spe-domains",
+            "multi2spe-k1-domains",
+            "moe-cocitation",
+            "moe-domains",
+            "moe-dense-domains",
+        ),
+        0.5,
     ),
     "scirepeval-ctrl": 1.0,
 }

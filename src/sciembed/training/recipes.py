@@ -279,19 +279,21 @@ _UNIT_VECTOR_TRIPLETS = {
     "training.gradient_accumulation_steps": 1,
 }
 
-#: Fine-tuning a base already trained in unit vectors (a sentence-transformers model) on citation triplets: learning
-#: rate 1e-4 (SPECTER's 2e-5 is for a full epoch from BERT), then WiSE-FT's average of the trained and the starting
-#: weights, half each (Wortsman et al. 2022, "Robust fine-tuning of zero-shot models"), which keeps the base's quality
-#: outside the training domain. Both chosen on a validation split of CACM's training queries (``data.validation``),
-#: never on held-out ones; ``training.learning_rate=2e-5 model.weight_average=1`` trains as before.
-_UNIT_VECTOR_FINE_TUNING = {"training.learning_rate": 1e-4, "model.weight_average": 0.5}
+#: WiSE-FT's average of the trained and the starting weights (Wortsman et al. 2022, "Robust fine-tuning of zero-shot
+#: models"), which keeps the base's quality outside the training domain, keeping a fifth of the trained weights: every
+#: share scored from one run per recipe (seed 0, ``benchmarks/validation_search.py --weight-averages``) on validation
+#: queries carved from the training ones and on out-of-domain validation tasks (hep-th queries, S2ORC fields of study,
+#: arXiv archives); the share kept is the one with the most validation cite MAP among those losing at most a point
+#: against the base on every out-of-domain task or, where none does, the one whose worst out-of-domain loss is
+#: smallest: a fifth for every recipe searched (the citation recipes and scirepeval-ctrl). With half, the earlier
+#: share, the fields of study lost several points for little cite MAP.
+_WISE_FT = {"model.weight_average": 0.2}
 
-#: The citation triplet recipes keep less of the trained weights: every share scored from one run per recipe (seed 0,
-#: ``validation_search.py --weight-averages``) on the validation queries and on out-of-domain validation tasks
-#: (hep-th queries, S2ORC fields of study, arXiv archives); the share kept is the one with the most validation cite
-#: MAP among those losing at most a point against the base on every out-of-domain task, or, where none does, the one
-#: whose worst out-of-domain loss is smallest. At 0.5 the fields of study lost several points for little cite MAP.
-_CHOSEN_WEIGHT_AVERAGE = {"model.weight_average": 0.2}
+#: Fine-tuning a base already trained in unit vectors (a sentence-transformers model) on citations: learning rate 1e-4
+#: (SPECTER's 2e-5 is for a full epoch from BERT), chosen on a validation split of CACM's training queries
+#: (``data.validation``), never on held-out ones, then WiSE-FT's average; ``training.learning_rate=2e-5
+#: model.weight_average=1`` trains as before.
+_UNIT_VECTOR_FINE_TUNING = {"training.learning_rate": 1e-4, **_WISE_FT}
 
 #: Multi2SPE from a base trained in unit vectors (a sentence-transformers model, which pools by mean): its [CLS] was
 #: never trained to embed the text, so each CLS output also carries 1/K of the mean of the text's states and the last
@@ -309,7 +311,6 @@ _MULTI2SPE_UNIT_VECTORS = {
     "training.per_device_train_batch_size": 32,
     "training.gradient_accumulation_steps": 1,
     **_UNIT_VECTOR_FINE_TUNING,
-    **_CHOSEN_WEIGHT_AVERAGE,
 }
 
 
@@ -348,7 +349,7 @@ RECIPES: dict[str, Recipe] = {
             data_settings={"sampler": "specter", "triplets_per_query": 5},
             loss={"name": "triplet", "margin": 1.0, "distance": "l2"},
             training=_SPECTER_TRAINING,
-            unit_vectors={**_UNIT_VECTOR_TRIPLETS, **_UNIT_VECTOR_FINE_TUNING, **_CHOSEN_WEIGHT_AVERAGE},
+            unit_vectors={**_UNIT_VECTOR_TRIPLETS, **_UNIT_VECTOR_FINE_TUNING},
             notes="SPECTER's triplet margin loss on unnormalised vectors; 5 triplets per query, 2 with hard "
             "negatives; the paper's batch reached by gradient accumulation. In unit vectors (a base such as "
             "all-MiniLM-L6-v2): multiple-negatives ranking with the hard negatives, the step's triplets in one batch "
@@ -365,7 +366,7 @@ RECIPES: dict[str, Recipe] = {
             data_settings={"sampler": "scincl", "rank_overflow": "nearest"},
             loss={"name": "triplet", "margin": 1.0, "distance": "l2"},
             training=_SPECTER_TRAINING,
-            unit_vectors={**_UNIT_VECTOR_TRIPLETS, **_UNIT_VECTOR_FINE_TUNING, **_CHOSEN_WEIGHT_AVERAGE},
+            unit_vectors={**_UNIT_VECTOR_TRIPLETS, **_UNIT_VECTOR_FINE_TUNING},
             notes="SPECTER's triplet loss on triplets sampled from a citation-graph embedding: 5 positives from kNN "
             "ranks [20, 25), 2 hard negatives from [3998, 4000), 3 random. Departure: on a graph with fewer than "
             "4,000 candidates per query, where the paper's ranks cannot apply, positives come from the top ranks and "
@@ -417,7 +418,7 @@ RECIPES: dict[str, Recipe] = {
             "(model.weight_average), chosen as the citation recipes' share, on out-of-domain validation data too: "
             "the only share scored that kept every out-of-domain task within a point of the base, for some cite "
             "MAP on the validation queries.",
-            unit_vectors={"model.text_pooling": "mean", "loss.proximity": "mnr", **_CHOSEN_WEIGHT_AVERAGE},
+            unit_vectors={"model.text_pooling": "mean", "loss.proximity": "mnr", **_WISE_FT},
         ),
         _recipe(
             "scirepeval-adapters",
