@@ -416,7 +416,7 @@ RECIPES: dict[str, Recipe] = {
             "over the triplet loss and over a higher rate with WiSE-FT's average (results/validation_search.json). "
             "Then WiSE-FT's average with the starting model, keeping a fifth of the trained weights "
             "(model.weight_average), chosen as the citation recipes' share, on out-of-domain validation data too: "
-            "the only share scored that kept every out-of-domain task within a point of the base, for some cite "
+            "the only share scored that kept every out-of-domain task within a point of the base, at a cost in cite "
             "MAP on the validation queries.",
             unit_vectors={"model.text_pooling": "mean", "loss.proximity": "mnr", **_WISE_FT},
         ),
