@@ -421,6 +421,51 @@ def test_mean_text_pooling_averages_the_text_that_the_code_conditions(tiny_bert,
         ControlCodeConfig(text_pooling="max")
 
 
+def test_sep_init_starts_every_code_as_the_sep_row(tiny_bert, batch):
+    """control_code_init="sep": each new code's row is a copy of [SEP]'s, so at the start every format embeds alike;
+    the codes a tokenizer already knows keep their rows, and the choice is saved in the configuration."""
+    model, tokenizer = build(tiny_bert, text_pooling="mean", control_code_init="sep")
+    words = model.get_input_embeddings().weight
+    source = BertModel.from_pretrained(tiny_bert).get_input_embeddings().weight
+    for token_id in model.config.control_code_token_ids.values():
+        assert torch.equal(words[token_id], source[tokenizer.sep_token_id])
+    with torch.no_grad():
+        embeddings = [model(**batch, task_format=name).pooler_output for name in CODES]
+    for other in embeddings[1:]:
+        torch.testing.assert_close(other, embeddings[0], atol=1e-6, rtol=0)
+    assert ControlCodeConfig.from_dict(model.config.to_dict()).control_code_init == "sep"
+    with pytest.raises(ValueError, match="control_code_init must be one of"):
+        ControlCodeConfig(control_code_init="mean")
+
+
+@pytest.mark.slow
+def test_sep_init_starts_close_to_a_mean_pooling_base():
+    """On the embedded MiniLM read by its mean, codes that start as [SEP] leave the embedding nearer the base's own
+    than SciRepEval's random rows do: the unit-vector recipe's start."""
+    import sciembed
+
+    path = sciembed.default_model_path()
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    texts = [
+        "Garbage collection of list structure in a paging environment",
+        "An algorithm for the join of relations using an index",
+        "Numerical solution of stiff ordinary differential equations",
+    ]
+    batch = tokenizer(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        states = BertModel.from_pretrained(path, add_pooling_layer=False).eval()(**batch).last_hidden_state
+        mask = batch["attention_mask"][..., None].float()
+        base = (states * mask).sum(1) / mask.sum(1)
+        cosines = {}
+        for init in ("normal", "sep"):
+            torch.manual_seed(0)
+            model = ControlCodeModel.from_bert(
+                path, tokenizer=AutoTokenizer.from_pretrained(path), text_pooling="mean", control_code_init=init
+            ).eval()
+            cosines[init] = torch.cosine_similarity(model(**batch).pooler_output, base).min().item()
+    assert cosines["sep"] > 0.99 > cosines["normal"], cosines
+
+
 def test_scirepeval_ctrl_reads_a_mean_pooling_base_by_its_mean():
     from sciembed.training.recipes import RECIPES
 
@@ -428,6 +473,8 @@ def test_scirepeval_ctrl_reads_a_mean_pooling_base_by_its_mean():
     in_unit_vectors = recipe.resolve(unit_vectors=True)
     assert in_unit_vectors["model"]["text_pooling"] == "mean"
     assert in_unit_vectors["loss"]["proximity"] == "mnr"  # chosen on validation queries over the paper's triplets
+    assert in_unit_vectors["model"]["control_code_init"] == "sep"
     paper = recipe.resolve()
     assert "text_pooling" not in paper["model"]  # the paper's code embedding from a [CLS]-read base
+    assert "control_code_init" not in paper["model"]  # the paper's random code rows
     assert paper["loss"].get("proximity", "triplet") == "triplet" and paper["loss"]["margin"] == 1.0

@@ -9,6 +9,10 @@ from transformers import BertConfig
 #: The embeddings a control-code model gives: the code's final state (``None``, the paper's) or the text's mean.
 TEXT_POOLINGS = (None, "mean")
 
+#: How ``ControlCodeModel.from_bert`` fills a new code's word-embedding row: drawn from BERT's init (``"normal"``,
+#: the paper's) or copied from the tokenizer's ``[SEP]`` row (``"sep"``).
+CONTROL_CODE_INITS = ("normal", "sep")
+
 #: SciRepEval's four task formats and their control codes (``TASK_IDS`` in allenai/scirepeval).
 DEFAULT_CONTROL_CODES: dict[str, str] = {
     "classification": "[CLF]",
@@ -45,6 +49,14 @@ class ControlCodeConfig(BertConfig):
             all-MiniLM-L6-v2 do: read at a new code token, such a base starts far below itself
             (``benchmarks/results/recipes.json``, ``scirepeval-ctrl``'s step 0). A departure from the paper, whose
             base (SciBERT) is read at a ``[CLS]``-like position.
+        control_code_init: how ``ControlCodeModel.from_bert`` fills the word-embedding row of each code it adds:
+            ``"normal"`` (default, the paper's: N(0, initializer_range), what SciRepEval's
+            ``resize_token_embeddings`` gave) or ``"sep"``: a copy of the ``[SEP]`` row. BERT's heads use ``[SEP]``
+            as a no-op their attention rests on (Clark et al., "What Does BERT Look At?", 2019), so a code that
+            starts as a second ``[SEP]`` barely moves the text's states and, with ``text_pooling="mean"``, the model
+            starts close to the base's own embedding, where a random row shifts every state; the codes become
+            distinct as each format's loss trains its own row. Recorded in the configuration, used only when the
+            codes are added.
         classifier_hidden_sizes: the hidden-layer sizes, each Linear + ReLU, of the SPECTROID classification head
             (Capuano et al.) that ``ControlCodeForSequenceClassification`` puts on the control-code embedding;
             ``[]`` (default) is a linear head. Unused by the encoder.
@@ -60,12 +72,16 @@ class ControlCodeConfig(BertConfig):
         default_task_format: str = "proximity",
         classifier_hidden_sizes: list[int] | None = None,
         text_pooling: str | None = None,
+        control_code_init: str = "normal",
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
         if text_pooling not in TEXT_POOLINGS:
             raise ValueError(f"text_pooling must be one of {TEXT_POOLINGS}, got {text_pooling!r}")
+        if control_code_init not in CONTROL_CODE_INITS:
+            raise ValueError(f"control_code_init must be one of {CONTROL_CODE_INITS}, got {control_code_init!r}")
         self.text_pooling = text_pooling
+        self.control_code_init = control_code_init
         self.control_codes = dict(DEFAULT_CONTROL_CODES if control_codes is None else control_codes)
         self.control_code_token_ids = {name: int(i) for name, i in (control_code_token_ids or {}).items()}
         self.default_task_format = default_task_format

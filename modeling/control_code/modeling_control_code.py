@@ -251,9 +251,10 @@ class ControlCodeModel(ControlCodePreTrainedModel):
         copied. The control codes are added to ``tokenizer`` *in place* as additional special tokens,
         in sorted order as SciRepEval's ``training/pl_training.py`` adds them, so save that tokenizer next
         to the model. Codes the tokenizer already knows (e.g. starting from a control-code checkpoint)
-        keep their ids and trained rows; each newly added code gets a new word-embedding row drawn from
-        N(0, initializer_range), BERT's init, which is what SciRepEval's ``resize_token_embeddings``
-        call gave in the transformers of its time (recent releases default to mean-resizing instead).
+        keep their ids and trained rows; each newly added code gets a new word-embedding row as
+        ``control_code_init`` says: drawn from N(0, initializer_range), BERT's init, which is what
+        SciRepEval's ``resize_token_embeddings`` call gave in the transformers of its time (recent releases
+        default to mean-resizing instead), or a copy of the tokenizer's ``[SEP]`` row.
 
         Args:
             path_or_model: a folder or Hub id loadable by ``BertModel.from_pretrained`` (a
@@ -300,7 +301,12 @@ class ControlCodeModel(ControlCodePreTrainedModel):
             weight = model.get_input_embeddings().weight
             rows = torch.tensor(tokenizer.convert_tokens_to_ids(new_codes), device=weight.device)
             with torch.no_grad():
-                weight[rows] = torch.empty_like(weight[rows]).normal_(0.0, model.config.initializer_range)
+                if model.config.control_code_init == "sep":
+                    if tokenizer.sep_token_id is None:
+                        raise ValueError("control_code_init='sep' needs a tokenizer with a [SEP] token")
+                    weight[rows] = weight[tokenizer.sep_token_id].expand_as(weight[rows])
+                else:
+                    weight[rows] = torch.empty_like(weight[rows]).normal_(0.0, model.config.initializer_range)
         model.config.control_code_token_ids = {
             name: tokenizer.convert_tokens_to_ids(code) for name, code in model.config.control_codes.items()
         }

@@ -410,7 +410,10 @@ RECIPES: dict[str, Recipe] = {
             "proximity and search. --data is SciRepEval's samples or a task mixture of several sources. In unit "
             "vectors (a mean-pooling base such as all-MiniLM-L6-v2), departures: the embedding is the mean of the "
             "text's final states, which the code conditions through attention (model.text_pooling=mean), since a "
-            "new code token read as the embedding starts far below the base; proximity and search train with "
+            "new code token read as the embedding starts far below the base; the codes start as copies of [SEP] "
+            "(model.control_code_init=sep), a token BERT's attention rests on as a no-op, so the model starts close "
+            "to the base's embedding, where random code rows shift every state of the text; proximity and search "
+            "train with "
             "multiple-negatives ranking between cosines (loss.proximity=mnr), since a margin of 1 between unit "
             "vectors keeps every triplet active and pulls the embedding off the base. Chosen on validation queries "
             "over the triplet loss and over a higher rate with WiSE-FT's average (results/validation_search.json). "
@@ -418,7 +421,12 @@ RECIPES: dict[str, Recipe] = {
             "(model.weight_average), chosen as the citation recipes' share, on out-of-domain validation data too: "
             "the only share scored that kept every out-of-domain task within a point of the base, at a cost in cite "
             "MAP on the validation queries.",
-            unit_vectors={"model.text_pooling": "mean", "loss.proximity": "mnr", **_WISE_FT},
+            unit_vectors={
+                "model.text_pooling": "mean",
+                "model.control_code_init": "sep",
+                "loss.proximity": "mnr",
+                **_WISE_FT,
+            },
         ),
         _recipe(
             "scirepeval-adapters",
