@@ -164,10 +164,19 @@ SYSTEMS = {
         counterpart="specter",
         mixture=True,
     ),
+    "scirepeval-ctrl-random-codes": System(
+        "scirepeval-ctrl",
+        "ControlCodeModel from MiniLM, multi-task on the seed's task mixture, the control codes' rows drawn at random "
+        "as the paper's",
+        {"model.control_code_init": "normal"},
+        counterpart="scirepeval-ctrl",
+        mixture=True,
+    ),
     "scirepeval-ctrl-triplet": System(
         "scirepeval-ctrl",
-        "ControlCodeModel from MiniLM, multi-task on the seed's task mixture, the paper's triplet loss for citations",
-        {"loss.proximity": "triplet"},
+        "ControlCodeModel from MiniLM, multi-task on the seed's task mixture, the paper's triplet loss for citations "
+        "and random control codes",
+        {"loss.proximity": "triplet", "model.control_code_init": "normal"},
         mixture=True,
     ),
     "scirepeval-adapters": System(
@@ -238,7 +247,7 @@ EARLIER_SHARE = {
         ),
         0.5,
     ),
-    "scirepeval-ctrl": 1.0,
+    "scirepeval-ctrl-random-codes": 1.0,
 }
 
 
@@ -811,7 +820,7 @@ def same_training(rows: list[dict[str, Any]], seed: int, name: str, args) -> tup
             and row["system"] != name
             and replace(other, description="", overrides={}, counterpart=None)
             == replace(system, description="", overrides={}, counterpart=None)
-            and _but_share(other.overrides, SHARE) == _but_share(system.overrides, SHARE)
+            and but_share(other.overrides, SHARE) == but_share(system.overrides, SHARE)
             and row["resolved"]["weight_average"] > 0
             and folder is not None
             and folder.is_dir()
@@ -828,11 +837,15 @@ def _settings_differing(row: dict[str, Any], settings: dict[str, Any], resolved:
     return [
         *(["loss"] if row["loss"] != settings["loss"] else []),
         *(["embedding"] if row["embedding"] != embedding else []),
-        *(k for k, v in _but_share(row["resolved"]).items() if resolved.get(k) != v),
+        *(
+            k
+            for k in sorted(but_share(row["resolved"]).keys() | but_share(resolved).keys())
+            if row["resolved"].get(k) != resolved.get(k)
+        ),
     ]
 
 
-def _but_share(settings: dict[str, Any], key: str = "weight_average") -> dict[str, Any]:
+def but_share(settings: dict[str, Any], key: str = "weight_average") -> dict[str, Any]:
     return {k: v for k, v in settings.items() if k != key}
 
 
@@ -857,13 +870,13 @@ def reweigh(model: torch.nn.Module, folder: Path, kept_share: float, share: floa
 
 
 def resolved_defaults(settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """What a run's learning rate, weight average, example kind, text pooling and loss resolved to: recipe
-    defaults change over time, and a row's ``overrides`` name only its own settings."""
+    """What a run's learning rate, weight average, example kind, text pooling, control codes' start and loss
+    resolved to: recipe defaults change over time, and a row's ``overrides`` name only its own settings."""
     return {
         "learning_rate": settings["training"]["learning_rate"],
         "weight_average": settings["model"].get("weight_average", 1.0),
         **{k: settings["data"][k] for k in ("sampler", "pairs", "rank_overflow") if k in settings["data"]},
-        **{k: settings["model"][k] for k in ("text_pooling",) if k in settings["model"]},
+        **{k: settings["model"][k] for k in ("text_pooling", "control_code_init") if k in settings["model"]},
         "loss": settings["loss"].get("name"),
         **{k: settings["loss"][k] for k in ("proximity",) if k in settings["loss"]},
     }

@@ -39,6 +39,7 @@ from recipes import (
     FixedTasks,
     arxiv_archive_files,
     budget,
+    but_share,
     fields_task,
     head_predictions,
     hepth_test_sample,
@@ -267,10 +268,13 @@ def main() -> None:
         "variant": variant,
         "weight_averages": args.weight_averages,
     }
-    if any({k: row.get(k) for k in key} == key for row in rows):
-        raise SystemExit(f"{args.output} already holds {json.dumps(key)}; nothing to do")
     rows_budget = budget(args.seed, args.steps, args.max_length)
     overrides = {**rows_budget, "data.validation": args.validation, **variant}
+    # A recipe's defaults change over time: a row scored before a change of the settings it resolves to is
+    # another variant (WiSE-FT's share aside, which a curve of shares sets itself).
+    resolved = but_share(resolved_defaults(RECIPES[args.recipe].resolve(overrides, unit_vectors=True)))
+    if any({k: row.get(k) for k in key} == key and but_share(row["resolved"]) == resolved for row in rows):
+        raise SystemExit(f"{args.output} already holds {json.dumps(key)} with these settings; nothing to do")
     scored = (
         classification_scores(args, {**rows_budget, **variant})
         if RECIPES[args.recipe].objective == "classification"
