@@ -1274,7 +1274,9 @@ COLUMNS = (
 def table(summary: dict[str, Any]) -> str:
     """The summary as a Markdown table: per system its mean over seeds on every task and, after it, the change against
     MiniLM as published (paired difference [95% interval] where the rows keep what the interval resamples, else the
-    mean of the per-seed changes); then CACM cite against the peer and against the counterpart."""
+    mean of the per-seed changes); then CACM cite against the peer and against the counterpart, and whether the row
+    ended above its own start on every seed (CACM cite MAP against its step 0; a head: its categories F1 against
+    MiniLM's probe)."""
 
     def cell(entry: dict[str, Any], task: str, metric: str) -> str:
         value = f"{entry['mean'][task][metric]:.2f}"
@@ -1294,6 +1296,7 @@ def table(summary: dict[str, Any]) -> str:
         *(title for _, _, title in COLUMNS),
         "vs peer (CACM cite)",
         "vs counterpart (CACM cite; a head: its categories F1 vs MiniLM's probe)",
+        "above its start on every seed",
     ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, entry in summary.items():
@@ -1316,9 +1319,14 @@ def table(summary: dict[str, Any]) -> str:
             *(cell(entry, task, metric) for task, metric, _ in COLUMNS),
             versus("against_peer"),
             versus("against_counterpart"),
+            _yes_no(entry.get("head_above_probe_on_every_seed", entry.get("above_step_0_on_every_seed"))),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _yes_no(value: bool | None) -> str:
+    return "" if value is None else "yes" if value else "no"
 
 
 def figure(summary: dict[str, Any]):
