@@ -198,6 +198,14 @@ SYSTEMS = {
         counterpart="specter",
         mixture=True,
     ),
+    "scirepeval-pals-triplet": System(
+        "scirepeval-pals",
+        "MiniLM with PALs per format, multi-task on the seed's task mixture, as the paper trains them: the triplet "
+        "loss for citations, its learning rate, no weight averaging",
+        {"loss.proximity": "triplet", "learning_rate": 5e-5, "model.weight_average": 1.0},
+        counterpart="scirepeval-pals",
+        mixture=True,
+    ),
     "spectroid-heads": System(
         "spectroid-heads",
         "SpectroidForSequenceClassification from MiniLM, the recipe's defaults (CH1 linear head fitted alone first, "

@@ -52,7 +52,7 @@ from sciembed.evaluation import evaluate_suite
 from sciembed.evaluation.loaders import TaskSuite
 from sciembed.io import atomic_path
 from sciembed.training.recipes import RECIPES, parse_assignments
-from sciembed.training.run import prepare
+from sciembed.training.run import prepare, resolved_settings
 from sciembed.training.trainers import average_weights
 
 REFERENCE = "MiniLM as published"
@@ -272,7 +272,7 @@ def main() -> None:
     overrides = {**rows_budget, "data.validation": args.validation, **variant}
     # A recipe's defaults change over time: a row scored before a change of the settings it resolves to is
     # another variant (WiSE-FT's share aside, which a curve of shares sets itself).
-    resolved = but_share(resolved_defaults(RECIPES[args.recipe].resolve(overrides, unit_vectors=True)))
+    resolved = but_share(resolved_defaults(resolved_settings(args.recipe, None, overrides)))
     if any({k: row.get(k) for k in key} == key and but_share(row["resolved"]) == resolved for row in rows):
         raise SystemExit(f"{args.output} already holds {json.dumps(key)} with these settings; nothing to do")
     scored = (

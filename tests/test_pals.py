@@ -311,3 +311,19 @@ def test_errors_name_what_is_wrong(tmp_path):
     with pytest.raises(FileNotFoundError, match=PALS_WEIGHTS_FILE):
         load_pals(fresh, tmp_path / "ok")
     assert not has_pals(fresh)
+
+
+def test_scirepeval_pals_in_unit_vectors_ranks_citations_and_averages_with_the_base():
+    """From a base trained in unit vectors, PALs train proximity and search with multiple-negatives ranking at the
+    citation recipes' rate, then keep WiSE-FT's fifth of the trained weights; the paper's settings stay without."""
+    from sciembed.training.recipes import RECIPES
+
+    recipe = RECIPES["scirepeval-pals"]
+    in_unit_vectors = recipe.resolve(unit_vectors=True)
+    assert in_unit_vectors["loss"]["proximity"] == "mnr"
+    assert in_unit_vectors["training"]["learning_rate"] == 1e-4
+    assert in_unit_vectors["model"]["weight_average"] == 0.2
+    paper = recipe.resolve()
+    assert paper["loss"].get("proximity", "triplet") == "triplet" and paper["loss"]["margin"] == 1.0
+    assert paper["model"].get("weight_average", 1.0) == 1.0
+    assert paper["training"]["learning_rate"] == RECIPES["scirepeval-adapters"].resolve()["training"]["learning_rate"]

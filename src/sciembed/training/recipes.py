@@ -285,8 +285,8 @@ _UNIT_VECTOR_TRIPLETS = {
 #: queries carved from the training ones and on out-of-domain validation tasks (hep-th queries, S2ORC fields of study,
 #: arXiv archives); the share kept is the one with the most validation cite MAP among those losing at most a point
 #: against the base on every out-of-domain task or, where none does, the one whose worst out-of-domain loss is
-#: smallest: a fifth for every recipe searched (the citation recipes and scirepeval-ctrl). With half, the earlier
-#: share, the fields of study lost several points for little cite MAP.
+#: smallest: a fifth for every recipe searched (the citation recipes, scirepeval-ctrl and scirepeval-pals). With
+#: half, the earlier share, the fields of study lost several points for little cite MAP.
 _WISE_FT = {"model.weight_average": 0.2}
 
 #: Fine-tuning a base already trained in unit vectors (a sentence-transformers model) on citations: learning rate 1e-4
@@ -418,9 +418,9 @@ RECIPES: dict[str, Recipe] = {
             "vectors keeps every triplet active and pulls the embedding off the base. Chosen on validation queries "
             "over the triplet loss and over a higher rate with WiSE-FT's average (results/validation_search.json). "
             "Then WiSE-FT's average with the starting model, keeping a fifth of the trained weights "
-            "(model.weight_average), chosen as the citation recipes' share, on out-of-domain validation data too: "
-            "the only share scored that kept every out-of-domain task within a point of the base, at a cost in cite "
-            "MAP on the validation queries.",
+            "(model.weight_average), chosen by the citation recipes' rule on validation queries and out-of-domain "
+            "validation data: no share scored kept every out-of-domain task within a point of the base, and this "
+            "one lost least.",
             unit_vectors={
                 "model.text_pooling": "mean",
                 "model.control_code_init": "sep",
@@ -463,7 +463,13 @@ RECIPES: dict[str, Recipe] = {
             loss={"dropout": 0.1, "margin": 1.0},
             training=_SCIREPEVAL_TRAINING,
             notes="Projected attention layers per format (projections shared across layers), trained jointly with "
-            "the whole network on the multi-task batches.",
+            "the whole network on the multi-task batches. In unit vectors (a mean-pooling base such as "
+            "all-MiniLM-L6-v2), departures: proximity and search train with multiple-negatives ranking between "
+            "cosines (loss.proximity=mnr), since a margin of 1 between unit vectors keeps every triplet active and "
+            "pulls the embedding off the base, at the citation recipes' learning rate, then WiSE-FT's average with "
+            "the starting model keeping a fifth of the trained weights: chosen on validation queries and "
+            "out-of-domain validation data by the citation recipes' rule (results/validation_search.json).",
+            unit_vectors={"loss.proximity": "mnr", **_UNIT_VECTOR_FINE_TUNING},
         ),
         _recipe(
             "spectroid-heads",
