@@ -423,7 +423,7 @@ def test_mean_text_pooling_averages_the_text_that_the_code_conditions(tiny_bert,
 
 def test_sep_init_starts_every_code_as_the_sep_row(tiny_bert, batch):
     """control_code_init="sep": each new code's row is a copy of [SEP]'s, so at the start every format embeds alike;
-    the codes a tokenizer already knows keep their rows, and the choice is saved in the configuration."""
+    the choice is saved in the configuration."""
     model, tokenizer = build(tiny_bert, text_pooling="mean", control_code_init="sep")
     words = model.get_input_embeddings().weight
     source = BertModel.from_pretrained(tiny_bert).get_input_embeddings().weight

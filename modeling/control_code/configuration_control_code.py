@@ -46,9 +46,9 @@ class ControlCodeConfig(BertConfig):
             ``"mean"``: the mean of the final hidden states of ``[CLS]`` and the text tokens (padding and the code
             excluded), which the code still conditions through attention, so each format keeps its own embedding.
             This is the embedding of a base that pools by mean, as sentence-transformers models such as
-            all-MiniLM-L6-v2 do: read at a new code token, such a base starts far below itself
-            (``benchmarks/results/recipes.json``, ``scirepeval-ctrl``'s step 0). A departure from the paper, whose
-            base (SciBERT) is read at a ``[CLS]``-like position.
+            all-MiniLM-L6-v2 do: read at a new code token, such a base starts far below itself (the step 0 of
+            ``benchmarks/recipes.py``'s ``scirepeval-ctrl`` rows, docs/training.md). A departure from the paper,
+            whose base (SciBERT) is read at a ``[CLS]``-like position.
         control_code_init: how ``ControlCodeModel.from_bert`` fills the word-embedding row of each code it adds:
             ``"normal"`` (default, the paper's: N(0, initializer_range), what SciRepEval's
             ``resize_token_embeddings`` gave) or ``"sep"``: a copy of the ``[SEP]`` row. BERT's heads use ``[SEP]``
