@@ -16,8 +16,9 @@ window (all-MiniLM-L6-v2's 256 tokens, which training on shorter texts leaves al
   average), the counterpart that shows what the departure (chosen on a validation split of seed 0's training queries,
   ``data.validation``) does on held-out ones. (Its rows were trained as ``specter`` and ``specter-wise`` the
   default and a variant, before the variant's two settings became the default.)
-- ``NAME-wise-0.5`` (``scirepeval-ctrl-wise-1``): the rows of the recipes whose WiSE-FT share was chosen on
-  out-of-domain validation data too, at their earlier share (:data:`EARLIER_SHARE`), against their counterparts' at it;
+- ``NAME-wise-0.5`` (``scirepeval-ctrl-random-codes-wise-1``): the rows of the recipes whose WiSE-FT share was
+  chosen on out-of-domain validation data too, at their earlier share (:data:`EARLIER_SHARE`), against their
+  counterparts' at it;
 - the multi-task rows (``scirepeval-ctrl``, ``-adapters``, ``-fusion``, ``-pals``): SciRepEval's recipes on the seed's
   task mixture (``write_mixture``: CACM's citations split as the specter row's, CACM's categories and the fields of
   study without the test papers of their evaluation, the MeSH sample), against ``specter`` (one embedding).
