@@ -11,6 +11,7 @@ from sciembed.training.losses import (
     Multi2SPELoss,
     MultipleNegativesRankingLoss,
     MultiTaskLoss,
+    RelationalAnchorLoss,
     TaskSpec,
     TripletMarginLoss,
 )
@@ -184,3 +185,27 @@ def test_multitask_proximity_loss_is_the_triplet_margin_or_the_ranking_loss_by_h
     assert ranking.task_loss("fields", labelled).item() == pytest.approx(paper.task_loss("fields", labelled).item())
     with pytest.raises(ValueError, match="unknown proximity loss 'l2'"):
         MultiTaskLoss(tasks, hidden_size=6, proximity="l2")
+
+
+def test_relational_anchor_loss_by_hand_and_blind_to_a_rotation():
+    """The mean over i != j of the squared change of cos(e_i, e_j), times the weight; a rotation or a rescaling of
+    the whole batch keeps every relation, so costs nothing."""
+    torch.manual_seed(0)
+    targets, embeddings = torch.randn(5, 8), torch.randn(5, 8)
+    unit_t, unit_e = torch.nn.functional.normalize(targets, dim=-1), torch.nn.functional.normalize(embeddings, dim=-1)
+    by_hand = (
+        sum(
+            (float(unit_e[i] @ unit_e[j]) - float(unit_t[i] @ unit_t[j])) ** 2
+            for i in range(5)
+            for j in range(5)
+            if i != j
+        )
+        / 20
+    )
+    assert RelationalAnchorLoss(3.0)(embeddings, targets).item() == pytest.approx(3 * by_hand, rel=1e-5)
+    rotation, _ = torch.linalg.qr(torch.randn(8, 8))
+    assert RelationalAnchorLoss(3.0)(2.5 * targets @ rotation, targets).item() == pytest.approx(0.0, abs=1e-6)
+    with pytest.raises(ValueError, match="weight must be positive"):
+        RelationalAnchorLoss(0.0)
+    with pytest.raises(ValueError, match="two or more papers"):
+        RelationalAnchorLoss()(embeddings[:1], targets[:1])

@@ -12,7 +12,10 @@ A recipe's settings are a nested dict with five sections:
   each training text is cut to (unset: ``embedding.max_length``). Training on shorter texts is cheaper and leaves
   the model's window alone: it is saved and evaluated at ``embedding.max_length`` (e.g. trained at 128 tokens,
   all-MiniLM-L6-v2 still embeds 256, as its authors publish it); ``exclude``: papers never trained on (a list of ids,
-  or a file of them, one per line), e.g. the test papers of an evaluation made elsewhere;
+  or a file of them, one per line), e.g. the test papers of an evaluation made elsewhere; ``anchor_papers``: papers
+  outside the training data (a paper file or a list of them) whose pairwise cosines training keeps, with
+  ``loss.anchor_weight`` (and ``loss.anchor_batch_size``, 16 by default; see
+  :class:`~sciembed.training.losses.RelationalAnchorLoss`);
 - ``loss``: ``name`` (``triplet``, ``mnr``, ``multi2spe``; see :data:`LOSSES`) and the loss's
   hyper-parameters; changing ``name`` drops the recipe's own hyper-parameters of the other loss;
 - ``training``: ``transformers.TrainingArguments`` fields.
@@ -256,6 +259,7 @@ def _recipe(
                 "max_examples": None,
                 "max_length": None,
                 "exclude": None,
+                "anchor_papers": None,
                 **(data_settings or {}),
             },
             "loss": dict(loss or {}),

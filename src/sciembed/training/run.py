@@ -433,6 +433,8 @@ class _Examples:
     labels: list[str] | None = None
     #: The domains of a run on several citation graphs (a task mixture), in order.
     domains: list[str] | None = None
+    #: The papers whose relations the model keeps (``data.anchor_papers``).
+    anchor_papers: list[dict[str, Any]] | None = None
 
 
 def _settings(recipe: Recipe, base: str, overrides: Mapping[str, Any] | None):
@@ -484,6 +486,7 @@ def _examples(
     validation_share = options.pop("validation")
     excluded = _excluded_papers(options.pop("exclude"))
     counts: dict[str, Any] = {}
+    anchor_papers = _anchor_papers(options.pop("anchor_papers", None), excluded, counts)
     evaluation = validation = tasks = labels = None
     mixture = recipe.data in ("scirepeval", "citations") and task_mixture.is_task_mixture(path)
     domains = None
@@ -601,7 +604,42 @@ def _examples(
             validation = TaskSuite("validation", str(path), [source.cite_task(split.validation, seed=seed)])
     if limit is not None and len(train) > limit:
         train = train.shuffle(seed=seed).select(range(limit))
-    return _Examples(train, evaluation, validation, counts, tasks, labels, domains)
+    return _Examples(train, evaluation, validation, counts, tasks, labels, domains, anchor_papers)
+
+
+def _anchor_papers(value: Any, excluded: set[str], counts: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """``data.anchor_papers`` (a paper file :func:`~sciembed.data.papers.read_papers` reads, or a list of them) as
+    records, without ``data.exclude``'s papers; what is skipped or excluded is counted in ``counts``."""
+    from ..data.papers import read_papers
+
+    if value is None:
+        return None
+    paths = [value] if isinstance(value, (str, os.PathLike)) else value
+    if not isinstance(paths, (list, tuple)) or not paths or not all(isinstance(p, (str, os.PathLike)) for p in paths):
+        raise ValueError(f"data.anchor_papers is a paper file or a list of them, got {value!r}")
+    papers, seen = [], set()
+    skipped = repeated = dropped = 0
+    for path in paths:
+        read = read_papers(path, skip_invalid=True)
+        skipped += len(read.skipped)
+        for paper in read.papers:
+            if paper["paper_id"] in excluded:
+                dropped += 1
+            elif paper["paper_id"] in seen:
+                repeated += 1
+            else:
+                seen.add(paper["paper_id"])
+                papers.append(paper)
+    counts["anchor_papers"] = {"papers": len(papers), "skipped": skipped, "repeated": repeated, "excluded": dropped}
+    if skipped or repeated or dropped:
+        logger.warning(
+            "data.anchor_papers: %d papers kept; %d records skipped as invalid, %d repeated, %d in data.exclude",
+            len(papers),
+            skipped,
+            repeated,
+            dropped,
+        )
+    return papers
 
 
 def _dense_variant(recipe: Recipe, overrides: Mapping[str, Any] | None) -> tuple[Recipe, Mapping[str, Any] | None]:
@@ -748,6 +786,31 @@ def _check_loss_options(loss_class: type, name: str, options: Mapping[str, Any],
         )
 
 
+#: The objectives whose trainers add the anchoring term (:class:`~sciembed.training.losses.RelationalAnchorLoss`).
+_ANCHORED_OBJECTIVES = ("triplet", "multi2spe", "pairs")
+
+
+def _anchoring(recipe: Recipe, loss_options: dict[str, Any], papers: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """The trainer's anchoring options from ``data.anchor_papers`` and ``loss.anchor_weight`` /
+    ``loss.anchor_batch_size`` (taken out of ``loss_options``); empty without anchor papers."""
+    from .losses import RelationalAnchorLoss
+
+    weight = loss_options.pop("anchor_weight", None)
+    batch_size = loss_options.pop("anchor_batch_size", 16)
+    if papers is None and weight is None:
+        return {}
+    if papers is None or weight is None:
+        raise ValueError("anchoring takes both data.anchor_papers (the papers) and loss.anchor_weight (its weight)")
+    if recipe.objective not in _ANCHORED_OBJECTIVES:
+        raise ValueError(
+            f"recipe {recipe.name} ({recipe.objective} objective) does not anchor papers; the triplet, Multi2SPE and "
+            "pair recipes do"
+        )
+    if type(batch_size) is not int:
+        raise ValueError(f"loss.anchor_batch_size is a number of papers, got {batch_size!r}")
+    return {"anchor_papers": papers, "anchor_loss": RelationalAnchorLoss(weight), "anchor_batch_size": batch_size}
+
+
 #: The head settings each objective with heads takes (the multi-task heads live in its loss).
 _HEAD_SETTINGS = {"multitask": ("head_learning_rate",), "classification": ("head_learning_rate", "head_only_steps")}
 
@@ -765,6 +828,7 @@ def _objective(
             f"recipe {recipe.name} trains no head that {', '.join(f'model.{k}' for k in unused)} could apply to"
         )
     loss_options = dict(settings["loss"])
+    anchoring = _anchoring(recipe, loss_options, examples.anchor_papers)
     loss_class = getattr(losses, LOSSES[loss_options.pop("name")]) if "name" in loss_options else None
     if loss_class is not None:
         _check_loss_options(loss_class, settings["loss"]["name"], loss_options, ignore=_ROUTER_WEIGHTS)
@@ -773,7 +837,7 @@ def _objective(
             trainers.TripletTrainer,
             collators.TripletCollator(tokenizer, max_length),
             loss_class(**loss_options),
-            {},
+            anchoring,
         )
     if recipe.objective == "pairs":
         router_weights = [loss_options.pop(k) for k in _ROUTER_WEIGHTS]
@@ -782,7 +846,8 @@ def _objective(
         if getattr(model.config, "routing", "enforced") != "enforced" and any(router_weights):
             router = losses.RouterLoss(*router_weights, top_k=getattr(model.config, "num_experts_per_tok", 1))
         collator = collators.PairCollator(tokenizer, max_length, domains=getattr(model.config, "domains", None))
-        return trainers.PairTrainer, collator, loss, {"router_loss": router, "domain": settings["data"].get("domain")}
+        options = {"router_loss": router, "domain": settings["data"].get("domain"), **anchoring}
+        return trainers.PairTrainer, collator, loss, options
     if recipe.objective == "multitask":
         specs = {
             name: losses.TaskSpec("proximity" if kind == "search" else kind, labels)

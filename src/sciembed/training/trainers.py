@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 from transformers import Trainer, TrainerCallback
@@ -36,7 +38,15 @@ from ..evaluation.runner import evaluate_suite
 from ..families import family_of
 from ..formats import activate_format, model_formats
 from ..formats.adapters import fusion_regularization_loss, trainable_base_parameters
-from .losses import Multi2SPELoss, MultipleNegativesRankingLoss, MultiTaskLoss, RouterLoss, TripletMarginLoss
+from .collators import PaperCollator
+from .losses import (
+    Multi2SPELoss,
+    MultipleNegativesRankingLoss,
+    MultiTaskLoss,
+    RelationalAnchorLoss,
+    RouterLoss,
+    TripletMarginLoss,
+)
 from .task_batches import TaskBalancedSampler
 
 logger = logging.getLogger(__name__)
@@ -87,6 +97,14 @@ class EmbeddingTrainer(Trainer):
         loss_learning_rate: the learning rate of the loss's own parameters (the multi-task heads, a learned
             temperature); by default the run's. A multi-task head starts at random: at an encoder's fine-tuning
             rate it barely moves in a short run, and its loss sends the encoder gradients of a head near chance.
+        anchor_papers: paper records outside the training data (e.g. other fields' papers) whose relations the
+            model keeps: each training step of the triplet and pair objectives adds ``anchor_loss``
+            (:class:`~.losses.RelationalAnchorLoss`) on ``anchor_batch_size`` of them, drawn afresh each step,
+            against their embeddings by the model as the Trainer was built (computed then, in evaluation mode,
+            tokenized by the ``data_collator``; the anchor batch is embedded in evaluation mode too, so the term
+            is zero at step 0).
+        anchor_loss: the anchoring term (needed with ``anchor_papers``).
+        anchor_batch_size: anchor papers per training step (and per gradient-accumulation micro-batch).
         kwargs: the rest of ``transformers.Trainer``'s arguments (``train_dataset``, ``data_collator``,
             ``processing_class`` (the tokenizer), ``callbacks``, ...).
     """
@@ -106,6 +124,9 @@ class EmbeddingTrainer(Trainer):
         adapter_training: str | None = None,
         weight_average: float = 1.0,
         loss_learning_rate: float | None = None,
+        anchor_papers: Sequence[Mapping[str, Any]] | None = None,
+        anchor_loss: RelationalAnchorLoss | None = None,
+        anchor_batch_size: int = 16,
         **kwargs: Any,
     ):
         if loss_learning_rate is not None and not loss_learning_rate > 0:
@@ -145,6 +166,7 @@ class EmbeddingTrainer(Trainer):
             self.add_callback(_ZeroLossGradients(self.loss))
             if self.args.world_size > 1:
                 _average_gradients_across_processes(self.loss)
+        self._anchor = _Anchor.build(self, anchor_papers, anchor_loss, anchor_batch_size)
 
     def train(self, *args: Any, **kwargs: Any):
         """``transformers.Trainer.train``, then the weight average with the starting weights (``weight_average``)."""
@@ -176,6 +198,12 @@ class EmbeddingTrainer(Trainer):
             features.update(activate_format(self.model, task_format or self.task_format))
         outputs = model(**features)
         return outputs, pool(outputs, features["attention_mask"], self.pooling, normalize=self.normalize)
+
+    def _with_anchor(self, model: nn.Module, loss: torch.Tensor) -> torch.Tensor:
+        """``loss`` plus the anchoring term on a fresh batch of anchor papers while training (``anchor_papers``)."""
+        if self._anchor is None or not model.training:
+            return loss
+        return loss + self._anchor.loss_term(self, model)
 
     # ------------------------------------------------------------------ trainable losses
 
@@ -281,6 +309,66 @@ class EmbeddingTrainer(Trainer):
         return metrics
 
 
+class _Anchor:
+    """The anchor papers of :class:`EmbeddingTrainer`, their starting embeddings and the draw of each step's batch."""
+
+    def __init__(self, papers: list[Mapping[str, Any]], targets: torch.Tensor, loss: nn.Module, batch_size: int):
+        self.papers, self.targets, self.loss, self.batch_size = papers, targets, loss, batch_size
+        self.draws = 0
+
+    @classmethod
+    def build(
+        cls,
+        trainer: EmbeddingTrainer,
+        papers: Sequence[Mapping[str, Any]] | None,
+        loss: nn.Module | None,
+        batch_size: int,
+    ) -> _Anchor | None:
+        if papers is None and loss is None:
+            return None
+        if papers is None or loss is None:
+            raise ValueError("anchoring needs both anchor_papers and anchor_loss")
+        papers = list(papers)
+        if not 2 <= batch_size <= len(papers):
+            raise ValueError(
+                f"anchor_batch_size must be between 2 and the {len(papers)} anchor papers, got {batch_size}"
+            )
+        if not isinstance(trainer.data_collator, PaperCollator):
+            raise ValueError(f"anchoring tokenizes papers with a paper collator, not {type(trainer.data_collator)}")
+        model = trainer.model
+        was_training = model.training
+        model.eval()
+        with torch.no_grad():
+            targets = torch.cat(
+                [
+                    cls._embed(trainer, model, papers[start : start + batch_size]).cpu()
+                    for start in range(0, len(papers), batch_size)
+                ]
+            )
+        model.train(was_training)
+        logger.info("anchoring %d papers' relations, %d a step", len(papers), batch_size)
+        return cls(papers, targets, loss.to(trainer.args.device), batch_size)
+
+    @staticmethod
+    def _embed(trainer: EmbeddingTrainer, model: nn.Module, papers: Sequence[Mapping[str, Any]]) -> torch.Tensor:
+        features = trainer.data_collator.tokenize(papers)
+        return trainer.embed(model, {k: v.to(trainer.args.device) for k, v in features.items()})[1]
+
+    def loss_term(self, trainer: EmbeddingTrainer, model: nn.Module) -> torch.Tensor:
+        """The anchoring term of one micro-batch, drawn by seed, process, step and draw (the same on a rerun)."""
+        args = trainer.args
+        generator = np.random.default_rng([args.seed, args.process_index, trainer.state.global_step, self.draws])
+        self.draws += 1
+        chosen = generator.choice(len(self.papers), self.batch_size, replace=False)
+        # Evaluation mode (no dropout), as the targets were computed: the term measures only what training changed.
+        model.eval()
+        try:
+            embeddings = self._embed(trainer, model, [self.papers[i] for i in chosen])
+        finally:
+            model.train()
+        return self.loss(embeddings, self.targets[torch.from_numpy(chosen)].to(embeddings.device))
+
+
 class _FrozenBaseCheck(TrainerCallback):
     """Refuses to train adapters or fusion while the base is trainable (a forgotten ``train_format_adapters``
     would otherwise fine-tune the whole encoder)."""
@@ -347,7 +435,7 @@ class TripletTrainer(EmbeddingTrainer):
         if isinstance(self.loss, Multi2SPELoss):
             embeddings = outputs.cls_embeddings
         query, positive, negative = embeddings.chunk(3)
-        loss = self._with_adapter_regularization(self.loss(query, positive, negative))
+        loss = self._with_anchor(model, self._with_adapter_regularization(self.loss(query, positive, negative)))
         return (loss, outputs) if return_outputs else loss
 
 
@@ -377,7 +465,7 @@ class PairTrainer(EmbeddingTrainer):
         loss = self.loss(first, second)
         if self.router_loss is not None:
             loss = loss + self.router_loss(outputs.router_logits, inputs.get("domain_ids"), inputs["attention_mask"])
-        loss = self._with_adapter_regularization(loss)
+        loss = self._with_anchor(model, self._with_adapter_regularization(loss))
         return (loss, outputs) if return_outputs else loss
 
 

@@ -3,6 +3,7 @@
 Each takes embeddings (not a model), so any encoder's output can be trained with any of them.
 """
 
+from .anchor import RelationalAnchorLoss
 from .mnr import MultipleNegativesRankingLoss
 from .multi2spe import Multi2SPELoss
 from .multitask import MultiTaskLoss, TaskSpec
@@ -13,6 +14,7 @@ __all__ = [
     "Multi2SPELoss",
     "MultiTaskLoss",
     "MultipleNegativesRankingLoss",
+    "RelationalAnchorLoss",
     "RouterLoss",
     "TaskSpec",
     "TripletMarginLoss",
