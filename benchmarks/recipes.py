@@ -108,6 +108,8 @@ class System:
     #: Trains on two domains, CACM (``cs``) and hep-th (``physics``) without the seed's hep-th queries
     #: (:func:`write_domains`): Multi2SPE's and MoE BERT's multi-domain setting.
     domains: bool = False
+    #: Keeps the pairwise cosines of :data:`ANCHOR_PAPERS` (``data.anchor_papers``; the weight is an override).
+    anchored: bool = False
 
 
 #: WiSE-FT's share of the trained weights, the one override in which ``--reuse-training`` lets two systems differ.
@@ -275,6 +277,9 @@ def _earlier(name: str) -> str:
 
 
 SYSTEMS.update({_earlier(name): _at_earlier_share(name) for name in EARLIER_SHARE})
+#: The anchor papers of an ``anchored`` system, in ``--data``'s scirepeval-samples/: SciRepEval's fields-of-study and
+#: MeSH training samples, without their labels. Other fields than CACM's, and no paper of any evaluation here.
+ANCHOR_PAPERS = ("fos_small.json", "mesh_small.json")
 PEER = "sentence-transformers"
 REFERENCE = "MiniLM as published"
 BATCH = 32
@@ -475,6 +480,8 @@ def main() -> None:
                 )
                 continue
             row_settings = {**overrides, **system.overrides}
+            if system.anchored:
+                row_settings["data.anchor_papers"] = [str(folders["scirepeval-samples"] / f) for f in ANCHOR_PAPERS]
             if (
                 system.labelled
             ):  # no held-out queries: the test papers of the categories' evaluation are what it never sees
@@ -879,15 +886,15 @@ def reweigh(model: torch.nn.Module, folder: Path, kept_share: float, share: floa
 
 
 def resolved_defaults(settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """What a run's learning rate, weight average, example kind, text pooling, control codes' start and loss
-    resolved to: recipe defaults change over time, and a row's ``overrides`` name only its own settings."""
+    """What a run's learning rate, weight average, example kind, text pooling, control codes' start, loss and anchoring
+    weight resolved to: recipe defaults change over time, and a row's ``overrides`` name only its own settings."""
     return {
         "learning_rate": settings["training"]["learning_rate"],
         "weight_average": settings["model"].get("weight_average", 1.0),
         **{k: settings["data"][k] for k in ("sampler", "pairs", "rank_overflow") if k in settings["data"]},
         **{k: settings["model"][k] for k in ("text_pooling", "control_code_init") if k in settings["model"]},
         "loss": settings["loss"].get("name"),
-        **{k: settings["loss"][k] for k in ("proximity",) if k in settings["loss"]},
+        **{k: settings["loss"][k] for k in ("proximity", "anchor_weight") if k in settings["loss"]},
     }
 
 

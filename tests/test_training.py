@@ -1170,6 +1170,8 @@ def test_anchor_papers_keep_their_relations_and_cost_nothing_at_step_0(tiny_st_b
     assert moved["anchored"] < 0.5 * moved["plain"]
     with pytest.raises(ValueError, match="both data.anchor_papers"):
         prepare("specter", tiny_st_base, data, tmp_path / "half", {**overrides, "loss.anchor_weight": 1.0})
+    with pytest.raises(ValueError, match="anchor papers have no domain"):
+        prepare("moe-cocitation", tiny_st_base, data, tmp_path / "moe", {**overrides, **anchored})
     with pytest.raises(ValueError, match="does not anchor papers"):
         prepare("spectroid-heads", tiny_st_base, shared_data("cacm"), tmp_path / "heads", {"max_steps": 1, **anchored})
 

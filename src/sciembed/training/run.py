@@ -829,6 +829,11 @@ def _objective(
         )
     loss_options = dict(settings["loss"])
     anchoring = _anchoring(recipe, loss_options, examples.anchor_papers)
+    if anchoring and getattr(model.config, "routing", None) == "enforced":
+        raise ValueError(
+            "data.anchor_papers: a mixture-of-experts model with enforced routing sends each paper to its domain's "
+            "expert, and anchor papers have no domain; anchor a dense model (model.family=none) or learned routing"
+        )
     loss_class = getattr(losses, LOSSES[loss_options.pop("name")]) if "name" in loss_options else None
     if loss_class is not None:
         _check_loss_options(loss_class, settings["loss"]["name"], loss_options, ignore=_ROUTER_WEIGHTS)
