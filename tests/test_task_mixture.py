@@ -94,6 +94,20 @@ def test_a_mixture_trains_every_task_and_is_judged_on_the_specter_runs_held_out_
     assert run.trainer.state.global_step == 1
 
 
+def test_a_task_s_weight_gives_it_that_share_of_every_batch(mixture, tiny_bert, tmp_path):
+    """A task's ``weight``: the run's batches hold its rows in proportion (the others keep weight 1)."""
+    from sciembed.training.run import prepare
+
+    path, _ = mixture
+    tasks = json.loads(path.read_text(encoding="utf-8"))
+    tasks[0]["weight"] = 5
+    weighted = write_mixture(tmp_path, tasks, "weighted.json")
+    run = prepare("scirepeval-ctrl", tiny_bert, weighted, tmp_path / "ctrl", {**SPLIT, **STEP})
+    rows = run.trainer.train_dataset["task"]
+    order = list(run.trainer._get_train_sampler())
+    assert Counter(rows[i] for i in order[:8]) == {"cite": 5, "categories": 1, "fos": 1, "search": 1}
+
+
 def test_a_mixture_with_a_validation_split_tunes_on_training_queries_only(mixture, tiny_bert, tmp_path):
     from sciembed.training.run import prepare
 
@@ -188,6 +202,7 @@ def test_a_graph_s_exclusions_are_counted_in_mixtures_of_tasks_and_of_domains(ti
             {"name": "x", "type": "search", "data": "scirepeval-samples/search_small.jsonl", "exclude": ["1"]},
             "exclude takes papers out of classification tasks and citation graphs, not search sessions",
         ),
+        ({"name": "x", "type": "classification", "data": "cacm", "weight": 0}, "weight is a positive number"),
         ("cacm", "task 1: a task is a mapping with name, type and data, got str"),
     ],
 )

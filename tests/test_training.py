@@ -69,6 +69,25 @@ def test_task_balanced_sampler_spreads_the_remainder():
     assert [Counter(tasks[i] for i in order[s : s + 3]) for s in range(0, len(order), 3)][0] == {"x": 2, "y": 1}
 
 
+def test_task_weights_give_each_task_rows_in_proportion():
+    """weights: every batch holds rows in proportion to them (largest remainders first); a weight that leaves a task
+    no row, or a task without a weight, is refused."""
+    from sciembed.training.task_batches import TaskBalancedSampler
+
+    tasks = ["cite"] * 40 + ["fos"] * 40 + ["mesh"] * 40
+    sampler = TaskBalancedSampler(tasks, batch_size=10, seed=0, weights={"cite": 3, "fos": 1, "mesh": 1})
+    order = list(sampler)
+    for start in range(0, len(order), 10):
+        assert Counter(tasks[i] for i in order[start : start + 10]) == {"cite": 6, "fos": 2, "mesh": 2}
+    assert len(order) == 20 * 10  # fos and mesh, two a batch, set the epoch
+    equal = TaskBalancedSampler(tasks, batch_size=10, seed=0, weights=dict.fromkeys(("cite", "fos", "mesh"), 2.0))
+    assert list(equal) == list(TaskBalancedSampler(tasks, batch_size=10, seed=0))
+    with pytest.raises(ValueError, match="gives task.*no row"):
+        TaskBalancedSampler(tasks, batch_size=4, weights={"cite": 20, "fos": 1, "mesh": 1})
+    with pytest.raises(ValueError, match="a positive weight"):
+        TaskBalancedSampler(tasks, batch_size=10, weights={"cite": 1, "fos": 1})
+
+
 # ---------------------------------------------------------------------- collators
 
 

@@ -435,6 +435,8 @@ class _Examples:
     domains: list[str] | None = None
     #: The papers whose relations the model keeps (``data.anchor_papers``).
     anchor_papers: list[dict[str, Any]] | None = None
+    #: Each task's weight in every batch of a multi-task mixture (``None``: equal shares).
+    task_weights: dict[str, float] | None = None
 
 
 def _settings(recipe: Recipe, base: str, overrides: Mapping[str, Any] | None):
@@ -487,7 +489,7 @@ def _examples(
     excluded = _excluded_papers(options.pop("exclude"))
     counts: dict[str, Any] = {}
     anchor_papers = _anchor_papers(options.pop("anchor_papers", None), excluded, counts)
-    evaluation = validation = tasks = labels = None
+    evaluation = validation = tasks = labels = task_weights = None
     mixture = recipe.data in ("scirepeval", "citations") and task_mixture.is_task_mixture(path)
     domains = None
     if excluded and recipe.data == "scirepeval":
@@ -546,6 +548,7 @@ def _examples(
             if share and split is None:
                 raise ValueError(f"{path}: {key} splits citation queries, and this mixture has no citation graph")
         train, tasks, evaluation, validation = mixed.data.dataset, mixed.data.tasks, mixed.evaluation, mixed.validation
+        task_weights = mixed.weights
         counts.update(mixed.counts)
         limit = None
     elif recipe.data == "scirepeval":
@@ -604,7 +607,7 @@ def _examples(
             validation = TaskSuite("validation", str(path), [source.cite_task(split.validation, seed=seed)])
     if limit is not None and len(train) > limit:
         train = train.shuffle(seed=seed).select(range(limit))
-    return _Examples(train, evaluation, validation, counts, tasks, labels, domains, anchor_papers)
+    return _Examples(train, evaluation, validation, counts, tasks, labels, domains, anchor_papers, task_weights)
 
 
 def _anchor_papers(value: Any, excluded: set[str], counts: dict[str, Any]) -> list[dict[str, Any]] | None:
@@ -862,6 +865,8 @@ def _objective(
         kinds = {name: kind for name, (kind, _) in examples.tasks.items()}
         modules = settings["model"].get("format_modules")
         options = {"adapter_training": modules} if modules in ("adapters", "fusion") else {}
+        if examples.task_weights:
+            options["task_weights"] = examples.task_weights
         if "head_learning_rate" in settings["model"]:
             options["loss_learning_rate"] = settings["model"]["head_learning_rate"]
         return (

@@ -23,7 +23,10 @@ YAML file given as ``--data`` to a multi-task recipe (``scirepeval-ctrl``, ``-ad
 - ``exclude`` (optional): papers never trained on, as a list of ids or a file of ids (one per line): e.g. the test
   papers of an evaluation on the same labels. Classification rows about them are left out (counted), and a
   citation graph's triplets never hold them;
-- ``multi_label`` (optional): checked against what the data holds.
+- ``multi_label`` (optional): checked against what the data holds;
+- ``weight`` (optional, default 1): the task's share of every batch's rows, in proportion to the other tasks'
+  weights (SciRepEval gives every task an equal share; a larger weight gives a task more examples, and a ranking
+  task more in-batch negatives, per step).
 
 For a multi-task recipe a mixture holds at most one citation graph: its queries are split as the single-source recipes
 split them (``data.held_out``, ``data.validation``, ``data.seed``), and its held-out and validation queries are the
@@ -65,7 +68,7 @@ from .examples import (
 TASK_TYPES = ("classification", "proximity", "search")
 #: SciRepEval's task-configuration names for our types.
 TYPE_ALIASES = {"triplet": "proximity", "ir": "search"}
-_KEYS = ("name", "type", "data", "sample_size", "exclude", "multi_label")
+_KEYS = ("name", "type", "data", "sample_size", "exclude", "multi_label", "weight")
 #: Triplets per query paper of a citation graph task (the specter recipe's).
 TRIPLETS_PER_QUERY = 5
 
@@ -80,6 +83,7 @@ class MixtureTask:
     sample_size: int | None = None
     exclude: frozenset[str] = frozenset()
     multi_label: bool | None = None
+    weight: float = 1.0
 
 
 @dataclass
@@ -91,12 +95,14 @@ class MixtureExamples:
         counts: per task its kind, its rows (``rows``), those sampled into training (``used``) and what gave none;
             for the citation graph, its query split.
         evaluation, validation: the held-out and validation cite tasks (``None`` without them).
+        weights: each task's weight in every batch (``None`` when all are equal).
     """
 
     data: MultiTaskData
     counts: dict[str, Any] = field(default_factory=dict)
     evaluation: Any = None
     validation: Any = None
+    weights: dict[str, float] | None = None
 
 
 #: A mixture file names its tasks' data; a JSON file larger than this is data itself.
@@ -205,7 +211,10 @@ def _task(entry: Any, number: int, path: Path) -> MixtureTask:
     multi_label = entry.get("multi_label")
     if multi_label is not None and not isinstance(multi_label, bool):
         raise ValueError(f"{where}: multi_label is true or false, got {multi_label!r}")
-    return MixtureTask(entry["name"], kind, data, size, frozenset(str(i) for i in exclude), multi_label)
+    weight = entry.get("weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight > 0:
+        raise ValueError(f"{where}: weight is a positive number (the task's share of every batch), got {weight!r}")
+    return MixtureTask(entry["name"], kind, data, size, frozenset(str(i) for i in exclude), multi_label, float(weight))
 
 
 def _is_graph(data: Path | CitationFiles) -> bool:
@@ -282,7 +291,8 @@ def mixture_examples(
     counts["tasks"] = {
         name: {"kind": r.kind, "rows": len(r.rows), "used": used[name], **r.skipped} for name, r in rows.items()
     }
-    return MixtureExamples(data, counts, evaluation, checking)
+    weights = {task.name: task.weight for task in tasks}
+    return MixtureExamples(data, counts, evaluation, checking, weights if len(set(weights.values())) > 1 else None)
 
 
 @dataclass

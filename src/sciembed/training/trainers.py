@@ -472,18 +472,29 @@ class PairTrainer(EmbeddingTrainer):
 class MultiTaskTrainer(EmbeddingTrainer):
     """SciRepEval's multi-task training: task-heterogeneous batches, one head per task, losses summed.
 
-    Batches come from :class:`~.sampling.TaskBalancedSampler` (an equal share of every task per
-    device batch) and :class:`~.collators.MultiTaskCollator`; each task's papers are embedded in its
-    format (``[CLF]`` / ``[RGN]`` / ``[PRX]`` / ``[QRY]`` for a control-code model) and scored by
-    :class:`~.losses.MultiTaskLoss`, whose heads are dropped after training.
+    Batches come from :class:`~.task_batches.TaskBalancedSampler` (an equal share of every task per device batch, or
+    shares in proportion to ``task_weights``, a mixture's task weights) and :class:`~.collators.MultiTaskCollator`;
+    each task's papers are embedded in its format (``[CLF]`` / ``[RGN]`` / ``[PRX]`` / ``[QRY]`` for a control-code
+    model) and scored by :class:`~.losses.MultiTaskLoss`, whose heads are dropped after training.
     """
 
-    def __init__(self, model: nn.Module, args: Any, *, loss: MultiTaskLoss, **kwargs: Any):
+    def __init__(
+        self,
+        model: nn.Module,
+        args: Any,
+        *,
+        loss: MultiTaskLoss,
+        task_weights: Mapping[str, float] | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(model, args, loss=loss, **kwargs)
+        self.task_weights = task_weights
 
     def _get_train_sampler(self, train_dataset=None):
         dataset = train_dataset if train_dataset is not None else self.train_dataset
-        return TaskBalancedSampler(dataset["task"], self.args.per_device_train_batch_size, seed=self.args.seed)
+        return TaskBalancedSampler(
+            dataset["task"], self.args.per_device_train_batch_size, seed=self.args.seed, weights=self.task_weights
+        )
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         total = 0.0
