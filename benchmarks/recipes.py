@@ -277,9 +277,10 @@ def _earlier(name: str) -> str:
 
 
 SYSTEMS.update({_earlier(name): _at_earlier_share(name) for name in EARLIER_SHARE})
-#: The anchor papers of an ``anchored`` system, in ``--data``'s scirepeval-samples/: SciRepEval's fields-of-study and
-#: MeSH training samples, without their labels. Other fields than CACM's, and no paper of any evaluation here.
-ANCHOR_PAPERS = ("fos_small.json", "mesh_small.json")
+#: The anchor papers of an ``anchored`` system, in ``--data``'s scirepeval-samples/: the MeSH training sample's papers
+#: (biomedical; its labels unused) and those of SciRepEval's citation triplets (several fields). None is a paper of
+#: any evaluation here (the fields-of-study sample is: its papers are the FoS task's).
+ANCHOR_PAPERS = ("mesh_small.json", "specter_small.json")
 PEER = "sentence-transformers"
 REFERENCE = "MiniLM as published"
 BATCH = 32

@@ -1159,7 +1159,7 @@ def test_anchor_papers_keep_their_relations_and_cost_nothing_at_step_0(tiny_st_b
     (invalid, repeated and excluded papers left out), and a recipe or setting that cannot anchor says so."""
     from sciembed.data.papers import read_papers
     from sciembed.training.losses import RelationalAnchorLoss
-    from sciembed.training.run import prepare
+    from sciembed.training.run import _anchor_papers, prepare
 
     data = write_s2orc(tmp_path / "papers.jsonl")
     anchors, more = tmp_path / "anchors.jsonl", tmp_path / "more.json"
@@ -1185,6 +1185,11 @@ def test_anchor_papers_keep_their_relations_and_cost_nothing_at_step_0(tiny_st_b
         first[name] = next(entry["loss"] for entry in run.trainer.state.log_history if "loss" in entry)
         moved[name] = RelationalAnchorLoss()(_Embedder(run.trainer)(papers), start).item()
     assert run.data["anchor_papers"] == {"papers": 12, "skipped": 1, "repeated": 1, "excluded": 1}
+    # SciRepEval's ready triplets give their papers.
+    counts = {}
+    triplets = _anchor_papers(shared_data("scirepeval-samples") / "specter_small.json", set(), counts)
+    assert counts["anchor_papers"]["papers"] == len(triplets) == len({p["paper_id"] for p in triplets}) > 200
+    assert all(p["title"] for p in triplets)
     assert first["anchored"] == pytest.approx(first["plain"], rel=1e-5)
     assert moved["anchored"] < 0.5 * moved["plain"]
     with pytest.raises(ValueError, match="both data.anchor_papers"):

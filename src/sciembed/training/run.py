@@ -611,10 +611,9 @@ def _examples(
 
 
 def _anchor_papers(value: Any, excluded: set[str], counts: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """``data.anchor_papers`` (a paper file :func:`~sciembed.data.papers.read_papers` reads, or a list of them) as
-    records, without ``data.exclude``'s papers; what is skipped or excluded is counted in ``counts``."""
-    from ..data.papers import read_papers
-
+    """``data.anchor_papers`` as records: a paper file :func:`~sciembed.data.papers.read_papers` reads, or SciRepEval's
+    ready triplets (``specter*.json``: the papers they hold), or a list of such files; without ``data.exclude``'s
+    papers. What is skipped, repeated or excluded is counted in ``counts``."""
     if value is None:
         return None
     paths = [value] if isinstance(value, (str, os.PathLike)) else value
@@ -623,9 +622,9 @@ def _anchor_papers(value: Any, excluded: set[str], counts: dict[str, Any]) -> li
     papers, seen = [], set()
     skipped = repeated = dropped = 0
     for path in paths:
-        read = read_papers(path, skip_invalid=True)
-        skipped += len(read.skipped)
-        for paper in read.papers:
+        read, invalid = _paper_records(Path(path))
+        skipped += invalid
+        for paper in read:
             if paper["paper_id"] in excluded:
                 dropped += 1
             elif paper["paper_id"] in seen:
@@ -643,6 +642,18 @@ def _anchor_papers(value: Any, excluded: set[str], counts: dict[str, Any]) -> li
             dropped,
         )
     return papers
+
+
+def _paper_records(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The papers of one anchor file, and how many of its records were skipped as invalid."""
+    from ..data.papers import read_papers
+    from ..data.scirepeval import read_scirepeval_sample
+
+    if path.suffix == ".json" and path.name.startswith("specter"):
+        sample = read_scirepeval_sample(path, kind="specter", skip_invalid=True)
+        return [paper for column in ("query", "pos", "neg") for paper in sample.data[column]], len(sample.skipped)
+    read = read_papers(path, skip_invalid=True)
+    return read.papers, len(read.skipped)
 
 
 def _dense_variant(recipe: Recipe, overrides: Mapping[str, Any] | None) -> tuple[Recipe, Mapping[str, Any] | None]:
