@@ -110,6 +110,8 @@ class System:
     domains: bool = False
     #: Keeps the pairwise cosines of :data:`ANCHOR_PAPERS` (``data.anchor_papers``; the weight is an override).
     anchored: bool = False
+    #: The citation task's weight in the task mixture's batches (the other tasks weigh 1; see :func:`write_mixture`).
+    cite_weight: float = 1.0
 
 
 #: WiSE-FT's share of the trained weights, the one override in which ``--reuse-training`` lets two systems differ.
@@ -491,7 +493,7 @@ def main() -> None:
                 )
             with tempfile.TemporaryDirectory() as output, tempfile.TemporaryDirectory() as mixture:
                 data = (
-                    write_mixture(folders, suite, Path(mixture))
+                    write_mixture(folders, suite, Path(mixture), system.cite_weight)
                     if system.mixture
                     else write_domains(folders, fixed, suite, Path(mixture))
                     if system.domains
@@ -931,15 +933,20 @@ def head_predictions(trainer, cacm: Path, test_ids: list[str]) -> tuple[dict[str
     }
 
 
-def write_mixture(folders: dict[str, Path], suite: TaskSuite, folder: Path) -> Path:
+def write_mixture(folders: dict[str, Path], suite: TaskSuite, folder: Path, cite_weight: float = 1.0) -> Path:
     """The seed's task mixture for the multi-task rows (SciRepEval trains on several tasks at once): CACM's citations
     (split by the seed as the specter row's), CACM's categories and the fields of study without the test papers of
     their evaluation, and the MeSH sample (biomedical, not evaluated). The search sessions stay out, so that search is
-    data no row was trained on."""
+    data no row was trained on. ``cite_weight``: the citations' share of every batch against the other tasks' 1."""
     tests = {task_id: _task(suite, task_id).test[0] for task_id in ("cacm_categories", "fos")}
     samples = folders["scirepeval-samples"]
     tasks = [
-        {"name": "cite", "type": "proximity", "data": str(folders["cacm"].resolve())},
+        {
+            "name": "cite",
+            "type": "proximity",
+            "data": str(folders["cacm"].resolve()),
+            **({"weight": cite_weight} if cite_weight != 1.0 else {}),
+        },
         {
             "name": "cacm_categories",
             "type": "classification",

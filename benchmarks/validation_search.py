@@ -71,7 +71,7 @@ def training_data(args: argparse.Namespace, rows_budget: dict[str, Any], folder:
     with tempfile.TemporaryDirectory() as output:
         specter = prepare("specter", None, folders["cacm"], output, rows_budget)
         suite = FixedTasks.read(folders).suite(specter.trainer.eval_dataset, args.seed, args.hepth_queries)
-    return write_mixture(folders, suite, folder)
+    return write_mixture(folders, suite, folder, args.cite_weight)
 
 
 def classification_scores(args: argparse.Namespace, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -248,6 +248,12 @@ def main() -> None:
         "starting model) on the validation queries and the out-of-domain validation tasks",
     )
     parser.add_argument(
+        "--cite-weight",
+        type=float,
+        default=1.0,
+        help="a multi-task recipe's citation task's weight in its mixture's batches (the other tasks weigh 1)",
+    )
+    parser.add_argument(
         "--ood-queries", type=int, default=100, help="hep-th validation query papers (with --weight-averages)"
     )
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "validation_search.json")
@@ -267,6 +273,8 @@ def main() -> None:
         "validation": args.validation,
         "variant": variant,
         "weight_averages": args.weight_averages,
+        # Recorded only when set, so rows scored before the option existed keep their key.
+        **({"cite_weight": args.cite_weight} if args.cite_weight != 1.0 else {}),
     }
     rows_budget = budget(args.seed, args.steps, args.max_length)
     overrides = {**rows_budget, "data.validation": args.validation, **variant}
