@@ -102,7 +102,7 @@ class EmbeddingTrainer(Trainer):
             (:class:`~.losses.RelationalAnchorLoss`) on ``anchor_batch_size`` of them, drawn afresh each step,
             against their embeddings by the model as the Trainer was built (computed then, in evaluation mode,
             tokenized by the ``data_collator``; the anchor batch is embedded in evaluation mode too, so the term
-            is zero at step 0).
+            is zero at step 0). One process only: refused under DDP.
         anchor_loss: the anchoring term (needed with ``anchor_papers``).
         anchor_batch_size: anchor papers per training step (and per gradient-accumulation micro-batch).
         kwargs: the rest of ``transformers.Trainer``'s arguments (``train_dataset``, ``data_collator``,
@@ -335,6 +335,9 @@ class _Anchor:
             )
         if not isinstance(trainer.data_collator, PaperCollator):
             raise ValueError(f"anchoring tokenizes papers with a paper collator, not {type(trainer.data_collator)}")
+        if trainer.args.world_size > 1:
+            # The anchor batch is a second forward pass a step, which the DDP reducer does not expect.
+            raise ValueError("anchoring (anchor_papers) trains in one process; it is not supported under DDP")
         model = trainer.model
         was_training = model.training
         model.eval()
