@@ -129,6 +129,15 @@ SYSTEMS = {
         "SPECTER recipe on MiniLM at SPECTER's learning rate 2e-5, no weight averaging",
         {"learning_rate": 2e-5, "model.weight_average": 1.0},
     ),
+    "specter-anchored": System(
+        "specter",
+        "SPECTER recipe on MiniLM keeping the pairwise cosines of other fields' papers (relational anchoring, weight "
+        "50, on SciRepEval's MeSH sample and its triplets' papers), WiSE-FT's share of the trained weights 0.5: both "
+        "chosen on validation data",
+        {"loss.anchor_weight": 50.0, SHARE: 0.5},
+        counterpart="specter-wise-0.5",
+        anchored=True,
+    ),
     "scincl": System("scincl", "SciNCL recipe (graph-neighbour triplets) on MiniLM", counterpart="specter"),
     "multi2spe": System(
         "multi2spe", "Multi2SPEModel (K = 3) from MiniLM, multi2spe recipe", counterpart="multi2spe-k1"
