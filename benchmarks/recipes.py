@@ -87,6 +87,7 @@ from sciembed.data.papers import paper_text
 from sciembed.evaluation import evaluate_suite
 from sciembed.evaluation.loaders import TaskSuite
 from sciembed.io import atomic_path
+from sciembed.training.recipes import ANCHOR_FILES, ANCHORED
 from sciembed.training.run import prepare, save_trained
 
 
@@ -108,10 +109,8 @@ class System:
     #: Trains on two domains, CACM (``cs``) and hep-th (``physics``) without the seed's hep-th queries
     #: (:func:`write_domains`): Multi2SPE's and MoE BERT's multi-domain setting.
     domains: bool = False
-    #: Keeps the pairwise cosines of :data:`ANCHOR_PAPERS` (``data.anchor_papers``; the weight is an override).
+    #: Keeps the pairwise cosines of the papers of ``ANCHOR_FILES`` (``data.anchor_papers``; weight: an override).
     anchored: bool = False
-    #: The citation task's weight in the task mixture's batches (the other tasks weigh 1; see :func:`write_mixture`).
-    cite_weight: float = 1.0
 
 
 #: WiSE-FT's share of the trained weights, the one override in which ``--reuse-training`` lets two systems differ.
@@ -134,7 +133,7 @@ SYSTEMS = {
         "SPECTER recipe on MiniLM keeping the pairwise cosines of other fields' papers (relational anchoring, weight "
         "50, on SciRepEval's MeSH sample and its triplets' papers), WiSE-FT's share of the trained weights 0.5: both "
         "chosen on validation data",
-        {"loss.anchor_weight": 50.0, SHARE: 0.5},
+        ANCHORED,
         counterpart="specter-wise-0.5",
         anchored=True,
     ),
@@ -288,10 +287,6 @@ def _earlier(name: str) -> str:
 
 
 SYSTEMS.update({_earlier(name): _at_earlier_share(name) for name in EARLIER_SHARE})
-#: The anchor papers of an ``anchored`` system, in ``--data``'s scirepeval-samples/: the MeSH training sample's papers
-#: (biomedical; its labels unused) and those of SciRepEval's citation triplets (several fields). None is a paper of
-#: any evaluation here (the fields-of-study sample is: its papers are the FoS task's).
-ANCHOR_PAPERS = ("mesh_small.json", "specter_small.json")
 PEER = "sentence-transformers"
 REFERENCE = "MiniLM as published"
 BATCH = 32
@@ -493,7 +488,7 @@ def main() -> None:
                 continue
             row_settings = {**overrides, **system.overrides}
             if system.anchored:
-                row_settings["data.anchor_papers"] = [str(folders["scirepeval-samples"] / f) for f in ANCHOR_PAPERS]
+                row_settings["data.anchor_papers"] = [str(folders["scirepeval-samples"] / f) for f in ANCHOR_FILES]
             if (
                 system.labelled
             ):  # no held-out queries: the test papers of the categories' evaluation are what it never sees
@@ -502,7 +497,7 @@ def main() -> None:
                 )
             with tempfile.TemporaryDirectory() as output, tempfile.TemporaryDirectory() as mixture:
                 data = (
-                    write_mixture(folders, suite, Path(mixture), system.cite_weight)
+                    write_mixture(folders, suite, Path(mixture))
                     if system.mixture
                     else write_domains(folders, fixed, suite, Path(mixture))
                     if system.domains

@@ -63,9 +63,6 @@ SHARED = {
     "logging_steps": 5,
     "per_device_eval_batch_size": 32,
 }
-#: The anchor papers (in DATA/scirepeval-samples) and weight of the recommended recipe.
-ANCHOR_FILES = ("mesh_small.json", "specter_small.json")
-ANCHOR_WEIGHT = 50.0
 #: Held-out (query, cited paper, random paper) triples scored in step 4.
 PAIRS = 300
 #: What runs on CACM at the default budget took and printed on this project's two-core machines: the range seen
@@ -237,18 +234,15 @@ def _data(data_dir: Path, output: Path) -> tuple[Path, list[dict[str, Any]], set
 
 
 def _anchoring(data_dir: Path) -> dict[str, Any]:
-    """The recommended recipe's anchoring (``benchmarks/recipes.py``'s ``specter-anchored``) when SciRepEval's samples
-    are there: the MeSH sample's and the ready triplets' papers keep their relations, WiSE-FT keeps half the trained
-    weights; without them the recipe's defaults."""
+    """The recommended recipe's anchoring (:data:`~sciembed.training.recipes.ANCHORED`) when SciRepEval's samples are
+    there; without them the recipe's defaults."""
+    from ..training.recipes import ANCHOR_FILES, ANCHORED
+
     anchors = [data_dir / "scirepeval-samples" / name for name in ANCHOR_FILES]
     if not all(path.is_file() for path in anchors):
         logger.warning("%s not found: training without anchor papers", anchors[0].parent)
         return {}
-    return {
-        "data.anchor_papers": json.dumps([str(path) for path in anchors]),
-        "loss.anchor_weight": ANCHOR_WEIGHT,
-        "model.weight_average": 0.5,
-    }
+    return {"data.anchor_papers": json.dumps([str(path) for path in anchors]), **ANCHORED}
 
 
 def _run(argv: list[str], title: str) -> None:

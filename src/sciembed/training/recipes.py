@@ -299,6 +299,13 @@ _WISE_FT = {"model.weight_average": 0.2}
 #: model.weight_average=1`` trains as before.
 _UNIT_VECTOR_FINE_TUNING = {"training.learning_rate": 1e-4, **_WISE_FT}
 
+#: Relational anchoring as the recommended recipe uses it (``specter`` with ``data.anchor_papers``): the anchor papers
+#: of a SciRepEval samples folder (the MeSH sample's and the ready triplets' papers, none of them in any evaluation of
+#: ``benchmarks/recipes.py``; the fields-of-study sample's papers are its FoS task's) and the settings beside them,
+#: weight and WiSE-FT share chosen on validation data (``benchmarks/results/validation_search.json``).
+ANCHOR_FILES = ("mesh_small.json", "specter_small.json")
+ANCHORED = {"loss.anchor_weight": 50.0, "model.weight_average": 0.5}
+
 #: Multi2SPE from a base trained in unit vectors (a sentence-transformers model, which pools by mean): its [CLS] was
 #: never trained to embed the text, so each CLS output also carries 1/K of the mean of the text's states and the last
 #: linear layers start at zero (``model.text_pooling="mean"``): the model starts as the base embeds. The facet loss
