@@ -1200,15 +1200,44 @@ def test_anchor_papers_keep_their_relations_and_cost_nothing_at_step_0(tiny_st_b
         prepare("spectroid-heads", tiny_st_base, shared_data("cacm"), tmp_path / "heads", {"max_steps": 1, **anchored})
 
 
+def test_multitask_anchoring_keeps_every_format(tiny_st_base, tmp_path):
+    """A multi-format model trained on several tasks keeps the anchor papers' relations in each of its formats,
+    one a step in turn: targets for every format, zero at step 0, and each format's relations move less than
+    without anchoring."""
+    from sciembed.training.losses import RelationalAnchorLoss
+    from sciembed.training.run import _anchor_papers, prepare
+
+    data = shared_data("scirepeval-samples")
+    anchored = {
+        "data.anchor_papers": str(data / "specter_small.json"),
+        "loss.anchor_weight": 500.0,
+        "loss.anchor_batch_size": 8,
+    }
+    overrides = {**TINY_RUN, "max_steps": 8, "save_strategy": "no", "learning_rate": 1e-3, "model.weight_average": 1.0}
+    papers = _anchor_papers(data / "specter_small.json", set(), {})[:64]
+    first, moved = {}, {}
+    for name, extra in (("plain", {}), ("anchored", anchored)):
+        run = prepare("scirepeval-ctrl", tiny_st_base, data, tmp_path / name, {**overrides, **extra})
+        formats = run.trainer.formats
+        start = {f: _Embedder(run.trainer)(papers, f) for f in formats}
+        run.trainer.train()
+        first[name] = next(entry["loss"] for entry in run.trainer.state.log_history if "loss" in entry)
+        moved[name] = {f: RelationalAnchorLoss()(_Embedder(run.trainer)(papers, f), start[f]).item() for f in formats}
+    assert len(formats) == 4 and set(run.trainer._anchor.targets) == set(formats)
+    assert first["anchored"] == pytest.approx(first["plain"], rel=1e-5)
+    assert all(moved["anchored"][f] < 0.8 * moved["plain"][f] for f in formats), moved
+
+
 class _Embedder:
-    """A trainer's embeddings of paper records, in evaluation mode, without gradients."""
+    """A trainer's embeddings of paper records (in ``task_format``, for a multi-format model), in evaluation mode,
+    without gradients."""
 
     def __init__(self, trainer):
         self.trainer = trainer
 
     @torch.no_grad()
-    def __call__(self, papers):
+    def __call__(self, papers, task_format=None):
         model = self.trainer.model
         model.eval()
         features = self.trainer.data_collator.tokenize(papers)
-        return self.trainer.embed(model, features)[1]
+        return self.trainer.embed(model, features, task_format)[1]

@@ -13,7 +13,8 @@ A recipe's settings are a nested dict with five sections:
   the model's window alone: it is saved and evaluated at ``embedding.max_length`` (e.g. trained at 128 tokens,
   all-MiniLM-L6-v2 still embeds 256, as its authors publish it); ``exclude``: papers never trained on (a list of ids,
   or a file of them, one per line), e.g. the test papers of an evaluation made elsewhere; ``anchor_papers``: papers
-  outside the training data (a paper file or a list of them) whose pairwise cosines training keeps, with
+  outside the training data (a paper file or a list of them) whose pairwise cosines training keeps (a multi-format
+  model's in each of its formats), with
   ``loss.anchor_weight`` (and ``loss.anchor_batch_size``, 16 by default; see
   :class:`~sciembed.training.losses.RelationalAnchorLoss`);
 - ``loss``: ``name`` (``triplet``, ``mnr``, ``multi2spe``; see :data:`LOSSES`) and the loss's

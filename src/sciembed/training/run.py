@@ -801,7 +801,7 @@ def _check_loss_options(loss_class: type, name: str, options: Mapping[str, Any],
 
 
 #: The objectives whose trainers add the anchoring term (:class:`~sciembed.training.losses.RelationalAnchorLoss`).
-_ANCHORED_OBJECTIVES = ("triplet", "multi2spe", "pairs")
+_ANCHORED_OBJECTIVES = ("triplet", "multi2spe", "pairs", "multitask")
 
 
 def _anchoring(recipe: Recipe, loss_options: dict[str, Any], papers: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -817,8 +817,8 @@ def _anchoring(recipe: Recipe, loss_options: dict[str, Any], papers: list[dict[s
         raise ValueError("anchoring takes both data.anchor_papers (the papers) and loss.anchor_weight (its weight)")
     if recipe.objective not in _ANCHORED_OBJECTIVES:
         raise ValueError(
-            f"recipe {recipe.name} ({recipe.objective} objective) does not anchor papers; the triplet, Multi2SPE and "
-            "pair recipes do"
+            f"recipe {recipe.name} ({recipe.objective} objective) does not anchor papers; the triplet, Multi2SPE, "
+            "pair and multi-task recipes do"
         )
     if type(batch_size) is not int:
         raise ValueError(f"loss.anchor_batch_size is a number of papers, got {batch_size!r}")
@@ -876,6 +876,7 @@ def _objective(
         kinds = {name: kind for name, (kind, _) in examples.tasks.items()}
         modules = settings["model"].get("format_modules")
         options = {"adapter_training": modules} if modules in ("adapters", "fusion") else {}
+        options.update(anchoring)
         if examples.task_weights:
             options["task_weights"] = examples.task_weights
         if "head_learning_rate" in settings["model"]:

@@ -98,11 +98,13 @@ class EmbeddingTrainer(Trainer):
             temperature); by default the run's. A multi-task head starts at random: at an encoder's fine-tuning
             rate it barely moves in a short run, and its loss sends the encoder gradients of a head near chance.
         anchor_papers: paper records outside the training data (e.g. other fields' papers) whose relations the
-            model keeps: each training step of the triplet and pair objectives adds ``anchor_loss``
+            model keeps: each training step of the triplet, pair and multi-task objectives adds ``anchor_loss``
             (:class:`~.losses.RelationalAnchorLoss`) on ``anchor_batch_size`` of them, drawn afresh each step,
             against their embeddings by the model as the Trainer was built (computed then, in evaluation mode,
             tokenized by the ``data_collator``; the anchor batch is embedded in evaluation mode too, so the term
-            is zero at step 0). One process only: refused under DDP.
+            is zero at step 0). A multi-format model keeps them in the trainer's format, or, training several
+            (:class:`MultiTaskTrainer`), in each of its formats in turn, one a step. One process only: refused
+            under DDP.
         anchor_loss: the anchoring term (needed with ``anchor_papers``).
         anchor_batch_size: anchor papers per training step (and per gradient-accumulation micro-batch).
         kwargs: the rest of ``transformers.Trainer``'s arguments (``train_dataset``, ``data_collator``,
@@ -204,6 +206,10 @@ class EmbeddingTrainer(Trainer):
         if self._anchor is None or not model.training:
             return loss
         return loss + self._anchor.loss_term(self, model)
+
+    def anchor_formats(self) -> tuple[str | None, ...]:
+        """The formats in which the anchor papers' relations are kept: the one this trainer embeds in."""
+        return (self.task_format,)
 
     # ------------------------------------------------------------------ trainable losses
 
@@ -310,10 +316,18 @@ class EmbeddingTrainer(Trainer):
 
 
 class _Anchor:
-    """The anchor papers of :class:`EmbeddingTrainer`, their starting embeddings and the draw of each step's batch."""
+    """The anchor papers of :class:`EmbeddingTrainer`, their starting embeddings in each kept format and the draw of
+    each step's batch."""
 
-    def __init__(self, papers: list[Mapping[str, Any]], targets: torch.Tensor, loss: nn.Module, batch_size: int):
+    def __init__(
+        self,
+        papers: list[Mapping[str, Any]],
+        targets: dict[str | None, torch.Tensor],
+        loss: nn.Module,
+        batch_size: int,
+    ):
         self.papers, self.targets, self.loss, self.batch_size = papers, targets, loss, batch_size
+        self.formats = tuple(targets)
         self.draws = 0
 
     @classmethod
@@ -342,34 +356,42 @@ class _Anchor:
         was_training = model.training
         model.eval()
         with torch.no_grad():
-            targets = torch.cat(
-                [
-                    cls._embed(trainer, model, papers[start : start + batch_size]).cpu()
-                    for start in range(0, len(papers), batch_size)
-                ]
-            )
+            targets = {
+                task_format: torch.cat(
+                    [
+                        cls._embed(trainer, model, papers[start : start + batch_size], task_format).cpu()
+                        for start in range(0, len(papers), batch_size)
+                    ]
+                )
+                for task_format in trainer.anchor_formats()
+            }
         model.train(was_training)
         logger.info("anchoring %d papers' relations, %d a step", len(papers), batch_size)
         return cls(papers, targets, loss.to(trainer.args.device), batch_size)
 
     @staticmethod
-    def _embed(trainer: EmbeddingTrainer, model: nn.Module, papers: Sequence[Mapping[str, Any]]) -> torch.Tensor:
+    def _embed(
+        trainer: EmbeddingTrainer, model: nn.Module, papers: Sequence[Mapping[str, Any]], task_format: str | None
+    ) -> torch.Tensor:
         features = trainer.data_collator.tokenize(papers)
-        return trainer.embed(model, {k: v.to(trainer.args.device) for k, v in features.items()})[1]
+        return trainer.embed(model, {k: v.to(trainer.args.device) for k, v in features.items()}, task_format)[1]
 
     def loss_term(self, trainer: EmbeddingTrainer, model: nn.Module) -> torch.Tensor:
-        """The anchoring term of one micro-batch, drawn by seed, process, step and draw (the same on a rerun)."""
+        """The anchoring term of one micro-batch, drawn by seed, process, step and draw (the same on a rerun), in
+        the next of the kept formats."""
         args = trainer.args
         generator = np.random.default_rng([args.seed, args.process_index, trainer.state.global_step, self.draws])
+        task_format = self.formats[self.draws % len(self.formats)]
         self.draws += 1
         chosen = generator.choice(len(self.papers), self.batch_size, replace=False)
         # Evaluation mode (no dropout), as the targets were computed: the term measures only what training changed.
         model.eval()
         try:
-            embeddings = self._embed(trainer, model, [self.papers[i] for i in chosen])
+            embeddings = self._embed(trainer, model, [self.papers[i] for i in chosen], task_format)
         finally:
             model.train()
-        return self.loss(embeddings, self.targets[torch.from_numpy(chosen)].to(embeddings.device))
+        targets = self.targets[task_format][torch.from_numpy(chosen)]
+        return self.loss(embeddings, targets.to(embeddings.device))
 
 
 class _FrozenBaseCheck(TrainerCallback):
@@ -511,8 +533,12 @@ class MultiTaskTrainer(EmbeddingTrainer):
             else:
                 arguments = (embedded[0], task["labels"])
             total = total + self.loss.task_loss(name, arguments)
-        total = self._with_adapter_regularization(total)
+        total = self._with_anchor(model, self._with_adapter_regularization(total))
         return (total, None) if return_outputs else total
+
+    def anchor_formats(self) -> tuple[str | None, ...]:
+        """Every format of a multi-format model, since each task trains its own (one a step, in turn)."""
+        return self.formats or (None,)
 
 
 class PaperClassificationTrainer(EmbeddingTrainer):
