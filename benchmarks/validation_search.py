@@ -7,7 +7,8 @@ as the rows') and the variant's ``--set`` overrides, and scores the validation q
 pytrec_eval MAP / nDCG) for MiniLM as published, the model at step 0 and the trained model. Each run adds a row to
 ``--output``, so the search (every variant tried, and its validation score) is kept beside the results it chose. The
 multi-task recipes (``scirepeval-*``) train on the rows' task mixture of the seed (``recipes.write_mixture``), whose
-citation task is split the same way, its validation queries carved from the training ones. With ``--weight-averages``
+citation task is split the same way, its validation queries carved from the training ones; ``scirepeval-fusion``
+first trains its first stage (``scirepeval-adapters`` with its defaults) on the same split. With ``--weight-averages``
 the recipe trains without WiSE-FT's average and each listed share of the trained weights is scored from that one run,
 on the validation queries and on out-of-domain validation data that ``recipes.py``'s tests never use
 (:func:`out_of_domain_validation`: hep-th queries outside the seeds' test samples, the S2ORC sample's MAG fields, the
@@ -52,7 +53,7 @@ from sciembed.evaluation import evaluate_suite
 from sciembed.evaluation.loaders import TaskSuite
 from sciembed.io import atomic_path
 from sciembed.training.recipes import RECIPES, parse_assignments
-from sciembed.training.run import prepare, resolved_settings
+from sciembed.training.run import prepare, resolved_settings, save_trained
 from sciembed.training.trainers import average_weights
 
 REFERENCE = "MiniLM as published"
@@ -172,8 +173,16 @@ def cite_scores(args: argparse.Namespace, overrides: dict[str, Any], rows_budget
     shares = args.weight_averages
     if shares:
         overrides = {**overrides, "model.weight_average": 1.0}
+    first_stage = SYSTEMS[args.recipe].after if args.recipe in SYSTEMS else None
     with tempfile.TemporaryDirectory() as output, tempfile.TemporaryDirectory() as mixture:
-        run = prepare(args.recipe, None, training_data(args, rows_budget, Path(mixture)), output, overrides)
+        data = training_data(args, rows_budget, Path(mixture))
+        base, stage = None, {}
+        if first_stage:
+            # The first stage as the rows train it, but on the same split as the variant: its validation queries
+            # are never trained on in either stage.
+            split = {**rows_budget, "data.validation": args.validation}
+            base, stage = train_first_stage(first_stage, data, Path(output), split)
+        run = prepare(args.recipe, base, data, Path(output) / "variant", overrides)
         suite = run.validation
         if shares:
             extra = out_of_domain_validation(args.data, args.seed, args.hepth_queries, args.ood_queries, Path(mixture))
@@ -204,6 +213,7 @@ def cite_scores(args: argparse.Namespace, overrides: dict[str, Any], rows_budget
     return {
         "resolved": resolved_defaults(run.settings),
         "validation_queries": len(suite.tasks[0].qrels),
+        **({"first_stage": stage} if stage else {}),
         REFERENCE: reference,
         "before": before,
         "after": after,
@@ -211,6 +221,17 @@ def cite_scores(args: argparse.Namespace, overrides: dict[str, Any], rows_budget
         **({"curve": curve} if shares else {}),
         "train_seconds": round(seconds, 1),
     }
+
+
+def train_first_stage(recipe: str, data: Path, output: Path, overrides: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
+    """A two-stage recipe's first stage (``scirepeval-fusion`` starts from ``scirepeval-adapters``) with its
+    defaults under ``overrides``, saved in ``output``; returns the saved model and what the stage was."""
+    run = prepare(recipe, None, data, output / "first-stage", overrides)
+    started = time.perf_counter()
+    run.trainer.train()
+    seconds = time.perf_counter() - started
+    model = save_trained(run.trainer, run.trainer.processing_class, output / "first-stage-model")
+    return model, {"recipe": recipe, "resolved": resolved_defaults(run.settings), "train_seconds": round(seconds, 1)}
 
 
 def main() -> None:
