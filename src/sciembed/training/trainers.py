@@ -103,8 +103,8 @@ class EmbeddingTrainer(Trainer):
             against their embeddings by the model as the Trainer was built (computed then, in evaluation mode,
             tokenized by the ``data_collator``; the anchor batch is embedded in evaluation mode too, so the term
             is zero at step 0). A multi-format model keeps them in the trainer's format, or, training several
-            (:class:`MultiTaskTrainer`), in each of its formats in turn, one a step. One process only: refused
-            under DDP.
+            (:class:`MultiTaskTrainer`), in each of its formats in turn, one per anchor batch. One process only:
+            refused under DDP.
         anchor_loss: the anchoring term (needed with ``anchor_papers``).
         anchor_batch_size: anchor papers per training step (and per gradient-accumulation micro-batch).
         kwargs: the rest of ``transformers.Trainer``'s arguments (``train_dataset``, ``data_collator``,
@@ -537,7 +537,7 @@ class MultiTaskTrainer(EmbeddingTrainer):
         return (total, None) if return_outputs else total
 
     def anchor_formats(self) -> tuple[str | None, ...]:
-        """Every format of a multi-format model, since each task trains its own (one a step, in turn)."""
+        """Every format of a multi-format model, since each task trains its own (one per anchor batch, in turn)."""
         return self.formats or (None,)
 
 
