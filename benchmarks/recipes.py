@@ -87,7 +87,7 @@ from sciembed.data.papers import paper_text
 from sciembed.evaluation import evaluate_suite
 from sciembed.evaluation.loaders import TaskSuite
 from sciembed.io import atomic_path
-from sciembed.training.recipes import ANCHOR_FILES, ANCHORED
+from sciembed.training.recipes import ANCHORED, anchor_paths
 from sciembed.training.run import prepare, save_trained
 
 
@@ -488,7 +488,9 @@ def main() -> None:
                 continue
             row_settings = {**overrides, **system.overrides}
             if system.anchored:
-                row_settings["data.anchor_papers"] = [str(folders["scirepeval-samples"] / f) for f in ANCHOR_FILES]
+                row_settings["data.anchor_papers"] = [
+                    str(path) for path in anchor_paths(folders["scirepeval-samples"])
+                ]
             if (
                 system.labelled
             ):  # no held-out queries: the test papers of the categories' evaluation are what it never sees

@@ -37,7 +37,7 @@ from timing import medians, paired_ratios
 from transformers import TrainerCallback
 
 from sciembed.io import atomic_path
-from sciembed.training.recipes import ANCHOR_FILES
+from sciembed.training.recipes import anchor_paths
 from sciembed.training.run import prepare
 
 SCIEMBED = "sciembed specter"
@@ -104,7 +104,7 @@ def main() -> None:
         SCIEMBED: lambda: sciembed_run(args.data, args.seed, args.steps, args.max_length),
         PEER: lambda: peer_run(triplets, args.seed, args.steps, args.max_length),
     }
-    anchors = [args.data.parent / "scirepeval-samples" / name for name in ANCHOR_FILES]
+    anchors = anchor_paths(args.data.parent / "scirepeval-samples")
     if all(path.is_file() for path in anchors):
         anchored = {**SYSTEMS["specter-anchored"].overrides, "data.anchor_papers": [str(p) for p in anchors]}
         runs[ANCHORED] = lambda: sciembed_run(args.data, args.seed, args.steps, args.max_length, anchored)

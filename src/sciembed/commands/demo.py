@@ -236,9 +236,9 @@ def _data(data_dir: Path, output: Path) -> tuple[Path, list[dict[str, Any]], set
 def _anchoring(data_dir: Path) -> dict[str, Any]:
     """The recommended recipe's anchoring (:data:`~sciembed.training.recipes.ANCHORED`) when SciRepEval's samples are
     there; without them the recipe's defaults."""
-    from ..training.recipes import ANCHOR_FILES, ANCHORED
+    from ..training.recipes import ANCHORED, anchor_paths
 
-    anchors = [data_dir / "scirepeval-samples" / name for name in ANCHOR_FILES]
+    anchors = anchor_paths(data_dir / "scirepeval-samples")
     if not all(path.is_file() for path in anchors):
         logger.warning("%s not found: training without anchor papers", anchors[0].parent)
         return {}

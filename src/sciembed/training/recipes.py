@@ -307,6 +307,13 @@ _UNIT_VECTOR_FINE_TUNING = {"training.learning_rate": 1e-4, **_WISE_FT}
 ANCHOR_FILES = ("mesh_small.json", "specter_small.json")
 ANCHORED = {"loss.anchor_weight": 50.0, "model.weight_average": 0.5}
 
+
+def anchor_paths(samples: Path) -> list[Path]:
+    """The paths of :data:`ANCHOR_FILES` in ``samples``, a folder laid out as SciRepEval's samples (whether or not
+    they exist: the caller decides what a missing file means)."""
+    return [samples / name for name in ANCHOR_FILES]
+
+
 #: Multi2SPE from a base trained in unit vectors (a sentence-transformers model, which pools by mean): its [CLS] was
 #: never trained to embed the text, so each CLS output also carries 1/K of the mean of the text's states and the last
 #: linear layers start at zero (``model.text_pooling="mean"``): the model starts as the base embeds. The facet loss
