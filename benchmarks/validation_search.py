@@ -51,7 +51,7 @@ from recipes import (
 import sciembed
 from sciembed.evaluation import evaluate_suite
 from sciembed.evaluation.loaders import TaskSuite
-from sciembed.io import atomic_path
+from sciembed.io import atomic_path, default_cache_dir
 from sciembed.training.recipes import RECIPES, parse_assignments
 from sciembed.training.run import prepare, resolved_settings, save_trained
 from sciembed.training.trainers import average_weights
@@ -187,8 +187,13 @@ def cite_scores(args: argparse.Namespace, overrides: dict[str, Any], rows_budget
         if shares:
             extra = out_of_domain_validation(args.data, args.seed, args.hepth_queries, args.ood_queries, Path(mixture))
             suite = replace(suite, tasks=[*suite.tasks, *extra])
+        # MiniLM as published embeds the same texts in every run of a seed: its vectors come from the cache.
         published = evaluate_suite(
-            sciembed.PaperEncoder.from_pretrained(device="cpu"), suite, n_jobs=1, show_progress_bar=False
+            sciembed.PaperEncoder.from_pretrained(device="cpu"),
+            suite,
+            cache_dir=args.cache_dir or default_cache_dir(),
+            n_jobs=1,
+            show_progress_bar=False,
         )
         trainer = run.trainer
         before = measures(trainer.evaluate(eval_dataset=suite))
@@ -278,6 +283,9 @@ def main() -> None:
         "--ood-queries", type=int, default=100, help="hep-th validation query papers (with --weight-averages)"
     )
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "validation_search.json")
+    parser.add_argument(
+        "--cache-dir", type=Path, default=None, help="MiniLM's embedding cache (default: sciembed's, reused by reruns)"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     cacm = args.data / "cacm"
