@@ -205,6 +205,15 @@ SYSTEMS = {
         mixture=True,
         after="scirepeval-adapters",
     ),
+    "scirepeval-fusion-paper": System(
+        "scirepeval-fusion",
+        "AdapterFusion over the seed's scirepeval-adapters model, the same task mixture, as the paper trains it: the "
+        "triplet loss for citations, its learning rate",
+        {"loss.proximity": "triplet", "learning_rate": 5e-5},
+        counterpart="scirepeval-fusion",
+        mixture=True,
+        after="scirepeval-adapters",
+    ),
     "scirepeval-pals": System(
         "scirepeval-pals",
         "MiniLM with PALs per format, multi-task on the seed's task mixture",

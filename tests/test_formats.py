@@ -780,6 +780,8 @@ def test_every_variant_trains_on_minilm_and_reloads_in_a_fresh_process(tmp_path)
         ("scirepeval-pals", None),
     ):
         run = prepare(recipe, folders.get(base), data, tmp_path / recipe, settings)
+        if recipe == "scirepeval-fusion":  # an adapters model saved from MiniLM embeds in unit vectors too
+            assert run.settings["loss"]["proximity"] == "mnr" and run.settings["training"]["learning_rate"] == 1e-3
         run.trainer.train()
         folder = save_trained(run.trainer, run.tokenizer, tmp_path / recipe / MODEL_FOLDER)
         folders[recipe.split("-")[1]] = folder
@@ -813,3 +815,17 @@ def test_every_variant_trains_on_minilm_and_reloads_in_a_fresh_process(tmp_path)
     assert set(fresh.files) == set(expected)
     for key, vectors in expected.items():
         np.testing.assert_allclose(fresh[key], vectors, atol=1e-5, err_msg=key)
+
+
+def test_scirepeval_fusion_in_unit_vectors_ranks_citations_at_a_rate_that_moves_the_fusion():
+    """From a base trained in unit vectors, the fusion trains proximity and search with multiple-negatives ranking at
+    1e-3; the paper's settings (triplets with margin 1, SciRepEval's 5e-5) stay without."""
+    from sciembed.training.recipes import RECIPES
+
+    recipe = RECIPES["scirepeval-fusion"]
+    in_unit_vectors = recipe.resolve(unit_vectors=True)
+    assert in_unit_vectors["loss"]["proximity"] == "mnr"
+    assert in_unit_vectors["training"]["learning_rate"] == 1e-3
+    paper = recipe.resolve()
+    assert paper["loss"].get("proximity", "triplet") == "triplet" and paper["loss"]["margin"] == 1.0
+    assert paper["training"]["learning_rate"] == 5e-5

@@ -470,7 +470,14 @@ RECIPES: dict[str, Recipe] = {
             loss={"dropout": 0.1, "margin": 1.0},
             training=_SCIREPEVAL_TRAINING,
             notes="--base is a model trained with scirepeval-adapters; per format an AdapterFusion layer Fuse(own, "
-            "*others) over the frozen adapters, trained on the same multi-task batches.",
+            "*others) over the frozen adapters, trained on the same multi-task batches. In unit vectors (a "
+            "mean-pooling base such as all-MiniLM-L6-v2), departures: proximity and search train with "
+            "multiple-negatives ranking between cosines (loss.proximity=mnr), since a margin of 1 between unit "
+            "vectors keeps every triplet active, at twenty times SciRepEval's learning rate: at theirs a budget of a "
+            "few hundred steps leaves the fusion where it started (its loss flat). Chosen on validation queries "
+            "(results/validation_search.json); loss.proximity=triplet with SciRepEval's learning rate trains as the "
+            "paper.",
+            unit_vectors={"loss.proximity": "mnr", "training.learning_rate": 1e-3},
         ),
         _recipe(
             "scirepeval-pals",
