@@ -746,9 +746,10 @@ def recipe_row(
     if source is not None:
         row, folder = source
         reweigh(trainer.model, folder, row["resolved"]["weight_average"], resolved["weight_average"])
+        _keep(trainer, run, keep)
         trainer.evaluate(eval_dataset=suite)
         return {
-            **_trained_row(name, seed, run, resolved, trainer, data, suite, keep, base),
+            **_trained_row(name, seed, run, resolved, trainer, data, suite, base),
             **{k: row[k] for k in (*_TRAINING_RECORDS, *(("before_hepth",) if system.domains else ()))},
             "reused_training": {"system": row["system"], "weight_average": row["resolved"]["weight_average"]},
         }
@@ -756,10 +757,11 @@ def recipe_row(
     started = time.perf_counter()
     result = trainer.train()
     seconds = time.perf_counter() - started
+    _keep(trainer, run, keep)
     trainer.evaluate(eval_dataset=suite)
     losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     return {
-        **_trained_row(name, seed, run, resolved, trainer, data, suite, keep, base),
+        **_trained_row(name, seed, run, resolved, trainer, data, suite, base),
         **(
             {}
             if system.labelled
@@ -772,6 +774,13 @@ def recipe_row(
         "first_logged_loss": losses[0] if losses else None,
         "last_logged_loss": losses[-1] if losses else None,
     }
+
+
+def _keep(trainer: Any, run: Any, keep: Path | None) -> None:
+    """Save the trained model in ``keep`` (when given) before it is scored: a run stopped while scoring, which takes
+    longer than training on a slow machine, leaves its model for a second stage (``System.after``)."""
+    if keep is not None:
+        save_trained(trainer, run.tokenizer, keep)
 
 
 #: The embedding settings a row records.
@@ -797,18 +806,15 @@ def _trained_row(
     trainer: Any,
     data: Path,
     suite: TaskSuite,
-    keep: Path | None,
     base: Path | None,
 ) -> dict[str, Any]:
-    """A trained row's scores (from the trainer's last evaluation) and description; saves the model in ``keep``."""
+    """A trained row's scores (from the trainer's last evaluation) and description."""
     system = SYSTEMS[name]
     scored = scores(trainer.last_evaluation.results)
     if system.labelled:
         scored["metrics"][HEAD], scored["per_paper"][HEAD] = head_predictions(
             trainer, data, _task(suite, "cacm_categories").test[0]
         )
-    if keep is not None:
-        save_trained(trainer, run.tokenizer, keep)
     return {
         "seed": seed,
         "system": name,
