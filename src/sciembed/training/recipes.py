@@ -473,8 +473,8 @@ RECIPES: dict[str, Recipe] = {
             "*others) over the frozen adapters, trained on the same multi-task batches. In unit vectors (a "
             "mean-pooling base such as all-MiniLM-L6-v2), departures: proximity and search train with "
             "multiple-negatives ranking between cosines (loss.proximity=mnr), since a margin of 1 between unit "
-            "vectors keeps every triplet active, at twenty times SciRepEval's learning rate: at theirs a budget of a "
-            "few hundred steps leaves the fusion where it started (its loss flat). Chosen on validation queries "
+            "vectors keeps every triplet active, at twenty times SciRepEval's learning rate: at theirs, 60 steps of "
+            "32 examples left the fusion where it started (its loss flat). Chosen on validation queries "
             "(results/validation_search.json); loss.proximity=triplet with SciRepEval's learning rate trains as the "
             "paper.",
             unit_vectors={"loss.proximity": "mnr", "training.learning_rate": 1e-3},
