@@ -23,8 +23,9 @@ window (all-MiniLM-L6-v2's 256 tokens, which training on shorter texts leaves al
   task mixture (``write_mixture``: CACM's citations split as the specter row's, CACM's categories and the fields of
   study without the test papers of their evaluation, the MeSH sample), against ``specter`` (one embedding).
   ``scirepeval-fusion`` is SciRepEval's stage 2: it starts from the seed's ``scirepeval-adapters`` model (train that
-  row first, with ``--keep-models``) and trains ``--steps`` more. For these rows the fields of study are not out of
-  domain.
+  row first, with ``--keep-models``) and trains ``--steps`` more. ``scirepeval-pals-anchored`` is PALs with the
+  settings chosen on validation data (``System.cite_weight``, ``System.anchors``), against the recipe's defaults. For
+  these rows the fields of study are not out of domain.
 - the SPECTROID rows (``spectroid-heads`` with its defaults, CH1; ``spectroid-ch2``, ``spectroid-ch3``; and
   ``spectroid-heads-paper``, the paper's training without the recipe's departures): a classification head trained
   on CACM's categories without the seed's category test papers (``data.exclude``), judged by
@@ -87,7 +88,7 @@ from sciembed.data.papers import paper_text
 from sciembed.evaluation import evaluate_suite
 from sciembed.evaluation.loaders import TaskSuite
 from sciembed.io import atomic_path
-from sciembed.training.recipes import ANCHORED, anchor_paths
+from sciembed.training.recipes import ANCHOR_FILES, ANCHORED
 from sciembed.training.run import prepare, save_trained
 
 
@@ -109,8 +110,11 @@ class System:
     #: Trains on two domains, CACM (``cs``) and hep-th (``physics``) without the seed's hep-th queries
     #: (:func:`write_domains`): Multi2SPE's and MoE BERT's multi-domain setting.
     domains: bool = False
-    #: Keeps the pairwise cosines of the papers of ``ANCHOR_FILES`` (``data.anchor_papers``; weight: an override).
-    anchored: bool = False
+    #: Keeps the pairwise cosines of these files' papers in SciRepEval's samples folder (``data.anchor_papers``;
+    #: weight: an override).
+    anchors: tuple[str, ...] = ()
+    #: The citations' weight in the task mixture's batches against the other tasks' 1 (:func:`write_mixture`).
+    cite_weight: float = 1.0
 
 
 #: WiSE-FT's share of the trained weights, the one override in which ``--reuse-training`` lets two systems differ.
@@ -135,7 +139,7 @@ SYSTEMS = {
         "chosen on validation data",
         ANCHORED,
         counterpart="specter-wise-0.5",
-        anchored=True,
+        anchors=ANCHOR_FILES,
     ),
     "scincl": System("scincl", "SciNCL recipe (graph-neighbour triplets) on MiniLM", counterpart="specter"),
     "multi2spe": System(
@@ -227,6 +231,22 @@ SYSTEMS = {
         {"loss.proximity": "triplet", "learning_rate": 5e-5, "model.weight_average": 1.0},
         counterpart="scirepeval-pals",
         mixture=True,
+    ),
+    "scirepeval-pals-anchored": System(
+        "scirepeval-pals",
+        "MiniLM with PALs per format, multi-task on the seed's task mixture with the citations weighing 4 against the "
+        "other tasks' 1, batches of 32 without accumulation, keeping the pairwise cosines of SciRepEval's SPECTER "
+        "sample's papers (relational anchoring, weight 50), no weight averaging: chosen on validation data",
+        {
+            "training.per_device_train_batch_size": 32,
+            "training.gradient_accumulation_steps": 1,
+            "loss.anchor_weight": 50.0,
+            "model.weight_average": 1.0,
+        },
+        counterpart="scirepeval-pals",
+        mixture=True,
+        anchors=("specter_small.json",),
+        cite_weight=4.0,
     ),
     "spectroid-heads": System(
         "spectroid-heads",
@@ -496,10 +516,9 @@ def main() -> None:
                 )
                 continue
             row_settings = {**overrides, **system.overrides}
-            if system.anchored:
-                row_settings["data.anchor_papers"] = [
-                    str(path) for path in anchor_paths(folders["scirepeval-samples"])
-                ]
+            if system.anchors:
+                samples = folders["scirepeval-samples"]
+                row_settings["data.anchor_papers"] = [str(samples / name) for name in system.anchors]
             if (
                 system.labelled
             ):  # no held-out queries: the test papers of the categories' evaluation are what it never sees
@@ -508,7 +527,7 @@ def main() -> None:
                 )
             with tempfile.TemporaryDirectory() as output, tempfile.TemporaryDirectory() as mixture:
                 data = (
-                    write_mixture(folders, suite, Path(mixture))
+                    write_mixture(folders, suite, Path(mixture), system.cite_weight)
                     if system.mixture
                     else write_domains(folders, fixed, suite, Path(mixture))
                     if system.domains

@@ -1,0 +1,84 @@
+"""The quality table's systems (``benchmarks/recipes.py``) are runs sciembed accepts: each row's settings resolve to
+what it overrides, its counterpart and first stage are rows of the table, and its task mixture is one sciembed reads
+with the weights the row asks for. A run of the table takes hours; these catch wiring mistakes in seconds."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from helpers import shared_data
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def table():
+    spec = importlib.util.spec_from_file_location("benchmark_recipes", ROOT / "benchmarks" / "recipes.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while they are built
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules[spec.name]
+
+
+def _systems(table):
+    return sorted(table.SYSTEMS.items())
+
+
+def test_every_system_resolves_to_the_settings_it_overrides(table):
+    from sciembed.training.run import resolved_settings
+
+    for name, system in _systems(table):
+        settings = resolved_settings(system.recipe, None, system.overrides)
+        for key, value in system.overrides.items():
+            section, _, setting = key.rpartition(".")
+            # model.family=none is the switch to the dense base, which leaves the recipe without a family
+            expected = None if (key, value) == ("model.family", "none") else value
+            assert settings[section or "training"][setting] == expected, (name, key)
+        # an anchored row names its papers (System.anchors) and weighs them (an override), or neither
+        assert bool(system.anchors) == bool(settings["loss"].get("anchor_weight")), name
+
+
+def test_counterparts_and_first_stages_are_rows_of_the_table(table):
+    rows = {*table.SYSTEMS, table.REFERENCE, table.PEER}
+    for name, system in _systems(table):
+        assert system.counterpart is None or system.counterpart in rows, name
+        if system.after is not None:
+            first = table.SYSTEMS[system.after]
+            assert first.after is None and first.mixture == system.mixture, name
+        assert system.cite_weight == 1.0 or system.mixture, f"{name}: a citation weight needs a task mixture"
+
+
+def test_anchored_systems_name_files_of_the_scirepeval_samples(table):
+    samples = shared_data("scirepeval-samples")
+    anchored = [system for _, system in _systems(table) if system.anchors]
+    assert anchored
+    for system in anchored:
+        assert all((samples / name).is_file() for name in system.anchors), system
+
+
+@pytest.mark.parametrize("cite_weight", [1.0, 4.0])
+def test_the_task_mixture_gives_the_citations_the_systems_weight(table, tmp_path, cite_weight):
+    from sciembed.training.task_mixture import read_task_mixture
+
+    samples = tmp_path / "scirepeval-samples"
+    (tmp_path / "cacm").mkdir()
+    samples.mkdir()
+    for name in ("fos_small.json", "mesh_small.json"):
+        (samples / name).write_text("[]", encoding="utf-8")
+    suite = SimpleNamespace(
+        tasks=[
+            SimpleNamespace(task_id="cacm_categories", test=(["c1", "c2"], [0, 1])),
+            SimpleNamespace(task_id="fos", test=(["f1"], [0])),
+        ]
+    )
+    folders = {"cacm": tmp_path / "cacm", "scirepeval-samples": samples}
+    tasks = {task.name: task for task in read_task_mixture(table.write_mixture(folders, suite, tmp_path, cite_weight))}
+    assert tasks["cite"].weight == cite_weight
+    assert {task.weight for name, task in tasks.items() if name != "cite"} == {1.0}
+    assert tasks["cacm_categories"].exclude == {"c1", "c2"}
+    assert tasks["fos"].exclude == {"f1"}
