@@ -20,12 +20,14 @@ from sciembed.jobs.ray_embed import PaperEmbedder, embed_parquet_with_ray, embed
 
 @pytest.fixture(scope="module")
 def local_cluster():
-    # Two CPUs, the dashboard off (its job API is unauthenticated, CVE-2023-48022), workers in one thread each.
+    # Two CPUs, the dashboard off (its job API is unauthenticated, CVE-2023-48022), workers in one thread each. Ray
+    # starts its workers at niceness 15, which on a busy machine (the other test process) starves them for minutes.
     ray.init(
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,
         runtime_env={"env_vars": {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}},
+        _system_config={"worker_niceness": 0},
     )
     yield
     ray.shutdown()
