@@ -421,6 +421,35 @@ def test_training_texts_are_cut_to_data_max_length_and_the_model_keeps_its_windo
         prepare("specter", tiny_st_base, data, tmp_path / "long", {**overrides, "data.max_length": 4096})
 
 
+def test_a_model_trained_from_a_base_saved_by_sentence_transformers_5_keeps_the_base_s_window(tiny_st_base, tmp_path):
+    """A base in the layout sentence-transformers < 6 wrote (all-MiniLM-L6-v2: its window, 256, in
+    ``sentence_bert_config.json``, its tokenizer's limit, 512, in ``tokenizer_config.json``) trains and is saved in its
+    window: sentence-transformers and sciembed load the saved model with the base's window, not the tokenizer's
+    limit, so that the saved model embeds long papers as it was evaluated."""
+    import shutil
+
+    from sentence_transformers import SentenceTransformer
+
+    import sciembed
+    from sciembed.encode import base_embedding
+    from sciembed.training.run import prepare, save_trained
+
+    base = shutil.copytree(tiny_st_base, tmp_path / "st5-layout")
+    (base / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 24, "do_lower_case": False}))
+    config = json.loads((base / "tokenizer_config.json").read_text())
+    (base / "tokenizer_config.json").write_text(json.dumps({**config, "model_max_length": 64}))
+    assert base_embedding(str(base)).max_length == 24
+
+    data = write_s2orc(tmp_path / "papers.jsonl")
+    overrides = {key: value for key, value in TINY_RUN.items() if key != "embedding.max_length"}
+    run = prepare("specter", base, data, tmp_path / "run", {**overrides, "save_strategy": "no"})
+    assert run.trainer.max_length == 24
+    folder = save_trained(run.trainer, run.tokenizer, tmp_path / "saved")
+    assert base_embedding(str(folder)).max_length == 24
+    assert sciembed.PaperEncoder.from_pretrained(str(folder), device="cpu").max_length == 24
+    assert SentenceTransformer(str(folder), device="cpu").max_seq_length == 24
+
+
 def test_a_plain_checkpoint_keeps_the_paper_s_embedding_and_loss(tiny_bert):
     """Without sentence-transformers modules SPECTER's own setting stays: [CLS], unnormalised, L2 triplet
     margin 1; embedding.normalize switches to the unit-vector objective, loss.name to another loss."""

@@ -399,7 +399,9 @@ def save_trained(trainer: Any, tokenizer: Any, folder: str | os.PathLike[str]) -
 def _save_sentence_transformers_modules(folder: Path, pooling: str, normalize: bool, max_length: int | None) -> None:
     """Add sentence-transformers' module files (Transformer + Pooling + Normalize) to a saved model's ``folder``,
     leaving its model files alone: sentence-transformers saves the encoder it loaded, which for a classifier is
-    the encoder without its head."""
+    the encoder without its head. The tokenizer's config is sentence-transformers' too: version 6 keeps the window
+    there (``model_max_length``), where a base saved by an earlier version (all-MiniLM-L6-v2: 256 in its
+    ``sentence_bert_config.json``, 512 in its tokenizer's) would otherwise leave the tokenizer's limit."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 
@@ -410,7 +412,12 @@ def _save_sentence_transformers_modules(folder: Path, pooling: str, normalize: b
     with tempfile.TemporaryDirectory() as written:
         SentenceTransformer(modules=modules, device="cpu").save(written, create_model_card=False)
         module_files = json.loads((Path(written) / "modules.json").read_text(encoding="utf-8"))
-        names = ["modules.json", "config_sentence_transformers.json", "sentence_bert_config.json"]
+        names = [
+            "modules.json",
+            "config_sentence_transformers.json",
+            "sentence_bert_config.json",
+            "tokenizer_config.json",
+        ]
         names += [module["path"] for module in module_files if module["path"]]
         for name in names:
             source = Path(written) / name
