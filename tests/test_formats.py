@@ -760,6 +760,7 @@ def test_every_variant_trains_on_minilm_and_reloads_in_a_fresh_process(tmp_path)
 
     from helpers import shared_data
 
+    from sciembed.encode import base_embedding
     from sciembed.training.run import MODEL_FOLDER, prepare, save_trained
 
     data = shared_data("scirepeval-samples")
@@ -784,6 +785,7 @@ def test_every_variant_trains_on_minilm_and_reloads_in_a_fresh_process(tmp_path)
             assert run.settings["loss"]["proximity"] == "mnr" and run.settings["training"]["learning_rate"] == 1e-3
         run.trainer.train()
         folder = save_trained(run.trainer, run.tokenizer, tmp_path / recipe / MODEL_FOLDER)
+        assert base_embedding(str(folder)).max_length == 32  # the window it trained in, not MiniLM's tokenizer's 512
         folders[recipe.split("-")[1]] = folder
         model = run.trainer.model.eval()
         # The embedding the run trained in: MiniLM's own mean pooling and normalisation (the family's own pooling).
