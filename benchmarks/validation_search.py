@@ -218,6 +218,7 @@ def cite_scores(args: argparse.Namespace, overrides: dict[str, Any], rows_budget
     return {
         "resolved": resolved_defaults(run.settings),
         "validation_queries": len(suite.tasks[0].qrels),
+        "window": run.trainer.max_length,  # the tokens a paper is embedded in (MiniLM as published: 256)
         **({"first_stage": stage} if stage else {}),
         REFERENCE: reference,
         "before": before,
