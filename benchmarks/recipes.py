@@ -48,9 +48,9 @@ Columns (the same tasks for every row of a seed):
 Statistics: per system, the mean over seeds, and for every task the paired difference to MiniLM as published and to
 the counterpart with a 95% bootstrap interval (``BOOTSTRAP`` resamples): over queries pooled over seeds for the
 ranking tasks (cite MAP, search nDCG), over test papers for classification (both rows' macro-F1 scored on the same
-resample of a seed's test papers, the differences averaged over seeds). Each trained row records its seconds per
-optimiser step, but rows train minutes apart, so the speed comparison with the peer is ``training_speed.py``'s
-(paired, alternating rounds).
+resamples of a seed's test papers, drawn once per set of test papers, the differences averaged over seeds). Each
+trained row records its seconds per optimiser step, but rows train minutes apart, so the speed comparison with the
+peer is ``training_speed.py``'s (paired, alternating rounds).
 
 Rows are written to the JSON as they finish; a run adds to an existing file (rows already there for a seed
 and system are kept, not rerun), so ``--seeds`` and ``--systems`` split a long benchmark over sessions, or over
@@ -66,6 +66,7 @@ share ``s`` is ``start + s / s0 * (kept - start)`` (:func:`reweigh`; the row rec
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import fcntl
 import gc
@@ -75,7 +76,9 @@ import platform
 import statistics
 import tempfile
 import time
+import zlib
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -392,6 +395,12 @@ def main() -> None:
         help="with --rescore: score only these tasks (e.g. fos), keeping the rows' other scores",
     )
     parser.add_argument(
+        "--summarise",
+        action="store_true",
+        help="compute the summary of --output's rows again with this script's statistics, write it to --output and "
+        "stop (trains nothing): after the statistics change, before --table and --plot",
+    )
+    parser.add_argument(
         "--table", action="store_true", help="print the table of --output's rows as Markdown and stop (trains nothing)"
     )
     parser.add_argument(
@@ -404,9 +413,14 @@ def main() -> None:
     args = parser.parse_args()
     if args.tasks and not args.rescore:
         parser.error("--tasks chooses what --rescore scores; a training run scores every task")
-    if args.table or args.plot:
+    if args.summarise or args.table or args.plot:
         if not args.output.is_file():
             raise SystemExit(f"{args.output} does not exist: run the benchmark first")
+        if args.summarise:
+            with _locked(args.output):
+                report = json.loads(args.output.read_text(encoding="utf-8"))
+                report["summary"] = summarise(report["rows"])
+                _write(args.output, report)
         summary = json.loads(args.output.read_text(encoding="utf-8"))["summary"]
         if args.table:
             print(table(summary))
@@ -446,8 +460,7 @@ def main() -> None:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         # Runs of other seeds or systems may add or rescore rows meanwhile: under a lock, take the file's rows and
         # replace only this run's.
-        with open(args.output.with_name(f"{args.output.name}.lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with _locked(args.output):
             if args.output.is_file():
                 ours = {(r["seed"], r["system"]): r for r in rows if (r["seed"], r["system"]) in changed}
                 theirs = json.loads(args.output.read_text(encoding="utf-8"))["rows"]
@@ -461,8 +474,7 @@ def main() -> None:
                 "rows": rows,
                 "summary": summarise(rows),
             }
-            with atomic_path(args.output) as temporary:
-                temporary.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+            _write(args.output, report)
 
     def add(row: dict[str, Any]) -> None:
         rows.append(row)
@@ -551,6 +563,19 @@ def main() -> None:
     if rows:
         save()  # a run with nothing left to train still rewrites the summary with this script's statistics
     print(json.dumps(summarise(rows), indent=1))
+
+
+@contextlib.contextmanager
+def _locked(output: Path) -> Iterator[None]:
+    """Holds the results file's lock: runs of other seeds or systems side by side write the same file."""
+    with open(output.with_name(f"{output.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _write(output: Path, report: dict[str, Any]) -> None:
+    with atomic_path(output) as temporary:
+        temporary.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 
 
 def rescore(rows: list[dict[str, Any]], seed: int, systems: list[str], suite: TaskSuite, args) -> set[tuple[int, str]]:
@@ -1174,17 +1199,16 @@ def scores(results) -> dict[str, Any]:
 
 
 def paired_interval(
-    rows: list[dict[str, Any]], others: dict[int, dict[str, Any]], task: str, seed: int = 0
+    rows: list[dict[str, Any]], others: dict[int, dict[str, Any]], task: str, resamples: PaperResamples
 ) -> dict[str, Any] | None:
     """The mean difference of ``rows`` to ``others`` (by seed) on ``task`` with its 95% percentile bootstrap interval;
     ``beats`` when the interval's lower end is above 0. Ranking tasks: per-query differences, queries pooled over
-    seeds.
-    Classification: per seed, the test papers resampled and both rows' macro-F1 scored on each resample; the
-    differences averaged over seeds. Seeds whose rows lack the per-query or per-paper values are left out (None if
-    all are)."""
+    seeds. Classification: per seed, the test papers resampled (``resamples``) and both rows' macro-F1 scored on each
+    resample; the differences averaged over seeds. Seeds whose rows lack the per-query or per-paper values are left
+    out (None if all are)."""
     pairs = [(row, others[row["seed"]]) for row in rows if row["seed"] in others]
     if task in PER_PAPER:
-        return _paired_macro_f1(pairs, task, seed)
+        return _paired_macro_f1(pairs, task, resamples)
     pairs = [
         (row, other) for row, other in pairs if task in row.get("per_query", {}) and task in other.get("per_query", {})
     ]
@@ -1196,19 +1220,55 @@ def paired_interval(
     if not differences:
         return None
     values = np.array(differences)
-    means = values[np.random.default_rng(seed).integers(0, len(values), size=(BOOTSTRAP, len(values)))].mean(axis=1)
+    means = values[np.random.default_rng(0).integers(0, len(values), size=(BOOTSTRAP, len(values)))].mean(axis=1)
     return _interval(float(values.mean()), means, [row["seed"] for row, _ in pairs], queries=len(values))
 
 
+class PaperResamples:
+    """The classification intervals' bootstrap for one summary. Each seed's test papers are drawn once (``BOOTSTRAP``
+    resamples, seeded by the papers), so every pair of rows scored on them is compared on the same resamples, and each
+    row's macro-F1 on them is scored once: MiniLM's rows are compared with every system's, and each system's with
+    MiniLM, the peer and its counterpart."""
+
+    def __init__(self) -> None:
+        self._weights: dict[tuple[str, ...], np.ndarray] = {}
+        # keyed by id() of a row's per-paper values; the values are kept alive beside their scores so no id is reused
+        self._scores: dict[tuple[int, tuple[str, ...]], tuple[dict[str, Any], float, np.ndarray]] = {}
+
+    def weights(self, papers: tuple[str, ...]) -> np.ndarray:
+        """``(BOOTSTRAP, len(papers))`` counts: how often each paper is drawn in each resample."""
+        if papers not in self._weights:
+            rng = np.random.default_rng(zlib.crc32("\n".join(papers).encode()))
+            drawn = rng.integers(0, len(papers), size=(BOOTSTRAP, len(papers)))
+            drawn += np.arange(BOOTSTRAP)[:, None] * len(papers)
+            counts = np.bincount(drawn.ravel(), minlength=BOOTSTRAP * len(papers))
+            self._weights[papers] = counts.reshape(BOOTSTRAP, len(papers)).astype(float)
+        return self._weights[papers]
+
+    def macro_f1(self, kept: dict[str, Any], papers: tuple[str, ...]) -> tuple[float, np.ndarray]:
+        """A row's macro-F1 (a task's ``per_paper`` values) on all of ``papers`` and on each resample of them."""
+        from sciembed.evaluation.supervised import macro_f1_resamples
+
+        key = (id(kept), papers)
+        if key not in self._scores:
+            gold, predicted = (list(column) for column in zip(*(kept["papers"][paper] for paper in papers)))
+            everyone, resampled = (
+                macro_f1_resamples(gold, predicted, w, num_labels=kept["label_columns"])
+                for w in (np.ones((1, len(papers))), self.weights(papers))
+            )
+            self._scores[key] = (kept, float(everyone[0]), resampled)
+        return self._scores[key][1:]
+
+
 def _paired_macro_f1(
-    pairs: list[tuple[dict[str, Any], dict[str, Any]]], task: str, seed: int, their_task: str | None = None
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]],
+    task: str,
+    resamples: PaperResamples,
+    their_task: str | None = None,
 ) -> dict[str, Any] | None:
     """The classification interval of :func:`paired_interval`; ``their_task``: the other rows' task scored on the same
     test papers (a head's predictions against a probe's), by default ``task``."""
-    from sciembed.evaluation.supervised import macro_f1_resamples
-
     their_task = their_task or task
-    rng = np.random.default_rng(seed)
     points, resampled, papers, seeds = [], [], 0, []
     for row, other in pairs:
         if task not in row.get("per_paper", {}) or their_task not in other.get("per_paper", {}):
@@ -1219,20 +1279,12 @@ def _paired_macro_f1(
         ):  # scored on other test papers (a split changed since): no pair
             continue
         seeds.append(row["seed"])
-        ids = list(ours["papers"])
-        weights = rng.multinomial(len(ids), np.full(len(ids), 1 / len(ids)), size=BOOTSTRAP)
-        everyone = np.ones((1, len(ids)))
-        scored = []
-        for kept in (ours, theirs):
-            gold, predicted = zip(*(kept["papers"][paper] for paper in ids))
-            scored.append(
-                [
-                    macro_f1_resamples(list(gold), list(predicted), w, num_labels=kept["label_columns"])
-                    for w in (everyone, weights)
-                ]
-            )
-        points.append(float(scored[0][0][0] - scored[1][0][0]))
-        resampled.append(scored[0][1] - scored[1][1])
+        ids = tuple(sorted(ours["papers"]))
+        (our_point, our_resampled), (their_point, their_resampled) = (
+            resamples.macro_f1(kept, ids) for kept in (ours, theirs)
+        )
+        points.append(our_point - their_point)
+        resampled.append(our_resampled - their_resampled)
         papers += len(ids)
     if not points:
         return None
@@ -1264,6 +1316,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for row in rows:
         by_system.setdefault(row["system"], {})[row["seed"]] = row
     reference = by_system.get(REFERENCE, {})
+    resamples = PaperResamples()
     summary: dict[str, Any] = {}
     for name, seeds in by_system.items():
         chosen = [seeds[s] for s in sorted(seeds) if s in reference]
@@ -1277,7 +1330,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             },
         }
         if name != REFERENCE:
-            entry["against_published"] = {t: paired_interval(chosen, reference, t) for t in (*PER_QUERY, *PER_PAPER)}
+            entry["against_published"] = {
+                t: paired_interval(chosen, reference, t, resamples) for t in (*PER_QUERY, *PER_PAPER)
+            }
             entry["change_per_seed"] = {
                 t: {
                     m: [
@@ -1294,13 +1349,16 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             }
             if name != PEER and PEER in by_system:
                 entry["against_peer"] = {
-                    t: paired_interval(chosen, by_system[PEER], t) for t in (*PER_QUERY, *PER_PAPER)
+                    t: paired_interval(chosen, by_system[PEER], t, resamples) for t in (*PER_QUERY, *PER_PAPER)
                 }
             counterpart = SYSTEMS[name].counterpart if name in SYSTEMS else None
             if counterpart in by_system:
                 entry["against_counterpart"] = {
                     "system": counterpart,
-                    **{t: paired_interval(chosen, by_system[counterpart], t) for t in (*PER_QUERY, *PER_PAPER)},
+                    **{
+                        t: paired_interval(chosen, by_system[counterpart], t, resamples)
+                        for t in (*PER_QUERY, *PER_PAPER)
+                    },
                 }
             if all("before" in r for r in chosen):
                 entry["above_step_0_on_every_seed"] = all(
@@ -1309,7 +1367,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             if all(HEAD in r["metrics"] for r in chosen):
                 # SPECTROID's claim: its trained head against MiniLM's linear probe, on the same test papers.
                 entry["head_against_probe"] = _paired_macro_f1(
-                    [(r, reference[r["seed"]]) for r in chosen], HEAD, 0, "cacm_categories"
+                    [(r, reference[r["seed"]]) for r in chosen], HEAD, resamples, "cacm_categories"
                 )
                 entry["head_above_probe_on_every_seed"] = all(
                     r["metrics"][HEAD]["f1_macro"] > reference[r["seed"]]["metrics"]["cacm_categories"]["f1_macro"]

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from helpers import shared_data
 
@@ -82,3 +83,72 @@ def test_the_task_mixture_gives_the_citations_the_systems_weight(table, tmp_path
     assert {task.weight for name, task in tasks.items() if name != "cite"} == {1.0}
     assert tasks["cacm_categories"].exclude == {"c1", "c2"}
     assert tasks["fos"].exclude == {"f1"}
+
+
+def _classification_row(system: str, seed: int, papers: list[str], gold: list[str], predicted: list[str]) -> dict:
+    return {
+        "system": system,
+        "seed": seed,
+        "metrics": {"cacm_categories": {"f1_macro": 0.0}},
+        "per_paper": {
+            "cacm_categories": {"label_columns": None, "papers": dict(zip(papers, map(list, zip(gold, predicted))))}
+        },
+    }
+
+
+def _rows(rng, systems: list[str], seeds=(0, 1), papers: int = 60) -> list[dict]:
+    classes = ["cs", "math", "physics"]
+    ids = [f"p{i}" for i in range(papers)]
+    rows = []
+    for seed in seeds:
+        gold = rng.choice(classes, size=papers).tolist()
+        for system in systems:
+            # each system right on a share of the papers, wrong (the next class) on the rest
+            right = rng.random(papers) < rng.uniform(0.4, 0.9)
+            predicted = [g if r else classes[(classes.index(g) + 1) % 3] for g, r in zip(gold, right)]
+            rows.append(_classification_row(system, seed, ids, gold, predicted))
+    return rows
+
+
+def test_the_classification_interval_is_sklearn_macro_f1_on_shared_resamples(table, monkeypatch):
+    """A paired classification interval: the point is the difference of scikit-learn's macro-F1 averaged over seeds,
+    and each resample scores both rows on the same drawn test papers (the same draw for every pair on those papers)."""
+    from sklearn.metrics import f1_score
+
+    monkeypatch.setattr(table, "BOOTSTRAP", 40)
+    rng = np.random.default_rng(0)
+    rows = _rows(rng, ["a", "b"])
+    a, b = ({r["seed"]: r for r in rows if r["system"] == s} for s in ("a", "b"))
+    resamples = table.PaperResamples()
+    interval = table.paired_interval(list(a.values()), b, "cacm_categories", resamples)
+
+    def macro_f1(row, drawn):
+        papers = row["per_paper"]["cacm_categories"]["papers"]
+        gold, predicted = zip(*(papers[p] for p in drawn))
+        return 100 * f1_score(gold, predicted, average="macro")
+
+    ids = sorted(a[0]["per_paper"]["cacm_categories"]["papers"])
+    point = np.mean([macro_f1(a[s], ids) - macro_f1(b[s], ids) for s in (0, 1)])
+    assert interval["difference"] == pytest.approx(point, abs=0.005)
+    differences = np.mean(
+        [
+            [
+                macro_f1(a[s], np.repeat(ids, counts)) - macro_f1(b[s], np.repeat(ids, counts))
+                for counts in resamples.weights(tuple(ids)).astype(int)
+            ]
+            for s in (0, 1)
+        ],
+        axis=0,
+    )
+    assert interval["interval_95"] == pytest.approx(np.percentile(differences, [2.5, 97.5]).round(2).tolist())
+    assert resamples.weights(tuple(ids)).sum(axis=1).tolist() == [len(ids)] * 40
+    assert table.paired_interval(list(a.values()), a, "cacm_categories", resamples)["interval_95"] == [0.0, 0.0]
+
+
+def test_a_system_s_intervals_do_not_depend_on_the_other_rows(table, monkeypatch):
+    """Adding a system's rows to the results leaves every other system's intervals as they were (the resamples are
+    drawn per test-paper set, not in the order the comparisons are made)."""
+    monkeypatch.setattr(table, "BOOTSTRAP", 200)
+    rows = _rows(np.random.default_rng(1), [table.REFERENCE, "x", "y"])
+    without_x = table.summarise([r for r in rows if r["system"] != "x"])
+    assert table.summarise(rows)["y"] == without_x["y"]
