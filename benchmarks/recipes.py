@@ -416,12 +416,12 @@ def main() -> None:
     if args.summarise or args.table or args.plot:
         if not args.output.is_file():
             raise SystemExit(f"{args.output} does not exist: run the benchmark first")
-        if args.summarise:
-            with _locked(args.output):
-                report = json.loads(args.output.read_text(encoding="utf-8"))
+        with _locked(args.output):
+            report = json.loads(args.output.read_text(encoding="utf-8"))
+            if args.summarise:
                 report["summary"] = summarise(report["rows"])
                 _write(args.output, report)
-        summary = json.loads(args.output.read_text(encoding="utf-8"))["summary"]
+        summary = report["summary"]
         if args.table:
             print(table(summary))
         if args.plot:
