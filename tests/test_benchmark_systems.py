@@ -152,3 +152,41 @@ def test_a_system_s_intervals_do_not_depend_on_the_other_rows(table, monkeypatch
     rows = _rows(np.random.default_rng(1), [table.REFERENCE, "x", "y"])
     without_x = table.summarise([r for r in rows if r["system"] != "x"])
     assert table.summarise(rows)["y"] == without_x["y"]
+
+
+@pytest.mark.parametrize("with_pals", [False, True])
+def test_reweigh_rebuilds_another_share_from_a_kept_model(table, tmp_path, with_pals):
+    """WiSE-FT at share s keeps ``start + s * (trained - start)``: from a folder kept at share 1, ``reweigh`` to 0.35
+    gives exactly that, PALs (saved in their own folder) included."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import BertConfig, BertModel
+
+    from sciembed.formats.pals import PALsConfig, add_pals, base_state_dict, save_pals
+
+    def model(seed):
+        torch.manual_seed(seed)
+        bert = BertModel(
+            BertConfig(
+                vocab_size=50,
+                hidden_size=16,
+                num_hidden_layers=1,
+                num_attention_heads=2,
+                intermediate_size=20,
+                max_position_embeddings=32,
+            )
+        )
+        if with_pals:
+            add_pals(bert, PALsConfig(hidden_size=8, num_attention_heads=2))
+        return bert
+
+    start, trained = model(0), model(1)
+    save_file({k: v.contiguous() for k, v in base_state_dict(trained).items()}, str(tmp_path / "model.safetensors"))
+    if with_pals:
+        save_pals(trained, tmp_path)
+    rebuilt = model(0)
+    table.reweigh(rebuilt, tmp_path, 1.0, 0.35)
+    expected = {k: v + 0.35 * (trained.state_dict()[k] - v) for k, v in start.state_dict().items()}
+    assert any(k.startswith("pals.") for k in expected) == with_pals
+    for key, value in rebuilt.state_dict().items():
+        torch.testing.assert_close(value, expected[key], msg=key)
