@@ -950,20 +950,27 @@ def reweigh(model: torch.nn.Module, folder: Path, kept_share: float, share: floa
     ``start + share * (trained - start)``, are ``start + share / kept_share * (kept - start)``."""
     from safetensors.torch import load_file
 
-    from sciembed.formats.pals import PALS_FOLDER, has_saved_pals, load_pals
+    from sciembed.formats import base_state_dict, load_format_modules
     from sciembed.training.trainers import average_weights
 
     current = model.state_dict()
     start = {k: v.detach().clone() for k, v in current.items()}
     missing, unexpected = model.load_state_dict(load_file(folder / "model.safetensors"), strict=False)
-    if has_saved_pals(folder):  # PALs are saved beside the encoder, in their own folder
-        load_pals(model, folder)
-        missing = [k for k in missing if not k.startswith(f"{PALS_FOLDER}.")]
+    # Format modules (PALs, adapters and fusions) are saved beside the base, in their own files.
+    modules = current.keys() - base_state_dict(model).keys()
+    try:
+        if load_format_modules(model, folder):
+            missing = [k for k in missing if k not in modules]
+    except ValueError as error:
+        raise SystemExit(f"{folder}: not this model's format modules ({error})") from None
+    added = model.state_dict().keys() - current.keys()
     # Tied weights are saved once, under one of their names.
     shared = Counter(v.data_ptr() for v in current.values())
     untied = [k for k in missing if shared[current[k].data_ptr()] < 2]
-    if unexpected or untied:
-        raise SystemExit(f"{folder}: not this model's weights (missing {untied}, unexpected {unexpected})")
+    if unexpected or untied or added:
+        raise SystemExit(
+            f"{folder}: not this model's weights (missing {untied}, unexpected {[*unexpected, *sorted(added)]})"
+        )
     average_weights(model, start, share / kept_share)
 
 

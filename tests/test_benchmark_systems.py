@@ -154,17 +154,19 @@ def test_a_system_s_intervals_do_not_depend_on_the_other_rows(table, monkeypatch
     assert table.summarise(rows)["y"] == without_x["y"]
 
 
-@pytest.mark.parametrize("with_pals", [False, True])
-def test_reweigh_rebuilds_another_share_from_a_kept_model(table, tmp_path, with_pals):
+@pytest.mark.parametrize("modules", [None, "pals", "adapters", "fusion"])
+def test_reweigh_rebuilds_another_share_from_a_kept_model(table, tmp_path, modules):
     """WiSE-FT at share s keeps ``start + s * (trained - start)``: from a folder kept at share 1, ``reweigh`` to 0.35
-    gives exactly that, PALs (saved in their own folder) included."""
+    gives exactly that, format modules (saved in their own folders) included; a folder with other modules is
+    refused."""
     import torch
-    from safetensors.torch import save_file
     from transformers import BertConfig, BertModel
 
-    from sciembed.formats.pals import PALsConfig, add_pals, base_state_dict, save_pals
+    from sciembed.formats import save_with_format_modules
+    from sciembed.formats.adapters import add_format_adapters, add_format_fusion
+    from sciembed.formats.pals import PALsConfig, add_pals
 
-    def model(seed):
+    def model(seed, modules=modules):
         torch.manual_seed(seed)
         bert = BertModel(
             BertConfig(
@@ -176,17 +178,29 @@ def test_reweigh_rebuilds_another_share_from_a_kept_model(table, tmp_path, with_
                 max_position_embeddings=32,
             )
         )
-        if with_pals:
+        if modules == "pals":
             add_pals(bert, PALsConfig(hidden_size=8, num_attention_heads=2))
+        elif modules is not None:
+            add_format_adapters(bert, config={"reduction_factor": 4})
+            if modules == "fusion":
+                add_format_fusion(bert)
+        with torch.no_grad():  # adapters start near the identity; every weight must move for the test to see it
+            for parameter in bert.parameters():
+                parameter.normal_(0, 0.2)
         return bert
 
     start, trained = model(0), model(1)
-    save_file({k: v.contiguous() for k, v in base_state_dict(trained).items()}, str(tmp_path / "model.safetensors"))
-    if with_pals:
-        save_pals(trained, tmp_path)
+    if modules is None:
+        trained.save_pretrained(tmp_path)
+    else:
+        assert save_with_format_modules(trained, tmp_path)
     rebuilt = model(0)
     table.reweigh(rebuilt, tmp_path, 1.0, 0.35)
     expected = {k: v + 0.35 * (trained.state_dict()[k] - v) for k, v in start.state_dict().items()}
-    assert any(k.startswith("pals.") for k in expected) == with_pals
+    marker = {None: None, "pals": "pals.", "adapters": ".adapters.", "fusion": ".adapter_fusion_layer."}[modules]
+    assert marker is None or any(marker in k for k in expected)
     for key, value in rebuilt.state_dict().items():
         torch.testing.assert_close(value, expected[key], msg=key)
+    other = {None: "pals", "pals": "adapters", "adapters": "fusion", "fusion": "adapters"}[modules]
+    with pytest.raises(SystemExit, match="not this model's"):
+        table.reweigh(model(0, other), tmp_path, 1.0, 0.35)

@@ -154,8 +154,37 @@ def test_saved_adapters_and_fusions_reload_with_the_same_vectors_next_to_a_clean
     assert load_format_adapters(base, adapters_only) == FORMATS and not any(has_fusion(base, f) for f in FORMATS)
     for task_format in FORMATS:
         np.testing.assert_allclose(cls_vectors(base, tokenizer, task_format), alone[task_format], atol=1e-6)
-    with pytest.raises(ValueError, match="already has an adapter for classification"):
+    with pytest.raises(ValueError, match="with fusions for classification, .*; BertModel .* fusions for none"):
         load_format_adapters(base, folder)
+
+
+def test_a_model_with_format_adapters_takes_back_the_weights_it_saved(tiny_bert, tmp_path):
+    """Into a model like the one that saved them, the saved adapters and fusions are copied (what is frozen stays
+    frozen); a folder with other formats, fusions or configs is refused before anything is copied."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    saved = perturbed_adapters(tiny_bert, fusion=True)
+    save_format_adapters(saved, tmp_path / "fused")
+    save_format_adapters(perturbed_adapters(tiny_bert), tmp_path / "adapters-only")
+    model = perturbed_adapters(tiny_bert, fusion=True)
+    randomize(model, seed=3)
+    train_format_fusion(model)
+    before = copy.deepcopy(model.state_dict())
+    with pytest.raises(ValueError, match="with fusions for none; BertModel .* with fusions for classification, reg"):
+        load_format_adapters(model, tmp_path / "adapters-only")
+    torch.testing.assert_close(model.state_dict(), before)  # nothing copied
+
+    assert load_format_adapters(model, tmp_path / "fused") == FORMATS
+    torch.testing.assert_close(model.state_dict(), saved.state_dict())
+    assert all(p.requires_grad == (".adapter_fusion_layer." in n) for n, p in model.named_parameters())
+    for task_format in FORMATS:
+        np.testing.assert_allclose(
+            cls_vectors(model, tokenizer, task_format), cls_vectors(saved, tokenizer, task_format), atol=1e-6
+        )
+    other = perturbed_adapters(tiny_bert, config={"reduction_factor": 8}, fusion=True)
+    with pytest.raises(ValueError, match="or other configs"):
+        load_format_adapters(other, tmp_path / "fused")
 
 
 def test_the_files_are_adapterhubs(tiny_bert, tmp_path):

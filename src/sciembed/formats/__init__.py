@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .embedding import (  # noqa: F401  (the package's API)
     activate_format,
+    base_state_dict,
     format_parameter_counts,
     load_format_modules,
     model_formats,

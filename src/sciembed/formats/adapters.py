@@ -555,6 +555,14 @@ def _attach_fusion(model: nn.Module, fuse: Fuse, config: FusionConfig, modules: 
     setup.fusions[fuse.name] = config
 
 
+def _copy_into(model: nn.Module, kind: str, name: str, modules: Mapping[int, nn.Module]) -> None:
+    """Copy ``modules``' weights into the model's own ``kind`` modules named ``name`` (same config, checked):
+    copied rather than swapped in, so that an optimiser's parameters and what is frozen stay the model's."""
+    outputs = _encoder_outputs(model)
+    for index, module in modules.items():
+        getattr(outputs[index], kind)[name].load_state_dict(module.state_dict())
+
+
 # ---------------------------------------------------------------------------------------------- public API
 
 
@@ -931,7 +939,6 @@ def _read_fusion(
     folder: Path,
     task_format: str,
     adapters: Mapping[str, BottleneckConfig],
-    fusions: Mapping[str, Any],
 ) -> tuple[Fuse, FusionConfig, dict[int, AdapterFusion]]:
     config_path = folder / FUSION_CONFIG_FILE
     header = _read_header(config_path, model)
@@ -942,7 +949,7 @@ def _read_fusion(
         raise ValueError(
             f"{config_path}: fuses {names}; {folder.name}/ must hold {expected} over the model's format adapters"
         )
-    _check_fusable(expected, adapters, fusions, str(config_path))
+    _check_fusable(expected, adapters, {}, str(config_path))
     modules = _new_fusions(model, config)
     path, state = _read_weights(folder, FUSION_SAFE_WEIGHTS_FILE, FUSION_WEIGHTS_FILE)
     _load_into(
@@ -960,13 +967,17 @@ def load_format_adapters(model: Any, folder: str | os.PathLike[str]) -> tuple[st
     ``adapter_config.json``, named after their format (sciembed) or after SPECTER2's adapter
     repositories (:func:`format_of_folder`), each loaded as its format whatever name its file gives it;
     and ``fusion_<format>/`` folders, each ``Fuse(format, *others)`` over the formats loaded. Returns the
-    model's formats. Everything is read and checked before anything is attached.
+    model's formats. Everything is read and checked before anything is attached or copied.
+
+    A model that has format adapters already takes only a folder saved from a model like it (the same
+    formats and fusions, with the same configs), whose weights replace its own, as :func:`~.pals.load_pals`
+    replaces PALs: this is how a training model takes back weights it saved. What is trainable stays so.
 
     Raises:
-        ValueError: two sub-folders hold adapters for the same format; the model has an adapter for one
-            already; a config option sciembed does not implement; a config for another hidden size; a
-            weight whose key matches no adapter module or whose shape does not fit; a fusion over other
-            adapters (each names the file and the key).
+        ValueError: two sub-folders hold adapters for the same format; the model has format adapters and
+            the folder holds other formats, fusions or configs; a config option sciembed does not implement;
+            a config for another hidden size; a weight whose key matches no adapter module or whose shape
+            does not fit; a fusion over other adapters (each names the file and the key).
         FileNotFoundError: a folder without its weights file.
     """
     folder = Path(folder)
@@ -982,18 +993,8 @@ def load_format_adapters(model: Any, folder: str | os.PathLike[str]) -> tuple[st
         found[task_format] = path
     if not found:
         return adapter_formats(model)
-    present = [name for name in adapter_formats(model) if name in found]
-    if present:
-        raise ValueError(
-            f"{type(model).__name__} already has an adapter for {', '.join(present)}; "
-            f"load {folder} into a model without"
-        )
     adapters = {task_format: _read_adapter(model, path, task_format) for task_format, path in found.items()}
-    setup = _setup(model)
-    configs = {
-        **(setup.adapters if setup is not None else {}),
-        **{name: config for name, (config, _) in adapters.items()},
-    }
+    configs = {name: config for name, (config, _) in adapters.items()}
     fusions = []
     for path in sorted(p for p in folder.glob(f"{FUSION_PREFIX}*") if (p / FUSION_CONFIG_FILE).is_file()):
         task_format = path.name[len(FUSION_PREFIX) :]
@@ -1002,7 +1003,25 @@ def load_format_adapters(model: Any, folder: str | os.PathLike[str]) -> tuple[st
                 f"{path}: an AdapterFusion for {task_format!r}, which has no adapter here (formats: "
                 f"{', '.join(configs)})"
             )
-        fusions.append(_read_fusion(model, path, task_format, configs, setup.fusions if setup is not None else {}))
+        fusions.append(_read_fusion(model, path, task_format, configs))
+    if adapter_formats(model):
+        setup = _setup(model)
+        saved = (configs, {fuse.name: config for fuse, config, _ in fusions})
+        if saved != (setup.adapters, setup.fusions):
+            fused = {fuse.adapter_names[0] for fuse, _, _ in fusions}
+            raise ValueError(
+                f"{folder} holds adapters for {', '.join(n for n in FORMATS if n in configs)} with fusions for "
+                f"{', '.join(n for n in FORMATS if n in fused) or 'none'}; {type(model).__name__} has adapters "
+                f"for {', '.join(adapter_formats(model))} with fusions for "
+                f"{', '.join(n for n in adapter_formats(model) if has_fusion(model, n)) or 'none'}, "
+                "or other configs: load it into a model without format adapters, or into one like the model it "
+                "was saved from"
+            )
+        for task_format, (_, modules) in adapters.items():
+            _copy_into(model, "adapters", task_format, modules)
+        for fuse, _, modules in fusions:
+            _copy_into(model, "adapter_fusion_layer", fuse.name, modules)
+        return adapter_formats(model)
     for task_format, (config, modules) in adapters.items():
         _attach_adapter(model, task_format, config, modules)
     for fuse, config, modules in fusions:

@@ -63,7 +63,8 @@ def activate_format(model: Any, task_format: str | None) -> dict[str, Any]:
 
 def load_format_modules(model: Any, folder: str | os.PathLike[str]) -> tuple[str, ...]:
     """Attach the format modules saved next to a base in ``folder`` (format adapters and fusions in
-    AdapterHub's layout, or PALs); returns the formats found (empty when there are none)."""
+    AdapterHub's layout, or PALs); returns the formats found (empty when there are none). A model that has
+    such modules already takes the saved weights into them (their configs must be the same)."""
     from .adapters import has_format_adapters, load_format_adapters
     from .pals import has_saved_pals, load_pals
 
@@ -82,19 +83,23 @@ def save_with_format_modules(model: Any, folder: str | os.PathLike[str]) -> bool
     from transformers import PreTrainedModel
 
     from .adapters import adapter_formats, save_format_adapters
-    from .adapters import base_state_dict as adapter_free
-    from .pals import base_state_dict as pals_free
     from .pals import has_pals, save_pals
 
-    if has_pals(model):
-        PreTrainedModel.save_pretrained(model, folder, state_dict=pals_free(model))
-        save_pals(model, folder)
-        return True
-    if adapter_formats(model):
-        PreTrainedModel.save_pretrained(model, folder, state_dict=adapter_free(model))
-        save_format_adapters(model, folder)
-        return True
-    return False
+    if not (has_pals(model) or adapter_formats(model)):
+        return False
+    PreTrainedModel.save_pretrained(model, folder, state_dict=base_state_dict(model))
+    (save_pals if has_pals(model) else save_format_adapters)(model, folder)
+    return True
+
+
+def base_state_dict(model: Any) -> dict[str, Any]:
+    """``model``'s state dict without its format modules' weights (PALs, or format adapters and fusions):
+    what :func:`save_with_format_modules` saves as the base."""
+    from .adapters import base_state_dict as adapter_free
+    from .pals import base_state_dict as pals_free
+    from .pals import has_pals
+
+    return pals_free(model) if has_pals(model) else adapter_free(model)
 
 
 def format_parameter_counts(model: Any) -> dict[str, dict[str, int]]:
