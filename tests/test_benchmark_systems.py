@@ -155,35 +155,26 @@ def test_a_system_s_intervals_do_not_depend_on_the_other_rows(table, monkeypatch
 
 
 @pytest.mark.parametrize("modules", [None, "pals", "adapters", "fusion"])
-def test_reweigh_rebuilds_another_share_from_a_kept_model(table, tmp_path, modules):
+def test_reweigh_rebuilds_another_share_from_a_kept_model(table, tiny_bert, tmp_path, modules):
     """WiSE-FT at share s keeps ``start + s * (trained - start)``: from a folder kept at share 1, ``reweigh`` to 0.35
     gives exactly that, format modules (saved in their own folders) included; a folder with other modules is
     refused."""
     import torch
-    from transformers import BertConfig, BertModel
+    from transformers import AutoModel
 
     from sciembed.formats import save_with_format_modules
     from sciembed.formats.adapters import add_format_adapters, add_format_fusion
     from sciembed.formats.pals import PALsConfig, add_pals
 
     def model(seed, modules=modules):
-        torch.manual_seed(seed)
-        bert = BertModel(
-            BertConfig(
-                vocab_size=50,
-                hidden_size=16,
-                num_hidden_layers=1,
-                num_attention_heads=2,
-                intermediate_size=20,
-                max_position_embeddings=32,
-            )
-        )
+        bert = AutoModel.from_pretrained(tiny_bert)
         if modules == "pals":
             add_pals(bert, PALsConfig(hidden_size=8, num_attention_heads=2))
         elif modules is not None:
             add_format_adapters(bert, config={"reduction_factor": 4})
             if modules == "fusion":
                 add_format_fusion(bert)
+        torch.manual_seed(seed)
         with torch.no_grad():  # adapters start near the identity; every weight must move for the test to see it
             for parameter in bert.parameters():
                 parameter.normal_(0, 0.2)
