@@ -494,7 +494,12 @@ RECIPES: dict[str, Recipe] = {
             "cosines (loss.proximity=mnr), since a margin of 1 between unit vectors keeps every triplet active and "
             "pulls the embedding off the base, at the citation recipes' learning rate, then WiSE-FT's average with "
             "the starting model keeping a fifth of the trained weights: chosen on validation queries and "
-            "out-of-domain validation data by the citation recipes' rule (results/validation_search.json).",
+            "out-of-domain validation data by the citation recipes' rule (results/validation_search.json). With "
+            "papers of other fields at hand, relational anchoring (data.anchor_papers, loss.anchor_weight) with each "
+            "step's examples in one batch (training.gradient_accumulation_steps), the citations weighing more in the "
+            "mixture (their task's weight) and a larger share of the trained weights kept (model.weight_average) "
+            "gains more and keeps what the base knew out of domain: docs/training.md gives the values, chosen on "
+            "validation data and held out.",
             unit_vectors={"loss.proximity": "mnr", **_UNIT_VECTOR_FINE_TUNING},
         ),
         _recipe(
