@@ -1482,7 +1482,8 @@ def figure(summary: dict[str, Any]):
     import matplotlib.pyplot as plt
 
     systems = [name for name in summary if name != REFERENCE]
-    drawn, axes = plt.subplots(2, 3, figsize=(13, 2.5 + 0.45 * len(systems)), sharey=True)
+    # Constrained layout leaves room for the title above the panels' own (tight_layout drew it over them).
+    drawn, axes = plt.subplots(2, 3, figsize=(13, 2.5 + 0.45 * len(systems)), sharey=True, layout="constrained")
     for axis, (task, metric, title) in zip(axes.flat, COLUMNS):
         for y, name in enumerate(systems):
             entry = summary[name]
@@ -1500,9 +1501,9 @@ def figure(summary: dict[str, Any]):
         axis.grid(axis="x", alpha=0.3)
     seeds = sorted({seed for entry in summary.values() for seed in entry["seeds"]})
     drawn.suptitle(
-        f"Change against all-MiniLM-L6-v2 as published, paired 95% interval (seeds {', '.join(map(str, seeds))})"
+        f"Change against all-MiniLM-L6-v2 as published, paired 95% interval (seeds {', '.join(map(str, seeds))}; "
+        "a row's own seeds are in the table)"
     )
-    drawn.tight_layout()
     return drawn
 
 

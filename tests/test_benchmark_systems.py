@@ -195,3 +195,21 @@ def test_reweigh_rebuilds_another_share_from_a_kept_model(table, tiny_bert, tmp_
     other = {None: "pals", "pals": "adapters", "adapters": "fusion", "fusion": "adapters"}[modules]
     with pytest.raises(SystemExit, match="not this model's"):
         table.reweigh(model(0, other), tmp_path, 1.0, 0.35)
+
+
+def test_the_plot_s_title_sits_above_every_panel_s_title(table):
+    import matplotlib.pyplot
+    import matplotlib.text
+
+    paired = {"difference": 1.0, "interval_95": [0.5, 1.5]}
+    entry = {"seeds": [0, 1, 2], "against_published": {task: paired for task, _, _ in table.COLUMNS}}
+    # As many rows as the table has: the taller the figure, the further down a title placed by figure fraction sits.
+    summary = {table.REFERENCE: {"seeds": [0, 1, 2]}, **dict.fromkeys(table.SYSTEMS, entry)}
+    drawn = table.figure(summary)
+    drawn.canvas.draw()
+    renderer = drawn.canvas.get_renderer()
+    (title,) = [text for text in drawn.findobj(matplotlib.text.Text) if text.get_text() == drawn.get_suptitle()]
+    bottom = title.get_window_extent(renderer).y0
+    tops = [axis.title.get_window_extent(renderer).y1 for axis in drawn.axes]
+    matplotlib.pyplot.close(drawn)
+    assert all(bottom >= top for top in tops)
