@@ -70,7 +70,9 @@ def figure_png(figure) -> bytes:
     import matplotlib.pyplot as plt
 
     buffer = io.BytesIO()
-    figure.tight_layout()
+    # A figure that chose its own layout (recipes.py's: constrained, to keep its title clear) keeps it.
+    if figure.get_layout_engine() is None:
+        figure.tight_layout()
     figure.savefig(buffer, format="png", dpi=100)
     plt.close(figure)
     return buffer.getvalue()
