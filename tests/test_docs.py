@@ -70,3 +70,26 @@ def test_every_relative_link_of_the_readme_resolves():
     missing = [link for link in links if not (ROOT / link).exists()]
     assert not missing, f"README links to missing files: {missing}"
     assert len(readme.splitlines()) <= 150
+
+
+def test_a_plot_with_its_own_layout_keeps_it_on_the_site():
+    import importlib.util
+    import warnings
+
+    pytest.importorskip("matplotlib", reason="the docs extra is not installed (pip install -e '.[docs]')")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+
+    spec = importlib.util.spec_from_file_location("render_docs", ROOT / "benchmarks" / "render_docs.py")
+    render_docs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(render_docs)
+    figure = matplotlib.pyplot.figure(layout="constrained")
+    figure.suptitle("title")
+    figure.add_subplot().set_title("panel")
+    with warnings.catch_warnings():
+        # matplotlib warns when tight_layout replaces a figure's own layout engine
+        warnings.simplefilter("error")
+        png = render_docs.figure_png(figure)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
