@@ -198,6 +198,7 @@ def test_reweigh_rebuilds_another_share_from_a_kept_model(table, tiny_bert, tmp_
 
 
 def test_the_plot_s_title_sits_above_every_panel_s_title(table):
+    pytest.importorskip("matplotlib", reason="the plots extra is not installed (pip install -e '.[plots]')")
     import matplotlib.pyplot
     import matplotlib.text
 
