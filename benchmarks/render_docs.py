@@ -12,6 +12,7 @@ import argparse
 import io
 import json
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ RESULTS = Path(__file__).parent / "results"
 BULKY = ("per_query", "per_paper")
 #: Widest table drawn from a results file's rows; more columns than this read better as the JSON itself.
 MAX_COLUMNS = 14
+#: Characters per line of a plot's variant label: longer ones wrap, to keep the bars half of a 9-inch figure.
+LABEL_WIDTH = 60
 
 Image = tuple[str, bytes]
 
@@ -98,15 +101,22 @@ def recipes_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
 
 
 def variant_label(row: dict[str, Any]) -> str:
-    """A variant by the settings it resolved to (defaults change; a row keeps what it ran), then the rest of its
-    overrides, and its steps when not the rows' 60."""
-    resolved = row.get("resolved", {})
+    """A variant by the settings it resolved to (defaults change; a row keeps what it ran), then the overrides those
+    do not already name, by their last key and a data file by its name, and its steps when not the rows' 60."""
+    resolved = {k: v for k, v in row.get("resolved", {}).items() if v is not None}
     named = {"learning_rate": "lr", "weight_average": "WiSE"}
-    parts = [
-        f"{named.get(k, k)}={v:g}" if isinstance(v, float) else f"{named.get(k, k)}={v}" for k, v in resolved.items()
+
+    def shown(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:g}"
+        if isinstance(value, list):
+            return "+".join(shown(item) for item in value)
+        return Path(value).name if isinstance(value, str) and "/" in value else str(value)
+
+    parts = [f"{named.get(k, k)}={shown(v)}" for k, v in resolved.items()]
+    parts += [
+        f"{k.rsplit('.', 1)[-1]}={shown(v)}" for k, v in row["variant"].items() if k.rsplit(".", 1)[-1] not in resolved
     ]
-    covered = {"learning_rate", "model.weight_average", "data.sampler", "data.pairs"}
-    parts += [f"{k}={v}" for k, v in row["variant"].items() if k not in covered]
     steps = f", {row['steps']} steps" if row["steps"] != 60 else ""
     return f"{row['recipe']}: {' '.join(parts)}{steps}"
 
@@ -165,11 +175,15 @@ def validation_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
             ],
         )
     plt = pyplot()
-    figure, axis = plt.subplots(figsize=(9, 1 + 0.35 * len(cite)))
+    # Long variants wrap onto more lines and get that much more room, so no label runs into the next one.
+    labels = [textwrap.fill(label, LABEL_WIDTH) for label in labels]
+    room = [label.count("\n") + 2 for label in labels]
+    centres = [sum(room[:i]) + room[i] / 2 for i in range(len(room))]
+    figure, axis = plt.subplots(figsize=(9, 1 + 0.12 * sum(room)))
     changes = [r["change_vs_published"]["map"] for r in cite]
-    axis.barh(range(len(cite)), changes, color=["tab:green" if c > 0 else "tab:red" for c in changes])
-    axis.set_yticks(range(len(cite)), labels, fontsize=8)
-    axis.invert_yaxis()
+    axis.barh(centres, changes, height=1.4, color=["tab:green" if c > 0 else "tab:red" for c in changes])
+    axis.set_yticks(centres, labels, fontsize=8)
+    axis.set_ylim(sum(room), 0)
     axis.axvline(0, color="black", linewidth=0.8)
     axis.set_xlabel("validation cite MAP change against MiniLM as published")
     return table, [("validation_search.png", figure_png(figure))]

@@ -72,19 +72,26 @@ def test_every_relative_link_of_the_readme_resolves():
     assert len(readme.splitlines()) <= 150
 
 
-def test_a_plot_with_its_own_layout_keeps_it_on_the_site():
+def render_docs_module():
+    """``benchmarks/render_docs.py`` (not a package), with matplotlib drawing off screen."""
     import importlib.util
-    import warnings
 
     pytest.importorskip("matplotlib", reason="the docs extra is not installed (pip install -e '.[docs]')")
     import matplotlib
 
     matplotlib.use("Agg")
+    spec = importlib.util.spec_from_file_location("render_docs", ROOT / "benchmarks" / "render_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_plot_with_its_own_layout_keeps_it_on_the_site():
+    import warnings
+
+    render_docs = render_docs_module()
     import matplotlib.pyplot
 
-    spec = importlib.util.spec_from_file_location("render_docs", ROOT / "benchmarks" / "render_docs.py")
-    render_docs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(render_docs)
     figure = matplotlib.pyplot.figure(layout="constrained")
     figure.suptitle("title")
     figure.add_subplot().set_title("panel")
@@ -93,3 +100,42 @@ def test_a_plot_with_its_own_layout_keeps_it_on_the_site():
         warnings.simplefilter("error")
         png = render_docs.figure_png(figure)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_long_variant_s_label_wraps_and_fits_its_plot():
+    import warnings
+
+    render_docs = render_docs_module()
+    overrides = {
+        "loss.proximity": "mnr",
+        "learning_rate": 0.0003,
+        "training.per_device_train_batch_size": 32,
+        "training.gradient_accumulation_steps": 1,
+        "data.anchor_papers": "/somewhere/far/down/scirepeval-samples/specter_small.json",
+        "loss.anchor_weight": 50,
+    }
+    long = {
+        "recipe": "scirepeval-adapters",
+        "variant": overrides,
+        "resolved": {
+            "learning_rate": 0.0003,
+            "weight_average": 1.0,
+            "loss": None,
+            "proximity": "mnr",
+            "anchor_weight": 50,
+        },
+        "seed": 0,
+        "steps": 60,
+        "validation_queries": 100,
+        "change_vs_published": {"map": -0.1, "ndcg": 0.2},
+    }
+    short = {**long, "recipe": "specter", "variant": {}, "resolved": {"learning_rate": 0.0001}}
+    label = render_docs.variant_label(long)
+    # What the resolved settings name is not repeated from the overrides, and a data file shows by its name.
+    assert label.count("proximity=") == label.count("anchor_weight=") == 1
+    assert "anchor_papers=specter_small.json" in label and "/somewhere" not in label and "None" not in label
+    with warnings.catch_warnings():
+        # matplotlib warns "Tight layout not applied" when the labels are wider than the figure leaves them
+        warnings.simplefilter("error")
+        _, images = render_docs.validation_section({"rows": [short, long, short]})
+    assert images[0][1][:8] == b"\x89PNG\r\n\x1a\n"
