@@ -1501,7 +1501,8 @@ def figure(summary: dict[str, Any]):
         axis.grid(axis="x", alpha=0.3)
     seeds = sorted({seed for entry in summary.values() for seed in entry["seeds"]})
     drawn.suptitle(
-        f"Change against all-MiniLM-L6-v2 as published, paired 95% interval (seeds {', '.join(map(str, seeds))}; "
+        f"Change against all-MiniLM-L6-v2 as published, paired 95% interval "
+        f"({'seed' if len(seeds) == 1 else 'seeds'} {', '.join(map(str, seeds))}; "
         "a row's own seeds are in the table)"
     )
     return drawn

@@ -90,14 +90,14 @@ def pyplot():
     return plt
 
 
-def recipes_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
+def recipes_section(report: dict[str, Any], image: str = "recipes.png") -> tuple[str, list[Image]]:
     """``recipes.py``'s own table and plot of its summary, and the run's settings."""
     sys.path.insert(0, str(Path(__file__).parent))
     import recipes
 
     settings = markdown_table(["setting", "value"], [[k, v] for k, v in flatten(report["settings"]).items()])
-    image = figure_png(recipes.figure(report["summary"]))
-    return recipes.table(report["summary"]) + "\n\n" + settings, [("recipes.png", image)]
+    png = figure_png(recipes.figure(report["summary"]))
+    return recipes.table(report["summary"]) + "\n\n" + settings, [(image, png)]
 
 
 def variant_label(row: dict[str, Any]) -> str:
@@ -226,7 +226,13 @@ def render(results: Path = RESULTS, image_folder: str = "images/benchmarks") -> 
     for path in sorted(results.rglob("*.json")):
         name = path.relative_to(results).as_posix()
         report = json.loads(path.read_text(encoding="utf-8"))
-        text, pictures = SECTIONS.get(name, generic)(report)
+        if name in SECTIONS:
+            text, pictures = SECTIONS[name](report)
+        elif report.get("benchmark") == "recipes":
+            # recipes.py's other runs (another budget or window, --output): its table and plot, each their own PNG
+            text, pictures = recipes_section(report, f"{path.stem}.png")
+        else:
+            text, pictures = generic(report)
         lines += ["", f"## `{name}`", ""]
         if report.get("description"):
             lines += [report["description"], ""]

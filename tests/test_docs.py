@@ -54,6 +54,10 @@ def test_the_benchmark_page_renders_every_results_file_with_its_plots(site):
         assert path.relative_to(ROOT / "benchmarks" / "results").as_posix() in page, path.name
     images = re.findall(r'<img[^>]+src="([^"]+\.png)"', page)
     assert {Path(src).name for src in images} >= {"recipes.png", "validation_search.png", "encode_speed.png"}
+    # Every run of recipes.py (another budget or window too) shows as its table and plot, not as flattened fields.
+    runs = [path for path in results if json.loads(path.read_text()).get("benchmark") == "recipes"]
+    assert {f"{path.stem}.png" for path in runs} <= {Path(src).name for src in images}
+    assert page.count("above its start on every seed</th>") == len(runs)
     for src in images:
         png = (site / "benchmarks" / src).resolve()
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", src
