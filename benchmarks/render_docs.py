@@ -90,7 +90,7 @@ def pyplot():
     return plt
 
 
-def recipes_section(report: dict[str, Any], image: str = "recipes.png") -> tuple[str, list[Image]]:
+def recipes_section(report: dict[str, Any], image: str) -> tuple[str, list[Image]]:
     """``recipes.py``'s own table and plot of its summary, and the run's settings."""
     sys.path.insert(0, str(Path(__file__).parent))
     import recipes
@@ -206,7 +206,6 @@ def encode_speed_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
 
 
 SECTIONS: dict[str, Callable[[dict[str, Any]], tuple[str, list[Image]]]] = {
-    "recipes.json": recipes_section,
     "validation_search.json": validation_section,
     "encode_speed.json": encode_speed_section,
 }
@@ -229,7 +228,7 @@ def render(results: Path = RESULTS, image_folder: str = "images/benchmarks") -> 
         if name in SECTIONS:
             text, pictures = SECTIONS[name](report)
         elif report.get("benchmark") == "recipes":
-            # recipes.py's other runs (another budget or window, --output): its table and plot, each their own PNG
+            # every recipes.py run (the table's, another budget's or window's): its table and plot, each its own PNG
             text, pictures = recipes_section(report, f"{path.stem}.png")
         else:
             text, pictures = generic(report)
