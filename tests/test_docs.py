@@ -77,13 +77,10 @@ def test_every_relative_link_of_the_readme_resolves():
 
 
 def render_docs_module():
-    """``benchmarks/render_docs.py`` (not a package), with matplotlib drawing off screen."""
+    """``benchmarks/render_docs.py`` (not a package); its ``pyplot()`` draws off screen."""
     import importlib.util
 
     pytest.importorskip("matplotlib", reason="the docs extra is not installed (pip install -e '.[docs]')")
-    import matplotlib
-
-    matplotlib.use("Agg")
     spec = importlib.util.spec_from_file_location("render_docs", ROOT / "benchmarks" / "render_docs.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -94,9 +91,7 @@ def test_a_plot_with_its_own_layout_keeps_it_on_the_site():
     import warnings
 
     render_docs = render_docs_module()
-    import matplotlib.pyplot
-
-    figure = matplotlib.pyplot.figure(layout="constrained")
+    figure = render_docs.pyplot().figure(layout="constrained")
     figure.suptitle("title")
     figure.add_subplot().set_title("panel")
     with warnings.catch_warnings():
