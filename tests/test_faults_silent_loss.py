@@ -355,3 +355,121 @@ def test_card_names_the_model_or_the_repo_id(tiny_st_base, tmp_path):
     )
     card = (tmp_path / "other" / "README.md").read_text()
     assert yaml.safe_load(card.split("---")[1])["model-index"][0]["name"] == "specter-minilm"
+
+
+# 10. A JSON record that names one key twice --------------------------------------------------------------------
+
+REPEATED = '{"paper_id": "a", "title": "Graphs", "abstract": "about graphs", "paper_id": "b"}'
+
+
+def test_a_repeated_key_in_a_jsonl_record_stops_the_run_naming_the_line_and_key(tiny_bert, tmp_path, caplog):
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text(json.dumps(PAPERS_11[0]) + "\n" + REPEATED + "\n" + json.dumps(PAPERS_11[1]) + "\n")
+    output = tmp_path / "out.jsonl"
+    command = ["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(output), "--no-progress"]
+    assert main(command) == 2
+    assert "papers.jsonl, line 2: the key 'paper_id' appears twice in one object" in caplog.text
+    assert not output.exists()
+    caplog.clear()
+    assert main([*command, "--skip-invalid"]) == 0
+    assert "skipped 1 invalid record(s)" in caplog.text
+    assert read_embeddings(output)[0] == ["id0", "id1"]
+
+
+@pytest.mark.parametrize("reader", ["papers .json", "beir corpus", "beir queries", "s2orc", "scirepeval", "queries"])
+def test_every_json_reader_refuses_a_repeated_key(tmp_path, reader):
+    from sciembed.data.beir import read_beir
+    from sciembed.data.papers import read_papers
+    from sciembed.data.s2orc import read_s2orc
+    from sciembed.data.scirepeval import read_scirepeval_sample
+    from sciembed.evaluation.custom import read_queries
+
+    record = {"paper_id": "p1", "title": "Graphs", "abstract": "about graphs"}
+    if reader == "papers .json":
+        path = tmp_path / "papers.json"
+        path.write_text("[" + json.dumps(record) + ",\n" + REPEATED + "]")
+        call = lambda: read_papers(path)  # noqa: E731
+    elif reader.startswith("beir"):
+        (tmp_path / "qrels").mkdir()
+        (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+        corpus = (
+            '{"_id": "d1", "title": "T", "text": "x", "_id": "d2"}'
+            if reader == "beir corpus"
+            else '{"_id": "d1", "text": "x"}'
+        )
+        queries = (
+            '{"_id": "q1", "text": "x", "text": "y"}' if reader == "beir queries" else '{"_id": "q1", "text": "x"}'
+        )
+        (tmp_path / "corpus.jsonl").write_text(corpus + "\n")
+        (tmp_path / "queries.jsonl").write_text(queries + "\n")
+        path = tmp_path / ("corpus.jsonl" if reader == "beir corpus" else "queries.jsonl")
+        call = lambda: read_beir(tmp_path)  # noqa: E731
+    elif reader == "s2orc":
+        path = tmp_path / "metadata.jsonl"
+        path.write_text('{"paper_id": "p1", "title": "T", "outbound_citations": ["p2"], "outbound_citations": []}\n')
+        call = lambda: read_s2orc(path)  # noqa: E731
+    elif reader == "scirepeval":
+        path = tmp_path / "fos.jsonl"
+        path.write_text('{"doc_id": "p1", "title": "T", "abstract": "A", "fos": ["Physics"], "fos": ["Art"]}\n')
+        call = lambda: read_scirepeval_sample(path)  # noqa: E731
+    else:
+        path = tmp_path / "queries.jsonl"
+        path.write_text('{"_id": "q1", "text": "graphs", "_id": "q2"}\n')
+        call = lambda: read_queries(path)  # noqa: E731
+    with pytest.raises(ValueError, match=rf"{path.name}.*the key '\w+' appears twice in one object"):
+        call()
+
+
+def test_an_embedding_line_with_a_repeated_key_is_refused(tmp_path):
+    path = tmp_path / "vectors.jsonl"
+    path.write_text('{"paper_id": "a", "embedding": [1.0, 2.0], "paper_id": "b"}\n')
+    with pytest.raises(ValueError, match=r"vectors.jsonl, line 1: .*'paper_id' appears twice"):
+        read_embeddings(path)
+
+
+# 11. A SMART record that lost its .I line ----------------------------------------------------------------------
+
+
+def _smart(records: int) -> str:
+    return "".join(
+        f".I {i}\n.T\nTitle {i}\n.W\nAbstract {i}\n.B\nCACM 1960\n.X\n{i % records + 1}\t5\t{i}\n"
+        for i in range(1, records + 1)
+    )
+
+
+@pytest.mark.parametrize("lost", [".I 7\n", ".I 40\n"])
+def test_a_smart_record_without_its_id_line_is_not_merged_into_the_one_before(tmp_path, lost):
+    from sciembed import InvalidPaperError
+    from sciembed.data.smart import read_smart_collection
+
+    path = tmp_path / "tiny.all"
+    path.write_text(_smart(40).replace(lost, ""))
+    previous = int(lost.split()[1]) - 1
+    with pytest.raises(
+        InvalidPaperError, match=rf"paper_id '{previous}'\): a second \.T field at line \d+.*missing \.I"
+    ):
+        read_smart_collection(path)
+    collection = read_smart_collection(path, skip_invalid=True)
+    assert len(collection.papers) == 38 and len(collection.skipped) == 1
+
+
+def test_smart_x_lines_owned_by_another_record_are_named(tmp_path):
+    from sciembed import InvalidPaperError
+    from sciembed.data.smart import read_smart_collection
+
+    path = tmp_path / "tiny.all"
+    # Record 2's own fields are gone with its .I line but its .X lines remain, after record 1's.
+    path.write_text(".I 1\n.T\nOne\n.X\n2\t5\t1\n1\t5\t2\n.I 3\n.T\nThree\n")
+    with pytest.raises(
+        InvalidPaperError, match=r"line 1 \(paper_id '1'\): its \.X lines from line 6 name the record 2"
+    ):
+        read_smart_collection(path)
+
+
+def test_a_smart_query_with_a_field_twice_is_refused(tmp_path):
+    from sciembed.data.smart import read_smart_queries
+
+    path = tmp_path / "query.text"
+    path.write_text(".I 1\n.W\nfirst query\n.W\nsecond query\n")
+    with pytest.raises(ValueError, match=r"line 4: a second \.W field in query '1'.*missing \.I"):
+        read_smart_queries(path)

@@ -82,7 +82,7 @@ def test_textless_and_broken_records_are_reported(tmp_path):
     assert "line 30 (paper_id '4')" in reasons[1]
     assert "text between .I and the first field ('5'" in reasons[1]
     assert "duplicate id (first at line 27)" in reasons[1]
-    assert "its .X lines name the record 45" in reasons[1]
+    assert "its .X lines from line 35 name the record 45" in reasons[1]
 
 
 def test_strict_mode_stops_at_the_first_bad_record(tmp_path):
@@ -250,7 +250,7 @@ def test_training_on_a_cisi_shaped_collection_needs_the_link_reading(tmp_path, t
     from sciembed.training.run import prepare
 
     extra = "".join(
-        f".I {i}\n.T\nPaper {i} on libraries\n.W\nIndexing and documentation.\n.X\n{i - 1}\t1\t{i}\n{i}\t1\t{i - 1}\n"
+        f".I {i}\n.T\nPaper {i} on libraries\n.W\nIndexing and documentation.\n.X\n{i - 1}\t1\t{i}\n{i + 1}\t1\t{i}\n"
         for i in range(4, 9)
     )
     (tmp_path / "cisi").mkdir()

@@ -21,6 +21,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +38,55 @@ def default_cache_dir() -> Path:
     from huggingface_hub import constants
 
     return Path(constants.HF_HOME) / "sciembed" / "embeddings"
+
+
+class RepeatedKeyError(ValueError):
+    """A JSON object that names one key twice: JSON keeps the last value, so the first would vanish unseen."""
+
+    def __init__(self, key: str, first: Any, last: Any):
+        self.key = key
+        super().__init__(
+            f"the key {key!r} appears twice in one object ({_shown(first)}, then {_shown(last)}); JSON keeps only "
+            "the last value, so the first would vanish: remove or rename one"
+        )
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        seen: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in seen:
+                raise RepeatedKeyError(key, seen[key], value)
+            seen[key] = value
+    return record
+
+
+def loads_json(text: str | bytes) -> Any:
+    """``json.loads`` that refuses an object naming one key twice (:class:`RepeatedKeyError`)."""
+    return json.loads(text, object_pairs_hook=_unique_keys)
+
+
+def json_error(error: json.JSONDecodeError | RepeatedKeyError) -> str:
+    """What is wrong with a JSON text, for a message that already names the file and line."""
+    if isinstance(error, json.JSONDecodeError):
+        return f"malformed JSON ({error.msg} at column {error.colno})"
+    return str(error)
+
+
+def load_json_file(path: str | os.PathLike[str]) -> Any:
+    """The JSON document in ``path``; a malformed one or a repeated key raises ``ValueError`` naming the file."""
+    try:
+        return loads_json(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}, line {error.lineno}: {json_error(error)}") from None
+    except RepeatedKeyError as error:
+        raise ValueError(f"{path}: {error}") from None
 
 
 class NonFiniteVectorsError(ValueError):
@@ -233,9 +283,9 @@ def _read_embedding_file(path: Path) -> tuple[list[str], np.ndarray]:
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line)
+                    record = loads_json(line)
                     paper_id, vector = str(record["paper_id"]), record["embedding"]
-                except (json.JSONDecodeError, KeyError, TypeError) as error:
+                except (json.JSONDecodeError, RepeatedKeyError, KeyError, TypeError) as error:
                     raise ValueError(f"{path}, line {line_number}: not an embedding record ({error})") from error
                 if not isinstance(vector, list) or not vector or (rows and len(vector) != len(rows[0])):
                     expected = (

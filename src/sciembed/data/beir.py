@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from datasets import Dataset, DatasetDict, Features, Value
 
+from ..io import RepeatedKeyError, json_error, loads_json
 from .papers import InvalidPaperError, PaperProblem
 
 logger = logging.getLogger(__name__)
@@ -120,9 +121,9 @@ def _read_jsonl(path: Path, text_fields: tuple[str, ...], problems: list[PaperPr
 
 def _record(line: str, text_fields: tuple[str, ...]) -> tuple[dict[str, Any] | None, str | None]:
     try:
-        raw = json.loads(line)
-    except json.JSONDecodeError as error:
-        return None, f"malformed JSON ({error.msg} at column {error.colno})"
+        raw = loads_json(line)
+    except (json.JSONDecodeError, RepeatedKeyError) as error:
+        return None, json_error(error)
     if not isinstance(raw, dict):
         return None, f"expected a JSON object, got {type(raw).__name__}"
     record_id = raw.get("_id")

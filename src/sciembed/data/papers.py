@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..io import RepeatedKeyError, json_error, loads_json
+
 logger = logging.getLogger(__name__)
 
 #: Fields tried, in order, for a record's id when the caller names none. SciDocs and SPECTER use
@@ -315,13 +317,9 @@ def _jsonl_records(path: Path) -> _Records:
                 yield location, PaperProblem(str(path), location, "not UTF-8 text"), None
                 continue
             try:
-                yield location, json.loads(line), None
-            except json.JSONDecodeError as error:
-                yield (
-                    location,
-                    PaperProblem(str(path), location, f"malformed JSON ({error.msg} at column {error.colno})"),
-                    None,
-                )
+                yield location, loads_json(line), None
+            except (json.JSONDecodeError, RepeatedKeyError) as error:
+                yield location, PaperProblem(str(path), location, json_error(error)), None
 
 
 def _json_records(path: Path) -> _Records:
@@ -332,11 +330,11 @@ def _json_records(path: Path) -> _Records:
         line = raw[: error.start].count(b"\n") + 1
         raise ValueError(f"{path}, line {line}: not UTF-8 text (byte {error.start})") from None
     try:
-        data = json.loads(text)
+        data = loads_json(text)
     except json.JSONDecodeError as error:
-        raise ValueError(
-            f"{path}, line {error.lineno}: malformed JSON ({error.msg} at column {error.colno})"
-        ) from error
+        raise ValueError(f"{path}, line {error.lineno}: {json_error(error)}") from error
+    except RepeatedKeyError as error:
+        raise ValueError(f"{path}: {error}") from None
     if isinstance(data, list):
         for index, record in enumerate(data):
             yield f"record {index}", record, None

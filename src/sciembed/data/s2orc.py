@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from datasets import Dataset, Features, Sequence, Value
 
+from ..io import RepeatedKeyError, json_error, loads_json
 from .papers import InvalidPaperError, PaperProblem, clean_text
 
 logger = logging.getLogger(__name__)
@@ -147,9 +148,9 @@ def _files(path: Path) -> list[Path]:
 
 def _parse(line: str, source: str, location: str) -> tuple[dict[str, Any] | None, PaperProblem | None]:
     try:
-        raw = json.loads(line)
-    except json.JSONDecodeError as error:
-        return None, PaperProblem(source, location, f"malformed JSON ({error.msg} at column {error.colno})")
+        raw = loads_json(line)
+    except (json.JSONDecodeError, RepeatedKeyError) as error:
+        return None, PaperProblem(source, location, json_error(error))
     if not isinstance(raw, dict):
         return None, PaperProblem(source, location, f"expected a JSON object, got {type(raw).__name__}")
     paper_id = raw.get("paper_id")

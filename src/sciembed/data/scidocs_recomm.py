@@ -25,7 +25,6 @@ embedding and zero features.
 from __future__ import annotations
 
 import csv
-import json
 import logging
 import os
 from collections import Counter
@@ -37,6 +36,7 @@ from typing import Any
 import numpy as np
 from datasets import Dataset, DatasetDict, Features, Sequence, Value
 
+from ..io import load_json_file
 from .papers import InvalidPaperError, PaperProblem, read_papers
 
 logger = logging.getLogger(__name__)
@@ -234,13 +234,7 @@ def read_propensity_scores(path: str | os.PathLike[str]) -> np.ndarray:
     Raises:
         ValueError: not valid JSON, no ``scores`` list, or a score that is not a positive finite number.
     """
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except json.JSONDecodeError as error:
-        raise ValueError(
-            f"{path}, line {error.lineno}: malformed JSON ({error.msg} at column {error.colno})"
-        ) from error
+    data = load_json_file(path)
     scores = data.get("scores") if isinstance(data, dict) else None
     if not isinstance(scores, list) or not scores:
         raise ValueError(f'{path}: expected {{"scores": [one propensity per display position]}}')

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from datasets import Dataset, DatasetDict, Value
 
+from ..io import RepeatedKeyError, json_error, load_json_file, loads_json
 from .hub_datasets import load_hub_dataset
 from .papers import InvalidPaperError, PaperProblem, clean_text
 
@@ -122,24 +123,11 @@ def _records(path: Path):
             for line_number, line in enumerate(handle, start=1):
                 if line.strip():
                     try:
-                        yield f"line {line_number}", json.loads(line)
-                    except json.JSONDecodeError as error:
-                        yield (
-                            f"line {line_number}",
-                            PaperProblem(
-                                str(path),
-                                f"line {line_number}",
-                                f"malformed JSON ({error.msg} at column {error.colno})",
-                            ),
-                        )
+                        yield f"line {line_number}", loads_json(line)
+                    except (json.JSONDecodeError, RepeatedKeyError) as error:
+                        yield f"line {line_number}", PaperProblem(str(path), f"line {line_number}", json_error(error))
         return
-    try:
-        with path.open(encoding="utf-8") as handle:
-            data = json.load(handle)
-    except json.JSONDecodeError as error:
-        raise ValueError(
-            f"{path}, line {error.lineno}: malformed JSON ({error.msg} at column {error.colno})"
-        ) from error
+    data = load_json_file(path)
     if not isinstance(data, list):
         raise ValueError(f"{path}: expected a JSON list of records, got {type(data).__name__}")
     for index, record in enumerate(data):

@@ -119,14 +119,21 @@ def read_smart_collection(
     raw_links: dict[int, list[tuple[str, str]]] = defaultdict(list)
     for line_number, record in records:
         paper_id = record["paper_id"]
-        owners = {owner for *_, owner in record["links"]}
+        foreign = [link for link in record["links"] if _normal_id(link[4]) != _normal_id(paper_id)]
         reasons = []
         if record["stray"]:
             reasons.append(f"text between .I and the first field ({record['stray'][:40]!r}; a broken id line?)")
         if paper_id in first_line:
             reasons.append(f"duplicate id (first at line {first_line[paper_id]})")
-        if reasons and owners and paper_id not in owners:
-            reasons.append(f"its .X lines name the record {', '.join(sorted(owners))}")
+        if record["repeated"]:
+            at, marker, first = record["repeated"]
+            reasons.append(f"a second .{marker} field at line {at} (the first at line {first}): a missing .I line?")
+        if foreign:
+            owners = ", ".join(sorted({link[4] for link in foreign}, key=paper_id_order))
+            reasons.append(
+                f"its .X lines from line {foreign[0][0]} name the record {owners}"
+                + ("" if record["stray"] or record["repeated"] else ": a missing .I line?")
+            )
         problem = None
         if reasons:
             problem = PaperProblem(str(path), f"line {line_number}", "; ".join(reasons), paper_id)
@@ -137,7 +144,7 @@ def read_smart_collection(
             if not record["title"] and not record["abstract"]:
                 problem = PaperProblem(str(path), f"line {line_number}", "neither title nor abstract", paper_id)
         if problem is None:
-            papers.append({key: value for key, value in record.items() if key not in ("links", "stray")})
+            papers.append({key: value for key, value in record.items() if key not in ("links", "stray", "repeated")})
             continue
         if not skip_invalid:
             raise InvalidPaperError([problem])
@@ -213,6 +220,12 @@ def read_smart_queries(path: str | os.PathLike[str]) -> Dataset:
         if query_id in first_line:
             raise ValueError(
                 f"{path}, line {line_number}: duplicate query id {query_id!r} (first at line {first_line[query_id]})"
+            )
+        if record["repeated"]:
+            at, marker, first = record["repeated"]
+            raise ValueError(
+                f"{path}, line {at}: a second .{marker} field in query {query_id!r} (line {line_number}; the first "
+                f".{marker} at line {first}): a missing .I line?"
             )
         if not record["abstract"]:
             raise ValueError(f"{path}, line {line_number}: query {query_id!r} has no .W text")
@@ -298,6 +311,7 @@ def _parse(path: Path):
     start = 0
     current: str | None = None
     lines: dict[str, list] = {}
+    markers: dict[str, int] = {}  # the record's field markers -> the line of each
     with path.open(encoding="utf-8", errors="replace") as handle:
         for line_number, raw in enumerate(handle, start=1):
             line = raw.rstrip("\r\n")
@@ -305,11 +319,15 @@ def _parse(path: Path):
                 if record is not None:
                     yield start, _finish(record, lines, path)
                 record, start, current, lines = {"paper_id": match.group(1)}, line_number, None, defaultdict(list)
+                markers = {}
             elif match := _FIELD.match(line):
                 if match.group(1) not in _FIELDS:
                     raise ValueError(f"{path}, line {line_number}: unknown field marker {line!r}")
                 if record is None:
                     raise ValueError(f"{path}, line {line_number}: field marker before the first .I record")
+                if match.group(1) in markers and "repeated" not in record:
+                    record["repeated"] = (line_number, match.group(1), markers[match.group(1)])
+                markers[match.group(1)] = line_number
                 current = _FIELDS[match.group(1)]
             elif current is not None:
                 lines[current].append((line_number, line) if current == "links" else line)
@@ -334,6 +352,7 @@ def _finish(record: dict[str, Any], lines: dict[str, list], path: Path) -> dict[
             raise ValueError(f"{path}, line {line_number}: .X line must be 'id<TAB>type<TAB>id', got {line!r}")
         links.append((line_number, line, parts[0], int(parts[1]), parts[2]))
     return {
+        "repeated": None,
         **record,
         "title": text("title"),
         "abstract": text("abstract"),

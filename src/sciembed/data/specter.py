@@ -11,7 +11,6 @@ needs them) but are never in :attr:`SpecterRelease.papers`.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections import Counter
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 from datasets import Dataset, DatasetDict
 
+from ..io import load_json_file
 from .papers import InvalidPaperError, PaperProblem, read_papers
 
 logger = logging.getLogger(__name__)
@@ -188,13 +188,7 @@ def _read_splits(
 
 
 def _load_json(path: Path):
-    try:
-        with path.open(encoding="utf-8") as handle:
-            return json.load(handle)
-    except json.JSONDecodeError as error:
-        raise ValueError(
-            f"{path}, line {error.lineno}: malformed JSON ({error.msg} at column {error.colno})"
-        ) from error
+    return load_json_file(path)
 
 
 def _ids(values: list[str]) -> np.ndarray:

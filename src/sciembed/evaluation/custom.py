@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.papers import InvalidPaperError, PaperProblem, read_papers
+from ..io import RepeatedKeyError, json_error, loads_json
 from .supervised import SCIDOCS_CLASSIFICATION
 from .tasks import ClassificationTask, PaperSearchTask, ProximityTask, SearchTask, Task
 
@@ -208,11 +209,9 @@ def read_queries(path: str | os.PathLike[str]) -> dict[str, str]:
                 continue
             if suffix == ".jsonl":
                 try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise ValueError(
-                        f"{path}, line {line_number}: malformed JSON ({error.msg} at column {error.colno})"
-                    ) from None
+                    record = loads_json(line)
+                except (json.JSONDecodeError, RepeatedKeyError) as error:
+                    raise ValueError(f"{path}, line {line_number}: {json_error(error)}") from None
                 if not isinstance(record, dict):
                     raise ValueError(
                         f"{path}, line {line_number}: expected a JSON object, got {type(record).__name__}"
