@@ -420,6 +420,23 @@ def test_every_json_reader_refuses_a_repeated_key(tmp_path, reader):
         call()
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_header_that_names_a_column_twice_is_refused(tmp_path, suffix):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sciembed.data.papers import read_papers
+
+    path = tmp_path / f"papers{suffix}"
+    if suffix == ".csv":
+        path.write_text("paper_id,title,abstract,title\np1,First,about graphs,Second\n")
+    else:
+        columns = [pa.array(["p1"]), pa.array(["First"]), pa.array(["about graphs"]), pa.array(["Second"])]
+        pq.write_table(pa.table(columns, names=["paper_id", "title", "abstract", "title"]), path)
+    with pytest.raises(ValueError, match=rf"papers\{suffix}, (line 1|schema): the column 'title' is named twice"):
+        read_papers(path)
+
+
 def test_an_embedding_line_with_a_repeated_key_is_refused(tmp_path):
     path = tmp_path / "vectors.jsonl"
     path.write_text('{"paper_id": "a", "embedding": [1.0, 2.0], "paper_id": "b"}\n')

@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import os
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -352,6 +353,7 @@ def _csv_records(path: Path) -> _Records:
         reader = csv.DictReader(handle)
         if reader.fieldnames is None:
             return
+        _refuse_repeated_columns(path, "line 1", reader.fieldnames)
         width = len(reader.fieldnames)
         for record in reader:
             # line_num is the physical line where the record ends (records may span lines).
@@ -387,11 +389,22 @@ def _parquet_records(path: Path) -> _Records:
         parquet = pq.ParquetFile(path)
     except Exception as error:  # pyarrow raises ArrowInvalid and OSError variants for a damaged file
         raise ValueError(f"{path}: not a readable Parquet file ({error})") from None
+    _refuse_repeated_columns(path, "schema", parquet.schema_arrow.names)
     row = 0
     for batch in parquet.iter_batches(batch_size=_ARROW_BATCH):
         for record in batch.to_pylist():
             row += 1
             yield f"row {row}", record, None
+
+
+def _refuse_repeated_columns(path: Path, where: str, names: Sequence[str]) -> None:
+    """Refuse a header that names a column twice: a record would keep only the last of the two values."""
+    repeated = [name for name, count in Counter(names).items() if count > 1]
+    if repeated:
+        raise ValueError(
+            f"{path}, {where}: the column {repeated[0]!r} is named twice; a record would keep only the last of its "
+            "values: rename or remove one"
+        )
 
 
 def _csv_id(record: dict[Any, Any]) -> str | None:
