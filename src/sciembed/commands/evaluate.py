@@ -178,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
             queries=args.queries,
             id_field=args.id_field,
             test_data=args.test_data,
+            qrels_columns=args.qrels_columns,
         )
     elif args.data is None:
         raise ValueError(f"--benchmark {args.benchmark} needs --data (what it is: sciembed evaluate --help)")

@@ -185,6 +185,7 @@ def evaluate(
             queries=queries,
             id_field=id_field,
             test_data=test_data,
+            qrels_columns=qrels_columns,
         )
     if suite is None:
         suite = load_tasks(
