@@ -137,6 +137,11 @@ def test_only_column_names_make_a_header_and_a_wrong_column_order_is_named(tmp_p
     path.write_text("01 10 0 0\n02 11 0 0\n")  # SMART's qrels.text read as TREC: every document '0'
     with pytest.raises(ValueError, match=r"every judgement names the same document '0' \(field 3 of 'qid 0 docid"):
         read_qrels(path)
+    caplog.clear()
+    path.write_text("1 0 2 1\n3 0 4 1\n")  # every line names unknown ids: no row to skip, the ids are wrong
+    assert _evaluate("--data", path, "--papers", tmp_path / "papers.jsonl") == 2
+    assert "(no judgement names a known query and document: check the column order" in caplog.text
+    assert "--skip-invalid" not in caplog.text
 
 
 # 8. A query paper ranked as its own candidate ---------------------------------------------------------------------

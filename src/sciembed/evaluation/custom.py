@@ -43,6 +43,7 @@ import logging
 import os
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -448,6 +449,12 @@ def retrieval_tasks(
         else:
             repeated += candidate in qrels.setdefault(query, {})
             qrels[query][candidate] = score  # as pytrec_eval.parse_qrel: a repeated pair keeps the last judgement
+    if problems and len(problems) == len(lines):  # every line fails alike: the files' ids, not some rows, are wrong
+        hint = (
+            f"no judgement names a known query and document: check the column order ({_QRELS_LAYOUTS[3]} or "
+            f"{_QRELS_LAYOUTS[4]}) and the id field of {Path(papers).name} (--id-field)"
+        )
+        problems = [replace(problem, hint=hint) for problem in problems]
     problems = _refused_or_kept(problems, skip_invalid, data, len(lines), "judgement(s) naming unknown ids")
     if repeated:
         logger.warning("%s: %d repeated (query, document) pair(s); the last judgement of each is kept", data, repeated)
