@@ -16,9 +16,11 @@ from helpers import WORDS, shared_data
 from sciembed import PaperEncoder
 from sciembed.cli import main
 from sciembed.data.beir import read_beir
+from sciembed.data.scidocs_recomm import Click, SciDocsRecomm
 from sciembed.data.smart import read_smart_qrels
 from sciembed.evaluation import load_tasks
 from sciembed.evaluation.custom import read_qrels
+from sciembed.evaluation.recommendation import evaluate_recommendations
 from sciembed.evaluation.tasks import ProximityTask
 
 
@@ -168,6 +170,22 @@ def test_a_query_paper_is_never_its_own_candidate(tmp_path, caplog, candidates):
     # A benchmark's proximity task (SciDocs' cite, co-view, ..., Multi-SciDocs) keeps the same rule.
     task = ProximityTask("scidocs", "cite", {}, qrels={"d0": {"d0": 1, "d1": 1, "d2": 0}})
     assert task.evaluate(vectors, {}).counts == {"queries": 1, "candidates": 2}
+
+
+def test_a_query_paper_is_never_its_own_recommendation(caplog):
+    rng = np.random.default_rng(0)
+    vectors = {f"p{i}": v for i, v in enumerate(rng.standard_normal((40, 8)).astype(np.float32))}
+    clicks = {}
+    for split, count in (("train", 60), ("val", 20), ("test", 30)):
+        drawn = [[f"p{i}" for i in rng.choice(40, 6, replace=False)] for _ in range(count)]
+        clicks[split] = [Click(query, shown[0], tuple(shown), line) for line, (query, *shown) in enumerate(drawn, 2)]
+    plain = SciDocsRecomm("plain", clicks, np.ones(5))
+    # The query paper shown after the others, and a click of a query paper on itself: neither is ranked.
+    test = [Click(c.query_id, c.clicked_id, (*c.shown_ids, c.query_id), c.line) for c in clicks["test"]]
+    own = SciDocsRecomm("own", {**clicks, "test": [*test, Click("p1", "p1", ("p1", "p2"), 99)]}, np.ones(6))
+    expected, result = evaluate_recommendations(plain, vectors), evaluate_recommendations(own, vectors)
+    assert (result["ndcg"], result["P@1"]) == (expected["ndcg"], expected["P@1"]) and result["self_clicks"] == 1
+    assert "own: left out 1 click(s) of a query paper on itself" in caplog.text
 
 
 # 9. --text-fields asked for but not embedded ------------------------------------------------------------------------

@@ -139,8 +139,9 @@ class ProximityTask(Task):
 
     @property
     def paper_queries(self) -> bool:
-        """Whether the queries are papers of ``documents`` (no ``queries`` of their own)."""
-        return not self.queries
+        """Whether the queries are papers (a proximity task's are, given apart in ``queries`` or not), so that a query
+        paper's judgement of itself is left out: a query paper is never its own candidate."""
+        return True
 
     def evaluate(self, documents, queries, *, n_jobs=-1):
         from .ranking import proximity_run, ranking_metrics, search_run
