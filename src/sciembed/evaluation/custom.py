@@ -70,11 +70,13 @@ _QUERY_ID_FIELDS = ("_id", "query_id", "id")
 _QUERY_TEXT_FIELDS = ("text", "query")
 _QUERY_HEADERS = ("query_id", "query-id", "qid", "id", "_id")
 #: Names a qrels header gives its query, document and relevance columns (compared without case, ``-`` as ``_``).
-_QRELS_QUERY_HEADERS = frozenset({"query_id", "qid", "query", "queryid", "topic", "topic_id", "_id"})
+_QRELS_QUERY_HEADERS = frozenset({"query_id", "qid", "q_id", "query", "queryid", "topic", "topic_id", "_id"})
 _QRELS_DOCUMENT_HEADERS = frozenset(
     {"corpus_id", "doc_id", "docid", "docno", "document", "document_id", "paper_id", "pid", "cand_id", "candidate"}
 )
-_QRELS_SCORE_HEADERS = frozenset({"score", "rel", "relevance", "label", "grade", "judgement", "judgment"})
+_QRELS_SCORE_HEADERS = frozenset(
+    {"score", "rel", "relevance", "relevance_score", "label", "grade", "rating", "judgement", "judgment", "qrel"}
+)
 _QRELS_LAYOUTS = {3: "'qid docid rel'", 4: "'qid 0 docid rel'"}
 
 
@@ -148,19 +150,26 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[int
     return columns, lines
 
 
-def read_qrels(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[int]]:
+def read_qrels(path: str | os.PathLike[str], *, qrels_columns: str | None = None) -> tuple[dict[str, list], list[int]]:
     """Read a qrels file: ``qid 0 docid rel`` (TREC) or ``qid docid rel`` lines, split at tabs, else commas, else
     spaces; blank and ``#`` lines skipped. The first line is a header when it names the columns (a query, a document
     and a relevance name, as ``query-id corpus-id score`` or ``qid 0 docid rel``); every other line is a judgement,
     its relevance an integer (graded allowed, negative allowed).
 
+    Args:
+        path: the file.
+        qrels_columns: the column order, when stated (``query-document``, or ``document-query``: the columns are
+            returned as they stand, for :func:`~sciembed.data.judgements.check_qrels_columns` to swap). Unstated, a
+            header naming the document column first is refused.
+
     Returns:
-        columns ``query_id``, ``cand_id``, ``score`` and the line of each row.
+        columns ``query_id``, ``cand_id``, ``score`` as the lines give them, and the line of each row.
 
     Raises:
         ValueError: a line of another number of fields than the first, or of neither 3 nor 4, a relevance that is not
             an integer (file and line named; when no line has an integer there, the likely column order), an empty
-            id, or every judgement naming one document (a document in another field).
+            id, an unstated order with a header naming the document column first, or every judgement naming one
+            document (a document in another field).
     """
     columns: dict[str, list] = {"query_id": [], "cand_id": [], "score": []}
     lines: list[int] = []
@@ -176,7 +185,13 @@ def read_qrels(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[int]
                 f"{path}, line {line_number}: a qrels line is {expected}, got {len(fields)}: {text[:80]!r}"
             )
         query, candidate, relevance = _qrels_columns(fields)
-        if width is None and _is_qrels_header(fields):
+        named = _header_order(fields) if width is None else None
+        if named == "document-query" and qrels_columns is None:
+            raise ValueError(
+                f"{path}, line {line_number}: the header names the document column first, {text[:80]!r}: put the "
+                "query column first, or pass --qrels-columns document-query (qrels_columns='document-query')"
+            )
+        if named is not None:
             width, header = len(fields), f"line {line_number}, {text[:80]!r}, was read as a header"
             continue
         width = len(fields)
@@ -198,7 +213,7 @@ def read_qrels(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[int]
     if not lines:
         raise ValueError(f"{path}: no judgements" + (f" ({header})" if header else ""))
     documents = set(columns["cand_id"])
-    if len(documents) == 1 and len(set(columns["query_id"])) > 1:
+    if len(documents) == 1 and len(set(columns["query_id"])) > 1 and qrels_columns != "document-query":
         raise ValueError(
             f"{path}: every judgement names the same document {documents.pop()!r} (field {width - 1} of "
             f"{_QRELS_LAYOUTS[width]}): is the document in another field? (SMART's qrels.text is 'qid docid 0 0': "
@@ -222,10 +237,17 @@ def _qrels_columns(fields: list[str]) -> list[str]:
     return [fields[0], fields[2], fields[3]] if len(fields) == 4 else fields
 
 
-def _is_qrels_header(fields: list[str]) -> bool:
-    """Whether a line's query, document and relevance fields are column names (``query-id corpus-id score``)."""
-    query, document, relevance = (f.lower().replace("-", "_").replace(" ", "_") for f in _qrels_columns(fields))
-    return query in _QRELS_QUERY_HEADERS and document in _QRELS_DOCUMENT_HEADERS and relevance in _QRELS_SCORE_HEADERS
+def _header_order(fields: list[str]) -> str | None:
+    """The column order a line names when its fields are column names (``query-id corpus-id score``:
+    ``query-document``; ``corpus-id query-id score``: ``document-query``), else ``None``."""
+    first, second, relevance = (f.lower().replace("-", "_").replace(" ", "_") for f in _qrels_columns(fields))
+    if relevance not in _QRELS_SCORE_HEADERS:
+        return None
+    if first in _QRELS_QUERY_HEADERS and second in _QRELS_DOCUMENT_HEADERS:
+        return "query-document"
+    if first in _QRELS_DOCUMENT_HEADERS and second in _QRELS_QUERY_HEADERS:
+        return "document-query"
+    return None
 
 
 def _relevance_hint(path: str | os.PathLike[str], width: int) -> str:
@@ -233,7 +255,7 @@ def _relevance_hint(path: str | os.PathLike[str], width: int) -> str:
     integer relevance, another column order."""
     rows, integers = 0, [0] * width
     for _, _, fields in _qrels_lines(path):
-        if len(fields) == width and not (rows == 0 and _is_qrels_header(fields)):
+        if len(fields) == width and not (rows == 0 and _header_order(fields)):
             rows += 1
             integers = [count + field.lstrip("-").isdigit() for count, field in zip(integers, fields)]
     if rows > 1 and integers[-1] == 0:
@@ -427,7 +449,7 @@ def retrieval_tasks(
     paper_file = _papers(papers, name, skip_invalid, id_field)
     by_id = {p["paper_id"]: p for p in paper_file.papers}
     texts = read_queries(queries) if queries else None
-    columns, lines = read_qrels(data)
+    columns, lines = read_qrels(data, qrels_columns=qrels_columns)
     columns = check_qrels_columns(
         data,
         columns,
