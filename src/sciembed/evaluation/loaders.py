@@ -110,6 +110,11 @@ def load_tasks(
         )
     if name == "classification" and queries:
         raise ValueError("--queries is for --benchmark retrieval")
+    if qrels_columns is not None and name in ("classification", "cocitation", "scirepeval"):
+        raise ValueError(
+            f"--qrels-columns orders the columns of judgement files (retrieval, scidocs, multi-scidocs, beir, cacm); "
+            f"{name} reads none"
+        )
     options = dict(
         split=split,
         skip_invalid=skip_invalid,

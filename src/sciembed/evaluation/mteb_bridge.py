@@ -382,6 +382,10 @@ def load_mteb_tasks(
             f"{', '.join(given)}: not for --benchmark mteb, which runs MTEB tasks by name (--tasks) or a BEIR folder "
             "(--data)"
         )
+    if qrels_columns is not None and data is None:
+        raise ValueError(
+            "--qrels-columns orders the columns of a BEIR folder's qrels (--data); MTEB's named tasks have none"
+        )
     if data is not None and tasks:
         raise ValueError(
             "--benchmark mteb runs MTEB tasks by name (--tasks, data from the Hub) or a local BEIR folder (--data), "
