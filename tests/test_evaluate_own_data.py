@@ -289,7 +289,8 @@ def test_qrels_errors_name_the_file_line_and_id(papers_file, tmp_path, caplog):
     assert len(suite.skipped) == 2 and suite.tasks[0].qrels == {"d1": {"d2": 1}}
     for text, message in (
         ("d1 0 d2 1\nd1 0 d3 x\n", r"line 2: relevance must be an integer, got 'x'"),
-        ("d1 0 d2 x\n", r"no judgements \(line 1, 'd1 0 d2 x', was read as a header\)"),
+        ("d1 0 d2 x\n", r"line 1: relevance must be an integer, got 'x'"),
+        ("qid 0 docid rel\n", r"no judgements \(line 1, 'qid 0 docid rel', was read as a header\)"),
         ("d1 d2 1\nd1 0 d3 1\n", r"line 2: a qrels line is 3 fields as the lines before, got 4"),
         ("d1 d2\n", r"line 1: a qrels line is 'qid 0 docid rel' \(4 fields\) or 'qid docid rel' \(3 fields\), got 2"),
     ):

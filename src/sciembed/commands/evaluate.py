@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import logging
 
+from ..data.judgements import QRELS_COLUMNS
 from ..evaluation.names import BENCHMARK_LAYOUTS, BENCHMARK_NAMES, layouts_text
 from .options import HelpFormatter, add_options, encoder_from_args
 
@@ -67,6 +68,14 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         default="all",
         help="retrieval: what a query ranks: all papers of --papers (cosine, best 1,000; MAP, nDCG, nDCG@10, "
         "recall@100) or only its judged papers (SciDocs' -L2 protocol; MAP, nDCG; for qrels listing negatives)",
+    )
+    parser.add_argument(
+        "--qrels-columns",
+        choices=QRELS_COLUMNS,
+        help="the order of a judgement file's query and document columns, when stated: query-document (as read, "
+        "not checked) or document-query (read swapped back); unstated, the query comes first and a file whose shape "
+        "says the columns are swapped (nearly every query judged once, against a few documents judged many times) "
+        "is refused",
     )
     parser.add_argument(
         "--test-size",
@@ -135,6 +144,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 def run(args: argparse.Namespace) -> int:
     from ..evaluation import evaluate, load_tasks
+    from ..evaluation.runner import check_text_fields
     from ..io import refuse_replacing
 
     # The cheap checks first: the output, then the input; the model (minutes for a large one) last.
@@ -154,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
         candidates=args.candidates,
         id_field=args.id_field,
         smart_links=args.smart_links,
+        qrels_columns=args.qrels_columns,
     )
     if args.benchmark == "mteb":
         from ..evaluation.mteb_bridge import load_mteb_tasks
@@ -167,11 +178,13 @@ def run(args: argparse.Namespace) -> int:
             queries=args.queries,
             id_field=args.id_field,
             test_data=args.test_data,
+            qrels_columns=args.qrels_columns,
         )
     elif args.data is None:
         raise ValueError(f"--benchmark {args.benchmark} needs --data (what it is: sciembed evaluate --help)")
     else:
         suite = load_tasks(args.benchmark, args.data, **reading)
+    check_text_fields(suite, args.text_fields)
     encoder = encoder_from_args(
         args, pooling=args.pooling, max_length=args.max_length, device=args.device, domain=args.domain
     )
@@ -185,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
         n_jobs=args.jobs,
         show_progress_bar=not args.no_progress,
         suite=suite,
+        text_fields=args.text_fields,
         **reading,
     )
     print(report.table())

@@ -21,6 +21,7 @@ import numpy as np
 from datasets import Dataset, DatasetDict, Features, Value
 
 from ..io import RepeatedKeyError, json_error, loads_json
+from .judgements import check_qrels_columns
 from .papers import InvalidPaperError, PaperProblem
 
 logger = logging.getLogger(__name__)
@@ -41,18 +42,23 @@ class BeirDataset:
     skipped: list[PaperProblem] = field(default_factory=list)
 
 
-def read_beir(folder: str | os.PathLike[str], *, skip_invalid: bool = False) -> BeirDataset:
+def read_beir(
+    folder: str | os.PathLike[str], *, skip_invalid: bool = False, qrels_columns: str | None = None
+) -> BeirDataset:
     """Read a BEIR-layout folder: ``corpus.jsonl``, ``queries.jsonl`` and every ``qrels/*.tsv``.
 
     Args:
         folder: the dataset folder.
         skip_invalid: skip bad corpus / query records and qrels naming unknown queries or documents
             (counted, logged and listed in ``skipped``) instead of raising.
+        qrels_columns: the order of the qrels files' query and document columns, when stated
+            (:func:`~sciembed.data.judgements.check_qrels_columns`); unstated, a file whose ids or shape say they
+            are swapped is refused.
 
     Raises:
         FileNotFoundError: a required file is missing.
         ValueError: a qrels file without the BEIR header, or a line without 3 fields or with a
-            non-integer score (file and line named).
+            non-integer score (file and line named); a qrels file whose columns look swapped.
         InvalidPaperError: a bad record or a qrel naming an unknown id, and ``skip_invalid`` is false.
     """
     folder = Path(folder)
@@ -76,6 +82,14 @@ def read_beir(folder: str | os.PathLike[str], *, skip_invalid: bool = False) -> 
     unknown: list[PaperProblem] = []
     for path in qrel_files:
         columns, lines = _read_qrels(path)
+        columns = check_qrels_columns(
+            path,
+            columns,
+            qrels_columns=qrels_columns,
+            known_queries=set(queries["_id"]),
+            known_documents=set(corpus["_id"]),
+            layout="'query-id<TAB>corpus-id<TAB>score'",
+        )
         found = {c: np.isin(np.array(columns[c], dtype=str), known[c]) for c in ("query_id", "cand_id")}
         keep = found["query_id"] & found["cand_id"]
         for index in np.flatnonzero(~keep):

@@ -4,18 +4,27 @@ evaluation task scores and what training on labels uses, without the task object
 - :func:`cite_qrels`: SciDocs' cite protocol on any citation links: each query's linked papers with text
   (up to 5) are relevant, 25 random unlinked papers with text are not.
 - :func:`cacm_categories`: CACM's CR categories as single labels (the top class of a paper's first category).
+- :func:`swapped_columns`, :func:`check_qrels_columns`: whether a judgement file's query and document columns look
+  swapped, and why; the columns read in the order the user states.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from .papers import paper_id_order
+
+#: How a judgement file's query and document columns are read when stated (``--qrels-columns``): query first, or
+#: the document first (swapped back on reading). Unstated, the query comes first and a swapped shape is refused.
+QRELS_COLUMNS = ("query-document", "document-query")
+#: Fewer distinct queries than this and a judgement file's shape alone never reads as swapped columns.
+SWAP_MIN_QUERIES = 20
 
 
 def cite_qrels(
@@ -51,6 +60,90 @@ def cite_qrels(
         others = [p for p in draw.tolist() if p not in excluded][:negatives]
         qrels[query] = {**{p: 1 for p in relevant}, **{p: 0 for p in others}}
     return qrels
+
+
+def swapped_columns(
+    queries: Sequence[str],
+    documents: Sequence[str],
+    *,
+    known_queries: Collection[str] | None = None,
+    known_documents: Collection[str] | None = None,
+) -> str | None:
+    """Why a judgement file's query and document columns look swapped, or ``None`` when they do not.
+
+    Two signs, either one enough: the ids fit the other way round (more rows whose query id is a known document and
+    whose document id a known query than rows that fit as read, with queries and documents told apart by
+    ``known_queries`` and ``known_documents``); or the shape of a swapped file (at least :data:`SWAP_MIN_QUERIES`
+    queries, judged at most twice each on average, naming a quarter as many distinct documents or fewer: each
+    query of a collection is judged against many documents, so a file read backwards has many "queries" judged
+    once or twice against the few real queries, judged many times). A collection whose queries have one judged
+    document each is legitimate when those documents are many and distinct, and passes.
+
+    Args:
+        queries: the query column, one id a judgement.
+        documents: the document column, in the same order.
+        known_queries: the ids a query may have (a queries file's), when they are not the documents'.
+        known_documents: the ids a document may have (the papers'), when known.
+    """
+    rows = len(queries)
+    if known_queries is not None and known_documents is not None and set(known_queries) != set(known_documents):
+        as_read = sum(q in known_queries and d in known_documents for q, d in zip(queries, documents))
+        reversed_ = sum(d in known_queries and q in known_documents for q, d in zip(queries, documents))
+        if reversed_ > as_read and 2 * reversed_ >= rows:
+            return (
+                f"{reversed_} of {rows} judgements name a known document in the query column and a known query in "
+                f"the document column ({as_read} fit the other way)"
+            )
+    distinct_queries, distinct_documents = len(set(queries)), len(set(documents))
+    if (
+        distinct_queries >= SWAP_MIN_QUERIES
+        and rows <= 2 * distinct_queries
+        and 4 * distinct_documents <= distinct_queries
+    ):
+        return (
+            f"{distinct_queries} queries judged {rows / distinct_queries:.1f} times each on average, against "
+            f"{distinct_documents} distinct documents judged {rows / distinct_documents:.1f} times each"
+        )
+    return None
+
+
+def check_qrels_columns(
+    source: str | os.PathLike[str],
+    columns: dict[str, list],
+    *,
+    qrels_columns: str | None = None,
+    known_queries: Collection[str] | None = None,
+    known_documents: Collection[str] | None = None,
+    layout: str = "'qid 0 docid rel' or 'qid docid rel'",
+) -> dict[str, list]:
+    """The judgement ``columns`` (``query_id``, ``cand_id``, ...) read in the order ``qrels_columns`` says.
+
+    Args:
+        source: the judgement file, named in the error.
+        columns: the columns as the file's lines give them.
+        qrels_columns: ``None`` (query first, refused when :func:`swapped_columns` finds them swapped),
+            ``query-document`` (query first, as stated: not checked) or ``document-query`` (the columns swapped back).
+        known_queries, known_documents: as for :func:`swapped_columns`.
+        layout: the file's line layout, named in the error.
+
+    Raises:
+        ValueError: an unknown ``qrels_columns``, or columns that look swapped (why, and the switch that reads them).
+    """
+    if qrels_columns is not None and qrels_columns not in QRELS_COLUMNS:
+        raise ValueError(f"unknown qrels_columns {qrels_columns!r}; one of {', '.join(QRELS_COLUMNS)}")
+    if qrels_columns == "document-query":
+        return {**columns, "query_id": columns["cand_id"], "cand_id": columns["query_id"]}
+    if qrels_columns is None:
+        why = swapped_columns(
+            columns["query_id"], columns["cand_id"], known_queries=known_queries, known_documents=known_documents
+        )
+        if why:
+            raise ValueError(
+                f"{source}: the query and document columns look swapped: {why}. A judgement line names the query "
+                f"first ({layout}): swap the columns, or pass --qrels-columns document-query (qrels_columns="
+                "'document-query') to read them swapped, or --qrels-columns query-document if the order is right"
+            )
+    return columns
 
 
 def cacm_categories(papers: Iterable[Mapping[str, Any]], *, min_papers: int = 6) -> dict[str, int]:

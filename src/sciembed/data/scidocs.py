@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from datasets import Dataset, DatasetDict, Features, Value
 
+from .judgements import check_qrels_columns
 from .papers import InvalidPaperError, PaperProblem, read_papers
 
 logger = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ def read_scidocs(
     *,
     tasks: tuple[str, ...] | None = None,
     skip_invalid: bool = False,
+    qrels_columns: str | None = None,
 ) -> SciDocsRelease:
     """Read the SciDocs tasks present in ``folder``.
 
@@ -88,10 +90,14 @@ def read_scidocs(
         skip_invalid: skip bad metadata records, and drop qrel / label rows naming papers absent
             from the task's metadata file (all counted, logged and listed in ``skipped``), instead
             of raising.
+        qrels_columns: the order of the ``.qrel`` files' query and document columns, when stated
+            (:func:`~sciembed.data.judgements.check_qrels_columns`); unstated, a file whose shape says they are
+            swapped is refused.
 
     Raises:
         ValueError: an unknown task name; a qrel line without exactly 4 fields or a non-integer
-            relevance; a CSV with another header or a row without 2 fields (file and line named).
+            relevance; a CSV with another header or a row without 2 fields (file and line named); a qrel file
+            whose columns look swapped.
         InvalidPaperError: bad metadata records, or rows naming unknown papers, when not skipped.
         FileNotFoundError: the folder does not exist, or holds none of the SciDocs tasks.
         NotADirectoryError: ``folder`` is a file.
@@ -145,6 +151,7 @@ def read_scidocs(
                 continue
             if task in PROXIMITY_TASKS:
                 columns, lines = read_qrel_file(path)
+                columns = check_qrels_columns(path, columns, qrels_columns=qrels_columns, layout="'qid 0 pid rel'")
                 id_columns = ("query_id", "cand_id")
             else:
                 columns, lines = _read_label_csv(path)

@@ -244,6 +244,7 @@ def read_smart_qrels(
     query_ids: set[str] | None = None,
     paper_ids: set[str] | None = None,
     skip_invalid: bool = False,
+    qrels_columns: str | None = None,
 ) -> Dataset:
     """Read SMART relevance judgements (``qid docid 0 0`` lines) as a Dataset with ``query_id``,
     ``cand_id`` and ``score`` (1: SMART judgements are binary), the columns of the other qrel readers.
@@ -251,17 +252,21 @@ def read_smart_qrels(
     Args:
         query_ids, paper_ids: the known queries and documents; judgements naming others are errors
             (or, with ``skip_invalid``, skipped and counted in the log).
+        qrels_columns: the order of the query and document columns, when stated
+            (:func:`~sciembed.data.judgements.check_qrels_columns`); unstated, a file whose ids or shape say they
+            are swapped is refused.
 
     Raises:
-        ValueError: a line without four fields, a repeated judgement, or (unless ``skip_invalid``)
-            unknown ids, naming the file and line.
+        ValueError: a line without four fields, a repeated judgement, columns that look swapped, or (unless
+            ``skip_invalid``) unknown ids, naming the file and line.
     """
     from datasets import Dataset
 
+    from .judgements import check_qrels_columns
+
     path = Path(path)
-    rows: dict[str, list] = {"query_id": [], "cand_id": [], "score": []}
+    read: dict[str, list] = {"query_id": [], "cand_id": [], "line": []}
     seen: dict[tuple[str, str], int] = {}
-    unknown: list[str] = []
     with path.open(encoding="utf-8") as handle:
         for line_number, line in enumerate(handle, start=1):
             fields = line.split()
@@ -273,14 +278,26 @@ def read_smart_qrels(
             if pair in seen:
                 raise ValueError(f"{path}, line {line_number}: judgement {pair} repeats line {seen[pair]}")
             seen[pair] = line_number
-            if (query_ids is not None and pair[0] not in query_ids) or (
-                paper_ids is not None and pair[1] not in paper_ids
-            ):
-                unknown.append(f"line {line_number} {pair}")
-                continue
-            rows["query_id"].append(pair[0])
-            rows["cand_id"].append(pair[1])
-            rows["score"].append(1)
+            read["query_id"].append(pair[0])
+            read["cand_id"].append(pair[1])
+            read["line"].append(line_number)
+    read = check_qrels_columns(
+        path,
+        read,
+        qrels_columns=qrels_columns,
+        known_queries=query_ids,
+        known_documents=paper_ids,
+        layout="'qid docid 0 0'",
+    )
+    rows: dict[str, list] = {"query_id": [], "cand_id": [], "score": []}
+    unknown: list[str] = []
+    for query, paper, line_number in zip(read["query_id"], read["cand_id"], read["line"]):
+        if (query_ids is not None and query not in query_ids) or (paper_ids is not None and paper not in paper_ids):
+            unknown.append(f"line {line_number} {(query, paper)}")
+            continue
+        rows["query_id"].append(query)
+        rows["cand_id"].append(paper)
+        rows["score"].append(1)
     if unknown:
         message = f"{path}: {len(unknown)} judgement(s) name unknown queries or papers: {', '.join(unknown[:5])}"
         if not skip_invalid:

@@ -11,18 +11,25 @@ squared hinge, C from ``logspace(-4, 2, 7)`` by 3-fold grid search on the traini
 
 ``retrieval`` (``--benchmark retrieval --data qrels.txt --papers papers.jsonl [--queries queries.jsonl]``): judgements
 one a line, ``qid 0 docid rel`` (TREC, as SciDocs' ``.qrel`` files) or ``qid docid rel`` (BEIR's ``qrels/*.tsv``),
-fields separated by tabs, commas or spaces, ``#`` lines ignored, a header line allowed; relevance an integer (graded
-allowed, >= 1 relevant). Documents are papers of the papers file. Queries are papers of the papers file too (their
-text is the paper's, embedded in the proximity format) unless a queries file gives them as text (``.jsonl``:
-``{"_id" | "query_id" | "id", "text" | "query"}``, BEIR's ``queries.jsonl`` as it is; ``.tsv``: ``id<TAB>text``),
-embedded as search queries. ``candidates`` says what a query ranks:
+fields separated by tabs, commas or spaces, ``#`` lines ignored; relevance an integer on every line (graded allowed,
+>= 1 relevant). A first line is a header only when it names the columns (``query-id corpus-id score``, ``qid docid
+rel``); any other first line is a judgement, read by the same rule as the rest. The query comes first: a file whose
+shape says the columns are swapped (:func:`~sciembed.data.judgements.swapped_columns`) is refused unless
+``qrels_columns`` states the order (``document-query`` reads it swapped back). Documents are papers of the papers
+file. Queries are papers of the papers file too (their text is the paper's, embedded in the proximity format) unless
+a queries file gives them as text (``.jsonl``: ``{"_id" | "query_id" | "id", "text" | "query"}``, BEIR's
+``queries.jsonl`` as it is; ``.tsv``: ``id<TAB>text``), embedded as search queries. ``candidates`` says what a query
+ranks:
 
-- ``all`` (default): every paper of the papers file (a query paper never ranks itself), by cosine, the best 1,000
-  kept (BEIR's depth; trec_eval's default), scored by pytrec_eval: MAP, nDCG, nDCG@10, recall@100. For judgements
-  that list only what is relevant (most qrels users write).
+- ``all`` (default): every paper of the papers file, by cosine, the best 1,000 kept (BEIR's depth; trec_eval's
+  default), scored by pytrec_eval: MAP, nDCG, nDCG@10, recall@100. For judgements that list only what is relevant
+  (most qrels users write).
 - ``judged``: only the query's judged documents, by minus the Euclidean distance (SciDocs' proximity protocol, with
   its 5-decimal scores, for paper queries; SciRepEval's search protocol for text queries), MAP and nDCG. For
   SciDocs-style qrels that list the negatives (relevance 0) a query is ranked against.
+
+In both, a query paper is never its own candidate: a judgement of a query paper to itself is left out of the ranking
+and of the judgements scored, counted in the task's ``skipped`` and logged.
 
 Rows naming a paper (or query) that the papers (or queries) file lacks are refused, naming the file, line and id, or
 counted, reported and left out with ``skip_invalid``, as the benchmark readers do. Malformed lines stop at once.
@@ -35,9 +42,12 @@ import json
 import logging
 import os
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..data.judgements import check_qrels_columns
 from ..data.papers import InvalidPaperError, PaperProblem, read_papers
 from ..io import RepeatedKeyError, json_error, loads_json
 from .supervised import SCIDOCS_CLASSIFICATION
@@ -60,6 +70,15 @@ TOP_K = 1000
 _QUERY_ID_FIELDS = ("_id", "query_id", "id")
 _QUERY_TEXT_FIELDS = ("text", "query")
 _QUERY_HEADERS = ("query_id", "query-id", "qid", "id", "_id")
+#: Names a qrels header gives its query, document and relevance columns (compared without case, ``-`` as ``_``).
+_QRELS_QUERY_HEADERS = frozenset({"query_id", "qid", "q_id", "query", "queryid", "topic", "topic_id", "_id"})
+_QRELS_DOCUMENT_HEADERS = frozenset(
+    {"corpus_id", "doc_id", "docid", "docno", "document", "document_id", "paper_id", "pid", "cand_id", "candidate"}
+)
+_QRELS_SCORE_HEADERS = frozenset(
+    {"score", "rel", "relevance", "relevance_score", "label", "grade", "rating", "judgement", "judgment", "qrel"}
+)
+_QRELS_LAYOUTS = {3: "'qid docid rel'", 4: "'qid 0 docid rel'"}
 
 
 # Readers ------------------------------------------------------------------------------------------------
@@ -132,60 +151,125 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[int
     return columns, lines
 
 
-def read_qrels(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[int]]:
+def read_qrels(path: str | os.PathLike[str], *, qrels_columns: str | None = None) -> tuple[dict[str, list], list[int]]:
     """Read a qrels file: ``qid 0 docid rel`` (TREC) or ``qid docid rel`` lines, split at tabs, else commas, else
-    spaces; blank and ``#`` lines skipped; the first line may be a header (its relevance field not a number).
+    spaces; blank and ``#`` lines skipped. The first line is a header when it names the columns (a query, a document
+    and a relevance name, as ``query-id corpus-id score`` or ``qid 0 docid rel``); every other line is a judgement,
+    its relevance an integer (graded allowed, negative allowed).
+
+    Args:
+        path: the file.
+        qrels_columns: the column order, when stated (``query-document``, or ``document-query``: the columns are
+            returned as they stand, for :func:`~sciembed.data.judgements.check_qrels_columns` to swap). Unstated, a
+            header naming the document column first is refused.
 
     Returns:
-        columns ``query_id``, ``cand_id``, ``score`` and the line of each row.
+        columns ``query_id``, ``cand_id``, ``score`` as the lines give them, and the line of each row.
 
     Raises:
-        ValueError: a line of another number of fields than the first, or of neither 3 nor 4, or a relevance that
-            is not an integer (file and line named).
+        ValueError: a line of another number of fields than the first, or of neither 3 nor 4, a relevance that is not
+            an integer (file and line named; when no line has an integer there, the likely column order), an empty
+            id, an unstated order with a header naming the document column first, or every judgement naming one
+            document (a document in another field).
     """
     columns: dict[str, list] = {"query_id": [], "cand_id": [], "score": []}
     lines: list[int] = []
     width = header = None
+    for line_number, text, fields in _qrels_lines(path):
+        if len(fields) not in (3, 4) or (width is not None and len(fields) != width):
+            expected = (
+                "'qid 0 docid rel' (4 fields) or 'qid docid rel' (3 fields)"
+                if width is None
+                else f"{width} fields as the lines before"
+            )
+            raise ValueError(
+                f"{path}, line {line_number}: a qrels line is {expected}, got {len(fields)}: {text[:80]!r}"
+            )
+        query, candidate, relevance = _qrels_columns(fields)
+        named = _header_order(fields) if width is None else None
+        if named == "document-query" and qrels_columns is None:
+            raise ValueError(
+                f"{path}, line {line_number}: the header names the document column first, {text[:80]!r}: put the "
+                "query column first, or pass --qrels-columns document-query (qrels_columns='document-query')"
+            )
+        if named is not None:
+            width, header = len(fields), f"line {line_number}, {text[:80]!r}, was read as a header"
+            continue
+        width = len(fields)
+        try:
+            score = int(relevance)
+        except ValueError:
+            raise ValueError(
+                f"{path}, line {line_number}: relevance must be an integer, got {relevance!r}"
+                + _relevance_hint(path, width)
+            ) from None
+        if not query or not candidate:
+            raise ValueError(
+                f"{path}, line {line_number}: empty {'query' if not query else 'document'} id: {text[:80]!r}"
+            )
+        columns["query_id"].append(query)
+        columns["cand_id"].append(candidate)
+        columns["score"].append(score)
+        lines.append(line_number)
+    if not lines:
+        raise ValueError(f"{path}: no judgements" + (f" ({header})" if header else ""))
+    documents = set(columns["cand_id"])
+    if len(documents) == 1 and len(set(columns["query_id"])) > 1 and qrels_columns != "document-query":
+        raise ValueError(
+            f"{path}: every judgement names the same document {documents.pop()!r} (field {width - 1} of "
+            f"{_QRELS_LAYOUTS[width]}): is the document in another field? (SMART's qrels.text is 'qid docid 0 0': "
+            "write it as 'qid 0 docid 1')"
+        )
+    return columns, lines
+
+
+def _qrels_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str, list[str]]]:
+    """The number, text and fields of each line of a qrels file that is neither blank nor a ``#`` comment."""
     with open(path, encoding="utf-8-sig") as handle:
         for line_number, line in enumerate(handle, start=1):
             text = line.strip()
-            if not text or text.startswith("#"):
-                continue
-            fields = [
-                f.strip()
-                for f in (text.split("\t") if "\t" in text else text.split(",") if "," in text else text.split())
-            ]
-            if len(fields) not in (3, 4) or (width is not None and len(fields) != width):
-                expected = (
-                    "'qid 0 docid rel' (4 fields) or 'qid docid rel' (3 fields)"
-                    if width is None
-                    else f"{width} fields as the lines before"
-                )
-                raise ValueError(
-                    f"{path}, line {line_number}: a qrels line is {expected}, got {len(fields)}: {text[:80]!r}"
-                )
-            query, candidate, relevance = (fields[0], fields[2], fields[3]) if len(fields) == 4 else fields
-            try:
-                score = int(relevance)
-            except ValueError:
-                if width is None and not lines:  # a header line (BEIR: query-id, corpus-id, score)
-                    width, header = len(fields), f"line {line_number}, {text[:80]!r}, was read as a header"
-                    continue
-                raise ValueError(
-                    f"{path}, line {line_number}: relevance must be an integer, got {relevance!r}"
-                ) from None
-            if not query or not candidate:
-                raise ValueError(
-                    f"{path}, line {line_number}: empty {'query' if not query else 'document'} id: {text[:80]!r}"
-                )
-            width = len(fields)
-            columns["query_id"].append(query)
-            columns["cand_id"].append(candidate)
-            columns["score"].append(score)
-            lines.append(line_number)
-    if not lines:
-        raise ValueError(f"{path}: no judgements" + (f" ({header})" if header else ""))
-    return columns, lines
+            if text and not text.startswith("#"):
+                parts = text.split("\t") if "\t" in text else text.split(",") if "," in text else text.split()
+                yield line_number, text, [part.strip() for part in parts]
+
+
+def _qrels_columns(fields: list[str]) -> list[str]:
+    """The query, document and relevance fields of a 3- or 4-field qrels line."""
+    return [fields[0], fields[2], fields[3]] if len(fields) == 4 else fields
+
+
+def _header_order(fields: list[str]) -> str | None:
+    """The column order a line names when its fields are column names (``query-id corpus-id score``:
+    ``query-document``; ``corpus-id query-id score``: ``document-query``), else ``None``."""
+    first, second, relevance = (f.lower().replace("-", "_").replace(" ", "_") for f in _qrels_columns(fields))
+    if relevance not in _QRELS_SCORE_HEADERS:
+        return None
+    if first in _QRELS_QUERY_HEADERS and second in _QRELS_DOCUMENT_HEADERS:
+        return "query-document"
+    if first in _QRELS_DOCUMENT_HEADERS and second in _QRELS_QUERY_HEADERS:
+        return "document-query"
+    return None
+
+
+def _relevance_hint(path: str | os.PathLike[str], width: int) -> str:
+    """What a non-integer relevance asks of the user: integer grades, or, when no judgement line of ``path`` has an
+    integer relevance, another column order."""
+    rows, integers = 0, [0] * width
+    for _, _, fields in _qrels_lines(path):
+        if len(fields) == width and not (rows == 0 and _header_order(fields)):
+            rows += 1
+            integers = [count + field.lstrip("-").isdigit() for count, field in zip(integers, fields)]
+    if rows > 1 and integers[-1] == 0:
+        every_line = [str(index + 1) for index, count in enumerate(integers[:-1]) if count == rows]
+        return (
+            f"; no line has an integer relevance in field {width}, where {_QRELS_LAYOUTS[width]} puts it"
+            + (f" (field {' / '.join(every_line)} holds an integer on every line)" if every_line else "")
+            + ": put the columns in that order"
+        )
+    return (
+        "; relevance grades are integers (>= 1 relevant, as trec_eval reads them): write every grade as one, and a "
+        f"header line, if any, as column names ({_QRELS_LAYOUTS[width]})"
+    )
 
 
 def read_queries(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -352,17 +436,26 @@ def retrieval_tasks(
     skip_invalid: bool = False,
     id_field: str | None = None,
     wanted: set[str] | None = None,
+    qrels_columns: str | None = None,
     **_: Any,
 ) -> tuple[list[Task], list[PaperProblem]]:
     """The retrieval task of a qrels file over a papers file (and a queries file), and the records left out (see the
     module). ``similarity`` is the proximity score of paper queries ranking their judged candidates (``l2`` as
-    SciDocs)."""
+    SciDocs); ``qrels_columns`` the order of the query and document columns, when stated
+    (:func:`~sciembed.data.judgements.check_qrels_columns`)."""
     if candidates not in CANDIDATES:
         raise ValueError(f"unknown candidates {candidates!r}; one of {', '.join(CANDIDATES)}")
     paper_file = _papers(papers, name, skip_invalid, id_field)
     by_id = {p["paper_id"]: p for p in paper_file.papers}
     texts = read_queries(queries) if queries else None
-    columns, lines = read_qrels(data)
+    columns, lines = read_qrels(data, qrels_columns=qrels_columns)
+    columns = check_qrels_columns(
+        data,
+        columns,
+        qrels_columns=qrels_columns,
+        known_queries=texts if texts is not None else by_id,
+        known_documents=by_id,
+    )
     query_source = Path(queries).name if queries else Path(papers).name
     problems: list[PaperProblem] = []
     qrels: dict[str, dict[str, int]] = {}
@@ -377,6 +470,12 @@ def retrieval_tasks(
         else:
             repeated += candidate in qrels.setdefault(query, {})
             qrels[query][candidate] = score  # as pytrec_eval.parse_qrel: a repeated pair keeps the last judgement
+    if problems and len(problems) == len(lines):  # every line fails alike: the files' ids, not some rows, are wrong
+        hint = (
+            f"no judgement names a known query and document: check the column order ({_QRELS_LAYOUTS[3]} or "
+            f"{_QRELS_LAYOUTS[4]}) and the id field of {Path(papers).name} (--id-field)"
+        )
+        problems = [replace(problem, hint=hint) for problem in problems]
     problems = _refused_or_kept(problems, skip_invalid, data, len(lines), "judgement(s) naming unknown ids")
     if repeated:
         logger.warning("%s: %d repeated (query, document) pair(s); the last judgement of each is kept", data, repeated)

@@ -57,6 +57,7 @@ def load_tasks(
     candidates: str = "all",
     id_field: str | None = None,
     smart_links: str = "cacm",
+    qrels_columns: str | None = None,
 ) -> TaskSuite:
     """Read a benchmark and build its tasks.
 
@@ -81,6 +82,9 @@ def load_tasks(
         id_field: the papers file's id column (default: the first of paper_id, corpus_id, id, doc_id).
         smart_links: ``cacm``: how the collection's ``.X`` lines are read (``cacm``: CACM's link types, others
             refused; ``all``: every pair a citation link).
+        qrels_columns: the order of a judgement file's query and document columns, when stated: ``query-document``
+            (not checked) or ``document-query`` (read swapped back); unstated, the query comes first and a file whose
+            shape says the columns are swapped is refused (:func:`~sciembed.data.judgements.check_qrels_columns`).
     """
     name = benchmark.replace("_", "-")
     builders = {
@@ -106,6 +110,11 @@ def load_tasks(
         )
     if name == "classification" and queries:
         raise ValueError("--queries is for --benchmark retrieval")
+    if qrels_columns is not None and name in ("classification", "cocitation", "scirepeval"):
+        raise ValueError(
+            f"--qrels-columns orders the columns of judgement files (retrieval, scidocs, multi-scidocs, beir, cacm); "
+            f"{name} reads none"
+        )
     options = dict(
         split=split,
         skip_invalid=skip_invalid,
@@ -120,6 +129,7 @@ def load_tasks(
         candidates=candidates,
         id_field=id_field,
         smart_links=smart_links,
+        qrels_columns=qrels_columns,
     )
     suite = builders[name](name, str(data), **options)
     if tasks:
@@ -170,11 +180,15 @@ SCIDOCS_NAMES = {
 }
 
 
-def _scidocs(name, data, *, split, skip_invalid, wanted, seed, similarity, **_):
+def _scidocs(name, data, *, split, skip_invalid, wanted, seed, similarity, qrels_columns, **_):
     from ..data.scidocs import CLASSIFICATION_TASKS, PROXIMITY_TASKS, read_scidocs
 
     candidates = tuple(t for t in PROXIMITY_TASKS + CLASSIFICATION_TASKS if wanted is None or t in wanted)
-    release = read_scidocs(data, tasks=candidates or None, skip_invalid=skip_invalid) if candidates else None
+    release = (
+        read_scidocs(data, tasks=candidates or None, skip_invalid=skip_invalid, qrels_columns=qrels_columns)
+        if candidates
+        else None
+    )
     tasks: list[Task] = []
     missing = list(release.missing) if release else []
     if release:
@@ -467,10 +481,10 @@ def _custom(name, data, **options):
     return TaskSuite(name, data, tasks, [], skipped)
 
 
-def _beir(name, data, *, split, skip_invalid, wanted, **_):
+def _beir(name, data, *, split, skip_invalid, wanted, qrels_columns, **_):
     from ..data.beir import read_beir
 
-    beir = read_beir(data, skip_invalid=skip_invalid)
+    beir = read_beir(data, skip_invalid=skip_invalid, qrels_columns=qrels_columns)
     if split not in beir.qrels:
         raise ValueError(f"{data}: no qrels/{split}.tsv; splits here: {', '.join(beir.qrels)}")
     qrels = _qrels(beir.qrels[split])
@@ -522,7 +536,7 @@ def _cocitation(name, data, *, skip_invalid, wanted, **_):
     return TaskSuite(name, data, tasks, missing, loaded.skipped)
 
 
-def _cacm(name, data, *, skip_invalid, wanted, seed, similarity, smart_links, **_):
+def _cacm(name, data, *, skip_invalid, wanted, seed, similarity, smart_links, qrels_columns, **_):
     from ..data.smart import read_smart_collection, read_smart_qrels, read_smart_queries
 
     folder = Path(data)
@@ -544,6 +558,7 @@ def _cacm(name, data, *, skip_invalid, wanted, seed, similarity, smart_links, **
                     query_ids=set(queries["query_id"]),
                     paper_ids=set(papers),
                     skip_invalid=skip_invalid,
+                    qrels_columns=qrels_columns,
                 )
             )
             task = SearchTask(

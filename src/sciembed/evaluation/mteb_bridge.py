@@ -353,6 +353,7 @@ def load_mteb_tasks(
     queries: str | os.PathLike[str] | None = None,
     id_field: str | None = None,
     test_data: str | None = None,
+    qrels_columns: str | None = None,
 ) -> MtebSuite:
     """The tasks ``sciembed evaluate --benchmark mteb`` runs: MTEB's tasks by name, or a local BEIR folder.
 
@@ -366,6 +367,7 @@ def load_mteb_tasks(
         skip_invalid: leave out the folder's bad records and judgements naming unknown ids (reported) instead of
             stopping.
         papers, queries, id_field, test_data: options of other benchmarks, refused here.
+        qrels_columns: the order of the folder's qrels columns, when stated (see :func:`~.loaders.load_tasks`).
 
     Raises:
         ValueError: neither or both of ``data`` and ``tasks``, another benchmark's option, an unknown task name, a
@@ -380,6 +382,10 @@ def load_mteb_tasks(
             f"{', '.join(given)}: not for --benchmark mteb, which runs MTEB tasks by name (--tasks) or a BEIR folder "
             "(--data)"
         )
+    if qrels_columns is not None and data is None:
+        raise ValueError(
+            "--qrels-columns orders the columns of a BEIR folder's qrels (--data); MTEB's named tasks have none"
+        )
     if data is not None and tasks:
         raise ValueError(
             "--benchmark mteb runs MTEB tasks by name (--tasks, data from the Hub) or a local BEIR folder (--data), "
@@ -393,7 +399,7 @@ def load_mteb_tasks(
     if data is not None:
         from .loaders import load_tasks
 
-        beir = load_tasks("beir", data, split=split, skip_invalid=skip_invalid)
+        beir = load_tasks("beir", data, split=split, skip_invalid=skip_invalid, qrels_columns=qrels_columns)
         search = beir.tasks[0]
         task = _retrieval_task(search, data, split)
         counts = {task.metadata.name: {"queries": len(search.queries), "documents": len(search.documents)}}

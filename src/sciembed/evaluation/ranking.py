@@ -16,7 +16,9 @@ Reference protocols, matched on the same inputs (see ``tests/test_eval_ranking.p
   Distances are computed in float64 as ``sqrt((q - c) . (q - c))``, the operation SciDocs'
   ``np.linalg.norm`` performs on its float64 vectors. SciRepEval's ``euclidean_distances`` works in
   the input precision (float32 for freshly computed embeddings, float16 when loaded from its jsonl),
-  so it can tie or swap candidates closer than that precision; we do not reproduce that.
+  so it can tie or swap candidates closer than that precision; we do not reproduce that. The evaluation tasks
+  (:mod:`.tasks`) never rank a query paper as its own candidate (SciDocs' queries never are): a judgement of it to
+  itself is left out of the run and of the qrels scored (:func:`without_self_judgements`).
 - **Ad-hoc search**, judged candidates only (:func:`search_run` with ``qrels``): SciRepEval scores
   search queries like proximity queries (``IREvaluator.retrieval``: ``similarity="l2"``), query
   vectors coming from the query encoder. Difference: query and paper ids live in separate mappings
@@ -232,7 +234,9 @@ def proximity_run(
     score_decimals: int | None = None,
     skip_missing: bool = False,
 ) -> ScoredRun:
-    """Score each qrels query's judged candidates by the similarity of their vectors to the query's.
+    """Score each qrels query's judged candidates by the similarity of their vectors to the query's (every judged
+    candidate, as the references do; the evaluation tasks first leave out a query paper's judgement of itself with
+    :func:`without_self_judgements`).
 
     Args:
         qrels: query id -> candidate id -> relevance; query and candidates are papers of ``vectors``.
@@ -252,6 +256,24 @@ def proximity_run(
         ValueError: an unknown similarity, or vectors of the wrong shape (naming the paper).
     """
     return _judged_run(qrels, vectors, vectors, similarity, score_decimals, skip_missing)
+
+
+def without_self_judgements(qrels: Mapping[str, Mapping[str, int]]) -> tuple[Qrels, int]:
+    """``qrels`` without the judgements of a query paper to itself, and how many there were: a query paper is never
+    its own candidate (SciDocs' protocol), so such a judgement is neither ranked nor scored. A query left with no
+    judgement is left out.
+
+    Args:
+        qrels: query paper id -> candidate paper id -> relevance.
+    """
+    kept: Qrels = {}
+    dropped = 0
+    for query, judged in qrels.items():
+        row = {candidate: relevance for candidate, relevance in judged.items() if candidate != query}
+        dropped += len(judged) - len(row)
+        if row or not judged:
+            kept[query] = row
+    return kept, dropped
 
 
 def search_run(

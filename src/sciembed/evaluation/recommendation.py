@@ -60,6 +60,7 @@ could not be checked; the features use them when present.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -73,6 +74,8 @@ from torch import nn
 
 from ..data.scidocs_recomm import Click, SciDocsRecomm, read_scidocs_recomm
 from .tasks import Task, TaskResult
+
+logger = logging.getLogger(__name__)
 
 FEATURE_NAMES = (
     "author_match",
@@ -312,7 +315,7 @@ def score_clicks(
 
     Returns:
         the clicked papers' scores and, per click, the scores of the other shown papers (every paper
-        not equal to the clicked one, in display order, as SciDocs).
+        not equal to the clicked one, in display order, as SciDocs; nor to the query paper, never its own candidate).
     """
     pairs = [(click.query_id, paper) for click in clicks for paper in (click.clicked_id, *click.shown_ids)]
     with torch.no_grad():
@@ -323,7 +326,8 @@ def score_clicks(
     for index, click in enumerate(clicks):
         clicked_scores[index] = scores[start]
         shown = scores[start + 1 : start + 1 + len(click.shown_ids)]
-        other_scores.append(shown[np.array([paper != click.clicked_id for paper in click.shown_ids], dtype=bool)])
+        others = _others(click)
+        other_scores.append(shown[np.array([paper in others for paper in click.shown_ids], dtype=bool)])
         start += 1 + len(click.shown_ids)
     return clicked_scores, other_scores
 
@@ -356,8 +360,10 @@ def evaluate_recommendations(
     Returns:
         ``ndcg`` and ``P@1`` (propensity-adjusted, x100: the published numbers), ``ndcg_unadjusted``,
         ``P@1_unadjusted``; counts ``num_clicks``, ``num_query_papers``, ``num_candidates`` (shown papers
-        scored), ``num_train_clicks``, ``num_val_clicks``, ``num_train_pairs``, ``num_val_pairs``; and
-        the training summary ``epochs_run``, ``best_epoch``, ``best_val_loss``.
+        scored), ``num_train_clicks``, ``num_val_clicks``, ``num_train_pairs``, ``num_val_pairs``;
+        ``self_clicks``, the clicks of a query paper on itself left out (a query paper is never its own
+        candidate: nor is it ranked against a click when shown); and the training summary ``epochs_run``,
+        ``best_epoch``, ``best_val_loss``.
 
     Raises:
         ValueError: ``split`` is neither ``test`` nor ``val``, the propensities are missing, a needed
@@ -370,9 +376,17 @@ def evaluate_recommendations(
     for needed in ("train", "val", split):
         if not data.clicks.get(needed):
             raise ValueError(f"{data.path}: the recommendation task needs {needed!r} clicks; found none")
+    kept = {name: without_self_clicks(data.clicks[name]) for name in dict.fromkeys(("train", "val", split))}
+    self_clicks = sum(count for _, count in kept.values())
+    if self_clicks:
+        logger.warning(
+            "%s: left out %d click(s) of a query paper on itself: a query paper is never its own candidate",
+            data.path,
+            self_clicks,
+        )
     model, summary = train_ranker(
-        data.clicks["train"],
-        data.clicks["val"] if split == "test" else None,
+        kept["train"][0],
+        kept["val"][0] if split == "test" else None,
         vectors,
         data.papers,
         data.propensity_scores,
@@ -382,7 +396,7 @@ def evaluate_recommendations(
         batch_size=batch_size,
         max_negatives=max_negatives,
     )
-    clicks = data.clicks[split]
+    clicks = kept[split][0]
     clicked_scores, other_scores = score_clicks(model, clicks, vectors, data.papers)
     metrics = click_metrics(
         clicked_scores, other_scores, [click.clicked_position for click in clicks], data.propensity_scores
@@ -390,9 +404,10 @@ def evaluate_recommendations(
     return {
         **metrics,
         "num_query_papers": len({click.query_id for click in clicks}),
-        "num_candidates": sum(len(click.shown_ids) for click in clicks),
-        "num_train_clicks": len(data.clicks["train"]),
-        "num_val_clicks": len(data.clicks["val"]),
+        "num_candidates": sum(sum(paper != click.query_id for paper in click.shown_ids) for click in clicks),
+        "num_train_clicks": len(kept["train"][0]),
+        "num_val_clicks": len(kept["val"][0]),
+        "self_clicks": self_clicks,
         "num_train_pairs": summary.train_pairs,
         "num_val_pairs": summary.val_pairs,
         "epochs_run": summary.epochs_run,
@@ -455,10 +470,12 @@ class RecommendationTask(Task):
         """Train the ranker on the papers' vectors and score the clicks (``queries`` and ``n_jobs`` unused)."""
         scores = evaluate_recommendations(self.data, documents, seed=self.seed, split=self.split)
         unknown = sum(counter["unknown_papers"] for counter in self.data.stats.values())
+        self_clicks = scores.pop("self_clicks")
         return self._result(
             {"ndcg": scores["ndcg"], "P@1": scores["P@1"]},
             counts={k: v for k, v in scores.items() if k.startswith("num_")},
-            skipped={"clicks_naming_unknown_papers": unknown} if unknown else {},
+            skipped=({"clicks_naming_unknown_papers": unknown} if unknown else {})
+            | ({"self_judgements": self_clicks} if self_clicks else {}),
             details={k: v for k, v in scores.items() if k not in ("ndcg", "P@1") and not k.startswith("num_")}
             | {"seed": self.seed},
         )
@@ -517,11 +534,28 @@ def _pair_tensors(
     # The triplet sampler's pairs: the clicked paper against the first max_negatives others shown.
     clicked_pairs, other_pairs = [], []
     for click in clicks:
-        others = [paper for paper in click.shown_ids if paper != click.clicked_id][:max_negatives]
+        ranked_against = _others(click)
+        others = [paper for paper in click.shown_ids if paper in ranked_against][:max_negatives]
         clicked_pairs.extend((click.query_id, click.clicked_id) for _ in others)
         other_pairs.extend((click.query_id, paper) for paper in others)
     features = pair_features(clicked_pairs + other_pairs, vectors, papers)
     return torch.from_numpy(features[: len(clicked_pairs)]), torch.from_numpy(features[len(clicked_pairs) :])
+
+
+def _others(click: Click) -> set[str]:
+    """The shown papers a click's clicked paper is ranked against: all but the clicked one and the query paper."""
+    return set(click.shown_ids) - {click.clicked_id, click.query_id}
+
+
+def without_self_clicks(clicks: Sequence[Click]) -> tuple[list[Click], int]:
+    """``clicks`` without those of a query paper on itself (a query paper is never its own candidate), and how many
+    there were.
+
+    Args:
+        clicks: the clicks of one split.
+    """
+    kept = [click for click in clicks if click.clicked_id != click.query_id]
+    return kept, len(clicks) - len(kept)
 
 
 def _vector_rows(vectors: Mapping[str, np.ndarray], needed: set[str]) -> tuple[np.ndarray, dict[str, int]]:

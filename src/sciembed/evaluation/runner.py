@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import __version__
+from ..data.papers import TEXT_FIELDS
 from ..encode import Encoder, PaperEncoder
 from ..io import atomic_path, default_cache_dir
 from .cache import EmbeddingCache
@@ -126,6 +127,8 @@ def evaluate(
     candidates: str = "all",
     id_field: str | None = None,
     smart_links: str = "cacm",
+    qrels_columns: str | None = None,
+    text_fields: Sequence[str] | None = None,
     suite: TaskSuite | MtebSuite | None = None,
 ) -> EvaluationReport:
     """Evaluate ``model`` on every task of ``benchmark`` found in ``data``.
@@ -159,6 +162,13 @@ def evaluate(
             or the ``judged`` ones), the papers file's id column (see :mod:`.custom`).
         smart_links: ``cacm``: how the collection's ``.X`` lines are read (``cacm`` or ``all``, see
             :func:`~sciembed.data.smart.read_smart_collection`).
+        qrels_columns: the order of a judgement file's query and document columns, when stated (``query-document``
+            or ``document-query``; see :func:`~.loaders.load_tasks`).
+        text_fields: the paper fields that make a paper's text, in order, for every task (as ``sciembed embed
+            --text-fields``; :func:`~sciembed.data.papers.paper_text`); default: a
+            :class:`~sciembed.encoders.WindowedEncoder`'s own when other than title and abstract, else each task's
+            (title and abstract; SciRepEval's search adds venue and year). Recorded in the report's settings and in
+            each task's details.
         suite: the tasks, already read by :func:`~.loaders.load_tasks` (``mteb``:
             :func:`~.mteb_bridge.load_mteb_tasks`) with these arguments (``sciembed evaluate`` reads and checks its
             input before it loads the model); read here when ``None``.
@@ -175,6 +185,7 @@ def evaluate(
             queries=queries,
             id_field=id_field,
             test_data=test_data,
+            qrels_columns=qrels_columns,
         )
     if suite is None:
         suite = load_tasks(
@@ -193,7 +204,9 @@ def evaluate(
             candidates=candidates,
             id_field=id_field,
             smart_links=smart_links,
+            qrels_columns=qrels_columns,
         )
+    check_text_fields(suite, text_fields)  # before a model is loaded
     if isinstance(model, Encoder):
         if pooling is not None or max_length is not None or device is not None or domain is not None:
             raise ValueError(
@@ -212,6 +225,10 @@ def evaluate(
             domain=domain,
         )
     folder = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
+    if text_fields is None:
+        text_fields = chosen_text_fields(encoder, None)
+        check_text_fields(suite, text_fields)
+    text_fields = None if text_fields is None else tuple(text_fields)
     settings = {
         "split": split,
         "pooling": encoder.pooling,
@@ -224,10 +241,17 @@ def evaluate(
         "seed": seed,
         "skip_invalid": skip_invalid,
         "tasks": tasks,
+        "text_fields": None if text_fields is None else list(text_fields),
     }
     if benchmark == "mteb":
         from .mteb_bridge import mteb_version, run_mteb
 
+        own = getattr(getattr(encoder, "settings", None), "text_fields", TEXT_FIELDS)
+        if text_fields is not None and tuple(own) != text_fields:
+            from ..encoders import WindowedEncoder, WindowSettings
+
+            # mteb's documents are made texts by the encoder itself: one that reads the fields asked for.
+            encoder = WindowedEncoder(encoder, WindowSettings(text_fields=text_fields, windows=False))
         results, embedding = run_mteb(
             encoder, suite, cache_dir=folder, batch_size=batch_size, show_progress_bar=show_progress_bar
         )
@@ -250,7 +274,11 @@ def evaluate(
         settings.update(
             {"test_size": test_size}
             if suite.benchmark == "classification"
-            else {"queries": None if queries is None else str(queries), "candidates": candidates}
+            else {
+                "queries": None if queries is None else str(queries),
+                "candidates": candidates,
+                "qrels_columns": qrels_columns,
+            }
         )
     return evaluate_suite(
         encoder,
@@ -260,7 +288,46 @@ def evaluate(
         n_jobs=n_jobs,
         show_progress_bar=show_progress_bar,
         settings=settings,
+        text_fields=text_fields,
     )
+
+
+def chosen_text_fields(encoder: Encoder, text_fields: Sequence[str] | None) -> tuple[str, ...] | None:
+    """The paper fields every task's text is made of: ``text_fields`` when given, else a windowed encoder's own when
+    other than title and abstract; ``None`` leaves each task its own.
+
+    Args:
+        encoder: the encoder that embeds the tasks.
+        text_fields: the fields asked for (``--text-fields``), or ``None``.
+    """
+    if text_fields:
+        return tuple(text_fields)
+    settings = getattr(encoder, "settings", None)
+    own = getattr(settings, "text_fields", None)
+    return tuple(own) if own and tuple(own) != TEXT_FIELDS else None
+
+
+def check_text_fields(suite: TaskSuite | MtebSuite, text_fields: Sequence[str] | None) -> None:
+    """Refuse ``text_fields`` naming a field that no paper of a task has, which would embed the papers without it.
+
+    Args:
+        suite: the tasks (an MTEB suite's documents are made by mteb, and not checked).
+        text_fields: the fields asked for, or ``None`` (each task's own).
+
+    Raises:
+        ValueError: a field that no paper of a task holds text in (the task and the first paper's fields named).
+    """
+    if not text_fields or not isinstance(suite, TaskSuite):
+        return
+    for task in suite.tasks:
+        records = [record for record in task.documents.values() if not isinstance(record, str)]
+        absent = [name for name in text_fields if records and not any(r.get(name) not in (None, "") for r in records)]
+        if absent:
+            fields = ", ".join(list(map(str, records[0]))[:10])
+            raise ValueError(
+                f"--text-fields {' '.join(text_fields)}: no paper of {suite.benchmark} {task.name} has text in "
+                f"{', '.join(absent)} (the first paper's fields: {fields}); name fields the papers have"
+            )
 
 
 def evaluate_suite(
@@ -272,13 +339,15 @@ def evaluate_suite(
     n_jobs: int = -1,
     show_progress_bar: bool = True,
     settings: Mapping[str, Any] | None = None,
+    text_fields: Sequence[str] | None = None,
 ) -> EvaluationReport:
     """Embed and score the tasks of ``suite`` (loaded by :func:`~.loaders.load_tasks`, or built in
     code, as evaluation during training does) with a ready ``encoder``; vectors are cached under
-    ``cache_dir`` when given."""
+    ``cache_dir`` when given. ``text_fields`` make every paper's text (default: each task's own fields); the fields
+    a task's papers were embedded from are kept in its result's ``details["text_fields"]``."""
     started = time.perf_counter()
     vectors, caches = _embed_tasks(
-        suite, encoder, cache_dir, batch_size=batch_size, show_progress_bar=show_progress_bar
+        suite, encoder, cache_dir, batch_size=batch_size, show_progress_bar=show_progress_bar, text_fields=text_fields
     )
     embedded = time.perf_counter() - started
 
@@ -288,10 +357,14 @@ def evaluate_suite(
         begun = time.perf_counter()
         result = task.evaluate(documents, queries, n_jobs=n_jobs)
         result.details["seconds"] = round(time.perf_counter() - begun, 3)
-        results.append(result)
-        logger.info("%s %s: %s", suite.benchmark, task.name, {k: round(v, 2) for k, v in result.metrics.items()})
+        task_results = [result]
         if isinstance(task, ClassificationTask) and task.few_shot:
-            results += task.evaluate_few_shot(documents, n_jobs=n_jobs)
+            task_results += task.evaluate_few_shot(documents, n_jobs=n_jobs)
+        if any(not isinstance(record, str) for record in task.documents.values()):
+            for each in task_results:
+                each.details["text_fields"] = list(text_fields or task.fields)
+        logger.info("%s %s: %s", suite.benchmark, task.name, {k: round(v, 2) for k, v in result.metrics.items()})
+        results += task_results
     return EvaluationReport(
         benchmark=suite.benchmark,
         source=suite.source,
@@ -309,8 +382,16 @@ def evaluate_suite(
     )
 
 
-def _embed_tasks(suite: TaskSuite, encoder: Encoder, folder: Path | None, *, batch_size: int, show_progress_bar: bool):
-    """Embed every task's documents and queries.
+def _embed_tasks(
+    suite: TaskSuite,
+    encoder: Encoder,
+    folder: Path | None,
+    *,
+    batch_size: int,
+    show_progress_bar: bool,
+    text_fields: Sequence[str] | None = None,
+):
+    """Embed every task's documents and queries, papers' texts made of ``text_fields`` (default: the task's fields).
 
     Returns:
         ``id(task)`` -> (document vectors, query vectors) by id, and the caches used.
@@ -351,7 +432,7 @@ def _embed_tasks(suite: TaskSuite, encoder: Encoder, folder: Path | None, *, bat
             ("queries", task.queries, task.query_format or task.document_format),
         ):
             cache = cache_for(task_format, facets, task.domain)
-            texts = encoder.texts(records.values(), task.fields)
+            texts = encoder.texts(records.values(), tuple(text_fields or task.fields))
             plans.append((task, role, cache, list(records), texts))
 
     # One pass per encoder over the unique texts of all tasks, so shared papers embed once.

@@ -11,6 +11,7 @@ the vectors of its own ids. Each task names the SciRepEval format its texts are 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -18,6 +19,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..data.papers import TEXT_FIELDS
+
+logger = logging.getLogger(__name__)
 
 Record = Mapping[str, Any] | str
 
@@ -134,21 +137,44 @@ class ProximityTask(Task):
     query_groups: dict[str, str] = field(default_factory=dict, kw_only=True)
     keep_per_query: bool = field(default=False, kw_only=True)
 
+    @property
+    def paper_queries(self) -> bool:
+        """Whether the queries are papers (a proximity task's are, given apart in ``queries`` or not), so that a query
+        paper's judgement of itself is left out: a query paper is never its own candidate."""
+        return True
+
     def evaluate(self, documents, queries, *, n_jobs=-1):
         from .ranking import proximity_run, ranking_metrics, search_run
 
+        qrels, skipped = self._scored_qrels()
         if self.queries:
-            scored = search_run(queries, documents, self.qrels, similarity=self.similarity)
+            scored = search_run(queries, documents, qrels, similarity=self.similarity)
         else:
-            scored = proximity_run(
-                self.qrels, documents, similarity=self.similarity, score_decimals=self.score_decimals
-            )
-        scores = ranking_metrics(self.qrels, scored.run, self.measures, relevance_level=self.relevance_level)
+            scored = proximity_run(qrels, documents, similarity=self.similarity, score_decimals=self.score_decimals)
+        scores = ranking_metrics(qrels, scored.run, self.measures, relevance_level=self.relevance_level)
         return self._result(
             scores.mean,
             counts={"queries": scores.num_queries, "candidates": scores.num_candidates},
+            skipped=skipped,
             details=self._details(scores.per_query),
         )
+
+    def _scored_qrels(self) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+        """The qrels scored (a query paper's judgement of itself left out, counted and logged) and what was skipped."""
+        from .ranking import without_self_judgements
+
+        if not self.paper_queries:
+            return self.qrels, {}
+        qrels, dropped = without_self_judgements(self.qrels)
+        if not dropped:
+            return qrels, {}
+        logger.warning(
+            "%s %s: left out %d judgement(s) of a query paper to itself: a query paper is never its own candidate",
+            self.benchmark,
+            self.name,
+            dropped,
+        )
+        return qrels, {"self_judgements": dropped}
 
     def _details(self, per_query: dict[str, dict[str, float]]) -> dict[str, Any]:
         details = {}
@@ -182,17 +208,26 @@ class SearchTask(ProximityTask):
     full_corpus: bool = field(default=False, kw_only=True)
     top_k: int = field(default=1000, kw_only=True)
 
+    @property
+    def paper_queries(self) -> bool:
+        return False
+
     def evaluate(self, documents, queries, *, n_jobs=-1):
         from .ranking import ranking_metrics, search_run
 
-        qrels = None if self.full_corpus else self.qrels
+        qrels, skipped = self._scored_qrels()
         scored = search_run(
-            queries, documents, qrels, similarity=self.similarity, top_k=self.top_k if self.full_corpus else None
+            queries,
+            documents,
+            None if self.full_corpus else qrels,
+            similarity=self.similarity,
+            top_k=self.top_k if self.full_corpus else None,
         )
-        scores = ranking_metrics(self.qrels, scored.run, self.measures, relevance_level=self.relevance_level)
+        scores = ranking_metrics(qrels, scored.run, self.measures, relevance_level=self.relevance_level)
         return self._result(
             scores.mean,
             counts={"queries": scores.num_queries, "documents": len(self.documents)},
+            skipped=skipped,
             details=self._details(scores.per_query),
         )
 
@@ -201,10 +236,15 @@ class SearchTask(ProximityTask):
 class PaperSearchTask(SearchTask):
     """Query papers ranking every paper of a collection (a qrels file whose queries are papers,
     :mod:`.custom`): queries and candidates are both papers, embedded in the proximity format; cosine over
-    the whole corpus, the ``top_k`` best kept, a query paper never ranking itself (as BEIR drops identical ids)."""
+    the whole corpus, the ``top_k`` best kept, a query paper never its own candidate (nor its judgement of itself
+    scored)."""
 
     kind: ClassVar[str] = "proximity"
     query_format: ClassVar[str | None] = None
+
+    @property
+    def paper_queries(self) -> bool:
+        return True
 
 
 @dataclass

@@ -1,0 +1,244 @@
+"""Faults that once gave evaluation scores with exit code 0 that were silently wrong (issue 51, items 6-9).
+
+Judgement files read the wrong way round or with a judgement taken for a header, a query paper ranked as its own
+candidate, and text fields asked for but not embedded. Each case writes its own files, runs what a user would, and
+asserts the exit code, the message (file, line, the switch that helps) or the scores.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from helpers import WORDS, shared_data
+
+from sciembed import PaperEncoder
+from sciembed.cli import main
+from sciembed.data.beir import read_beir
+from sciembed.data.scidocs_recomm import Click, SciDocsRecomm
+from sciembed.data.smart import read_smart_qrels
+from sciembed.evaluation import load_tasks
+from sciembed.evaluation.custom import read_qrels
+from sciembed.evaluation.recommendation import evaluate_recommendations
+from sciembed.evaluation.tasks import ProximityTask
+
+
+def _papers(path, n=60, **extra):
+    rng = np.random.default_rng(0)
+    papers = [
+        {
+            "paper_id": f"d{i}",
+            "title": " ".join(rng.choice(WORDS, 4)),
+            "abstract": " ".join(rng.choice(WORDS, 12)),
+            **{name: f"{value} {i}" for name, value in extra.items()},
+        }
+        for i in range(n)
+    ]
+    path.write_text("".join(json.dumps(p) + "\n" for p in papers))
+    return path
+
+
+def _evaluate(*arguments):
+    return main(["evaluate", "--benchmark", "retrieval", "--no-progress", *map(str, arguments)])
+
+
+# 6. A judgement file with its query and document columns swapped ----------------------------------------------
+
+# Three query papers, each judged against 20 papers: written backwards, 60 "queries" judged once against 3.
+_JUDGED = [(f"d{q}", f"d{3 + 20 * q + k}", 1 + k % 3) for q in range(3) for k in range(20) if 3 + 20 * q + k < 60]
+_SWAPPED = {
+    "trec.qrels": "".join(f"{d} 0 {q} {r}\n" for q, d, r in _JUDGED),
+    "beir.tsv": "query-id\tcorpus-id\tscore\n" + "".join(f"{d}\t{q}\t{r}\n" for q, d, r in _JUDGED),
+    "named.tsv": "corpus-id\tquery-id\tscore\n" + "".join(f"{d}\t{q}\t{r}\n" for q, d, r in _JUDGED[:6]),
+    "plain.csv": "".join(f"{d},{q},{r}\n" for q, d, r in _JUDGED),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SWAPPED))
+def test_swapped_qrels_columns_stop_before_the_model_loads_and_the_switch_reads_them(
+    tiny_bert, tmp_path, caplog, name
+):
+    papers, qrels = _papers(tmp_path / "papers.jsonl"), tmp_path / name
+    qrels.write_text(_SWAPPED[name])
+    # An absent model: the diagnosis comes before any model is loaded.
+    assert _evaluate("--data", qrels, "--papers", papers, "--model", tmp_path / "no-model") == 2
+    assert f"{name}: the query and document columns look swapped" in caplog.text or (
+        f"{name}, line 1: the header names the document column first" in caplog.text
+    )
+    assert "--qrels-columns document-query" in caplog.text and "no-model" not in caplog.text
+    output = tmp_path / "out.json"
+    arguments = ("--data", qrels, "--papers", papers, "--model", tiny_bert, "--output", output)
+    assert _evaluate(*arguments, "--qrels-columns", "document-query") == 0
+    report = json.loads(output.read_text())
+    assert report["tasks"][0]["counts"]["queries"] == (1 if name == "named.tsv" else 3)
+    assert report["settings"]["qrels_columns"] == "document-query"
+
+
+def test_swapped_columns_with_a_queries_file_are_named_not_called_unknown_ids(tmp_path, caplog):
+    papers, queries, qrels = _papers(tmp_path / "papers.jsonl"), tmp_path / "queries.tsv", tmp_path / "qrels.txt"
+    queries.write_text("".join(f"q{i}\t{' '.join(WORDS[i : i + 3])}\n" for i in range(4)))
+    qrels.write_text("".join(f"d{2 * i + k}\tq{i}\t1\n" for i in range(4) for k in range(2)))
+    assert _evaluate("--data", qrels, "--papers", papers, "--queries", queries) == 2
+    assert "qrels.txt: the query and document columns look swapped: 8 of 8 judgements" in caplog.text
+    assert "--skip-invalid" not in caplog.text
+    (task,) = load_tasks("retrieval", qrels, papers=papers, queries=queries, qrels_columns="document-query").tasks
+    assert task.qrels == {f"q{i}": {f"d{2 * i}": 1, f"d{2 * i + 1}": 1} for i in range(4)}
+
+
+def test_benchmark_judgement_files_read_backwards_are_refused(tmp_path):
+    smart = tmp_path / "qrels.text"
+    smart.write_text("10 01 0 0\n11 01 0 0\n12 02 0 0\n")
+    with pytest.raises(ValueError, match=r"qrels\.text: the query and document columns look swapped"):
+        read_smart_qrels(smart, query_ids={"1", "2"}, paper_ids={"10", "11", "12"})
+    folder = tmp_path / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": f"d{i}", "text": "memory"}) + "\n" for i in (1, 2))
+    )
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "garbage"}) + "\n")
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nd1\tq1\t1\nd2\tq1\t0\n")
+    with pytest.raises(ValueError, match=r"test\.tsv: the query and document columns look swapped"):
+        read_beir(folder)
+    assert read_beir(folder, qrels_columns="document-query").qrels["test"]["query_id"] == ["q1", "q1"]
+    with pytest.raises(
+        ValueError, match=r"--qrels-columns orders the columns of judgement files .*; cocitation reads"
+    ):
+        load_tasks("cocitation", folder, qrels_columns="document-query")  # never silently ignored
+
+
+def test_legitimate_shapes_are_not_called_swapped(tmp_path):
+    papers = _papers(tmp_path / "papers.jsonl")
+    known_item = tmp_path / "known.qrels"  # every query judged once, against documents many and distinct
+    known_item.write_text("".join(f"d{i} 0 d{i + 30} 1\n" for i in range(30)))
+    assert len(load_tasks("retrieval", known_item, papers=papers).tasks[0].qrels) == 30
+    cacm = load_tasks("cacm", shared_data("cacm"), tasks=["search"], skip_invalid=True)  # SMART's qrels.text
+    assert len(cacm.tasks[0].qrels) == 52
+
+
+# 7. A first line whose grade is not an integer, taken for a header ----------------------------------------------
+
+
+@pytest.mark.parametrize("line", [1, 5])
+@pytest.mark.parametrize("grade", ["1.5", "Identical", "-1", "2.0", "relevant"])
+def test_a_grade_is_read_by_one_rule_on_every_line(tmp_path, grade, line):
+    rows = [f"d{i} d{i + 10} {i % 2}" for i in range(6)]
+    rows[line - 1] = f"d{line} d{line + 10} {grade}"
+    path = tmp_path / "grades.tsv"
+    path.write_text("\n".join(rows) + "\n")
+    if grade == "-1":
+        columns, lines = read_qrels(path)
+        assert lines == [1, 2, 3, 4, 5, 6] and columns["score"][line - 1] == -1
+    else:
+        with pytest.raises(
+            ValueError, match=rf"grades\.tsv, line {line}: relevance must be an integer, got '{grade}'"
+        ):
+            read_qrels(path)
+
+
+def test_only_column_names_make_a_header_and_a_wrong_column_order_is_named(tmp_path, caplog):
+    path = tmp_path / "qrels.tsv"
+    path.write_text("query-id\tcorpus-id\tscore\nd1\td2\t1\n")
+    assert read_qrels(path)[1] == [2]
+    path.write_text("".join(f"d{i}\t{i % 2}\td{i + 1}\n" for i in range(5)))  # qid rel docid
+    assert _evaluate("--data", path, "--papers", _papers(tmp_path / "papers.jsonl")) == 2
+    assert "qrels.tsv, line 1: relevance must be an integer, got 'd1'; no line has an integer relevance" in caplog.text
+    assert "(field 2 holds an integer on every line)" in caplog.text and "--skip-invalid" not in caplog.text
+    path.write_text("01 10 0 0\n02 11 0 0\n")  # SMART's qrels.text read as TREC: every document '0'
+    with pytest.raises(ValueError, match=r"every judgement names the same document '0' \(field 3 of 'qid 0 docid"):
+        read_qrels(path)
+    caplog.clear()
+    path.write_text("1 0 2 1\n3 0 4 1\n")  # every line names unknown ids: no row to skip, the ids are wrong
+    assert _evaluate("--data", path, "--papers", tmp_path / "papers.jsonl") == 2
+    assert "(no judgement names a known query and document: check the column order" in caplog.text
+    assert "--skip-invalid" not in caplog.text
+
+
+# 8. A query paper ranked as its own candidate ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("candidates", ["judged", "all"])
+def test_a_query_paper_is_never_its_own_candidate(tmp_path, caplog, candidates):
+    papers = _papers(tmp_path / "papers.jsonl")
+    rows = [f"d{q} 0 d{q + k} {int(k < 3)}" for q in range(5) for k in range(1, 8)]
+    plain, with_self = tmp_path / "plain.qrels", tmp_path / "self.qrels"
+    plain.write_text("\n".join(rows) + "\n")
+    with_self.write_text("\n".join(["d0 0 d0 1", *rows]) + "\n")
+    vectors = {f"d{i}": v for i, v in enumerate(np.random.default_rng(1).standard_normal((60, 8)).astype(np.float32))}
+
+    def scored(path):
+        (task,) = load_tasks("retrieval", path, papers=papers, candidates=candidates).tasks
+        return task.evaluate(vectors, {q: vectors[q] for q in task.queries})
+
+    expected, result = scored(plain), scored(with_self)
+    assert result.metrics == pytest.approx(expected.metrics, abs=1e-12)
+    assert result.skipped == {"self_judgements": 1} and "left out 1 judgement(s) of a query paper to itself" in (
+        caplog.text
+    )
+    # A benchmark's proximity task (SciDocs' cite, co-view, ..., Multi-SciDocs) keeps the same rule.
+    task = ProximityTask("scidocs", "cite", {}, qrels={"d0": {"d0": 1, "d1": 1, "d2": 0}})
+    assert task.evaluate(vectors, {}).counts == {"queries": 1, "candidates": 2}
+
+
+def test_a_query_paper_is_never_its_own_recommendation(caplog):
+    rng = np.random.default_rng(0)
+    vectors = {f"p{i}": v for i, v in enumerate(rng.standard_normal((40, 8)).astype(np.float32))}
+    clicks = {}
+    for split, count in (("train", 60), ("val", 20), ("test", 30)):
+        drawn = [[f"p{i}" for i in rng.choice(40, 6, replace=False)] for _ in range(count)]
+        clicks[split] = [Click(query, shown[0], tuple(shown), line) for line, (query, *shown) in enumerate(drawn, 2)]
+    plain = SciDocsRecomm("plain", clicks, np.ones(5))
+    # The query paper shown after the others, and a click of a query paper on itself: neither is ranked.
+    test = [Click(c.query_id, c.clicked_id, (*c.shown_ids, c.query_id), c.line) for c in clicks["test"]]
+    own = SciDocsRecomm("own", {**clicks, "test": [*test, Click("p1", "p1", ("p1", "p2"), 99)]}, np.ones(6))
+    expected, result = evaluate_recommendations(plain, vectors), evaluate_recommendations(own, vectors)
+    assert (result["ndcg"], result["P@1"]) == (expected["ndcg"], expected["P@1"]) and result["self_clicks"] == 1
+    assert "own: left out 1 click(s) of a query paper on itself" in caplog.text
+
+
+# 9. --text-fields asked for but not embedded ------------------------------------------------------------------------
+
+
+def test_evaluate_embeds_the_text_fields_asked_for_records_them_and_never_reuses_other_texts_vectors(
+    tiny_bert, tmp_path, monkeypatch
+):
+    papers = _papers(tmp_path / "papers.jsonl", text="garbage collection memory")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"d{q} 0 d{q + k} 1\n" for q in range(4) for k in range(1, 4)))
+    encoded: list[str] = []
+    original = PaperEncoder.encode
+
+    def encode(self, papers, **kwargs):
+        encoded.extend(p for p in papers if isinstance(p, str))
+        return original(self, papers, **kwargs)
+
+    monkeypatch.setattr(PaperEncoder, "encode", encode)
+
+    def run(*fields):
+        encoded.clear()
+        output = tmp_path / f"{'-'.join(fields)}.json"
+        arguments = ("--data", qrels, "--papers", papers, "--model", tiny_bert, "--cache-dir", tmp_path / "cache")
+        assert _evaluate(*arguments, "--output", output, "--text-fields", *fields) == 0
+        return json.loads(output.read_text())
+
+    titles = run("title")
+    assert encoded and not any("garbage collection memory" in text for text in encoded)
+    both = run("title", "text")
+    assert sum("garbage collection memory" in text for text in encoded) == 60  # every paper, embedded anew
+    assert both["embedding"]["texts_encoded"] == 60 and titles["settings"]["text_fields"] == ["title"]
+    assert both["settings"]["text_fields"] == ["title", "text"] and both["tasks"][0]["details"]["text_fields"] == [
+        "title",
+        "text",
+    ]
+
+
+def test_text_fields_no_paper_has_are_refused_before_the_model_loads(tmp_path, caplog):
+    papers, qrels = _papers(tmp_path / "papers.jsonl"), tmp_path / "qrels.txt"
+    qrels.write_text("d1 0 d2 1\n")
+    assert (
+        _evaluate(
+            "--data", qrels, "--papers", papers, "--model", tmp_path / "no-model", "--text-fields", "title", "body"
+        )
+        == 2
+    )
+    assert "--text-fields title body: no paper of retrieval qrels has text in body" in caplog.text
