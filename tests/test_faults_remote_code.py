@@ -136,6 +136,32 @@ def test_a_module_class_naming_another_repository_is_refused(tiny_st_base, tmp_p
         assert f"{model / 'modules.json'}: [1].type" in caplog.text and "--trust-remote-code" in caplog.text
 
 
+def test_an_auto_map_in_a_router_s_route_folder_is_refused(tiny_st_base, other, tmp_path, caplog):
+    model = shutil.copytree(tiny_st_base, tmp_path / "model")
+    route = "query_0_TaskFormatInput"
+    (model / "router_config.json").write_text(json.dumps({"types": {route: "sentence_transformers.Router"}}))
+    _model(model, tmp_path / "route", "tokenizer_config.json", {"AutoTokenizer": [None, f"{other}--evilmod.EvilFast"]})
+    shutil.move(tmp_path / "route" / "model", model / route)
+    assert main([str(a) for a in _command("embed", model, tmp_path)]) == 2
+    assert f'{model / route / "tokenizer_config.json"}: auto_map["AutoTokenizer"]' in caplog.text
+
+
+def test_a_hub_repository_naming_foreign_code_is_refused_before_it_loads(
+    tiny_bert, other, tmp_path, monkeypatch, caplog
+):
+    from huggingface_hub import constants
+
+    snapshot = _model(tiny_bert, tmp_path, "config.json", {"AutoModel": f"{other}--evilmod.EvilModel"})
+    repo = tmp_path / "hub" / "models--org--tiny"
+    shutil.copytree(snapshot, repo / "snapshots" / "abc123")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc123")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert main([str(a) for a in _command("embed", "org/tiny", tmp_path)]) == 2
+    assert "the Hub repository org/tiny names code that is not sciembed's own" in caplog.text
+    assert 'org/tiny/config.json: auto_map["AutoModel"]' in caplog.text and not (tmp_path / "ran").exists()
+
+
 def test_sciembed_s_own_code_and_null_entries_need_no_consent(family_model, tiny_bert, tmp_path):
     from sciembed.checkpoints import remote_code
 
