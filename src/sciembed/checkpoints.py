@@ -1,14 +1,13 @@
-"""What a model folder or Hub repository holds, read before anything of it loads: the code its configs name and
-the folders its ``modules.json`` names.
+"""What a model folder or Hub repository holds: the code its configs name, and its module folders.
 
-transformers runs the code an ``auto_map`` entry names when a model loads with ``trust_remote_code=True``: a
-module beside the config (``module.Class``) or one in another repository or local folder
-(``OTHER--module.Class``). sentence-transformers does the same for the module classes of ``modules.json`` and of a
-Router's ``router_config.json``. sciembed loads its own families' and format routes' code without asking, so
-:func:`check_remote_code` accepts an entry only when it names a file beside the config that is byte for byte one
-of sciembed's own (:func:`sciembed.families.foreign_code`), or a class of sentence-transformers or sciembed, and
-refuses every other entry unless the user trusts the model's code. :func:`module_folders` reads ``modules.json``
-and refuses a module path that leaves the folder, whatever the user trusts.
+With ``trust_remote_code=True``, transformers runs the code an ``auto_map`` entry names. That is a module beside
+the config (``module.Class``), or one in another repository or local folder (``OTHER--module.Class``).
+sentence-transformers does the same for the module classes of ``modules.json`` and a Router's
+``router_config.json``. sciembed runs its own families' and format routes' code without asking. So
+:func:`check_remote_code` accepts an entry only when it names sciembed's own code: a file beside the config that is
+byte for byte sciembed's (:func:`sciembed.families.foreign_code`), or a sentence-transformers or sciembed class.
+Every other entry is refused unless the user trusts the model's code. :func:`module_folders` refuses a module path
+that leaves the folder, whatever the user trusts.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ _REMEDY = "Read that code, then pass --trust-remote-code (command line) or trust
 
 @dataclass(frozen=True)
 class CodeEntry:
-    """One entry of a checkpoint's files that names code sciembed did not write.
+    """An entry of a checkpoint's files that names code sciembed did not write.
 
     Attributes:
         file: the file holding the entry (a path, or ``repo_id/filename`` for a Hub repository).
@@ -83,7 +82,7 @@ class _Checkpoint:
             return None
 
     def json(self, relative: str) -> Any:
-        """The JSON file at ``relative``; ``None`` when there is none."""
+        """The JSON file at ``relative``, or ``None`` when there is none."""
         path = self.file(relative)
         if path is None:
             return None
@@ -105,9 +104,9 @@ def _join(folder: str, name: str) -> str:
 
 
 def module_folders(name_or_path: str | os.PathLike[str]) -> list[str]:
-    """The module folders ``modules.json`` names (``""`` for the checkpoint itself) and the route folders of a
-    Router among them (its ``router_config.json``'s ``types``), relative to the checkpoint; ``[]`` without
-    ``modules.json``.
+    """The module folders ``modules.json`` names, and the route folders of a Router among them.
+
+    The folders are relative to the checkpoint, ``""`` being the checkpoint itself. Without ``modules.json``: ``[]``.
 
     Args:
         name_or_path: a local folder or a Hub id.
@@ -136,7 +135,7 @@ def module_folders(name_or_path: str | os.PathLike[str]) -> list[str]:
 
 
 def _inside(checkpoint: _Checkpoint, path: Any, where: str, key: str) -> str:
-    """``path`` relative to the checkpoint, normalised (``""`` for the checkpoint itself), when it stays inside."""
+    """``path`` normalised (``""`` for the checkpoint itself); refused when it leaves the checkpoint."""
     if not isinstance(path, str):
         raise ValueError(f"{where}: {key} = {json.dumps(path)} is not a folder path")
     normal = os.path.normpath(path.replace("\\", "/")) if path else "."
@@ -154,10 +153,10 @@ def _inside(checkpoint: _Checkpoint, path: Any, where: str, key: str) -> str:
 
 
 def remote_code(name_or_path: str | os.PathLike[str]) -> list[CodeEntry]:
-    """Every entry of a checkpoint that names code other than sciembed's own or sentence-transformers': the
-    ``auto_map`` entries of the configs at its top and in its module folders (model, tokenizer and
-    sentence-transformers configs), and the module classes of ``modules.json`` and of a Router's
-    ``router_config.json``.
+    """The entries of a checkpoint that name code other than sciembed's or sentence-transformers'.
+
+    It reads the ``auto_map`` of every config at the top and in the module folders (model, tokenizer and
+    sentence-transformers configs), and the module classes of ``modules.json`` and a Router's ``router_config.json``.
 
     Args:
         name_or_path: a local folder or a Hub id (its files are read through the Hub cache).
@@ -189,15 +188,16 @@ def remote_code(name_or_path: str | os.PathLike[str]) -> list[CodeEntry]:
 
 
 def check_remote_code(name_or_path: str | os.PathLike[str], *, trust_remote_code: bool = False) -> list[CodeEntry]:
-    """Refuse a checkpoint that names code other than sciembed's own unless ``trust_remote_code``; returns the
-    entries :func:`remote_code` finds (what the user then trusts).
+    """Refuse a checkpoint naming code other than sciembed's own, unless the user trusts it.
+
+    Returns the entries :func:`remote_code` finds: what the user then trusts.
 
     Args:
         name_or_path: a local folder or a Hub id.
         trust_remote_code: the user has read the checkpoint's code and lets it run.
 
     Raises:
-        ValueError: naming each file and entry and ``--trust-remote-code``; or as :func:`module_folders`.
+        ValueError: naming each file, its entry and ``--trust-remote-code``. Also as :func:`module_folders`.
     """
     entries = remote_code(name_or_path)
     if entries and not trust_remote_code:
@@ -228,8 +228,7 @@ def _auto_map_entries(checkpoint: _Checkpoint, folder: str, file: str, auto_map:
 
 
 def _reference_problem(checkpoint: _Checkpoint, folder: str, reference: Any) -> str | None:
-    """Why ``reference`` (``module.Class`` or ``REPO--module.Class``) is not sciembed's own code beside the config
-    in ``folder``; ``None`` when it is."""
+    """Why ``reference`` (``module.Class`` or ``REPO--module.Class``) is not sciembed's code in ``folder``, if so."""
     if not isinstance(reference, str):
         return f"{json.dumps(reference)} is not a module.Class name"
     if "--" in reference:
@@ -240,14 +239,11 @@ def _reference_problem(checkpoint: _Checkpoint, folder: str, reference: Any) -> 
 
 
 def _module_class_problem(checkpoint: _Checkpoint, value: Any) -> str | None:
-    """Why a sentence-transformers module class is neither sentence-transformers' nor sciembed's own; ``None``
-    when it is."""
+    """Why a sentence-transformers module class is neither sentence-transformers' nor sciembed's, if so."""
     if isinstance(value, str) and "--" not in value and value.startswith(_OWN_PACKAGES):
         return None
-    if isinstance(value, str) and _MODULE_CLASS.fullmatch(value):
-        return _own_file_problem(checkpoint, f"{value.split('.')[0]}.py")
-    if isinstance(value, str) and "--" in value:
-        return f"code in {value.split('--')[0]}, outside the model folder"
+    if isinstance(value, str) and ("--" in value or _MODULE_CLASS.fullmatch(value)):
+        return _reference_problem(checkpoint, "", value)
     return "a class outside sentence_transformers and sciembed"
 
 
