@@ -13,6 +13,7 @@ that leaves the folder, whatever the user trusts.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from typing import Any
 from .families import foreign_code
 from .formats import route_code_paths
 from .formats.names import ROUTER_CONFIG_FILE
+
+logger = logging.getLogger(__name__)
 
 MODULES_FILE = "modules.json"
 #: The configs a Hub repository is read for (a local folder: every ``*config*.json`` of it and of its modules).
@@ -206,6 +209,8 @@ def check_remote_code(name_or_path: str | os.PathLike[str], *, trust_remote_code
             f"{where} names code that is not sciembed's own, which loading it (and every user of a copy published "
             f"with it) would run: {'; '.join(map(str, entries))}. {_REMEDY}"
         )
+    if entries:
+        logger.warning("%s: running code it names, as trusted: %s", name_or_path, "; ".join(map(str, entries)))
     return entries
 
 
