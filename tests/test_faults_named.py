@@ -382,7 +382,8 @@ def test_unsafe_pickle_weights_and_foreign_code_name_sciembeds_own_remedy(tiny_b
     )
     with pytest.raises(
         ValueError,
-        match=rf"the folder {foreign} holds Python code that is not sciembed's own; .*--trust-remote-code "
+        match=rf"the folder {foreign} names code that is not sciembed's own.*configuration_foreign.py is not "
+        r"sciembed's own code.*--trust-remote-code "
         r"\(command line\) or trust_remote_code=True \(Python\)",
     ) as refused:
         PaperEncoder.from_pretrained(foreign, device="cpu")

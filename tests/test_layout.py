@@ -23,7 +23,7 @@ LAYERS = (
     ),
     ("encoders", ("sciembed.encoders",)),
     ("encode", ("sciembed.encode", "sciembed.onnx_backend")),
-    ("formats / data", ("sciembed.formats", "sciembed.data")),
+    ("formats / data", ("sciembed.formats", "sciembed.data", "sciembed.checkpoints")),
     (
         "families / io",
         ("sciembed.families", "sciembed.io", "sciembed.truncation", "sciembed.default_model", "sciembed.distributed"),

@@ -258,6 +258,7 @@ def test_exported_multi_format_models_load_in_sentence_transformers_without_scie
     SentenceTransformer(folder, trust_remote_code=True) gives sciembed's vectors in every format."""
     import os
 
+    from sciembed.checkpoints import remote_code
     from sciembed.families import foreign_code
     from sciembed.formats import route_code_paths
     from sciembed.hub.export import export_model
@@ -272,6 +273,7 @@ def test_exported_multi_format_models_load_in_sentence_transformers_without_scie
         # The export's own fresh-process checks run in the next test; here one process checks all three folders.
         export_model(tmp_path / f"{kind}-model", tmp_path / kind, validate=False)
         assert foreign_code(tmp_path / kind, route_code_paths()) == []  # the routes' code is sciembed's own
+        assert remote_code(tmp_path / kind) == []  # and so is every class its configs name
         assert hub_files(tmp_path / kind)[1] == {}  # every file of the routes belongs on the Hub (push uploads them)
         modules = json.loads((tmp_path / kind / "modules.json").read_text())
         assert [(m["path"], m["type"]) for m in modules] == [

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from tqdm.auto import tqdm
 
+from .checkpoints import check_remote_code, module_folders
 from .data.papers import TEXT_FIELDS, paper_text
 from .default_model import default_model_path
 from .families import family_of, foreign_code, register_families
@@ -264,6 +265,7 @@ class PaperEncoder(Encoder):
         if (Path(name) / ENSEMBLE_FILE).is_file():
             # Ensembles sit a layer above this module (sciembed.encoders.ensemble imports it, not the other way).
             raise ValueError(f"{name} is an ensemble ({ENSEMBLE_FILE}): load it with sciembed.encoders.load_encoder")
+        check_remote_code(name, trust_remote_code=trust_remote_code)
         register_families()
         sentence_transformers = _has_sentence_transformers_modules(name)
         if sentence_transformers and _format_routes_at_root(name):
@@ -282,7 +284,7 @@ class PaperEncoder(Encoder):
             if Path(name).is_dir():
                 load_format_modules(model.transformers_model, name)
             return cls(model, device=device, **kwargs)
-        from transformers import AutoModel
+        from transformers import AutoModel, AutoTokenizer
 
         if kwargs.get("max_length") is None and sentence_transformers:
             # Read as a plain transformer with another pooling, a sentence-transformers model keeps its own length.
@@ -295,6 +297,8 @@ class PaperEncoder(Encoder):
             )
         with _load_errors_named(name):
             model = AutoModel.from_pretrained(name, trust_remote_code=trust_remote_code)
+            if trust_remote_code and kwargs.get("tokenizer") is None:  # a tokenizer may be the model's code too
+                kwargs["tokenizer"] = AutoTokenizer.from_pretrained(name, trust_remote_code=True)
         if Path(name).is_dir():
             load_format_modules(model, name)
         return cls(model, device=device, **kwargs)
@@ -669,6 +673,7 @@ def base_embedding(name_or_path: str | os.PathLike[str]) -> BaseEmbedding:
     name = str(name_or_path)
     if not _has_sentence_transformers_modules(name):
         return BaseEmbedding(None, False, None, "no sentence-transformers modules")
+    module_folders(name)  # every module path stays inside the checkpoint
     modules_file = _st_file(name, "modules.json")
     kinds = [
         (entry.get("type", "").rsplit(".", 1)[-1], entry)

@@ -131,18 +131,19 @@ def family_class(family: str) -> type[PreTrainedModel]:
 
 
 def from_bert(
-    family: str, base: str | os.PathLike[str], **options: Any
+    family: str, base: str | os.PathLike[str], *, trust_remote_code: bool = False, **options: Any
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """Build ``family`` from the BERT checkpoint ``base`` (Hub id or folder); returns (model, tokenizer).
 
     The tokenizer is the base's, with whatever tokens the family adds (control codes, domain tokens,
-    extra CLS tokens), so the pair can be saved together with :func:`save_pretrained`.
+    extra CLS tokens), so the pair can be saved together with :func:`save_pretrained`; ``trust_remote_code``
+    lets a tokenizer that is the base's own code load.
     """
     from transformers import AutoTokenizer, BertConfig
 
     model_class = family_class(family)
     _check_options(family, options, model_class.config_class, BertConfig)
-    tokenizer = AutoTokenizer.from_pretrained(base)
+    tokenizer = AutoTokenizer.from_pretrained(base, trust_remote_code=trust_remote_code)
     return model_class.from_bert(str(base), tokenizer=tokenizer, **options), tokenizer
 
 
@@ -151,15 +152,18 @@ def classifier_from_bert(
     base: str | os.PathLike[str],
     head: str | list[int] = "CH2",
     num_labels: int | None = None,
+    *,
+    trust_remote_code: bool = False,
     **options: Any,
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """Build a SPECTROID classifier from the BERT checkpoint ``base``; returns (model, tokenizer).
 
     ``family`` is ``"spectroid"`` (a plain BERT encoder, [CLS] embedding) or one of :data:`FAMILIES` (the
     head then sits on that family's paper embedding); ``head`` is ``"CH1"``, ``"CH2"``, ``"CH3"`` or a
-    list of hidden sizes. Save the pair with ``model.save_pretrained`` and ``tokenizer.save_pretrained``:
-    the folder loads with ``AutoModelForSequenceClassification.from_pretrained(folder, trust_remote_code=True)``,
-    and its encoder alone with ``AutoModel``.
+    list of hidden sizes; ``trust_remote_code`` as for :func:`from_bert`. Save the pair with
+    ``model.save_pretrained`` and ``tokenizer.save_pretrained``: the folder loads with
+    ``AutoModelForSequenceClassification.from_pretrained(folder, trust_remote_code=True)``, and its encoder alone
+    with ``AutoModel``.
     """
     from transformers import AutoTokenizer, BertConfig, PretrainedConfig
 
@@ -169,7 +173,7 @@ def classifier_from_bert(
     model_class = getattr(importlib.import_module(f"sciembed.modeling.{family}"), REGISTRY[family].classifier_class)
     # PretrainedConfig's fields too: a classifier's labels (id2label, problem_type, ...) are options.
     _check_options(family, options, model_class.config_class, BertConfig, PretrainedConfig)
-    tokenizer = AutoTokenizer.from_pretrained(base)
+    tokenizer = AutoTokenizer.from_pretrained(base, trust_remote_code=trust_remote_code)
     if family in FAMILIES:  # the families add their tokens (control codes, domain or CLS tokens) to it
         options["tokenizer"] = tokenizer
     return model_class.from_bert(str(base), head=head, num_labels=num_labels, **options), tokenizer

@@ -6,6 +6,7 @@ import argparse
 import logging
 
 from ..families import FAMILIES
+from .options import add_options
 
 logger = logging.getLogger(__name__)
 
@@ -41,17 +42,21 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         '--set \'domains=["cs","bio"]\'); '
         "repeatable; the saved config.json lists every field with its value",
     )
+    add_options(parser, "trust_remote_code")
     parser.set_defaults(run=run)
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..checkpoints import check_remote_code
     from ..default_model import default_model_path
     from ..families import from_bert, save_pretrained
     from ..training.recipes import parse_assignments
 
     options = parse_assignments(args.set)
-    model, tokenizer = from_bert(args.family, args.base or default_model_path(), **options)
+    base = args.base or default_model_path()
+    check_remote_code(base, trust_remote_code=args.trust_remote_code)
+    model, tokenizer = from_bert(args.family, base, trust_remote_code=args.trust_remote_code, **options)
     save_pretrained(model, tokenizer, args.output)
     logger.info(
         "saved a %s model built from %s to %s", args.family, args.base or "the embedded all-MiniLM-L6-v2", args.output

@@ -45,7 +45,12 @@ _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "device": ("--device", {"help": "cpu, cuda, cuda:1, ... (default: cuda when available, else cpu)"}),
     "trust_remote_code": (
         "--trust-remote-code",
-        {"action": "store_true", "help": "allow a Hub model to run its own modeling code"},
+        {
+            "action": "store_true",
+            "help": "let the model run code that is not sciembed's own (what its configs' auto_map or module "
+            "classes name, in its folder, on the Hub or elsewhere); without it such a model is refused, naming "
+            "the entries",
+        },
     ),
     "no_progress": (
         "--no-progress",

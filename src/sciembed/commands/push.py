@@ -42,5 +42,11 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         logger.info("--dry-run: %s is ready for %s and was not uploaded", report.folder, args.repo_id)
         return 0
-    push_folder(report.folder, args.repo_id, private=args.private, commit_message=args.commit_message)
+    push_folder(
+        report.folder,
+        args.repo_id,
+        private=args.private,
+        commit_message=args.commit_message,
+        trust_remote_code=args.trust_remote_code,
+    )
     return 0

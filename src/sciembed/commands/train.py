@@ -89,7 +89,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         help="print the settings a run of --recipe from --base would use (the recipe's defaults for that base, "
         "--config and --set applied), one --set KEY=VALUE a line, and exit without training",
     )
-    add_options(parser, "no_progress")
+    add_options(parser, "trust_remote_code", "no_progress")
     parser.set_defaults(run=run)
     return parser
 
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     if args.no_progress:
         overrides.setdefault("disable_tqdm", True)
     if args.show_settings:
-        print(_settings_listing(args.recipe, args.base, overrides))
+        print(_settings_listing(args.recipe, args.base, overrides, args.trust_remote_code))
         return 0
     if not args.output:
         raise ValueError("--output is required: the folder for checkpoints, the trained model and train_results.json")
@@ -117,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         evaluate_before=args.evaluate_before,
         smart_links=args.smart_links,
         overwrite=args.overwrite,
+        trust_remote_code=args.trust_remote_code,
     )
     logger.info(
         "trained %s for %d step(s) in %.0f s; model saved to %s",
@@ -163,13 +164,13 @@ def _data(args: argparse.Namespace):
     return args.data
 
 
-def _settings_listing(recipe: str, base: str | None, overrides: dict) -> str:
+def _settings_listing(recipe: str, base: str | None, overrides: dict, trust_remote_code: bool = False) -> str:
     """The settings a run uses as ``KEY=VALUE`` lines (what ``--set`` takes), each embedding value with what chose
     it."""
     from ..training.recipes import get_recipe
     from ..training.run import resolved_settings
 
-    settings = resolved_settings(recipe, base, overrides)
+    settings = resolved_settings(recipe, base, overrides, trust_remote_code=trust_remote_code)
     chosen_by = settings["embedding"].pop("chosen_by")
     unit_vector_settings = get_recipe(recipe).unit_vector_settings if settings["embedding"]["normalize"] else {}
     lines = [

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..checkpoints import check_remote_code
 from ..families import foreign_code
 from ..formats import route_code_paths
 from ..io import refuse_replacing, replace_folder
@@ -85,17 +86,19 @@ def export_model(
             :func:`~.cards.dataset_identity` names it from the report's source).
         validate: load the folder in a fresh process without sciembed and parse the card (see
             :func:`validate_export`); a failure raises and leaves ``out_dir`` untouched.
-        trust_remote_code: export (and run, when validating) Python files of the folder that are not
+        trust_remote_code: export (and run, when validating) code the folder holds or names that is not
             sciembed's own. Without it, a folder whose ``.py`` files differ from those sciembed ships for its
-            family (a tampered ``configuration_*.py``, say) is refused before anything of it runs.
+            family (a tampered ``configuration_*.py``, say), or whose configs name code elsewhere or not
+            sciembed's (:func:`sciembed.checkpoints.check_remote_code`), is refused before anything of it runs.
         onnx: also write ``onnx/model.onnx`` (:func:`sciembed.onnx_backend.export_transformer`), which
             ``SentenceTransformer(folder, backend="onnx")`` loads; plain transformers only.
 
     Raises:
         FileExistsError: ``out_dir`` exists and ``overwrite`` is false.
         FileNotFoundError: ``model_dir`` holds no ``config.json``.
-        ValueError: the model has no weights, the folder fails validation (the reason is named), or it holds
-            Python files that are not sciembed's and ``trust_remote_code`` is false.
+        ValueError: the model has no weights, the folder fails validation (the reason is named), it holds or
+            names code that is not sciembed's and ``trust_remote_code`` is false, or its ``modules.json`` names a
+            folder outside it.
     """
     from .cards import render_model_card
 
@@ -116,6 +119,7 @@ def export_model(
             "exporting would publish (and validating would run) code sciembed did not write. Check it, then pass "
             "--trust-remote-code"
         )
+    check_remote_code(source, trust_remote_code=trust_remote_code)
     if source.resolve() == destination.resolve():
         raise ValueError(f"{destination}: export writes a new folder; choose one other than the model's")
     refuse_replacing(destination, overwrite=overwrite)
@@ -157,7 +161,9 @@ def export_model(
             dataset_names=dataset_names,
         )
         card.save(staging / CARD_FILE)
-        checks = validate_export(staging, route_vectors=routes) if validate else []
+        checks = (
+            validate_export(staging, route_vectors=routes, trust_remote_code=trust_remote_code) if validate else []
+        )
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -270,7 +276,11 @@ print(json.dumps({"class": type(model).__name__, "shape": list(output.last_hidde
 
 
 def validate_export(
-    folder: str | os.PathLike[str], *, route_vectors: Mapping[str, Any] | None = None, timeout: float = 600
+    folder: str | os.PathLike[str],
+    *,
+    route_vectors: Mapping[str, Any] | None = None,
+    timeout: float = 600,
+    trust_remote_code: bool = False,
 ) -> list[str]:
     """Check an exported folder; returns what was checked, raises ValueError naming what failed.
 
@@ -282,10 +292,14 @@ def validate_export(
       ``SentenceTransformer(folder, trust_remote_code=True)`` and embeds the texts in every route
       (``encode(task=route)``, ``encode_query``, ``encode_document``): each must be sciembed's within
       :data:`ROUTE_TOLERANCE`.
+
+    The fresh processes run the folder's code, so a folder naming code that is not sciembed's own
+    (:func:`sciembed.checkpoints.check_remote_code`) is refused first unless ``trust_remote_code``.
     """
     from huggingface_hub import ModelCard
 
     folder = Path(folder)
+    check_remote_code(folder, trust_remote_code=trust_remote_code)
     checks = []
     try:
         data = ModelCard.load(folder / CARD_FILE).data.to_dict()

@@ -21,10 +21,10 @@ repository's own ``blobs/``, which is how the Hub cache stores every file.
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 from pathlib import Path
 
+from ..checkpoints import module_folders
 from ..formats.names import (
     ADAPTER_CONFIG_FILE,
     ADAPTER_SAFE_WEIGHTS_FILE,
@@ -150,23 +150,9 @@ def _matches(name: str, patterns: tuple[str, ...]) -> bool:
 
 def _module_folders(root: Path) -> set[str]:
     """The module folders ``modules.json`` names (the top-level module's path is ""), and the route folders of a
-    Router among them (its ``router_config.json``'s ``types``)."""
-    try:
-        modules = json.loads((root / "modules.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return set()
-    if not isinstance(modules, list):
-        return set()
-    paths = [str(m.get("path") or "") for m in modules if isinstance(m, dict)]
-    folders = {str(Path(path)) for path in paths if path}
-    for path in dict.fromkeys(paths):
-        try:
-            routes = json.loads((root / path / ROUTER_CONFIG_FILE).read_text(encoding="utf-8")).get("types", {})
-        except (OSError, ValueError, AttributeError):
-            continue
-        if isinstance(routes, dict):
-            folders |= {str(Path(path, route)) for route in routes}
-    return folders
+    Router among them (its ``router_config.json``'s ``types``); a path out of ``root`` is refused
+    (:func:`sciembed.checkpoints.module_folders`)."""
+    return {folder for folder in module_folders(root) if folder}
 
 
 def _link_stays_home(path: Path, real_root: Path) -> bool:

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..checkpoints import check_remote_code
 from .files import hub_files
 
 logger = logging.getLogger(__name__)
@@ -31,6 +32,7 @@ def push_folder(
     private: bool = False,
     commit_message: str | None = None,
     token: str | None = None,
+    trust_remote_code: bool = False,
 ) -> str:
     """Create ``repo_id`` (if needed) and upload ``folder`` to it; returns the commit URL.
 
@@ -41,11 +43,14 @@ def push_folder(
         private: create the repository private.
         commit_message: default ``"Upload <model_type> model with sciembed"``.
         token: a Hub token (default: the one ``huggingface-cli login`` stored).
+        trust_remote_code: publish code the folder holds or names that is not sciembed's own (refused otherwise,
+            :func:`sciembed.checkpoints.check_remote_code`), which every user loading it with
+            ``trust_remote_code=True`` would run.
 
     Raises:
         HubOfflineError: ``HF_HUB_OFFLINE`` is set.
-        ValueError: ``repo_id`` is not ``ORG/NAME``, ``folder`` has no model card, or it holds files an export
-            does not write (named).
+        ValueError: ``repo_id`` is not ``ORG/NAME``, ``folder`` has no model card, it holds files an export
+            does not write (named), or it names code that is not sciembed's own and ``trust_remote_code`` is false.
     """
     from huggingface_hub import constants
 
@@ -56,6 +61,7 @@ def push_folder(
         raise ValueError(
             f"{folder}: not an exported model folder (README.md and config.json expected); run sciembed export first"
         )
+    check_remote_code(folder, trust_remote_code=trust_remote_code)
     files, strays = hub_files(folder)
     if strays:
         shown = "; ".join(f"{name} ({why})" for name, why in list(strays.items())[:8])

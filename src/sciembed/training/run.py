@@ -63,11 +63,14 @@ def prepare(
     overrides: Mapping[str, Any] | None = None,
     *,
     smart_links: str = "cacm",
+    trust_remote_code: bool = False,
 ) -> TrainingRun:
     """Build the Trainer of ``recipe`` for the base checkpoint ``base`` (default: the embedded
     all-MiniLM-L6-v2) and the examples read from ``data`` (a file or folder, or papers and citations as
     :class:`~sciembed.training.examples.CitationFiles`; a SMART collection's ``.X`` lines read as
-    ``smart_links`` says), checkpointing under ``output_dir``. The data is read before the model is loaded."""
+    ``smart_links`` says), checkpointing under ``output_dir``. The data is read before the model is loaded. A base
+    that names code other than sciembed's own is refused before anything is read unless ``trust_remote_code``
+    (:func:`sciembed.checkpoints.check_remote_code`)."""
     import torch
     from transformers import TrainingArguments, set_seed
 
@@ -78,7 +81,7 @@ def prepare(
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     recipe, overrides = _dense_variant(recipe, overrides)
     base = str(base) if base is not None else default_model_path()
-    settings, embedding = _settings(recipe, base, overrides)
+    settings, embedding = _settings(recipe, base, overrides, trust_remote_code)
     for key, value in (
         ("embedding.max_length", settings["embedding"]["max_length"]),
         ("data.max_length", settings["data"]["max_length"]),
@@ -92,7 +95,7 @@ def prepare(
     # What a family adds to the base (Multi2SPE's last per-CLS layers, a head, adapters) starts random:
     # seeded here, before the Trainer seeds training, so a run is the same run every time.
     set_seed(settings["training"].get("seed", 42))
-    model, tokenizer = _model(recipe, settings["model"], base, examples)
+    model, tokenizer = _model(recipe, settings["model"], base, examples, trust_remote_code)
     limit = default_max_length(model, tokenizer)
     if (settings["embedding"]["max_length"] or 0) > limit:
         raise ValueError(
@@ -150,19 +153,24 @@ def prepare(
 
 
 def resolved_settings(
-    recipe: str | Recipe, base: str | os.PathLike[str] | None = None, overrides: Mapping[str, Any] | None = None
+    recipe: str | Recipe,
+    base: str | os.PathLike[str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    trust_remote_code: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """The settings a run of ``recipe`` from ``base`` (default: the embedded all-MiniLM-L6-v2) with ``overrides``
     uses, resolved as :func:`prepare` resolves them, without reading data or loading the model: the embedding
     follows the base unless set (``embedding.chosen_by`` names what chose each value), and a model trained in
     unit vectors takes the recipe's unit-vector settings. ``embedding.max_length`` left unset is the base's
     sentence-transformers length, else ``None``: the model's own limit, read when it loads; ``data.max_length`` left
-    unset is ``embedding.max_length``."""
+    unset is ``embedding.max_length``. ``trust_remote_code`` as for :func:`prepare`."""
     from ..default_model import default_model_path
 
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     recipe, overrides = _dense_variant(recipe, overrides)
-    settings, embedding = _settings(recipe, str(base) if base is not None else default_model_path(), overrides)
+    base = str(base) if base is not None else default_model_path()
+    settings, embedding = _settings(recipe, base, overrides, trust_remote_code)
     if settings["embedding"]["max_length"] is None:
         settings["embedding"]["max_length"] = embedding.max_length
     if settings["data"]["max_length"] is None:
@@ -181,6 +189,7 @@ def train(
     evaluate_before: bool = False,
     smart_links: str = "cacm",
     overwrite: bool = False,
+    trust_remote_code: bool = False,
 ) -> dict[str, Any]:
     """Prepare and run ``recipe`` (arguments as :func:`prepare`); save the model and ``train_results.json`` (see the
     module docstring).
@@ -199,11 +208,13 @@ def train(
     Returns the contents of ``train_results.json``.
     """
     _check_output(Path(output_dir), resume=resume, overwrite=overwrite)
-    run = prepare(recipe, base, data, output_dir, overrides, smart_links=smart_links)
+    run = prepare(
+        recipe, base, data, output_dir, overrides, smart_links=smart_links, trust_remote_code=trust_remote_code
+    )
     checkpoint = _resume_checkpoint(run.output_dir, main_process=run.trainer.args.should_save) if resume else None
     evaluating = isinstance(run.trainer.eval_dataset, TaskSuite)
     before = evaluating and evaluate_before and not resume
-    published_metrics = _evaluate_published_base(run, base) if before else {}
+    published_metrics = _evaluate_published_base(run, base, trust_remote_code) if before else {}
     # A recipe that trains the base in its published embedding starts exactly there: scored once.
     base_metrics = (published_metrics if run.data["starts_as_published"] else run.trainer.evaluate()) if before else {}
     started = time.perf_counter()
@@ -343,7 +354,9 @@ def _starts_as_published(recipe: Recipe, settings: dict[str, dict[str, Any]], pu
     )
 
 
-def _evaluate_published_base(run: TrainingRun, base: str | os.PathLike[str] | None) -> dict[str, float]:
+def _evaluate_published_base(
+    run: TrainingRun, base: str | os.PathLike[str] | None, trust_remote_code: bool = False
+) -> dict[str, float]:
     """The held-out metrics of the base as its authors use it (a sentence-transformers base through its own
     modules, a plain encoder by its [CLS]), at the run's text length, named as the Trainer names them."""
     from ..default_model import default_model_path
@@ -355,6 +368,7 @@ def _evaluate_published_base(run: TrainingRun, base: str | os.PathLike[str] | No
         str(base) if base is not None else default_model_path(),
         max_length=trainer.max_length,
         device=trainer.args.device,
+        trust_remote_code=trust_remote_code,
     )
     report = evaluate_suite(
         encoder,
@@ -446,13 +460,16 @@ class _Examples:
     task_weights: dict[str, float] | None = None
 
 
-def _settings(recipe: Recipe, base: str, overrides: Mapping[str, Any] | None):
+def _settings(recipe: Recipe, base: str, overrides: Mapping[str, Any] | None, trust_remote_code: bool = False):
     """The recipe's settings for ``base``, with the embedding resolved: what ``embedding`` leaves unset
     follows the base as its authors use it (:func:`~sciembed.encode.base_embedding`), a family's own
     pooling excepted; trained in unit vectors, the recipe's unit-vector settings apply. The choice and
-    its source are recorded as ``embedding.chosen_by``."""
+    its source are recorded as ``embedding.chosen_by``. A base naming code other than sciembed's own is refused
+    unless ``trust_remote_code`` (:func:`sciembed.checkpoints.check_remote_code`), before its files are read."""
+    from ..checkpoints import check_remote_code
     from ..encode import base_embedding
 
+    check_remote_code(base, trust_remote_code=trust_remote_code)
     given = recipe.resolve(overrides)["embedding"]
     spec = base_embedding(base)
     pooling = given["pooling"]
@@ -721,7 +738,7 @@ def _excluded_papers(value: Any) -> set[str]:
     raise ValueError(f"data.exclude is a list of paper ids or a file of them, got {value!r}")
 
 
-def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Examples):
+def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Examples, trust_remote_code: bool = False):
     from transformers import AutoModel, AutoTokenizer
 
     from ..families import classifier_from_bert, from_bert
@@ -741,7 +758,8 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
                 f"recipe {recipe.name} trains the base encoder as it is; it takes no model options "
                 f"({', '.join(options)})"
             )
-        model, tokenizer = AutoModel.from_pretrained(base), AutoTokenizer.from_pretrained(base)
+        model = AutoModel.from_pretrained(base, trust_remote_code=trust_remote_code)
+        tokenizer = AutoTokenizer.from_pretrained(base, trust_remote_code=trust_remote_code)
     elif recipe.objective == "classification":
         labels = examples.labels or []
         model, tokenizer = classifier_from_bert(
@@ -750,10 +768,11 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
             num_labels=len(labels),
             id2label=dict(enumerate(labels)),
             label2id={name: i for i, name in enumerate(labels)},
+            trust_remote_code=trust_remote_code,
             **options,
         )
     else:
-        model, tokenizer = from_bert(recipe.family, base, **options)
+        model, tokenizer = from_bert(recipe.family, base, trust_remote_code=trust_remote_code, **options)
     _add_format_modules(model, modules, module_options, base)
     return model, tokenizer
 

@@ -1,0 +1,261 @@
+"""What a model folder or Hub repository holds: the code its configs name, and its module folders.
+
+With ``trust_remote_code=True``, transformers runs the code an ``auto_map`` entry names. That is a module beside
+the config (``module.Class``), or one in another repository or local folder (``OTHER--module.Class``).
+sentence-transformers does the same for the module classes of ``modules.json`` and a Router's
+``router_config.json``. sciembed runs its own families' and format routes' code without asking. So
+:func:`check_remote_code` accepts an entry only when it names sciembed's own code: a file beside the config that is
+byte for byte sciembed's (:func:`sciembed.families.foreign_code`), or a sentence-transformers or sciembed class.
+Every other entry is refused unless the user trusts the model's code. :func:`module_folders` refuses a module path
+that leaves the folder, whatever the user trusts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from .families import foreign_code
+from .formats import route_code_paths
+from .formats.names import ROUTER_CONFIG_FILE
+
+logger = logging.getLogger(__name__)
+
+MODULES_FILE = "modules.json"
+#: The configs a Hub repository is read for (a local folder: every ``*config*.json`` of it and of its modules).
+_HUB_CONFIGS = (
+    "config.json",
+    "tokenizer_config.json",
+    "config_sentence_transformers.json",
+    "sentence_bert_config.json",
+)
+#: The packages whose sentence-transformers module classes load without remote code.
+_OWN_PACKAGES = ("sentence_transformers.", "sciembed.")
+_MODULE_CLASS = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*")
+_REMEDY = "Read that code, then pass --trust-remote-code (command line) or trust_remote_code=True (Python)"
+
+
+@dataclass(frozen=True)
+class CodeEntry:
+    """An entry of a checkpoint's files that names code sciembed did not write.
+
+    Attributes:
+        file: the file holding the entry (a path, or ``repo_id/filename`` for a Hub repository).
+        key: where in the file, e.g. ``auto_map["AutoModel"]`` or ``[1].type``.
+        value: the entry as written.
+        why: what it names, in words.
+    """
+
+    file: str
+    key: str
+    value: Any
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.key} = {json.dumps(self.value)} ({self.why})"
+
+
+class _Checkpoint:
+    """The files of a local folder or of a Hub repository (fetched into, or read from, the Hub cache)."""
+
+    def __init__(self, name_or_path: str | os.PathLike[str]) -> None:
+        self.name = str(name_or_path)
+        self.local = Path(self.name).is_dir()
+
+    def where(self, relative: str) -> str:
+        return str(Path(self.name) / relative) if self.local else f"{self.name}/{relative}"
+
+    def file(self, relative: str) -> Path | None:
+        """The file at ``relative`` (a path already checked to stay inside), or ``None`` when there is none."""
+        if self.local:
+            path = Path(self.name) / relative
+            return path if path.is_file() else None
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import EntryNotFoundError
+
+        try:
+            return Path(hf_hub_download(self.name, relative))
+        except (EntryNotFoundError, OSError, ValueError):
+            # Not in the repository, not cached while offline, or the Hub unreachable: the loaders report the last.
+            return None
+
+    def json(self, relative: str) -> Any:
+        """The JSON file at ``relative``, or ``None`` when there is none."""
+        path = self.file(relative)
+        if path is None:
+            return None
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ValueError(f"{self.where(relative)}: not valid JSON ({error})") from None
+
+    def configs(self, folder: str) -> list[str]:
+        """The config files in ``folder`` (relative to the checkpoint) that a loader may read."""
+        if self.local:
+            here = Path(self.name) / folder
+            return sorted(_join(folder, p.name) for p in here.glob("*config*.json") if p.is_file())
+        return [_join(folder, name) for name in _HUB_CONFIGS]
+
+
+def _join(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
+
+
+def module_folders(name_or_path: str | os.PathLike[str]) -> list[str]:
+    """The module folders ``modules.json`` names, and the route folders of a Router among them.
+
+    The folders are relative to the checkpoint, ``""`` being the checkpoint itself. Without ``modules.json``: ``[]``.
+
+    Args:
+        name_or_path: a local folder or a Hub id.
+
+    Raises:
+        ValueError: ``modules.json`` is not a list of modules, or a path leaves the folder (``..``, an absolute
+            path, a link to elsewhere); the message names the file and the entry.
+    """
+    checkpoint = _Checkpoint(name_or_path)
+    modules = checkpoint.json(MODULES_FILE)
+    if modules is None:
+        return []
+    where = checkpoint.where(MODULES_FILE)
+    if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
+        raise ValueError(f"{where}: not a list of sentence-transformers modules (objects with a path and a type)")
+    folders: dict[str, None] = {}
+    for index, module in enumerate(modules):
+        path = _inside(checkpoint, module.get("path") or "", where, f"[{index}].path")
+        folders[path] = None
+        routes = checkpoint.json(_join(path, ROUTER_CONFIG_FILE))
+        types = routes.get("types") if isinstance(routes, dict) else None
+        for route in types if isinstance(types, dict) else ():
+            route_file = checkpoint.where(_join(path, ROUTER_CONFIG_FILE))
+            folders[_inside(checkpoint, _join(path, str(route)), route_file, f"types[{json.dumps(route)}]")] = None
+    return list(folders)
+
+
+def _inside(checkpoint: _Checkpoint, path: Any, where: str, key: str) -> str:
+    """``path`` normalised (``""`` for the checkpoint itself); refused when it leaves the checkpoint."""
+    if not isinstance(path, str):
+        raise ValueError(f"{where}: {key} = {json.dumps(path)} is not a folder path")
+    normal = os.path.normpath(path.replace("\\", "/")) if path else "."
+    escapes = PurePosixPath(normal).is_absolute() or normal.split("/")[0] == ".."
+    escapes = escapes or bool(re.match("[A-Za-z]:", normal))
+    if not escapes and checkpoint.local:
+        root = Path(checkpoint.name).resolve()
+        escapes = not (root / normal).resolve().is_relative_to(root)
+    if escapes:
+        raise ValueError(
+            f"{where}: {key} = {json.dumps(path)} leaves the model folder; sentence-transformers would load that "
+            "module from outside it. A module's path is a folder inside the model folder: correct the entry"
+        )
+    return "" if normal == "." else normal
+
+
+def remote_code(name_or_path: str | os.PathLike[str]) -> list[CodeEntry]:
+    """The entries of a checkpoint that name code other than sciembed's or sentence-transformers'.
+
+    It reads the ``auto_map`` of every config at the top and in the module folders (model, tokenizer and
+    sentence-transformers configs), and the module classes of ``modules.json`` and a Router's ``router_config.json``.
+
+    Args:
+        name_or_path: a local folder or a Hub id (its files are read through the Hub cache).
+
+    Raises:
+        ValueError: as :func:`module_folders`.
+    """
+    checkpoint = _Checkpoint(name_or_path)
+    folders = module_folders(name_or_path) or [""]
+    entries: list[CodeEntry] = []
+    for folder in dict.fromkeys(["", *folders]):
+        for config_file in checkpoint.configs(folder):
+            config = checkpoint.json(config_file)
+            if isinstance(config, dict) and "auto_map" in config:
+                entries += _auto_map_entries(checkpoint, folder, config_file, config["auto_map"])
+    modules = checkpoint.json(MODULES_FILE) or []
+    classes = [(MODULES_FILE, f"[{i}].type", m.get("type")) for i, m in enumerate(modules)]
+    for folder in folders:
+        routes = checkpoint.json(_join(folder, ROUTER_CONFIG_FILE))
+        types = routes.get("types") if isinstance(routes, dict) else None
+        if isinstance(types, dict):
+            file = _join(folder, ROUTER_CONFIG_FILE)
+            classes += [(file, f"types[{json.dumps(route)}]", value) for route, value in types.items()]
+    for file, key, value in classes:
+        why = _module_class_problem(checkpoint, value)
+        if why:
+            entries.append(CodeEntry(checkpoint.where(file), key, value, why))
+    return entries
+
+
+def check_remote_code(name_or_path: str | os.PathLike[str], *, trust_remote_code: bool = False) -> list[CodeEntry]:
+    """Refuse a checkpoint naming code other than sciembed's own, unless the user trusts it.
+
+    Returns the entries :func:`remote_code` finds: what the user then trusts.
+
+    Args:
+        name_or_path: a local folder or a Hub id.
+        trust_remote_code: the user has read the checkpoint's code and lets it run.
+
+    Raises:
+        ValueError: naming each file, its entry and ``--trust-remote-code``. Also as :func:`module_folders`.
+    """
+    entries = remote_code(name_or_path)
+    if entries and not trust_remote_code:
+        where = f"the folder {name_or_path}" if Path(name_or_path).is_dir() else f"the Hub repository {name_or_path}"
+        raise ValueError(
+            f"{where} names code that is not sciembed's own, which loading it (and every user of a copy published "
+            f"with it) would run: {'; '.join(map(str, entries))}. {_REMEDY}"
+        )
+    if entries:
+        logger.warning("%s: running code it names, as trusted: %s", name_or_path, "; ".join(map(str, entries)))
+    return entries
+
+
+def _auto_map_entries(checkpoint: _Checkpoint, folder: str, file: str, auto_map: Any) -> list[CodeEntry]:
+    where = checkpoint.where(file)
+    if not isinstance(auto_map, dict):
+        return [CodeEntry(where, "auto_map", auto_map, "not a mapping of Auto classes to code")]
+    entries = []
+    for auto_class, value in auto_map.items():
+        references = value if isinstance(value, list) else [value]
+        # A tokenizer's entry is [slow, fast]; null where there is none.
+        problems = [_reference_problem(checkpoint, folder, ref) for ref in references if ref is not None]
+        problems = [problem for problem in problems if problem]
+        if problems:
+            why = "; ".join(dict.fromkeys(problems))
+            if auto_class == "AutoTokenizer":
+                why = f"the tokenizer is remote code: {why}"
+            entries.append(CodeEntry(where, f"auto_map[{json.dumps(auto_class)}]", value, why))
+    return entries
+
+
+def _reference_problem(checkpoint: _Checkpoint, folder: str, reference: Any) -> str | None:
+    """Why ``reference`` (``module.Class`` or ``REPO--module.Class``) is not sciembed's code in ``folder``, if so."""
+    if not isinstance(reference, str):
+        return f"{json.dumps(reference)} is not a module.Class name"
+    if "--" in reference:
+        return f"code in {reference.split('--')[0]}, outside the model folder"
+    if not _MODULE_CLASS.fullmatch(reference):
+        return f"{reference} is not a module.Class name of a file beside the config"
+    return _own_file_problem(checkpoint, _join(folder, f"{reference.split('.')[0]}.py"))
+
+
+def _module_class_problem(checkpoint: _Checkpoint, value: Any) -> str | None:
+    """Why a sentence-transformers module class is neither sentence-transformers' nor sciembed's, if so."""
+    if isinstance(value, str) and "--" not in value and value.startswith(_OWN_PACKAGES):
+        return None
+    if isinstance(value, str) and ("--" in value or _MODULE_CLASS.fullmatch(value)):
+        return _reference_problem(checkpoint, "", value)
+    return "a class outside sentence_transformers and sciembed"
+
+
+def _own_file_problem(checkpoint: _Checkpoint, relative: str) -> str | None:
+    path = checkpoint.file(relative)
+    if path is None:
+        return f"{relative} is not in the model folder"
+    if path.name in foreign_code(path.parent, route_code_paths()):
+        return f"{relative} is not sciembed's own code"
+    return None
