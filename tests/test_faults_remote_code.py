@@ -190,6 +190,17 @@ def test_validation_and_push_of_a_folder_naming_foreign_code_refuse_it(tiny_bert
     assert not (tmp_path / "ran").exists()
 
 
+def test_push_refuses_a_python_file_changed_after_the_export(family_model, tmp_path):
+    from sciembed.hub.push import push_folder
+
+    model = shutil.copytree(family_model, tmp_path / "model")
+    (model / "README.md").write_text("---\nlicense: mit\n---\n")
+    [code] = sorted(model.glob("modeling_*.py"))
+    code.write_text(code.read_text() + "\nprint('changed')\n")
+    with pytest.raises(ValueError, match=rf"{code.name} is not sciembed's own code.*--trust-remote-code"):
+        push_folder(model, "org/name")
+
+
 # 2. modules.json paths that leave the folder ------------------------------------------------------------
 
 

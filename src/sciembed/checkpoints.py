@@ -214,6 +214,29 @@ def check_remote_code(name_or_path: str | os.PathLike[str], *, trust_remote_code
     return entries
 
 
+def check_published_code(folder: str | os.PathLike[str], *, trust_remote_code: bool = False) -> None:
+    """Refuse to publish a folder that holds or names code other than sciembed's own, unless the user trusts it.
+
+    Args:
+        folder: the model folder to export, or the exported folder to push.
+        trust_remote_code: the user has read that code and means to publish it.
+
+    Raises:
+        ValueError: naming the Python files that are not sciembed's, or as :func:`check_remote_code`.
+    """
+    root = Path(folder)
+    subfolders = sorted({path.parent for path in root.rglob("*.py")})
+    foreign = [
+        str((sub / name).relative_to(root)) for sub in subfolders for name in foreign_code(sub, route_code_paths())
+    ]
+    if foreign and not trust_remote_code:
+        raise ValueError(
+            f"{root}: {', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} not sciembed's own code; publishing "
+            f"would hand (and validating would run) code sciembed did not write. {_REMEDY}"
+        )
+    check_remote_code(root, trust_remote_code=trust_remote_code)
+
+
 def _auto_map_entries(checkpoint: _Checkpoint, folder: str, file: str, auto_map: Any) -> list[CodeEntry]:
     where = checkpoint.where(file)
     if not isinstance(auto_map, dict):

@@ -30,9 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..checkpoints import check_remote_code
-from ..families import foreign_code
-from ..formats import route_code_paths
+from ..checkpoints import check_published_code
 from ..io import refuse_replacing, replace_folder
 from .files import CARD_FILE, ONNX_FOLDER, hub_files
 
@@ -89,7 +87,7 @@ def export_model(
         trust_remote_code: export (and run, when validating) code the folder holds or names that is not
             sciembed's own. Without it, a folder whose ``.py`` files differ from those sciembed ships for its
             family (a tampered ``configuration_*.py``, say), or whose configs name code elsewhere or not
-            sciembed's (:func:`sciembed.checkpoints.check_remote_code`), is refused before anything of it runs.
+            sciembed's (:func:`sciembed.checkpoints.check_published_code`), is refused before anything of it runs.
         onnx: also write ``onnx/model.onnx`` (:func:`sciembed.onnx_backend.export_transformer`), which
             ``SentenceTransformer(folder, backend="onnx")`` loads; plain transformers only.
 
@@ -112,14 +110,7 @@ def export_model(
         raise ValueError(f"{config_path}: not a JSON model config ({error})") from None
     if not isinstance(config, dict):
         raise ValueError(f"{config_path}: holds a JSON {type(config).__name__}, not a model config (an object)")
-    foreign = foreign_code(source, route_code_paths())
-    if foreign and not trust_remote_code:
-        raise ValueError(
-            f"{source}: {', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} not sciembed's own code; "
-            "exporting would publish (and validating would run) code sciembed did not write. Check it, then pass "
-            "--trust-remote-code"
-        )
-    check_remote_code(source, trust_remote_code=trust_remote_code)
+    check_published_code(source, trust_remote_code=trust_remote_code)
     if source.resolve() == destination.resolve():
         raise ValueError(f"{destination}: export writes a new folder; choose one other than the model's")
     refuse_replacing(destination, overwrite=overwrite)
@@ -294,12 +285,12 @@ def validate_export(
       :data:`ROUTE_TOLERANCE`.
 
     The fresh processes run the folder's code, so a folder naming code that is not sciembed's own
-    (:func:`sciembed.checkpoints.check_remote_code`) is refused first unless ``trust_remote_code``.
+    (:func:`sciembed.checkpoints.check_published_code`) is refused first unless ``trust_remote_code``.
     """
     from huggingface_hub import ModelCard
 
     folder = Path(folder)
-    check_remote_code(folder, trust_remote_code=trust_remote_code)
+    check_published_code(folder, trust_remote_code=trust_remote_code)
     checks = []
     try:
         data = ModelCard.load(folder / CARD_FILE).data.to_dict()

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..checkpoints import check_remote_code
+from ..checkpoints import check_published_code
 from .files import hub_files
 
 logger = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ def push_folder(
         commit_message: default ``"Upload <model_type> model with sciembed"``.
         token: a Hub token (default: the one ``huggingface-cli login`` stored).
         trust_remote_code: publish code the folder holds or names that is not sciembed's own (refused otherwise,
-            :func:`sciembed.checkpoints.check_remote_code`), which every user loading it with
+            :func:`sciembed.checkpoints.check_published_code`), which every user loading it with
             ``trust_remote_code=True`` would run.
 
     Raises:
@@ -61,7 +61,7 @@ def push_folder(
         raise ValueError(
             f"{folder}: not an exported model folder (README.md and config.json expected); run sciembed export first"
         )
-    check_remote_code(folder, trust_remote_code=trust_remote_code)
+    check_published_code(folder, trust_remote_code=trust_remote_code)
     files, strays = hub_files(folder)
     if strays:
         shown = "; ".join(f"{name} ({why})" for name, why in list(strays.items())[:8])
