@@ -163,7 +163,9 @@ class WindowedEncoder(Encoder):
             for text, tokens in self.paper_windows(paper, index=index):
                 texts.append(text)
                 owners.append(index)
-                weights.append(tokens if self.settings.combine == "tokens" else 1)
+                # A paper read in one window (its title alone, an empty text) has no text tokens to weigh by: its
+                # one window is its vector whatever the weight, as long as the weight is not 0 (0 / 0 would be NaN).
+                weights.append(max(tokens, 1) if self.settings.combine == "tokens" else 1)
         changed = {key: self.adjusted[key] - before[key] for key in before if self.adjusted[key] > before[key]}
         if changed:
             logger.warning(
