@@ -39,6 +39,12 @@ def test_one_text_or_record_is_one_vector_and_a_frame_its_rows(tiny_encoder):
         np.testing.assert_allclose(encoder.encode(query, show_progress_bar=False), one[0], atol=1e-5)
 
 
+def test_a_missing_value_of_a_frame_s_records_is_no_text_not_nan(tiny_encoder):
+    records = pd.DataFrame([PAPERS[0], {"paper_id": "p9", "title": "Graphs"}]).to_dict("records")
+    vectors = tiny_encoder.encode(records, show_progress_bar=False)
+    np.testing.assert_allclose(vectors[1], tiny_encoder.encode(["Graphs"], show_progress_bar=False)[0], atol=1e-5)
+
+
 def test_one_query_id_is_one_query_paper(tiny_encoder):
     result = sciembed.neighbours(PAPERS, tiny_encoder, k=2, query_ids="p3", show_progress_bar=False)
     assert result.query_ids == ["p3"]

@@ -95,6 +95,8 @@ def clean_text(value: Any, name: str) -> str:
 
 def _text_field(paper: Mapping[str, Any], name: str) -> str:
     value = paper.get(name)
+    if isinstance(value, float) and value != value:
+        return ""  # NaN: pandas' missing value (a DataFrame's records), no text rather than "nan"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     return clean_text(value, name)
