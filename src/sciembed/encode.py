@@ -68,7 +68,8 @@ class Encoder(ABC):
 
     Every encoder sets ``tokenizer``, ``device``, ``max_length``, ``pooling``, ``normalize``, ``facets``,
     ``forward_options`` (the keyword arguments its forward pass gets, such as ``task_format``), ``backend``
-    (``pytorch`` or ``onnx``) and ``precision`` (``fp32`` or ``int8``).
+    (``pytorch`` or ``onnx``) and ``precision`` (``fp32`` or ``int8``). It embeds a list of papers in ``_encode``;
+    :meth:`encode` turns what users give (one text, a generator, a DataFrame, ...) into that list first.
     """
 
     tokenizer: PreTrainedTokenizerBase
