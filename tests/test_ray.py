@@ -89,5 +89,5 @@ def test_a_parquet_without_text_columns_is_refused_before_any_actor_starts(local
 def test_a_batch_with_a_paper_without_text_names_it(tiny_bert):
     embedder = PaperEmbedder(functools.partial(load_encoder, str(tiny_bert), device="cpu"))
     batch = {"paper_id": np.array(["a", "b"], dtype=object), "title": np.array(["graphs", None], dtype=object)}
-    with pytest.raises(ValueError, match="paper_id 'b': neither title nor abstract"):
+    with pytest.raises(ValueError, match=r"record #1 \(paper_id 'b'\): neither title nor abstract"):
         embedder(batch)

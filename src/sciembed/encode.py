@@ -28,7 +28,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .checkpoints import check_remote_code, module_folders
-from .data.papers import TEXT_FIELDS, paper_text
+from .data.papers import TEXT_FIELDS, paper_inputs, paper_text
 from .default_model import default_model_path
 from .families import family_of, foreign_code, register_families
 from .formats import activate_format, load_format_modules, model_formats
@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 Pooling = Literal["cls", "mean"]
+#: Papers or queries as :meth:`Encoder.encode` takes them (:func:`~sciembed.data.papers.paper_inputs`): one text or
+#: record, or a list, tuple, generator or pandas DataFrame of them.
+Papers = str | Mapping[str, Any] | Iterable[Mapping[str, Any] | str]
 
 #: A folder holding this file describes an ensemble of encoders (:mod:`sciembed.encoders.ensemble`).
 ENSEMBLE_FILE = "sciembed_ensemble.json"
@@ -66,7 +69,8 @@ class Encoder(ABC):
 
     Every encoder sets ``tokenizer``, ``device``, ``max_length``, ``pooling``, ``normalize``, ``facets``,
     ``forward_options`` (the keyword arguments its forward pass gets, such as ``task_format``), ``backend``
-    (``pytorch`` or ``onnx``) and ``precision`` (``fp32`` or ``int8``).
+    (``pytorch`` or ``onnx``) and ``precision`` (``fp32`` or ``int8``). It embeds a list of papers in ``_encode``;
+    :meth:`encode` turns what users give (one text, a generator, a DataFrame, ...) into that list first.
     """
 
     tokenizer: PreTrainedTokenizerBase
@@ -97,16 +101,43 @@ class Encoder(ABC):
     def fingerprint(self) -> str:
         """A hash of everything that decides the vectors; equal fingerprints give equal vectors."""
 
-    @abstractmethod
     def encode(
         self,
-        papers: Sequence[Mapping[str, Any] | str],
+        papers: Papers,
         *,
         batch_size: int | None = None,
         show_progress_bar: bool = True,
         progress_desc: str = "Encoding",
     ) -> np.ndarray:
-        """Embed ``papers`` (records, or texts as they are), in input order."""
+        """Embed ``papers`` (records, or texts as they are), in input order.
+
+        Args:
+            papers: one text or one paper record, embedded as one vector ``(dim,)``; or a list, tuple, generator or
+                pandas DataFrame of them (its rows), embedded as ``(n, dim)``
+                (:func:`~sciembed.data.papers.paper_inputs`).
+            batch_size: texts per forward pass (default: :attr:`default_batch_size`).
+            show_progress_bar: show a tqdm bar over the papers.
+            progress_desc: the bar's label.
+
+        Raises:
+            TypeError: ``papers`` is none of these (bytes, a number, ``None``, a set, ...), naming what was given.
+        """
+        items, single = paper_inputs(papers)
+        vectors = self._encode(
+            items, batch_size=batch_size, show_progress_bar=show_progress_bar, progress_desc=progress_desc
+        )
+        return vectors[0] if single else vectors
+
+    @abstractmethod
+    def _encode(
+        self,
+        papers: list[Mapping[str, Any] | str],
+        *,
+        batch_size: int | None,
+        show_progress_bar: bool,
+        progress_desc: str,
+    ) -> np.ndarray:
+        """Embed the list ``papers`` (records, or texts as they are) as ``(len(papers), ...)``, in input order."""
 
     @property
     def default_batch_size(self) -> int:
@@ -119,19 +150,27 @@ class Encoder(ABC):
         """The separator placed between title and abstract (the tokenizer's ``sep_token``)."""
         return self.tokenizer.sep_token or " "
 
-    def texts(self, papers: Iterable[Mapping[str, Any] | str], fields: Sequence[str] = TEXT_FIELDS) -> list[str]:
-        """Model texts of ``papers``: paper records through :func:`~sciembed.data.papers.paper_text` (their
-        ``fields`` joined by the separator; SciRepEval's search adds venue and year), strings unchanged."""
-        return [paper if isinstance(paper, str) else paper_text(paper, self.sep_token, fields) for paper in papers]
+    def texts(self, papers: Papers, fields: Sequence[str] = TEXT_FIELDS) -> list[str]:
+        """Model texts of ``papers`` (as :meth:`encode` takes them; one text or record gives a list of one): paper
+        records through :func:`~sciembed.data.papers.paper_text` (their ``fields`` joined by the separator;
+        SciRepEval's search adds venue and year), strings unchanged."""
+        items, _ = paper_inputs(papers)
+        return [
+            paper if isinstance(paper, str) else paper_text(paper, self.sep_token, fields, index=index)
+            for index, paper in enumerate(items)
+        ]
 
-    def encode_query(self, queries: Sequence[str], **kwargs: Any) -> np.ndarray:
+    def encode_query(self, queries: Papers, **kwargs: Any) -> np.ndarray:
         """Embed search queries: in the ``adhoc_query`` format when the model has one (SciRepEval's
-        ``[QRY]``, SPECTER2's query adapter), else as any text. ``kwargs`` as for :meth:`encode`."""
-        return self._in_format(QUERY_FORMAT).encode(queries, **kwargs)
+        ``[QRY]``, SPECTER2's query adapter), else as any text. One query gives one vector; ``kwargs`` as for
+        :meth:`encode`."""
+        items, single = paper_inputs(queries, what="queries")
+        vectors = self._in_format(QUERY_FORMAT).encode(items, **kwargs)
+        return vectors[0] if single else vectors
 
-    def encode_document(self, papers: Sequence[Mapping[str, Any] | str], **kwargs: Any) -> np.ndarray:
+    def encode_document(self, papers: Papers, **kwargs: Any) -> np.ndarray:
         """Embed search candidates: in the ``proximity`` format when the model has one, else as any
-        paper. ``kwargs`` as for :meth:`encode`."""
+        paper. One paper gives one vector; ``kwargs`` as for :meth:`encode`."""
         return self._in_format(DOCUMENT_FORMAT).encode(papers, **kwargs)
 
     def _in_format(self, task_format: str) -> Encoder:
@@ -451,13 +490,13 @@ class PaperEncoder(Encoder):
             digest.update(tensor.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
         return digest.hexdigest()
 
-    def encode(
+    def _encode(
         self,
-        papers: Sequence[Mapping[str, Any] | str],
+        papers: list[Mapping[str, Any] | str],
         *,
-        batch_size: int | None = None,
-        show_progress_bar: bool = True,
-        progress_desc: str = "Encoding",
+        batch_size: int | None,
+        show_progress_bar: bool,
+        progress_desc: str,
     ) -> np.ndarray:
         """Embed ``papers`` (paper records or ready-made texts); returns float32 ``(len(papers), dim)``
         (``(len(papers), K, dim)`` with ``facets``) in input order."""
@@ -569,7 +608,7 @@ def default_pooling(model: Any) -> str:
 
 def encode(
     model: Encoder | PreTrainedModel | SentenceTransformer | str | os.PathLike[str] | None,
-    papers: Sequence[Mapping[str, Any] | str],
+    papers: Papers,
     *,
     tokenizer: PreTrainedTokenizerBase | None = None,
     batch_size: int | None = None,
@@ -584,24 +623,30 @@ def encode(
     backend: Backend = "pytorch",
     precision: Precision = "fp32",
 ) -> np.ndarray:
-    """Embed papers with any supported model; returns float32 ``(len(papers), dim)`` in input order.
+    """Embed papers with any supported model; returns float32 ``(len(papers), dim)`` in input order, ``(dim,)`` for
+    one text or record.
 
     Args:
         model: a :class:`PaperEncoder`, a transformers model, a ``SentenceTransformer``, or a Hub id /
             local path (``None``: the embedded all-MiniLM-L6-v2). Load once with
             :meth:`PaperEncoder.from_pretrained` when encoding repeatedly.
         papers: paper records (``title`` / ``abstract``, see :func:`~sciembed.data.papers.paper_text`)
-            or ready-made texts.
+            or ready-made texts: one, or a list, tuple, generator or pandas DataFrame of them (its rows); checked
+            before a model is loaded (:func:`~sciembed.data.papers.paper_inputs`).
         tokenizer, max_length, device, pooling, normalize, task_format, domain, backend, precision: see
             :class:`PaperEncoder` (a :class:`PaperEncoder` already holds them, so they must be left unset with one).
         batch_size: texts per forward pass (default: :attr:`Encoder.default_batch_size`, 8 on CPU, 32 on GPU).
         show_progress_bar: show a tqdm bar over the papers.
         trust_remote_code: passed to transformers when ``model`` is loaded from a path or Hub id.
 
+    Raises:
+        TypeError: ``papers`` is none of these (bytes, a number, ``None``, a set, ...), naming what was given.
+
     Example::
 
         >>> vectors = sciembed.encode(sciembed.default_model_path(), [{"title": "BERT", "abstract": "..."}])
     """
+    items, single = paper_inputs(papers)
     options = dict(
         pooling=pooling,
         normalize=normalize,
@@ -627,7 +672,8 @@ def encode(
         model = PaperEncoder.from_pretrained(model, trust_remote_code=trust_remote_code, **options)
     else:
         model = PaperEncoder(model, tokenizer, **options)
-    return model.encode(papers, batch_size=batch_size, show_progress_bar=show_progress_bar)
+    vectors = model.encode(items, batch_size=batch_size, show_progress_bar=show_progress_bar)
+    return vectors[0] if single else vectors
 
 
 def default_max_length(model: Any, tokenizer: Any) -> int:

@@ -16,7 +16,7 @@ import json
 import logging
 import os
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,9 @@ SUPPORTED_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 _ARROW_BATCH = 10_000
 
 
-def paper_text(paper: Mapping[str, Any], sep_token: str, fields: Sequence[str] = TEXT_FIELDS) -> str:
+def paper_text(
+    paper: Mapping[str, Any], sep_token: str, fields: Sequence[str] = TEXT_FIELDS, *, index: int | None = None
+) -> str:
     """Return the model text of ``paper``: its non-empty ``fields`` joined by ``sep_token``; by default
     ``title + sep_token + abstract`` (the SPECTER convention), and SciRepEval's search task adds venue and
     year the same way.
@@ -46,19 +48,38 @@ def paper_text(paper: Mapping[str, Any], sep_token: str, fields: Sequence[str] =
     A paper with only a title (or only an abstract) gives that text alone. Surrounding whitespace is
     stripped; ``None`` counts as absent; a number (a year) is written as text.
 
+    Args:
+        paper: the paper record.
+        sep_token: what joins the fields.
+        fields: the fields the text is made of, in order.
+        index: the paper's position among those given, named in messages (:func:`paper_name`).
+
     Raises:
+        TypeError: ``paper`` is not a record (a mapping).
         ValueError: no field has text, or a field holds something other than text or a number (the
-            paper's id and the field are named).
+            paper's id or position and the field are named).
     """
+    if not isinstance(paper, Mapping):
+        raise TypeError(f"a paper is a record (a dict with title / abstract), got {type(paper).__name__}")
     try:
         parts = [part for name in fields if (part := _text_field(paper, name))]
     except TypeError as error:
-        raise ValueError(f"paper {paper.get('paper_id')!r}: {error}") from error
+        raise ValueError(f"{paper_name(paper, index)}: {error}") from error
     if parts:
         return sep_token.join(parts)
     if tuple(fields) == TEXT_FIELDS:
-        raise ValueError(f"paper {paper.get('paper_id')!r} has neither a title nor an abstract")
-    raise ValueError(f"paper {paper.get('paper_id')!r} has no text in {', '.join(fields)}")
+        raise ValueError(f"{paper_name(paper, index)} has neither a title nor an abstract")
+    raise ValueError(f"{paper_name(paper, index)} has no text in {', '.join(fields)}")
+
+
+def paper_name(paper: Mapping[str, Any], index: int | None = None) -> str:
+    """How messages name ``paper``: ``record #index`` when its position is known, and ``paper 'id'`` when it has a
+    ``paper_id`` (``a paper without paper_id`` when it has neither)."""
+    paper_id = paper.get("paper_id")
+    named = [f"record #{index}"] if index is not None else []
+    if paper_id not in (None, ""):
+        named.append(f"paper {str(paper_id)!r}")
+    return ", ".join(named) or "a paper without paper_id"
 
 
 def paper_id_order(paper_id: str) -> tuple[int, int, str]:
@@ -77,6 +98,8 @@ def clean_text(value: Any, name: str) -> str:
 
 def _text_field(paper: Mapping[str, Any], name: str) -> str:
     value = paper.get(name)
+    if isinstance(value, float) and value != value:
+        return ""  # NaN: pandas' missing value (a DataFrame's records), no text rather than "nan"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     return clean_text(value, name)
@@ -171,6 +194,161 @@ def read_papers(
     return PaperFile(str(path), papers, skipped)
 
 
+#: What :func:`paper_inputs` takes, for its messages.
+_ACCEPTED = (
+    "a text (str), a paper record (a dict with title / abstract), or a list, tuple, generator or pandas DataFrame "
+    "of them"
+)
+#: How :func:`paper_records` names the papers given in Python in its messages.
+GIVEN_IN_PYTHON = "papers given in Python"
+
+
+def paper_inputs(papers: Any, *, what: str = "papers") -> tuple[list[Mapping[str, Any] | str], bool]:
+    """Papers or queries given in Python as a list of texts and records, and whether they were a single input.
+
+    Args:
+        papers: one text (``str``) or one paper record (a mapping), each a single input; a list, tuple, generator
+            or other ordered iterable of texts and records (a generator is consumed once); a pandas DataFrame, its
+            rows as records (missing values as ``None``); or a mapping of records keyed by paper id, its records.
+        what: what the inputs are called in messages (``papers``, ``queries``).
+
+    Raises:
+        TypeError: anything else (bytes, a number, ``None``, a set, an item that is neither a text nor a record),
+            naming what was given and, for an item, its position.
+    """
+    items, _, single = _inputs(papers, what)
+    return items, single
+
+
+def paper_records(
+    papers: Any,
+    *,
+    id_field: str | None = None,
+    skip_invalid: bool = False,
+    source: str = GIVEN_IN_PYTHON,
+) -> PaperFile:
+    """Paper records given in Python, checked as :func:`read_papers` checks a file's: each needs an id (a string or
+    integer, stripped; ``1`` and ``"1"`` are one id) that no earlier record has, and a title or an abstract. Messages
+    name a record by its position, ``record #i`` (counted from 0).
+
+    Args:
+        papers: as :func:`paper_inputs` takes them, every item a record (a mapping of records keyed by paper id has
+            its keys as ids, like an id-keyed ``.json`` file).
+        id_field: the field holding the paper id; by default the first of :data:`ID_FIELDS` that a record has.
+        skip_invalid: skip bad records and list them in ``PaperFile.skipped`` instead of raising.
+        source: what the records are called in messages.
+
+    Raises:
+        TypeError: ``papers`` is not records (a text among them, bytes, a number, a set, ...).
+        InvalidPaperError: a bad record (and ``skip_invalid`` is false), or no papers.
+    """
+    items, keys, _ = _inputs(papers, "papers")
+    for index, item in enumerate(items):
+        if isinstance(item, str):
+            raise TypeError(
+                f"papers: item #{index} is a text; papers with ids are records (a dict with paper_id, title and "
+                "abstract), not texts"
+            )
+    records = (
+        (f"record #{index}", dict(item), None if keys is None else keys[index]) for index, item in enumerate(items)
+    )
+    skipped: list[PaperProblem] = []
+    found = list(_checked_papers(records, source, id_field, skip_invalid, skipped, whole="all records"))
+    return PaperFile(source, found, skipped)
+
+
+def paper_id_list(ids: str | int | Iterable[str | int], *, what: str = "ids") -> list[str]:
+    """Paper ids given in Python as a list of distinct ids in the order given: one string or integer is one id.
+
+    Args:
+        ids: one id (a string or an integer), or an ordered iterable of them.
+        what: what the ids are called in messages (the argument's name).
+
+    Raises:
+        TypeError: ``ids`` is not an id or an ordered iterable of ids (bytes, a set, a mapping, ...).
+    """
+    if isinstance(ids, (str, int)) and not isinstance(ids, bool):
+        ids = [ids]
+    elif isinstance(ids, (bytes, bytearray, set, frozenset, Mapping)) or not isinstance(ids, Iterable):
+        raise TypeError(f"{what} must be a paper id (str or int) or a list of them, got {type(ids).__name__}")
+    wanted = []
+    for index, paper_id in enumerate(ids):
+        if isinstance(paper_id, bool) or not isinstance(paper_id, (str, int)):
+            raise TypeError(f"{what}: item #{index} is {type(paper_id).__name__}; a paper id is a str or an int")
+        wanted.append(str(paper_id).strip())
+    return list(dict.fromkeys(wanted))
+
+
+def usable_as_is(dataset: Any, *, id_field: str | None = None, skip_invalid: bool = False) -> bool:
+    """Check a ``datasets.Dataset`` of papers as :func:`paper_records` checks records, one batch in memory at a time.
+
+    Returns whether the dataset can be used as it is: every record valid, its ``paper_id`` already the checked id.
+
+    Args:
+        dataset: the papers.
+        id_field: as for :func:`paper_records`.
+        skip_invalid: return ``False`` at a bad record (for :func:`paper_records` to skip it) instead of raising.
+
+    Raises:
+        InvalidPaperError: a bad record, and ``skip_invalid`` is false.
+    """
+    if "paper_id" not in dataset.column_names or id_field not in (None, "paper_id"):
+        return False
+    raw: list[Any] = [None]  # the id of the record last read, as the dataset holds it
+
+    def records() -> _Records:
+        rows = (dict(zip(batch, values)) for batch in dataset.iter(_ARROW_BATCH) for values in zip(*batch.values()))
+        for index, row in enumerate(rows):
+            raw[0] = row["paper_id"]
+            yield f"record #{index}", row, None
+
+    skipped: list[PaperProblem] = []
+    for paper in _checked_papers(records(), GIVEN_IN_PYTHON, id_field, skip_invalid, skipped, whole="all records"):
+        if skipped or paper["paper_id"] != raw[0]:
+            return False
+    return not skipped
+
+
+def _inputs(papers: Any, what: str) -> tuple[list[Mapping[str, Any] | str], list[str] | None, bool]:
+    """:func:`paper_inputs`' items, the keys of a mapping of records (else ``None``), and whether ``papers`` was one
+    input."""
+    if isinstance(papers, str):
+        return [papers], None, True
+    if isinstance(papers, Mapping):
+        if papers and all(isinstance(value, Mapping) for value in papers.values()):
+            return list(papers.values()), [str(key) for key in papers], False
+        return [papers], None, True
+    if hasattr(papers, "columns") and hasattr(papers, "iterrows") and hasattr(papers, "to_dict"):
+        # A pandas DataFrame (duck-typed, so that pandas is never imported here): its rows, as records.
+        return [{key: _present(value) for key, value in row.items()} for row in papers.to_dict("records")], None, False
+    given = type(papers).__name__
+    if isinstance(papers, (bytes, bytearray, memoryview)):
+        raise TypeError(f"{what} must be {_ACCEPTED}; got {given}: decode it to text first")
+    if isinstance(papers, (set, frozenset)):
+        raise TypeError(f"{what} must be {_ACCEPTED}; got a {given}, which has no order: give a list")
+    if not isinstance(papers, Iterable) or getattr(papers, "ndim", None) == 0:
+        raise TypeError(f"{what} must be {_ACCEPTED}; got {given}")
+    dtype = getattr(papers, "dtype", None)
+    if dtype is not None and getattr(dtype, "kind", "O") not in "UO":
+        raise TypeError(f"{what} must be {_ACCEPTED}; got an array of {dtype}")
+    items: list[Mapping[str, Any] | str] = []
+    for index, item in enumerate(papers):
+        if not isinstance(item, (str, Mapping)):
+            raise TypeError(
+                f"{what}: item #{index} is {type(item).__name__}; each item must be a text (str) or a paper record "
+                "(a dict with title / abstract)"
+            )
+        items.append(item)
+    return items, None, False
+
+
+def _present(value: Any) -> Any:
+    """A DataFrame cell as a record's field: a missing value (NaN, ``pd.NA``, ``NaT``) as ``None``."""
+    if (isinstance(value, float) and value != value) or type(value).__name__ in ("NAType", "NaTType"):
+        return None
+    return value
+
+
 @dataclass
 class PaperDataset:
     """The papers of one file as a memory-mapped ``datasets.Dataset`` (columns ``paper_id``, ``title``,
@@ -257,6 +435,20 @@ def _valid_papers(
         suffix
     ](path)
 
+    yield from _checked_papers(records, source, id_field, skip_invalid, skipped)
+
+
+def _checked_papers(
+    records: _Records,
+    source: str,
+    id_field: str | None,
+    skip_invalid: bool,
+    skipped: list[PaperProblem],
+    whole: str = "whole file",
+) -> Iterator[dict[str, Any]]:
+    """The valid papers of ``records`` (a reader's, or :func:`paper_records`'), in order: ids checked and unique,
+    title and abstract text; bad records raise, or (``skip_invalid``) go to ``skipped``. ``whole`` names the input
+    as a whole when it holds no valid paper."""
     found = 0
     first_location: dict[str, str] = {}
     fields: list[str] | None = None  # the first valid record's, while none of them has an abstract field
@@ -287,12 +479,12 @@ def _valid_papers(
         logger.warning(
             "%s: no record has an abstract field (the first record's fields: %s): the papers are their titles alone; "
             "if a field holds the abstracts, rename it to abstract",
-            path,
+            source,
             ", ".join(map(str, fields)),
         )
     if not found:
         reason = f"no valid papers (all {len(skipped)} record(s) invalid)" if skipped else "no papers"
-        raise InvalidPaperError(skipped, skipping=skip_invalid, whole=PaperProblem(source, "whole file", reason))
+        raise InvalidPaperError(skipped, skipping=skip_invalid, whole=PaperProblem(source, whole, reason))
 
 
 # Each record source yields (location, record or PaperProblem, key-as-id or None).

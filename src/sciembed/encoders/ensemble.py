@@ -80,13 +80,13 @@ class EnsembleEncoder(Encoder):
             digest.update(member.fingerprint().encode())
         return digest.hexdigest()
 
-    def encode(
+    def _encode(
         self,
-        papers: Sequence[Mapping[str, Any] | str],
+        papers: list[Mapping[str, Any] | str],
         *,
-        batch_size: int | None = None,
-        show_progress_bar: bool = True,
-        progress_desc: str = "Encoding",
+        batch_size: int | None,
+        show_progress_bar: bool,
+        progress_desc: str,
     ) -> np.ndarray:
         """The mean over members of their embeddings of ``papers`` (each member makes its own text)."""
         vectors = [

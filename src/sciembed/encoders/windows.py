@@ -20,14 +20,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from ..data.papers import TEXT_FIELDS, paper_text
-from ..encode import Encoder
+from ..encode import Encoder, Papers
 
 logger = logging.getLogger(__name__)
 
@@ -139,17 +139,17 @@ class WindowedEncoder(Encoder):
         settings = json.dumps({**asdict(self.settings), "window": self.window}, sort_keys=True)
         return hashlib.sha256(f"windows {settings} {self.encoder.fingerprint()}".encode()).hexdigest()
 
-    def texts(self, papers: Iterable[Mapping[str, Any] | str], fields: Sequence[str] | None = None) -> list[str]:
+    def texts(self, papers: Papers, fields: Sequence[str] | None = None) -> list[str]:
         """Model texts of ``papers`` from ``text_fields`` (unwindowed: what an embed run's manifest records)."""
         return super().texts(papers, fields or self.settings.text_fields)
 
-    def encode(
+    def _encode(
         self,
-        papers: Sequence[Mapping[str, Any] | str],
+        papers: list[Mapping[str, Any] | str],
         *,
-        batch_size: int | None = None,
-        show_progress_bar: bool = True,
-        progress_desc: str = "Encoding",
+        batch_size: int | None,
+        show_progress_bar: bool,
+        progress_desc: str,
     ) -> np.ndarray:
         """One vector per paper: the combination of its windows' vectors (one window when it fits)."""
         if not papers:
@@ -160,10 +160,12 @@ class WindowedEncoder(Encoder):
         before = dict(self.adjusted)
         texts, owners, weights = [], [], []
         for index, paper in enumerate(papers):
-            for text, tokens in self.paper_windows(paper):
+            for text, tokens in self.paper_windows(paper, index=index):
                 texts.append(text)
                 owners.append(index)
-                weights.append(tokens if self.settings.combine == "tokens" else 1)
+                # A paper read in one window (its title alone, an empty text) has no text tokens to weigh by: its
+                # one window is its vector whatever the weight, as long as the weight is not 0 (0 / 0 would be NaN).
+                weights.append(max(tokens, 1) if self.settings.combine == "tokens" else 1)
         changed = {key: self.adjusted[key] - before[key] for key in before if self.adjusted[key] > before[key]}
         if changed:
             logger.warning(
@@ -184,16 +186,16 @@ class WindowedEncoder(Encoder):
             combined /= np.linalg.norm(combined, axis=-1, keepdims=True).clip(min=1e-12)
         return combined.astype(np.float32)
 
-    def paper_windows(self, paper: Mapping[str, Any] | str) -> list[tuple[str, int]]:
+    def paper_windows(self, paper: Mapping[str, Any] | str, *, index: int | None = None) -> list[tuple[str, int]]:
         """The texts ``paper`` is embedded as, each with its count of text tokens (the title's not counted): one
         text when it fits the window, else windows of the text that overlap by ``overlap`` tokens, each after the
-        title (``keep_title``).
+        title (``keep_title``). ``index``, the paper's position among those given, names it in messages.
 
         Two papers are windowed otherwise, and counted in :attr:`adjusted` (``encode`` logs the counts): one whose
         title leaves fewer than :data:`MIN_WINDOW_TEXT` tokens of text per window has its title read once, at the
         head of the text; one whose windows would overlap by more than half their text overlaps by half.
         """
-        title, body = self._title_and_body(paper)
+        title, body = self._title_and_body(paper, index)
         sep = self.sep_token
         whole = sep.join(part for part in (title, body) if part)
         specials = self.tokenizer.num_special_tokens_to_add(pair=False)
@@ -226,18 +228,22 @@ class WindowedEncoder(Encoder):
     def _tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
 
-    def _title_and_body(self, paper: Mapping[str, Any] | str) -> tuple[str, str]:
+    def _title_and_body(self, paper: Mapping[str, Any] | str, index: int | None) -> tuple[str, str]:
         fields = self.settings.text_fields
         if isinstance(paper, str):
             return "", paper
         if fields[0] == "title":
             title = str(paper.get("title") or "").strip()
             rest = fields[1:]
-            body = paper_text(paper, self.sep_token, rest) if rest and any(paper.get(f) for f in rest) else ""
+            body = (
+                paper_text(paper, self.sep_token, rest, index=index)
+                if rest and any(paper.get(f) for f in rest)
+                else ""
+            )
             if not title and not body:
-                paper_text(paper, self.sep_token, fields)  # raises, naming the paper and the fields
+                paper_text(paper, self.sep_token, fields, index=index)  # raises, naming the paper and the fields
             return title, body
-        return "", paper_text(paper, self.sep_token, fields)
+        return "", paper_text(paper, self.sep_token, fields, index=index)
 
 
 def _unit_vectors(encoder: Encoder) -> bool:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..data.knn import IVFSettings, faiss_neighbours
-from ..data.papers import PaperProblem, paper_id_order
+from ..data.papers import PaperProblem, paper_id_list, paper_id_order, paper_records
 from ..encode import Encoder
 from ..io import atomic_path, refuse_replacing
 
@@ -262,7 +262,7 @@ class Collection:
 
 
 def read_collection(
-    papers: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
+    papers: str | os.PathLike[str] | Iterable[Mapping[str, Any]] | Any,
     *,
     id_field: str | None = None,
     skip_invalid: bool = False,
@@ -270,13 +270,12 @@ def read_collection(
 ) -> Collection:
     """The papers of a papers file (``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet``), of a SMART collection (a folder
     holding one ``*.all`` file, or the file; its ``.X`` citations read as ``smart_links`` says), or given as
-    records."""
+    records (a list, generator or pandas DataFrame, checked as a file's records are:
+    :func:`~sciembed.data.papers.paper_records`)."""
     if not isinstance(papers, (str, os.PathLike)):
-        records = list(papers)
-        missing = [i for i, p in enumerate(records) if not isinstance(p, Mapping) or "paper_id" not in p]
-        if missing:
-            raise ValueError(f"papers given as records need a paper_id; record(s) {missing[:_SHOWN_IDS]} have none")
-        return Collection(f"{len(records)} papers given", records)
+        given = paper_records(papers, id_field=id_field, skip_invalid=skip_invalid)
+        _log_skipped(given.path, given.skipped)
+        return Collection(f"{len(given.papers)} papers given", given.papers, None, given.skipped)
     from ..data.smart import CACM_CITATION, is_smart_collection, read_smart_collection
 
     path = Path(papers)
@@ -298,14 +297,15 @@ def read_collection(
     from ..data.papers import read_papers
 
     read = read_papers(path, id_field=id_field, skip_invalid=skip_invalid)
-    if read.skipped:
-        logger.warning(
-            "%s: skipped %d invalid record(s):\n  %s",
-            path,
-            len(read.skipped),
-            "\n  ".join(map(str, read.skipped[:20])),
-        )
+    _log_skipped(str(path), read.skipped)
     return Collection(str(path), read.papers, None, read.skipped)
+
+
+def _log_skipped(source: str, skipped: Sequence[PaperProblem]) -> None:
+    if skipped:
+        logger.warning(
+            "%s: skipped %d invalid record(s):\n  %s", source, len(skipped), "\n  ".join(map(str, skipped[:20]))
+        )
 
 
 def read_citation_pairs(path: str | os.PathLike[str]) -> set[tuple[str, str]]:
@@ -317,11 +317,11 @@ def read_citation_pairs(path: str | os.PathLike[str]) -> set[tuple[str, str]]:
 
 
 def neighbours(
-    papers: str | os.PathLike[str] | Sequence[Mapping[str, Any]],
+    papers: str | os.PathLike[str] | Iterable[Mapping[str, Any]] | Any,
     model: str | os.PathLike[str] | Encoder | None = None,
     *,
     k: int = 10,
-    query_ids: Iterable[str] | None = None,
+    query_ids: str | int | Iterable[str | int] | None = None,
     embeddings: str | os.PathLike[str] | None = None,
     citations: str | os.PathLike[str] | Iterable[tuple[str, str]] | None = None,
     id_field: str | None = None,
@@ -342,13 +342,16 @@ def neighbours(
     Args:
         papers: a papers file (``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet`` with ``paper_id``, ``title``,
             ``abstract``: :func:`~sciembed.data.papers.read_papers`), a SMART collection (a folder holding a
-            ``*.all`` file such as ``cacm/``, or the file), or paper records.
+            ``*.all`` file such as ``cacm/``, or the file), or paper records (a list, generator or pandas DataFrame,
+            each record with an id no other has, checked as a file's records are:
+            :func:`~sciembed.data.papers.paper_records`).
         model: the model that embeds the papers: a Hub id or local folder, a ready :class:`~sciembed.encode.Encoder`,
             or ``None`` for the embedded all-MiniLM-L6-v2. A multi-format model embeds them in its proximity format.
             Leave it ``None`` when ``embeddings`` are given.
         k: neighbours per query paper.
-        query_ids: the query papers (default: every paper), in the order the result lists them. Ids that are not
-            papers of the collection are an error naming them, raised before anything is embedded.
+        query_ids: the query papers (default: every paper), in the order the result lists them; one id (a string
+            or an integer) is one query paper. Ids that are not papers of the collection are an error naming them,
+            raised before anything is embedded.
         embeddings: read the vectors from this embedding file (``.jsonl`` / ``.npy`` / ``.parquet``, or a folder of
             Parquet parts, as ``sciembed embed`` writes) instead of embedding; it must hold a vector for every paper
             (extra vectors are ignored).
@@ -368,7 +371,9 @@ def neighbours(
         UnknownQueryError: query ids that are not papers of the collection (a KeyError and a ValueError; the
             message counts and names them).
         ValueError: papers without a vector in ``embeddings`` (unless ``skip_invalid``), fewer than two papers,
-            ``k < 1``; readers' errors name the file, line and id.
+            ``k < 1``; readers' errors name the file, line and id (:class:`~sciembed.data.papers.InvalidPaperError`),
+            for records their position.
+        TypeError: ``papers`` or ``query_ids`` of a type not taken (a text among the records, bytes, a number, ...).
     """
     if k < 1:
         raise ValueError(f"k must be positive, got {k}")
@@ -380,7 +385,7 @@ def neighbours(
     records = collection.papers
     ids = [str(p["paper_id"]) for p in records]
     position = {paper_id: i for i, paper_id in enumerate(ids)}
-    wanted = list(dict.fromkeys(str(q) for q in query_ids)) if query_ids is not None else None
+    wanted = paper_id_list(query_ids, what="query_ids") if query_ids is not None else None
     if wanted is not None:
         _check_query_ids(wanted, position, collection)
     _check_size(ids, collection)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.papers import TEXT_FIELDS, PaperProblem
+from ..data.papers import GIVEN_IN_PYTHON, TEXT_FIELDS, PaperProblem, paper_records, usable_as_is
 from ..distributed import Share, process_share
 from ..encode import Encoder
 from ..io import (
@@ -152,10 +152,13 @@ def embed_to_file(
     Args:
         encoder: the model, or a function that loads it: called once the papers have been read and checked, so
             that a bad input fails before a long model load.
-        papers: records with ``paper_id`` (a list, or a ``datasets.Dataset``), or the path of a paper file
-            (read with :func:`~sciembed.data.papers.paper_dataset`, ``id_field`` and ``skip_invalid`` as
-            there; ``text_fields`` are the fields kept beside title and abstract, e.g. ``body``, for an encoder
-            that reads them, :class:`~sciembed.encoders.WindowedEncoder`).
+        papers: records with ``paper_id`` (a list, generator, pandas DataFrame or ``datasets.Dataset``, checked as a
+            file's records are: :func:`~sciembed.data.papers.paper_records`; a valid ``Dataset`` stays memory-mapped,
+            others are held in memory), or the path of a paper file (read with
+            :func:`~sciembed.data.papers.paper_dataset`, so that it need not fit in memory).
+            ``id_field`` and ``skip_invalid`` apply to both; ``text_fields`` are the fields a file's papers keep
+            beside title and abstract, e.g. ``body``, for an encoder that reads them,
+            :class:`~sciembed.encoders.WindowedEncoder`.
         shard_size: papers per shard (the unit of resuming and of the split over processes).
         resume: keep the finished shards of an unfinished run of ``output`` (with the same papers, model
             and settings; the number of processes may differ).
@@ -172,6 +175,9 @@ def embed_to_file(
         FileExistsError: ``output`` exists and ``overwrite`` is false; an unfinished run of ``output`` exists and
             ``resume`` is false (one process).
         ValueError: ``resume`` is true but the unfinished run used other papers or settings; damaged state.
+        InvalidPaperError: a bad record (and ``skip_invalid`` is false): one without an id, or with the id of an
+            earlier one, or without text; named by file and line, or for records by position.
+        TypeError: ``papers`` is not records (texts, bytes, a number, ...).
     """
     started = time.perf_counter()
     output = check_output(output, overwrite=overwrite)
@@ -182,7 +188,6 @@ def embed_to_file(
     share = process_share(rank, world_size)
     folder = partial_dir(output)
     try:
-        skipped: list[PaperProblem] = []
         if isinstance(papers, (str, os.PathLike)):
             from ..data.papers import paper_dataset
 
@@ -190,14 +195,19 @@ def embed_to_file(
                 read = paper_dataset(
                     papers, folder, id_field=id_field, skip_invalid=skip_invalid, text_fields=text_fields
                 )
-            papers, skipped = read.dataset, read.skipped
-            if skipped and share.rank == 0:
-                logger.warning(
-                    "skipped %d invalid record(s) of %s:\n  %s",
-                    len(skipped),
-                    read.path,
-                    "\n  ".join(map(str, skipped)),
-                )
+            papers, skipped, source = read.dataset, read.skipped, read.path
+        elif hasattr(papers, "column_names") and usable_as_is(papers, id_field=id_field, skip_invalid=skip_invalid):
+            skipped, source = [], GIVEN_IN_PYTHON  # a valid datasets.Dataset stays memory-mapped
+        else:
+            given = paper_records(papers, id_field=id_field, skip_invalid=skip_invalid)
+            papers, skipped, source = given.papers, given.skipped, given.path
+        if skipped and share.rank == 0:
+            logger.warning(
+                "skipped %d invalid record(s) of %s:\n  %s",
+                len(skipped),
+                source,
+                "\n  ".join(map(str, skipped)),
+            )
         if not len(papers):
             raise ValueError("no papers to embed")
         if not isinstance(encoder, Encoder):

@@ -4,7 +4,8 @@
   ``map_batches`` with :class:`PaperEmbedder` (one encoder per actor, a pool of ``concurrency`` actors),
   ``write_parquet`` the ``paper_id`` and ``embedding`` columns. Ray schedules and streams the batches; the output
   folder reads back with :func:`sciembed.io.read_embeddings`, its rows in Ray's order (not the input's). Each batch
-  is checked as it arrives (an id, a title or abstract); a repeated id across batches is not caught in a stream.
+  is checked as it arrives (an id, a title or abstract, no id twice); a repeated id across batches is not caught in
+  a stream.
 - **The rank-sharded job as Ray tasks** (:func:`embed_with_ray_tasks`): :func:`~sciembed.jobs.embed.embed_to_file`
   with ``rank`` / ``world_size`` as ``world_size`` Ray tasks that share ``<output>.partial``; the task that finishes
   the last shard assembles the output, in input order, and a failed run resumes with any number of tasks.
@@ -25,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..data.papers import paper_records
 from ..encode import Encoder
 from ..encoders import load_encoder
 from ..io import embedding_table
@@ -49,14 +51,13 @@ class PaperEmbedder:
 
     def __call__(self, batch: Mapping[str, np.ndarray]) -> Any:
         rows = len(batch["paper_id"])
-        records = [{name: _plain(values[row]) for name, values in batch.items()} for row in range(rows)]
-        for record in records:
-            # A stream has no whole input to check first (embed_with_ray_tasks does, as `sciembed embed`): each
-            # batch is checked before it is embedded.
-            if record.get("paper_id") in (None, ""):
-                raise ValueError(f"a paper without paper_id (title {str(record.get('title'))[:80]!r})")
-            if not any(record.get(field) for field in ("title", "abstract")):
-                raise ValueError(f"paper_id {record['paper_id']!r}: neither title nor abstract")
+        # A stream has no whole input to check first (embed_with_ray_tasks does, as `sciembed embed`): each batch is
+        # checked as records given in Python are, before it is embedded.
+        records = paper_records(
+            [{name: _plain(values[row]) for name, values in batch.items()} for row in range(rows)],
+            id_field="paper_id",
+            source="a Ray Data batch",
+        ).papers
         vectors = self.encoder.encode(records, batch_size=self.batch_size, show_progress_bar=False)
         return embedding_table([str(r["paper_id"]) for r in records], vectors)
 

@@ -31,7 +31,7 @@ import numpy as np
 from datasets import Dataset, concatenate_datasets
 
 from ..data.graph import CitationGraph
-from ..data.papers import PaperProblem, paper_id_order
+from ..data.papers import PaperProblem, paper_id_list, paper_id_order
 from ..data.smart import LINK_READINGS, is_smart_collection
 
 logger = logging.getLogger(__name__)
@@ -325,11 +325,12 @@ def triplet_dataset(
 
     if sampler not in TRIPLET_SAMPLERS:
         raise ValueError(f"unknown triplet sampler {sampler!r}; one of {', '.join(TRIPLET_SAMPLERS)}")
-    excluded = set(exclude)
+    excluded = set(paper_id_list(exclude, what="exclude"))
     graph = source.graph
     if excluded and sampler != "scincl":
         graph = _without(graph, excluded)
-    query_list = [q for q in (queries if queries is not None else source.linked_queries()) if q not in excluded]
+    chosen = paper_id_list(queries, what="queries") if queries is not None else source.linked_queries()
+    query_list = [q for q in chosen if q not in excluded]
     if sampler == "scincl":
         from ..data.scincl import SciNCLConfig, sample_scincl_triplets
 
@@ -404,8 +405,8 @@ def pair_dataset(
     """
     if kind not in PAIR_KINDS:
         raise ValueError(f"unknown pair kind {kind!r}; one of {', '.join(PAIR_KINDS)}")
-    excluded = set(exclude)
-    allowed = None if queries is None else set(queries)
+    excluded = set(paper_id_list(exclude, what="exclude"))
+    allowed = None if queries is None else set(paper_id_list(queries, what="queries"))
     pairs = (source.cocited or _graph_cocitations(source)) if kind == "cocitations" else _graph_citations(source)
     rows = [
         (a, b)
@@ -457,7 +458,7 @@ def labelled_papers(
     the ``cacm`` benchmark's task) or a SciRepEval MeSH sample (``descriptor``). ``papers`` restricts them to
     those ids."""
     path = Path(path)
-    allowed = None if papers is None else set(papers)
+    allowed = None if papers is None else set(paper_id_list(papers, what="papers"))
     if is_smart_collection(path):
         from ..data.judgements import cacm_categories
         from ..data.smart import read_smart_collection

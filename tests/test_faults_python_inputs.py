@@ -1,0 +1,268 @@
+"""Papers and queries given in Python (issue 51, items 4 and 5): one text or record is one input and one vector, a
+DataFrame is its rows, any other type a TypeError saying what is taken; records are checked as the readers check a
+file's, colliding ids refused by position. A property test runs every Python entry point over random inputs of
+every accepted shape and id type, and over types that are not taken, on a tiny model.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers import PAPERS
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sciembed
+from sciembed import InvalidPaperError
+from sciembed.encoders import EnsembleEncoder, WindowedEncoder
+from sciembed.io import read_embeddings
+from sciembed.jobs.embed import embed_to_file
+
+# 4. A string, a record or a DataFrame embedded item by item --------------------------------------------------
+
+
+def test_one_text_or_record_is_one_vector_and_a_frame_its_rows(tiny_encoder):
+    query = "a query about garbage collection of list structure in a time sharing system"
+    one = tiny_encoder.encode([query], show_progress_bar=False)
+    assert sciembed.encode(tiny_encoder, query, show_progress_bar=False).shape == one[0].shape == (32,)
+    assert tiny_encoder.encode_query(query, show_progress_bar=False).shape == (32,)
+    assert tiny_encoder.encode_document(PAPERS[0], show_progress_bar=False).shape == (32,)
+    rows = tiny_encoder.encode(PAPERS, show_progress_bar=False)
+    frame = pd.DataFrame(PAPERS)
+    frame.loc[1, "abstract"] = None  # a missing cell is no text, not "nan"
+    np.testing.assert_allclose(tiny_encoder.encode(frame, show_progress_bar=False), rows, atol=1e-5)
+    for encoder in (EnsembleEncoder([tiny_encoder, tiny_encoder]), WindowedEncoder(tiny_encoder)):
+        np.testing.assert_allclose(encoder.encode(query, show_progress_bar=False), one[0], atol=1e-5)
+
+
+def test_a_missing_value_of_a_frame_s_records_is_no_text_not_nan(tiny_encoder):
+    records = pd.DataFrame([PAPERS[0], {"paper_id": "p9", "title": "Graphs"}]).to_dict("records")
+    vectors = tiny_encoder.encode(records, show_progress_bar=False)
+    np.testing.assert_allclose(vectors[1], tiny_encoder.encode(["Graphs"], show_progress_bar=False)[0], atol=1e-5)
+
+
+def test_one_query_id_is_one_query_paper(tiny_encoder):
+    result = sciembed.neighbours(PAPERS, tiny_encoder, k=2, query_ids="p3", show_progress_bar=False)
+    assert result.query_ids == ["p3"]
+
+
+@pytest.mark.parametrize(
+    "papers, message",
+    [
+        (b"a query", "got bytes: decode it to text first"),
+        (3, "got int"),
+        (None, "got NoneType"),
+        ({"a query"}, "got a set, which has no order: give a list"),
+        (np.array([0.5, 1.5]), "got an array of float64"),
+        (["a query", ["nested"]], "item #1 is list"),
+    ],
+)
+def test_inputs_of_other_types_are_a_type_error_before_the_model_loads(tmp_path, papers, message):
+    with pytest.raises(TypeError, match=message):
+        sciembed.encode(tmp_path / "no-model-here", papers)
+
+
+# 5. Records given in Python whose ids collide ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("second", [1, "1", " 1"], ids=["int", "str", "padded"])
+def test_colliding_ids_in_records_are_refused_naming_their_positions(tiny_encoder, tmp_path, second):
+    records = [{**PAPERS[0], "paper_id": "1"}, {**PAPERS[1], "paper_id": second}, {**PAPERS[2], "paper_id": 2}]
+    named = r"record #1 \(paper_id '1'\): duplicate paper_id \(first at record #0\)"
+    with pytest.raises(InvalidPaperError, match=named):
+        sciembed.neighbours(records, tiny_encoder, k=1, show_progress_bar=False)
+    with pytest.raises(InvalidPaperError, match=named):
+        embed_to_file(tiny_encoder, iter(records), tmp_path / "out.jsonl", show_progress_bar=False)
+    assert list(tmp_path.iterdir()) == []
+    report = embed_to_file(tiny_encoder, records, tmp_path / "out.jsonl", skip_invalid=True, show_progress_bar=False)
+    assert read_embeddings(tmp_path / "out.jsonl")[0] == ["1", "2"] and report.skipped[0].location == "record #1"
+
+
+def test_a_dataset_is_checked_in_place_and_stays_memory_mapped_when_valid(tiny_encoder, tmp_path, monkeypatch):
+    import datasets
+
+    import sciembed.jobs.embed as job
+
+    records = [{**PAPERS[i], "paper_id": f"p{i}"} for i in range(3)]
+    colliding = datasets.Dataset.from_list([*records, {**PAPERS[3], "paper_id": "p0"}])
+    with pytest.raises(InvalidPaperError, match=r"record #3 \(paper_id 'p0'\): duplicate paper_id"):
+        embed_to_file(tiny_encoder, colliding, tmp_path / "bad.jsonl", show_progress_bar=False)
+    numbered = datasets.Dataset.from_list([{**record, "paper_id": i} for i, record in enumerate(records)])
+    embed_to_file(tiny_encoder, numbered, tmp_path / "numbered.jsonl", show_progress_bar=False)
+    assert read_embeddings(tmp_path / "numbered.jsonl")[0] == ["0", "1", "2"]
+    monkeypatch.setattr(job, "paper_records", lambda *args, **kwargs: pytest.fail("a valid Dataset was copied"))
+    embed_to_file(tiny_encoder, datasets.Dataset.from_list(records), tmp_path / "out.jsonl", show_progress_bar=False)
+    assert read_embeddings(tmp_path / "out.jsonl")[0] == ["p0", "p1", "p2"]
+
+
+def test_a_paper_that_is_its_title_alone_gets_its_vector_through_windows(tiny_encoder):
+    title_only = {"title": "Graphs", "abstract": ""}
+    vectors = WindowedEncoder(tiny_encoder).encode([title_only, ""], show_progress_bar=False)
+    np.testing.assert_allclose(vectors, tiny_encoder.encode([title_only, ""], show_progress_bar=False), atol=1e-5)
+
+
+def test_a_record_without_an_id_is_named_by_its_position(tiny_encoder):
+    with pytest.raises(InvalidPaperError, match=r"record #2: no paper id"):
+        sciembed.neighbours([PAPERS[0], PAPERS[1], {"title": "Graphs"}], tiny_encoder, show_progress_bar=False)
+    with pytest.raises(ValueError, match=r"^record #1 has neither a title nor an abstract$"):
+        tiny_encoder.encode(["a query", {"title": "", "abstract": None}], show_progress_bar=False)
+
+
+# The property: every entry point, every accepted shape, every id type ----------------------------------------
+
+PROPERTY = settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+_WORD = st.sampled_from(["graph", "citation", "memory", "query", "index", "model", "text", ""])
+_TEXT = st.lists(_WORD, min_size=1, max_size=6).map(" ".join)
+_RECORD = st.fixed_dictionaries({"title": _TEXT, "abstract": st.one_of(_TEXT, st.none())}).filter(
+    lambda r: (r["title"] or r["abstract"] or "").strip()
+)
+_ITEM = st.one_of(_TEXT, _RECORD)
+_SHAPES = ("list", "tuple", "generator", "frame", "mapping")
+
+
+def _shaped(items: list, shape: str):
+    """``items`` in one of the shapes the entry points take."""
+    if shape == "tuple":
+        return tuple(items)
+    if shape == "generator":
+        return (item for item in items)
+    if shape == "frame":
+        return pd.DataFrame(items, dtype=object)  # ids as given: a column of ints and floats stays one
+    if shape == "mapping":
+        return {f"k{i}": item for i, item in enumerate(items)}
+    return list(items)
+
+
+def _entry_points(encoder):
+    windowed = WindowedEncoder(encoder)
+    ensemble = EnsembleEncoder([encoder, encoder])
+    return {
+        "sciembed.encode": lambda papers: sciembed.encode(encoder, papers, show_progress_bar=False),
+        "encode": lambda papers: encoder.encode(papers, show_progress_bar=False),
+        "encode_query": lambda papers: encoder.encode_query(papers, show_progress_bar=False),
+        "encode_document": lambda papers: encoder.encode_document(papers, show_progress_bar=False),
+        "ensemble": lambda papers: ensemble.encode(papers, show_progress_bar=False),
+        "windows": lambda papers: windowed.encode(papers, show_progress_bar=False),
+    }
+
+
+@PROPERTY
+@given(
+    items=st.lists(_ITEM, min_size=1, max_size=4),
+    shape=st.sampled_from(_SHAPES),
+    entry=st.sampled_from(["sciembed.encode", "encode", "encode_query", "encode_document", "ensemble", "windows"]),
+)
+def test_every_entry_point_gives_a_row_per_input_each_as_if_alone(tiny_encoder, items, shape, entry):
+    if shape in ("frame", "mapping"):
+        items = [item for item in items if isinstance(item, dict)] or [{"title": "graph"}]
+    encode = _entry_points(tiny_encoder)[entry]
+    alone = [encode(item) for item in items]
+    assert all(vector.shape == (32,) for vector in alone)
+    rows = encode(_shaped(items, shape))
+    assert rows.shape == (len(items), 32) and np.isfinite(rows).all()
+    np.testing.assert_allclose(rows, np.stack(alone), atol=1e-5)
+
+
+# Mostly integers and texts, so that accepted id lists come often enough beside colliding and bad ones.
+_ID = st.one_of(
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    st.text("ab1 ", min_size=1, max_size=3),
+    st.text("ab1 ", min_size=1, max_size=3),
+    st.sampled_from([1.5, True, None, ""]),
+)
+
+
+@settings(PROPERTY, max_examples=60)
+@given(ids=st.lists(_ID, min_size=2, max_size=4), shape=st.sampled_from(["list", "generator", "frame"]))
+def test_ids_come_out_in_order_and_colliding_or_bad_ids_are_named(tiny_encoder, ids, shape):
+    records = [{**PAPERS[i % len(PAPERS)], "paper_id": paper_id} for i, paper_id in enumerate(ids)]
+    expected, first, problem = [], {}, None
+    for index, paper_id in enumerate(ids):
+        if paper_id in (None, ""):
+            problem = f"record #{index}: no paper id"
+        elif isinstance(paper_id, bool) or not isinstance(paper_id, (str, int)):
+            problem = f"record #{index}: paper id must be a string or integer"
+        elif not str(paper_id).strip():
+            problem = f"record #{index}: empty paper id"
+        elif str(paper_id).strip() in first:
+            earlier = first[str(paper_id).strip()]
+            problem = f"record #{index} (paper_id {str(paper_id).strip()!r}): duplicate paper_id (first at {earlier})"
+        else:
+            first[str(paper_id).strip()] = f"record #{index}"
+            expected.append(str(paper_id).strip())
+            continue
+        break
+    for run in (_neighbour_ids, _embedded_ids):
+        if problem is None:
+            assert run(tiny_encoder, _shaped(records, shape)) == expected
+        else:
+            with pytest.raises(InvalidPaperError) as raised:
+                run(tiny_encoder, _shaped(records, shape))
+            assert problem in str(raised.value)
+
+
+def _neighbour_ids(encoder, papers) -> list[str]:
+    return sciembed.neighbours(papers, encoder, k=1, show_progress_bar=False).ids
+
+
+def _embedded_ids(encoder, papers) -> list[str]:
+    with tempfile.TemporaryDirectory() as folder:
+        embed_to_file(encoder, papers, Path(folder) / "out.jsonl", show_progress_bar=False)
+        return read_embeddings(Path(folder) / "out.jsonl")[0]
+
+
+_NOT_TAKEN = st.one_of(
+    st.binary(max_size=8),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.none(),
+    st.sets(_TEXT, min_size=1, max_size=3),
+    st.lists(st.lists(_TEXT, min_size=1, max_size=2), min_size=1, max_size=3),
+    st.lists(st.integers(), min_size=1, max_size=3).map(np.array),
+    st.lists(st.one_of(st.integers(), st.none(), st.binary(max_size=4)), min_size=1, max_size=3).map(
+        lambda bad: ["graph", *bad]
+    ),
+)
+
+
+@PROPERTY
+@given(papers=_NOT_TAKEN)
+def test_types_not_taken_are_a_type_error_saying_what_is(tiny_encoder, tmp_path, papers):
+    calls = [
+        *_entry_points(tiny_encoder).values(),
+        lambda given: sciembed.neighbours(given, tiny_encoder, show_progress_bar=False),
+        lambda given: embed_to_file(tiny_encoder, given, tmp_path / "out.jsonl", show_progress_bar=False),
+    ]
+    for call in calls:
+        with pytest.raises(TypeError, match=r"must be a text|item #\d+ is"):
+            call(papers)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_one_id_given_to_the_training_examples_is_one_paper(tmp_path):
+    from helpers import write_s2orc
+
+    from sciembed.training.examples import pair_dataset, read_citation_source, triplet_dataset
+
+    source = read_citation_source(write_s2orc(tmp_path / "metadata.jsonl"))
+    one = triplet_dataset(source, queries="p1", exclude="p2", seed=3)
+    assert (
+        set(one["query_id"]) == {"p1"}
+        and one.to_list() == triplet_dataset(source, queries=["p1"], exclude=["p2"], seed=3).to_list()
+    )
+    pairs = pair_dataset(source, kind="citations", queries="p1", exclude="p2")
+    assert all("p1" in (a, b) and "p2" not in (a, b) for a, b in zip(pairs["a_id"], pairs["b_id"]))
+    with pytest.raises(TypeError, match=r"queries must be a paper id \(str or int\) or a list of them, got set"):
+        triplet_dataset(source, queries={"p1"})
