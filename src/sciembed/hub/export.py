@@ -116,7 +116,11 @@ def export_model(
             "exporting would publish (and validating would run) code sciembed did not write. Check it, then pass "
             "--trust-remote-code"
         )
-    if source.resolve() == destination.resolve():
+    try:
+        same = source.resolve() == destination.resolve()
+    except (OSError, RuntimeError):  # a symbolic-link loop on the way, which refuse_replacing names
+        same = False
+    if same:
         raise ValueError(f"{destination}: export writes a new folder; choose one other than the model's")
     refuse_replacing(destination, overwrite=overwrite)
     kept, left_out = hub_files(source)
