@@ -72,7 +72,7 @@ def prepare(
     from transformers import TrainingArguments, set_seed
 
     from ..default_model import default_model_path
-    from ..encode import default_max_length
+    from ..encode import check_max_length, default_max_length, position_limit
     from ..families import register_families
 
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
@@ -93,7 +93,12 @@ def prepare(
     # seeded here, before the Trainer seeds training, so a run is the same run every time.
     set_seed(settings["training"].get("seed", 42))
     model, tokenizer = _model(recipe, settings["model"], base, examples)
-    limit = default_max_length(model, tokenizer)
+    given = settings["embedding"]["max_length"]
+    # A window that is set needs none from the base's tokenizer files (whose own may be damaged).
+    limit = default_max_length(model, tokenizer) if given is None else min(position_limit(model), 512)
+    for key in ("embedding", "data"):
+        if settings[key]["max_length"] is not None:
+            check_max_length(settings[key]["max_length"], tokenizer, f"{key}.max_length")
     if (settings["embedding"]["max_length"] or 0) > limit:
         raise ValueError(
             f"embedding.max_length {settings['embedding']['max_length']} exceeds the {limit} tokens {base} takes"
@@ -724,6 +729,7 @@ def _excluded_papers(value: Any) -> set[str]:
 def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Examples):
     from transformers import AutoModel, AutoTokenizer
 
+    from ..checkpoint_weights import check_weights_fit
     from ..families import classifier_from_bert, from_bert
 
     options = dict(options)
@@ -732,6 +738,7 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
     options.pop("head_only_steps", None)  # the classification Trainer's
     options.pop("family", None)  # model.family=none: recipe.family is already None (see _dense_variant)
     modules = options.pop("format_modules", None)
+    check_weights_fit(base)  # the base's weights cover its config, before any family copies them
     module_options = {
         k: options.pop(k) for k in ("adapter_config", "pals_hidden_size", "pals_attention_heads") if k in options
     }
