@@ -41,12 +41,13 @@ def _command(command, model, tmp_path, *extra):
             *("evaluate", "--model", str(model), "--benchmark", "retrieval", "--data", str(tmp_path / "qrels.tsv")),
             *("--papers", str(papers), "--no-cache", "--output", f"{out}.json", *extra),
         ],
+        "from-bert": ["from-bert", "--family", "multi2spe", "--base", str(model), "--output", str(out), *extra],
         "train": [
             *("train", "--recipe", "specter", "--base", str(model), "--papers", str(papers)),
             *("--citations", str(tmp_path / "cites.csv"), "--output", str(out), "--set", "max_steps=1"),
             *("--set", "per_device_train_batch_size=4", "--set", "save_strategy=no", *extra),
         ],
-    }[command] + ["--no-progress"]
+    }[command] + ([] if command == "from-bert" else ["--no-progress"])
 
 
 # Item 12: windows ------------------------------------------------------------------------------------------
@@ -152,14 +153,14 @@ def test_one_token_of_text_is_enough(tiny_bert, tmp_path):
         ),
     ],
 )
-@pytest.mark.parametrize("loader", ["plain", "st", "train"])
+@pytest.mark.parametrize("loader", ["plain", "st", "train", "from-bert"])
 def test_weights_that_do_not_cover_the_config_are_refused(
     tiny_bert, tiny_st_base, tmp_path, caplog, change, expected, loader
 ):
     folder = shutil.copytree(tiny_st_base if loader == "st" else tiny_bert, tmp_path / "model")
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, **change}))
-    assert main(_command("train" if loader == "train" else "embed", folder, tmp_path)) == 2
+    assert main(_command(loader if loader in ("train", "from-bert") else "embed", folder, tmp_path)) == 2
     assert f"{folder}: its weights do not fit its config.json: " in caplog.text and expected in caplog.text
     assert "Traceback" not in caplog.text and not (tmp_path / "out.jsonl").exists()
 

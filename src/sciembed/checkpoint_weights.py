@@ -35,6 +35,9 @@ def check_weights_fit(name_or_path: str, *, subfolder: str = "", trust_remote_co
     """
     from transformers import AutoModel
 
+    from .families import register_families
+
+    register_families()  # a folder of one of sciembed's families builds its class without remote code
     with _quiet():
         model, info = AutoModel.from_pretrained(
             name_or_path,

@@ -124,10 +124,11 @@ def run(args: argparse.Namespace) -> int:
         ("--embeddings", args.embeddings, "any"),
         ("--query-file", args.query_file, "file"),
         ("--citations", args.citations, "file"),
-        ("--data", args.data, "folder"),
     ):
         if path is not None:
             check_input(path, option, kind)
+    if args.data is not None and Path(args.data).is_symlink():
+        check_input(args.data, "--data", "folder")  # a link loop or dangling link; a missing folder is named below
     check_onnx_cache(args)
     if args.embeddings and args.model:
         raise ValueError("give --model (embed the papers) or --embeddings (read their vectors), not both")

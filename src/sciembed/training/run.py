@@ -738,7 +738,6 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
     options.pop("head_only_steps", None)  # the classification Trainer's
     options.pop("family", None)  # model.family=none: recipe.family is already None (see _dense_variant)
     modules = options.pop("format_modules", None)
-    check_weights_fit(base)  # the base's weights cover its config, before any family copies them
     module_options = {
         k: options.pop(k) for k in ("adapter_config", "pals_hidden_size", "pals_attention_heads") if k in options
     }
@@ -748,6 +747,7 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
                 f"recipe {recipe.name} trains the base encoder as it is; it takes no model options "
                 f"({', '.join(options)})"
             )
+        check_weights_fit(base)  # a family's from_bert checks its base itself
         model, tokenizer = AutoModel.from_pretrained(base), AutoTokenizer.from_pretrained(base)
     elif recipe.objective == "classification":
         labels = examples.labels or []
