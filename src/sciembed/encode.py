@@ -158,9 +158,10 @@ class PaperEncoder(Encoder):
             and sentence-transformers models pool their own way, so this must be left unset for them.
         normalize: L2-normalise the vectors of a transformers model (a sentence-transformers model
             normalises when its modules say so).
-        max_length: tokens per text after truncation; defaults to the model's limit (the tokenizer's
-            ``model_max_length`` capped by ``max_position_embeddings`` less the tokens a family inserts
-            itself, at most 512).
+        max_length: tokens per text after truncation, more than the special tokens the tokenizer adds; defaults to
+            the model's limit (the tokenizer's ``model_max_length`` capped by ``max_position_embeddings`` less the
+            tokens a family inserts itself, at most 512; a limit the folder sets below :data:`MIN_FOLDER_WINDOW` is
+            refused).
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...; defaults to CUDA when available, else CPU.
         task_format: the format of a control-code model (``classification``, ``regression``,
             ``proximity``, ``adhoc_query``); the model's default when unset.

@@ -107,7 +107,10 @@ def refuse_replacing(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
     earlier results without being asked. Called before any expensive work, so a run never ends on a refusal.
 
     Raises:
-        FileExistsError: ``path`` exists and ``overwrite`` is false; the message names the remedy.
+        FileExistsError: ``path`` exists and ``overwrite`` is false, or is a symbolic link that leads nowhere; the
+            message names the remedy.
+        ValueError: ``path`` is the current folder or one above it (``..``, ``new/..``), which a run cannot replace.
+        OSError: ``path`` cannot be written (:func:`check_writable`).
     """
     path = Path(path)
     try:
