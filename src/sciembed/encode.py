@@ -17,6 +17,7 @@ import copy
 import hashlib
 import json
 import logging
+import numbers
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from tqdm.auto import tqdm
 
+from .checkpoint_weights import check_weights_fit
 from .checkpoints import check_remote_code, module_folders
 from .data.papers import TEXT_FIELDS, paper_inputs, paper_text
 from .default_model import default_model_path
@@ -34,7 +36,7 @@ from .families import family_of, foreign_code, register_families
 from .formats import activate_format, load_format_modules, model_formats
 from .formats.embedding import FAMILY_POOLING, POOLINGS, pool  # noqa: F401  (encode's API too)
 from .formats.names import DOCUMENT_FORMAT, QUERY_FORMAT  # noqa: F401  (encode's API too)
-from .io import check_finite
+from .io import broken_link, check_finite
 from .onnx_backend import BACKENDS, Backend, OnnxBackend, Precision
 from .truncation import cut_texts
 
@@ -56,6 +58,15 @@ ENSEMBLE_FILE = "sciembed_ensemble.json"
 #: Texts per forward pass by default. On CPUs smaller batches ran fastest (benchmarks/encode_speed.py, batch
 #: sweep: 8 was the fastest of 4-64 for both the PyTorch and the ONNX path, 32 up to 12% slower); GPUs want more.
 CPU_BATCH_SIZE, GPU_BATCH_SIZE = 8, 32
+
+#: The fewest tokens a window read from a model folder may hold (``tokenizer_config.json``'s ``model_max_length``,
+#: ``sentence_bert_config.json``'s or a format route's ``max_seq_length``): fewer leaves a paper no more than the
+#: first words of its title, so such a value is refused as a damaged setting. An explicit ``max_length`` may be
+#: smaller; it needs room for one token of text beside the special tokens.
+MIN_FOLDER_WINDOW = 8
+
+#: A window above this many tokens read from a model folder means "no limit" (transformers writes ``1e30``).
+UNSET_WINDOW = 1_000_000
 
 # Texts are length-sorted within windows of this many, so measuring lengths never holds more than one
 # window of token ids in memory however many papers are encoded.
@@ -187,9 +198,10 @@ class PaperEncoder(Encoder):
             and sentence-transformers models pool their own way, so this must be left unset for them.
         normalize: L2-normalise the vectors of a transformers model (a sentence-transformers model
             normalises when its modules say so).
-        max_length: tokens per text after truncation; defaults to the model's limit (the tokenizer's
-            ``model_max_length`` capped by ``max_position_embeddings`` less the tokens a family inserts
-            itself, at most 512).
+        max_length: tokens per text after truncation, more than the special tokens the tokenizer adds; defaults to
+            the model's limit (the tokenizer's ``model_max_length`` capped by ``max_position_embeddings`` less the
+            tokens a family inserts itself, at most 512; a limit the folder sets below :data:`MIN_FOLDER_WINDOW` is
+            refused).
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...; defaults to CUDA when available, else CPU.
         task_format: the format of a control-code model (``classification``, ``regression``,
             ``proximity``, ``adhoc_query``); the model's default when unset.
@@ -239,7 +251,11 @@ class PaperEncoder(Encoder):
             positions = position_limit(model.transformers_model)
             if max_length is not None and max_length > positions:
                 raise ValueError(f"max_length {max_length} exceeds the {positions} tokens the model takes")
-            model_limit = min(model.max_seq_length or 512, positions)
+            folder = model.transformers_model.name_or_path
+            window = (
+                None if max_length is not None else folder_window(model.max_seq_length, f"{folder}: max_seq_length")
+            )
+            model_limit = min(window or 512, positions)
             self.pooling: str | None = None
         else:
             if pooling is not None and pooling not in POOLINGS:
@@ -255,9 +271,9 @@ class PaperEncoder(Encoder):
             positions = position_limit(model)
             if max_length is not None and max_length > positions:
                 raise ValueError(f"max_length {max_length} exceeds the {positions} tokens the model takes")
-            model_limit = default_max_length(model, tokenizer)
-        if max_length is not None and max_length < 2:
-            raise ValueError(f"max_length must be at least 2, got {max_length}")
+            model_limit = default_max_length(model, tokenizer) if max_length is None else positions
+        if max_length is not None:
+            check_max_length(max_length, self.tokenizer)
         self.max_length = max_length or model_limit
         self.normalize = normalize
         self.model = model.to(self.device).eval()
@@ -317,8 +333,12 @@ class PaperEncoder(Encoder):
         elif kwargs.get("pooling") is None and sentence_transformers:
             from sentence_transformers import SentenceTransformer
 
+            if kwargs.get("max_length") is None:
+                st_window(name)  # a damaged window is named by its file before the model loads
             trusted = trust_remote_code or _only_sciembed_code(name)
             with _load_errors_named(name):
+                if (subfolder := _transformer_folder(name)) is not None:
+                    check_weights_fit(name, subfolder=subfolder, trust_remote_code=trusted)
                 model = SentenceTransformer(name, device=str(device) if device else None, trust_remote_code=trusted)
             if Path(name).is_dir():
                 load_format_modules(model.transformers_model, name)
@@ -335,6 +355,7 @@ class PaperEncoder(Encoder):
                 kwargs["max_length"] or "(unset: the model's limit)",
             )
         with _load_errors_named(name):
+            check_weights_fit(name, trust_remote_code=trust_remote_code)
             model = AutoModel.from_pretrained(name, trust_remote_code=trust_remote_code)
             if trust_remote_code and kwargs.get("tokenizer") is None:  # a tokenizer may be the model's code too
                 kwargs["tokenizer"] = AutoTokenizer.from_pretrained(name, trust_remote_code=True)
@@ -677,9 +698,61 @@ def encode(
 
 
 def default_max_length(model: Any, tokenizer: Any) -> int:
-    """Tokens per text a transformers ``model`` takes by default: the tokenizer's limit, capped by the
-    position embeddings less the tokens a family inserts itself, at most 512."""
-    return min(tokenizer.model_max_length, position_limit(model), 512)
+    """Tokens per text a transformers ``model`` takes by default: the tokenizer's limit (checked by
+    :func:`folder_window`), capped by the position embeddings less the tokens a family inserts itself, at most 512."""
+    source = f"{Path(str(tokenizer.name_or_path)) / 'tokenizer_config.json'}: model_max_length"
+    window = folder_window(tokenizer.model_max_length, source)
+    return min(window or 512, position_limit(model), 512)
+
+
+def folder_window(value: Any, source: str) -> int | None:
+    """A window (tokens per text) as a model folder sets it, checked; ``None`` where it sets no limit.
+
+    Args:
+        value: the value read; ``None`` or above :data:`UNSET_WINDOW` (transformers' ``1e30``) means no limit.
+        source: the file and key it was read from, for the error.
+
+    Raises:
+        ValueError: a value that is not a whole number, or is below :data:`MIN_FOLDER_WINDOW`; the message names
+            ``source`` and ``--max-length``, which sets the window instead.
+    """
+    if value is None:
+        return None
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if number and value > UNSET_WINDOW:
+        return None
+    if number and float(value).is_integer() and value >= MIN_FOLDER_WINDOW:
+        return int(value)
+    problem = (
+        f"below {MIN_FOLDER_WINDOW} tokens, too few for a paper's text"
+        if number and float(value).is_integer()
+        else "not a whole number of tokens"
+    )
+    raise ValueError(
+        f"{source} is {value!r}: {problem}; correct it there, or give the window with --max-length (max_length=)"
+    )
+
+
+def check_max_length(max_length: Any, tokenizer: Any, setting: str = "--max-length (max_length=)") -> None:
+    """Refuse an explicit ``max_length`` that is not a whole number or holds no token of text beside the special
+    tokens ``tokenizer`` adds to every text (every paper would get the same vector).
+
+    Args:
+        max_length: the tokens per text asked for.
+        tokenizer: the model's tokenizer.
+        setting: how the error names the setting that gave it.
+
+    Raises:
+        ValueError: naming the value, the special tokens and ``setting``.
+    """
+    if isinstance(max_length, bool) or not isinstance(max_length, numbers.Integral):
+        raise ValueError(f"{setting} is a whole number of tokens, got {max_length!r}")
+    specials = tokenizer.num_special_tokens_to_add(pair=False)
+    if max_length <= specials:
+        raise ValueError(
+            f"{setting} {max_length} leaves no room for text: the tokenizer adds {specials} special token(s) to "
+            f"every text, so every paper would get the same vector; give {setting} above {specials}"
+        )
 
 
 def position_limit(model: Any) -> int:
@@ -747,7 +820,8 @@ def base_embedding(name_or_path: str | os.PathLike[str]) -> BaseEmbedding:
         # Every route tokenizes to the window sciembed encodes the model with.
         router = kinds[0][1]["path"]
         route = next(iter(_st_json(name, "/".join(filter(None, [router, "router_config.json"])))["types"]))
-        window = _st_json(name, "/".join(filter(None, [router, route, "task_format_config.json"])))["max_seq_length"]
+        window_file = "/".join(filter(None, [router, route, "task_format_config.json"]))
+        window = folder_window(_st_json(name, window_file)["max_seq_length"], f"{name}/{window_file}: max_seq_length")
     else:
         # A sciembed family's folder: its Transformer module returns the family's own embedding.
         rest = names[1:] if names[:1] == ["Transformer"] else names
@@ -758,16 +832,21 @@ def base_embedding(name_or_path: str | os.PathLike[str]) -> BaseEmbedding:
             "set embedding.pooling and embedding.normalize to train another embedding"
         )
     normalize = rest == ["Normalize"]
-    # sentence-transformers < 6 writes the window as sentence_bert_config.json's max_seq_length; 6 writes it as the
-    # tokenizer's model_max_length instead.
-    max_length = window or _st_json(name, "sentence_bert_config.json").get("max_seq_length")
-    if (
-        max_length is None
-        and (limit := _st_json(name, "tokenizer_config.json").get("model_max_length")) is not None
-        and limit <= 1e6
+    return BaseEmbedding(pooling, normalize, window or st_window(name), modules_file)
+
+
+def st_window(name_or_path: str) -> int | None:
+    """The window a sentence-transformers checkpoint sets, checked by :func:`folder_window` (``None``: no limit).
+    sentence-transformers < 6 writes it as ``sentence_bert_config.json``'s ``max_seq_length``; 6 writes it as the
+    tokenizer's ``model_max_length`` instead."""
+    for filename, key in (
+        ("sentence_bert_config.json", "max_seq_length"),
+        ("tokenizer_config.json", "model_max_length"),
     ):
-        max_length = int(limit)
-    return BaseEmbedding(pooling, normalize, max_length, modules_file)
+        value = _st_json(name_or_path, filename).get(key)
+        if value is not None:
+            return folder_window(value, f"{name_or_path}/{filename}: {key}")
+    return None
 
 
 def _st_json(name_or_path: str, filename: str) -> dict[str, Any]:
@@ -802,6 +881,8 @@ def check_model_location(name: str) -> None:
         FileNotFoundError: with the path and what is missing.
     """
     path = Path(name).expanduser()
+    if (link := broken_link(path)) is not None:
+        raise FileNotFoundError(f"{name} is {link}: not a model folder; point it at the folder itself")
     if path.is_dir():
         if not any((path / marker).is_file() for marker in ("config.json", "modules.json", ENSEMBLE_FILE)):
             raise FileNotFoundError(
@@ -901,6 +982,18 @@ def _only_sciembed_code(name_or_path: str) -> bool:
         classes += list(json.loads(router.read_text(encoding="utf-8")).get("types", {}).values())
     own = all(str(name).startswith(("sentence_transformers.", "sciembed.")) for name in classes)
     return own and not any(foreign_code(sub) for sub in {path.parent for path in folder.rglob("*.py")})
+
+
+def _transformer_folder(name_or_path: str) -> str | None:
+    """The folder (relative to the model's) of a sentence-transformers model's first module when it is a transformers
+    model (``config.json`` there), as ``modules.json`` says; ``None`` otherwise."""
+    first = json.loads(Path(_st_file(name_or_path, "modules.json")).read_text(encoding="utf-8"))[0]
+    folder = first.get("path", "")
+    try:
+        _st_file(name_or_path, "/".join(filter(None, [folder, "config.json"])))
+    except FileNotFoundError:
+        return None
+    return folder
 
 
 def _format_routes_at_root(name_or_path: str) -> bool:

@@ -141,8 +141,11 @@ def from_bert(
     """
     from transformers import AutoTokenizer, BertConfig
 
+    from .checkpoint_weights import check_weights_fit
+
     model_class = family_class(family)
     _check_options(family, options, model_class.config_class, BertConfig)
+    check_weights_fit(str(base))  # transformers would start a layer the weights lack at random
     tokenizer = AutoTokenizer.from_pretrained(base, trust_remote_code=trust_remote_code)
     return model_class.from_bert(str(base), tokenizer=tokenizer, **options), tokenizer
 
@@ -167,12 +170,15 @@ def classifier_from_bert(
     """
     from transformers import AutoTokenizer, BertConfig, PretrainedConfig
 
+    from .checkpoint_weights import check_weights_fit
+
     if family not in REGISTRY:
         raise ValueError(f"unknown classifier family {family!r}; choose one of {', '.join(REGISTRY)}")
     register_families()
     model_class = getattr(importlib.import_module(f"sciembed.modeling.{family}"), REGISTRY[family].classifier_class)
     # PretrainedConfig's fields too: a classifier's labels (id2label, problem_type, ...) are options.
     _check_options(family, options, model_class.config_class, BertConfig, PretrainedConfig)
+    check_weights_fit(str(base))
     tokenizer = AutoTokenizer.from_pretrained(base, trust_remote_code=trust_remote_code)
     if family in FAMILIES:  # the families add their tokens (control codes, domain or CLS tokens) to it
         options["tokenizer"] = tokenizer

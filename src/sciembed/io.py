@@ -14,6 +14,7 @@ complete, so an interrupted run never leaves a file that looks finished.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -89,6 +90,48 @@ def load_json_file(path: str | os.PathLike[str]) -> Any:
         raise ValueError(f"{path}: {error}") from None
 
 
+#: What helps when the embedding cache cannot be written (``sciembed evaluate``'s switches).
+CACHE_REMEDY = (
+    "pass --no-cache to keep vectors in memory, or --cache-dir DIR (or $SCIEMBED_CACHE) for a folder that can be "
+    "written"
+)
+
+
+def check_cache_dir(
+    cache_dir: str | os.PathLike[str] | None = None,
+    *,
+    kind: str = "embedding",
+    subfolder: str = "",
+    remedy: str = CACHE_REMEDY,
+) -> Path:
+    """The cache folder (``cache_dir``, else :func:`default_cache_dir`, then ``subfolder``), checked writable before
+    any work.
+
+    Args:
+        cache_dir: the folder given (``--cache-dir``); ``None`` for the default.
+        kind: what is cached there, for the error (``"embedding"``, ``"ONNX export"``).
+        subfolder: the cache's folder inside the root (``"onnx"``).
+        remedy: what the error says helps.
+
+    Raises:
+        OSError: naming the folder, where it came from (``--cache-dir``, ``$SCIEMBED_CACHE`` or ``$HF_HOME``), the
+            cause and ``remedy``.
+    """
+    if cache_dir is not None:
+        root, source = Path(cache_dir), "--cache-dir"
+    else:
+        root, source = default_cache_dir(), "$SCIEMBED_CACHE" if os.environ.get("SCIEMBED_CACHE") else "$HF_HOME"
+    folder = root / subfolder if subfolder else root
+    problem = _unwritable(folder.absolute() / ".sciembed-cache-check")
+    if problem is not None:
+        error, number, cause = problem
+        raise error(
+            number,
+            f"the {kind} cache {folder} (from {source}) cannot be written: {cause}; {remedy}",
+        )
+    return folder
+
+
 class NonFiniteVectorsError(ValueError):
     """Vectors holding NaN or infinity: never written to a file or scored."""
 
@@ -114,9 +157,23 @@ def refuse_replacing(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
     earlier results without being asked. Called before any expensive work, so a run never ends on a refusal.
 
     Raises:
-        FileExistsError: ``path`` exists and ``overwrite`` is false; the message names the remedy.
+        FileExistsError: ``path`` exists and ``overwrite`` is false, or is a symbolic link that leads nowhere; the
+            message names the remedy.
+        ValueError: ``path`` is the current folder or one above it (``..``, ``new/..``), which a run cannot replace.
+        OSError: ``path`` cannot be written (:func:`check_writable`).
     """
     path = Path(path)
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):  # a symbolic-link loop on the way, which check_writable names
+        resolved = path.absolute()
+    if path.name in ("", ".", "..") or resolved == Path.cwd().resolve() or resolved in Path.cwd().resolve().parents:
+        raise ValueError(
+            f"{path} is {resolved}, the current folder or one above it, not an output of its own (a run replaces its "
+            "output whole); give the output a new name, e.g. --output NAME"
+        )
+    if (link := broken_link(path)) is not None:
+        raise FileExistsError(errno.EEXIST, f"{path} is {link}; remove it, or choose another output")
     if not overwrite and (path.exists() or path.is_symlink()):
         raise FileExistsError(
             f"{path} exists; pass --overwrite (overwrite=True) to replace it, or choose another output"
@@ -125,22 +182,77 @@ def refuse_replacing(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
     return path
 
 
+def broken_link(path: str | os.PathLike[str]) -> str | None:
+    """What is wrong with ``path`` when it is a symbolic link that leads nowhere: ``"a symbolic-link loop"`` or
+    ``"a symbolic link to TARGET, which does not exist"``; ``None`` for anything else."""
+    path = Path(path)
+    if not path.is_symlink():
+        return None
+    try:
+        path.stat()
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return "a symbolic-link loop"
+        return f"a symbolic link to {os.readlink(path)}, which does not exist"
+    return None
+
+
+def check_input(path: str | os.PathLike[str], option: str, kind: str = "file") -> Path:
+    """``path`` as a Path, checked before any work: it exists (a link loop or a dangling link is named as one), is
+    a ``kind`` (``"file"``, ``"folder"`` or ``"any"``) and can be read.
+
+    Args:
+        path: the input as given.
+        option: the option that gave it (``--input``), for the error.
+        kind: what the input must be.
+
+    Raises:
+        OSError: a FileNotFoundError, IsADirectoryError, NotADirectoryError or PermissionError whose message names
+            ``path``, ``option`` and the cause.
+    """
+    path = Path(path)
+    where = f"{path} ({option})"
+    if (link := broken_link(path)) is not None:
+        raise FileNotFoundError(errno.ENOENT, f"{where} is {link}; point {option} at the file itself")
+    if not path.exists():
+        raise FileNotFoundError(errno.ENOENT, f"{where}: no such {'folder' if kind == 'folder' else 'file'}")
+    if kind == "file" and path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, f"{where} is a folder; {option} takes a file")
+    if kind == "folder" and not path.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, f"{where} is a file; {option} takes a folder")
+    if not os.access(path, os.R_OK | (os.X_OK if path.is_dir() else 0)):
+        raise PermissionError(errno.EACCES, f"{where} cannot be read: permission denied")
+    return path
+
+
 def check_writable(path: str | os.PathLike[str]) -> None:
-    """Raise an OSError naming ``path`` when it could not be written: its nearest existing folder is not a
-    folder, or a file cannot be created in it (read-only, no permission). Tried by creating and removing a
-    file there, so what the operating system allows is what is checked."""
-    path = Path(path).absolute()
+    """Raise an OSError naming ``path`` when it could not be written: a folder on its way is a symbolic link
+    that leads nowhere (a loop, a dangling link), its nearest existing folder is not a folder, or a file cannot
+    be created in it (read-only, no permission). Tried by creating and removing a file there, so what the
+    operating system allows is what is checked."""
+    problem = _unwritable(Path(path).absolute())
+    if problem is not None:
+        kind, number, cause = problem
+        raise kind(number, f"{path} cannot be written: {cause}")
+
+
+def _unwritable(path: Path) -> tuple[type[OSError], int, str] | None:
+    """Why nothing can be written at the absolute ``path`` (the error's type, its errno and the cause), or None."""
     ancestor = path.parent
     while not ancestor.exists() and ancestor != ancestor.parent:
+        if (link := broken_link(ancestor)) is not None:
+            return NotADirectoryError, errno.ENOTDIR, f"{ancestor} is {link}"
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise NotADirectoryError(f"{path} cannot be written: {ancestor} is a file, not a folder")
+        return NotADirectoryError, errno.ENOTDIR, f"{ancestor} is a file, not a folder"
     try:
         handle, probe = tempfile.mkstemp(dir=ancestor, prefix=".sciembed-write-check.")
     except OSError as error:
-        raise type(error)(error.errno, f"{path} cannot be written: {error.strerror} in {ancestor}") from None
+        kind = type(error) if type(error).__module__ == "builtins" else OSError
+        return kind, error.errno, f"{error.strerror} in {ancestor}"
     os.close(handle)
     os.unlink(probe)
+    return None
 
 
 @contextlib.contextmanager

@@ -91,7 +91,9 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 def run(args: argparse.Namespace) -> int:
     from ..distributed import end_distributed_run, init_from_environment
+    from ..io import check_input
 
+    check_input(args.input, "--input")
     output = Path(args.output)
     if Path(args.input).exists() and any(
         path.exists() and path.resolve() == Path(args.input).resolve() for path in written_files(output)

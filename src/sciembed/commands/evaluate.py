@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 
 from ..data.judgements import QRELS_COLUMNS
 from ..evaluation.names import BENCHMARK_LAYOUTS, BENCHMARK_NAMES, layouts_text
@@ -145,11 +146,18 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 def run(args: argparse.Namespace) -> int:
     from ..evaluation import evaluate, load_tasks
     from ..evaluation.runner import check_text_fields
-    from ..io import refuse_replacing
+    from ..io import check_cache_dir, check_input, refuse_replacing
 
-    # The cheap checks first: the output, then the input; the model (minutes for a large one) last.
+    # The cheap checks first: the output and the cache, then the input; the model (minutes for a large one) last.
     if args.output:
         refuse_replacing(args.output, overwrite=args.overwrite)
+    if not args.no_cache:
+        check_cache_dir(args.cache_dir)
+    for option, path in (("--papers", args.papers), ("--queries", args.queries)):
+        if path is not None:
+            check_input(path, option)
+    if args.data is not None and (Path(args.data).exists() or Path(args.data).is_symlink()):
+        check_input(args.data, "--data", "any")  # a local folder or file; anything else may be a Hub id
     reading = dict(
         tasks=args.tasks,
         split=args.split,

@@ -102,8 +102,13 @@ def run(args: argparse.Namespace) -> int:
 def export_from_arguments(args: argparse.Namespace, out: str, repo_id: str | None) -> ExportReport:
     """Export ``args.model`` to ``out`` with the evaluations and training run the arguments name (or the run's own)."""
     from ..hub.export import export_model
+    from ..io import check_input
     from ..training.run import EVALUATION_FILE, RESULTS_FILE
 
+    check_input(args.model, "--model", "folder")
+    for option, path in [("--evaluation", path) for path in args.evaluation] + [("--training", args.training)]:
+        if path is not None:
+            check_input(path, option)
     held_out = Path(args.model).parent / EVALUATION_FILE
     paths = args.evaluation or ([held_out] if held_out.is_file() else [])
     evaluations = [_read_json(path, "--evaluation") for path in paths]

@@ -13,7 +13,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from .options import DEFAULT_DATA, HelpFormatter, add_options
+from .options import DEFAULT_DATA, HelpFormatter, add_options, check_onnx_cache
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +110,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 def run(args: argparse.Namespace) -> int:
     from ..evaluation.neighbours import check_output, neighbours
+    from ..io import check_input
 
     if args.k < 1:
         raise ValueError(f"-k must be positive, got {args.k}")
@@ -118,6 +119,17 @@ def run(args: argparse.Namespace) -> int:
     )  # which CPU build faiss loads is not the user's concern
     if args.output:
         check_output(args.output, overwrite=args.overwrite)  # before anything is embedded
+    for option, path, kind in (
+        ("--papers", args.papers, "any"),
+        ("--embeddings", args.embeddings, "any"),
+        ("--query-file", args.query_file, "file"),
+        ("--citations", args.citations, "file"),
+    ):
+        if path is not None:
+            check_input(path, option, kind)
+    if args.data is not None and Path(args.data).is_symlink():
+        check_input(args.data, "--data", "folder")  # a link loop or dangling link; a missing folder is named below
+    check_onnx_cache(args)
     if args.embeddings and args.model:
         raise ValueError("give --model (embed the papers) or --embeddings (read their vectors), not both")
     query_ids = list(args.query_ids or [])

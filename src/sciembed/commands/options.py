@@ -147,6 +147,7 @@ def encoder_from_args(args: argparse.Namespace, **options: Any) -> Any:
     arguments); with ``--int8-check-set`` the int8 gate runs first and a failed gate stops the command."""
     from ..encoders import load_encoder
 
+    check_onnx_cache(args)
     encoder = load_encoder(
         args.model, trust_remote_code=args.trust_remote_code, backend=args.backend, precision=args.precision, **options
     )
@@ -173,6 +174,19 @@ def encoder_from_args(args: argparse.Namespace, **options: Any) -> Any:
             "int8 gate passed: %s; min cosine to fp32 %s", verdict.reason, verdict.min_cosine
         )
     return _with_windows(encoder, args)
+
+
+def check_onnx_cache(args: argparse.Namespace) -> None:
+    """With ``--backend onnx``: refuse an export cache (``$SCIEMBED_CACHE/onnx``) that cannot be written, before the
+    model loads."""
+    if getattr(args, "backend", "pytorch") == "onnx":
+        from ..io import check_cache_dir
+
+        check_cache_dir(
+            kind="ONNX export",
+            subfolder="onnx",
+            remedy="set $SCIEMBED_CACHE to a folder that can be written, or use --backend pytorch",
+        )
 
 
 def _with_windows(encoder: Any, args: argparse.Namespace) -> Any:

@@ -96,9 +96,15 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 def run(args: argparse.Namespace) -> int:
     from ..distributed import end_distributed_run
+    from ..io import check_input
     from ..training.recipes import parse_assignments, read_overrides
     from ..training.run import train
 
+    for option, path in (("--config", args.config), ("--papers", args.papers), ("--citations", args.citations)):
+        if path is not None:
+            check_input(path, option)
+    if args.data is not None and (Path(args.data).exists() or Path(args.data).is_symlink()):
+        check_input(args.data, "--data", "any")  # a local folder or file; anything else may be a Hub id
     overrides = {**(read_overrides(args.config) if args.config else {}), **parse_assignments(args.set)}
     if args.no_progress:
         overrides.setdefault("disable_tqdm", True)

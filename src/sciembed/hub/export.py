@@ -111,7 +111,11 @@ def export_model(
     if not isinstance(config, dict):
         raise ValueError(f"{config_path}: holds a JSON {type(config).__name__}, not a model config (an object)")
     check_published_code(source, trust_remote_code=trust_remote_code)
-    if source.resolve() == destination.resolve():
+    try:
+        same = source.resolve() == destination.resolve()
+    except (OSError, RuntimeError):  # a symbolic-link loop on the way, which refuse_replacing names
+        same = False
+    if same:
         raise ValueError(f"{destination}: export writes a new folder; choose one other than the model's")
     refuse_replacing(destination, overwrite=overwrite)
     kept, left_out = hub_files(source)

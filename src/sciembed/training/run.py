@@ -75,7 +75,7 @@ def prepare(
     from transformers import TrainingArguments, set_seed
 
     from ..default_model import default_model_path
-    from ..encode import default_max_length
+    from ..encode import check_max_length, default_max_length, position_limit
     from ..families import register_families
 
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
@@ -96,7 +96,12 @@ def prepare(
     # seeded here, before the Trainer seeds training, so a run is the same run every time.
     set_seed(settings["training"].get("seed", 42))
     model, tokenizer = _model(recipe, settings["model"], base, examples, trust_remote_code)
-    limit = default_max_length(model, tokenizer)
+    given = settings["embedding"]["max_length"]
+    # A window that is set needs none from the base's tokenizer files (whose own may be damaged).
+    limit = default_max_length(model, tokenizer) if given is None else min(position_limit(model), 512)
+    for key in ("embedding", "data"):
+        if settings[key]["max_length"] is not None:
+            check_max_length(settings[key]["max_length"], tokenizer, f"{key}.max_length")
     if (settings["embedding"]["max_length"] or 0) > limit:
         raise ValueError(
             f"embedding.max_length {settings['embedding']['max_length']} exceeds the {limit} tokens {base} takes"
@@ -741,6 +746,7 @@ def _excluded_papers(value: Any) -> set[str]:
 def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Examples, trust_remote_code: bool = False):
     from transformers import AutoModel, AutoTokenizer
 
+    from ..checkpoint_weights import check_weights_fit
     from ..families import classifier_from_bert, from_bert
 
     options = dict(options)
@@ -758,6 +764,7 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
                 f"recipe {recipe.name} trains the base encoder as it is; it takes no model options "
                 f"({', '.join(options)})"
             )
+        check_weights_fit(base)  # a family's from_bert checks its base itself
         model = AutoModel.from_pretrained(base, trust_remote_code=trust_remote_code)
         tokenizer = AutoTokenizer.from_pretrained(base, trust_remote_code=trust_remote_code)
     elif recipe.objective == "classification":
