@@ -26,7 +26,14 @@ LAYERS = (
     ("formats / data", ("sciembed.formats", "sciembed.data", "sciembed.checkpoints")),
     (
         "families / io",
-        ("sciembed.families", "sciembed.io", "sciembed.truncation", "sciembed.default_model", "sciembed.distributed"),
+        (
+            "sciembed.families",
+            "sciembed.checkpoint_weights",
+            "sciembed.io",
+            "sciembed.truncation",
+            "sciembed.default_model",
+            "sciembed.distributed",
+        ),
     ),
     ("modeling", ("sciembed.modeling",)),
 )

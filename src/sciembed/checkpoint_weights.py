@@ -35,9 +35,8 @@ def check_weights_fit(name_or_path: str, *, subfolder: str = "", trust_remote_co
         ValueError: naming the folder, the first missing, unexpected and mismatched keys with their shapes, and
             what to correct.
     """
-    from .families import register_families
+    import sciembed.modeling  # noqa: F401  (registers sciembed's families: their folders build without remote code)
 
-    register_families()  # a folder of one of sciembed's families builds its class without remote code
     with _quiet():
         model, info = _model_class(name_or_path, subfolder, trust_remote_code).from_pretrained(
             name_or_path,

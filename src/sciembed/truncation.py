@@ -32,6 +32,8 @@ _LAST_SPACE = re.compile(r"\s(?=\S*$)")
 
 def cut_text(text: str, tokenizer: PreTrainedTokenizerBase, max_length: int) -> str:
     """``text``, or a head of it that ``tokenizer`` turns into the same first ``max_length`` tokens."""
+    if max_length < 1:
+        raise ValueError(f"max_length must be at least 1 token, got {max_length}")
     size = max_length * CHARS_PER_TOKEN
     if len(text) <= size or getattr(tokenizer, "truncation_side", "right") != "right":
         return text

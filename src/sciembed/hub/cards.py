@@ -276,7 +276,7 @@ def usage_embedding(folder: ModelFolder) -> UsageEmbedding:
     from transformers import AutoModel, AutoTokenizer
 
     # encode's own rules (its position limit included), so that the card states what PaperEncoder does.
-    from ..encode import base_embedding, default_max_length, default_pooling, position_limit
+    from ..encode import base_embedding, default_max_length, default_pooling, folder_window, position_limit
     from ..formats import DEFAULT_FORMAT
     from ..formats.adapters import FUSION_CONFIG_FILE, FUSION_PREFIX
 
@@ -291,7 +291,10 @@ def usage_embedding(folder: ModelFolder) -> UsageEmbedding:
         pooling, normalize = spec.pooling or default_pooling(skeleton), spec.normalize
         # SentenceTransformer's own limit: the recorded one, else the tokenizer's capped by the positions; PaperEncoder
         # then leaves room for the tokens a family inserts.
-        own_limit = spec.max_length or min(tokenizer.model_max_length, config.max_position_embeddings)
+        window = folder_window(
+            tokenizer.model_max_length, f"{folder.path / 'tokenizer_config.json'}: model_max_length"
+        )
+        own_limit = spec.max_length or min(window or config.max_position_embeddings, config.max_position_embeddings)
         max_length = min(own_limit or 512, position_limit(skeleton))
     else:
         pooling, normalize, own_limit = default_pooling(skeleton), False, None
