@@ -107,11 +107,52 @@ def test_benchmark_judgement_files_read_backwards_are_refused(tmp_path):
         load_tasks("cocitation", folder, qrels_columns="document-query")  # never silently ignored
 
 
+@pytest.mark.parametrize(
+    ("queries", "judged", "pool", "relevant"),
+    [(2, 5, 60, 5), (6, 15, 30, 15), (20, 30, 100, 5)],  # small; judged 3 times read backwards; SciDocs' 5 + 25
+)
+def test_swapped_columns_of_every_size_and_grading_are_refused(tmp_path, queries, judged, pool, relevant):
+    papers = _papers(tmp_path / "papers.jsonl", n=pool + queries)
+    rng = np.random.default_rng(1)
+    rows = [
+        (f"d{pool + q}", f"d{d}", int(k < relevant))
+        for q in range(queries)
+        for k, d in enumerate(rng.choice(pool, judged, replace=False))
+    ]
+    path = tmp_path / "swapped.qrels"
+    path.write_text("".join(f"{d} 0 {q} {r}\n" for q, d, r in rows))
+    with pytest.raises(ValueError, match=r"swapped\.qrels: the query and document columns look swapped"):
+        load_tasks("retrieval", path, papers=papers)
+    path.write_text("".join(f"{q} 0 {d} {r}\n" for q, d, r in rows))
+    assert len(load_tasks("retrieval", path, papers=papers).tasks[0].qrels) == queries
+
+
+@pytest.mark.parametrize("grade", ["1_0", "+1", "\u0661"])
+def test_only_ascii_integers_are_grades(tmp_path, grade):
+    path = tmp_path / "grades.tsv"
+    path.write_text(f"d1\td2\t{grade}\nd3\td4\t1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"grades\.tsv, line 1: relevance must be an integer"):
+        read_qrels(path)
+
+
+def test_a_file_that_judges_nothing_relevant_is_refused_naming_the_likely_column(tmp_path):
+    path = tmp_path / "qrels.trec"
+    path.write_text("".join(f"d{i} 1 d{i + 10} 0\n" for i in range(6)))  # the grade in the iteration field
+    with pytest.raises(ValueError, match=r"no judgement is relevant.*\(field 2 holds a grade of 1 or more on every"):
+        read_qrels(path)
+    path.write_text("".join(f"d{i} 0 d{i + 10} 1.5\n" for i in range(6)))  # grades that are not integers
+    with pytest.raises(ValueError, match=r"relevance must be an integer, got '1\.5'; relevance grades are integers"):
+        read_qrels(path)
+
+
 def test_legitimate_shapes_are_not_called_swapped(tmp_path):
     papers = _papers(tmp_path / "papers.jsonl")
     known_item = tmp_path / "known.qrels"  # every query judged once, against documents many and distinct
     known_item.write_text("".join(f"d{i} 0 d{i + 30} 1\n" for i in range(30)))
     assert len(load_tasks("retrieval", known_item, papers=papers).tasks[0].qrels) == 30
+    pool = tmp_path / "pool.qrels"  # ten query papers re-ranking one pool of eight, each with a relevant paper
+    pool.write_text("".join(f"d{q} 0 d{50 + d} {int(d == q % 8)}\n" for q in range(10) for d in range(8)))
+    assert len(load_tasks("retrieval", pool, papers=papers).tasks[0].qrels) == 10
     cacm = load_tasks("cacm", shared_data("cacm"), tasks=["search"], skip_invalid=True)  # SMART's qrels.text
     assert len(cacm.tasks[0].qrels) == 52
 

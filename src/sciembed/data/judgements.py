@@ -24,7 +24,7 @@ from .papers import paper_id_order
 #: the document first (swapped back on reading). Unstated, the query comes first and a swapped shape is refused.
 QRELS_COLUMNS = ("query-document", "document-query")
 #: Fewer distinct queries than this and a judgement file's shape alone never reads as swapped columns.
-SWAP_MIN_QUERIES = 20
+SWAP_MIN_QUERIES = 8
 
 
 def cite_qrels(
@@ -68,22 +68,25 @@ def swapped_columns(
     *,
     known_queries: Collection[str] | None = None,
     known_documents: Collection[str] | None = None,
+    scores: Sequence[int] | None = None,
 ) -> str | None:
     """Why a judgement file's query and document columns look swapped, or ``None`` when they do not.
 
-    Two signs, either one enough: the ids fit the other way round (more rows whose query id is a known document and
+    Three signs, any one enough. The ids fit the other way round: more rows whose query id is a known document and
     whose document id a known query than rows that fit as read, with queries and documents told apart by
-    ``known_queries`` and ``known_documents``); or the shape of a swapped file (at least :data:`SWAP_MIN_QUERIES`
-    queries, judged at most twice each on average, naming a quarter as many distinct documents or fewer: each
-    query of a collection is judged against many documents, so a file read backwards has many "queries" judged
-    once or twice against the few real queries, judged many times). A collection whose queries have one judged
-    document each is legitimate when those documents are many and distinct, and passes.
+    ``known_queries`` and ``known_documents``. Or, with at least :data:`SWAP_MIN_QUERIES` queries and fewer distinct
+    documents than queries, the shape of a file read backwards: a third as many distinct documents as queries or
+    fewer (each query of a collection is judged against many documents, so read backwards the few real queries are
+    judged many times); or, with ``scores``, half the queries or more without a relevant document (read backwards,
+    the judged non-relevant documents become queries with nothing relevant). A collection whose queries have one
+    judged document each is legitimate when those documents are many and distinct, and passes.
 
     Args:
         queries: the query column, one id a judgement.
         documents: the document column, in the same order.
         known_queries: the ids a query may have (a queries file's), when they are not the documents'.
         known_documents: the ids a document may have (the papers'), when known.
+        scores: the relevance column, in the same order (1 or more: relevant), when known.
     """
     rows = len(queries)
     if known_queries is not None and known_documents is not None and set(known_queries) != set(known_documents):
@@ -95,15 +98,20 @@ def swapped_columns(
                 f"the document column ({as_read} fit the other way)"
             )
     distinct_queries, distinct_documents = len(set(queries)), len(set(documents))
-    if (
-        distinct_queries >= SWAP_MIN_QUERIES
-        and rows <= 2 * distinct_queries
-        and 4 * distinct_documents <= distinct_queries
-    ):
+    if distinct_queries < SWAP_MIN_QUERIES or distinct_documents >= distinct_queries:
+        return None
+    if 3 * distinct_documents <= distinct_queries:
         return (
             f"{distinct_queries} queries judged {rows / distinct_queries:.1f} times each on average, against "
             f"{distinct_documents} distinct documents judged {rows / distinct_documents:.1f} times each"
         )
+    if scores is not None:
+        answered = {query for query, score in zip(queries, scores) if score >= 1}
+        if 2 * len(answered) <= distinct_queries:
+            return (
+                f"{distinct_queries - len(answered)} of {distinct_queries} queries have no relevant document, and "
+                f"the {distinct_documents} distinct documents are fewer than the queries"
+            )
     return None
 
 
@@ -135,7 +143,11 @@ def check_qrels_columns(
         return {**columns, "query_id": columns["cand_id"], "cand_id": columns["query_id"]}
     if qrels_columns is None:
         why = swapped_columns(
-            columns["query_id"], columns["cand_id"], known_queries=known_queries, known_documents=known_documents
+            columns["query_id"],
+            columns["cand_id"],
+            known_queries=known_queries,
+            known_documents=known_documents,
+            scores=columns.get("score"),
         )
         if why:
             raise ValueError(

@@ -321,6 +321,15 @@ def _inputs(papers: Any, what: str) -> tuple[list[Mapping[str, Any] | str], list
     if hasattr(papers, "columns") and hasattr(papers, "iterrows") and hasattr(papers, "to_dict"):
         # A pandas DataFrame (duck-typed, so that pandas is never imported here): its rows, as records.
         return [{key: _present(value) for key, value in row.items()} for row in papers.to_dict("records")], None, False
+    if (
+        hasattr(papers, "index")
+        and hasattr(papers, "to_dict")
+        and hasattr(papers, "dtype")
+        and all(isinstance(label, str) for label in papers.index)
+    ):
+        # A pandas Series labelled by field names (a DataFrame's row, duck-typed): one record. A Series labelled
+        # otherwise (a column of texts) is read below as its items.
+        return [{key: _present(value) for key, value in papers.to_dict().items()}], None, True
     given = type(papers).__name__
     if isinstance(papers, (bytes, bytearray, memoryview)):
         raise TypeError(f"{what} must be {_ACCEPTED}; got {given}: decode it to text first")
@@ -343,9 +352,12 @@ def _inputs(papers: Any, what: str) -> tuple[list[Mapping[str, Any] | str], list
 
 
 def _present(value: Any) -> Any:
-    """A DataFrame cell as a record's field: a missing value (NaN, ``pd.NA``, ``NaT``) as ``None``."""
+    """A DataFrame cell as a record's field: a missing value (NaN, ``pd.NA``, ``NaT``) as ``None``, and a whole float
+    as an integer (pandas makes a column of integer ids with a missing one floats)."""
     if (isinstance(value, float) and value != value) or type(value).__name__ in ("NAType", "NaTType"):
         return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     return value
 
 

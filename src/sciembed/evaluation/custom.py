@@ -41,6 +41,7 @@ import csv
 import json
 import logging
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
@@ -79,6 +80,8 @@ _QRELS_SCORE_HEADERS = frozenset(
     {"score", "rel", "relevance", "relevance_score", "label", "grade", "rating", "judgement", "judgment", "qrel"}
 )
 _QRELS_LAYOUTS = {3: "'qid docid rel'", 4: "'qid 0 docid rel'"}
+#: A relevance grade as trec_eval reads one: ASCII digits, a minus sign allowed (not ``+1``, ``1_0`` or ``1.5``).
+_INTEGER = re.compile(r"-?[0-9]+")
 
 
 # Readers ------------------------------------------------------------------------------------------------
@@ -196,13 +199,13 @@ def read_qrels(path: str | os.PathLike[str], *, qrels_columns: str | None = None
             width, header = len(fields), f"line {line_number}, {text[:80]!r}, was read as a header"
             continue
         width = len(fields)
-        try:
+        if _INTEGER.fullmatch(relevance):
             score = int(relevance)
-        except ValueError:
+        else:
             raise ValueError(
                 f"{path}, line {line_number}: relevance must be an integer, got {relevance!r}"
                 + _relevance_hint(path, width)
-            ) from None
+            )
         if not query or not candidate:
             raise ValueError(
                 f"{path}, line {line_number}: empty {'query' if not query else 'document'} id: {text[:80]!r}"
@@ -220,7 +223,20 @@ def read_qrels(path: str | os.PathLike[str], *, qrels_columns: str | None = None
             f"{_QRELS_LAYOUTS[width]}): is the document in another field? (SMART's qrels.text is 'qid docid 0 0': "
             "write it as 'qid 0 docid 1')"
         )
+    if max(columns["score"]) < 1:
+        raise ValueError(
+            f"{path}: no judgement is relevant: every grade in field {width} of {_QRELS_LAYOUTS[width]} is below 1, "
+            "so every query would score 0" + _relevance_hint(path, width, relevant=True)
+        )
     return columns, lines
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _qrels_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str, list[str]]]:
@@ -251,16 +267,28 @@ def _header_order(fields: list[str]) -> str | None:
     return None
 
 
-def _relevance_hint(path: str | os.PathLike[str], width: int) -> str:
+def _relevance_hint(path: str | os.PathLike[str], width: int, *, relevant: bool = False) -> str:
     """What a non-integer relevance asks of the user: integer grades, or, when no judgement line of ``path`` has an
-    integer relevance, another column order."""
-    rows, integers = 0, [0] * width
+    integer relevance (``relevant``: a relevant one, >= 1) and another field has one on every line, another column
+    order."""
+    rows, integers, numbers = 0, [0] * width, 0
     for _, _, fields in _qrels_lines(path):
         if len(fields) == width and not (rows == 0 and _header_order(fields)):
             rows += 1
-            integers = [count + field.lstrip("-").isdigit() for count, field in zip(integers, fields)]
-    if rows > 1 and integers[-1] == 0:
-        every_line = [str(index + 1) for index, count in enumerate(integers[:-1]) if count == rows]
+            integers = [
+                count + bool(_INTEGER.fullmatch(field) and (not relevant or int(field) >= 1))
+                for count, field in zip(integers, fields)
+            ]
+            numbers += _is_number(fields[-1])
+    every_line = [str(index + 1) for index, count in enumerate(integers[:-1]) if count == rows]
+    if relevant:
+        return (
+            f" (field {' / '.join(every_line)} holds a grade of 1 or more on every line): put the columns in the "
+            f"order {_QRELS_LAYOUTS[width]}"
+            if rows and every_line
+            else ": check that the file judges relevant documents (grade 1 or more, as trec_eval reads them)"
+        )
+    if rows > 1 and integers[-1] == 0 and numbers < rows:
         return (
             f"; no line has an integer relevance in field {width}, where {_QRELS_LAYOUTS[width]} puts it"
             + (f" (field {' / '.join(every_line)} holds an integer on every line)" if every_line else "")
