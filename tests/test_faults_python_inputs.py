@@ -266,3 +266,17 @@ def test_one_id_given_to_the_training_examples_is_one_paper(tmp_path):
     assert all("p1" in (a, b) and "p2" not in (a, b) for a, b in zip(pairs["a_id"], pairs["b_id"]))
     with pytest.raises(TypeError, match=r"queries must be a paper id \(str or int\) or a list of them, got set"):
         triplet_dataset(source, queries={"p1"})
+
+
+def test_a_frame_s_row_is_one_record_and_a_column_of_texts_its_items(tiny_encoder):
+    frame = pd.DataFrame([{**PAPERS[i], "paper_id": f"p{i}"} for i in range(2)])
+    row = tiny_encoder.encode(frame.iloc[0], show_progress_bar=False)
+    assert row.shape == (tiny_encoder.encode([PAPERS[0]], show_progress_bar=False).shape[1],)
+    np.testing.assert_allclose(row, tiny_encoder.encode(frame, show_progress_bar=False)[0], atol=1e-5)
+    assert tiny_encoder.encode(frame["title"], show_progress_bar=False).shape[0] == 2
+
+
+def test_integer_ids_of_a_frame_with_a_missing_one_are_named_where_it_is_missing(tiny_encoder):
+    frame = pd.DataFrame([{**PAPERS[0], "paper_id": 1}, {**PAPERS[1], "paper_id": 2}, {**PAPERS[2], "paper_id": None}])
+    with pytest.raises(InvalidPaperError, match=r"record #2: no paper id"):
+        sciembed.neighbours(frame, tiny_encoder, k=1, show_progress_bar=False)

@@ -437,6 +437,38 @@ def test_a_header_that_names_a_column_twice_is_refused(tmp_path, suffix):
         read_papers(path)
 
 
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_a_settings_file_that_names_a_key_twice_is_refused(tmp_path, caplog, suffix):
+    config = tmp_path / f"settings{suffix}"
+    if suffix == ".json":
+        config.write_text('{"training": {"max_steps": 1000}, "training": {"max_steps": 2}}')
+    else:
+        config.write_text("training:\n  max_steps: 1000\ntraining:\n  max_steps: 2\n")
+    assert main(["train", "--recipe", "specter", "--config", str(config), "--show-settings"]) == 2
+    assert f"settings{suffix}: the key 'training' appears twice in one object" in caplog.text
+
+
+def test_an_ensemble_or_labels_file_naming_a_key_or_column_twice_is_refused(tiny_bert, tmp_path):
+    from sciembed.encoders import load_encoder
+    from sciembed.evaluation.custom import read_labels
+    from sciembed.evaluation.loaders import _query_fields
+
+    (tmp_path / "ensemble").mkdir()
+    members = json.dumps([str(tiny_bert)])
+    (tmp_path / "ensemble" / "sciembed_ensemble.json").write_text(
+        f'{{"members": {members}, "combine": "mean", "members": [{members[1:-1]}, {members[1:-1]}]}}'
+    )
+    with pytest.raises(ValueError, match=r"sciembed_ensemble\.json: .*'members' appears twice"):
+        load_encoder(tmp_path / "ensemble")
+    (tmp_path / "query_fields.json").write_text('{"cite": {"p1": "Biology", "p1": "Physics"}}')
+    with pytest.raises(ValueError, match=r"query_fields\.json: the key 'p1' appears twice"):
+        _query_fields(tmp_path)
+    labels = tmp_path / "labels.csv"
+    labels.write_text("paper_id,label,label\np1,a,b\n")
+    with pytest.raises(ValueError, match=r"labels\.csv, line 1: the column 'label' is named twice"):
+        read_labels(labels)
+
+
 def test_an_embedding_line_with_a_repeated_key_is_refused(tmp_path):
     path = tmp_path / "vectors.jsonl"
     path.write_text('{"paper_id": "a", "embedding": [1.0, 2.0], "paper_id": "b"}\n')
@@ -470,6 +502,27 @@ def test_a_smart_record_without_its_id_line_is_not_merged_into_the_one_before(tm
     assert len(collection.papers) == 38 and len(collection.skipped) == 1
 
 
+def test_a_smart_field_after_the_x_lines_starts_no_merged_record(tmp_path):
+    from sciembed import InvalidPaperError
+    from sciembed.data.smart import read_smart_collection
+
+    path = tmp_path / "tiny.all"
+    # Record 3 ends with .X; record 4 lost its .I line and has no .T or .X of its own to repeat.
+    path.write_text(".I 3\n.T\nThree\n.X\n1\t5\t3\n.W\nFour's abstract\n.B\nCACM 1960\n.I 5\n.T\nFive\n")
+    with pytest.raises(InvalidPaperError, match=r"paper_id '3'\): a \.W field at line 6 after the record's \.X lines"):
+        read_smart_collection(path)
+
+
+@pytest.mark.parametrize("broken", [".I4", ".i 4", " .I 4", ".I", ".I 4 x"])
+def test_a_broken_smart_id_line_is_named_as_one(tmp_path, broken):
+    from sciembed.data.smart import read_smart_collection
+
+    path = tmp_path / "tiny.all"
+    path.write_text(f".I 3\n.T\nThree\n.W\nAn abstract\n{broken}\n.T\nFour\n")
+    with pytest.raises(ValueError, match=r"tiny\.all, line 6: .* is not a record line '\.I <id>' \(a broken \.I line"):
+        read_smart_collection(path)
+
+
 def test_smart_x_lines_owned_by_another_record_are_named(tmp_path):
     from sciembed import InvalidPaperError
     from sciembed.data.smart import read_smart_collection
@@ -488,5 +541,5 @@ def test_a_smart_query_with_a_field_twice_is_refused(tmp_path):
 
     path = tmp_path / "query.text"
     path.write_text(".I 1\n.W\nfirst query\n.W\nsecond query\n")
-    with pytest.raises(ValueError, match=r"line 4: a second \.W field in query '1'.*missing \.I"):
+    with pytest.raises(ValueError, match=r"line 4: a second \.W field .* in query '1'.*missing \.I"):
         read_smart_queries(path)

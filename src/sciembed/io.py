@@ -47,7 +47,7 @@ class RepeatedKeyError(ValueError):
     def __init__(self, key: str, first: Any, last: Any):
         self.key = key
         super().__init__(
-            f"the key {key!r} appears twice in one object ({_shown(first)}, then {_shown(last)}); JSON keeps only "
+            f"the key {key!r} appears twice in one object ({_shown(first)}, then {_shown(last)}); a reader keeps only "
             "the last value, so the first would vanish: remove or rename one"
         )
 
@@ -71,6 +71,21 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def loads_json(text: str | bytes) -> Any:
     """``json.loads`` that refuses an object naming one key twice (:class:`RepeatedKeyError`)."""
     return json.loads(text, object_pairs_hook=_unique_keys)
+
+
+def loads_yaml(text: str) -> Any:
+    """``yaml.safe_load`` that refuses a mapping naming one key twice (:class:`RepeatedKeyError`)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+        loader.flatten_mapping(node)
+        return _unique_keys(loader.construct_pairs(node, deep=True))
+
+    UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506  (a SafeLoader)
 
 
 def json_error(error: json.JSONDecodeError | RepeatedKeyError) -> str:

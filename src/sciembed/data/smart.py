@@ -56,6 +56,8 @@ _FIELDS = {
 }
 _RECORD = re.compile(r"^\.I\s+(\S+)\s*$")
 _FIELD = re.compile(r"^\.([A-Z])\s*$")
+#: A line that starts like a record line but is not one (``.I4``, ``.i 4``, `` .I 4``, ``.I``, ``.I 4 x``).
+_BROKEN_RECORD = re.compile(r"^\s*\.[Ii](\s|\d|$)")
 
 
 @dataclass
@@ -125,14 +127,13 @@ def read_smart_collection(
             reasons.append(f"text between .I and the first field ({record['stray'][:40]!r}; a broken id line?)")
         if paper_id in first_line:
             reasons.append(f"duplicate id (first at line {first_line[paper_id]})")
-        if record["repeated"]:
-            at, marker, first = record["repeated"]
-            reasons.append(f"a second .{marker} field at line {at} (the first at line {first}): a missing .I line?")
+        if record["merged"]:
+            reasons.append(f"{record['merged'][1]}: a missing .I line?")
         if foreign:
             owners = ", ".join(sorted({link[4] for link in foreign}, key=paper_id_order))
             reasons.append(
                 f"its .X lines from line {foreign[0][0]} name the record {owners}"
-                + ("" if record["stray"] or record["repeated"] else ": a missing .I line?")
+                + ("" if record["stray"] or record["merged"] else ": a missing .I line?")
             )
         problem = None
         if reasons:
@@ -144,7 +145,7 @@ def read_smart_collection(
             if not record["title"] and not record["abstract"]:
                 problem = PaperProblem(str(path), f"line {line_number}", "neither title nor abstract", paper_id)
         if problem is None:
-            papers.append({key: value for key, value in record.items() if key not in ("links", "stray", "repeated")})
+            papers.append({key: value for key, value in record.items() if key not in ("links", "stray", "merged")})
             continue
         if not skip_invalid:
             raise InvalidPaperError([problem])
@@ -221,11 +222,10 @@ def read_smart_queries(path: str | os.PathLike[str]) -> Dataset:
             raise ValueError(
                 f"{path}, line {line_number}: duplicate query id {query_id!r} (first at line {first_line[query_id]})"
             )
-        if record["repeated"]:
-            at, marker, first = record["repeated"]
+        if record["merged"]:
+            at, what = record["merged"]
             raise ValueError(
-                f"{path}, line {at}: a second .{marker} field in query {query_id!r} (line {line_number}; the first "
-                f".{marker} at line {first}): a missing .I line?"
+                f"{path}, line {at}: {what}, in query {query_id!r} (line {line_number}): a missing .I line?"
             )
         if not record["abstract"]:
             raise ValueError(f"{path}, line {line_number}: query {query_id!r} has no .W text")
@@ -337,14 +337,28 @@ def _parse(path: Path):
                     yield start, _finish(record, lines, path)
                 record, start, current, lines = {"paper_id": match.group(1)}, line_number, None, defaultdict(list)
                 markers = {}
+            elif _BROKEN_RECORD.match(line):
+                raise ValueError(
+                    f"{path}, line {line_number}: {line[:40]!r} is not a record line '.I <id>' (a broken .I line?)"
+                )
             elif match := _FIELD.match(line):
                 if match.group(1) not in _FIELDS:
                     raise ValueError(f"{path}, line {line_number}: unknown field marker {line!r}")
                 if record is None:
                     raise ValueError(f"{path}, line {line_number}: field marker before the first .I record")
-                if match.group(1) in markers and "repeated" not in record:
-                    record["repeated"] = (line_number, match.group(1), markers[match.group(1)])
-                markers[match.group(1)] = line_number
+                marker = match.group(1)
+                if marker in markers and "merged" not in record:
+                    record["merged"] = (
+                        line_number,
+                        f"a second .{marker} field at line {line_number} (the first at line {markers[marker]})",
+                    )
+                elif "X" in markers and marker != "X" and "merged" not in record:
+                    # .X, the links, ends a record: a field after it starts another record.
+                    record["merged"] = (
+                        line_number,
+                        f"a .{marker} field at line {line_number} after the record's .X lines (line {markers['X']})",
+                    )
+                markers[marker] = line_number
                 current = _FIELDS[match.group(1)]
             elif current is not None:
                 lines[current].append((line_number, line) if current == "links" else line)
@@ -369,7 +383,7 @@ def _finish(record: dict[str, Any], lines: dict[str, list], path: Path) -> dict[
             raise ValueError(f"{path}, line {line_number}: .X line must be 'id<TAB>type<TAB>id', got {line!r}")
         links.append((line_number, line, parts[0], int(parts[1]), parts[2]))
     return {
-        "repeated": None,
+        "merged": None,
         **record,
         "title": text("title"),
         "abstract": text("abstract"),

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..encode import ENSEMBLE_FILE, Encoder, PaperEncoder
-from ..io import atomic_path
+from ..io import RepeatedKeyError, atomic_path, loads_json
 
 
 class EnsembleEncoder(Encoder):
@@ -131,9 +131,9 @@ def load_ensemble(folder: str | os.PathLike[str], **options: Any) -> EnsembleEnc
     :meth:`PaperEncoder.from_pretrained` (``device``, ``max_length``, ``trust_remote_code``, ...)."""
     path = Path(folder) / ENSEMBLE_FILE
     try:
-        spec = json.loads(path.read_text(encoding="utf-8"))
+        spec = loads_json(path.read_text(encoding="utf-8"))
         members, combine = spec["members"], spec.get("combine", "mean")
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as error:
+    except (OSError, json.JSONDecodeError, RepeatedKeyError, KeyError, TypeError) as error:
         raise ValueError(f"{path}: not a readable ensemble description ({error})") from None
     if combine != "mean":
         raise ValueError(f"{path}: unknown combination {combine!r}; sciembed averages (mean)")

@@ -102,6 +102,12 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[int
         handle.seek(0)
         reader = csv.reader(handle, delimiter=delimiter)
         header = [name.strip().lower() for name in next(reader, [])]
+        repeated = [name for name, count in Counter(header).items() if count > 1 and name]
+        if repeated:
+            raise ValueError(
+                f"{path}, line 1: the column {repeated[0]!r} is named twice; which one holds the values is unclear: "
+                "rename or remove one"
+            )
         id_column = next((header.index(n) for n in LABEL_ID_COLUMNS if n in header), None)
         label_column = next((header.index(n) for n in LABEL_COLUMNS if n in header), None)
         if id_column is None or label_column is None:

@@ -12,7 +12,6 @@ gives those tasks and lists the others in :attr:`TaskSuite.missing`.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections import defaultdict
@@ -22,6 +21,7 @@ from typing import Any
 
 from ..data.judgements import cacm_categories, cite_qrels
 from ..data.papers import PaperProblem
+from ..io import load_json_file
 from .names import BENCHMARK_NAMES
 from .supervised import SCIDOCS_CLASSIFICATION, SCIREPEVAL_CLASSIFICATION, SCIREPEVAL_MULTILABEL, SCIREPEVAL_REGRESSION
 from .tasks import ClassificationTask, PairsTask, ProximityTask, RegressionTask, ReviewerMatchingTask, SearchTask, Task
@@ -235,7 +235,7 @@ def _scidocs(name, data, *, split, skip_invalid, wanted, seed, similarity, qrels
 def _query_fields(folder: Path) -> dict[str, dict[str, str]]:
     # Multi-SciDocs writes each query's field of study, for per-field scores.
     path = folder / "query_fields.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return load_json_file(path) if path.is_file() else {}
 
 
 def _scidocs_recommendation(name, folder: Path, *, split, skip_invalid, seed, missing) -> list[Task]:

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..io import RepeatedKeyError, loads_json, loads_yaml
 from .examples import (
     CitationFiles,
     MultiTaskData,
@@ -138,10 +139,10 @@ def read_task_mixture(path: str | os.PathLike[str]) -> list[MixtureTask]:
     if path.suffix in (".yaml", ".yml"):
         import yaml
 
-        problems: tuple[type[Exception], ...] = (yaml.YAMLError,)
-        parse = yaml.safe_load
+        problems: tuple[type[Exception], ...] = (yaml.YAMLError, RepeatedKeyError)
+        parse = loads_yaml
     else:
-        problems, parse = (json.JSONDecodeError,), json.loads
+        problems, parse = (json.JSONDecodeError, RepeatedKeyError), loads_json
     try:
         loaded = parse(text)
     except problems as error:
