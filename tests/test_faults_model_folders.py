@@ -42,12 +42,13 @@ def _command(command, model, tmp_path, *extra):
             *("--papers", str(papers), "--no-cache", "--output", f"{out}.json", *extra),
         ],
         "from-bert": ["from-bert", "--family", "multi2spe", "--base", str(model), "--output", str(out), *extra],
+        "export": ["export", "--model", str(model), "--out", str(out), *extra],
         "train": [
             *("train", "--recipe", "specter", "--base", str(model), "--papers", str(papers)),
             *("--citations", str(tmp_path / "cites.csv"), "--output", str(out), "--set", "max_steps=1"),
             *("--set", "per_device_train_batch_size=4", "--set", "save_strategy=no", *extra),
         ],
-    }[command] + ([] if command == "from-bert" else ["--no-progress"])
+    }[command] + ([] if command in ("from-bert", "export") else ["--no-progress"])
 
 
 # Item 12: windows ------------------------------------------------------------------------------------------
@@ -75,16 +76,18 @@ def test_a_window_no_paper_fits_in_is_refused_naming_its_file(
     pooling = ["--pooling", "cls"] if "pooling" in loader else []
     assert main(_command("embed", folder, tmp_path, *pooling)) == 2
     assert f"{folder / filename}: {key} is {value!r}" in caplog.text and "--max-length" in caplog.text
-    assert "Traceback" not in caplog.text and not (tmp_path / "out.jsonl").exists()
+    assert "Traceback" not in caplog.text and not (tmp_path / "out.jsonl").exists() and not (tmp_path / "out").exists()
     assert main(_command("embed", folder, tmp_path, *pooling, "--max-length", "16")) == 0  # the remedy named
 
 
-@pytest.mark.parametrize("command", ["neighbours", "evaluate", "train"])
-def test_every_command_refuses_a_window_no_paper_fits_in(tiny_bert, tmp_path, caplog, command):
+@pytest.mark.parametrize("command", ["neighbours", "evaluate", "train", "from-bert", "export"])
+@pytest.mark.parametrize("value", [2, "abc"])
+def test_every_command_refuses_a_window_no_paper_fits_in(tiny_bert, tmp_path, caplog, command, value):
     folder = shutil.copytree(tiny_bert, tmp_path / "model")
-    _set(folder, "tokenizer_config.json", "model_max_length", 2)
+    _set(folder, "tokenizer_config.json", "model_max_length", value)
     assert main(_command(command, folder, tmp_path)) == 2
-    assert f"{folder / 'tokenizer_config.json'}: model_max_length is 2: below 8 tokens" in caplog.text
+    assert f"{folder / 'tokenizer_config.json'}: model_max_length is {value!r}: " in caplog.text
+    assert "Traceback" not in caplog.text and not (tmp_path / "out").exists()
 
 
 def test_a_route_s_window_no_paper_fits_in_is_refused_naming_its_file(tiny_bert, tmp_path, caplog):
@@ -153,14 +156,14 @@ def test_one_token_of_text_is_enough(tiny_bert, tmp_path):
         ),
     ],
 )
-@pytest.mark.parametrize("loader", ["plain", "st", "train", "from-bert"])
+@pytest.mark.parametrize("loader", ["plain", "st", "train", "from-bert", "export"])
 def test_weights_that_do_not_cover_the_config_are_refused(
     tiny_bert, tiny_st_base, tmp_path, caplog, change, expected, loader
 ):
     folder = shutil.copytree(tiny_st_base if loader == "st" else tiny_bert, tmp_path / "model")
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**config, **change}))
-    assert main(_command(loader if loader in ("train", "from-bert") else "embed", folder, tmp_path)) == 2
+    assert main(_command(loader if loader in ("train", "from-bert", "export") else "embed", folder, tmp_path)) == 2
     assert f"{folder}: its weights do not fit its config.json: " in caplog.text and expected in caplog.text
     assert "Traceback" not in caplog.text and not (tmp_path / "out.jsonl").exists()
 

@@ -34,7 +34,7 @@ def files(tmp_path, monkeypatch):
 def _argv(command, *, output=None, papers="papers.jsonl", extra=()):
     """``command`` on ``papers`` with a model that does not exist, writing ``output`` (the command's default)."""
     model = "./no-such-model"
-    output = output or {"train": "run", "export": "hub"}.get(command, "out.jsonl")
+    output = output or {"train": "run", "export": "hub", "from-bert": "model"}.get(command, "out.jsonl")
     return {
         "embed": ["embed", "--model", model, "--input", papers, "--output", output, "--no-progress"],
         "evaluate": [
@@ -47,6 +47,7 @@ def _argv(command, *, output=None, papers="papers.jsonl", extra=()):
             *("--output", output, "--no-progress"),
         ],
         "export": ["export", "--model", model, "--out", output],
+        "from-bert": ["from-bert", "--family", "multi2spe", "--base", model, "--output", output],
     }[command] + list(extra)
 
 
@@ -61,8 +62,8 @@ OUTPUTS = [
 
 @pytest.mark.parametrize(
     "command, output, message",
-    [(command, *case) for command in ("embed", "evaluate", "neighbours", "export") for case in OUTPUTS]
-    + [("train", *case) for case in OUTPUTS[2:4]],
+    [(command, *case) for command in ("embed", "evaluate", "neighbours", "export", "train") for case in OUTPUTS]
+    + [("from-bert", *case) for case in OUTPUTS[:2] + OUTPUTS[-1:]],
 )
 def test_an_output_that_cannot_be_one_is_refused_before_the_model_loads(files, caplog, command, output, message):
     if command == "export":  # export reads the model's config.json first (no weights)

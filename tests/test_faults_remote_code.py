@@ -256,3 +256,16 @@ def test_a_remote_code_tokenizer_says_so_and_loads_with_consent(tiny_bert, tmp_p
     assert not (tmp_path / "ran").exists()
     assert main([*argv, "--trust-remote-code"]) == 0
     assert (tmp_path / "ran").exists()
+
+
+def test_a_tokenizer_read_from_outside_the_folder_needs_consent(tiny_st_base, tmp_path, caplog):
+    model = shutil.copytree(tiny_st_base, tmp_path / "model")
+    settings = json.loads((model / "sentence_bert_config.json").read_text())
+    (model / "sentence_bert_config.json").write_text(
+        json.dumps({**settings, "tokenizer_name_or_path": str(tmp_path / "elsewhere")})
+    )
+    for command in ("embed", "export"):
+        assert main([str(a) for a in _command(command, model, tmp_path)]) == 2
+        assert "sentence_bert_config.json: tokenizer_name_or_path" in caplog.text
+        assert "outside the model folder" in caplog.text and "--trust-remote-code" in caplog.text
+        caplog.clear()

@@ -33,6 +33,8 @@ _HUB_CONFIGS = (
     "tokenizer_config.json",
     "config_sentence_transformers.json",
     "sentence_bert_config.json",
+    "processor_config.json",
+    "preprocessor_config.json",
 )
 #: The packages whose sentence-transformers module classes load without remote code.
 _OWN_PACKAGES = ("sentence_transformers.", "sciembed.")
@@ -175,6 +177,8 @@ def remote_code(name_or_path: str | os.PathLike[str]) -> list[CodeEntry]:
             config = checkpoint.json(config_file)
             if isinstance(config, dict) and "auto_map" in config:
                 entries += _auto_map_entries(checkpoint, folder, config_file, config["auto_map"])
+            if isinstance(config, dict):
+                entries += _elsewhere_entries(checkpoint, folder, config_file, config)
     modules = checkpoint.json(MODULES_FILE) or []
     classes = [(MODULES_FILE, f"[{i}].type", m.get("type")) for i, m in enumerate(modules)]
     for folder in folders:
@@ -235,6 +239,28 @@ def check_published_code(folder: str | os.PathLike[str], *, trust_remote_code: b
             f"would hand (and validating would run) code sciembed did not write. {_REMEDY}"
         )
     check_remote_code(root, trust_remote_code=trust_remote_code)
+
+
+#: Keys of a sentence-transformers module's config that load a model or tokenizer from another folder or repository.
+_LOADED_FROM = ("tokenizer_name_or_path", "model_name_or_path")
+
+
+def _elsewhere_entries(checkpoint: _Checkpoint, folder: str, file: str, config: dict[str, Any]) -> list[CodeEntry]:
+    """A module config's tokenizer or model read from outside the checkpoint: whatever code it names would run under
+    the trust given to this checkpoint."""
+    entries = []
+    for key in _LOADED_FROM:
+        value = config.get(key)
+        if value in (None, "", ".", "./"):
+            continue
+        inside = isinstance(value, str) and checkpoint.local and not Path(value).is_absolute()
+        if inside:
+            root = Path(checkpoint.name).resolve()
+            inside = (root / folder / value).resolve().is_relative_to(root)
+        if not inside:
+            why = f"a {key.split('_')[0]} read from outside the model folder, whose code is not checked"
+            entries.append(CodeEntry(checkpoint.where(file), key, value, why))
+    return entries
 
 
 def _auto_map_entries(checkpoint: _Checkpoint, folder: str, file: str, auto_map: Any) -> list[CodeEntry]:

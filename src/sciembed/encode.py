@@ -333,11 +333,13 @@ class PaperEncoder(Encoder):
         elif kwargs.get("pooling") is None and sentence_transformers:
             from sentence_transformers import SentenceTransformer
 
-            if kwargs.get("max_length") is None:
-                st_window(name)  # a damaged window is named by its file before the model loads
+            subfolder = _transformer_folder(name)
+            if kwargs.get("max_length") is None:  # a damaged window is named by its file before the model loads
+                st_window(name)
+                _tokenizer_window(name, subfolder or "")
             trusted = trust_remote_code or _only_sciembed_code(name)
             with _load_errors_named(name):
-                if (subfolder := _transformer_folder(name)) is not None:
+                if subfolder is not None:
                     check_weights_fit(name, subfolder=subfolder, trust_remote_code=trusted)
                 model = SentenceTransformer(name, device=str(device) if device else None, trust_remote_code=trusted)
             if Path(name).is_dir():
@@ -362,6 +364,33 @@ class PaperEncoder(Encoder):
         if Path(name).is_dir():
             load_format_modules(model, name)
         return cls(model, device=device, **kwargs)
+
+    @staticmethod
+    def check_checkpoint(name: str, *, trust_remote_code: bool = False) -> None:
+        """Refuse a model folder or Hub id that would not load as saved, before anything of it runs or loads.
+
+        What :meth:`from_pretrained` checks: code that is not sciembed's own, a window no paper fits in, and weights
+        that do not cover the config.
+
+        Args:
+            name: the model folder or Hub id.
+            trust_remote_code: the user lets the checkpoint's own code run.
+
+        Raises:
+            ValueError: naming the file, entry, window or weights at fault.
+        """
+        check_model_location(name)
+        check_remote_code(name, trust_remote_code=trust_remote_code)
+        register_families()
+        sentence_transformers = _has_sentence_transformers_modules(name)
+        subfolder = _transformer_folder(name) if sentence_transformers else ""
+        if subfolder is None:  # modules without a transformers model of their own: nothing more to check here
+            return
+        if sentence_transformers:
+            st_window(name)
+        _tokenizer_window(name, subfolder)
+        trusted = trust_remote_code or (sentence_transformers and _only_sciembed_code(name))
+        check_weights_fit(name, subfolder=subfolder, trust_remote_code=trusted)
 
     @property
     def transformer(self) -> PreTrainedModel:
@@ -982,6 +1011,14 @@ def _only_sciembed_code(name_or_path: str) -> bool:
         classes += list(json.loads(router.read_text(encoding="utf-8")).get("types", {}).values())
     own = all(str(name).startswith(("sentence_transformers.", "sciembed.")) for name in classes)
     return own and not any(foreign_code(sub) for sub in {path.parent for path in folder.rglob("*.py")})
+
+
+def _tokenizer_window(name_or_path: str, folder: str) -> None:
+    """Refuse the window of ``folder``'s ``tokenizer_config.json`` when no paper fits in it (:func:`folder_window`)."""
+    filename = "/".join(filter(None, [folder, "tokenizer_config.json"]))
+    value = _st_json(name_or_path, filename).get("model_max_length")
+    if value is not None:
+        folder_window(value, f"{name_or_path}/{filename}: model_max_length")
 
 
 def _transformer_folder(name_or_path: str) -> str | None:

@@ -177,6 +177,23 @@ def refuse_replacing(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
         ValueError: ``path`` is the current folder or one above it (``..``, ``new/..``), which a run cannot replace.
         OSError: ``path`` cannot be written (:func:`check_writable`).
     """
+    path = check_output_place(path)
+    if not overwrite and (path.exists() or path.is_symlink()):
+        raise FileExistsError(
+            f"{path} exists; pass --overwrite (overwrite=True) to replace it, or choose another output"
+        )
+    check_writable(path)
+    return path
+
+
+def check_output_place(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a Path, refused when it cannot be an output of its own: the current folder or one above it
+    (``..``, ``new/..``), or a symbolic link that leads nowhere (a loop, a dangling link).
+
+    Raises:
+        ValueError: the current folder or one above it.
+        FileExistsError: a link that leads nowhere, named as a loop or as a dangling link.
+    """
     path = Path(path)
     try:
         resolved = path.resolve()
@@ -184,16 +201,11 @@ def refuse_replacing(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
         resolved = path.absolute()
     if path.name in ("", ".", "..") or resolved == Path.cwd().resolve() or resolved in Path.cwd().resolve().parents:
         raise ValueError(
-            f"{path} is {resolved}, the current folder or one above it, not an output of its own (a run replaces its "
+            f"{path} is {resolved}, the current folder or one above it, not an output of its own (a run writes its "
             "output whole); give the output a new name, e.g. --output NAME"
         )
     if (link := broken_link(path)) is not None:
         raise FileExistsError(errno.EEXIST, f"{path} is {link}; remove it, or choose another output")
-    if not overwrite and (path.exists() or path.is_symlink()):
-        raise FileExistsError(
-            f"{path} exists; pass --overwrite (overwrite=True) to replace it, or choose another output"
-        )
-    check_writable(path)
     return path
 
 

@@ -48,14 +48,17 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..checkpoints import check_remote_code
     from ..default_model import default_model_path
+    from ..encode import PaperEncoder
     from ..families import from_bert, save_pretrained
+    from ..io import check_output_place, check_writable
     from ..training.recipes import parse_assignments
 
     options = parse_assignments(args.set)
+    check_output_place(args.output)
+    check_writable(args.output)
     base = args.base or default_model_path()
-    check_remote_code(base, trust_remote_code=args.trust_remote_code)
+    PaperEncoder.check_checkpoint(base, trust_remote_code=args.trust_remote_code)  # code, window and weights
     model, tokenizer = from_bert(args.family, base, trust_remote_code=args.trust_remote_code, **options)
     save_pretrained(model, tokenizer, args.output)
     logger.info(

@@ -118,6 +118,9 @@ def export_model(
     if same:
         raise ValueError(f"{destination}: export writes a new folder; choose one other than the model's")
     refuse_replacing(destination, overwrite=overwrite)
+    from ..encode import PaperEncoder
+
+    PaperEncoder.check_checkpoint(str(source), trust_remote_code=trust_remote_code)  # named here, not in the copy
     kept, left_out = hub_files(source)
     if left_out:
         shown = "; ".join(f"{name} ({why})" for name, why in list(left_out.items())[:8])

@@ -30,7 +30,7 @@ from typing import Any
 from datasets import Dataset
 
 from ..evaluation.loaders import TaskSuite
-from ..io import atomic_path, check_writable, replace_folder
+from ..io import atomic_path, check_output_place, check_writable, replace_folder
 from .examples import CitationFiles
 from .recipes import Recipe, flatten_overrides, get_recipe
 
@@ -258,6 +258,7 @@ def _check_output(output_dir: Path, *, resume: bool, overwrite: bool) -> None:
 
     if resume and overwrite:
         raise ValueError("--resume continues the run in the output folder, --overwrite replaces it: give one of them")
+    check_output_place(output_dir)
     check_writable(output_dir)
     checkpoints = sorted(output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*")) if output_dir.is_dir() else []
     if resume and not checkpoints:
