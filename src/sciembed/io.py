@@ -139,11 +139,8 @@ def check_cache_dir(
     folder = root / subfolder if subfolder else root
     problem = _unwritable(folder.absolute() / ".sciembed-cache-check")
     if problem is not None:
-        error, number, cause = problem
-        raise error(
-            number,
-            f"the {kind} cache {folder} (from {source}) cannot be written: {cause}; {remedy}",
-        )
+        error, _, cause = problem
+        raise error(f"the {kind} cache {folder} (from {source}) cannot be written: {cause}; {remedy}")
     return folder
 
 
@@ -205,7 +202,7 @@ def check_output_place(path: str | os.PathLike[str]) -> Path:
             "output whole); give the output a new name, e.g. --output NAME"
         )
     if (link := broken_link(path)) is not None:
-        raise FileExistsError(errno.EEXIST, f"{path} is {link}; remove it, or choose another output")
+        raise FileExistsError(f"{path} is {link}; remove it, or choose another output")
     return path
 
 
@@ -240,15 +237,15 @@ def check_input(path: str | os.PathLike[str], option: str, kind: str = "file") -
     path = Path(path)
     where = f"{path} ({option})"
     if (link := broken_link(path)) is not None:
-        raise FileNotFoundError(errno.ENOENT, f"{where} is {link}; point {option} at the file itself")
+        raise FileNotFoundError(f"{where} is {link}; point {option} at the file itself")
     if not path.exists():
-        raise FileNotFoundError(errno.ENOENT, f"{where}: no such {'folder' if kind == 'folder' else 'file'}")
+        raise FileNotFoundError(f"{where}: no such {'folder' if kind == 'folder' else 'file'}")
     if kind == "file" and path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, f"{where} is a folder; {option} takes a file")
+        raise IsADirectoryError(f"{where} is a folder; {option} takes a file")
     if kind == "folder" and not path.is_dir():
-        raise NotADirectoryError(errno.ENOTDIR, f"{where} is a file; {option} takes a folder")
+        raise NotADirectoryError(f"{where} is a file; {option} takes a folder")
     if not os.access(path, os.R_OK | (os.X_OK if path.is_dir() else 0)):
-        raise PermissionError(errno.EACCES, f"{where} cannot be read: permission denied")
+        raise PermissionError(f"{where} cannot be read: permission denied")
     return path
 
 
@@ -259,8 +256,8 @@ def check_writable(path: str | os.PathLike[str]) -> None:
     operating system allows is what is checked."""
     problem = _unwritable(Path(path).absolute())
     if problem is not None:
-        kind, number, cause = problem
-        raise kind(number, f"{path} cannot be written: {cause}")
+        kind, _, cause = problem
+        raise kind(f"{path} cannot be written: {cause}")
 
 
 def _unwritable(path: Path) -> tuple[type[OSError], int, str] | None:

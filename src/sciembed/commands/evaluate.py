@@ -75,8 +75,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         choices=QRELS_COLUMNS,
         help="the order of a judgement file's query and document columns, when stated: query-document (as read, "
         "not checked) or document-query (read swapped back); unstated, the query comes first and a file whose shape "
-        "says the columns are swapped (nearly every query judged once, against a few documents judged many times) "
-        "is refused",
+        "says the columns are swapped (many more queries than distinct documents, or most queries without a relevant "
+        "document) is refused",
     )
     parser.add_argument(
         "--test-size",
