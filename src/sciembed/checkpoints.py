@@ -142,7 +142,10 @@ def module_folders(name_or_path: str | os.PathLike[str]) -> list[str]:
 def _inside(checkpoint: _Checkpoint, path: Any, where: str, key: str) -> str:
     """``path`` normalised (``""`` for the checkpoint itself); refused when it leaves the checkpoint."""
     if not isinstance(path, str):
-        raise ValueError(f"{where}: {key} = {json.dumps(path)} is not a folder path")
+        raise ValueError(
+            f"{where}: {key} = {json.dumps(path)} is not a folder path; write the module's folder inside the model "
+            'folder as a string ("" for the folder itself)'
+        )
     normal = os.path.normpath(path.replace("\\", "/")) if path else "."
     escapes = PurePosixPath(normal).is_absolute() or normal.split("/")[0] == ".."
     escapes = escapes or bool(re.match("[A-Za-z]:", normal))

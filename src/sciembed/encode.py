@@ -758,7 +758,8 @@ def folder_window(value: Any, source: str) -> int | None:
         else "not a whole number of tokens"
     )
     raise ValueError(
-        f"{source} is {value!r}: {problem}; correct it there, or give the window with --max-length (max_length=)"
+        f"{source} is {value!r}: {problem}; correct it there, or, where the command takes one, give the window with "
+        "--max-length (max_length=)"
     )
 
 

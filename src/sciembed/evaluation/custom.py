@@ -74,7 +74,19 @@ _QUERY_HEADERS = ("query_id", "query-id", "qid", "id", "_id")
 #: Names a qrels header gives its query, document and relevance columns (compared without case, ``-`` as ``_``).
 _QRELS_QUERY_HEADERS = frozenset({"query_id", "qid", "q_id", "query", "queryid", "topic", "topic_id", "_id"})
 _QRELS_DOCUMENT_HEADERS = frozenset(
-    {"corpus_id", "doc_id", "docid", "docno", "document", "document_id", "paper_id", "pid", "cand_id", "candidate"}
+    {
+        "corpus_id",
+        "doc_id",
+        "docid",
+        "doc",
+        "docno",
+        "document",
+        "document_id",
+        "paper_id",
+        "pid",
+        "cand_id",
+        "candidate",
+    }
 )
 _QRELS_SCORE_HEADERS = frozenset(
     {"score", "rel", "relevance", "relevance_score", "label", "grade", "rating", "judgement", "judgment", "qrel"}
@@ -237,6 +249,10 @@ def read_qrels(path: str | os.PathLike[str], *, qrels_columns: str | None = None
     return columns, lines
 
 
+def _names(names: frozenset[str]) -> str:
+    return ", ".join(sorted(names))
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -302,7 +318,9 @@ def _relevance_hint(path: str | os.PathLike[str], width: int, *, relevant: bool 
         )
     return (
         "; relevance grades are integers (>= 1 relevant, as trec_eval reads them): write every grade as one, and a "
-        f"header line, if any, as column names ({_QRELS_LAYOUTS[width]})"
+        f"header line, if any, as column names ({_QRELS_LAYOUTS[width]}; a query column named one of "
+        f"{_names(_QRELS_QUERY_HEADERS)}, a document column one of {_names(_QRELS_DOCUMENT_HEADERS)}, a grade column "
+        f"one of {_names(_QRELS_SCORE_HEADERS)})"
     )
 
 
