@@ -110,6 +110,10 @@ def test_a_record_without_an_id_is_named_by_its_position(tiny_encoder):
         sciembed.neighbours([PAPERS[0], PAPERS[1], {"title": "Graphs"}], tiny_encoder, show_progress_bar=False)
     with pytest.raises(ValueError, match=r"^record #1 has neither a title nor an abstract$"):
         tiny_encoder.encode(["a query", {"title": "", "abstract": None}], show_progress_bar=False)
+    with pytest.raises(
+        ValueError, match=r"record #0 has neither .* \(its fields: a, b\); .* give texts as a str or a"
+    ):
+        tiny_encoder.encode({"a": "text a", "b": "text b"}, show_progress_bar=False)  # texts by key: not a record
 
 
 # The property: every entry point, every accepted shape, every id type ----------------------------------------

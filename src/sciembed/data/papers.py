@@ -68,7 +68,14 @@ def paper_text(
     if parts:
         return sep_token.join(parts)
     if tuple(fields) == TEXT_FIELDS:
-        raise ValueError(f"{paper_name(paper, index)} has neither a title nor an abstract")
+        hint = ""
+        if not set(TEXT_FIELDS) & set(paper):
+            fields = ", ".join(map(str, list(paper)[:8]))
+            hint = (
+                f" (its fields: {fields}); a paper record is a dict with title / abstract; give texts as a str or a "
+                "list of str"
+            )
+        raise ValueError(f"{paper_name(paper, index)} has neither a title nor an abstract{hint}")
     raise ValueError(f"{paper_name(paper, index)} has no text in {', '.join(fields)}")
 
 
