@@ -390,7 +390,8 @@ class PaperEncoder(Encoder):
             st_window(name)
         _tokenizer_window(name, subfolder)
         trusted = trust_remote_code or (sentence_transformers and _only_sciembed_code(name))
-        check_weights_fit(name, subfolder=subfolder, trust_remote_code=trusted)
+        with _load_errors_named(name):  # damaged weights, unsafe pickles: one line naming the folder
+            check_weights_fit(name, subfolder=subfolder, trust_remote_code=trusted)
 
     @property
     def transformer(self) -> PreTrainedModel:
