@@ -320,8 +320,8 @@ class PaperEncoder(Encoder):
         if (Path(name) / ENSEMBLE_FILE).is_file():
             # Ensembles sit a layer above this module (sciembed.encoders.ensemble imports it, not the other way).
             raise ValueError(f"{name} is an ensemble ({ENSEMBLE_FILE}): load it with sciembed.encoders.load_encoder")
-        check_remote_code(name, trust_remote_code=trust_remote_code)
-        register_families()
+        # Code, window (unless one is given) and weights, before anything of the checkpoint runs or loads.
+        cls.check_checkpoint(name, trust_remote_code=trust_remote_code, window=kwargs.get("max_length") is None)
         sentence_transformers = _has_sentence_transformers_modules(name)
         if sentence_transformers and _format_routes_at_root(name):
             # An exported multi-format model: its root is the model folder, read with sciembed's own classes (not the
@@ -333,14 +333,8 @@ class PaperEncoder(Encoder):
         elif kwargs.get("pooling") is None and sentence_transformers:
             from sentence_transformers import SentenceTransformer
 
-            subfolder = _transformer_folder(name)
-            if kwargs.get("max_length") is None:  # a damaged window is named by its file before the model loads
-                st_window(name)
-                _tokenizer_window(name, subfolder or "")
             trusted = trust_remote_code or _only_sciembed_code(name)
             with _load_errors_named(name):
-                if subfolder is not None:
-                    check_weights_fit(name, subfolder=subfolder, trust_remote_code=trusted)
                 model = SentenceTransformer(name, device=str(device) if device else None, trust_remote_code=trusted)
             if Path(name).is_dir():
                 load_format_modules(model.transformers_model, name)
@@ -357,7 +351,6 @@ class PaperEncoder(Encoder):
                 kwargs["max_length"] or "(unset: the model's limit)",
             )
         with _load_errors_named(name):
-            check_weights_fit(name, trust_remote_code=trust_remote_code)
             model = AutoModel.from_pretrained(name, trust_remote_code=trust_remote_code)
             if trust_remote_code and kwargs.get("tokenizer") is None:  # a tokenizer may be the model's code too
                 kwargs["tokenizer"] = AutoTokenizer.from_pretrained(name, trust_remote_code=True)
@@ -366,15 +359,16 @@ class PaperEncoder(Encoder):
         return cls(model, device=device, **kwargs)
 
     @staticmethod
-    def check_checkpoint(name: str, *, trust_remote_code: bool = False) -> None:
+    def check_checkpoint(name: str, *, trust_remote_code: bool = False, window: bool = True) -> None:
         """Refuse a model folder or Hub id that would not load as saved, before anything of it runs or loads.
 
-        What :meth:`from_pretrained` checks: code that is not sciembed's own, a window no paper fits in, and weights
-        that do not cover the config.
+        What :meth:`from_pretrained` checks first: code that is not sciembed's own, a window no paper fits in, and
+        weights that do not cover the config.
 
         Args:
             name: the model folder or Hub id.
             trust_remote_code: the user lets the checkpoint's own code run.
+            window: check the window the folder sets (not when the caller gives its own).
 
         Raises:
             ValueError: naming the file, entry, window or weights at fault.
@@ -386,9 +380,10 @@ class PaperEncoder(Encoder):
         subfolder = _transformer_folder(name) if sentence_transformers else ""
         if subfolder is None:  # modules without a transformers model of their own: nothing more to check here
             return
-        if sentence_transformers:
+        if window and sentence_transformers:
             st_window(name)
-        _tokenizer_window(name, subfolder)
+        if window:
+            _tokenizer_window(name, subfolder)
         trusted = trust_remote_code or (sentence_transformers and _only_sciembed_code(name))
         with _load_errors_named(name):  # damaged weights, unsafe pickles: one line naming the folder
             check_weights_fit(name, subfolder=subfolder, trust_remote_code=trusted)

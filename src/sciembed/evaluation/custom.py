@@ -217,13 +217,12 @@ def read_qrels(path: str | os.PathLike[str], *, qrels_columns: str | None = None
             width, header = len(fields), f"line {line_number}, {text[:80]!r}, was read as a header"
             continue
         width = len(fields)
-        if _INTEGER.fullmatch(relevance):
-            score = int(relevance)
-        else:
+        if not _INTEGER.fullmatch(relevance):
             raise ValueError(
                 f"{path}, line {line_number}: relevance must be an integer, got {relevance!r}"
                 + _relevance_hint(path, width)
             )
+        score = int(relevance)
         if not query or not candidate:
             raise ValueError(
                 f"{path}, line {line_number}: empty {'query' if not query else 'document'} id: {text[:80]!r}"
