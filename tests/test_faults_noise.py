@@ -140,3 +140,18 @@ def test_the_library_configures_no_logging_and_its_bars_follow_the_log_level(tin
     quiet, shown = run.stderr.split("LOADED\n")[1].split("FOLLOWS\n")
     assert BAR not in quiet and quiet.strip() == ""
     assert shown.count(f"{BAR}: 100%") == 2  # neighbours and the embed job, at INFO
+
+
+def test_the_command_leaves_the_libraries_bars_as_it_found_them(tmp_path):
+    from transformers.utils import logging as transformers_logging
+
+    from sciembed.cli import main
+
+    transformers_logging.disable_progress_bar()
+    try:
+        assert main(["neighbours", "--data", str(tmp_path / "nowhere"), "--no-progress"]) == 2
+        assert not transformers_logging.is_progress_bar_enabled()
+    finally:
+        transformers_logging.enable_progress_bar()
+    assert main(["neighbours", "--data", str(tmp_path / "nowhere")]) == 2
+    assert transformers_logging.is_progress_bar_enabled()

@@ -35,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 @contextlib.contextmanager
 def _library_progress_bars(*, shown: bool) -> Iterator[None]:
     """The bars the libraries draw (loading and saving weights, downloads, preparing datasets), hidden unless
-    ``shown``; they are shown again afterwards (``main`` may run in a longer-lived process)."""
+    ``shown``; those that were on are turned on again afterwards (``main`` may run in a longer-lived process)."""
     if shown:
         yield
         return
@@ -44,16 +44,25 @@ def _library_progress_bars(*, shown: bool) -> Iterator[None]:
     from transformers.utils import logging as transformers_logging
 
     libraries = [
-        (transformers_logging.disable_progress_bar, transformers_logging.enable_progress_bar),
-        (huggingface_hub.utils.disable_progress_bars, huggingface_hub.utils.enable_progress_bars),
-        (datasets.disable_progress_bars, datasets.enable_progress_bars),
+        (
+            transformers_logging.is_progress_bar_enabled,
+            transformers_logging.disable_progress_bar,
+            transformers_logging.enable_progress_bar,
+        ),
+        (
+            lambda: not huggingface_hub.utils.are_progress_bars_disabled(),
+            huggingface_hub.utils.disable_progress_bars,
+            huggingface_hub.utils.enable_progress_bars,
+        ),
+        (datasets.is_progress_bar_enabled, datasets.disable_progress_bars, datasets.enable_progress_bars),
     ]
-    for disable, _ in libraries:
+    hidden = [enable for enabled, disable, enable in libraries if enabled()]
+    for _, disable, _ in libraries:
         disable()
     try:
         yield
     finally:
-        for _, enable in libraries:
+        for enable in hidden:
             enable()
 
 
