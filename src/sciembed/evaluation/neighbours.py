@@ -139,8 +139,12 @@ class NeighboursResult:
         linked = self.linked_queries
         if not linked:
             return None
-        found = [len(self.links[self.query_rows[p]].intersection(self.indices[p].tolist())) for p in linked]
-        return float(np.mean(found)) / self.top_k
+        top_k = self.top_k
+        return float(
+            np.mean(
+                [len(self.links[self.query_rows[p]].intersection(self.indices[p].tolist())) / top_k for p in linked]
+            )
+        )
 
     @property
     def random_share(self) -> float | None:
