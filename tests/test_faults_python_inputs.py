@@ -64,6 +64,7 @@ def test_neighbours_takes_the_model_first_and_refuses_papers_in_its_place(tiny_e
         (str(papers), None),
         (pd.DataFrame(PAPERS), None),
         ("some-model", tiny_encoder),
+        (tmp_path / "missing.jsonl", "some-model"),  # a papers file by its name
     ]:
         with pytest.raises(TypeError, match=order):
             sciembed.neighbours(model, second, top_k=2)

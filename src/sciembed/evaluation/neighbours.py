@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..data.knn import IVFSettings, faiss_neighbours
-from ..data.papers import PaperProblem, paper_id_list, paper_id_order, paper_records
+from ..data.papers import SUPPORTED_SUFFIXES, PaperProblem, paper_id_list, paper_id_order, paper_records
 from ..encode import Encoder
 from ..io import atomic_path, refuse_replacing
 from ..logs import progress_enabled
@@ -462,8 +462,8 @@ def neighbours(
 
 
 def _check_order(model: Any, papers: Any) -> None:
-    """Refuse a call that gives the papers where the model goes: records, a papers file or a SMART collection first,
-    or an encoder second."""
+    """Refuse papers where the model goes (records, a file, a SMART collection, a name ending as a papers file does)
+    and an encoder where the papers go."""
     order = (
         "neighbours(model, papers, ...) takes the model first (None for the embedded all-MiniLM-L6-v2, or "
         "neighbours(papers=..., embeddings=...) for vectors read from a file)"
@@ -472,10 +472,12 @@ def _check_order(model: Any, papers: Any) -> None:
         raise TypeError(f"{order}; got an encoder as papers")
     if model is not None and not isinstance(model, (str, os.PathLike, Encoder)):
         raise TypeError(f"{order}; got {type(model).__name__} as the model (a Hub id, local folder or Encoder)")
-    if isinstance(model, (str, os.PathLike)) and Path(model).exists():
+    if isinstance(model, (str, os.PathLike)):
         from ..data.smart import is_smart_collection
 
-        if Path(model).is_file() or is_smart_collection(Path(model)):
+        path = Path(model)
+        named = path.suffix.lower() in (*SUPPORTED_SUFFIXES, ".all") and not path.is_dir()
+        if named or path.is_file() or is_smart_collection(path):
             raise TypeError(f"{order}; got the papers {str(model)!r} as the model")
 
 
