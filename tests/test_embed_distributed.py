@@ -119,7 +119,8 @@ def test_torchrun_ranks_write_the_parts_of_one_process(tiny_bert, one_process, t
     np.testing.assert_allclose(np.asarray(loaded["embedding"]), read_embeddings(single)[1], atol=1e-5, rtol=0)
     # One file, assembled by rank 0 once both ranks are done; here under `accelerate launch`, logging each share.
     arguments = [
-        a for a in embed_command(tiny_bert, papers, tmp_path / "vectors.npy", "--shard-size", "16") if a != "-q"
+        "-v" if a == "-q" else a
+        for a in embed_command(tiny_bert, papers, tmp_path / "vectors.npy", "--shard-size", "16")
     ]
     launched = run(arguments, processes=2, launcher="accelerate")
     log = launched.communicate(timeout=300)[1]

@@ -46,8 +46,28 @@ def test_a_missing_value_of_a_frame_s_records_is_no_text_not_nan(tiny_encoder):
 
 
 def test_one_query_id_is_one_query_paper(tiny_encoder):
-    result = sciembed.neighbours(PAPERS, tiny_encoder, k=2, query_ids="p3", show_progress_bar=False)
+    result = sciembed.neighbours(tiny_encoder, PAPERS, top_k=2, query_ids="p3", show_progress_bar=False)
     assert result.query_ids == ["p3"]
+
+
+def test_neighbours_takes_the_model_first_and_refuses_papers_in_its_place(tiny_encoder, tmp_path, monkeypatch):
+    papers = tmp_path / "papers.jsonl"
+    pd.DataFrame(PAPERS).to_json(papers, orient="records", lines=True)
+    result = sciembed.neighbours(tiny_encoder, papers, top_k=2, show_progress_bar=False)
+    assert result.top_k == 2 and result.indices.shape == (5, 2)
+    monkeypatch.setattr(sciembed.encoders, "load_encoder", lambda *a, **k: pytest.fail("a model was loaded"))
+    order = r"neighbours\(model, papers, \.\.\.\) takes the model first"
+    for model, second in [
+        (PAPERS, tiny_encoder),  # records first, an encoder second
+        (str(papers), tiny_encoder),
+        (papers, "sentence-transformers/all-MiniLM-L6-v2"),  # a papers file where the model goes
+        (str(papers), None),
+        (pd.DataFrame(PAPERS), None),
+        ("some-model", tiny_encoder),
+        (tmp_path / "missing.jsonl", "some-model"),  # a papers file by its name
+    ]:
+        with pytest.raises(TypeError, match=order):
+            sciembed.neighbours(model, second, top_k=2)
 
 
 @pytest.mark.parametrize(
@@ -74,7 +94,7 @@ def test_colliding_ids_in_records_are_refused_naming_their_positions(tiny_encode
     records = [{**PAPERS[0], "paper_id": "1"}, {**PAPERS[1], "paper_id": second}, {**PAPERS[2], "paper_id": 2}]
     named = r"record #1 \(paper_id '1'\): duplicate paper_id \(first at record #0\)"
     with pytest.raises(InvalidPaperError, match=named):
-        sciembed.neighbours(records, tiny_encoder, k=1, show_progress_bar=False)
+        sciembed.neighbours(tiny_encoder, records, top_k=1, show_progress_bar=False)
     with pytest.raises(InvalidPaperError, match=named):
         embed_to_file(tiny_encoder, iter(records), tmp_path / "out.jsonl", show_progress_bar=False)
     assert list(tmp_path.iterdir()) == []
@@ -107,7 +127,7 @@ def test_a_paper_that_is_its_title_alone_gets_its_vector_through_windows(tiny_en
 
 def test_a_record_without_an_id_is_named_by_its_position(tiny_encoder):
     with pytest.raises(InvalidPaperError, match=r"record #2: no paper id"):
-        sciembed.neighbours([PAPERS[0], PAPERS[1], {"title": "Graphs"}], tiny_encoder, show_progress_bar=False)
+        sciembed.neighbours(tiny_encoder, [PAPERS[0], PAPERS[1], {"title": "Graphs"}], show_progress_bar=False)
     with pytest.raises(ValueError, match=r"^record #1 has neither a title nor an abstract$"):
         tiny_encoder.encode(["a query", {"title": "", "abstract": None}], show_progress_bar=False)
     with pytest.raises(
@@ -218,7 +238,7 @@ def test_ids_come_out_in_order_and_colliding_or_bad_ids_are_named(tiny_encoder, 
 
 
 def _neighbour_ids(encoder, papers) -> list[str]:
-    return sciembed.neighbours(papers, encoder, k=1, show_progress_bar=False).ids
+    return sciembed.neighbours(encoder, papers, top_k=1, show_progress_bar=False).ids
 
 
 def _embedded_ids(encoder, papers) -> list[str]:
@@ -246,7 +266,7 @@ _NOT_TAKEN = st.one_of(
 def test_types_not_taken_are_a_type_error_saying_what_is(tiny_encoder, tmp_path, papers):
     calls = [
         *_entry_points(tiny_encoder).values(),
-        lambda given: sciembed.neighbours(given, tiny_encoder, show_progress_bar=False),
+        lambda given: sciembed.neighbours(tiny_encoder, given, show_progress_bar=False),
         lambda given: embed_to_file(tiny_encoder, given, tmp_path / "out.jsonl", show_progress_bar=False),
     ]
     for call in calls:
@@ -283,4 +303,4 @@ def test_a_frame_s_row_is_one_record_and_a_column_of_texts_its_items(tiny_encode
 def test_integer_ids_of_a_frame_with_a_missing_one_are_named_where_it_is_missing(tiny_encoder):
     frame = pd.DataFrame([{**PAPERS[0], "paper_id": 1}, {**PAPERS[1], "paper_id": 2}, {**PAPERS[2], "paper_id": None}])
     with pytest.raises(InvalidPaperError, match=r"record #2: no paper id"):
-        sciembed.neighbours(frame, tiny_encoder, k=1, show_progress_bar=False)
+        sciembed.neighbours(tiny_encoder, frame, top_k=1, show_progress_bar=False)

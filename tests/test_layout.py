@@ -33,6 +33,7 @@ LAYERS = (
             "sciembed.truncation",
             "sciembed.default_model",
             "sciembed.distributed",
+            "sciembed.logs",
         ),
     ),
     ("modeling", ("sciembed.modeling",)),

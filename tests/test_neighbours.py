@@ -95,7 +95,9 @@ def _write_csv(path, papers):
 def test_neighbours_of_a_papers_csv_equal_brute_force_cosine(tiny_encoder, tmp_path):
     papers = _papers()
     path = _write_csv(tmp_path / "my-papers.csv", papers)
-    result = sciembed.neighbours(path, tiny_encoder, k=4, query_ids=["x5", "x0", "x5", "x29"], show_progress_bar=False)
+    result = sciembed.neighbours(
+        tiny_encoder, path, top_k=4, query_ids=["x5", "x0", "x5", "x29"], show_progress_bar=False
+    )
     assert result.query_ids == ["x5", "x0", "x29"]  # in the order asked, repeats once
     vectors = tiny_encoder.encode_document(papers, show_progress_bar=False)
     rows = np.array([5, 0, 29])
@@ -114,7 +116,7 @@ def test_neighbours_of_a_papers_csv_equal_brute_force_cosine(tiny_encoder, tmp_p
     text = result.format()
     assert f"[x5] {papers[5]['title']}" in text and f"[{first[0]['paper_id']}] {first[0]['title']}" in text
     # Every paper when no query ids are given.
-    assert len(sciembed.neighbours(path, tiny_encoder, k=2, show_progress_bar=False)) == 30
+    assert len(sciembed.neighbours(tiny_encoder, path, top_k=2, show_progress_bar=False)) == 30
 
 
 def test_unknown_query_ids_are_named_before_anything_is_embedded(tmp_path, monkeypatch, caplog):
@@ -129,7 +131,7 @@ def test_unknown_query_ids_are_named_before_anything_is_embedded(tmp_path, monke
     with pytest.raises(
         UnknownQueryError, match=r"2 query id\(s\) not among the 10 papers of .*papers.jsonl: 'nope', 'x99'"
     ) as error:
-        sciembed.neighbours(papers, query_ids=["x1", "nope", "x99"])
+        sciembed.neighbours(papers=papers, query_ids=["x1", "nope", "x99"])
     assert error.value.unknown == ["nope", "x99"] and isinstance(error.value, KeyError)
     assert main(["neighbours", "--papers", str(papers), "--query-ids", "x1", "ghost"]) == 2
     assert "1 query id(s) not among the 10 papers" in caplog.text and "'ghost'" in caplog.text
@@ -150,7 +152,7 @@ def test_cli_writes_jsonl_and_csv_and_never_replaces_a_file_unasked(tiny_bert, t
         str(tiny_bert),
         "--papers",
         str(path),
-        "-k",
+        "--top-k",
         "3",
         "--no-progress",
         "--device",
@@ -207,7 +209,7 @@ def test_vectors_from_an_embedding_file_and_citation_links(tmp_path, monkeypatch
     edges = tmp_path / "cites.csv"
     edges.write_text("citing,cited\nx0,x1\nx2,x0\nx0,outside\n")
 
-    result = sciembed.neighbours(path, embeddings=embeddings, k=5, citations=edges)
+    result = sciembed.neighbours(papers=path, embeddings=embeddings, top_k=5, citations=edges)
     expected, scores = _brute_force(vectors, np.arange(20), 5)
     np.testing.assert_array_equal(result.indices, expected)
     np.testing.assert_allclose(result.scores, scores, atol=1e-9)
@@ -226,11 +228,11 @@ def test_vectors_from_an_embedding_file_and_citation_links(tmp_path, monkeypatch
     write_embeddings(embeddings, [(ids[1:], stored[1:])], total=20, dim=8)
     missing = papers[order[0]]["paper_id"]
     with pytest.raises(ValueError, match=rf"no vector for 1 of the 20 papers of .*: '{missing}'"):
-        sciembed.neighbours(path, embeddings=embeddings, k=3)
-    skipped = sciembed.neighbours(path, embeddings=embeddings, k=3, skip_invalid=True)
+        sciembed.neighbours(papers=path, embeddings=embeddings, top_k=3)
+    skipped = sciembed.neighbours(papers=path, embeddings=embeddings, top_k=3, skip_invalid=True)
     assert len(skipped.ids) == 19 and missing not in skipped.ids and skipped.skipped[0].paper_id == missing
     with pytest.raises(ValueError, match="not both"):
-        sciembed.neighbours(path, "some-model", embeddings=embeddings)
+        sciembed.neighbours("some-model", path, embeddings=embeddings)
 
 
 def test_a_smart_collection_is_a_papers_input_and_named_by_its_path(tmp_path, monkeypatch):
@@ -250,8 +252,8 @@ def test_a_smart_collection_is_a_papers_input_and_named_by_its_path(tmp_path, mo
     vectors = np.random.default_rng(4).standard_normal((6, 5)).astype(np.float32)
     write_embeddings(tmp_path / "v.jsonl", [([str(i) for i in range(1, 7)], vectors)], total=6, dim=5)
     with pytest.raises(ValueError, match="smart-links all"):
-        sciembed.neighbours(folder, embeddings=tmp_path / "v.jsonl")
-    result = sciembed.neighbours(folder, embeddings=tmp_path / "v.jsonl", smart_links="all", k=2)
+        sciembed.neighbours(papers=folder, embeddings=tmp_path / "v.jsonl")
+    result = sciembed.neighbours(papers=folder, embeddings=tmp_path / "v.jsonl", smart_links="all", top_k=2)
     assert result.source == f"SMART collection {folder / 'CISI.ALL'}" and "CACM" not in result.format()
     assert [len(result.links[i]) for i in range(6)] == [1, 2, 2, 2, 2, 1]
     np.testing.assert_array_equal(result.indices, _brute_force(vectors, np.arange(6), 2)[0])
@@ -296,7 +298,9 @@ def test_the_view_without_papers_runs_on_the_example_set(tmp_path, monkeypatch, 
     printed = capsys.readouterr().out
     assert "Data:  sciembed example set (invented papers, not real data): 18 papers" in printed
     assert printed.count("citation link(s);") == 3 and "cites/cited" in printed
-    result = sciembed.neighbours(example_papers(), k=5, citations=example_citation_links(), show_progress_bar=False)
+    result = sciembed.neighbours(
+        None, example_papers(), top_k=5, citations=example_citation_links(), show_progress_bar=False
+    )
     assert len(result.linked_queries) == 18
     # The embedded model groups the three invented topics, so linked papers are far above chance.
     assert result.link_share > 3 * result.random_share

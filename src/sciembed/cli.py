@@ -15,12 +15,17 @@ logger = logging.getLogger("sciembed")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.WARNING if args.quiet else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
-    )
+    root = parser()
+    args = root.parse_args(argv)
+    verbose, quiet = args.verbose, args.quiet
+    if verbose and quiet:
+        root.error("give -v (more output) or -q (less), not both")
+    level = logging.ERROR if quiet else {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if quiet and hasattr(args, "no_progress"):
+        args.no_progress = True
     try:
-        with _library_progress_bars(shown=not getattr(args, "no_progress", False)):
+        with _library_progress_bars(shown=bool(verbose) and not getattr(args, "no_progress", False)):
             return args.run(args)
     except (ValueError, OSError) as error:  # bad input, missing files, unreachable Hub: one line, no traceback
         logger.error("%s", error)
@@ -29,8 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 @contextlib.contextmanager
 def _library_progress_bars(*, shown: bool) -> Iterator[None]:
-    """``--no-progress`` hides the bars the libraries draw too (loading and saving weights, preparing datasets),
-    not only sciembed's own; they are shown again afterwards (``main`` may run in a longer-lived process)."""
+    """The bars the libraries draw (loading and saving weights, downloads, preparing datasets), hidden unless
+    ``shown``; those that were on are turned on again afterwards (``main`` may run in a longer-lived process)."""
     if shown:
         yield
         return
@@ -39,16 +44,25 @@ def _library_progress_bars(*, shown: bool) -> Iterator[None]:
     from transformers.utils import logging as transformers_logging
 
     libraries = [
-        (transformers_logging.disable_progress_bar, transformers_logging.enable_progress_bar),
-        (huggingface_hub.utils.disable_progress_bars, huggingface_hub.utils.enable_progress_bars),
-        (datasets.disable_progress_bars, datasets.enable_progress_bars),
+        (
+            transformers_logging.is_progress_bar_enabled,
+            transformers_logging.disable_progress_bar,
+            transformers_logging.enable_progress_bar,
+        ),
+        (
+            lambda: not huggingface_hub.utils.are_progress_bars_disabled(),
+            huggingface_hub.utils.disable_progress_bars,
+            huggingface_hub.utils.enable_progress_bars,
+        ),
+        (datasets.is_progress_bar_enabled, datasets.disable_progress_bars, datasets.enable_progress_bars),
     ]
-    for disable, _ in libraries:
+    hidden = [enable for enabled, disable, enable in libraries if enabled()]
+    for _, disable, _ in libraries:
         disable()
     try:
         yield
     finally:
-        for _, enable in libraries:
+        for enable in hidden:
             enable()
 
 
@@ -60,11 +74,37 @@ def parser() -> argparse.ArgumentParser:
         "field's benchmarks.",
     )
     root.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    root.add_argument("-q", "--quiet", action="store_true", help="log warnings and errors only")
+    _add_output_options(root, defaults=True)
     subcommands = root.add_subparsers(title="commands", required=True, metavar="COMMAND")
     for command in COMMANDS:
-        command.add_parser(subcommands)
+        _add_output_options(command.add_parser(subcommands), defaults=False)
     return root
+
+
+def _add_output_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """``-v`` and ``-q``, taken before or after the subcommand (its copy sets no default over the root's).
+
+    Args:
+        parser: the root parser or a subcommand's.
+        defaults: give the options their defaults (the root parser only).
+    """
+    output = parser.add_argument_group("output")
+    output.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0 if defaults else argparse.SUPPRESS,
+        help="also log INFO (each step, its counts and timings) and show the libraries' own bars and messages "
+        "(loading weights, downloads); -vv: DEBUG. By default sciembed shows one progress bar per long step, "
+        "warnings and errors",
+    )
+    output.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=False if defaults else argparse.SUPPRESS,
+        help="log errors only, and show no progress bars",
+    )
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +95,11 @@ def run_main_job(
     *,
     steps: int | None = None,
     overwrite: bool = False,
+    output_options: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Run the four steps (see the module docstring); returns what they produced. An ``output`` that exists (an
-    earlier demo) is refused before anything runs unless ``overwrite``."""
+    earlier demo) is refused before anything runs unless ``overwrite``. ``output_options`` (``-v``, ``-q``) go to
+    each command the demo runs."""
     from ..io import refuse_replacing
 
     started = time.perf_counter()
@@ -107,6 +110,7 @@ def run_main_job(
         budget = {**budget, "max_steps": steps}
     settings = [f"{key}={value}" for key, value in {**SHARED, **budget}.items()]
     train = [
+        *output_options,
         "train",
         "--recipe",
         RECIPE,
@@ -124,6 +128,7 @@ def run_main_job(
     print(format_table(summary))
     _run(
         [
+            *output_options,
             "export",
             "--model",
             str(output / "run" / "model"),
@@ -325,5 +330,6 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 
 def run(args: argparse.Namespace) -> int:
-    run_main_job(args.data, args.output, steps=args.steps, overwrite=args.overwrite)
+    output_options = ["-v"] * args.verbose + ["-q"] * args.quiet
+    run_main_job(args.data, args.output, steps=args.steps, overwrite=args.overwrite, output_options=output_options)
     return 0

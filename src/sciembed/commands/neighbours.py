@@ -1,7 +1,7 @@
 """``sciembed neighbours``: the nearest neighbours of papers in any collection (:func:`sciembed.neighbours`).
 
 Embeds the papers of a papers file or SMART collection (or reads their vectors from an embedding file), searches
-them with faiss and prints, or writes as JSONL / CSV, each query paper's ``k`` nearest neighbours with ids, titles
+them with faiss and prints, or writes as JSONL / CSV, each query paper's ``top_k`` nearest neighbours with ids, titles
 and cosine scores, marking citation links when the collection has them (or ``--citations`` gives them).
 Without ``--papers`` it shows CACM from ``--data`` (default ``../shared/data``) as before, or, without CACM, the
 small example set of :mod:`sciembed.data.example`.
@@ -28,18 +28,19 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         description=(
             "Embed the papers of a papers file (.jsonl, .json, .csv or .parquet with paper_id, title, abstract) or "
             "of a SMART collection (a folder with a *.all file, such as CACM), or read their vectors with "
-            "--embeddings; search them with faiss (exact cosine) and print each query paper's k nearest neighbours "
-            "with ids, titles and scores, or write them with --output (JSONL: one line per query paper; CSV / TSV: "
-            "one row per neighbour). Query papers: --query-ids / --query-file, else every paper. Citation links (a "
-            "SMART collection's .X citations, or --citations) are marked and their share among the neighbours is "
-            f"reported. Without --papers: CACM from --data (default {DEFAULT_DATA}), or a small invented example set."
+            "--embeddings; search them with faiss (exact cosine) and print each query paper's --top-k nearest "
+            "neighbours with ids, titles and scores, or write them with --output (JSONL: one line per query paper; "
+            "CSV / TSV: one row per neighbour). Query papers: --query-ids / --query-file, else every paper. "
+            "Citation links (a SMART collection's .X citations, or --citations) are marked and their share among "
+            f"the neighbours is reported. Without --papers: CACM from --data (default {DEFAULT_DATA}), or a small "
+            "invented example set."
         ),
         epilog=(
             "examples:\n"
-            "  sciembed neighbours --papers papers.jsonl --query-ids p1 p7 -k 5\n"
+            "  sciembed neighbours --papers papers.jsonl --query-ids p1 p7 --top-k 5\n"
             "  sciembed neighbours --papers papers.csv --embeddings vectors.npy --output neighbours.jsonl\n"
             "  sciembed neighbours --papers ../shared/data/cacm --skip-invalid --queries 3\n\n"
-            "Python: sciembed.neighbours(papers, model, k=10, query_ids=None, embeddings=None, citations=None)"
+            "Python: sciembed.neighbours(model, papers, top_k=10, query_ids=None, embeddings=None, citations=None)"
         ),
         formatter_class=HelpFormatter,
     )
@@ -57,7 +58,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         "--query-ids", nargs="+", metavar="ID", help="query papers (default: every paper); unknown ids are an error"
     )
     parser.add_argument("--query-file", help="query paper ids, one a line (blank and # lines ignored)")
-    parser.add_argument("-k", type=int, default=10, help="neighbours per query paper")
+    parser.add_argument("--top-k", "-k", type=int, default=10, help="neighbours per query paper")
     parser.add_argument(
         "--queries",
         type=int,
@@ -112,11 +113,8 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation.neighbours import check_output, neighbours
     from ..io import check_input
 
-    if args.k < 1:
-        raise ValueError(f"-k must be positive, got {args.k}")
-    logging.getLogger("faiss.loader").setLevel(
-        logging.WARNING
-    )  # which CPU build faiss loads is not the user's concern
+    if args.top_k < 1:
+        raise ValueError(f"--top-k must be positive, got {args.top_k}")
     if args.output:
         check_output(args.output, overwrite=args.overwrite)  # before anything is embedded
     for option, path, kind in (
@@ -146,9 +144,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--data is the folder holding cacm/ when no --papers is given; give one of them")
     # The model is loaded by the library once the papers and the query ids are known to be good.
     result = neighbours(
-        papers,
         args.model,
-        k=args.k,
+        papers,
+        top_k=args.top_k,
         query_ids=query_ids or None,
         embeddings=args.embeddings,
         citations=citations,
@@ -167,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     result.source = source or result.source
     if args.output:
         path = result.write(args.output, overwrite=args.overwrite)
-        print(f"wrote the {result.k} nearest neighbours of {len(result)} paper(s) of {result.source} to {path}")
+        print(f"wrote the {result.top_k} nearest neighbours of {len(result)} paper(s) of {result.source} to {path}")
         if limit:
             print(result.format(limit=limit))
     else:

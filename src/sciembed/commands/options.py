@@ -54,7 +54,7 @@ _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "no_progress": (
         "--no-progress",
-        {"action": "store_true", "help": "hide the progress bars (sciembed's and those of the libraries it runs)"},
+        {"action": "store_true", "help": "hide sciembed's progress bars (with -v, the libraries' bars too)"},
     ),
     "backend": (
         "--backend",

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..encode import PaperEncoder
 from ..io import atomic_path
+from ..logs import progress_enabled
 from ..onnx_backend import GATE_FILE, INT8_FILE, export_folder, quantize
 from .loaders import load_tasks
 
@@ -62,7 +63,7 @@ def check_int8(
     benchmark: str = "cacm",
     tolerance: float = MAP_TOLERANCE,
     batch_size: int | None = None,
-    show_progress_bar: bool = True,
+    show_progress_bar: bool | None = None,
 ) -> Int8Verdict:
     """Quantise ``encoder``'s ONNX export to int8 and pass or fail it on the cite task of ``check_set``.
 
@@ -71,7 +72,8 @@ def check_int8(
         check_set: a folder with a cite task held out from the model's training (``benchmark`` says its kind).
         benchmark: ``cacm`` (a SMART collection folder: ``cacm.all``) or ``scidocs``.
         tolerance: the largest cite MAP drop allowed, in MAP points.
-        batch_size, show_progress_bar: as for :meth:`~sciembed.encode.PaperEncoder.encode`.
+        batch_size: as for :meth:`~sciembed.encode.PaperEncoder.encode`.
+        show_progress_bar: show progress while embedding (``None``: when the ``sciembed`` logger shows INFO).
 
     Returns:
         The verdict, also written to ``int8_gate.json`` beside the export (which is what lets int8 load).
@@ -96,7 +98,10 @@ def check_int8(
     scores, vectors = {}, {}
     for label, chosen in (("fp32", fp32), ("int8", int8)):
         matrix = chosen.encode(
-            texts, batch_size=batch_size, show_progress_bar=show_progress_bar, progress_desc=f"Gate ({label})"
+            texts,
+            batch_size=batch_size,
+            show_progress_bar=progress_enabled(show_progress_bar),
+            progress_desc=f"Gate ({label})",
         )
         by_id = dict(zip(ids, matrix))
         documents = {i: by_id[i] for i in task.documents}

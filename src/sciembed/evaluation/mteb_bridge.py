@@ -51,6 +51,7 @@ import numpy as np
 
 from ..data.papers import PaperProblem
 from ..encode import DOCUMENT_FORMAT, QUERY_FORMAT, Encoder
+from ..logs import progress_enabled
 from .cache import EmbeddingCache
 from .tasks import TaskResult
 
@@ -117,7 +118,8 @@ class MtebEncoder:
         cache_dir: the embedding cache root (see :func:`sciembed.io.default_cache_dir`); ``None`` keeps vectors in
             memory for this wrapper's life (texts mteb asks for twice are embedded once).
         batch_size: texts per forward pass when mteb's ``encode_kwargs`` give none (default: the encoder's).
-        show_progress_bar: show progress while embedding when mteb's ``encode_kwargs`` do not say.
+        show_progress_bar: show progress while embedding when mteb's ``encode_kwargs`` do not say (``None``: when
+            the ``sciembed`` logger shows INFO).
         **options: :func:`~sciembed.encoders.load_encoder`'s options for a model loaded here (``pooling``,
             ``max_length``, ``trust_remote_code``, ``domain``, ...).
 
@@ -139,7 +141,7 @@ class MtebEncoder:
         device: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         batch_size: int | None = None,
-        show_progress_bar: bool = True,
+        show_progress_bar: bool | None = None,
         **options: Any,
     ) -> None:
         _mteb()
@@ -220,7 +222,7 @@ class MtebEncoder:
         vectors = cache.embed(
             texts,
             batch_size=kwargs.get("batch_size") or self.batch_size,
-            show_progress_bar=kwargs.get("show_progress_bar", self.show_progress_bar),
+            show_progress_bar=progress_enabled(kwargs.get("show_progress_bar", self.show_progress_bar)),
             desc=f"Encoding {task_metadata.name} ({label})",
         )
         self.seconds += time.perf_counter() - started
@@ -515,9 +517,10 @@ def run_mteb(
     *,
     cache_dir: str | os.PathLike[str] | None = None,
     batch_size: int | None = None,
-    show_progress_bar: bool = True,
+    show_progress_bar: bool | None = None,
 ) -> tuple[list[TaskResult], dict[str, Any]]:
-    """Run ``suite``'s tasks with ``mteb.evaluate`` on ``encoder`` (wrapped in :class:`MtebEncoder`).
+    """Run ``suite``'s tasks with ``mteb.evaluate`` on ``encoder`` (wrapped in :class:`MtebEncoder`); progress bars
+    as ``show_progress_bar`` says (``None``: when the ``sciembed`` logger shows INFO).
 
     mteb's own results cache is not used (every call scores anew; sciembed's embedding cache under ``cache_dir``
     keeps the vectors), nor its CO2 tracker.
@@ -527,6 +530,7 @@ def run_mteb(
         seconds, cache folder), as :class:`~sciembed.evaluation.runner.EvaluationReport` keeps it.
     """
     mteb = _mteb()
+    show_progress_bar = progress_enabled(show_progress_bar)
     model = MtebEncoder(encoder, cache_dir=cache_dir, batch_size=batch_size, show_progress_bar=show_progress_bar)
     encode_kwargs = {
         "batch_size": encoder.default_batch_size if batch_size is None else batch_size,

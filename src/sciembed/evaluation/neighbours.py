@@ -4,7 +4,7 @@ The papers (a papers file in any layout :func:`~sciembed.data.papers.read_papers
 such as CACM, or records) are embedded with a model (in its proximity format when it has one, as SciRepEval
 compares papers) or their vectors are read from an embedding file (``sciembed embed``'s ``.jsonl`` / ``.npy`` /
 ``.parquet``, or a folder of Parquet parts); the vectors go into a faiss inner-product index over unit rows
-(:func:`sciembed.data.knn.faiss_neighbours`: exact, float64 scores) and each query paper gets its ``k`` most
+(:func:`sciembed.data.knn.faiss_neighbours`: exact, float64 scores) and each query paper gets its ``top_k`` most
 similar other papers by cosine, with ids, titles and scores. Citation links (a SMART collection's ``.X``
 citations, or an edge list) mark the neighbours that cite or are cited by the query and give the share of such
 links among the neighbours next to what random neighbours would give.
@@ -12,7 +12,8 @@ links among the neighbours next to what random neighbours would give.
 Example::
 
     >>> import sciembed
-    >>> result = sciembed.neighbours("papers.jsonl", k=5, query_ids=["p1", "p7"])
+    >>> result = sciembed.neighbours(None, "papers.jsonl", top_k=5, query_ids=["p1", "p7"])  # None: the default model
+    >>> result = sciembed.neighbours(papers="papers.jsonl", embeddings="vectors.npy")  # vectors from sciembed embed
     >>> result.neighbours_of("p1")[0]          # {"rank": 1, "paper_id": ..., "title": ..., "score": ...}
     >>> result.write("neighbours.jsonl")       # one line per query paper; an existing file is refused
 """
@@ -31,9 +32,10 @@ from typing import Any
 import numpy as np
 
 from ..data.knn import IVFSettings, faiss_neighbours
-from ..data.papers import PaperProblem, paper_id_list, paper_id_order, paper_records
+from ..data.papers import SUPPORTED_SUFFIXES, PaperProblem, paper_id_list, paper_id_order, paper_records
 from ..encode import Encoder
 from ..io import atomic_path, refuse_replacing
+from ..logs import progress_enabled
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +66,7 @@ class NeighboursResult:
         model: the model that embedded them, or the embedding file read.
         ids, titles: every searched paper, in collection order.
         query_rows: positions (into ``ids``) of the query papers, in the order asked.
-        indices, scores: ``(queries, k)`` positions of each query's neighbours and their cosine similarities,
+        indices, scores: ``(queries, top_k)`` positions of each query's neighbours and their cosine similarities,
             most similar first.
         links: positions each paper is linked to by a citation (either way), when links were given.
         skipped: records of the input that were skipped (``skip_invalid``).
@@ -81,7 +83,8 @@ class NeighboursResult:
     skipped: list[PaperProblem] = field(default_factory=list)
 
     @property
-    def k(self) -> int:
+    def top_k(self) -> int:
+        """Neighbours per query paper."""
         return int(self.indices.shape[1])
 
     @property
@@ -132,19 +135,20 @@ class NeighboursResult:
 
     @property
     def link_share(self) -> float | None:
-        """Mean share of citation links among the ``k`` neighbours of the query papers that have a link."""
+        """Mean share of citation links among the ``top_k`` neighbours of the query papers that have a link."""
         linked = self.linked_queries
         if not linked:
             return None
+        top_k = self.top_k
         return float(
             np.mean(
-                [len(self.links[self.query_rows[p]].intersection(self.indices[p].tolist())) / self.k for p in linked]
+                [len(self.links[self.query_rows[p]].intersection(self.indices[p].tolist())) / top_k for p in linked]
             )
         )
 
     @property
     def random_share(self) -> float | None:
-        """The same share expected of ``k`` neighbours drawn at random from the other papers."""
+        """The same share expected of ``top_k`` neighbours drawn at random from the other papers."""
         linked = self.linked_queries
         if not linked:
             return None
@@ -167,7 +171,7 @@ class NeighboursResult:
             f"Data:  {self.source}: {len(self.ids)} papers"
             + (f" ({len(self.skipped)} record(s) skipped, see the log)" if self.skipped else ""),
             f"Model: {self.model}",
-            f"{self.k} nearest neighbours by cosine of {len(self)} query paper(s)"
+            f"{self.top_k} nearest neighbours by cosine of {len(self)} query paper(s)"
             + (f"; {len(positions)} shown" if len(positions) < len(self) else ""),
             "",
         ]
@@ -191,9 +195,9 @@ class NeighboursResult:
         if self.links is not None:
             share, chance = self.link_share, self.random_share
             lines.append(
-                f"Share of citation links among the {self.k} nearest neighbours, over the {len(self.linked_queries)} "
-                f"query papers with at least one link: {share:.3f} (random neighbours: {chance:.4f}, "
-                f"{share / chance:.0f}x)"
+                f"Share of citation links among the {self.top_k} nearest neighbours, over the "
+                f"{len(self.linked_queries)} query papers with at least one link: {share:.3f} "
+                f"(random neighbours: {chance:.4f}, {share / chance:.0f}x)"
                 if share is not None and chance
                 else "no citation links among the query papers to score"
             )
@@ -317,10 +321,10 @@ def read_citation_pairs(path: str | os.PathLike[str]) -> set[tuple[str, str]]:
 
 
 def neighbours(
-    papers: str | os.PathLike[str] | Iterable[Mapping[str, Any]] | Any,
     model: str | os.PathLike[str] | Encoder | None = None,
+    papers: str | os.PathLike[str] | Iterable[Mapping[str, Any]] | Any = None,
     *,
-    k: int = 10,
+    top_k: int = 10,
     query_ids: str | int | Iterable[str | int] | None = None,
     embeddings: str | os.PathLike[str] | None = None,
     citations: str | os.PathLike[str] | Iterable[tuple[str, str]] | None = None,
@@ -335,20 +339,24 @@ def neighbours(
     backend: str = "pytorch",
     precision: str = "fp32",
     trust_remote_code: bool = False,
-    show_progress_bar: bool = True,
+    show_progress_bar: bool | None = None,
 ) -> NeighboursResult:
-    """The ``k`` nearest neighbours (cosine) of the query papers among all papers of a collection.
+    """The ``top_k`` nearest neighbours (cosine) of the query papers among all papers of a collection.
+
+    The model comes first, as in :func:`sciembed.encode`: ``neighbours(model, papers)``. ``neighbours(None, papers)``
+    or ``neighbours(papers=papers)`` embeds with the default model; ``neighbours(papers=papers, embeddings=file)``
+    reads the vectors instead.
 
     Args:
+        model: the model that embeds the papers: a Hub id or local folder, a ready :class:`~sciembed.encode.Encoder`,
+            or ``None`` for the embedded all-MiniLM-L6-v2. A multi-format model embeds them in its proximity format.
+            Leave it ``None`` when ``embeddings`` are given.
         papers: a papers file (``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet`` with ``paper_id``, ``title``,
             ``abstract``: :func:`~sciembed.data.papers.read_papers`), a SMART collection (a folder holding a
             ``*.all`` file such as ``cacm/``, or the file), or paper records (a list, generator or pandas DataFrame,
             each record with an id no other has, checked as a file's records are:
             :func:`~sciembed.data.papers.paper_records`).
-        model: the model that embeds the papers: a Hub id or local folder, a ready :class:`~sciembed.encode.Encoder`,
-            or ``None`` for the embedded all-MiniLM-L6-v2. A multi-format model embeds them in its proximity format.
-            Leave it ``None`` when ``embeddings`` are given.
-        k: neighbours per query paper.
+        top_k: neighbours per query paper.
         query_ids: the query papers (default: every paper), in the order the result lists them; one id (a string
             or an integer) is one query paper. Ids that are not papers of the collection are an error naming them,
             raised before anything is embedded.
@@ -365,18 +373,20 @@ def neighbours(
         ivf: search an inverted-file index instead of the exact one (large collections).
         batch_size, device, max_length, pooling, backend, precision, trust_remote_code: how ``model`` is loaded and
             run (:func:`sciembed.encoders.load_encoder`); it is loaded after the papers and query ids are checked.
-        show_progress_bar: show progress while embedding.
+        show_progress_bar: show progress while embedding (``None``: when the ``sciembed`` logger shows INFO).
 
     Raises:
         UnknownQueryError: query ids that are not papers of the collection (a KeyError and a ValueError; the
             message counts and names them).
         ValueError: papers without a vector in ``embeddings`` (unless ``skip_invalid``), fewer than two papers,
-            ``k < 1``; readers' errors name the file, line and id (:class:`~sciembed.data.papers.InvalidPaperError`),
-            for records their position.
-        TypeError: ``papers`` or ``query_ids`` of a type not taken (a text among the records, bytes, a number, ...).
+            ``top_k < 1``; readers' errors name the file, line and id
+            (:class:`~sciembed.data.papers.InvalidPaperError`), for records their position.
+        TypeError: ``papers`` or ``query_ids`` of a type not taken (a text among the records, bytes, a number, ...);
+            the papers given where the model goes (first), or an encoder where the papers go.
     """
-    if k < 1:
-        raise ValueError(f"k must be positive, got {k}")
+    _check_order(model, papers)
+    if top_k < 1:
+        raise ValueError(f"top_k must be positive, got {top_k}")
     if embeddings is not None and model is not None:
         raise ValueError(
             "give a model (to embed the papers) or embeddings (their vectors, read from a file), not both"
@@ -430,11 +440,13 @@ def neighbours(
             precision=precision,
         )
         logger.info("embedding %d papers from %s with %s", len(records), collection.source, encoder.name_or_path)
-        vectors = encoder.encode_document(records, batch_size=batch_size, show_progress_bar=show_progress_bar)
+        vectors = encoder.encode_document(
+            records, batch_size=batch_size, show_progress_bar=progress_enabled(show_progress_bar)
+        )
         model_name = encoder.name_or_path
 
     query_rows = np.array([position[q] for q in wanted] if wanted is not None else range(len(ids)), dtype=np.int64)
-    indices, scores = faiss_neighbours(vectors, k, queries=query_rows, ivf=ivf)
+    indices, scores = faiss_neighbours(vectors, top_k, queries=query_rows, ivf=ivf)
     links = _link_sets(collection.links, citations, position)
     return NeighboursResult(
         collection.source,
@@ -447,6 +459,26 @@ def neighbours(
         links,
         skipped,
     )
+
+
+def _check_order(model: Any, papers: Any) -> None:
+    """Refuse papers where the model goes (records, a file, a SMART collection, a name ending as a papers file does)
+    and an encoder where the papers go."""
+    order = (
+        "neighbours(model, papers, ...) takes the model first (None for the embedded all-MiniLM-L6-v2, or "
+        "neighbours(papers=..., embeddings=...) for vectors read from a file)"
+    )
+    if isinstance(papers, Encoder):
+        raise TypeError(f"{order}; got an encoder as papers")
+    if model is not None and not isinstance(model, (str, os.PathLike, Encoder)):
+        raise TypeError(f"{order}; got {type(model).__name__} as the model (a Hub id, local folder or Encoder)")
+    if isinstance(model, (str, os.PathLike)):
+        from ..data.smart import is_smart_collection
+
+        path = Path(model)
+        named = path.suffix.lower() in (*SUPPORTED_SUFFIXES, ".all") and not path.is_dir()
+        if named or path.is_file() or is_smart_collection(path):
+            raise TypeError(f"{order}; got the papers {str(model)!r} as the model")
 
 
 def _encoder(model, *, backend: str, precision: str, **options) -> Encoder:

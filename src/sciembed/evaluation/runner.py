@@ -25,6 +25,7 @@ from .. import __version__
 from ..data.papers import TEXT_FIELDS
 from ..encode import Encoder, PaperEncoder
 from ..io import atomic_path, default_cache_dir
+from ..logs import progress_enabled
 from .cache import EmbeddingCache
 from .loaders import TaskSuite, load_tasks
 from .tables import averages, format_table
@@ -119,7 +120,7 @@ def evaluate(
     proximity_similarity: str = "l2",
     n_jobs: int = -1,
     seed: int | None = None,
-    show_progress_bar: bool = True,
+    show_progress_bar: bool | None = None,
     domain: str | None = None,
     papers: str | os.PathLike[str] | None = None,
     queries: str | os.PathLike[str] | None = None,
@@ -155,7 +156,7 @@ def evaluate(
         proximity_similarity: ``l2`` (the references) or ``min_facet_l2`` (Multi²SPE facets ablation).
         n_jobs: processes for the classifiers' grid searches (-1: all cores).
         seed: seed of what is sampled or trained during evaluation (see :func:`~.loaders.load_tasks`).
-        show_progress_bar: show progress while embedding.
+        show_progress_bar: show progress while embedding (``None``: when the ``sciembed`` logger shows INFO).
         domain: the domain a mixture-of-experts model with domain routing embeds every paper in.
         papers, queries, test_size, candidates, id_field: ``classification`` / ``retrieval``: the papers file, the
             text queries, the test share of a labels file without a split column, what a query ranks (``all`` papers
@@ -337,17 +338,23 @@ def evaluate_suite(
     cache_dir: Path | None = None,
     batch_size: int | None = None,
     n_jobs: int = -1,
-    show_progress_bar: bool = True,
+    show_progress_bar: bool | None = None,
     settings: Mapping[str, Any] | None = None,
     text_fields: Sequence[str] | None = None,
 ) -> EvaluationReport:
     """Embed and score the tasks of ``suite`` (loaded by :func:`~.loaders.load_tasks`, or built in
     code, as evaluation during training does) with a ready ``encoder``; vectors are cached under
     ``cache_dir`` when given. ``text_fields`` make every paper's text (default: each task's own fields); the fields
-    a task's papers were embedded from are kept in its result's ``details["text_fields"]``."""
+    a task's papers were embedded from are kept in its result's ``details["text_fields"]``; ``show_progress_bar``
+    as for :func:`evaluate`."""
     started = time.perf_counter()
     vectors, caches = _embed_tasks(
-        suite, encoder, cache_dir, batch_size=batch_size, show_progress_bar=show_progress_bar, text_fields=text_fields
+        suite,
+        encoder,
+        cache_dir,
+        batch_size=batch_size,
+        show_progress_bar=progress_enabled(show_progress_bar),
+        text_fields=text_fields,
     )
     embedded = time.perf_counter() - started
 

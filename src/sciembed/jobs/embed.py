@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from ..data.papers import GIVEN_IN_PYTHON, TEXT_FIELDS, PaperProblem, paper_records, usable_as_is
 from ..distributed import Share, process_share
 from ..encode import Encoder
@@ -41,6 +43,7 @@ from ..io import (
     replace_folder,
     write_embeddings,
 )
+from ..logs import progress_enabled
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +147,7 @@ def embed_to_file(
     id_field: str | None = None,
     skip_invalid: bool = False,
     text_fields: Sequence[str] = TEXT_FIELDS,
-    show_progress_bar: bool = True,
+    show_progress_bar: bool | None = None,
 ) -> EmbedReport:
     """Embed ``papers`` into ``output``: a ``.jsonl``, ``.npy`` or ``.parquet`` file, or a folder of Parquet
     parts (``part-00000.parquet``, ... with columns ``paper_id`` and ``embedding``).
@@ -168,6 +171,8 @@ def embed_to_file(
             job. Given explicitly (SLURM arrays; Ray or Spark mapping ``rank`` over tasks), the tasks share
             ``<output>.partial`` with no process group: a task joins the unfinished run it finds there when
             it has the same manifest, and the task that finishes the last shard assembles the output.
+        show_progress_bar: show one bar over this process's papers (``None``: when the ``sciembed`` logger shows
+            INFO).
 
     Logs the records skipped (``skip_invalid``) once read, and ends with one line, :meth:`EmbedReport.summary`.
 
@@ -217,7 +222,7 @@ def embed_to_file(
             joining = share.rank > 0 if share.group else share.world_size > 1
             _start(folder, _manifest(encoder, papers, shard_size), resume=resume, joining=joining)
         resumed, encoded, encoded_papers = _encode_shards(
-            encoder, papers, folder / _PARTS, shard_size, count, share, batch_size, show_progress_bar
+            encoder, papers, folder / _PARTS, shard_size, count, share, batch_size, progress_enabled(show_progress_bar)
         )
     except BaseException:
         # A run that finished no shard leaves nothing worth resuming, and must not block the next.
@@ -278,26 +283,32 @@ def _encode_shards(
     show_progress_bar: bool,
 ) -> tuple[int, int, int]:
     """Encode this process's unfinished shards into ``parts``; returns (shards already done, shards encoded, papers
-    encoded)."""
+    encoded). One bar covers them all: a shard's own bar only when it is the only one."""
     resumed = encoded = encoded_papers = 0
-    for index in range(share.rank, count, share.world_size):
+    indices = range(share.rank, count, share.world_size)
+    total = sum(min((index + 1) * shard_size, len(papers)) - index * shard_size for index in indices)
+    progress = tqdm(total=total, desc="Encoding", unit="paper", disable=not show_progress_bar or len(indices) == 1)
+    for index in indices:
         part = _part(parts, index)
         start, stop = index * shard_size, min((index + 1) * shard_size, len(papers))
         if part.exists():
             _check_part(part, _ids(papers, start, stop))
             resumed += 1
+            progress.update(stop - start)
             continue
         records = _records(papers, start, stop)
         ids = [str(paper["paper_id"]) for paper in records]
         vectors = encoder.encode(
             records,
             batch_size=batch_size,
-            show_progress_bar=show_progress_bar,
+            show_progress_bar=show_progress_bar and len(indices) == 1,
             progress_desc=f"Shard {index + 1}/{count}" if count > 1 else "Encoding",
         )
         write_embeddings(part, [(ids, vectors)], total=len(ids), dim=vectors.shape[1])
         encoded += 1
         encoded_papers += len(ids)
+        progress.update(len(ids))
+    progress.close()
     return resumed, encoded, encoded_papers
 
 
