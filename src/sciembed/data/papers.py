@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..io import RepeatedKeyError, json_error, loads_json
+from ..io import RepeatedKeyError, json_error, json_place, loads_json
 
 logger = logging.getLogger(__name__)
 
@@ -543,10 +543,8 @@ def _json_records(path: Path) -> _Records:
         raise ValueError(f"{path}, line {line}: not UTF-8 text (byte {error.start})") from None
     try:
         data = loads_json(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}, line {error.lineno}: {json_error(error)}") from error
-    except RepeatedKeyError as error:
-        raise ValueError(f"{path}: {error}") from None
+    except (json.JSONDecodeError, RepeatedKeyError) as error:
+        raise ValueError(f"{json_place(path, error)}: {json_error(error)}") from None
     if isinstance(data, list):
         for index, record in enumerate(data):
             yield f"record {index}", record, None
