@@ -282,4 +282,44 @@ def test_text_fields_no_paper_has_are_refused_before_the_model_loads(tmp_path, c
         )
         == 2
     )
-    assert "--text-fields title body: no paper of retrieval qrels has text in body" in caplog.text
+    assert f"{papers}: no paper has text in body, named as a text field (--text-fields title body)" in caplog.text
+
+
+def _text_field_run(command, tmp_path, *fields):
+    """``command`` over papers whose ``body`` is absent from d3 and empty in d4, with ``--text-fields fields``."""
+    papers = [
+        {"paper_id": f"d{i}", "title": f"graphs {i}", "abstract": "trees", "body": f"body {i}"} for i in range(6)
+    ]
+    del papers[3]["body"]
+    papers[4]["body"] = ""
+    path = tmp_path / "papers.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in papers))
+    (tmp_path / "qrels.txt").write_text("d1 0 d2 1\nd2 0 d5 1\n")
+    if command == "embed":
+        argv = ["embed", "--input", path, "--output", tmp_path / "out.jsonl", "--no-progress"]
+    else:
+        argv = ["evaluate", "--benchmark", "retrieval", "--data", tmp_path / "qrels.txt", "--papers", path]
+        argv += ["--no-cache", "--no-progress"]
+    return main([str(a) for a in [*argv, "--text-fields", *fields]])
+
+
+@pytest.mark.parametrize("command", ["embed", "evaluate"])
+def test_papers_lacking_a_text_field_are_named_before_the_model_loads(command, tmp_path, caplog, monkeypatch):
+    def loaded(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(PaperEncoder, "from_pretrained", loaded)
+    assert _text_field_run(command, tmp_path, "body") == 2
+    assert (
+        f"{tmp_path / 'papers.jsonl'}, line 4 (paper_id 'd3'): no text in body; it has paper_id, title, abstract"
+        in (caplog.text)
+    )
+    assert "--skip-invalid" in caplog.text
+
+
+@pytest.mark.parametrize("command", ["embed", "evaluate"])
+def test_papers_lacking_one_of_the_text_fields_are_counted_and_named(command, tiny_bert, tmp_path, caplog):
+    assert _text_field_run(command, tmp_path, "title", "body", "--model", str(tiny_bert)) == 0
+    assert "papers.jsonl: 2 of 6 papers lack text in some of the text fields (title body)" in caplog.text
+    assert "line 4 (paper_id 'd3'): no body; it has paper_id, title, abstract" in caplog.text
+    assert "line 5 (paper_id 'd4'): no body; it has paper_id, title, abstract" in caplog.text
