@@ -344,13 +344,15 @@ def _text_field_run(command, tmp_path, *fields):
     (tmp_path / "qrels.txt").write_text("d1 0 d2 1\nd2 0 d5 1\n")
     if command == "embed":
         argv = ["embed", "--input", path, "--output", tmp_path / "out.jsonl", "--no-progress"]
+    elif command == "neighbours":
+        argv = ["neighbours", "--papers", path, "-k", "2", "--output", tmp_path / "out.csv", "--no-progress"]
     else:
         argv = ["evaluate", "--benchmark", "retrieval", "--data", tmp_path / "qrels.txt", "--papers", path]
         argv += ["--no-cache", "--no-progress"]
     return main([str(a) for a in [*argv, "--text-fields", *fields]])
 
 
-@pytest.mark.parametrize("command", ["embed", "evaluate"])
+@pytest.mark.parametrize("command", ["embed", "evaluate", "neighbours"])
 def test_papers_lacking_a_text_field_are_named_before_the_model_loads(command, tmp_path, caplog, monkeypatch):
     def loaded(*args, **kwargs):
         raise AssertionError("the model was loaded")
@@ -364,7 +366,7 @@ def test_papers_lacking_a_text_field_are_named_before_the_model_loads(command, t
     assert "--skip-invalid" in caplog.text
 
 
-@pytest.mark.parametrize("command", ["embed", "evaluate"])
+@pytest.mark.parametrize("command", ["embed", "evaluate", "neighbours"])
 def test_papers_lacking_one_of_the_text_fields_are_counted_and_named(command, tiny_bert, tmp_path, caplog):
     assert _text_field_run(command, tmp_path, "title", "body", "--model", str(tiny_bert)) == 0
     assert "papers.jsonl: 2 of 6 papers lack text in some of the text fields (title body)" in caplog.text
