@@ -207,7 +207,7 @@ def test_an_encoder_decoder_saved_as_its_encoder_is_checked_as_that_encoder(tmp_
 
 
 def _older_layout(tiny_st_base, tmp_path):
-    """``tiny_st_base`` saved as sentence-transformers before version 3 saves: the transformer in 0_Transformer/."""
+    """``tiny_st_base`` saved as older sentence-transformers releases save it: the transformer in 0_Transformer/."""
     folder = shutil.copytree(tiny_st_base, tmp_path / "model")
     (folder / "0_Transformer").mkdir()
     for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"):

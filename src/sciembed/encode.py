@@ -872,7 +872,7 @@ def st_window(name_or_path: str) -> int | None:
         ("sentence_bert_config.json", "max_seq_length"),
         ("tokenizer_config.json", "model_max_length"),
     ):
-        # sentence-transformers before version 3 writes them in the transformer's folder (0_Transformer/).
+        # Older sentence-transformers releases write them in the transformer's folder (0_Transformer/).
         for file in dict.fromkeys([filename, "/".join(filter(None, [first, filename]))]):
             value = _st_json(name_or_path, file).get(key)
             if value is not None:
@@ -1036,9 +1036,10 @@ def _transformer_folder(name_or_path: str) -> str | None:
 
 
 def transformer_path(name_or_path: str | os.PathLike[str]) -> str:
-    """Where transformers finds a checkpoint's transformer: the checkpoint itself, or the folder of a
-    sentence-transformers model's first module when that sits in a subfolder (``0_Transformer/``, as
-    sentence-transformers before version 3 saves it).
+    """Where transformers finds a checkpoint's transformer: the checkpoint, or its first module's folder.
+
+    A sentence-transformers model's transformer sits in a module folder (``0_Transformer/``) when older
+    sentence-transformers releases saved it; ``modules.json`` names that folder.
 
     Args:
         name_or_path: a local folder or a Hub id.
