@@ -867,7 +867,7 @@ def st_window(name_or_path: str) -> int | None:
     """The window a sentence-transformers checkpoint sets, checked by :func:`folder_window` (``None``: no limit).
     sentence-transformers < 6 writes it as ``sentence_bert_config.json``'s ``max_seq_length``; 6 writes it as the
     tokenizer's ``model_max_length`` instead. Either sits at the top or in the first module's folder."""
-    first = json.loads(Path(_st_file(name_or_path, "modules.json")).read_text(encoding="utf-8"))[0].get("path", "")
+    first = _first_module_path(name_or_path)
     for filename, key in (
         ("sentence_bert_config.json", "max_seq_length"),
         ("tokenizer_config.json", "model_max_length"),
@@ -1054,7 +1054,7 @@ def transformer_path(name_or_path: str | os.PathLike[str]) -> str:
     module_folders(name)  # every module path stays inside the checkpoint
     folder = _transformer_folder(name)
     if folder is None:
-        first = json.loads(Path(_st_file(name, "modules.json")).read_text(encoding="utf-8"))[0].get("path", "")
+        first = _first_module_path(name)
         raise ValueError(
             f"{name}/modules.json: its first module ({first or 'the folder itself'}) holds no config.json, so it is "
             "no transformers model to start from; give the folder of the transformer itself"
@@ -1064,6 +1064,14 @@ def transformer_path(name_or_path: str | os.PathLike[str]) -> str:
     from huggingface_hub import snapshot_download
 
     return str(Path(snapshot_download(name, allow_patterns=[f"{folder}/*"])) / folder)
+
+
+def _first_module_path(name_or_path: str) -> str:
+    """The folder ``modules.json`` gives its first module (``""``: the checkpoint itself, or no module)."""
+    modules = json.loads(Path(_st_file(name_or_path, "modules.json")).read_text(encoding="utf-8"))
+    first = modules[0] if isinstance(modules, list) and modules and isinstance(modules[0], dict) else {}
+    path = first.get("path") or ""
+    return path if isinstance(path, str) else ""
 
 
 def _is_file(name_or_path: str, filename: str) -> bool:

@@ -528,7 +528,7 @@ class _LackingText:
 
     def __init__(self, source: str, fields: tuple[str, ...]):
         self.source, self.fields = source, fields
-        self.named = [name for name in fields if name not in TEXT_FIELDS] if fields != TEXT_FIELDS else []
+        self.named = [name for name in fields if name not in TEXT_FIELDS]
         self.papers = 0
         self.first = ""  # the first paper's fields with text
         self.has: Counter[str] = Counter()
