@@ -437,6 +437,14 @@ def test_a_repeated_key_in_a_whole_json_file_is_named_by_its_line(tmp_path, capl
     assert f"{name}, line 3: the key '{key}' appears twice in one object" in caplog.text
 
 
+def test_export_names_the_line_of_a_repeated_key_in_a_results_file(tiny_bert, tmp_path, caplog):
+    results = tmp_path / "results.json"
+    results.write_text('{"benchmark": "cacm",\n "benchmark": "scidocs"}')
+    command = ["export", "--model", str(tiny_bert), "--out", str(tmp_path / "hub"), "--evaluation", str(results)]
+    assert main(command) == 2
+    assert "results.json, line 2 (--evaluation): the key 'benchmark' appears twice" in caplog.text
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_a_header_that_names_a_column_twice_is_refused(tmp_path, suffix):
     import pyarrow as pa
