@@ -471,6 +471,9 @@ def test_a_settings_file_that_names_a_key_twice_is_refused(tmp_path, caplog, suf
         config.write_text("training:\n  max_steps: 1000\ntraining:\n  max_steps: 2\n")
     assert main(["train", "--recipe", "specter", "--config", str(config), "--show-settings"]) == 2
     assert f"settings{suffix}, line 3: the key 'training' appears twice in one object" in caplog.text
+    caplog.clear()
+    assert main(["train", "--recipe", "specter", "--set", 'loss={"margin": 1, "margin": 2}', "--show-settings"]) == 2
+    assert '--set loss={"margin": 1, "margin": 2}: the key \'margin\' appears twice' in caplog.text
 
 
 def test_an_ensemble_or_labels_file_naming_a_key_or_column_twice_is_refused(tiny_bert, tmp_path):

@@ -616,7 +616,9 @@ def parse_assignments(assignments: Iterable[str]) -> dict[str, Any]:
         if not sep or not key:
             raise ValueError(f"--set expects KEY=VALUE, got {assignment!r}")
         try:
-            result[key.strip()] = json.loads(raw)
+            result[key.strip()] = loads_json(raw)
         except json.JSONDecodeError:
             result[key.strip()] = raw
+        except RepeatedKeyError as error:
+            raise ValueError(f"--set {assignment}: {error}") from None
     return result
