@@ -5,7 +5,8 @@ with the rows' budget (``recipes.budget``: the seed's split, ``--steps`` steps o
 plus ``data.validation`` (a share of the *training* query papers, never trained on; the held-out queries are the same
 as the rows') and the variant's ``--set`` overrides, and scores the validation queries' cite task (SciDocs' protocol,
 pytrec_eval MAP / nDCG) for MiniLM as published, the model at step 0 and the trained model. Each run adds a row to
-``--output``, so the search (every variant tried, and its validation score) is kept beside the results it chose. The
+``--output``, so the search (every variant tried, and its validation score) is kept beside the results it chose; a
+data file of a variant is recorded relative to ``--data``. The
 multi-task recipes (``scirepeval-*``) train on the rows' task mixture of the seed (``recipes.write_mixture``), whose
 citation task is split the same way, its validation queries carved from the training ones; ``scirepeval-fusion``
 first trains its first stage (``scirepeval-adapters`` with its defaults) on the same split. With ``--weight-averages``
@@ -57,6 +58,23 @@ from sciembed.training.run import prepare, resolved_settings, save_trained
 from sciembed.training.trainers import average_weights
 
 REFERENCE = "MiniLM as published"
+
+
+def recorded_paths(value: Any, data: Path) -> Any:
+    """``value`` with every path inside the data folder written relative to it, so a row records no machine's paths.
+
+    Args:
+        value: a setting's value: a string, a list of them, a dict of settings, or anything else (kept).
+        data: the data folder (``--data``).
+    """
+    if isinstance(value, dict):
+        return {key: recorded_paths(item, data) for key, item in value.items()}
+    if isinstance(value, list):
+        return [recorded_paths(item, data) for item in value]
+    if isinstance(value, str) and "/" in value:
+        path, root = Path(value).resolve(), data.resolve()
+        return path.relative_to(root).as_posix() if path.is_relative_to(root) else value
+    return value
 
 
 def training_data(args: argparse.Namespace, rows_budget: dict[str, Any], folder: Path) -> Path:
@@ -301,7 +319,7 @@ def main() -> None:
         "steps": args.steps,
         "max_length": args.max_length,
         "validation": args.validation,
-        "variant": variant,
+        "variant": recorded_paths(variant, args.data),
         "weight_averages": args.weight_averages,
         # Recorded only when set, so rows scored before the option existed keep their key.
         **({"cite_weight": args.cite_weight} if args.cite_weight != 1.0 else {}),

@@ -214,3 +214,20 @@ def test_the_plot_s_title_sits_above_every_panel_s_title(table):
     tops = [axis.title.get_window_extent(renderer).y1 for axis in drawn.axes]
     matplotlib.pyplot.close(drawn)
     assert all(bottom >= top for top in tops)
+
+
+def test_the_validation_search_records_its_data_files_relative_to_the_data_folder(table, tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("validation_search", ROOT / "benchmarks" / "validation_search.py")
+    search = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(search)
+    given = {"data.anchor_papers": [str(tmp_path / "samples" / "a.json")], "data.exclude": "/elsewhere/ids.txt"}
+    recorded = search.recorded_paths(given, tmp_path)
+    assert recorded == {"data.anchor_papers": ["samples/a.json"], "data.exclude": "/elsewhere/ids.txt"}
+    rows = json.loads((ROOT / "benchmarks" / "results" / "validation_search.json").read_text())["rows"]
+    files = [
+        v for row in rows for value in row["variant"].values() for v in (value if isinstance(value, list) else [value])
+    ]
+    assert not [f for f in files if isinstance(f, str) and Path(f).is_absolute()]

@@ -127,6 +127,53 @@ def test_swapped_columns_of_every_size_and_grading_are_refused(tmp_path, queries
     assert len(load_tasks("retrieval", path, papers=papers).tasks[0].qrels) == queries
 
 
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [(f"d{q}", f"d{10 + 3 * q + k}", 1) for q in range(2) for k in range(3)],  # 6 "queries" judged once
+        [
+            (f"d{q}", f"d{10 + 2 * q + k}", int(k == 0)) for q in range(2) for k in range(2)
+        ],  # half with nothing relevant
+    ],
+    ids=["judged once", "graded"],
+)
+def test_small_files_read_backwards_are_refused_before_the_model_loads(tmp_path, caplog, rows):
+    papers, path = _papers(tmp_path / "papers.jsonl"), tmp_path / "small.qrels"
+    path.write_text("".join(f"{d} 0 {q} {r}\n" for q, d, r in rows))
+    assert _evaluate("--data", path, "--papers", papers, "--model", tmp_path / "no-model") == 2
+    assert "small.qrels: the query and document columns look swapped" in caplog.text
+    path.write_text("".join(f"{q} 0 {d} {r}\n" for q, d, r in rows))
+    assert len(load_tasks("retrieval", path, papers=papers).tasks[0].qrels) == 2
+
+
+@pytest.mark.parametrize(
+    "pairs",
+    [
+        [(q, 10 + 3 * q + k) for q in range(3) for k in range(3)],  # three queries, three documents each
+        [(q, 10 + q) for q in range(4)],  # known items
+        [(1, 11), (2, 11), (3, 12), (4, 12)],  # query papers sharing their one relevant paper
+        [(q, 10 + (q + k) % 4) for q in range(5) for k in range(2)],  # five queries re-ranking four papers
+        [(q, 10 + q) for q in range(6)] + [(10 + q, q) for q in range(6)],  # papers that cite each other
+    ],
+    ids=["three by three", "known items", "shared answers", "small pool", "both ways"],
+)
+def test_small_legitimate_files_are_read_as_written(tmp_path, pairs):
+    papers, path = _papers(tmp_path / "papers.jsonl"), tmp_path / "small.qrels"
+    path.write_text("".join(f"d{q} 0 d{d} 1\n" for q, d in pairs))
+    assert set(load_tasks("retrieval", path, papers=papers).tasks[0].qrels) == {f"d{q}" for q, _ in pairs}
+
+
+def test_a_relevance_column_holding_document_ids_is_refused(tmp_path, caplog):
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text("".join(json.dumps({"paper_id": i, "title": f"{WORDS[i]} graphs"}) + "\n" for i in range(40)))
+    path = tmp_path / "qrels.tsv"
+    path.write_text("".join(f"{q}\t{k % 2}\t{20 + 3 * q + k}\n" for q in range(3) for k in range(3)))  # qid rel docid
+    assert _evaluate("--data", path, "--papers", papers, "--model", tmp_path / "no-model") == 2
+    assert "qrels.tsv: the relevance column holds document ids: 9 of 9 relevance values are ids" in caplog.text
+    path.write_text("".join(f"{q}\t{20 + 3 * q + k}\t{k % 2}\n" for q in range(3) for k in range(3)))
+    assert len(load_tasks("retrieval", path, papers=papers).tasks[0].qrels) == 3
+
+
 @pytest.mark.parametrize("grade", ["1_0", "+1", "\u0661"])
 def test_only_ascii_integers_are_grades(tmp_path, grade):
     path = tmp_path / "grades.tsv"
@@ -282,4 +329,46 @@ def test_text_fields_no_paper_has_are_refused_before_the_model_loads(tmp_path, c
         )
         == 2
     )
-    assert "--text-fields title body: no paper of retrieval qrels has text in body" in caplog.text
+    assert f"{papers}: no paper has text in body, named as a text field (--text-fields title body)" in caplog.text
+
+
+def _text_field_run(command, tmp_path, *fields):
+    """``command`` over papers whose ``body`` is absent from d3 and empty in d4, with ``--text-fields fields``."""
+    papers = [
+        {"paper_id": f"d{i}", "title": f"graphs {i}", "abstract": "trees", "body": f"body {i}"} for i in range(6)
+    ]
+    del papers[3]["body"]
+    papers[4]["body"] = ""
+    path = tmp_path / "papers.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in papers))
+    (tmp_path / "qrels.txt").write_text("d1 0 d2 1\nd2 0 d5 1\n")
+    if command == "embed":
+        argv = ["embed", "--input", path, "--output", tmp_path / "out.jsonl", "--no-progress"]
+    elif command == "neighbours":
+        argv = ["neighbours", "--papers", path, "-k", "2", "--output", tmp_path / "out.csv", "--no-progress"]
+    else:
+        argv = ["evaluate", "--benchmark", "retrieval", "--data", tmp_path / "qrels.txt", "--papers", path]
+        argv += ["--no-cache", "--no-progress"]
+    return main([str(a) for a in [*argv, "--text-fields", *fields]])
+
+
+@pytest.mark.parametrize("command", ["embed", "evaluate", "neighbours"])
+def test_papers_lacking_a_text_field_are_named_before_the_model_loads(command, tmp_path, caplog, monkeypatch):
+    def loaded(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(PaperEncoder, "from_pretrained", loaded)
+    assert _text_field_run(command, tmp_path, "body") == 2
+    assert (
+        f"{tmp_path / 'papers.jsonl'}, line 4 (paper_id 'd3'): no text in body; it has paper_id, title, abstract"
+        in (caplog.text)
+    )
+    assert "--skip-invalid" in caplog.text
+
+
+@pytest.mark.parametrize("command", ["embed", "evaluate", "neighbours"])
+def test_papers_lacking_one_of_the_text_fields_are_counted_and_named(command, tiny_bert, tmp_path, caplog):
+    assert _text_field_run(command, tmp_path, "title", "body", "--model", str(tiny_bert)) == 0
+    assert "papers.jsonl: 2 of 6 papers lack text in some of the text fields (title body)" in caplog.text
+    assert "line 4 (paper_id 'd3'): no body; it has paper_id, title, abstract" in caplog.text
+    assert "line 5 (paper_id 'd4'): no body; it has paper_id, title, abstract" in caplog.text

@@ -201,3 +201,36 @@ def test_an_encoder_decoder_saved_as_its_encoder_is_checked_as_that_encoder(tmp_
         ValueError, match=r"t5: its weights do not fit its config\.json: \d+ weight\(s\).*encoder\.block\.2"
     ):
         check_weights_fit(str(tmp_path / "t5"))
+
+
+# A sentence-transformers folder whose transformer sits in a subfolder ------------------------------------------
+
+
+def _older_layout(tiny_st_base, tmp_path):
+    """``tiny_st_base`` saved as older sentence-transformers releases save it: the transformer in 0_Transformer/."""
+    folder = shutil.copytree(tiny_st_base, tmp_path / "model")
+    (folder / "0_Transformer").mkdir()
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"):
+        (folder / name).rename(folder / "0_Transformer" / name)
+    (folder / "sentence_bert_config.json").rename(folder / "0_Transformer" / "sentence_bert_config.json")
+    modules = json.loads((folder / "modules.json").read_text())
+    modules[0].update(path="0_Transformer", type="sentence_transformers.models.Transformer")
+    (folder / "modules.json").write_text(json.dumps(modules))
+    return folder
+
+
+@pytest.mark.parametrize("command", ["from-bert", "train", "embed"])
+def test_a_transformer_in_a_module_subfolder_is_found_through_modules_json(tiny_st_base, tmp_path, command):
+    folder = _older_layout(tiny_st_base, tmp_path)
+    extra = ("--pooling", "cls") if command == "embed" else ()
+    assert main(_command(command, folder, tmp_path, *extra)) == 0
+    if command == "train":
+        embedding = json.loads((tmp_path / "out" / "train_results.json").read_text())["settings"]["embedding"]
+        assert embedding["pooling"] == "mean" and embedding["max_length"] == 48
+
+
+def test_a_first_module_that_is_no_transformer_is_refused_naming_it(tiny_st_base, tmp_path, caplog):
+    folder = _older_layout(tiny_st_base, tmp_path)
+    (folder / "0_Transformer" / "config.json").unlink()
+    assert main(_command("from-bert", folder, tmp_path)) == 2
+    assert f"{folder}/modules.json: its first module (0_Transformer) holds no config.json" in caplog.text

@@ -269,3 +269,89 @@ def test_a_tokenizer_read_from_outside_the_folder_needs_consent(tiny_st_base, tm
         assert "sentence_bert_config.json: tokenizer_name_or_path" in caplog.text
         assert "outside the model folder" in caplog.text and "--trust-remote-code" in caplog.text
         caplog.clear()
+
+
+def _tokenizer(source, tmp_path, tokenizer_class, drop=("tokenizer.json",)):
+    """A copy of ``source`` whose ``tokenizer_config.json`` names ``tokenizer_class``, without the files ``drop``."""
+    folder = shutil.copytree(source, tmp_path / "model")
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    (folder / "tokenizer_config.json").write_text(json.dumps({**config, "tokenizer_class": tokenizer_class}))
+    for name in drop:
+        (folder / name).unlink()
+    return folder
+
+
+@pytest.mark.parametrize("command", ["embed", "evaluate", "neighbours", "train", "export", "from-bert"])
+def test_a_tokenizer_class_transformers_lacks_is_named_in_every_command(command, tiny_bert, tmp_path, caplog):
+    model = _tokenizer(tiny_bert, tmp_path, "SciTokenizer")
+    assert main([str(a) for a in _command(command, model, tmp_path)]) == 2
+    assert f'{model / "tokenizer_config.json"}: tokenizer_class = "SciTokenizer", a class transformers does not' in (
+        caplog.text
+    )
+    assert "misspelt" in caplog.text and "--trust-remote-code" in caplog.text and "sentencepiece" not in caplog.text
+    assert not (tmp_path / "hub").exists() and not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_misspelt_tokenizer_class_is_given_the_class_meant(tiny_st_base, tmp_path, caplog):
+    model = _tokenizer(tiny_st_base, tmp_path, "BertTokenizr")
+    assert main([str(a) for a in _command("embed", model, tmp_path)]) == 2
+    assert (
+        'tokenizer_class = "BertTokenizr", a class transformers does not have. It is misspelt (transformers has '
+        "BertTokenizer)" in caplog.text
+    )
+
+
+@pytest.mark.parametrize(
+    "tokenizer_class, drop",
+    [
+        ("BertTokenizer", ["tokenizer.json", "vocab.txt"]),
+        ("T5Tokenizer", ["tokenizer.json"]),
+        ("PreTrainedTokenizerFast", ["tokenizer.json"]),
+    ],
+)
+def test_a_tokenizer_class_whose_vocabulary_is_missing_is_refused(tokenizer_class, drop, tiny_bert, tmp_path, caplog):
+    model = _tokenizer(tiny_bert, tmp_path, tokenizer_class, drop)
+    assert main([str(a) for a in _command("embed", model, tmp_path)]) == 2
+    assert f'tokenizer_class = "{tokenizer_class}" reads its vocabulary from tokenizer.json or ' in caplog.text
+    assert f"and {model} holds none of them" in caplog.text and not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_tokenizer_needing_a_package_keeps_transformers_advice_and_names_the_folder(tiny_bert, tmp_path, caplog):
+    import importlib.util
+
+    if importlib.util.find_spec("sentencepiece") or importlib.util.find_spec("tiktoken"):
+        pytest.skip("this environment has sentencepiece or tiktoken, so the tokenizer's package is not missing")
+    model = _tokenizer(tiny_bert, tmp_path, "T5Tokenizer")
+    (model / "spiece.model").write_bytes(b"\x00 a SentencePiece model")
+    assert main([str(a) for a in _command("embed", model, tmp_path)]) == 2
+    assert f"{model}: its tokenizer (T5Tokenizer) does not load: " in caplog.text and "install" in caplog.text
+
+
+@pytest.mark.parametrize("drop", [[], ["tokenizer.json"]])
+def test_a_tokenizer_with_its_files_loads_whatever_its_class(drop, tiny_bert, tmp_path):
+    model = _tokenizer(tiny_bert, tmp_path, "SciTokenizer" if not drop else "BertTokenizer", drop)
+    assert main([str(a) for a in _command("embed", model, tmp_path)]) == 0
+
+
+# 2. Code an auto_map names, given consent, missing from the folder ------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["embed", "train", "export", "from-bert"])
+@pytest.mark.parametrize(
+    "file, entry, value",
+    [
+        ("config.json", "AutoModel", "modeling_sci.SciModel"),
+        ("tokenizer_config.json", "AutoTokenizer", ["tokenization_sci.SciTokenizer", None]),
+    ],
+)
+def test_with_consent_a_module_file_missing_from_the_folder_is_named(
+    command, file, entry, value, tiny_bert, tmp_path, caplog
+):
+    model = _model(tiny_bert, tmp_path, file, {entry: value})
+    argv = [str(a) for a in _command(command, model, tmp_path)]
+    assert main([*argv, "--trust-remote-code"]) == 2
+    module = (value[0] if isinstance(value, list) else value).split(".")[0]
+    assert f'the folder {model}: {file}: auto_map["{entry}"] = ' in caplog.text
+    assert (
+        f"names code in {module}.py, which is not in the folder" in caplog.text and "huggingface.co" not in caplog.text
+    )

@@ -420,6 +420,31 @@ def test_every_json_reader_refuses_a_repeated_key(tmp_path, reader):
         call()
 
 
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("papers.json", '[{"paper_id": "a", "title": "T"},\n {"paper_id": "b",\n  "title": "U", "paper_id": "c"}]'),
+        ("metadata.json", '{"a": {"title": "T"},\n "b": {"title": "U"},\n "a": {"title": "V"}}'),
+        ("queries.json", '{"q1": {"title": "T, \\"paper_id\\": [{"},\n "q2": {"paper_id": "x",\n "paper_id": "y"}}'),
+    ],
+    ids=["list", "keyed by id", "brackets in a string"],
+)
+def test_a_repeated_key_in_a_whole_json_file_is_named_by_its_line(tmp_path, caplog, name, text):
+    papers = tmp_path / name
+    papers.write_text(text)
+    assert main(["embed", "--input", str(papers), "--output", str(tmp_path / "out.jsonl")]) == 2
+    key = "a" if name == "metadata.json" else "paper_id"
+    assert f"{name}, line 3: the key '{key}' appears twice in one object" in caplog.text
+
+
+def test_export_names_the_line_of_a_repeated_key_in_a_results_file(tiny_bert, tmp_path, caplog):
+    results = tmp_path / "results.json"
+    results.write_text('{"benchmark": "cacm",\n "benchmark": "scidocs"}')
+    command = ["export", "--model", str(tiny_bert), "--out", str(tmp_path / "hub"), "--evaluation", str(results)]
+    assert main(command) == 2
+    assert "results.json, line 2 (--evaluation): the key 'benchmark' appears twice" in caplog.text
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_a_header_that_names_a_column_twice_is_refused(tmp_path, suffix):
     import pyarrow as pa
@@ -441,11 +466,14 @@ def test_a_header_that_names_a_column_twice_is_refused(tmp_path, suffix):
 def test_a_settings_file_that_names_a_key_twice_is_refused(tmp_path, caplog, suffix):
     config = tmp_path / f"settings{suffix}"
     if suffix == ".json":
-        config.write_text('{"training": {"max_steps": 1000}, "training": {"max_steps": 2}}')
+        config.write_text('{"training": {"max_steps": 1000},\n\n "training": {"max_steps": 2}}')
     else:
         config.write_text("training:\n  max_steps: 1000\ntraining:\n  max_steps: 2\n")
     assert main(["train", "--recipe", "specter", "--config", str(config), "--show-settings"]) == 2
-    assert f"settings{suffix}: the key 'training' appears twice in one object" in caplog.text
+    assert f"settings{suffix}, line 3: the key 'training' appears twice in one object" in caplog.text
+    caplog.clear()
+    assert main(["train", "--recipe", "specter", "--set", 'loss={"margin": 1, "margin": 2}', "--show-settings"]) == 2
+    assert '--set loss={"margin": 1, "margin": 2}: the key \'margin\' appears twice' in caplog.text
 
 
 def test_an_ensemble_or_labels_file_naming_a_key_or_column_twice_is_refused(tiny_bert, tmp_path):
@@ -458,10 +486,10 @@ def test_an_ensemble_or_labels_file_naming_a_key_or_column_twice_is_refused(tiny
     (tmp_path / "ensemble" / "sciembed_ensemble.json").write_text(
         f'{{"members": {members}, "combine": "mean", "members": [{members[1:-1]}, {members[1:-1]}]}}'
     )
-    with pytest.raises(ValueError, match=r"sciembed_ensemble\.json: .*'members' appears twice"):
+    with pytest.raises(ValueError, match=r"sciembed_ensemble\.json, line 1: .*'members' appears twice"):
         load_encoder(tmp_path / "ensemble")
     (tmp_path / "query_fields.json").write_text('{"cite": {"p1": "Biology", "p1": "Physics"}}')
-    with pytest.raises(ValueError, match=r"query_fields\.json: the key 'p1' appears twice"):
+    with pytest.raises(ValueError, match=r"query_fields\.json, line 1: the key 'p1' appears twice"):
         _query_fields(tmp_path)
     labels = tmp_path / "labels.csv"
     labels.write_text("paper_id,label,label\np1,a,b\n")

@@ -12,6 +12,7 @@ that leaves the folder, whatever the user trusts.
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import os
@@ -210,6 +211,8 @@ def check_remote_code(name_or_path: str | os.PathLike[str], *, trust_remote_code
         ValueError: naming each file, its entry and ``--trust-remote-code``. Also as :func:`module_folders`.
     """
     entries = remote_code(name_or_path)
+    if trust_remote_code:
+        check_code_present(name_or_path)
     if entries and not trust_remote_code:
         where = f"the folder {name_or_path}" if Path(name_or_path).is_dir() else f"the Hub repository {name_or_path}"
         raise ValueError(
@@ -219,6 +222,107 @@ def check_remote_code(name_or_path: str | os.PathLike[str], *, trust_remote_code
     if entries:
         logger.warning("%s: running code it names, as trusted: %s", name_or_path, "; ".join(map(str, entries)))
     return entries
+
+
+def check_code_present(name_or_path: str | os.PathLike[str]) -> None:
+    """Refuse a local folder whose ``auto_map`` or module class names a module file the folder does not hold.
+
+    transformers would look that file up on the Hub and name a Hub address, even for a local folder.
+
+    Args:
+        name_or_path: a local folder (a Hub id is left to the loaders, which fetch the file).
+
+    Raises:
+        ValueError: naming the folder, the config file, the entry and the missing file.
+    """
+    checkpoint = _Checkpoint(name_or_path)
+    if not checkpoint.local:
+        return
+    for folder in dict.fromkeys(["", *module_folders(name_or_path)]):
+        for config_file in checkpoint.configs(folder):
+            config = checkpoint.json(config_file)
+            auto_map = config.get("auto_map") if isinstance(config, dict) else None
+            for auto_class, value in auto_map.items() if isinstance(auto_map, dict) else ():
+                for reference in value if isinstance(value, list) else [value]:
+                    _check_module_file(
+                        checkpoint, folder, config_file, f"auto_map[{json.dumps(auto_class)}]", reference
+                    )
+    modules = checkpoint.json(MODULES_FILE) or []
+    for index, module in enumerate(modules):
+        value = module.get("type")
+        if isinstance(value, str) and not value.startswith(_OWN_PACKAGES):
+            _check_module_file(checkpoint, "", MODULES_FILE, f"[{index}].type", value)
+
+
+def _check_module_file(checkpoint: _Checkpoint, folder: str, file: str, key: str, reference: Any) -> None:
+    """Refuse ``reference`` (``module.Class``) when ``module.py`` is not beside ``file`` in a local checkpoint."""
+    if not isinstance(reference, str) or "--" in reference or not _MODULE_CLASS.fullmatch(reference):
+        return
+    module = _join(folder, f"{reference.split('.')[0]}.py")
+    if checkpoint.file(module) is None:
+        raise ValueError(
+            f"the folder {checkpoint.name}: {file}: {key} = {json.dumps(reference)} names code in {module}, which is "
+            "not in the folder: copy that file into it from where the model was published, or correct the entry"
+        )
+
+
+def check_tokenizer(
+    name_or_path: str | os.PathLike[str], folder: str = "", *, trust_remote_code: bool = False
+) -> None:
+    """Refuse a tokenizer that would not load as saved, or would load with no vocabulary, naming the file at fault.
+
+    A tokenizer written as code (an ``AutoTokenizer`` entry in ``auto_map``) is :func:`check_remote_code`'s. One
+    with ``tokenizer.json`` loads from it. Otherwise ``tokenizer_config.json`` names its class: a class transformers
+    does not have is refused, and so is a class whose vocabulary files the folder lacks (transformers would build
+    a tokenizer that knows no word). A class that needs a package (sentencepiece, tiktoken) keeps transformers'
+    advice, with the folder named.
+
+    Args:
+        name_or_path: a local folder or a Hub id.
+        folder: the transformer's folder inside it (a sentence-transformers module's path).
+        trust_remote_code: the user lets the checkpoint's own code run.
+
+    Raises:
+        ValueError: naming the file, the class and what to do.
+    """
+    checkpoint = _Checkpoint(name_or_path)
+    file = _join(folder, "tokenizer_config.json")
+    config = checkpoint.json(file)
+    if not isinstance(config, dict) or "auto_map" in config or checkpoint.file(_join(folder, "tokenizer.json")):
+        return
+    name = config.get("tokenizer_class")
+    if not isinstance(name, str):
+        return
+    from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES, tokenizer_class_from_name
+
+    tokenizer_class = tokenizer_class_from_name(name)
+    where = checkpoint.where(file)
+    if tokenizer_class is None:
+        close = difflib.get_close_matches(name, {n for n in TOKENIZER_MAPPING_NAMES.values() if n}, n=1, cutoff=0.85)
+        raise ValueError(
+            f"{where}: tokenizer_class = {json.dumps(name)}, a class transformers does not have. It is misspelt"
+            f"{f' (transformers has {close[0]})' if close else ''}, or it is remote code: then the folder must name "
+            "its module in an auto_map entry, and --trust-remote-code (command line) or trust_remote_code=True "
+            "(Python) lets it run, given only for a folder you trust"
+        )
+    wanted = [f for key, f in getattr(tokenizer_class, "vocab_files_names", {}).items() if key != "tokenizer_file"]
+    if checkpoint.local and wanted and not any(checkpoint.file(_join(folder, f)) for f in wanted):
+        raise ValueError(
+            f"{where}: tokenizer_class = {json.dumps(name)} reads its vocabulary from tokenizer.json or "
+            f"{' and '.join(wanted)}, and {checkpoint.where(folder or '.')} holds none of them: transformers would "
+            "build a tokenizer that knows no word. Copy the tokenizer's files into the folder"
+        )
+    from transformers import AutoTokenizer
+
+    try:
+        AutoTokenizer.from_pretrained(checkpoint.name, subfolder=folder, trust_remote_code=trust_remote_code)
+    except (ImportError, ValueError, OSError) as error:
+        message = " ".join(str(error).split())
+        if not any(package in message for package in ("sentencepiece", "tiktoken", "protobuf")):
+            raise
+        raise ValueError(
+            f"{checkpoint.where(folder or '.')}: its tokenizer ({name}) does not load: {message}"
+        ) from None
 
 
 def check_published_code(folder: str | os.PathLike[str], *, trust_remote_code: bool = False) -> None:

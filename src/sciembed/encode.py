@@ -29,7 +29,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .checkpoint_weights import check_weights_fit
-from .checkpoints import check_remote_code, module_folders
+from .checkpoints import check_remote_code, check_tokenizer, module_folders
 from .data.papers import TEXT_FIELDS, paper_inputs, paper_text
 from .default_model import default_model_path
 from .families import family_of, foreign_code, register_families
@@ -350,10 +350,11 @@ class PaperEncoder(Encoder):
                 kwargs.get("pooling"),
                 kwargs["max_length"] or "(unset: the model's limit)",
             )
+        source = transformer_path(name) if sentence_transformers else name
         with _load_errors_named(name):
-            model = AutoModel.from_pretrained(name, trust_remote_code=trust_remote_code)
+            model = AutoModel.from_pretrained(source, trust_remote_code=trust_remote_code)
             if trust_remote_code and kwargs.get("tokenizer") is None:  # a tokenizer may be the model's code too
-                kwargs["tokenizer"] = AutoTokenizer.from_pretrained(name, trust_remote_code=True)
+                kwargs["tokenizer"] = AutoTokenizer.from_pretrained(source, trust_remote_code=True)
         if Path(name).is_dir():
             load_format_modules(model, name)
         return cls(model, device=device, **kwargs)
@@ -362,8 +363,8 @@ class PaperEncoder(Encoder):
     def check_checkpoint(name: str, *, trust_remote_code: bool = False, window: bool = True) -> None:
         """Refuse a model folder or Hub id that would not load as saved, before anything of it runs or loads.
 
-        What :meth:`from_pretrained` checks first: code that is not sciembed's own, a window no paper fits in, and
-        weights that do not cover the config.
+        What :meth:`from_pretrained` checks first: code that is not sciembed's own, a window no paper fits in, a
+        tokenizer that would not load or would know no word, and weights that do not cover the config.
 
         Args:
             name: the model folder or Hub id.
@@ -384,6 +385,7 @@ class PaperEncoder(Encoder):
             st_window(name)
         if window:
             _tokenizer_window(name, subfolder)
+        check_tokenizer(name, subfolder, trust_remote_code=trust_remote_code)
         trusted = trust_remote_code or (sentence_transformers and _only_sciembed_code(name))
         with _load_errors_named(name):  # damaged weights, unsafe pickles: one line naming the folder
             check_weights_fit(name, subfolder=subfolder, trust_remote_code=trusted)
@@ -864,14 +866,17 @@ def base_embedding(name_or_path: str | os.PathLike[str]) -> BaseEmbedding:
 def st_window(name_or_path: str) -> int | None:
     """The window a sentence-transformers checkpoint sets, checked by :func:`folder_window` (``None``: no limit).
     sentence-transformers < 6 writes it as ``sentence_bert_config.json``'s ``max_seq_length``; 6 writes it as the
-    tokenizer's ``model_max_length`` instead."""
+    tokenizer's ``model_max_length`` instead. Either sits at the top or in the first module's folder."""
+    first = _first_module_path(name_or_path)
     for filename, key in (
         ("sentence_bert_config.json", "max_seq_length"),
         ("tokenizer_config.json", "model_max_length"),
     ):
-        value = _st_json(name_or_path, filename).get(key)
-        if value is not None:
-            return folder_window(value, f"{name_or_path}/{filename}: {key}")
+        # Older sentence-transformers releases write them in the transformer's folder (0_Transformer/).
+        for file in dict.fromkeys([filename, "/".join(filter(None, [first, filename]))]):
+            value = _st_json(name_or_path, file).get(key)
+            if value is not None:
+                return folder_window(value, f"{name_or_path}/{file}: {key}")
     return None
 
 
@@ -1028,6 +1033,54 @@ def _transformer_folder(name_or_path: str) -> str | None:
     except FileNotFoundError:
         return None
     return folder
+
+
+def transformer_path(name_or_path: str | os.PathLike[str]) -> str:
+    """Where transformers finds a checkpoint's transformer: the checkpoint, or its first module's folder.
+
+    A sentence-transformers model's transformer sits in a module folder (``0_Transformer/``) when older
+    sentence-transformers releases saved it; ``modules.json`` names that folder.
+
+    Args:
+        name_or_path: a local folder or a Hub id.
+
+    Raises:
+        ValueError: a sentence-transformers checkpoint whose first module is no transformers model (no
+            ``config.json`` in its folder), naming ``modules.json`` and that folder.
+    """
+    name = str(name_or_path)
+    if not _has_sentence_transformers_modules(name) or _is_file(name, "config.json"):
+        return name
+    module_folders(name)  # every module path stays inside the checkpoint
+    folder = _transformer_folder(name)
+    if folder is None:
+        first = _first_module_path(name)
+        raise ValueError(
+            f"{name}/modules.json: its first module ({first or 'the folder itself'}) holds no config.json, so it is "
+            "no transformers model to start from; give the folder of the transformer itself"
+        )
+    if Path(name).is_dir():
+        return str(Path(name) / folder)
+    from huggingface_hub import snapshot_download
+
+    return str(Path(snapshot_download(name, allow_patterns=[f"{folder}/*"])) / folder)
+
+
+def _first_module_path(name_or_path: str) -> str:
+    """The folder ``modules.json`` gives its first module (``""``: the checkpoint itself, or no module)."""
+    modules = json.loads(Path(_st_file(name_or_path, "modules.json")).read_text(encoding="utf-8"))
+    first = modules[0] if isinstance(modules, list) and modules and isinstance(modules[0], dict) else {}
+    path = first.get("path") or ""
+    return path if isinstance(path, str) else ""
+
+
+def _is_file(name_or_path: str, filename: str) -> bool:
+    """Whether a local folder or Hub repository holds ``filename``."""
+    try:
+        _st_file(name_or_path, filename)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _format_routes_at_root(name_or_path: str) -> bool:

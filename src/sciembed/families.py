@@ -142,10 +142,12 @@ def from_bert(
     from transformers import AutoTokenizer, BertConfig
 
     from .checkpoint_weights import check_weights_fit
+    from .encode import transformer_path
 
     model_class = family_class(family)
     _check_options(family, options, model_class.config_class, BertConfig)
-    check_weights_fit(str(base))  # transformers would start a layer the weights lack at random
+    base = transformer_path(base)  # a sentence-transformers folder's transformer may sit in a subfolder
+    check_weights_fit(base)  # transformers would start a layer the weights lack at random
     tokenizer = AutoTokenizer.from_pretrained(base, trust_remote_code=trust_remote_code)
     return model_class.from_bert(str(base), tokenizer=tokenizer, **options), tokenizer
 
@@ -171,6 +173,7 @@ def classifier_from_bert(
     from transformers import AutoTokenizer, BertConfig, PretrainedConfig
 
     from .checkpoint_weights import check_weights_fit
+    from .encode import transformer_path
 
     if family not in REGISTRY:
         raise ValueError(f"unknown classifier family {family!r}; choose one of {', '.join(REGISTRY)}")
@@ -178,7 +181,8 @@ def classifier_from_bert(
     model_class = getattr(importlib.import_module(f"sciembed.modeling.{family}"), REGISTRY[family].classifier_class)
     # PretrainedConfig's fields too: a classifier's labels (id2label, problem_type, ...) are options.
     _check_options(family, options, model_class.config_class, BertConfig, PretrainedConfig)
-    check_weights_fit(str(base))
+    base = transformer_path(base)
+    check_weights_fit(base)
     tokenizer = AutoTokenizer.from_pretrained(base, trust_remote_code=trust_remote_code)
     if family in FAMILIES:  # the families add their tokens (control codes, domain or CLS tokens) to it
         options["tokenizer"] = tokenizer

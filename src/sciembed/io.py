@@ -18,6 +18,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -46,6 +47,8 @@ class RepeatedKeyError(ValueError):
 
     def __init__(self, key: str, first: Any, last: Any):
         self.key = key
+        #: The line of the second occurrence, where the reader finds it (``None``: not found).
+        self.line: int | None = None
         super().__init__(
             f"the key {key!r} appears twice in one object ({_shown(first)}, then {_shown(last)}); a reader keeps only "
             "the last value, so the first would vanish: remove or rename one"
@@ -69,8 +72,46 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def loads_json(text: str | bytes) -> Any:
-    """``json.loads`` that refuses an object naming one key twice (:class:`RepeatedKeyError`)."""
-    return json.loads(text, object_pairs_hook=_unique_keys)
+    """``json.loads`` that refuses an object naming one key twice (:class:`RepeatedKeyError`, with its line)."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except RepeatedKeyError as error:
+        if isinstance(text, bytes):
+            text = text.decode(json.detect_encoding(text), errors="replace")
+        error.line = _repeated_key_line(text.removeprefix("\ufeff"), error.key)
+        raise
+
+
+#: What a JSON text's structure turns on: a string's opening quote, brackets and commas.
+_JSON_STRUCTURE = re.compile(r'["{}\[\],]')
+
+
+def _repeated_key_line(text: str, key: str) -> int | None:
+    """The line where one object of the JSON ``text`` names ``key`` a second time (``None`` if none does)."""
+    objects: list[set[str] | None] = []  # the keys seen in each open object; None for an open list
+    expect_key = False
+    found = _JSON_STRUCTURE.search(text)
+    while found:
+        start, char = found.start(), found.group()
+        end = start + 1
+        if char == '"':
+            value, end = json.decoder.scanstring(text, end)
+            if expect_key and objects and objects[-1] is not None:
+                if value == key and value in objects[-1]:
+                    return text.count("\n", 0, start) + 1
+                objects[-1].add(value)
+            expect_key = False
+        elif char in "{[":
+            objects.append(set() if char == "{" else None)
+            expect_key = char == "{"
+        elif char in "}]":
+            if objects:
+                objects.pop()
+            expect_key = False
+        else:
+            expect_key = bool(objects) and objects[-1] is not None
+        found = _JSON_STRUCTURE.search(text, end)
+    return None
 
 
 def loads_yaml(text: str) -> Any:
@@ -82,10 +123,27 @@ def loads_yaml(text: str) -> Any:
 
     def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
         loader.flatten_mapping(node)
-        return _unique_keys(loader.construct_pairs(node, deep=True))
+        try:
+            return _unique_keys(loader.construct_pairs(node, deep=True))
+        except RepeatedKeyError as error:
+            if error.line is None:
+                marks = [key.start_mark.line + 1 for key, _ in node.value if loader.construct_object(key) == error.key]
+                error.line = marks[1] if len(marks) > 1 else None
+            raise
 
     UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506  (a SafeLoader)
+
+
+def json_place(path: str | os.PathLike[str], error: json.JSONDecodeError | RepeatedKeyError) -> str:
+    """``path`` and the line of a whole-file JSON (or YAML) ``error``, where it is known, for an error's message.
+
+    Args:
+        path: the file that was read.
+        error: what the reader raised.
+    """
+    line = error.lineno if isinstance(error, json.JSONDecodeError) else error.line
+    return f"{path}, line {line}" if line else str(path)
 
 
 def json_error(error: json.JSONDecodeError | RepeatedKeyError) -> str:
@@ -99,10 +157,8 @@ def load_json_file(path: str | os.PathLike[str]) -> Any:
     """The JSON document in ``path``; a malformed one or a repeated key raises ``ValueError`` naming the file."""
     try:
         return loads_json(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}, line {error.lineno}: {json_error(error)}") from None
-    except RepeatedKeyError as error:
-        raise ValueError(f"{path}: {error}") from None
+    except (json.JSONDecodeError, RepeatedKeyError) as error:
+        raise ValueError(f"{json_place(path, error)}: {json_error(error)}") from None
 
 
 #: What helps when the embedding cache cannot be written (``sciembed evaluate``'s switches).

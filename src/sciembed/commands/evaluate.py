@@ -191,7 +191,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.data is None:
         raise ValueError(f"--benchmark {args.benchmark} needs --data (what it is: sciembed evaluate --help)")
     else:
-        suite = load_tasks(args.benchmark, args.data, **reading)
+        suite = load_tasks(
+            args.benchmark, args.data, text_fields=args.text_fields, **reading
+        )  # a papers file's checked
     check_text_fields(suite, args.text_fields)
     encoder = encoder_from_args(
         args, pooling=args.pooling, max_length=args.max_length, device=args.device, domain=args.domain

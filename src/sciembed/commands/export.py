@@ -151,7 +151,11 @@ def _run_name(model: Path) -> str | None:
 
 
 def _read_json(path: str | Path, option: str) -> Any:
+    from ..io import RepeatedKeyError, json_place, loads_json
+
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return loads_json(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise ValueError(f"{path} ({option}): not valid JSON (line {error.lineno}: {error.msg})") from None
+    except RepeatedKeyError as error:
+        raise ValueError(f"{json_place(path, error)} ({option}): {error}") from None

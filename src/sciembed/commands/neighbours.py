@@ -104,6 +104,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         "precision",
         "trust_remote_code",
         "no_progress",
+        "text_fields",
     )
     parser.set_defaults(run=run)
     return parser
@@ -161,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         precision=args.precision,
         trust_remote_code=args.trust_remote_code,
         show_progress_bar=not args.no_progress,
+        text_fields=args.text_fields,
     )
     result.source = source or result.source
     if args.output:

@@ -4,8 +4,9 @@ evaluation task scores and what training on labels uses, without the task object
 - :func:`cite_qrels`: SciDocs' cite protocol on any citation links: each query's linked papers with text
   (up to 5) are relevant, 25 random unlinked papers with text are not.
 - :func:`cacm_categories`: CACM's CR categories as single labels (the top class of a paper's first category).
-- :func:`swapped_columns`, :func:`check_qrels_columns`: whether a judgement file's query and document columns look
-  swapped, and why; the columns read in the order the user states.
+- :func:`swapped_columns`, :func:`grades_of_ids`, :func:`check_qrels_columns`: whether a judgement file's query and
+  document columns look swapped, or its relevance column holds ids, and why; the columns read in the order the user
+  states.
 """
 
 from __future__ import annotations
@@ -23,8 +24,11 @@ from .papers import paper_id_order
 #: How a judgement file's query and document columns are read when stated (``--qrels-columns``): query first, or
 #: the document first (swapped back on reading). Unstated, the query comes first and a swapped shape is refused.
 QRELS_COLUMNS = ("query-document", "document-query")
-#: Fewer distinct queries than this and a judgement file's shape alone never reads as swapped columns.
+#: Fewer distinct queries than this and a judgement file's shape reads as swapped columns only when each query is
+#: judged once.
 SWAP_MIN_QUERIES = 8
+#: Fewer distinct queries than this and a judgement file's shape never reads as swapped columns.
+SWAP_FEWEST_QUERIES = 3
 
 
 def cite_qrels(
@@ -74,12 +78,14 @@ def swapped_columns(
 
     Three signs, any one enough. The ids fit the other way round: more rows whose query id is a known document and
     whose document id a known query than rows that fit as read, with queries and documents told apart by
-    ``known_queries`` and ``known_documents``. Or, with at least :data:`SWAP_MIN_QUERIES` queries and fewer distinct
-    documents than queries, the shape of a file read backwards: a third as many distinct documents as queries or
-    fewer (each query of a collection is judged against many documents, so read backwards the few real queries are
-    judged many times); or, with ``scores``, half the queries or more without a relevant document (read backwards,
-    the judged non-relevant documents become queries with nothing relevant). A collection whose queries have one
-    judged document each is legitimate when those documents are many and distinct, and passes.
+    ``known_queries`` and ``known_documents``. Or, with at least :data:`SWAP_FEWEST_QUERIES` queries and fewer
+    distinct documents than queries, the shape of a file read backwards: a third as many distinct documents as
+    queries or fewer (each query of a collection is judged against many documents, so read backwards the few real
+    queries are judged many times), each query judged once when they are fewer than :data:`SWAP_MIN_QUERIES`; or,
+    with ``scores``, half the queries or more without a relevant document (read backwards, the judged non-relevant
+    documents become queries with nothing relevant). A collection whose queries have one judged document each is
+    legitimate when those documents are many and distinct, and passes. Judgements whose relation runs both ways
+    (papers that cite each other) read the same backwards: no sign tells their columns apart.
 
     Args:
         queries: the query column, one id a judgement.
@@ -98,9 +104,10 @@ def swapped_columns(
                 f"the document column ({as_read} fit the other way)"
             )
     distinct_queries, distinct_documents = len(set(queries)), len(set(documents))
-    if distinct_queries < SWAP_MIN_QUERIES or distinct_documents >= distinct_queries:
+    if distinct_queries < SWAP_FEWEST_QUERIES or distinct_documents >= distinct_queries:
         return None
-    if 3 * distinct_documents <= distinct_queries:
+    few = distinct_queries < SWAP_MIN_QUERIES
+    if 3 * distinct_documents <= distinct_queries and (not few or rows == distinct_queries):
         return (
             f"{distinct_queries} queries judged {rows / distinct_queries:.1f} times each on average, against "
             f"{distinct_documents} distinct documents judged {rows / distinct_documents:.1f} times each"
@@ -112,6 +119,30 @@ def swapped_columns(
                 f"{distinct_queries - len(answered)} of {distinct_queries} queries have no relevant document, and "
                 f"the {distinct_documents} distinct documents are fewer than the queries"
             )
+    return None
+
+
+def grades_of_ids(documents: Sequence[str], scores: Sequence[int], known_documents: Collection[str]) -> str | None:
+    """Why a judgement file's relevance column looks like its document ids (``qid rel docid``), or ``None``.
+
+    The sign: the document column holds a few small integers, as grades are; the relevance column holds more than
+    twice as many distinct values, and half of its values or more are ids of ``known_documents``.
+
+    Args:
+        documents: the document column, one id a judgement.
+        scores: the relevance column, in the same order.
+        known_documents: the ids a document may have (the papers').
+    """
+    grades = set(documents)
+    if len(grades) > 5 or not all(grade.lstrip("-").isdigit() for grade in grades):
+        return None
+    distinct = len(set(scores))
+    known = sum(str(score) in known_documents for score in scores)
+    if distinct > max(4, 2 * len(grades)) and 2 * known >= len(scores):
+        return (
+            f"{known} of {len(scores)} relevance values are ids of known documents ({distinct} distinct), and the "
+            f"document column holds only {', '.join(sorted(grades, key=int))}, as grades are"
+        )
     return None
 
 
@@ -135,12 +166,20 @@ def check_qrels_columns(
         layout: the file's line layout, named in the error.
 
     Raises:
-        ValueError: an unknown ``qrels_columns``, or columns that look swapped (why, and the switch that reads them).
+        ValueError: an unknown ``qrels_columns``, columns that look swapped (why, and the switch that reads them), or
+            a relevance column of document ids (:func:`grades_of_ids`; unless an order is stated).
     """
     if qrels_columns is not None and qrels_columns not in QRELS_COLUMNS:
         raise ValueError(f"unknown qrels_columns {qrels_columns!r}; one of {', '.join(QRELS_COLUMNS)}")
     if qrels_columns == "document-query":
         return {**columns, "query_id": columns["cand_id"], "cand_id": columns["query_id"]}
+    if qrels_columns is None and known_documents is not None and "score" in columns:
+        why = grades_of_ids(columns["cand_id"], columns["score"], known_documents)
+        if why:
+            raise ValueError(
+                f"{source}: the relevance column holds document ids: {why}. A judgement line is {layout}: put the "
+                "columns in that order"
+            )
     if qrels_columns is None:
         why = swapped_columns(
             columns["query_id"],

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..io import RepeatedKeyError, json_error, loads_json
+from ..io import RepeatedKeyError, json_error, json_place, loads_json
 
 logger = logging.getLogger(__name__)
 
@@ -180,6 +180,7 @@ def read_papers(
     *,
     id_field: str | None = None,
     skip_invalid: bool = False,
+    text_fields: Sequence[str] = TEXT_FIELDS,
 ) -> PaperFile:
     """Read papers from ``.jsonl`` (one record a line), ``.json`` (a list of records, or a dict keyed
     by paper id), ``.csv`` (a header row naming the columns) or ``.parquet`` (one record a row).
@@ -188,16 +189,19 @@ def read_papers(
         path: the file.
         id_field: the column holding the paper id; by default the first of :data:`ID_FIELDS` that a
             record has. In an id-keyed ``.json`` dict the key is the id.
-        skip_invalid: skip records that are malformed, lack an id, have neither title nor abstract, or
+        skip_invalid: skip records that are malformed, lack an id, have no text in ``text_fields``, or
             repeat an earlier id (the first is kept), and list them in ``PaperFile.skipped``. When
             false, the first such record raises :class:`InvalidPaperError`.
+        text_fields: the fields a paper's text is made of; a paper lacking text in some of them beyond title and
+            abstract is counted and reported, and a field that no paper has text in is refused.
 
     Raises:
         InvalidPaperError: a bad record (and ``skip_invalid`` is false), or a file that holds no papers.
-        ValueError: the file type is not supported, or the whole file is not valid JSON.
+        ValueError: the file type is not supported, the whole file is not valid JSON, or no paper has text in one
+            of ``text_fields``.
     """
     skipped: list[PaperProblem] = []
-    papers = list(_valid_papers(Path(path), id_field, skip_invalid, skipped))
+    papers = list(_valid_papers(Path(path), id_field, skip_invalid, skipped, text_fields))
     return PaperFile(str(path), papers, skipped)
 
 
@@ -397,7 +401,8 @@ def paper_dataset(
     ``<key>`` names the file's path, size and modification time and the reading options; a later call
     for the unchanged file opens the Arrow file written before (its skipped records kept beside it),
     without reading the input again. Only the fields a paper's text is made of are kept: title, abstract and
-    ``text_fields`` (e.g. ``body`` for full texts), each as text (absent as ``""``).
+    ``text_fields`` (e.g. ``body`` for full texts), each as text (absent as ``""``), checked as
+    :func:`read_papers` checks them.
 
     Raises:
         as :func:`read_papers`.
@@ -424,7 +429,7 @@ def paper_dataset(
             pa.ipc.new_stream(sink, schema) as writer,
         ):
             batch: list[dict[str, Any]] = []
-            for paper in _valid_papers(path, id_field, skip_invalid, skipped):
+            for paper in _valid_papers(path, id_field, skip_invalid, skipped, text_fields):
                 for name in extra:
                     try:
                         paper[name] = _text_field(paper, name)
@@ -443,7 +448,11 @@ def paper_dataset(
 
 
 def _valid_papers(
-    path: Path, id_field: str | None, skip_invalid: bool, skipped: list[PaperProblem]
+    path: Path,
+    id_field: str | None,
+    skip_invalid: bool,
+    skipped: list[PaperProblem],
+    text_fields: Sequence[str] = TEXT_FIELDS,
 ) -> Iterator[dict[str, Any]]:
     """The valid papers of ``path`` in file order; bad records raise, or (``skip_invalid``) go to ``skipped``."""
     suffix = path.suffix.lower()
@@ -454,7 +463,7 @@ def _valid_papers(
         suffix
     ](path)
 
-    yield from _checked_papers(records, source, id_field, skip_invalid, skipped)
+    yield from _checked_papers(records, source, id_field, skip_invalid, skipped, text_fields=text_fields)
 
 
 def _checked_papers(
@@ -464,18 +473,24 @@ def _checked_papers(
     skip_invalid: bool,
     skipped: list[PaperProblem],
     whole: str = "whole file",
+    text_fields: Sequence[str] = TEXT_FIELDS,
 ) -> Iterator[dict[str, Any]]:
     """The valid papers of ``records`` (a reader's, or :func:`paper_records`'), in order: ids checked and unique,
-    title and abstract text; bad records raise, or (``skip_invalid``) go to ``skipped``. ``whole`` names the input
-    as a whole when it holds no valid paper."""
+    text in ``text_fields``; bad records raise, or (``skip_invalid``) go to ``skipped``. ``whole`` names the input
+    as a whole when it holds no valid paper.
+
+    A paper lacking text in some of ``text_fields`` other than title and abstract (no such key, or an empty value,
+    as a paper without an abstract) is embedded from those it has, and counted and reported; a field no paper has
+    text in is a ``ValueError`` naming the input, the field and the first paper's fields."""
     found = 0
     first_location: dict[str, str] = {}
     fields: list[str] | None = None  # the first valid record's, while none of them has an abstract field
+    lacking = _LackingText(source, tuple(text_fields))
     for location, record, key in records:
         if isinstance(record, PaperProblem):
             problem = record
         else:
-            paper, problem = _validate(record, key, id_field, source, location)
+            paper, problem = _validate(record, key, id_field, source, location, lacking.fields)
             if problem is None:
                 earlier = first_location.get(paper["paper_id"])
                 if earlier is not None:
@@ -487,6 +502,7 @@ def _checked_papers(
                     found += 1
                     if found == 1 or fields is not None:
                         fields = None if "abstract" in record else (fields or list(record))
+                    lacking.add(location, paper)
                     yield paper
                     continue
         if not skip_invalid:
@@ -504,6 +520,51 @@ def _checked_papers(
     if not found:
         reason = f"no valid papers (all {len(skipped)} record(s) invalid)" if skipped else "no papers"
         raise InvalidPaperError(skipped, skipping=skip_invalid, whole=PaperProblem(source, whole, reason))
+    lacking.report()
+
+
+class _LackingText:
+    """The papers that lack text in some of the text fields a caller names beyond title and abstract."""
+
+    def __init__(self, source: str, fields: tuple[str, ...]):
+        self.source, self.fields = source, fields
+        self.named = [name for name in fields if name not in TEXT_FIELDS]
+        self.papers = 0
+        self.first = ""  # the first paper's fields with text
+        self.has: Counter[str] = Counter()
+        self.lines: list[str] = []
+
+    def add(self, location: str, paper: dict[str, Any]) -> None:
+        if not self.named:
+            return
+        self.papers += 1
+        shown = ", ".join(str(name) for name, value in paper.items() if value not in (None, ""))
+        self.first = self.first or shown
+        text = [name for name in self.named if _text_field(paper, name)]
+        self.has.update(text)
+        missing = [name for name in self.named if name not in text]
+        if missing:
+            self.lines.append(f"{location} (paper_id {paper['paper_id']!r}): no {', '.join(missing)}; it has {shown}")
+
+    def report(self) -> None:
+        absent = [name for name in self.named if self.papers and not self.has[name]]
+        if absent:
+            raise ValueError(
+                f"{self.source}: no paper has text in {', '.join(absent)}, named as a text field (--text-fields "
+                f"{' '.join(self.fields)}); the first paper's fields: {self.first}. Name fields the papers have"
+            )
+        if self.lines:
+            more = f"\n  ... and {len(self.lines) - 10} more" if len(self.lines) > 10 else ""
+            logger.warning(
+                "%s: %d of %d papers lack text in some of the text fields (%s), and are embedded from the others:"
+                "\n  %s%s",
+                self.source,
+                len(self.lines),
+                self.papers,
+                " ".join(self.fields),
+                "\n  ".join(self.lines[:10]),
+                more,
+            )
 
 
 # Each record source yields (location, record or PaperProblem, key-as-id or None).
@@ -543,10 +604,8 @@ def _json_records(path: Path) -> _Records:
         raise ValueError(f"{path}, line {line}: not UTF-8 text (byte {error.start})") from None
     try:
         data = loads_json(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}, line {error.lineno}: {json_error(error)}") from error
-    except RepeatedKeyError as error:
-        raise ValueError(f"{path}: {error}") from None
+    except (json.JSONDecodeError, RepeatedKeyError) as error:
+        raise ValueError(f"{json_place(path, error)}: {json_error(error)}") from None
     if isinstance(data, list):
         for index, record in enumerate(data):
             yield f"record {index}", record, None
@@ -624,7 +683,12 @@ def _csv_id(record: dict[Any, Any]) -> str | None:
 
 
 def _validate(
-    record: Any, key: str | None, id_field: str | None, source: str, location: str
+    record: Any,
+    key: str | None,
+    id_field: str | None,
+    source: str,
+    location: str,
+    text_fields: Sequence[str] = TEXT_FIELDS,
 ) -> tuple[dict[str, Any], PaperProblem | None]:
     if not isinstance(record, dict):
         return {}, PaperProblem(source, location, f"expected a JSON object, got {type(record).__name__}")
@@ -636,10 +700,14 @@ def _validate(
     try:
         paper["title"] = _text_field(paper, "title")
         paper["abstract"] = _text_field(paper, "abstract")
+        text = [name for name in text_fields if _text_field(paper, name)]
     except TypeError as error:
         return {}, PaperProblem(source, location, str(error), paper_id)
-    if not paper["title"] and not paper["abstract"]:
+    if not text and tuple(text_fields) == TEXT_FIELDS:
         return {}, PaperProblem(source, location, "neither title nor abstract", paper_id)
+    if not text:
+        shown = ", ".join(str(name) for name, value in paper.items() if value not in (None, ""))
+        return {}, PaperProblem(source, location, f"no text in {', '.join(text_fields)}; it has {shown}", paper_id)
     return paper, None
 
 

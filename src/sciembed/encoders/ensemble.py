@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..encode import ENSEMBLE_FILE, Encoder, PaperEncoder
-from ..io import RepeatedKeyError, atomic_path, loads_json
+from ..io import RepeatedKeyError, atomic_path, json_error, json_place, loads_json
 
 
 class EnsembleEncoder(Encoder):
@@ -133,7 +133,11 @@ def load_ensemble(folder: str | os.PathLike[str], **options: Any) -> EnsembleEnc
     try:
         spec = loads_json(path.read_text(encoding="utf-8"))
         members, combine = spec["members"], spec.get("combine", "mean")
-    except (OSError, json.JSONDecodeError, RepeatedKeyError, KeyError, TypeError) as error:
+    except (json.JSONDecodeError, RepeatedKeyError) as error:
+        raise ValueError(
+            f"{json_place(path, error)}: not a readable ensemble description ({json_error(error)})"
+        ) from None
+    except (OSError, KeyError, TypeError) as error:
         raise ValueError(f"{path}: not a readable ensemble description ({error})") from None
     if combine != "mean":
         raise ValueError(f"{path}: unknown combination {combine!r}; sciembed averages (mean)")

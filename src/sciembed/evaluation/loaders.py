@@ -15,12 +15,13 @@ from __future__ import annotations
 import logging
 import os
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..data.judgements import cacm_categories, cite_qrels
-from ..data.papers import PaperProblem
+from ..data.papers import TEXT_FIELDS, PaperProblem
 from ..io import load_json_file
 from .names import BENCHMARK_NAMES
 from .supervised import SCIDOCS_CLASSIFICATION, SCIREPEVAL_CLASSIFICATION, SCIREPEVAL_MULTILABEL, SCIREPEVAL_REGRESSION
@@ -58,6 +59,7 @@ def load_tasks(
     id_field: str | None = None,
     smart_links: str = "cacm",
     qrels_columns: str | None = None,
+    text_fields: Sequence[str] | None = None,
 ) -> TaskSuite:
     """Read a benchmark and build its tasks.
 
@@ -85,6 +87,8 @@ def load_tasks(
         qrels_columns: the order of a judgement file's query and document columns, when stated: ``query-document``
             (not checked) or ``document-query`` (read swapped back); unstated, the query comes first and a file whose
             shape says the columns are swapped is refused (:func:`~sciembed.data.judgements.check_qrels_columns`).
+        text_fields: ``classification`` / ``retrieval``: the fields the papers' text is made of, checked as the
+            papers file is read (:func:`~sciembed.data.papers.read_papers`).
     """
     name = benchmark.replace("_", "-")
     builders = {
@@ -130,6 +134,7 @@ def load_tasks(
         id_field=id_field,
         smart_links=smart_links,
         qrels_columns=qrels_columns,
+        text_fields=tuple(text_fields) if text_fields else TEXT_FIELDS,
     )
     suite = builders[name](name, str(data), **options)
     if tasks:

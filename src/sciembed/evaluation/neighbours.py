@@ -32,7 +32,14 @@ from typing import Any
 import numpy as np
 
 from ..data.knn import IVFSettings, faiss_neighbours
-from ..data.papers import SUPPORTED_SUFFIXES, PaperProblem, paper_id_list, paper_id_order, paper_records
+from ..data.papers import (
+    SUPPORTED_SUFFIXES,
+    TEXT_FIELDS,
+    PaperProblem,
+    paper_id_list,
+    paper_id_order,
+    paper_records,
+)
 from ..encode import Encoder
 from ..io import atomic_path, refuse_replacing
 from ..logs import progress_enabled
@@ -271,11 +278,12 @@ def read_collection(
     id_field: str | None = None,
     skip_invalid: bool = False,
     smart_links: str = "cacm",
+    text_fields: Sequence[str] = TEXT_FIELDS,
 ) -> Collection:
-    """The papers of a papers file (``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet``), of a SMART collection (a folder
-    holding one ``*.all`` file, or the file; its ``.X`` citations read as ``smart_links`` says), or given as
-    records (a list, generator or pandas DataFrame, checked as a file's records are:
-    :func:`~sciembed.data.papers.paper_records`)."""
+    """The papers of a papers file (``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet``, its papers' ``text_fields``
+    checked: :func:`~sciembed.data.papers.read_papers`), of a SMART collection (a folder holding one ``*.all`` file,
+    or the file; its ``.X`` citations read as ``smart_links`` says), or given as records (a list, generator or pandas
+    DataFrame, checked as a file's records are: :func:`~sciembed.data.papers.paper_records`)."""
     if not isinstance(papers, (str, os.PathLike)):
         given = paper_records(papers, id_field=id_field, skip_invalid=skip_invalid)
         _log_skipped(given.path, given.skipped)
@@ -300,7 +308,7 @@ def read_collection(
         )
     from ..data.papers import read_papers
 
-    read = read_papers(path, id_field=id_field, skip_invalid=skip_invalid)
+    read = read_papers(path, id_field=id_field, skip_invalid=skip_invalid, text_fields=text_fields)
     _log_skipped(str(path), read.skipped)
     return Collection(str(path), read.papers, None, read.skipped)
 
@@ -340,6 +348,7 @@ def neighbours(
     precision: str = "fp32",
     trust_remote_code: bool = False,
     show_progress_bar: bool | None = None,
+    text_fields: Sequence[str] | None = None,
 ) -> NeighboursResult:
     """The ``top_k`` nearest neighbours (cosine) of the query papers among all papers of a collection.
 
@@ -374,6 +383,8 @@ def neighbours(
         batch_size, device, max_length, pooling, backend, precision, trust_remote_code: how ``model`` is loaded and
             run (:func:`sciembed.encoders.load_encoder`); it is loaded after the papers and query ids are checked.
         show_progress_bar: show progress while embedding (``None``: when the ``sciembed`` logger shows INFO).
+        text_fields: the paper fields that make a paper's text, in order (default: title and abstract); a papers
+            file's are checked as it is read, before the model loads.
 
     Raises:
         UnknownQueryError: query ids that are not papers of the collection (a KeyError and a ValueError; the
@@ -391,7 +402,14 @@ def neighbours(
         raise ValueError(
             "give a model (to embed the papers) or embeddings (their vectors, read from a file), not both"
         )
-    collection = read_collection(papers, id_field=id_field, skip_invalid=skip_invalid, smart_links=smart_links)
+    if embeddings is not None and text_fields:
+        raise ValueError(
+            "text_fields (--text-fields) choose the text a model embeds; embeddings read from a file have none"
+        )
+    fields = tuple(text_fields) if text_fields else TEXT_FIELDS
+    collection = read_collection(
+        papers, id_field=id_field, skip_invalid=skip_invalid, smart_links=smart_links, text_fields=fields
+    )
     records = collection.papers
     ids = [str(p["paper_id"]) for p in records]
     position = {paper_id: i for i, paper_id in enumerate(ids)}
@@ -439,6 +457,10 @@ def neighbours(
             backend=backend,
             precision=precision,
         )
+        if fields != TEXT_FIELDS:
+            from ..encoders import WindowedEncoder, WindowSettings
+
+            encoder = WindowedEncoder(encoder, WindowSettings(text_fields=fields, windows=False))
         logger.info("embedding %d papers from %s with %s", len(records), collection.source, encoder.name_or_path)
         vectors = encoder.encode_document(
             records, batch_size=batch_size, show_progress_bar=progress_enabled(show_progress_bar)

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..io import RepeatedKeyError, loads_json, loads_yaml
+from ..io import RepeatedKeyError, json_place, loads_json, loads_yaml
 
 OBJECTIVES = ("triplet", "multi2spe", "pairs", "multitask", "classification")
 #: ``loss.name`` -> the losses' class names in :mod:`sciembed.training.losses`, per objective that takes a choice.
@@ -595,14 +595,14 @@ def read_overrides(path: str | os.PathLike[str]) -> dict[str, Any]:
         except yaml.YAMLError as error:
             raise ValueError(f"{path}: not valid YAML: {error}") from None
         except RepeatedKeyError as error:
-            raise ValueError(f"{path}: {error}") from None
+            raise ValueError(f"{json_place(path, error)}: {error}") from None
     else:
         try:
             loaded = loads_json(text)
         except json.JSONDecodeError as error:
             raise ValueError(f"{path}: not valid JSON: line {error.lineno}: {error.msg}") from None
         except RepeatedKeyError as error:
-            raise ValueError(f"{path}: {error}") from None
+            raise ValueError(f"{json_place(path, error)}: {error}") from None
     if not isinstance(loaded, dict):
         raise ValueError(f"{path}: expected a mapping of settings, got {type(loaded).__name__}")
     return loaded
@@ -616,7 +616,9 @@ def parse_assignments(assignments: Iterable[str]) -> dict[str, Any]:
         if not sep or not key:
             raise ValueError(f"--set expects KEY=VALUE, got {assignment!r}")
         try:
-            result[key.strip()] = json.loads(raw)
+            result[key.strip()] = loads_json(raw)
         except json.JSONDecodeError:
             result[key.strip()] = raw
+        except RepeatedKeyError as error:
+            raise ValueError(f"--set {assignment}: {error}") from None
     return result

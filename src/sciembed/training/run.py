@@ -471,11 +471,13 @@ def _settings(recipe: Recipe, base: str, overrides: Mapping[str, Any] | None, tr
     follows the base as its authors use it (:func:`~sciembed.encode.base_embedding`), a family's own
     pooling excepted; trained in unit vectors, the recipe's unit-vector settings apply. The choice and
     its source are recorded as ``embedding.chosen_by``. A base naming code other than sciembed's own is refused
-    unless ``trust_remote_code`` (:func:`sciembed.checkpoints.check_remote_code`), before its files are read."""
-    from ..checkpoints import check_remote_code
-    from ..encode import base_embedding
+    unless ``trust_remote_code`` (:func:`sciembed.checkpoints.check_remote_code`), before its files are read, and so
+    is a tokenizer that would not load (:func:`sciembed.checkpoints.check_tokenizer`)."""
+    from ..checkpoints import check_remote_code, check_tokenizer
+    from ..encode import base_embedding, transformer_path
 
     check_remote_code(base, trust_remote_code=trust_remote_code)
+    check_tokenizer(transformer_path(base), trust_remote_code=trust_remote_code)
     given = recipe.resolve(overrides)["embedding"]
     spec = base_embedding(base)
     pooling = given["pooling"]
@@ -748,6 +750,7 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
     from transformers import AutoModel, AutoTokenizer
 
     from ..checkpoint_weights import check_weights_fit
+    from ..encode import transformer_path
     from ..families import classifier_from_bert, from_bert
 
     options = dict(options)
@@ -765,9 +768,10 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
                 f"recipe {recipe.name} trains the base encoder as it is; it takes no model options "
                 f"({', '.join(options)})"
             )
-        check_weights_fit(base)  # a family's from_bert checks its base itself
-        model = AutoModel.from_pretrained(base, trust_remote_code=trust_remote_code)
-        tokenizer = AutoTokenizer.from_pretrained(base, trust_remote_code=trust_remote_code)
+        source = transformer_path(base)  # a sentence-transformers folder's transformer may sit in a subfolder
+        check_weights_fit(source)  # a family's from_bert checks its base itself
+        model = AutoModel.from_pretrained(source, trust_remote_code=trust_remote_code)
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
     elif recipe.objective == "classification":
         labels = examples.labels or []
         model, tokenizer = classifier_from_bert(

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..io import RepeatedKeyError, loads_json, loads_yaml
+from ..io import RepeatedKeyError, json_place, loads_json, loads_yaml
 from .examples import (
     CitationFiles,
     MultiTaskData,
@@ -145,6 +145,8 @@ def read_task_mixture(path: str | os.PathLike[str]) -> list[MixtureTask]:
         problems, parse = (json.JSONDecodeError, RepeatedKeyError), loads_json
     try:
         loaded = parse(text)
+    except RepeatedKeyError as error:
+        raise ValueError(f"{json_place(path, error)}: not a readable task mixture: {error}") from None
     except problems as error:
         raise ValueError(f"{path}: not a readable task mixture: {error}") from None
     entries = loaded.get("tasks") if isinstance(loaded, Mapping) else loaded
