@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .loaders import TaskSuite, load_tasks
     from .mteb_bridge import MtebEncoder, beir_task
     from .runner import EvaluationReport, evaluate, evaluate_suite
-    from .tasks import TaskResult
+    from .tasks import TaskScores
 
 # The evaluators import scikit-learn and scipy: loaded on first use (as transformers' lazy modules do), so
 # that the benchmark names (`sciembed --help`) cost nothing.
@@ -33,14 +33,14 @@ _LAZY = {
     "EvaluationReport": "runner",
     "evaluate": "runner",
     "evaluate_suite": "runner",
-    "TaskResult": "tasks",
+    "TaskScores": "tasks",
 }
 
 __all__ = [
     "BENCHMARK_NAMES",
     "EvaluationReport",
     "MtebEncoder",
-    "TaskResult",
+    "TaskScores",
     "TaskSuite",
     "beir_task",
     "evaluate",

@@ -28,7 +28,7 @@ same nDCG@10 on the same vectors, up to mteb's rounding of its scores to 5 decim
 ``sciembed evaluate --benchmark mteb`` (:func:`sciembed.evaluation.evaluate` with ``benchmark="mteb"``) reads the tasks
 with :func:`load_mteb_tasks` (tasks by name through ``mteb.get_tasks``, which downloads their data from the Hub, or
 the local folder), runs them with :func:`run_mteb` and reports mteb's scores as sciembed's
-:class:`~sciembed.evaluation.tasks.TaskResult` rows (:func:`task_results`): the task's main score and its headline
+:class:`~sciembed.evaluation.tasks.TaskScores` rows (:func:`task_results`): the task's main score and its headline
 scores (:data:`REPORTED_SCORES`) on sciembed's 0-100 scale, every score mteb gave in ``details["scores"]`` as mteb
 gave it.
 
@@ -52,7 +52,7 @@ import numpy as np
 from ..data.papers import PaperProblem
 from ..encode import DOCUMENT_FORMAT, QUERY_FORMAT, Encoder
 from .cache import EmbeddingCache
-from .tasks import TaskResult
+from .tasks import TaskScores
 
 if TYPE_CHECKING:
     from mteb import AbsTask, TaskMetadata
@@ -516,7 +516,7 @@ def run_mteb(
     cache_dir: str | os.PathLike[str] | None = None,
     batch_size: int | None = None,
     show_progress_bar: bool = True,
-) -> tuple[list[TaskResult], dict[str, Any]]:
+) -> tuple[list[TaskScores], dict[str, Any]]:
     """Run ``suite``'s tasks with ``mteb.evaluate`` on ``encoder`` (wrapped in :class:`MtebEncoder`).
 
     mteb's own results cache is not used (every call scores anew; sciembed's embedding cache under ``cache_dir``
@@ -558,7 +558,7 @@ def run_mteb(
 
 def task_results(
     result: Any, metadata: TaskMetadata, *, local: bool = False, counts: Mapping[str, Mapping[str, int]] | None = None
-) -> list[TaskResult]:
+) -> list[TaskScores]:
     """One mteb ``TaskResult`` as sciembed's rows, one per split and subset.
 
     Each row's metrics are the task's main score, then those of :data:`REPORTED_SCORES` mteb gave, times 100
@@ -581,7 +581,7 @@ def task_results(
             if subset != "default":
                 name, task_id = f"{name} {subset}", f"{task_id}/{subset}"
             rows.append(
-                TaskResult(
+                TaskScores(
                     benchmark="mteb",
                     task=name,
                     task_id=task_id,

@@ -28,7 +28,7 @@ from ..io import atomic_path, default_cache_dir
 from .cache import EmbeddingCache
 from .loaders import TaskSuite, load_tasks
 from .tables import averages, format_table
-from .tasks import ClassificationTask, ProximityTask, TaskResult
+from .tasks import ClassificationTask, ProximityTask, TaskScores
 
 if TYPE_CHECKING:
     from .mteb_bridge import MtebSuite
@@ -43,7 +43,7 @@ class EvaluationReport:
     benchmark: str
     source: str
     model: str
-    results: list[TaskResult]
+    results: list[TaskScores]
     missing: list[str] = field(default_factory=list)
     skipped_records: list[str] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
@@ -351,7 +351,7 @@ def evaluate_suite(
     )
     embedded = time.perf_counter() - started
 
-    results: list[TaskResult] = []
+    results: list[TaskScores] = []
     for task in suite.tasks:
         documents, queries = vectors[id(task)]
         begun = time.perf_counter()

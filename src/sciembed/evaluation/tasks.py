@@ -1,7 +1,7 @@
 """Evaluation tasks: what to embed, in which format, and how to score the vectors.
 
 A task holds the texts it needs — ``documents`` (papers, as records or ready-made texts) and, for
-search, ``queries`` — and the labels or judgements, and turns their vectors into a :class:`TaskResult`
+search, ``queries`` — and the labels or judgements, and turns their vectors into a :class:`TaskScores`
 through the evaluators of :mod:`.ranking`, :mod:`.supervised`, :mod:`.pairs` and
 :mod:`.recommendation`. The runner embeds the texts of every task once per format and hands each task
 the vectors of its own ids. Each task names the SciRepEval format its texts are embedded in
@@ -26,7 +26,7 @@ Record = Mapping[str, Any] | str
 
 
 @dataclass
-class TaskResult:
+class TaskScores:
     """The scores of one task (values on the papers' 0–100 scale, unrounded) and what went into them.
 
     Attributes:
@@ -60,9 +60,9 @@ class Task:
     """Base class: a named task with the texts it needs.
 
     Attributes:
-        benchmark, name, group: see :class:`TaskResult`.
+        benchmark, name, group: see :class:`TaskScores`.
         task_id: the id ``--tasks`` selects it by (the config or folder name); defaults to ``name``.
-        primary_metrics: see :class:`TaskResult`.
+        primary_metrics: see :class:`TaskScores`.
         documents: id -> paper record (or text) embedded in ``document_format``.
         queries: id -> query record (or text) embedded in ``query_format`` (search tasks).
         fields: record fields joined into a document text.
@@ -89,12 +89,12 @@ class Task:
 
     def evaluate(
         self, documents: Mapping[str, np.ndarray], queries: Mapping[str, np.ndarray], *, n_jobs: int = -1
-    ) -> TaskResult:
+    ) -> TaskScores:
         """Score the task on the vectors of its documents (and queries)."""
         raise NotImplementedError
 
-    def _result(self, metrics: dict[str, float], **extra: Any) -> TaskResult:
-        return TaskResult(
+    def _result(self, metrics: dict[str, float], **extra: Any) -> TaskScores:
+        return TaskScores(
             self.benchmark,
             self.name,
             self.task_id,
@@ -300,7 +300,7 @@ class ClassificationTask(Task):
         }
         return result
 
-    def evaluate_few_shot(self, documents, *, n_jobs=-1) -> list[TaskResult]:
+    def evaluate_few_shot(self, documents, *, n_jobs=-1) -> list[TaskScores]:
         """One result per few-shot setting (named ``<task> <N> shot``, as SciRepEval does)."""
         from .supervised import evaluate_few_shot
 
@@ -315,7 +315,7 @@ class ClassificationTask(Task):
             results.append(result)
         return results
 
-    def _split(self, scores: dict[str, Any]) -> TaskResult:
+    def _split(self, scores: dict[str, Any]) -> TaskScores:
         metrics = {name: float(scores[name]) for name in self.protocol.metrics}
         counts = {k: int(v) for k, v in scores.items() if k.startswith("num_") or k in ("iterations", "sample_size")}
         details = {k: v for k, v in scores.items() if k not in metrics and k not in counts}
