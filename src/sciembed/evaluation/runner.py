@@ -130,6 +130,7 @@ def evaluate(
     qrels_columns: str | None = None,
     text_fields: Sequence[str] | None = None,
     suite: TaskSuite | MtebSuite | None = None,
+    cutoffs: Sequence[int] | None = None,
 ) -> EvaluationReport:
     """Evaluate ``model`` on every task of ``benchmark`` found in ``data``.
 
@@ -172,6 +173,8 @@ def evaluate(
         suite: the tasks, already read by :func:`~.loaders.load_tasks` (``mteb``:
             :func:`~.mteb_bridge.load_mteb_tasks`) with these arguments (``sciembed evaluate`` reads and checks its
             input before it loads the model); read here when ``None``.
+        cutoffs: the ranks k of the nDCG@k, P@k and recall@k every ranking task reports beside its own measures
+            (default :data:`~.ranking.CUTOFFS`: 5, 10, 20, 100); not for ``mteb``, whose measures are mteb's.
     """
     if benchmark == "mteb" and suite is None:
         from .mteb_bridge import load_mteb_tasks
@@ -207,6 +210,7 @@ def evaluate(
             qrels_columns=qrels_columns,
         )
     check_text_fields(suite, text_fields)  # before a model is loaded
+    cutoffs = set_cutoffs(suite, cutoffs)
     if isinstance(model, Encoder):
         if pooling is not None or max_length is not None or device is not None or domain is not None:
             raise ValueError(
@@ -242,6 +246,7 @@ def evaluate(
         "skip_invalid": skip_invalid,
         "tasks": tasks,
         "text_fields": None if text_fields is None else list(text_fields),
+        "cutoffs": cutoffs,
     }
     if benchmark == "mteb":
         from .mteb_bridge import mteb_version, run_mteb
@@ -255,7 +260,7 @@ def evaluate(
         results, embedding = run_mteb(
             encoder, suite, cache_dir=folder, batch_size=batch_size, show_progress_bar=show_progress_bar
         )
-        unused = ("proximity_similarity", "few_shot", "seed")
+        unused = ("proximity_similarity", "few_shot", "seed", "cutoffs")
         return EvaluationReport(
             benchmark="mteb",
             source=suite.source,
@@ -290,6 +295,29 @@ def evaluate(
         settings=settings,
         text_fields=text_fields,
     )
+
+
+def set_cutoffs(suite: TaskSuite | MtebSuite, cutoffs: Sequence[int] | None) -> list[int] | None:
+    """Give every ranking task of ``suite`` the rank cut-offs ``cutoffs``, and return them as the report records them.
+
+    Args:
+        suite: the tasks.
+        cutoffs: the ranks k of nDCG@k, P@k and recall@k, or ``None`` to keep each task's own.
+
+    Raises:
+        ValueError: a cut-off that is not a positive integer, or cut-offs for MTEB's tasks.
+    """
+    from .ranking import ranking_measures
+
+    if cutoffs is None:
+        return None
+    if not isinstance(suite, TaskSuite):
+        raise ValueError("--cutoffs sets sciembed's ranking measures; mteb's tasks report mteb's own")
+    ranking_measures(cutoffs=cutoffs)  # checked before a model is loaded
+    for task in suite.tasks:
+        if isinstance(task, ProximityTask):
+            task.cutoffs = tuple(cutoffs)
+    return sorted(set(cutoffs))
 
 
 def chosen_text_fields(encoder: Encoder, text_fields: Sequence[str] | None) -> tuple[str, ...] | None:
