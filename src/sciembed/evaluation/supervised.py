@@ -378,7 +378,14 @@ def _log_unconverged(count: int, protocol: SupervisedProtocol) -> None:
         )
 
 
-def _score(name: str, y_true: np.ndarray, y_pred: np.ndarray) -> float:
+def score_predictions(name: str, y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    """A metric of predictions against the truth, on the scale the protocols report (x 100 but ``mse``).
+
+    Args:
+        name: a classification metric (``f1_macro``, ``accuracy``, ...) or a regression one (``kendalltau``, ...).
+        y_true: the labels or targets.
+        y_pred: the predictions.
+    """
     if name in REGRESSION_METRICS:
         if name == "kendalltau":
             value = kendalltau(y_true, y_pred).statistic
@@ -437,7 +444,7 @@ def _fit_and_score(
 ) -> tuple[dict[str, float], np.ndarray]:
     """The protocol's metrics of ``model`` fitted on the training rows, and its test predictions."""
     predictions = model.fit(x_train, y_train).predict(x_test)
-    return {name: _score(name, y_test, predictions) for name in protocol.metrics}, predictions
+    return {name: score_predictions(name, y_test, predictions) for name in protocol.metrics}, predictions
 
 
 def _check_metrics(protocol: SupervisedProtocol, regression: bool) -> None:
