@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -168,12 +168,70 @@ class Comparison:
         differences: one row per shared task and metric.
         skipped: task -> why it could not be paired.
         resamples, seed: how the intervals were drawn.
+        names: the two results, as the table names them (e.g. their files).
     """
 
     differences: list[PairedDifference]
     skipped: dict[str, str] = field(default_factory=dict)
     resamples: int = RESAMPLES
     seed: int = 0
+    names: tuple[str, str] = ("first", "second")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: the settings, one row per task and metric, and the tasks skipped with their reasons."""
+        return {
+            "first": self.names[0],
+            "second": self.names[1],
+            "difference": "second - first",
+            "interval": "paired 95% percentile bootstrap",
+            "resamples": self.resamples,
+            "seed": self.seed,
+            "differences": [asdict(row) for row in self.differences],
+            "skipped": dict(self.skipped),
+        }
+
+    def table(self) -> str:
+        """Task | metric | first | second | difference | 95% interval | pairs rows, then the tasks skipped."""
+        lines = [
+            f"second - first, paired 95% bootstrap intervals ({self.resamples:,} resamples, seed {self.seed})",
+            f"  first:  {self.names[0]}",
+            f"  second: {self.names[1]}",
+            "",
+        ]
+        rows = [("Task", "Metric", "First", "Second", "Difference", "95% interval", "Pairs")]
+        for index, row in enumerate(self.differences):
+            shown = index == 0 or (row.benchmark, row.task) != (
+                self.differences[index - 1].benchmark,
+                self.differences[index - 1].task,
+            )
+            unpaired = (
+                f" ({row.only_first} only in first, {row.only_second} only in second)"
+                if row.only_first or row.only_second
+                else ""
+            )
+            low, high = row.interval_95
+            rows.append(
+                (
+                    row.task if shown else "",
+                    row.metric,
+                    f"{row.first:.2f}",
+                    f"{row.second:.2f}",
+                    f"{row.difference:+.2f}",
+                    f"[{low:+.2f}, {high:+.2f}]",
+                    f"{row.units:,} {row.unit}{unpaired}",
+                )
+            )
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for index, row in enumerate(rows):
+            lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+            if index == 0:
+                lines.append("  ".join("-" * width for width in widths))
+        if len(rows) == 1:
+            lines.append("(no task could be paired)")
+        if self.skipped:
+            lines.append(f"\nskipped {len(self.skipped)} task(s):")
+            lines += [f"  {task}: {reason}" for task, reason in self.skipped.items()]
+        return "\n".join(lines)
 
 
 def compare_results(
@@ -200,7 +258,7 @@ def compare_results(
     if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
         raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
     ours, theirs = (_tasks(result, name) for result, name in zip((first, second), names))
-    comparison = Comparison([], resamples=resamples, seed=seed)
+    comparison = Comparison([], resamples=resamples, seed=seed, names=names)
     papers = PaperResamples(resamples, seed)
     for key in [*ours, *(k for k in theirs if k not in ours)]:
         label = f"{key[0]} {key[2]}"
