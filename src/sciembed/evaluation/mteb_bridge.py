@@ -30,7 +30,7 @@ with :func:`load_mteb_tasks` (tasks by name through ``mteb.get_tasks``, which do
 the local folder), runs them with :func:`run_mteb` and reports mteb's scores as sciembed's
 :class:`~sciembed.evaluation.tasks.TaskScores` rows (:func:`task_results`): the task's main score and its headline
 scores (:data:`REPORTED_SCORES`) on sciembed's 0-100 scale, every score mteb gave in ``details["scores"]`` as mteb
-gave it.
+gave it (0-1); :func:`mteb_scores` turns a row's metrics back to mteb's 0-1 scale.
 
 mteb is imported by the functions that need it, never by this module, so that ``import sciembed`` and the command
 line's help stay free of it (and of torch).
@@ -75,6 +75,8 @@ REPORTED_SCORES: dict[str, tuple[str, ...]] = {
 }
 #: The oldest mteb release with the encoder protocol this bridge implements.
 MTEB_MINIMUM = (2, 0)
+#: sciembed's rows hold mteb's scores times this (sciembed's 0-100); mteb's own are on 0-1.
+SCORE_SCALE = 100.0
 
 
 class MtebNotInstalledError(ImportError, ValueError):
@@ -576,7 +578,7 @@ def task_results(
             subset = scores.get("hf_subset", "default")
             main = metadata.main_score
             names = [main, *(name for name in REPORTED_SCORES.get(simplified, ()) if name != main)]
-            metrics = {name: 100 * float(scores[name]) for name in names if _is_number(scores.get(name))}
+            metrics = {name: SCORE_SCALE * float(scores[name]) for name in names if _is_number(scores.get(name))}
             name, task_id = result.task_name, LOCAL_TASK_ID if local else result.task_name
             if subset != "default":
                 name, task_id = f"{name} {subset}", f"{task_id}/{subset}"
@@ -602,6 +604,15 @@ def task_results(
                 )
             )
     return rows
+
+
+def mteb_scores(result: TaskScores) -> dict[str, float]:
+    """A row's metrics on mteb's 0-1 scale, as mteb's ``TaskResult`` holds them: what to hand back to mteb.
+
+    Args:
+        result: a row of :func:`task_results` (or any sciembed result whose metrics are on sciembed's 0-100 scale).
+    """
+    return {name: value / SCORE_SCALE for name, value in result.metrics.items()}
 
 
 @contextlib.contextmanager

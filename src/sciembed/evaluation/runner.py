@@ -83,6 +83,7 @@ class EvaluationReport:
             "sciembed_version": self.version,
             "settings": self.settings,
             "results": rows,
+            "scale": "0-100: metrics, averages and per-query values (an MTEB task's details.scores keep mteb's 0-1)",
             "averages": self.averages,
             "missing_tasks": self.missing,
             "skipped_records": {"count": len(self.skipped_records), "first": self.skipped_records[:50]},
