@@ -2,6 +2,9 @@
 
 Reference protocols, matched on the same inputs (see ``tests/test_eval_ranking.py``):
 
+- **Measures** (:func:`ranking_measures`): a task's own measures, then MAP, nDCG, R-precision and nDCG@k, P@k and
+  recall@k (:data:`CUTOFFS`); nDCG's gain is the relevance grade (linear), the binary measures count a grade of
+  ``relevance_level`` or more as relevant (:func:`measure_definitions` states it in the results).
 - **Metrics** (:func:`ranking_metrics`): ``pytrec_eval.RelevanceEvaluator`` then
   ``pytrec_eval.compute_aggregated_measure`` over ``results.values()``, times 100, as
   allenai/scidocs ``scidocs/user_activity_and_citations.py::get_qrel_metrics`` and allenai/scirepeval
