@@ -87,7 +87,7 @@ def test_compare_gives_the_interval_a_hand_computation_gives(tmp_path, capsys):
 
     # Ranking: the mean of the per-query differences over the 30 shared queries, resampled with replacement.
     ours, theirs = (r["tasks"][0]["details"]["per_query"] for r in (first, second))
-    shared = [q for q in ours if q in theirs]
+    shared = sorted(q for q in ours if q in theirs)  # in the order of their ids
     differences = np.array([theirs[q]["map"] - ours[q]["map"] for q in shared])
     drawn = np.random.default_rng(SEED).integers(0, len(shared), size=(RESAMPLES, len(shared)))
     cite = rows[("cite", "map")]
@@ -121,6 +121,48 @@ def test_compare_gives_the_interval_a_hand_computation_gives(tmp_path, capsys):
     again = tmp_path / "again.json"
     assert main([*argv, "--output", str(again)]) == 0
     assert json.loads(again.read_text())["differences"] == report["differences"]
+
+
+def test_few_shot_folds_and_regression_papers_are_paired_too():
+    """A few-shot setting pairs its iterations (the mean of the per-fold differences); a regression task its test
+    papers, Kendall's tau scored again on each resample for both."""
+    from scipy.stats import kendalltau
+
+    from sciembed.evaluation.compare import compare_results
+
+    rng = np.random.default_rng(7)
+    truth = rng.normal(size=25)
+    results = []
+    for seed in (0, 1):
+        guess = truth + np.random.default_rng(seed).normal(scale=1.0 + seed, size=25)
+        per_paper = {f"p{i}": [float(t), float(g)] for i, (t, g) in enumerate(zip(truth, guess))}
+        folds = np.random.default_rng(10 + seed).uniform(40, 60, size=8).tolist()
+        results.append(
+            {
+                "tasks": [
+                    _task("fos 5 shot", {"f1_macro": float(np.mean(folds))}, {"per_fold": {"f1_macro": folds}}),
+                    _task("year", {"kendalltau": 100 * kendalltau(truth, guess).statistic}, {"per_paper": per_paper}),
+                ]
+            }
+        )
+    comparison = compare_results(*results, resamples=RESAMPLES, seed=SEED)
+    assert not comparison.skipped
+    folds, year = comparison.differences
+    ours, theirs = (np.array(r["tasks"][0]["details"]["per_fold"]["f1_macro"]) for r in results)
+    drawn = np.random.default_rng(SEED).integers(0, 8, size=(RESAMPLES, 8))
+    assert (folds.unit, folds.units) == ("folds", 8)
+    assert folds.interval_95 == pytest.approx(_interval((theirs - ours)[drawn].mean(axis=1)), abs=1e-12)
+    papers = sorted(results[0]["tasks"][1]["details"]["per_paper"])  # in the order of their ids
+    columns = [np.array([r["tasks"][1]["details"]["per_paper"][p] for p in papers]).T for r in results]
+    drawn = np.random.default_rng(SEED).integers(0, 25, size=(RESAMPLES, 25))
+    resampled = [
+        100 * (kendalltau(*columns[1][:, row]).statistic - kendalltau(*columns[0][:, row]).statistic) for row in drawn
+    ]
+    assert (year.unit, year.units) == ("papers", 25)
+    assert year.difference == pytest.approx(
+        results[1]["tasks"][1]["metrics"]["kendalltau"] - results[0]["tasks"][1]["metrics"]["kendalltau"]
+    )
+    assert year.interval_95 == pytest.approx(_interval(np.array(resampled)), abs=1e-9)
 
 
 def test_compare_refuses_what_it_cannot_read_and_an_existing_output(tmp_path, caplog):

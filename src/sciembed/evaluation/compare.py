@@ -3,9 +3,9 @@
 Two results JSONs (:meth:`~sciembed.evaluation.runner.EvaluationReport.to_dict`) of the same tasks are paired by their
 units: the queries of a ranking task (``details["per_query"]``), the test papers of a classification or regression
 task (``details["per_paper"]``, each paper's label and prediction) or the iterations of a few-shot setting
-(``details["per_fold"]``). The units both files scored are resampled with replacement (``resamples`` times, seeded);
-each resample gives the metric's difference, and the 2.5th and 97.5th percentiles of those differences are the
-interval. A ranking measure's difference is the mean of the per-query differences; a classification or regression
+(``details["per_fold"]``). The units both files scored, in the order of their ids (folds in their own order), are
+resampled with replacement (``resamples`` times, drawn as :func:`bootstrap_indices` draws them); each resample gives
+the metric's difference, and the 2.5th and 97.5th percentiles of those differences are the interval. A ranking measure's difference is the mean of the per-query differences; a classification or regression
 metric is scored again on each resample of the test papers, for both files.
 
 Tasks that cannot be paired (in one file only, without per-unit scores, with no unit in common) are named with the
@@ -315,6 +315,8 @@ def _paired(
             for t in (ours, theirs)
         )
     shared = [u for u in ours if u in theirs]
+    if unit != "per_fold":  # in the order of their ids, so that swapping the two results only flips the signs
+        shared.sort(key=str)
     name = {"per_query": "queries", "per_paper": "papers", "per_fold": "folds"}[unit]
     if not shared:
         return [], f"no {name} in common ({len(ours)} and {len(theirs)})"
@@ -327,7 +329,7 @@ def _paired(
     rows, missing = [], []
     for metric in metrics:
         if unit == "per_paper":
-            scored = _paper_metric(a, b, metric, tuple(sorted(shared, key=str)), papers, resamples)
+            scored = _paper_metric(a, b, metric, tuple(shared), papers, resamples)
             if scored is None:
                 missing.append(metric)
                 continue
