@@ -5,8 +5,9 @@ units: the queries of a ranking task (``details["per_query"]``), the test papers
 task (``details["per_paper"]``, each paper's label and prediction) or the iterations of a few-shot setting
 (``details["per_fold"]``). The units both files scored, in the order of their ids (folds in their own order), are
 resampled with replacement (``resamples`` times, drawn as :func:`bootstrap_indices` draws them); each resample gives
-the metric's difference, and the 2.5th and 97.5th percentiles of those differences are the interval. A ranking measure's difference is the mean of the per-query differences; a classification or regression
-metric is scored again on each resample of the test papers, for both files.
+the metric's difference, and the 2.5th and 97.5th percentiles of those differences are the interval. A ranking
+measure's difference is the mean of the per-query differences; a classification or regression metric is scored again
+on each resample of the test papers, for both files.
 
 Tasks that cannot be paired (in one file only, without per-unit scores, with no unit in common) are named with the
 reason and counted, never dropped in silence.
