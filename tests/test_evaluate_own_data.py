@@ -256,7 +256,7 @@ def test_qrels_judged_only_follow_scidocs_proximity(tiny_encoder, papers_file, v
 
 
 def test_graded_judged_candidates_report_every_measure_and_query_as_pytrec_eval(
-    tiny_bert, papers_file, vectors, tmp_path
+    tiny_bert, papers_file, vectors, tmp_path, caplog
 ):
     """The re-ranking mode (SciDocs' protocol) with grades 0-3: nDCG@10, P@k, recall@k, R-precision and every query's
     values in the results JSON, equal to pytrec_eval on the model's vectors; the JSON states the gain and MAP's
@@ -288,6 +288,8 @@ def test_graded_judged_candidates_report_every_measure_and_query_as_pytrec_eval(
     assert main([*argv, "--output", str(tmp_path / "cut.json"), "--cutoffs", "3", "7"]) == 0
     (cut,) = json.loads((tmp_path / "cut.json").read_text())["tasks"]
     assert {"ndcg_cut_3", "P_7", "recall_3"} <= set(cut["metrics"]) and "ndcg_cut_10" not in cut["metrics"]
+    assert main([*argv, "--cutoffs", "0", "10"]) == 2  # refused before the model loads
+    assert "rank cut-offs must be positive integers, got [0]" in caplog.text
 
 
 def test_qrels_with_a_queries_file_search_every_paper(tiny_encoder, papers_file, tmp_path):

@@ -248,7 +248,10 @@ def ranking_measures(headline: Iterable[str] = (), cutoffs: Iterable[int] = CUTO
     cutoffs = tuple(cutoffs)
     bad = [k for k in cutoffs if isinstance(k, bool) or not isinstance(k, Integral) or k < 1]
     if bad:
-        raise ValueError(f"rank cut-offs must be positive integers, got {bad}")
+        raise ValueError(
+            f"rank cut-offs must be positive integers, got {bad}: give ranks such as --cutoffs 5 10 20 100 "
+            "(cutoffs=[5, 10, 20, 100])"
+        )
     ranks = sorted(set(cutoffs))
     standard = ("map", "ndcg", "Rprec", *(f"{m}_{k}" for m in ("ndcg_cut", "P", "recall") for k in ranks))
     headline = tuple(headline)
