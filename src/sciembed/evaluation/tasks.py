@@ -41,7 +41,8 @@ class TaskScores:
         skipped: what was left out and why (count per reason); empty when nothing was.
         details: anything else worth keeping (chosen C, thresholds, per-field scores, ...).
         group: the benchmark's average this task counts in (e.g. SciRepEval ``in-train``).
-        primary_metrics: the metrics the benchmark's averages take (default: all of ``metrics``).
+        primary_metrics: the metrics the benchmark's averages take (default: all of ``metrics``; a ranking task's
+            own ``measures``, not the standard set reported after them).
     """
 
     benchmark: str
