@@ -77,7 +77,6 @@ import platform
 import statistics
 import tempfile
 import time
-import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -90,6 +89,7 @@ import torch
 import sciembed
 from sciembed.data.papers import paper_text
 from sciembed.evaluation import evaluate_suite
+from sciembed.evaluation.compare import PaperResamples, percentile_interval, resampled_means
 from sciembed.evaluation.loaders import TaskSuite
 from sciembed.io import atomic_path
 from sciembed.training.recipes import ANCHOR_FILES, ANCHORED
@@ -1241,44 +1241,8 @@ def paired_interval(
     if not differences:
         return None
     values = np.array(differences)
-    means = values[np.random.default_rng(0).integers(0, len(values), size=(BOOTSTRAP, len(values)))].mean(axis=1)
+    means = resampled_means(values, BOOTSTRAP, seed=0)
     return _interval(float(values.mean()), means, [row["seed"] for row, _ in pairs], queries=len(values))
-
-
-class PaperResamples:
-    """The classification intervals' bootstrap for one summary. Each seed's test papers are drawn once (``BOOTSTRAP``
-    resamples, seeded by the papers), so every pair of rows scored on them is compared on the same resamples, and each
-    row's macro-F1 on them is scored once: MiniLM's rows are compared with every system's, and each system's with
-    MiniLM, the peer and its counterpart."""
-
-    def __init__(self) -> None:
-        self._weights: dict[tuple[str, ...], np.ndarray] = {}
-        # keyed by id() of a row's per-paper values; the values are kept alive beside their scores so no id is reused
-        self._scores: dict[tuple[int, tuple[str, ...]], tuple[dict[str, Any], float, np.ndarray]] = {}
-
-    def weights(self, papers: tuple[str, ...]) -> np.ndarray:
-        """``(BOOTSTRAP, len(papers))`` counts: how often each paper is drawn in each resample."""
-        if papers not in self._weights:
-            rng = np.random.default_rng(zlib.crc32("\n".join(papers).encode()))
-            drawn = rng.integers(0, len(papers), size=(BOOTSTRAP, len(papers)))
-            drawn += np.arange(BOOTSTRAP)[:, None] * len(papers)
-            counts = np.bincount(drawn.ravel(), minlength=BOOTSTRAP * len(papers))
-            self._weights[papers] = counts.reshape(BOOTSTRAP, len(papers)).astype(float)
-        return self._weights[papers]
-
-    def macro_f1(self, kept: dict[str, Any], papers: tuple[str, ...]) -> tuple[float, np.ndarray]:
-        """A row's macro-F1 (a task's ``per_paper`` values) on all of ``papers`` and on each resample of them."""
-        from sciembed.evaluation.supervised import macro_f1_resamples
-
-        key = (id(kept), papers)
-        if key not in self._scores:
-            gold, predicted = (list(column) for column in zip(*(kept["papers"][paper] for paper in papers)))
-            everyone, resampled = (
-                macro_f1_resamples(gold, predicted, w, num_labels=kept["label_columns"])
-                for w in (np.ones((1, len(papers))), self.weights(papers))
-            )
-            self._scores[key] = (kept, float(everyone[0]), resampled)
-        return self._scores[key][1:]
 
 
 def _paired_macro_f1(
@@ -1320,7 +1284,7 @@ def _same_test_papers(row: dict[str, Any], other: dict[str, Any], task: str) -> 
 
 
 def _interval(difference: float, resampled: np.ndarray, seeds: list[int], **counts: int) -> dict[str, Any]:
-    low, high = np.percentile(resampled, [2.5, 97.5])
+    low, high = percentile_interval(resampled)
     return {
         "difference": round(difference, 2),
         "interval_95": [round(float(low), 2), round(float(high), 2)],
@@ -1337,7 +1301,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for row in rows:
         by_system.setdefault(row["system"], {})[row["seed"]] = row
     reference = by_system.get(REFERENCE, {})
-    resamples = PaperResamples()
+    # Each seed's test papers are drawn once (seeded by the papers): every pair of rows scored on them is compared on
+    # the same resamples (MiniLM's rows with every system's, each system's with MiniLM, the peer and its counterpart).
+    resamples = PaperResamples(BOOTSTRAP)
     summary: dict[str, Any] = {}
     for name, seeds in by_system.items():
         chosen = [seeds[s] for s in sorted(seeds) if s in reference]

@@ -119,7 +119,7 @@ def test_the_classification_interval_is_sklearn_macro_f1_on_shared_resamples(tab
     rng = np.random.default_rng(0)
     rows = _rows(rng, ["a", "b"])
     a, b = ({r["seed"]: r for r in rows if r["system"] == s} for s in ("a", "b"))
-    resamples = table.PaperResamples()
+    resamples = table.PaperResamples(table.BOOTSTRAP)
     interval = table.paired_interval(list(a.values()), b, "cacm_categories", resamples)
 
     def macro_f1(row, drawn):

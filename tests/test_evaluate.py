@@ -152,10 +152,14 @@ def test_scidocs_equals_the_reference_procedure(tiny_encoder, scidocs_folder, tm
     assert _metric(report, "MAG", "f1_macro") == _scidocs_classification(scidocs_folder / "mag", embeddings)
     cite = next(r for r in report.results if r.task == "Cite")
     assert cite.counts["queries"] == 8
-    # Every SciDocs metric reported enters its average.
+    # SciDocs' own metrics enter its average (MAP and nDCG of each proximity task, MAG's F1), not the measures
+    # reported beside them.
     ((name, value),) = report.averages.items()
-    assert name == "average (5 metrics)"
-    assert value == pytest.approx(np.mean([v for r in report.results for v in r.metrics.values()]))
+    assert name == "average (5 metrics)" and cite.primary_metrics == ("map", "ndcg") and "ndcg_cut_10" in cite.metrics
+    own = [_metric(report, t, m) for t in ("Cite", "Co-Cite") for m in ("map", "ndcg")] + [
+        _metric(report, "MAG", "f1_macro")
+    ]
+    assert value == pytest.approx(np.mean(own))
     assert {"coview", "coread", "mesh", "recomm"} <= set(report.missing)
 
 
@@ -403,6 +407,15 @@ def test_scirepeval_tasks_use_their_formats(control_code_encoder, scirepeval_sou
         "soft_P_10",
         "average",
     }
+    # Every task keeps what a paired comparison resamples: queries, or test papers with label and prediction.
+    reviewers = by_task["Paper-Reviewer Matching"]
+    assert len(reviewers.details["per_query"]) == reviewers.counts["queries"]
+    assert np.mean([v["hard_P_5"] for v in reviewers.details["per_query"].values()]) == pytest.approx(
+        reviewers.metrics["hard_P_5"]
+    )
+    assert set(by_task["Search"].details["per_query"]) == set(search.qrels)
+    for name in ("Fields of study", "Citation Count"):
+        assert len(by_task[name].details["per_paper"]) == by_task[name].counts["num_test"]
     averages = report.averages
     assert set(averages) == {"in-train (3 tasks)", "out-of-train (3 tasks)", "scidocs (1 tasks)", "all (7 tasks)"}
     assert averages["in-train (3 tasks)"] == pytest.approx(
@@ -433,6 +446,8 @@ def test_scirepeval_few_shot_rows(tiny_encoder, scirepeval_sources):
     assert all(r.kind == "few_shot" for r in report.results[1:])
     # 160 training rows make ceil(160 / 64) = 3 folds of about 64 (all used) and 10 folds of 16.
     assert [r.counts["iterations"] for r in report.results[1:]] == [3, 10]
+    for row in report.results[1:]:  # each fold's score kept, their mean reported
+        assert np.mean(row.details["per_fold"]["f1"]) == pytest.approx(row.metrics["f1"])
     assert list(report.averages) == ["out-of-train (1 tasks)", "all (1 tasks)"]
 
 

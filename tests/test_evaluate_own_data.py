@@ -189,6 +189,12 @@ def _cosine_run(queries: dict[str, np.ndarray], documents: dict[str, np.ndarray]
     return run
 
 
+#: What every ranking result reports besides its headline measures, at the default cut-offs 5, 10, 20 and 100.
+EVERY_MEASURE = ("map", "ndcg", "Rprec") + tuple(
+    f"{m}_{k}" for m in ("ndcg_cut", "P", "recall") for k in (5, 10, 20, 100)
+)
+
+
 def _pytrec(qrels, run, measures) -> dict[str, float]:
     results = pytrec_eval.RelevanceEvaluator(qrels, set(measures)).evaluate(run)
     return {m: 100 * float(np.mean([r[m] for r in results.values()])) for m in measures}
@@ -212,9 +218,9 @@ def test_qrels_with_paper_queries_rank_every_paper_as_pytrec_eval_scores_them(ti
     # The same run scored by the task and by pytrec_eval: random vectors, so that no two scores are near a tie.
     vectors = {f"d{i}": v for i, v in enumerate(rng.standard_normal((60, 16)).astype(np.float32))}
     result = task.evaluate(vectors, {q: vectors[q] for q in task.queries})
-    expected = _pytrec(
-        qrels, _cosine_run({q: vectors[q] for q in qrels}, vectors), ("map", "ndcg", "ndcg_cut_10", "recall_100")
-    )
+    expected = _pytrec(qrels, _cosine_run({q: vectors[q] for q in qrels}, vectors), EVERY_MEASURE)
+    assert list(result.metrics)[:4] == ["map", "ndcg", "ndcg_cut_10", "recall_100"]  # the headline first
+    assert set(result.metrics) == set(EVERY_MEASURE)
     for metric, value in expected.items():
         assert result.metrics[metric] == pytest.approx(value, abs=1e-9), metric
     assert result.counts == {"queries": 10, "documents": 60} and result.task == "my"
@@ -244,9 +250,46 @@ def test_qrels_judged_only_follow_scidocs_proximity(tiny_encoder, papers_file, v
         q: {d: float(np.round(-np.linalg.norm(vectors[q].astype(np.float64) - vectors[d]), 5)) for d in ds}
         for q, ds in qrels.items()
     }
-    expected = _pytrec(qrels, run, ("map", "ndcg"))
+    expected = _pytrec(qrels, run, EVERY_MEASURE)
     assert report.results[0].metrics == pytest.approx(expected, abs=1e-9)
     assert report.results[0].counts["candidates"] == len(rows)
+
+
+def test_graded_judged_candidates_report_every_measure_and_query_as_pytrec_eval(
+    tiny_bert, papers_file, vectors, tmp_path, caplog
+):
+    """The re-ranking mode (SciDocs' protocol) with grades 0-3: nDCG@10, P@k, recall@k, R-precision and every query's
+    values in the results JSON, equal to pytrec_eval on the model's vectors; the JSON states the gain and MAP's
+    threshold."""
+    rng = np.random.default_rng(5)
+    qrels = {f"d{q}": {f"d{(q * 7 + k) % 60}": int(rng.integers(0, 4)) for k in range(1, 13)} for q in range(8)}
+    qrels["d0"]["d7"] = 3  # every query has a relevant paper
+    path = tmp_path / "graded.qrels"
+    path.write_text("".join(f"{q} 0 {d} {r}\n" for q, ds in qrels.items() for d, r in ds.items()))
+    output = tmp_path / "graded.json"
+    argv = ["evaluate", "--model", str(tiny_bert), "--benchmark", "retrieval", "--data", str(path)]
+    argv += ["--papers", str(papers_file), "--candidates", "judged", "--no-cache", "--no-progress"]
+    assert main([*argv, "--output", str(output)]) == 0
+    (task,) = json.loads(output.read_text())["tasks"]
+    run = {
+        q: {d: float(np.round(-np.linalg.norm(vectors[q].astype(np.float64) - vectors[d]), 5)) for d in ds}
+        for q, ds in qrels.items()
+    }
+    reference = pytrec_eval.RelevanceEvaluator(qrels, set(EVERY_MEASURE)).evaluate(run)
+    assert set(task["metrics"]) == set(EVERY_MEASURE) and task["primary_metrics"] == ["map", "ndcg"]
+    assert task["metrics"] == pytest.approx(_pytrec(qrels, run, EVERY_MEASURE), abs=1e-9)
+    assert 0 < task["metrics"]["ndcg_cut_10"] < 100
+    assert set(task["details"]["per_query"]) == set(qrels)
+    for query, values in task["details"]["per_query"].items():
+        assert values == pytest.approx({m: 100 * v for m, v in reference[query].items()}, abs=1e-9), query
+    stated = task["details"]["measures"]
+    assert stated["relevance_level"] == 1 and stated["ndcg_gain"].startswith("linear")
+    # Other cut-offs are asked for by name.
+    assert main([*argv, "--output", str(tmp_path / "cut.json"), "--cutoffs", "3", "7"]) == 0
+    (cut,) = json.loads((tmp_path / "cut.json").read_text())["tasks"]
+    assert {"ndcg_cut_3", "P_7", "recall_3"} <= set(cut["metrics"]) and "ndcg_cut_10" not in cut["metrics"]
+    assert main([*argv, "--cutoffs", "0", "10"]) == 2  # refused before the model loads
+    assert "rank cut-offs must be positive integers, got [0]" in caplog.text
 
 
 def test_qrels_with_a_queries_file_search_every_paper(tiny_encoder, papers_file, tmp_path):
@@ -263,7 +306,7 @@ def test_qrels_with_a_queries_file_search_every_paper(tiny_encoder, papers_file,
     vectors = {f"d{i}": v for i, v in enumerate(rng.standard_normal((60, 16)).astype(np.float32))}
     query_vectors = {q: v for q, v in zip(queries, rng.standard_normal((6, 16)).astype(np.float32))}
     result = task.evaluate(vectors, query_vectors)
-    expected = _pytrec(qrels, _cosine_run(query_vectors, vectors), ("map", "ndcg", "ndcg_cut_10", "recall_100"))
+    expected = _pytrec(qrels, _cosine_run(query_vectors, vectors), EVERY_MEASURE)
     assert result.metrics == pytest.approx(expected, abs=1e-9)
     report = evaluate(
         tiny_encoder,

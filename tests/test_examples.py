@@ -17,6 +17,8 @@ from helpers import PAPERS, WORDS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ("embed_folder", "finetune_specter", "train_format_adapters", "evaluate_scidocs", "export_and_push")
+#: What a SciDocs-style proximity task reports: its MAP and nDCG, then the standard ranking measures.
+RANKING = ("map", "ndcg", "Rprec", *(f"{m}_{k}" for m in ("ndcg_cut", "P", "recall") for k in (5, 10, 20, 100)))
 
 
 def example_env(tmp_path: Path) -> dict[str, str]:
@@ -138,7 +140,7 @@ def test_finetune_specter_trains_saves_and_scores_held_out_queries(tiny_st_base,
     assert re.search(r"held-out cite MAP: \d+\.\d\d before, \d+\.\d\d after", result.stdout), result.stdout
     assert "after 2 steps; sciembed.encode gives 32-dim vectors" in result.stdout
     evaluation = json.loads((out / "held_out_evaluation.json").read_text())
-    assert {(r["task_id"], r["metric"]) for r in evaluation["results"]} == {("cite", "map"), ("cite", "ndcg")}
+    assert [(r["task_id"], r["metric"]) for r in evaluation["results"]] == [("cite", m) for m in RANKING]
     assert evaluation["results"][0]["counts"]["queries"] == 6
     # From a base used with mean pooling + Normalize, the model is trained and saved in that embedding.
     modules = json.loads((out / "model" / "modules.json").read_text())
@@ -230,7 +232,7 @@ def test_evaluate_scidocs_prints_the_table_and_writes_the_results(tiny_bert, tmp
 
     report = json.loads(out.read_text())
     values = {(r["task"], r["metric"]): r["value"] for r in report["results"]}
-    assert set(values) == {("Cite", "map"), ("Cite", "ndcg"), ("MAG", "f1_macro")}
+    assert set(values) == {("Cite", m) for m in RANKING} | {("MAG", "f1_macro")}
     reference = evaluate(tiny_bert, "scidocs", folder, use_cache=False, n_jobs=1, show_progress_bar=False)
     assert values == {(r.task, m): v for r in reference.results for m, v in r.metrics.items()}
     assert {"cocite", "coview", "coread", "mesh", "recomm"} <= set(report["missing_tasks"])

@@ -23,6 +23,7 @@ from sciembed.evaluation.mteb_bridge import (  # noqa: E402
     beir_task,
     load_mteb_tasks,
     mteb_format,
+    mteb_scores,
     named_tasks,
     task_results,
 )
@@ -243,6 +244,28 @@ def test_named_tasks_are_found_offline_and_their_scores_become_rows():
     assert (row.task, row.task_id, row.kind) == ("STS17 en-en", "STS17/en-en", "sts")
     assert row.metrics == {"cosine_spearman": 50.0, "cosine_pearson": 25.0}
     assert row.details["scores"]["manhattan_spearman"] == 0.1 and row.details["hf_subset"] == "en-en"
+
+
+def test_rows_are_mtebs_scores_times_100_and_go_back_to_mteb_on_its_0_1_scale():
+    """sciembed's rows hold 0-100 (its own class, not mteb's TaskResult); mteb_scores hands mteb back its 0-1 values,
+    from which mteb's own TaskResult gives the same score as from what mteb computed."""
+    import sciembed.evaluation
+
+    task = mteb.get_task("SCIDOCS")
+    computed = {"ndcg_at_10": 0.21345, "map_at_10": 0.12, "mrr_at_10": 0.3, "recall_at_100": 0.45678}
+    result = mteb.TaskResult.from_task_results(
+        task, {"test": {"default": {**computed, "main_score": computed["ndcg_at_10"]}}}, evaluation_time=1.0
+    )
+    (row,) = task_results(result, task.metadata)
+    assert type(row).__name__ == "TaskScores" and not hasattr(sciembed.evaluation, "TaskResult")
+    assert row.metrics == pytest.approx({name: 100 * value for name, value in computed.items()}, abs=1e-12)
+    assert {name: row.details["scores"][name] for name in computed} == computed  # mteb's own, as mteb gave them
+    back = mteb_scores(row)
+    assert back == pytest.approx(computed, abs=1e-15)
+    rebuilt = mteb.TaskResult.from_task_results(
+        task, {"test": {"default": {**back, "main_score": back["ndcg_at_10"]}}}, evaluation_time=1.0
+    )
+    assert rebuilt.get_score() == pytest.approx(result.get_score(), abs=1e-15) and 0 < rebuilt.get_score() < 1
 
 
 def test_bad_input_is_refused_with_what_to_fix(tmp_path, caplog):

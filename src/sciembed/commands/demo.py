@@ -184,10 +184,14 @@ def format_table(summary: dict[str, Any]) -> str:
     if step0 and any(abs(step0.get(m, 0) - published.get(m, 0)) > 0.005 for m in after):
         columns.append(("recipe step 0", step0))
     columns.append(("fine-tuned", after))
-    lines = [f"{'metric':<12}" + "".join(f" {title:>18}" for title, _ in columns), "-" * (12 + 19 * len(columns))]
+    width = max([12, *map(len, after)])
+    lines = [
+        f"{'metric':<{width}}" + "".join(f" {title:>18}" for title, _ in columns),
+        "-" * (width + 19 * len(columns)),
+    ]
     for metric in after:
         lines.append(
-            f"{metric:<12}"
+            f"{metric:<{width}}"
             + "".join(f" {values[metric]:18.2f}" if metric in values else f" {'':>18}" for _, values in columns)
         )
     data, training, embedding = summary["data"], summary["settings"]["training"], summary["settings"]["embedding"]

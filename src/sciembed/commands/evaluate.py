@@ -67,8 +67,17 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         "--candidates",
         choices=("all", "judged"),
         default="all",
-        help="retrieval: what a query ranks: all papers of --papers (cosine, best 1,000; MAP, nDCG, nDCG@10, "
-        "recall@100) or only its judged papers (SciDocs' -L2 protocol; MAP, nDCG; for qrels listing negatives)",
+        help="retrieval: what a query ranks: all papers of --papers (cosine, best 1,000; headline MAP, nDCG, "
+        "nDCG@10, recall@100) or only its judged papers (SciDocs' -L2 protocol; headline MAP, nDCG; for qrels listing "
+        "negatives); both also report R-precision and nDCG@k, P@k, recall@k (--cutoffs)",
+    )
+    parser.add_argument(
+        "--cutoffs",
+        nargs="+",
+        type=int,
+        metavar="K",
+        help="the ranks k of the nDCG@k, P@k and recall@k that every ranking task reports beside its benchmark's "
+        "own measures, MAP, nDCG and R-precision (default: 5 10 20 100; not for mteb)",
     )
     parser.add_argument(
         "--qrels-columns",
@@ -145,7 +154,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 def run(args: argparse.Namespace) -> int:
     from ..evaluation import evaluate, load_tasks
-    from ..evaluation.runner import check_text_fields
+    from ..evaluation.runner import check_text_fields, set_cutoffs
     from ..io import check_cache_dir, check_input, refuse_replacing
 
     # The cheap checks first: the output and the cache, then the input; the model (minutes for a large one) last.
@@ -195,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
             args.benchmark, args.data, text_fields=args.text_fields, **reading
         )  # a papers file's checked
     check_text_fields(suite, args.text_fields)
+    set_cutoffs(suite, args.cutoffs)
     encoder = encoder_from_args(
         args, pooling=args.pooling, max_length=args.max_length, device=args.device, domain=args.domain
     )
@@ -209,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
         show_progress_bar=not args.no_progress,
         suite=suite,
         text_fields=args.text_fields,
+        cutoffs=args.cutoffs,
         **reading,
     )
     print(report.table())

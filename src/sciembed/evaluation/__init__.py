@@ -8,6 +8,7 @@ plain vectors and can be used alone: :mod:`.ranking` (proximity, search, reviewe
 CSV or qrels file over a papers file is a task source too (:mod:`.custom`, ``classification`` / ``retrieval``),
 and :mod:`.neighbours` lists the nearest neighbours of the papers of any collection (``sciembed.neighbours``).
 :mod:`.mteb_bridge` runs MTEB's tasks (or a local BEIR folder) on any sciembed encoder (``benchmark="mteb"``).
+:mod:`.compare` pairs two results task by task, each difference with a bootstrap interval (``sciembed compare``).
 """
 
 from __future__ import annotations
@@ -18,14 +19,16 @@ from typing import TYPE_CHECKING, Any
 from .names import BENCHMARK_NAMES
 
 if TYPE_CHECKING:
+    from .compare import compare_results
     from .loaders import TaskSuite, load_tasks
     from .mteb_bridge import MtebEncoder, beir_task
     from .runner import EvaluationReport, evaluate, evaluate_suite
-    from .tasks import TaskResult
+    from .tasks import TaskScores
 
 # The evaluators import scikit-learn and scipy: loaded on first use (as transformers' lazy modules do), so
 # that the benchmark names (`sciembed --help`) cost nothing.
 _LAZY = {
+    "compare_results": "compare",
     "TaskSuite": "loaders",
     "load_tasks": "loaders",
     "MtebEncoder": "mteb_bridge",
@@ -33,16 +36,17 @@ _LAZY = {
     "EvaluationReport": "runner",
     "evaluate": "runner",
     "evaluate_suite": "runner",
-    "TaskResult": "tasks",
+    "TaskScores": "tasks",
 }
 
 __all__ = [
     "BENCHMARK_NAMES",
     "EvaluationReport",
     "MtebEncoder",
-    "TaskResult",
+    "TaskScores",
     "TaskSuite",
     "beir_task",
+    "compare_results",
     "evaluate",
     "evaluate_suite",
     "load_tasks",

@@ -22,11 +22,14 @@ a queries file gives them as text (``.jsonl``: ``{"_id" | "query_id" | "id", "te
 ranks:
 
 - ``all`` (default): every paper of the papers file, by cosine, the best 1,000 kept (BEIR's depth; trec_eval's
-  default), scored by pytrec_eval: MAP, nDCG, nDCG@10, recall@100. For judgements that list only what is relevant
-  (most qrels users write).
+  default), scored by pytrec_eval: MAP, nDCG, nDCG@10, recall@100 first. For judgements that list only what is
+  relevant (most qrels users write).
 - ``judged``: only the query's judged documents, by minus the Euclidean distance (SciDocs' proximity protocol, with
-  its 5-decimal scores, for paper queries; SciRepEval's search protocol for text queries), MAP and nDCG. For
+  its 5-decimal scores, for paper queries; SciRepEval's search protocol for text queries), MAP and nDCG first. For
   SciDocs-style qrels that list the negatives (relevance 0) a query is ranked against.
+
+Both then report R-precision and nDCG@k, P@k and recall@k (:func:`~sciembed.evaluation.ranking.ranking_measures`),
+with every query's values.
 
 In both, a query paper is never its own candidate: a judgement of a query paper to itself is left out of the ranking
 and of the judgements scored, counted in the task's ``skipped`` and logged.
@@ -63,7 +66,8 @@ SPLIT_COLUMN = "split"
 _SPLITS = {"train": "train", "test": "test", "val": "val", "dev": "val", "validation": "val", "valid": "val"}
 #: What a qrels query ranks (``candidates``).
 CANDIDATES = ("all", "judged")
-#: Measures of a whole-collection ranking (as CACM's search task) and of a judged-candidates ranking (as SciDocs).
+#: Headline measures of a whole-collection ranking (as CACM's search task) and of a judged-candidates ranking (as
+#: SciDocs); the standard set follows them.
 ALL_MEASURES = ("map", "ndcg", "ndcg_cut_10", "recall_100")
 JUDGED_MEASURES = ("map", "ndcg")
 #: Papers each query keeps of a whole-collection ranking (BEIR's depth, trec_eval's default).

@@ -28,9 +28,9 @@ same nDCG@10 on the same vectors, up to mteb's rounding of its scores to 5 decim
 ``sciembed evaluate --benchmark mteb`` (:func:`sciembed.evaluation.evaluate` with ``benchmark="mteb"``) reads the tasks
 with :func:`load_mteb_tasks` (tasks by name through ``mteb.get_tasks``, which downloads their data from the Hub, or
 the local folder), runs them with :func:`run_mteb` and reports mteb's scores as sciembed's
-:class:`~sciembed.evaluation.tasks.TaskResult` rows (:func:`task_results`): the task's main score and its headline
+:class:`~sciembed.evaluation.tasks.TaskScores` rows (:func:`task_results`): the task's main score and its headline
 scores (:data:`REPORTED_SCORES`) on sciembed's 0-100 scale, every score mteb gave in ``details["scores"]`` as mteb
-gave it.
+gave it (0-1); :func:`mteb_scores` turns a row's metrics back to mteb's 0-1 scale.
 
 mteb is imported by the functions that need it, never by this module, so that ``import sciembed`` and the command
 line's help stay free of it (and of torch).
@@ -53,7 +53,7 @@ from ..data.papers import PaperProblem
 from ..encode import DOCUMENT_FORMAT, QUERY_FORMAT, Encoder
 from ..logs import progress_enabled
 from .cache import EmbeddingCache
-from .tasks import TaskResult
+from .tasks import TaskScores
 
 if TYPE_CHECKING:
     from mteb import AbsTask, TaskMetadata
@@ -76,6 +76,8 @@ REPORTED_SCORES: dict[str, tuple[str, ...]] = {
 }
 #: The oldest mteb release with the encoder protocol this bridge implements.
 MTEB_MINIMUM = (2, 0)
+#: sciembed's rows hold mteb's scores times this (sciembed's 0-100); mteb's own are on 0-1.
+SCORE_SCALE = 100.0
 
 
 class MtebNotInstalledError(ImportError, ValueError):
@@ -518,7 +520,7 @@ def run_mteb(
     cache_dir: str | os.PathLike[str] | None = None,
     batch_size: int | None = None,
     show_progress_bar: bool | None = None,
-) -> tuple[list[TaskResult], dict[str, Any]]:
+) -> tuple[list[TaskScores], dict[str, Any]]:
     """Run ``suite``'s tasks with ``mteb.evaluate`` on ``encoder`` (wrapped in :class:`MtebEncoder`); progress bars
     as ``show_progress_bar`` says (``None``: when the ``sciembed`` logger shows INFO).
 
@@ -562,7 +564,7 @@ def run_mteb(
 
 def task_results(
     result: Any, metadata: TaskMetadata, *, local: bool = False, counts: Mapping[str, Mapping[str, int]] | None = None
-) -> list[TaskResult]:
+) -> list[TaskScores]:
     """One mteb ``TaskResult`` as sciembed's rows, one per split and subset.
 
     Each row's metrics are the task's main score, then those of :data:`REPORTED_SCORES` mteb gave, times 100
@@ -580,12 +582,12 @@ def task_results(
             subset = scores.get("hf_subset", "default")
             main = metadata.main_score
             names = [main, *(name for name in REPORTED_SCORES.get(simplified, ()) if name != main)]
-            metrics = {name: 100 * float(scores[name]) for name in names if _is_number(scores.get(name))}
+            metrics = {name: SCORE_SCALE * float(scores[name]) for name in names if _is_number(scores.get(name))}
             name, task_id = result.task_name, LOCAL_TASK_ID if local else result.task_name
             if subset != "default":
                 name, task_id = f"{name} {subset}", f"{task_id}/{subset}"
             rows.append(
-                TaskResult(
+                TaskScores(
                     benchmark="mteb",
                     task=name,
                     task_id=task_id,
@@ -606,6 +608,15 @@ def task_results(
                 )
             )
     return rows
+
+
+def mteb_scores(result: TaskScores) -> dict[str, float]:
+    """A row's metrics on mteb's 0-1 scale, as mteb's ``TaskResult`` holds them: what to hand back to mteb.
+
+    Args:
+        result: a row of :func:`task_results` (or any sciembed result whose metrics are on sciembed's 0-100 scale).
+    """
+    return {name: value / SCORE_SCALE for name, value in result.metrics.items()}
 
 
 @contextlib.contextmanager

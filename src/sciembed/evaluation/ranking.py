@@ -2,6 +2,9 @@
 
 Reference protocols, matched on the same inputs (see ``tests/test_eval_ranking.py``):
 
+- **Measures** (:func:`ranking_measures`): a task's own measures, then MAP, nDCG, R-precision and nDCG@k, P@k and
+  recall@k (:data:`CUTOFFS`); nDCG's gain is the relevance grade (linear), the binary measures count a grade of
+  ``relevance_level`` or more as relevant (:func:`measure_definitions` states it in the results).
 - **Metrics** (:func:`ranking_metrics`): ``pytrec_eval.RelevanceEvaluator`` then
   ``pytrec_eval.compute_aggregated_measure`` over ``results.values()``, times 100, as
   allenai/scidocs ``scidocs/user_activity_and_citations.py::get_qrel_metrics`` and allenai/scirepeval
@@ -56,6 +59,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 import pytrec_eval
@@ -71,6 +75,8 @@ FULL_CORPUS_SIMILARITIES = ("cosine", "dot")
 #: BEIR's ``EvaluateRetrieval`` default: the largest of its k values (1, 3, 5, 10, 100, 1000).
 BEIR_TOP_K = 1000
 REVIEWER_MEASURES = ("P_5", "P_10")
+#: Rank cut-offs of the nDCG@k, P@k and recall@k that every ranking result reports.
+CUTOFFS = (5, 10, 20, 100)
 #: Candidate blocks for ``min_facet_l2`` keep the (candidates, K, K, d) difference array near this size.
 _FACET_BLOCK_BYTES = 32 * 2**20
 _SHOWN_IDS = 5
@@ -224,6 +230,65 @@ def ranking_metrics(
         num_candidates=sum(len(clean_run[query]) for query in results),
         unevaluated_queries=sum(query not in results for query in clean_qrels),
     )
+
+
+def ranking_measures(headline: Iterable[str] = (), cutoffs: Iterable[int] = CUTOFFS) -> tuple[str, ...]:
+    """A ranking result's measures: its headline ones, then MAP, nDCG, R-precision, nDCG@k, P@k and recall@k.
+
+    A measure of the standard set that names the same pytrec_eval value as a headline one (``ndcg_cut.10`` and
+    ``ndcg_cut_10``) is left out.
+
+    Args:
+        headline: the benchmark's own measures, first and as named.
+        cutoffs: the ranks k of nDCG@k, P@k and recall@k.
+
+    Raises:
+        ValueError: a cut-off that is not a positive integer, or an unknown headline measure.
+    """
+    cutoffs = tuple(cutoffs)
+    bad = [k for k in cutoffs if isinstance(k, bool) or not isinstance(k, Integral) or k < 1]
+    if bad:
+        raise ValueError(
+            f"rank cut-offs must be positive integers, got {bad}: give ranks such as --cutoffs 5 10 20 100 "
+            "(cutoffs=[5, 10, 20, 100])"
+        )
+    ranks = sorted(set(cutoffs))
+    standard = ("map", "ndcg", "Rprec", *(f"{m}_{k}" for m in ("ndcg_cut", "P", "recall") for k in ranks))
+    headline = tuple(headline)
+    taken = {_measure_key(measure) for measure in headline}
+    return headline + tuple(m for m in standard if _measure_key(m) not in taken)
+
+
+def measure_definitions(relevance_level: int = 1, cutoffs: Iterable[int] = CUTOFFS) -> dict[str, Any]:
+    """How the ranking measures are computed, as a results JSON states it.
+
+    Args:
+        relevance_level: the lowest grade that the binary measures count as relevant.
+        cutoffs: the ranks k of nDCG@k, P@k and recall@k.
+    """
+    return {
+        "implementation": f"pytrec_eval (trec_eval) {_pytrec_eval_version()}",
+        "cutoffs": sorted(set(cutoffs)),
+        "ndcg_gain": "linear: a candidate's gain is its relevance grade (negative grades count as 0)",
+        "ndcg_discount": "log2(rank + 1)",
+        "relevance_level": relevance_level,
+        "binary_measures": f"map, Rprec, P_k and recall_k count a candidate as relevant when its grade is >= "
+        f"{relevance_level}",
+        "ties": "equal scores are ranked by candidate id, descending (trec_eval)",
+        "scale": "0-100, per query and as the mean over queries",
+    }
+
+
+@functools.cache
+def _pytrec_eval_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    for distribution in ("pytrec-eval-terrier", "pytrec_eval"):
+        try:
+            return version(distribution)
+        except PackageNotFoundError:
+            continue
+    return "unknown"
 
 
 def proximity_run(

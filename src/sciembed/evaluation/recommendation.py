@@ -73,7 +73,7 @@ import torch
 from torch import nn
 
 from ..data.scidocs_recomm import Click, SciDocsRecomm, read_scidocs_recomm
-from .tasks import Task, TaskResult
+from .tasks import Task, TaskScores
 
 logger = logging.getLogger(__name__)
 
@@ -466,7 +466,7 @@ class RecommendationTask(Task):
 
     def evaluate(
         self, documents: Mapping[str, np.ndarray], queries: Mapping[str, np.ndarray], *, n_jobs: int = -1
-    ) -> TaskResult:
+    ) -> TaskScores:
         """Train the ranker on the papers' vectors and score the clicks (``queries`` and ``n_jobs`` unused)."""
         scores = evaluate_recommendations(self.data, documents, seed=self.seed, split=self.split)
         unknown = sum(counter["unknown_papers"] for counter in self.data.stats.values())

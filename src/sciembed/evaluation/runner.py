@@ -29,7 +29,7 @@ from ..logs import progress_enabled
 from .cache import EmbeddingCache
 from .loaders import TaskSuite, load_tasks
 from .tables import averages, format_table
-from .tasks import ClassificationTask, ProximityTask, TaskResult
+from .tasks import ClassificationTask, ProximityTask, TaskScores
 
 if TYPE_CHECKING:
     from .mteb_bridge import MtebSuite
@@ -44,7 +44,7 @@ class EvaluationReport:
     benchmark: str
     source: str
     model: str
-    results: list[TaskResult]
+    results: list[TaskScores]
     missing: list[str] = field(default_factory=list)
     skipped_records: list[str] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
@@ -84,6 +84,7 @@ class EvaluationReport:
             "sciembed_version": self.version,
             "settings": self.settings,
             "results": rows,
+            "scale": "0-100: metrics, averages and per-query values (an MTEB task's details.scores keep mteb's 0-1)",
             "averages": self.averages,
             "missing_tasks": self.missing,
             "skipped_records": {"count": len(self.skipped_records), "first": self.skipped_records[:50]},
@@ -131,6 +132,7 @@ def evaluate(
     qrels_columns: str | None = None,
     text_fields: Sequence[str] | None = None,
     suite: TaskSuite | MtebSuite | None = None,
+    cutoffs: Sequence[int] | None = None,
 ) -> EvaluationReport:
     """Evaluate ``model`` on every task of ``benchmark`` found in ``data``.
 
@@ -173,6 +175,8 @@ def evaluate(
         suite: the tasks, already read by :func:`~.loaders.load_tasks` (``mteb``:
             :func:`~.mteb_bridge.load_mteb_tasks`) with these arguments (``sciembed evaluate`` reads and checks its
             input before it loads the model); read here when ``None``.
+        cutoffs: the ranks k of the nDCG@k, P@k and recall@k every ranking task reports beside its own measures
+            (default :data:`~.ranking.CUTOFFS`: 5, 10, 20, 100); not for ``mteb``, whose measures are mteb's.
     """
     if benchmark == "mteb" and suite is None:
         from .mteb_bridge import load_mteb_tasks
@@ -208,6 +212,7 @@ def evaluate(
             qrels_columns=qrels_columns,
         )
     check_text_fields(suite, text_fields)  # before a model is loaded
+    cutoffs = set_cutoffs(suite, cutoffs)
     if isinstance(model, Encoder):
         if pooling is not None or max_length is not None or device is not None or domain is not None:
             raise ValueError(
@@ -243,6 +248,7 @@ def evaluate(
         "skip_invalid": skip_invalid,
         "tasks": tasks,
         "text_fields": None if text_fields is None else list(text_fields),
+        "cutoffs": cutoffs,
     }
     if benchmark == "mteb":
         from .mteb_bridge import mteb_version, run_mteb
@@ -256,7 +262,7 @@ def evaluate(
         results, embedding = run_mteb(
             encoder, suite, cache_dir=folder, batch_size=batch_size, show_progress_bar=show_progress_bar
         )
-        unused = ("proximity_similarity", "few_shot", "seed")
+        unused = ("proximity_similarity", "few_shot", "seed", "cutoffs")
         return EvaluationReport(
             benchmark="mteb",
             source=suite.source,
@@ -291,6 +297,29 @@ def evaluate(
         settings=settings,
         text_fields=text_fields,
     )
+
+
+def set_cutoffs(suite: TaskSuite | MtebSuite, cutoffs: Sequence[int] | None) -> list[int] | None:
+    """Give every ranking task of ``suite`` the rank cut-offs ``cutoffs``, and return them as the report records them.
+
+    Args:
+        suite: the tasks.
+        cutoffs: the ranks k of nDCG@k, P@k and recall@k, or ``None`` to keep each task's own.
+
+    Raises:
+        ValueError: a cut-off that is not a positive integer, or cut-offs for MTEB's tasks.
+    """
+    from .ranking import ranking_measures
+
+    if cutoffs is None:
+        return None
+    if not isinstance(suite, TaskSuite):
+        raise ValueError("--cutoffs sets sciembed's ranking measures; mteb's tasks report mteb's own")
+    ranking_measures(cutoffs=cutoffs)  # checked before a model is loaded
+    for task in suite.tasks:
+        if isinstance(task, ProximityTask):
+            task.cutoffs = tuple(cutoffs)
+    return sorted(set(cutoffs))
 
 
 def chosen_text_fields(encoder: Encoder, text_fields: Sequence[str] | None) -> tuple[str, ...] | None:
@@ -358,7 +387,7 @@ def evaluate_suite(
     )
     embedded = time.perf_counter() - started
 
-    results: list[TaskResult] = []
+    results: list[TaskScores] = []
     for task in suite.tasks:
         documents, queries = vectors[id(task)]
         begun = time.perf_counter()

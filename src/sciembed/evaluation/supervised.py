@@ -378,7 +378,14 @@ def _log_unconverged(count: int, protocol: SupervisedProtocol) -> None:
         )
 
 
-def _score(name: str, y_true: np.ndarray, y_pred: np.ndarray) -> float:
+def score_predictions(name: str, y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    """A metric of predictions against the truth, on the scale the protocols report (x 100 but ``mse``).
+
+    Args:
+        name: a classification metric (``f1_macro``, ``accuracy``, ...) or a regression one (``kendalltau``, ...).
+        y_true: the labels or targets.
+        y_pred: the predictions.
+    """
     if name in REGRESSION_METRICS:
         if name == "kendalltau":
             value = kendalltau(y_true, y_pred).statistic
@@ -437,7 +444,7 @@ def _fit_and_score(
 ) -> tuple[dict[str, float], np.ndarray]:
     """The protocol's metrics of ``model`` fitted on the training rows, and its test predictions."""
     predictions = model.fit(x_train, y_train).predict(x_test)
-    return {name: _score(name, y_test, predictions) for name in protocol.metrics}, predictions
+    return {name: score_predictions(name, y_test, predictions) for name in protocol.metrics}, predictions
 
 
 def _check_metrics(protocol: SupervisedProtocol, regression: bool) -> None:
@@ -508,6 +515,7 @@ def evaluate_regression(
     protocol: SupervisedProtocol = SCIREPEVAL_REGRESSION,
     *,
     n_jobs: int = -1,
+    keep_predictions: bool = False,
 ) -> dict[str, Any]:
     """Fit ``LinearSVR(fit_intercept=False, random_state=42)`` (``C`` by grid search) and score its test predictions.
 
@@ -518,6 +526,8 @@ def evaluate_regression(
         y_test: one numeric target per test row.
         protocol: ``C`` grid, folds and metrics (:data:`SCIREPEVAL_REGRESSION`).
         n_jobs: parallel jobs of the grid search (-1: all cores).
+        keep_predictions: also return the test targets and predictions (``y_test`` and ``predictions``), for paired
+            statistics over test papers.
 
     Returns:
         ``kendalltau`` (tau-b) and ``pearsonr`` statistics and ``r2`` x 100, ``mse`` unscaled (those the
@@ -542,15 +552,17 @@ def evaluate_regression(
         targets.append(y)
     svr = LinearSVR(max_iter=protocol.max_iter, fit_intercept=protocol.fit_intercept, random_state=RANDOM_STATE)
     model = _grid_search(svr, protocol, n_jobs, "r2")
-    scores, _ = _fit_and_score(protocol, model, x_train, targets[0], x_test, targets[1])
+    scores, predictions = _fit_and_score(protocol, model, x_train, targets[0], x_test, targets[1])
     unconverged = _unconverged_fits(model)
     _log_unconverged(unconverged, protocol)
+    kept = {"y_test": targets[1], "predictions": predictions} if keep_predictions else {}
     return {
         **scores,
         "best_C": _best_c(model),
         "num_train": len(x_train),
         "num_test": len(x_test),
         "unconverged_fits": unconverged,
+        **kept,
     }
 
 
@@ -637,8 +649,8 @@ def evaluate_few_shot(
 
     Returns:
         Each metric's mean over the iterations (x 100), plus ``iterations`` (the number fitted),
-        ``sample_size``, ``num_train`` (the pool), ``num_test``, ``num_labels`` and
-        ``unconverged_fits`` (summed over iterations).
+        ``sample_size``, ``num_train`` (the pool), ``num_test``, ``num_labels``,
+        ``unconverged_fits`` (summed over iterations) and ``per_fold`` (metric -> each iteration's value).
 
     Raises:
         ValueError: as :func:`evaluate_classification` and :func:`few_shot_subsets`, or a subset
@@ -671,4 +683,5 @@ def evaluate_few_shot(
         "num_test": len(x_test),
         "num_labels": num_labels,
         "unconverged_fits": unconverged,
+        "per_fold": per_iteration,
     }

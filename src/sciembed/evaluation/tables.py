@@ -23,12 +23,12 @@ import numpy as np
 
 if TYPE_CHECKING:
     from .runner import EvaluationReport
-    from .tasks import TaskResult
+    from .tasks import TaskScores
 
 SCIREPEVAL_GROUPS = ("in-train", "out-of-train", "scidocs")
 
 
-def primary_values(result: TaskResult) -> list[float]:
+def primary_values(result: TaskScores) -> list[float]:
     """The values of the metrics the benchmark's averages take."""
     return (
         [result.metrics[m] for m in result.primary_metrics]
@@ -37,12 +37,12 @@ def primary_values(result: TaskResult) -> list[float]:
     )
 
 
-def task_score(result: TaskResult) -> float:
+def task_score(result: TaskScores) -> float:
     """One number per task: the mean of its primary metrics."""
     return float(np.mean(primary_values(result)))
 
 
-def averages(benchmark: str, results: list[TaskResult]) -> dict[str, float]:
+def averages(benchmark: str, results: list[TaskScores]) -> dict[str, float]:
     """The benchmark's averages over ``results`` (empty for benchmarks that have none)."""
     if benchmark in ("scidocs", "multi-scidocs"):
         values = [v for r in results for v in primary_values(r)]
@@ -62,7 +62,7 @@ def averages(benchmark: str, results: list[TaskResult]) -> dict[str, float]:
     return {}
 
 
-def _mteb_averages(results: list[TaskResult]) -> dict[str, float]:
+def _mteb_averages(results: list[TaskScores]) -> dict[str, float]:
     """MTEB's benchmark means: a task's score is the mean of its main score over its splits and subsets (mteb's
     ``TaskResult.get_score``); ``mean (N tasks)`` over tasks, and with several task types MTEB's ``Mean (TaskType)``,
     the mean over types of the mean of their tasks."""

@@ -1,7 +1,7 @@
 """Evaluation tasks: what to embed, in which format, and how to score the vectors.
 
 A task holds the texts it needs — ``documents`` (papers, as records or ready-made texts) and, for
-search, ``queries`` — and the labels or judgements, and turns their vectors into a :class:`TaskResult`
+search, ``queries`` — and the labels or judgements, and turns their vectors into a :class:`TaskScores`
 through the evaluators of :mod:`.ranking`, :mod:`.supervised`, :mod:`.pairs` and
 :mod:`.recommendation`. The runner embeds the texts of every task once per format and hands each task
 the vectors of its own ids. Each task names the SciRepEval format its texts are embedded in
@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..data.papers import TEXT_FIELDS
+from .ranking import CUTOFFS
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +27,7 @@ Record = Mapping[str, Any] | str
 
 
 @dataclass
-class TaskResult:
+class TaskScores:
     """The scores of one task (values on the papers' 0–100 scale, unrounded) and what went into them.
 
     Attributes:
@@ -40,7 +41,8 @@ class TaskResult:
         skipped: what was left out and why (count per reason); empty when nothing was.
         details: anything else worth keeping (chosen C, thresholds, per-field scores, ...).
         group: the benchmark's average this task counts in (e.g. SciRepEval ``in-train``).
-        primary_metrics: the metrics the benchmark's averages take (default: all of ``metrics``).
+        primary_metrics: the metrics the benchmark's averages take (default: all of ``metrics``; a ranking task's
+            own ``measures``, not the standard set reported after them).
     """
 
     benchmark: str
@@ -60,9 +62,9 @@ class Task:
     """Base class: a named task with the texts it needs.
 
     Attributes:
-        benchmark, name, group: see :class:`TaskResult`.
+        benchmark, name, group: see :class:`TaskScores`.
         task_id: the id ``--tasks`` selects it by (the config or folder name); defaults to ``name``.
-        primary_metrics: see :class:`TaskResult`.
+        primary_metrics: see :class:`TaskScores`.
         documents: id -> paper record (or text) embedded in ``document_format``.
         queries: id -> query record (or text) embedded in ``query_format`` (search tasks).
         fields: record fields joined into a document text.
@@ -89,12 +91,12 @@ class Task:
 
     def evaluate(
         self, documents: Mapping[str, np.ndarray], queries: Mapping[str, np.ndarray], *, n_jobs: int = -1
-    ) -> TaskResult:
+    ) -> TaskScores:
         """Score the task on the vectors of its documents (and queries)."""
         raise NotImplementedError
 
-    def _result(self, metrics: dict[str, float], **extra: Any) -> TaskResult:
-        return TaskResult(
+    def _result(self, metrics: dict[str, float], **extra: Any) -> TaskScores:
+        return TaskScores(
             self.benchmark,
             self.name,
             self.task_id,
@@ -123,8 +125,10 @@ class ProximityTask(Task):
         relevance_level: the lowest relevance that counts as relevant for binary measures.
         query_groups: query id -> group (Multi-SciDocs: the query's field of study); when given, the
             measures are also averaged per group into ``details["per_group"]``.
-        keep_per_query: also keep every query's measures (0-100) in ``details["per_query"]``, for paired
-            statistics over queries (``benchmarks/recipes.py``'s bootstrap intervals).
+        cutoffs: the ranks k of the nDCG@k, P@k and recall@k reported after ``measures``
+            (:func:`~sciembed.evaluation.ranking.ranking_measures`).
+        keep_per_query: keep every query's measures (0-100) in ``details["per_query"]``, for paired statistics over
+            queries (``sciembed compare``).
     """
 
     kind: ClassVar[str] = "proximity"
@@ -135,7 +139,13 @@ class ProximityTask(Task):
     score_decimals: int | None = field(default=None, kw_only=True)
     relevance_level: int = field(default=1, kw_only=True)
     query_groups: dict[str, str] = field(default_factory=dict, kw_only=True)
-    keep_per_query: bool = field(default=False, kw_only=True)
+    cutoffs: tuple[int, ...] = field(default=CUTOFFS, kw_only=True)
+    keep_per_query: bool = field(default=True, kw_only=True)
+
+    def __post_init__(self):
+        super().__post_init__()
+        # The benchmark's averages take its own measures, not the standard set reported beside them.
+        self.primary_metrics = self.primary_metrics or tuple(self.measures)
 
     @property
     def paper_queries(self) -> bool:
@@ -151,7 +161,7 @@ class ProximityTask(Task):
             scored = search_run(queries, documents, qrels, similarity=self.similarity)
         else:
             scored = proximity_run(qrels, documents, similarity=self.similarity, score_decimals=self.score_decimals)
-        scores = ranking_metrics(qrels, scored.run, self.measures, relevance_level=self.relevance_level)
+        scores = ranking_metrics(qrels, scored.run, self._measures(), relevance_level=self.relevance_level)
         return self._result(
             scores.mean,
             counts={"queries": scores.num_queries, "candidates": scores.num_candidates},
@@ -176,8 +186,16 @@ class ProximityTask(Task):
         )
         return qrels, {"self_judgements": dropped}
 
+    def _measures(self) -> tuple[str, ...]:
+        """The task's own measures, then the standard set every ranking result reports."""
+        from .ranking import ranking_measures
+
+        return ranking_measures(self.measures, self.cutoffs)
+
     def _details(self, per_query: dict[str, dict[str, float]]) -> dict[str, Any]:
-        details = {}
+        from .ranking import measure_definitions
+
+        details: dict[str, Any] = {"measures": measure_definitions(self.relevance_level, self.cutoffs)}
         if self.keep_per_query:
             details["per_query"] = {
                 query: {m: 100 * float(v) for m, v in values.items()} for query, values in per_query.items()
@@ -223,7 +241,7 @@ class SearchTask(ProximityTask):
             similarity=self.similarity,
             top_k=self.top_k if self.full_corpus else None,
         )
-        scores = ranking_metrics(qrels, scored.run, self.measures, relevance_level=self.relevance_level)
+        scores = ranking_metrics(qrels, scored.run, self._measures(), relevance_level=self.relevance_level)
         return self._result(
             scores.mean,
             counts={"queries": scores.num_queries, "documents": len(self.documents)},
@@ -256,9 +274,9 @@ class ClassificationTask(Task):
         train, test: (paper ids, labels); multi-label labels are lists (indices or multi-hot).
         protocol: a :class:`~sciembed.evaluation.supervised.SupervisedProtocol`.
         few_shot: (sample size, iterations) settings to run as well.
-        keep_predictions: also keep every test paper's label and prediction in ``details["per_paper"]``
-            (``{paper id: [label, predicted]}``; label index lists for multi-label), for paired statistics over
-            test papers (``benchmarks/recipes.py``'s bootstrap intervals).
+        keep_predictions: keep every test paper's label and prediction in ``details["per_paper"]``
+            (``{paper id: [label, predicted]}``; label index lists for multi-label; targets for regression), and each
+            few-shot iteration's scores in ``details["per_fold"]``, for paired statistics (``sciembed compare``).
     """
 
     kind: ClassVar[str] = "classification"
@@ -268,7 +286,7 @@ class ClassificationTask(Task):
     test: tuple[list[str], list[Any]] = field(default=((), ()), kw_only=True)
     protocol: Any = field(default=None, kw_only=True)
     few_shot: tuple[tuple[int, int], ...] = field(default=(), kw_only=True)
-    keep_predictions: bool = field(default=False, kw_only=True)
+    keep_predictions: bool = field(default=True, kw_only=True)
 
     def _arrays(self, documents):
         (train_ids, y_train), (test_ids, y_test) = self.train, self.test
@@ -290,6 +308,10 @@ class ClassificationTask(Task):
         )
         if not self.keep_predictions:
             return self._split(scores)
+        return self._with_predictions(scores)
+
+    def _with_predictions(self, scores: dict[str, Any]) -> TaskScores:
+        """The task's scores, with each test paper's label and prediction in ``details["per_paper"]``."""
         gold, predicted = scores.pop("y_test"), scores.pop("predictions")
         result = self._split(scores)
         plain = (
@@ -300,7 +322,7 @@ class ClassificationTask(Task):
         }
         return result
 
-    def evaluate_few_shot(self, documents, *, n_jobs=-1) -> list[TaskResult]:
+    def evaluate_few_shot(self, documents, *, n_jobs=-1) -> list[TaskScores]:
         """One result per few-shot setting (named ``<task> <N> shot``, as SciRepEval does)."""
         from .supervised import evaluate_few_shot
 
@@ -310,12 +332,15 @@ class ClassificationTask(Task):
             scores = evaluate_few_shot(
                 x_train, y_train, x_test, y_test, self.protocol, size, iterations, n_jobs=n_jobs
             )
+            per_fold = scores.pop("per_fold")
             result = self._split(scores)
+            if self.keep_predictions:
+                result.details["per_fold"] = per_fold
             result.task, result.kind, result.group = f"{self.name} {size} shot", "few_shot", "few-shot"
             results.append(result)
         return results
 
-    def _split(self, scores: dict[str, Any]) -> TaskResult:
+    def _split(self, scores: dict[str, Any]) -> TaskScores:
         metrics = {name: float(scores[name]) for name in self.protocol.metrics}
         counts = {k: int(v) for k, v in scores.items() if k.startswith("num_") or k in ("iterations", "sample_size")}
         details = {k: v for k, v in scores.items() if k not in metrics and k not in counts}
@@ -335,9 +360,15 @@ class RegressionTask(ClassificationTask):
 
         x_train, y_train, x_test, y_test = self._arrays(documents)
         scores = evaluate_regression(
-            x_train, y_train.astype(float), x_test, y_test.astype(float), self.protocol, n_jobs=n_jobs
+            x_train,
+            y_train.astype(float),
+            x_test,
+            y_test.astype(float),
+            self.protocol,
+            n_jobs=n_jobs,
+            keep_predictions=self.keep_predictions,
         )
-        return self._split(scores)
+        return self._with_predictions(scores) if self.keep_predictions else self._split(scores)
 
 
 @dataclass
@@ -355,9 +386,16 @@ class ReviewerMatchingTask(Task):
     reviewer_papers: dict[str, list[str]] = field(default_factory=dict, kw_only=True)
 
     def evaluate(self, documents, queries, *, n_jobs=-1):
-        from .ranking import reviewer_matching_metrics
+        from .ranking import REVIEWER_MEASURES, reviewer_matching_metrics
 
         scores = reviewer_matching_metrics(documents, self.reviewer_papers, self.qrels["hard"], self.qrels["soft"])
+        per_query: dict[str, dict[str, float]] = {}
+        for split, result in (("hard", scores.hard), ("soft", scores.soft)):
+            for query, values in result.per_query.items():
+                per_query.setdefault(query, {}).update({f"{split}_{m}": 100 * float(v) for m, v in values.items()})
+        for values in per_query.values():
+            if len(values) == 2 * len(REVIEWER_MEASURES):  # judged in both splits
+                values["average"] = sum(values.values()) / len(values)
         counts = {
             "queries": scores.hard.num_queries,
             "reviewers": len(self.reviewer_papers),
@@ -366,7 +404,7 @@ class ReviewerMatchingTask(Task):
         skipped = (
             {"candidates_not_reviewers": scores.scored.unknown_candidates} if scores.scored.unknown_candidates else {}
         )
-        return self._result(dict(scores.metrics), counts=counts, skipped=skipped)
+        return self._result(dict(scores.metrics), counts=counts, skipped=skipped, details={"per_query": per_query})
 
 
 @dataclass
