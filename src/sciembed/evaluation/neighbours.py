@@ -333,9 +333,10 @@ def neighbours(
     max_length: int | None = None,
     pooling: str | None = None,
     backend: str = "pytorch",
-    precision: str = "fp32",
+    quantization: str = "fp32",
     trust_remote_code: bool = False,
     show_progress_bar: bool = True,
+    loading: Mapping[str, Any] | None = None,
 ) -> NeighboursResult:
     """The ``k`` nearest neighbours (cosine) of the query papers among all papers of a collection.
 
@@ -363,9 +364,11 @@ def neighbours(
         smart_links: how a SMART collection's ``.X`` lines are read (``cacm`` or ``all``, see
             :func:`~sciembed.data.smart.read_smart_collection`).
         ivf: search an inverted-file index instead of the exact one (large collections).
-        batch_size, device, max_length, pooling, backend, precision, trust_remote_code: how ``model`` is loaded and
-            run (:func:`sciembed.encoders.load_encoder`); it is loaded after the papers and query ids are checked.
+        batch_size, device, max_length, pooling, backend, quantization, trust_remote_code: how ``model`` is loaded
+            and run (:func:`sciembed.encoders.load_encoder`); it is loaded after the papers and query ids are checked.
         show_progress_bar: show progress while embedding.
+        loading: how a model given by name is read from the Hub: ``revision``, ``token``, ``cache_dir``,
+            ``local_files_only``, ``model_kwargs`` (:meth:`~sciembed.PaperEncoder.from_pretrained`).
 
     Raises:
         UnknownQueryError: query ids that are not papers of the collection (a KeyError and a ValueError; the
@@ -427,7 +430,8 @@ def neighbours(
             pooling=pooling,
             trust_remote_code=trust_remote_code,
             backend=backend,
-            precision=precision,
+            quantization=quantization,
+            **dict(loading or {}),
         )
         logger.info("embedding %d papers from %s with %s", len(records), collection.source, encoder.name_or_path)
         vectors = encoder.encode_document(records, batch_size=batch_size, show_progress_bar=show_progress_bar)
@@ -449,20 +453,20 @@ def neighbours(
     )
 
 
-def _encoder(model, *, backend: str, precision: str, **options) -> Encoder:
+def _encoder(model, *, backend: str, quantization: str, **options) -> Encoder:
     if isinstance(model, Encoder):
-        if any(value not in (None, False) for value in options.values()) or (backend, precision) != (
+        if any(value not in (None, False) for value in options.values()) or (backend, quantization) != (
             "pytorch",
             "fp32",
         ):
             raise ValueError(
-                "an encoder holds its own device, max_length, pooling, backend and precision; "
+                "an encoder holds its own device, max_length, pooling, backend, quantization and loading options; "
                 "set them when creating it"
             )
         return model
     from ..encoders import load_encoder
 
-    return load_encoder(model, backend=backend, precision=precision, **options)
+    return load_encoder(model, backend=backend, quantization=quantization, **options)
 
 
 def _check_query_ids(

@@ -370,7 +370,7 @@ def _assemble(folder: Path, output: Path, papers: Papers | Any, shard_size: int,
 
 
 #: Manifest entries that describe a run without deciding its vectors (not compared on resume).
-_INFORMATIONAL = ("model",)
+_INFORMATIONAL = ("model", "revision")
 
 
 def _manifest(encoder: Encoder, papers: Papers | Any, shard_size: int) -> dict[str, Any]:
@@ -381,6 +381,7 @@ def _manifest(encoder: Encoder, papers: Papers | Any, shard_size: int) -> dict[s
             digest.update(str(paper["paper_id"]).encode() + b"\0" + text.encode() + b"\0")
     return {
         "model": encoder.name_or_path,
+        "revision": encoder.revision,
         # What the vectors depend on (weights, config, pooling, length, format), not where the model was read
         # from: the same model given as model/ or model resumes, changed weights at the same path do not.
         "encoder_fingerprint": encoder.fingerprint(),
