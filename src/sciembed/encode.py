@@ -957,8 +957,8 @@ def encode(
         inputs: paper records (``title`` / ``abstract``, see :func:`~sciembed.data.papers.paper_text`)
             or ready-made texts: one, or a list, tuple, generator or pandas DataFrame of them (its rows); checked
             before a model is loaded (:func:`~sciembed.data.papers.paper_inputs`).
-        batch_size, show_progress_bar, convert_to_numpy, convert_to_tensor, normalize_embeddings, precision, ranges,
-            calibration_embeddings: see :meth:`Encoder.encode`.
+        batch_size, show_progress_bar, convert_to_numpy, convert_to_tensor: see :meth:`Encoder.encode`.
+        normalize_embeddings, precision, ranges, calibration_embeddings: see :meth:`Encoder.encode`.
         tokenizer, max_length, device, pooling, normalize, task_format, domain, backend, quantization: see
             :class:`PaperEncoder` (an encoder already holds them, so they must be left unset with one).
         trust_remote_code, revision, token, cache_dir, local_files_only, model_kwargs: how a model given by name is
