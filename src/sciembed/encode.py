@@ -289,10 +289,7 @@ class Encoder(ABC):
     ) -> str:
         """Save, export and upload the encoder through ``sciembed push``'s path; returns the commit URL.
 
-        The folder is written by :meth:`save_pretrained`, made Hub-ready and checked by
-        :func:`sciembed.hub.export.export_model` (model card, safetensors, a load in a fresh process), and uploaded by
-        :func:`sciembed.hub.push.push_folder` (no upload with ``HF_HUB_OFFLINE`` set, nor of files an export does not
-        write, nor of code that is not sciembed's own without ``trust_remote_code``).
+        See :func:`sciembed.hub.push.push_encoder`, which this calls with the same arguments.
 
         Args:
             repo_id: ``ORG/NAME``.
@@ -304,30 +301,19 @@ class Encoder(ABC):
             validate: load the exported folder in a fresh process before uploading.
             api: an ``HfApi`` (default: a new one).
         """
-        import tempfile
+        from .hub.push import push_encoder  # publishing sits above encoders: imported on use (tests/test_layout.py)
 
-        from .hub.export import export_model
-        from .hub.push import push_folder
-
-        with tempfile.TemporaryDirectory(prefix="sciembed-push-") as scratch:
-            saved = self.save_pretrained(Path(scratch) / "model")
-            report = export_model(
-                saved,
-                Path(scratch) / "hub",
-                repo_id=repo_id,
-                license=license,
-                validate=validate,
-                trust_remote_code=trust_remote_code,
-            )
-            return push_folder(
-                report.folder,
-                repo_id,
-                api=api,
-                private=private,
-                commit_message=commit_message,
-                token=token,
-                trust_remote_code=trust_remote_code,
-            )
+        return push_encoder(
+            self,
+            repo_id,
+            private=private,
+            commit_message=commit_message,
+            token=token,
+            license=license,
+            trust_remote_code=trust_remote_code,
+            validate=validate,
+            api=api,
+        )
 
     @property
     def default_batch_size(self) -> int:
@@ -530,49 +516,52 @@ class PaperEncoder(Encoder):
         name, resolved = resolve_model(
             given, revision=revision, token=token, cache_dir=cache_dir, local_files_only=local_files_only
         )
-        loading = _model_kwargs(model_kwargs)
-        if (Path(name) / ENSEMBLE_FILE).is_file():
-            # Ensembles sit a layer above this module (sciembed.encoders.ensemble imports it, not the other way).
-            raise ValueError(f"{name} is an ensemble ({ENSEMBLE_FILE}): load it with sciembed.encoders.load_encoder")
-        # Code, window (unless one is given) and weights, before anything of the checkpoint runs or loads.
-        cls.check_checkpoint(name, trust_remote_code=trust_remote_code, window=kwargs.get("max_length") is None)
-        sentence_transformers = _has_sentence_transformers_modules(name)
-        if sentence_transformers and _format_routes_at_root(name):
-            # An exported multi-format model: its root is the model folder, read with sciembed's own classes (not the
-            # copies of them it ships for sentence-transformers) in the embedding its routes give.
-            spec = base_embedding(name)
-            kwargs = {**kwargs, "normalize": spec.normalize or bool(kwargs.get("normalize"))}
-            kwargs["pooling"] = kwargs.get("pooling") or spec.pooling
-            kwargs["max_length"] = kwargs.get("max_length") or spec.max_length
-        elif kwargs.get("pooling") is None and sentence_transformers:
-            from sentence_transformers import SentenceTransformer
-
-            trusted = trust_remote_code or _only_sciembed_code(name)
-            with _load_errors_named(name):
-                model = SentenceTransformer(
-                    name, device=str(device) if device else None, trust_remote_code=trusted, model_kwargs=loading
+        with _named_as(given, name):  # a Hub snapshot's errors name the Hub id
+            loading = _model_kwargs(model_kwargs)
+            if (Path(name) / ENSEMBLE_FILE).is_file():
+                # Ensembles sit a layer above this module (sciembed.encoders.ensemble imports it, not the other way).
+                raise ValueError(
+                    f"{name} is an ensemble ({ENSEMBLE_FILE}): load it with sciembed.encoders.load_encoder"
                 )
-            if Path(name).is_dir():
-                load_format_modules(model.transformers_model, name)
-            return cls(model, device=device, **kwargs)._loaded_from(given, name, resolved)
-        from transformers import AutoModel, AutoTokenizer
+            # Code, window (unless one is given) and weights, before anything of the checkpoint runs or loads.
+            cls.check_checkpoint(name, trust_remote_code=trust_remote_code, window=kwargs.get("max_length") is None)
+            sentence_transformers = _has_sentence_transformers_modules(name)
+            if sentence_transformers and _format_routes_at_root(name):
+                # An exported multi-format model: its root is the model folder, read with sciembed's own classes (not
+                # the copies of them it ships for sentence-transformers) in the embedding its routes give.
+                spec = base_embedding(name)
+                kwargs = {**kwargs, "normalize": spec.normalize or bool(kwargs.get("normalize"))}
+                kwargs["pooling"] = kwargs.get("pooling") or spec.pooling
+                kwargs["max_length"] = kwargs.get("max_length") or spec.max_length
+            elif kwargs.get("pooling") is None and sentence_transformers:
+                from sentence_transformers import SentenceTransformer
 
-        if kwargs.get("max_length") is None and sentence_transformers:
-            # Read as a plain transformer with another pooling, a sentence-transformers model keeps its own length.
-            kwargs["max_length"] = base_embedding(name).max_length
-            logger.info(
-                "%s: pooling %s over its transformer, at its sentence-transformers max_seq_length %s",
-                name,
-                kwargs.get("pooling"),
-                kwargs["max_length"] or "(unset: the model's limit)",
-            )
-        with _load_errors_named(name):
-            model = AutoModel.from_pretrained(name, trust_remote_code=trust_remote_code, **loading)
-            if trust_remote_code and kwargs.get("tokenizer") is None:  # a tokenizer may be the model's code too
-                kwargs["tokenizer"] = AutoTokenizer.from_pretrained(name, trust_remote_code=True)
-        if Path(name).is_dir():
-            load_format_modules(model, name)
-        return cls(model, device=device, **kwargs)._loaded_from(given, name, resolved)
+                trusted = trust_remote_code or _only_sciembed_code(name)
+                with _load_errors_named(name):
+                    model = SentenceTransformer(
+                        name, device=str(device) if device else None, trust_remote_code=trusted, model_kwargs=loading
+                    )
+                if Path(name).is_dir():
+                    load_format_modules(model.transformers_model, name)
+                return cls(model, device=device, **kwargs)._loaded_from(given, name, resolved)
+            from transformers import AutoModel, AutoTokenizer
+
+            if kwargs.get("max_length") is None and sentence_transformers:
+                # Read as a plain transformer with another pooling, a sentence-transformers model keeps its own length.
+                kwargs["max_length"] = base_embedding(name).max_length
+                logger.info(
+                    "%s: pooling %s over its transformer, at its sentence-transformers max_seq_length %s",
+                    name,
+                    kwargs.get("pooling"),
+                    kwargs["max_length"] or "(unset: the model's limit)",
+                )
+            with _load_errors_named(name):
+                model = AutoModel.from_pretrained(name, trust_remote_code=trust_remote_code, **loading)
+                if trust_remote_code and kwargs.get("tokenizer") is None:  # a tokenizer may be the model's code too
+                    kwargs["tokenizer"] = AutoTokenizer.from_pretrained(name, trust_remote_code=True)
+            if Path(name).is_dir():
+                load_format_modules(model, name)
+            return cls(model, device=device, **kwargs)._loaded_from(given, name, resolved)
 
     def save_pretrained(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Save the model, tokenizer, embedding settings and calibrated ranges as a folder that
@@ -1390,6 +1379,23 @@ def resolve_model(
             f"({why}, so it cannot be downloaded)"
         ) from None
     return folder, _snapshot_commit(Path(folder))
+
+
+@contextlib.contextmanager
+def _named_as(given: str, folder: str):
+    """Errors about the Hub snapshot ``folder`` told with the Hub id ``given`` the user wrote, as when it was read
+    from the Hub: "the Hub repository org/name", "org/name/config.json"."""
+    if folder == given:
+        yield
+        return
+    try:
+        yield
+    except (ValueError, OSError) as error:
+        message = str(error).replace(f"the folder {folder}", f"the Hub repository {given}").replace(folder, given)
+        if message == str(error):
+            raise
+        error.args = (message,)
+        raise error.with_traceback(None) from None
 
 
 def _looks_local(name: str) -> bool:
