@@ -106,8 +106,9 @@ def test_push_to_hub_goes_through_the_export_and_its_checks(tiny_encoder, monkey
     assert {"README.md", "config.json", "model.safetensors", "modules.json"} <= set(api.allowed)
 
 
-def test_a_revision_is_resolved_to_its_commit_and_recorded(hub_cache, scidocs_folder):  # noqa: F811
+def test_a_revision_is_resolved_to_its_commit_and_recorded(hub_cache, scidocs_folder, tmp_path):  # noqa: F811
     from sciembed.evaluation import evaluate
+    from sciembed.hub.export import export_model
 
     encoder = PaperEncoder.from_pretrained("org/tiny", revision="main", cache_dir=hub_cache, device="cpu")
     assert encoder.revision == COMMIT and encoder.name_or_path == "org/tiny"
@@ -116,6 +117,9 @@ def test_a_revision_is_resolved_to_its_commit_and_recorded(hub_cache, scidocs_fo
     loading = {"revision": COMMIT, "cache_dir": hub_cache, "local_files_only": True}
     report = evaluate("org/tiny", "scidocs", scidocs_folder, tasks=["cite"], use_cache=False, loading=loading)
     assert report.to_dict()["settings"]["revision"] == COMMIT
+    saved = snapshot.save_pretrained(tmp_path / "saved")
+    card = export_model(saved, tmp_path / "out", evaluations=[report.to_dict()], validate=False)
+    assert f"model revision `{COMMIT}`" in (card.folder / "README.md").read_text()
     with pytest.raises(
         FileNotFoundError, match=f"no copy of a Hub model of that id at revision v2 in the Hub cache {hub_cache}"
     ):
