@@ -42,7 +42,7 @@ def check_precision(precision: Any) -> None:
         return
     hint = (
         "; the precision of the ONNX model's weights is quantization= (--onnx-quantization)"
-        if precision in ("fp32", "int8_weights")
+        if precision == "fp32"
         else ""
     )
     raise ValueError(f"precision must be one of {', '.join(OUTPUT_PRECISIONS)}, got {precision!r}{hint}")
