@@ -109,9 +109,12 @@ def test_push_to_hub_goes_through_the_export_and_its_checks(tiny_encoder, monkey
 def test_a_revision_is_resolved_to_its_commit_and_recorded(hub_cache, scidocs_folder, tmp_path):  # noqa: F811
     from sciembed.evaluation import evaluate
     from sciembed.hub.export import export_model
+    from sciembed.jobs.embed import embed_to_file
 
     encoder = PaperEncoder.from_pretrained("org/tiny", revision="main", cache_dir=hub_cache, device="cpu")
     assert encoder.revision == COMMIT and encoder.name_or_path == "org/tiny"
+    embedded = embed_to_file(encoder, [{"paper_id": "1", "title": "graphs"}], tmp_path / "v.npy")
+    assert (embedded.model, embedded.revision) == ("org/tiny", COMMIT)
     snapshot = PaperEncoder.from_pretrained(hub_cache / "models--org--tiny" / "snapshots" / COMMIT, device="cpu")
     assert snapshot.revision == COMMIT
     loading = {"revision": COMMIT, "cache_dir": hub_cache, "local_files_only": True}

@@ -67,6 +67,8 @@ class EmbedReport:
         skipped: the records of the input file that were skipped (``skip_invalid``).
         encoded_papers: papers this process encoded (those of its shards that an earlier run had not finished).
         seconds: wall-clock time of the run in this process, reading the input and writing the output included.
+        model: the encoder's name (:attr:`~sciembed.Encoder.name_or_path`).
+        revision: the Hub commit of the model (:attr:`~sciembed.Encoder.revision`; ``None`` for a local folder).
     """
 
     output: Path
@@ -81,6 +83,8 @@ class EmbedReport:
     skipped: list[PaperProblem] = field(default_factory=list)
     encoded_papers: int = 0
     seconds: float = 0.0
+    model: str | None = None
+    revision: str | list[str | None] | None = None
 
     def summary(self) -> str:
         """One line on what this process did: papers embedded, seconds, papers per second and the output."""
@@ -244,6 +248,8 @@ def embed_to_file(
         skipped,
         encoded_papers,
         time.perf_counter() - started,
+        encoder.name_or_path,
+        encoder.revision,
     )
     logger.info("%s", report.summary())
     return report
