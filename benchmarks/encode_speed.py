@@ -200,7 +200,7 @@ def main() -> None:
         except Exception as error:  # reported in the JSON: the peer's backend did not load here
             st_onnx_status = {"loaded": False, "error": f"{type(error).__name__}: {error}"[:500]}
         if verdict.passed:
-            int8 = onnx.with_precision("int8")
+            int8 = onnx.with_quantization("int8")
             runs["sciembed_onnx_int8"] = lambda n: int8.encode(
                 papers[:n], batch_size=args.batch_size, show_progress_bar=False
             )

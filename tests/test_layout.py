@@ -23,7 +23,7 @@ LAYERS = (
     ),
     ("encoders", ("sciembed.encoders",)),
     ("encode", ("sciembed.encode", "sciembed.onnx_backend")),
-    ("formats / data", ("sciembed.formats", "sciembed.data", "sciembed.checkpoints")),
+    ("formats / data", ("sciembed.formats", "sciembed.data", "sciembed.checkpoints", "sciembed.saving")),
     (
         "families / io",
         (
@@ -34,10 +34,17 @@ LAYERS = (
             "sciembed.default_model",
             "sciembed.distributed",
             "sciembed.logs",
+            "sciembed.quantization",
+            "sciembed.similarity",
         ),
     ),
     ("modeling", ("sciembed.modeling",)),
 )
+
+
+#: Imports that go up on purpose, made inside the one function that needs them: ``Encoder.push_to_hub`` publishes
+#: through the hub layer's checks, as ``sciembed push`` does.
+UPWARD_ON_USE = {("sciembed.encode", "sciembed.hub.push")}
 
 
 @functools.cache
@@ -89,7 +96,10 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
 @functools.cache
 def _graph() -> dict[str, set[str]]:
     modules = _modules()
-    return {name: _imports(name, path, modules) for name, path in modules.items()}
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    for source, target in UPWARD_ON_USE:
+        graph[source].discard(target)
+    return graph
 
 
 def _layer(module: str) -> int | None:

@@ -161,8 +161,8 @@ def test_what_cannot_be_exported_is_named(tiny_bert, tmp_path, monkeypatch):
 def test_onnx_runs_on_cpu_only(tiny_bert):
     with pytest.raises(ValueError, match="the ONNX backend runs on CPU"):
         sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cuda", backend="onnx")
-    with pytest.raises(ValueError, match="precision 'int8' needs backend='onnx'"):
-        sciembed.PaperEncoder.from_pretrained(tiny_bert, precision="int8")
+    with pytest.raises(ValueError, match="quantization 'int8' needs backend='onnx'"):
+        sciembed.PaperEncoder.from_pretrained(tiny_bert, quantization="int8")
 
 
 def test_int8_is_refused_until_its_gate_passes(tiny_bert, tmp_path):
@@ -170,7 +170,7 @@ def test_int8_is_refused_until_its_gate_passes(tiny_bert, tmp_path):
 
     cacm = shared_data("cacm")
     unchecked = sciembed.PaperEncoder.from_pretrained(
-        tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=tmp_path / "unchecked"
+        tiny_bert, device="cpu", backend="onnx", quantization="int8", onnx_cache=tmp_path / "unchecked"
     )
     with pytest.raises(ValueError, match="int8 for .* is refused: it has not been checked"):
         unchecked.encode(TEXTS, show_progress_bar=False)
@@ -179,7 +179,7 @@ def test_int8_is_refused_until_its_gate_passes(tiny_bert, tmp_path):
     # (The gate is the first use of this cache: it exports, outside encode's inference mode.)
     cache = tmp_path / "gated"
     int8 = sciembed.PaperEncoder.from_pretrained(
-        tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=cache
+        tiny_bert, device="cpu", backend="onnx", quantization="int8", onnx_cache=cache
     )
     failed = check_int8(int8, cacm, tolerance=-1.0, show_progress_bar=False)
     assert (
@@ -187,7 +187,7 @@ def test_int8_is_refused_until_its_gate_passes(tiny_bert, tmp_path):
     )  # int8 is not fp32
     assert failed.skipped_records == 1  # CACM's broken record, counted
     refused = sciembed.PaperEncoder.from_pretrained(
-        tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=cache
+        tiny_bert, device="cpu", backend="onnx", quantization="int8", onnx_cache=cache
     )
     with pytest.raises(ValueError, match="it failed its quality gate \\(cite MAP .* more than -1.0 points\\)"):
         refused.encode(TEXTS, show_progress_bar=False)
@@ -204,7 +204,7 @@ def test_int8_is_refused_until_its_gate_passes(tiny_bert, tmp_path):
     # Once passed, int8 loads, and scores as the gate found, within the gate's own tolerance: int8 activations are
     # quantised per batch, and evaluate batches the (deduplicated) texts differently from the gate.
     gated = sciembed.PaperEncoder.from_pretrained(
-        tiny_bert, device="cpu", backend="onnx", precision="int8", onnx_cache=cache
+        tiny_bert, device="cpu", backend="onnx", quantization="int8", onnx_cache=cache
     )
     report = sciembed.evaluation.evaluate(
         gated, "cacm", cacm, tasks=["cite"], use_cache=False, skip_invalid=True, show_progress_bar=False
@@ -292,14 +292,14 @@ def test_cli_embeds_and_evaluates_with_onnx(tiny_bert, tmp_path, monkeypatch, ca
         "onnx",
     ]
     assert main([*embed, "--int8-check-set", str(cacm)]) == 2 and "--int8-check-set checks int8" in caplog.text
-    assert main([*embed, "--precision", "int8"]) == 2 and "is refused: it has not been checked" in caplog.text
+    assert main([*embed, "--onnx-quantization", "int8"]) == 2 and "is refused: it has not been checked" in caplog.text
     # With the gate run first, int8 embeds exactly when its verdict (kept with the export) is a pass.
-    code = main([*embed, "--precision", "int8", "--int8-check-set", str(cacm)])
+    code = main([*embed, "--onnx-quantization", "int8", "--int8-check-set", str(cacm)])
     verdict = json.loads(next((tmp_path / "cache" / "onnx").glob("*/int8_gate.json")).read_text())
     assert verdict["tolerance"] == 0.5 and verdict["passed"] == (verdict["map_drop"] <= 0.5)
     assert code == (0 if verdict["passed"] else 2) and (tmp_path / "int8.npy").exists() == verdict["passed"]
     if not verdict["passed"]:
-        assert "int8 refused for" in caplog.text and "use --precision fp32" in caplog.text
+        assert "int8 refused for" in caplog.text and "use --onnx-quantization fp32" in caplog.text
 
 
 def test_export_adds_the_onnx_model_sentence_transformers_loads(tiny_st_base, tiny_bert, tmp_path, caplog):

@@ -37,7 +37,12 @@ from .formats import activate_format, load_format_modules, model_formats
 from .formats.embedding import FAMILY_POOLING, POOLINGS, pool  # noqa: F401  (encode's API too)
 from .formats.names import DOCUMENT_FORMAT, QUERY_FORMAT  # noqa: F401  (encode's API too)
 from .io import broken_link, check_finite
-from .onnx_backend import BACKENDS, Backend, OnnxBackend, Precision
+from .logs import progress_enabled
+from .onnx_backend import BACKENDS, Backend, OnnxBackend, Quantization
+from .quantization import OutputPrecision, calibration_ranges, check_precision, load_ranges, quantize
+from .similarity import SimilarityName, check_similarity_name
+from .similarity import similarity as _similarity
+from .similarity import similarity_pairwise as _similarity_pairwise
 from .truncation import cut_texts
 
 if TYPE_CHECKING:
@@ -80,8 +85,9 @@ class Encoder(ABC):
 
     Every encoder sets ``tokenizer``, ``device``, ``max_length``, ``pooling``, ``normalize``, ``facets``,
     ``forward_options`` (the keyword arguments its forward pass gets, such as ``task_format``), ``backend``
-    (``pytorch`` or ``onnx``) and ``precision`` (``fp32`` or ``int8``). It embeds a list of papers in ``_encode``;
-    :meth:`encode` turns what users give (one text, a generator, a DataFrame, ...) into that list first.
+    (``pytorch`` or ``onnx``) and ``quantization`` (``fp32``, or ``int8`` for the ONNX model's quantised weights).
+    It embeds a list of papers in ``_encode``; :meth:`encode` turns what users give (one text, a generator, a
+    DataFrame, ...) into that list first, and the vectors into what was asked for (a tensor, int8, bits, ...).
     """
 
     tokenizer: PreTrainedTokenizerBase
@@ -92,7 +98,11 @@ class Encoder(ABC):
     facets: bool
     forward_options: dict[str, Any]
     backend: str
-    precision: str
+    quantization: str
+    #: The Hub commit the model was loaded at; ``None`` for a local folder outside the Hub cache or a model given
+    #: in Python (see :meth:`PaperEncoder.from_pretrained`).
+    revision: str | list[str | None] | None = None
+    _similarity_fn_name: str | None = None
 
     @property
     @abstractmethod
@@ -114,29 +124,60 @@ class Encoder(ABC):
 
     def encode(
         self,
-        papers: Papers,
+        inputs: Papers,
         *,
         batch_size: int | None = None,
-        show_progress_bar: bool = True,
+        show_progress_bar: bool | None = None,
+        convert_to_numpy: bool = True,
+        convert_to_tensor: bool = False,
+        normalize_embeddings: bool = False,
+        precision: OutputPrecision = "float32",
+        ranges: np.ndarray | None = None,
+        calibration_embeddings: np.ndarray | None = None,
         progress_desc: str = "Encoding",
-    ) -> np.ndarray:
-        """Embed ``papers`` (records, or texts as they are), in input order.
+    ) -> Any:
+        """Embed ``inputs`` (paper records, or texts as they are), in input order, as sentence-transformers does.
 
         Args:
-            papers: one text or one paper record, embedded as one vector ``(dim,)``; or a list, tuple, generator or
+            inputs: one text or one paper record, embedded as one vector ``(dim,)``; or a list, tuple, generator or
                 pandas DataFrame of them (its rows), embedded as ``(n, dim)``
                 (:func:`~sciembed.data.papers.paper_inputs`).
             batch_size: texts per forward pass (default: :attr:`default_batch_size`).
-            show_progress_bar: show a tqdm bar over the papers.
+            show_progress_bar: show a tqdm bar over the papers; ``None`` shows it when the ``sciembed`` logger is at
+                INFO or lower.
+            convert_to_numpy: return a numpy array (``False``: a list of tensors, one per input).
+            convert_to_tensor: return one ``torch.Tensor`` (takes precedence over ``convert_to_numpy``).
+            normalize_embeddings: scale each vector to length 1 (before any quantization).
+            precision: ``float32``, ``int8``, ``uint8``, ``binary`` or ``ubinary`` (:mod:`sciembed.quantization`).
+            ranges: int8 / uint8: the ``(2, dim)`` per-dimension minima and maxima (default: those stored by
+                :meth:`calibrate`, else read from ``calibration_embeddings``, else from the vectors themselves).
+            calibration_embeddings: int8 / uint8 without ``ranges``: float vectors to read the ranges from.
             progress_desc: the bar's label.
 
         Raises:
-            TypeError: ``papers`` is none of these (bytes, a number, ``None``, a set, ...), naming what was given.
+            TypeError: ``inputs`` is none of these (bytes, a number, ``None``, a set, ...), naming what was given.
+            ValueError: an unknown ``precision``, named before anything is embedded.
         """
-        items, single = paper_inputs(papers)
+        check_precision(precision)
+        items, single = paper_inputs(inputs)
         vectors = self._encode(
-            items, batch_size=batch_size, show_progress_bar=show_progress_bar, progress_desc=progress_desc
+            items,
+            batch_size=batch_size,
+            show_progress_bar=progress_enabled(show_progress_bar),
+            progress_desc=progress_desc,
         )
+        if normalize_embeddings:
+            norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+            vectors = (vectors / np.clip(norms, 1e-12, None)).astype(np.float32)
+        if precision != "float32":
+            if ranges is None and calibration_embeddings is None:
+                ranges = self.quantization_ranges.get(self._ranges_key)
+            vectors = quantize(vectors, precision, ranges=ranges, calibration_embeddings=calibration_embeddings)
+        if convert_to_tensor or not convert_to_numpy:
+            import torch
+
+            tensor = torch.from_numpy(np.ascontiguousarray(vectors))
+            vectors = tensor if convert_to_tensor else list(tensor)
         return vectors[0] if single else vectors
 
     @abstractmethod
@@ -149,6 +190,132 @@ class Encoder(ABC):
         progress_desc: str,
     ) -> np.ndarray:
         """Embed the list ``papers`` (records, or texts as they are) as ``(len(papers), ...)``, in input order."""
+
+    @property
+    def quantization_ranges(self) -> dict[str, np.ndarray]:
+        """Calibrated int8 / uint8 ranges per task format (``""``: the default format), shared by format copies.
+
+        :meth:`calibrate` sets them, :meth:`PaperEncoder.save_pretrained` stores them beside the model
+        (:data:`sciembed.quantization.RANGES_FILE`) and :meth:`PaperEncoder.from_pretrained` reads them back.
+        """
+        return self.__dict__.setdefault("_quantization_ranges", {})
+
+    @property
+    def _ranges_key(self) -> str:
+        return str(self.forward_options.get("task_format") or "")
+
+    def calibrate(self, papers: Papers, *, normalize_embeddings: bool = False, **kwargs: Any) -> np.ndarray:
+        """Read int8 / uint8 ranges from the float vectors of ``papers`` and keep them for this task format.
+
+        Args:
+            papers: papers representative of those to quantize (at least two).
+            normalize_embeddings: calibrate unit vectors, for ``encode(..., normalize_embeddings=True)``.
+            kwargs: further :meth:`encode` options (``batch_size``, ``show_progress_bar``).
+
+        Returns:
+            The ``(2, dim)`` ranges, also kept in :attr:`quantization_ranges`.
+        """
+        vectors = self.encode(papers, normalize_embeddings=normalize_embeddings, **kwargs)
+        ranges = calibration_ranges(np.atleast_2d(vectors))
+        self.quantization_ranges[self._ranges_key] = ranges
+        return ranges
+
+    @property
+    def similarity_fn_name(self) -> SimilarityName:
+        """The similarity :meth:`similarity` computes: the model's own (a sentence-transformers model's config), else
+        ``cosine``. It can be set to ``cosine``, ``dot``, ``euclidean`` or ``manhattan``."""
+        if self._similarity_fn_name is None:
+            self._similarity_fn_name = check_similarity_name(self._model_similarity_fn_name())
+        return self._similarity_fn_name
+
+    @similarity_fn_name.setter
+    def similarity_fn_name(self, name: SimilarityName) -> None:
+        self._similarity_fn_name = check_similarity_name(name)
+
+    def _model_similarity_fn_name(self) -> str:
+        return "cosine"
+
+    def similarity(self, embeddings1: Any, embeddings2: Any) -> torch.Tensor:
+        """Scores of every vector of ``embeddings1`` against every one of ``embeddings2`` (:attr:`similarity_fn_name`).
+
+        Args:
+            embeddings1: vectors ``(n, dim)`` or one ``(dim,)``, numpy or torch.
+            embeddings2: vectors ``(m, dim)`` or one ``(dim,)``.
+
+        Returns:
+            A float32 tensor ``(n, m)``.
+        """
+        return _similarity(embeddings1, embeddings2, self.similarity_fn_name)
+
+    def similarity_pairwise(self, embeddings1: Any, embeddings2: Any) -> torch.Tensor:
+        """The score of each vector of ``embeddings1`` with that row of ``embeddings2`` (:attr:`similarity_fn_name`).
+
+        Args:
+            embeddings1: vectors ``(n, dim)`` or one ``(dim,)``.
+            embeddings2: vectors of the same shape.
+
+        Returns:
+            A float32 tensor ``(n,)``.
+        """
+        return _similarity_pairwise(embeddings1, embeddings2, self.similarity_fn_name)
+
+    def get_embedding_dimension(self) -> int:
+        """The size of the vectors :meth:`encode` returns (measured once on a short text)."""
+        if "_dimension" not in self.__dict__:
+            self.__dict__["_dimension"] = int(self.encode("dimension", show_progress_bar=False).shape[-1])
+        return self.__dict__["_dimension"]
+
+    def save_pretrained(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Save the encoder as a folder that :meth:`PaperEncoder.from_pretrained` loads as the same encoder.
+
+        Args:
+            path: the folder to write; it appears whole or not at all.
+            overwrite: replace a folder that is there (refused otherwise).
+
+        Raises:
+            ValueError: this kind of encoder has no folder of its own (the message names what to save instead).
+        """
+        raise ValueError(f"a {type(self).__name__} has no model folder of its own; save the encoder it is built on")
+
+    def push_to_hub(
+        self,
+        repo_id: str,
+        *,
+        private: bool = False,
+        commit_message: str | None = None,
+        token: str | None = None,
+        license: str = "apache-2.0",
+        trust_remote_code: bool = False,
+        validate: bool = True,
+        api: Any = None,
+    ) -> str:
+        """Save, export and upload the encoder through ``sciembed push``'s path; returns the commit URL.
+
+        See :func:`sciembed.hub.push.push_encoder`, which this calls with the same arguments.
+
+        Args:
+            repo_id: ``ORG/NAME``.
+            private: create the repository private.
+            commit_message: default ``"Upload <model_type> model with sciembed"``.
+            token: a Hub token (default: the one ``hf auth login`` stored).
+            license: the model card's licence.
+            trust_remote_code: publish code the folder holds or names that is not sciembed's own.
+            validate: load the exported folder in a fresh process before uploading.
+            api: an ``HfApi`` (default: a new one).
+        """
+        from .hub.push import push_encoder  # publishing sits above encoders: imported on use (tests/test_layout.py)
+
+        return push_encoder(
+            self,
+            repo_id,
+            private=private,
+            commit_message=commit_message,
+            token=token,
+            license=license,
+            trust_remote_code=trust_remote_code,
+            validate=validate,
+            api=api,
+        )
 
     @property
     def default_batch_size(self) -> int:
@@ -171,7 +338,7 @@ class Encoder(ABC):
             for index, paper in enumerate(items)
         ]
 
-    def encode_query(self, queries: Papers, **kwargs: Any) -> np.ndarray:
+    def encode_query(self, queries: Papers, **kwargs: Any) -> Any:
         """Embed search queries: in the ``adhoc_query`` format when the model has one (SciRepEval's
         ``[QRY]``, SPECTER2's query adapter), else as any text. One query gives one vector; ``kwargs`` as for
         :meth:`encode`."""
@@ -179,7 +346,7 @@ class Encoder(ABC):
         vectors = self._in_format(QUERY_FORMAT).encode(items, **kwargs)
         return vectors[0] if single else vectors
 
-    def encode_document(self, papers: Papers, **kwargs: Any) -> np.ndarray:
+    def encode_document(self, papers: Papers, **kwargs: Any) -> Any:
         """Embed search candidates: in the ``proximity`` format when the model has one, else as any
         paper. One paper gives one vector; ``kwargs`` as for :meth:`encode`."""
         return self._in_format(DOCUMENT_FORMAT).encode(papers, **kwargs)
@@ -210,9 +377,11 @@ class PaperEncoder(Encoder):
             output holds ``cls_embeddings`` (Multi2SPEModel); :meth:`encode` then returns ``(n, K, dim)``.
         backend: ``"pytorch"`` (default) or ``"onnx"``: the same batches run by ONNX Runtime on CPU, from an
             export of this encoder made once and cached (:mod:`sciembed.onnx_backend`; needs ``sciembed[onnx]``).
-        precision: ``"fp32"`` (default) or, with the ONNX backend, ``"int8"`` (dynamically quantised weights;
-            refused until :func:`sciembed.evaluation.int8_gate.check_int8` has passed it).
+        quantization: the ONNX model's weights: ``"fp32"`` (default) or ``"int8"`` (dynamically quantised; refused
+            until :func:`sciembed.evaluation.int8_gate.check_int8` has passed it). The vectors' own precision is
+            :meth:`encode`'s ``precision``.
         onnx_cache: where ONNX exports are kept (default ``onnx/`` in :func:`sciembed.io.default_cache_dir`).
+        precision: not taken here; refused with the name of ``quantization``, its name for the ONNX weights.
     """
 
     def __init__(
@@ -228,15 +397,17 @@ class PaperEncoder(Encoder):
         domain: str | None = None,
         facets: bool = False,
         backend: Backend = "pytorch",
-        precision: Precision = "fp32",
+        quantization: Quantization = "fp32",
         onnx_cache: str | os.PathLike[str] | None = None,
+        precision: Any = None,
     ):
         import torch
 
+        refuse_weight_precision(precision)
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        if precision != "fp32" and backend != "onnx":
-            raise ValueError(f"precision {precision!r} needs backend='onnx'")
+        if quantization != "fp32" and backend != "onnx":
+            raise ValueError(f"quantization {quantization!r} needs backend='onnx'")
         if backend == "onnx" and device is not None and torch.device(device).type != "cpu":
             raise ValueError(f"the ONNX backend runs on CPU; device {device!r} is for backend='pytorch'")
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() and backend == "pytorch" else "cpu"))
@@ -291,7 +462,13 @@ class PaperEncoder(Encoder):
             )
         self.facets = facets
         self.backend = backend
-        self._onnx = OnnxBackend(precision, onnx_cache) if backend == "onnx" else None
+        if backend == "onnx" and any(p.dtype != torch.float32 for p in self.model.parameters()):
+            raise ValueError(
+                f"{self.name_or_path}: the ONNX backend exports float32 weights; load the model without a dtype "
+                "(model_kwargs / --dtype) for backend='onnx'"
+            )
+        self._onnx = OnnxBackend(quantization, onnx_cache) if backend == "onnx" else None
+        self.__dict__.setdefault("_quantization_ranges", {})  # shared with this encoder's format copies
 
     @classmethod
     def from_pretrained(
@@ -300,9 +477,31 @@ class PaperEncoder(Encoder):
         *,
         trust_remote_code: bool = False,
         device: str | torch.device | None = None,
+        revision: str | None = None,
+        token: str | bool | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        local_files_only: bool = False,
+        model_kwargs: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> PaperEncoder:
         """Load a model by Hub id or local path (default: the embedded all-MiniLM-L6-v2).
+
+        Args:
+            name_or_path: a local model folder or a Hub id.
+            trust_remote_code: let the checkpoint run code that is not sciembed's own.
+            device: ``"cpu"``, ``"cuda"``, ...; defaults to CUDA when available.
+            revision: a Hub id's branch, tag or commit (default: ``main``); refused for a local folder.
+            token: a Hub token for private repositories (default: the one ``hf auth login`` stored).
+            cache_dir: the Hub cache to download to and read from (default: ``HF_HUB_CACHE``).
+            local_files_only: read a Hub id from the cache only, never downloading.
+            model_kwargs: keyword arguments of transformers' ``from_pretrained``, such as ``torch_dtype``
+                (``"bfloat16"``, ``torch.float16``, ...); the vectors are float32 whatever the dtype.
+            kwargs: those of :class:`PaperEncoder`.
+
+        A Hub id is resolved to a commit in the Hub cache first (downloaded unless ``local_files_only`` or
+        ``HF_HUB_OFFLINE``; other frameworks' weights are left out); every check and load then reads that folder, and
+        the commit is the encoder's :attr:`~Encoder.revision`. A local folder has ``revision`` ``None``, unless it is
+        a snapshot folder of the Hub cache (``.../snapshots/<commit>``), whose commit it is.
 
         A folder or Hub repository with a sentence-transformers ``modules.json`` loads as a
         ``SentenceTransformer``; anything else with ``AutoModel`` / ``AutoTokenizer``. Hub ids go to
@@ -315,49 +514,106 @@ class PaperEncoder(Encoder):
         (:func:`sciembed.formats.load_format_modules`). A folder holding ``sciembed_ensemble.json`` is an
         ensemble: :func:`sciembed.encoders.load_encoder` loads either kind.
         """
-        name = str(name_or_path) if name_or_path is not None else default_model_path()
-        check_model_location(name)
-        if (Path(name) / ENSEMBLE_FILE).is_file():
-            # Ensembles sit a layer above this module (sciembed.encoders.ensemble imports it, not the other way).
-            raise ValueError(f"{name} is an ensemble ({ENSEMBLE_FILE}): load it with sciembed.encoders.load_encoder")
-        # Code, window (unless one is given) and weights, before anything of the checkpoint runs or loads.
-        cls.check_checkpoint(name, trust_remote_code=trust_remote_code, window=kwargs.get("max_length") is None)
-        sentence_transformers = _has_sentence_transformers_modules(name)
-        if sentence_transformers and _format_routes_at_root(name):
-            # An exported multi-format model: its root is the model folder, read with sciembed's own classes (not the
-            # copies of them it ships for sentence-transformers) in the embedding its routes give.
-            spec = base_embedding(name)
-            kwargs = {**kwargs, "normalize": spec.normalize or bool(kwargs.get("normalize"))}
-            kwargs["pooling"] = kwargs.get("pooling") or spec.pooling
-            kwargs["max_length"] = kwargs.get("max_length") or spec.max_length
-        elif kwargs.get("pooling") is None and sentence_transformers:
-            from sentence_transformers import SentenceTransformer
+        given = str(name_or_path) if name_or_path is not None else default_model_path()
+        name, resolved = resolve_model(
+            given, revision=revision, token=token, cache_dir=cache_dir, local_files_only=local_files_only
+        )
+        with _named_as(given, name):  # a Hub snapshot's errors name the Hub id
+            loading = _model_kwargs(model_kwargs)
+            if (Path(name) / ENSEMBLE_FILE).is_file():
+                # Ensembles sit a layer above this module (sciembed.encoders.ensemble imports it, not the other way).
+                raise ValueError(
+                    f"{name} is an ensemble ({ENSEMBLE_FILE}): load it with sciembed.encoders.load_encoder"
+                )
+            # Code, window (unless one is given) and weights, before anything of the checkpoint runs or loads.
+            cls.check_checkpoint(name, trust_remote_code=trust_remote_code, window=kwargs.get("max_length") is None)
+            sentence_transformers = _has_sentence_transformers_modules(name)
+            if sentence_transformers and _format_routes_at_root(name):
+                # An exported multi-format model: its root is the model folder, read with sciembed's own classes (not
+                # the copies of them it ships for sentence-transformers) in the embedding its routes give.
+                spec = base_embedding(name)
+                kwargs = {**kwargs, "normalize": spec.normalize or bool(kwargs.get("normalize"))}
+                kwargs["pooling"] = kwargs.get("pooling") or spec.pooling
+                kwargs["max_length"] = kwargs.get("max_length") or spec.max_length
+            elif kwargs.get("pooling") is None and sentence_transformers:
+                from sentence_transformers import SentenceTransformer
 
-            trusted = trust_remote_code or _only_sciembed_code(name)
+                trusted = trust_remote_code or _only_sciembed_code(name)
+                with _load_errors_named(name):
+                    model = SentenceTransformer(
+                        name, device=str(device) if device else None, trust_remote_code=trusted, model_kwargs=loading
+                    )
+                if Path(name).is_dir():
+                    load_format_modules(model.transformers_model, name)
+                return cls(model, device=device, **kwargs)._loaded_from(given, name, resolved)
+            from transformers import AutoModel, AutoTokenizer
+
+            if kwargs.get("max_length") is None and sentence_transformers:
+                # Read as a plain transformer with another pooling, a sentence-transformers model keeps its own length.
+                kwargs["max_length"] = base_embedding(name).max_length
+                logger.info(
+                    "%s: pooling %s over its transformer, at its sentence-transformers max_seq_length %s",
+                    name,
+                    kwargs.get("pooling"),
+                    kwargs["max_length"] or "(unset: the model's limit)",
+                )
+            source = transformer_path(name) if sentence_transformers else name
             with _load_errors_named(name):
-                model = SentenceTransformer(name, device=str(device) if device else None, trust_remote_code=trusted)
+                model = AutoModel.from_pretrained(source, trust_remote_code=trust_remote_code, **loading)
+                if trust_remote_code and kwargs.get("tokenizer") is None:  # a tokenizer may be the model's code too
+                    kwargs["tokenizer"] = AutoTokenizer.from_pretrained(source, trust_remote_code=True)
             if Path(name).is_dir():
-                load_format_modules(model.transformers_model, name)
-            return cls(model, device=device, **kwargs)
-        from transformers import AutoModel, AutoTokenizer
+                load_format_modules(model, name)
+            return cls(model, device=device, **kwargs)._loaded_from(given, name, resolved)
 
-        if kwargs.get("max_length") is None and sentence_transformers:
-            # Read as a plain transformer with another pooling, a sentence-transformers model keeps its own length.
-            kwargs["max_length"] = base_embedding(name).max_length
-            logger.info(
-                "%s: pooling %s over its transformer, at its sentence-transformers max_seq_length %s",
-                name,
-                kwargs.get("pooling"),
-                kwargs["max_length"] or "(unset: the model's limit)",
-            )
-        source = transformer_path(name) if sentence_transformers else name
-        with _load_errors_named(name):
-            model = AutoModel.from_pretrained(source, trust_remote_code=trust_remote_code)
-            if trust_remote_code and kwargs.get("tokenizer") is None:  # a tokenizer may be the model's code too
-                kwargs["tokenizer"] = AutoTokenizer.from_pretrained(source, trust_remote_code=True)
-        if Path(name).is_dir():
-            load_format_modules(model, name)
-        return cls(model, device=device, **kwargs)
+    def save_pretrained(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Save the model, tokenizer, embedding settings and calibrated ranges as a folder that
+        :meth:`from_pretrained` loads as this encoder (a sentence-transformers model as its own modules).
+
+        Args:
+            path: the folder to write; it appears whole or not at all.
+            overwrite: replace a folder that is there (refused otherwise, before anything is written).
+
+        Raises:
+            FileExistsError: ``path`` exists and ``overwrite`` is false.
+        """
+        import shutil
+
+        from .io import refuse_replacing, replace_folder
+        from .quantization import save_ranges
+        from .saving import save_model
+
+        folder = refuse_replacing(path, overwrite=overwrite)
+        staging = folder.with_name(f".{folder.name}.partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            if self._sentence_transformer is not None:
+                self._sentence_transformer.save_pretrained(str(staging))
+            else:
+                save_model(
+                    self.model,
+                    self.tokenizer,
+                    staging,
+                    pooling=self.pooling if self.pooling in POOLINGS else None,
+                    normalize=self.normalize,
+                    max_length=self.max_length,
+                )
+            if self.quantization_ranges:
+                save_ranges(staging, self.quantization_ranges)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return replace_folder(staging, folder)
+
+    def _model_similarity_fn_name(self) -> str:
+        st = self._sentence_transformer
+        return (getattr(st, "_similarity_fn_name", None) if st is not None else None) or "cosine"
+
+    def _loaded_from(self, given: str, folder: str, revision: str | None) -> PaperEncoder:
+        """This encoder, recording the name it was asked for, its commit and the ranges stored in ``folder``."""
+        self.source, self.revision = given, revision
+        self.quantization_ranges.update(load_ranges(folder))
+        return self
 
     @staticmethod
     def check_checkpoint(name: str, *, trust_remote_code: bool = False, window: bool = True) -> None:
@@ -397,8 +653,8 @@ class PaperEncoder(Encoder):
 
     @property
     def name_or_path(self) -> str:
-        """Where the model was loaded from."""
-        return str(self.transformer.name_or_path)
+        """Where the model was loaded from: the Hub id or folder given to :meth:`from_pretrained`."""
+        return getattr(self, "source", None) or str(self.transformer.name_or_path)
 
     def _forward_options(self, task_format: str | None, domain: str | None) -> dict[str, Any]:
         model = self.transformer
@@ -474,13 +730,13 @@ class PaperEncoder(Encoder):
         other.forward_options = self._forward_options(task_format, self.forward_options.get("domain"))
         return other
 
-    def with_precision(self, precision: Precision, *, gated: bool = True) -> PaperEncoder:
-        """This ONNX encoder (same model and export cache) running the ``precision`` export; ``gated=False``
+    def with_quantization(self, quantization: Quantization, *, gated: bool = True) -> PaperEncoder:
+        """This ONNX encoder (same model and export cache) running the ``quantization`` export; ``gated=False``
         (for the int8 gate only) runs int8 before it has passed."""
         if self._onnx is None:
-            raise ValueError("precision is for backend='onnx'")
+            raise ValueError("quantization is for backend='onnx'")
         other = copy.copy(self)
-        other._onnx = OnnxBackend(precision, self._onnx.cache_dir, threads=self._onnx.threads, gated=gated)
+        other._onnx = OnnxBackend(quantization, self._onnx.cache_dir, threads=self._onnx.threads, gated=gated)
         return other
 
     @property
@@ -489,16 +745,16 @@ class PaperEncoder(Encoder):
         return self._onnx.cache_dir if self._onnx is not None else None
 
     @property
-    def precision(self) -> str:
-        """``"fp32"``, or ``"int8"`` for a quantised ONNX backend."""
-        return self._onnx.precision if self._onnx is not None else "fp32"
+    def quantization(self) -> str:
+        """``"fp32"``, or ``"int8"`` for an ONNX backend with quantised weights."""
+        return self._onnx.quantization if self._onnx is not None else "fp32"
 
     @property
     def _non_finite_remedy(self) -> str:
-        if self.precision != "fp32":
+        if self.quantization != "fp32":
             return (
-                f"nothing was kept; try --precision fp32 (precision='fp32'): "
-                f"{self.precision} can overflow where fp32 does not"
+                f"nothing was kept; try --onnx-quantization fp32 (quantization='fp32'): "
+                f"{self.quantization} can overflow where fp32 does not"
             )
         return (
             "nothing was kept; the model computes NaN or infinity (damaged weights, a training run that diverged): "
@@ -514,7 +770,7 @@ class PaperEncoder(Encoder):
         """
         if self._onnx is None:
             return self.model_fingerprint()
-        return hashlib.sha256(f"{self.model_fingerprint()}:onnx:{self.precision}".encode()).hexdigest()
+        return hashlib.sha256(f"{self.model_fingerprint()}:onnx:{self.quantization}".encode()).hexdigest()
 
     def model_fingerprint(self) -> str:
         """The fingerprint of the PyTorch encoder (what the ONNX export is made from and cached under)."""
@@ -656,46 +912,162 @@ def default_pooling(model: Any) -> str:
 
 def encode(
     model: Encoder | PreTrainedModel | SentenceTransformer | str | os.PathLike[str] | None,
-    papers: Papers,
+    inputs: Papers,
     *,
-    tokenizer: PreTrainedTokenizerBase | None = None,
     batch_size: int | None = None,
+    show_progress_bar: bool | None = None,
+    convert_to_numpy: bool = True,
+    convert_to_tensor: bool = False,
+    normalize_embeddings: bool = False,
+    precision: OutputPrecision = "float32",
+    ranges: np.ndarray | None = None,
+    calibration_embeddings: np.ndarray | None = None,
+    tokenizer: PreTrainedTokenizerBase | None = None,
     max_length: int | None = None,
     device: str | torch.device | None = None,
     pooling: Pooling | None = None,
     normalize: bool = False,
-    show_progress_bar: bool = True,
     trust_remote_code: bool = False,
     task_format: str | None = None,
     domain: str | None = None,
     backend: Backend = "pytorch",
-    precision: Precision = "fp32",
-) -> np.ndarray:
-    """Embed papers with any supported model; returns float32 ``(len(papers), dim)`` in input order, ``(dim,)`` for
-    one text or record.
+    quantization: Quantization | None = None,
+    revision: str | None = None,
+    token: str | bool | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    local_files_only: bool = False,
+    model_kwargs: Mapping[str, Any] | None = None,
+) -> Any:
+    """Embed papers with any supported model, as ``SentenceTransformer.encode`` does: float32 ``(len(inputs), dim)``
+    in input order, ``(dim,)`` for one text or record.
+
+    A model given by name is loaded once and kept: a loop of ``sciembed.encode(name, ...)`` with the same name and
+    loading options reuses it (the last model only; :func:`clear_model_cache` lets it go).
 
     Args:
-        model: a :class:`PaperEncoder`, a transformers model, a ``SentenceTransformer``, or a Hub id /
-            local path (``None``: the embedded all-MiniLM-L6-v2). Load once with
-            :meth:`PaperEncoder.from_pretrained` when encoding repeatedly.
-        papers: paper records (``title`` / ``abstract``, see :func:`~sciembed.data.papers.paper_text`)
+        model: a :class:`PaperEncoder` (or any :class:`Encoder`), a transformers model, a ``SentenceTransformer``,
+            or a Hub id / local path (``None``: the embedded all-MiniLM-L6-v2).
+        inputs: paper records (``title`` / ``abstract``, see :func:`~sciembed.data.papers.paper_text`)
             or ready-made texts: one, or a list, tuple, generator or pandas DataFrame of them (its rows); checked
             before a model is loaded (:func:`~sciembed.data.papers.paper_inputs`).
-        tokenizer, max_length, device, pooling, normalize, task_format, domain, backend, precision: see
-            :class:`PaperEncoder` (a :class:`PaperEncoder` already holds them, so they must be left unset with one).
-        batch_size: texts per forward pass (default: :attr:`Encoder.default_batch_size`, 8 on CPU, 32 on GPU).
-        show_progress_bar: show a tqdm bar over the papers.
-        trust_remote_code: passed to transformers when ``model`` is loaded from a path or Hub id.
+        batch_size, show_progress_bar, convert_to_numpy, convert_to_tensor: see :meth:`Encoder.encode`.
+        normalize_embeddings, precision, ranges, calibration_embeddings: see :meth:`Encoder.encode`.
+        tokenizer, max_length, device, pooling, normalize, task_format, domain, backend, quantization: see
+            :class:`PaperEncoder` (an encoder already holds them, so they must be left unset with one).
+        trust_remote_code, revision, token, cache_dir, local_files_only, model_kwargs: how a model given by name is
+            loaded (:meth:`PaperEncoder.from_pretrained`).
 
     Raises:
-        TypeError: ``papers`` is none of these (bytes, a number, ``None``, a set, ...), naming what was given.
+        TypeError: ``inputs`` is none of these (bytes, a number, ``None``, a set, ...), naming what was given.
+        ValueError: an unknown ``precision``, or ``precision="int8"`` with the ONNX backend and no ``quantization``
+            (which of the two int8s is meant).
 
     Example::
 
         >>> vectors = sciembed.encode(sciembed.default_model_path(), [{"title": "BERT", "abstract": "..."}])
     """
-    items, single = paper_inputs(papers)
-    options = dict(
+    return _embed(
+        "encode",
+        model,
+        inputs,
+        batch_size=batch_size,
+        show_progress_bar=show_progress_bar,
+        convert_to_numpy=convert_to_numpy,
+        convert_to_tensor=convert_to_tensor,
+        normalize_embeddings=normalize_embeddings,
+        precision=precision,
+        ranges=ranges,
+        calibration_embeddings=calibration_embeddings,
+        tokenizer=tokenizer,
+        max_length=max_length,
+        device=device,
+        pooling=pooling,
+        normalize=normalize,
+        trust_remote_code=trust_remote_code,
+        task_format=task_format,
+        domain=domain,
+        backend=backend,
+        quantization=quantization,
+        revision=revision,
+        token=token,
+        cache_dir=cache_dir,
+        local_files_only=local_files_only,
+        model_kwargs=model_kwargs,
+    )
+
+
+def encode_query(
+    model: Encoder | PreTrainedModel | SentenceTransformer | str | os.PathLike[str] | None,
+    queries: Papers,
+    **kwargs: Any,
+) -> Any:
+    """Embed search queries as :meth:`Encoder.encode_query` does (the ``adhoc_query`` format where the model has one).
+
+    Args:
+        model: as for :func:`encode`.
+        queries: one query text (or record), or several.
+        kwargs: the options of :func:`encode`.
+    """
+    return _embed("encode_query", model, queries, **kwargs)
+
+
+def encode_document(
+    model: Encoder | PreTrainedModel | SentenceTransformer | str | os.PathLike[str] | None,
+    papers: Papers,
+    **kwargs: Any,
+) -> Any:
+    """Embed search candidates as :meth:`Encoder.encode_document` does (the ``proximity`` format where the model has
+    one).
+
+    Args:
+        model: as for :func:`encode`.
+        papers: one paper record (or text), or several.
+        kwargs: the options of :func:`encode`.
+    """
+    return _embed("encode_document", model, papers, **kwargs)
+
+
+def clear_model_cache() -> None:
+    """Let go of the model the top-level functions (:func:`encode`, ...) keep after loading it by name."""
+    _LAST_LOADED.clear()
+
+
+#: The model last loaded by name for the top-level functions: ``{key: encoder}``, one entry at most.
+_LAST_LOADED: dict[str, Encoder] = {}
+
+
+def _embed(
+    method: str,
+    model: Any,
+    inputs: Papers,
+    *,
+    tokenizer: Any = None,
+    max_length: int | None = None,
+    device: Any = None,
+    pooling: str | None = None,
+    normalize: bool = False,
+    task_format: str | None = None,
+    domain: str | None = None,
+    backend: str = "pytorch",
+    quantization: str | None = None,
+    trust_remote_code: bool = False,
+    revision: str | None = None,
+    token: str | bool | None = None,
+    cache_dir: Any = None,
+    local_files_only: bool = False,
+    model_kwargs: Mapping[str, Any] | None = None,
+    precision: str = "float32",
+    **encode_options: Any,
+) -> Any:
+    """``method`` (``encode``, ``encode_query``, ...) of the encoder ``model`` stands for, loaded once per name."""
+    check_precision(precision)
+    if backend == "onnx" and quantization is None and precision == "int8":
+        raise ValueError(
+            "precision='int8' quantizes the vectors; the ONNX model's int8 weights are quantization='int8' "
+            "(--onnx-quantization int8). Give quantization ('fp32' or 'int8') with backend='onnx' to say which"
+        )
+    items, single = paper_inputs(inputs, what="queries" if method == "encode_query" else "papers")  # before loading
+    encoder_options = dict(
         pooling=pooling,
         normalize=normalize,
         max_length=max_length,
@@ -703,24 +1075,40 @@ def encode(
         task_format=task_format,
         domain=domain,
         backend=backend,
-        precision=precision,
+        quantization=quantization or "fp32",
+    )
+    loading = dict(
+        trust_remote_code=trust_remote_code,
+        revision=revision,
+        token=token,
+        cache_dir=cache_dir,
+        local_files_only=local_files_only,
+        model_kwargs=model_kwargs,
     )
     if isinstance(model, Encoder):
-        defaults = {"backend": "pytorch", "precision": "fp32"}
+        defaults = {"backend": "pytorch", "quantization": "fp32"}
         given = [
             name
-            for name, value in {**options, "tokenizer": tokenizer, "trust_remote_code": trust_remote_code}.items()
+            for name, value in {**encoder_options, **loading, "tokenizer": tokenizer}.items()
             if value and value != defaults.get(name)
         ]
         if given:
             raise ValueError(f"an encoder holds its own settings; set {', '.join(given)} when creating it")
+        encoder = model
     elif model is None or isinstance(model, (str, os.PathLike)):
         if tokenizer is not None:
             raise ValueError("pass a tokenizer only with a loaded model; a path loads its own")
-        model = PaperEncoder.from_pretrained(model, trust_remote_code=trust_remote_code, **options)
+        name = str(model) if model is not None else default_model_path()
+        key = json.dumps([name, encoder_options, loading], sort_keys=True, default=str)
+        if key not in _LAST_LOADED:
+            _LAST_LOADED.clear()  # the old model goes before the new one loads
+            _LAST_LOADED[key] = PaperEncoder.from_pretrained(name, **loading, **encoder_options)
+        encoder = _LAST_LOADED[key]
     else:
-        model = PaperEncoder(model, tokenizer, **options)
-    vectors = model.encode(items, batch_size=batch_size, show_progress_bar=show_progress_bar)
+        if any(value for value in loading.values()):
+            raise ValueError("loading options (revision, token, model_kwargs, ...) are for a model given by name")
+        encoder = PaperEncoder(model, tokenizer, **encoder_options)
+    vectors = getattr(encoder, method)(items, precision=precision, **encode_options)
     return vectors[0] if single else vectors
 
 
@@ -922,15 +1310,137 @@ def check_model_location(name: str) -> None:
         return
     if path.exists():
         raise FileNotFoundError(f"{name}: a file, not a model folder or Hub id")
-    looks_local = (
-        name.startswith(("/", ".", "~")) or name.endswith(("/", os.sep)) or name.count("/") > 1 or "\\" in name
-    )
-    if looks_local:
+    if _looks_local(name):
         raise FileNotFoundError(f"{name}: no such model folder")
     if _hub_offline() and not _in_hub_cache(name):
         raise FileNotFoundError(
             f"{name}: no such model folder here, and no copy of a Hub model of that id in the Hub cache "
             "(HF_HUB_OFFLINE is set, so it cannot be downloaded)"
+        )
+
+
+#: Files a Hub snapshot leaves out: weights of other frameworks and exports that sciembed never loads.
+HUB_IGNORED = ("*.h5", "*.msgpack", "*.ot", "*.tflite", "*.onnx", "*.onnx_data", "onnx/*", "openvino/*", "coreml/*")
+
+
+def resolve_model(
+    name: str,
+    *,
+    revision: str | None = None,
+    token: str | bool | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    local_files_only: bool = False,
+) -> tuple[str, str | None]:
+    """The local folder a model name stands for, and its Hub commit.
+
+    Args:
+        name: a local model folder or a Hub id.
+        revision: a Hub id's branch, tag or commit; refused for a local folder.
+        token: a Hub token.
+        cache_dir: the Hub cache (default: ``HF_HUB_CACHE``).
+        local_files_only: read the Hub cache only.
+
+    Returns:
+        ``(folder, commit)``: a Hub id's snapshot folder and commit; a local folder as given, with the commit of a
+        Hub cache snapshot folder (``.../snapshots/<commit>``), else ``None``.
+
+    Raises:
+        FileNotFoundError: no such folder, or a Hub id that is not in the cache and cannot be downloaded.
+        ValueError: a ``revision`` for a local folder, or one the Hub repository does not have.
+    """
+    path = Path(name).expanduser()
+    if path.exists() or broken_link(path) is not None or _looks_local(name):
+        if revision is not None:
+            raise ValueError(f"{name} is a local folder, which has no revisions: leave revision (--revision) unset")
+        check_model_location(name)
+        return name, _snapshot_commit(path)
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import (
+        HFValidationError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    offline = _hub_offline() or local_files_only
+    try:
+        folder = snapshot_download(
+            name,
+            revision=revision,
+            token=token,
+            cache_dir=cache_dir,
+            local_files_only=offline,
+            ignore_patterns=list(HUB_IGNORED),
+        )
+    except HFValidationError:
+        raise FileNotFoundError(f"{name}: no such model folder, and not a Hub id") from None
+    except RevisionNotFoundError:
+        raise ValueError(f"{name}: the Hub repository has no revision {revision!r}") from None
+    except RepositoryNotFoundError:
+        raise FileNotFoundError(f"{name}: no such model folder, and no Hub repository of that id") from None
+    except LocalEntryNotFoundError:
+        why = "HF_HUB_OFFLINE is set" if _hub_offline() else "local_files_only is set"
+        raise FileNotFoundError(
+            f"{name}: no such model folder here, and no copy of a Hub model of that id"
+            f"{f' at revision {revision}' if revision else ''} in the Hub cache{f' {cache_dir}' if cache_dir else ''} "
+            f"({why}, so it cannot be downloaded)"
+        ) from None
+    return folder, _snapshot_commit(Path(folder))
+
+
+@contextlib.contextmanager
+def _named_as(given: str, folder: str):
+    """Errors about the Hub snapshot ``folder`` told with the Hub id ``given`` the user wrote, as when it was read
+    from the Hub: "the Hub repository org/name", "org/name/config.json"."""
+    if folder == given:
+        yield
+        return
+    try:
+        yield
+    except (ValueError, OSError) as error:
+        message = str(error).replace(f"the folder {folder}", f"the Hub repository {given}").replace(folder, given)
+        if message == str(error):
+            raise
+        error.args = (message,)
+        raise error.with_traceback(None) from None
+
+
+def _looks_local(name: str) -> bool:
+    return name.startswith(("/", ".", "~")) or name.endswith(("/", os.sep)) or name.count("/") > 1 or "\\" in name
+
+
+def _snapshot_commit(folder: Path) -> str | None:
+    """The commit of a Hub cache snapshot folder (``models--org--name/snapshots/<commit>``); ``None`` otherwise."""
+    parent = folder.parent
+    if parent.name == "snapshots" and parent.parent.name.startswith("models--"):
+        return folder.name
+    return None
+
+
+def _model_kwargs(model_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``model_kwargs`` for transformers' ``from_pretrained``, ``torch_dtype`` under its current name ``dtype``."""
+    options = dict(model_kwargs or {})
+    if "torch_dtype" in options:
+        if "dtype" in options:
+            raise ValueError("model_kwargs gives both torch_dtype and dtype; give one")
+        options["dtype"] = options.pop("torch_dtype")
+    return options
+
+
+def refuse_weight_precision(precision: Any) -> None:
+    """Refuse a ``precision`` given where a model is loaded, where the ONNX weights' precision is ``quantization``.
+
+    Args:
+        precision: what was given (``None``: nothing).
+
+    Raises:
+        ValueError: naming ``quantization`` and ``encode``'s ``precision``.
+    """
+    if precision is not None:
+        raise ValueError(
+            f"precision={precision!r} is not a loading option: the ONNX model's weights are quantization= "
+            "(--onnx-quantization fp32 or int8); the vectors' precision (float32, int8, uint8, binary, ubinary) is "
+            "an option of encode"
         )
 
 

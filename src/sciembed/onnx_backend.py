@@ -14,7 +14,7 @@ graph is then fused by ``onnxruntime.transformers.optimizer`` (attention, LayerN
 a fused graph that misses the tolerance is not used (the plain export is, with a warning). What cannot be
 exported raises :class:`OnnxExportError` naming the model and the reason.
 
-int8 (``precision="int8"``) is ONNX Runtime's dynamic quantisation of the export: int8 weights, and
+int8 (``quantization="int8"``) is ONNX Runtime's dynamic quantisation of the export: int8 weights, and
 activations quantised with one scale per batch, so a paper's int8 vector depends slightly on the papers it
 is batched with. It is refused until :func:`sciembed.evaluation.int8_gate.check_int8` has compared it with
 fp32 on a held-out citation set and written a passing verdict next to it.
@@ -43,8 +43,8 @@ logger = logging.getLogger(__name__)
 
 Backend = Literal["pytorch", "onnx"]
 BACKENDS: tuple[Backend, ...] = ("pytorch", "onnx")
-Precision = Literal["fp32", "int8"]
-PRECISIONS: tuple[Precision, ...] = ("fp32", "int8")
+Quantization = Literal["fp32", "int8"]
+QUANTIZATIONS: tuple[Quantization, ...] = ("fp32", "int8")
 
 #: Largest absolute difference allowed between an export's vectors and PyTorch's.
 EXPORT_TOLERANCE = 1e-4
@@ -137,16 +137,16 @@ class OnnxBackend:
 
     def __init__(
         self,
-        precision: Precision = "fp32",
+        quantization: Quantization = "fp32",
         cache_dir: str | os.PathLike[str] | None = None,
         *,
         threads: int | None = None,
         gated: bool = True,
     ):
         require_onnx()
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-        self.precision = precision
+        if quantization not in QUANTIZATIONS:
+            raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}")
+        self.quantization = quantization
         self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "onnx"
         self.threads = threads
         self.gated = gated  # False only for the gate itself, which runs int8 before any verdict exists
@@ -157,7 +157,7 @@ class OnnxBackend:
         key = json.dumps([encoder.forward_options, encoder.facets], sort_keys=True)
         if key not in self._sessions:
             folder = export_folder(encoder, self.cache_dir)
-            verdict = read_gate(folder) if self.precision == "int8" and self.gated else {"passed": True}
+            verdict = read_gate(folder) if self.quantization == "int8" and self.gated else {"passed": True}
             if verdict is None or not verdict.get("passed"):
                 reason = (
                     "it has not been checked"
@@ -169,7 +169,7 @@ class OnnxBackend:
                     "citations: sciembed.evaluation.int8_gate.check_int8(encoder, check_set), or --int8-check-set "
                     "PATH on the command line"
                 )
-            path = folder / (INT8_FILE if self.precision == "int8" else FP32_FILE)
+            path = folder / (INT8_FILE if self.quantization == "int8" else FP32_FILE)
             self._sessions[key] = OnnxSession(path, threads=self.threads)
         return self._sessions[key]
 

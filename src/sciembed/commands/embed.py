@@ -55,7 +55,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         "domain",
         "device",
         "backend",
-        "precision",
+        "onnx_quantization",
         "int8_check_set",
         "int8_check_benchmark",
         "long_documents",

@@ -131,7 +131,14 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         "paper records) and report them, instead of stopping",
     )
     add_options(
-        parser, "batch_size", "max_length", "device", "backend", "precision", "int8_check_set", "int8_check_benchmark"
+        parser,
+        "batch_size",
+        "max_length",
+        "device",
+        "backend",
+        "onnx_quantization",
+        "int8_check_set",
+        "int8_check_benchmark",
     )
     add_options(parser, "long_documents", "window_tokens", "window_overlap", "window_combine", "text_fields")
     parser.add_argument(

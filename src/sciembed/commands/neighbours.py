@@ -13,7 +13,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from .options import DEFAULT_DATA, HelpFormatter, add_options, check_onnx_cache
+from .options import DEFAULT_DATA, HelpFormatter, add_options, check_onnx_cache, loading_from_args
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         "pooling",
         "device",
         "backend",
-        "precision",
+        "onnx_quantization",
         "trust_remote_code",
         "no_progress",
         "text_fields",
@@ -159,8 +159,9 @@ def run(args: argparse.Namespace) -> int:
         max_length=args.max_length,
         pooling=args.pooling,
         backend=args.backend,
-        precision=args.precision,
+        quantization=args.onnx_quantization,
         trust_remote_code=args.trust_remote_code,
+        loading=loading_from_args(args),
         show_progress_bar=not args.no_progress,
         text_fields=args.text_fields,
     )

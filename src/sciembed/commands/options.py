@@ -9,10 +9,26 @@ from typing import Any
 from ..data.smart import LINK_READINGS
 from ..encode import POOLINGS
 from ..formats.names import FORMATS
-from ..onnx_backend import BACKENDS, PRECISIONS
+from ..onnx_backend import BACKENDS, QUANTIZATIONS
 
 #: The shared data folder of this project's machines: where `make demo` and `sciembed neighbours` look first.
 DEFAULT_DATA = "../shared/data"
+
+#: Weight dtypes ``--dtype`` takes (transformers' ``dtype`` names).
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+class _Renamed(argparse.Action):
+    """An option that has a new name: using the old one stops with a message naming the new one."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None
+    ):
+        parser.error(
+            f"{option} is now --onnx-quantization (fp32 or int8, the ONNX model's weights); the vectors' precision "
+            "(float32, int8, uint8, binary, ubinary) is encode(precision=) in Python"
+        )
+
 
 _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "model": ("--model", {"help": "Hub id or local folder (default: the embedded all-MiniLM-L6-v2)"}),
@@ -66,13 +82,24 @@ _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
             "$SCIEMBED_CACHE/onnx; intra-op threads = physical cores ($SCIEMBED_ONNX_THREADS overrides)",
         },
     ),
-    "precision": (
-        "--precision",
+    "onnx_quantization": (
+        "--onnx-quantization",
         {
-            "choices": PRECISIONS,
+            "choices": QUANTIZATIONS,
             "default": "fp32",
-            "help": "int8 (with --backend onnx): dynamically "
-            "quantised weights, refused until they pass the int8 gate (sciembed embed / evaluate --int8-check-set)",
+            "help": "int8 (with --backend onnx): the ONNX model's weights dynamically "
+            "quantised, refused until they pass the int8 gate (sciembed embed / evaluate --int8-check-set)",
+        },
+    ),
+    "revision": (
+        "--revision",
+        {"help": "with a Hub id: the branch, tag or commit to load (default: main); the commit is recorded"},
+    ),
+    "dtype": (
+        "--dtype",
+        {
+            "choices": DTYPES,
+            "help": "the weights' dtype (default: as saved, float32 on CPU); vectors are float32 whatever it is",
         },
     ),
     "int8_check_set": (
@@ -135,11 +162,27 @@ _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+#: Options that come with another: how a model given by name loads; the old name of ``--onnx-quantization``.
+_COMPANIONS = {"model": ("revision", "dtype")}
+
+
 def add_options(parser: argparse.ArgumentParser, *names: str) -> None:
     """Add the shared options ``names`` (keys of the table above, e.g. ``"model"``, ``"batch_size"``) to ``parser``."""
     for name in names:
         flag, settings = _OPTIONS[name]
         parser.add_argument(flag, **settings)
+        for companion in _COMPANIONS.get(name, ()):
+            add_options(parser, companion)
+        if name == "onnx_quantization":
+            parser.add_argument("--precision", action=_Renamed, help=argparse.SUPPRESS)
+
+
+def loading_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The Hub loading options (``revision``, ``model_kwargs``) of ``--revision`` and ``--dtype``."""
+    loading: dict[str, Any] = {"revision": getattr(args, "revision", None)}
+    if getattr(args, "dtype", None):
+        loading["model_kwargs"] = {"torch_dtype": args.dtype}
+    return loading
 
 
 def encoder_from_args(args: argparse.Namespace, **options: Any) -> Any:
@@ -149,11 +192,16 @@ def encoder_from_args(args: argparse.Namespace, **options: Any) -> Any:
 
     check_onnx_cache(args)
     encoder = load_encoder(
-        args.model, trust_remote_code=args.trust_remote_code, backend=args.backend, precision=args.precision, **options
+        args.model,
+        trust_remote_code=args.trust_remote_code,
+        backend=args.backend,
+        quantization=args.onnx_quantization,
+        **loading_from_args(args),
+        **options,
     )
     if getattr(args, "int8_check_set", None):
-        if args.precision != "int8":
-            raise ValueError("--int8-check-set checks int8: give --backend onnx --precision int8 with it")
+        if args.onnx_quantization != "int8":
+            raise ValueError("--int8-check-set checks int8: give --backend onnx --onnx-quantization int8 with it")
         from ..encode import PaperEncoder
         from ..evaluation.int8_gate import check_int8
 
@@ -168,7 +216,7 @@ def encoder_from_args(args: argparse.Namespace, **options: Any) -> Any:
         if not verdict.passed:
             raise ValueError(
                 f"int8 refused for {args.model or 'the default model'}: {verdict.reason} on {args.int8_check_set} "
-                f"(min cosine to fp32 {verdict.min_cosine}); use --precision fp32"
+                f"(min cosine to fp32 {verdict.min_cosine}); use --onnx-quantization fp32"
             )
         logging.getLogger(__name__).info(
             "int8 gate passed: %s; min cosine to fp32 %s", verdict.reason, verdict.min_cosine

@@ -51,8 +51,8 @@ class EnsembleEncoder(Encoder):
             min(m.max_length for m in self.members),
         )
         self.pooling, self.normalize, self.facets = "ensemble", False, False
-        engines = {(m.backend, m.precision) for m in self.members}
-        self.backend, self.precision = engines.pop() if len(engines) == 1 else ("mixed", "mixed")
+        engines = {(m.backend, m.quantization) for m in self.members}
+        self.backend, self.quantization = engines.pop() if len(engines) == 1 else ("mixed", "mixed")
 
     @property
     def task_formats(self) -> tuple[str, ...]:
@@ -73,6 +73,28 @@ class EnsembleEncoder(Encoder):
     @property
     def name_or_path(self) -> str:
         return "ensemble(" + ", ".join(m.name_or_path for m in self.members) + ")"
+
+    @property
+    def revision(self) -> list[str | None] | None:  # type: ignore[override]
+        """The members' revisions, in order (``None`` when no member has one)."""
+        revisions = [m.revision for m in self.members]
+        return revisions if any(r is not None for r in revisions) else None
+
+    def save_pretrained(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Write an ensemble folder naming the members as they were loaded (:func:`save_ensemble`).
+
+        Args:
+            path: the folder to write.
+            overwrite: replace a folder that is there (refused otherwise).
+        """
+        from ..io import refuse_replacing
+
+        refuse_replacing(path, overwrite=overwrite)
+        return save_ensemble(path, [m.name_or_path for m in self.members])
+
+    def push_to_hub(self, repo_id: str, **kwargs: Any) -> str:
+        """Refused: an ensemble folder names its members, which are published one by one."""
+        raise ValueError("an ensemble is published member by member: push each member model, then the ensemble file")
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256(b"ensemble-mean")
@@ -122,6 +144,10 @@ def load_encoder(name_or_path: str | os.PathLike[str] | None = None, **options: 
     """An encoder by Hub id or local path: an :class:`EnsembleEncoder` for a folder holding
     ``sciembed_ensemble.json``, else :meth:`PaperEncoder.from_pretrained` (``options`` are its keyword arguments)."""
     if name_or_path is not None and (Path(name_or_path) / ENSEMBLE_FILE).is_file():
+        if options.get("revision") is not None:
+            raise ValueError(
+                f"{name_or_path} is a local ensemble folder, which has no revisions: leave revision unset"
+            )
         return load_ensemble(name_or_path, **options)
     return PaperEncoder.from_pretrained(name_or_path, **options)
 

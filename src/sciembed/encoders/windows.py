@@ -114,11 +114,12 @@ class WindowedEncoder(Encoder):
         #: Papers windowed otherwise than the settings say (see :meth:`paper_windows`), counted since construction.
         self.adjusted = {"title_read_once": 0, "overlap_halved": 0}
         self.pooling, self.normalize, self.facets = encoder.pooling, encoder.normalize, encoder.facets
-        self.forward_options, self.backend, self.precision = (
+        self.forward_options, self.backend, self.quantization = (
             encoder.forward_options,
             encoder.backend,
-            encoder.precision,
+            encoder.quantization,
         )
+        self.revision = encoder.revision
 
     @property
     def name_or_path(self) -> str:
@@ -127,6 +128,9 @@ class WindowedEncoder(Encoder):
     @property
     def task_formats(self) -> tuple[str, ...]:
         return self.encoder.task_formats
+
+    def _model_similarity_fn_name(self) -> str:
+        return self.encoder.similarity_fn_name
 
     @property
     def transformer(self) -> Any:

@@ -3,7 +3,7 @@
 :func:`check_int8` quantises an encoder's ONNX export (:func:`sciembed.onnx_backend.quantize`), embeds the
 papers of a held-out citation task (SciDocs' cite protocol on a CACM or SciDocs folder) with the fp32 export
 and with int8, scores both, and writes the verdict next to the export. ``PaperEncoder(...,
-backend="onnx", precision="int8")`` reads that verdict and refuses int8 unless it passed: the cite MAP of
+backend="onnx", quantization="int8")`` reads that verdict and refuses int8 unless it passed: the cite MAP of
 int8 is at most ``tolerance`` (0.5 MAP points) below fp32's. The smallest cosine between a paper's int8
 and fp32 vectors is reported with it.
 """
@@ -68,7 +68,7 @@ def check_int8(
     """Quantise ``encoder``'s ONNX export to int8 and pass or fail it on the cite task of ``check_set``.
 
     Args:
-        encoder: an encoder with ``backend="onnx"`` (either precision); the gate is for its model and format.
+        encoder: an encoder with ``backend="onnx"`` (either quantization); the gate is for its model and format.
         check_set: a folder with a cite task held out from the model's training (``benchmark`` says its kind).
         benchmark: ``cacm`` (a SMART collection folder: ``cacm.all``) or ``scidocs``.
         tolerance: the largest cite MAP drop allowed, in MAP points.
@@ -89,7 +89,7 @@ def check_int8(
     if not suite.tasks:
         raise ValueError(f"{check_set}: no cite task found for the int8 gate ({benchmark} folder expected)")
     task = suite.tasks[0]
-    fp32, int8 = encoder.with_precision("fp32"), encoder.with_precision("int8", gated=False)
+    fp32, int8 = encoder.with_quantization("fp32"), encoder.with_quantization("int8", gated=False)
     folder = export_folder(fp32, fp32.onnx_cache)
     quantize(folder)
     records = {**task.documents, **task.queries}

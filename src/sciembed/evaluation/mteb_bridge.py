@@ -115,7 +115,7 @@ class MtebEncoder:
         model: a ready :class:`~sciembed.encode.Encoder` (a PaperEncoder or an ensemble), or what
             :func:`sciembed.encoders.load_encoder` loads: a Hub id or local folder (``None``: the embedded
             all-MiniLM-L6-v2).
-        revision: the model's revision, for mteb's metadata (mteb's placeholder when ``None``).
+        revision: the model's revision, for mteb's metadata (default: the encoder's own; else mteb's placeholder).
         device: where a model loaded here runs (see :class:`~sciembed.encode.PaperEncoder`).
         cache_dir: the embedding cache root (see :func:`sciembed.io.default_cache_dir`); ``None`` keeps vectors in
             memory for this wrapper's life (texts mteb asks for twice are embedded once).
@@ -161,7 +161,7 @@ class MtebEncoder:
         self.show_progress_bar = show_progress_bar
         self.seconds = 0.0
         self._caches: dict[str | None, EmbeddingCache] = {}
-        self.mteb_model_meta = _model_meta(self.encoder, revision)
+        self.mteb_model_meta = _model_meta(self.encoder, revision or self.encoder.revision)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.encoder.name_or_path!r})"
@@ -208,7 +208,7 @@ class MtebEncoder:
         if precision not in (None, "float32"):
             raise ValueError(
                 f"mteb asked for {precision} embeddings; sciembed embeds float32 (for int8 weights use "
-                "backend='onnx', precision='int8' on the encoder)"
+                "backend='onnx', quantization='int8' on the encoder)"
             )
         task_format = mteb_format(task_metadata.type, task_metadata.simplified_task_type, prompt_type)
         documents = getattr(prompt_type, "value", prompt_type) == "document"

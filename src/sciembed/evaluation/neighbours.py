@@ -345,10 +345,11 @@ def neighbours(
     max_length: int | None = None,
     pooling: str | None = None,
     backend: str = "pytorch",
-    precision: str = "fp32",
+    quantization: str = "fp32",
     trust_remote_code: bool = False,
     show_progress_bar: bool | None = None,
     text_fields: Sequence[str] | None = None,
+    loading: Mapping[str, Any] | None = None,
 ) -> NeighboursResult:
     """The ``top_k`` nearest neighbours (cosine) of the query papers among all papers of a collection.
 
@@ -380,11 +381,13 @@ def neighbours(
         smart_links: how a SMART collection's ``.X`` lines are read (``cacm`` or ``all``, see
             :func:`~sciembed.data.smart.read_smart_collection`).
         ivf: search an inverted-file index instead of the exact one (large collections).
-        batch_size, device, max_length, pooling, backend, precision, trust_remote_code: how ``model`` is loaded and
-            run (:func:`sciembed.encoders.load_encoder`); it is loaded after the papers and query ids are checked.
+        batch_size, device, max_length, pooling, backend, quantization, trust_remote_code: how ``model`` is loaded
+            and run (:func:`sciembed.encoders.load_encoder`); it is loaded after the papers and query ids are checked.
         show_progress_bar: show progress while embedding (``None``: when the ``sciembed`` logger shows INFO).
         text_fields: the paper fields that make a paper's text, in order (default: title and abstract); a papers
             file's are checked as it is read, before the model loads.
+        loading: how a model given by name is read from the Hub: ``revision``, ``token``, ``cache_dir``,
+            ``local_files_only``, ``model_kwargs`` (:meth:`~sciembed.PaperEncoder.from_pretrained`).
 
     Raises:
         UnknownQueryError: query ids that are not papers of the collection (a KeyError and a ValueError; the
@@ -455,7 +458,8 @@ def neighbours(
             pooling=pooling,
             trust_remote_code=trust_remote_code,
             backend=backend,
-            precision=precision,
+            quantization=quantization,
+            **dict(loading or {}),
         )
         if fields != TEXT_FIELDS:
             from ..encoders import WindowedEncoder, WindowSettings
@@ -503,20 +507,20 @@ def _check_order(model: Any, papers: Any) -> None:
             raise TypeError(f"{order}; got the papers {str(model)!r} as the model")
 
 
-def _encoder(model, *, backend: str, precision: str, **options) -> Encoder:
+def _encoder(model, *, backend: str, quantization: str, **options) -> Encoder:
     if isinstance(model, Encoder):
-        if any(value not in (None, False) for value in options.values()) or (backend, precision) != (
+        if any(value not in (None, False) for value in options.values()) or (backend, quantization) != (
             "pytorch",
             "fp32",
         ):
             raise ValueError(
-                "an encoder holds its own device, max_length, pooling, backend and precision; "
+                "an encoder holds its own device, max_length, pooling, backend, quantization and loading options; "
                 "set them when creating it"
             )
         return model
     from ..encoders import load_encoder
 
-    return load_encoder(model, backend=backend, precision=precision, **options)
+    return load_encoder(model, backend=backend, quantization=quantization, **options)
 
 
 def _check_query_ids(

@@ -133,6 +133,7 @@ def evaluate(
     text_fields: Sequence[str] | None = None,
     suite: TaskSuite | MtebSuite | None = None,
     cutoffs: Sequence[int] | None = None,
+    loading: Mapping[str, Any] | None = None,
 ) -> EvaluationReport:
     """Evaluate ``model`` on every task of ``benchmark`` found in ``data``.
 
@@ -172,6 +173,9 @@ def evaluate(
             :class:`~sciembed.encoders.WindowedEncoder`'s own when other than title and abstract, else each task's
             (title and abstract; SciRepEval's search adds venue and year). Recorded in the report's settings and in
             each task's details.
+        loading: how a model given by name is read from the Hub: ``revision``, ``token``, ``cache_dir``,
+            ``local_files_only``, ``model_kwargs`` (:meth:`~sciembed.PaperEncoder.from_pretrained`); its commit is
+            recorded in the report's settings (``revision``).
         suite: the tasks, already read by :func:`~.loaders.load_tasks` (``mteb``:
             :func:`~.mteb_bridge.load_mteb_tasks`) with these arguments (``sciembed evaluate`` reads and checks its
             input before it loads the model); read here when ``None``.
@@ -214,9 +218,10 @@ def evaluate(
     check_text_fields(suite, text_fields)  # before a model is loaded
     cutoffs = set_cutoffs(suite, cutoffs)
     if isinstance(model, Encoder):
-        if pooling is not None or max_length is not None or device is not None or domain is not None:
+        if pooling is not None or max_length is not None or device is not None or domain is not None or loading:
             raise ValueError(
-                "an encoder holds its own pooling, max_length, device and domain; set them when creating it"
+                "an encoder holds its own pooling, max_length, device, domain and loading options; set them when "
+                "creating it"
             )
         encoder = model
     else:
@@ -229,6 +234,7 @@ def evaluate(
             device=device,
             trust_remote_code=trust_remote_code,
             domain=domain,
+            **dict(loading or {}),
         )
     folder = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
     if text_fields is None:
@@ -241,7 +247,8 @@ def evaluate(
         "max_length": encoder.max_length,
         "batch_size": encoder.default_batch_size if batch_size is None else batch_size,
         "backend": encoder.backend,
-        "precision": encoder.precision,
+        "onnx_quantization": encoder.quantization,
+        "revision": encoder.revision,
         "proximity_similarity": proximity_similarity,
         "few_shot": few_shot,
         "seed": seed,
@@ -453,7 +460,7 @@ def _embed_tasks(
                     facets=True,
                     task_format=chosen.forward_options.get("task_format"),
                     backend=chosen.backend,
-                    precision=chosen.precision,
+                    quantization=chosen.quantization,
                     onnx_cache=chosen.onnx_cache,
                     domain=chosen.forward_options.get("domain"),
                 )

@@ -611,6 +611,7 @@ def _evaluation_summary(report: Mapping[str, Any], name: str | None) -> dict[str
         "source": source if isinstance(source, str) and _is_hub_id(source) else "a local folder",
         "split": settings.get("split"),
         "max_length": settings.get("max_length"),
+        "revision": settings.get("revision"),
         "version": report.get("sciembed_version"),
         "rows": [{**row, "task": _task_label(row, dataset)} for row in report["results"]],
         "averages": report.get("averages") or {},

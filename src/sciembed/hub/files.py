@@ -5,7 +5,8 @@ states, a link to a key in their home folder. :func:`hub_files` lists what a Hub
 nothing more:
 
 - at the top: weights (safetensors, or ``pytorch_model.bin`` that export converts), the configs of
-  transformers and sentence-transformers, the tokenizer's files and the remote-code ``.py`` files (which
+  transformers and sentence-transformers, calibrated int8 ranges (:data:`sciembed.quantization.RANGES_FILE`), the
+  tokenizer's files and the remote-code ``.py`` files (which
   :func:`sciembed.families.foreign_code` checks separately);
 - the folders of sentence-transformers modules named in ``modules.json`` (and a Router's route folders): their
   configs, weights and tokenizer files;
@@ -38,6 +39,7 @@ from ..formats.names import (
     PALS_WEIGHTS_FILE,
     ROUTER_CONFIG_FILE,
 )
+from ..quantization import RANGES_FILE
 
 CARD_FILE = "README.md"
 ONNX_FOLDER = "onnx"
@@ -69,6 +71,7 @@ _TOP_LEVEL = (
     "config_sentence_transformers.json",
     ROUTER_CONFIG_FILE,
     MULTI_FORMAT_CONFIG_FILE,
+    RANGES_FILE,
     CARD_FILE,
     "*.py",
     *_TOKENIZER_FILES,

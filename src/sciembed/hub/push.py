@@ -12,10 +12,13 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..checkpoints import check_published_code
 from .files import hub_files
+
+if TYPE_CHECKING:
+    from ..encode import Encoder
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +87,61 @@ def push_folder(
     url = str(getattr(commit, "commit_url", commit))
     logger.info("pushed %s to %s (%s)", folder, repo_id, url)
     return url
+
+
+def push_encoder(
+    encoder: Encoder,
+    repo_id: str,
+    *,
+    private: bool = False,
+    commit_message: str | None = None,
+    token: str | None = None,
+    license: str = "apache-2.0",
+    trust_remote_code: bool = False,
+    validate: bool = True,
+    api: Any = None,
+) -> str:
+    """Upload ``encoder`` as ``sciembed push`` uploads a folder: saved, exported, checked, then pushed.
+
+    The folder is written by the encoder's ``save_pretrained`` into a temporary folder, made Hub-ready and checked
+    by :func:`~.export.export_model` (model card, safetensors, a load in a fresh process with ``validate``), and
+    uploaded by :func:`push_folder` with its refusals (``HF_HUB_OFFLINE``, files an export does not write, code that
+    is not sciembed's own without ``trust_remote_code``).
+
+    Args:
+        encoder: the encoder (:meth:`sciembed.Encoder.push_to_hub` calls this).
+        repo_id: ``ORG/NAME``.
+        private: create the repository private.
+        commit_message: default ``"Upload <model_type> model with sciembed"``.
+        token: a Hub token (default: the one ``hf auth login`` stored).
+        license: the model card's licence.
+        trust_remote_code: publish code the folder holds or names that is not sciembed's own.
+        validate: load the exported folder in a fresh process before uploading.
+        api: an ``HfApi`` (default: a new one).
+    """
+    import tempfile
+
+    from .export import export_model
+
+    with tempfile.TemporaryDirectory(prefix="sciembed-push-") as scratch:
+        saved = encoder.save_pretrained(Path(scratch) / "model")
+        report = export_model(
+            saved,
+            Path(scratch) / "hub",
+            repo_id=repo_id,
+            license=license,
+            validate=validate,
+            trust_remote_code=trust_remote_code,
+        )
+        return push_folder(
+            report.folder,
+            repo_id,
+            api=api,
+            private=private,
+            commit_message=commit_message,
+            token=token,
+            trust_remote_code=trust_remote_code,
+        )
 
 
 def _model_type(folder: Path) -> str:

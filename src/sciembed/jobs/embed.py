@@ -70,6 +70,8 @@ class EmbedReport:
         skipped: the records of the input file that were skipped (``skip_invalid``).
         encoded_papers: papers this process encoded (those of its shards that an earlier run had not finished).
         seconds: wall-clock time of the run in this process, reading the input and writing the output included.
+        model: the encoder's name (:attr:`~sciembed.Encoder.name_or_path`).
+        revision: the Hub commit of the model (:attr:`~sciembed.Encoder.revision`; ``None`` for a local folder).
     """
 
     output: Path
@@ -84,6 +86,8 @@ class EmbedReport:
     skipped: list[PaperProblem] = field(default_factory=list)
     encoded_papers: int = 0
     seconds: float = 0.0
+    model: str | None = None
+    revision: str | list[str | None] | None = None
 
     def summary(self) -> str:
         """One line on what this process did: papers embedded, seconds, papers per second and the output."""
@@ -249,6 +253,8 @@ def embed_to_file(
         skipped,
         encoded_papers,
         time.perf_counter() - started,
+        encoder.name_or_path,
+        encoder.revision,
     )
     logger.info("%s", report.summary())
     return report
@@ -381,7 +387,7 @@ def _assemble(folder: Path, output: Path, papers: Papers | Any, shard_size: int,
 
 
 #: Manifest entries that describe a run without deciding its vectors (not compared on resume).
-_INFORMATIONAL = ("model",)
+_INFORMATIONAL = ("model", "revision")
 
 
 def _manifest(encoder: Encoder, papers: Papers | Any, shard_size: int) -> dict[str, Any]:
@@ -392,6 +398,7 @@ def _manifest(encoder: Encoder, papers: Papers | Any, shard_size: int) -> dict[s
             digest.update(str(paper["paper_id"]).encode() + b"\0" + text.encode() + b"\0")
     return {
         "model": encoder.name_or_path,
+        "revision": encoder.revision,
         # What the vectors depend on (weights, config, pooling, length, format), not where the model was read
         # from: the same model given as model/ or model resumes, changed weights at the same path do not.
         "encoder_fingerprint": encoder.fingerprint(),

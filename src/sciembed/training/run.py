@@ -20,7 +20,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -389,62 +388,20 @@ def _evaluate_published_base(
 def save_trained(trainer: Any, tokenizer: Any, folder: str | os.PathLike[str]) -> Path:
     """Save a trained model so that :func:`sciembed.encode` embeds it as it was trained; the folder
     appears complete or not at all (written beside it, then renamed)."""
-    from ..families import family_of, save_pretrained
-    from ..formats import save_with_format_modules
+    from ..saving import save_model
 
     folder = Path(folder)
     staging = folder.with_name(f".{folder.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
-    model = trainer.model
-    if save_with_format_modules(model, staging):
-        tokenizer.save_pretrained(staging)
-    elif family_of(model) is not None:
-        save_pretrained(
-            model,
-            tokenizer,
-            staging,
-            normalize=getattr(trainer, "normalize", False),
-            max_seq_length=trainer.max_length,
-        )
-    else:
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-    # An encoder records the embedding it was trained and evaluated in; so does a classifier (head + encoder, one
-    # model), whose encoder is what sentence-transformers loads from the folder (AutoModel: the encoder alone).
-    if family_of(model) is None and getattr(trainer, "pooling", None) in ("cls", "mean"):
-        _save_sentence_transformers_modules(staging, trainer.pooling, trainer.normalize, trainer.max_length)
-    return replace_folder(staging, folder)
-
-
-def _save_sentence_transformers_modules(folder: Path, pooling: str, normalize: bool, max_length: int | None) -> None:
-    """Add sentence-transformers' module files (Transformer + Pooling + Normalize) to a saved model's ``folder``,
-    leaving its model files alone: sentence-transformers saves the encoder it loaded, which for a classifier is
-    the encoder without its head. The tokenizer's config is sentence-transformers' too: version 6 keeps the window
-    there (``model_max_length``), where a base saved by an earlier version (all-MiniLM-L6-v2: 256 in its
-    ``sentence_bert_config.json``, 512 in its tokenizer's) would otherwise leave the tokenizer's limit."""
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
-
-    transformer = Transformer(str(folder), max_seq_length=max_length)
-    modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling)] + (
-        [Normalize()] if normalize else []
+    save_model(
+        trainer.model,
+        tokenizer,
+        staging,
+        pooling=getattr(trainer, "pooling", None),
+        normalize=getattr(trainer, "normalize", False),
+        max_length=trainer.max_length,
     )
-    with tempfile.TemporaryDirectory() as written:
-        SentenceTransformer(modules=modules, device="cpu").save(written, create_model_card=False)
-        module_files = json.loads((Path(written) / "modules.json").read_text(encoding="utf-8"))
-        names = [
-            "modules.json",
-            "config_sentence_transformers.json",
-            "sentence_bert_config.json",
-            "tokenizer_config.json",
-        ]
-        names += [module["path"] for module in module_files if module["path"]]
-        for name in names:
-            source = Path(written) / name
-            if source.is_dir():
-                shutil.copytree(source, folder / name, dirs_exist_ok=True)
-            elif source.is_file():
-                shutil.copy2(source, folder / name)
+    return replace_folder(staging, folder)
 
 
 # ---------------------------------------------------------------------- the parts

@@ -1,0 +1,88 @@
+"""Similarity of embeddings, under the names sentence-transformers gives its functions.
+
+``cosine`` (the default), ``dot``, ``euclidean`` and ``manhattan`` (the last two negated distances, so that
+higher is more similar). Each comes as a matrix over all pairs (:func:`similarity`) and as one score per row
+pair (:func:`similarity_pairwise`); both return a float32 ``torch.Tensor``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    import torch
+
+SimilarityName = Literal["cosine", "dot", "euclidean", "manhattan"]
+SIMILARITY_FUNCTIONS: tuple[SimilarityName, ...] = ("cosine", "dot", "euclidean", "manhattan")
+
+
+def check_similarity_name(name: Any) -> SimilarityName:
+    """``name`` when it is one of :data:`SIMILARITY_FUNCTIONS` (``dot_product`` read as ``dot``).
+
+    Args:
+        name: a similarity function's name.
+
+    Raises:
+        ValueError: naming the value and the choices.
+    """
+    name = getattr(name, "value", name)  # sentence-transformers' SimilarityFunction
+    name = "dot" if name == "dot_product" else name
+    if name not in SIMILARITY_FUNCTIONS:
+        raise ValueError(f"similarity_fn_name must be one of {', '.join(SIMILARITY_FUNCTIONS)}, got {name!r}")
+    return name
+
+
+def similarity(a: Any, b: Any, similarity_fn_name: SimilarityName = "cosine") -> torch.Tensor:
+    """Scores of every row of ``a`` against every row of ``b``: ``(len(a), len(b))``.
+
+    Args:
+        a: vectors ``(n, dim)`` or one vector ``(dim,)``: numpy, torch or nested lists.
+        b: vectors ``(m, dim)`` or one vector.
+        similarity_fn_name: ``cosine``, ``dot``, ``euclidean`` or ``manhattan``.
+    """
+    import torch
+
+    name = check_similarity_name(similarity_fn_name)
+    a, b = _matrix(a), _matrix(b)
+    if name == "cosine":
+        return _unit(a) @ _unit(b).T
+    if name == "dot":
+        return a @ b.T
+    return -torch.cdist(a, b, p=2.0 if name == "euclidean" else 1.0)
+
+
+def similarity_pairwise(a: Any, b: Any, similarity_fn_name: SimilarityName = "cosine") -> torch.Tensor:
+    """The score of each row of ``a`` with the same row of ``b``: ``(n,)``.
+
+    Args:
+        a: vectors ``(n, dim)`` or one vector ``(dim,)``.
+        b: vectors of the same shape as ``a``.
+        similarity_fn_name: ``cosine``, ``dot``, ``euclidean`` or ``manhattan``.
+
+    Raises:
+        ValueError: ``a`` and ``b`` differ in shape.
+    """
+    import torch
+
+    name = check_similarity_name(similarity_fn_name)
+    a, b = _matrix(a), _matrix(b)
+    if a.shape != b.shape:
+        raise ValueError(f"similarity_pairwise compares row with row: shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if name == "cosine":
+        return (_unit(a) * _unit(b)).sum(dim=-1)
+    if name == "dot":
+        return (a * b).sum(dim=-1)
+    return -torch.linalg.vector_norm(a - b, ord=2 if name == "euclidean" else 1, dim=-1)
+
+
+def _matrix(vectors: Any) -> torch.Tensor:
+    import torch
+
+    tensor = torch.as_tensor(vectors).detach().cpu().float()
+    return tensor.unsqueeze(0) if tensor.dim() == 1 else tensor
+
+
+def _unit(vectors: torch.Tensor) -> torch.Tensor:
+    import torch
+
+    return torch.nn.functional.normalize(vectors, p=2, dim=-1)
