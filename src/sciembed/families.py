@@ -137,16 +137,15 @@ def from_bert(
 
     The tokenizer is the base's, with whatever tokens the family adds (control codes, domain tokens,
     extra CLS tokens), so the pair can be saved together with :func:`save_pretrained`; ``trust_remote_code``
-    lets a tokenizer that is the base's own code load.
+    lets a tokenizer that is the base's own code load. A sentence-transformers folder whose transformer sits in a
+    module subfolder is given as that subfolder (:func:`sciembed.encode.transformer_path`).
     """
     from transformers import AutoTokenizer, BertConfig
 
     from .checkpoint_weights import check_weights_fit
-    from .encode import transformer_path
 
     model_class = family_class(family)
     _check_options(family, options, model_class.config_class, BertConfig)
-    base = transformer_path(base)  # a sentence-transformers folder's transformer may sit in a subfolder
     check_weights_fit(base)  # transformers would start a layer the weights lack at random
     tokenizer = AutoTokenizer.from_pretrained(base, trust_remote_code=trust_remote_code)
     return model_class.from_bert(str(base), tokenizer=tokenizer, **options), tokenizer
@@ -173,7 +172,6 @@ def classifier_from_bert(
     from transformers import AutoTokenizer, BertConfig, PretrainedConfig
 
     from .checkpoint_weights import check_weights_fit
-    from .encode import transformer_path
 
     if family not in REGISTRY:
         raise ValueError(f"unknown classifier family {family!r}; choose one of {', '.join(REGISTRY)}")
@@ -181,7 +179,6 @@ def classifier_from_bert(
     model_class = getattr(importlib.import_module(f"sciembed.modeling.{family}"), REGISTRY[family].classifier_class)
     # PretrainedConfig's fields too: a classifier's labels (id2label, problem_type, ...) are options.
     _check_options(family, options, model_class.config_class, BertConfig, PretrainedConfig)
-    base = transformer_path(base)
     check_weights_fit(base)
     tokenizer = AutoTokenizer.from_pretrained(base, trust_remote_code=trust_remote_code)
     if family in FAMILIES:  # the families add their tokens (control codes, domain or CLS tokens) to it

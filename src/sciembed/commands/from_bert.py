@@ -49,7 +49,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 def run(args: argparse.Namespace) -> int:
     from ..default_model import default_model_path
-    from ..encode import PaperEncoder
+    from ..encode import PaperEncoder, transformer_path
     from ..families import from_bert, save_pretrained
     from ..io import check_output_place, check_writable
     from ..training.recipes import parse_assignments
@@ -59,7 +59,10 @@ def run(args: argparse.Namespace) -> int:
     check_writable(args.output)
     base = args.base or default_model_path()
     PaperEncoder.check_checkpoint(base, trust_remote_code=args.trust_remote_code)  # code, window and weights
-    model, tokenizer = from_bert(args.family, base, trust_remote_code=args.trust_remote_code, **options)
+    # A sentence-transformers folder's transformer may sit in a module subfolder (0_Transformer/).
+    model, tokenizer = from_bert(
+        args.family, transformer_path(base), trust_remote_code=args.trust_remote_code, **options
+    )
     save_pretrained(model, tokenizer, args.output)
     logger.info(
         "saved a %s model built from %s to %s", args.family, args.base or "the embedded all-MiniLM-L6-v2", args.output

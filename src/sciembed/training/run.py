@@ -719,13 +719,13 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
     module_options = {
         k: options.pop(k) for k in ("adapter_config", "pals_hidden_size", "pals_attention_heads") if k in options
     }
+    source = transformer_path(base)  # a sentence-transformers folder's transformer may sit in a subfolder
     if recipe.family is None:
         if options:
             raise ValueError(
                 f"recipe {recipe.name} trains the base encoder as it is; it takes no model options "
                 f"({', '.join(options)})"
             )
-        source = transformer_path(base)  # a sentence-transformers folder's transformer may sit in a subfolder
         check_weights_fit(source)  # a family's from_bert checks its base itself
         model = AutoModel.from_pretrained(source, trust_remote_code=trust_remote_code)
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
@@ -733,7 +733,7 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
         labels = examples.labels or []
         model, tokenizer = classifier_from_bert(
             recipe.family,
-            base,
+            source,
             num_labels=len(labels),
             id2label=dict(enumerate(labels)),
             label2id={name: i for i, name in enumerate(labels)},
@@ -741,7 +741,7 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
             **options,
         )
     else:
-        model, tokenizer = from_bert(recipe.family, base, trust_remote_code=trust_remote_code, **options)
+        model, tokenizer = from_bert(recipe.family, source, trust_remote_code=trust_remote_code, **options)
     _add_format_modules(model, modules, module_options, base)
     return model, tokenizer
 
