@@ -789,7 +789,7 @@ def test_every_variant_trains_on_minilm_and_reloads_in_a_fresh_process(tmp_path)
 
     from helpers import shared_data
 
-    from sciembed.encode import base_embedding
+    from sciembed.checkpoint_files import base_embedding
     from sciembed.training.run import MODEL_FOLDER, prepare, save_trained
 
     data = shared_data("scirepeval-samples")

@@ -23,7 +23,17 @@ LAYERS = (
     ),
     ("encoders", ("sciembed.encoders",)),
     ("encode", ("sciembed.encode", "sciembed.onnx_backend")),
-    ("formats / data", ("sciembed.formats", "sciembed.data", "sciembed.checkpoints", "sciembed.saving")),
+    (
+        "formats / data",
+        (
+            "sciembed.formats",
+            "sciembed.data",
+            "sciembed.checkpoints",
+            "sciembed.checkpoint_files",
+            "sciembed.checkpoint_hub",
+            "sciembed.saving",
+        ),
+    ),
     (
         "families / io",
         (

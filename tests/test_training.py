@@ -398,7 +398,7 @@ def test_training_texts_are_cut_to_data_max_length_and_the_model_keeps_its_windo
     evaluation and the saved model (its sentence-transformers max_seq_length) keep embedding.max_length; unset, the
     training texts take the window."""
     import sciembed
-    from sciembed.encode import base_embedding
+    from sciembed.checkpoint_files import base_embedding
     from sciembed.training.run import prepare, save_trained
 
     data = write_s2orc(tmp_path / "papers.jsonl")
@@ -431,7 +431,7 @@ def test_a_model_trained_from_a_base_saved_by_sentence_transformers_5_keeps_the_
     from sentence_transformers import SentenceTransformer
 
     import sciembed
-    from sciembed.encode import base_embedding
+    from sciembed.checkpoint_files import base_embedding
     from sciembed.training.run import prepare, save_trained
 
     base = shutil.copytree(tiny_st_base, tmp_path / "st5-layout")

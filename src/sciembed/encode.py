@@ -12,7 +12,6 @@ the family's embedding (``pooler_output``) for sciembed's model families, and th
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import hashlib
 import json
@@ -21,22 +20,34 @@ import numbers
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from tqdm.auto import tqdm
 
+from .checkpoint_files import (
+    ENSEMBLE_FILE,
+    base_embedding,
+    folder_window,
+    format_routes_at_root,
+    has_sentence_transformers_modules,
+    only_sciembed_code,
+    st_window,
+    tokenizer_window,
+    transformer_folder,
+    transformer_path,
+)
+from .checkpoint_hub import check_model_location, load_errors_named, named_as, resolve_model
 from .checkpoint_weights import check_weights_fit
-from .checkpoints import check_remote_code, check_tokenizer, module_folders
+from .checkpoints import check_remote_code, check_tokenizer
 from .data.papers import TEXT_FIELDS, paper_inputs, paper_text
 from .default_model import default_model_path
-from .families import family_of, foreign_code, register_families
+from .families import family_of, register_families
 from .formats import activate_format, load_format_modules, model_formats
 from .formats.embedding import FAMILY_POOLING, POOLINGS, pool  # noqa: F401  (encode's API too)
 from .formats.names import DOCUMENT_FORMAT, QUERY_FORMAT  # noqa: F401  (encode's API too)
-from .io import broken_link, check_finite
+from .io import check_finite
 from .logs import progress_enabled
 from .onnx_backend import BACKENDS, Backend, OnnxBackend, Quantization
 from .quantization import OutputPrecision, calibration_ranges, check_precision, load_ranges, quantize
@@ -57,21 +68,11 @@ Pooling = Literal["cls", "mean"]
 #: record, or a list, tuple, generator or pandas DataFrame of them.
 Papers = str | Mapping[str, Any] | Iterable[Mapping[str, Any] | str]
 
-#: A folder holding this file describes an ensemble of encoders (:mod:`sciembed.encoders.ensemble`).
-ENSEMBLE_FILE = "sciembed_ensemble.json"
 
 #: Texts per forward pass by default. On CPUs smaller batches ran fastest (benchmarks/encode_speed.py, batch
 #: sweep: 8 was the fastest of 4-64 for both the PyTorch and the ONNX path, 32 up to 12% slower); GPUs want more.
 CPU_BATCH_SIZE, GPU_BATCH_SIZE = 8, 32
 
-#: The fewest tokens a window read from a model folder may hold (``tokenizer_config.json``'s ``model_max_length``,
-#: ``sentence_bert_config.json``'s or a format route's ``max_seq_length``): fewer leaves a paper no more than the
-#: first words of its title, so such a value is refused as a damaged setting. An explicit ``max_length`` may be
-#: smaller; it needs room for one token of text beside the special tokens.
-MIN_FOLDER_WINDOW = 8
-
-#: A window above this many tokens read from a model folder means "no limit" (transformers writes ``1e30``).
-UNSET_WINDOW = 1_000_000
 
 # Texts are length-sorted within windows of this many, so measuring lengths never holds more than one
 # window of token ids in memory however many papers are encoded.
@@ -518,7 +519,7 @@ class PaperEncoder(Encoder):
         name, resolved = resolve_model(
             given, revision=revision, token=token, cache_dir=cache_dir, local_files_only=local_files_only
         )
-        with _named_as(given, name):  # a Hub snapshot's errors name the Hub id
+        with named_as(given, name):  # a Hub snapshot's errors name the Hub id
             loading = _model_kwargs(model_kwargs)
             if (Path(name) / ENSEMBLE_FILE).is_file():
                 # Ensembles sit a layer above this module (sciembed.encoders.ensemble imports it, not the other way).
@@ -527,8 +528,8 @@ class PaperEncoder(Encoder):
                 )
             # Code, window (unless one is given) and weights, before anything of the checkpoint runs or loads.
             cls.check_checkpoint(name, trust_remote_code=trust_remote_code, window=kwargs.get("max_length") is None)
-            sentence_transformers = _has_sentence_transformers_modules(name)
-            if sentence_transformers and _format_routes_at_root(name):
+            sentence_transformers = has_sentence_transformers_modules(name)
+            if sentence_transformers and format_routes_at_root(name):
                 # An exported multi-format model: its root is the model folder, read with sciembed's own classes (not
                 # the copies of them it ships for sentence-transformers) in the embedding its routes give.
                 spec = base_embedding(name)
@@ -538,8 +539,8 @@ class PaperEncoder(Encoder):
             elif kwargs.get("pooling") is None and sentence_transformers:
                 from sentence_transformers import SentenceTransformer
 
-                trusted = trust_remote_code or _only_sciembed_code(name)
-                with _load_errors_named(name):
+                trusted = trust_remote_code or only_sciembed_code(name)
+                with load_errors_named(name):
                     model = SentenceTransformer(
                         name, device=str(device) if device else None, trust_remote_code=trusted, model_kwargs=loading
                     )
@@ -558,7 +559,7 @@ class PaperEncoder(Encoder):
                     kwargs["max_length"] or "(unset: the model's limit)",
                 )
             source = transformer_path(name) if sentence_transformers else name
-            with _load_errors_named(name):
+            with load_errors_named(name):
                 model = AutoModel.from_pretrained(source, trust_remote_code=trust_remote_code, **loading)
                 if trust_remote_code and kwargs.get("tokenizer") is None:  # a tokenizer may be the model's code too
                     kwargs["tokenizer"] = AutoTokenizer.from_pretrained(source, trust_remote_code=True)
@@ -633,17 +634,17 @@ class PaperEncoder(Encoder):
         check_model_location(name)
         check_remote_code(name, trust_remote_code=trust_remote_code)
         register_families()
-        sentence_transformers = _has_sentence_transformers_modules(name)
-        subfolder = _transformer_folder(name) if sentence_transformers else ""
+        sentence_transformers = has_sentence_transformers_modules(name)
+        subfolder = transformer_folder(name) if sentence_transformers else ""
         if subfolder is None:  # modules without a transformers model of their own: nothing more to check here
             return
         if window and sentence_transformers:
             st_window(name)
         if window:
-            _tokenizer_window(name, subfolder)
+            tokenizer_window(name, subfolder)
         check_tokenizer(name, subfolder, trust_remote_code=trust_remote_code)
-        trusted = trust_remote_code or (sentence_transformers and _only_sciembed_code(name))
-        with _load_errors_named(name):  # damaged weights, unsafe pickles: one line naming the folder
+        trusted = trust_remote_code or (sentence_transformers and only_sciembed_code(name))
+        with load_errors_named(name):  # damaged weights, unsafe pickles: one line naming the folder
             check_weights_fit(name, subfolder=subfolder, trust_remote_code=trusted)
 
     @property
@@ -1120,35 +1121,6 @@ def default_max_length(model: Any, tokenizer: Any) -> int:
     return min(window or 512, position_limit(model), 512)
 
 
-def folder_window(value: Any, source: str) -> int | None:
-    """A window (tokens per text) as a model folder sets it, checked; ``None`` where it sets no limit.
-
-    Args:
-        value: the value read; ``None`` or above :data:`UNSET_WINDOW` (transformers' ``1e30``) means no limit.
-        source: the file and key it was read from, for the error.
-
-    Raises:
-        ValueError: a value that is not a whole number, or is below :data:`MIN_FOLDER_WINDOW`; the message names
-            ``source`` and ``--max-length``, which sets the window instead.
-    """
-    if value is None:
-        return None
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if number and value > UNSET_WINDOW:
-        return None
-    if number and float(value).is_integer() and value >= MIN_FOLDER_WINDOW:
-        return int(value)
-    problem = (
-        f"below {MIN_FOLDER_WINDOW} tokens, too few for a paper's text"
-        if number and float(value).is_integer()
-        else "not a whole number of tokens"
-    )
-    raise ValueError(
-        f"{source} is {value!r}: {problem}; correct it there, or, where the command takes one, give the window with "
-        "--max-length (max_length=)"
-    )
-
-
 def check_max_length(max_length: Any, tokenizer: Any, setting: str = "--max-length (max_length=)") -> None:
     """Refuse an explicit ``max_length`` that is not a whole number or holds no token of text beside the special
     tokens ``tokenizer`` adds to every text (every paper would get the same vector).
@@ -1175,246 +1147,6 @@ def position_limit(model: Any) -> int:
     """The tokens of text a transformers ``model`` takes: its position embeddings less the tokens a family inserts
     itself (extra CLS tokens, a control code)."""
     return getattr(model.config, "max_position_embeddings", 512) - getattr(model, "num_inserted_tokens", 0)
-
-
-@dataclass(frozen=True)
-class BaseEmbedding:
-    """How a checkpoint's authors embed with it, as :func:`base_embedding` reads it.
-
-    Attributes:
-        pooling: ``"cls"`` or ``"mean"`` (``None``: the checkpoint prescribes none; a plain transformers model).
-        normalize: whether its vectors are L2-normalised.
-        max_length: the sentence-transformers ``max_seq_length`` (``None`` when not set).
-        source: where this was read from, for logs and ``train_results.json``.
-    """
-
-    pooling: str | None
-    normalize: bool
-    max_length: int | None
-    source: str
-
-
-def base_embedding(name_or_path: str | os.PathLike[str]) -> BaseEmbedding:
-    """The embedding a checkpoint is used with: its sentence-transformers modules (``modules.json``:
-    a Transformer, then Pooling with ``cls`` or ``mean``, then optionally Normalize; or format routes, a Router
-    then :class:`~sciembed.formats.format_routes.MultiFormatTransformer`) when it has them,
-    else nothing prescribed (``pooling=None``). Training starts from this, so that a model is trained
-    in the embedding its base is used with (:func:`pool` reproduces those modules exactly).
-
-    Raises:
-        ValueError: the modules hold something :func:`pool` cannot reproduce (a Dense layer, max
-            pooling, ...); the message names the file and the module.
-    """
-    name = str(name_or_path)
-    if not _has_sentence_transformers_modules(name):
-        return BaseEmbedding(None, False, None, "no sentence-transformers modules")
-    module_folders(name)  # every module path stays inside the checkpoint
-    modules_file = _st_file(name, "modules.json")
-    kinds = [
-        (entry.get("type", "").rsplit(".", 1)[-1], entry)
-        for entry in json.loads(Path(modules_file).read_text(encoding="utf-8"))
-    ]
-    names = [kind for kind, _ in kinds]
-    pooling, modes, window = None, [], None
-    if names[:2] == ["Transformer", "Pooling"]:
-        config = json.loads(Path(_st_file(name, f"{kinds[1][1]['path']}/config.json")).read_text(encoding="utf-8"))
-        # sentence-transformers 5 writes "pooling_mode" (a name or a list); earlier releases one flag per mode.
-        modes = config.get("pooling_mode") or [
-            mode.removeprefix("pooling_mode_").removesuffix("_tokens").removesuffix("_token")
-            for mode, on in config.items()
-            if mode.startswith("pooling_mode_") and on
-        ]
-        modes = [modes] if isinstance(modes, str) else list(modes)
-        pooling = modes[0] if modes in (["cls"], ["mean"]) else None
-        rest = names[2:]
-    elif names[:2] == ["Router", "MultiFormatTransformer"]:
-        # Format routes (sciembed.formats.format_routes): the model pools as its config says, "family" meaning its own.
-        where = kinds[1][1]["path"]
-        pooling = _st_json(name, "/".join(filter(None, [where, "multi_format_config.json"])))["pooling"]
-        pooling = pooling if pooling in POOLINGS else None
-        rest = names[2:]
-        # Every route tokenizes to the window sciembed encodes the model with.
-        router = kinds[0][1]["path"]
-        route = next(iter(_st_json(name, "/".join(filter(None, [router, "router_config.json"])))["types"]))
-        window_file = "/".join(filter(None, [router, route, "task_format_config.json"]))
-        window = folder_window(_st_json(name, window_file)["max_seq_length"], f"{name}/{window_file}: max_seq_length")
-    else:
-        # A sciembed family's folder: its Transformer module returns the family's own embedding.
-        rest = names[1:] if names[:1] == ["Transformer"] else names
-    if (modes and pooling is None) or rest not in ([], ["Normalize"]):
-        raise ValueError(
-            f"{modules_file}: modules {' -> '.join(names)}{f' (pooling {modes})' if modes else ''} cannot be trained "
-            "through sciembed.encode.pool, which reproduces Transformer -> Pooling (cls or mean) [-> Normalize]; "
-            "set embedding.pooling and embedding.normalize to train another embedding"
-        )
-    normalize = rest == ["Normalize"]
-    return BaseEmbedding(pooling, normalize, window or st_window(name), modules_file)
-
-
-def st_window(name_or_path: str) -> int | None:
-    """The window a sentence-transformers checkpoint sets, checked by :func:`folder_window` (``None``: no limit).
-    sentence-transformers < 6 writes it as ``sentence_bert_config.json``'s ``max_seq_length``; 6 writes it as the
-    tokenizer's ``model_max_length`` instead. Either sits at the top or in the first module's folder."""
-    first = _first_module_path(name_or_path)
-    for filename, key in (
-        ("sentence_bert_config.json", "max_seq_length"),
-        ("tokenizer_config.json", "model_max_length"),
-    ):
-        # Older sentence-transformers releases write them in the transformer's folder (0_Transformer/).
-        for file in dict.fromkeys([filename, "/".join(filter(None, [first, filename]))]):
-            value = _st_json(name_or_path, file).get(key)
-            if value is not None:
-                return folder_window(value, f"{name_or_path}/{file}: {key}")
-    return None
-
-
-def _st_json(name_or_path: str, filename: str) -> dict[str, Any]:
-    """A JSON file of a sentence-transformers checkpoint, ``{}`` when it has none."""
-    try:
-        return json.loads(Path(_st_file(name_or_path, filename)).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-
-
-def _st_file(name_or_path: str, filename: str) -> str:
-    if Path(name_or_path).is_dir():
-        path = Path(name_or_path) / filename
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} is missing")
-        return str(path)
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError
-
-    try:
-        return hf_hub_download(name_or_path, filename)
-    except EntryNotFoundError:
-        raise FileNotFoundError(f"{name_or_path}: no {filename}") from None
-
-
-def check_model_location(name: str) -> None:
-    """Fail early, naming what is wrong, for a model that is meant as a local folder: a folder without
-    ``config.json`` (nor sentence-transformers ``modules.json``), or a path that does not exist. Anything
-    shaped like a Hub id (``name`` or ``owner/name``) that is not a local folder is left to the Hub loaders.
-
-    Raises:
-        FileNotFoundError: with the path and what is missing.
-    """
-    path = Path(name).expanduser()
-    if (link := broken_link(path)) is not None:
-        raise FileNotFoundError(f"{name} is {link}: not a model folder; point it at the folder itself")
-    if path.is_dir():
-        if not any((path / marker).is_file() for marker in ("config.json", "modules.json", ENSEMBLE_FILE)):
-            raise FileNotFoundError(
-                f"{name}: this folder holds no config.json (nor modules.json): not a saved model folder"
-            )
-        return
-    if path.exists():
-        raise FileNotFoundError(f"{name}: a file, not a model folder or Hub id")
-    if _looks_local(name):
-        raise FileNotFoundError(f"{name}: no such model folder")
-    if _hub_offline() and not _in_hub_cache(name):
-        raise FileNotFoundError(
-            f"{name}: no such model folder here, and no copy of a Hub model of that id in the Hub cache "
-            "(HF_HUB_OFFLINE is set, so it cannot be downloaded)"
-        )
-
-
-#: Files a Hub snapshot leaves out: weights of other frameworks and exports that sciembed never loads.
-HUB_IGNORED = ("*.h5", "*.msgpack", "*.ot", "*.tflite", "*.onnx", "*.onnx_data", "onnx/*", "openvino/*", "coreml/*")
-
-
-def resolve_model(
-    name: str,
-    *,
-    revision: str | None = None,
-    token: str | bool | None = None,
-    cache_dir: str | os.PathLike[str] | None = None,
-    local_files_only: bool = False,
-) -> tuple[str, str | None]:
-    """The local folder a model name stands for, and its Hub commit.
-
-    Args:
-        name: a local model folder or a Hub id.
-        revision: a Hub id's branch, tag or commit; refused for a local folder.
-        token: a Hub token.
-        cache_dir: the Hub cache (default: ``HF_HUB_CACHE``).
-        local_files_only: read the Hub cache only.
-
-    Returns:
-        ``(folder, commit)``: a Hub id's snapshot folder and commit; a local folder as given, with the commit of a
-        Hub cache snapshot folder (``.../snapshots/<commit>``), else ``None``.
-
-    Raises:
-        FileNotFoundError: no such folder, or a Hub id that is not in the cache and cannot be downloaded.
-        ValueError: a ``revision`` for a local folder, or one the Hub repository does not have.
-    """
-    path = Path(name).expanduser()
-    if path.exists() or broken_link(path) is not None or _looks_local(name):
-        if revision is not None:
-            raise ValueError(f"{name} is a local folder, which has no revisions: leave revision (--revision) unset")
-        check_model_location(name)
-        return name, _snapshot_commit(path)
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import (
-        HFValidationError,
-        LocalEntryNotFoundError,
-        RepositoryNotFoundError,
-        RevisionNotFoundError,
-    )
-
-    offline = _hub_offline() or local_files_only
-    try:
-        folder = snapshot_download(
-            name,
-            revision=revision,
-            token=token,
-            cache_dir=cache_dir,
-            local_files_only=offline,
-            ignore_patterns=list(HUB_IGNORED),
-        )
-    except HFValidationError:
-        raise FileNotFoundError(f"{name}: no such model folder, and not a Hub id") from None
-    except RevisionNotFoundError:
-        raise ValueError(f"{name}: the Hub repository has no revision {revision!r}") from None
-    except RepositoryNotFoundError:
-        raise FileNotFoundError(f"{name}: no such model folder, and no Hub repository of that id") from None
-    except LocalEntryNotFoundError:
-        why = "HF_HUB_OFFLINE is set" if _hub_offline() else "local_files_only is set"
-        raise FileNotFoundError(
-            f"{name}: no such model folder here, and no copy of a Hub model of that id"
-            f"{f' at revision {revision}' if revision else ''} in the Hub cache{f' {cache_dir}' if cache_dir else ''} "
-            f"({why}, so it cannot be downloaded)"
-        ) from None
-    return folder, _snapshot_commit(Path(folder))
-
-
-@contextlib.contextmanager
-def _named_as(given: str, folder: str):
-    """Errors about the Hub snapshot ``folder`` told with the Hub id ``given`` the user wrote, as when it was read
-    from the Hub: "the Hub repository org/name", "org/name/config.json"."""
-    if folder == given:
-        yield
-        return
-    try:
-        yield
-    except (ValueError, OSError) as error:
-        message = str(error).replace(f"the folder {folder}", f"the Hub repository {given}").replace(folder, given)
-        if message == str(error):
-            raise
-        error.args = (message,)
-        raise error.with_traceback(None) from None
-
-
-def _looks_local(name: str) -> bool:
-    return name.startswith(("/", ".", "~")) or name.endswith(("/", os.sep)) or name.count("/") > 1 or "\\" in name
-
-
-def _snapshot_commit(folder: Path) -> str | None:
-    """The commit of a Hub cache snapshot folder (``models--org--name/snapshots/<commit>``); ``None`` otherwise."""
-    parent = folder.parent
-    if parent.name == "snapshots" and parent.parent.name.startswith("models--"):
-        return folder.name
-    return None
 
 
 def _model_kwargs(model_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -1444,175 +1176,6 @@ def refuse_weight_precision(precision: Any) -> None:
         )
 
 
-def _hub_offline() -> bool:
-    from huggingface_hub import constants
-
-    return constants.HF_HUB_OFFLINE
-
-
-def _in_hub_cache(repo_id: str) -> bool:
-    """Whether the Hub cache holds a model ``repo_id`` (a config file of it), as offline loading needs."""
-    from huggingface_hub import try_to_load_from_cache
-    from huggingface_hub.errors import HFValidationError
-
-    try:
-        return any(
-            isinstance(try_to_load_from_cache(repo_id, marker), str) for marker in ("config.json", "modules.json")
-        )
-    except HFValidationError:
-        return False
-
-
-@contextlib.contextmanager
-def _load_errors_named(name: str):
-    """The loaders' failures as one error naming the model and sciembed's own remedy: damaged weights (a
-    truncated ``model.safetensors``), pickle weights that ``torch.load(weights_only=True)`` refuses (transformers
-    4.57 suggests a TensorFlow checkpoint for them, torch to load with ``weights_only=False``: both wrong here),
-    and code outside sciembed's own (transformers' message names a Hub URL even for a local folder)."""
-    import pickle
-
-    from safetensors import SafetensorError
-
-    try:
-        yield
-    except SafetensorError as error:
-        raise ValueError(f"{name}: its weights do not load ({error}); the file may be truncated or damaged") from None
-    except (pickle.UnpicklingError, OSError) as error:
-        chain = [error]
-        while chain[-1].__cause__ or chain[-1].__context__:
-            chain.append(chain[-1].__cause__ or chain[-1].__context__)
-        refused = next((e for e in chain if isinstance(e, pickle.UnpicklingError)), None)
-        if refused is None:
-            raise
-        reason = str(refused).strip().splitlines()[-3:]
-        detail = next((line for line in reason if "GLOBAL" in line), "it holds objects other than tensors")
-        raise ValueError(
-            f"{name}: its pickle weights (pytorch_model.bin) are an unsafe pickle: {detail.strip()} Loading them "
-            "would run that code, so sciembed loads tensors only. Use safetensors weights, or convert the file on a "
-            "machine where you trust it"
-        ) from None
-    except ValueError as error:
-        if "trust_remote_code" not in str(error):
-            raise
-        where = f"the folder {name}" if Path(name).is_dir() else f"the Hub repository {name}"
-        raise ValueError(
-            f"{where} holds Python code that is not sciembed's own; loading it runs that code. Read it, then pass "
-            "--trust-remote-code (command line) or trust_remote_code=True (Python)"
-        ) from None
-
-
 def _is_sentence_transformer(model: Any) -> bool:
     # Checked by class name so that plain transformers models never import sentence_transformers.
     return any(cls.__name__ == "SentenceTransformer" for cls in type(model).__mro__)
-
-
-def _only_sciembed_code(name_or_path: str) -> bool:
-    """Whether a local sentence-transformers folder runs no code but sentence-transformers' and sciembed's own: its
-    module classes (``modules.json``, a Router's ``router_config.json``) are ``sentence_transformers.*`` or
-    ``sciembed.*`` ones, and every Python file in it is byte-for-byte one of sciembed's remote-code files.
-
-    sentence-transformers 6 asks for ``trust_remote_code=True`` before it imports any class outside its own
-    namespace, even from a local folder; sciembed passes it for such a folder, which is what sciembed saved.
-    """
-    folder = Path(name_or_path)
-    if not folder.is_dir():
-        return False
-    classes = [module.get("type", "") for module in json.loads((folder / "modules.json").read_text(encoding="utf-8"))]
-    router = folder / "router_config.json"
-    if router.is_file():
-        classes += list(json.loads(router.read_text(encoding="utf-8")).get("types", {}).values())
-    own = all(str(name).startswith(("sentence_transformers.", "sciembed.")) for name in classes)
-    return own and not any(foreign_code(sub) for sub in {path.parent for path in folder.rglob("*.py")})
-
-
-def _tokenizer_window(name_or_path: str, folder: str) -> None:
-    """Refuse the window of ``folder``'s ``tokenizer_config.json`` when no paper fits in it (:func:`folder_window`)."""
-    filename = "/".join(filter(None, [folder, "tokenizer_config.json"]))
-    value = _st_json(name_or_path, filename).get("model_max_length")
-    if value is not None:
-        folder_window(value, f"{name_or_path}/{filename}: model_max_length")
-
-
-def _transformer_folder(name_or_path: str) -> str | None:
-    """The folder (relative to the model's) of a sentence-transformers model's first module when it is a transformers
-    model (``config.json`` there), as ``modules.json`` says; ``None`` otherwise."""
-    first = json.loads(Path(_st_file(name_or_path, "modules.json")).read_text(encoding="utf-8"))[0]
-    folder = first.get("path", "")
-    try:
-        _st_file(name_or_path, "/".join(filter(None, [folder, "config.json"])))
-    except FileNotFoundError:
-        return None
-    return folder
-
-
-def transformer_path(name_or_path: str | os.PathLike[str]) -> str:
-    """Where transformers finds a checkpoint's transformer: the checkpoint, or its first module's folder.
-
-    A sentence-transformers model's transformer sits in a module folder (``0_Transformer/``) when older
-    sentence-transformers releases saved it; ``modules.json`` names that folder.
-
-    Args:
-        name_or_path: a local folder or a Hub id.
-
-    Raises:
-        ValueError: a sentence-transformers checkpoint whose first module is no transformers model (no
-            ``config.json`` in its folder), naming ``modules.json`` and that folder.
-    """
-    name = str(name_or_path)
-    if not _has_sentence_transformers_modules(name) or _is_file(name, "config.json"):
-        return name
-    module_folders(name)  # every module path stays inside the checkpoint
-    folder = _transformer_folder(name)
-    if folder is None:
-        first = _first_module_path(name)
-        raise ValueError(
-            f"{name}/modules.json: its first module ({first or 'the folder itself'}) holds no config.json, so it is "
-            "no transformers model to start from; give the folder of the transformer itself"
-        )
-    if Path(name).is_dir():
-        return str(Path(name) / folder)
-    from huggingface_hub import snapshot_download
-
-    return str(Path(snapshot_download(name, allow_patterns=[f"{folder}/*"])) / folder)
-
-
-def _first_module_path(name_or_path: str) -> str:
-    """The folder ``modules.json`` gives its first module (``""``: the checkpoint itself, or no module)."""
-    modules = json.loads(Path(_st_file(name_or_path, "modules.json")).read_text(encoding="utf-8"))
-    first = modules[0] if isinstance(modules, list) and modules and isinstance(modules[0], dict) else {}
-    path = first.get("path") or ""
-    return path if isinstance(path, str) else ""
-
-
-def _is_file(name_or_path: str, filename: str) -> bool:
-    """Whether a local folder or Hub repository holds ``filename``."""
-    try:
-        _st_file(name_or_path, filename)
-    except FileNotFoundError:
-        return False
-    return True
-
-
-def _format_routes_at_root(name_or_path: str) -> bool:
-    """Whether a sentence-transformers model has format routes around the model at its root, as
-    :func:`sciembed.encoders.router.add_format_routes` writes them (``config.json`` beside ``router_config.json``)."""
-    try:
-        _st_file(name_or_path, "router_config.json")
-        _st_file(name_or_path, "config.json")
-    except FileNotFoundError:
-        return False
-    return True
-
-
-def _has_sentence_transformers_modules(name_or_path: str) -> bool:
-    if Path(name_or_path).is_dir():
-        return (Path(name_or_path) / "modules.json").is_file()
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError
-
-    try:
-        hf_hub_download(name_or_path, "modules.json")
-    except EntryNotFoundError:
-        # Also raised offline or with the Hub unreachable; transformers then reports that itself.
-        return False
-    return True

@@ -138,7 +138,7 @@ def from_bert(
     The tokenizer is the base's, with whatever tokens the family adds (control codes, domain tokens,
     extra CLS tokens), so the pair can be saved together with :func:`save_pretrained`; ``trust_remote_code``
     lets a tokenizer that is the base's own code load. A sentence-transformers folder whose transformer sits in a
-    module subfolder is given as that subfolder (:func:`sciembed.encode.transformer_path`).
+    module subfolder is given as that subfolder (:func:`sciembed.checkpoint_files.transformer_path`).
     """
     from transformers import AutoTokenizer, BertConfig
 

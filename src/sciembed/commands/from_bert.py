@@ -48,8 +48,9 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..checkpoint_files import transformer_path
     from ..default_model import default_model_path
-    from ..encode import PaperEncoder, transformer_path
+    from ..encode import PaperEncoder
     from ..families import from_bert, save_pretrained
     from ..io import check_output_place, check_writable
     from ..training.recipes import parse_assignments

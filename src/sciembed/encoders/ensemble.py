@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..encode import ENSEMBLE_FILE, Encoder, PaperEncoder
+from ..checkpoint_files import ENSEMBLE_FILE
+from ..encode import Encoder, PaperEncoder
 from ..io import RepeatedKeyError, atomic_path, json_error, json_place, loads_json
 
 

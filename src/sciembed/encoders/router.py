@@ -32,7 +32,8 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Normalize, Router
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from ..encode import DOCUMENT_FORMAT, QUERY_FORMAT, PaperEncoder, base_embedding, default_max_length, default_pooling
+from ..checkpoint_files import base_embedding
+from ..encode import DOCUMENT_FORMAT, QUERY_FORMAT, PaperEncoder, default_max_length, default_pooling
 from ..formats import format_routes, model_formats
 from ..formats.format_routes import MultiFormatTransformer, TaskFormatInput
 from ..formats.names import ROUTE_CODE_FILES, route_of
@@ -94,10 +95,10 @@ def add_format_routes(folder: str | os.PathLike[str], *, trust_remote_code: bool
     """Make the multi-format model saved in ``folder`` (``config.json`` and weights at its root, format adapters
     or PALs beside them) a sentence-transformers model that loads without sciembed; returns the files written.
 
-    Writes :func:`to_sentence_transformer`'s modules for the folder's own embedding (the pooling, normalisation and
-    window sciembed encodes it with, :func:`sciembed.encode.base_embedding`) into the folder: ``modules.json``
-    with the Router and the model at the root (the model's files stay where they are), the Router's route
-    folders, and the modules' code (:data:`ROUTE_CODE_FILES`), named the way sentence-transformers loads
+    Writes :func:`to_sentence_transformer`'s modules for the folder's own embedding (the pooling, normalisation
+    and window sciembed encodes it with, :func:`sciembed.checkpoint_files.base_embedding`) into the folder:
+    ``modules.json`` with the Router and the model at the root (the model's files stay where they are), the
+    Router's route folders, and the modules' code (:data:`ROUTE_CODE_FILES`), named the way sentence-transformers loads
     custom modules with ``trust_remote_code=True``. sentence-transformers files the folder had (a control-code
     model's single-embedding Transformer) are replaced.
 

@@ -223,7 +223,7 @@ def inspect_model_folder(model_dir: str | os.PathLike[str]) -> ModelFolder:
         ValueError: ``config.json`` is not valid JSON, names a model type sciembed does not describe, or
             the folder is an ensemble (``sciembed_ensemble.json``: render its members' cards instead).
     """
-    from ..encode import ENSEMBLE_FILE
+    from ..checkpoint_files import ENSEMBLE_FILE
     from ..formats.adapters import ADAPTER_CONFIG_FILE, FUSION_CONFIG_FILE, FUSION_PREFIX
     from ..formats.pals import PALS_CONFIG_FILE, PALS_FOLDER
 
@@ -270,13 +270,14 @@ def usage_embedding(folder: ModelFolder) -> UsageEmbedding:
 
     Raises:
         ValueError: the folder's sentence-transformers modules hold something no snippet reproduces (a Dense
-            layer, max pooling, ...; :func:`sciembed.encode.base_embedding` names it).
+            layer, max pooling, ...; :func:`sciembed.checkpoint_files.base_embedding` names it).
     """
     import torch
     from transformers import AutoModel, AutoTokenizer
 
     # encode's own rules (its position limit included), so that the card states what PaperEncoder does.
-    from ..encode import base_embedding, default_max_length, default_pooling, folder_window, position_limit
+    from ..checkpoint_files import base_embedding, folder_window
+    from ..encode import default_max_length, default_pooling, position_limit
     from ..formats import DEFAULT_FORMAT
     from ..formats.adapters import FUSION_CONFIG_FILE, FUSION_PREFIX
 
@@ -621,7 +622,7 @@ def _evaluation_summary(report: Mapping[str, Any], name: str | None) -> dict[str
 
 def _bert_title(folder: Any) -> str:
     """A plain encoder's title, with the embedding its sentence-transformers modules record."""
-    from ..encode import base_embedding
+    from ..checkpoint_files import base_embedding
 
     spec = base_embedding(folder.path) if folder.sentence_transformers else None
     if spec is None or spec.pooling in (None, "cls"):

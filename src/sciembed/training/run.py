@@ -425,13 +425,13 @@ class _Examples:
 
 def _settings(recipe: Recipe, base: str, overrides: Mapping[str, Any] | None, trust_remote_code: bool = False):
     """The recipe's settings for ``base``, with the embedding resolved: what ``embedding`` leaves unset
-    follows the base as its authors use it (:func:`~sciembed.encode.base_embedding`), a family's own
+    follows the base as its authors use it (:func:`~sciembed.checkpoint_files.base_embedding`), a family's own
     pooling excepted; trained in unit vectors, the recipe's unit-vector settings apply. The choice and
     its source are recorded as ``embedding.chosen_by``. A base naming code other than sciembed's own is refused
     unless ``trust_remote_code`` (:func:`sciembed.checkpoints.check_remote_code`), before its files are read, and so
     is a tokenizer that would not load (:func:`sciembed.checkpoints.check_tokenizer`)."""
+    from ..checkpoint_files import base_embedding, transformer_path
     from ..checkpoints import check_remote_code, check_tokenizer
-    from ..encode import base_embedding, transformer_path
 
     check_remote_code(base, trust_remote_code=trust_remote_code)
     check_tokenizer(transformer_path(base), trust_remote_code=trust_remote_code)
@@ -706,8 +706,8 @@ def _excluded_papers(value: Any) -> set[str]:
 def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Examples, trust_remote_code: bool = False):
     from transformers import AutoModel, AutoTokenizer
 
+    from ..checkpoint_files import transformer_path
     from ..checkpoint_weights import check_weights_fit
-    from ..encode import transformer_path
     from ..families import classifier_from_bert, from_bert
 
     options = dict(options)
