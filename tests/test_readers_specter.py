@@ -97,5 +97,5 @@ def test_bad_metadata_record_names_key(tmp_path):
 def test_a_query_listed_twice_in_data_json_is_refused(tmp_path):
     folder = _write(tmp_path / "r", DATA, META, {})
     (folder / "data.json").write_text('{"q1": {"a": {"count": 5}},\n "q1": {"b": {"count": 1}}}\n')
-    with pytest.raises(ValueError, match=r"data\.json: the key 'q1' appears twice in one object"):
+    with pytest.raises(ValueError, match=r"data\.json, line 2: the key 'q1' appears twice in one object"):
         read_specter_release(folder)
