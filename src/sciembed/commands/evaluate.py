@@ -56,7 +56,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     parser.add_argument(
         "--papers",
         help="classification / retrieval: the papers the labels or judgements name (.jsonl, .json, "
-        ".csv or .parquet with paper_id, title, abstract)",
+        ".csv or .parquet with paper_id, title, abstract; a folder of Parquet parts; or a SMART collection such as "
+        "CACM: a folder with a *.all file, or the file)",
     )
     parser.add_argument(
         "--queries",
@@ -153,9 +154,9 @@ def run(args: argparse.Namespace) -> int:
         refuse_replacing(args.output, overwrite=args.overwrite)
     if not args.no_cache:
         check_cache_dir(args.cache_dir)
-    for option, path in (("--papers", args.papers), ("--queries", args.queries)):
+    for option, path, kind in (("--papers", args.papers, "any"), ("--queries", args.queries, "file")):
         if path is not None:
-            check_input(path, option)
+            check_input(path, option, kind)
     if args.data is not None and (Path(args.data).exists() or Path(args.data).is_symlink()):
         check_input(args.data, "--data", "any")  # a local folder or file; anything else may be a Hub id
     reading = dict(

@@ -165,11 +165,13 @@ class InvalidPaperError(ValueError):
 
 @dataclass
 class PaperFile:
-    """The papers read from one file, in file order, and the records that were skipped."""
+    """The papers read from one source, in its order, the records that were skipped, and the citation links the
+    source brings (a SMART collection's ``.X`` citations; ``None`` for a papers file)."""
 
     path: str
     papers: list[dict[str, Any]]
     skipped: list[PaperProblem] = field(default_factory=list)
+    links: set[tuple[str, str]] | None = None
 
     def __len__(self) -> int:
         return len(self.papers)
@@ -180,25 +182,31 @@ def read_papers(
     *,
     id_field: str | None = None,
     skip_invalid: bool = False,
+    smart_links: str = "cacm",
 ) -> PaperFile:
-    """Read papers from ``.jsonl`` (one record a line), ``.json`` (a list of records, or a dict keyed
-    by paper id), ``.csv`` (a header row naming the columns) or ``.parquet`` (one record a row).
+    """Read papers from any layout sciembed's commands take: ``.jsonl`` (one record a line), ``.json`` (a list of
+    records, or a dict keyed by paper id), ``.csv`` (a header row naming the columns), ``.parquet`` (one record a
+    row), a folder of Parquet parts (``*.parquet``, read in name order), or a SMART collection (a ``*.all`` file such
+    as CACM's, or a folder holding one; its ``.X`` citations in ``PaperFile.links``).
 
     Args:
-        path: the file.
+        path: the file or folder.
         id_field: the column holding the paper id; by default the first of :data:`ID_FIELDS` that a
-            record has. In an id-keyed ``.json`` dict the key is the id.
+            record has. In an id-keyed ``.json`` dict the key is the id; a SMART collection's ids are its ``.I`` lines.
         skip_invalid: skip records that are malformed, lack an id, have neither title nor abstract, or
             repeat an earlier id (the first is kept), and list them in ``PaperFile.skipped``. When
             false, the first such record raises :class:`InvalidPaperError`.
+        smart_links: how a SMART collection's ``.X`` lines are read (``cacm`` or ``all``,
+            :func:`~sciembed.data.smart.read_smart_collection`).
 
     Raises:
-        InvalidPaperError: a bad record (and ``skip_invalid`` is false), or a file that holds no papers.
-        ValueError: the file type is not supported, or the whole file is not valid JSON.
+        InvalidPaperError: a bad record (and ``skip_invalid`` is false), or a source that holds no papers.
+        ValueError: the layout is not supported (the ones read are named), or the whole file is not valid JSON.
     """
     skipped: list[PaperProblem] = []
-    papers = list(_valid_papers(Path(path), id_field, skip_invalid, skipped))
-    return PaperFile(str(path), papers, skipped)
+    smart: dict[str, Any] = {}
+    papers = list(_valid_papers(Path(path), id_field, skip_invalid, skipped, smart_links=smart_links, smart=smart))
+    return PaperFile(smart.get("path", str(path)), papers, skipped, smart.get("links"))
 
 
 #: What :func:`paper_inputs` takes, for its messages.
@@ -388,14 +396,15 @@ def paper_dataset(
     id_field: str | None = None,
     skip_invalid: bool = False,
     text_fields: Sequence[str] = TEXT_FIELDS,
+    smart_links: str = "cacm",
 ) -> PaperDataset:
-    """The papers of ``path`` (any format of :func:`read_papers`, validated the same way) as an Arrow-backed
+    """The papers of ``path`` (any layout of :func:`read_papers`, validated the same way) as an Arrow-backed
     ``datasets.Dataset``, for corpora larger than memory.
 
     The records are streamed into ``cache_dir/papers-<key>.arrow`` in batches of 10,000 and the file is
     memory-mapped, so memory holds one batch and the ids seen (for the duplicate check), not the papers.
-    ``<key>`` names the file's path, size and modification time and the reading options; a later call
-    for the unchanged file opens the Arrow file written before (its skipped records kept beside it),
+    ``<key>`` names the path, the size and modification time of its files and the reading options; a later call
+    for the unchanged source opens the Arrow file written before (its skipped records kept beside it),
     without reading the input again. Only the fields a paper's text is made of are kept: title, abstract and
     ``text_fields`` (e.g. ``body`` for full texts), each as text (absent as ``""``).
 
@@ -409,9 +418,10 @@ def paper_dataset(
 
     path, cache_dir = Path(path), Path(cache_dir)
     extra = [name for name in dict.fromkeys(text_fields) if name not in ("paper_id", *TEXT_FIELDS)]
-    stat = path.stat()
+    files = sorted(path.iterdir()) if path.is_dir() else [path]
+    stats = [(file.name, file.stat().st_size, file.stat().st_mtime_ns) for file in files if file.is_file()]
     key = hashlib.sha256(
-        json.dumps([str(path.resolve()), stat.st_size, stat.st_mtime_ns, id_field, skip_invalid, *extra]).encode()
+        json.dumps([str(path.resolve()), stats, id_field, skip_invalid, smart_links, *extra]).encode()
     ).hexdigest()[:16]
     arrow_file, skipped_file = cache_dir / f"papers-{key}.arrow", cache_dir / f"papers-{key}.skipped.json"
     if not (arrow_file.is_file() and skipped_file.is_file()):
@@ -424,7 +434,7 @@ def paper_dataset(
             pa.ipc.new_stream(sink, schema) as writer,
         ):
             batch: list[dict[str, Any]] = []
-            for paper in _valid_papers(path, id_field, skip_invalid, skipped):
+            for paper in _valid_papers(path, id_field, skip_invalid, skipped, smart_links=smart_links):
                 for name in extra:
                     try:
                         paper[name] = _text_field(paper, name)
@@ -443,13 +453,52 @@ def paper_dataset(
 
 
 def _valid_papers(
-    path: Path, id_field: str | None, skip_invalid: bool, skipped: list[PaperProblem]
+    path: Path,
+    id_field: str | None,
+    skip_invalid: bool,
+    skipped: list[PaperProblem],
+    *,
+    smart_links: str = "cacm",
+    smart: dict[str, Any] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """The valid papers of ``path`` in file order; bad records raise, or (``skip_invalid``) go to ``skipped``."""
+    """The valid papers of ``path`` (any layout of :func:`read_papers`) in its order; bad records raise, or
+    (``skip_invalid``) go to ``skipped``. A SMART collection's document file and citation links are put in ``smart``
+    (``path``, ``links``)."""
+    from .smart import CACM_CITATION, is_smart_collection, read_smart_collection
+
+    if is_smart_collection(path):
+        if id_field not in (None, "paper_id"):
+            raise ValueError(
+                f"{path} is a SMART collection, whose ids are its .I lines; --id-field (id_field) names a column of a "
+                "papers file: leave it out"
+            )
+        collection = read_smart_collection(path, skip_invalid=skip_invalid, links=smart_links)
+        skipped.extend(collection.skipped)
+        if smart is not None:
+            smart.update(path=collection.path, links=collection.links.get(CACM_CITATION, set()))
+        yield from collection.papers
+        return
+    source = str(path)
+    if path.is_dir():
+        parts = sorted(path.glob("*.parquet"))
+        if not parts:
+            raise ValueError(
+                f"{path} is a folder holding neither a SMART collection (a *.all file) nor Parquet parts (*.parquet); "
+                f"give a papers file ({', '.join(SUPPORTED_SUFFIXES)}), one of those folders, or a SMART *.all file"
+            )
+        records = (
+            (f"{part.name}, {location}", record, key)
+            for part in parts
+            for location, record, key in _parquet_records(part)
+        )
+        yield from _checked_papers(records, source, id_field, skip_invalid, skipped, whole="whole folder")
+        return
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
-        raise ValueError(f"{path}: unsupported paper file type {suffix!r}; use one of {', '.join(SUPPORTED_SUFFIXES)}")
-    source = str(path)
+        raise ValueError(
+            f"{path}: unsupported paper file type {suffix!r}; use one of {', '.join(SUPPORTED_SUFFIXES)}, a folder of "
+            "Parquet parts or a SMART collection (*.all)"
+        )
     records = {".jsonl": _jsonl_records, ".json": _json_records, ".csv": _csv_records, ".parquet": _parquet_records}[
         suffix
     ](path)

@@ -397,12 +397,13 @@ def classification_tasks(
     skip_invalid: bool = False,
     id_field: str | None = None,
     wanted: set[str] | None = None,
+    smart_links: str = "cacm",
     **_: Any,
 ) -> tuple[list[Task], list[PaperProblem]]:
     """The classification task of a labels file over a papers file, and the records left out (see the module)."""
     from sklearn.model_selection import train_test_split
 
-    paper_file = _papers(papers, name, skip_invalid, id_field)
+    paper_file = _papers(papers, name, skip_invalid, id_field, smart_links)
     by_id = {p["paper_id"]: p for p in paper_file.papers}
     columns, lines = read_labels(data)
     problems = [
@@ -488,6 +489,7 @@ def retrieval_tasks(
     id_field: str | None = None,
     wanted: set[str] | None = None,
     qrels_columns: str | None = None,
+    smart_links: str = "cacm",
     **_: Any,
 ) -> tuple[list[Task], list[PaperProblem]]:
     """The retrieval task of a qrels file over a papers file (and a queries file), and the records left out (see the
@@ -496,7 +498,7 @@ def retrieval_tasks(
     (:func:`~sciembed.data.judgements.check_qrels_columns`)."""
     if candidates not in CANDIDATES:
         raise ValueError(f"unknown candidates {candidates!r}; one of {', '.join(CANDIDATES)}")
-    paper_file = _papers(papers, name, skip_invalid, id_field)
+    paper_file = _papers(papers, name, skip_invalid, id_field, smart_links)
     by_id = {p["paper_id"]: p for p in paper_file.papers}
     texts = read_queries(queries) if queries else None
     columns, lines = read_qrels(data, qrels_columns=qrels_columns)
@@ -596,10 +598,10 @@ def retrieval_tasks(
     return [task], paper_file.skipped + problems
 
 
-def _papers(papers: str | None, name: str, skip_invalid: bool, id_field: str | None):
+def _papers(papers: str | None, name: str, skip_invalid: bool, id_field: str | None, smart_links: str):
     if not papers:
         raise ValueError(f"--benchmark {name} needs the papers file the ids name: --papers papers.jsonl (papers=...)")
-    read = read_papers(papers, id_field=id_field, skip_invalid=skip_invalid)
+    read = read_papers(papers, id_field=id_field, skip_invalid=skip_invalid, smart_links=smart_links)
     if read.skipped:
         logger.warning(
             "%s: skipped %d invalid record(s): %s", papers, len(read.skipped), "; ".join(map(str, read.skipped[:10]))

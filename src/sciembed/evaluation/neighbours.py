@@ -268,35 +268,22 @@ def read_collection(
     skip_invalid: bool = False,
     smart_links: str = "cacm",
 ) -> Collection:
-    """The papers of a papers file (``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet``), of a SMART collection (a folder
-    holding one ``*.all`` file, or the file; its ``.X`` citations read as ``smart_links`` says), or given as
-    records (a list, generator or pandas DataFrame, checked as a file's records are:
-    :func:`~sciembed.data.papers.paper_records`)."""
+    """The papers of a papers file in any layout :func:`~sciembed.data.papers.read_papers` reads (``.jsonl`` /
+    ``.json`` / ``.csv`` / ``.parquet``, a folder of Parquet parts, or a SMART collection: a folder holding one
+    ``*.all`` file, or the file, its ``.X`` citations read as ``smart_links`` says), or given as records (a list,
+    generator or pandas DataFrame, checked as a file's records are: :func:`~sciembed.data.papers.paper_records`)."""
     if not isinstance(papers, (str, os.PathLike)):
         given = paper_records(papers, id_field=id_field, skip_invalid=skip_invalid)
         _log_skipped(given.path, given.skipped)
         return Collection(f"{len(given.papers)} papers given", given.papers, None, given.skipped)
-    from ..data.smart import CACM_CITATION, is_smart_collection, read_smart_collection
+    from ..data.papers import read_papers
 
     path = Path(papers)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such papers file or folder")
-    if is_smart_collection(path):
-        collection = read_smart_collection(path, skip_invalid=skip_invalid, links=smart_links)
-        return Collection(
-            f"SMART collection {collection.path}",
-            collection.papers,
-            collection.links.get(CACM_CITATION, set()),
-            list(collection.skipped),
-        )
-    if path.is_dir():
-        raise ValueError(
-            f"{path} is a folder but not a SMART collection (no *.all file); give a papers file "
-            "(.jsonl, .json, .csv or .parquet)"
-        )
-    from ..data.papers import read_papers
-
-    read = read_papers(path, id_field=id_field, skip_invalid=skip_invalid)
+    read = read_papers(path, id_field=id_field, skip_invalid=skip_invalid, smart_links=smart_links)
+    if read.links is not None:  # a SMART collection, named by its document file; its reader logs what it skipped
+        return Collection(f"SMART collection {read.path}", read.papers, read.links, read.skipped)
     _log_skipped(str(path), read.skipped)
     return Collection(str(path), read.papers, None, read.skipped)
 

@@ -144,6 +144,7 @@ def embed_to_file(
     id_field: str | None = None,
     skip_invalid: bool = False,
     text_fields: Sequence[str] = TEXT_FIELDS,
+    smart_links: str = "cacm",
     show_progress_bar: bool = True,
 ) -> EmbedReport:
     """Embed ``papers`` into ``output``: a ``.jsonl``, ``.npy`` or ``.parquet`` file, or a folder of Parquet
@@ -154,11 +155,14 @@ def embed_to_file(
             that a bad input fails before a long model load.
         papers: records with ``paper_id`` (a list, generator, pandas DataFrame or ``datasets.Dataset``, checked as a
             file's records are: :func:`~sciembed.data.papers.paper_records`; a valid ``Dataset`` stays memory-mapped,
-            others are held in memory), or the path of a paper file (read with
-            :func:`~sciembed.data.papers.paper_dataset`, so that it need not fit in memory).
+            others are held in memory), or the path of papers in any layout
+            :func:`~sciembed.data.papers.read_papers` reads (a papers file, a folder of Parquet parts, a SMART
+            collection), read with :func:`~sciembed.data.papers.paper_dataset`, so that it need not fit in memory.
             ``id_field`` and ``skip_invalid`` apply to both; ``text_fields`` are the fields a file's papers keep
             beside title and abstract, e.g. ``body``, for an encoder that reads them,
             :class:`~sciembed.encoders.WindowedEncoder`.
+        smart_links: how a SMART collection's ``.X`` lines are read (``cacm`` or ``all``), as the other commands read
+            them; the links themselves are not embedded.
         shard_size: papers per shard (the unit of resuming and of the split over processes).
         resume: keep the finished shards of an unfinished run of ``output`` (with the same papers, model
             and settings; the number of processes may differ).
@@ -193,7 +197,12 @@ def embed_to_file(
 
             with share.main_process_first():  # rank 0 writes the Arrow file, the others open it
                 read = paper_dataset(
-                    papers, folder, id_field=id_field, skip_invalid=skip_invalid, text_fields=text_fields
+                    papers,
+                    folder,
+                    id_field=id_field,
+                    skip_invalid=skip_invalid,
+                    text_fields=text_fields,
+                    smart_links=smart_links,
                 )
             papers, skipped, source = read.dataset, read.skipped, read.path
         elif hasattr(papers, "column_names") and usable_as_is(papers, id_field=id_field, skip_invalid=skip_invalid):
