@@ -39,6 +39,13 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     )
     add_options(parser, "model")
     parser.add_argument(
+        "--embeddings",
+        help="score the vectors of this file instead of embedding with --model: .jsonl / .npy (+ .ids.json) / "
+        ".parquet, or a folder of Parquet parts, as `sciembed embed` writes; it must hold every paper the tasks name. "
+        "For tasks whose inputs are papers (classification, retrieval without --queries, cacm cite and categories, "
+        "scidocs' proximity and classification tasks); tasks with text queries are refused, named",
+    )
+    parser.add_argument(
         "--benchmark",
         required=True,
         choices=BENCHMARK_NAMES,
@@ -152,7 +159,10 @@ def run(args: argparse.Namespace) -> int:
     # The cheap checks first: the output and the cache, then the input; the model (minutes for a large one) last.
     if args.output:
         refuse_replacing(args.output, overwrite=args.overwrite)
-    if not args.no_cache:
+    if args.embeddings is not None:
+        check_input(args.embeddings, "--embeddings", "any")
+        _refuse_encoder_options(args)
+    elif not args.no_cache:
         check_cache_dir(args.cache_dir)
     for option, path, kind in (("--papers", args.papers, "any"), ("--queries", args.queries, "file")):
         if path is not None:
@@ -194,6 +204,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         suite = load_tasks(args.benchmark, args.data, **reading)
     check_text_fields(suite, args.text_fields)
+    if args.embeddings is not None:
+        report = evaluate(None, args.benchmark, args.data, n_jobs=args.jobs, suite=suite, embeddings=args.embeddings)
+        print(report.table())
+        if args.output:
+            logger.info("wrote %s", report.write_json(args.output))
+        return 0
     encoder = encoder_from_args(
         args, pooling=args.pooling, max_length=args.max_length, device=args.device, domain=args.domain
     )
@@ -214,3 +230,36 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         logger.info("wrote %s", report.write_json(args.output))
     return 0
+
+
+#: The options that say how papers are embedded, and their defaults: with --embeddings none takes effect.
+_ENCODER_OPTIONS = {
+    "model": None,
+    "pooling": None,
+    "max_length": None,
+    "batch_size": None,
+    "device": None,
+    "domain": None,
+    "backend": "pytorch",
+    "precision": "fp32",
+    "int8_check_set": None,
+    "long_documents": False,
+    "window_tokens": None,
+    "text_fields": None,
+    "trust_remote_code": False,
+    "cache_dir": None,
+    "no_cache": False,
+}
+
+
+def _refuse_encoder_options(args: argparse.Namespace) -> None:
+    if args.benchmark == "mteb":
+        raise ValueError("--benchmark mteb embeds its own texts through a model: give --model, not --embeddings")
+    given = [
+        f"--{name.replace('_', '-')}" for name, default in _ENCODER_OPTIONS.items() if getattr(args, name) != default
+    ]
+    if given:
+        raise ValueError(
+            f"{', '.join(given)}: with --embeddings the vectors are read from {args.embeddings} and nothing is "
+            "embedded; give --model and its options, or --embeddings alone"
+        )

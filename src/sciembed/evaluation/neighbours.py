@@ -379,32 +379,30 @@ def neighbours(
 
     skipped = list(collection.skipped)
     if embeddings is not None:
-        from ..io import read_embeddings
+        from ..io import vectors_of
 
-        stored_ids, stored = read_embeddings(embeddings)
-        row_of = {paper_id: row for row, paper_id in enumerate(stored_ids)}
-        absent = [paper_id for paper_id in ids if paper_id not in row_of]
-        if absent and not skip_invalid:
-            raise ValueError(
-                f"{embeddings} has no vector for {len(absent)} of the {len(ids)} papers of {collection.source}: "
-                f"{_named(absent)}; embed the same papers file (sciembed embed), or pass --skip-invalid "
-                "(skip_invalid=True) to leave those papers out"
-            )
+        vectors, absent, extra = vectors_of(
+            ids,
+            embeddings,
+            source=collection.source,
+            remedy="embed the same papers file (sciembed embed), or pass --skip-invalid (skip_invalid=True) to leave "
+            "those papers out",
+            allow_missing=skip_invalid,
+        )
         if absent:
+            present = set(ids) - set(absent)
             skipped += [
                 PaperProblem(str(embeddings), "no vector", "paper without a vector", paper_id) for paper_id in absent
             ]
             logger.warning("%s: no vector for %d paper(s), left out: %s", embeddings, len(absent), _named(absent))
-            records = [p for p, paper_id in zip(records, ids) if paper_id in row_of]
-            ids = [paper_id for paper_id in ids if paper_id in row_of]
+            records = [p for p, paper_id in zip(records, ids) if paper_id in present]
+            ids = [paper_id for paper_id in ids if paper_id in present]
             position = {paper_id: i for i, paper_id in enumerate(ids)}
             if wanted is not None:
                 _check_query_ids(wanted, position, collection, reason=f"without a vector in {embeddings}")
             _check_size(ids, collection)
-        extra = len(stored_ids) - len(ids)
         if extra > 0:
             logger.info("%s: %d vector(s) of papers not in %s ignored", embeddings, extra, collection.source)
-        vectors = stored[[row_of[paper_id] for paper_id in ids]]
         model_name = f"vectors read from {embeddings}"
     else:
         encoder = _encoder(
