@@ -73,7 +73,9 @@ def reference(tiny_bert, tmp_path_factory) -> tuple[list[str], np.ndarray, dict[
     """The ids and vectors `embed` writes for the papers as JSON lines, and their retrieval scores."""
     output = tmp_path_factory.mktemp("reference") / "vectors.npy"
     papers = _write_layout(output.parent, "jsonl")
-    assert main(["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(output)]) == 0
+    assert (
+        main(["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(output), "--no-cache"]) == 0
+    )
     (output.parent / "qrels.tsv").write_text(QRELS)
     return (*read_embeddings(output), _scores(tiny_bert, output.parent / "qrels.tsv", papers))
 
@@ -109,7 +111,7 @@ def test_embed_neighbours_and_evaluate_read_each_papers_layout_alike(
 def test_a_folder_without_papers_names_the_layouts_read(tmp_path, caplog):
     (tmp_path / "empty").mkdir()
     assert main(["embed", "--input", str(tmp_path / "empty"), "--output", str(tmp_path / "v.npy")]) == 2
-    assert "neither a SMART collection (a *.all file) nor Parquet parts" in caplog.text
+    assert f"{tmp_path / 'empty'} (--input) is a folder holding neither a SMART collection" in caplog.text
     assert "Traceback" not in caplog.text
 
 

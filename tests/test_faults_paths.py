@@ -84,15 +84,11 @@ def test_an_output_that_cannot_be_one_is_refused_before_the_model_loads(files, c
             ("dangling", "dangling ({option}) is a symbolic link to nowhere, which does not exist"),
             ("missing.jsonl", "missing.jsonl ({option}): no such file"),
         ]
-        + (
-            []
-            if command == "neighbours"
-            else [("folder.jsonl", "folder.jsonl ({option}) is a folder; {option} takes a file")]
-        )
+        + [("folder.jsonl", "folder.jsonl ({option}) is a folder holding neither a SMART collection (a *.all file)")]
     ],
 )
 def test_an_input_that_cannot_be_read_is_named_with_its_cause(files, caplog, command, papers, message):
-    """(neighbours --papers takes a SMART collection's folder as well as a file.)"""
+    """(Papers may be a folder: a SMART collection's, or one of Parquet parts.)"""
     option = "--input" if command == "embed" else "--papers"
     assert main(_argv(command, papers=papers)) == 2
     assert message.format(option=option) in caplog.text and "no such model" not in caplog.text

@@ -133,10 +133,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         parser, "batch_size", "max_length", "device", "backend", "precision", "int8_check_set", "int8_check_benchmark"
     )
     add_options(parser, "long_documents", "window_tokens", "window_overlap", "window_combine", "text_fields")
-    parser.add_argument(
-        "--cache-dir", help="embedding cache folder (default: $SCIEMBED_CACHE or $HF_HOME/sciembed/embeddings)"
-    )
-    parser.add_argument("--no-cache", action="store_true", help="keep vectors in memory for this run only")
+    add_options(parser, "cache_dir", "no_cache")
     parser.add_argument(
         "--jobs", type=int, default=-1, help="processes for the classifiers' grid searches (-1: all cores)"
     )
@@ -152,6 +149,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..data.papers import check_paper_source
     from ..evaluation import evaluate, load_tasks
     from ..evaluation.runner import check_text_fields
     from ..io import check_cache_dir, check_input, refuse_replacing
@@ -167,6 +165,8 @@ def run(args: argparse.Namespace) -> int:
     for option, path, kind in (("--papers", args.papers, "any"), ("--queries", args.queries, "file")):
         if path is not None:
             check_input(path, option, kind)
+    if args.papers is not None:
+        check_paper_source(args.papers, "--papers")
     if args.data is not None and (Path(args.data).exists() or Path(args.data).is_symlink()):
         check_input(args.data, "--data", "any")  # a local folder or file; anything else may be a Hub id
     reading = dict(

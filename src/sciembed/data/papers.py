@@ -452,6 +452,28 @@ def paper_dataset(
     return PaperDataset(str(path), datasets.Dataset.from_file(str(arrow_file)), skipped)
 
 
+def check_paper_source(path: str | os.PathLike[str], option: str | None = None) -> None:
+    """Refuse a folder that holds no layout :func:`read_papers` reads, before any work (a file is checked as it is
+    read).
+
+    Args:
+        path: the papers as given.
+        option: the option that gave them (``--input``), for the error.
+
+    Raises:
+        ValueError: a folder holding neither a SMART collection nor Parquet parts, naming the layouts read.
+    """
+    from .smart import is_smart_collection
+
+    path = Path(path)
+    if path.is_dir() and not is_smart_collection(path) and not any(path.glob("*.parquet")):
+        where = f"{path} ({option})" if option else str(path)
+        raise ValueError(
+            f"{where} is a folder holding neither a SMART collection (a *.all file) nor Parquet parts (*.parquet); "
+            f"give a papers file ({', '.join(SUPPORTED_SUFFIXES)}), one of those folders, or a SMART *.all file"
+        )
+
+
 def _valid_papers(
     path: Path,
     id_field: str | None,
@@ -480,12 +502,8 @@ def _valid_papers(
         return
     source = str(path)
     if path.is_dir():
+        check_paper_source(path)
         parts = sorted(path.glob("*.parquet"))
-        if not parts:
-            raise ValueError(
-                f"{path} is a folder holding neither a SMART collection (a *.all file) nor Parquet parts (*.parquet); "
-                f"give a papers file ({', '.join(SUPPORTED_SUFFIXES)}), one of those folders, or a SMART *.all file"
-            )
         records = (
             (f"{part.name}, {location}", record, key)
             for part in parts

@@ -7,8 +7,10 @@ world_size``, so under `torchrun` / `accelerate launch` (or SLURM array tasks gi
 a folder of Parquet parts (``datasets.load_dataset("parquet", data_dir=...)`` reads it) renamed into place
 in one step, or one ``.jsonl`` / ``.npy`` / ``.parquet`` file written atomically; the ``.partial`` folder is
 removed. A run that was interrupted is continued with ``resume=True``, by any number of processes: finished
-shards are kept, and only the rest is encoded. A paper file given by path is read into a memory-mapped
-Arrow file in the ``.partial`` folder (:func:`~sciembed.data.papers.paper_dataset`), so no process holds
+shards are kept, and only the rest is encoded. Vectors go through the embedding cache ``sciembed evaluate`` reads
+(:class:`~sciembed.evaluation.cache.EmbeddingCache`, keyed by the encoder's fingerprint and each paper's text), so
+papers embedded once, by either command, are not embedded again. A paper file given by path is read into a
+memory-mapped Arrow file in the ``.partial`` folder (:func:`~sciembed.data.papers.paper_dataset`), so no process holds
 the corpus in memory. :func:`embed_to_file` is the job; ``sciembed embed`` (:mod:`sciembed.commands.embed`) parses
 its options and calls it.
 """
@@ -31,10 +33,12 @@ from typing import Any
 from ..data.papers import GIVEN_IN_PYTHON, TEXT_FIELDS, PaperProblem, paper_records, usable_as_is
 from ..distributed import Share, process_share
 from ..encode import Encoder
+from ..evaluation.cache import EmbeddingCache, caches_by_text
 from ..io import (
     EMBEDDING_SUFFIXES,
     Chunk,
     atomic_path,
+    check_cache_dir,
     ids_path,
     read_embeddings,
     refuse_replacing,
@@ -66,6 +70,7 @@ class EmbedReport:
         assembled: whether the output is complete (this process, or rank 0 of its group, assembled it).
         skipped: the records of the input file that were skipped (``skip_invalid``).
         encoded_papers: papers this process encoded (those of its shards that an earlier run had not finished).
+        cached_papers: of those, the papers whose vectors the embedding cache held.
         seconds: wall-clock time of the run in this process, reading the input and writing the output included.
     """
 
@@ -81,6 +86,7 @@ class EmbedReport:
     skipped: list[PaperProblem] = field(default_factory=list)
     encoded_papers: int = 0
     seconds: float = 0.0
+    cached_papers: int = 0
 
     def summary(self) -> str:
         """One line on what this process did: papers embedded, seconds, papers per second and the output."""
@@ -92,7 +98,8 @@ class EmbedReport:
         rate = (
             f" ({self.encoded_papers / self.seconds:.1f} papers/s)" if self.encoded_papers and self.seconds > 0 else ""
         )
-        line = f"{share}embedded {self.encoded_papers} papers in {self.seconds:.1f} s{rate}"
+        cached = f" ({self.cached_papers} from the embedding cache)" if self.cached_papers else ""
+        line = f"{share}embedded {self.encoded_papers} papers{cached} in {self.seconds:.1f} s{rate}"
         if self.resumed_shards:
             line += f"; {self.resumed_shards} shard(s) were done by an earlier run"
         if self.skipped:
@@ -145,6 +152,8 @@ def embed_to_file(
     skip_invalid: bool = False,
     text_fields: Sequence[str] = TEXT_FIELDS,
     smart_links: str = "cacm",
+    cache_dir: str | os.PathLike[str] | None = None,
+    use_cache: bool = True,
     show_progress_bar: bool = True,
 ) -> EmbedReport:
     """Embed ``papers`` into ``output``: a ``.jsonl``, ``.npy`` or ``.parquet`` file, or a folder of Parquet
@@ -163,6 +172,10 @@ def embed_to_file(
             :class:`~sciembed.encoders.WindowedEncoder`.
         smart_links: how a SMART collection's ``.X`` lines are read (``cacm`` or ``all``), as the other commands read
             them; the links themselves are not embedded.
+        cache_dir, use_cache: the embedding cache ``sciembed evaluate`` shares (default
+            :func:`sciembed.io.default_cache_dir`): vectors found there are not encoded again, and those encoded are
+            added. ``use_cache=False`` encodes every paper and caches nothing. An encoder that reads long papers
+            window by window is not cached.
         shard_size: papers per shard (the unit of resuming and of the split over processes).
         resume: keep the finished shards of an unfinished run of ``output`` (with the same papers, model
             and settings; the number of processes may differ).
@@ -225,8 +238,9 @@ def embed_to_file(
         with share.main_process_first():  # rank 0 starts or checks the run, the others join it
             joining = share.rank > 0 if share.group else share.world_size > 1
             _start(folder, _manifest(encoder, papers, shard_size), resume=resume, joining=joining)
+        cache = _open_cache(encoder, cache_dir, share) if use_cache else None
         resumed, encoded, encoded_papers = _encode_shards(
-            encoder, papers, folder / _PARTS, shard_size, count, share, batch_size, show_progress_bar
+            encoder, papers, folder / _PARTS, shard_size, count, share, batch_size, show_progress_bar, cache
         )
     except BaseException:
         # A run that finished no shard leaves nothing worth resuming, and must not block the next.
@@ -253,6 +267,7 @@ def embed_to_file(
         skipped,
         encoded_papers,
         time.perf_counter() - started,
+        cache.hits if cache is not None else 0,
     )
     logger.info("%s", report.summary())
     return report
@@ -276,6 +291,17 @@ def _part(parts: Path, index: int) -> Path:
     return parts / f"part-{index:05d}.parquet"
 
 
+def _open_cache(encoder: Encoder, cache_dir: str | os.PathLike[str] | None, share: Share) -> EmbeddingCache | None:
+    """The embedding cache of ``encoder`` (``None`` for one that is not cached by text), opened by rank 0 first; tasks
+    without a process group open it without compacting it, which they cannot do in turn."""
+    if not caches_by_text(encoder):
+        logger.info("%s reads long papers window by window: its vectors are not cached", encoder.name_or_path)
+        return None
+    folder = check_cache_dir(cache_dir)
+    with share.main_process_first():
+        return EmbeddingCache(encoder, folder, compact=share.group or share.world_size == 1)
+
+
 def _encode_shards(
     encoder: Encoder,
     papers: Papers | Any,
@@ -285,9 +311,10 @@ def _encode_shards(
     share: Share,
     batch_size: int,
     show_progress_bar: bool,
+    cache: EmbeddingCache | None = None,
 ) -> tuple[int, int, int]:
-    """Encode this process's unfinished shards into ``parts``; returns (shards already done, shards encoded, papers
-    encoded)."""
+    """Encode this process's unfinished shards into ``parts`` (through ``cache`` when given); returns (shards already
+    done, shards encoded, papers encoded)."""
     resumed = encoded = encoded_papers = 0
     for index in range(share.rank, count, share.world_size):
         part = _part(parts, index)
@@ -298,12 +325,12 @@ def _encode_shards(
             continue
         records = _records(papers, start, stop)
         ids = [str(paper["paper_id"]) for paper in records]
-        vectors = encoder.encode(
-            records,
-            batch_size=batch_size,
-            show_progress_bar=show_progress_bar,
-            progress_desc=f"Shard {index + 1}/{count}" if count > 1 else "Encoding",
-        )
+        options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar}
+        desc = f"Shard {index + 1}/{count}" if count > 1 else "Encoding"
+        if cache is None:
+            vectors = encoder.encode(records, progress_desc=desc, **options)
+        else:
+            vectors = cache.embed(encoder.texts(records), inputs=records, desc=desc, **options)
         write_embeddings(part, [(ids, vectors)], total=len(ids), dim=vectors.shape[1])
         encoded += 1
         encoded_papers += len(ids)
