@@ -69,7 +69,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     parser.add_argument(
         "--queries",
         help="retrieval: text queries (.jsonl {_id|query_id|id, text} or .tsv id<TAB>text), embedded "
-        "as search queries; without it a query id is a paper of --papers, embedded as a paper",
+        "as search queries; a .jsonl query may be a facet of a paper ({query_id, paper_id, facet, text}: never "
+        "ranking its paper, scored per facet); without it a query id is a paper of --papers, embedded as a paper",
     )
     parser.add_argument(
         "--candidates",
