@@ -107,13 +107,16 @@ def test_a_model_path_that_is_a_link_loop_says_so(files, caplog):
     assert "loop-a is a symbolic-link loop: not a model folder" in caplog.text
 
 
+@pytest.mark.parametrize("command", ["evaluate", "embed"])
 @pytest.mark.parametrize("given", ["SCIEMBED_CACHE", "--cache-dir"])
-def test_an_embedding_cache_that_cannot_be_written_is_named_before_the_model_loads(files, caplog, monkeypatch, given):
+def test_an_embedding_cache_that_cannot_be_written_is_named_before_the_model_loads(
+    files, caplog, monkeypatch, given, command
+):
     (files / "a-file").write_text("x")
     cache = files / "a-file" / "cache"
     if given == "SCIEMBED_CACHE":
         monkeypatch.setenv("SCIEMBED_CACHE", str(cache))
-    argv = _argv("evaluate", extra=["--cache-dir", str(cache)] if given == "--cache-dir" else [])
+    argv = _argv(command, extra=["--cache-dir", str(cache)] if given == "--cache-dir" else [])
     assert main(argv) == 2
     source = "$SCIEMBED_CACHE" if given == "SCIEMBED_CACHE" else "--cache-dir"
     assert f"the embedding cache {cache} (from {source}) cannot be written: {files}/a-file is a file" in caplog.text

@@ -46,7 +46,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     parser.add_argument(
         "--papers",
         help="papers: a .jsonl / .json / .csv / .parquet file (paper_id, title, abstract; see "
-        "--id-field), or a SMART collection folder or *.all file (CACM; its citation links are marked)",
+        "--id-field), a folder of Parquet parts, or a SMART collection folder or *.all file (CACM; its citation "
+        "links are marked)",
     )
     parser.add_argument(
         "--embeddings",

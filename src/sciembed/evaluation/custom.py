@@ -652,7 +652,8 @@ def _check_query_papers(path: str, queries: dict[str, Query], papers: dict[str, 
         if query.paper_id is not None and query.paper_id not in papers:
             raise ValueError(
                 f"{path}, line {query.line} (query {query_id!r}): paper_id {query.paper_id!r} is not in "
-                f"{papers_name}; a facet query names the paper it is a facet of"
+                f"{papers_name}; a facet query names the paper it is a facet of: correct the paper_id, or add the "
+                "paper to the papers file"
             )
 
 
