@@ -661,7 +661,7 @@ def _papers(papers: str | None, name: str, skip_invalid: bool, id_field: str | N
     if not papers:
         raise ValueError(f"--benchmark {name} needs the papers file the ids name: --papers papers.jsonl (papers=...)")
     read = read_papers(papers, id_field=id_field, skip_invalid=skip_invalid, smart_links=smart_links)
-    if read.skipped:
+    if read.skipped and read.links is None:  # a SMART collection's reader reports its own
         logger.warning(
             "%s: skipped %d invalid record(s): %s", papers, len(read.skipped), "; ".join(map(str, read.skipped[:10]))
         )

@@ -198,6 +198,7 @@ def embed_to_file(
     """
     started = time.perf_counter()
     output = check_output(output, overwrite=overwrite)
+    cache_folder = check_cache_dir(cache_dir) if use_cache else None  # before any work
     if shard_size < 1:
         raise ValueError(f"shard_size must be positive, got {shard_size}")
     if batch_size is not None and batch_size < 1:
@@ -238,7 +239,7 @@ def embed_to_file(
         with share.main_process_first():  # rank 0 starts or checks the run, the others join it
             joining = share.rank > 0 if share.group else share.world_size > 1
             _start(folder, _manifest(encoder, papers, shard_size), resume=resume, joining=joining)
-        cache = _open_cache(encoder, cache_dir, share) if use_cache else None
+        cache = _open_cache(encoder, cache_folder, share) if cache_folder is not None else None
         resumed, encoded, encoded_papers = _encode_shards(
             encoder, papers, folder / _PARTS, shard_size, count, share, batch_size, show_progress_bar, cache
         )
@@ -291,13 +292,12 @@ def _part(parts: Path, index: int) -> Path:
     return parts / f"part-{index:05d}.parquet"
 
 
-def _open_cache(encoder: Encoder, cache_dir: str | os.PathLike[str] | None, share: Share) -> EmbeddingCache | None:
-    """The embedding cache of ``encoder`` (``None`` for one that is not cached by text), opened by rank 0 first; tasks
-    without a process group open it without compacting it, which they cannot do in turn."""
+def _open_cache(encoder: Encoder, folder: Path, share: Share) -> EmbeddingCache | None:
+    """The embedding cache of ``encoder`` in ``folder`` (``None`` for an encoder not cached by text), opened by rank 0
+    first; tasks without a process group open it without compacting it, which they cannot do in turn."""
     if not caches_by_text(encoder):
         logger.info("%s reads long papers window by window: its vectors are not cached", encoder.name_or_path)
         return None
-    folder = check_cache_dir(cache_dir)
     with share.main_process_first():
         return EmbeddingCache(encoder, folder, compact=share.group or share.world_size == 1)
 
