@@ -70,6 +70,8 @@ def test_evaluate_embeddings_equals_evaluate_model_on_the_command_line(tiny_bert
         for name in ("model.json", "file.json")
     ]
     assert scores[1] == pytest.approx(scores[0], abs=1e-4) and scores[0]
+    settings = json.loads((tmp_path / "file.json").read_text())["settings"]
+    assert settings["papers"] == str(papers) and settings["embeddings"] == str(vectors)
 
 
 def test_what_an_embedding_file_cannot_hold_is_refused_before_scoring(tiny_bert, own_files, tmp_path, caplog):

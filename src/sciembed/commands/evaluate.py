@@ -206,7 +206,9 @@ def run(args: argparse.Namespace) -> int:
         suite = load_tasks(args.benchmark, args.data, **reading)
     check_text_fields(suite, args.text_fields)
     if args.embeddings is not None:
-        report = evaluate(None, args.benchmark, args.data, n_jobs=args.jobs, suite=suite, embeddings=args.embeddings)
+        report = evaluate(
+            None, args.benchmark, args.data, n_jobs=args.jobs, suite=suite, embeddings=args.embeddings, **reading
+        )
         print(report.table())
         if args.output:
             logger.info("wrote %s", report.write_json(args.output))
