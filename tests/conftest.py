@@ -8,6 +8,7 @@ import atexit
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,24 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 # A datasets cache of the session's own, so no test reads Arrow files another run left behind.
 os.environ["HF_DATASETS_CACHE"] = tempfile.mkdtemp(prefix="sciembed-tests-datasets-")
 atexit.register(shutil.rmtree, os.environ["HF_DATASETS_CACHE"], ignore_errors=True)
+# An embedding cache of the session's own for session fixtures; each test gets its own (own_embedding_cache).
+os.environ["SCIEMBED_CACHE"] = tempfile.mkdtemp(prefix="sciembed-tests-cache-")
+atexit.register(shutil.rmtree, os.environ["SCIEMBED_CACHE"], ignore_errors=True)
 
 from helpers import WORDS  # noqa: E402  (after the environment is set)
+
+
+@pytest.fixture(autouse=True)
+def own_embedding_cache(tmp_path_factory) -> Iterator[None]:
+    """Each test caches vectors in a folder of its own, never the user's: no test finds another's vectors. Set apart
+    from ``monkeypatch``, so that a test undoing its own patches keeps it."""
+    before = os.environ.get("SCIEMBED_CACHE")
+    os.environ["SCIEMBED_CACHE"] = str(tmp_path_factory.mktemp("embedding-cache"))
+    yield
+    if before is None:
+        os.environ.pop("SCIEMBED_CACHE", None)
+    else:
+        os.environ["SCIEMBED_CACHE"] = before
 
 
 @pytest.fixture(scope="session")

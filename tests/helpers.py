@@ -128,6 +128,8 @@ def counting_encodes(monkeypatch, fail_on_call: int | None = None) -> list[list[
     original = PaperEncoder.encode
 
     def encode(self, papers, **kwargs):
+        if all(isinstance(p, str) for p in papers):  # the embedding cache asking for the model's width
+            return original(self, papers, **kwargs)
         calls.append([p["paper_id"] for p in papers])
         if len(calls) == fail_on_call:
             raise Interrupt

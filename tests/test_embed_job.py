@@ -14,10 +14,11 @@ PAPERS_11 = [{**PAPERS[i % len(PAPERS)], "paper_id": f"id{i}"} for i in range(11
 
 
 def _interrupted(encoder, output, monkeypatch, fail_on_call):
-    """Leave an unfinished run of ``output`` behind: the encoder fails on its ``fail_on_call``-th shard."""
+    """Leave an unfinished run of ``output`` behind: the encoder fails on its ``fail_on_call``-th shard (no cache:
+    the papers repeat texts, which the cache would embed once)."""
     counting_encodes(monkeypatch, fail_on_call=fail_on_call)
     with pytest.raises(Interrupt):
-        embed_to_file(encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False)
+        embed_to_file(encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False, use_cache=False)
     monkeypatch.undo()
 
 
@@ -35,7 +36,7 @@ def test_interrupted_run_resumes_from_the_last_finished_shard(tiny_encoder, tmp_
     output = tmp_path / "out.jsonl"
     calls = counting_encodes(monkeypatch, fail_on_call=3)
     with pytest.raises(Interrupt):
-        embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False)
+        embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False, use_cache=False)
     assert not output.exists()
     assert sorted(p.name for p in partial_dir(output).iterdir()) == ["manifest.json", "parts"]
     assert sorted(p.name for p in (partial_dir(output) / "parts").iterdir()) == [
@@ -44,10 +45,12 @@ def test_interrupted_run_resumes_from_the_last_finished_shard(tiny_encoder, tmp_
     ]
 
     with pytest.raises(FileExistsError, match=r"2 shard\(s\) done.*--resume"):
-        embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False)
+        embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, show_progress_bar=False, use_cache=False)
 
     calls.clear()
-    report = embed_to_file(tiny_encoder, PAPERS_11, output, shard_size=4, resume=True, show_progress_bar=False)
+    report = embed_to_file(
+        tiny_encoder, PAPERS_11, output, shard_size=4, resume=True, show_progress_bar=False, use_cache=False
+    )
     assert calls == [["id8", "id9", "id10"]]  # only the unfinished shard is encoded again
     assert (report.shards, report.resumed_shards, report.encoded_papers) == (3, 2, 3) and report.seconds > 0
     assert (

@@ -1,10 +1,15 @@
-"""The evaluation's embedding cache streams: opening reads key files only, vectors come from the
-memory-mapped shards by key, and many small shards are compacted into one without losing a vector."""
+"""The embedding cache streams: opening reads key files only, vectors come from the memory-mapped shards by key, and
+many small shards are compacted into one without losing a vector. `embed` and `evaluate` share it: papers one of them
+embedded are not embedded again by the other."""
 
 from __future__ import annotations
 
-import numpy as np
+import json
 
+import numpy as np
+from helpers import PAPERS
+
+from sciembed.cli import main
 from sciembed.evaluation import cache as cache_module
 from sciembed.evaluation.cache import EmbeddingCache
 
@@ -44,3 +49,33 @@ def test_many_small_shards_are_compacted_into_one_when_opened(tiny_encoder, tmp_
     reread = EmbeddingCache(tiny_encoder, tmp_path)  # the compacted shard carries its hash like any other
     np.testing.assert_array_equal(reread.embed(texts(36), show_progress_bar=False), expected)
     assert reread.encoded == 0
+
+
+def _retrieval(folder):
+    """The papers of ``helpers.PAPERS`` and a qrels file over them, in ``folder``."""
+    (folder / "papers.jsonl").write_text("".join(json.dumps(p) + "\n" for p in PAPERS))
+    (folder / "qrels.tsv").write_text("p1\tp4\t1\np2\tp5\t1\np3\tp1\t1\n")
+    return folder / "papers.jsonl", folder / "qrels.tsv"
+
+
+def test_evaluate_after_embed_embeds_nothing_again(tiny_bert, tmp_path):
+    papers, qrels = _retrieval(tmp_path)
+    shared = ["--model", str(tiny_bert), "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
+    assert main(["embed", *shared, "--input", str(papers), "--output", str(tmp_path / "v.npy")]) == 0
+    command = ["evaluate", *shared, "--benchmark", "retrieval", "--data", str(qrels), "--papers", str(papers)]
+    assert main([*command, "--output", str(tmp_path / "r.json")]) == 0
+    embedding = json.loads((tmp_path / "r.json").read_text())["embedding"]
+    assert (embedding["texts_encoded"], embedding["cache_hits"]) == (0, len(PAPERS))
+
+
+def test_embed_after_evaluate_embeds_nothing_again(tiny_encoder, tmp_path):
+    from sciembed.evaluation import evaluate
+    from sciembed.jobs.embed import embed_to_file
+
+    papers, qrels = _retrieval(tmp_path)
+    report = evaluate(tiny_encoder, "retrieval", qrels, papers=papers, cache_dir=tmp_path, show_progress_bar=False)
+    assert report.embedding["texts_encoded"] == len(PAPERS)
+    embedded = embed_to_file(tiny_encoder, papers, tmp_path / "v.npy", cache_dir=tmp_path, show_progress_bar=False)
+    assert embedded.cached_papers == len(PAPERS) and "(5 from the embedding cache)" in embedded.summary()
+    again = embed_to_file(tiny_encoder, papers, tmp_path / "w.npy", use_cache=False, show_progress_bar=False)
+    assert again.cached_papers == 0

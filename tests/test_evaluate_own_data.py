@@ -320,6 +320,69 @@ def test_qrels_with_a_queries_file_search_every_paper(tiny_encoder, papers_file,
     assert report.results[0].counts == {"queries": 6, "documents": 60}
 
 
+FACETS = ("background", "method", "result")
+
+
+def _facet_files(folder: Path, facets: tuple[str, ...]) -> tuple[Path, Path]:
+    """A queries file holding each of ``facets`` of papers d0 .. d5 (its own text, naming its paper) and their qrels,
+    which judge the query's own paper too."""
+    folder.mkdir(exist_ok=True)
+    queries, qrels = [], []
+    for i in range(6):
+        for facet in facets:
+            query, k = f"d{i}-{facet}", FACETS.index(facet)
+            text = " ".join(WORDS[(i * 5 + k * 11 + j) % len(WORDS)] for j in range(6))
+            queries.append({"query_id": query, "paper_id": f"d{i}", "facet": facet, "text": text})
+            judged = [i, *((i * 7 + k * 3 + j) % 60 for j in (1, 2, 3, 4))]
+            qrels += [f"{query}\td{d}\t{(d + k) % 3}\n" for d in dict.fromkeys(judged)]
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (folder / "qrels.tsv").write_text("".join(qrels))
+    return folder / "qrels.tsv", folder / "queries.jsonl"
+
+
+@pytest.mark.parametrize("candidates", ["all", "judged"])
+def test_a_three_facet_query_file_scores_each_facet_in_one_run(tiny_encoder, papers_file, tmp_path, candidates):
+    def scored(facets):
+        qrels, queries = _facet_files(tmp_path / "-".join(facets), facets)
+        report = evaluate(
+            tiny_encoder,
+            "retrieval",
+            qrels,
+            papers=papers_file,
+            queries=queries,
+            candidates=candidates,
+            cache_dir=tmp_path / "cache",
+            show_progress_bar=False,
+        )
+        return report.results[0]
+
+    together = scored(FACETS)
+    assert together.counts["queries"] == 18 and together.skipped == {"self_judgements": 18}
+    for facet in FACETS:
+        alone = scored((facet,))
+        assert together.details["per_group"][facet] == pytest.approx({"queries": 6, **alone.metrics}, abs=1e-9)
+        assert alone.skipped == {"self_judgements": 6}
+
+
+def test_a_facet_query_never_ranks_its_own_paper():
+    from sciembed.evaluation.ranking import search_run
+
+    papers = {"d1": np.array([1.0, 0.0]), "d2": np.array([0.8, 0.6]), "d3": np.array([0.0, 1.0])}
+    run = search_run({"d1-method": papers["d1"]}, papers, query_papers={"d1-method": "d1"}).run
+    assert list(run["d1-method"]) == ["d2", "d3"]
+
+
+def test_a_facet_query_naming_an_unknown_paper_or_no_facet_is_refused(papers_file, tmp_path, caplog):
+    qrels, queries = _facet_files(tmp_path, FACETS)
+    lines = queries.read_text().splitlines()
+    queries.write_text("\n".join([*lines[:4], lines[4].replace('"paper_id": "d1"', '"paper_id": "x9"'), *lines[5:]]))
+    with pytest.raises(ValueError, match=r"queries.jsonl, line 5 \(query 'd1-method'\): paper_id 'x9' is not in"):
+        load_tasks("retrieval", qrels, papers=papers_file, queries=queries)
+    queries.write_text("\n".join([*lines[:2], lines[2].replace(', "facet": "result"', ""), *lines[3:]]))
+    with pytest.raises(ValueError, match=r"line 3 \(query 'd0-result'\): no facet, while line 1 names one"):
+        load_tasks("retrieval", qrels, papers=papers_file, queries=queries)
+
+
 def test_qrels_errors_name_the_file_line_and_id(papers_file, tmp_path, caplog):
     path = tmp_path / "qrels.txt"
     path.write_text("d1 0 d2 1\nd1 0 ghost 1\nnobody 0 d3 1\n")

@@ -84,15 +84,11 @@ def test_an_output_that_cannot_be_one_is_refused_before_the_model_loads(files, c
             ("dangling", "dangling ({option}) is a symbolic link to nowhere, which does not exist"),
             ("missing.jsonl", "missing.jsonl ({option}): no such file"),
         ]
-        + (
-            []
-            if command == "neighbours"
-            else [("folder.jsonl", "folder.jsonl ({option}) is a folder; {option} takes a file")]
-        )
+        + [("folder.jsonl", "folder.jsonl ({option}) is a folder holding neither a SMART collection (a *.all file)")]
     ],
 )
 def test_an_input_that_cannot_be_read_is_named_with_its_cause(files, caplog, command, papers, message):
-    """(neighbours --papers takes a SMART collection's folder as well as a file.)"""
+    """(Papers may be a folder: a SMART collection's, or one of Parquet parts.)"""
     option = "--input" if command == "embed" else "--papers"
     assert main(_argv(command, papers=papers)) == 2
     assert message.format(option=option) in caplog.text and "no such model" not in caplog.text
@@ -111,13 +107,16 @@ def test_a_model_path_that_is_a_link_loop_says_so(files, caplog):
     assert "loop-a is a symbolic-link loop: not a model folder" in caplog.text
 
 
+@pytest.mark.parametrize("command", ["evaluate", "embed"])
 @pytest.mark.parametrize("given", ["SCIEMBED_CACHE", "--cache-dir"])
-def test_an_embedding_cache_that_cannot_be_written_is_named_before_the_model_loads(files, caplog, monkeypatch, given):
+def test_an_embedding_cache_that_cannot_be_written_is_named_before_the_model_loads(
+    files, caplog, monkeypatch, given, command
+):
     (files / "a-file").write_text("x")
     cache = files / "a-file" / "cache"
     if given == "SCIEMBED_CACHE":
         monkeypatch.setenv("SCIEMBED_CACHE", str(cache))
-    argv = _argv("evaluate", extra=["--cache-dir", str(cache)] if given == "--cache-dir" else [])
+    argv = _argv(command, extra=["--cache-dir", str(cache)] if given == "--cache-dir" else [])
     assert main(argv) == 2
     source = "$SCIEMBED_CACHE" if given == "SCIEMBED_CACHE" else "--cache-dir"
     assert f"the embedding cache {cache} (from {source}) cannot be written: {files}/a-file is a file" in caplog.text

@@ -449,14 +449,32 @@ def write_embeddings(path: str | os.PathLike[str], chunks: Iterable[Chunk], *, t
 
 def read_embeddings(path: str | os.PathLike[str]) -> tuple[list[str], np.ndarray]:
     """Read an embedding file written by :func:`write_embeddings` (or by SciDocs tooling, for ``.jsonl``), or a
-    folder of Parquet parts (``sciembed embed`` to a name without a suffix), its parts in name order."""
+    folder of Parquet parts (``sciembed embed`` to a name without a suffix), its parts in name order.
+
+    Raises:
+        ValueError: a malformed file, vectors holding NaN or infinity, parts of a folder whose vectors differ in size,
+            or a paper id given two vectors (each named).
+    """
     if Path(path).is_dir():
         parts = sorted(Path(path).glob("*.parquet"))
         if not parts:
             raise ValueError(f"{path}: a folder without Parquet parts")
-        read = [read_embeddings(part) for part in parts]
-        return [i for ids, _ in read for i in ids], np.concatenate([vectors for _, vectors in read])
-    ids, vectors = _read_embedding_file(check_embedding_path(path))
+        read = [_read_checked(part) for part in parts]
+        for part, (_, vectors) in zip(parts, read):
+            if vectors.shape[1] != read[0][1].shape[1]:
+                raise ValueError(
+                    f"{part}: vectors of size {vectors.shape[1]}, {parts[0].name} holds size {read[0][1].shape[1]}: "
+                    "parts of two embedding runs (another model?); embed the papers again into a new folder"
+                )
+        ids, vectors = [i for ids, _ in read for i in ids], np.concatenate([vectors for _, vectors in read])
+    else:
+        ids, vectors = _read_checked(check_embedding_path(path))
+    _refuse_repeated_ids(path, ids)
+    return ids, vectors
+
+
+def _read_checked(path: Path) -> tuple[list[str], np.ndarray]:
+    ids, vectors = _read_embedding_file(path)
     check_finite(
         vectors,
         lambda rows, ids=ids: [repr(ids[i]) for i in rows],
@@ -464,6 +482,57 @@ def read_embeddings(path: str | os.PathLike[str]) -> tuple[list[str], np.ndarray
         "embed these papers again with a model whose outputs are finite",
     )
     return ids, vectors
+
+
+def _refuse_repeated_ids(path: str | os.PathLike[str], ids: Sequence[str]) -> None:
+    """Refuse an embedding file that gives one paper two vectors: which one is the paper's is unknown."""
+    if len(set(ids)) == len(ids):
+        return
+    first: dict[str, int] = {}
+    for row, paper_id in enumerate(ids):
+        if paper_id in first:
+            raise ValueError(
+                f"{path}: paper_id {paper_id!r} has two vectors (rows {first[paper_id]} and {row}, counted from 0), "
+                "so which is its own is unknown; write each paper once (sciembed embed does)"
+            )
+        first[paper_id] = row
+
+
+def vectors_of(
+    ids: Sequence[str],
+    path: str | os.PathLike[str],
+    *,
+    source: str,
+    remedy: str,
+    allow_missing: bool = False,
+) -> tuple[np.ndarray, list[str], int]:
+    """The vectors an embedding file (:func:`read_embeddings`) holds for ``ids``, as float32 rows in their order.
+
+    Args:
+        ids: the paper ids whose vectors are wanted.
+        path: the embedding file or folder of Parquet parts.
+        source: what the ids come from, for the error.
+        remedy: what the error says helps.
+        allow_missing: return the ids without a vector instead of raising.
+
+    Returns:
+        The vectors of the ids the file holds (in the order of ``ids``), the ids it lacks, and how many of its
+        vectors were not asked for.
+
+    Raises:
+        ValueError: ids without a vector (unless ``allow_missing``), counted and named, with ``remedy``; and the
+            errors of :func:`read_embeddings`.
+    """
+    stored_ids, stored = read_embeddings(path)
+    row_of = {paper_id: row for row, paper_id in enumerate(stored_ids)}
+    absent = [paper_id for paper_id in ids if paper_id not in row_of]
+    if absent and not allow_missing:
+        shown = ", ".join(repr(i) for i in absent[:10]) + (f" and {len(absent) - 10} more" if len(absent) > 10 else "")
+        raise ValueError(
+            f"{path} has no vector for {len(absent)} of the {len(ids)} papers of {source}: {shown}; {remedy}"
+        )
+    rows = [row_of[paper_id] for paper_id in ids if paper_id in row_of]
+    return stored[rows].astype(np.float32, copy=False), absent, len(stored_ids) - len(rows)
 
 
 def _read_embedding_file(path: Path) -> tuple[list[str], np.ndarray]:

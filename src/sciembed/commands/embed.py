@@ -18,9 +18,12 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         help="embed papers into a SciDocs-style .jsonl, .npy (+ .ids.json) or .parquet file, "
         "or a folder of Parquet parts",
         description=(
-            "Embed the papers of a .jsonl / .json / .csv / .parquet file (fields paper_id, title, abstract) with a "
-            "model and write one vector per paper. The text of a paper is title + [SEP] + abstract (SPECTER). "
-            "Output is written atomically; papers are encoded in shards kept in OUTPUT.partial/ so that an "
+            "Embed the papers of a .jsonl / .json / .csv / .parquet file (fields paper_id, title, abstract), a folder "
+            "of Parquet parts or a SMART collection (CACM) with a model and write one vector per paper. The text of "
+            "a paper is title + [SEP] + abstract (SPECTER). "
+            "Vectors are cached as evaluate caches them (--cache-dir), so papers embedded by either command are not "
+            "embedded again. Output is written atomically; papers are encoded in shards kept in OUTPUT.partial/ so "
+            "that an "
             "interrupted run continues with --resume. Under `torchrun --nproc-per-node N` or `accelerate launch` each "
             "process encodes every N-th shard; SLURM array tasks pass --rank and --world-size instead."
         ),
@@ -30,7 +33,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     parser.add_argument(
         "--input",
         required=True,
-        help="papers: .jsonl (one object a line), .json (list or id-keyed dict), .csv or .parquet",
+        help="papers: .jsonl (one object a line), .json (list or id-keyed dict), .csv or .parquet; a folder of "
+        "Parquet parts; or a SMART collection such as CACM (a folder with a *.all file, or the file)",
     )
     parser.add_argument(
         "--output",
@@ -63,6 +67,9 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         "window_overlap",
         "window_combine",
         "text_fields",
+        "smart_links",
+        "cache_dir",
+        "no_cache",
     )
     parser.add_argument("--shard-size", type=int, default=10_000, help="papers per shard saved for --resume")
     parser.add_argument(
@@ -90,10 +97,14 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..data.papers import check_paper_source
     from ..distributed import end_distributed_run, init_from_environment
-    from ..io import check_input
+    from ..io import check_cache_dir, check_input
 
-    check_input(args.input, "--input")
+    check_input(args.input, "--input", "any")
+    check_paper_source(args.input, "--input")
+    if not args.no_cache:
+        check_cache_dir(args.cache_dir)
     output = Path(args.output)
     if Path(args.input).exists() and any(
         path.exists() and path.resolve() == Path(args.input).resolve() for path in written_files(output)
@@ -125,6 +136,9 @@ def run(args: argparse.Namespace) -> int:
         id_field=args.id_field,
         skip_invalid=args.skip_invalid,
         text_fields=args.text_fields or TEXT_FIELDS,
+        smart_links=args.smart_links,
+        cache_dir=args.cache_dir,
+        use_cache=not args.no_cache,
         show_progress_bar=not args.no_progress,
     )
     end_distributed_run()

@@ -39,6 +39,13 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     )
     add_options(parser, "model")
     parser.add_argument(
+        "--embeddings",
+        help="score the vectors of this file instead of embedding with --model: .jsonl / .npy (+ .ids.json) / "
+        ".parquet, or a folder of Parquet parts, as `sciembed embed` writes; it must hold every paper the tasks name. "
+        "For tasks whose inputs are papers (classification, retrieval without --queries, cacm cite and categories, "
+        "scidocs' proximity and classification tasks); tasks with text queries are refused, named",
+    )
+    parser.add_argument(
         "--benchmark",
         required=True,
         choices=BENCHMARK_NAMES,
@@ -56,12 +63,14 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     parser.add_argument(
         "--papers",
         help="classification / retrieval: the papers the labels or judgements name (.jsonl, .json, "
-        ".csv or .parquet with paper_id, title, abstract)",
+        ".csv or .parquet with paper_id, title, abstract; a folder of Parquet parts; or a SMART collection such as "
+        "CACM: a folder with a *.all file, or the file)",
     )
     parser.add_argument(
         "--queries",
         help="retrieval: text queries (.jsonl {_id|query_id|id, text} or .tsv id<TAB>text), embedded "
-        "as search queries; without it a query id is a paper of --papers, embedded as a paper",
+        "as search queries; a .jsonl query may be a facet of a paper ({query_id, paper_id, facet, text}: never "
+        "ranking its paper, scored per facet); without it a query id is a paper of --papers, embedded as a paper",
     )
     parser.add_argument(
         "--candidates",
@@ -141,10 +150,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         "int8_check_benchmark",
     )
     add_options(parser, "long_documents", "window_tokens", "window_overlap", "window_combine", "text_fields")
-    parser.add_argument(
-        "--cache-dir", help="embedding cache folder (default: $SCIEMBED_CACHE or $HF_HOME/sciembed/embeddings)"
-    )
-    parser.add_argument("--no-cache", action="store_true", help="keep vectors in memory for this run only")
+    add_options(parser, "cache_dir", "no_cache")
     parser.add_argument(
         "--jobs", type=int, default=-1, help="processes for the classifiers' grid searches (-1: all cores)"
     )
@@ -160,6 +166,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..data.papers import check_paper_source
     from ..evaluation import evaluate, load_tasks
     from ..evaluation.runner import check_text_fields, set_cutoffs
     from ..io import check_cache_dir, check_input, refuse_replacing
@@ -167,11 +174,16 @@ def run(args: argparse.Namespace) -> int:
     # The cheap checks first: the output and the cache, then the input; the model (minutes for a large one) last.
     if args.output:
         refuse_replacing(args.output, overwrite=args.overwrite)
-    if not args.no_cache:
+    if args.embeddings is not None:
+        check_input(args.embeddings, "--embeddings", "any")
+        _refuse_encoder_options(args)
+    elif not args.no_cache:
         check_cache_dir(args.cache_dir)
-    for option, path in (("--papers", args.papers), ("--queries", args.queries)):
+    for option, path, kind in (("--papers", args.papers, "any"), ("--queries", args.queries, "file")):
         if path is not None:
-            check_input(path, option)
+            check_input(path, option, kind)
+    if args.papers is not None:
+        check_paper_source(args.papers, "--papers")
     if args.data is not None and (Path(args.data).exists() or Path(args.data).is_symlink()):
         check_input(args.data, "--data", "any")  # a local folder or file; anything else may be a Hub id
     reading = dict(
@@ -212,6 +224,21 @@ def run(args: argparse.Namespace) -> int:
         )  # a papers file's checked
     check_text_fields(suite, args.text_fields)
     set_cutoffs(suite, args.cutoffs)
+    if args.embeddings is not None:
+        report = evaluate(
+            None,
+            args.benchmark,
+            args.data,
+            n_jobs=args.jobs,
+            suite=suite,
+            embeddings=args.embeddings,
+            cutoffs=args.cutoffs,
+            **reading,
+        )
+        print(report.table())
+        if args.output:
+            logger.info("wrote %s", report.write_json(args.output))
+        return 0
     encoder = encoder_from_args(
         args, pooling=args.pooling, max_length=args.max_length, device=args.device, domain=args.domain
     )
@@ -233,3 +260,38 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         logger.info("wrote %s", report.write_json(args.output))
     return 0
+
+
+#: The options that say how papers are embedded, and their defaults: with --embeddings none takes effect.
+_ENCODER_OPTIONS = {
+    "model": None,
+    "pooling": None,
+    "max_length": None,
+    "batch_size": None,
+    "device": None,
+    "domain": None,
+    "backend": "pytorch",
+    "onnx_quantization": "fp32",
+    "revision": None,
+    "dtype": None,
+    "int8_check_set": None,
+    "long_documents": False,
+    "window_tokens": None,
+    "text_fields": None,
+    "trust_remote_code": False,
+    "cache_dir": None,
+    "no_cache": False,
+}
+
+
+def _refuse_encoder_options(args: argparse.Namespace) -> None:
+    if args.benchmark == "mteb":
+        raise ValueError("--benchmark mteb embeds its own texts through a model: give --model, not --embeddings")
+    given = [
+        f"--{name.replace('_', '-')}" for name, default in _ENCODER_OPTIONS.items() if getattr(args, name) != default
+    ]
+    if given:
+        raise ValueError(
+            f"{', '.join(given)}: with --embeddings the vectors are read from {args.embeddings} and nothing is "
+            "embedded; give --model and its options, or --embeddings alone"
+        )

@@ -47,7 +47,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     parser.add_argument(
         "--papers",
         help="papers: a .jsonl / .json / .csv / .parquet file (paper_id, title, abstract; see "
-        "--id-field), or a SMART collection folder or *.all file (CACM; its citation links are marked)",
+        "--id-field), a folder of Parquet parts, or a SMART collection folder or *.all file (CACM; its citation "
+        "links are marked)",
     )
     parser.add_argument(
         "--embeddings",
@@ -111,6 +112,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..data.papers import check_paper_source
     from ..evaluation.neighbours import check_output, neighbours
     from ..io import check_input
 
@@ -126,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
     ):
         if path is not None:
             check_input(path, option, kind)
+    if args.papers is not None:
+        check_paper_source(args.papers, "--papers")
     if args.data is not None and Path(args.data).is_symlink():
         check_input(args.data, "--data", "folder")  # a link loop or dangling link; a missing folder is named below
     check_onnx_cache(args)

@@ -159,6 +159,17 @@ _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
         "--int8-check-benchmark",
         {"choices": ("cacm", "scidocs"), "default": "cacm", "help": "the kind of --int8-check-set folder"},
     ),
+    "cache_dir": (
+        "--cache-dir",
+        {
+            "help": "embedding cache folder, shared by embed and evaluate (default: $SCIEMBED_CACHE or "
+            "$HF_HOME/sciembed/embeddings)"
+        },
+    ),
+    "no_cache": (
+        "--no-cache",
+        {"action": "store_true", "help": "keep vectors in memory for this run only (the embedding cache unused)"},
+    ),
 }
 
 

@@ -45,9 +45,9 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     )
     parser.add_argument(
         "--papers",
-        metavar="FILE",
+        metavar="PAPERS",
         help="with --citations, instead of --data: papers with paper_id, title, abstract "
-        "(JSONL, JSON, CSV or Parquet), for the citation recipes",
+        "(JSONL, JSON, CSV or Parquet; a folder of Parquet parts; a SMART collection), for the citation recipes",
     )
     parser.add_argument(
         "--citations",
@@ -95,14 +95,21 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..data.papers import check_paper_source
     from ..distributed import end_distributed_run
     from ..io import check_input
     from ..training.recipes import parse_assignments, read_overrides
     from ..training.run import train
 
-    for option, path in (("--config", args.config), ("--papers", args.papers), ("--citations", args.citations)):
+    for option, path, kind in (
+        ("--config", args.config, "file"),
+        ("--papers", args.papers, "any"),
+        ("--citations", args.citations, "file"),
+    ):
         if path is not None:
-            check_input(path, option)
+            check_input(path, option, kind)
+    if args.papers is not None:
+        check_paper_source(args.papers, "--papers")
     if args.data is not None and (Path(args.data).exists() or Path(args.data).is_symlink()):
         check_input(args.data, "--data", "any")  # a local folder or file; anything else may be a Hub id
     overrides = {**(read_overrides(args.config) if args.config else {}), **parse_assignments(args.set)}

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .papers import paper_id_order
+from .problems import paper_id_order
 
 #: How a judgement file's query and document columns are read when stated (``--qrels-columns``): query first, or
 #: the document first (swapped back on reading). Unstated, the query comes first and a swapped shape is refused.

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..io import RepeatedKeyError, json_error, json_place, loads_json
+from .problems import InvalidPaperError, PaperProblem
+from .problems import paper_id_order as paper_id_order
 
 logger = logging.getLogger(__name__)
 
@@ -89,11 +91,6 @@ def paper_name(paper: Mapping[str, Any], index: int | None = None) -> str:
     return ", ".join(named) or "a paper without paper_id"
 
 
-def paper_id_order(paper_id: str) -> tuple[int, int, str]:
-    """Sort key for paper ids: numeric ids in numeric order ("9" before "10"), then the others."""
-    return (0, int(paper_id), "") if paper_id.isdigit() else (1, 0, paper_id)
-
-
 def clean_text(value: Any, name: str) -> str:
     """A text field as readers keep it: stripped, ``None`` as ``""``; TypeError naming ``name`` otherwise."""
     if value is None:
@@ -112,64 +109,15 @@ def _text_field(paper: Mapping[str, Any], name: str) -> str:
     return clean_text(value, name)
 
 
-@dataclass(frozen=True)
-class PaperProblem:
-    """One record a reader could not accept; ``hint`` says what fixes it when skipping the record would not (a
-    misnamed id field). ``id_name`` names the id in messages: ``paper_id``, or ``query id`` / ``document id`` for
-    a judgement row."""
-
-    source: str
-    location: str
-    reason: str
-    paper_id: str | None = None
-    hint: str | None = None
-    id_name: str = "paper_id"
-
-    def __str__(self) -> str:
-        paper = f" ({self.id_name} {self.paper_id!r})" if self.paper_id is not None else ""
-        return f"{self.source}, {self.location}{paper}: {self.reason}"
-
-
-class InvalidPaperError(ValueError):
-    """Raised when a paper file holds a record that cannot be used; the message names file, line and id.
-
-    Args:
-        problems: the invalid records; the message counts and lists them.
-        skipping: the reader was already skipping invalid records (``skip_invalid``), so no hint suggests it.
-        whole: a problem with the file as a whole (no papers at all), stated first and not counted as a record.
-        what: what the problems are, after their count (rows of a labels or qrels file are not paper records).
-
-    The message ends with the hint that fits the records: their own hints (``--id-field`` for records without
-    an id field), else, unless ``skipping``, ``--skip-invalid``.
-    """
-
-    def __init__(
-        self,
-        problems: list[PaperProblem],
-        *,
-        skipping: bool = False,
-        whole: PaperProblem | None = None,
-        what: str = "invalid paper record(s)",
-    ):
-        self.problems, self.whole = problems, whole
-        lines = [str(whole)] if whole is not None else []
-        if problems:
-            shown = "\n  ".join(str(p) for p in problems[:10])
-            more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
-            lines.append(f"{len(problems)} {what}:\n  {shown}{more}")
-        hints = list(dict.fromkeys(p.hint for p in problems if p.hint))
-        if not hints and problems and not skipping:
-            hints = ["pass skip_invalid=True / --skip-invalid to skip such records and report them"]
-        super().__init__("\n".join(lines) + "".join(f"\n({hint})" for hint in hints))
-
-
 @dataclass
 class PaperFile:
-    """The papers read from one file, in file order, and the records that were skipped."""
+    """The papers read from one source, in its order, the records that were skipped, and the citation links the
+    source brings (a SMART collection's ``.X`` citations; ``None`` for a papers file)."""
 
     path: str
     papers: list[dict[str, Any]]
     skipped: list[PaperProblem] = field(default_factory=list)
+    links: set[tuple[str, str]] | None = None
 
     def __len__(self) -> int:
         return len(self.papers)
@@ -181,28 +129,36 @@ def read_papers(
     id_field: str | None = None,
     skip_invalid: bool = False,
     text_fields: Sequence[str] = TEXT_FIELDS,
+    smart_links: str = "cacm",
 ) -> PaperFile:
-    """Read papers from ``.jsonl`` (one record a line), ``.json`` (a list of records, or a dict keyed
-    by paper id), ``.csv`` (a header row naming the columns) or ``.parquet`` (one record a row).
+    """Read papers from any layout sciembed's commands take: ``.jsonl`` (one record a line), ``.json`` (a list of
+    records, or a dict keyed by paper id), ``.csv`` (a header row naming the columns), ``.parquet`` (one record a
+    row), a folder of Parquet parts (``*.parquet``, read in name order), or a SMART collection (a ``*.all`` file such
+    as CACM's, or a folder holding one; its ``.X`` citations in ``PaperFile.links``).
 
     Args:
-        path: the file.
+        path: the file or folder.
         id_field: the column holding the paper id; by default the first of :data:`ID_FIELDS` that a
-            record has. In an id-keyed ``.json`` dict the key is the id.
+            record has. In an id-keyed ``.json`` dict the key is the id; a SMART collection's ids are its ``.I`` lines.
         skip_invalid: skip records that are malformed, lack an id, have no text in ``text_fields``, or
             repeat an earlier id (the first is kept), and list them in ``PaperFile.skipped``. When
             false, the first such record raises :class:`InvalidPaperError`.
         text_fields: the fields a paper's text is made of; a paper lacking text in some of them beyond title and
             abstract is counted and reported, and a field that no paper has text in is refused.
+        smart_links: how a SMART collection's ``.X`` lines are read (``cacm`` or ``all``,
+            :func:`~sciembed.data.smart.read_smart_collection`).
 
     Raises:
-        InvalidPaperError: a bad record (and ``skip_invalid`` is false), or a file that holds no papers.
-        ValueError: the file type is not supported, the whole file is not valid JSON, or no paper has text in one
-            of ``text_fields``.
+        InvalidPaperError: a bad record (and ``skip_invalid`` is false), or a source that holds no papers.
+        ValueError: the layout is not supported (the ones read are named), the whole file is not valid JSON, or no
+            paper has text in one of ``text_fields``.
     """
     skipped: list[PaperProblem] = []
-    papers = list(_valid_papers(Path(path), id_field, skip_invalid, skipped, text_fields))
-    return PaperFile(str(path), papers, skipped)
+    smart: dict[str, Any] = {}
+    papers = list(
+        _valid_papers(Path(path), id_field, skip_invalid, skipped, text_fields, smart_links=smart_links, smart=smart)
+    )
+    return PaperFile(smart.get("path", str(path)), papers, skipped, smart.get("links"))
 
 
 #: What :func:`paper_inputs` takes, for its messages.
@@ -392,14 +348,15 @@ def paper_dataset(
     id_field: str | None = None,
     skip_invalid: bool = False,
     text_fields: Sequence[str] = TEXT_FIELDS,
+    smart_links: str = "cacm",
 ) -> PaperDataset:
-    """The papers of ``path`` (any format of :func:`read_papers`, validated the same way) as an Arrow-backed
+    """The papers of ``path`` (any layout of :func:`read_papers`, validated the same way) as an Arrow-backed
     ``datasets.Dataset``, for corpora larger than memory.
 
     The records are streamed into ``cache_dir/papers-<key>.arrow`` in batches of 10,000 and the file is
     memory-mapped, so memory holds one batch and the ids seen (for the duplicate check), not the papers.
-    ``<key>`` names the file's path, size and modification time and the reading options; a later call
-    for the unchanged file opens the Arrow file written before (its skipped records kept beside it),
+    ``<key>`` names the path, the size and modification time of its files and the reading options; a later call
+    for the unchanged source opens the Arrow file written before (its skipped records kept beside it),
     without reading the input again. Only the fields a paper's text is made of are kept: title, abstract and
     ``text_fields`` (e.g. ``body`` for full texts), each as text (absent as ``""``), checked as
     :func:`read_papers` checks them.
@@ -414,9 +371,10 @@ def paper_dataset(
 
     path, cache_dir = Path(path), Path(cache_dir)
     extra = [name for name in dict.fromkeys(text_fields) if name not in ("paper_id", *TEXT_FIELDS)]
-    stat = path.stat()
+    files = sorted(path.iterdir()) if path.is_dir() else [path]
+    stats = [(file.name, file.stat().st_size, file.stat().st_mtime_ns) for file in files if file.is_file()]
     key = hashlib.sha256(
-        json.dumps([str(path.resolve()), stat.st_size, stat.st_mtime_ns, id_field, skip_invalid, *extra]).encode()
+        json.dumps([str(path.resolve()), stats, id_field, skip_invalid, smart_links, *extra]).encode()
     ).hexdigest()[:16]
     arrow_file, skipped_file = cache_dir / f"papers-{key}.arrow", cache_dir / f"papers-{key}.skipped.json"
     if not (arrow_file.is_file() and skipped_file.is_file()):
@@ -429,7 +387,7 @@ def paper_dataset(
             pa.ipc.new_stream(sink, schema) as writer,
         ):
             batch: list[dict[str, Any]] = []
-            for paper in _valid_papers(path, id_field, skip_invalid, skipped, text_fields):
+            for paper in _valid_papers(path, id_field, skip_invalid, skipped, text_fields, smart_links=smart_links):
                 for name in extra:
                     try:
                         paper[name] = _text_field(paper, name)
@@ -447,18 +405,74 @@ def paper_dataset(
     return PaperDataset(str(path), datasets.Dataset.from_file(str(arrow_file)), skipped)
 
 
+def check_paper_source(path: str | os.PathLike[str], option: str | None = None) -> None:
+    """Refuse a folder that holds no layout :func:`read_papers` reads, before any work (a file is checked as it is
+    read).
+
+    Args:
+        path: the papers as given.
+        option: the option that gave them (``--input``), for the error.
+
+    Raises:
+        ValueError: a folder holding neither a SMART collection nor Parquet parts, naming the layouts read.
+    """
+    from .smart import is_smart_collection
+
+    path = Path(path)
+    if path.is_dir() and not is_smart_collection(path) and not any(path.glob("*.parquet")):
+        where = f"{path} ({option})" if option else str(path)
+        raise ValueError(
+            f"{where} is a folder holding neither a SMART collection (a *.all file) nor Parquet parts (*.parquet); "
+            f"give a papers file ({', '.join(SUPPORTED_SUFFIXES)}), one of those folders, or a SMART *.all file"
+        )
+
+
 def _valid_papers(
     path: Path,
     id_field: str | None,
     skip_invalid: bool,
     skipped: list[PaperProblem],
     text_fields: Sequence[str] = TEXT_FIELDS,
+    *,
+    smart_links: str = "cacm",
+    smart: dict[str, Any] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """The valid papers of ``path`` in file order; bad records raise, or (``skip_invalid``) go to ``skipped``."""
+    """The valid papers of ``path`` (any layout of :func:`read_papers`) in its order; bad records raise, or
+    (``skip_invalid``) go to ``skipped``. A SMART collection's document file and citation links are put in ``smart``
+    (``path``, ``links``)."""
+    from .smart import CACM_CITATION, is_smart_collection, read_smart_collection
+
+    if is_smart_collection(path):
+        if id_field not in (None, "paper_id"):
+            raise ValueError(
+                f"{path} is a SMART collection, whose ids are its .I lines; --id-field (id_field) names a column of a "
+                "papers file: leave it out"
+            )
+        collection = read_smart_collection(path, skip_invalid=skip_invalid, links=smart_links)
+        skipped.extend(collection.skipped)
+        if smart is not None:
+            smart.update(path=collection.path, links=collection.links.get(CACM_CITATION, set()))
+        yield from collection.papers
+        return
+    source = str(path)
+    if path.is_dir():
+        check_paper_source(path)
+        parts = sorted(path.glob("*.parquet"))
+        records = (
+            (f"{part.name}, {location}", record, key)
+            for part in parts
+            for location, record, key in _parquet_records(part)
+        )
+        yield from _checked_papers(
+            records, source, id_field, skip_invalid, skipped, whole="whole folder", text_fields=text_fields
+        )
+        return
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
-        raise ValueError(f"{path}: unsupported paper file type {suffix!r}; use one of {', '.join(SUPPORTED_SUFFIXES)}")
-    source = str(path)
+        raise ValueError(
+            f"{path}: unsupported paper file type {suffix!r}; use one of {', '.join(SUPPORTED_SUFFIXES)}, a folder of "
+            "Parquet parts or a SMART collection (*.all)"
+        )
     records = {".jsonl": _jsonl_records, ".json": _json_records, ".csv": _csv_records, ".parquet": _parquet_records}[
         suffix
     ](path)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .papers import InvalidPaperError, PaperProblem, paper_id_order
+from .problems import InvalidPaperError, PaperProblem, paper_id_order
 
 if TYPE_CHECKING:
     from datasets import Dataset

@@ -10,7 +10,8 @@ run leaves either a whole shard or none. The cache streams: opening it reads the
 are read from the memory-mapped shards by key when asked for, and many small shards are compacted into
 one. A shard whose vectors no longer match their hash, whose width is not the encoder's, or whose key file
 does not parse is dropped with a warning naming it, and its texts are embedded again: a damaged cache
-costs time, never scores.
+costs time, never scores. ``sciembed embed`` (:func:`~sciembed.jobs.embed.embed_to_file`) fills and reads the same
+cache, so a collection embedded once is not embedded again to be evaluated, nor the other way round.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import os
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -51,9 +53,11 @@ class EmbeddingCache:
     Args:
         encoder: the encoder whose vectors are cached; its fingerprint names the sub-folder.
         folder: the cache root (see :func:`sciembed.io.default_cache_dir`); ``None`` keeps vectors in memory only.
+        compact: compact many shards into one when opened; off for processes that open one cache at the same time
+            with nothing to order them (tasks of an embed job without a process group).
     """
 
-    def __init__(self, encoder: Encoder, folder: str | os.PathLike[str] | None):
+    def __init__(self, encoder: Encoder, folder: str | os.PathLike[str] | None, *, compact: bool = True):
         self.encoder = encoder
         self.fingerprint = encoder.fingerprint()
         self.folder = Path(folder) / self.fingerprint[:32] if folder is not None else None
@@ -70,12 +74,12 @@ class EmbeddingCache:
         self._row = np.zeros(0, dtype=np.int64)
         self._shape: tuple[int, ...] | None = None
         if self.folder is not None and self.folder.is_dir():
-            self._open()
+            self._open(compact)
 
     def __len__(self) -> int:
         return len(self._keys)
 
-    def _open(self) -> None:
+    def _open(self, compact: bool) -> None:
         key_files = sorted(self.folder.glob("shard-*.json"))
         if key_files:
             self._shape = self.encoder.encode(["width"], show_progress_bar=False).shape[1:]
@@ -87,7 +91,7 @@ class EmbeddingCache:
                 continue
             found.append((self._add_shard(keys_path.with_suffix(".npy"), None, sha256, checked=False), keys))
         self._index(found)
-        if len(self._paths) > COMPACT_AT:
+        if compact and len(self._paths) > COMPACT_AT:
             self._compact()
         logger.info("embedding cache %s: %d vectors in %d shard(s)", self.folder, len(self._keys), len(self._paths))
 
@@ -164,19 +168,24 @@ class EmbeddingCache:
         self,
         texts: Sequence[str],
         *,
+        inputs: Sequence[Any] | None = None,
         batch_size: int | None = None,
         show_progress_bar: bool = True,
         desc: str = "Encoding",
     ) -> None:
-        """Encode (and cache) those of ``texts`` not cached yet."""
+        """Encode (and cache) those of ``texts`` not cached yet; ``inputs``, when given, are what the encoder reads in
+        place of each text (the paper records whose model texts they are)."""
         keys = np.array([text_key(t) for t in texts], dtype="S40")
         self._check_shards(keys)
         missing = self._locate(keys) < 0
-        todo = dict.fromkeys(text for text, absent in zip(texts, missing) if absent)
+        todo: dict[str, Any] = {}
+        for index, (text, absent) in enumerate(zip(texts, missing)):
+            if absent and text not in todo:
+                todo[text] = text if inputs is None else inputs[index]
         self.hits += len(np.unique(keys[~missing]))
         if todo:
             vectors = self.encoder.encode(
-                list(todo), batch_size=batch_size, show_progress_bar=show_progress_bar, progress_desc=desc
+                list(todo.values()), batch_size=batch_size, show_progress_bar=show_progress_bar, progress_desc=desc
             )
             self._store([text_key(t) for t in todo], vectors)
             self.encoded += len(todo)
@@ -185,12 +194,14 @@ class EmbeddingCache:
         self,
         texts: Sequence[str],
         *,
+        inputs: Sequence[Any] | None = None,
         batch_size: int | None = None,
         show_progress_bar: bool = True,
         desc: str = "Encoding",
     ) -> np.ndarray:
-        """Vectors of ``texts`` in order, encoding (and caching) only those not cached yet."""
-        self.add(texts, batch_size=batch_size, show_progress_bar=show_progress_bar, desc=desc)
+        """Vectors of ``texts`` in order, encoding (and caching) only those not cached yet (``inputs`` as for
+        :meth:`add`)."""
+        self.add(texts, inputs=inputs, batch_size=batch_size, show_progress_bar=show_progress_bar, desc=desc)
         return self.lookup(texts)
 
     def lookup(self, texts: Sequence[str]) -> np.ndarray:
@@ -269,3 +280,12 @@ class EmbeddingCache:
             np.zeros(0, dtype=np.int64),
         )
         self._index([(self._add_shard(path, None, None, checked=True), keys)])
+
+
+def caches_by_text(encoder: Encoder) -> bool:
+    """Whether ``encoder`` embeds a paper record as it embeds the record's model text, so that its vectors of papers
+    may be cached under their texts: all encoders but one that reads long papers window by window, whose windows
+    start with the title."""
+    from ..encoders import WindowedEncoder
+
+    return not (isinstance(encoder, WindowedEncoder) and encoder.settings.windows)

@@ -47,7 +47,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -327,12 +327,34 @@ def _relevance_hint(path: str | os.PathLike[str], width: int, *, relevant: bool 
     )
 
 
+@dataclass(frozen=True)
+class Query:
+    """A text query of a queries file: its text, its line, and for a facet of a paper the paper it is (never its
+    own candidate) and the facet's name (the group its scores are averaged in)."""
+
+    text: str
+    line: int
+    paper_id: str | None = None
+    facet: str | None = None
+
+
 def read_queries(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Read text queries: query id -> text (:func:`read_query_records` reads the file)."""
+    return {query_id: query.text for query_id, query in read_query_records(path).items()}
+
+
+def read_query_records(path: str | os.PathLike[str]) -> dict[str, Query]:
     """Read text queries: ``.jsonl`` (``{"_id" | "query_id" | "id": ..., "text" | "query": ...}`` a line) or a
     tab-separated ``id<TAB>text`` file (``.tsv`` / ``.txt``; a header line ``query_id<TAB>text`` allowed).
 
+    A ``.jsonl`` query may be a facet of a paper: ``{"query_id": "p1-method", "paper_id": "p1", "facet": "method",
+    "text": "..."}``, so that one paper carries several judged queries; the paper is never its own candidate, and
+    each facet's scores are averaged apart. Either every query names a facet or none does.
+
     Raises:
-        ValueError: an unsupported suffix, a malformed line, a query without id or text, a repeated id (file, line).
+        ValueError: an unsupported suffix, a malformed line, a query without id or text, a repeated id, a
+            ``paper_id`` or ``facet`` that is not a non-empty text, a query without a facet among queries with one
+            (file, line).
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -340,7 +362,7 @@ def read_queries(path: str | os.PathLike[str]) -> dict[str, str]:
         raise ValueError(
             f'{path}: unsupported queries file; use .jsonl ({{"_id", "text"}} a line) or .tsv (id<TAB>text)'
         )
-    queries: dict[str, str] = {}
+    queries: dict[str, Query] = {}
     first_line: dict[str, int] = {}
     with path.open(encoding="utf-8-sig") as handle:
         for line_number, line in enumerate(handle, start=1):
@@ -357,7 +379,9 @@ def read_queries(path: str | os.PathLike[str]) -> dict[str, str]:
                     )
                 query_id = next((record[f] for f in _QUERY_ID_FIELDS if record.get(f) not in (None, "")), None)
                 text = next((record[f] for f in _QUERY_TEXT_FIELDS if isinstance(record.get(f), str)), None)
+                paper_id, facet = (_facet_field(path, line_number, record, name) for name in ("paper_id", "facet"))
             else:
+                paper_id = facet = None
                 fields = line.rstrip("\r\n").split("\t")
                 if len(fields) < 2:
                     raise ValueError(
@@ -381,10 +405,27 @@ def read_queries(path: str | os.PathLike[str]) -> dict[str, str]:
                     f"{path}, line {line_number} (query {query_id!r}): repeated (first at line {first_line[query_id]})"
                 )
             first_line[query_id] = line_number
-            queries[query_id] = text.strip()
+            queries[query_id] = Query(text.strip(), line_number, paper_id, facet)
     if not queries:
         raise ValueError(f"{path}: no queries")
+    faceted = [(query_id, query) for query_id, query in queries.items() if query.facet is not None]
+    if faceted and len(faceted) < len(queries):
+        query_id, query = next((q, r) for q, r in queries.items() if r.facet is None)
+        raise ValueError(
+            f"{path}, line {query.line} (query {query_id!r}): no facet, while line {faceted[0][1].line} names one "
+            f"({faceted[0][1].facet!r}); give every query a facet, or none"
+        )
     return queries
+
+
+def _facet_field(path: Path, line: int, record: dict[str, Any], name: str) -> str | None:
+    """A query record's ``paper_id`` or ``facet``: ``None`` when absent, else a non-empty text (an integer as text)."""
+    value = record.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
+        raise ValueError(f"{path}, line {line}: {name} must be a non-empty text, got {json.dumps(value)[:40]}")
+    return str(value).strip()
 
 
 # Tasks ----------------------------------------------------------------------------------------------------
@@ -402,12 +443,13 @@ def classification_tasks(
     id_field: str | None = None,
     wanted: set[str] | None = None,
     text_fields: Sequence[str] = TEXT_FIELDS,
+    smart_links: str = "cacm",
     **_: Any,
 ) -> tuple[list[Task], list[PaperProblem]]:
     """The classification task of a labels file over a papers file, and the records left out (see the module)."""
     from sklearn.model_selection import train_test_split
 
-    paper_file = _papers(papers, name, skip_invalid, id_field, text_fields)
+    paper_file = _papers(papers, name, skip_invalid, id_field, text_fields, smart_links)
     by_id = {p["paper_id"]: p for p in paper_file.papers}
     columns, lines = read_labels(data)
     problems = [
@@ -494,6 +536,7 @@ def retrieval_tasks(
     wanted: set[str] | None = None,
     qrels_columns: str | None = None,
     text_fields: Sequence[str] = TEXT_FIELDS,
+    smart_links: str = "cacm",
     **_: Any,
 ) -> tuple[list[Task], list[PaperProblem]]:
     """The retrieval task of a qrels file over a papers file (and a queries file), and the records left out (see the
@@ -502,9 +545,12 @@ def retrieval_tasks(
     (:func:`~sciembed.data.judgements.check_qrels_columns`)."""
     if candidates not in CANDIDATES:
         raise ValueError(f"unknown candidates {candidates!r}; one of {', '.join(CANDIDATES)}")
-    paper_file = _papers(papers, name, skip_invalid, id_field, text_fields)
+    paper_file = _papers(papers, name, skip_invalid, id_field, text_fields, smart_links)
     by_id = {p["paper_id"]: p for p in paper_file.papers}
-    texts = read_queries(queries) if queries else None
+    records = read_query_records(queries) if queries else None
+    texts = {query_id: query.text for query_id, query in records.items()} if records is not None else None
+    if records is not None:
+        _check_query_papers(queries, records, by_id, Path(papers).name)
     columns, lines = read_qrels(data, qrels_columns=qrels_columns)
     columns = check_qrels_columns(
         data,
@@ -553,6 +599,10 @@ def retrieval_tasks(
     task: Task
     if texts is not None:
         query_texts = {q: texts[q] for q in qrels}
+        common.update(
+            query_papers={q: records[q].paper_id for q in qrels if records[q].paper_id is not None},
+            query_groups={q: records[q].facet for q in qrels if records[q].facet is not None},
+        )
         if candidates == "all":
             task = SearchTask(
                 name,
@@ -602,11 +652,31 @@ def retrieval_tasks(
     return [task], paper_file.skipped + problems
 
 
-def _papers(papers: str | None, name: str, skip_invalid: bool, id_field: str | None, text_fields: Sequence[str]):
+def _check_query_papers(path: str, queries: dict[str, Query], papers: dict[str, Any], papers_name: str) -> None:
+    """Refuse a facet query naming a paper that the papers file lacks (file, line, query and paper named)."""
+    for query_id, query in queries.items():
+        if query.paper_id is not None and query.paper_id not in papers:
+            raise ValueError(
+                f"{path}, line {query.line} (query {query_id!r}): paper_id {query.paper_id!r} is not in "
+                f"{papers_name}; a facet query names the paper it is a facet of: correct the paper_id, or add the "
+                "paper to the papers file"
+            )
+
+
+def _papers(
+    papers: str | None,
+    name: str,
+    skip_invalid: bool,
+    id_field: str | None,
+    text_fields: Sequence[str],
+    smart_links: str,
+):
     if not papers:
         raise ValueError(f"--benchmark {name} needs the papers file the ids name: --papers papers.jsonl (papers=...)")
-    read = read_papers(papers, id_field=id_field, skip_invalid=skip_invalid, text_fields=text_fields)
-    if read.skipped:
+    read = read_papers(
+        papers, id_field=id_field, skip_invalid=skip_invalid, text_fields=text_fields, smart_links=smart_links
+    )
+    if read.skipped and read.links is None:  # a SMART collection's reader reports its own
         logger.warning(
             "%s: skipped %d invalid record(s): %s", papers, len(read.skipped), "; ".join(map(str, read.skipped[:10]))
         )

@@ -101,7 +101,8 @@ BENCHMARK_LAYOUTS: tuple[BenchmarkLayout, ...] = (
         "==> qrels.txt <==  (TREC qid 0 docid rel, or qid docid rel; spaces, tabs or commas; integer relevance; "
         "a header line naming the columns allowed)\n"
         "p1 0 p2 1\n"
-        "==> queries.jsonl <==  (optional text queries, {_id|query_id|id, text}; or .tsv: id<TAB>text)\n"
+        "==> queries.jsonl <==  (optional text queries, {_id|query_id|id, text[, paper_id, facet]}; "
+        "or .tsv: id<TAB>text)\n"
         '{"_id": "q1", "text": "memory reclamation"}',
     ),
     BenchmarkLayout(

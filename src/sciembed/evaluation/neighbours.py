@@ -280,35 +280,25 @@ def read_collection(
     smart_links: str = "cacm",
     text_fields: Sequence[str] = TEXT_FIELDS,
 ) -> Collection:
-    """The papers of a papers file (``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet``, its papers' ``text_fields``
-    checked: :func:`~sciembed.data.papers.read_papers`), of a SMART collection (a folder holding one ``*.all`` file,
-    or the file; its ``.X`` citations read as ``smart_links`` says), or given as records (a list, generator or pandas
-    DataFrame, checked as a file's records are: :func:`~sciembed.data.papers.paper_records`)."""
+    """The papers of a papers file in any layout :func:`~sciembed.data.papers.read_papers` reads (``.jsonl`` /
+    ``.json`` / ``.csv`` / ``.parquet``, a folder of Parquet parts, or a SMART collection: a folder holding one
+    ``*.all`` file, or the file, its ``.X`` citations read as ``smart_links`` says; a file's papers' ``text_fields``
+    checked), or given as records (a list, generator or pandas DataFrame, checked as a file's records are:
+    :func:`~sciembed.data.papers.paper_records`)."""
     if not isinstance(papers, (str, os.PathLike)):
         given = paper_records(papers, id_field=id_field, skip_invalid=skip_invalid)
         _log_skipped(given.path, given.skipped)
         return Collection(f"{len(given.papers)} papers given", given.papers, None, given.skipped)
-    from ..data.smart import CACM_CITATION, is_smart_collection, read_smart_collection
+    from ..data.papers import read_papers
 
     path = Path(papers)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such papers file or folder")
-    if is_smart_collection(path):
-        collection = read_smart_collection(path, skip_invalid=skip_invalid, links=smart_links)
-        return Collection(
-            f"SMART collection {collection.path}",
-            collection.papers,
-            collection.links.get(CACM_CITATION, set()),
-            list(collection.skipped),
-        )
-    if path.is_dir():
-        raise ValueError(
-            f"{path} is a folder but not a SMART collection (no *.all file); give a papers file "
-            "(.jsonl, .json, .csv or .parquet)"
-        )
-    from ..data.papers import read_papers
-
-    read = read_papers(path, id_field=id_field, skip_invalid=skip_invalid, text_fields=text_fields)
+    read = read_papers(
+        path, id_field=id_field, skip_invalid=skip_invalid, text_fields=text_fields, smart_links=smart_links
+    )
+    if read.links is not None:  # a SMART collection, named by its document file; its reader logs what it skipped
+        return Collection(f"SMART collection {read.path}", read.papers, read.links, read.skipped)
     _log_skipped(str(path), read.skipped)
     return Collection(str(path), read.papers, None, read.skipped)
 
@@ -423,32 +413,30 @@ def neighbours(
 
     skipped = list(collection.skipped)
     if embeddings is not None:
-        from ..io import read_embeddings
+        from ..io import vectors_of
 
-        stored_ids, stored = read_embeddings(embeddings)
-        row_of = {paper_id: row for row, paper_id in enumerate(stored_ids)}
-        absent = [paper_id for paper_id in ids if paper_id not in row_of]
-        if absent and not skip_invalid:
-            raise ValueError(
-                f"{embeddings} has no vector for {len(absent)} of the {len(ids)} papers of {collection.source}: "
-                f"{_named(absent)}; embed the same papers file (sciembed embed), or pass --skip-invalid "
-                "(skip_invalid=True) to leave those papers out"
-            )
+        vectors, absent, extra = vectors_of(
+            ids,
+            embeddings,
+            source=collection.source,
+            remedy="embed the same papers file (sciembed embed), or pass --skip-invalid (skip_invalid=True) to leave "
+            "those papers out",
+            allow_missing=skip_invalid,
+        )
         if absent:
+            present = set(ids) - set(absent)
             skipped += [
                 PaperProblem(str(embeddings), "no vector", "paper without a vector", paper_id) for paper_id in absent
             ]
             logger.warning("%s: no vector for %d paper(s), left out: %s", embeddings, len(absent), _named(absent))
-            records = [p for p, paper_id in zip(records, ids) if paper_id in row_of]
-            ids = [paper_id for paper_id in ids if paper_id in row_of]
+            records = [p for p, paper_id in zip(records, ids) if paper_id in present]
+            ids = [paper_id for paper_id in ids if paper_id in present]
             position = {paper_id: i for i, paper_id in enumerate(ids)}
             if wanted is not None:
                 _check_query_ids(wanted, position, collection, reason=f"without a vector in {embeddings}")
             _check_size(ids, collection)
-        extra = len(stored_ids) - len(ids)
         if extra > 0:
             logger.info("%s: %d vector(s) of papers not in %s ignored", embeddings, extra, collection.source)
-        vectors = stored[[row_of[paper_id] for paper_id in ids]]
         model_name = f"vectors read from {embeddings}"
     else:
         encoder = _encoder(

@@ -323,18 +323,23 @@ def proximity_run(
     return _judged_run(qrels, vectors, vectors, similarity, score_decimals, skip_missing)
 
 
-def without_self_judgements(qrels: Mapping[str, Mapping[str, int]]) -> tuple[Qrels, int]:
+def without_self_judgements(
+    qrels: Mapping[str, Mapping[str, int]], query_papers: Mapping[str, str] | None = None
+) -> tuple[Qrels, int]:
     """``qrels`` without the judgements of a query paper to itself, and how many there were: a query paper is never
     its own candidate (SciDocs' protocol), so such a judgement is neither ranked nor scored. A query left with no
     judgement is left out.
 
     Args:
         qrels: query paper id -> candidate paper id -> relevance.
+        query_papers: query id -> the paper the query is, where query ids are not paper ids (a facet of a paper);
+            queries it does not name are no paper. Without it every query id is its paper's.
     """
     kept: Qrels = {}
     dropped = 0
     for query, judged in qrels.items():
-        row = {candidate: relevance for candidate, relevance in judged.items() if candidate != query}
+        own = query if query_papers is None else query_papers.get(query)
+        row = {candidate: relevance for candidate, relevance in judged.items() if candidate != own}
         dropped += len(judged) - len(row)
         if row or not judged:
             kept[query] = row
@@ -352,6 +357,7 @@ def search_run(
     skip_missing: bool = False,
     query_chunk_size: int = 128,
     corpus_chunk_size: int = 50_000,
+    query_papers: Mapping[str, str] | None = None,
 ) -> ScoredRun:
     """Score search queries against papers: judged candidates only (SciRepEval) or the whole corpus (BEIR).
 
@@ -373,6 +379,8 @@ def search_run(
         skip_missing: with ``qrels``: skip queries and candidates without a vector instead of raising.
         query_chunk_size: whole corpus only: queries scored together.
         corpus_chunk_size: whole corpus only: papers scored together (BEIR's default 50,000).
+        query_papers: whole corpus only: query id -> the paper the query is (a facet of a paper), never returned for
+            it; a query it does not name is dropped from its own id as ``exclude_identical_ids`` says.
 
     Returns:
         The run and what was skipped.
@@ -406,6 +414,7 @@ def search_run(
             exclude_identical_ids,
             query_chunk_size,
             corpus_chunk_size,
+            query_papers or {},
         )
     )
 
@@ -685,6 +694,7 @@ def _full_corpus_run(
     exclude_identical_ids: bool,
     query_chunk_size: int,
     corpus_chunk_size: int,
+    query_papers: Mapping[str, str],
 ) -> Run:
     """The whole-corpus search: a float32 prefilter, then float64 scores for the papers it keeps.
 
@@ -725,13 +735,17 @@ def _full_corpus_run(
     # Position of each paper id in string order: the tie breaker at the top-k cut.
     id_rank = np.empty(len(corpus_ids), dtype=np.int64)
     id_rank[np.argsort(np.array(corpus_ids))] = np.arange(len(corpus_ids))
-    position = {paper: i for i, paper in enumerate(corpus_ids)} if exclude_identical_ids else {}
+    position = {paper: i for i, paper in enumerate(corpus_ids)} if exclude_identical_ids or query_papers else {}
     keep = min(top_k, len(corpus_ids))
 
     run: Run = {}
     for q_start in range(0, len(query_ids), query_chunk_size):
         chunk_ids = query_ids[q_start : q_start + query_chunk_size]
-        own = {row: position[q] for row, q in enumerate(chunk_ids) if q in position}
+        own = {
+            row: position[paper]
+            for row, q in enumerate(chunk_ids)
+            if (paper := query_papers.get(q, q if exclude_identical_ids else None)) in position
+        }
         best: list[tuple[np.ndarray, np.ndarray]] = [(np.empty(0), np.empty(0, dtype=np.int64)) for _ in chunk_ids]
         for c_start in range(0, len(corpus_ids), corpus_chunk_size):
             chunk = corpus[c_start : c_start + corpus_chunk_size]

@@ -24,7 +24,7 @@ import numpy as np
 from .. import __version__
 from ..data.papers import TEXT_FIELDS
 from ..encode import Encoder, PaperEncoder
-from ..io import atomic_path, default_cache_dir
+from ..io import atomic_path, default_cache_dir, vectors_of
 from ..logs import progress_enabled
 from .cache import EmbeddingCache
 from .loaders import TaskSuite, load_tasks
@@ -134,8 +134,9 @@ def evaluate(
     suite: TaskSuite | MtebSuite | None = None,
     cutoffs: Sequence[int] | None = None,
     loading: Mapping[str, Any] | None = None,
+    embeddings: str | os.PathLike[str] | None = None,
 ) -> EvaluationReport:
-    """Evaluate ``model`` on every task of ``benchmark`` found in ``data``.
+    """Evaluate ``model`` (or the vectors of ``embeddings``) on every task of ``benchmark`` found in ``data``.
 
     Args:
         model: a Hub id or local folder (``None``: the embedded all-MiniLM-L6-v2), or a ready
@@ -181,7 +182,25 @@ def evaluate(
             input before it loads the model); read here when ``None``.
         cutoffs: the ranks k of the nDCG@k, P@k and recall@k every ranking task reports beside its own measures
             (default :data:`~.ranking.CUTOFFS`: 5, 10, 20, 100); not for ``mteb``, whose measures are mteb's.
+        embeddings: score the vectors of this embedding file (``.jsonl`` / ``.npy`` / ``.parquet``, or a folder of
+            Parquet parts, as ``sciembed embed`` writes) instead of embedding with a model: every paper the tasks
+            name must have a vector, and each task scores the same vector of a paper. Tasks whose inputs are not
+            papers (text queries, texts, facet vectors) are refused, named. Leave ``model`` and the encoder options
+            out.
     """
+    if embeddings is not None:
+        _check_embedding_options(
+            benchmark,
+            model=model,
+            pooling=pooling,
+            max_length=max_length,
+            device=device,
+            domain=domain,
+            text_fields=text_fields,
+            trust_remote_code=trust_remote_code,
+            batch_size=batch_size,
+            loading=loading,
+        )
     if benchmark == "mteb" and suite is None:
         from .mteb_bridge import load_mteb_tasks
 
@@ -217,6 +236,22 @@ def evaluate(
         )
     check_text_fields(suite, text_fields)  # before a model is loaded
     cutoffs = set_cutoffs(suite, cutoffs)
+    if embeddings is not None:
+        return evaluate_embeddings(
+            embeddings,
+            suite,
+            n_jobs=n_jobs,
+            settings={
+                "split": split,
+                "proximity_similarity": proximity_similarity,
+                "few_shot": few_shot,
+                "seed": seed,
+                "skip_invalid": skip_invalid,
+                "tasks": tasks,
+                "cutoffs": cutoffs,
+                **_own_files(suite, papers, queries, test_size, candidates, qrels_columns),
+            },
+        )
     if isinstance(model, Encoder):
         if pooling is not None or max_length is not None or device is not None or domain is not None or loading:
             raise ValueError(
@@ -283,17 +318,7 @@ def evaluate(
             },
             embedding=embedding,
         )
-    if suite.benchmark in ("classification", "retrieval"):
-        settings["papers"] = str(papers)
-        settings.update(
-            {"test_size": test_size}
-            if suite.benchmark == "classification"
-            else {
-                "queries": None if queries is None else str(queries),
-                "candidates": candidates,
-                "qrels_columns": qrels_columns,
-            }
-        )
+    settings.update(_own_files(suite, papers, queries, test_size, candidates, qrels_columns))
     return evaluate_suite(
         encoder,
         suite,
@@ -327,6 +352,34 @@ def set_cutoffs(suite: TaskSuite | MtebSuite, cutoffs: Sequence[int] | None) -> 
         if isinstance(task, ProximityTask):
             task.cutoffs = tuple(cutoffs)
     return sorted(set(cutoffs))
+
+
+def _own_files(suite, papers, queries, test_size, candidates, qrels_columns) -> dict[str, Any]:
+    """The settings of a ``classification`` / ``retrieval`` run over the user's own files (none for a benchmark)."""
+    if suite.benchmark == "classification":
+        return {"papers": str(papers), "test_size": test_size}
+    if suite.benchmark == "retrieval":
+        return {
+            "papers": str(papers),
+            "queries": None if queries is None else str(queries),
+            "candidates": candidates,
+            "qrels_columns": qrels_columns,
+        }
+    return {}
+
+
+def _check_embedding_options(benchmark: str, **given: Any) -> None:
+    """Refuse, with ``embeddings``, a model or an encoder option: nothing is embedded, so none would take effect."""
+    if benchmark == "mteb":
+        raise ValueError(
+            "mteb embeds its own texts through a model: --embeddings (embeddings=) is for sciembed's own benchmarks"
+        )
+    unused = [name for name, value in given.items() if value not in (None, False)]
+    if unused:
+        raise ValueError(
+            f"{', '.join(unused)}: the vectors are read from the embedding file, so nothing is embedded; give a "
+            "model and its options, or --embeddings (embeddings=) alone"
+        )
 
 
 def chosen_text_fields(encoder: Encoder, text_fields: Sequence[str] | None) -> tuple[str, ...] | None:
@@ -367,6 +420,79 @@ def check_text_fields(suite: TaskSuite | MtebSuite, text_fields: Sequence[str] |
             )
 
 
+def evaluate_embeddings(
+    embeddings: str | os.PathLike[str],
+    suite: TaskSuite,
+    *,
+    n_jobs: int = -1,
+    settings: Mapping[str, Any] | None = None,
+) -> EvaluationReport:
+    """Score the tasks of ``suite`` on the vectors of an embedding file, as ``sciembed embed`` writes them.
+
+    Args:
+        embeddings: the embedding file, or folder of Parquet parts.
+        suite: the tasks (:func:`~.loaders.load_tasks`); every input of each must be a paper of the file.
+        n_jobs: processes for the classifiers' grid searches (-1: all cores).
+        settings: how the tasks were read, recorded in the report.
+
+    Raises:
+        ValueError: a task whose inputs an embedding file of papers cannot hold (named, with what it needs), or
+            papers without a vector (counted and named).
+    """
+    started = time.perf_counter()
+    wanted: dict[str, None] = {}
+    for task in suite.tasks:
+        _check_paper_inputs(suite, task)
+        wanted.update(dict.fromkeys(task.documents))
+        wanted.update(dict.fromkeys(task.queries))
+    ids = list(wanted)
+    stored, _, extra = vectors_of(
+        ids,
+        embeddings,
+        source=f"{suite.benchmark} {suite.source}",
+        remedy="embed the papers the tasks name (sciembed embed --input PAPERS) with the model to evaluate",
+    )
+    row = dict(zip(ids, stored))
+    vectors = {
+        id(task): ({i: row[i] for i in task.documents}, {i: row[i] for i in task.queries}) for task in suite.tasks
+    }
+    if extra:
+        logger.info("%s: %d vector(s) of papers no task names, not used", embeddings, extra)
+    return EvaluationReport(
+        benchmark=suite.benchmark,
+        source=suite.source,
+        model=f"vectors read from {embeddings}",
+        results=_score(suite, vectors, n_jobs=n_jobs, text_fields=None, fields_recorded=False),
+        missing=suite.missing,
+        skipped_records=[str(problem) for problem in suite.skipped],
+        settings={**(settings or {}), "embeddings": str(embeddings)},
+        embedding={
+            "file": str(embeddings),
+            "vectors_used": len(ids),
+            "dimension": int(stored.shape[1]),
+            "seconds": round(time.perf_counter() - started, 2),
+        },
+    )
+
+
+def _check_paper_inputs(suite: TaskSuite, task: Any) -> None:
+    """Refuse a task whose inputs an embedding file of papers cannot give: texts, text queries, facet vectors."""
+    others = [t.task_id for t in suite.tasks if t is not task]
+    leave_out = f", or leave it out: --tasks {' '.join(others)}" if others else ""
+    needs = None
+    if any(isinstance(record, str) for record in task.documents.values()):
+        needs = "texts that are not papers"
+    elif task.queries and not getattr(task, "paper_queries", False):
+        needs = "text queries, embedded as queries"
+    elif isinstance(task, ProximityTask) and task.similarity == "min_facet_l2":
+        needs = "each paper's facet vectors (--proximity-similarity min_facet_l2)"
+    if needs is not None:
+        raise ValueError(
+            f"{suite.benchmark} {task.name} ({task.task_id}) needs {needs}, which an embedding file of papers does "
+            f"not hold: evaluate it with a model (--model){leave_out}"
+        )
+
+
 def evaluate_suite(
     encoder: Encoder,
     suite: TaskSuite,
@@ -393,26 +519,11 @@ def evaluate_suite(
         text_fields=text_fields,
     )
     embedded = time.perf_counter() - started
-
-    results: list[TaskScores] = []
-    for task in suite.tasks:
-        documents, queries = vectors[id(task)]
-        begun = time.perf_counter()
-        result = task.evaluate(documents, queries, n_jobs=n_jobs)
-        result.details["seconds"] = round(time.perf_counter() - begun, 3)
-        task_results = [result]
-        if isinstance(task, ClassificationTask) and task.few_shot:
-            task_results += task.evaluate_few_shot(documents, n_jobs=n_jobs)
-        if any(not isinstance(record, str) for record in task.documents.values()):
-            for each in task_results:
-                each.details["text_fields"] = list(text_fields or task.fields)
-        logger.info("%s %s: %s", suite.benchmark, task.name, {k: round(v, 2) for k, v in result.metrics.items()})
-        results += task_results
     return EvaluationReport(
         benchmark=suite.benchmark,
         source=suite.source,
         model=encoder.name_or_path,
-        results=results,
+        results=_score(suite, vectors, n_jobs=n_jobs, text_fields=text_fields),
         missing=suite.missing,
         skipped_records=[str(problem) for problem in suite.skipped],
         settings=dict(settings or {}),
@@ -423,6 +534,40 @@ def evaluate_suite(
             "cache": str(cache_dir) if cache_dir else None,
         },
     )
+
+
+def _score(
+    suite: TaskSuite,
+    vectors: Mapping[int, tuple[Mapping[str, np.ndarray], Mapping[str, np.ndarray]]],
+    *,
+    n_jobs: int,
+    text_fields: Sequence[str] | None,
+    fields_recorded: bool = True,
+) -> list[TaskScores]:
+    """Score every task of ``suite`` on its vectors (``id(task)`` -> documents and queries by id).
+
+    Args:
+        suite: the tasks.
+        vectors: each task's document and query vectors.
+        n_jobs: processes for the classifiers' grid searches.
+        text_fields: the fields the papers' texts were made of (default: each task's own).
+        fields_recorded: record those fields in each result's details (not for vectors read from a file).
+    """
+    results: list[TaskScores] = []
+    for task in suite.tasks:
+        documents, queries = vectors[id(task)]
+        begun = time.perf_counter()
+        result = task.evaluate(documents, queries, n_jobs=n_jobs)
+        result.details["seconds"] = round(time.perf_counter() - begun, 3)
+        task_results = [result]
+        if isinstance(task, ClassificationTask) and task.few_shot:
+            task_results += task.evaluate_few_shot(documents, n_jobs=n_jobs)
+        if fields_recorded and any(not isinstance(record, str) for record in task.documents.values()):
+            for each in task_results:
+                each.details["text_fields"] = list(text_fields or task.fields)
+        logger.info("%s %s: %s", suite.benchmark, task.name, {k: round(v, 2) for k, v in result.metrics.items()})
+        results += task_results
+    return results
 
 
 def _embed_tasks(

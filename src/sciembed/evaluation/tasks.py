@@ -129,6 +129,8 @@ class ProximityTask(Task):
             (:func:`~sciembed.evaluation.ranking.ranking_measures`).
         keep_per_query: keep every query's measures (0-100) in ``details["per_query"]``, for paired statistics over
             queries (``sciembed compare``).
+        query_papers: query id -> the paper the query is, for queries whose ids are not paper ids (a facet of a
+            paper, with its own text): that paper is never the query's candidate, nor its judgement scored.
     """
 
     kind: ClassVar[str] = "proximity"
@@ -141,6 +143,7 @@ class ProximityTask(Task):
     query_groups: dict[str, str] = field(default_factory=dict, kw_only=True)
     cutoffs: tuple[int, ...] = field(default=CUTOFFS, kw_only=True)
     keep_per_query: bool = field(default=True, kw_only=True)
+    query_papers: dict[str, str] = field(default_factory=dict, kw_only=True)
 
     def __post_init__(self):
         super().__post_init__()
@@ -173,9 +176,9 @@ class ProximityTask(Task):
         """The qrels scored (a query paper's judgement of itself left out, counted and logged) and what was skipped."""
         from .ranking import without_self_judgements
 
-        if not self.paper_queries:
+        if not self.paper_queries and not self.query_papers:
             return self.qrels, {}
-        qrels, dropped = without_self_judgements(self.qrels)
+        qrels, dropped = without_self_judgements(self.qrels, None if self.paper_queries else self.query_papers)
         if not dropped:
             return qrels, {}
         logger.warning(
@@ -240,6 +243,7 @@ class SearchTask(ProximityTask):
             None if self.full_corpus else qrels,
             similarity=self.similarity,
             top_k=self.top_k if self.full_corpus else None,
+            query_papers=self.query_papers,
         )
         scores = ranking_metrics(qrels, scored.run, self._measures(), relevance_level=self.relevance_level)
         return self._result(

@@ -7,8 +7,10 @@ world_size``, so under `torchrun` / `accelerate launch` (or SLURM array tasks gi
 a folder of Parquet parts (``datasets.load_dataset("parquet", data_dir=...)`` reads it) renamed into place
 in one step, or one ``.jsonl`` / ``.npy`` / ``.parquet`` file written atomically; the ``.partial`` folder is
 removed. A run that was interrupted is continued with ``resume=True``, by any number of processes: finished
-shards are kept, and only the rest is encoded. A paper file given by path is read into a memory-mapped
-Arrow file in the ``.partial`` folder (:func:`~sciembed.data.papers.paper_dataset`), so no process holds
+shards are kept, and only the rest is encoded. Vectors go through the embedding cache ``sciembed evaluate`` reads
+(:class:`~sciembed.evaluation.cache.EmbeddingCache`, keyed by the encoder's fingerprint and each paper's text), so
+papers embedded once, by either command, are not embedded again. A paper file given by path is read into a
+memory-mapped Arrow file in the ``.partial`` folder (:func:`~sciembed.data.papers.paper_dataset`), so no process holds
 the corpus in memory. :func:`embed_to_file` is the job; ``sciembed embed`` (:mod:`sciembed.commands.embed`) parses
 its options and calls it.
 """
@@ -33,10 +35,12 @@ from tqdm.auto import tqdm
 from ..data.papers import GIVEN_IN_PYTHON, TEXT_FIELDS, PaperProblem, paper_records, usable_as_is
 from ..distributed import Share, process_share
 from ..encode import Encoder
+from ..evaluation.cache import EmbeddingCache, caches_by_text
 from ..io import (
     EMBEDDING_SUFFIXES,
     Chunk,
     atomic_path,
+    check_cache_dir,
     ids_path,
     read_embeddings,
     refuse_replacing,
@@ -69,6 +73,7 @@ class EmbedReport:
         assembled: whether the output is complete (this process, or rank 0 of its group, assembled it).
         skipped: the records of the input file that were skipped (``skip_invalid``).
         encoded_papers: papers this process encoded (those of its shards that an earlier run had not finished).
+        cached_papers: of those, the papers whose vectors the embedding cache held.
         seconds: wall-clock time of the run in this process, reading the input and writing the output included.
         model: the encoder's name (:attr:`~sciembed.Encoder.name_or_path`).
         revision: the Hub commit of the model (:attr:`~sciembed.Encoder.revision`; ``None`` for a local folder).
@@ -88,6 +93,7 @@ class EmbedReport:
     seconds: float = 0.0
     model: str | None = None
     revision: str | list[str | None] | None = None
+    cached_papers: int = 0
 
     def summary(self) -> str:
         """One line on what this process did: papers embedded, seconds, papers per second and the output."""
@@ -99,7 +105,8 @@ class EmbedReport:
         rate = (
             f" ({self.encoded_papers / self.seconds:.1f} papers/s)" if self.encoded_papers and self.seconds > 0 else ""
         )
-        line = f"{share}embedded {self.encoded_papers} papers in {self.seconds:.1f} s{rate}"
+        cached = f" ({self.cached_papers} from the embedding cache)" if self.cached_papers else ""
+        line = f"{share}embedded {self.encoded_papers} papers{cached} in {self.seconds:.1f} s{rate}"
         if self.resumed_shards:
             line += f"; {self.resumed_shards} shard(s) were done by an earlier run"
         if self.skipped:
@@ -151,6 +158,9 @@ def embed_to_file(
     id_field: str | None = None,
     skip_invalid: bool = False,
     text_fields: Sequence[str] = TEXT_FIELDS,
+    smart_links: str = "cacm",
+    cache_dir: str | os.PathLike[str] | None = None,
+    use_cache: bool = True,
     show_progress_bar: bool | None = None,
 ) -> EmbedReport:
     """Embed ``papers`` into ``output``: a ``.jsonl``, ``.npy`` or ``.parquet`` file, or a folder of Parquet
@@ -161,11 +171,18 @@ def embed_to_file(
             that a bad input fails before a long model load.
         papers: records with ``paper_id`` (a list, generator, pandas DataFrame or ``datasets.Dataset``, checked as a
             file's records are: :func:`~sciembed.data.papers.paper_records`; a valid ``Dataset`` stays memory-mapped,
-            others are held in memory), or the path of a paper file (read with
-            :func:`~sciembed.data.papers.paper_dataset`, so that it need not fit in memory).
+            others are held in memory), or the path of papers in any layout
+            :func:`~sciembed.data.papers.read_papers` reads (a papers file, a folder of Parquet parts, a SMART
+            collection), read with :func:`~sciembed.data.papers.paper_dataset`, so that it need not fit in memory.
             ``id_field`` and ``skip_invalid`` apply to both; ``text_fields`` are the fields a file's papers keep
             beside title and abstract, e.g. ``body``, for an encoder that reads them,
             :class:`~sciembed.encoders.WindowedEncoder`.
+        smart_links: how a SMART collection's ``.X`` lines are read (``cacm`` or ``all``), as the other commands read
+            them; the links themselves are not embedded.
+        cache_dir, use_cache: the embedding cache ``sciembed evaluate`` shares (default
+            :func:`sciembed.io.default_cache_dir`): vectors found there are not encoded again, and those encoded are
+            added. ``use_cache=False`` encodes every paper and caches nothing. An encoder that reads long papers
+            window by window is not cached.
         shard_size: papers per shard (the unit of resuming and of the split over processes).
         resume: keep the finished shards of an unfinished run of ``output`` (with the same papers, model
             and settings; the number of processes may differ).
@@ -190,6 +207,7 @@ def embed_to_file(
     """
     started = time.perf_counter()
     output = check_output(output, overwrite=overwrite)
+    cache_folder = check_cache_dir(cache_dir) if use_cache else None  # before any work
     if shard_size < 1:
         raise ValueError(f"shard_size must be positive, got {shard_size}")
     if batch_size is not None and batch_size < 1:
@@ -202,7 +220,12 @@ def embed_to_file(
 
             with share.main_process_first():  # rank 0 writes the Arrow file, the others open it
                 read = paper_dataset(
-                    papers, folder, id_field=id_field, skip_invalid=skip_invalid, text_fields=text_fields
+                    papers,
+                    folder,
+                    id_field=id_field,
+                    skip_invalid=skip_invalid,
+                    text_fields=text_fields,
+                    smart_links=smart_links,
                 )
             papers, skipped, source = read.dataset, read.skipped, read.path
         elif hasattr(papers, "column_names") and usable_as_is(papers, id_field=id_field, skip_invalid=skip_invalid):
@@ -225,8 +248,17 @@ def embed_to_file(
         with share.main_process_first():  # rank 0 starts or checks the run, the others join it
             joining = share.rank > 0 if share.group else share.world_size > 1
             _start(folder, _manifest(encoder, papers, shard_size), resume=resume, joining=joining)
+        cache = _open_cache(encoder, cache_folder, share) if cache_folder is not None else None
         resumed, encoded, encoded_papers = _encode_shards(
-            encoder, papers, folder / _PARTS, shard_size, count, share, batch_size, progress_enabled(show_progress_bar)
+            encoder,
+            papers,
+            folder / _PARTS,
+            shard_size,
+            count,
+            share,
+            batch_size,
+            progress_enabled(show_progress_bar),
+            cache,
         )
     except BaseException:
         # A run that finished no shard leaves nothing worth resuming, and must not block the next.
@@ -253,8 +285,9 @@ def embed_to_file(
         skipped,
         encoded_papers,
         time.perf_counter() - started,
-        encoder.name_or_path,
-        encoder.revision,
+        model=encoder.name_or_path,
+        revision=encoder.revision,
+        cached_papers=cache.hits if cache is not None else 0,
     )
     logger.info("%s", report.summary())
     return report
@@ -278,6 +311,16 @@ def _part(parts: Path, index: int) -> Path:
     return parts / f"part-{index:05d}.parquet"
 
 
+def _open_cache(encoder: Encoder, folder: Path, share: Share) -> EmbeddingCache | None:
+    """The embedding cache of ``encoder`` in ``folder`` (``None`` for an encoder not cached by text), opened by rank 0
+    first; tasks without a process group open it without compacting it, which they cannot do in turn."""
+    if not caches_by_text(encoder):
+        logger.info("%s reads long papers window by window: its vectors are not cached", encoder.name_or_path)
+        return None
+    with share.main_process_first():
+        return EmbeddingCache(encoder, folder, compact=share.group or share.world_size == 1)
+
+
 def _encode_shards(
     encoder: Encoder,
     papers: Papers | Any,
@@ -287,9 +330,10 @@ def _encode_shards(
     share: Share,
     batch_size: int,
     show_progress_bar: bool,
+    cache: EmbeddingCache | None = None,
 ) -> tuple[int, int, int]:
-    """Encode this process's unfinished shards into ``parts``; returns (shards already done, shards encoded, papers
-    encoded). One bar covers them all: a shard's own bar only when it is the only one."""
+    """Encode this process's unfinished shards into ``parts`` (through ``cache`` when given); returns (shards already
+    done, shards encoded, papers encoded). One bar covers them all: a shard's own bar only when it is the only one."""
     resumed = encoded = encoded_papers = 0
     indices = range(share.rank, count, share.world_size)
     total = sum(min((index + 1) * shard_size, len(papers)) - index * shard_size for index in indices)
@@ -304,12 +348,12 @@ def _encode_shards(
             continue
         records = _records(papers, start, stop)
         ids = [str(paper["paper_id"]) for paper in records]
-        vectors = encoder.encode(
-            records,
-            batch_size=batch_size,
-            show_progress_bar=show_progress_bar and len(indices) == 1,
-            progress_desc=f"Shard {index + 1}/{count}" if count > 1 else "Encoding",
-        )
+        options = {"batch_size": batch_size, "show_progress_bar": show_progress_bar and len(indices) == 1}
+        desc = f"Shard {index + 1}/{count}" if count > 1 else "Encoding"
+        if cache is None:
+            vectors = encoder.encode(records, progress_desc=desc, **options)
+        else:
+            vectors = cache.embed(encoder.texts(records), inputs=records, desc=desc, **options)
         write_embeddings(part, [(ids, vectors)], total=len(ids), dim=vectors.shape[1])
         encoded += 1
         encoded_papers += len(ids)

@@ -206,9 +206,10 @@ def _edge_list_source(files: CitationFiles, skip_invalid: bool) -> CitationSourc
     from ..data.edges import read_edge_list
     from ..data.papers import read_papers
 
-    for option, file in (("--papers", files.papers), ("--citations", files.citations)):
-        if not Path(file).is_file():
-            raise FileNotFoundError(f"{file}: no such file ({option})")
+    if not Path(files.papers).exists():
+        raise FileNotFoundError(f"{files.papers}: no such file or folder (--papers)")
+    if not Path(files.citations).is_file():
+        raise FileNotFoundError(f"{files.citations}: no such file (--citations)")
     edges = read_edge_list(files.citations)  # first: it is checked in seconds, the papers may take minutes
     paper_file = read_papers(files.papers, id_field=files.id_field, skip_invalid=skip_invalid)
     if paper_file.skipped:
