@@ -129,7 +129,7 @@ assert state() == before, (before, state())
 sys.stderr.write("FOLLOWS\\n")
 logging.getLogger("sciembed").setLevel(logging.INFO)
 sciembed.neighbours(encoder, papers, top_k=2)
-embed_to_file(encoder, papers, out + "/b.jsonl")
+embed_to_file(encoder, papers, out + "/b.jsonl", use_cache=False)  # a.jsonl cached every paper
 """
 
 

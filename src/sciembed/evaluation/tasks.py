@@ -124,7 +124,7 @@ class ProximityTask(Task):
         score_decimals: round scores before ranking (SciDocs writes 5 decimals to its run file).
         relevance_level: the lowest relevance that counts as relevant for binary measures.
         query_groups: query id -> group (Multi-SciDocs: the query's field of study); when given, the
-            measures are also averaged per group into ``details["per_group"]``.
+            measures (its own and the standard set) are also averaged per group into ``details["per_group"]``.
         cutoffs: the ranks k of the nDCG@k, P@k and recall@k reported after ``measures``
             (:func:`~sciembed.evaluation.ranking.ranking_measures`).
         keep_per_query: keep every query's measures (0-100) in ``details["per_query"]``, for paired statistics over
@@ -209,7 +209,7 @@ class ProximityTask(Task):
         for query, values in per_query.items():
             groups.setdefault(self.query_groups.get(query, "unknown"), []).append(values)
         details["per_group"] = {
-            group: {"queries": len(rows), **{m: 100 * float(np.mean([r[m] for r in rows])) for m in self.measures}}
+            group: {"queries": len(rows), **{m: 100 * float(np.mean([r[m] for r in rows])) for m in self._measures()}}
             for group, rows in sorted(groups.items())
         }
         return details
