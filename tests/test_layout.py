@@ -18,8 +18,8 @@ LAYERS = (
     ("cli", ("sciembed.cli",)),
     ("commands", ("sciembed.commands",)),
     (
-        "training / evaluation / hub / jobs",
-        ("sciembed.training", "sciembed.evaluation", "sciembed.hub", "sciembed.jobs"),
+        "training / evaluation / hub / jobs / search",
+        ("sciembed.training", "sciembed.evaluation", "sciembed.hub", "sciembed.jobs", "sciembed.search"),
     ),
     ("encoders", ("sciembed.encoders",)),
     ("encode", ("sciembed.encode", "sciembed.onnx_backend")),

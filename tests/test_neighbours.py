@@ -15,8 +15,8 @@ import sciembed
 from sciembed.cli import main
 from sciembed.data.example import example_citation_links, example_papers
 from sciembed.data.knn import IVFSettings, faiss_neighbours, nearest_neighbours, unit_rows
-from sciembed.evaluation.neighbours import UnknownQueryError
 from sciembed.io import write_embeddings
+from sciembed.search.neighbours import UnknownQueryError
 
 
 def test_unit_rows_match_scikit_learn_and_keep_zero_rows_zero():

@@ -8,7 +8,7 @@ __version__ = "0.1.0.dev0"
 from .data.papers import InvalidPaperError, paper_text, read_papers
 from .default_model import default_model_path
 from .encode import Encoder, PaperEncoder, clear_model_cache, encode, encode_document, encode_query
-from .evaluation.neighbours import neighbours
+from .search.neighbours import neighbours
 from .similarity import similarity, similarity_pairwise
 
 __all__ = [

@@ -113,8 +113,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 def run(args: argparse.Namespace) -> int:
     from ..data.papers import check_paper_source
-    from ..evaluation.neighbours import check_output, neighbours
     from ..io import check_input
+    from ..search.neighbours import check_output, neighbours
 
     if args.top_k < 1:
         raise ValueError(f"--top-k must be positive, got {args.top_k}")

@@ -5,8 +5,7 @@ text) and scores every task with its reference protocol; see :mod:`.runner`. The
 plain vectors and can be used alone: :mod:`.ranking` (proximity, search, reviewer matching; pytrec_eval),
 :mod:`.supervised` (linear SVM classification, few-shot, regression; scikit-learn), :mod:`.pairs`
 (co-citation F1max) and :mod:`.recommendation` (SciDocs clickthrough recommendations). A user's own labelled
-CSV or qrels file over a papers file is a task source too (:mod:`.custom`, ``classification`` / ``retrieval``),
-and :mod:`.neighbours` lists the nearest neighbours of the papers of any collection (``sciembed.neighbours``).
+CSV or qrels file over a papers file is a task source too (:mod:`.custom`, ``classification`` / ``retrieval``).
 :mod:`.mteb_bridge` runs MTEB's tasks (or a local BEIR folder) on any sciembed encoder (``benchmark="mteb"``).
 :mod:`.compare` pairs two results task by task, each difference with a bootstrap interval (``sciembed compare``).
 """
