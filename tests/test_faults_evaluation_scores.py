@@ -224,6 +224,17 @@ def test_a_grade_is_read_by_one_rule_on_every_line(tmp_path, grade, line):
             read_qrels(path)
 
 
+def test_one_query_and_document_judged_twice_with_two_grades_is_refused(tmp_path, caplog):
+    path = tmp_path / "qrels.tsv"
+    path.write_text("d1\td2\t1\nd1\td4\t1\nd3\td5\t2\nd1\td2\t1\n")  # the same grade again reads
+    assert read_qrels(path)[1] == [1, 2, 3, 4]
+    path.write_text("d1\td2\t1\nd1\td4\t1\nd3\td5\t2\nd1\td4\t0\n")
+    with pytest.raises(ValueError, match=r"qrels\.tsv, line 4: 'd1' judges 'd4' 0, but line 2 judged it 1"):
+        read_qrels(path)
+    assert _evaluate("--data", path, "--papers", _papers(tmp_path / "papers.jsonl")) == 2
+    assert "line 4: 'd1' judges 'd4' 0, but line 2 judged it 1" in caplog.text
+
+
 def test_only_column_names_make_a_header_and_a_wrong_column_order_is_named(tmp_path, caplog):
     path = tmp_path / "qrels.tsv"
     path.write_text("query-id\tcorpus-id\tscore\nd1\td2\t1\n")

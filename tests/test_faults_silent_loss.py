@@ -505,6 +505,36 @@ def test_an_embedding_line_with_a_repeated_key_is_refused(tmp_path):
         read_embeddings(path)
 
 
+def test_an_npy_ids_file_naming_its_ids_twice_is_refused(tmp_path):
+    path = tmp_path / "vectors.npy"
+    write_embeddings(path, [(["a", "b"], np.eye(2, dtype=np.float32))], total=2, dim=2)
+    stored = json.loads(ids_path(path).read_text())
+    ids_path(path).write_text(
+        '{"ids": ["b", "a"],\n "npy_sha256": ' + json.dumps(stored["npy_sha256"]) + ',\n "ids": ["a", "b"]}'
+    )
+    with pytest.raises(ValueError, match=r"vectors.ids.json, line 3: the key 'ids' appears twice"):
+        read_embeddings(path)
+
+
+@pytest.mark.parametrize("file", ["config.json", "tokenizer_config.json"])
+def test_a_model_config_naming_a_key_twice_is_refused_in_every_command(tiny_bert, tmp_path, caplog, file):
+    model = tmp_path / "model"
+    shutil.copytree(tiny_bert, model)
+    text = (model / file).read_text()
+    key, value = ("hidden_act", '"relu"') if file == "config.json" else ("do_lower_case", "false")
+    assert f'"{key}"' in text
+    (model / file).write_text(text.replace("{", "{\n  " + f'"{key}": {value},', 1))
+    papers = _jsonl(tmp_path / "papers.jsonl")
+    for command in (
+        ["embed", "--model", str(model), "--input", str(papers), "--output", str(tmp_path / "o.jsonl")],
+        ["export", "--model", str(model), "--out", str(tmp_path / "export"), "--no-validate"],
+    ):
+        caplog.clear()
+        assert main(command) == 2
+        assert f"{file}, line " in caplog.text and f"the key {key!r} appears twice" in caplog.text
+    assert not (tmp_path / "o.jsonl").exists() and not (tmp_path / "export").exists()
+
+
 # 11. A SMART record that lost its .I line ----------------------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from .families import foreign_code
 from .formats import route_code_paths
 from .formats.names import ROUTER_CONFIG_FILE
+from .io import RepeatedKeyError, json_error, json_place, loads_json
 
 logger = logging.getLogger(__name__)
 
@@ -93,9 +94,11 @@ class _Checkpoint:
         if path is None:
             return None
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            return loads_json(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as error:
             raise ValueError(f"{self.where(relative)}: not valid JSON ({error})") from None
+        except (json.JSONDecodeError, RepeatedKeyError) as error:
+            raise ValueError(f"{json_place(self.where(relative), error)}: {json_error(error)}") from None
 
     def configs(self, folder: str) -> list[str]:
         """The config files in ``folder`` (relative to the checkpoint) that a loader may read."""

@@ -609,11 +609,11 @@ def _read_parquet(path: Path) -> tuple[list[str], np.ndarray]:
 def _read_npy(path: Path) -> tuple[list[str], np.ndarray]:
     ids_file = ids_path(path)
     try:
-        stored = json.loads(ids_file.read_text(encoding="utf-8"))
+        stored = loads_json(ids_file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: its ids file {ids_file} is missing") from None
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{ids_file}: not valid JSON (line {error.lineno}: {error.msg})") from None
+    except (json.JSONDecodeError, RepeatedKeyError) as error:
+        raise ValueError(f"{json_place(ids_file, error)}: {json_error(error)}") from None
     if isinstance(stored, dict):
         if stored.get("npy_sha256") != file_sha256(path):
             raise ValueError(

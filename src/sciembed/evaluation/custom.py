@@ -194,11 +194,13 @@ def read_qrels(path: str | os.PathLike[str], *, qrels_columns: str | None = None
     Raises:
         ValueError: a line of another number of fields than the first, or of neither 3 nor 4, a relevance that is not
             an integer (file and line named; when no line has an integer there, the likely column order), an empty
-            id, an unstated order with a header naming the document column first, or every judgement naming one
-            document (a document in another field).
+            id, one query and document judged twice with different grades (both lines named), an unstated order
+            with a header naming the document column first, or every judgement naming one document (a document in
+            another field).
     """
     columns: dict[str, list] = {"query_id": [], "cand_id": [], "score": []}
     lines: list[int] = []
+    judged: dict[tuple[str, str], tuple[int, int]] = {}  # (query, document) -> (line, grade)
     width = header = None
     for line_number, text, fields in _qrels_lines(path):
         if len(fields) not in (3, 4) or (width is not None and len(fields) != width):
@@ -230,6 +232,12 @@ def read_qrels(path: str | os.PathLike[str], *, qrels_columns: str | None = None
         if not query or not candidate:
             raise ValueError(
                 f"{path}, line {line_number}: empty {'query' if not query else 'document'} id: {text[:80]!r}"
+            )
+        earlier = judged.setdefault((query, candidate), (line_number, score))
+        if earlier[1] != score:
+            raise ValueError(
+                f"{path}, line {line_number}: {query!r} judges {candidate!r} {score}, but line {earlier[0]} judged it "
+                f"{earlier[1]}; one grade would silently replace the other: keep one line per query and document"
             )
         columns["query_id"].append(query)
         columns["cand_id"].append(candidate)
