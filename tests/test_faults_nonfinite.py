@@ -127,6 +127,28 @@ def test_neighbours_on_a_file_with_nan_vectors_is_refused(tmp_path, caplog):
     assert "hold NaN or infinity ('p3')" in caplog.text
 
 
+@pytest.mark.parametrize("command", ["neighbours", "evaluate"])
+def test_an_all_zero_vector_in_an_embedding_file_is_named(tmp_path, caplog, command):
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text("".join(json.dumps(p) + "\n" for p in IDS))
+    vectors = tmp_path / "v.jsonl"
+    vectors.write_text(
+        "".join(
+            json.dumps({"paper_id": p["paper_id"], "embedding": [0.0, 0.0] if i == 2 else [float(i), 1.0]}) + "\n"
+            for i, p in enumerate(IDS)
+        )
+    )
+    if command == "neighbours":
+        argv = ["neighbours", "--papers", str(papers), "--embeddings", str(vectors), "--no-progress"]
+    else:
+        qrels = tmp_path / "qrels.tsv"
+        qrels.write_text("".join(f"{IDS[i]['paper_id']}\t{IDS[i + 1]['paper_id']}\t1\n" for i in range(4)))
+        argv = ["evaluate", "--benchmark", "retrieval", "--data", str(qrels), "--papers", str(papers)]
+        argv += ["--embeddings", str(vectors)]
+    assert main(argv) == 2
+    assert "1 vector(s) are all zeros ('p2')" in caplog.text
+
+
 def test_a_cache_shard_holding_nan_is_dropped_and_embedded_again(tiny_encoder, tmp_path, caplog):
     from sciembed.evaluation.cache import EmbeddingCache
 
@@ -207,6 +229,16 @@ def _npy(array):
             r"v\.parquet: column 'embedding' holds string, expected a list of numbers",
         ),
         (".parquet", _parquet({"id": ["a"]}), r"v\.parquet: no 'paper_id' column \(columns: id\)"),
+        (
+            ".parquet",
+            _parquet({"paper_id": ["a", "b", "c"], "embedding": [[0.1, 0.2], [0.3, 0.4], [0.5]]}),
+            r"v\.parquet: column 'embedding' holds lists of 2 different lengths \(\[1, 2\]\): row 2 \(paper_id 'c'\)",
+        ),
+        (
+            ".npy",
+            lambda p: (np.save(p, np.ones((1, 2))), ids_path(p).write_text('{"ids": ["a"]}')),
+            r"v\.ids\.json: no npy_sha256, the checksum of v\.npy that ties the ids to the vectors",
+        ),
         (".parquet", lambda p: p.write_bytes(b"PAR1 not really"), r"v\.parquet: not a readable Parquet file"),
         (
             ".npy",

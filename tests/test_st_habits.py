@@ -191,3 +191,12 @@ def test_ensembles_and_windows_offer_the_same_api(tiny_encoder):
         floats = encoder.encode(TEXTS)
         assert np.array_equal(encoder.encode(TEXTS, precision="ubinary"), quantize_embeddings(floats, "ubinary"))
         assert encoder.similarity(floats, floats).shape == (4, 4) and encoder.get_embedding_dimension() == 32
+
+
+def test_similarity_refuses_texts_and_vectors_of_two_sizes():
+    with pytest.raises(TypeError, match="takes embeddings, not texts; embed them first"):
+        sciembed.similarity("a query", "a paper")
+    with pytest.raises(ValueError, match="a has 384 dimensions, b 100"):
+        sciembed.similarity(np.ones((2, 384)), np.ones((2, 100)))
+    with pytest.raises(ValueError, match=r"expected one vector or a matrix of them, got shape \(1, 2, 3\)"):
+        sciembed.similarity_pairwise(np.ones((1, 2, 3)), np.ones((1, 2, 3)))

@@ -520,8 +520,8 @@ def vectors_of(
         vectors were not asked for.
 
     Raises:
-        ValueError: ids without a vector (unless ``allow_missing``), counted and named, with ``remedy``; and the
-            errors of :func:`read_embeddings`.
+        ValueError: ids without a vector (unless ``allow_missing``), counted and named, with ``remedy``; a vector of
+            zeros, named; and the errors of :func:`read_embeddings`.
     """
     stored_ids, stored = read_embeddings(path)
     row_of = {paper_id: row for row, paper_id in enumerate(stored_ids)}
@@ -532,7 +532,16 @@ def vectors_of(
             f"{path} has no vector for {len(absent)} of the {len(ids)} papers of {source}: {shown}; {remedy}"
         )
     rows = [row_of[paper_id] for paper_id in ids if paper_id in row_of]
-    return stored[rows].astype(np.float32, copy=False), absent, len(stored_ids) - len(rows)
+    vectors = stored[rows].astype(np.float32, copy=False)
+    zero = np.flatnonzero(~vectors.any(axis=1))
+    if len(zero):
+        named = [stored_ids[rows[i]] for i in zero[:10]]
+        raise ValueError(
+            f"{path}: {len(zero)} vector(s) are all zeros ({', '.join(map(repr, named))}"
+            f"{' and more' if len(zero) > 10 else ''}): a zero vector has no direction, so every similarity to it "
+            "is 0; no model writes one: embed these papers again"
+        )
+    return vectors, absent, len(stored_ids) - len(rows)
 
 
 def _read_embedding_file(path: Path) -> tuple[list[str], np.ndarray]:
@@ -595,12 +604,16 @@ def _read_parquet(path: Path) -> tuple[list[str], np.ndarray]:
     column = table.column("embedding").combine_chunks()
     if column.null_count:
         raise ValueError(f"{path}: column 'embedding' is empty on {column.null_count} row(s)")
-    lengths = (
-        set(pc.list_value_length(column).to_pylist()) if not pa.types.is_fixed_size_list(kind) else {kind.list_size}
-    )
+    row_lengths = pc.list_value_length(column).to_pylist() if not pa.types.is_fixed_size_list(kind) else None
+    lengths = set(row_lengths) if row_lengths is not None else {kind.list_size}
     if len(lengths) != 1:
+        first = row_lengths[0]
+        row = next(i for i, length in enumerate(row_lengths) if length != first)
+        paper_id = table.column("paper_id")[row].as_py() if "paper_id" in table.column_names else None
         raise ValueError(
-            f"{path}: column 'embedding' holds lists of {len(lengths)} different lengths ({sorted(lengths)[:5]})"
+            f"{path}: column 'embedding' holds lists of {len(lengths)} different lengths ({sorted(lengths)[:5]}): "
+            f"row {row} (paper_id {paper_id!r}) has {row_lengths[row]} numbers where row 0 has {first}; every vector "
+            "of one file comes from one model: embed these papers again"
         )
     vectors = column.flatten().to_numpy(zero_copy_only=False).reshape(table.num_rows, -1)
     return [str(i) for i in table.column("paper_id").to_pylist()], vectors.astype(np.float32, copy=False)
@@ -615,6 +628,11 @@ def _read_npy(path: Path) -> tuple[list[str], np.ndarray]:
     except (json.JSONDecodeError, RepeatedKeyError) as error:
         raise ValueError(f"{json_place(ids_file, error)}: {json_error(error)}") from None
     if isinstance(stored, dict):
+        if "npy_sha256" not in stored:
+            raise ValueError(
+                f"{ids_file}: no npy_sha256, the checksum of {path.name} that ties the ids to the vectors; write the "
+                "embeddings with sciembed embed (or sciembed.io.write_embeddings), or give the ids as a plain list"
+            )
         if stored.get("npy_sha256") != file_sha256(path):
             raise ValueError(
                 f"{ids_file} was written with other vectors than {path} holds (an interrupted or mixed write); "

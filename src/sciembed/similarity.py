@@ -39,11 +39,20 @@ def similarity(a: Any, b: Any, similarity_fn_name: SimilarityName = "cosine") ->
         a: vectors ``(n, dim)`` or one vector ``(dim,)``: numpy, torch or nested lists.
         b: vectors ``(m, dim)`` or one vector.
         similarity_fn_name: ``cosine``, ``dot``, ``euclidean`` or ``manhattan``.
+
+    Raises:
+        TypeError: ``a`` or ``b`` is not numbers (texts are embedded first: ``encoder.encode``).
+        ValueError: ``a`` and ``b`` differ in their number of dimensions.
     """
     import torch
 
     name = check_similarity_name(similarity_fn_name)
-    a, b = _matrix(a), _matrix(b)
+    a, b = _matrix(a, "a"), _matrix(b, "b")
+    if a.shape[-1] != b.shape[-1]:
+        raise ValueError(
+            f"similarity compares vectors of one size: a has {a.shape[-1]} dimensions, b {b.shape[-1]} (embed both "
+            "with the same model)"
+        )
     if name == "cosine":
         return _unit(a) @ _unit(b).T
     if name == "dot":
@@ -65,7 +74,7 @@ def similarity_pairwise(a: Any, b: Any, similarity_fn_name: SimilarityName = "co
     import torch
 
     name = check_similarity_name(similarity_fn_name)
-    a, b = _matrix(a), _matrix(b)
+    a, b = _matrix(a, "a"), _matrix(b, "b")
     if a.shape != b.shape:
         raise ValueError(f"similarity_pairwise compares row with row: shapes {tuple(a.shape)} and {tuple(b.shape)}")
     if name == "cosine":
@@ -75,10 +84,22 @@ def similarity_pairwise(a: Any, b: Any, similarity_fn_name: SimilarityName = "co
     return -torch.linalg.vector_norm(a - b, ord=2 if name == "euclidean" else 1, dim=-1)
 
 
-def _matrix(vectors: Any) -> torch.Tensor:
+def _matrix(vectors: Any, name: str) -> torch.Tensor:
+    """``vectors`` as a float32 ``(n, dim)`` tensor; anything but numbers of one or two dimensions is refused."""
+    import numpy as np
     import torch
 
-    tensor = torch.as_tensor(vectors).detach().cpu().float()
+    if isinstance(vectors, (str, bytes)) or (
+        isinstance(vectors, (list, tuple)) and any(isinstance(v, (str, bytes)) for v in vectors)
+    ):
+        raise TypeError(f"{name}: similarity takes embeddings, not texts; embed them first (encoder.encode)")
+    try:
+        tensor = torch.as_tensor(np.asarray(vectors, dtype=np.float32) if not torch.is_tensor(vectors) else vectors)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{name}: expected vectors (numpy, torch or nested lists of numbers): {error}") from None
+    if tensor.dim() not in (1, 2):
+        raise ValueError(f"{name}: expected one vector or a matrix of them, got shape {tuple(tensor.shape)}")
+    tensor = tensor.detach().cpu().float()
     return tensor.unsqueeze(0) if tensor.dim() == 1 else tensor
 
 
