@@ -234,3 +234,15 @@ def test_a_first_module_that_is_no_transformer_is_refused_naming_it(tiny_st_base
     (folder / "0_Transformer" / "config.json").unlink()
     assert main(_command("from-bert", folder, tmp_path)) == 2
     assert f"{folder}/modules.json: its first module (0_Transformer) holds no config.json" in caplog.text
+
+
+@pytest.mark.parametrize("damage", ['{"version": "1.0", "trunc', "{}"])
+@pytest.mark.parametrize("command", ["embed", "export", "train"])
+def test_a_damaged_tokenizer_json_is_named(tiny_bert, tmp_path, caplog, damage, command):
+    model = tmp_path / "model"
+    shutil.copytree(tiny_bert, model)
+    (model / "tokenizer.json").write_text(damage)
+    assert main(_command(command, model, tmp_path)) == 2
+    assert "model/tokenizer.json" in caplog.text
+    assert ("malformed JSON" if damage != "{}" else "not a tokenizers file (no 'model' entry)") in caplog.text
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.jsonl").exists()

@@ -291,7 +291,17 @@ def check_tokenizer(
     checkpoint = _Checkpoint(name_or_path)
     file = _join(folder, "tokenizer_config.json")
     config = checkpoint.json(file)
-    if not isinstance(config, dict) or "auto_map" in config or checkpoint.file(_join(folder, "tokenizer.json")):
+    if isinstance(config, dict) and "auto_map" in config:
+        return
+    if checkpoint.local and checkpoint.file(_join(folder, "tokenizer.json")):
+        tokenizer = checkpoint.json(_join(folder, "tokenizer.json"))  # a damaged file is named here
+        if not isinstance(tokenizer, dict) or "model" not in tokenizer:
+            raise ValueError(
+                f"{checkpoint.where(_join(folder, 'tokenizer.json'))}: not a tokenizers file (no 'model' entry); copy "
+                "the tokenizer's files into the folder again"
+            )
+        return
+    if not isinstance(config, dict) or checkpoint.file(_join(folder, "tokenizer.json")):
         return
     name = config.get("tokenizer_class")
     if not isinstance(name, str):
