@@ -236,6 +236,13 @@ def test_a_first_module_that_is_no_transformer_is_refused_naming_it(tiny_st_base
     assert f"{folder}/modules.json: its first module (0_Transformer) holds no config.json" in caplog.text
 
 
+def test_export_of_a_transformer_in_a_module_subfolder_says_how_to_save_it_anew(tiny_st_base, tmp_path, caplog):
+    folder = _older_layout(tiny_st_base, tmp_path)
+    assert main(_command("export", folder, tmp_path, "--no-validate")) == 2
+    assert f"{folder}: its transformer sits in 0_Transformer/ (the layout older sentence-transformers" in caplog.text
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("damage", ['{"version": "1.0", "trunc', "{}"])
 @pytest.mark.parametrize("command", ["embed", "export", "train"])
 def test_a_damaged_tokenizer_json_is_named(tiny_bert, tmp_path, caplog, damage, command):

@@ -103,6 +103,14 @@ def export_model(
     source, destination = Path(model_dir), Path(out_dir)
     config_path = source / "config.json"
     if not config_path.is_file():
+        from ..checkpoint_files import transformer_path
+
+        if (source / "modules.json").is_file() and (inner := Path(transformer_path(source))) != source:
+            raise FileNotFoundError(
+                f"{source}: its transformer sits in {inner.name}/ (the layout older sentence-transformers releases "
+                "save), and export takes a folder with config.json at its root: save the model again with a current "
+                f"release (SentenceTransformer({str(source)!r}).save_pretrained(NEW)) and export NEW"
+            )
         raise FileNotFoundError(f"{source}: no config.json; export takes a saved model folder")
     try:
         config = json.loads(config_path.read_text(encoding="utf-8"))
