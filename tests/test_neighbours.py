@@ -137,7 +137,7 @@ def test_unknown_query_ids_are_named_before_anything_is_embedded(tmp_path, monke
     assert "1 query id(s) not among the 10 papers" in caplog.text and "'ghost'" in caplog.text
     (tmp_path / "queries.txt").write_text("# my queries\nx1\n\nmissing-one\n")
     assert main(["neighbours", "--papers", str(papers), "--query-file", str(tmp_path / "queries.txt")]) == 2
-    assert "'missing-one'" in caplog.text
+    assert "queries.txt, line 4 ('missing-one'): 1 query id(s) not among the 10 papers" in caplog.text
 
 
 def test_cli_writes_jsonl_and_csv_and_never_replaces_a_file_unasked(tiny_bert, tiny_encoder, tmp_path, capsys, caplog):

@@ -114,7 +114,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 def run(args: argparse.Namespace) -> int:
     from ..data.papers import check_paper_source
     from ..io import check_input
-    from ..search.neighbours import check_output, neighbours
+    from ..search.neighbours import UnknownQueryError, check_output, neighbours
 
     if args.top_k < 1:
         raise ValueError(f"--top-k must be positive, got {args.top_k}")
@@ -136,8 +136,9 @@ def run(args: argparse.Namespace) -> int:
     if args.embeddings and args.model:
         raise ValueError("give --model (embed the papers) or --embeddings (read their vectors), not both")
     query_ids = list(args.query_ids or [])
-    if args.query_file:
-        query_ids += _read_query_file(args.query_file)
+    listed = _read_query_file(args.query_file) if args.query_file else []
+    query_ids += [paper_id for _, paper_id in listed]
+    file_lines = {paper_id: number for number, paper_id in reversed(listed)}  # each id's first line
     papers, citations, limit, source, skip_invalid = args.papers, args.citations, args.queries, None, args.skip_invalid
     if papers is None:
         if args.query_ids or args.query_file or args.embeddings:
@@ -148,27 +149,34 @@ def run(args: argparse.Namespace) -> int:
     elif args.data:
         raise ValueError("--data is the folder holding cacm/ when no --papers is given; give one of them")
     # The model is loaded by the library once the papers and the query ids are known to be good.
-    result = neighbours(
-        args.model,
-        papers,
-        top_k=args.top_k,
-        query_ids=query_ids or None,
-        embeddings=args.embeddings,
-        citations=citations,
-        id_field=args.id_field,
-        skip_invalid=skip_invalid,
-        smart_links=args.smart_links,
-        batch_size=args.batch_size,
-        device=args.device,
-        max_length=args.max_length,
-        pooling=args.pooling,
-        backend=args.backend,
-        quantization=args.onnx_quantization,
-        trust_remote_code=args.trust_remote_code,
-        loading=loading_from_args(args),
-        show_progress_bar=not args.no_progress,
-        text_fields=args.text_fields,
-    )
+    try:
+        result = neighbours(
+            args.model,
+            papers,
+            top_k=args.top_k,
+            query_ids=query_ids or None,
+            embeddings=args.embeddings,
+            citations=citations,
+            id_field=args.id_field,
+            skip_invalid=skip_invalid,
+            smart_links=args.smart_links,
+            batch_size=args.batch_size,
+            device=args.device,
+            max_length=args.max_length,
+            pooling=args.pooling,
+            backend=args.backend,
+            quantization=args.onnx_quantization,
+            trust_remote_code=args.trust_remote_code,
+            loading=loading_from_args(args),
+            show_progress_bar=not args.no_progress,
+            text_fields=args.text_fields,
+        )
+    except UnknownQueryError as error:
+        in_file = [paper_id for paper_id in error.unknown if paper_id in file_lines]
+        if not in_file:
+            raise
+        where = ", ".join(f"line {file_lines[paper_id]} ({paper_id!r})" for paper_id in in_file[:5])
+        raise UnknownQueryError(f"{args.query_file}, {where}: {error}", error.unknown) from None
     result.source = source or result.source
     if args.output:
         path = result.write(args.output, overwrite=args.overwrite)
@@ -180,9 +188,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_query_file(path: str) -> list[str]:
+def _read_query_file(path: str) -> list[tuple[int, str]]:
+    """The query ids of a query file, one a line, each with its line number (blank and ``#`` lines skipped)."""
     with open(path, encoding="utf-8") as handle:
-        return [line.strip() for line in handle if line.strip() and not line.lstrip().startswith("#")]
+        lines = ((number, line.strip()) for number, line in enumerate(handle, start=1))
+        return [(number, text) for number, text in lines if text and not text.startswith("#")]
 
 
 def _legacy_collection(data: str | None, citations: str | None):
