@@ -355,3 +355,20 @@ def test_with_consent_a_module_file_missing_from_the_folder_is_named(
     assert (
         f"names code in {module}.py, which is not in the folder" in caplog.text and "huggingface.co" not in caplog.text
     )
+
+
+@pytest.mark.parametrize(
+    ("file", "entry", "value"),
+    [
+        ("config.json", "AutoModel", "evil/repo--model.EvilModel"),
+        ("tokenizer_config.json", "AutoTokenizer", ["evil/repo--tok.EvilTokenizer", None]),
+    ],
+)
+def test_with_consent_code_in_a_repository_offline_and_not_cached_is_named(
+    file, entry, value, tiny_bert, tmp_path, caplog
+):
+    model = _model(tiny_bert, tmp_path, file, {entry: value})
+    argv = [str(a) for a in _command("embed", model, tmp_path)]
+    assert main([*argv, "--trust-remote-code"]) == 2
+    assert f'{file}: auto_map["{entry}"] = ' in caplog.text
+    assert "names code in the Hub repository evil/repo, which HF_HUB_OFFLINE keeps from being fetched" in caplog.text

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from .checkpoint_files import ENSEMBLE_FILE
+from .checkpoints import hub_offline, in_hub_cache
 from .io import broken_link
 
 
@@ -33,7 +34,7 @@ def check_model_location(name: str) -> None:
         raise FileNotFoundError(f"{name}: a file, not a model folder or Hub id")
     if _looks_local(name):
         raise FileNotFoundError(f"{name}: no such model folder")
-    if _hub_offline() and not _in_hub_cache(name):
+    if hub_offline() and not in_hub_cache(name):
         raise FileNotFoundError(
             f"{name}: no such model folder here, and no copy of a Hub model of that id in the Hub cache "
             "(HF_HUB_OFFLINE is set, so it cannot be downloaded)"
@@ -83,7 +84,7 @@ def resolve_model(
         RevisionNotFoundError,
     )
 
-    offline = _hub_offline() or local_files_only
+    offline = hub_offline() or local_files_only
     try:
         folder = snapshot_download(
             name,
@@ -100,7 +101,7 @@ def resolve_model(
     except RepositoryNotFoundError:
         raise FileNotFoundError(f"{name}: no such model folder, and no Hub repository of that id") from None
     except LocalEntryNotFoundError:
-        why = "HF_HUB_OFFLINE is set" if _hub_offline() else "local_files_only is set"
+        why = "HF_HUB_OFFLINE is set" if hub_offline() else "local_files_only is set"
         raise FileNotFoundError(
             f"{name}: no such model folder here, and no copy of a Hub model of that id"
             f"{f' at revision {revision}' if revision else ''} in the Hub cache{f' {cache_dir}' if cache_dir else ''} "
@@ -136,25 +137,6 @@ def _snapshot_commit(folder: Path) -> str | None:
     if parent.name == "snapshots" and parent.parent.name.startswith("models--"):
         return folder.name
     return None
-
-
-def _hub_offline() -> bool:
-    from huggingface_hub import constants
-
-    return constants.HF_HUB_OFFLINE
-
-
-def _in_hub_cache(repo_id: str) -> bool:
-    """Whether the Hub cache holds a model ``repo_id`` (a config file of it), as offline loading needs."""
-    from huggingface_hub import try_to_load_from_cache
-    from huggingface_hub.errors import HFValidationError
-
-    try:
-        return any(
-            isinstance(try_to_load_from_cache(repo_id, marker), str) for marker in ("config.json", "modules.json")
-        )
-    except HFValidationError:
-        return False
 
 
 @contextlib.contextmanager

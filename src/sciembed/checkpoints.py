@@ -259,7 +259,18 @@ def check_code_present(name_or_path: str | os.PathLike[str]) -> None:
 
 def _check_module_file(checkpoint: _Checkpoint, folder: str, file: str, key: str, reference: Any) -> None:
     """Refuse ``reference`` (``module.Class``) when ``module.py`` is not beside ``file`` in a local checkpoint."""
-    if not isinstance(reference, str) or "--" in reference or not _MODULE_CLASS.fullmatch(reference):
+    if not isinstance(reference, str):
+        return
+    if "--" in reference:
+        repository, _, code = reference.partition("--")
+        if hub_offline() and not in_hub_cache(repository):
+            raise ValueError(
+                f"the folder {checkpoint.name}: {file}: {key} = {json.dumps(reference)} names code in the Hub "
+                f"repository {repository}, which HF_HUB_OFFLINE keeps from being fetched and the Hub cache does not "
+                f"hold: download {repository} while online, or correct the entry"
+            )
+        return
+    if not _MODULE_CLASS.fullmatch(reference):
         return
     module = _join(folder, f"{reference.split('.')[0]}.py")
     if checkpoint.file(module) is None:
@@ -428,3 +439,24 @@ def _own_file_problem(checkpoint: _Checkpoint, relative: str) -> str | None:
     if path.name in foreign_code(path.parent, route_code_paths()):
         return f"{relative} is not sciembed's own code"
     return None
+
+
+
+def hub_offline() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` keeps the Hub from being reached."""
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+def in_hub_cache(repo_id: str) -> bool:
+    """Whether the Hub cache holds a model ``repo_id`` (a config file of it), as offline loading needs."""
+    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
+
+    try:
+        return any(
+            isinstance(try_to_load_from_cache(repo_id, marker), str) for marker in ("config.json", "modules.json")
+        )
+    except HFValidationError:
+        return False
