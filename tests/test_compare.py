@@ -254,7 +254,10 @@ def test_compare_refuses_results_of_other_data_or_settings(tmp_path, caplog, cap
 
 
 def test_compare_pairs_results_whose_model_settings_differ(tmp_path, capsys):
-    a, b = _pair(tmp_path, lambda results: results["settings"].update(pooling="mean", embeddings="b.npy"))
+    def change(results):
+        results["settings"].update(pooling="mean", embeddings="b.npy", papers="./p.jsonl")
+
+    a, b = _pair(tmp_path, change)
     assert main(["compare", str(a), str(b), "--resamples", "20"]) == 0
     assert "differs" not in capsys.readouterr().out
 
@@ -297,3 +300,21 @@ def test_compare_refuses_a_folder_as_output_before_reading(tmp_path, caplog):
         == 2
     )
     assert f"{tmp_path / 'victim'} is a folder" in caplog.text and "none.json" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    "task, unit, entry, shown",
+    [
+        (0, "per_query", 0.5, "per_query 'q3': 0.5 is not a mapping of metric to value"),
+        (1, "per_paper", ["cs"], "per_paper 'p3': ['cs'] is not a [label, prediction] pair"),
+        (1, "per_paper", ["cs", None], "paper 'p3': the prediction None is not a known value"),
+        (1, "per_paper", [float("nan"), 1.0], "paper 'p3': the label nan is not a known value"),
+    ],
+)
+def test_compare_refuses_a_per_unit_entry_not_as_evaluate_writes_it(tmp_path, caplog, task, unit, entry, shown):
+    def change(results):
+        results["tasks"][task]["details"][unit]["q3" if unit == "per_query" else "p3"] = entry
+
+    a, b = _pair(tmp_path, change)
+    assert main(["compare", str(a), str(b), "--resamples", "20"]) == 2
+    assert f"{b}: task mine {'Cite' if task == 0 else 'Mag'}, {shown}" in caplog.text

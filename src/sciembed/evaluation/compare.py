@@ -19,6 +19,7 @@ value that is not a finite number, naming the file, task, unit and metric.
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -354,6 +355,9 @@ def different_settings(first: Mapping[str, Any], second: Mapping[str, Any]) -> d
             if k not in MODEL_SETTINGS
         }
         found.update({key: result[key] for key in ("benchmark", "source") if key in result})
+        for key in ("source", "settings.papers", "settings.queries"):  # ./q.tsv and q.tsv name one file
+            if isinstance(found.get(key), str):
+                found[key] = os.path.normpath(found[key])
         return found
 
     ours, theirs = recorded(first), recorded(second)
@@ -401,6 +405,8 @@ def _paired(
     else:
         return [], "no per-query, per-paper or per-fold scores"
     ours, theirs = a["details"][unit], b["details"][unit]
+    for held, name in ((ours, names[0]), (theirs, names[1])):
+        _check_units(held, unit, f"{name}: task {label}")
     if unit == "per_fold":  # metric -> one value per iteration, as unit -> metric -> value
         ours, theirs = (
             {
@@ -454,6 +460,30 @@ def _paired(
             )
         )
     return rows, (f"no per-unit values of {', '.join(missing)}" if missing else None)
+
+
+def _check_units(held: Any, unit: str, where: str) -> None:
+    """Refuse a task's ``details[unit]`` (named by ``where``) that is not as evaluate writes it: per query a mapping
+    of metrics, per fold a list of values per metric, per paper a ``[label, prediction]`` pair of known values."""
+    shapes = {
+        "per_query": (Mapping, "a mapping of metric to value"),
+        "per_fold": (list, "a list of one value per iteration"),
+        "per_paper": (list, "a [label, prediction] pair"),
+    }
+    kind, shown = shapes[unit]
+    if not isinstance(held, Mapping):
+        raise ValueError(f"{where}: {unit} is {type(held).__name__}, not a mapping; evaluate again, or mend the file")
+    for key, value in held.items():
+        if not isinstance(value, kind) or (unit == "per_paper" and len(value) != 2):
+            raise ValueError(f"{where}, {unit} {key!r}: {value!r} is not {shown}; evaluate again, or mend the file")
+        if unit == "per_paper":
+            for part, given in zip(("label", "prediction"), value):
+                flat = given if isinstance(given, list) else [given]
+                if any(v is None or (isinstance(v, float) and not np.isfinite(v)) for v in flat):
+                    raise ValueError(
+                        f"{where}, paper {key!r}: the {part} {given!r} is not a known value; evaluate again, or mend "
+                        "the file"
+                    )
 
 
 def _paper_metric(
