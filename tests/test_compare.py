@@ -318,3 +318,13 @@ def test_compare_refuses_a_per_unit_entry_not_as_evaluate_writes_it(tmp_path, ca
     a, b = _pair(tmp_path, change)
     assert main(["compare", str(a), str(b), "--resamples", "20"]) == 2
     assert f"{b}: task mine {'Cite' if task == 0 else 'Mag'}, {shown}" in caplog.text
+
+
+def test_a_metric_one_file_lacks_in_every_query_is_skipped_with_the_reason(tmp_path, capsys):
+    def change(results):
+        for values in results["tasks"][0]["details"]["per_query"].values():
+            del values["map"]
+
+    a, b = _pair(tmp_path, change)
+    assert main(["compare", str(a), str(b), "--resamples", "20"]) == 0
+    assert "mine Cite: no per-unit values of map" in capsys.readouterr().out

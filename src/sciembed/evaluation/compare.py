@@ -339,8 +339,8 @@ def different_settings(first: Mapping[str, Any], second: Mapping[str, Any]) -> d
     """The data and evaluation settings two results JSONs differ in: setting -> (first's value, second's value).
 
     Compared: the ``benchmark``, the ``source`` read and every entry of ``settings`` but those of
-    :data:`MODEL_SETTINGS`. A setting one result does not
-    record (written by another sciembed, or by another kind of run) is not compared.
+    :data:`MODEL_SETTINGS`. A setting one result does not record (written by another sciembed, or by another kind
+    of run) is not compared.
 
     Args:
         first: the first result, as :meth:`~sciembed.evaluation.runner.EvaluationReport.to_dict` writes it.
@@ -436,7 +436,7 @@ def _paired(
                 continue
             first, second, resampled = scored
         else:
-            if all(metric not in t[u] for t in (ours, theirs) for u in shared):
+            if any(all(metric not in t[u] for u in shared) for t in (ours, theirs)):
                 missing.append(metric)
                 continue
             kind = {"per_query": "query", "per_fold": "iteration"}[unit]
