@@ -251,7 +251,7 @@ def refuse_replacing_file(path: str | os.PathLike[str], *, overwrite: bool) -> P
         IsADirectoryError: ``path`` is a folder; the message names it and the remedy.
         FileExistsError, ValueError, OSError: as :func:`refuse_replacing` raises them.
     """
-    if Path(path).is_dir():
+    if check_output_place(path).is_dir():
         raise IsADirectoryError(f"{path} is a folder, and --output takes a file; give a file name, e.g. {path}.json")
     return refuse_replacing(path, overwrite=overwrite)
 
