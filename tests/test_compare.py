@@ -211,3 +211,120 @@ def test_two_models_evaluated_by_the_cli_compare_query_by_query(tiny_bert, tmp_p
     for metric in ("ndcg_cut_10", "map"):
         line = next(line for line in printed.splitlines() if f" {metric} " in f" {line} ")
         assert f"{second[metric] - first[metric]:+.2f}" in line and "6 queries" in line
+
+
+def _pair(tmp_path: Path, change) -> tuple[Path, Path]:
+    """Two results of one run's settings, the second changed by ``change(results)``."""
+    files = []
+    for name, seed in (("a.json", 0), ("b.json", 1)):
+        results = _results(seed, queries=10, extra_task=False)
+        results |= {
+            "source": "qrels.tsv",
+            "scale": "0-100: metrics",
+            "settings": {"split": "test", "papers": "p.jsonl"},
+        }
+        results["settings"] |= {"candidates": "all", "cutoffs": None, "pooling": "cls", "embeddings": "a.npy"}
+        if name == "b.json":
+            change(results)
+        files.append(tmp_path / name)
+        files[-1].write_text(json.dumps(results))
+    return files[0], files[1]
+
+
+@pytest.mark.parametrize(
+    "setting, value, shown",
+    [
+        ("source", "other/qrels.tsv", "source: 'qrels.tsv' in"),
+        ("benchmark", "scidocs", "benchmark: 'mine' in"),
+        ("candidates", "judged", "settings.candidates: 'all' in"),
+        ("papers", "other.jsonl", "settings.papers: 'p.jsonl' in"),
+        ("split", "validation", "settings.split: 'test' in"),
+        ("cutoffs", [5], "settings.cutoffs: None in"),
+    ],
+)
+def test_compare_refuses_results_of_other_data_or_settings(tmp_path, caplog, capsys, setting, value, shown):
+    def change(results):
+        (results if setting in ("source", "benchmark") else results["settings"])[setting] = value
+
+    a, b = _pair(tmp_path, change)
+    assert main(["compare", str(a), str(b), "--resamples", "20"]) == 2
+    assert shown in caplog.text and f"{value!r} in {b}" in caplog.text and "--allow-different-settings" in caplog.text
+    assert main(["compare", str(a), str(b), "--resamples", "20", "--allow-different-settings"]) == 0
+    assert f"differs: {shown.split(' in')[0]}" in capsys.readouterr().out
+
+
+def test_compare_pairs_results_whose_model_settings_differ(tmp_path, capsys):
+    def change(results):
+        results["settings"].update(pooling="mean", embeddings="b.npy", papers="./p.jsonl")
+
+    a, b = _pair(tmp_path, change)
+    assert main(["compare", str(a), str(b), "--resamples", "20"]) == 0
+    assert "differs" not in capsys.readouterr().out
+
+
+def test_compare_refuses_values_on_two_scales(tmp_path, caplog):
+    a, b = _pair(tmp_path, lambda results: results.update(scale="0-1"))
+    assert main(["compare", str(a), str(b), "--resamples", "20", "--allow-different-settings"]) == 2
+    assert f"{a} holds values on the scale 0-100, {b} on 0-1" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "value, shown",
+    [(float("nan"), "nan is not"), (float("inf"), "inf is not"), ("high", "'high' is not"), (None, "no value")],
+)
+def test_compare_refuses_a_per_query_value_that_is_not_a_finite_number(tmp_path, caplog, value, shown):
+    a, b = _pair(tmp_path, lambda results: results["tasks"][0]["details"]["per_query"]["q3"].update(map=value))
+    assert main(["compare", str(a), str(b), "--resamples", "20"]) == 2
+    assert f"{b}: task mine Cite, query 'q3', map: {shown}" in caplog.text
+
+
+def test_compare_refuses_a_metric_no_task_holds(tmp_path, caplog):
+    a, b = _pair(tmp_path, lambda results: None)
+    assert main(["compare", str(a), str(b), "--metrics", "map", "nDCG@10"]) == 2
+    assert "--metrics nDCG@10: no task" in caplog.text and "they hold: f1_macro, map, ndcg" in caplog.text
+
+
+def test_compare_refuses_a_folder_as_output_before_reading(tmp_path, caplog):
+    (tmp_path / "victim").mkdir()
+    assert (
+        main(
+            [
+                "compare",
+                str(tmp_path / "none.json"),
+                str(tmp_path / "none.json"),
+                "--output",
+                str(tmp_path / "victim"),
+                "--overwrite",
+            ]
+        )
+        == 2
+    )
+    assert f"{tmp_path / 'victim'} is a folder" in caplog.text and "none.json" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    "task, unit, entry, shown",
+    [
+        (0, "per_query", 0.5, "per_query 'q3': 0.5 is not a mapping of metric to value"),
+        (1, "per_paper", ["cs"], "per_paper 'p3': ['cs'] is not a [label, prediction] pair"),
+        (1, "per_paper", ["cs", None], "paper 'p3': the prediction None is not a known value"),
+        (1, "per_paper", [float("nan"), 1.0], "paper 'p3': the label nan is not a known value"),
+    ],
+)
+def test_compare_refuses_a_per_unit_entry_not_as_evaluate_writes_it(tmp_path, caplog, task, unit, entry, shown):
+    def change(results):
+        results["tasks"][task]["details"][unit]["q3" if unit == "per_query" else "p3"] = entry
+
+    a, b = _pair(tmp_path, change)
+    assert main(["compare", str(a), str(b), "--resamples", "20"]) == 2
+    assert f"{b}: task mine {'Cite' if task == 0 else 'Mag'}, {shown}" in caplog.text
+
+
+def test_a_metric_one_file_lacks_in_every_query_is_skipped_with_the_reason(tmp_path, capsys):
+    def change(results):
+        for values in results["tasks"][0]["details"]["per_query"].values():
+            del values["map"]
+
+    a, b = _pair(tmp_path, change)
+    assert main(["compare", str(a), str(b), "--resamples", "20"]) == 0
+    assert "mine Cite: no per-unit values of map" in capsys.readouterr().out

@@ -226,3 +226,15 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_work(
     }[command]
     assert main(argv) == 2
     assert f"cannot be written: {blocker} is a file, not a folder" in caplog.text
+
+
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+def test_evaluate_refuses_a_folder_as_output_before_loading_the_model(tmp_path, caplog, overwrite):
+    folder = tmp_path / "victim"
+    folder.mkdir()
+    (folder / "kept.txt").write_text("mine")
+    evaluate = ["evaluate", "--model", str(tmp_path / "no-such-model"), "--benchmark", "retrieval"]
+    evaluate += ["--data", str(tmp_path / "no-such.tsv"), "--output", str(folder), "--no-progress", *overwrite]
+    assert main(evaluate) == 2
+    assert f"{folder} is a folder, and --output takes a file" in caplog.text and "no-such" not in caplog.text
+    assert (folder / "kept.txt").read_text() == "mine"

@@ -239,6 +239,23 @@ def refuse_replacing(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
     return path
 
 
+def refuse_replacing_file(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
+    """``path`` as a Path where an output file may be written: :func:`refuse_replacing`, and refused when a folder
+    is there, which ``overwrite`` does not replace.
+
+    Args:
+        path: the output file.
+        overwrite: whether an existing file there may be replaced.
+
+    Raises:
+        IsADirectoryError: ``path`` is a folder; the message names it and the remedy.
+        FileExistsError, ValueError, OSError: as :func:`refuse_replacing` raises them.
+    """
+    if check_output_place(path).is_dir():
+        raise IsADirectoryError(f"{path} is a folder, and --output takes a file; give a file name, e.g. {path}.json")
+    return refuse_replacing(path, overwrite=overwrite)
+
+
 def check_output_place(path: str | os.PathLike[str]) -> Path:
     """``path`` as a Path, refused when it cannot be an output of its own: the current folder or one above it
     (``..``, ``new/..``), or a symbolic link that leads nowhere (a loop, a dangling link).

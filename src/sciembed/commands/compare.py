@@ -37,6 +37,13 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         help="the metrics to compare where a task has them, e.g. ndcg_cut_10 map (default: each task's own, the "
         "metrics its benchmark averages)",
     )
+    parser.add_argument(
+        "--allow-different-settings",
+        action="store_true",
+        help="compare results scored on other data or settings (benchmark, data files, split, candidates, cutoffs, "
+        "...), naming each difference; without it they are refused. The model's own settings (model, "
+        "pooling, max_length, revision, batch size, backend) may always differ",
+    )
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help="bootstrap resamples per interval")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling")
     parser.add_argument(
@@ -52,10 +59,10 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..evaluation.compare import compare_results
-    from ..io import atomic_path, check_input, load_json_file, refuse_replacing
+    from ..io import atomic_path, check_input, load_json_file, refuse_replacing_file
 
     if args.output:
-        refuse_replacing(args.output, overwrite=args.overwrite)
+        refuse_replacing_file(args.output, overwrite=args.overwrite)
     if args.resamples < 1:
         raise ValueError(f"--resamples must be a positive number of resamples, got {args.resamples}")
     results = []
@@ -63,7 +70,12 @@ def run(args: argparse.Namespace) -> int:
         check_input(path, option)
         results.append(load_json_file(path))
     comparison = compare_results(
-        *results, metrics=args.metrics, resamples=args.resamples, seed=args.seed, names=(args.first, args.second)
+        *results,
+        metrics=args.metrics,
+        resamples=args.resamples,
+        seed=args.seed,
+        names=(args.first, args.second),
+        allow_different_settings=args.allow_different_settings,
     )
     print(comparison.table())
     if args.output:

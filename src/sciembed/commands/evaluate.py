@@ -169,11 +169,11 @@ def run(args: argparse.Namespace) -> int:
     from ..data.papers import check_paper_source
     from ..evaluation import evaluate, load_tasks
     from ..evaluation.runner import check_text_fields, set_cutoffs
-    from ..io import check_cache_dir, check_input, refuse_replacing
+    from ..io import check_cache_dir, check_input, refuse_replacing_file
 
     # The cheap checks first: the output and the cache, then the input; the model (minutes for a large one) last.
     if args.output:
-        refuse_replacing(args.output, overwrite=args.overwrite)
+        refuse_replacing_file(args.output, overwrite=args.overwrite)
     if args.embeddings is not None:
         check_input(args.embeddings, "--embeddings", "any")
         _refuse_encoder_options(args)

@@ -10,11 +10,16 @@ measure's difference is the mean of the per-query differences; a classification 
 on each resample of the test papers, for both files.
 
 Tasks that cannot be paired (in one file only, without per-unit scores, with no unit in common) are named with the
-reason and counted, never dropped in silence.
+reason and counted, never dropped in silence. Two results of other data or evaluation settings (the benchmark, the
+files read, the split, the candidates, the cutoffs, ...) are refused, naming each setting that differs, unless the
+caller allows it; the model's own settings (model, pooling, max_length, revision, batch size, backend, the embedding
+file) differ by design. Values on two scales (``scale``: 0-1 and 0-100) are always refused, and so is a per-unit
+value that is not a finite number, naming the file, task, unit and metric.
 """
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -24,6 +29,22 @@ import numpy as np
 
 #: Bootstrap resamples of an interval, unless asked otherwise.
 RESAMPLES = 10_000
+#: The settings of a results JSON that describe the model, not what was scored: they differ by design between two
+#: evaluations compared, as do the tasks chosen (a task in one file only is named as such).
+MODEL_SETTINGS = frozenset(
+    {
+        "pooling",
+        "max_length",
+        "batch_size",
+        "backend",
+        "onnx_quantization",
+        "revision",
+        "embeddings",
+        "mteb_version",
+        "tasks",
+        "few_shot",
+    }
+)
 #: Bootstrap draws held in memory at once: the resamples are drawn in blocks of rows of about this many units.
 _BLOCK = 2**22
 
@@ -170,6 +191,8 @@ class Comparison:
         skipped: task -> why it could not be paired.
         resamples, seed: how the intervals were drawn.
         names: the two results, as the table names them (e.g. their files).
+        settings_differ: setting -> its value in each result, for the data or evaluation settings that differ
+            (compared only when allowed).
     """
 
     differences: list[PairedDifference]
@@ -177,6 +200,7 @@ class Comparison:
     resamples: int = RESAMPLES
     seed: int = 0
     names: tuple[str, str] = ("first", "second")
+    settings_differ: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: the settings, one row per task and metric, and the tasks skipped with their reasons."""
@@ -189,6 +213,7 @@ class Comparison:
             "seed": self.seed,
             "differences": [asdict(row) for row in self.differences],
             "skipped": dict(self.skipped),
+            "settings_differ": {name: list(values) for name, values in self.settings_differ.items()},
         }
 
     def table(self) -> str:
@@ -197,6 +222,10 @@ class Comparison:
             f"second - first, paired 95% bootstrap intervals ({self.resamples:,} resamples, seed {self.seed})",
             f"  first:  {self.names[0]}",
             f"  second: {self.names[1]}",
+            *(
+                f"  differs: {name}: {first!r} in first, {second!r} in second"
+                for name, (first, second) in self.settings_differ.items()
+            ),
             "",
         ]
         rows = [("Task", "Metric", "First", "Second", "Difference", "95% interval", "Pairs")]
@@ -243,6 +272,7 @@ def compare_results(
     resamples: int = RESAMPLES,
     seed: int = 0,
     names: tuple[str, str] = ("first", "second"),
+    allow_different_settings: bool = False,
 ) -> Comparison:
     """Pair two results JSONs task by task: each metric's difference (second minus first) and its 95% interval.
 
@@ -252,14 +282,43 @@ def compare_results(
         resamples: bootstrap resamples per interval.
         seed: the seed of the resampling.
         names: how the two results are named in the reasons a task is skipped (e.g. their files).
+        allow_different_settings: compare results of other data or evaluation settings (:func:`different_settings`),
+            naming them in the table, instead of refusing them.
 
     Raises:
-        ValueError: a result without a ``tasks`` list, or a non-positive ``resamples``.
+        ValueError: a result without a ``tasks`` list, a non-positive ``resamples``, results of other data or
+            evaluation settings (unless allowed), values on two scales, a metric asked for that no task holds, or
+            a per-unit value that is not a finite number (each named).
     """
     if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
         raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
     ours, theirs = (_tasks(result, name) for result, name in zip((first, second), names))
-    comparison = Comparison([], resamples=resamples, seed=seed, names=names)
+    scales = [
+        str(r["scale"]).split(":")[0].strip() if isinstance(r, Mapping) and "scale" in r else None
+        for r in (first, second)
+    ]
+    if None not in scales and scales[0] != scales[1]:
+        raise ValueError(
+            f"{names[0]} holds values on the scale {scales[0]}, {names[1]} on {scales[1]}: their differences would "
+            "mix the two scales; evaluate both again with this sciembed, which writes 0-100"
+        )
+    differ = different_settings(first, second)
+    if differ and not allow_different_settings:
+        shown = "; ".join(f"{setting}: {a!r} in {names[0]}, {b!r} in {names[1]}" for setting, (a, b) in differ.items())
+        raise ValueError(
+            f"{names[0]} and {names[1]} were not scored on the same data and settings ({shown}), so their "
+            "differences are not those of the models; evaluate both the same way, or pass --allow-different-settings "
+            "(allow_different_settings=True) to compare them anyway"
+        )
+    if metrics:
+        held = {m for tasks in (ours, theirs) for task in tasks.values() for m in task.get("metrics") or {}}
+        unknown = [m for m in metrics if m not in held]
+        if unknown:
+            raise ValueError(
+                f"--metrics {', '.join(unknown)}: no task of {names[0]} or {names[1]} holds "
+                f"{'it' if len(unknown) == 1 else 'them'}; the metrics they hold: {', '.join(sorted(held)) or 'none'}"
+            )
+    comparison = Comparison([], resamples=resamples, seed=seed, names=names, settings_differ=differ)
     papers = PaperResamples(resamples, seed)
     for key in [*ours, *(k for k in theirs if k not in ours)]:
         label = f"{key[0]} {key[2]}"
@@ -268,11 +327,49 @@ def compare_results(
             continue
         a, b = ours[key], theirs[key]
         wanted = list(metrics) if metrics else list(a.get("primary_metrics") or a.get("metrics", {}))
-        rows, reason = _paired(a, b, [m for m in wanted if m in a.get("metrics", {})], resamples, seed, papers, names)
+        asked = [m for m in wanted if m in a.get("metrics", {})]
+        rows, reason = _paired(a, b, asked, resamples, seed, papers, names, label)
         comparison.differences += rows
         if reason:
             comparison.skipped[label] = reason
     return comparison
+
+
+def different_settings(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """The data and evaluation settings two results JSONs differ in: setting -> (first's value, second's value).
+
+    Compared: the ``benchmark``, the ``source`` read and every entry of ``settings`` but those of
+    :data:`MODEL_SETTINGS`. A setting one result does not record (written by another sciembed, or by another kind
+    of run) is not compared.
+
+    Args:
+        first: the first result, as :meth:`~sciembed.evaluation.runner.EvaluationReport.to_dict` writes it.
+        second: the second result.
+    """
+
+    def recorded(result: Mapping[str, Any]) -> dict[str, Any]:
+        settings = result.get("settings")
+        found = {
+            f"settings.{k}": v
+            for k, v in (settings.items() if isinstance(settings, Mapping) else ())
+            if k not in MODEL_SETTINGS
+        }
+        found.update({key: result[key] for key in ("benchmark", "source") if key in result})
+        for key in ("source", "settings.papers", "settings.queries"):  # ./q.tsv and q.tsv name one file
+            if isinstance(found.get(key), str):
+                found[key] = os.path.normpath(found[key])
+        return found
+
+    ours, theirs = recorded(first), recorded(second)
+    return {key: (ours[key], theirs[key]) for key in ours if key in theirs and ours[key] != theirs[key]}
+
+
+def _number(value: Any, where: str) -> float:
+    """``value`` as a float, refused (naming ``where``) when it is not a finite number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+        found = "no value" if value is None else f"{value!r} is not a finite number"
+        raise ValueError(f"{where}: {found}; evaluate again with sciembed evaluate --output, or mend the file")
+    return float(value)
 
 
 def _tasks(result: Mapping[str, Any], name: str) -> dict[tuple[str, str, str], Mapping[str, Any]]:
@@ -293,8 +390,9 @@ def _paired(
     seed: int,
     papers: PaperResamples,
     names: tuple[str, str],
+    label: str,
 ) -> tuple[list[PairedDifference], str | None]:
-    """The paired differences of one task's ``metrics``, or why there are none."""
+    """The paired differences of one task's ``metrics`` (the task named ``label``), or why there are none."""
     if not metrics:
         return [], "none of the metrics asked for"
     for unit in ("per_query", "per_paper", "per_fold"):
@@ -307,6 +405,8 @@ def _paired(
     else:
         return [], "no per-query, per-paper or per-fold scores"
     ours, theirs = a["details"][unit], b["details"][unit]
+    for held, name in ((ours, names[0]), (theirs, names[1])):
+        _check_units(held, unit, f"{name}: task {label}")
     if unit == "per_fold":  # metric -> one value per iteration, as unit -> metric -> value
         ours, theirs = (
             {
@@ -336,12 +436,14 @@ def _paired(
                 continue
             first, second, resampled = scored
         else:
-            pairs = [(ours[u].get(metric), theirs[u].get(metric)) for u in shared]
-            pairs = [(x, y) for x, y in pairs if x is not None and y is not None]
-            if not pairs:
+            if any(all(metric not in t[u] for u in shared) for t in (ours, theirs)):
                 missing.append(metric)
                 continue
-            x, y = np.array(pairs, dtype=np.float64).T
+            kind = {"per_query": "query", "per_fold": "iteration"}[unit]
+            x, y = (
+                np.array([_number(t[u].get(metric), f"{n}: task {label}, {kind} {u!r}, {metric}") for u in shared])
+                for t, n in ((ours, names[0]), (theirs, names[1]))
+            )
             first, second = float(x.mean()), float(y.mean())
             resampled = resampled_means(y - x, resamples, seed)
         rows.append(
@@ -358,6 +460,30 @@ def _paired(
             )
         )
     return rows, (f"no per-unit values of {', '.join(missing)}" if missing else None)
+
+
+def _check_units(held: Any, unit: str, where: str) -> None:
+    """Refuse a task's ``details[unit]`` (named by ``where``) that is not as evaluate writes it: per query a mapping
+    of metrics, per fold a list of values per metric, per paper a ``[label, prediction]`` pair of known values."""
+    shapes = {
+        "per_query": (Mapping, "a mapping of metric to value"),
+        "per_fold": (list, "a list of one value per iteration"),
+        "per_paper": (list, "a [label, prediction] pair"),
+    }
+    kind, shown = shapes[unit]
+    if not isinstance(held, Mapping):
+        raise ValueError(f"{where}: {unit} is {type(held).__name__}, not a mapping; evaluate again, or mend the file")
+    for key, value in held.items():
+        if not isinstance(value, kind) or (unit == "per_paper" and len(value) != 2):
+            raise ValueError(f"{where}, {unit} {key!r}: {value!r} is not {shown}; evaluate again, or mend the file")
+        if unit == "per_paper":
+            for part, given in zip(("label", "prediction"), value):
+                flat = given if isinstance(given, list) else [given]
+                if any(v is None or (isinstance(v, float) and not np.isfinite(v)) for v in flat):
+                    raise ValueError(
+                        f"{where}, paper {key!r}: the {part} {given!r} is not a known value; evaluate again, or mend "
+                        "the file"
+                    )
 
 
 def _paper_metric(
