@@ -41,7 +41,7 @@ from ..data.papers import (
     paper_records,
 )
 from ..encode import Encoder
-from ..io import atomic_path, refuse_replacing
+from ..io import atomic_path, refuse_replacing_file
 from ..logs import progress_enabled
 
 logger = logging.getLogger(__name__)
@@ -254,11 +254,9 @@ def _shown(title: str, width: int) -> str:
 def check_output(path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
     """``path`` as a Path when a neighbours file may be written there: a suffix of :data:`OUTPUT_SUFFIXES`, and no
     file there unless ``overwrite``. Checked before any embedding, so a run never ends on a refusal."""
-    path = refuse_replacing(path, overwrite=overwrite)
+    path = refuse_replacing_file(path, overwrite=overwrite)
     if path.suffix.lower() not in OUTPUT_SUFFIXES:
         raise ValueError(f"{path}: unsupported neighbours output; use a {', '.join(OUTPUT_SUFFIXES)} file")
-    if path.is_dir():
-        raise ValueError(f"{path} is a folder; give a file name")
     return path
 
 
