@@ -328,5 +328,7 @@ def test_one_string_of_text_fields_is_one_field(tiny_encoder, tmp_path):
     qrels.write_text("p1\tp4\t1\np4\tp1\t1\n")
     result = evaluate(tiny_encoder, "retrieval", data=qrels, papers=papers, text_fields="title", use_cache=False)
     assert result.results[0].details["text_fields"] == ["title"]
+    assert sciembed.encoders.WindowSettings(text_fields="title").text_fields == ("title",)
+    assert sciembed.data.papers.paper_text(PAPERS[0], " ", "title") == PAPERS[0]["title"]
     with pytest.raises(TypeError, match=r"text_fields must be a field name or a list of them.*got set"):
         embed_to_file(tiny_encoder, papers, tmp_path / "o.jsonl", text_fields={"title"}, use_cache=False)

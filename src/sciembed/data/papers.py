@@ -53,16 +53,17 @@ def paper_text(
     Args:
         paper: the paper record.
         sep_token: what joins the fields.
-        fields: the fields the text is made of, in order.
+        fields: the fields the text is made of, in order (one string is one field).
         index: the paper's position among those given, named in messages (:func:`paper_name`).
 
     Raises:
-        TypeError: ``paper`` is not a record (a mapping).
+        TypeError: ``paper`` is not a record (a mapping), or ``fields`` is not field names.
         ValueError: no field has text, or a field holds something other than text or a number (the
             paper's id or position and the field are named).
     """
     if not isinstance(paper, Mapping):
         raise TypeError(f"a paper is a record (a dict with title / abstract), got {type(paper).__name__}")
+    fields = text_field_names(fields)
     try:
         parts = [part for name in fields if (part := _text_field(paper, name))]
     except TypeError as error:
