@@ -383,6 +383,36 @@ def test_a_facet_query_naming_an_unknown_paper_or_no_facet_is_refused(papers_fil
         load_tasks("retrieval", qrels, papers=papers_file, queries=queries)
 
 
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"paper_id": None}, r"line 3 \(query 'd0-result'\): facet 'result' without paper_id; a facet query names"),
+        ({"facet": 3}, r"line 3 \(query 'd0-result'\): facet must be a non-empty text, got 3"),
+        ({"_id": "x"}, r"line 3: the query id is given twice, differently \(_id \"x\", query_id \"d0-result\"\)"),
+        ({"text": ["a", "b"]}, r"line 3 \(query 'd0-result'\): text must be a string, the query's text, got \["),
+        (None, r"queries.tsv, line 1: a query line is 'id<TAB>text' \(2 tab-separated fields\), got 3: .*\.jsonl"),
+    ],
+    ids=["facet-without-paper", "facet-number", "two-ids", "text-list", "tsv-three-columns"],
+)
+def test_a_facet_query_line_that_is_not_as_read_is_refused_naming_line_and_key(
+    papers_file, tmp_path, caplog, monkeypatch, change, message
+):
+    from sciembed import PaperEncoder
+
+    monkeypatch.setattr(PaperEncoder, "from_pretrained", lambda *a, **k: pytest.fail("the model was loaded"))
+    qrels, queries = _facet_files(tmp_path, FACETS)
+    records = [json.loads(line) for line in queries.read_text().splitlines()]
+    if change is None:  # the facet layout written as tab-separated columns
+        queries = tmp_path / "queries.tsv"
+        queries.write_text("".join(f"{r['query_id']}\t{r['paper_id']}\t{r['text']}\n" for r in records))
+    else:
+        records[2] = {key: value for key, value in {**records[2], **change}.items() if value is not None}
+        queries.write_text("".join(json.dumps(r) + "\n" for r in records))
+    argv = ["evaluate", "--benchmark", "retrieval", "--data", qrels, "--papers", papers_file, "--queries", queries]
+    assert main([str(a) for a in [*argv, "--no-cache", "--no-progress"]]) == 2
+    assert re.search(message, caplog.text)
+
+
 def test_qrels_errors_name_the_file_line_and_id(papers_file, tmp_path, caplog):
     path = tmp_path / "qrels.txt"
     path.write_text("d1 0 d2 1\nd1 0 ghost 1\nnobody 0 d3 1\n")

@@ -383,3 +383,12 @@ def test_papers_lacking_one_of_the_text_fields_are_counted_and_named(command, ti
     assert "papers.jsonl: 2 of 6 papers lack text in some of the text fields (title body)" in caplog.text
     assert "line 4 (paper_id 'd3'): no body; it has paper_id, title, abstract" in caplog.text
     assert "line 5 (paper_id 'd4'): no body; it has paper_id, title, abstract" in caplog.text
+
+
+@pytest.mark.parametrize("command", ["embed", "evaluate", "neighbours"])
+def test_text_fields_no_paper_has_are_one_error_naming_the_fields_papers_have(command, tmp_path, caplog, monkeypatch):
+    monkeypatch.setattr(PaperEncoder, "from_pretrained", lambda *a, **k: pytest.fail("the model was loaded"))
+    assert _text_field_run(command, tmp_path, "Title", "Abstract") == 2
+    assert "no valid papers (all 6 record(s) invalid): none has text in Title, Abstract" in caplog.text
+    assert "the records' fields: paper_id, title, abstract, body" in caplog.text
+    assert "--skip-invalid" not in caplog.text

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import sciembed
 from sciembed import InvalidPaperError
 from sciembed.encoders import EnsembleEncoder, WindowedEncoder
+from sciembed.evaluation.runner import evaluate
 from sciembed.io import read_embeddings
 from sciembed.jobs.embed import embed_to_file
 
@@ -304,3 +305,30 @@ def test_integer_ids_of_a_frame_with_a_missing_one_are_named_where_it_is_missing
     frame = pd.DataFrame([{**PAPERS[0], "paper_id": 1}, {**PAPERS[1], "paper_id": 2}, {**PAPERS[2], "paper_id": None}])
     with pytest.raises(InvalidPaperError, match=r"record #2: no paper id"):
         sciembed.neighbours(tiny_encoder, frame, top_k=1, show_progress_bar=False)
+
+
+def test_text_fields_given_with_records_are_checked_as_a_file_s(tiny_encoder, tmp_path):
+    fields = ["title", "abstract", "keywords"]
+    absent = r"papers given in Python: no paper has text in keywords, named as a text field"
+    with pytest.raises(ValueError, match=absent):
+        sciembed.neighbours(tiny_encoder, PAPERS, top_k=1, text_fields=fields)
+    with pytest.raises(ValueError, match=absent):
+        embed_to_file(tiny_encoder, PAPERS, tmp_path / "o.jsonl", text_fields=fields, use_cache=False)
+    with pytest.raises(InvalidPaperError, match=r"record #2 \(paper_id 'p3'\): no text in title; it has"):
+        sciembed.neighbours(tiny_encoder, PAPERS, top_k=1, text_fields=["title"])
+
+
+def test_one_string_of_text_fields_is_one_field(tiny_encoder, tmp_path):
+    titled = [paper for paper in PAPERS if paper["title"]]
+    one = sciembed.neighbours(tiny_encoder, titled, top_k=1, text_fields="title", show_progress_bar=False)
+    listed = sciembed.neighbours(tiny_encoder, titled, top_k=1, text_fields=["title"], show_progress_bar=False)
+    np.testing.assert_allclose(one.scores, listed.scores, atol=1e-6)
+    papers, qrels = tmp_path / "papers.jsonl", tmp_path / "qrels.tsv"
+    pd.DataFrame(titled).to_json(papers, orient="records", lines=True)
+    qrels.write_text("p1\tp4\t1\np4\tp1\t1\n")
+    result = evaluate(tiny_encoder, "retrieval", data=qrels, papers=papers, text_fields="title", use_cache=False)
+    assert result.results[0].details["text_fields"] == ["title"]
+    assert sciembed.encoders.WindowSettings(text_fields="title").text_fields == ("title",)
+    assert sciembed.data.papers.paper_text(PAPERS[0], " ", "title") == PAPERS[0]["title"]
+    with pytest.raises(TypeError, match=r"text_fields must be a field name or a list of them.*got set"):
+        embed_to_file(tiny_encoder, papers, tmp_path / "o.jsonl", text_fields={"title"}, use_cache=False)

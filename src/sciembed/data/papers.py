@@ -17,7 +17,7 @@ import logging
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,16 +53,17 @@ def paper_text(
     Args:
         paper: the paper record.
         sep_token: what joins the fields.
-        fields: the fields the text is made of, in order.
+        fields: the fields the text is made of, in order (one string is one field).
         index: the paper's position among those given, named in messages (:func:`paper_name`).
 
     Raises:
-        TypeError: ``paper`` is not a record (a mapping).
+        TypeError: ``paper`` is not a record (a mapping), or ``fields`` is not field names.
         ValueError: no field has text, or a field holds something other than text or a number (the
             paper's id or position and the field are named).
     """
     if not isinstance(paper, Mapping):
         raise TypeError(f"a paper is a record (a dict with title / abstract), got {type(paper).__name__}")
+    fields = text_field_names(fields)
     try:
         parts = [part for name in fields if (part := _text_field(paper, name))]
     except TypeError as error:
@@ -79,6 +80,33 @@ def paper_text(
             )
         raise ValueError(f"{paper_name(paper, index)} has neither a title nor an abstract{hint}")
     raise ValueError(f"{paper_name(paper, index)} has no text in {', '.join(fields)}")
+
+
+def text_field_names(text_fields: str | Iterable[str]) -> tuple[str, ...]:
+    """The paper fields a text is made of, as given in Python: one string is one field.
+
+    Args:
+        text_fields: a field name, or an ordered iterable of field names.
+
+    Raises:
+        TypeError: ``text_fields`` is not a field name or an ordered iterable of them (a set, bytes, a number), or an
+            item is not a string; a list of field names is what is taken.
+    """
+    if isinstance(text_fields, str):
+        return (text_fields,)
+    if isinstance(text_fields, (bytes, bytearray, set, frozenset, Mapping)) or not isinstance(text_fields, Iterable):
+        raise TypeError(
+            f"text_fields must be a field name or a list of them, e.g. ['title', 'abstract']; got "
+            f"{type(text_fields).__name__}"
+        )
+    names = tuple(text_fields)
+    for index, name in enumerate(names):
+        if not isinstance(name, str):
+            raise TypeError(
+                f"text_fields: item #{index} is {type(name).__name__}; a field name is a str, e.g. ['title', "
+                "'abstract']"
+            )
+    return names
 
 
 def paper_name(paper: Mapping[str, Any], index: int | None = None) -> str:
@@ -155,8 +183,9 @@ def read_papers(
     """
     skipped: list[PaperProblem] = []
     smart: dict[str, Any] = {}
+    fields = text_field_names(text_fields)
     papers = list(
-        _valid_papers(Path(path), id_field, skip_invalid, skipped, text_fields, smart_links=smart_links, smart=smart)
+        _valid_papers(Path(path), id_field, skip_invalid, skipped, fields, smart_links=smart_links, smart=smart)
     )
     return PaperFile(smart.get("path", str(path)), papers, skipped, smart.get("links"))
 
@@ -193,9 +222,10 @@ def paper_records(
     id_field: str | None = None,
     skip_invalid: bool = False,
     source: str = GIVEN_IN_PYTHON,
+    text_fields: str | Sequence[str] = TEXT_FIELDS,
 ) -> PaperFile:
     """Paper records given in Python, checked as :func:`read_papers` checks a file's: each needs an id (a string or
-    integer, stripped; ``1`` and ``"1"`` are one id) that no earlier record has, and a title or an abstract. Messages
+    integer, stripped; ``1`` and ``"1"`` are one id) that no earlier record has, and text in ``text_fields``. Messages
     name a record by its position, ``record #i`` (counted from 0).
 
     Args:
@@ -204,11 +234,16 @@ def paper_records(
         id_field: the field holding the paper id; by default the first of :data:`ID_FIELDS` that a record has.
         skip_invalid: skip bad records and list them in ``PaperFile.skipped`` instead of raising.
         source: what the records are called in messages.
+        text_fields: the fields a paper's text is made of (one string is one field), checked as
+            :func:`read_papers` checks a file's.
 
     Raises:
-        TypeError: ``papers`` is not records (a text among them, bytes, a number, a set, ...).
+        TypeError: ``papers`` is not records (a text among them, bytes, a number, a set, ...), or ``text_fields`` is
+            not field names.
         InvalidPaperError: a bad record (and ``skip_invalid`` is false), or no papers.
+        ValueError: no paper has text in one of ``text_fields``.
     """
+    fields = text_field_names(text_fields)
     items, keys, _ = _inputs(papers, "papers")
     for index, item in enumerate(items):
         if isinstance(item, str):
@@ -220,7 +255,9 @@ def paper_records(
         (f"record #{index}", dict(item), None if keys is None else keys[index]) for index, item in enumerate(items)
     )
     skipped: list[PaperProblem] = []
-    found = list(_checked_papers(records, source, id_field, skip_invalid, skipped, whole="all records"))
+    found = list(
+        _checked_papers(records, source, id_field, skip_invalid, skipped, whole="all records", text_fields=fields)
+    )
     return PaperFile(source, found, skipped)
 
 
@@ -246,7 +283,13 @@ def paper_id_list(ids: str | int | Iterable[str | int], *, what: str = "ids") ->
     return list(dict.fromkeys(wanted))
 
 
-def usable_as_is(dataset: Any, *, id_field: str | None = None, skip_invalid: bool = False) -> bool:
+def usable_as_is(
+    dataset: Any,
+    *,
+    id_field: str | None = None,
+    skip_invalid: bool = False,
+    text_fields: str | Sequence[str] = TEXT_FIELDS,
+) -> bool:
     """Check a ``datasets.Dataset`` of papers as :func:`paper_records` checks records, one batch in memory at a time.
 
     Returns whether the dataset can be used as it is: every record valid, its ``paper_id`` already the checked id.
@@ -255,9 +298,11 @@ def usable_as_is(dataset: Any, *, id_field: str | None = None, skip_invalid: boo
         dataset: the papers.
         id_field: as for :func:`paper_records`.
         skip_invalid: return ``False`` at a bad record (for :func:`paper_records` to skip it) instead of raising.
+        text_fields: as for :func:`paper_records`.
 
     Raises:
         InvalidPaperError: a bad record, and ``skip_invalid`` is false.
+        ValueError: no paper has text in one of ``text_fields``.
     """
     if "paper_id" not in dataset.column_names or id_field not in (None, "paper_id"):
         return False
@@ -270,7 +315,10 @@ def usable_as_is(dataset: Any, *, id_field: str | None = None, skip_invalid: boo
             yield f"record #{index}", row, None
 
     skipped: list[PaperProblem] = []
-    for paper in _checked_papers(records(), GIVEN_IN_PYTHON, id_field, skip_invalid, skipped, whole="all records"):
+    checked = _checked_papers(
+        records(), GIVEN_IN_PYTHON, id_field, skip_invalid, skipped, "all records", text_field_names(text_fields)
+    )
+    for paper in checked:
         if skipped or paper["paper_id"] != raw[0]:
             return False
     return not skipped
@@ -369,12 +417,12 @@ def paper_dataset(
 
     from ..io import atomic_path
 
-    path, cache_dir = Path(path), Path(cache_dir)
+    path, cache_dir, text_fields = Path(path), Path(cache_dir), text_field_names(text_fields)
     extra = [name for name in dict.fromkeys(text_fields) if name not in ("paper_id", *TEXT_FIELDS)]
     files = sorted(path.iterdir()) if path.is_dir() else [path]
     stats = [(file.name, file.stat().st_size, file.stat().st_mtime_ns) for file in files if file.is_file()]
     key = hashlib.sha256(
-        json.dumps([str(path.resolve()), stats, id_field, skip_invalid, smart_links, *extra]).encode()
+        json.dumps([str(path.resolve()), stats, id_field, skip_invalid, smart_links, *text_fields]).encode()
     ).hexdigest()[:16]
     arrow_file, skipped_file = cache_dir / f"papers-{key}.arrow", cache_dir / f"papers-{key}.skipped.json"
     if not (arrow_file.is_file() and skipped_file.is_file()):
@@ -495,8 +543,13 @@ def _checked_papers(
 
     A paper lacking text in some of ``text_fields`` other than title and abstract (no such key, or an empty value,
     as a paper without an abstract) is embedded from those it has, and counted and reported; a field no paper has
-    text in is a ``ValueError`` naming the input, the field and the first paper's fields."""
+    text in is a ``ValueError`` naming the input, the field and the first paper's fields. Records without text are
+    held back until a paper with text is found: when none is, the input as a whole is refused (a ``ValueError``
+    naming the fields asked for and the fields the records have), not each record."""
+    text_fields = text_field_names(text_fields)
     found = 0
+    textless: list[PaperProblem] = []  # records without text, while no paper has any
+    their_fields: dict[str, None] = {}
     first_location: dict[str, str] = {}
     fields: list[str] | None = None  # the first valid record's, while none of them has an abstract field
     lacking = _LackingText(source, tuple(text_fields))
@@ -505,6 +558,15 @@ def _checked_papers(
             problem = record
         else:
             paper, problem = _validate(record, key, id_field, source, location, lacking.fields)
+            if problem is not None and not found and _lacks_text(problem, text_fields):
+                textless.append(problem)
+                their_fields.update((str(name), None) for name, value in record.items() if value not in (None, ""))
+                continue
+            if problem is None and textless:  # a paper has text: the records before it lack it alone
+                if not skip_invalid:
+                    raise InvalidPaperError([textless[0]])
+                skipped.extend(textless)
+                textless = []
             if problem is None:
                 earlier = first_location.get(paper["paper_id"])
                 if earlier is not None:
@@ -531,10 +593,28 @@ def _checked_papers(
             source,
             ", ".join(map(str, fields)),
         )
+    if textless:
+        shown = ", ".join(list(their_fields)[:12]) + (
+            f", ... ({len(their_fields)} in all)" if len(their_fields) > 12 else ""
+        )
+        hint = "name the fields that hold the papers' text with --text-fields (text_fields=[...]), or rename them"
+        problems = skipped + [replace(problem, hint=hint) for problem in textless]
+        reason = (
+            f"no valid papers (all {len(problems)} record(s) invalid): none has text in {', '.join(text_fields)}, the "
+            f"text fields asked for (--text-fields {' '.join(text_fields)}); the records' fields: {shown or 'none'}"
+        )
+        raise InvalidPaperError(problems, skipping=True, whole=PaperProblem(source, whole, reason))
     if not found:
         reason = f"no valid papers (all {len(skipped)} record(s) invalid)" if skipped else "no papers"
         raise InvalidPaperError(skipped, skipping=skip_invalid, whole=PaperProblem(source, whole, reason))
     lacking.report()
+
+
+def _lacks_text(problem: PaperProblem, text_fields: tuple[str, ...]) -> bool:
+    """Whether ``problem`` is :func:`_validate`'s for a record without text in ``text_fields``."""
+    return problem.reason == "neither title nor abstract" or problem.reason.startswith(
+        f"no text in {', '.join(text_fields)};"
+    )
 
 
 class _LackingText:

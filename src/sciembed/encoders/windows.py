@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data.papers import TEXT_FIELDS, paper_text
+from ..data.papers import TEXT_FIELDS, paper_text, text_field_names
 from ..encode import Encoder, Papers
 
 logger = logging.getLogger(__name__)
@@ -52,12 +52,14 @@ class WindowSettings:
         combine: ``"tokens"`` (default: the windows' mean weighted by their text tokens, so that a short last window
             counts for what it holds) or ``"mean"`` (:data:`COMBINATIONS`).
         keep_title: put the title at the head of every window.
-        text_fields: the paper fields that make its text, in order; the first is the title when it is ``title``.
+        text_fields: the paper fields that make its text, in order (one string is one field); the first is the title
+            when it is ``title``.
         windows: split papers longer than ``window``; without it they are cut as usual, and only ``text_fields``
             applies.
 
     Raises:
         ValueError: a negative ``overlap``, an unknown ``combine``, no ``text_fields``, or a ``window`` below 2.
+        TypeError: ``text_fields`` is not field names.
     """
 
     window: int | None = None
@@ -68,7 +70,7 @@ class WindowSettings:
     windows: bool = True
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "text_fields", tuple(self.text_fields))
+        object.__setattr__(self, "text_fields", text_field_names(self.text_fields))
         if self.window is not None and self.window < 2:
             raise ValueError(f"window must be at least 2 tokens, got {self.window}")
         if self.overlap < 0:

@@ -360,9 +360,10 @@ def read_query_records(path: str | os.PathLike[str]) -> dict[str, Query]:
     each facet's scores are averaged apart. Either every query names a facet or none does.
 
     Raises:
-        ValueError: an unsupported suffix, a malformed line, a query without id or text, a repeated id, a
-            ``paper_id`` or ``facet`` that is not a non-empty text, a query without a facet among queries with one
-            (file, line).
+        ValueError: an unsupported suffix, a malformed line, a ``.tsv`` line of other than 2 fields, a query without
+            id or text, a repeated id, two id keys (or text keys) giving different values, a text that is not a
+            string, a ``paper_id`` that is not a non-empty text or integer, a ``facet`` that is not a non-empty text,
+            a facet without its ``paper_id``, a query without a facet among queries with one (file, line, key).
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -385,19 +386,23 @@ def read_query_records(path: str | os.PathLike[str]) -> dict[str, Query]:
                     raise ValueError(
                         f"{path}, line {line_number}: expected a JSON object, got {type(record).__name__}"
                     )
-                query_id = next((record[f] for f in _QUERY_ID_FIELDS if record.get(f) not in (None, "")), None)
-                text = next((record[f] for f in _QUERY_TEXT_FIELDS if isinstance(record.get(f), str)), None)
-                paper_id, facet = (_facet_field(path, line_number, record, name) for name in ("paper_id", "facet"))
+                query_id, text, paper_id, facet = _query_record(path, line_number, record)
             else:
                 paper_id = facet = None
                 fields = line.rstrip("\r\n").split("\t")
-                if len(fields) < 2:
+                if len(fields) != 2:
                     raise ValueError(
-                        f"{path}, line {line_number}: a query line is 'id<TAB>text', got {line.strip()[:80]!r}"
+                        f"{path}, line {line_number}: a query line is 'id<TAB>text' (2 tab-separated fields), got "
+                        f"{len(fields)}: {line.strip()[:80]!r}"
+                        + (
+                            "; facet queries (paper_id, facet) are read from a .jsonl queries file only"
+                            if len(fields) > 2
+                            else ""
+                        )
                     )
                 if not queries and fields[0].strip().lower() in _QUERY_HEADERS:
                     continue
-                query_id, text = fields[0], "\t".join(fields[1:])
+                query_id, text = fields
             if query_id is None or isinstance(query_id, (bool, dict, list)):
                 raise ValueError(
                     f"{path}, line {line_number}: no query id (looked for {' / '.join(_QUERY_ID_FIELDS)})"
@@ -426,14 +431,65 @@ def read_query_records(path: str | os.PathLike[str]) -> dict[str, Query]:
     return queries
 
 
-def _facet_field(path: Path, line: int, record: dict[str, Any], name: str) -> str | None:
-    """A query record's ``paper_id`` or ``facet``: ``None`` when absent, else a non-empty text (an integer as text)."""
+def _query_record(path: Path, line: int, record: dict[str, Any]) -> tuple[Any, str | None, str | None, str | None]:
+    """A ``.jsonl`` query line's id, text, paper and facet; each key checked for what it holds (file, line and key
+    named when not).
+
+    Args:
+        path: the queries file.
+        line: the line's number.
+        record: the line's JSON object.
+    """
+    found = _one_field(path, line, record, _QUERY_ID_FIELDS, "query id")
+    if found is None:
+        return None, None, None, None
+    key, query_id = found
+    if isinstance(query_id, bool) or not isinstance(query_id, (str, int)):
+        raise ValueError(
+            f"{path}, line {line}: {key} must be a query id (a string or integer), got {_shown(query_id)}"
+        )
+    named = f"{path}, line {line} (query {str(query_id).strip()!r})"
+    found = _one_field(path, line, record, _QUERY_TEXT_FIELDS, "query text")
+    if found is not None and not isinstance(found[1], str):
+        raise ValueError(f"{named}: {found[0]} must be a string, the query's text, got {_shown(found[1])}")
+    text = None if found is None else found[1]
+    paper_id = _facet_field(named, record, "paper_id", (str, int))
+    facet = _facet_field(named, record, "facet", (str,))
+    if facet is not None and paper_id is None:
+        raise ValueError(
+            f"{named}: facet {facet!r} without paper_id; a facet query names the paper it is a facet of "
+            '("paper_id": ...), which is then never its own candidate: add it'
+        )
+    return query_id, text, paper_id, facet
+
+
+def _one_field(
+    path: Path, line: int, record: dict[str, Any], names: tuple[str, ...], what: str
+) -> tuple[str, Any] | None:
+    """The key and value of the field of ``names`` that ``record`` gives (``None`` when none does); two keys giving
+    different values are refused, naming both."""
+    given = [(name, record[name]) for name in names if record.get(name) not in (None, "")]
+    if len({json.dumps(value, sort_keys=True) for _, value in given}) > 1:
+        both = ", ".join(f"{name} {_shown(value)}" for name, value in given)
+        raise ValueError(f"{path}, line {line}: the {what} is given twice, differently ({both}): keep one key")
+    return given[0] if given else None
+
+
+def _facet_field(named: str, record: dict[str, Any], name: str, kinds: tuple[type, ...]) -> str | None:
+    """A query record's ``paper_id`` (a text or an integer) or ``facet`` (a text): ``None`` when absent, else the
+    non-empty text."""
     value = record.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
-        raise ValueError(f"{path}, line {line}: {name} must be a non-empty text, got {json.dumps(value)[:40]}")
+    if isinstance(value, bool) or not isinstance(value, kinds) or not str(value).strip():
+        expected = "a non-empty text" + (" or an integer" if int in kinds else "")
+        raise ValueError(f"{named}: {name} must be {expected}, got {_shown(value)}")
     return str(value).strip()
+
+
+def _shown(value: Any) -> str:
+    """``value`` as its JSON text, cut to 40 characters."""
+    return json.dumps(value)[:40]
 
 
 # Tasks ----------------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.judgements import cacm_categories, cite_qrels
-from ..data.papers import TEXT_FIELDS, PaperProblem
+from ..data.papers import TEXT_FIELDS, PaperProblem, text_field_names
 from ..io import load_json_file
 from .names import BENCHMARK_NAMES
 from .supervised import SCIDOCS_CLASSIFICATION, SCIREPEVAL_CLASSIFICATION, SCIREPEVAL_MULTILABEL, SCIREPEVAL_REGRESSION
@@ -134,7 +134,7 @@ def load_tasks(
         id_field=id_field,
         smart_links=smart_links,
         qrels_columns=qrels_columns,
-        text_fields=tuple(text_fields) if text_fields else TEXT_FIELDS,
+        text_fields=text_field_names(text_fields) if text_fields else TEXT_FIELDS,
     )
     suite = builders[name](name, str(data), **options)
     if tasks:

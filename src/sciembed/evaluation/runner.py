@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import __version__
-from ..data.papers import TEXT_FIELDS
+from ..data.papers import TEXT_FIELDS, text_field_names
 from ..encode import Encoder, PaperEncoder
 from ..io import atomic_path, default_cache_dir, vectors_of
 from ..logs import progress_enabled
@@ -188,6 +188,8 @@ def evaluate(
             papers (text queries, texts, facet vectors) are refused, named. Leave ``model`` and the encoder options
             out.
     """
+    if text_fields is not None:
+        text_fields = text_field_names(text_fields)
     if embeddings is not None:
         _check_embedding_options(
             benchmark,
@@ -391,7 +393,7 @@ def chosen_text_fields(encoder: Encoder, text_fields: Sequence[str] | None) -> t
         text_fields: the fields asked for (``--text-fields``), or ``None``.
     """
     if text_fields:
-        return tuple(text_fields)
+        return text_field_names(text_fields)
     settings = getattr(encoder, "settings", None)
     own = getattr(settings, "text_fields", None)
     return tuple(own) if own and tuple(own) != TEXT_FIELDS else None

@@ -228,10 +228,12 @@ def embed_to_file(
                     smart_links=smart_links,
                 )
             papers, skipped, source = read.dataset, read.skipped, read.path
-        elif hasattr(papers, "column_names") and usable_as_is(papers, id_field=id_field, skip_invalid=skip_invalid):
+        elif hasattr(papers, "column_names") and usable_as_is(
+            papers, id_field=id_field, skip_invalid=skip_invalid, text_fields=text_fields
+        ):
             skipped, source = [], GIVEN_IN_PYTHON  # a valid datasets.Dataset stays memory-mapped
         else:
-            given = paper_records(papers, id_field=id_field, skip_invalid=skip_invalid)
+            given = paper_records(papers, id_field=id_field, skip_invalid=skip_invalid, text_fields=text_fields)
             papers, skipped, source = given.papers, given.skipped, given.path
         if skipped and share.rank == 0:
             logger.warning(

@@ -39,6 +39,7 @@ from ..data.papers import (
     paper_id_list,
     paper_id_order,
     paper_records,
+    text_field_names,
 )
 from ..encode import Encoder
 from ..io import atomic_path, refuse_replacing_file
@@ -284,7 +285,7 @@ def read_collection(
     checked), or given as records (a list, generator or pandas DataFrame, checked as a file's records are:
     :func:`~sciembed.data.papers.paper_records`)."""
     if not isinstance(papers, (str, os.PathLike)):
-        given = paper_records(papers, id_field=id_field, skip_invalid=skip_invalid)
+        given = paper_records(papers, id_field=id_field, skip_invalid=skip_invalid, text_fields=text_fields)
         _log_skipped(given.path, given.skipped)
         return Collection(f"{len(given.papers)} papers given", given.papers, None, given.skipped)
     from ..data.papers import read_papers
@@ -397,7 +398,7 @@ def neighbours(
         raise ValueError(
             "text_fields (--text-fields) choose the text a model embeds; embeddings read from a file have none"
         )
-    fields = tuple(text_fields) if text_fields else TEXT_FIELDS
+    fields = text_field_names(text_fields) if text_fields else TEXT_FIELDS
     collection = read_collection(
         papers, id_field=id_field, skip_invalid=skip_invalid, smart_links=smart_links, text_fields=fields
     )
