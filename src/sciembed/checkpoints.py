@@ -441,7 +441,6 @@ def _own_file_problem(checkpoint: _Checkpoint, relative: str) -> str | None:
     return None
 
 
-
 def hub_offline() -> bool:
     """Whether ``HF_HUB_OFFLINE`` keeps the Hub from being reached."""
     from huggingface_hub import constants
