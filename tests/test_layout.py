@@ -52,9 +52,8 @@ LAYERS = (
 )
 
 
-#: Imports that go up on purpose, made inside the one function that needs them: ``Encoder.push_to_hub`` publishes
-#: through the hub layer's checks, as ``sciembed push`` does.
-UPWARD_ON_USE = {("sciembed.encode", "sciembed.hub.push")}
+#: Imports that go up on purpose, made inside the one function that needs them (none today).
+UPWARD_ON_USE: set[tuple[str, str]] = set()
 
 
 @functools.cache

@@ -96,14 +96,18 @@ def test_calibrated_ranges_are_saved_with_the_model_and_reused(tiny_encoder, tmp
 def test_push_to_hub_goes_through_the_export_and_its_checks(tiny_encoder, monkeypatch):
     from huggingface_hub import constants
 
-    from sciembed.hub.push import HubOfflineError
+    from sciembed.hub.push import HubOfflineError, push_to_hub
 
     with pytest.raises(HubOfflineError, match="HF_HUB_OFFLINE is set"):
-        tiny_encoder.push_to_hub("org/tiny", api=UploadRecorder(), validate=False)
+        push_to_hub(tiny_encoder, "org/tiny", api=UploadRecorder(), validate=False)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     api = UploadRecorder()
-    assert tiny_encoder.push_to_hub("org/tiny", api=api, validate=False) == "https://huggingface.co/commit"
+    assert push_to_hub(tiny_encoder, "org/tiny", api=api, validate=False) == "https://huggingface.co/commit"
     assert {"README.md", "config.json", "model.safetensors", "modules.json"} <= set(api.allowed)
+    from sciembed.encoders import EnsembleEncoder
+
+    with pytest.raises(ValueError, match="an ensemble is published member by member"):
+        push_to_hub(EnsembleEncoder([tiny_encoder, tiny_encoder]), "org/pair", api=api, validate=False)
 
 
 def test_a_revision_is_resolved_to_its_commit_and_recorded(hub_cache, scidocs_folder, tmp_path):  # noqa: F811

@@ -278,46 +278,6 @@ class Encoder(ABC):
         """
         raise ValueError(f"a {type(self).__name__} has no model folder of its own; save the encoder it is built on")
 
-    def push_to_hub(
-        self,
-        repo_id: str,
-        *,
-        private: bool = False,
-        commit_message: str | None = None,
-        token: str | None = None,
-        license: str = "apache-2.0",
-        trust_remote_code: bool = False,
-        validate: bool = True,
-        api: Any = None,
-    ) -> str:
-        """Save, export and upload the encoder through ``sciembed push``'s path; returns the commit URL.
-
-        See :func:`sciembed.hub.push.push_encoder`, which this calls with the same arguments.
-
-        Args:
-            repo_id: ``ORG/NAME``.
-            private: create the repository private.
-            commit_message: default ``"Upload <model_type> model with sciembed"``.
-            token: a Hub token (default: the one ``hf auth login`` stored).
-            license: the model card's licence.
-            trust_remote_code: publish code the folder holds or names that is not sciembed's own.
-            validate: load the exported folder in a fresh process before uploading.
-            api: an ``HfApi`` (default: a new one).
-        """
-        from .hub.push import push_encoder  # publishing sits above encoders: imported on use (tests/test_layout.py)
-
-        return push_encoder(
-            self,
-            repo_id,
-            private=private,
-            commit_message=commit_message,
-            token=token,
-            license=license,
-            trust_remote_code=trust_remote_code,
-            validate=validate,
-            api=api,
-        )
-
     @property
     def default_batch_size(self) -> int:
         """Texts per forward pass when none is given: :data:`CPU_BATCH_SIZE` on a CPU, :data:`GPU_BATCH_SIZE` on a

@@ -93,10 +93,6 @@ class EnsembleEncoder(Encoder):
         refuse_replacing(path, overwrite=overwrite)
         return save_ensemble(path, [m.name_or_path for m in self.members])
 
-    def push_to_hub(self, repo_id: str, **kwargs: Any) -> str:
-        """Refused: an ensemble folder names its members, which are published one by one."""
-        raise ValueError("an ensemble is published member by member: push each member model, then the ensemble file")
-
     def fingerprint(self) -> str:
         digest = hashlib.sha256(b"ensemble-mean")
         for member in self.members:

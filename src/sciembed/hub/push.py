@@ -89,7 +89,7 @@ def push_folder(
     return url
 
 
-def push_encoder(
+def push_to_hub(
     encoder: Encoder,
     repo_id: str,
     *,
@@ -103,13 +103,16 @@ def push_encoder(
 ) -> str:
     """Upload ``encoder`` as ``sciembed push`` uploads a folder: saved, exported, checked, then pushed.
 
+    sentence-transformers' ``model.push_to_hub(repo_id)`` is ``push_to_hub(encoder, repo_id)`` here (``from
+    sciembed.hub.push import push_to_hub``): publishing sits above the encoders, which never import it.
+
     The folder is written by the encoder's ``save_pretrained`` into a temporary folder, made Hub-ready and checked
     by :func:`~.export.export_model` (model card, safetensors, a load in a fresh process with ``validate``), and
     uploaded by :func:`push_folder` with its refusals (``HF_HUB_OFFLINE``, files an export does not write, code that
     is not sciembed's own without ``trust_remote_code``).
 
     Args:
-        encoder: the encoder (:meth:`sciembed.Encoder.push_to_hub` calls this).
+        encoder: the encoder (an ensemble is refused: it names its members, which are published one by one).
         repo_id: ``ORG/NAME``.
         private: create the repository private.
         commit_message: default ``"Upload <model_type> model with sciembed"``.
@@ -121,7 +124,11 @@ def push_encoder(
     """
     import tempfile
 
+    from ..encoders import EnsembleEncoder
     from .export import export_model
+
+    if isinstance(encoder, EnsembleEncoder):
+        raise ValueError("an ensemble is published member by member: push each member model, then the ensemble file")
 
     with tempfile.TemporaryDirectory(prefix="sciembed-push-") as scratch:
         saved = encoder.save_pretrained(Path(scratch) / "model")
