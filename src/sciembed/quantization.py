@@ -73,7 +73,8 @@ def quantize(
     ranges: np.ndarray | None = None,
     calibration_embeddings: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``embeddings`` (float, ``(..., dim)``) in ``precision``, as ``sentence_transformers.quantize_embeddings``.
+    """``embeddings`` (float, ``(..., dim)``) in ``precision`` by sentence-transformers' ``quantize_embeddings``,
+    with the ranges resolved first (stored or calibrated ranges, else the vectors themselves, with a warning).
 
     Args:
         embeddings: float vectors; the last axis is the dimension.
@@ -84,13 +85,14 @@ def quantize(
     Raises:
         ValueError: an unknown precision, or int8 / uint8 ranges read from fewer than two vectors.
     """
+    from sentence_transformers.util import quantize_embeddings
+
     check_precision(precision)
-    embeddings = np.asarray(embeddings)
+    embeddings = np.asarray(embeddings, dtype=np.float32)
     if precision == "float32":
-        return embeddings.astype(np.float32)
+        return embeddings
     if precision in ("binary", "ubinary"):
-        packed = np.packbits(embeddings > 0, axis=-1)
-        return (packed.astype(np.int16) - 128).astype(np.int8) if precision == "binary" else packed
+        return quantize_embeddings(embeddings, precision)
     if ranges is None:
         if calibration_embeddings is None:
             flat = embeddings.reshape(-1, embeddings.shape[-1])
@@ -107,11 +109,7 @@ def quantize(
     ranges = np.asarray(ranges, dtype=np.float32)
     if ranges.shape != (2, embeddings.shape[-1]):
         raise ValueError(f"ranges must have shape (2, {embeddings.shape[-1]}), got {ranges.shape}")
-    starts = ranges[0]
-    steps = (ranges[1] - starts) / 255
-    steps = np.where(steps == 0, 1, steps)
-    levels = np.clip(np.floor((embeddings - starts) / steps), 0, 255)
-    return levels.astype(np.uint8) if precision == "uint8" else (levels - 128).astype(np.int8)
+    return quantize_embeddings(embeddings, precision, ranges=ranges)
 
 
 def save_ranges(folder: str | os.PathLike[str], ranges: dict[str, np.ndarray]) -> Path:

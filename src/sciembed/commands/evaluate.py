@@ -224,36 +224,27 @@ def run(args: argparse.Namespace) -> int:
         )  # a papers file's checked
     check_text_fields(suite, args.text_fields)
     set_cutoffs(suite, args.cutoffs)
-    if args.embeddings is not None:
-        report = evaluate(
-            None,
-            args.benchmark,
-            args.data,
-            n_jobs=args.jobs,
-            suite=suite,
-            embeddings=args.embeddings,
-            cutoffs=args.cutoffs,
-            **reading,
+    if args.embeddings is not None:  # the vectors embed wrote: no model, nothing embedded
+        encoder, embedding = None, {"embeddings": args.embeddings}
+    else:
+        encoder = encoder_from_args(
+            args, pooling=args.pooling, max_length=args.max_length, device=args.device, domain=args.domain
         )
-        print(report.table())
-        if args.output:
-            logger.info("wrote %s", report.write_json(args.output))
-        return 0
-    encoder = encoder_from_args(
-        args, pooling=args.pooling, max_length=args.max_length, device=args.device, domain=args.domain
-    )
+        embedding = {
+            "batch_size": args.batch_size,
+            "cache_dir": args.cache_dir,
+            "use_cache": not args.no_cache,
+            "show_progress_bar": not args.no_progress,
+            "text_fields": args.text_fields,
+        }
     report = evaluate(
         encoder,
         args.benchmark,
         args.data,
-        batch_size=args.batch_size,
-        cache_dir=args.cache_dir,
-        use_cache=not args.no_cache,
         n_jobs=args.jobs,
-        show_progress_bar=not args.no_progress,
         suite=suite,
-        text_fields=args.text_fields,
         cutoffs=args.cutoffs,
+        **embedding,
         **reading,
     )
     print(report.table())

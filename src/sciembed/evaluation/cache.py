@@ -82,7 +82,7 @@ class EmbeddingCache:
     def _open(self, compact: bool) -> None:
         key_files = sorted(self.folder.glob("shard-*.json"))
         if key_files:
-            self._shape = self.encoder.encode(["width"], show_progress_bar=False).shape[1:]
+            self._shape = (self.encoder.get_embedding_dimension(),)
         found: list[tuple[int, list[str]]] = []
         for keys_path in key_files:
             keys, sha256, problem = self._read_shard(keys_path)
