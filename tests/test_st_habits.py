@@ -121,8 +121,8 @@ def test_a_revision_is_resolved_to_its_commit_and_recorded(hub_cache, scidocs_fo
     assert (embedded.model, embedded.revision) == ("org/tiny", COMMIT)
     snapshot = PaperEncoder.from_pretrained(hub_cache / "models--org--tiny" / "snapshots" / COMMIT, device="cpu")
     assert snapshot.revision == COMMIT
-    loading = {"revision": COMMIT, "cache_dir": hub_cache, "local_files_only": True}
-    report = evaluate("org/tiny", "scidocs", scidocs_folder, tasks=["cite"], use_cache=False, loading=loading)
+    pinned = sciembed.Encoder.from_pretrained("org/tiny", revision=COMMIT, cache_dir=hub_cache, local_files_only=True)
+    report = evaluate(pinned, "scidocs", scidocs_folder, tasks=["cite"], use_cache=False)
     assert report.to_dict()["settings"]["revision"] == COMMIT
     saved = snapshot.save_pretrained(tmp_path / "saved")
     card = export_model(saved, tmp_path / "out", evaluations=[report.to_dict()], validate=False)
