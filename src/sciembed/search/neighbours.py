@@ -74,6 +74,8 @@ class NeighboursResult:
     Attributes:
         source: what the papers were read from.
         model: the model that embedded them, or the embedding file read.
+        revision: the model's Hub commit (:attr:`~sciembed.Encoder.revision`; ``None`` for a local folder or vectors
+            read from a file).
         ids, titles: every searched paper, in collection order.
         query_rows: positions (into ``ids``) of the query papers, in the order asked.
         indices, scores: ``(queries, top_k)`` positions of each query's neighbours and their cosine similarities,
@@ -91,6 +93,7 @@ class NeighboursResult:
     scores: np.ndarray
     links: list[set[int]] | None = None
     skipped: list[PaperProblem] = field(default_factory=list)
+    revision: str | list[str | None] | None = None
 
     @property
     def top_k(self) -> int:
@@ -126,9 +129,14 @@ class NeighboursResult:
         return rows
 
     def records(self) -> Iterator[dict[str, Any]]:
-        """One record per query paper: ``{"paper_id", "title"[, "links"], "neighbours": [...]}``."""
+        """One record per query paper: ``{"paper_id", "title", "model", "revision"[, "links"], "neighbours"}``."""
         for position, row in enumerate(self.query_rows.tolist()):
-            record: dict[str, Any] = {"paper_id": self.ids[row], "title": self.titles[row]}
+            record: dict[str, Any] = {
+                "paper_id": self.ids[row],
+                "title": self.titles[row],
+                "model": self.model,
+                "revision": self.revision,
+            }
             if self.links is not None:
                 record["links"] = len(self.links[row])
             record["neighbours"] = self._neighbours(position)
@@ -180,7 +188,7 @@ class NeighboursResult:
         lines = [
             f"Data:  {self.source}: {len(self.ids)} papers"
             + (f" ({len(self.skipped)} record(s) skipped, see the log)" if self.skipped else ""),
-            f"Model: {self.model}",
+            f"Model: {self.model}" + (f" (revision {self.revision})" if self.revision else ""),
             f"{self.top_k} nearest neighbours by cosine of {len(self)} query paper(s)"
             + (f"; {len(positions)} shown" if len(positions) < len(self) else ""),
             "",
@@ -215,7 +223,8 @@ class NeighboursResult:
 
     def write(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the neighbours atomically: ``.jsonl``, one :meth:`records` line per query paper, or ``.csv`` /
-        ``.tsv``, one row per (query, neighbour): ``query_id, query_title, rank, paper_id, title, score[, linked]``.
+        ``.tsv``, one row per (query, neighbour):
+        ``query_id, query_title, rank, paper_id, title, score[, linked], model, revision``.
 
         Raises:
             FileExistsError: ``path`` exists and ``overwrite`` is false.
@@ -230,7 +239,17 @@ class NeighboursResult:
                 writer = csv.writer(handle, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
                 linked = self.links is not None
                 writer.writerow(
-                    ["query_id", "query_title", "rank", "paper_id", "title", "score", *(["linked"] if linked else [])]
+                    [
+                        "query_id",
+                        "query_title",
+                        "rank",
+                        "paper_id",
+                        "title",
+                        "score",
+                        *(["linked"] if linked else []),
+                        "model",
+                        "revision",
+                    ]
                 )
                 for record in self.records():
                     for n in record["neighbours"]:
@@ -243,9 +262,18 @@ class NeighboursResult:
                                 n["title"],
                                 repr(n["score"]),
                                 *([int(n["linked"])] if linked else []),
+                                record["model"],
+                                _revision_text(record["revision"]),
                             ]
                         )
         return path
+
+
+def _revision_text(revision: str | list[str | None] | None) -> str:
+    """A revision in one CSV cell: empty for none, an ensemble's members' joined by spaces."""
+    if isinstance(revision, list):
+        return " ".join(r or "-" for r in revision)
+    return revision or ""
 
 
 def _shown(title: str, width: int) -> str:
@@ -434,7 +462,7 @@ def neighbours(
             _check_size(ids, collection)
         if extra > 0:
             logger.info("%s: %d vector(s) of papers not in %s ignored", embeddings, extra, collection.source)
-        model_name = f"vectors read from {embeddings}"
+        model_name, revision = f"vectors read from {embeddings}", None
     else:
         encoder = resolve_encoder(model)
         if fields != TEXT_FIELDS:
@@ -445,7 +473,7 @@ def neighbours(
         vectors = encoder.encode_document(
             records, batch_size=batch_size, show_progress_bar=progress_enabled(show_progress_bar)
         )
-        model_name = encoder.name_or_path
+        model_name, revision = encoder.name_or_path, encoder.revision
 
     query_rows = np.array([position[q] for q in wanted] if wanted is not None else range(len(ids)), dtype=np.int64)
     indices, scores = faiss_neighbours(vectors, top_k, queries=query_rows, ivf=ivf)
@@ -460,6 +488,7 @@ def neighbours(
         scores,
         links,
         skipped,
+        revision,
     )
 
 
