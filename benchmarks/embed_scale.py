@@ -100,10 +100,10 @@ def on_ray(route: str, work: Path, batch_size: int, shard_size: int) -> float:
 
     import ray
 
-    from sciembed.encoders import load_encoder
+    from sciembed import Encoder
     from sciembed.jobs.ray_embed import embed_parquet_with_ray, embed_with_ray_tasks
 
-    model = functools.partial(load_encoder, device="cpu")
+    model = functools.partial(Encoder.from_pretrained, device="cpu")
     start = time.perf_counter()
     ray.init(
         num_cpus=2,

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     papers = {path: sciembed.read_papers(path, skip_invalid=args.skip_invalid) for path in inputs}
 
     model = args.model or sciembed.default_model_path()
-    encoder = sciembed.PaperEncoder.from_pretrained(model, device=args.device)
+    encoder = sciembed.Encoder.from_pretrained(model, device=args.device)
     for path, read in papers.items():
         vectors = encoder.encode(read.papers, batch_size=args.batch_size, progress_desc=path.name)
         ids = [paper["paper_id"] for paper in read.papers]

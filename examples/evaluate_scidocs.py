@@ -17,6 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import sciembed
 from sciembed.evaluation import evaluate
 
 
@@ -40,15 +41,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.output.exists() and not args.overwrite:
         parser.error(f"{args.output} exists; pass --overwrite to replace it")
 
+    # The model loads once the tasks are read; its options (device, max_length, ...) go to Encoder.from_pretrained.
     report = evaluate(
-        args.model,
+        lambda: sciembed.Encoder.from_pretrained(args.model, device=args.device),
         "scidocs",
         args.data,
         tasks=args.tasks,
         split=args.split,
         skip_invalid=args.skip_invalid,
         batch_size=args.batch_size,
-        device=args.device,
         n_jobs=args.jobs,
         use_cache=not args.no_cache,
     )

@@ -18,7 +18,7 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import GridSearchCV
 from sklearn.svm import LinearSVC
 
-from sciembed import InvalidPaperError, PaperEncoder
+from sciembed import Encoder, InvalidPaperError, PaperEncoder
 from sciembed.cli import main
 from sciembed.evaluation import evaluate, load_tasks
 
@@ -201,14 +201,9 @@ def test_cache_is_reused_and_keyed_by_the_encoder(tiny_bert, scidocs_folder, tmp
     )
     assert second.results[0].metrics == first.results[0].metrics
     # Another pooling is another encoder: nothing is reused.
+    mean_encoder = Encoder.from_pretrained(tiny_bert, pooling="mean")
     mean = evaluate(
-        tiny_bert,
-        "scidocs",
-        scidocs_folder,
-        cache_dir=tmp_path,
-        show_progress_bar=False,
-        tasks=["cite"],
-        pooling="mean",
+        mean_encoder, "scidocs", scidocs_folder, cache_dir=tmp_path, show_progress_bar=False, tasks=["cite"]
     )
     assert mean.embedding["texts_encoded"] == first.embedding["texts_encoded"]
     shards = list(tmp_path.glob("*/shard-*.npy"))

@@ -56,7 +56,7 @@ def test_neighbours_takes_the_model_first_and_refuses_papers_in_its_place(tiny_e
     pd.DataFrame(PAPERS).to_json(papers, orient="records", lines=True)
     result = sciembed.neighbours(tiny_encoder, papers, top_k=2, show_progress_bar=False)
     assert result.top_k == 2 and result.indices.shape == (5, 2)
-    monkeypatch.setattr(sciembed.encoders, "load_encoder", lambda *a, **k: pytest.fail("a model was loaded"))
+    monkeypatch.setattr(sciembed.Encoder, "from_pretrained", lambda *a, **k: pytest.fail("a model was loaded"))
     order = r"neighbours\(model, papers, \.\.\.\) takes the model first"
     for model, second in [
         (PAPERS, tiny_encoder),  # records first, an encoder second

@@ -14,6 +14,7 @@ import pytest
 import torch
 from helpers import PAPERS, Interrupt, counting_encodes
 
+import sciembed
 from sciembed.cli import main
 from sciembed.io import ids_path, read_embeddings, write_embeddings
 
@@ -478,7 +479,6 @@ def test_a_settings_file_that_names_a_key_twice_is_refused(tmp_path, caplog, suf
 
 
 def test_an_ensemble_or_labels_file_naming_a_key_or_column_twice_is_refused(tiny_bert, tmp_path):
-    from sciembed.encoders import load_encoder
     from sciembed.evaluation.custom import read_labels
     from sciembed.evaluation.loaders import _query_fields
 
@@ -488,7 +488,7 @@ def test_an_ensemble_or_labels_file_naming_a_key_or_column_twice_is_refused(tiny
         f'{{"members": {members}, "combine": "mean", "members": [{members[1:-1]}, {members[1:-1]}]}}'
     )
     with pytest.raises(ValueError, match=r"sciembed_ensemble\.json, line 1: .*'members' appears twice"):
-        load_encoder(tmp_path / "ensemble")
+        sciembed.Encoder.from_pretrained(tmp_path / "ensemble")
     (tmp_path / "query_fields.json").write_text('{"cite": {"p1": "Biology", "p1": "Physics"}}')
     with pytest.raises(ValueError, match=r"query_fields\.json, line 1: the key 'p1' appears twice"):
         _query_fields(tmp_path)

@@ -413,9 +413,7 @@ def test_ensemble_averages_per_format_and_loads_from_a_folder(tiny_bert, tmp_pat
     assert ensemble.with_format("proximity").fingerprint() != ensemble.with_format("regression").fingerprint()
 
     save_ensemble(tmp_path / "ensemble", [tmp_path / "adapters", tmp_path / "control"])
-    from sciembed.encoders.ensemble import load_encoder
-
-    loaded = load_encoder(tmp_path / "ensemble", device="cpu", task_format="regression")
+    loaded = sciembed.Encoder.from_pretrained(tmp_path / "ensemble", device="cpu", task_format="regression")
     assert isinstance(loaded, EnsembleEncoder)
     np.testing.assert_allclose(
         loaded.encode(PAPERS, show_progress_bar=False),

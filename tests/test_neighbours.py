@@ -120,12 +120,10 @@ def test_neighbours_of_a_papers_csv_equal_brute_force_cosine(tiny_encoder, tmp_p
 
 
 def test_unknown_query_ids_are_named_before_anything_is_embedded(tmp_path, monkeypatch, caplog):
-    import sciembed.encoders
-
     def no_model(*args, **kwargs):
         raise AssertionError("the model was loaded before the query ids were checked")
 
-    monkeypatch.setattr(sciembed.encoders, "load_encoder", no_model)
+    monkeypatch.setattr(sciembed.Encoder, "from_pretrained", no_model)
     papers = tmp_path / "papers.jsonl"
     papers.write_text("".join(json.dumps(p) + "\n" for p in _papers(10)))
     with pytest.raises(
@@ -191,10 +189,8 @@ def test_cli_writes_jsonl_and_csv_and_never_replaces_a_file_unasked(tiny_bert, t
 
 
 def test_vectors_from_an_embedding_file_and_citation_links(tmp_path, monkeypatch, caplog):
-    import sciembed.encoders
-
     monkeypatch.setattr(
-        sciembed.encoders, "load_encoder", lambda *a, **k: pytest.fail("embeddings given: no model to load")
+        sciembed.Encoder, "from_pretrained", lambda *a, **k: pytest.fail("embeddings given: no model to load")
     )
     papers = _papers(20, seed=2)
     path = tmp_path / "papers.jsonl"
@@ -237,9 +233,7 @@ def test_vectors_from_an_embedding_file_and_citation_links(tmp_path, monkeypatch
 
 def test_a_smart_collection_is_a_papers_input_and_named_by_its_path(tmp_path, monkeypatch):
     """A SMART collection that is not CACM (CISI's weights in the .X middle column, read with smart_links="all")."""
-    import sciembed.encoders
-
-    monkeypatch.setattr(sciembed.encoders, "load_encoder", lambda *a, **k: pytest.fail("no model"))
+    monkeypatch.setattr(sciembed.Encoder, "from_pretrained", lambda *a, **k: pytest.fail("no model"))
     folder = tmp_path / "cisi"
     folder.mkdir()
     records = []

@@ -341,14 +341,15 @@ def test_export_adds_the_onnx_model_sentence_transformers_loads(tiny_st_base, ti
 
 
 def test_an_ensemble_loads_every_member_on_onnx(tiny_bert, tmp_path):
-    from sciembed.encoders import EnsembleEncoder, load_encoder, save_ensemble
+    from sciembed import Encoder
+    from sciembed.encoders import EnsembleEncoder, save_ensemble
 
     torch.manual_seed(0)
     control, tokenizer = from_bert("control_code", tiny_bert)
     save_pretrained(control, tokenizer, tmp_path / "control")
     save_ensemble(tmp_path / "ensemble", [tiny_bert, tmp_path / "control"])
-    pytorch = load_encoder(tmp_path / "ensemble", device="cpu", task_format="classification")
-    onnx = load_encoder(
+    pytorch = Encoder.from_pretrained(tmp_path / "ensemble", device="cpu", task_format="classification")
+    onnx = Encoder.from_pretrained(
         tmp_path / "ensemble", device="cpu", task_format="classification", backend="onnx", onnx_cache=tmp_path / "onnx"
     )
     assert isinstance(onnx, EnsembleEncoder) and all(member.backend == "onnx" for member in onnx.members)

@@ -12,7 +12,7 @@ import pytest
 import ray
 from test_embed_distributed import PAPERS_200
 
-from sciembed.encoders import load_encoder
+from sciembed import Encoder
 from sciembed.io import read_embeddings
 from sciembed.jobs.embed import embed_to_file
 from sciembed.jobs.ray_embed import PaperEmbedder, embed_parquet_with_ray, embed_with_ray_tasks
@@ -38,13 +38,13 @@ def papers_and_reference(tiny_bert, tmp_path_factory):
     folder = tmp_path_factory.mktemp("ray")
     papers = folder / "papers.parquet"
     pq.write_table(pa.Table.from_pylist(PAPERS_200), papers)
-    embed_to_file(load_encoder(str(tiny_bert), device="cpu"), papers, folder / "single.npy", shard_size=50)
+    embed_to_file(Encoder.from_pretrained(str(tiny_bert), device="cpu"), papers, folder / "single.npy", shard_size=50)
     return papers, read_embeddings(folder / "single.npy")
 
 
 def test_ray_data_pipeline_gives_the_single_process_vectors(local_cluster, papers_and_reference, tiny_bert, tmp_path):
     papers, (ids, vectors) = papers_and_reference
-    load = functools.partial(load_encoder, str(tiny_bert), device="cpu")
+    load = functools.partial(Encoder.from_pretrained, str(tiny_bert), device="cpu")
     # Four blocks, so that both actors get batches.
     output = embed_parquet_with_ray(
         papers, tmp_path / "vectors", encoder=load, concurrency=2, num_cpus=0.5, num_blocks=4, batch_size=32
@@ -68,7 +68,7 @@ def test_ray_tasks_share_the_sharded_job_and_give_the_single_process_output(
     local_cluster, papers_and_reference, tiny_bert, tmp_path
 ):
     papers, (ids, vectors) = papers_and_reference
-    load = functools.partial(load_encoder, str(tiny_bert), device="cpu")
+    load = functools.partial(Encoder.from_pretrained, str(tiny_bert), device="cpu")
     output = tmp_path / "vectors.npy"
     reports = embed_with_ray_tasks(papers, output, encoder=load, world_size=2, shard_size=50, num_cpus=1)
     assert sorted(r.encoded_shards for r in reports) == [2, 2]
@@ -87,7 +87,7 @@ def test_a_parquet_without_text_columns_is_refused_before_any_actor_starts(local
 
 
 def test_a_batch_with_a_paper_without_text_names_it(tiny_bert):
-    embedder = PaperEmbedder(functools.partial(load_encoder, str(tiny_bert), device="cpu"))
+    embedder = PaperEmbedder(functools.partial(Encoder.from_pretrained, str(tiny_bert), device="cpu"))
     batch = {"paper_id": np.array(["a", "b"], dtype=object), "title": np.array(["graphs", None], dtype=object)}
     with pytest.raises(ValueError, match=r"record #1 \(paper_id 'b'\): neither title nor abstract"):
         embedder(batch)

@@ -20,6 +20,7 @@ from sciembed.cli import main
 
 TEXTS = ["citation graphs", "protein folding with transformers", "graph neural networks", "a short title"]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
+PAPERS_5 = [{"paper_id": str(i), "title": title} for i, title in enumerate([*TEXTS, "sparse retrieval"])]
 
 
 @pytest.fixture
@@ -121,8 +122,8 @@ def test_a_revision_is_resolved_to_its_commit_and_recorded(hub_cache, scidocs_fo
     assert (embedded.model, embedded.revision) == ("org/tiny", COMMIT)
     snapshot = PaperEncoder.from_pretrained(hub_cache / "models--org--tiny" / "snapshots" / COMMIT, device="cpu")
     assert snapshot.revision == COMMIT
-    loading = {"revision": COMMIT, "cache_dir": hub_cache, "local_files_only": True}
-    report = evaluate("org/tiny", "scidocs", scidocs_folder, tasks=["cite"], use_cache=False, loading=loading)
+    pinned = sciembed.Encoder.from_pretrained("org/tiny", revision=COMMIT, cache_dir=hub_cache, local_files_only=True)
+    report = evaluate(pinned, "scidocs", scidocs_folder, tasks=["cite"], use_cache=False)
     assert report.to_dict()["settings"]["revision"] == COMMIT
     saved = snapshot.save_pretrained(tmp_path / "saved")
     card = export_model(saved, tmp_path / "out", evaluations=[report.to_dict()], validate=False)
@@ -131,6 +132,23 @@ def test_a_revision_is_resolved_to_its_commit_and_recorded(hub_cache, scidocs_fo
         FileNotFoundError, match=f"no copy of a Hub model of that id at revision v2 in the Hub cache {hub_cache}"
     ):
         PaperEncoder.from_pretrained("org/tiny", revision="v2", cache_dir=hub_cache)
+
+
+def test_neighbours_record_the_revision_they_were_embedded_at(hub_cache, tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    encoder = sciembed.Encoder.from_pretrained("org/tiny", revision="main", cache_dir=hub_cache, device="cpu")
+    result = sciembed.neighbours(encoder, PAPERS_5, top_k=1, show_progress_bar=False)
+    assert result.revision == COMMIT and f"Model: org/tiny (revision {COMMIT})" in result.format()
+    assert [(r["model"], r["revision"]) for r in result.records()] == [("org/tiny", COMMIT)] * 5
+    assert result.write(tmp_path / "n.csv").read_text().splitlines()[1].endswith(f",org/tiny,{COMMIT}")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub_cache))
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text("".join(json.dumps(p) + "\n" for p in PAPERS_5))
+    output = tmp_path / "n.jsonl"
+    command = ["neighbours", "--model", "org/tiny", "--revision", "main", "--papers", str(papers), "--output"]
+    assert main([*command, str(output), "--device", "cpu", "--no-progress"]) == 0
+    assert {json.loads(line)["revision"] for line in output.read_text().splitlines()} == {COMMIT}
 
 
 def test_a_revision_for_a_local_folder_is_refused(tiny_bert, tmp_path, caplog):

@@ -5,6 +5,7 @@ Importing sciembed is cheap: torch, transformers and sentence-transformers load 
 
 __version__ = "0.1.0.dev0"
 
+from . import encoders  # noqa: F401  (registers the ensemble folder with Encoder.from_pretrained)
 from .data.papers import InvalidPaperError, paper_text, read_papers
 from .default_model import default_model_path
 from .encode import Encoder, PaperEncoder, clear_model_cache, encode, encode_document, encode_query

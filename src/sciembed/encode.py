@@ -19,9 +19,9 @@ import logging
 import numbers
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -104,6 +104,57 @@ class Encoder(ABC):
     #: in Python (see :meth:`PaperEncoder.from_pretrained`).
     revision: str | list[str | None] | None = None
     _similarity_fn_name: str | None = None
+    #: Encoder kinds with a folder of their own, by the file that marks the folder (``{file: class}``). A kind names
+    #: its file where it is defined: ``class EnsembleEncoder(Encoder, folder_file=ENSEMBLE_FILE)``.
+    _folder_kinds: ClassVar[dict[str, type[Encoder]]] = {}
+
+    def __init_subclass__(cls, folder_file: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if folder_file is not None:
+            Encoder._folder_kinds[folder_file] = cls
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | os.PathLike[str] | None = None, **options: Any) -> Encoder:
+        """Load the encoder a local folder or Hub id holds: every entry point that takes a model name loads it here.
+
+        A folder holding ``sciembed_ensemble.json`` loads as an :class:`~sciembed.encoders.EnsembleEncoder`, its
+        members each with ``options``; anything else as a :class:`PaperEncoder`.
+
+        Args:
+            name_or_path: a local folder or a Hub id (default: the embedded all-MiniLM-L6-v2).
+            device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...; defaults to CUDA when available.
+            max_length: tokens per text (default: the model's limit, at most 512).
+            pooling: ``"cls"`` or ``"mean"`` for a plain transformers model (default: the model's own).
+            task_format: the format of a multi-format model (default: the model's own).
+            domain: the domain of a mixture-of-experts model with domain routing.
+            backend: ``"pytorch"`` (default) or ``"onnx"`` (ONNX Runtime on CPU).
+            quantization: the ONNX model's weights, ``"fp32"`` (default) or ``"int8"``.
+            trust_remote_code: let the checkpoint run code that is not sciembed's own.
+            revision: a Hub id's branch, tag or commit (default: ``main``); refused for a local folder.
+            token: a Hub token for private repositories (default: the one ``hf auth login`` stored).
+            cache_dir: the Hub cache to download to and read from (default: ``HF_HUB_CACHE``).
+            local_files_only: read a Hub id from the cache only, never downloading.
+            model_kwargs: keyword arguments of transformers' ``from_pretrained``, such as ``torch_dtype``.
+            options: the other settings of :class:`PaperEncoder` (``normalize``, ``facets``, ``onnx_cache``, ...).
+
+        Raises:
+            TypeError: called on an encoder class that wraps other encoders (build it from a loaded one).
+            ValueError: a folder or Hub id that would not load, named with what is wrong.
+
+        Example::
+
+            >>> encoder = sciembed.Encoder.from_pretrained("allenai/specter2_base", device="cuda", revision="main")
+        """
+        if cls is not Encoder:
+            raise TypeError(
+                f"{cls.__name__} wraps an encoder: build it from one, e.g. "
+                f"{cls.__name__}(sciembed.Encoder.from_pretrained(name), ...)"
+            )
+        if name_or_path is not None:
+            for file, kind in Encoder._folder_kinds.items():
+                if (Path(name_or_path) / file).is_file():
+                    return kind.from_pretrained(name_or_path, **options)
+        return PaperEncoder.from_pretrained(name_or_path, **options)
 
     @property
     @abstractmethod
@@ -267,7 +318,7 @@ class Encoder(ABC):
         return self.__dict__["_dimension"]
 
     def save_pretrained(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Save the encoder as a folder that :meth:`PaperEncoder.from_pretrained` loads as the same encoder.
+        """Save the encoder as a folder that :meth:`Encoder.from_pretrained` loads as the same encoder.
 
         Args:
             path: the folder to write; it appears whole or not at all.
@@ -445,19 +496,10 @@ class PaperEncoder(Encoder):
         model_kwargs: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> PaperEncoder:
-        """Load a model by Hub id or local path (default: the embedded all-MiniLM-L6-v2).
+        """Load one model by Hub id or local path; the arguments are those of :meth:`Encoder.from_pretrained`.
 
-        Args:
-            name_or_path: a local model folder or a Hub id.
-            trust_remote_code: let the checkpoint run code that is not sciembed's own.
-            device: ``"cpu"``, ``"cuda"``, ...; defaults to CUDA when available.
-            revision: a Hub id's branch, tag or commit (default: ``main``); refused for a local folder.
-            token: a Hub token for private repositories (default: the one ``hf auth login`` stored).
-            cache_dir: the Hub cache to download to and read from (default: ``HF_HUB_CACHE``).
-            local_files_only: read a Hub id from the cache only, never downloading.
-            model_kwargs: keyword arguments of transformers' ``from_pretrained``, such as ``torch_dtype``
-                (``"bfloat16"``, ``torch.float16``, ...); the vectors are float32 whatever the dtype.
-            kwargs: those of :class:`PaperEncoder`.
+        A folder holding ``sciembed_ensemble.json`` is refused, naming :meth:`Encoder.from_pretrained`, which loads
+        it as an ensemble: a ``PaperEncoder`` is always one model.
 
         A Hub id is resolved to a commit in the Hub cache first (downloaded unless ``local_files_only`` or
         ``HF_HUB_OFFLINE``; other frameworks' weights are left out); every check and load then reads that folder, and
@@ -465,15 +507,13 @@ class PaperEncoder(Encoder):
         a snapshot folder of the Hub cache (``.../snapshots/<commit>``), whose commit it is.
 
         A folder or Hub repository with a sentence-transformers ``modules.json`` loads as a
-        ``SentenceTransformer``; anything else with ``AutoModel`` / ``AutoTokenizer``. Hub ids go to
-        transformers / sentence-transformers unchanged (with ``HF_HUB_OFFLINE=1`` only cached ones load).
-        ``kwargs`` are those of :class:`PaperEncoder`. A ``pooling`` given for a sentence-transformers
-        folder loads its transformer alone and pools that way instead of with its own modules, so that
-        off-the-shelf sentence encoders can be compared with SPECTER-style models under one pooling; it keeps
-        the folder's ``max_seq_length`` unless ``max_length`` is given.
+        ``SentenceTransformer``; anything else with ``AutoModel`` / ``AutoTokenizer``. A ``pooling`` given for a
+        sentence-transformers folder loads its transformer alone and pools that way instead of with its own modules,
+        so that off-the-shelf sentence encoders can be compared with SPECTER-style models under one pooling; it keeps
+        the folder's ``max_seq_length`` unless ``max_length`` is given. ``model_kwargs`` may set ``torch_dtype``
+        (``"bfloat16"``, ``torch.float16``, ...); the vectors are float32 whatever the dtype.
         A local folder with format adapters or PALs saved next to its base gets them attached
-        (:func:`sciembed.formats.load_format_modules`). A folder holding ``sciembed_ensemble.json`` is an
-        ensemble: :func:`sciembed.encoders.load_encoder` loads either kind.
+        (:func:`sciembed.formats.load_format_modules`).
         """
         given = str(name_or_path) if name_or_path is not None else default_model_path()
         name, resolved = resolve_model(
@@ -482,9 +522,9 @@ class PaperEncoder(Encoder):
         with named_as(given, name):  # a Hub snapshot's errors name the Hub id
             loading = _model_kwargs(model_kwargs)
             if (Path(name) / ENSEMBLE_FILE).is_file():
-                # Ensembles sit a layer above this module (sciembed.encoders.ensemble imports it, not the other way).
                 raise ValueError(
-                    f"{name} is an ensemble ({ENSEMBLE_FILE}): load it with sciembed.encoders.load_encoder"
+                    f"{name} is an ensemble ({ENSEMBLE_FILE}), not one model: load it with "
+                    "sciembed.Encoder.from_pretrained"
                 )
             # Code, window (unless one is given) and weights, before anything of the checkpoint runs or loads.
             cls.check_checkpoint(name, trust_remote_code=trust_remote_code, window=kwargs.get("max_length") is None)
@@ -916,7 +956,7 @@ def encode(
         tokenizer, max_length, device, pooling, normalize, task_format, domain, backend, quantization: see
             :class:`PaperEncoder` (an encoder already holds them, so they must be left unset with one).
         trust_remote_code, revision, token, cache_dir, local_files_only, model_kwargs: how a model given by name is
-            loaded (:meth:`PaperEncoder.from_pretrained`).
+            loaded (:meth:`Encoder.from_pretrained`).
 
     Raises:
         TypeError: ``inputs`` is none of these (bytes, a number, ``None``, a set, ...), naming what was given.
@@ -1063,7 +1103,7 @@ def _embed(
         key = json.dumps([name, encoder_options, loading], sort_keys=True, default=str)
         if key not in _LAST_LOADED:
             _LAST_LOADED.clear()  # the old model goes before the new one loads
-            _LAST_LOADED[key] = PaperEncoder.from_pretrained(name, **loading, **encoder_options)
+            _LAST_LOADED[key] = Encoder.from_pretrained(name, **loading, **encoder_options)
         encoder = _LAST_LOADED[key]
     else:
         if any(value for value in loading.values()):
@@ -1117,6 +1157,71 @@ def _model_kwargs(model_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
             raise ValueError("model_kwargs gives both torch_dtype and dtype; give one")
         options["dtype"] = options.pop("torch_dtype")
     return options
+
+
+#: What the entry points that take a model take: an encoder, a Hub id or local folder, a function that loads the
+#: encoder (called once the input is checked), or ``None`` for the embedded default.
+ModelArgument = Encoder | str | os.PathLike[str] | Callable[[], Encoder] | None
+
+
+def resolve_encoder(model: ModelArgument) -> Encoder:
+    """The encoder ``model`` stands for: itself, what a loading function returns, or the model of that name loaded
+    with :meth:`Encoder.from_pretrained`'s defaults.
+
+    Args:
+        model: an encoder, a name, a function returning an encoder, or ``None`` (the embedded default).
+
+    Raises:
+        TypeError: a function that returned something other than an encoder.
+    """
+    if isinstance(model, Encoder):
+        return model
+    if model is None or isinstance(model, (str, os.PathLike)):
+        return Encoder.from_pretrained(model)
+    encoder = model()
+    if not isinstance(encoder, Encoder):
+        raise TypeError(f"the function given as the model returned {type(encoder).__name__}, not an Encoder")
+    return encoder
+
+
+#: Options that load or set up an encoder: the entry points that take a model take an encoder built with them.
+ENCODER_OPTIONS = (
+    "device",
+    "max_length",
+    "pooling",
+    "normalize",
+    "task_format",
+    "domain",
+    "backend",
+    "quantization",
+    "trust_remote_code",
+    "revision",
+    "token",
+    "cache_dir",
+    "local_files_only",
+    "model_kwargs",
+    "loading",
+)
+
+
+def refuse_encoder_options(function: str, given: Mapping[str, Any]) -> None:
+    """Refuse keyword arguments that ``function`` does not take, naming how to give an encoder option now.
+
+    Args:
+        function: the entry point's name, as the message shows it (``neighbours``, ``evaluate``, ...).
+        given: the keyword arguments it did not take.
+
+    Raises:
+        TypeError: for an encoder option, naming :meth:`Encoder.from_pretrained`; for any other, as Python does.
+    """
+    for name in given:
+        if name not in ENCODER_OPTIONS:
+            raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")
+        setting = "**loading" if name == "loading" else f"{name}=..."
+        raise TypeError(
+            f"{function}() no longer takes {name}=; load the model with "
+            f"sciembed.Encoder.from_pretrained(name, {setting}) and pass it"
+        )
 
 
 def refuse_weight_precision(precision: Any) -> None:

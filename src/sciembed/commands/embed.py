@@ -114,14 +114,7 @@ def run(args: argparse.Namespace) -> int:
     rank_device = init_from_environment() if args.rank is None else None
 
     def load() -> Encoder:  # after the input is read: a bad papers file fails before a long model load
-        return encoder_from_args(
-            args,
-            device=args.device or rank_device,
-            max_length=args.max_length,
-            pooling=args.pooling,
-            task_format=args.task_format,
-            domain=args.domain,
-        )
+        return encoder_from_args(args, device=rank_device)
 
     embed_to_file(
         load,

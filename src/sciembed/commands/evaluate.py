@@ -227,9 +227,7 @@ def run(args: argparse.Namespace) -> int:
     if args.embeddings is not None:  # the vectors embed wrote: no model, nothing embedded
         encoder, embedding = None, {"embeddings": args.embeddings}
     else:
-        encoder = encoder_from_args(
-            args, pooling=args.pooling, max_length=args.max_length, device=args.device, domain=args.domain
-        )
+        encoder = encoder_from_args(args)
         embedding = {
             "batch_size": args.batch_size,
             "cache_dir": args.cache_dir,

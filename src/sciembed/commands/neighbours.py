@@ -13,7 +13,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from .options import DEFAULT_DATA, HelpFormatter, add_options, check_onnx_cache, loading_from_args
+from .options import DEFAULT_DATA, HelpFormatter, add_options, check_onnx_cache, encoder_from_args
 
 logger = logging.getLogger(__name__)
 
@@ -149,9 +149,10 @@ def run(args: argparse.Namespace) -> int:
     elif args.data:
         raise ValueError("--data is the folder holding cacm/ when no --papers is given; give one of them")
     # The model is loaded by the library once the papers and the query ids are known to be good.
+    model = None if args.embeddings else lambda: encoder_from_args(args)
     try:
         result = neighbours(
-            args.model,
+            model,
             papers,
             top_k=args.top_k,
             query_ids=query_ids or None,
@@ -161,13 +162,6 @@ def run(args: argparse.Namespace) -> int:
             skip_invalid=skip_invalid,
             smart_links=args.smart_links,
             batch_size=args.batch_size,
-            device=args.device,
-            max_length=args.max_length,
-            pooling=args.pooling,
-            backend=args.backend,
-            quantization=args.onnx_quantization,
-            trust_remote_code=args.trust_remote_code,
-            loading=loading_from_args(args),
             show_progress_bar=not args.no_progress,
             text_fields=args.text_fields,
         )

@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from ..data.smart import LINK_READINGS
-from ..encode import POOLINGS
+from ..encode import POOLINGS, Encoder
 from ..formats.names import FORMATS
 from ..onnx_backend import BACKENDS, QUANTIZATIONS
 
@@ -196,19 +196,30 @@ def loading_from_args(args: argparse.Namespace) -> dict[str, Any]:
     return loading
 
 
-def encoder_from_args(args: argparse.Namespace, **options: Any) -> Any:
-    """The encoder the shared options describe (``options``: further :meth:`PaperEncoder.from_pretrained`
-    arguments); with ``--int8-check-set`` the int8 gate runs first and a failed gate stops the command."""
-    from ..encoders import load_encoder
+#: Encoder settings a subcommand may take (``--max-length``, ``--pooling``, ...), by their ``args`` name.
+_ENCODER_SETTINGS = ("max_length", "pooling", "task_format", "domain")
 
+
+def encoder_from_args(args: argparse.Namespace, *, device: str | None = None) -> Encoder:
+    """The encoder the shared options describe, loaded once through :meth:`sciembed.Encoder.from_pretrained`.
+
+    With ``--int8-check-set`` the int8 gate runs first and a failed gate stops the command.
+
+    Args:
+        args: the parsed options (``--model``, ``--device``, ``--max-length``, ``--revision``, ...; those the
+            subcommand has).
+        device: where to run when ``--device`` is not given (a rank's own GPU under torchrun).
+    """
     check_onnx_cache(args)
-    encoder = load_encoder(
+    settings = {name: getattr(args, name) for name in _ENCODER_SETTINGS if getattr(args, name, None) is not None}
+    encoder = Encoder.from_pretrained(
         args.model,
+        device=getattr(args, "device", None) or device,
         trust_remote_code=args.trust_remote_code,
-        backend=args.backend,
-        quantization=args.onnx_quantization,
+        backend=getattr(args, "backend", "pytorch"),
+        quantization=getattr(args, "onnx_quantization", "fp32"),
         **loading_from_args(args),
-        **options,
+        **settings,
     )
     if getattr(args, "int8_check_set", None):
         if args.onnx_quantization != "int8":

@@ -5,7 +5,7 @@ of the format-adapter model and that of the control-code model. :class:`Ensemble
 any encoders with the same embedding size, and is an :class:`~sciembed.encode.Encoder`, so it
 goes wherever one does (:func:`sciembed.encode`, :func:`sciembed.evaluation.evaluate`, the embed job).
 A folder holding ``sciembed_ensemble.json`` (:func:`save_ensemble`) loads as one through
-:meth:`PaperEncoder.from_pretrained`, so ``sciembed evaluate --model FOLDER`` evaluates the ensemble.
+:meth:`sciembed.Encoder.from_pretrained`, so ``sciembed evaluate --model FOLDER`` evaluates the ensemble.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ..encode import Encoder, PaperEncoder
 from ..io import RepeatedKeyError, atomic_path, json_error, json_place, loads_json
 
 
-class EnsembleEncoder(Encoder):
+class EnsembleEncoder(Encoder, folder_file=ENSEMBLE_FILE):
     """The mean of several encoders' embeddings, each taken in the same task format.
 
     A member without task formats embeds every format alike and is used as it is; the ensemble's
@@ -54,6 +54,41 @@ class EnsembleEncoder(Encoder):
         self.pooling, self.normalize, self.facets = "ensemble", False, False
         engines = {(m.backend, m.quantization) for m in self.members}
         self.backend, self.quantization = engines.pop() if len(engines) == 1 else ("mixed", "mixed")
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | os.PathLike[str] | None = None, **options: Any) -> EnsembleEncoder:
+        """The ensemble described by ``name_or_path/sciembed_ensemble.json``, each member loaded with ``options``.
+
+        Args:
+            name_or_path: the ensemble folder.
+            options: those of :meth:`sciembed.Encoder.from_pretrained` (``device``, ``max_length``, ...); a
+                ``task_format`` is the ensemble's. ``revision`` is refused: a local folder has none.
+
+        Raises:
+            ValueError: the description cannot be read, or names an unknown combination.
+        """
+        if name_or_path is None:
+            raise ValueError("an ensemble loads from its folder: give the folder holding " + ENSEMBLE_FILE)
+        if options.get("revision") is not None:
+            raise ValueError(
+                f"{name_or_path} is a local ensemble folder, which has no revisions: leave revision unset"
+            )
+        path = Path(name_or_path) / ENSEMBLE_FILE
+        try:
+            spec = loads_json(path.read_text(encoding="utf-8"))
+            members, combine = spec["members"], spec.get("combine", "mean")
+        except (json.JSONDecodeError, RepeatedKeyError) as error:
+            raise ValueError(
+                f"{json_place(path, error)}: not a readable ensemble description ({json_error(error)})"
+            ) from None
+        except (OSError, KeyError, TypeError) as error:
+            raise ValueError(f"{path}: not a readable ensemble description ({error})") from None
+        if combine != "mean":
+            raise ValueError(f"{path}: unknown combination {combine!r}; sciembed averages (mean)")
+        task_format = options.pop("task_format", None)
+        folder = Path(name_or_path)
+        resolved = [str(folder / m) if (folder / m).exists() else m for m in members]
+        return cls([PaperEncoder.from_pretrained(m, **options) for m in resolved], task_format=task_format)
 
     @property
     def task_formats(self) -> tuple[str, ...]:
@@ -135,35 +170,3 @@ def save_ensemble(folder: str | os.PathLike[str], members: Sequence[str | os.Pat
     with atomic_path(folder / ENSEMBLE_FILE) as temporary:
         temporary.write_text(json.dumps({"combine": "mean", "members": names}, indent=1) + "\n", encoding="utf-8")
     return folder
-
-
-def load_encoder(name_or_path: str | os.PathLike[str] | None = None, **options: Any) -> Encoder:
-    """An encoder by Hub id or local path: an :class:`EnsembleEncoder` for a folder holding
-    ``sciembed_ensemble.json``, else :meth:`PaperEncoder.from_pretrained` (``options`` are its keyword arguments)."""
-    if name_or_path is not None and (Path(name_or_path) / ENSEMBLE_FILE).is_file():
-        if options.get("revision") is not None:
-            raise ValueError(
-                f"{name_or_path} is a local ensemble folder, which has no revisions: leave revision unset"
-            )
-        return load_ensemble(name_or_path, **options)
-    return PaperEncoder.from_pretrained(name_or_path, **options)
-
-
-def load_ensemble(folder: str | os.PathLike[str], **options: Any) -> EnsembleEncoder:
-    """The ensemble described by ``folder/sciembed_ensemble.json``; ``options`` go to each member's
-    :meth:`PaperEncoder.from_pretrained` (``device``, ``max_length``, ``trust_remote_code``, ...)."""
-    path = Path(folder) / ENSEMBLE_FILE
-    try:
-        spec = loads_json(path.read_text(encoding="utf-8"))
-        members, combine = spec["members"], spec.get("combine", "mean")
-    except (json.JSONDecodeError, RepeatedKeyError) as error:
-        raise ValueError(
-            f"{json_place(path, error)}: not a readable ensemble description ({json_error(error)})"
-        ) from None
-    except (OSError, KeyError, TypeError) as error:
-        raise ValueError(f"{path}: not a readable ensemble description ({error})") from None
-    if combine != "mean":
-        raise ValueError(f"{path}: unknown combination {combine!r}; sciembed averages (mean)")
-    task_format = options.pop("task_format", None)
-    resolved = [str(Path(folder) / m) if (Path(folder) / m).exists() else m for m in members]
-    return EnsembleEncoder([PaperEncoder.from_pretrained(m, **options) for m in resolved], task_format=task_format)

@@ -3,7 +3,7 @@
 :class:`MtebEncoder` implements mteb 2.x's encoder protocol (``mteb.EncoderProtocol``: ``encode(inputs, *,
 task_metadata, hf_split, hf_subset, prompt_type, **encode_kwargs)``, ``similarity``, ``similarity_pairwise`` and
 ``mteb_model_meta``) over a sciembed :class:`~sciembed.encode.Encoder`, so that ``mteb.evaluate`` runs any model
-:func:`sciembed.encoders.load_encoder` loads. Every input is embedded through the encoder (its batching, pooling and
+:meth:`sciembed.Encoder.from_pretrained` loads. Every input is embedded through the encoder (its batching, pooling and
 truncation, the evaluation's :class:`~sciembed.evaluation.cache.EmbeddingCache`), in the format mteb's prompt type
 and task type call for (:func:`mteb_format`):
 
@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..data.papers import PaperProblem
-from ..encode import DOCUMENT_FORMAT, QUERY_FORMAT, Encoder
+from ..encode import DOCUMENT_FORMAT, QUERY_FORMAT, Encoder, refuse_encoder_options
 from ..logs import progress_enabled
 from .cache import EmbeddingCache
 from .tasks import TaskScores
@@ -76,6 +76,8 @@ REPORTED_SCORES: dict[str, tuple[str, ...]] = {
 }
 #: The oldest mteb release with the encoder protocol this bridge implements.
 MTEB_MINIMUM = (2, 0)
+#: mteb's placeholder for a model without a revision (a local folder).
+NO_REVISION = "no_revision_available"
 #: sciembed's rows hold mteb's scores times this (sciembed's 0-100); mteb's own are on 0-1.
 SCORE_SCALE = 100.0
 
@@ -112,18 +114,16 @@ class MtebEncoder:
     """A sciembed encoder as an MTEB model (mteb 2.x's ``EncoderProtocol``).
 
     Args:
-        model: a ready :class:`~sciembed.encode.Encoder` (a PaperEncoder or an ensemble), or what
-            :func:`sciembed.encoders.load_encoder` loads: a Hub id or local folder (``None``: the embedded
-            all-MiniLM-L6-v2).
-        revision: the model's revision, for mteb's metadata (default: the encoder's own; else mteb's placeholder).
-        device: where a model loaded here runs (see :class:`~sciembed.encode.PaperEncoder`).
+        model: a ready :class:`~sciembed.encode.Encoder` (a PaperEncoder, an ensemble, ...), or a Hub id or local
+            folder loaded with :meth:`sciembed.Encoder.from_pretrained`'s defaults (``None``: the embedded
+            all-MiniLM-L6-v2). A model with options (device, max_length, ...) is loaded first and passed.
+        revision: mteb's loader argument (``ModelMeta.load_model`` passes it): the Hub revision a model given by
+            name is loaded at; for an encoder, ``None`` or its own revision. The revision loaded is the metadata's.
         cache_dir: the embedding cache root (see :func:`sciembed.io.default_cache_dir`); ``None`` keeps vectors in
             memory for this wrapper's life (texts mteb asks for twice are embedded once).
         batch_size: texts per forward pass when mteb's ``encode_kwargs`` give none (default: the encoder's).
         show_progress_bar: show progress while embedding when mteb's ``encode_kwargs`` do not say (``None``: when
             the ``sciembed`` logger shows INFO).
-        **options: :func:`~sciembed.encoders.load_encoder`'s options for a model loaded here (``pooling``,
-            ``max_length``, ``trust_remote_code``, ``domain``, ...).
 
     Attributes:
         encoder: the sciembed encoder.
@@ -132,7 +132,8 @@ class MtebEncoder:
 
     Raises:
         MtebNotInstalledError: mteb 2.x is not installed.
-        ValueError: a ready encoder given with ``device`` or loading ``options``.
+        ValueError: an encoder given with a revision other than its own.
+        TypeError: an encoder option (``device=``, ``pooling=``, ...), naming :meth:`sciembed.Encoder.from_pretrained`.
     """
 
     def __init__(
@@ -140,28 +141,30 @@ class MtebEncoder:
         model: str | os.PathLike[str] | Encoder | None = None,
         revision: str | None = None,
         *,
-        device: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         batch_size: int | None = None,
         show_progress_bar: bool | None = None,
-        **options: Any,
+        **removed: Any,
     ) -> None:
+        refuse_encoder_options("MtebEncoder", removed)
         _mteb()
+        revision = None if revision == NO_REVISION else revision
         if isinstance(model, Encoder):
-            if device is not None or options:
-                given = ", ".join(["device"] * (device is not None) + sorted(options))
-                raise ValueError(f"an encoder holds its own settings; set {given} when creating it")
+            if revision is not None and revision != model.revision:
+                raise ValueError(
+                    f"revision {revision!r}: {model.name_or_path} was loaded at {model.revision or 'no revision'}; "
+                    "load the model at that revision (sciembed.Encoder.from_pretrained(name, revision=...)) and pass "
+                    "it, or leave revision unset"
+                )
             self.encoder = model
         else:
-            from ..encoders import load_encoder
-
-            self.encoder = load_encoder(model, device=device, **options)
+            self.encoder = Encoder.from_pretrained(model, revision=revision)
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self.batch_size = batch_size
         self.show_progress_bar = show_progress_bar
         self.seconds = 0.0
         self._caches: dict[str | None, EmbeddingCache] = {}
-        self.mteb_model_meta = _model_meta(self.encoder, revision or self.encoder.revision)
+        self.mteb_model_meta = _model_meta(self.encoder, self.encoder.revision)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.encoder.name_or_path!r})"
@@ -275,7 +278,7 @@ def _model_meta(encoder: Encoder, revision: str | None) -> ModelMeta:
         loader=MtebEncoder,
         # mteb wants "organisation/model"; a local folder's path has a slash, a bare folder name gets one.
         name=name if "/" in name else f"local/{name}",
-        revision=revision or "no_revision_available",
+        revision=revision or NO_REVISION,
         release_date=None,
         languages=None,
         n_parameters=_parameters(encoder),

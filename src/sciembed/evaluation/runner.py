@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import __version__
 from ..data.papers import TEXT_FIELDS, text_field_names
-from ..encode import Encoder, PaperEncoder
+from ..encode import Encoder, ModelArgument, PaperEncoder, refuse_encoder_options, resolve_encoder
 from ..io import atomic_path, default_cache_dir, vectors_of
 from ..logs import progress_enabled
 from .cache import EmbeddingCache
@@ -102,17 +102,13 @@ class EvaluationReport:
 
 
 def evaluate(
-    model: str | os.PathLike[str] | Encoder | None,
+    model: ModelArgument,
     benchmark: str,
     data: str | os.PathLike[str] | None,
     *,
     tasks: list[str] | None = None,
     split: str = "test",
-    pooling: str | None = None,
-    max_length: int | None = None,
     batch_size: int | None = None,
-    device: str | None = None,
-    trust_remote_code: bool = False,
     cache_dir: str | os.PathLike[str] | None = None,
     use_cache: bool = True,
     skip_invalid: bool = False,
@@ -122,7 +118,6 @@ def evaluate(
     n_jobs: int = -1,
     seed: int | None = None,
     show_progress_bar: bool | None = None,
-    domain: str | None = None,
     papers: str | os.PathLike[str] | None = None,
     queries: str | os.PathLike[str] | None = None,
     test_size: float = 0.5,
@@ -133,14 +128,19 @@ def evaluate(
     text_fields: Sequence[str] | None = None,
     suite: TaskSuite | MtebSuite | None = None,
     cutoffs: Sequence[int] | None = None,
-    loading: Mapping[str, Any] | None = None,
     embeddings: str | os.PathLike[str] | None = None,
+    **removed: Any,
 ) -> EvaluationReport:
     """Evaluate ``model`` (or the vectors of ``embeddings``) on every task of ``benchmark`` found in ``data``.
 
+    A model with options (device, max_length, pooling, domain, backend, revision, ...) is loaded first with
+    :meth:`sciembed.Encoder.from_pretrained` and passed.
+
     Args:
-        model: a Hub id or local folder (``None``: the embedded all-MiniLM-L6-v2), or a ready
-            :class:`~sciembed.encode.Encoder` (a PaperEncoder or an ensemble).
+        model: a ready :class:`~sciembed.encode.Encoder` (a PaperEncoder, an ensemble, ...), a Hub id or local folder
+            (loaded with :meth:`sciembed.Encoder.from_pretrained`'s defaults; ``None``: the embedded
+            all-MiniLM-L6-v2), or a function that returns an encoder. A name or function is loaded after the tasks
+            are read.
         benchmark: ``scidocs``, ``scirepeval``, ``multi-scidocs``, ``beir``, ``cocitation``, ``cacm``, your own
             files: ``classification`` (a labelled CSV) or ``retrieval`` (a qrels file), over ``papers``, or ``mteb``
             (MTEB's tasks by name in ``tasks``, or a BEIR folder as ``data``; :mod:`.mteb_bridge`)
@@ -150,8 +150,7 @@ def evaluate(
         tasks: run only these task ids (e.g. ``["cite", "mag"]``); ``mteb``: MTEB task names (``["SCIDOCS"]``), whose
             data mteb downloads from the Hub.
         split: the judged split to score (``test``; ``val`` for tuning).
-        pooling: ``cls`` or ``mean`` for a plain encoder (default: the model's own; CLS for BERT).
-        max_length, batch_size, device, trust_remote_code: as for :class:`~sciembed.encode.PaperEncoder`.
+        batch_size: texts per forward pass (default: the encoder's).
         cache_dir, use_cache: where vectors are cached (default :func:`sciembed.io.default_cache_dir`);
             ``use_cache=False`` keeps them in memory for this call only.
         skip_invalid: drop rows naming papers without metadata (counted in the report) instead of failing.
@@ -161,7 +160,6 @@ def evaluate(
         n_jobs: processes for the classifiers' grid searches (-1: all cores).
         seed: seed of what is sampled or trained during evaluation (see :func:`~.loaders.load_tasks`).
         show_progress_bar: show progress while embedding (``None``: when the ``sciembed`` logger shows INFO).
-        domain: the domain a mixture-of-experts model with domain routing embeds every paper in.
         papers, queries, test_size, candidates, id_field: ``classification`` / ``retrieval``: the papers file, the
             text queries, the test share of a labels file without a split column, what a query ranks (``all`` papers
             or the ``judged`` ones), the papers file's id column (see :mod:`.custom`).
@@ -174,9 +172,6 @@ def evaluate(
             :class:`~sciembed.encoders.WindowedEncoder`'s own when other than title and abstract, else each task's
             (title and abstract; SciRepEval's search adds venue and year). Recorded in the report's settings and in
             each task's details.
-        loading: how a model given by name is read from the Hub: ``revision``, ``token``, ``cache_dir``,
-            ``local_files_only``, ``model_kwargs`` (:meth:`~sciembed.PaperEncoder.from_pretrained`); its commit is
-            recorded in the report's settings (``revision``).
         suite: the tasks, already read by :func:`~.loaders.load_tasks` (``mteb``:
             :func:`~.mteb_bridge.load_mteb_tasks`) with these arguments (``sciembed evaluate`` reads and checks its
             input before it loads the model); read here when ``None``.
@@ -185,24 +180,19 @@ def evaluate(
         embeddings: score the vectors of this embedding file (``.jsonl`` / ``.npy`` / ``.parquet``, or a folder of
             Parquet parts, as ``sciembed embed`` writes) instead of embedding with a model: every paper the tasks
             name must have a vector, and each task scores the same vector of a paper. Tasks whose inputs are not
-            papers (text queries, texts, facet vectors) are refused, named. Leave ``model`` and the encoder options
-            out.
+            papers (text queries, texts, facet vectors) are refused, named. Leave ``model`` out.
+
+    The encoder's commit (:attr:`~sciembed.Encoder.revision`) is recorded in the report's settings (``revision``).
+
+    Raises:
+        TypeError: an encoder option (``device=``, ``pooling=``, ``loading=``, ...), naming
+            :meth:`sciembed.Encoder.from_pretrained`.
     """
+    refuse_encoder_options("evaluate", removed)
     if text_fields is not None:
         text_fields = text_field_names(text_fields)
     if embeddings is not None:
-        _check_embedding_options(
-            benchmark,
-            model=model,
-            pooling=pooling,
-            max_length=max_length,
-            device=device,
-            domain=domain,
-            text_fields=text_fields,
-            trust_remote_code=trust_remote_code,
-            batch_size=batch_size,
-            loading=loading,
-        )
+        _check_embedding_options(benchmark, model=model, text_fields=text_fields, batch_size=batch_size)
     if benchmark == "mteb" and suite is None:
         from .mteb_bridge import load_mteb_tasks
 
@@ -254,25 +244,7 @@ def evaluate(
                 **_own_files(suite, papers, queries, test_size, candidates, qrels_columns),
             },
         )
-    if isinstance(model, Encoder):
-        if pooling is not None or max_length is not None or device is not None or domain is not None or loading:
-            raise ValueError(
-                "an encoder holds its own pooling, max_length, device, domain and loading options; set them when "
-                "creating it"
-            )
-        encoder = model
-    else:
-        from ..encoders import load_encoder
-
-        encoder = load_encoder(
-            model,
-            pooling=pooling,
-            max_length=max_length,
-            device=device,
-            trust_remote_code=trust_remote_code,
-            domain=domain,
-            **dict(loading or {}),
-        )
+    encoder = resolve_encoder(model)
     folder = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
     if text_fields is None:
         text_fields = chosen_text_fields(encoder, None)

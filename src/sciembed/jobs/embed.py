@@ -25,7 +25,7 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 
 from ..data.papers import GIVEN_IN_PYTHON, TEXT_FIELDS, PaperProblem, paper_records, usable_as_is
 from ..distributed import Share, process_share
-from ..encode import Encoder
+from ..encode import Encoder, ModelArgument, refuse_encoder_options, resolve_encoder
 from ..evaluation.cache import EmbeddingCache, caches_by_text
 from ..io import (
     EMBEDDING_SUFFIXES,
@@ -145,7 +145,7 @@ def written_files(output: Path) -> list[Path]:
 
 
 def embed_to_file(
-    encoder: Encoder | Callable[[], Encoder],
+    model: ModelArgument,
     papers: Papers | Any | str | os.PathLike[str],
     output: str | os.PathLike[str],
     *,
@@ -162,13 +162,18 @@ def embed_to_file(
     cache_dir: str | os.PathLike[str] | None = None,
     use_cache: bool = True,
     show_progress_bar: bool | None = None,
+    **removed: Any,
 ) -> EmbedReport:
     """Embed ``papers`` into ``output``: a ``.jsonl``, ``.npy`` or ``.parquet`` file, or a folder of Parquet
     parts (``part-00000.parquet``, ... with columns ``paper_id`` and ``embedding``).
 
     Args:
-        encoder: the model, or a function that loads it: called once the papers have been read and checked, so
-            that a bad input fails before a long model load.
+        model: a ready :class:`~sciembed.Encoder`, a Hub id or local folder (loaded with
+            :meth:`sciembed.Encoder.from_pretrained`'s defaults; ``None``: the embedded all-MiniLM-L6-v2), or a
+            function that returns an encoder. A name or function is loaded once the papers have been read and
+            checked, so that a bad input fails before a long model load. A model with options (device, max_length,
+            revision, ...) is loaded first with :meth:`sciembed.Encoder.from_pretrained` and passed (or a function
+            that loads it so).
         papers: records with ``paper_id`` (a list, generator, pandas DataFrame or ``datasets.Dataset``, checked as a
             file's records are: :func:`~sciembed.data.papers.paper_records`; a valid ``Dataset`` stays memory-mapped,
             others are held in memory), or the path of papers in any layout
@@ -203,8 +208,10 @@ def embed_to_file(
         ValueError: ``resume`` is true but the unfinished run used other papers or settings; damaged state.
         InvalidPaperError: a bad record (and ``skip_invalid`` is false): one without an id, or with the id of an
             earlier one, or without text; named by file and line, or for records by position.
-        TypeError: ``papers`` is not records (texts, bytes, a number, ...).
+        TypeError: ``papers`` is not records (texts, bytes, a number, ...); an encoder option (``device=``, ...),
+            naming :meth:`sciembed.Encoder.from_pretrained`.
     """
+    refuse_encoder_options("embed_to_file", removed)
     started = time.perf_counter()
     output = check_output(output, overwrite=overwrite)
     cache_folder = check_cache_dir(cache_dir) if use_cache else None  # before any work
@@ -244,8 +251,7 @@ def embed_to_file(
             )
         if not len(papers):
             raise ValueError("no papers to embed")
-        if not isinstance(encoder, Encoder):
-            encoder = encoder()
+        encoder = resolve_encoder(model)
         count = math.ceil(len(papers) / shard_size)
         with share.main_process_first():  # rank 0 starts or checks the run, the others join it
             joining = share.rank > 0 if share.group else share.world_size > 1

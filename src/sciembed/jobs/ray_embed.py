@@ -10,7 +10,7 @@
   with ``rank`` / ``world_size`` as ``world_size`` Ray tasks that share ``<output>.partial``; the task that finishes
   the last shard assembles the output, in input order, and a failed run resumes with any number of tasks.
 
-Both take the encoder as a function that loads it (``lambda: load_encoder("my-model", max_length=512)``, a
+Both take the encoder as a function that loads it (``lambda: Encoder.from_pretrained("my-model", max_length=512)``, a
 :class:`~sciembed.encoders.WindowedEncoder`, ...), called once in each actor or task, so any family, format or backend
 runs the same way as in one process. Ray is imported only here: sciembed runs without it. Connect to a cluster
 (``ray.init(address=...)``) before calling; without one Ray starts a local cluster on this machine (start it with
@@ -28,7 +28,6 @@ import numpy as np
 
 from ..data.papers import paper_records
 from ..encode import Encoder
-from ..encoders import load_encoder
 from ..io import embedding_table
 from .embed import EmbedReport, check_output, embed_to_file
 
@@ -45,7 +44,7 @@ class PaperEmbedder:
         batch_size: texts per forward pass (default: the encoder's).
     """
 
-    def __init__(self, load: EncoderLoader = load_encoder, batch_size: int | None = None) -> None:
+    def __init__(self, load: EncoderLoader = Encoder.from_pretrained, batch_size: int | None = None) -> None:
         self.encoder = load()
         self.batch_size = batch_size
 
@@ -66,7 +65,7 @@ def embed_parquet_with_ray(
     papers: str | os.PathLike[str],
     output: str | os.PathLike[str],
     *,
-    encoder: EncoderLoader = load_encoder,
+    encoder: EncoderLoader = Encoder.from_pretrained,
     concurrency: int = 2,
     batch_size: int = 256,
     encode_batch_size: int | None = None,
@@ -132,7 +131,7 @@ def embed_with_ray_tasks(
     papers: str | os.PathLike[str],
     output: str | os.PathLike[str],
     *,
-    encoder: EncoderLoader = load_encoder,
+    encoder: EncoderLoader = Encoder.from_pretrained,
     world_size: int = 2,
     num_cpus: float = 1,
     num_gpus: float = 0,

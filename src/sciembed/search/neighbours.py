@@ -13,6 +13,8 @@ Example::
 
     >>> import sciembed
     >>> result = sciembed.neighbours(None, "papers.jsonl", top_k=5, query_ids=["p1", "p7"])  # None: the default model
+    >>> encoder = sciembed.Encoder.from_pretrained("allenai/specter2_base", device="cuda")  # options: load it first
+    >>> result = sciembed.neighbours(encoder, "papers.jsonl")
     >>> result = sciembed.neighbours(papers="papers.jsonl", embeddings="vectors.npy")  # vectors from sciembed embed
     >>> result.neighbours_of("p1")[0]          # {"rank": 1, "paper_id": ..., "title": ..., "score": ...}
     >>> result.write("neighbours.jsonl")       # one line per query paper; an existing file is refused
@@ -41,7 +43,7 @@ from ..data.papers import (
     paper_records,
     text_field_names,
 )
-from ..encode import Encoder
+from ..encode import Encoder, ModelArgument, refuse_encoder_options, resolve_encoder
 from ..io import atomic_path, refuse_replacing_file
 from ..logs import progress_enabled
 
@@ -72,6 +74,8 @@ class NeighboursResult:
     Attributes:
         source: what the papers were read from.
         model: the model that embedded them, or the embedding file read.
+        revision: the model's Hub commit (:attr:`~sciembed.Encoder.revision`; ``None`` for a local folder or vectors
+            read from a file).
         ids, titles: every searched paper, in collection order.
         query_rows: positions (into ``ids``) of the query papers, in the order asked.
         indices, scores: ``(queries, top_k)`` positions of each query's neighbours and their cosine similarities,
@@ -89,6 +93,7 @@ class NeighboursResult:
     scores: np.ndarray
     links: list[set[int]] | None = None
     skipped: list[PaperProblem] = field(default_factory=list)
+    revision: str | list[str | None] | None = None
 
     @property
     def top_k(self) -> int:
@@ -124,9 +129,14 @@ class NeighboursResult:
         return rows
 
     def records(self) -> Iterator[dict[str, Any]]:
-        """One record per query paper: ``{"paper_id", "title"[, "links"], "neighbours": [...]}``."""
+        """One record per query paper: ``{"paper_id", "title", "model", "revision"[, "links"], "neighbours"}``."""
         for position, row in enumerate(self.query_rows.tolist()):
-            record: dict[str, Any] = {"paper_id": self.ids[row], "title": self.titles[row]}
+            record: dict[str, Any] = {
+                "paper_id": self.ids[row],
+                "title": self.titles[row],
+                "model": self.model,
+                "revision": self.revision,
+            }
             if self.links is not None:
                 record["links"] = len(self.links[row])
             record["neighbours"] = self._neighbours(position)
@@ -178,7 +188,7 @@ class NeighboursResult:
         lines = [
             f"Data:  {self.source}: {len(self.ids)} papers"
             + (f" ({len(self.skipped)} record(s) skipped, see the log)" if self.skipped else ""),
-            f"Model: {self.model}",
+            f"Model: {self.model}" + (f" (revision {self.revision})" if self.revision else ""),
             f"{self.top_k} nearest neighbours by cosine of {len(self)} query paper(s)"
             + (f"; {len(positions)} shown" if len(positions) < len(self) else ""),
             "",
@@ -213,7 +223,8 @@ class NeighboursResult:
 
     def write(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the neighbours atomically: ``.jsonl``, one :meth:`records` line per query paper, or ``.csv`` /
-        ``.tsv``, one row per (query, neighbour): ``query_id, query_title, rank, paper_id, title, score[, linked]``.
+        ``.tsv``, one row per (query, neighbour):
+        ``query_id, query_title, rank, paper_id, title, score[, linked], model, revision``.
 
         Raises:
             FileExistsError: ``path`` exists and ``overwrite`` is false.
@@ -228,7 +239,17 @@ class NeighboursResult:
                 writer = csv.writer(handle, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
                 linked = self.links is not None
                 writer.writerow(
-                    ["query_id", "query_title", "rank", "paper_id", "title", "score", *(["linked"] if linked else [])]
+                    [
+                        "query_id",
+                        "query_title",
+                        "rank",
+                        "paper_id",
+                        "title",
+                        "score",
+                        *(["linked"] if linked else []),
+                        "model",
+                        "revision",
+                    ]
                 )
                 for record in self.records():
                     for n in record["neighbours"]:
@@ -241,9 +262,18 @@ class NeighboursResult:
                                 n["title"],
                                 repr(n["score"]),
                                 *([int(n["linked"])] if linked else []),
+                                record["model"],
+                                _revision_text(record["revision"]),
                             ]
                         )
         return path
+
+
+def _revision_text(revision: str | list[str | None] | None) -> str:
+    """A revision in one CSV cell: empty for none, an ensemble's members' joined by spaces."""
+    if isinstance(revision, list):
+        return " ".join(r or "-" for r in revision)
+    return revision or ""
 
 
 def _shown(title: str, width: int) -> str:
@@ -318,7 +348,7 @@ def read_citation_pairs(path: str | os.PathLike[str]) -> set[tuple[str, str]]:
 
 
 def neighbours(
-    model: str | os.PathLike[str] | Encoder | None = None,
+    model: ModelArgument = None,
     papers: str | os.PathLike[str] | Iterable[Mapping[str, Any]] | Any = None,
     *,
     top_k: int = 10,
@@ -330,26 +360,23 @@ def neighbours(
     smart_links: str = "cacm",
     ivf: IVFSettings | None = None,
     batch_size: int | None = None,
-    device: str | None = None,
-    max_length: int | None = None,
-    pooling: str | None = None,
-    backend: str = "pytorch",
-    quantization: str = "fp32",
-    trust_remote_code: bool = False,
     show_progress_bar: bool | None = None,
     text_fields: Sequence[str] | None = None,
-    loading: Mapping[str, Any] | None = None,
+    **removed: Any,
 ) -> NeighboursResult:
     """The ``top_k`` nearest neighbours (cosine) of the query papers among all papers of a collection.
 
     The model comes first, as in :func:`sciembed.encode`: ``neighbours(model, papers)``. ``neighbours(None, papers)``
     or ``neighbours(papers=papers)`` embeds with the default model; ``neighbours(papers=papers, embeddings=file)``
-    reads the vectors instead.
+    reads the vectors instead. A model with options (device, max_length, pooling, backend, revision, ...) is loaded
+    first with :meth:`sciembed.Encoder.from_pretrained` and passed.
 
     Args:
-        model: the model that embeds the papers: a Hub id or local folder, a ready :class:`~sciembed.encode.Encoder`,
-            or ``None`` for the embedded all-MiniLM-L6-v2. A multi-format model embeds them in its proximity format.
-            Leave it ``None`` when ``embeddings`` are given.
+        model: the model that embeds the papers: a ready :class:`~sciembed.encode.Encoder`, a Hub id or local folder
+            (loaded with :meth:`sciembed.Encoder.from_pretrained`'s defaults), a function that returns an encoder, or
+            ``None`` for the embedded all-MiniLM-L6-v2. A name or function is loaded after the papers and query ids
+            are checked. A multi-format model embeds them in its proximity format. Leave it ``None`` when
+            ``embeddings`` are given.
         papers: a papers file (``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet`` with ``paper_id``, ``title``,
             ``abstract``: :func:`~sciembed.data.papers.read_papers`), a SMART collection (a folder holding a
             ``*.all`` file such as ``cacm/``, or the file), or paper records (a list, generator or pandas DataFrame,
@@ -370,13 +397,10 @@ def neighbours(
         smart_links: how a SMART collection's ``.X`` lines are read (``cacm`` or ``all``, see
             :func:`~sciembed.data.smart.read_smart_collection`).
         ivf: search an inverted-file index instead of the exact one (large collections).
-        batch_size, device, max_length, pooling, backend, quantization, trust_remote_code: how ``model`` is loaded
-            and run (:func:`sciembed.encoders.load_encoder`); it is loaded after the papers and query ids are checked.
+        batch_size: texts per forward pass (default: the encoder's).
         show_progress_bar: show progress while embedding (``None``: when the ``sciembed`` logger shows INFO).
         text_fields: the paper fields that make a paper's text, in order (default: title and abstract); a papers
             file's are checked as it is read, before the model loads.
-        loading: how a model given by name is read from the Hub: ``revision``, ``token``, ``cache_dir``,
-            ``local_files_only``, ``model_kwargs`` (:meth:`~sciembed.PaperEncoder.from_pretrained`).
 
     Raises:
         UnknownQueryError: query ids that are not papers of the collection (a KeyError and a ValueError; the
@@ -385,8 +409,10 @@ def neighbours(
             ``top_k < 1``; readers' errors name the file, line and id
             (:class:`~sciembed.data.papers.InvalidPaperError`), for records their position.
         TypeError: ``papers`` or ``query_ids`` of a type not taken (a text among the records, bytes, a number, ...);
-            the papers given where the model goes (first), or an encoder where the papers go.
+            the papers given where the model goes (first), or an encoder where the papers go; an encoder option
+            (``device=``, ``pooling=``, ...), naming :meth:`sciembed.Encoder.from_pretrained`.
     """
+    refuse_encoder_options("neighbours", removed)
     _check_order(model, papers)
     if top_k < 1:
         raise ValueError(f"top_k must be positive, got {top_k}")
@@ -436,18 +462,9 @@ def neighbours(
             _check_size(ids, collection)
         if extra > 0:
             logger.info("%s: %d vector(s) of papers not in %s ignored", embeddings, extra, collection.source)
-        model_name = f"vectors read from {embeddings}"
+        model_name, revision = f"vectors read from {embeddings}", None
     else:
-        encoder = _encoder(
-            model,
-            device=device,
-            max_length=max_length,
-            pooling=pooling,
-            trust_remote_code=trust_remote_code,
-            backend=backend,
-            quantization=quantization,
-            **dict(loading or {}),
-        )
+        encoder = resolve_encoder(model)
         if fields != TEXT_FIELDS:
             from ..encoders import WindowedEncoder, WindowSettings
 
@@ -456,7 +473,7 @@ def neighbours(
         vectors = encoder.encode_document(
             records, batch_size=batch_size, show_progress_bar=progress_enabled(show_progress_bar)
         )
-        model_name = encoder.name_or_path
+        model_name, revision = encoder.name_or_path, encoder.revision
 
     query_rows = np.array([position[q] for q in wanted] if wanted is not None else range(len(ids)), dtype=np.int64)
     indices, scores = faiss_neighbours(vectors, top_k, queries=query_rows, ivf=ivf)
@@ -471,6 +488,7 @@ def neighbours(
         scores,
         links,
         skipped,
+        revision,
     )
 
 
@@ -483,7 +501,7 @@ def _check_order(model: Any, papers: Any) -> None:
     )
     if isinstance(papers, Encoder):
         raise TypeError(f"{order}; got an encoder as papers")
-    if model is not None and not isinstance(model, (str, os.PathLike, Encoder)):
+    if model is not None and not isinstance(model, (str, os.PathLike, Encoder)) and not _is_loader(model):
         raise TypeError(f"{order}; got {type(model).__name__} as the model (a Hub id, local folder or Encoder)")
     if isinstance(model, (str, os.PathLike)):
         from ..data.smart import is_smart_collection
@@ -494,20 +512,9 @@ def _check_order(model: Any, papers: Any) -> None:
             raise TypeError(f"{order}; got the papers {str(model)!r} as the model")
 
 
-def _encoder(model, *, backend: str, quantization: str, **options) -> Encoder:
-    if isinstance(model, Encoder):
-        if any(value not in (None, False) for value in options.values()) or (backend, quantization) != (
-            "pytorch",
-            "fp32",
-        ):
-            raise ValueError(
-                "an encoder holds its own device, max_length, pooling, backend, quantization and loading options; "
-                "set them when creating it"
-            )
-        return model
-    from ..encoders import load_encoder
-
-    return load_encoder(model, backend=backend, quantization=quantization, **options)
+def _is_loader(model: Any) -> bool:
+    """Whether ``model`` is a function that loads an encoder (not an encoder, a name or records)."""
+    return callable(model) and not isinstance(model, (Encoder, type))
 
 
 def _check_query_ids(
