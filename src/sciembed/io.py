@@ -146,6 +146,23 @@ def json_place(path: str | os.PathLike[str], error: json.JSONDecodeError | Repea
     return f"{path}, line {line}" if line else str(path)
 
 
+def unknown_key(record: dict[str, Any], known: Sequence[str]) -> str | None:
+    """The first key of ``record`` not in ``known``, with the known key closest to it; ``None`` when all are known.
+
+    Args:
+        record: a JSON object read from a line.
+        known: the keys a line of its file may hold.
+    """
+    import difflib
+
+    key = next((key for key in record if key not in known), None)
+    if key is None:
+        return None
+    close = difflib.get_close_matches(key.lower(), known, n=1, cutoff=0.6)
+    meant = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown key {key!r}{meant}; a line holds {', '.join(known)}"
+
+
 def json_error(error: json.JSONDecodeError | RepeatedKeyError) -> str:
     """What is wrong with a JSON text, for a message that already names the file and line."""
     if isinstance(error, json.JSONDecodeError):
