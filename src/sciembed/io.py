@@ -14,12 +14,14 @@ complete, so an interrupted run never leaves a file that looks finished.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import hashlib
 import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -697,6 +699,65 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+#: The files opened in a :func:`files_read` context of this thread (``None``: no context is open).
+_OPENED: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("sciembed_opened", default=None)
+_HOOKED: list[bool] = []
+
+
+def _note_open(event: str, args: tuple[Any, ...]) -> None:
+    """Python's audit hook: note the path of a file opened inside a :func:`files_read` context."""
+    if event == "open" and (opened := _OPENED.get()) is not None and isinstance(args[0], (str, os.PathLike)):
+        opened.add(os.path.abspath(args[0]))
+
+
+@contextlib.contextmanager
+def files_read() -> Iterator[set[str]]:
+    """Collect the absolute paths of the files Python opens in this context (its ``open`` audit event).
+
+    Files read by native code (pyarrow's Parquet reader) are not seen: :func:`input_digests` adds those by name.
+    """
+    if not _HOOKED:
+        sys.addaudithook(_note_open)
+        _HOOKED.append(True)
+    opened: set[str] = set()
+    token = _OPENED.set(opened)
+    try:
+        yield opened
+    finally:
+        _OPENED.reset(token)
+
+
+#: Files native readers open without Python seeing them: in a folder input, each is hashed.
+_NATIVE_SUFFIXES = (".parquet", ".arrow")
+
+
+def input_digests(
+    inputs: dict[str, str | os.PathLike[str] | None], opened: Iterable[str] = ()
+) -> dict[str, dict[str, str]]:
+    """The SHA-256 of each data file an evaluation read, by input: ``{input: {file name: sha256}}``.
+
+    Args:
+        inputs: each input's name (``data``, ``papers``, ``queries``, ...) and path; one that is not a local file or
+            folder (a Hub id, ``None``) is left out.
+        opened: the files opened while the inputs were read (:func:`files_read`); of a folder, only these and its
+            Parquet and Arrow files are hashed, by their path inside it.
+    """
+    digests: dict[str, dict[str, str]] = {}
+    for name, given in inputs.items():
+        if given is None or not os.path.exists(given):
+            continue
+        path = Path(given)
+        if path.is_file():
+            files = {path.name: path}
+        else:
+            root = path.resolve()
+            found = [Path(file) for file in opened if Path(file).resolve().is_relative_to(root)]
+            found += [file for file in root.rglob("*") if file.suffix.lower() in _NATIVE_SUFFIXES]
+            files = {file.resolve().relative_to(root).as_posix(): file for file in found if file.is_file()}
+        digests[name] = {key: file_sha256(files[key]) for key in sorted(files)}
+    return digests
 
 
 def _checked(chunks: Iterable[Chunk], total: int, dim: int) -> Iterator[Chunk]:
