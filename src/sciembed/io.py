@@ -731,6 +731,8 @@ def files_read() -> Iterator[set[str]]:
 
 #: Files native readers open without Python seeing them: in a folder input, each is hashed.
 _NATIVE_SUFFIXES = (".parquet", ".arrow")
+#: Files Python opens to import code, never data.
+_CODE_SUFFIXES = (".py", ".pyc", ".so")
 
 
 def input_digests(
@@ -753,9 +755,14 @@ def input_digests(
             files = {path.name: path}
         else:
             root = path.resolve()
-            found = [Path(file) for file in opened if Path(file).resolve().is_relative_to(root)]
+            found = [Path(file) for file in opened if Path(file).suffix not in _CODE_SUFFIXES]
             found += [file for file in root.rglob("*") if file.suffix.lower() in _NATIVE_SUFFIXES]
-            files = {file.resolve().relative_to(root).as_posix(): file for file in found if file.is_file()}
+            inside = {file.resolve().relative_to(root) for file in found if file.resolve().is_relative_to(root)}
+            files = {
+                relative.as_posix(): root / relative
+                for relative in inside
+                if (root / relative).is_file() and not any(part.startswith(".") for part in relative.parts)
+            }
         digests[name] = {key: file_sha256(files[key]) for key in sorted(files)}
     return digests
 
