@@ -605,15 +605,15 @@ def test_a_smart_record_without_its_id_line_is_named_as_one_whatever_it_also_los
         read_smart_collection(path)
 
 
-@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+@pytest.mark.parametrize("newline, sep", [("\n", "\t"), ("\r\n", "\t"), ("\n", " ")])
 @pytest.mark.parametrize("before", [".I", ".T", ".B", ".N", ".A"])
-def test_smart_link_lines_that_lost_their_x_line_are_refused(tmp_path, before, newline):
+def test_smart_link_lines_that_lost_their_x_line_are_refused(tmp_path, before, newline, sep):
     from sciembed.data.smart import read_smart_collection, read_smart_queries
 
     fields = {".I": "", ".T": ".T\nThree\n"}.get(before, f".T\nThree\n{before}\nsome text\n")
     record = f".I 3\n{fields}.X\n1\t5\t3\n3\t5\t3\n.I 4\n.T\nFour\n.X\n4\t5\t4\n"
     path = tmp_path / "tiny.all"
-    path.write_text(record.replace(".X\n", "", 1).replace("\n", newline), newline="")
+    path.write_text(record.replace(".X\n", "", 1).replace("\n", newline).replace("\t", sep), newline="")
     line = record.count("\n", 0, record.index(".X")) + 1
     message = rf"tiny\.all, line {line}: the record '3' holds link lines .*a lost \.X line\?"
     with pytest.raises(ValueError, match=message):

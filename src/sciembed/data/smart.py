@@ -412,10 +412,13 @@ def _finish(record: dict[str, Any], lines: dict[str, list], path: Path) -> dict[
     }
 
 
-def _is_link_line(line: str) -> bool:
-    """Whether a line reads as an ``.X`` link triple (``id<TAB>n<TAB>id``, three whole numbers)."""
+def _is_link_line(line: str, owner: str) -> bool:
+    """Whether a line of the record ``owner`` reads as an ``.X`` link triple: three whole numbers, tab-separated
+    or ending in the record's own id (``other n owner``)."""
     parts = line.split()
-    return len(parts) == 3 and all(part.isdigit() for part in parts) and "\t" in line
+    if len(parts) != 3 or not all(part.isdigit() for part in parts):
+        return False
+    return "\t" in line or _normal_id(parts[2]) == _normal_id(owner)
 
 
 def _check_lost_links(record: dict[str, Any], lines: dict[str, list], path: Path) -> None:
@@ -424,7 +427,7 @@ def _check_lost_links(record: dict[str, Any], lines: dict[str, list], path: Path
     for name, held in lines.items():
         if name == "links":
             continue
-        first = next((line_number for line_number, line in held if _is_link_line(line)), None)
+        first = next((number for number, line in held if _is_link_line(line, record["paper_id"])), None)
         if first is not None:
             place = "before the first field" if name == "stray" else f"in its .{names[name]} field"
             raise ValueError(
