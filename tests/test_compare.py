@@ -4,6 +4,7 @@ theirs."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -211,6 +212,53 @@ def test_two_models_evaluated_by_the_cli_compare_query_by_query(tiny_bert, tmp_p
     for metric in ("ndcg_cut_10", "map"):
         line = next(line for line in printed.splitlines() if f" {metric} " in f" {line} ")
         assert f"{second[metric] - first[metric]:+.2f}" in line and "6 queries" in line
+
+
+@pytest.mark.parametrize("changed", ["papers.jsonl", "q.qrels"])
+def test_compare_refuses_results_of_a_data_file_changed_in_place(tiny_bert, tmp_path, caplog, capsys, changed):
+    papers = [{"paper_id": f"d{i}", "title": " ".join(WORDS[i : i + 3]), "abstract": WORDS[i + 5]} for i in range(12)]
+    (tmp_path / "papers.jsonl").write_text("".join(json.dumps(p) + "\n" for p in papers))
+    (tmp_path / "q.qrels").write_text("".join(f"d{q} 0 d{q + k} {k % 2}\n" for q in range(4) for k in range(1, 6)))
+    argv = ["evaluate", "--model", str(tiny_bert), "--benchmark", "retrieval", "--data", str(tmp_path / "q.qrels")]
+    argv += ["--papers", str(tmp_path / "papers.jsonl"), "--candidates", "judged", "--no-cache", "--no-progress"]
+    outputs = [tmp_path / "a.json", tmp_path / "b.json"]
+    assert main([*argv, "--output", str(outputs[0])]) == 0
+    with (tmp_path / changed).open("a") as handle:  # the same path, other contents
+        handle.write(
+            json.dumps({"paper_id": "d99", "title": "new"}) + "\n" if changed == "papers.jsonl" else "d9 0 d1 1\n"
+        )
+    assert main([*argv, "--output", str(outputs[1])]) == 0
+    compare = ["compare", *map(str, outputs), "--resamples", "20"]
+    assert main(compare) == 2
+    role = "papers" if changed == "papers.jsonl" else "data"
+    assert f"{role}/{changed}: sha256 " in caplog.text and "changed in place" in caplog.text
+    capsys.readouterr()
+    assert main([*compare, "--allow-different-settings"]) == 0
+    assert f"differs: inputs.{role}/{changed}" in capsys.readouterr().out
+    older = json.loads(outputs[0].read_text())
+    del older["inputs"]
+    outputs[0].write_text(json.dumps(older))
+    assert main(compare) == 0
+    assert f"note: {outputs[0]} records no digests of its data files" in capsys.readouterr().out
+
+
+def test_a_folder_s_digests_are_of_the_files_read(tmp_path):
+    from sciembed.evaluation.loaders import load_tasks
+
+    folder = tmp_path / "cacm"
+    folder.mkdir()
+    records = "".join(f".I {i}\n.T\nTitle {WORDS[i]}\n.X\n{i % 9 + 1}\t5\t{i}\n" for i in range(1, 10))
+    (folder / "cacm.all").write_text(records)
+    (folder / "query.text").write_text("".join(f".I {q}\n.W\n{WORDS[q]} query\n" for q in range(1, 4)))
+    (folder / "qrels.text").write_text("".join(f"{q} {d} 0 0\n" for q in range(1, 4) for d in range(q, q + 3)))
+    (folder / "notes.md").write_text("not read")
+    suite = load_tasks("cacm", folder, tasks=["search"], skip_invalid=True)
+    assert sorted(suite.inputs) == ["data"] and sorted(suite.inputs["data"]) == [
+        "cacm.all",
+        "qrels.text",
+        "query.text",
+    ]
+    assert suite.inputs["data"]["qrels.text"] == hashlib.sha256((folder / "qrels.text").read_bytes()).hexdigest()
 
 
 def _pair(tmp_path: Path, change) -> tuple[Path, Path]:

@@ -14,7 +14,7 @@ from helpers import WORDS
 
 from sciembed.cli import main
 from sciembed.evaluation import evaluate
-from sciembed.io import write_embeddings
+from sciembed.io import file_sha256, write_embeddings
 from sciembed.jobs.embed import embed_to_file
 
 
@@ -55,6 +55,12 @@ def test_evaluate_embeddings_equals_evaluate_model_in_python(tiny_encoder, own_f
         read = evaluate(None, benchmark, data, embeddings=vectors, **common)
         assert read.results[0].metrics == pytest.approx(embedded.results[0].metrics, abs=1e-4)
         assert read.model == f"vectors read from {vectors}" and read.settings["embeddings"] == str(vectors)
+        assert read.inputs["papers"] == embedded.inputs["papers"] == {"papers.jsonl": file_sha256(common["papers"])}
+        assert {name: sorted(files) for name, files in read.inputs.items() if name.startswith("embeddings")} == {
+            ".npy": {"embeddings": ["vectors.npy"], "embeddings_ids": ["vectors.ids.json"]},
+            ".parquet": {"embeddings": ["vectors.parquet"]},
+            "": {"embeddings": [f"part-0000{i}.parquet" for i in range(5)]},
+        }[suffix]
 
 
 def test_evaluate_embeddings_equals_evaluate_model_on_the_command_line(tiny_bert, own_files, tmp_path, caplog):

@@ -413,6 +413,30 @@ def test_a_facet_query_line_that_is_not_as_read_is_refused_naming_line_and_key(
     assert re.search(message, caplog.text)
 
 
+@pytest.mark.parametrize(
+    ("wrong", "meant"), [("paperid", "paper_id"), ("facets", "facet"), ("querry_id", "query_id"), ("Text", "text")]
+)
+def test_a_query_line_with_an_unknown_key_is_refused_naming_the_key_meant(
+    papers_file, tmp_path, caplog, monkeypatch, wrong, meant
+):
+    from sciembed import PaperEncoder
+
+    monkeypatch.setattr(PaperEncoder, "from_pretrained", lambda *a, **k: pytest.fail("the model was loaded"))
+    qrels, queries = _facet_files(tmp_path, FACETS)
+    records = [json.loads(line) for line in queries.read_text().splitlines()]
+    records[2][wrong] = records[2].pop(meant)
+    queries.write_text("".join(json.dumps(r) + "\n" for r in records))
+    argv = ["evaluate", "--benchmark", "retrieval", "--data", qrels, "--papers", papers_file, "--queries", queries]
+    assert main([str(a) for a in [*argv, "--no-cache", "--no-progress"]]) == 2
+    assert "queries.jsonl, line 3" in caplog.text and f"unknown key {wrong!r} (did you mean {meant!r}?)" in caplog.text
+
+
+def test_beir_s_title_and_metadata_on_a_query_line_are_read(tmp_path):
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"_id": "q1", "text": "graphs", "title": "G", "metadata": {"a": 1}}) + "\n")
+    assert read_queries(queries) == {"q1": "graphs"}
+
+
 def test_qrels_errors_name_the_file_line_and_id(papers_file, tmp_path, caplog):
     path = tmp_path / "qrels.txt"
     path.write_text("d1 0 d2 1\nd1 0 ghost 1\nnobody 0 d3 1\n")

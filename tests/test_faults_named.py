@@ -124,6 +124,70 @@ def test_damaged_partial_state_is_named(tiny_bert, tmp_path, caplog, monkeypatch
     assert expected in caplog.text and not output.exists()
 
 
+def _interrupted_embed(tiny_bert, tmp_path, monkeypatch):
+    """Papers and an output whose embed run stopped after two of its three shards."""
+    papers, output = tmp_path / "papers.jsonl", tmp_path / "out.jsonl"
+    papers.write_text("".join(json.dumps(p) + "\n" for p in PAPERS_11))
+    counting_encodes(monkeypatch, fail_on_call=3)
+    with pytest.raises(Interrupt):
+        _embed(tiny_bert, papers, output, "--shard-size", "4", "--no-cache")
+    monkeypatch.undo()
+    return papers, output
+
+
+def _replace(path, by):
+    shutil.rmtree(path) if path.is_dir() else path.unlink()
+    path.mkdir() if by == "folder" else path.write_text("x")
+
+
+PARTIAL_DAMAGE = {
+    "parts a file": (lambda f: _replace(f / "parts", "file"), "parts: not a folder, so the unfinished run in"),
+    "partial a file": (lambda f: _replace(f, "file"), "out.jsonl.partial: not a folder, so the unfinished run in"),
+    "manifest a folder": (lambda f: _replace(f / "manifest.json", "folder"), "manifest.json: not a file, so the"),
+    "first part of another width": (
+        lambda f: write_embeddings(
+            f / "parts" / "part-00000.parquet", [([f"id{i}" for i in range(4)], np.zeros((4, 7)))], total=4, dim=7
+        ),
+        "part-00000.parquet: vectors of size 7 where the model's are 32; delete it",
+    ),
+    "a part of no shard": (
+        lambda f: shutil.copy(f / "parts" / "part-00000.parquet", f / "parts" / "part-00003.parquet"),
+        "part-00003.parquet: not one of the 3 parts of the unfinished run",
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", PARTIAL_DAMAGE)
+def test_a_damaged_partial_folder_is_named_with_its_fix(tiny_bert, tmp_path, caplog, monkeypatch, damage):
+    from sciembed.jobs.embed import partial_dir
+
+    papers, output = _interrupted_embed(tiny_bert, tmp_path, monkeypatch)
+    damaging, expected = PARTIAL_DAMAGE[damage]
+    damaging(partial_dir(output))
+    caplog.clear()
+    assert _embed(tiny_bert, papers, output, "--shard-size", "4", "--resume", "--no-cache") == 2
+    assert expected in caplog.text and "delete " in caplog.text and "Traceback" not in caplog.text
+    assert not output.exists()
+
+
+@pytest.mark.parametrize("damage", ["arrow cut short", "arrow empty", "skipped list broken"])
+def test_a_damaged_copy_of_the_papers_in_the_partial_folder_is_read_again(
+    tiny_bert, tmp_path, caplog, monkeypatch, damage
+):
+    from sciembed.jobs.embed import partial_dir
+
+    papers, output = _interrupted_embed(tiny_bert, tmp_path, monkeypatch)
+    arrow = next(partial_dir(output).glob("papers-*.arrow"))
+    if damage == "skipped list broken":
+        arrow.with_name(arrow.name.replace(".arrow", ".skipped.json")).write_text("{")
+    else:
+        arrow.write_bytes(arrow.read_bytes()[: 0 if damage == "arrow empty" else arrow.stat().st_size - 200])
+    calls = counting_encodes(monkeypatch)
+    assert _embed(tiny_bert, papers, output, "--shard-size", "4", "--resume", "--no-cache") == 0
+    assert f"{arrow.name}: damaged" in caplog.text and "reading the papers of" in caplog.text
+    assert read_embeddings(output)[0] == [p["paper_id"] for p in PAPERS_11] and len(calls) == 1
+
+
 def test_truncated_weights_are_named(tiny_bert, tmp_path, caplog):
     folder = shutil.copytree(tiny_bert, tmp_path / "model")
     weights = folder / "model.safetensors"

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
-from helpers import WORDS
+from helpers import WORDS, write_s2orc
 
 BAR = "Encoding"
 
@@ -155,3 +156,23 @@ def test_the_command_leaves_the_libraries_bars_as_it_found_them(tmp_path):
         transformers_logging.enable_progress_bar()
     assert main(["neighbours", "--data", str(tmp_path / "nowhere")]) == 2
     assert transformers_logging.is_progress_bar_enabled()
+
+
+#: A tqdm bar as drawn, up to its rate: ``67%|######   | 2/3 [00:00<00:00,  5.26it/s]``.
+TQDM_BAR = re.compile(r"\s*\d+%\|[^|]*\|[^\]]*\]")
+
+
+def test_train_prints_one_bar_and_the_warnings_and_logs_its_losses_with_v(tiny_bert, tmp_path):
+    data = write_s2orc(tmp_path / "papers.jsonl")
+    argv = ["train", "--recipe", "specter", "--base", str(tiny_bert), "--data", str(data)]
+    settings = ["max_steps=3", "logging_steps=1", "per_device_train_batch_size=4", "embedding.max_length=48"]
+    argv += [option for setting in settings for option in ("--set", setting)]
+    run = _sciembed(*argv, "--output", str(tmp_path / "out"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout == "" and "loss" not in run.stderr and "INFO" not in run.stderr
+    assert run.stderr.count("| 3/3 [") >= 1 and "Loading weights" not in run.stderr
+    rest = _lines(TQDM_BAR.sub("", run.stderr.replace("\r", "")))
+    assert all(line.startswith(("WARNING", "[transformers]")) for line in rest), rest
+    verbose = _sciembed("-v", *argv, "--output", str(tmp_path / "verbose"))
+    assert verbose.returncode == 0 and verbose.stdout == ""
+    assert "INFO sciembed.training.trainers: step 1: loss " in verbose.stderr

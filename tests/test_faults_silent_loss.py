@@ -595,6 +595,33 @@ def test_smart_x_lines_owned_by_another_record_are_named(tmp_path):
         read_smart_collection(path)
 
 
+@pytest.mark.parametrize("lost", [".I 7\n.T\n", ".I 1\n.T\n", ".I 1\n", ".I 7\n.T\nTitle 7\n.W\n"])
+def test_a_smart_record_without_its_id_line_is_named_as_one_whatever_it_also_lost(tmp_path, lost):
+    from sciembed.data.smart import read_smart_collection
+
+    path = tmp_path / "tiny.all"
+    path.write_text(_smart(10).replace(lost, ""))
+    with pytest.raises(ValueError, match=r"tiny\.all, line \d+: .*a missing \.I line\?"):
+        read_smart_collection(path)
+
+
+@pytest.mark.parametrize("newline, sep", [("\n", "\t"), ("\r\n", "\t"), ("\n", " ")])
+@pytest.mark.parametrize("before", [".I", ".T", ".B", ".N", ".A"])
+def test_smart_link_lines_that_lost_their_x_line_are_refused(tmp_path, before, newline, sep):
+    from sciembed.data.smart import read_smart_collection, read_smart_queries
+
+    fields = {".I": "", ".T": ".T\nThree\n"}.get(before, f".T\nThree\n{before}\nsome text\n")
+    record = f".I 3\n{fields}.X\n1\t5\t3\n3\t5\t3\n.I 4\n.T\nFour\n.X\n4\t5\t4\n"
+    path = tmp_path / "tiny.all"
+    path.write_text(record.replace(".X\n", "", 1).replace("\n", newline).replace("\t", sep), newline="")
+    line = record.count("\n", 0, record.index(".X")) + 1
+    message = rf"tiny\.all, line {line}: the record '3' holds link lines .*a lost \.X line\?"
+    with pytest.raises(ValueError, match=message):
+        read_smart_collection(path)
+    with pytest.raises(ValueError, match=message):
+        read_smart_queries(path)
+
+
 def test_a_smart_query_with_a_field_twice_is_refused(tmp_path):
     from sciembed.data.smart import read_smart_queries
 

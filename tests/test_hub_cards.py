@@ -261,6 +261,36 @@ def test_model_index_equals_the_results_rows(saved_model, scidocs_release):
     assert "mesh" in card.text  # the task absent from the data is named
 
 
+def test_a_card_shows_each_task_s_primary_metrics_and_points_to_the_rest(tiny_bert, scidocs_release):
+    report = _evaluation_report(source=str(scidocs_release))
+    extra = [("ndcg_cut_10", 90.1), ("P_5", 40.2), ("recall_10", 70.3), ("Rprec", 60.4)]
+    primary = list(report["results"])
+    report["results"] += [
+        {**row, "metric": metric, "value": value}
+        for row in primary
+        if row["kind"] == "proximity" and row["metric"] == "map"
+        for metric, value in extra
+    ]
+    report["tasks"] = [
+        {
+            "benchmark": "scidocs",
+            "task": task,
+            "task_id": task_id,
+            "primary_metrics": ["f1"] if kind == "classification" else ["map", "ndcg"],
+        }
+        for task, task_id, kind in {(r["task"], r["task_id"], r["kind"]) for r in primary}
+    ]
+    card = render_model_card(tiny_bert, evaluations=[report], repo_id=REPO_ID)
+    _, results = model_index_to_eval_results(_front_matter(card)["model-index"])
+    assert sorted((r.dataset_config, r.metric_type) for r in results) == sorted(
+        (r["task_id"], r["metric"]) for r in primary
+    )
+    table = [line for line in card.text.splitlines() if line.startswith("| ") and " | " in line[2:]]
+    assert len(table) == 1 + len(primary) + 1  # the header, the primary rows and the average
+    assert not any(f"| {metric} |" in card.text for metric, _ in extra)
+    assert "every measure of every task (nDCG@k, P@k, recall@k, R-precision, ...)" in " ".join(card.text.split())
+
+
 def test_datasets_are_named_by_what_they_are(tiny_bert, scidocs_release, tmp_path):
     """SciDocs' names only for SciDocs' own release (its Hub id or a folder with its whole file set); a user's papers
     read as SciDocs (its classification layout, say) are named by their folder, a Hub id or the name given, with the

@@ -69,6 +69,14 @@ def test_malformed_corpus_line_names_file_line_and_id(tmp_path):
     assert len(beir.corpus) == 3
 
 
+def test_a_query_line_with_an_unknown_key_is_refused_naming_the_key_meant(tmp_path):
+    queries = [{"_id": "q1", "text": "memory", "title": "", "metadata": {}}, {"_id": "q2", "txt": "joins"}]
+    with pytest.raises(
+        InvalidPaperError, match=r"queries.jsonl, line 2 .*unknown key 'txt' \(did you mean 'text'\?\)"
+    ):
+        read_beir(_folder(tmp_path / "beir", queries=queries))
+
+
 def test_qrels_naming_unknown_ids_fail_or_are_counted(tmp_path):
     folder = _folder(tmp_path / "b", qrels={"test": "q1\td1\t1\nq1\tdx\t1\nq9\td1\t1\n"})
     with pytest.raises(InvalidPaperError, match=r"2 invalid") as error:

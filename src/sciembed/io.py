@@ -14,12 +14,14 @@ complete, so an interrupted run never leaves a file that looks finished.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import errno
 import hashlib
 import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -144,6 +146,23 @@ def json_place(path: str | os.PathLike[str], error: json.JSONDecodeError | Repea
     """
     line = error.lineno if isinstance(error, json.JSONDecodeError) else error.line
     return f"{path}, line {line}" if line else str(path)
+
+
+def unknown_key(record: dict[str, Any], known: Sequence[str]) -> str | None:
+    """The first key of ``record`` not in ``known``, with the known key closest to it; ``None`` when all are known.
+
+    Args:
+        record: a JSON object read from a line.
+        known: the keys a line of its file may hold.
+    """
+    import difflib
+
+    key = next((key for key in record if key not in known), None)
+    if key is None:
+        return None
+    close = difflib.get_close_matches(key.lower(), known, n=1, cutoff=0.6)
+    meant = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown key {key!r}{meant}; a line holds {', '.join(known)}"
 
 
 def json_error(error: json.JSONDecodeError | RepeatedKeyError) -> str:
@@ -680,6 +699,72 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+#: The files opened in a :func:`files_read` context of this thread (``None``: no context is open).
+_OPENED: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("sciembed_opened", default=None)
+_HOOKED: list[bool] = []
+
+
+def _note_open(event: str, args: tuple[Any, ...]) -> None:
+    """Python's audit hook: note the path of a file opened inside a :func:`files_read` context."""
+    if event == "open" and (opened := _OPENED.get()) is not None and isinstance(args[0], (str, os.PathLike)):
+        opened.add(os.path.abspath(args[0]))
+
+
+@contextlib.contextmanager
+def files_read() -> Iterator[set[str]]:
+    """Collect the absolute paths of the files Python opens in this context (its ``open`` audit event).
+
+    Files read by native code (pyarrow's Parquet reader) are not seen: :func:`input_digests` adds those by name.
+    """
+    if not _HOOKED:
+        sys.addaudithook(_note_open)
+        _HOOKED.append(True)
+    opened: set[str] = set()
+    token = _OPENED.set(opened)
+    try:
+        yield opened
+    finally:
+        _OPENED.reset(token)
+
+
+#: Files native readers open without Python seeing them: in a folder input, each is hashed.
+_NATIVE_SUFFIXES = (".parquet", ".arrow")
+#: Files Python opens to import code, never data.
+_CODE_SUFFIXES = (".py", ".pyc", ".so")
+
+
+def input_digests(
+    inputs: dict[str, str | os.PathLike[str] | None], opened: Iterable[str] = ()
+) -> dict[str, dict[str, str]]:
+    """The SHA-256 of each data file an evaluation read, by input: ``{input: {file name: sha256}}``.
+
+    Args:
+        inputs: each input's name (``data``, ``papers``, ``queries``, ...) and path; one that is not a local file or
+            folder (a Hub id, ``None``) is left out.
+        opened: the files opened while the inputs were read (:func:`files_read`); of a folder, only these and its
+            Parquet and Arrow files are hashed, by their path inside it.
+    """
+    digests: dict[str, dict[str, str]] = {}
+    for name, given in inputs.items():
+        if given is None or not os.path.exists(given):
+            continue
+        path = Path(given)
+        if path.is_file():
+            files = {path.name: path}
+        else:
+            root = path.resolve()
+            found = [Path(file) for file in opened if Path(file).suffix not in _CODE_SUFFIXES]
+            found += [file for file in root.rglob("*") if file.suffix.lower() in _NATIVE_SUFFIXES]
+            inside = {file.resolve().relative_to(root) for file in found if file.resolve().is_relative_to(root)}
+            files = {
+                relative.as_posix(): root / relative
+                for relative in inside
+                if (root / relative).is_file() and not any(part.startswith(".") for part in relative.parts)
+            }
+        digests[name] = {key: file_sha256(files[key]) for key in sorted(files)}
+    return digests
 
 
 def _checked(chunks: Iterable[Chunk], total: int, dim: int) -> Iterator[Chunk]:

@@ -40,9 +40,9 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     parser.add_argument(
         "--allow-different-settings",
         action="store_true",
-        help="compare results scored on other data or settings (benchmark, data files, split, candidates, cutoffs, "
-        "...), naming each difference; without it they are refused. The model's own settings (model, "
-        "pooling, max_length, revision, batch size, backend) may always differ",
+        help="compare results scored on other data or settings (benchmark, data files or their contents, split, "
+        "candidates, cutoffs, ...), naming each difference; without it they are refused. The model's own settings "
+        "(model, pooling, max_length, revision, batch size, backend) may always differ",
     )
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help="bootstrap resamples per interval")
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap resampling")

@@ -20,13 +20,15 @@ from typing import Any
 import numpy as np
 from datasets import Dataset, DatasetDict, Features, Value
 
-from ..io import RepeatedKeyError, json_error, loads_json
+from ..io import RepeatedKeyError, json_error, loads_json, unknown_key
 from .judgements import check_qrels_columns
 from .papers import InvalidPaperError, PaperProblem
 
 logger = logging.getLogger(__name__)
 
 QREL_HEADER = ("query-id", "corpus-id", "score")
+#: The keys of a ``queries.jsonl`` line, as BEIR's datasets write them.
+QUERY_KEYS = ("_id", "text", "title", "metadata")
 QREL_FEATURES = Features({"query_id": Value("string"), "cand_id": Value("string"), "score": Value("int64")})
 
 
@@ -59,7 +61,8 @@ def read_beir(
         FileNotFoundError: a required file is missing.
         ValueError: a qrels file without the BEIR header, or a line without 3 fields or with a
             non-integer score (file and line named); a qrels file whose columns look swapped.
-        InvalidPaperError: a bad record or a qrel naming an unknown id, and ``skip_invalid`` is false.
+        InvalidPaperError: a bad record (a query line with a key other than :data:`QUERY_KEYS` among them) or a
+            qrel naming an unknown id, and ``skip_invalid`` is false.
     """
     folder = Path(folder)
     for name in ("corpus.jsonl", "queries.jsonl", "qrels"):
@@ -69,7 +72,7 @@ def read_beir(
             )
     problems: list[PaperProblem] = []
     corpus = _read_jsonl(folder / "corpus.jsonl", ("title", "text"), problems)
-    queries = _read_jsonl(folder / "queries.jsonl", ("text",), problems)
+    queries = _read_jsonl(folder / "queries.jsonl", ("text",), problems, keys=QUERY_KEYS)
     if problems and not skip_invalid:
         raise InvalidPaperError(problems[:1])
     stats: Counter = Counter(corpus=len(corpus["_id"]), queries=len(queries["_id"]))
@@ -113,14 +116,18 @@ def read_beir(
     return BeirDataset(str(folder), papers, query_set, DatasetDict(splits), stats, problems)
 
 
-def _read_jsonl(path: Path, text_fields: tuple[str, ...], problems: list[PaperProblem]) -> dict[str, list[str]]:
+def _read_jsonl(
+    path: Path, text_fields: tuple[str, ...], problems: list[PaperProblem], *, keys: tuple[str, ...] | None = None
+) -> dict[str, list[str]]:
+    """The ``_id`` and ``text_fields`` columns of a BEIR ``.jsonl`` file; bad lines (with a key not in ``keys``,
+    when given) are added to ``problems``."""
     columns: dict[str, list[str]] = {"_id": [], **{name: [] for name in text_fields}}
     first: dict[str, int] = {}
     with path.open(encoding="utf-8") as handle:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            record, reason = _record(line, text_fields)
+            record, reason = _record(line, text_fields, keys)
             record_id = record.get("_id") if record else None
             if reason is None and record_id in first:
                 reason = f"duplicate _id (first at line {first[record_id]})"
@@ -133,7 +140,9 @@ def _read_jsonl(path: Path, text_fields: tuple[str, ...], problems: list[PaperPr
     return columns
 
 
-def _record(line: str, text_fields: tuple[str, ...]) -> tuple[dict[str, Any] | None, str | None]:
+def _record(
+    line: str, text_fields: tuple[str, ...], keys: tuple[str, ...] | None = None
+) -> tuple[dict[str, Any] | None, str | None]:
     try:
         raw = loads_json(line)
     except (json.JSONDecodeError, RepeatedKeyError) as error:
@@ -144,6 +153,8 @@ def _record(line: str, text_fields: tuple[str, ...]) -> tuple[dict[str, Any] | N
     if isinstance(record_id, bool) or not isinstance(record_id, (str, int)) or not str(record_id).strip():
         return None, f"no usable _id (got {record_id!r})"
     record = {"_id": str(record_id).strip()}
+    if keys is not None and (unknown := unknown_key(raw, keys)) is not None:
+        return record, unknown
     for name in text_fields:
         value = raw.get(name)
         if value is not None and not isinstance(value, str):

@@ -425,10 +425,12 @@ def paper_dataset(
         json.dumps([str(path.resolve()), stats, id_field, skip_invalid, smart_links, *text_fields]).encode()
     ).hexdigest()[:16]
     arrow_file, skipped_file = cache_dir / f"papers-{key}.arrow", cache_dir / f"papers-{key}.skipped.json"
-    if not (arrow_file.is_file() and skipped_file.is_file()):
+    cached = _cached_papers(path, arrow_file, skipped_file)
+    if cached is None:
         columns = ["paper_id", *TEXT_FIELDS, *extra]
         schema = pa.schema([(name, pa.string()) for name in columns])
         skipped: list[PaperProblem] = []
+        count = 0
         with (
             atomic_path(arrow_file) as temporary,
             pa.OSFile(str(temporary), "wb") as sink,
@@ -442,15 +444,43 @@ def paper_dataset(
                     except TypeError as error:
                         raise ValueError(f"{path}: paper {paper['paper_id']!r}: {error}") from None
                 batch.append(paper)
+                count += 1
                 if len(batch) == _ARROW_BATCH:
                     writer.write_batch(pa.RecordBatch.from_pylist(batch, schema=schema))
                     batch = []
             if batch:
                 writer.write_batch(pa.RecordBatch.from_pylist(batch, schema=schema))
         with atomic_path(skipped_file) as temporary:
-            temporary.write_text(json.dumps([vars(problem) for problem in skipped]), encoding="utf-8")
-    skipped = [PaperProblem(**problem) for problem in json.loads(skipped_file.read_text(encoding="utf-8"))]
-    return PaperDataset(str(path), datasets.Dataset.from_file(str(arrow_file)), skipped)
+            temporary.write_text(
+                json.dumps({"papers": count, "skipped": [vars(problem) for problem in skipped]}), encoding="utf-8"
+            )
+        cached = PaperDataset(str(path), datasets.Dataset.from_file(str(arrow_file)), skipped)
+    return cached
+
+
+def _cached_papers(path: Path, arrow_file: Path, skipped_file: Path) -> PaperDataset | None:
+    """The papers :func:`paper_dataset` wrote before, or ``None`` when there are none or they are damaged (a file
+    cut short, a count that differs): those are removed with a warning, to be read again from ``path``."""
+    import datasets
+
+    for file in (arrow_file, skipped_file):
+        if file.exists() and not file.is_file():
+            raise ValueError(
+                f"{file}: a folder where sciembed keeps the papers of {path} as a file; delete it to read them again"
+            )
+    if not (arrow_file.is_file() and skipped_file.is_file()):
+        return None
+    try:
+        held = json.loads(skipped_file.read_text(encoding="utf-8"))
+        dataset = datasets.Dataset.from_file(str(arrow_file))
+        if len(dataset) != held["papers"]:
+            raise ValueError(f"{len(dataset)} papers where {held['papers']} were written")
+        return PaperDataset(str(path), dataset, [PaperProblem(**problem) for problem in held["skipped"]])
+    except Exception as error:  # a damaged file: JSON, Arrow and key errors have no common base
+        logger.warning("%s: damaged (%s); reading the papers of %s again", arrow_file, error, path)
+        arrow_file.unlink()
+        skipped_file.unlink()
+        return None
 
 
 def check_paper_source(path: str | os.PathLike[str], option: str | None = None) -> None:

@@ -58,6 +58,8 @@ _RECORD = re.compile(r"^\.I\s+(\S+)\s*$")
 _FIELD = re.compile(r"^\.([A-Z])\s*$")
 #: A line that starts like a record line but is not one (``.I4``, ``.i 4``, `` .I 4``, ``.I``, ``.I 4 x``).
 _BROKEN_RECORD = re.compile(r"^\s*\.[Ii](\s|\d|$)")
+#: Words in a line of ``.X`` links: text, not links.
+_WORD = re.compile(r"[^\W\d_]{2,}")
 
 
 @dataclass
@@ -105,7 +107,8 @@ def read_smart_collection(
 
     Raises:
         InvalidPaperError: a bad record and ``skip_invalid`` is false.
-        ValueError: a line outside any record, an unknown field marker, a malformed ``.X`` line, or (with
+        ValueError: a line outside any record, an unknown field marker, a malformed ``.X`` line, link lines in a
+            text field (a lost ``.X`` line), or (with
             ``links="cacm"``) ``.X`` lines whose middle column is not a CACM link type: their count per value
             and the first of them are named, with the option that reads them.
     """
@@ -124,7 +127,10 @@ def read_smart_collection(
         foreign = [link for link in record["links"] if _normal_id(link[4]) != _normal_id(paper_id)]
         reasons = []
         if record["stray"]:
-            reasons.append(f"text between .I and the first field ({record['stray'][:40]!r}; a broken id line?)")
+            reasons.append(
+                f"text between .I and the first field ({record['stray'][:40]!r}; "
+                "a broken id line, or a lost field marker?)"
+            )
         if paper_id in first_line:
             reasons.append(f"duplicate id (first at line {first_line[paper_id]})")
         if record["merged"]:
@@ -345,7 +351,10 @@ def _parse(path: Path):
                 if match.group(1) not in _FIELDS:
                     raise ValueError(f"{path}, line {line_number}: unknown field marker {line!r}")
                 if record is None:
-                    raise ValueError(f"{path}, line {line_number}: field marker before the first .I record")
+                    raise ValueError(
+                        f"{path}, line {line_number}: field marker {line!r} before the first .I record "
+                        "(a missing .I line?)"
+                    )
                 marker = match.group(1)
                 if marker in markers and "merged" not in record:
                     record["merged"] = (
@@ -361,26 +370,33 @@ def _parse(path: Path):
                 markers[marker] = line_number
                 current = _FIELDS[match.group(1)]
             elif current is not None:
-                lines[current].append((line_number, line) if current == "links" else line)
+                lines[current].append((line_number, line))
             elif record is not None:
-                lines["stray"].append(line)
+                lines["stray"].append((line_number, line))
             elif line.strip():
-                raise ValueError(f"{path}, line {line_number}: text before the first .I record: {line[:60]!r}")
+                raise ValueError(
+                    f"{path}, line {line_number}: text before the first .I record: {line[:60]!r} (a missing .I line?)"
+                )
     if record is not None:
         yield start, _finish(record, lines, path)
 
 
 def _finish(record: dict[str, Any], lines: dict[str, list], path: Path) -> dict[str, Any]:
     def text(name: str) -> str:
-        return " ".join(" ".join(lines.get(name, [])).split())
+        return " ".join(" ".join(line for _, line in lines.get(name, [])).split())
 
+    _check_lost_links(record, lines, path)
     links = []
     for line_number, line in lines.get("links", []):
         if not line.strip():
             continue
         parts = line.split()
         if len(parts) != 3 or not parts[1].isdigit():
-            raise ValueError(f"{path}, line {line_number}: .X line must be 'id<TAB>type<TAB>id', got {line!r}")
+            raise ValueError(
+                f"{path}, line {line_number}: .X line must be 'id<TAB>type<TAB>id', got {line!r}, in record "
+                f"{record['paper_id']!r}"
+                + (": another record's text after its .X lines, a missing .I line?" if _WORD.search(line) else "")
+            )
         links.append((line_number, line, parts[0], int(parts[1]), parts[2]))
     return {
         "merged": None,
@@ -388,12 +404,36 @@ def _finish(record: dict[str, Any], lines: dict[str, list], path: Path) -> dict[
         "title": text("title"),
         "abstract": text("abstract"),
         "date": text("date"),
-        "authors": [author.strip() for author in lines.get("authors", []) if author.strip()],
+        "authors": [author.strip() for _, author in lines.get("authors", []) if author.strip()],
         "keywords": text("keywords"),
         "categories": text("categories"),
         "links": links,
-        "stray": " ".join(" ".join(lines.get("stray", [])).split()),
+        "stray": text("stray"),
     }
+
+
+def _is_link_line(line: str, owner: str) -> bool:
+    """Whether a line of the record ``owner`` reads as an ``.X`` link triple: three whole numbers, tab-separated
+    or ending in the record's own id (``other n owner``)."""
+    parts = line.split()
+    if len(parts) != 3 or not all(part.isdigit() for part in parts):
+        return False
+    return "\t" in line or _normal_id(parts[2]) == _normal_id(owner)
+
+
+def _check_lost_links(record: dict[str, Any], lines: dict[str, list], path: Path) -> None:
+    """Refuse a text field holding link triples: the ``.X`` line before them was lost."""
+    names = {name: marker for marker, name in _FIELDS.items()}
+    for name, held in lines.items():
+        if name == "links":
+            continue
+        first = next((number for number, line in held if _is_link_line(line, record["paper_id"])), None)
+        if first is not None:
+            place = "before the first field" if name == "stray" else f"in its .{names[name]} field"
+            raise ValueError(
+                f"{path}, line {first}: the record {record['paper_id']!r} holds link lines ('id<TAB>n<TAB>id') "
+                f"{place}: a lost .X line? Put '.X' on the line before them"
+            )
 
 
 def _undirected(pairs: list[tuple[str, str]], known: set[str]) -> tuple[set[tuple[str, str]], Counter]:

@@ -13,8 +13,9 @@ Tasks that cannot be paired (in one file only, without per-unit scores, with no 
 reason and counted, never dropped in silence. Two results of other data or evaluation settings (the benchmark, the
 files read, the split, the candidates, the cutoffs, ...) are refused, naming each setting that differs, unless the
 caller allows it; the model's own settings (model, pooling, max_length, revision, batch size, backend, the embedding
-file) differ by design. Values on two scales (``scale``: 0-1 and 0-100) are always refused, and so is a per-unit
-value that is not a finite number, naming the file, task, unit and metric.
+file) differ by design. Two results that read a data file with other contents (the SHA-256 digests of their
+``inputs``) are refused the same way, naming the file. Values on two scales (``scale``: 0-1 and 0-100) are always
+refused, and so is a per-unit value that is not a finite number, naming the file, task, unit and metric.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ MODEL_SETTINGS = frozenset(
         "few_shot",
     }
 )
+#: The inputs of a results JSON that are the model's output, not the data scored: their digests differ by design.
+MODEL_INPUTS = frozenset({"embeddings", "embeddings_ids"})
 #: Bootstrap draws held in memory at once: the resamples are drawn in blocks of rows of about this many units.
 _BLOCK = 2**22
 
@@ -192,7 +195,8 @@ class Comparison:
         resamples, seed: how the intervals were drawn.
         names: the two results, as the table names them (e.g. their files).
         settings_differ: setting -> its value in each result, for the data or evaluation settings that differ
-            (compared only when allowed).
+            (compared only when allowed); a data file read with other contents is ``inputs.<input>/<file>``.
+        notes: what the comparison could not check (a result that records no digests of its data files).
     """
 
     differences: list[PairedDifference]
@@ -201,6 +205,7 @@ class Comparison:
     seed: int = 0
     names: tuple[str, str] = ("first", "second")
     settings_differ: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: the settings, one row per task and metric, and the tasks skipped with their reasons."""
@@ -214,6 +219,7 @@ class Comparison:
             "differences": [asdict(row) for row in self.differences],
             "skipped": dict(self.skipped),
             "settings_differ": {name: list(values) for name, values in self.settings_differ.items()},
+            "notes": list(self.notes),
         }
 
     def table(self) -> str:
@@ -226,6 +232,7 @@ class Comparison:
                 f"  differs: {name}: {first!r} in first, {second!r} in second"
                 for name, (first, second) in self.settings_differ.items()
             ),
+            *(f"  note: {note}" for note in self.notes),
             "",
         ]
         rows = [("Task", "Metric", "First", "Second", "Difference", "95% interval", "Pairs")]
@@ -302,7 +309,18 @@ def compare_results(
             f"{names[0]} holds values on the scale {scales[0]}, {names[1]} on {scales[1]}: their differences would "
             "mix the two scales; evaluate both again with this sciembed, which writes 0-100"
         )
-    differ = different_settings(first, second)
+    changed = different_inputs(first, second)
+    if changed and not allow_different_settings:
+        shown = "; ".join(
+            f"{key.removeprefix('inputs.')}: sha256 {a[:12]} in {names[0]}, {b[:12]} in {names[1]}"
+            for key, (a, b) in changed.items()
+        )
+        raise ValueError(
+            f"{names[0]} and {names[1]} read data files whose contents differ ({shown}): a file changed in place "
+            "between the two evaluations? Their differences are not those of the models; evaluate both on the same "
+            "files, or pass --allow-different-settings (allow_different_settings=True) to compare them anyway"
+        )
+    differ = {**different_settings(first, second), **changed}
     if differ and not allow_different_settings:
         shown = "; ".join(f"{setting}: {a!r} in {names[0]}, {b!r} in {names[1]}" for setting, (a, b) in differ.items())
         raise ValueError(
@@ -318,7 +336,13 @@ def compare_results(
                 f"--metrics {', '.join(unknown)}: no task of {names[0]} or {names[1]} holds "
                 f"{'it' if len(unknown) == 1 else 'them'}; the metrics they hold: {', '.join(sorted(held)) or 'none'}"
             )
-    comparison = Comparison([], resamples=resamples, seed=seed, names=names, settings_differ=differ)
+    notes = [
+        f"{name} records no digests of its data files (written by an older sciembed): a data file changed in place "
+        "is not seen"
+        for result, name in zip((first, second), names)
+        if "inputs" not in result
+    ]
+    comparison = Comparison([], resamples=resamples, seed=seed, names=names, settings_differ=differ, notes=notes)
     papers = PaperResamples(resamples, seed)
     for key in [*ours, *(k for k in theirs if k not in ours)]:
         label = f"{key[0]} {key[2]}"
@@ -361,6 +385,29 @@ def different_settings(first: Mapping[str, Any], second: Mapping[str, Any]) -> d
         return found
 
     ours, theirs = recorded(first), recorded(second)
+    return {key: (ours[key], theirs[key]) for key in ours if key in theirs and ours[key] != theirs[key]}
+
+
+def different_inputs(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """The data files two results JSONs both read with other contents: ``inputs.<input>/<file>`` -> (first's
+    sha256, second's).
+
+    Files one result read and the other did not (other tasks), the vectors of an embedding file
+    (:data:`MODEL_INPUTS`) and results that record no digests are not compared.
+
+    Args:
+        first: the first result, as :meth:`~sciembed.evaluation.runner.EvaluationReport.to_dict` writes it.
+        second: the second result.
+    """
+    ours, theirs = (
+        {
+            f"inputs.{name}/{file}": digest
+            for name, files in (result.get("inputs") or {}).items()
+            if name not in MODEL_INPUTS and isinstance(files, Mapping)
+            for file, digest in files.items()
+        }
+        for result in (first, second)
+    )
     return {key: (ours[key], theirs[key]) for key in ours if key in theirs and ours[key] != theirs[key]}
 
 

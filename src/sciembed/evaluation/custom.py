@@ -53,7 +53,7 @@ from typing import Any
 
 from ..data.judgements import check_qrels_columns
 from ..data.papers import TEXT_FIELDS, InvalidPaperError, PaperProblem, read_papers
-from ..io import RepeatedKeyError, json_error, loads_json
+from ..io import RepeatedKeyError, json_error, loads_json, unknown_key
 from .supervised import SCIDOCS_CLASSIFICATION
 from .tasks import ClassificationTask, PaperSearchTask, ProximityTask, SearchTask, Task
 
@@ -75,6 +75,8 @@ TOP_K = 1000
 _QUERY_ID_FIELDS = ("_id", "query_id", "id")
 _QUERY_TEXT_FIELDS = ("text", "query")
 _QUERY_HEADERS = ("query_id", "query-id", "qid", "id", "_id")
+#: The keys a ``.jsonl`` query line may hold: id, text, a facet's paper and name, BEIR's title and metadata.
+_QUERY_KEYS = (*_QUERY_ID_FIELDS, *_QUERY_TEXT_FIELDS, "paper_id", "facet", "title", "metadata")
 #: Names a qrels header gives its query, document and relevance columns (compared without case, ``-`` as ``_``).
 _QRELS_QUERY_HEADERS = frozenset({"query_id", "qid", "q_id", "query", "queryid", "topic", "topic_id", "_id"})
 _QRELS_DOCUMENT_HEADERS = frozenset(
@@ -355,7 +357,8 @@ def read_query_records(path: str | os.PathLike[str]) -> dict[str, Query]:
         ValueError: an unsupported suffix, a malformed line, a ``.tsv`` line of other than 2 fields, a query without
             id or text, a repeated id, two id keys (or text keys) giving different values, a text that is not a
             string, a ``paper_id`` that is not a non-empty text or integer, a ``facet`` that is not a non-empty text,
-            a facet without its ``paper_id``, a query without a facet among queries with one (file, line, key).
+            a facet without its ``paper_id``, a query without a facet among queries with one, a key a query line
+            cannot hold (with the key meant) (file, line, key).
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -433,7 +436,10 @@ def _query_record(path: Path, line: int, record: dict[str, Any]) -> tuple[Any, s
         record: the line's JSON object.
     """
     found = _one_field(path, line, record, _QUERY_ID_FIELDS, "query id")
+    unknown = unknown_key(record, _QUERY_KEYS)
     if found is None:
+        if unknown is not None:
+            raise ValueError(f"{path}, line {line}: {unknown}")
         return None, None, None, None
     key, query_id = found
     if isinstance(query_id, bool) or not isinstance(query_id, (str, int)):
@@ -441,6 +447,8 @@ def _query_record(path: Path, line: int, record: dict[str, Any]) -> tuple[Any, s
             f"{path}, line {line}: {key} must be a query id (a string or integer), got {_shown(query_id)}"
         )
     named = f"{path}, line {line} (query {str(query_id).strip()!r})"
+    if unknown is not None:
+        raise ValueError(f"{named}: {unknown}")
     found = _one_field(path, line, record, _QUERY_TEXT_FIELDS, "query text")
     if found is not None and not isinstance(found[1], str):
         raise ValueError(f"{named}: {found[0]} must be a string, the query's text, got {_shown(found[1])}")

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..data.judgements import cacm_categories, cite_qrels
 from ..data.papers import TEXT_FIELDS, PaperProblem, text_field_names
-from ..io import load_json_file
+from ..io import files_read, input_digests, load_json_file
 from .names import BENCHMARK_NAMES
 from .supervised import SCIDOCS_CLASSIFICATION, SCIREPEVAL_CLASSIFICATION, SCIREPEVAL_MULTILABEL, SCIREPEVAL_REGRESSION
 from .tasks import ClassificationTask, PairsTask, ProximityTask, RegressionTask, ReviewerMatchingTask, SearchTask, Task
@@ -39,6 +39,8 @@ class TaskSuite:
     tasks: list[Task]
     missing: list[str] = field(default_factory=list)
     skipped: list[PaperProblem] = field(default_factory=list)
+    #: The SHA-256 of each data file read, by input (:func:`~sciembed.io.input_digests`).
+    inputs: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def load_tasks(
@@ -136,7 +138,8 @@ def load_tasks(
         qrels_columns=qrels_columns,
         text_fields=text_field_names(text_fields) if text_fields else TEXT_FIELDS,
     )
-    suite = builders[name](name, str(data), **options)
+    with files_read() as opened:
+        suite = builders[name](name, str(data), **options)
     if tasks:
         known = {t.task_id for t in suite.tasks} | set(suite.missing)
         unknown = sorted(set(tasks) - known)
@@ -154,6 +157,7 @@ def load_tasks(
             f"{data}: none of the {name} tasks{' ' + str(sorted(tasks)) if tasks else ''} found; missing: "
             f"{', '.join(suite.missing)}"
         )
+    suite.inputs = input_digests({"data": data, "papers": papers, "queries": queries, "test_data": test_data}, opened)
     return suite
 
 

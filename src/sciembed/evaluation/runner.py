@@ -24,7 +24,7 @@ import numpy as np
 from .. import __version__
 from ..data.papers import TEXT_FIELDS, text_field_names
 from ..encode import Encoder, ModelArgument, PaperEncoder, refuse_encoder_options, resolve_encoder
-from ..io import atomic_path, default_cache_dir, vectors_of
+from ..io import atomic_path, default_cache_dir, ids_path, input_digests, vectors_of
 from ..logs import progress_enabled
 from .cache import EmbeddingCache
 from .loaders import TaskSuite, load_tasks
@@ -50,6 +50,8 @@ class EvaluationReport:
     settings: dict[str, Any] = field(default_factory=dict)
     embedding: dict[str, Any] = field(default_factory=dict)
     version: str = __version__
+    #: The SHA-256 of each data file read, by input (:func:`~sciembed.io.input_digests`).
+    inputs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def averages(self) -> dict[str, float]:
@@ -83,6 +85,7 @@ class EvaluationReport:
             "model": self.model,
             "sciembed_version": self.version,
             "settings": self.settings,
+            "inputs": self.inputs,
             "results": rows,
             "scale": "0-100: metrics, averages and per-query values (an MTEB task's details.scores keep mteb's 0-1)",
             "averages": self.averages,
@@ -440,6 +443,10 @@ def evaluate_embeddings(
         missing=suite.missing,
         skipped_records=[str(problem) for problem in suite.skipped],
         settings={**(settings or {}), "embeddings": str(embeddings)},
+        inputs={
+            **suite.inputs,
+            **input_digests({"embeddings": embeddings, "embeddings_ids": _ids_file(embeddings)}),
+        },
         embedding={
             "file": str(embeddings),
             "vectors_used": len(ids),
@@ -447,6 +454,11 @@ def evaluate_embeddings(
             "seconds": round(time.perf_counter() - started, 2),
         },
     )
+
+
+def _ids_file(embeddings: str | os.PathLike[str]) -> Path | None:
+    """The ids file of a ``.npy`` embedding file (``None`` for other files)."""
+    return ids_path(embeddings) if Path(embeddings).suffix.lower() == ".npy" else None
 
 
 def _check_paper_inputs(suite: TaskSuite, task: Any) -> None:
@@ -501,6 +513,7 @@ def evaluate_suite(
         missing=suite.missing,
         skipped_records=[str(problem) for problem in suite.skipped],
         settings=dict(settings or {}),
+        inputs=suite.inputs,
         embedding={
             "texts_encoded": sum(c.encoded for c in caches),
             "cache_hits": sum(c.hits for c in caches),

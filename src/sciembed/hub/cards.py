@@ -347,14 +347,15 @@ def evaluation_results(
     evaluations: Sequence[Mapping[str, Any]],
     dataset_names: Sequence[str | None] = (),
 ) -> tuple[list[EvalResult], list[dict[str, Any]]]:
-    """The ``model-index`` entries of evaluation reports, one per task and metric, and the rows left out.
+    """The ``model-index`` entries of evaluation reports, one per task and primary metric, and the rows left out.
 
     Each report is the dict of :meth:`EvaluationReport.to_dict` (``results`` rows with ``benchmark``,
-    ``task``, ``task_id``, ``kind``, ``metric`` and ``value``). A row becomes an ``EvalResult`` whose
-    dataset is the report's data as :func:`dataset_identity` names it (``dataset_names[i]`` names the i-th
-    report's, when given) with the task id as its config and the evaluated split, and whose metric is the
-    row's, on the 0-100 scale the report uses. Rows whose value is not finite (NaN, e.g. a correlation of
-    constant predictions) are returned as left out: the Hub's model-index has no place for them.
+    ``task``, ``task_id``, ``kind``, ``metric`` and ``value``). The rows of a task's primary metrics
+    (:func:`card_rows`) become ``EvalResult`` entries. An entry's dataset is the report's data as
+    :func:`dataset_identity` names it (``dataset_names[i]`` names the i-th report's, when given) with the task id as
+    its config and the evaluated split; its metric is the row's, on the 0-100 scale the report uses. Rows whose
+    value is not finite (NaN, e.g. a correlation of constant predictions) are returned as left out: the Hub's
+    model-index has no place for them.
 
     Raises:
         ValueError: a report without a ``results`` list, a row without one of the keys above or with a
@@ -371,6 +372,7 @@ def evaluation_results(
             )
         split = (report.get("settings") or {}).get("split")
         dataset = dataset_identity(report, names[index])
+        shown = _primary_metrics(report)
         for row in rows:
             missing = [key for key in _EVALUATION_ROW_KEYS if key not in row]
             if missing:
@@ -384,6 +386,8 @@ def evaluation_results(
             if key in seen:
                 raise ValueError(f"evaluation {index}: {'/'.join(str(k) for k in key)} is reported twice")
             seen.add(key)
+            if not _is_shown(row, shown):
+                continue
             task = _task_label(row, dataset)
             if not math.isfinite(value):
                 left_out.append({**row, "task": task})
@@ -402,6 +406,38 @@ def evaluation_results(
                 )
             )
     return results, left_out
+
+
+def card_rows(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The results rows of an evaluation report that a card shows: each task's primary metrics.
+
+    A task's primary metrics are those its benchmark reports and averages (``primary_metrics`` in the report's
+    ``tasks``: MAP and nDCG for a proximity task, mteb's main score); the other measures stay in the results JSON.
+    A task that records none (a report of an older sciembed) shows every row.
+
+    Args:
+        report: the dict of :meth:`~sciembed.evaluation.runner.EvaluationReport.to_dict`.
+    """
+    shown = _primary_metrics(report)
+    return [row for row in report["results"] if _is_shown(row, shown)]
+
+
+def _primary_metrics(report: Mapping[str, Any]) -> dict[tuple[str, str, str], set[str]]:
+    """Each task's primary metrics, by (benchmark, task, task id), for the tasks of ``report`` that record them."""
+    tasks = report.get("tasks")
+    return {
+        (str(task.get("benchmark")), str(task.get("task")), str(task.get("task_id"))): set(task["primary_metrics"])
+        for task in (tasks if isinstance(tasks, list) else ())
+        if isinstance(task, Mapping)
+        and isinstance(task.get("primary_metrics"), (list, tuple))
+        and task["primary_metrics"]
+    }
+
+
+def _is_shown(row: Mapping[str, Any], primary: Mapping[tuple[str, str, str], set[str]]) -> bool:
+    """Whether a card shows ``row``: one of its task's ``primary`` metrics, or any row of a task without them."""
+    metrics = primary.get((str(row.get("benchmark")), str(row.get("task")), str(row.get("task_id"))))
+    return metrics is None or row.get("metric") in metrics
 
 
 def dataset_identity(report: Mapping[str, Any], name: str | None = None) -> DatasetIdentity:
@@ -614,7 +650,8 @@ def _evaluation_summary(report: Mapping[str, Any], name: str | None) -> dict[str
         "max_length": settings.get("max_length"),
         "revision": settings.get("revision"),
         "version": report.get("sciembed_version"),
-        "rows": [{**row, "task": _task_label(row, dataset)} for row in report["results"]],
+        "rows": [{**row, "task": _task_label(row, dataset)} for row in card_rows(report)],
+        "all_rows": len(report["results"]),
         "averages": report.get("averages") or {},
         "missing": report.get("missing_tasks") or [],
     }

@@ -221,6 +221,7 @@ def embed_to_file(
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     share = process_share(rank, world_size)
     folder = partial_dir(output)
+    _check_partial(folder)
     try:
         if isinstance(papers, (str, os.PathLike)):
             from ..data.papers import paper_dataset
@@ -343,6 +344,7 @@ def _encode_shards(
     """Encode this process's unfinished shards into ``parts`` (through ``cache`` when given); returns (shards already
     done, shards encoded, papers encoded). One bar covers them all: a shard's own bar only when it is the only one."""
     resumed = encoded = encoded_papers = 0
+    dim = None
     indices = range(share.rank, count, share.world_size)
     total = sum(min((index + 1) * shard_size, len(papers)) - index * shard_size for index in indices)
     progress = tqdm(total=total, desc="Encoding", unit="paper", disable=not show_progress_bar or len(indices) == 1)
@@ -350,7 +352,8 @@ def _encode_shards(
         part = _part(parts, index)
         start, stop = index * shard_size, min((index + 1) * shard_size, len(papers))
         if part.exists():
-            _check_part(part, _ids(papers, start, stop))
+            dim = dim or encoder.get_embedding_dimension()
+            _check_part(part, _ids(papers, start, stop), dim)
             resumed += 1
             progress.update(stop - start)
             continue
@@ -370,9 +373,9 @@ def _encode_shards(
     return resumed, encoded, encoded_papers
 
 
-def _check_part(part: Path, ids: list[str]) -> Chunk:
-    """A finished part must hold the shard's ids, in order, with float vectors; anything else is named.
-    Returns its ids and vectors."""
+def _check_part(part: Path, ids: list[str], dim: int | None = None) -> Chunk:
+    """A finished part must hold the shard's ids, in order, with float vectors (of size ``dim``, when given);
+    anything else is named. Returns its ids and vectors."""
     try:
         found, vectors = read_embeddings(part)
     except Exception as error:  # pyarrow's errors for a damaged file have no common base below Exception
@@ -381,6 +384,11 @@ def _check_part(part: Path, ids: list[str]) -> Chunk:
         raise ValueError(
             f"{part}: holds {len(found)} vectors of shape {vectors.shape} for other papers than the "
             f"{len(ids)} of its shard; delete it and --resume re-embeds it"
+        )
+    if dim is not None and vectors.shape[1] != dim:
+        raise ValueError(
+            f"{part}: vectors of size {vectors.shape[1]} where the model's are {dim}; delete it and --resume "
+            "re-embeds it"
         )
     return found, vectors
 
@@ -464,6 +472,30 @@ def _manifest(encoder: Encoder, papers: Papers | Any, shard_size: int) -> dict[s
     }
 
 
+def _check_partial(folder: Path) -> None:
+    """Refuse an unfinished run's folder whose layout is damaged (a file where a folder belongs, or the reverse),
+    naming what is wrong and the fix."""
+    for path, folder_expected in ((folder, True), (folder / _PARTS, True), (folder / _MANIFEST, False)):
+        if (path.exists() or path.is_symlink()) and path.is_dir() != folder_expected:
+            kind = "not a folder" if folder_expected else "not a file"
+            raise ValueError(
+                f"{path}: {kind}, so the unfinished run in {folder} is damaged; delete {folder} to start over"
+            )
+
+
+def _check_parts(parts: Path, count: int) -> None:
+    """Refuse a file among the finished parts that is no part of a run of ``count`` shards (it would join a folder
+    output), naming it."""
+    expected = {_part(parts, index).name for index in range(count)}
+    for entry in sorted(parts.iterdir()):
+        if entry.name not in expected and not entry.name.startswith("."):  # .name: a part being written
+            raise ValueError(
+                f"{entry}: not one of the {count} parts of the unfinished run in {parts.parent} "
+                f"(part-00000.parquet to {_part(parts, count - 1).name}); delete it, or delete {parts.parent} "
+                "to start over"
+            )
+
+
 def _start(folder: Path, manifest: dict[str, Any], *, resume: bool, joining: bool) -> None:
     """Start the run in ``folder``, or continue the unfinished one there (``resume``; ``joining``: another
     process of this job may have started it) if its manifest matches."""
@@ -490,6 +522,8 @@ def _start(folder: Path, manifest: dict[str, Any], *, resume: bool, joining: boo
                 f"cannot resume {folder}: the unfinished run differs in {', '.join(differing)} "
                 "(other papers, model weights or settings); delete the folder to start over"
             )
+        if parts.is_dir():
+            _check_parts(parts, math.ceil(manifest["papers"] / manifest["shard_size"]))
         return
     if parts.exists() and any(parts.iterdir()):
         raise ValueError(f"{folder} has no {_MANIFEST}; it was not written by sciembed embed: delete it to start over")

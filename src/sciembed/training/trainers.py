@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 from transformers import Trainer, TrainerCallback
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..encode import PaperEncoder, default_pooling, pool, with_domains
@@ -145,6 +146,7 @@ class EmbeddingTrainer(Trainer):
             else None
         )
         super().__init__(model=model, args=args, eval_dataset=eval_dataset, **kwargs)
+        _log_instead_of_printing(self)
         if adapter_training not in (None, "adapters", "fusion"):
             raise ValueError(f"adapter_training must be 'adapters' or 'fusion', got {adapter_training!r}")
         self.adapter_training = adapter_training
@@ -313,6 +315,37 @@ class EmbeddingTrainer(Trainer):
             self.last_metrics, self.last_metrics_step = dict(metrics), self.state.global_step
         self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
         return metrics
+
+
+class _BarWithoutLogs(ProgressCallback):
+    """The Trainer's progress bar, without the logs it writes under it at each logging step."""
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> None:
+        pass
+
+
+class _LogsAtInfo(TrainerCallback):
+    """Each logging step's values (loss, learning rate, ...), logged at INFO: shown with ``-v``."""
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> None:
+        if state.is_world_process_zero and logs:
+            shown = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in logs.items())
+            logger.info("step %d: %s", state.global_step, shown)
+
+
+def _log_instead_of_printing(trainer: Trainer) -> None:
+    """Have ``trainer`` log its values at INFO rather than print them: its bar stays (unless ``disable_tqdm``)."""
+    callbacks = trainer.callback_handler.callbacks
+    if any(type(callback) is ProgressCallback for callback in callbacks):
+        trainer.pop_callback(ProgressCallback)
+        trainer.add_callback(_BarWithoutLogs)
+    if any(type(callback) is PrinterCallback for callback in callbacks):
+        trainer.pop_callback(PrinterCallback)
+    trainer.add_callback(_LogsAtInfo)
 
 
 class _Anchor:
