@@ -70,7 +70,7 @@ class EmbeddingSource:
             if ids:
                 yield ids, _floats(self.path, ids, vectors)
         else:
-            for part in _parts(self.path):
+            for part in _parts(self.path) if self.path.is_dir() else [self.path]:
                 yield from _parquet_blocks(part, rows)
 
     def _checked(self, ids: list[str], vectors: np.ndarray, start: int) -> np.ndarray:

@@ -73,6 +73,7 @@ def build_index(
     *,
     model: str | Encoder | None = None,
     overwrite: bool = False,
+    trained_like: str | os.PathLike[str] | None = None,
 ) -> Path:
     """Build the index of ``embeddings`` into the folder ``output``, which appears whole or not at all.
 
@@ -83,6 +84,8 @@ def build_index(
         model: the model that embedded them, when the output carries no stamp (``<output>.meta.json``): a name
             (stated), or an encoder (fingerprinted); checked against the stamp when there is one.
         overwrite: replace an index already at ``output``.
+        trained_like: an index folder whose kind, ranges, mean and quantizers are reused instead of trained (shards
+            and parts of one collection then share their codes).
 
     Raises:
         FileExistsError: ``output`` exists and ``overwrite`` is false (before any work).
@@ -98,7 +101,12 @@ def build_index(
             "the model that embedded them (--model)"
         )
     memory = settings.memory or default_memory()
-    kind = settings.kind if settings.kind != "auto" else choose_kind(source.count, source.dim, memory, settings.pq_m)
+    if trained_like is not None:
+        kind = Manifest.read(trained_like).kind
+    elif settings.kind != "auto":
+        kind = settings.kind
+    else:
+        kind = choose_kind(source.count, source.dim, memory, settings.pq_m)
     logger.info("building a %s index of %d vectors of size %d from %s", kind, source.count, source.dim, source.path)
     rng = np.random.default_rng(settings.seed)
     sample_rows = np.sort(rng.choice(source.count, min(settings.sample_size, source.count), replace=False))
@@ -106,7 +114,10 @@ def build_index(
     staging = staging_folder(output)
     try:
         sample, queries = _first_pass(source, staging, sample_rows, query_rows)
-        codes, factory, nlist = _trained(kind, source, sample, settings)
+        if trained_like is None:
+            codes, factory, nlist = _trained(kind, source, sample, settings)
+        else:
+            codes, factory, nlist = trained_codes(trained_like, source.dim)
         truth = ExactTruth(queries, query_rows)
         _second_pass(source, codes, truth, staging)
         trained = time.perf_counter()
@@ -238,6 +249,32 @@ def _trained(
         trained = faiss.vector_to_array(index.sq.trained).reshape(2, dim)
         ranges = np.vstack([trained[0], trained[0] + trained[1]])
     return IndexCodes(kind, index, ranges=ranges, ivf=ivf), factory, nlist
+
+
+def trained_codes(folder: str | os.PathLike[str], dim: int) -> tuple[IndexCodes, str, int | None]:
+    """The trained, empty codes of the index in ``folder``, its factory string and IVF cells.
+
+    Args:
+        folder: an index folder.
+        dim: the dimension of the vectors to add, which must be the index's.
+    """
+    import faiss
+
+    manifest = Manifest.read(folder)
+    if manifest.dim != dim:
+        raise ValueError(f"{folder} indexes vectors of size {manifest.dim}, these have size {dim}")
+    folder = Path(folder)
+    binary = manifest.kind == "binary"
+    index = (faiss.read_index_binary if binary else faiss.read_index)(str(folder / INDEX_FILE))
+    index.reset()
+    ivf = manifest.factory.startswith("IVF")
+    nlist = faiss.extract_index_ivf(index).nlist if ivf else None
+
+    def optional(name: str) -> np.ndarray | None:
+        return np.load(folder / name) if (folder / name).is_file() else None
+
+    codes = IndexCodes(manifest.kind, index, ranges=optional(RANGES_FILE), mean=optional(MEAN_FILE), ivf=ivf)
+    return codes, manifest.factory, nlist
 
 
 def _second_pass(source: EmbeddingSource, codes: IndexCodes, truth: ExactTruth, staging: Path) -> None:

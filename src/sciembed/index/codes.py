@@ -99,6 +99,8 @@ class IndexCodes:
         width = int(min(width, total))
         labels = self._candidates(queries, width, nprobe)
         labels[labels == exclude[:, None]] = -1
+        if labels.shape[1] < top_k:  # fewer papers than results asked for
+            labels = np.pad(labels, ((0, 0), (0, top_k - labels.shape[1])), constant_values=-1)
         rows = np.empty((len(queries), top_k), dtype=np.int64)
         scores = np.empty((len(queries), top_k))
         for start in range(0, len(queries), _QUERY_BLOCK):

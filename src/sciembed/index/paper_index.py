@@ -155,6 +155,7 @@ class PaperIndex:
         pq_m: int | None = None,
         model: str | Encoder | None = None,
         overwrite: bool = False,
+        trained_like: PaperIndex | str | os.PathLike[str] | None = None,
     ) -> PaperIndex:
         """Build the index of a ``sciembed embed`` output block by block, tune it, write it and open it.
 
@@ -171,6 +172,8 @@ class PaperIndex:
             pq_m: ``pq`` sub-quantizers (default a quarter of the dimension).
             model: the model that embedded the vectors, when the output carries no stamp: a name or an encoder.
             overwrite: replace an index at ``output``.
+            trained_like: an index (or its folder) whose kind, ranges, mean and quantizers are reused, so that parts
+                of one collection share their codes; ``kind`` and the training settings are then unused.
         """
         settings = IndexSettings(
             kind=kind,
@@ -182,7 +185,8 @@ class PaperIndex:
             nlist=nlist,
             pq_m=pq_m,
         )
-        return cls.load(build_index(embeddings, output, settings, model=model, overwrite=overwrite))
+        like = trained_like.folder if isinstance(trained_like, PaperIndex) else trained_like
+        return cls.load(build_index(embeddings, output, settings, model=model, overwrite=overwrite, trained_like=like))
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str], *, mmap: bool = True) -> PaperIndex:

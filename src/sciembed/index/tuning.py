@@ -80,7 +80,7 @@ def tune(codes: IndexCodes, truth: ExactTruth, target: float, nlist: int | None)
     Raises:
         ValueError: no setting reaches ``target``; naming the best recall reached and what helps.
     """
-    multipliers = _multipliers(codes.kind, codes.index.ntotal, truth.depth)
+    multipliers = multiplier_ladder(codes.kind, codes.index.ntotal, truth.depth)
     tried: list[Tuned] = []
 
     def reaches(multiplier: int, nprobe: int | None) -> bool:
@@ -117,7 +117,8 @@ def _ladder(nlist: int | None) -> list[int]:
     return [*probes, nlist or 1]
 
 
-def _multipliers(kind: str, papers: int, depth: int) -> list[int]:
+def multiplier_ladder(kind: str, papers: int, depth: int) -> list[int]:
+    """The multipliers tuning tries for a ``kind`` index of ``papers``, up to one that rescores them all."""
     if kind not in ("binary", "pq"):
         return [1]
     whole = -(-papers // (depth + 1))
