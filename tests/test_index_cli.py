@@ -83,3 +83,21 @@ def test_free_text_search_after_sciembed_embed(tiny_bert, tmp_path, capsys):
     capsys.readouterr()
     assert main(["index", "search", str(tmp_path / "index"), "--query", "garbage collection", "-k", "2"]) == 0
     assert capsys.readouterr().out.startswith("garbage collection\n   1. ")
+
+
+def test_neighbours_with_an_index_gives_the_index_search_results(tiny_bert, tmp_path):
+    from sciembed import PaperIndex, neighbours
+
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text("".join(json.dumps(p) + "\n" for p in PAPERS), encoding="utf-8")
+    vectors = tmp_path / "vectors.npy"
+    assert main(["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(vectors)]) == 0
+    index = PaperIndex.build(vectors, tmp_path / "index", kind="binary")
+    searched = index.search(ids=["p1", "p2"], top_k=3)
+    result = neighbours(papers=papers, index=tmp_path / "index", query_ids=["p1", "p2"], top_k=3)
+    assert [[n["paper_id"] for n in result.neighbours_of(q)] for q in ("p1", "p2")] == searched.ids
+    np.testing.assert_array_equal(result.scores, searched.scores)
+    out = tmp_path / "n.jsonl"
+    argv = ["neighbours", "--papers", str(papers), "--index", str(tmp_path / "index"), "--query-ids", "p1"]
+    assert main([*argv, "--top-k", "3", "--output", str(out)]) == 0
+    assert [n["paper_id"] for n in json.loads(out.read_text())["neighbours"]] == searched.ids[0]
