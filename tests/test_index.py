@@ -208,8 +208,9 @@ def test_two_builds_with_one_seed_are_byte_identical(vectors, tmp_path, kind):
 
 
 def test_a_memory_budget_nothing_fits_names_the_shards(source, tmp_path):
-    assert choose_kind(10**6, 384, 2**30) == "int8" and choose_kind(10**6, 384, 4 * 2**30) == "exact"
-    with pytest.raises(ValueError, match=r"split the collection into 188 shards of at most 43 papers"):
+    assert [choose_kind(10**6, 384, gib * 2**30)[0] for gib in (4, 1, 0.1)] == ["exact", "int8", "binary"]
+    assert choose_kind(10**7, 384, 0.3 * 2**30) == ("pq", 24)  # the most sub-quantizers that fit
+    with pytest.raises(ValueError, match=r"split the collection into 63 shards of at most 127 papers"):
         PaperIndex.build(source, tmp_path / "index", memory="1K")
     assert not (tmp_path / "index").exists()
 

@@ -47,7 +47,10 @@ def test_bad_input_exits_2_with_one_message(index, vectors_file, caplog, tmp_pat
         (["index", "search", str(index), "--ids", "nope"], r"1 id\(s\) not among the 400 papers .*'nope'"),
         (["index", "search", str(index), "--query", "graphs"], r"does not know the model .*--model NAME"),
         (["index", "build", str(vectors_file), "--output", str(index)], r"exists; pass --overwrite"),
-        (["index", "build", str(vectors_file), "--output", str(tmp_path / "i"), "--memory", "100"], r"into 48 shards"),
+        (
+            ["index", "build", str(vectors_file), "--output", str(tmp_path / "i"), "--memory", "100"],
+            r"into 8 shards of at most 50 papers",
+        ),
         (["index", "info", str(tmp_path)], r"no manifest\.json, so not a sciembed index"),
         (["index", "build", str(tmp_path / "none.npy"), "--output", str(tmp_path / "i")], r"none\.npy .*no such"),
     ]

@@ -8,6 +8,7 @@ finds the exact neighbours of held-out papers, on which the probes and the resco
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -106,7 +107,8 @@ def build_index(
     elif settings.kind != "auto":
         kind = settings.kind
     else:
-        kind = choose_kind(source.count, source.dim, memory, settings.pq_m)
+        kind, pq_m = choose_kind(source.count, source.dim, memory, settings.pq_m)
+        settings = dataclasses.replace(settings, pq_m=pq_m or settings.pq_m)
     logger.info("building a %s index of %d vectors of size %d from %s", kind, source.count, source.dim, source.path)
     rng = np.random.default_rng(settings.seed)
     sample_rows = np.sort(rng.choice(source.count, min(settings.sample_size, source.count), replace=False))

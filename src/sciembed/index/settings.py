@@ -18,6 +18,8 @@ KIND_CHOICES: tuple[str, ...] = (*KINDS, "auto")
 IVF_THRESHOLD = 1_000_000
 #: Bytes per paper for an IVF list entry (faiss keeps one int64 id per code).
 IVF_ID_BYTES = 8
+#: The fewest sub-quantizers ``auto`` gives a ``pq`` index.
+MIN_PQ_M = 8
 #: Papers used for the recall measurement that tunes probes and the rescore multiplier.
 TUNING_QUERIES = 1000
 #: The depth the tuning measures recall at.
@@ -124,25 +126,31 @@ def disk_bytes_per_paper(kind: str, dim: int, papers: int, pq_m: int | None = No
     return ram_bytes_per_paper(kind, dim, papers, pq_m) + store
 
 
-def choose_kind(papers: int, dim: int, memory: int, pq_m: int | None = None) -> IndexKind:
-    """The most exact kind whose codes fit ``memory`` bytes.
+def choose_kind(papers: int, dim: int, memory: int, pq_m: int | None = None) -> tuple[IndexKind, int | None]:
+    """The most exact kind whose codes fit ``memory`` bytes, and for ``pq`` the sub-quantizers that fit.
 
     Args:
         papers: papers to index.
         dim: their dimension.
         memory: the budget in bytes.
-        pq_m: the ``pq`` sub-quantizers.
+        pq_m: the ``pq`` sub-quantizers (default: the most that fit, at least :data:`MIN_PQ_M`).
 
     Raises:
         ValueError: nothing fits; the message names the shards needed for the most compact kind.
     """
-    for kind in KINDS:
-        if papers * ram_bytes_per_paper(kind, dim, papers, pq_m) <= memory:
-            return kind
-    need = papers * ram_bytes_per_paper("pq", dim, papers, pq_m)
+    for kind in ("exact", "int8", "binary"):
+        if papers * ram_bytes_per_paper(kind, dim, papers) <= memory:
+            return kind, None
+    fitting = [m for m in range(MIN_PQ_M, dim + 1) if dim % m == 0 and papers * (m + IVF_ID_BYTES) <= memory]
+    if pq_m is None and fitting:
+        return "pq", max(fitting)
+    if pq_m is not None and papers * ram_bytes_per_paper("pq", dim, papers, pq_m) <= memory:
+        return "pq", pq_m
+    smallest = min(dim / 8, (pq_m or min(m for m in range(MIN_PQ_M, dim + 1) if dim % m == 0)) + IVF_ID_BYTES)
+    need = papers * smallest
     shards = math.ceil(need / memory)
     raise ValueError(
-        f"{papers} papers of dimension {dim} need {need / 2**30:.2f} GiB even as a pq index, more than the "
-        f"{memory / 2**30:.2f} GiB budget (--memory): split the collection into {shards} shards of at most "
+        f"{papers} papers of dimension {dim} need {need / 2**30:.2f} GiB even in the most compact index, more than "
+        f"the {memory / 2**30:.2f} GiB budget (--memory): split the collection into {shards} shards of at most "
         f"{math.ceil(papers / shards)} papers, or raise --memory"
     )
