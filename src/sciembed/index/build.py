@@ -38,7 +38,7 @@ from .settings import (
     ram_bytes_per_paper,
     uses_ivf,
 )
-from .tuning import ExactTruth, tune
+from .tuning import ExactTruth, Tuned, tune
 
 if TYPE_CHECKING:
     from ..encode import Encoder
@@ -113,6 +113,8 @@ def build_index(
     rng = np.random.default_rng(settings.seed)
     sample_rows = np.sort(rng.choice(source.count, min(settings.sample_size, source.count), replace=False))
     query_rows = np.sort(rng.choice(source.count, min(settings.tuning_queries, source.count), replace=False))
+    if kind == "exact":
+        query_rows = query_rows[:0]  # exact by construction: nothing to tune or measure
     staging = staging_folder(output)
     try:
         sample, queries = _first_pass(source, staging, sample_rows, query_rows)
@@ -123,7 +125,7 @@ def build_index(
         truth = ExactTruth(queries, query_rows)
         _second_pass(source, codes, truth, staging)
         trained = time.perf_counter()
-        tuned = tune(codes, truth, settings.target_recall, nlist)
+        tuned = tune(codes, truth, settings.target_recall, nlist) if kind != "exact" else Tuned(1, None, 1.0)
         manifest = Manifest(
             kind=kind,
             factory=factory,

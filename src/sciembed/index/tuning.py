@@ -36,16 +36,20 @@ class ExactTruth:
 
     def update(self, vectors: np.ndarray, start: int) -> None:
         """Merge the block ``vectors`` (unit rows ``start ..``) into each query's best rows."""
-        scores = (self.queries @ vectors.T).astype(np.float64)
-        block_rows = np.arange(start, start + len(vectors))
-        scores[self.rows[:, None] == block_rows[None, :]] = -np.inf
-        keep = min(self.depth, len(vectors))
-        top = np.argpartition(-scores, keep - 1, axis=1)[:, :keep]
-        merged_rows = np.concatenate([self.best, block_rows[top]], axis=1)
-        merged_scores = np.concatenate([self.scores, np.take_along_axis(scores, top, axis=1)], axis=1)
+        import faiss
+
+        if not len(self.queries):
+            return
+        keep = min(self.depth + 1, len(vectors))
+        scores, rows = faiss.knn(self.queries, vectors, keep, metric=faiss.METRIC_INNER_PRODUCT)
+        rows = rows + start
+        scores = np.where(rows == self.rows[:, None], -np.inf, scores.astype(np.float64))
+        merged_rows = np.concatenate([self.best, rows], axis=1)
+        merged_scores = np.concatenate([self.scores, scores], axis=1)
         order = np.lexsort((merged_rows, -merged_scores), axis=1)[:, : self.depth]
         self.best = np.take_along_axis(merged_rows, order, axis=1)
         self.scores = np.take_along_axis(merged_scores, order, axis=1)
+        self.best[~np.isfinite(self.scores)] = -1
 
 
 def recall(found: np.ndarray, truth: np.ndarray) -> float:
