@@ -39,7 +39,7 @@ def test_build_search_info_and_check(index, capsys, tmp_path):
     assert record["query"] == "p1" and len(record["neighbours"]) == 10
     assert main(["index", "info", str(index)]) == 0
     assert "kind: binary\n" in capsys.readouterr().out
-    assert main(["index", "check", str(index)]) == 0
+    assert main(["index", "check", str(index), "-q"]) == 0  # -v and -q are taken after the action too
 
 
 def test_bad_input_exits_2_with_one_message(index, vectors_file, caplog, tmp_path):

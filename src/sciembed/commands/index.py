@@ -107,7 +107,7 @@ def run_build(args: argparse.Namespace) -> int:
     )
     info = index.info()
     print(
-        f"wrote a {info['kind']} index of {info['papers']} papers to {args.output}: recall@10 "
+        f"wrote an index of {info['papers']} papers ({info['kind']}) to {args.output}: recall@10 "
         f"{info['recall_at_10']:.3f} (multiplier {info['multiplier']}, nprobe {info['nprobe']}), "
         f"{info['ram_bytes_per_paper']:g} bytes per paper in RAM"
     )
