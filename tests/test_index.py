@@ -256,3 +256,28 @@ def test_free_text_with_the_embedded_minilm(minilm_encoder, tmp_path):
     index = PaperIndex.build(tmp_path / "v.jsonl", tmp_path / "index", kind="int8")
     result = index.search(["garbage collection of list structure"], top_k=2)  # the model loaded from the manifest
     assert result.ids[0][0] == "p1" and index.model.dim == 384
+
+
+@pytest.mark.parametrize("kind", ["binary", "pq"])
+def test_parts_trained_alike_merge_into_the_one_build(vectors, tmp_path, kind):
+    bounds = [0, 1500, 2500, 4000]
+    for n, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        write(tmp_path / f"v{n}.npy", vectors[lo:hi], [f"p{i}" for i in range(lo, hi)])
+    first = PaperIndex.build(tmp_path / "v0.npy", tmp_path / "part0", kind=kind)
+    for n in (1, 2):
+        PaperIndex.build(tmp_path / f"v{n}.npy", tmp_path / f"part{n}", trained_like=first)
+    merged = PaperIndex.merge([tmp_path / f"part{n}" for n in range(3)], tmp_path / "merged")
+    write(tmp_path / "all.npy", vectors[:4000])
+    PaperIndex.build(tmp_path / "all.npy", tmp_path / "whole", trained_like=first)
+    assert len(merged) == 4000
+    for name in ("index.faiss", "store.npy", "ids.bytes.npy", "ids.offsets.npy", "ids.order.npy"):
+        assert (tmp_path / "merged" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+
+
+def test_parts_trained_apart_are_refused(vectors, tmp_path):
+    write(tmp_path / "a.npy", vectors[:300])
+    write(tmp_path / "b.npy", vectors[300:600], [f"q{i}" for i in range(300)])
+    for name in "ab":
+        PaperIndex.build(tmp_path / f"{name}.npy", tmp_path / name, kind="binary")
+    with pytest.raises(ValueError, match=r"b was trained apart from .*a .*trained_like"):
+        PaperIndex.merge([tmp_path / "a", tmp_path / "b"], tmp_path / "merged")

@@ -104,3 +104,15 @@ def test_neighbours_with_an_index_gives_the_index_search_results(tiny_bert, tmp_
     argv = ["neighbours", "--papers", str(papers), "--index", str(tmp_path / "index"), "--query-ids", "p1"]
     assert main([*argv, "--top-k", "3", "--output", str(out)]) == 0
     assert [n["paper_id"] for n in json.loads(out.read_text())["neighbours"]] == searched.ids[0]
+
+
+def test_parts_built_alike_merge_and_parts_built_apart_are_refused(vectors_file, tmp_path, caplog):
+    part = ["index", "build", str(vectors_file), "--kind", "binary", "--output"]
+    assert main([*part, str(tmp_path / "a")]) == 0
+    assert main([*part, str(tmp_path / "b"), "--trained-like", str(tmp_path / "a")]) == 0
+    assert main([*part, str(tmp_path / "c"), "--no-centre"]) == 0
+    merge = ["index", "merge", str(tmp_path / "a"), "--output", str(tmp_path / "m")]
+    assert main([*merge[:3], str(tmp_path / "c"), *merge[3:]]) == 2
+    assert "c was trained apart from" in caplog.text
+    assert main([*merge[:3], str(tmp_path / "b"), *merge[3:]]) == 2  # the same papers twice
+    assert re.search(r"paper_id 'p0' has two vectors \(rows 0 and 400", caplog.text)

@@ -54,8 +54,21 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         "--model",
         help="the model that embedded the vectors, when the output has no <output>.meta.json (sciembed embed's)",
     )
+    build.add_argument(
+        "--trained-like",
+        metavar="INDEX",
+        help="reuse this index's kind, ranges, mean and quantizers (parts of one collection, merged later)",
+    )
     build.add_argument("--overwrite", action="store_true", help="replace an index at --output (refused otherwise)")
     build.set_defaults(run=run_build)
+
+    merge = actions.add_parser(
+        "merge", help="merge index parts built with one training into one index", formatter_class=HelpFormatter
+    )
+    merge.add_argument("parts", nargs="+", help="the index parts, in the order of their papers")
+    merge.add_argument("--output", required=True, help="the merged index folder, written atomically")
+    merge.add_argument("--overwrite", action="store_true", help="replace an index at --output (refused otherwise)")
+    merge.set_defaults(run=run_merge)
 
     add = actions.add_parser(
         "add", help="append the papers of another embedding output", formatter_class=HelpFormatter
@@ -104,6 +117,7 @@ def run_build(args: argparse.Namespace) -> int:
         pq_m=args.pq_m,
         model=args.model,
         overwrite=args.overwrite,
+        trained_like=args.trained_like,
     )
     info = index.info()
     print(
@@ -111,6 +125,14 @@ def run_build(args: argparse.Namespace) -> int:
         f"{info['recall_at_10']:.3f} (multiplier {info['multiplier']}, nprobe {info['nprobe']}), "
         f"{info['ram_bytes_per_paper']:g} bytes per paper in RAM"
     )
+    return 0
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    from ..index import PaperIndex
+
+    index = PaperIndex.merge(args.parts, args.output, overwrite=args.overwrite)
+    print(f"merged {len(args.parts)} parts into {args.output}: {len(index)} papers ({index.kind})")
     return 0
 
 

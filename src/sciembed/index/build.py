@@ -311,6 +311,13 @@ def add_codes(codes: IndexCodes, vectors: np.ndarray, start: int) -> None:
         codes.store[start : start + len(vectors)] = int8_codes(vectors, codes.ranges)
 
 
+def copy_rows(target: np.ndarray, rows: np.ndarray, start: int, block: int = 1 << 20) -> None:
+    """Copy ``rows`` (a memory-mapped store) into ``target`` from row ``start``, ``block`` rows at a time."""
+    for first in range(0, len(rows), block):
+        chunk = rows[first : first + block]
+        target[start + first : start + first + len(chunk)] = chunk
+
+
 def write_codes(folder: Path, codes: IndexCodes) -> None:
     """Write the faiss index, the ranges and the mean of ``codes`` into ``folder`` (the store is written in place)."""
     import faiss

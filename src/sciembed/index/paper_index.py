@@ -32,6 +32,7 @@ from .build import (
     STORE_FILE,
     add_codes,
     build_index,
+    copy_rows,
     needs_store,
     staging_folder,
     write_codes,
@@ -225,6 +226,23 @@ class PaperIndex:
             ivf=ivf,
         )
         return cls(folder, manifest, codes, IdTable(folder, mmap=mmap))
+
+    @classmethod
+    def merge(
+        cls, parts: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], *, overwrite: bool = False
+    ) -> PaperIndex:
+        """Merge index parts built with one training (``trained_like``) into one index, and open it.
+
+        Args:
+            parts: the part folders, in the order of their papers.
+            output: the merged index folder, written atomically.
+            overwrite: replace an index at ``output``.
+
+        The merged index keeps the first part's tuned multiplier and probes.
+        """
+        from .merge import merge_indexes
+
+        return cls.load(merge_indexes(parts, output, overwrite=overwrite))
 
     def check(self) -> None:
         """Verify the sha256 of every file of the folder against the manifest.
@@ -454,7 +472,7 @@ class PaperIndex:
                 codes.store = np.lib.format.open_memmap(
                     staging / STORE_FILE, mode="w+", dtype=np.int8, shape=(old + source.count, self.dim)
                 )
-                codes.store[:old] = self.codes.store
+                copy_rows(codes.store, self.codes.store, 0)
             clipped = outside = 0
             start = old
             for _, vectors in source.blocks():
