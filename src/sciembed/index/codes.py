@@ -14,8 +14,10 @@ import numpy as np
 
 #: Candidates beyond the results that exact and int8 indexes rescore, so float32 ties do not decide the order.
 RESCORE_MARGIN = 16
-#: Queries rescored together.
+#: Queries rescored together, at most.
 _QUERY_BLOCK = 64
+#: Bytes of float64 candidate vectors rescored at a time.
+_RESCORE_BYTES = 1 << 27
 #: The int8 codes span 256 steps, stored as -128 .. 127.
 _STEPS = 255
 
@@ -103,8 +105,9 @@ class IndexCodes:
             labels = np.pad(labels, ((0, 0), (0, top_k - labels.shape[1])), constant_values=-1)
         rows = np.empty((len(queries), top_k), dtype=np.int64)
         scores = np.empty((len(queries), top_k))
-        for start in range(0, len(queries), _QUERY_BLOCK):
-            block = slice(start, start + _QUERY_BLOCK)
+        step = max(1, min(_QUERY_BLOCK, _RESCORE_BYTES // (8 * width * queries.shape[1] + 1)))
+        for start in range(0, len(queries), step):
+            block = slice(start, start + step)
             rows[block], scores[block] = self._rescored(queries[block], labels[block], top_k)
         return rows, scores
 

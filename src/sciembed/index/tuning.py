@@ -3,6 +3,7 @@ search, on held-out papers of the collection, reaches the target."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,7 +74,8 @@ def tune(codes: IndexCodes, truth: ExactTruth, target: float, nlist: int | None)
     """The fewest IVF probes, then the smallest multiplier, whose recall@10 reaches ``target``.
 
     Flat indexes raise the multiplier alone. IVF indexes raise the probes at a generous multiplier first (at all
-    probes, beyond it), then lower the multiplier to the smallest that still reaches ``target``.
+    probes, beyond it), then lower the multiplier to the smallest that still reaches ``target``. Each ladder is
+    searched from its cheap end by doubling steps, then bisected, since recall grows along it.
 
     Args:
         codes: the index being built.
@@ -85,32 +87,47 @@ def tune(codes: IndexCodes, truth: ExactTruth, target: float, nlist: int | None)
         ValueError: no setting reaches ``target``; naming the best recall reached and what helps.
     """
     multipliers = multiplier_ladder(codes.kind, codes.index.ntotal, truth.depth)
-    tried: list[Tuned] = []
+    measured: dict[tuple[int, int | None], float] = {}
 
     def reaches(multiplier: int, nprobe: int | None) -> bool:
-        rows, _ = codes.search(truth.queries, truth.depth, truth.rows, multiplier=multiplier, nprobe=nprobe)
-        tried.append(Tuned(multiplier, nprobe, recall(rows, truth.best)))
-        return tried[-1].recall >= target
+        if (multiplier, nprobe) not in measured:
+            rows, _ = codes.search(truth.queries, truth.depth, truth.rows, multiplier=multiplier, nprobe=nprobe)
+            measured[multiplier, nprobe] = recall(rows, truth.best)
+        return measured[multiplier, nprobe] >= target
 
     nprobe = None
     if codes.ivf:
         # The probes first, at a generous multiplier; then the smallest multiplier at those probes.
         generous = max(m for m in multipliers if m <= GENEROUS_MULTIPLIER)
-        nprobe = next((p for p in _ladder(nlist) if reaches(generous, p)), None)
-        if nprobe is None and generous < multipliers[-1]:
-            nprobe = nlist if any(reaches(m, nlist) for m in multipliers if m > generous) else None
+        nprobe = _smallest(_ladder(nlist), lambda p: reaches(generous, p))
+        if nprobe is None and _smallest(multipliers, lambda m: reaches(m, nlist)) is not None:
+            nprobe = nlist
     if nprobe is not None or not codes.ivf:
-        for multiplier in multipliers:
-            if multiplier in {t.multiplier for t in tried if t.nprobe == nprobe and t.recall >= target} or reaches(
-                multiplier, nprobe
-            ):
-                return next(t for t in tried if (t.multiplier, t.nprobe) == (multiplier, nprobe))
-    best = max(tried, key=lambda t: t.recall)
+        multiplier = _smallest(multipliers, lambda m: reaches(m, nprobe))
+        if multiplier is not None:
+            return Tuned(multiplier, nprobe, measured[multiplier, nprobe])
+    (multiplier, nprobe), best = max(measured.items(), key=lambda item: item[1])
     raise ValueError(
-        f"a {codes.kind} index of these vectors reaches recall@10 {best.recall:.3f} at most (multiplier "
-        f"{best.multiplier}, nprobe {best.nprobe}), below the target {target}: lower --target-recall "
-        "(target_recall=), or choose a more exact --kind (exact, int8)"
+        f"a {codes.kind} index of these vectors reaches recall@10 {best:.3f} at most (multiplier {multiplier}, "
+        f"nprobe {nprobe}), below the target {target}: lower --target-recall (target_recall=), or choose a more exact "
+        "--kind (exact, int8)"
     )
+
+
+def _smallest(ladder: list[int], reaches: Callable[[int], bool]) -> int | None:
+    """The first step of ``ladder`` that ``reaches``, or ``None``: steps 1, 2, 4, ... are tried from the cheap end,
+    then the last gap is bisected (recall grows along the ladder)."""
+    low, probe = 0, 0
+    while probe < len(ladder) and not reaches(ladder[probe]):
+        low, probe = probe + 1, 2 * probe + 1
+    high = min(probe, len(ladder))
+    while low < high:
+        middle = (low + high) // 2
+        if reaches(ladder[middle]):
+            high = middle
+        else:
+            low = middle + 1
+    return ladder[low] if low < len(ladder) else None
 
 
 def _ladder(nlist: int | None) -> list[int]:
