@@ -233,12 +233,12 @@ class PaperIndex:
     ) -> PaperIndex:
         """Merge index parts built with one training (``trained_like``) into one index, and open it.
 
+        The merged index keeps the first part's tuned multiplier and probes.
+
         Args:
             parts: the part folders, in the order of their papers.
             output: the merged index folder, written atomically.
             overwrite: replace an index at ``output``.
-
-        The merged index keeps the first part's tuned multiplier and probes.
         """
         from .merge import merge_indexes
 
