@@ -41,6 +41,8 @@ class EmbeddingSource:
     path: Path
     count: int
     dim: int
+    #: An ``.npy`` file's ids and memory-mapped vectors, read (and its checksum checked) once.
+    npy: tuple[list[str], np.ndarray] | None = None
 
     def blocks(self, rows: int = BLOCK_ROWS) -> Iterator[Block]:
         """The ids and unit float32 vectors, ``rows`` at a time, in file order.
@@ -56,7 +58,7 @@ class EmbeddingSource:
     def _raw_blocks(self, rows: int) -> Iterator[Block]:
         suffix = self.path.suffix.lower()
         if suffix == ".npy":
-            ids, matrix = open_npy_embeddings(self.path)
+            ids, matrix = self.npy or open_npy_embeddings(self.path)
             for start in range(0, len(ids), rows):
                 yield ids[start : start + rows], np.asarray(matrix[start : start + rows], dtype=np.float32)
         elif suffix == ".jsonl":
@@ -123,6 +125,7 @@ def open_embeddings(path: str | os.PathLike[str], option: str = "embeddings") ->
     """
     path = check_input(path, option, "any")
     suffix = path.suffix.lower()
+    npy = None
     if path.is_dir():
         parts = _parts(path)
         dims = [(part, _parquet_shape(part)) for part in parts]
@@ -134,8 +137,8 @@ def open_embeddings(path: str | os.PathLike[str], option: str = "embeddings") ->
                 )
         count, dim = sum(n for _, (n, _) in dims), dims[0][1][1]
     elif suffix == ".npy":
-        ids, matrix = open_npy_embeddings(path)
-        count, dim = matrix.shape
+        npy = open_npy_embeddings(path)
+        count, dim = npy[1].shape
     elif suffix == ".parquet":
         count, dim = _parquet_shape(path)
     elif suffix == ".jsonl":
@@ -149,7 +152,7 @@ def open_embeddings(path: str | os.PathLike[str], option: str = "embeddings") ->
         )
     if count == 0:
         raise ValueError(f"{path}: holds no vectors; embed the papers first (sciembed embed)")
-    return EmbeddingSource(path, int(count), int(dim))
+    return EmbeddingSource(path, int(count), int(dim), npy)
 
 
 def _parts(folder: Path) -> list[Path]:
