@@ -34,8 +34,6 @@ from .settings import (
     default_memory,
     default_nlist,
     default_pq_m,
-    disk_bytes_per_paper,
-    ram_bytes_per_paper,
     uses_ivf,
 )
 from .tuning import ExactTruth, Tuned, tune
@@ -340,8 +338,8 @@ def _write_report(folder: Path, manifest: Manifest, build_seconds: float, tune_s
         "recall_at_10": manifest.recall,
         "multiplier": manifest.multiplier,
         "nprobe": manifest.nprobe,
-        "ram_bytes_per_paper": ram_bytes_per_paper(manifest.kind, manifest.dim, manifest.papers),
-        "disk_bytes_per_paper": disk_bytes_per_paper(manifest.kind, manifest.dim, manifest.papers),
+        "ram_bytes_per_paper": manifest.bytes_per_paper()[0],
+        "disk_bytes_per_paper": manifest.bytes_per_paper()[1],
         "build_seconds": round(build_seconds, 3),
         "tune_seconds": round(tune_seconds, 3),
     }

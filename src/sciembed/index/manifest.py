@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..io import atomic_path, file_sha256, load_json_file
+from .settings import disk_bytes_per_paper, ram_bytes_per_paper
 
 MANIFEST_FILE = "manifest.json"
 #: The layout of index folders this sciembed reads and writes.
@@ -58,6 +60,19 @@ class Manifest:
     sciembed_version: str = ""
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
+
+    @property
+    def pq_m(self) -> int | None:
+        """The sub-quantizers of a ``pq`` index, read from its factory string."""
+        found = re.search(r"PQ(\d+)", self.factory)
+        return int(found.group(1)) if found else None
+
+    def bytes_per_paper(self) -> tuple[float, float]:
+        """Bytes one paper takes in RAM and on disk (:func:`~sciembed.index.settings.ram_bytes_per_paper`)."""
+        return (
+            ram_bytes_per_paper(self.kind, self.dim, self.papers, self.pq_m),
+            disk_bytes_per_paper(self.kind, self.dim, self.papers, self.pq_m),
+        )
 
     def write(self, folder: str | os.PathLike[str]) -> None:
         """Hash every file of ``folder`` into :attr:`files`, then write the manifest there atomically."""

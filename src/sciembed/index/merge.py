@@ -15,7 +15,6 @@ from ..io import refuse_replacing, replace_folder
 from .build import INDEX_FILE, REPORT_FILE, STORE_FILE, copy_rows, staging_folder, trained_codes, write_codes
 from .ids import IdTable, write_id_table
 from .manifest import Manifest
-from .settings import disk_bytes_per_paper, ram_bytes_per_paper
 
 
 def merge_indexes(
@@ -88,8 +87,8 @@ def merge_indexes(
             "papers": papers,
             "merged_from": [str(part) for part in parts],
             "recall_at_10": merged.recall,
-            "ram_bytes_per_paper": ram_bytes_per_paper(merged.kind, merged.dim, papers),
-            "disk_bytes_per_paper": disk_bytes_per_paper(merged.kind, merged.dim, papers),
+            "ram_bytes_per_paper": merged.bytes_per_paper()[0],
+            "disk_bytes_per_paper": merged.bytes_per_paper()[1],
         }
         (staging / REPORT_FILE).write_text(json.dumps(report, indent=2), encoding="utf-8")
         merged.write(staging)

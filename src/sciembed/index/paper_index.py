@@ -41,7 +41,7 @@ from .codes import IndexCodes, clipped_share
 from .ids import IdTable, encode_ids, write_id_table
 from .manifest import Manifest
 from .model import ModelStamp, stamp_of
-from .settings import IndexSettings, disk_bytes_per_paper, parse_memory, ram_bytes_per_paper
+from .settings import IndexSettings, parse_memory
 
 if TYPE_CHECKING:
     from ..encode import Encoder
@@ -282,8 +282,8 @@ class PaperIndex:
             "factory": m.factory,
             "papers": m.papers,
             "dim": m.dim,
-            "ram_bytes_per_paper": ram_bytes_per_paper(m.kind, m.dim, m.papers),
-            "disk_bytes_per_paper": disk_bytes_per_paper(m.kind, m.dim, m.papers),
+            "ram_bytes_per_paper": m.bytes_per_paper()[0],
+            "disk_bytes_per_paper": m.bytes_per_paper()[1],
             "multiplier": m.multiplier,
             "nprobe": m.nprobe,
             "recall_at_10": m.recall,
