@@ -1,7 +1,8 @@
 """The package's imports follow ../shared/DESIGN.md: no import cycles, and arrows only downwards
-(``cli`` -> ``commands`` -> ``training`` / ``evaluation`` / ``hub`` -> ``encoders`` -> ``encode`` ->
-``formats`` / ``data`` -> ``families`` / ``io`` -> ``modeling``; ``evaluation`` never imports ``training``;
-``io`` imports nothing of sciembed). Imports under ``if TYPE_CHECKING:`` are annotations only and do not count."""
+(``cli`` -> ``commands`` -> ``training`` / ``evaluation`` / ``hub`` / ``jobs`` / ``search`` -> ``index`` ->
+``encoders`` -> ``encode`` -> ``formats`` / ``data`` -> ``families`` / ``io`` -> ``modeling``; ``evaluation`` never
+imports ``training``; ``io`` imports nothing of sciembed). Imports under ``if TYPE_CHECKING:`` are annotations
+only and do not count."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ LAYERS = (
         "training / evaluation / hub / jobs / search",
         ("sciembed.training", "sciembed.evaluation", "sciembed.hub", "sciembed.jobs", "sciembed.search"),
     ),
+    ("index", ("sciembed.index",)),
     ("encoders", ("sciembed.encoders",)),
     ("encode", ("sciembed.encode", "sciembed.onnx_backend")),
     (

@@ -12,10 +12,21 @@ from .encode import Encoder, PaperEncoder, clear_model_cache, encode, encode_doc
 from .search.neighbours import neighbours
 from .similarity import similarity, similarity_pairwise
 
+
+def __getattr__(name: str):
+    # PaperIndex loads on first use, so that importing sciembed stays cheap.
+    if name == "PaperIndex":
+        from .index import PaperIndex
+
+        return PaperIndex
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "Encoder",
     "InvalidPaperError",
     "PaperEncoder",
+    "PaperIndex",
     "clear_model_cache",
     "default_model_path",
     "encode",

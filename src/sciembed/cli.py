@@ -77,7 +77,11 @@ def parser() -> argparse.ArgumentParser:
     _add_output_options(root, defaults=True)
     subcommands = root.add_subparsers(title="commands", required=True, metavar="COMMAND")
     for command in COMMANDS:
-        _add_output_options(command.add_parser(subcommands), defaults=False)
+        parser = command.add_parser(subcommands)
+        # A command with actions of its own (``sciembed index build``) takes -v and -q after its action too.
+        nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        for each in [parser, *(sub for action in nested for sub in action.choices.values())]:
+            _add_output_options(each, defaults=False)
     return root
 
 

@@ -584,27 +584,10 @@ def _read_embedding_file(path: Path) -> tuple[list[str], np.ndarray]:
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         ids, rows, lines = [], [], []
-        with path.open(encoding="utf-8") as handle:
-            for line_number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = loads_json(line)
-                    paper_id, vector = str(record["paper_id"]), record["embedding"]
-                except (json.JSONDecodeError, RepeatedKeyError, KeyError, TypeError) as error:
-                    raise ValueError(f"{path}, line {line_number}: not an embedding record ({error})") from error
-                if not isinstance(vector, list) or not vector or (rows and len(vector) != len(rows[0])):
-                    expected = (
-                        f"a list of {len(rows[0])} numbers like the lines before"
-                        if rows
-                        else "a non-empty list of numbers"
-                    )
-                    raise ValueError(
-                        f"{path}, line {line_number} (paper_id {paper_id!r}): its embedding is not {expected}"
-                    )
-                ids.append(paper_id)
-                rows.append(vector)
-                lines.append(line_number)
+        for line_number, paper_id, vector in jsonl_embedding_records(path):
+            ids.append(paper_id)
+            rows.append(vector)
+            lines.append(line_number)
         try:
             return ids, np.asarray(rows, dtype=np.float32)
         except (TypeError, ValueError, OverflowError) as error:
@@ -618,6 +601,35 @@ def _read_embedding_file(path: Path) -> tuple[list[str], np.ndarray]:
     if suffix == ".npy":
         return _read_npy(path)
     return _read_parquet(path)
+
+
+def jsonl_embedding_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, str, list[Any]]]:
+    """The ``(line, paper_id, embedding)`` of each record of a ``.jsonl`` embedding file, streamed.
+
+    Args:
+        path: the file.
+
+    Raises:
+        ValueError: a line that is not an embedding record, or whose embedding is not a list of as many numbers
+            as the lines before, naming the file, line and paper id.
+    """
+    dim = None
+    with open(path, encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = loads_json(line)
+                paper_id, vector = str(record["paper_id"]), record["embedding"]
+            except (json.JSONDecodeError, RepeatedKeyError, KeyError, TypeError) as error:
+                raise ValueError(f"{path}, line {line_number}: not an embedding record ({error})") from error
+            if not isinstance(vector, list) or not vector or (dim is not None and len(vector) != dim):
+                expected = f"a list of {dim} numbers like the lines before" if dim else "a non-empty list of numbers"
+                raise ValueError(
+                    f"{path}, line {line_number} (paper_id {paper_id!r}): its embedding is not {expected}"
+                )
+            dim = len(vector)
+            yield line_number, paper_id, vector
 
 
 def _read_parquet(path: Path) -> tuple[list[str], np.ndarray]:
@@ -655,7 +667,17 @@ def _read_parquet(path: Path) -> tuple[list[str], np.ndarray]:
     return [str(i) for i in table.column("paper_id").to_pylist()], vectors.astype(np.float32, copy=False)
 
 
-def _read_npy(path: Path) -> tuple[list[str], np.ndarray]:
+def open_npy_embeddings(path: str | os.PathLike[str]) -> tuple[list[str], np.ndarray]:
+    """The ids and the memory-mapped vectors of an ``.npy`` embedding file, checked as :func:`read_embeddings` checks
+    them (finite values excepted, which a reader checks block by block).
+
+    Args:
+        path: the ``.npy`` file; its ids file is :func:`ids_path`.
+    """
+    return _read_npy(Path(path), mmap_mode="r")
+
+
+def _read_npy(path: Path, mmap_mode: str | None = None) -> tuple[list[str], np.ndarray]:
     ids_file = ids_path(path)
     try:
         stored = loads_json(ids_file.read_text(encoding="utf-8"))
@@ -678,7 +700,7 @@ def _read_npy(path: Path) -> tuple[list[str], np.ndarray]:
     if not isinstance(stored, list):
         raise ValueError(f"{ids_file}: expected a list of ids")
     try:
-        vectors = np.load(path, allow_pickle=False)
+        vectors = np.load(path, allow_pickle=False, mmap_mode=mmap_mode)
     except (OSError, ValueError, EOFError) as error:
         raise ValueError(f"{path}: not a readable .npy array ({error})") from None
     if vectors.ndim != 2 or not (

@@ -6,9 +6,9 @@ work. Heavy libraries (torch, transformers, scikit-learn) are imported inside ``
 --help`` answers at once.
 """
 
-from . import compare, demo, embed, evaluate, export, from_bert, neighbours, push, train
+from . import compare, demo, embed, evaluate, export, from_bert, index, neighbours, push, train
 
 #: In the order ``sciembed --help`` lists them.
-COMMANDS = (embed, from_bert, evaluate, compare, train, export, push, demo, neighbours)
+COMMANDS = (embed, from_bert, evaluate, compare, train, export, push, demo, neighbours, index)
 
 __all__ = ["COMMANDS"]

@@ -56,6 +56,11 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         ".npy (+ .ids.json) / .parquet, or a folder of Parquet parts, as `sciembed embed` writes",
     )
     parser.add_argument(
+        "--index",
+        help="search this paper index (sciembed index build) instead of embedding: the results of "
+        "`sciembed index search DIR --ids ...`; --papers gives the titles and the query ids",
+    )
+    parser.add_argument(
         "--query-ids", nargs="+", metavar="ID", help="query papers (default: every paper); unknown ids are an error"
     )
     parser.add_argument("--query-file", help="query paper ids, one a line (blank and # lines ignored)")
@@ -123,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
     for option, path, kind in (
         ("--papers", args.papers, "any"),
         ("--embeddings", args.embeddings, "any"),
+        ("--index", args.index, "folder"),
         ("--query-file", args.query_file, "file"),
         ("--citations", args.citations, "file"),
     ):
@@ -141,8 +147,8 @@ def run(args: argparse.Namespace) -> int:
     file_lines = {paper_id: number for number, paper_id in reversed(listed)}  # each id's first line
     papers, citations, limit, source, skip_invalid = args.papers, args.citations, args.queries, None, args.skip_invalid
     if papers is None:
-        if args.query_ids or args.query_file or args.embeddings:
-            raise ValueError("--query-ids, --query-file and --embeddings need --papers")
+        if args.query_ids or args.query_file or args.embeddings or args.index:
+            raise ValueError("--query-ids, --query-file, --embeddings and --index need --papers")
         papers, citations, source = _legacy_collection(args.data, citations)
         limit = LEGACY_QUERIES if limit is None else limit
         skip_invalid = True  # CACM's record 2856 has no text: the view has always left it out (and says so)
@@ -157,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
             top_k=args.top_k,
             query_ids=query_ids or None,
             embeddings=args.embeddings,
+            index=args.index,
             citations=citations,
             id_field=args.id_field,
             skip_invalid=skip_invalid,

@@ -200,7 +200,8 @@ def embed_to_file(
         show_progress_bar: show one bar over this process's papers (``None``: when the ``sciembed`` logger shows
             INFO).
 
-    Logs the records skipped (``skip_invalid``) once read, and ends with one line, :meth:`EmbedReport.summary`.
+    Writes ``<output>.meta.json`` beside the output (:func:`write_model_stamp`), which ``sciembed index build``
+    reads. Logs the records skipped (``skip_invalid``) once read, and ends with one line, :meth:`EmbedReport.summary`.
 
     Raises:
         FileExistsError: ``output`` exists and ``overwrite`` is false; an unfinished run of ``output`` exists and
@@ -279,6 +280,7 @@ def embed_to_file(
     assembled = share.rank == 0 if share.group else _all_done(folder / _PARTS, count) and _claim(folder, share)
     dim = None
     if assembled:
+        write_model_stamp(output, encoder, text_fields)
         dim = _assemble(folder, output, papers, shard_size, count)
     share.barrier()
     report = EmbedReport(
@@ -300,6 +302,19 @@ def embed_to_file(
     )
     logger.info("%s", report.summary())
     return report
+
+
+def write_model_stamp(output: Path, encoder: Encoder, text_fields: Sequence[str]) -> Path:
+    """Write ``<output>.meta.json``: the model's name, revision and fingerprint, which ``sciembed index build`` reads.
+
+    Args:
+        output: the embedding output.
+        encoder: the model that embeds it.
+        text_fields: the paper fields its texts are made of.
+    """
+    from ..index.model import stamp_of, write_sidecar
+
+    return write_sidecar(output, stamp_of(encoder, text_fields))
 
 
 def _records(papers: Papers | Any, start: int, stop: int) -> list[Mapping[str, Any]]:

@@ -29,7 +29,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,6 +46,9 @@ from ..data.papers import (
 from ..encode import Encoder, ModelArgument, refuse_encoder_options, resolve_encoder
 from ..io import atomic_path, refuse_replacing_file
 from ..logs import progress_enabled
+
+if TYPE_CHECKING:
+    from ..index import PaperIndex
 
 logger = logging.getLogger(__name__)
 
@@ -359,6 +362,7 @@ def neighbours(
     skip_invalid: bool = False,
     smart_links: str = "cacm",
     ivf: IVFSettings | None = None,
+    index: PaperIndex | str | os.PathLike[str] | None = None,
     batch_size: int | None = None,
     show_progress_bar: bool | None = None,
     text_fields: Sequence[str] | None = None,
@@ -397,6 +401,8 @@ def neighbours(
         smart_links: how a SMART collection's ``.X`` lines are read (``cacm`` or ``all``, see
             :func:`~sciembed.data.smart.read_smart_collection`).
         ivf: search an inverted-file index instead of the exact one (large collections).
+        index: search this paper index (a :class:`~sciembed.PaperIndex` or its folder) instead of embedding: the
+            results are those of ``PaperIndex.search(ids=...)``; its papers must be papers of ``papers``.
         batch_size: texts per forward pass (default: the encoder's).
         show_progress_bar: show progress while embedding (``None``: when the ``sciembed`` logger shows INFO).
         text_fields: the paper fields that make a paper's text, in order (default: title and abstract); a papers
@@ -437,6 +443,14 @@ def neighbours(
     _check_size(ids, collection)
 
     skipped = list(collection.skipped)
+    if index is not None:
+        query_rows = np.array([position[q] for q in wanted] if wanted is not None else range(len(ids)), dtype=np.int64)
+        indices, scores, searched, revision = _index_neighbours(index, ids, query_rows, top_k, model, embeddings)
+        links = _link_sets(collection.links, citations, position)
+        titles = [str(p.get("title") or "") for p in records]
+        return NeighboursResult(
+            collection.source, searched, ids, titles, query_rows, indices, scores, links, skipped, revision
+        )
     if embeddings is not None:
         from ..io import vectors_of
 
@@ -490,6 +504,30 @@ def neighbours(
         skipped,
         revision,
     )
+
+
+def _index_neighbours(
+    index: PaperIndex | str | os.PathLike[str], ids: list[str], query_rows: np.ndarray, top_k: int, model, embeddings
+) -> tuple[np.ndarray, np.ndarray, str, str | None]:
+    """The neighbours of the query papers from a paper index: positions into ``ids``, scores, a description and the
+    revision of the index's model."""
+    from ..index import PaperIndex
+
+    if model is not None or embeddings is not None:
+        raise ValueError("give an index (--index) or a model / embeddings to search, not both")
+    searched = index if isinstance(index, PaperIndex) else PaperIndex.load(index)
+    found = searched.search(ids=[ids[row] for row in query_rows], top_k=top_k)
+    position = {paper_id: i for i, paper_id in enumerate(ids)}
+    neighbour_ids = [paper_id for row in found.ids for paper_id in row]
+    outside = [paper_id for paper_id in dict.fromkeys(neighbour_ids) if paper_id not in position]
+    if outside:
+        raise ValueError(
+            f"{searched.folder} holds {len(outside)} paper(s) that are not among the papers given: {_named(outside)}; "
+            "give the papers the index was built from"
+        )
+    indices = np.array([[position[paper_id] for paper_id in row] for row in found.ids], dtype=np.int64)
+    revision = searched.model.revision if searched.model else None
+    return indices, found.scores[:, : indices.shape[1]], f"index {searched.folder} ({searched.kind})", revision
 
 
 def _check_order(model: Any, papers: Any) -> None:

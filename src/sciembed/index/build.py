@@ -1,0 +1,346 @@
+"""Building an index folder from an embedding output, block by block, and writing it atomically.
+
+One pass reads the ids (refusing an id given twice) and a seeded sample of the vectors; the ranges, the mean and
+the faiss quantizers are trained on the sample; a second pass adds the codes, fills the int8 rescore store and
+finds the exact neighbours of held-out papers, on which the probes and the rescore multiplier are tuned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..io import refuse_replacing, replace_folder
+from ..quantization import calibration_ranges
+from .blocks import EmbeddingSource, open_embeddings
+from .codes import IndexCodes, int8_codes, sign_bits
+from .ids import encode_ids, write_id_table
+from .manifest import Manifest
+from .model import ModelStamp, read_sidecar, stamp_of
+from .settings import (
+    IndexSettings,
+    choose_kind,
+    default_memory,
+    default_nlist,
+    default_pq_m,
+    uses_ivf,
+)
+from .tuning import ExactTruth, Tuned, tune
+
+if TYPE_CHECKING:
+    from ..encode import Encoder
+
+logger = logging.getLogger(__name__)
+
+INDEX_FILE = "index.faiss"
+STORE_FILE = "store.npy"
+RANGES_FILE = "ranges.npy"
+MEAN_FILE = "mean.npy"
+REPORT_FILE = "report.json"
+#: Training points faiss asks for per centroid.
+_POINTS_PER_CENTROID = 39
+
+
+@contextlib.contextmanager
+def single_thread() -> Iterator[None]:
+    """faiss on one thread inside the block, so k-means gives the same centroids on every run."""
+    import faiss
+
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(threads)
+
+
+def build_index(
+    embeddings: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    settings: IndexSettings,
+    *,
+    model: str | Encoder | None = None,
+    overwrite: bool = False,
+    trained_like: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Build the index of ``embeddings`` into the folder ``output``, which appears whole or not at all.
+
+    Args:
+        embeddings: a ``sciembed embed`` output (``.npy`` + ids, ``.jsonl``, ``.parquet`` or a folder of parts).
+        output: the index folder.
+        settings: kind, memory budget, target recall, seed and sizes.
+        model: the model that embedded them, when the output carries no stamp (``<output>.meta.json``): a name
+            (stated), or an encoder (fingerprinted); checked against the stamp when there is one.
+        overwrite: replace an index already at ``output``.
+        trained_like: an index folder whose kind, ranges, mean and quantizers are reused instead of trained (shards
+            and parts of one collection then share their codes).
+
+    Raises:
+        FileExistsError: ``output`` exists and ``overwrite`` is false (before any work).
+        ValueError: bad vectors or ids (named), another model than the stamp's, or no kind fits the memory budget.
+    """
+    started = time.perf_counter()
+    output = refuse_replacing(output, overwrite=overwrite)
+    source = open_embeddings(embeddings)
+    stamp = _model_stamp(source, model)
+    if stamp is not None and stamp.dim not in (None, source.dim):
+        raise ValueError(
+            f"{source.path}: vectors of size {source.dim}, but {stamp.name} embeds in {stamp.dim} dimensions; give "
+            "the model that embedded them (--model)"
+        )
+    memory = settings.memory or default_memory()
+    if trained_like is not None:
+        kind = Manifest.read(trained_like).kind
+    elif settings.kind != "auto":
+        kind = settings.kind
+    else:
+        kind, pq_m = choose_kind(source.count, source.dim, memory, settings.pq_m)
+        settings = dataclasses.replace(settings, pq_m=pq_m or settings.pq_m)
+    logger.info("building a %s index of %d vectors of size %d from %s", kind, source.count, source.dim, source.path)
+    rng = np.random.default_rng(settings.seed)
+    sample_rows = np.sort(rng.choice(source.count, min(settings.sample_size, source.count), replace=False))
+    query_rows = np.sort(rng.choice(source.count, min(settings.tuning_queries, source.count), replace=False))
+    if kind == "exact":
+        query_rows = query_rows[:0]  # exact by construction: nothing to tune or measure
+    staging = staging_folder(output)
+    try:
+        sample, queries = _first_pass(source, staging, sample_rows, query_rows)
+        if trained_like is None:
+            codes, factory, nlist = _trained(kind, source, sample, settings)
+        else:
+            codes, factory, nlist = trained_codes(trained_like, source.dim)
+        truth = ExactTruth(queries, query_rows)
+        _second_pass(source, codes, truth, staging)
+        trained = time.perf_counter()
+        tuned = tune(codes, truth, settings.target_recall, nlist) if kind != "exact" else Tuned(1, None, 1.0)
+        manifest = Manifest(
+            kind=kind,
+            factory=factory,
+            dim=source.dim,
+            papers=source.count,
+            seed=settings.seed,
+            target_recall=settings.target_recall,
+            centred=codes.mean is not None,
+            multiplier=tuned.multiplier,
+            nprobe=tuned.nprobe,
+            recall=tuned.recall,
+            tuned_papers=source.count,
+            model=stamp.to_dict() if stamp is not None else None,
+            **versions(),
+        )
+        write_codes(staging, codes)
+        _write_report(staging, manifest, trained - started, time.perf_counter() - trained)
+        manifest.write(staging)
+        replace_folder(staging, output)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    logger.info("wrote %s: recall@10 %.3f on held-out papers", output, tuned.recall)
+    return output
+
+
+def staging_folder(output: Path) -> Path:
+    """A new folder beside ``output`` where its next version is written, with the permissions a new folder gets."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=output.parent, prefix=f".{output.name}.building."))
+    mask = os.umask(0)
+    os.umask(mask)
+    staging.chmod(0o777 & ~mask)
+    return staging
+
+
+def versions() -> dict[str, str]:
+    """The faiss and sciembed versions, for a manifest."""
+    from importlib.metadata import version
+
+    import faiss
+
+    return {"faiss_version": faiss.__version__, "sciembed_version": version("sciembed")}
+
+
+def _model_stamp(source: EmbeddingSource, model: str | Encoder | None) -> ModelStamp | None:
+    stamp = read_sidecar(source.path)
+    if model is None:
+        if stamp is None:
+            logger.warning(
+                "%s carries no model stamp: the index takes vectors and ids as queries, not text; pass --model NAME "
+                "(model=) to state the model that embedded it",
+                source.path,
+            )
+        return stamp
+    given = ModelStamp(name=str(model)) if isinstance(model, (str, os.PathLike)) else stamp_of(model)
+    if stamp is None:
+        return given
+    differs = stamp.matches(given) is False if given.probe is not None else given.name != stamp.name
+    if differs:
+        raise ValueError(
+            f"{source.path} was embedded with {stamp.name} (revision {stamp.revision}), not {given.name}: leave "
+            "--model out, or embed the papers again with the model you mean"
+        )
+    return stamp
+
+
+def _first_pass(
+    source: EmbeddingSource, staging: Path, sample_rows: np.ndarray, query_rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Write the id table (refusing repeated ids) and gather the sample and the held-out queries."""
+    offsets = np.zeros(source.count + 1, dtype=np.int64)
+    chunks: list[np.ndarray] = []
+    sample = np.empty((len(sample_rows), source.dim), dtype=np.float32)
+    queries = np.empty((len(query_rows), source.dim), dtype=np.float32)
+    start = 0
+    for ids, vectors in source.blocks():
+        stop = start + len(ids)
+        data, ends = encode_ids(ids, int(offsets[start]))
+        chunks.append(data)
+        offsets[start + 1 : stop + 1] = ends
+        for wanted, out in ((sample_rows, sample), (query_rows, queries)):
+            lo, hi = np.searchsorted(wanted, [start, stop])
+            out[lo:hi] = vectors[wanted[lo:hi] - start]
+        start = stop
+    write_id_table(staging, np.concatenate(chunks), offsets, str(source.path))
+    return sample, queries
+
+
+def _trained(
+    kind: str, source: EmbeddingSource, sample: np.ndarray, settings: IndexSettings
+) -> tuple[IndexCodes, str, int | None]:
+    """The empty, trained codes of ``kind``, their faiss factory string and IVF cells."""
+    import faiss
+
+    dim, ivf = source.dim, uses_ivf(kind, source.count)
+    nlist = None
+    if ivf:
+        nlist = min(settings.nlist or default_nlist(source.count), max(1, len(sample) // _POINTS_PER_CENTROID))
+    ranges = calibration_ranges(sample) if len(sample) > 1 else np.vstack([sample[0], sample[0]])
+    if kind == "exact":
+        return IndexCodes(kind, faiss.IndexFlatIP(dim)), "Flat", None
+    if kind == "binary":
+        mean = sample.mean(axis=0).astype(np.float32) if settings.centre else None
+        index = faiss.IndexBinaryFlat(8 * ((dim + 7) // 8))
+        return IndexCodes(kind, index, ranges=ranges, mean=mean), "BFlat", None
+    if kind == "int8":
+        factory = f"IVF{nlist},SQ8" if ivf else "SQ8"
+    else:
+        m = settings.pq_m or default_pq_m(dim)
+        if dim % m:
+            raise ValueError(f"pq_m (--pq-m) must divide the dimension {dim}, got {m}")
+        bits = int(min(8, max(1, np.log2(max(2, len(sample) // (4 * _POINTS_PER_CENTROID))))))
+        factory = f"IVF{nlist},PQ{m}x{bits}"
+    index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+    if ivf:
+        inverted = faiss.extract_index_ivf(index)
+        inverted.cp.seed = settings.seed
+        if kind == "pq":
+            pq_index = faiss.downcast_index(index)
+            pq_index.pq.cp.seed = settings.seed
+            pq_index.do_polysemous_training = False  # Hamming filtering is not used; it costs a long training
+    with single_thread():
+        index.train(sample)
+    if kind == "int8" and not ivf:
+        trained = faiss.vector_to_array(index.sq.trained).reshape(2, dim)
+        ranges = np.vstack([trained[0], trained[0] + trained[1]])
+    return IndexCodes(kind, index, ranges=ranges, ivf=ivf), factory, nlist
+
+
+def trained_codes(folder: str | os.PathLike[str], dim: int) -> tuple[IndexCodes, str, int | None]:
+    """The trained, empty codes of the index in ``folder``, its factory string and IVF cells.
+
+    Args:
+        folder: an index folder.
+        dim: the dimension of the vectors to add, which must be the index's.
+    """
+    import faiss
+
+    manifest = Manifest.read(folder)
+    if manifest.dim != dim:
+        raise ValueError(f"{folder} indexes vectors of size {manifest.dim}, these have size {dim}")
+    folder = Path(folder)
+    binary = manifest.kind == "binary"
+    index = (faiss.read_index_binary if binary else faiss.read_index)(str(folder / INDEX_FILE))
+    index.reset()
+    ivf = manifest.factory.startswith("IVF")
+    nlist = faiss.extract_index_ivf(index).nlist if ivf else None
+
+    def optional(name: str) -> np.ndarray | None:
+        return np.load(folder / name) if (folder / name).is_file() else None
+
+    codes = IndexCodes(manifest.kind, index, ranges=optional(RANGES_FILE), mean=optional(MEAN_FILE), ivf=ivf)
+    return codes, manifest.factory, nlist
+
+
+def _second_pass(source: EmbeddingSource, codes: IndexCodes, truth: ExactTruth, staging: Path) -> None:
+    """Add every block's codes (and int8 store rows), and find the held-out queries' exact neighbours."""
+    if needs_store(codes):
+        codes.store = np.lib.format.open_memmap(
+            staging / STORE_FILE, mode="w+", dtype=np.int8, shape=(source.count, source.dim)
+        )
+    start = 0
+    for _, vectors in source.blocks():
+        add_codes(codes, vectors, start)
+        truth.update(vectors, start)
+        start += len(vectors)
+    if codes.store is not None:
+        codes.store.flush()
+
+
+def needs_store(codes: IndexCodes) -> bool:
+    """Whether ``codes`` rescore from an int8 store (binary, pq, IVF int8)."""
+    return codes.kind in ("binary", "pq") or (codes.kind == "int8" and codes.ivf)
+
+
+def add_codes(codes: IndexCodes, vectors: np.ndarray, start: int) -> None:
+    """Append the unit ``vectors`` (rows ``start ..``) to ``codes``: the faiss index, and the store if any."""
+    if codes.kind == "binary":
+        codes.index.add(sign_bits(vectors, codes.mean))
+    else:
+        codes.index.add(vectors)
+    if codes.store is not None:
+        codes.store[start : start + len(vectors)] = int8_codes(vectors, codes.ranges)
+
+
+def copy_rows(target: np.ndarray, rows: np.ndarray, start: int, block: int = 1 << 20) -> None:
+    """Copy ``rows`` (a memory-mapped store) into ``target`` from row ``start``, ``block`` rows at a time."""
+    for first in range(0, len(rows), block):
+        chunk = rows[first : first + block]
+        target[start + first : start + first + len(chunk)] = chunk
+
+
+def write_codes(folder: Path, codes: IndexCodes) -> None:
+    """Write the faiss index, the ranges and the mean of ``codes`` into ``folder`` (the store is written in place)."""
+    import faiss
+
+    if codes.kind == "binary":
+        faiss.write_index_binary(codes.index, str(folder / INDEX_FILE))
+    else:
+        faiss.write_index(codes.index, str(folder / INDEX_FILE))
+    if codes.ranges is not None:
+        np.save(folder / RANGES_FILE, codes.ranges.astype(np.float32))
+    if codes.mean is not None:
+        np.save(folder / MEAN_FILE, codes.mean)
+
+
+def _write_report(folder: Path, manifest: Manifest, build_seconds: float, tune_seconds: float) -> None:
+    """The measured report: recall, bytes per paper in RAM and on disk, and timings."""
+    report = {
+        "kind": manifest.kind,
+        "papers": manifest.papers,
+        "recall_at_10": manifest.recall,
+        "multiplier": manifest.multiplier,
+        "nprobe": manifest.nprobe,
+        "ram_bytes_per_paper": manifest.bytes_per_paper()[0],
+        "disk_bytes_per_paper": manifest.bytes_per_paper()[1],
+        "build_seconds": round(build_seconds, 3),
+        "tune_seconds": round(tune_seconds, 3),
+    }
+    (folder / REPORT_FILE).write_text(json.dumps(report, indent=2), encoding="utf-8")

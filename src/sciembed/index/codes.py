@@ -1,0 +1,137 @@
+"""An index's codes and how they are searched: faiss finds candidates, then each is scored again in float64.
+
+Candidates come from the faiss index (exact inner product, int8 scalar quantizer, Hamming distance of sign bits, or
+IVF-PQ). Their vectors are then read back (the float rows of an exact index, the decoded codes of a flat int8 one,
+else the int8 rescore store, dequantized by its calibrated ranges) and scored against the float query in float64,
+ties by row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Candidates beyond the results that exact and int8 indexes rescore, so float32 ties do not decide the order.
+RESCORE_MARGIN = 16
+#: Queries rescored together, at most.
+_QUERY_BLOCK = 64
+#: Bytes of float64 candidate vectors rescored at a time.
+_RESCORE_BYTES = 1 << 27
+#: The int8 codes span 256 steps, stored as -128 .. 127.
+_STEPS = 255
+
+
+def int8_codes(vectors: np.ndarray, ranges: np.ndarray) -> np.ndarray:
+    """``vectors`` as int8 codes of the per-dimension ``ranges`` (``(2, dim)``: minima, maxima), clipped to them."""
+    low, span = ranges[0], np.maximum(ranges[1] - ranges[0], np.finfo(np.float32).tiny)
+    steps = np.rint((vectors - low) / span * _STEPS)
+    return (np.clip(steps, 0, _STEPS) - 128).astype(np.int8)
+
+
+def dequantized(codes: np.ndarray, ranges: np.ndarray) -> np.ndarray:
+    """The float64 vectors int8 ``codes`` stand for under ``ranges``."""
+    low, span = ranges[0].astype(np.float64), (ranges[1] - ranges[0]).astype(np.float64)
+    return low + (codes.astype(np.float64) + 128) / _STEPS * span
+
+
+def clipped_share(vectors: np.ndarray, ranges: np.ndarray) -> float:
+    """The share of components of ``vectors`` outside ``ranges``, which int8 codes clip."""
+    if vectors.size == 0:
+        return 0.0
+    return float(((vectors < ranges[0]) | (vectors > ranges[1])).mean())
+
+
+def sign_bits(vectors: np.ndarray, mean: np.ndarray | None) -> np.ndarray:
+    """Packed sign bits of ``vectors`` (less ``mean`` when given), for a faiss binary index."""
+    centred = vectors - mean if mean is not None else vectors
+    return np.packbits(centred > 0, axis=1)
+
+
+@dataclass
+class IndexCodes:
+    """The searchable parts of an index.
+
+    Attributes:
+        kind: ``exact``, ``int8``, ``binary`` or ``pq``.
+        index: the faiss index (an ``IndexBinary`` for ``binary``).
+        store: the int8 rescore store ``(n, dim)`` (``binary``, ``pq`` and IVF ``int8``), memory-mapped when read.
+        ranges: the calibrated ``(2, dim)`` ranges of the int8 codes.
+        mean: the collection mean the binary codes are centred on.
+        ivf: whether the index is an inverted file (searched with ``nprobe``).
+    """
+
+    kind: str
+    index: object
+    store: np.ndarray | None = None
+    ranges: np.ndarray | None = None
+    mean: np.ndarray | None = None
+    ivf: bool = False
+
+    def vectors(self, rows: np.ndarray) -> np.ndarray:
+        """The float64 vectors the index holds for ``rows`` (each a valid row)."""
+        if self.store is not None:
+            return dequantized(np.asarray(self.store[rows]), self.ranges)
+        return self.index.reconstruct_batch(np.ascontiguousarray(rows, dtype=np.int64)).astype(np.float64)
+
+    def search(
+        self,
+        queries: np.ndarray,
+        top_k: int,
+        exclude: np.ndarray,
+        *,
+        multiplier: int = 1,
+        nprobe: int | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The ``top_k`` rows nearest each unit query and their float64 scores, best first, ties by row.
+
+        Args:
+            queries: ``(q, dim)`` unit float32 vectors.
+            top_k: results per query.
+            exclude: per query, a row left out of its results (its own paper), or -1.
+            multiplier: candidates per result rescored (``binary``, ``pq``).
+            nprobe: IVF cells probed.
+
+        Returns:
+            ``(rows, scores)``, ``(q, top_k)``; a row of -1 (score ``-inf``) where fewer candidates were found.
+        """
+        total = self.index.ntotal
+        depth = top_k + 1
+        width = depth * multiplier if self.kind in ("binary", "pq") else depth + RESCORE_MARGIN
+        width = int(min(width, total))
+        labels = self._candidates(queries, width, nprobe)
+        labels[labels == exclude[:, None]] = -1
+        if labels.shape[1] < top_k:  # fewer papers than results asked for
+            labels = np.pad(labels, ((0, 0), (0, top_k - labels.shape[1])), constant_values=-1)
+        rows = np.empty((len(queries), top_k), dtype=np.int64)
+        scores = np.empty((len(queries), top_k))
+        step = max(1, min(_QUERY_BLOCK, _RESCORE_BYTES // (8 * width * queries.shape[1] + 1)))
+        for start in range(0, len(queries), step):
+            block = slice(start, start + step)
+            rows[block], scores[block] = self._rescored(queries[block], labels[block], top_k)
+        return rows, scores
+
+    def _rescored(self, queries: np.ndarray, labels: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``top_k`` of each query's candidate ``labels`` (-1: none) by float64 score, ties by row."""
+        valid = labels >= 0
+        values = np.full(labels.shape, -np.inf)
+        vectors = self.vectors(labels[valid])
+        values[valid] = np.einsum(
+            "ij,ij->i", vectors, np.repeat(queries.astype(np.float64), valid.sum(axis=1), axis=0)
+        )
+        keys = np.where(valid, labels, np.iinfo(np.int64).max)
+        order = np.lexsort((keys, -values), axis=1)[:, :top_k]
+        rows = np.take_along_axis(labels, order, axis=1)
+        scores = np.take_along_axis(values, order, axis=1)
+        rows[~np.isfinite(scores)] = -1
+        return rows, scores
+
+    def _candidates(self, queries: np.ndarray, width: int, nprobe: int | None) -> np.ndarray:
+        import faiss
+
+        if self.kind == "binary":
+            _, labels = self.index.search(sign_bits(queries, self.mean), width)
+            return labels
+        params = faiss.SearchParametersIVF(nprobe=nprobe) if self.ivf and nprobe else None
+        _, labels = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), width, params=params)
+        return labels

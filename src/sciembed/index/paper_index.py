@@ -1,0 +1,506 @@
+"""``PaperIndex``: a saved, memory-mapped index of paper embeddings, searched by vectors, text, papers or ids.
+
+Example::
+
+    >>> from sciembed import PaperIndex
+    >>> index = PaperIndex.build("vectors.npy", "papers.index", kind="binary")   # sciembed embed's output
+    >>> index = PaperIndex.load("papers.index")
+    >>> index.search("graph neural networks for citation recommendation", top_k=5).ids
+    >>> index.search(ids=["p1", "p7"]).to_records()       # papers of the index: each left out of its own results
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..data.knn import unit_rows
+from ..io import replace_folder
+from .blocks import open_embeddings
+from .build import (
+    INDEX_FILE,
+    MEAN_FILE,
+    RANGES_FILE,
+    STORE_FILE,
+    add_codes,
+    build_index,
+    copy_rows,
+    needs_store,
+    staging_folder,
+    write_codes,
+)
+from .codes import IndexCodes, clipped_share
+from .ids import IdTable, encode_ids, write_id_table
+from .manifest import Manifest
+from .model import ModelStamp, stamp_of
+from .settings import IndexSettings, parse_memory
+
+if TYPE_CHECKING:
+    from ..encode import Encoder
+
+logger = logging.getLogger(__name__)
+
+#: Ids named in full in an error before the list is cut short.
+_SHOWN = 10
+
+
+def _named(values: Sequence[str]) -> str:
+    shown = ", ".join(repr(v) for v in values[:_SHOWN])
+    return shown + (f" and {len(values) - _SHOWN} more" if len(values) > _SHOWN else "")
+
+
+@dataclass
+class SearchResult:
+    """Each query's nearest papers of an index, as arrays.
+
+    Attributes:
+        queries: what each query was (its paper id, its text, or ``vector N``).
+        rows: ``(queries, top_k)`` index rows, best first; -1 where fewer papers were found.
+        scores: their cosine similarities (float64), ``-inf`` where no paper was found.
+        table: the index's id table.
+    """
+
+    queries: list[str]
+    rows: np.ndarray
+    scores: np.ndarray
+    table: IdTable
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    @property
+    def ids(self) -> list[list[str]]:
+        """The paper ids found for each query, best first."""
+        return [self.table.ids_of(row[row >= 0]) for row in self.rows]
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One record per query: ``{"query", "neighbours": [{"rank", "paper_id", "score"}, ...]}``."""
+        records = []
+        for query, rows, scores in zip(self.queries, self.rows, self.scores, strict=True):
+            found = rows >= 0
+            neighbours = [
+                {"rank": rank, "paper_id": paper_id, "score": float(score)}
+                for rank, (paper_id, score) in enumerate(
+                    zip(self.table.ids_of(rows[found]), scores[found].tolist(), strict=True), start=1
+                )
+            ]
+            records.append({"query": query, "neighbours": neighbours})
+        return records
+
+    def format(self, width: int = 80) -> str:
+        """The results as text: each query, then ``rank. score [paper id]`` lines."""
+        lines = []
+        for record in self.to_records():
+            query = " ".join(record["query"].split())
+            lines.append(query if len(query) <= width else query[: width - 1] + "…")
+            lines += [f"  {n['rank']:>2}. {n['score']:.4f} [{n['paper_id']}]" for n in record["neighbours"]]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class AddReport:
+    """What :meth:`PaperIndex.add` did.
+
+    Attributes:
+        added: papers appended.
+        papers: papers in the index now.
+        clipped_share: the share of the added vectors' components outside the calibrated int8 ranges (``None`` for
+            an exact index, which has none).
+    """
+
+    added: int
+    papers: int
+    clipped_share: float | None
+
+
+class PaperIndex:
+    """A paper index folder, opened for search (:meth:`load`) or written (:meth:`build`).
+
+    Args:
+        folder: the index folder.
+        manifest: its checked manifest.
+        codes: its searchable codes.
+        table: its id table.
+    """
+
+    def __init__(self, folder: Path, manifest: Manifest, codes: IndexCodes, table: IdTable):
+        self.folder = folder
+        self.manifest = manifest
+        self.codes = codes
+        self.table = table
+        self._encoder: Encoder | None = None
+
+    # Building and opening -------------------------------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        embeddings: str | os.PathLike[str],
+        output: str | os.PathLike[str],
+        *,
+        kind: str = "auto",
+        memory: str | int | None = None,
+        target_recall: float = 0.95,
+        seed: int = 0,
+        centre: bool = True,
+        sample_size: int = 100_000,
+        nlist: int | None = None,
+        pq_m: int | None = None,
+        model: str | Encoder | None = None,
+        overwrite: bool = False,
+        trained_like: PaperIndex | str | os.PathLike[str] | None = None,
+    ) -> PaperIndex:
+        """Build the index of a ``sciembed embed`` output block by block, tune it, write it and open it.
+
+        Args:
+            embeddings: ``.npy`` (+ its ids file), ``.jsonl``, ``.parquet``, or a folder of Parquet parts.
+            output: the index folder, written atomically.
+            kind: ``exact``, ``int8``, ``binary``, ``pq``, or ``auto`` (the most exact that fits ``memory``).
+            memory: the RAM budget of ``auto`` (``"8G"``; default half the machine's).
+            target_recall: recall@10 against exact search that the probes and multiplier are tuned to reach.
+            seed: seeds the samples, k-means and tuning queries.
+            centre: binary codes of vectors centred on the collection mean.
+            sample_size: vectors the ranges, mean and quantizers are trained on.
+            nlist: IVF cells (default about four times the square root of the papers).
+            pq_m: ``pq`` sub-quantizers (default a quarter of the dimension).
+            model: the model that embedded the vectors, when the output carries no stamp: a name or an encoder.
+            overwrite: replace an index at ``output``.
+            trained_like: an index (or its folder) whose kind, ranges, mean and quantizers are reused, so that parts
+                of one collection share their codes; ``kind`` and the training settings are then unused.
+        """
+        settings = IndexSettings(
+            kind=kind,
+            memory=parse_memory(memory) if memory is not None else None,
+            target_recall=target_recall,
+            seed=seed,
+            centre=centre,
+            sample_size=sample_size,
+            nlist=nlist,
+            pq_m=pq_m,
+        )
+        like = trained_like.folder if isinstance(trained_like, PaperIndex) else trained_like
+        return cls.load(build_index(embeddings, output, settings, model=model, overwrite=overwrite, trained_like=like))
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike[str], *, mmap: bool = True) -> PaperIndex:
+        """Open an index folder: the manifest checked (version, files, sizes), the codes and stores memory-mapped.
+
+        Args:
+            folder: the index folder.
+            mmap: map the faiss codes and the numpy stores rather than read them into memory.
+
+        Raises:
+            FileNotFoundError: no index there, or a file missing.
+            ValueError: another format version, or a file of another size than the manifest's.
+        """
+        import faiss
+
+        folder = Path(folder)
+        manifest = Manifest.read(folder)
+        ivf = manifest.factory.startswith("IVF")
+        path = str(folder / INDEX_FILE)
+        if manifest.kind == "binary":
+            index = faiss.read_index_binary(path, faiss.IO_FLAG_MMAP_IFC if mmap else 0)
+        else:
+            flag = (faiss.IO_FLAG_MMAP if ivf else faiss.IO_FLAG_MMAP_IFC) if mmap else 0
+            index = faiss.read_index(path, flag)
+        mode = "r" if mmap else None
+
+        def optional(name: str) -> np.ndarray | None:
+            return np.load(folder / name, mmap_mode=mode) if (folder / name).is_file() else None
+
+        codes = IndexCodes(
+            manifest.kind,
+            index,
+            store=optional(STORE_FILE),
+            ranges=np.load(folder / RANGES_FILE) if (folder / RANGES_FILE).is_file() else None,
+            mean=np.load(folder / MEAN_FILE) if (folder / MEAN_FILE).is_file() else None,
+            ivf=ivf,
+        )
+        return cls(folder, manifest, codes, IdTable(folder, mmap=mmap))
+
+    @classmethod
+    def merge(
+        cls, parts: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], *, overwrite: bool = False
+    ) -> PaperIndex:
+        """Merge index parts built with one training (``trained_like``) into one index, and open it.
+
+        The merged index keeps the first part's tuned multiplier and probes.
+
+        Args:
+            parts: the part folders, in the order of their papers.
+            output: the merged index folder, written atomically.
+            overwrite: replace an index at ``output``.
+        """
+        from .merge import merge_indexes
+
+        return cls.load(merge_indexes(parts, output, overwrite=overwrite))
+
+    def check(self) -> None:
+        """Verify the sha256 of every file of the folder against the manifest.
+
+        Raises:
+            ValueError: naming the first file whose bytes changed.
+        """
+        self.manifest.verify(self.folder)
+
+    # What it is -----------------------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self.manifest.papers
+
+    @property
+    def dim(self) -> int:
+        """The vectors' dimension."""
+        return self.manifest.dim
+
+    @property
+    def kind(self) -> str:
+        """``exact``, ``int8``, ``binary`` or ``pq``."""
+        return self.manifest.kind
+
+    @property
+    def model(self) -> ModelStamp | None:
+        """The model that embedded the papers, when known."""
+        return ModelStamp.from_dict(self.manifest.model) if self.manifest.model else None
+
+    def info(self) -> dict[str, Any]:
+        """Kind, papers, dimension, bytes per paper in RAM and on disk, the tuned settings, recall and model."""
+        m = self.manifest
+        model = self.model
+        return {
+            "folder": str(self.folder),
+            "kind": m.kind,
+            "factory": m.factory,
+            "papers": m.papers,
+            "dim": m.dim,
+            "ram_bytes_per_paper": m.bytes_per_paper()[0],
+            "disk_bytes_per_paper": m.bytes_per_paper()[1],
+            "multiplier": m.multiplier,
+            "nprobe": m.nprobe,
+            "recall_at_10": m.recall,
+            "target_recall": m.target_recall,
+            "tuned_papers": m.tuned_papers,
+            "model": model.name if model else None,
+            "revision": model.revision if model else None,
+            "fingerprinted": bool(model and model.probe is not None),
+            "disk_bytes": sum(entry["bytes"] for entry in m.files.values()),
+        }
+
+    # Search ---------------------------------------------------------------------------------------------------
+
+    def search(
+        self,
+        queries: Any = None,
+        top_k: int = 10,
+        *,
+        ids: Sequence[str] | None = None,
+        encoder: Encoder | None = None,
+        multiplier: int | None = None,
+        nprobe: int | None = None,
+    ) -> SearchResult:
+        """The ``top_k`` papers nearest each query, by cosine, scores rescored in float64, best first.
+
+        Args:
+            queries: query vectors (an array ``(q, dim)`` or one ``(dim,)``), free text (a string or a list of
+                strings, embedded with the index's model as queries), or new papers (a record or a list of records,
+                embedded as the indexed papers were). Leave unset with ``ids``.
+            top_k: results per query.
+            ids: paper ids of indexed papers to search by; each is left out of its own results.
+            encoder: the model for text and papers (default: the index's own, loaded by name and revision); its
+                fingerprint must match the index's.
+            multiplier, nprobe: override the tuned rescore multiplier and IVF probes.
+
+        Raises:
+            ValueError: no query, both ``queries`` and ``ids``, ids not in the index (named), vectors of another
+                dimension, text for an index without a model, or an encoder that is not the index's model.
+            TypeError: queries of a kind not taken.
+        """
+        if top_k < 1:
+            raise ValueError(f"top_k must be positive, got {top_k}")
+        vectors, labels, exclude = self._queries(queries, ids, encoder)
+        top_k = min(top_k, len(self) - int((exclude >= 0).any()))
+        rows, scores = self.codes.search(
+            vectors,
+            top_k,
+            exclude,
+            multiplier=multiplier or self.manifest.multiplier,
+            nprobe=nprobe or self.manifest.nprobe,
+        )
+        return SearchResult(labels, rows, scores, self.table)
+
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """The unit vectors the index holds for indexed papers (decoded from their codes).
+
+        Raises:
+            ValueError: ids not in the index, named.
+        """
+        rows = self._rows(ids)
+        return unit_rows(self.codes.vectors(rows)).astype(np.float32)
+
+    def _rows(self, ids: Sequence[str]) -> np.ndarray:
+        if isinstance(ids, str):
+            ids = [ids]
+        rows = self.table.rows_of(list(ids))
+        unknown = [paper_id for paper_id, row in zip(ids, rows, strict=True) if row < 0]
+        if unknown:
+            raise ValueError(
+                f"{len(unknown)} id(s) not among the {len(self)} papers of {self.folder}: {_named(unknown)}"
+            )
+        return rows
+
+    def _queries(self, queries: Any, ids: Sequence[str] | None, encoder: Encoder | None):
+        """The unit query vectors, a label per query and the row each leaves out (-1 for none)."""
+        if (queries is None) == (ids is None):
+            raise ValueError(
+                "give the queries (vectors, text or paper records) or ids= (papers of the index), one of the two"
+            )
+        if ids is not None:
+            ids = [ids] if isinstance(ids, str) else [str(i) for i in ids]
+            rows = self._rows(ids)
+            return unit_rows(self.codes.vectors(rows)).astype(np.float32), ids, rows
+        if isinstance(queries, str) or (
+            isinstance(queries, (list, tuple)) and queries and all(isinstance(q, str) for q in queries)
+        ):
+            texts = [queries] if isinstance(queries, str) else list(queries)
+            vectors = self._query_encoder(encoder).encode_query(texts, show_progress_bar=False)
+            return self._checked(vectors, "the model's"), texts, np.full(len(texts), -1, dtype=np.int64)
+        if isinstance(queries, Mapping) or (
+            isinstance(queries, (list, tuple)) and queries and all(isinstance(q, Mapping) for q in queries)
+        ):
+            records = [queries] if isinstance(queries, Mapping) else list(queries)
+            vectors = self._query_encoder(encoder).encode(records, show_progress_bar=False)
+            labels = [str(r.get("paper_id") or r.get("title") or f"paper {i}") for i, r in enumerate(records)]
+            own = self.table.rows_of([str(r["paper_id"]) if "paper_id" in r else "" for r in records])
+            return self._checked(vectors, "the model's"), labels, own
+        if isinstance(queries, (list, tuple)) and queries and any(isinstance(q, (str, Mapping)) for q in queries):
+            raise TypeError("queries mix texts, paper records and numbers; give one kind per search")
+        try:
+            array = np.asarray(queries, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"queries must be vectors, text or paper records (ids go in ids=), got {type(queries).__name__}"
+            ) from None
+        array = array[None, :] if array.ndim == 1 else array
+        return self._checked(array, "query"), [f"vector {i}" for i in range(len(array))], np.full(len(array), -1)
+
+    def _checked(self, vectors: Any, what: str) -> np.ndarray:
+        vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+        if vectors.ndim != 2 or vectors.shape[1] != self.dim or not len(vectors):
+            raise ValueError(
+                f"{what} vectors have shape {vectors.shape}; {self.folder} holds vectors of size {self.dim}"
+            )
+        if not np.isfinite(vectors).all() or not vectors.any(axis=1).all():
+            raise ValueError(f"{what} vectors hold NaN, infinity or all zeros; a query needs a direction")
+        return unit_rows(vectors)
+
+    def _query_encoder(self, encoder: Encoder | None) -> Encoder:
+        """The encoder for text and paper queries, checked against the index's model fingerprint."""
+        stamp = self.model
+        if stamp is None:
+            raise ValueError(
+                f"{self.folder} does not know the model that embedded its papers, so it takes query vectors and ids "
+                "(ids=), not text or papers; build it again with --model NAME (model=), or embed the queries yourself"
+            )
+        if encoder is None:
+            if self._encoder is None:
+                from ..encode import Encoder
+
+                options = {"revision": stamp.revision} if stamp.revision else {}
+                self._encoder = Encoder.from_pretrained(stamp.name, **options)
+            encoder = self._encoder
+        if stamp.probe is None:
+            logger.warning(
+                "%s names its model (%s) without a fingerprint: queries are not checked", self.folder, stamp.name
+            )
+            return encoder
+        given = stamp_of(encoder)
+        if not stamp.matches(given):
+            raise ValueError(
+                f"the query model {given.name} is not the model {self.folder} was built with ({stamp.name}, revision "
+                f"{stamp.revision}): their vectors of one probe paper differ (another model, format or settings); "
+                f"search with {stamp.name} (leave encoder= unset), or index vectors of the model you mean"
+            )
+        return encoder
+
+    # Adding ---------------------------------------------------------------------------------------------------
+
+    def add(self, embeddings: str | os.PathLike[str]) -> AddReport:
+        """Append the papers of another embedding output; the folder is rewritten atomically.
+
+        Flat kinds append codes as a rebuild would; IVF kinds assign them to the trained cells. The tuned
+        multiplier and probes are kept (:attr:`Manifest.tuned_papers` says at what size they were tuned).
+
+        Args:
+            embeddings: a ``sciembed embed`` output of the new papers.
+
+        Raises:
+            ValueError: ids already indexed or given twice (named), or vectors of another dimension.
+        """
+        import faiss
+
+        source = open_embeddings(embeddings)
+        if source.dim != self.dim:
+            raise ValueError(f"{source.path}: vectors of size {source.dim}, {self.folder} holds size {self.dim}")
+        new_ids = [paper_id for ids, _ in source.blocks() for paper_id in ids]
+        present = [paper_id for paper_id, row in zip(new_ids, self.table.rows_of(new_ids), strict=True) if row >= 0]
+        if present:
+            raise ValueError(
+                f"{source.path}: {len(present)} paper(s) are already in {self.folder}: {_named(present)}; leave them "
+                "out of the papers to add (an index holds each paper once)"
+            )
+        staging = staging_folder(self.folder)
+        try:
+            for path in self.folder.iterdir():
+                if path.is_file():
+                    shutil.copy2(path, staging / path.name)
+            old = self.manifest.papers
+            path = str(self.folder / INDEX_FILE)
+            read = faiss.read_index_binary if self.kind == "binary" else faiss.read_index
+            codes = IndexCodes(
+                self.kind, read(path), ranges=self.codes.ranges, mean=self.codes.mean, ivf=self.codes.ivf
+            )
+            if needs_store(codes):
+                codes.store = np.lib.format.open_memmap(
+                    staging / STORE_FILE, mode="w+", dtype=np.int8, shape=(old + source.count, self.dim)
+                )
+                copy_rows(codes.store, self.codes.store, 0)
+            clipped = outside = 0
+            start = old
+            for _, vectors in source.blocks():
+                add_codes(codes, vectors, start)
+                if codes.ranges is not None:
+                    outside += clipped_share(vectors, codes.ranges) * vectors.size
+                    clipped += vectors.size
+                start += len(vectors)
+            if codes.store is not None:
+                codes.store.flush()
+            write_codes(staging, codes)
+            data, ends = encode_ids(new_ids, int(self.table.offsets[-1]))
+            write_id_table(
+                staging,
+                np.concatenate([np.asarray(self.table.bytes), data]),
+                np.concatenate([np.asarray(self.table.offsets), ends]),
+                str(source.path),
+            )
+            dataclasses.replace(self.manifest, papers=old + source.count).write(staging)
+            del codes
+            replace_folder(staging, self.folder)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        share = outside / clipped if clipped else None
+        reopened = PaperIndex.load(self.folder)
+        self.manifest, self.codes, self.table = reopened.manifest, reopened.codes, reopened.table
+        if share:
+            logger.warning(
+                "%.4f of the added vectors' components lie outside the calibrated int8 ranges and were clipped", share
+            )
+        return AddReport(source.count, len(self), share)

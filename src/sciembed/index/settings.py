@@ -1,0 +1,156 @@
+"""How a paper index is built: its kind, memory budget, target recall and seed, and the bytes each kind costs."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+IndexKind = Literal["exact", "int8", "binary", "pq"]
+#: The kinds, from the most exact to the most compact.
+KINDS: tuple[IndexKind, ...] = get_args(IndexKind)
+#: What ``kind=`` takes: a kind, or ``auto`` to choose one by the memory budget.
+KIND_CHOICES: tuple[str, ...] = (*KINDS, "auto")
+
+#: Above this many papers an int8 index becomes IVF + SQ8 (probes tuned), below it a flat scan.
+IVF_THRESHOLD = 1_000_000
+#: Bytes per paper for an IVF list entry (faiss keeps one int64 id per code).
+IVF_ID_BYTES = 8
+#: The fewest sub-quantizers ``auto`` gives a ``pq`` index.
+MIN_PQ_M = 8
+#: Papers used for the recall measurement that tunes probes and the rescore multiplier.
+TUNING_QUERIES = 1000
+#: The depth the tuning measures recall at.
+TUNING_DEPTH = 10
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """The settings of one index build.
+
+    Attributes:
+        kind: ``exact``, ``int8``, ``binary``, ``pq``, or ``auto`` (chosen by ``memory``).
+        memory: the RAM the index may take, in bytes (``None``: half the machine's).
+        target_recall: recall@10 against an exact search that tuning must reach.
+        seed: seeds the samples, the k-means and the tuning queries.
+        centre: binary codes of vectors centred on the collection's mean.
+        sample_size: vectors the ranges, mean and quantizers are trained on.
+        nlist: IVF cells (``None``: about four times the square root of the papers).
+        pq_m: product-quantizer sub-vectors (``None``: a quarter of the dimension).
+        tuning_queries: held-out papers the recall is measured on.
+    """
+
+    kind: str = "auto"
+    memory: int | None = None
+    target_recall: float = 0.95
+    seed: int = 0
+    centre: bool = True
+    sample_size: int = 100_000
+    nlist: int | None = None
+    pq_m: int | None = None
+    tuning_queries: int = TUNING_QUERIES
+
+    def __post_init__(self) -> None:
+        if self.kind not in KIND_CHOICES:
+            raise ValueError(f"kind must be one of {', '.join(KIND_CHOICES)}, got {self.kind!r}")
+        if not 0 < self.target_recall <= 1:
+            raise ValueError(f"target_recall must lie in (0, 1], got {self.target_recall}")
+        for name in ("memory", "nlist", "pq_m"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be positive, got {value}")
+        if self.sample_size < 2 or self.tuning_queries < 1:
+            raise ValueError("sample_size must be at least 2 and tuning_queries at least 1")
+
+
+def parse_memory(text: str | int) -> int:
+    """Bytes from a size such as ``8G``, ``512M`` or ``1073741824``.
+
+    Args:
+        text: a number of bytes, optionally with a unit K, M, G or T (powers of 1024).
+    """
+    if isinstance(text, int):
+        return text
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", str(text), flags=re.IGNORECASE)
+    if match is None or float(match.group(1)) <= 0:
+        raise ValueError(f"--memory (memory=) takes a size such as 8G, 512M or 1073741824, got {text!r}")
+    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+
+
+def default_memory() -> int:
+    """Half the machine's RAM, the default memory budget."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+
+
+def default_pq_m(dim: int) -> int:
+    """Sub-quantizers of a ``pq`` index: the largest divisor of ``dim`` not above ``dim / 4``."""
+    return max(m for m in range(1, max(1, dim // 4) + 1) if dim % m == 0)
+
+
+def default_nlist(papers: int) -> int:
+    """IVF cells for ``papers``: about four times their square root, at least one and at most a cell per 39."""
+    return max(1, min(int(4 * math.sqrt(papers)), papers // 39))
+
+
+def uses_ivf(kind: str, papers: int) -> bool:
+    """Whether a ``kind`` index of ``papers`` is an inverted file."""
+    return kind == "pq" or (kind == "int8" and papers > IVF_THRESHOLD)
+
+
+def ram_bytes_per_paper(kind: str, dim: int, papers: int, pq_m: int | None = None) -> float:
+    """Bytes one paper's codes take in RAM when the index is searched.
+
+    Args:
+        kind: the index kind.
+        dim: the vectors' dimension.
+        papers: papers in the index (an int8 index above :data:`IVF_THRESHOLD` adds an id per paper).
+        pq_m: the ``pq`` sub-quantizers (default :func:`default_pq_m`).
+    """
+    ivf = IVF_ID_BYTES if uses_ivf(kind, papers) else 0
+    if kind == "exact":
+        return 4 * dim
+    if kind == "int8":
+        return dim + ivf
+    if kind == "binary":
+        return dim / 8
+    return (pq_m or default_pq_m(dim)) + ivf
+
+
+def disk_bytes_per_paper(kind: str, dim: int, papers: int, pq_m: int | None = None) -> float:
+    """Bytes one paper takes on disk: its codes, plus the int8 rescore store of ``binary`` and ``pq``."""
+    store = dim if kind in ("binary", "pq") else 0
+    return ram_bytes_per_paper(kind, dim, papers, pq_m) + store
+
+
+def choose_kind(papers: int, dim: int, memory: int, pq_m: int | None = None) -> tuple[IndexKind, int | None]:
+    """The most exact kind whose codes fit ``memory`` bytes, and for ``pq`` the sub-quantizers that fit.
+
+    Args:
+        papers: papers to index.
+        dim: their dimension.
+        memory: the budget in bytes.
+        pq_m: the ``pq`` sub-quantizers (default: the most that fit, at least :data:`MIN_PQ_M`).
+
+    Raises:
+        ValueError: nothing fits; the message names the shards needed for the most compact kind.
+    """
+    for kind in ("exact", "int8", "binary"):
+        if papers * ram_bytes_per_paper(kind, dim, papers) <= memory:
+            return kind, None
+    fitting = [m for m in range(MIN_PQ_M, dim + 1) if dim % m == 0 and papers * (m + IVF_ID_BYTES) <= memory]
+    if pq_m is None and fitting:
+        return "pq", max(fitting)
+    if pq_m is not None and papers * ram_bytes_per_paper("pq", dim, papers, pq_m) <= memory:
+        return "pq", pq_m
+    smallest = min(dim / 8, (pq_m or min(m for m in range(MIN_PQ_M, dim + 1) if dim % m == 0)) + IVF_ID_BYTES)
+    need = papers * smallest
+    shards = math.ceil(need / memory)
+    raise ValueError(
+        f"{papers} papers of dimension {dim} need {need / 2**30:.2f} GiB even in the most compact index, more than "
+        f"the {memory / 2**30:.2f} GiB budget (--memory): split the collection into {shards} shards of at most "
+        f"{math.ceil(papers / shards)} papers, or raise --memory"
+    )

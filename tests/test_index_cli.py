@@ -1,0 +1,118 @@
+"""``sciembed index``: the commands a user runs, their exit codes and their one-line messages."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from helpers import PAPERS
+
+from sciembed.cli import main
+from sciembed.io import write_embeddings
+
+
+@pytest.fixture(scope="module")
+def vectors_file(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((400, 16)).astype(np.float32)
+    path = tmp_path_factory.mktemp("cli") / "vectors.npy"
+    write_embeddings(path, [([f"p{i}" for i in range(400)], vectors)], total=400, dim=16)
+    return path
+
+
+@pytest.fixture(scope="module")
+def index(vectors_file):
+    folder = vectors_file.parent / "papers.index"
+    assert main(["index", "build", str(vectors_file), "--output", str(folder), "--kind", "binary"]) == 0
+    return folder
+
+
+def test_build_search_info_and_check(index, capsys, tmp_path):
+    capsys.readouterr()
+    assert main(["index", "search", str(index), "--ids", "p1", "p2", "-k", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("p1\n   1. ") and printed.count("[p") == 6 and "[p1]" not in printed
+    assert main(["index", "search", str(index), "--ids", "p1", "--output", str(tmp_path / "r.jsonl")]) == 0
+    record = json.loads((tmp_path / "r.jsonl").read_text())
+    assert record["query"] == "p1" and len(record["neighbours"]) == 10
+    assert main(["index", "info", str(index)]) == 0
+    assert "kind: binary\n" in capsys.readouterr().out
+    assert main(["index", "check", str(index), "-q"]) == 0  # -v and -q are taken after the action too
+
+
+def test_bad_input_exits_2_with_one_message(index, vectors_file, caplog, tmp_path):
+    cases = [
+        (["index", "search", str(index), "--ids", "nope"], r"1 id\(s\) not among the 400 papers .*'nope'"),
+        (["index", "search", str(index), "--query", "graphs"], r"does not know the model .*--model NAME"),
+        (["index", "build", str(vectors_file), "--output", str(index)], r"exists; pass --overwrite"),
+        (
+            ["index", "build", str(vectors_file), "--output", str(tmp_path / "i"), "--memory", "100"],
+            r"into 8 shards of at most 50 papers",
+        ),
+        (["index", "info", str(tmp_path)], r"no manifest\.json, so not a sciembed index"),
+        (["index", "build", str(tmp_path / "none.npy"), "--output", str(tmp_path / "i")], r"none\.npy .*no such"),
+    ]
+    for argv, message in cases:
+        caplog.clear()
+        assert main(argv) == 2, argv
+        errors = [r for r in caplog.records if r.levelname == "ERROR"]
+        assert len(errors) == 1 and "Traceback" not in caplog.text, caplog.text
+        assert re.search(message, errors[0].getMessage()), errors[0].getMessage()
+
+
+def test_check_names_a_tampered_file(index, tmp_path, caplog):
+    import shutil
+
+    copy = shutil.copytree(index, tmp_path / "copy")
+    order = copy / "ids.order.npy"
+    data = bytearray(order.read_bytes())
+    data[-8:] = bytes(reversed(data[-8:]))
+    order.write_bytes(bytes(data))
+    assert main(["index", "check", str(copy)]) == 2
+    assert "ids.order.npy: its sha256 differs" in caplog.text
+
+
+def test_free_text_search_after_sciembed_embed(tiny_bert, tmp_path, capsys):
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text("".join(json.dumps(p) + "\n" for p in PAPERS), encoding="utf-8")
+    out = tmp_path / "vectors.parquet"
+    assert (
+        main(["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(out), "--no-progress"]) == 0
+    )
+    assert json.loads((tmp_path / "vectors.parquet.meta.json").read_text())["name"] == str(tiny_bert)
+    assert main(["index", "build", str(out), "--output", str(tmp_path / "index"), "--kind", "exact"]) == 0
+    capsys.readouterr()
+    assert main(["index", "search", str(tmp_path / "index"), "--query", "garbage collection", "-k", "2"]) == 0
+    assert capsys.readouterr().out.startswith("garbage collection\n   1. ")
+
+
+def test_neighbours_with_an_index_gives_the_index_search_results(tiny_bert, tmp_path):
+    from sciembed import PaperIndex, neighbours
+
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text("".join(json.dumps(p) + "\n" for p in PAPERS), encoding="utf-8")
+    vectors = tmp_path / "vectors.npy"
+    assert main(["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(vectors)]) == 0
+    index = PaperIndex.build(vectors, tmp_path / "index", kind="binary")
+    searched = index.search(ids=["p1", "p2"], top_k=3)
+    result = neighbours(papers=papers, index=tmp_path / "index", query_ids=["p1", "p2"], top_k=3)
+    assert [[n["paper_id"] for n in result.neighbours_of(q)] for q in ("p1", "p2")] == searched.ids
+    np.testing.assert_array_equal(result.scores, searched.scores)
+    out = tmp_path / "n.jsonl"
+    argv = ["neighbours", "--papers", str(papers), "--index", str(tmp_path / "index"), "--query-ids", "p1"]
+    assert main([*argv, "--top-k", "3", "--output", str(out)]) == 0
+    assert [n["paper_id"] for n in json.loads(out.read_text())["neighbours"]] == searched.ids[0]
+
+
+def test_parts_built_alike_merge_and_parts_built_apart_are_refused(vectors_file, tmp_path, caplog):
+    part = ["index", "build", str(vectors_file), "--kind", "binary", "--output"]
+    assert main([*part, str(tmp_path / "a")]) == 0
+    assert main([*part, str(tmp_path / "b"), "--trained-like", str(tmp_path / "a")]) == 0
+    assert main([*part, str(tmp_path / "c"), "--no-centre"]) == 0
+    merge = ["index", "merge", str(tmp_path / "a"), "--output", str(tmp_path / "m")]
+    assert main([*merge[:3], str(tmp_path / "c"), *merge[3:]]) == 2
+    assert "c was trained apart from" in caplog.text
+    assert main([*merge[:3], str(tmp_path / "b"), *merge[3:]]) == 2  # the same papers twice
+    assert re.search(r"paper_id 'p0' has two vectors \(rows 0 and 400", caplog.text)
