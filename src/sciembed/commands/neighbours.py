@@ -141,6 +141,8 @@ def run(args: argparse.Namespace) -> int:
     check_onnx_cache(args)
     if args.embeddings and args.model:
         raise ValueError("give --model (embed the papers) or --embeddings (read their vectors), not both")
+    if args.index and (args.model or args.embeddings):
+        raise ValueError("give --index (search an index) or --model / --embeddings (embed or read vectors), not both")
     query_ids = list(args.query_ids or [])
     listed = _read_query_file(args.query_file) if args.query_file else []
     query_ids += [paper_id for _, paper_id in listed]
@@ -155,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.data:
         raise ValueError("--data is the folder holding cacm/ when no --papers is given; give one of them")
     # The model is loaded by the library once the papers and the query ids are known to be good.
-    model = None if args.embeddings else lambda: encoder_from_args(args)
+    model = None if args.embeddings or args.index else lambda: encoder_from_args(args)
     try:
         result = neighbours(
             model,
