@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import logging
+import os
+import platform
 import sys
 from collections.abc import Iterator, Sequence
 
@@ -13,10 +16,16 @@ from .commands import COMMANDS
 
 logger = logging.getLogger("sciembed")
 
+#: glibc's ``mallopt`` parameter for the size from which an allocation gets pages of its own (``M_MMAP_THRESHOLD``).
+_M_MMAP_THRESHOLD = -3
+#: glibc's default threshold, which ``mallopt`` keeps fixed (see :func:`return_freed_memory`).
+MMAP_THRESHOLD = 128 * 1024
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     root = parser()
     args = root.parse_args(argv)
+    return_freed_memory()
     verbose, quiet = args.verbose, args.quiet
     if verbose and quiet:
         root.error("give -v (more output) or -q (less), not both")
@@ -30,6 +39,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError) as error:  # bad input, missing files, unreachable Hub: one line, no traceback
         logger.error("%s", error)
         return 2
+
+
+def return_freed_memory() -> bool:
+    """Have glibc give the pages of large freed blocks (tensors) back to the system at once; returns whether it did.
+
+    glibc raises its mmap threshold each time such a block is freed, after which the next ones come from its heap,
+    whose freed pages a process keeps: a training step's activations then stay resident for the rest of the run.
+    Fixing the threshold at glibc's default keeps it from rising. A ``MALLOC_MMAP_THRESHOLD_`` set in the environment
+    is left as it is, and so is any C library other than glibc.
+    """
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ or platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        return bool(ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+    except (OSError, AttributeError):
+        return False
 
 
 @contextlib.contextmanager

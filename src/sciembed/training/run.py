@@ -126,6 +126,11 @@ def prepare(
     training = dict(settings["training"])
     # Pinned memory only speeds up copies to a GPU; on a CPU machine the DataLoader just warns about it.
     training.setdefault("dataloader_pin_memory", torch.cuda.is_available())
+    # A step keeps each layer's input and recomputes the rest in the backward pass (with the dropout masks it
+    # drew), so the weights it gives are the same, in a fraction of the activations' memory.
+    if getattr(model, "supports_gradient_checkpointing", False) and "gradient_checkpointing" not in training:
+        training.setdefault("activation_checkpointing", True)
+        training.setdefault("activation_checkpointing_kwargs", {"use_reentrant": False})
     if examples.evaluation is not None:
         training.setdefault("eval_strategy", training.get("save_strategy", "epoch"))
         # cite_map, or on several domains the first domain's (cite_<domain>_map)
