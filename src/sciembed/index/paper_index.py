@@ -228,6 +228,25 @@ class PaperIndex:
         return cls(folder, manifest, codes, IdTable(folder, mmap=mmap))
 
     @classmethod
+    def load_shards(cls, folders: Sequence[str | os.PathLike[str]], *, mmap: bool = True) -> PaperIndex:
+        """Open index parts built with one training (``trained_like``) as one index, without merging them.
+
+        Each part gives its candidates; the nearest over all parts are rescored together, so the results are those
+        of the merged index (:meth:`merge`). The first part's multiplier and probes are used.
+
+        Args:
+            folders: the part folders, in the order of their papers.
+            mmap: map the parts' codes and stores rather than read them into memory.
+
+        Raises:
+            ValueError: fewer than two parts, parts of another kind, dimension, model or training, or a paper in
+                two parts (named).
+        """
+        from .shards import open_parts
+
+        return open_parts(folders, mmap=mmap)
+
+    @classmethod
     def merge(
         cls, parts: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], *, overwrite: bool = False
     ) -> PaperIndex:
@@ -447,6 +466,11 @@ class PaperIndex:
         """
         import faiss
 
+        if getattr(self.codes, "parts", None):
+            raise ValueError(
+                f"{self.folder} and the other parts are open as shards: add the papers to one part "
+                "(PaperIndex.load(part).add(...)), then open the shards again"
+            )
         source = open_embeddings(embeddings)
         if source.dim != self.dim:
             raise ValueError(f"{source.path}: vectors of size {source.dim}, {self.folder} holds size {self.dim}")
