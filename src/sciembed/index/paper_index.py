@@ -157,6 +157,7 @@ class PaperIndex:
         model: str | Encoder | None = None,
         overwrite: bool = False,
         trained_like: PaperIndex | str | os.PathLike[str] | None = None,
+        rows: tuple[int, int] | None = None,
     ) -> PaperIndex:
         """Build the index of a ``sciembed embed`` output block by block, tune it, write it and open it.
 
@@ -175,6 +176,7 @@ class PaperIndex:
             overwrite: replace an index at ``output``.
             trained_like: an index (or its folder) whose kind, ranges, mean and quantizers are reused, so that parts
                 of one collection share their codes; ``kind`` and the training settings are then unused.
+            rows: index only the rows ``start .. stop`` (counted from 0) of ``embeddings``, a part of a collection.
         """
         settings = IndexSettings(
             kind=kind,
@@ -187,7 +189,10 @@ class PaperIndex:
             pq_m=pq_m,
         )
         like = trained_like.folder if isinstance(trained_like, PaperIndex) else trained_like
-        return cls.load(build_index(embeddings, output, settings, model=model, overwrite=overwrite, trained_like=like))
+        built = build_index(
+            embeddings, output, settings, model=model, overwrite=overwrite, trained_like=like, rows=rows
+        )
+        return cls.load(built)
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str], *, mmap: bool = True) -> PaperIndex:
