@@ -307,3 +307,15 @@ def test_shards_holding_one_paper_twice_are_refused(vectors, tmp_path):
     PaperIndex.build(tmp_path / "b.npy", tmp_path / "b", trained_like=first)
     with pytest.raises(ValueError, match=r"paper_id 'p250' is in two index parts .*disjoint"):
         PaperIndex.load_shards([tmp_path / "a", tmp_path / "b"])
+
+
+def test_binary_search_of_every_paper_ranks_them_as_the_int8_store_does(vectors, tmp_path):
+    from sciembed.index.codes import dequantized
+
+    index = PaperIndex.build(write(tmp_path / "v.npy", vectors[:1500]), tmp_path / "index", kind="binary")
+    store = dequantized(np.asarray(index.codes.store), index.codes.ranges)
+    queries = near(vectors[:1500], 30, seed=5)
+    found = index.search(queries, top_k=10, multiplier=200)  # every paper a candidate, shortlisted in float32
+    want, scores = brute_force(store, queries, 10)
+    np.testing.assert_array_equal(found.rows, want)
+    np.testing.assert_allclose(found.scores, scores, rtol=0, atol=1e-6)  # the query is normalised again
