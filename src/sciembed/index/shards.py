@@ -156,16 +156,22 @@ def open_parts(folders: Sequence[str | os.PathLike[str]], *, mmap: bool = True):
 
 
 def _repeated_id(parts, table: StackedTable) -> str | None:
-    """A message naming a paper held by two parts, or ``None``."""
-    for number, part in enumerate(parts[1:], start=1):
-        earlier = StackedTable(table.tables[:number], table.offsets[: number + 1])
-        for first in range(0, len(part.table), 1 << 16):
-            ids = part.table.ids_of(range(first, min(first + (1 << 16), len(part.table))))
-            rows = earlier.rows_of(ids)
-            if (rows >= 0).any():
-                paper_id = ids[int(np.flatnonzero(rows >= 0)[0])]
-                return (
-                    f"paper_id {paper_id!r} is in two index parts ({part.folder} and an earlier one): an index holds "
-                    "each paper once; build the parts from disjoint slices of the papers"
-                )
-    return None
+    """A message naming a paper held by two parts, or ``None`` (the ids compared as sorted byte keys)."""
+    from .ids import _keys
+
+    data = np.concatenate([np.asarray(part.table.bytes) for part in parts])
+    ends = np.cumsum([0] + [int(part.table.offsets[-1]) for part in parts])
+    offsets = np.concatenate(
+        [[0], *[np.asarray(part.table.offsets[1:]) + end for part, end in zip(parts, ends, strict=False)]]
+    )
+    keys = _keys(data, offsets)
+    order = np.argsort(keys, kind="stable")
+    same = np.flatnonzero(keys[order][1:] == keys[order][:-1])
+    if not len(same):
+        return None
+    row = int(order[same[0] + 1])
+    part = parts[int(np.searchsorted(table.offsets, row, side="right") - 1)]
+    return (
+        f"paper_id {table[row]!r} is in two index parts ({part.folder} and an earlier one): an index holds each paper "
+        "once; build the parts from disjoint slices of the papers"
+    )
