@@ -205,9 +205,49 @@ def encode_speed_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
     return text, [("encode_speed.png", figure_png(figure))]
 
 
+def index_quality_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
+    """A table per collection of every index kind against exact search, and recall@10 against RAM bytes per paper."""
+    columns = {
+        "recall@10": "recall_at_10",
+        "RAM B/paper": "ram_bytes_per_paper",
+        "disk B/paper": "disk_bytes_per_paper",
+        "query time / exact": "query_time_vs_exact",
+        "build time / exact": "build_time_vs_exact",
+        "citation share / exact": "citation_share_vs_exact",
+        "CACM cite MAP change": "cacm_cite_map_change",
+    }
+    parts = [
+        "Each kind of the paper index against exact `IndexFlatIP` on the same vectors and one thread: recall@10, "
+        "bytes per paper, time ratios, the share of neighbours linked by citation, and the CACM cite MAP change "
+        "against float32."
+    ]
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(7, 4))
+    for name, collection in report["collections"].items():
+        kinds = collection["kinds"]
+        shown = [label for label, key in columns.items() if any(key in row for row in kinds.values())]
+        rows = [[kind, *(row.get(columns[label]) for label in shown)] for kind, row in kinds.items()]
+        missed = [f"{kind}: {t}" for kind, row in kinds.items() for t, ok in row.get("targets", {}).items() if not ok]
+        note = f"Targets missed: {'; '.join(missed)}." if missed else "Every target of the issue holds."
+        parts.append(
+            f"**{name}** ({collection['papers']} papers, d = {collection['dim']}). {note}\n\n"
+            + markdown_table(["kind", *shown], rows)
+        )
+        points = sorted((row["ram_bytes_per_paper"], row["recall_at_10"], kind) for kind, row in kinds.items())
+        axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+        for x, y, kind in points:
+            axis.annotate(kind, (x, y), fontsize=7, textcoords="offset points", xytext=(3, 3))
+    axis.set_xscale("log")
+    axis.set_xlabel("RAM bytes per paper")
+    axis.set_ylabel("recall@10 against exact")
+    axis.legend()
+    return "\n\n".join(parts), [("index_quality.png", figure_png(figure))]
+
+
 SECTIONS: dict[str, Callable[[dict[str, Any]], tuple[str, list[Image]]]] = {
     "validation_search.json": validation_section,
     "encode_speed.json": encode_speed_section,
+    "index_quality.json": index_quality_section,
 }
 
 

@@ -281,3 +281,41 @@ def test_parts_trained_apart_are_refused(vectors, tmp_path):
         PaperIndex.build(tmp_path / f"{name}.npy", tmp_path / name, kind="binary")
     with pytest.raises(ValueError, match=r"b was trained apart from .*a .*trained_like"):
         PaperIndex.merge([tmp_path / "a", tmp_path / "b"], tmp_path / "merged")
+
+
+@pytest.mark.parametrize("kind", ["exact", "int8", "binary", "pq"])
+def test_parts_served_as_shards_give_the_merged_results(vectors, tmp_path, kind):
+    bounds = [0, 1500, 2500, 4000]
+    for n, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        write(tmp_path / f"v{n}.npy", vectors[lo:hi], [f"p{i}" for i in range(lo, hi)])
+    first = PaperIndex.build(tmp_path / "v0.npy", tmp_path / "part0", kind=kind)
+    for n in (1, 2):
+        PaperIndex.build(tmp_path / f"v{n}.npy", tmp_path / f"part{n}", trained_like=first)
+    parts = [tmp_path / f"part{n}" for n in range(3)]
+    merged = PaperIndex.merge(parts, tmp_path / "merged")
+    shards = PaperIndex.load_shards(parts)
+    queries, ids = near(vectors[:4000], 50, seed=3), ["p7", "p1600", "p3999"]
+    for args, options in (((queries,), {}), ((), {"ids": ids})):
+        got, want = shards.search(*args, top_k=10, **options), merged.search(*args, top_k=10, **options)
+        assert got.ids == want.ids and np.array_equal(got.scores, want.scores)
+
+
+def test_shards_holding_one_paper_twice_are_refused(vectors, tmp_path):
+    write(tmp_path / "a.npy", vectors[:300])
+    write(tmp_path / "b.npy", vectors[300:600], [f"p{i}" for i in range(250, 550)])
+    first = PaperIndex.build(tmp_path / "a.npy", tmp_path / "a", kind="int8")
+    PaperIndex.build(tmp_path / "b.npy", tmp_path / "b", trained_like=first)
+    with pytest.raises(ValueError, match=r"paper_id 'p250' is in two index parts .*disjoint"):
+        PaperIndex.load_shards([tmp_path / "a", tmp_path / "b"])
+
+
+def test_binary_search_of_every_paper_ranks_them_as_the_int8_store_does(vectors, tmp_path):
+    from sciembed.index.codes import dequantized
+
+    index = PaperIndex.build(write(tmp_path / "v.npy", vectors[:1500]), tmp_path / "index", kind="binary")
+    store = dequantized(np.asarray(index.codes.store), index.codes.ranges)
+    queries = near(vectors[:1500], 30, seed=5)
+    found = index.search(queries, top_k=10, multiplier=200)  # every paper a candidate, shortlisted in float32
+    want, scores = brute_force(store, queries, 10)
+    np.testing.assert_array_equal(found.rows, want)
+    np.testing.assert_allclose(found.scores, scores, rtol=0, atol=1e-6)  # the query is normalised again

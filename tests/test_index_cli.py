@@ -116,3 +116,21 @@ def test_parts_built_alike_merge_and_parts_built_apart_are_refused(vectors_file,
     assert "c was trained apart from" in caplog.text
     assert main([*merge[:3], str(tmp_path / "b"), *merge[3:]]) == 2  # the same papers twice
     assert re.search(r"paper_id 'p0' has two vectors \(rows 0 and 400", caplog.text)
+
+
+def test_search_over_parts_gives_the_merged_index_results(tmp_path, capsys, caplog):
+    rng = np.random.default_rng(1)
+    for n in range(2):
+        ids = [f"p{i}" for i in range(200 * n, 200 * n + 200)]
+        vectors = rng.standard_normal((200, 16)).astype(np.float32)
+        write_embeddings(tmp_path / f"v{n}.npy", [(ids, vectors)], total=200, dim=16)
+    build = ["index", "build", "--kind", "int8", "--output"]
+    assert main([*build, str(tmp_path / "a"), str(tmp_path / "v0.npy")]) == 0
+    assert main([*build, str(tmp_path / "b"), str(tmp_path / "v1.npy"), "--trained-like", str(tmp_path / "a")]) == 0
+    assert main(["index", "merge", str(tmp_path / "a"), str(tmp_path / "b"), "--output", str(tmp_path / "m")]) == 0
+    search = ["index", "search", "--ids", "p3", "p250", "-k", "5", "--output"]
+    assert main([*search, str(tmp_path / "m.jsonl"), str(tmp_path / "m")]) == 0
+    assert main([*search, str(tmp_path / "s.jsonl"), str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert (tmp_path / "s.jsonl").read_text() == (tmp_path / "m.jsonl").read_text()
+    assert main([*search, str(tmp_path / "x.jsonl"), str(tmp_path / "a"), str(tmp_path / "a")]) == 2
+    assert "paper_id 'p0' is in two index parts" in caplog.text

@@ -91,3 +91,26 @@ def test_a_batch_with_a_paper_without_text_names_it(tiny_bert):
     batch = {"paper_id": np.array(["a", "b"], dtype=object), "title": np.array(["graphs", None], dtype=object)}
     with pytest.raises(ValueError, match=r"record #1 \(paper_id 'b'\): neither title nor abstract"):
         embedder(batch)
+
+
+def test_ray_index_parts_give_the_one_process_build(local_cluster, tmp_path):
+    from test_index import clustered, write
+
+    from sciembed import PaperIndex
+    from sciembed.jobs.ray_index import index_with_ray
+
+    vectors = clustered(2000, 32)
+    source = write(tmp_path / "v.npy", vectors)
+    parts = index_with_ray(source, tmp_path / "index", parts=4, kind="binary", merge=False)
+    whole = PaperIndex.build(source, tmp_path / "whole", trained_like=tmp_path / "index.parts" / "trained")
+    merged = PaperIndex.merge(parts, tmp_path / "merged")
+    for name in ("index.faiss", "store.npy", "ids.bytes.npy", "ids.offsets.npy", "ids.order.npy"):
+        assert (tmp_path / "merged" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
+    settings = {"top_k": 10, "multiplier": whole.manifest.multiplier}
+    want = whole.search(vectors[:40], **settings)
+    for index in (merged, PaperIndex.load_shards(parts)):
+        got = index.search(vectors[:40], **settings)
+        assert got.ids == want.ids and np.array_equal(got.scores, want.scores)
+    (done,) = index_with_ray(source, tmp_path / "one", parts=4, kind="binary")
+    assert (done / "index.faiss").read_bytes() == (tmp_path / "whole" / "index.faiss").read_bytes()
+    assert not (tmp_path / "one.parts").exists()

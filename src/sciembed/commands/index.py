@@ -78,7 +78,9 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     add.set_defaults(run=run_add)
 
     search = actions.add_parser("search", help="the nearest papers of queries", formatter_class=HelpFormatter)
-    search.add_argument("index", help="the index folder")
+    search.add_argument(
+        "index", nargs="+", help="the index folder, or the parts of one index (built --trained-like) served as shards"
+    )
     given = search.add_mutually_exclusive_group(required=True)
     given.add_argument("--query", nargs="+", metavar="TEXT", help="free-text queries, embedded by the index's model")
     given.add_argument("--ids", nargs="+", metavar="ID", help="indexed papers, each left out of its own results")
@@ -157,7 +159,7 @@ def run_search(args: argparse.Namespace) -> int:
         from ..data.papers import read_papers
 
         papers = read_papers(check_input(args.papers, "--papers", "any")).papers
-    index = PaperIndex.load(args.index)
+    index = PaperIndex.load(args.index[0]) if len(args.index) == 1 else PaperIndex.load_shards(args.index)
     options = {"top_k": args.top_k, "multiplier": args.multiplier, "nprobe": args.nprobe}
     if args.ids:
         result = index.search(ids=args.ids, **options)

@@ -43,6 +43,8 @@ class EmbeddingSource:
     dim: int
     #: An ``.npy`` file's ids and memory-mapped vectors, read (and its checksum checked) once.
     npy: tuple[list[str], np.ndarray] | None = None
+    #: The first row of the file read: a source of rows ``first .. first + count`` of a larger output.
+    first: int = 0
 
     def blocks(self, rows: int = BLOCK_ROWS) -> Iterator[Block]:
         """The ids and unit float32 vectors, ``rows`` at a time, in file order.
@@ -50,16 +52,22 @@ class EmbeddingSource:
         Args:
             rows: vectors per block.
         """
-        start = 0
+        start = self.first if self.path.suffix.lower() == ".npy" else 0
+        stop = self.first + self.count
         for ids, vectors in self._raw_blocks(rows):
-            yield ids, self._checked(ids, vectors, start)
-            start += len(ids)
+            end = start + len(ids)
+            if end > self.first and start < stop:
+                lo, hi = max(0, self.first - start), min(len(ids), stop - start)
+                yield ids[lo:hi], self._checked(ids[lo:hi], vectors[lo:hi], start + lo)
+            if end >= stop:
+                return
+            start = end
 
     def _raw_blocks(self, rows: int) -> Iterator[Block]:
         suffix = self.path.suffix.lower()
         if suffix == ".npy":
             ids, matrix = self.npy or open_npy_embeddings(self.path)
-            for start in range(0, len(ids), rows):
+            for start in range(self.first, len(ids), rows):
                 yield ids[start : start + rows], np.asarray(matrix[start : start + rows], dtype=np.float32)
         elif suffix == ".jsonl":
             ids, vectors = [], []
@@ -113,12 +121,15 @@ class EmbeddingSource:
         return out
 
 
-def open_embeddings(path: str | os.PathLike[str], option: str = "embeddings") -> EmbeddingSource:
+def open_embeddings(
+    path: str | os.PathLike[str], option: str = "embeddings", rows: tuple[int, int] | None = None
+) -> EmbeddingSource:
     """An embedding output of ``sciembed embed`` opened for block reading: its size read, nothing else loaded.
 
     Args:
         path: a ``.npy`` (with its ids file), ``.jsonl`` or ``.parquet`` file, or a folder of Parquet parts.
         option: the option that named it, for errors.
+        rows: read only the rows ``start .. stop`` (counted from 0) of the output.
 
     Raises:
         ValueError: another suffix, an empty file, a folder without parts, or parts of differing dimensions.
@@ -152,7 +163,12 @@ def open_embeddings(path: str | os.PathLike[str], option: str = "embeddings") ->
         )
     if count == 0:
         raise ValueError(f"{path}: holds no vectors; embed the papers first (sciembed embed)")
-    return EmbeddingSource(path, int(count), int(dim), npy)
+    if rows is None:
+        return EmbeddingSource(path, int(count), int(dim), npy)
+    start, stop = rows
+    if not 0 <= start < stop <= count:
+        raise ValueError(f"{path}: rows {start} .. {stop} asked for, it holds rows 0 .. {count}")
+    return EmbeddingSource(path, int(stop - start), int(dim), npy, first=int(start))
 
 
 def _parts(folder: Path) -> list[Path]:

@@ -73,6 +73,7 @@ def build_index(
     model: str | Encoder | None = None,
     overwrite: bool = False,
     trained_like: str | os.PathLike[str] | None = None,
+    rows: tuple[int, int] | None = None,
 ) -> Path:
     """Build the index of ``embeddings`` into the folder ``output``, which appears whole or not at all.
 
@@ -92,7 +93,7 @@ def build_index(
     """
     started = time.perf_counter()
     output = refuse_replacing(output, overwrite=overwrite)
-    source = open_embeddings(embeddings)
+    source = open_embeddings(embeddings, rows=rows)
     stamp = _model_stamp(source, model)
     if stamp is not None and stamp.dim not in (None, source.dim):
         raise ValueError(

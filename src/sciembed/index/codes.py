@@ -18,6 +18,8 @@ RESCORE_MARGIN = 16
 _QUERY_BLOCK = 64
 #: Bytes of float64 candidate vectors rescored at a time.
 _RESCORE_BYTES = 1 << 27
+#: Candidate lists at least this wide are selected by counting Hamming distances rather than by a heap.
+_HEAP_WIDTH = 128
 #: The int8 codes span 256 steps, stored as -128 .. 127.
 _STEPS = 255
 
@@ -68,6 +70,11 @@ class IndexCodes:
     mean: np.ndarray | None = None
     ivf: bool = False
 
+    @property
+    def papers(self) -> int:
+        """The papers the codes hold."""
+        return self.index.ntotal
+
     def vectors(self, rows: np.ndarray) -> np.ndarray:
         """The float64 vectors the index holds for ``rows`` (each a valid row)."""
         if self.store is not None:
@@ -95,11 +102,11 @@ class IndexCodes:
         Returns:
             ``(rows, scores)``, ``(q, top_k)``; a row of -1 (score ``-inf``) where fewer candidates were found.
         """
-        total = self.index.ntotal
+        total = self.papers
         depth = top_k + 1
         width = depth * multiplier if self.kind in ("binary", "pq") else depth + RESCORE_MARGIN
         width = int(min(width, total))
-        labels = self._candidates(queries, width, nprobe)
+        _, labels = self.candidates(queries, width, nprobe)
         labels[labels == exclude[:, None]] = -1
         if labels.shape[1] < top_k:  # fewer papers than results asked for
             labels = np.pad(labels, ((0, 0), (0, top_k - labels.shape[1])), constant_values=-1)
@@ -113,6 +120,7 @@ class IndexCodes:
 
     def _rescored(self, queries: np.ndarray, labels: np.ndarray, top_k: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``top_k`` of each query's candidate ``labels`` (-1: none) by float64 score, ties by row."""
+        labels = self._shortlist(queries, labels, top_k + RESCORE_MARGIN)
         valid = labels >= 0
         values = np.full(labels.shape, -np.inf)
         vectors = self.vectors(labels[valid])
@@ -126,12 +134,39 @@ class IndexCodes:
         rows[~np.isfinite(scores)] = -1
         return rows, scores
 
-    def _candidates(self, queries: np.ndarray, width: int, nprobe: int | None) -> np.ndarray:
+    def _shortlist(self, queries: np.ndarray, labels: np.ndarray, keep: int) -> np.ndarray:
+        """The ``keep`` best of each query's candidates by a float32 score of the int8 store (all when fewer).
+
+        A dequantized vector's score is ``query . low + (query * step) . (code + 128)``: the first term and the 128
+        are the same for every candidate, so the codes are ranked by ``(query * step) . code`` alone, without building
+        their float64 vectors; only the shortlist is scored again in float64.
+        """
+        if self.store is None or labels.shape[1] <= keep:
+            return labels
+        step = (self.ranges[1] - self.ranges[0]).astype(np.float64) / _STEPS
+        shortlist = np.full((len(labels), keep), -1, dtype=np.int64)
+        for row, (query, candidates) in enumerate(zip(queries.astype(np.float64), labels, strict=True)):
+            candidates = candidates[candidates >= 0]
+            if len(candidates) > keep:
+                codes = np.asarray(self.store[np.sort(candidates)], dtype=np.float32)
+                approximate = codes @ (query * step).astype(np.float32)
+                candidates = np.sort(candidates)[np.argpartition(-approximate, keep - 1)[:keep]]
+            shortlist[row, : len(candidates)] = candidates
+        return shortlist
+
+    def candidates(self, queries: np.ndarray, width: int, nprobe: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """Each query's ``width`` nearest rows by the faiss index, and their faiss distances.
+
+        Args:
+            queries: ``(q, dim)`` unit float32 vectors.
+            width: candidates per query.
+            nprobe: IVF cells probed.
+        """
         import faiss
 
         if self.kind == "binary":
-            _, labels = self.index.search(sign_bits(queries, self.mean), width)
-            return labels
+            # faiss's counting selection finds the same rows as its heap, and faster for wide candidate lists.
+            self.index.use_heap = width < _HEAP_WIDTH
+            return self.index.search(sign_bits(queries, self.mean), width)
         params = faiss.SearchParametersIVF(nprobe=nprobe) if self.ivf and nprobe else None
-        _, labels = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), width, params=params)
-        return labels
+        return self.index.search(np.ascontiguousarray(queries, dtype=np.float32), width, params=params)

@@ -39,18 +39,7 @@ def merge_indexes(
         raise ValueError(f"merge takes two or more index parts, got {len(parts)}")
     manifests = [Manifest.read(part) for part in parts]
     first = manifests[0]
-    reference = _training(parts[0], first.dim)
-    for part, manifest in zip(parts[1:], manifests[1:], strict=True):
-        if (manifest.kind, manifest.dim, manifest.model) != (first.kind, first.dim, first.model):
-            raise ValueError(
-                f"{part} is a {manifest.kind} index of size {manifest.dim} ({_model(manifest)}), {parts[0]} a "
-                f"{first.kind} index of size {first.dim} ({_model(first)}): merge parts of one collection and model"
-            )
-        if _training(part, first.dim) != reference:
-            raise ValueError(
-                f"{part} was trained apart from {parts[0]} (other ranges, mean or quantizers), so their codes do not "
-                f"compare; build each part with trained_like={parts[0]} (sciembed index build --trained-like)"
-            )
+    check_alike(parts, manifests)
     staging = staging_folder(output)
     try:
         codes, _, _ = trained_codes(parts[0], first.dim)
@@ -96,6 +85,31 @@ def merge_indexes(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return output
+
+
+def check_alike(parts: Sequence[Path], manifests: Sequence[Manifest]) -> None:
+    """Refuse index parts of another kind, dimension, model or training than the first.
+
+    Args:
+        parts: the part folders.
+        manifests: their manifests.
+
+    Raises:
+        ValueError: the first part that differs, named, with the fix.
+    """
+    first = manifests[0]
+    reference = _training(parts[0], first.dim)
+    for part, manifest in zip(parts[1:], manifests[1:], strict=True):
+        if (manifest.kind, manifest.dim, manifest.model) != (first.kind, first.dim, first.model):
+            raise ValueError(
+                f"{part} is a {manifest.kind} index of size {manifest.dim} ({_model(manifest)}), {parts[0]} a "
+                f"{first.kind} index of size {first.dim} ({_model(first)}): use parts of one collection and model"
+            )
+        if _training(part, first.dim) != reference:
+            raise ValueError(
+                f"{part} was trained apart from {parts[0]} (other ranges, mean or quantizers), so their codes do not "
+                f"compare; build each part with trained_like={parts[0]} (sciembed index build --trained-like)"
+            )
 
 
 def _training(folder: Path, dim: int) -> bytes:

@@ -157,6 +157,7 @@ class PaperIndex:
         model: str | Encoder | None = None,
         overwrite: bool = False,
         trained_like: PaperIndex | str | os.PathLike[str] | None = None,
+        rows: tuple[int, int] | None = None,
     ) -> PaperIndex:
         """Build the index of a ``sciembed embed`` output block by block, tune it, write it and open it.
 
@@ -175,6 +176,7 @@ class PaperIndex:
             overwrite: replace an index at ``output``.
             trained_like: an index (or its folder) whose kind, ranges, mean and quantizers are reused, so that parts
                 of one collection share their codes; ``kind`` and the training settings are then unused.
+            rows: index only the rows ``start .. stop`` (counted from 0) of ``embeddings``, a part of a collection.
         """
         settings = IndexSettings(
             kind=kind,
@@ -187,7 +189,10 @@ class PaperIndex:
             pq_m=pq_m,
         )
         like = trained_like.folder if isinstance(trained_like, PaperIndex) else trained_like
-        return cls.load(build_index(embeddings, output, settings, model=model, overwrite=overwrite, trained_like=like))
+        built = build_index(
+            embeddings, output, settings, model=model, overwrite=overwrite, trained_like=like, rows=rows
+        )
+        return cls.load(built)
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str], *, mmap: bool = True) -> PaperIndex:
@@ -226,6 +231,25 @@ class PaperIndex:
             ivf=ivf,
         )
         return cls(folder, manifest, codes, IdTable(folder, mmap=mmap))
+
+    @classmethod
+    def load_shards(cls, folders: Sequence[str | os.PathLike[str]], *, mmap: bool = True) -> PaperIndex:
+        """Open index parts built with one training (``trained_like``) as one index, without merging them.
+
+        Each part gives its candidates; the nearest over all parts are rescored together, so the results are those
+        of the merged index (:meth:`merge`). The first part's multiplier and probes are used.
+
+        Args:
+            folders: the part folders, in the order of their papers.
+            mmap: map the parts' codes and stores rather than read them into memory.
+
+        Raises:
+            ValueError: fewer than two parts, parts of another kind, dimension, model or training, or a paper in
+                two parts (named).
+        """
+        from .shards import open_parts
+
+        return open_parts(folders, mmap=mmap)
 
     @classmethod
     def merge(
@@ -447,6 +471,11 @@ class PaperIndex:
         """
         import faiss
 
+        if getattr(self.codes, "parts", None):
+            raise ValueError(
+                f"{self.folder} and the other parts are open as shards: add the papers to one part "
+                "(PaperIndex.load(part).add(...)), then open the shards again"
+            )
         source = open_embeddings(embeddings)
         if source.dim != self.dim:
             raise ValueError(f"{source.path}: vectors of size {source.dim}, {self.folder} holds size {self.dim}")
