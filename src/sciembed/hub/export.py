@@ -144,11 +144,11 @@ def export_model(
 
     PaperEncoder.check_checkpoint(str(source), trust_remote_code=trust_remote_code)  # named here, not in the copy
     kept, left_out = hub_files(source)
-    for name, why in left_out.items():
-        if why.startswith("a link to") and Path(name).name in _LOADED_FILES:
+    for stray, why in left_out.items():
+        if why.startswith("a link to") and Path(stray).name in _LOADED_FILES:
             raise ValueError(
-                f"{source / name} is {why}; the export copies no file from outside the folder, and the model does not "
-                "load without this one: copy the file itself into the model folder, replacing the link"
+                f"{source / stray} is {why}; the export copies no file from outside the folder, and the model does not"
+                " load without this one: copy the file itself into the model folder, replacing the link"
             )
     if left_out:
         shown = "; ".join(f"{name} ({why})" for name, why in list(left_out.items())[:8])
