@@ -479,7 +479,10 @@ def test_qrels_errors_name_the_file_line_and_id(papers_file, tmp_path, caplog):
         )
         == 2
     )
-    assert "absent.txt: no such qrels file" in caplog.text
+    assert "absent.txt (--data): no such file" in caplog.text
+    caplog.clear()
+    argv = ["evaluate", "--benchmark", "retrieval", "--data", str(tmp_path), "--papers", str(papers_file)]
+    assert main(argv) == 2 and f"{tmp_path} (--data) is a folder; --data takes a file" in caplog.text
 
 
 # The layouts, as --help and the README show them -----------------------------------------------------------

@@ -168,6 +168,39 @@ def test_weights_that_do_not_cover_the_config_are_refused(
     assert "Traceback" not in caplog.text and not (tmp_path / "out.jsonl").exists()
 
 
+@pytest.mark.parametrize(
+    "in_features, out_features, expected",
+    [
+        (
+            64,
+            8,
+            r"/modules.json: its modules \(Transformer -> Pooling -> Dense\) do not fit one another: mat1 and mat2",
+        ),
+        (32, 16, r": Dense's weights do not fit its settings \(size mismatch for linear.weight"),
+        (32, 8, None),
+    ],
+)
+def test_a_dense_module_that_does_not_fit_is_refused(
+    tiny_st_base, tmp_path, caplog, in_features, out_features, expected
+):
+    import re
+
+    import torch
+    from sentence_transformers.sentence_transformer.modules import Dense
+
+    folder = shutil.copytree(tiny_st_base, tmp_path / "model")
+    torch.manual_seed(0)
+    (folder / "2_Dense").mkdir()
+    Dense(in_features, 8).save(str(folder / "2_Dense"))
+    settings = json.loads((folder / "2_Dense" / "config.json").read_text())
+    (folder / "2_Dense" / "config.json").write_text(json.dumps({**settings, "out_features": out_features}))
+    modules = json.loads((folder / "modules.json").read_text())[:2]
+    modules.append({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
+    (folder / "modules.json").write_text(json.dumps(modules))
+    assert main(_command("embed", folder, tmp_path)) == (0 if expected is None else 2)
+    assert expected is None or re.search(re.escape(str(folder)) + expected, caplog.text)
+
+
 def test_a_pretraining_checkpoint_and_one_without_a_pooler_load(tiny_bert, tmp_path):
     """BERT's pretraining heads (``cls.*``, under ``bert.``) have no place in the encoder, and its pooler is
     never read: both are normal."""

@@ -94,6 +94,14 @@ def test_an_input_that_cannot_be_read_is_named_with_its_cause(files, caplog, com
     assert message.format(option=option) in caplog.text and "no such model" not in caplog.text
 
 
+@pytest.mark.parametrize("command", ["embed", "evaluate"])
+@pytest.mark.parametrize("check_set, message", [("loop-a", " is a symbolic-link loop"), ("missing", ": no such")])
+def test_an_int8_check_set_that_cannot_be_read_is_named_with_its_cause(files, caplog, command, check_set, message):
+    extra = ("--backend", "onnx", "--onnx-quantization", "int8", "--int8-check-set", check_set)
+    assert main(_argv(command, extra=extra)) == 2
+    assert f"{check_set} (--int8-check-set){message}" in caplog.text
+
+
 def test_an_unreadable_input_is_named(files, caplog, monkeypatch):
     unreadable = str(files / "papers.jsonl")
     real_access = os.access

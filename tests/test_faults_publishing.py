@@ -112,6 +112,17 @@ def test_the_cli_export_lists_what_it_left_out(cluttered, tmp_path, caplog):
     assert not (tmp_path / "hub" / "notes.txt").exists()
 
 
+@pytest.mark.parametrize("file", ["model.safetensors", "config.json", "tokenizer.json"])
+def test_export_refuses_a_file_the_model_needs_linked_from_outside(tiny_bert, tmp_path, caplog, file):
+    model = shutil.copytree(tiny_bert, tmp_path / "model")
+    (model / file).unlink()
+    (model / file).symlink_to(tiny_bert / file)
+    assert main(["export", "--model", str(model), "--out", str(tmp_path / "hub")]) == 2
+    assert f"{model / file} is a link to {tiny_bert / file}, outside the model folder" in caplog.text
+    assert "copy the file itself into the model folder" in caplog.text and "Traceback" not in caplog.text
+    assert not (tmp_path / "hub").exists()
+
+
 def test_a_hub_cache_snapshot_is_read_through_its_blob_links(tiny_bert, tmp_path):
     repo = tmp_path / "models--org--tiny"
     snapshot = repo / "snapshots" / "abc123"

@@ -87,6 +87,17 @@ def test_inputs_of_other_types_are_a_type_error_before_the_model_loads(tmp_path,
         sciembed.encode(tmp_path / "no-model-here", papers)
 
 
+@pytest.mark.parametrize("spec", [{"members": "model"}, {"members": ["model", 5]}, {"members": [None]}, [1], {}])
+def test_an_ensemble_s_members_not_a_list_of_models_are_named(tiny_bert, tmp_path, spec):
+    import json
+    import shutil
+
+    shutil.copytree(tiny_bert, tmp_path / "model")
+    (tmp_path / "sciembed_ensemble.json").write_text(json.dumps(spec))
+    with pytest.raises(ValueError, match=r"sciembed_ensemble\.json: (members = .* is not a list of models|not an en)"):
+        sciembed.Encoder.from_pretrained(tmp_path)
+
+
 # 5. Records given in Python whose ids collide ----------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ that no code of the folder ran.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -228,6 +229,29 @@ def test_a_module_path_out_of_the_folder_is_refused(path, command, tiny_st_base,
         f"{model / 'modules.json'}: [1].path = {json.dumps(modules[1]['path'])} leaves the model folder" in caplog.text
     )
     assert not (tmp_path / "hub").exists() and not (tmp_path / "run" / "model").exists()
+
+
+@pytest.mark.parametrize(
+    "entry, says",
+    [
+        ({"name": "2"}, r'\[2\].name = "2" is the name of \[1\] too'),
+        ({"path": "2_Pool"}, r'\[1\].path = "2_Pool" is not a folder of the model folder'),
+        ({"path": "~/pool"}, r'\[1\].path = "~/pool" is not a folder of the model folder'),
+        ({"type": "sentence_transformers.models.Poolingg"}, r'\[1\].type = ".*Poolingg" is no class of the installed'),
+        ({"type": None}, r"\[1\].type = null names no module class"),
+    ],
+)
+@pytest.mark.parametrize("command", ["embed", "train", "export"])
+def test_a_module_entry_sentence_transformers_cannot_load_is_named(
+    entry, says, command, tiny_st_base, tmp_path, caplog
+):
+    model = shutil.copytree(tiny_st_base, tmp_path / "model")
+    modules = json.loads((model / "modules.json").read_text())
+    modules[1].update(entry)
+    (model / "modules.json").write_text(json.dumps(modules))
+    assert main([str(a) for a in _command(command, model, tmp_path)]) == 2
+    assert re.search(re.escape(str(model / "modules.json")) + ": " + says, caplog.text)
+    assert not (tmp_path / "hub").exists() and not (tmp_path / "out.jsonl").exists()
 
 
 def test_a_router_route_out_of_the_folder_is_refused(tiny_st_base, tmp_path):

@@ -7,10 +7,14 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .checkpoint_files import ENSEMBLE_FILE
 from .checkpoints import hub_offline, in_hub_cache
 from .io import broken_link
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 
 def check_model_location(name: str) -> None:
@@ -139,6 +143,29 @@ def _snapshot_commit(folder: Path) -> str | None:
     return None
 
 
+def check_module_chain(model: SentenceTransformer, name: str) -> None:
+    """Embed one word with a sentence-transformers model whose modules go beyond Transformer, Pooling and
+    Normalize, so that a module that does not fit the one before it (a Dense layer's input size) is named now.
+
+    Args:
+        model: the loaded model.
+        name: the folder or Hub id, as the message names it.
+
+    Raises:
+        ValueError: the modules do not fit one another, naming ``modules.json`` and the error.
+    """
+    kinds = [type(module).__name__ for module in model]
+    if all(kind in ("Transformer", "Pooling", "Normalize") for kind in kinds):
+        return
+    try:
+        model.encode(["a"], show_progress_bar=False)
+    except RuntimeError as error:
+        raise ValueError(
+            f"{name}/modules.json: its modules ({' -> '.join(kinds)}) do not fit one another: {error}. Correct the "
+            "module whose input size differs from the output of the one before it, or save the model again"
+        ) from None
+
+
 @contextlib.contextmanager
 def load_errors_named(name: str):
     """The loaders' failures as one error naming the model and sciembed's own remedy: damaged weights (a
@@ -166,6 +193,15 @@ def load_errors_named(name: str):
             f"{name}: its pickle weights (pytorch_model.bin) are an unsafe pickle: {detail.strip()} Loading them "
             "would run that code, so sciembed loads tensors only. Use safetensors weights, or convert the file on a "
             "machine where you trust it"
+        ) from None
+    except RuntimeError as error:
+        if "Error(s) in loading state_dict" not in str(error):
+            raise
+        lines = [line.strip().rstrip(".") for line in str(error).splitlines() if line.strip()]
+        raise ValueError(
+            f"{name}: {lines[0].removeprefix('Error(s) in loading state_dict for ').rstrip(':')}'s weights do not fit "
+            f"its settings ({'; '.join(lines[1:3])}). Correct that module's config.json to describe its weights, or "
+            "save the model again; nothing was loaded"
         ) from None
     except ValueError as error:
         if "trust_remote_code" not in str(error):

@@ -132,8 +132,10 @@ def module_folders(name_or_path: str | os.PathLike[str]) -> list[str]:
     if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
         raise ValueError(f"{where}: not a list of sentence-transformers modules (objects with a path and a type)")
     folders: dict[str, None] = {}
+    names: dict[str, int] = {}
     for index, module in enumerate(modules):
         path = _inside(checkpoint, module.get("path") or "", where, f"[{index}].path")
+        _check_module_entry(checkpoint, module, path, where, index, names)
         folders[path] = None
         routes = checkpoint.json(_join(path, ROUTER_CONFIG_FILE))
         types = routes.get("types") if isinstance(routes, dict) else None
@@ -141,6 +143,49 @@ def module_folders(name_or_path: str | os.PathLike[str]) -> list[str]:
             route_file = checkpoint.where(_join(path, ROUTER_CONFIG_FILE))
             folders[_inside(checkpoint, _join(path, str(route)), route_file, f"types[{json.dumps(route)}]")] = None
     return list(folders)
+
+
+def _check_module_entry(
+    checkpoint: _Checkpoint, module: dict[str, Any], path: str, where: str, index: int, names: dict[str, int]
+) -> None:
+    """Refuse a ``modules.json`` entry that sentence-transformers would drop, fail on or load from nothing.
+
+    Args:
+        checkpoint: the checkpoint holding ``modules.json``.
+        module: the entry.
+        path: its folder, already checked to stay inside the checkpoint.
+        where: ``modules.json`` as the message names it.
+        index: the entry's position in the list.
+        names: the module names of the entries before it, each with its position (updated here).
+    """
+    name, kind = module.get("name"), module.get("type")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{where}: [{index}].name = {json.dumps(name)} is not a module name; give each module one")
+    if name in names:
+        raise ValueError(
+            f"{where}: [{index}].name = {json.dumps(name)} is the name of [{names[name]}] too; sentence-transformers "
+            "would keep only the last of the two modules: give each module a name of its own"
+        )
+    names[name] = index
+    if not isinstance(kind, str) or not kind:
+        raise ValueError(f"{where}: [{index}].type = {json.dumps(kind)} names no module class; give its class")
+    if "--" in kind or not kind.startswith(_OWN_PACKAGES):
+        return  # code of the folder or elsewhere: checked for consent by remote_code
+    from sentence_transformers.util.misc import import_from_string
+
+    try:
+        import_from_string(kind)
+    except ImportError:
+        package = kind.split(".", 1)[0]
+        raise ValueError(
+            f"{where}: [{index}].type = {json.dumps(kind)} is no class of the installed {package}; correct the "
+            "class name, or install the release that saved the model"
+        ) from None
+    if checkpoint.local and path and not kind.endswith(".Normalize") and not (Path(checkpoint.name) / path).is_dir():
+        raise ValueError(
+            f"{where}: [{index}].path = {json.dumps(path)} is not a folder of the model folder, so its module would "
+            "load without its settings: correct the path, or restore the folder"
+        )
 
 
 def _inside(checkpoint: _Checkpoint, path: Any, where: str, key: str) -> str:

@@ -38,7 +38,7 @@ from .checkpoint_files import (
     transformer_folder,
     transformer_path,
 )
-from .checkpoint_hub import check_model_location, load_errors_named, named_as, resolve_model
+from .checkpoint_hub import check_model_location, check_module_chain, load_errors_named, named_as, resolve_model
 from .checkpoint_weights import check_weights_fit
 from .checkpoints import check_remote_code, check_tokenizer
 from .data.papers import TEXT_FIELDS, paper_inputs, paper_text
@@ -544,6 +544,7 @@ class PaperEncoder(Encoder):
                     model = SentenceTransformer(
                         name, device=str(device) if device else None, trust_remote_code=trusted, model_kwargs=loading
                     )
+                check_module_chain(model, name)
                 if Path(name).is_dir():
                     load_format_modules(model.transformers_model, name)
                 return cls(model, device=device, **kwargs)._loaded_from(given, name, resolved)

@@ -9,6 +9,7 @@ from typing import Any
 from ..data.smart import LINK_READINGS
 from ..encode import POOLINGS, Encoder
 from ..formats.names import FORMATS
+from ..io import check_input
 from ..onnx_backend import BACKENDS, QUANTIZATIONS
 
 #: The shared data folder of this project's machines: where `make demo` and `sciembed neighbours` look first.
@@ -211,6 +212,10 @@ def encoder_from_args(args: argparse.Namespace, *, device: str | None = None) ->
         device: where to run when ``--device`` is not given (a rank's own GPU under torchrun).
     """
     check_onnx_cache(args)
+    if getattr(args, "int8_check_set", None):  # before the model loads and its ONNX graph is built
+        if args.onnx_quantization != "int8":
+            raise ValueError("--int8-check-set checks int8: give --backend onnx --onnx-quantization int8 with it")
+        check_input(args.int8_check_set, "--int8-check-set", "any")
     settings = {name: getattr(args, name) for name in _ENCODER_SETTINGS if getattr(args, name, None) is not None}
     encoder = Encoder.from_pretrained(
         args.model,
@@ -222,8 +227,6 @@ def encoder_from_args(args: argparse.Namespace, *, device: str | None = None) ->
         **settings,
     )
     if getattr(args, "int8_check_set", None):
-        if args.onnx_quantization != "int8":
-            raise ValueError("--int8-check-set checks int8: give --backend onnx --onnx-quantization int8 with it")
         from ..encode import PaperEncoder
         from ..evaluation.int8_gate import check_int8
 

@@ -81,8 +81,17 @@ class EnsembleEncoder(Encoder, folder_file=ENSEMBLE_FILE):
             raise ValueError(
                 f"{json_place(path, error)}: not a readable ensemble description ({json_error(error)})"
             ) from None
-        except (OSError, KeyError, TypeError) as error:
+        except OSError as error:
             raise ValueError(f"{path}: not a readable ensemble description ({error})") from None
+        except (KeyError, TypeError, AttributeError):
+            raise ValueError(
+                f'{path}: not an ensemble description, which is an object with a "members" list'
+            ) from None
+        if not isinstance(members, list) or not all(isinstance(m, str) and m for m in members):
+            raise ValueError(
+                f"{path}: members = {json.dumps(members)} is not a list of models; write each member as a folder "
+                '(relative to the ensemble) or a Hub id, e.g. "members": ["model-a", "model-b"]'
+            )
         if combine != "mean":
             raise ValueError(f"{path}: unknown combination {combine!r}; sciembed averages (mean)")
         task_format = options.pop("task_format", None)

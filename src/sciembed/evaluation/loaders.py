@@ -22,7 +22,7 @@ from typing import Any
 
 from ..data.judgements import cacm_categories, cite_qrels
 from ..data.papers import TEXT_FIELDS, PaperProblem, text_field_names
-from ..io import files_read, input_digests, load_json_file
+from ..io import check_input, files_read, input_digests, load_json_file
 from .names import BENCHMARK_NAMES
 from .supervised import SCIDOCS_CLASSIFICATION, SCIREPEVAL_CLASSIFICATION, SCIREPEVAL_MULTILABEL, SCIREPEVAL_REGRESSION
 from .tasks import ClassificationTask, PairsTask, ProximityTask, RegressionTask, ReviewerMatchingTask, SearchTask, Task
@@ -483,8 +483,7 @@ def _scirepeval_task(name, spec: SciRepEvalTaskSpec, meta, labels, *, split, few
 def _custom(name, data, **options):
     from .custom import classification_tasks, retrieval_tasks
 
-    if not Path(data).is_file():
-        raise FileNotFoundError(f"{data}: no such {'labels' if name == 'classification' else 'qrels'} file")
+    check_input(data, "--data")  # a folder, a link loop or a missing file, named as such
     build = classification_tasks if name == "classification" else retrieval_tasks
     tasks, skipped = build(name, data, **options)
     return TaskSuite(name, data, tasks, [], skipped)

@@ -35,6 +35,20 @@ from ..io import refuse_replacing, replace_folder
 from .files import CARD_FILE, ONNX_FOLDER, hub_files
 
 logger = logging.getLogger(__name__)
+#: The files the loaders read to build a model, which an export cannot leave out.
+_LOADED_FILES = frozenset(
+    {
+        "model.safetensors",
+        "model.safetensors.index.json",
+        "pytorch_model.bin",
+        "config.json",
+        "modules.json",
+        "sentence_bert_config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "vocab.txt",
+    }
+)
 
 #: Where sentence-transformers' ONNX backend looks for the model in a Hub folder.
 ONNX_FILE = f"{ONNX_FOLDER}/model.onnx"
@@ -130,6 +144,12 @@ def export_model(
 
     PaperEncoder.check_checkpoint(str(source), trust_remote_code=trust_remote_code)  # named here, not in the copy
     kept, left_out = hub_files(source)
+    for stray, why in left_out.items():
+        if why.startswith("a link to") and Path(stray).name in _LOADED_FILES:
+            raise ValueError(
+                f"{source / stray} is {why}; the export copies no file from outside the folder, and the model does not"
+                " load without this one: copy the file itself into the model folder, replacing the link"
+            )
     if left_out:
         shown = "; ".join(f"{name} ({why})" for name, why in list(left_out.items())[:8])
         logger.warning(
