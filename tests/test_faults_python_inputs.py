@@ -350,7 +350,15 @@ def test_a_text_field_named_twice_is_refused_before_the_model_loads(tiny_bert, t
 
     papers = tmp_path / "papers.jsonl"
     pd.DataFrame(PAPERS).to_json(papers, orient="records", lines=True)
-    argv = ["embed", "--model", str(tmp_path / "no-model"), "--input", str(papers), "--output", str(tmp_path / "o.npy")]
+    argv = [
+        "embed",
+        "--model",
+        str(tmp_path / "no-model"),
+        "--input",
+        str(papers),
+        "--output",
+        str(tmp_path / "o.npy"),
+    ]
     assert main([*argv, "--text-fields", "abstract", "title", "title"]) == 2
     assert "'title' more than once" in caplog.text and "no such model" not in caplog.text
     with pytest.raises(ValueError, match="'title' more than once"):
