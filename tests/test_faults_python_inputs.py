@@ -98,6 +98,16 @@ def test_an_ensemble_s_members_not_a_list_of_models_are_named(tiny_bert, tmp_pat
         sciembed.Encoder.from_pretrained(tmp_path)
 
 
+def test_an_ensemble_member_that_does_not_load_is_named_with_the_ensemble_file(tiny_bert, tmp_path):
+    import json
+    import shutil
+
+    shutil.copytree(tiny_bert, tmp_path / "ensemble" / "a")
+    (tmp_path / "ensemble" / "sciembed_ensemble.json").write_text(json.dumps({"members": ["a", "../../elsewhere"]}))
+    with pytest.raises(ValueError, match=r"sciembed_ensemble\.json: member 2 \('\.\./\.\./elsewhere'.*does not load"):
+        sciembed.Encoder.from_pretrained(tmp_path / "ensemble")
+
+
 # 5. Records given in Python whose ids collide ----------------------------------------------------------------
 
 
