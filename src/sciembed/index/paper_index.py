@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..data.knn import unit_rows
+from ..default_model import DEFAULT_MODEL_HUB_ID
 from ..io import replace_folder
 from .blocks import open_embeddings
 from .build import (
@@ -439,7 +440,9 @@ class PaperIndex:
                 from ..encode import Encoder
 
                 options = {"revision": stamp.revision} if stamp.revision else {}
-                self._encoder = Encoder.from_pretrained(stamp.name, **options)
+                # The embedded default is named by its Hub id and loaded from the package, offline.
+                name = None if stamp.name == DEFAULT_MODEL_HUB_ID else stamp.name
+                self._encoder = Encoder.from_pretrained(name, **options)
             encoder = self._encoder
         if stamp.probe is None:
             logger.warning(
