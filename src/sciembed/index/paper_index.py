@@ -248,9 +248,13 @@ class PaperIndex:
             ValueError: fewer than two parts, parts of another kind, dimension, model or training, or a paper in
                 two parts (named).
         """
-        from .shards import open_parts
+        from .shards import check_parts, stack_parts
 
-        return open_parts(folders, mmap=mmap)
+        folders = [Path(folder) for folder in folders]
+        manifests = [Manifest.read(folder) for folder in folders]
+        check_parts(folders, manifests)
+        codes, table, manifest = stack_parts([cls.load(folder, mmap=mmap) for folder in folders], manifests)
+        return cls(folders[0], manifest, codes, table)
 
     @classmethod
     def merge(
