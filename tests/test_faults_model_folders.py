@@ -286,3 +286,12 @@ def test_a_damaged_tokenizer_json_is_named(tiny_bert, tmp_path, caplog, damage, 
     assert "model/tokenizer.json" in caplog.text
     assert ("malformed JSON" if damage != "{}" else "not a tokenizers file (no 'model' entry)") in caplog.text
     assert not (tmp_path / "out").exists() and not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("command", ["embed", "evaluate"])
+def test_a_folder_without_its_weights_file_is_named_with_the_fix(tiny_bert, tmp_path, caplog, command):
+    model = shutil.copytree(tiny_bert, tmp_path / "model")
+    for weights in [*model.glob("*.safetensors"), *model.glob("*.bin")]:
+        weights.unlink()
+    assert main(_command(command, model, tmp_path)) == 2
+    assert f"{model}: holds no weights file" in caplog.text and "copy the weights file" in caplog.text

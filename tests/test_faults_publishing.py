@@ -134,3 +134,24 @@ def test_a_hub_cache_snapshot_is_read_through_its_blob_links(tiny_bert, tmp_path
         (snapshot / file.name).symlink_to(os.path.relpath(blob, snapshot))
     files, left_out = hub_files(snapshot)
     assert left_out == {} and "model.safetensors" in files
+
+
+def test_export_of_modules_it_cannot_describe_names_the_model_s_file_and_the_way_to_publish(
+    tiny_st_base, tmp_path, caplog
+):
+    import json
+
+    import torch
+    from sentence_transformers.sentence_transformer.modules import Dense
+
+    model = shutil.copytree(tiny_st_base, tmp_path / "model")
+    torch.manual_seed(0)
+    (model / "2_Dense").mkdir()
+    Dense(32, 8).save(str(model / "2_Dense"))
+    modules = json.loads((model / "modules.json").read_text())[:2]
+    modules.append({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
+    (model / "modules.json").write_text(json.dumps(modules))
+    assert main(["export", "--model", str(model), "--out", str(tmp_path / "hub")]) == 2
+    assert f"{model / 'modules.json'}: modules Transformer -> Pooling -> Dense" in caplog.text
+    assert "push_to_hub" in caplog.text and "partial" not in caplog.text and "train" not in caplog.text
+    assert not (tmp_path / "hub").exists() and not (tmp_path / ".hub.partial").exists()

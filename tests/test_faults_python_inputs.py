@@ -98,6 +98,16 @@ def test_an_ensemble_s_members_not_a_list_of_models_are_named(tiny_bert, tmp_pat
         sciembed.Encoder.from_pretrained(tmp_path)
 
 
+def test_an_ensemble_member_that_does_not_load_is_named_with_the_ensemble_file(tiny_bert, tmp_path):
+    import json
+    import shutil
+
+    shutil.copytree(tiny_bert, tmp_path / "ensemble" / "a")
+    (tmp_path / "ensemble" / "sciembed_ensemble.json").write_text(json.dumps({"members": ["a", "../../elsewhere"]}))
+    with pytest.raises(ValueError, match=r"sciembed_ensemble\.json: member 2 \('\.\./\.\./elsewhere'.*does not load"):
+        sciembed.Encoder.from_pretrained(tmp_path / "ensemble")
+
+
 # 5. Records given in Python whose ids collide ----------------------------------------------------------------
 
 
@@ -343,3 +353,23 @@ def test_one_string_of_text_fields_is_one_field(tiny_encoder, tmp_path):
     assert sciembed.data.papers.paper_text(PAPERS[0], " ", "title") == PAPERS[0]["title"]
     with pytest.raises(TypeError, match=r"text_fields must be a field name or a list of them.*got set"):
         embed_to_file(tiny_encoder, papers, tmp_path / "o.jsonl", text_fields={"title"}, use_cache=False)
+
+
+def test_a_text_field_named_twice_is_refused_before_the_model_loads(tiny_bert, tmp_path, caplog):
+    from sciembed.cli import main
+
+    papers = tmp_path / "papers.jsonl"
+    pd.DataFrame(PAPERS).to_json(papers, orient="records", lines=True)
+    argv = [
+        "embed",
+        "--model",
+        str(tmp_path / "no-model"),
+        "--input",
+        str(papers),
+        "--output",
+        str(tmp_path / "o.npy"),
+    ]
+    assert main([*argv, "--text-fields", "abstract", "title", "title"]) == 2
+    assert "'title' more than once" in caplog.text and "no such model" not in caplog.text
+    with pytest.raises(ValueError, match="'title' more than once"):
+        sciembed.neighbours(tiny_bert, PAPERS, text_fields=["title", "title"])

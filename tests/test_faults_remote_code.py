@@ -239,6 +239,7 @@ def test_a_module_path_out_of_the_folder_is_refused(path, command, tiny_st_base,
         ({"path": "~/pool"}, r'\[1\].path = "~/pool" is not a folder of the model folder'),
         ({"type": "sentence_transformers.models.Poolingg"}, r'\[1\].type = ".*Poolingg" is no class of the installed'),
         ({"type": None}, r"\[1\].type = null names no module class"),
+        ({"path": None}, r"\[1\].path = null is not a folder path"),
     ],
 )
 @pytest.mark.parametrize("command", ["embed", "train", "export"])

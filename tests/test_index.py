@@ -254,6 +254,8 @@ def test_free_text_with_the_embedded_minilm(minilm_encoder, tmp_path):
 
     embed_to_file(minilm_encoder, PAPERS, tmp_path / "v.jsonl", show_progress_bar=False)
     index = PaperIndex.build(tmp_path / "v.jsonl", tmp_path / "index", kind="int8")
+    # The embedded model is named by its Hub id, not by its folder on this machine, and loaded from the package.
+    assert index.model.name == "sentence-transformers/all-MiniLM-L6-v2"
     result = index.search(["garbage collection of list structure"], top_k=2)  # the model loaded from the manifest
     assert result.ids[0][0] == "p1" and index.model.dim == 384
 

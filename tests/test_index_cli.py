@@ -134,3 +134,18 @@ def test_search_over_parts_gives_the_merged_index_results(tmp_path, capsys, capl
     assert (tmp_path / "s.jsonl").read_text() == (tmp_path / "m.jsonl").read_text()
     assert main([*search, str(tmp_path / "x.jsonl"), str(tmp_path / "a"), str(tmp_path / "a")]) == 2
     assert "paper_id 'p0' is in two index parts" in caplog.text
+
+
+def test_neighbours_from_vectors_or_an_index_refuse_the_options_of_a_model(tmp_path, caplog, capsys):
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text("".join(json.dumps(p) + "\n" for p in PAPERS), encoding="utf-8")
+    ids = [p["paper_id"] for p in PAPERS]
+    vectors = np.random.default_rng(0).standard_normal((len(ids), 8)).astype(np.float32)
+    write_embeddings(tmp_path / "v.npy", [(ids, vectors)], total=len(ids), dim=8)
+    assert main(["index", "build", str(tmp_path / "v.npy"), "--output", str(tmp_path / "ix"), "--kind", "exact"]) == 0
+    for option, source in (("--embeddings", tmp_path / "v.npy"), ("--index", tmp_path / "ix")):
+        caplog.clear()
+        argv = ["neighbours", "--papers", str(papers), option, str(source), "--query-ids", ids[0]]
+        assert main([*argv, "--device", "cpu", "--max-length", "16"]) == 2
+        assert f"--max-length, --device: with {option} (" in caplog.text, caplog.text
+        assert main(argv) == 0

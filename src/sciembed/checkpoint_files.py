@@ -77,12 +77,20 @@ class BaseEmbedding:
     source: str
 
 
-def base_embedding(name_or_path: str | os.PathLike[str]) -> BaseEmbedding:
+#: What the training does about modules :func:`base_embedding` cannot reproduce.
+TRAINING_REMEDY = "set embedding.pooling and embedding.normalize to train another embedding"
+
+
+def base_embedding(name_or_path: str | os.PathLike[str], remedy: str = TRAINING_REMEDY) -> BaseEmbedding:
     """The embedding a checkpoint is used with: its sentence-transformers modules (``modules.json``:
     a Transformer, then Pooling with ``cls`` or ``mean``, then optionally Normalize; or format routes, a Router
     then :class:`~sciembed.formats.format_routes.MultiFormatTransformer`) when it has them,
     else nothing prescribed (``pooling=None``). Training starts from this, so that a model is trained
     in the embedding its base is used with (:func:`pool` reproduces those modules exactly).
+
+    Args:
+        name_or_path: the checkpoint's folder or Hub id.
+        remedy: what the caller's user can do about modules :func:`pool` cannot reproduce (ends the message).
 
     Raises:
         ValueError: the modules hold something :func:`pool` cannot reproduce (a Dense layer, max
@@ -126,9 +134,9 @@ def base_embedding(name_or_path: str | os.PathLike[str]) -> BaseEmbedding:
         rest = names[1:] if names[:1] == ["Transformer"] else names
     if (modes and pooling is None) or rest not in ([], ["Normalize"]):
         raise ValueError(
-            f"{modules_file}: modules {' -> '.join(names)}{f' (pooling {modes})' if modes else ''} cannot be trained "
-            "through sciembed.encode.pool, which reproduces Transformer -> Pooling (cls or mean) [-> Normalize]; "
-            "set embedding.pooling and embedding.normalize to train another embedding"
+            f"{modules_file}: modules {' -> '.join(names)}{f' (pooling {modes})' if modes else ''} cannot be "
+            "reproduced by sciembed.encode.pool, which reproduces Transformer -> Pooling (cls or mean) "
+            f"[-> Normalize]; {remedy}"
         )
     normalize = rest == ["Normalize"]
     return BaseEmbedding(pooling, normalize, window or st_window(name), modules_file)

@@ -171,7 +171,8 @@ def load_errors_named(name: str):
     """The loaders' failures as one error naming the model and sciembed's own remedy: damaged weights (a
     truncated ``model.safetensors``), pickle weights that ``torch.load(weights_only=True)`` refuses (transformers
     4.57 suggests a TensorFlow checkpoint for them, torch to load with ``weights_only=False``: both wrong here),
-    and code outside sciembed's own (transformers' message names a Hub URL even for a local folder)."""
+    a local folder without weights, and code outside sciembed's own (transformers' message names a Hub URL even for a
+    local folder)."""
     import pickle
 
     from safetensors import SafetensorError
@@ -185,6 +186,12 @@ def load_errors_named(name: str):
         while chain[-1].__cause__ or chain[-1].__context__:
             chain.append(chain[-1].__cause__ or chain[-1].__context__)
         refused = next((e for e in chain if isinstance(e, pickle.UnpicklingError)), None)
+        if refused is None and "no file named" in str(error) and Path(name).is_dir():
+            raise ValueError(
+                f"{name}: holds no weights file ({str(error).strip().rstrip('.')}); the folder has the model's "
+                "config but not its weights: copy the weights file (model.safetensors) into it, or give the folder "
+                "that holds them"
+            ) from None
         if refused is None:
             raise
         reason = str(refused).strip().splitlines()[-3:]

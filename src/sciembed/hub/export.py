@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..checkpoint_files import base_embedding, has_sentence_transformers_modules
 from ..checkpoints import check_published_code
 from ..io import refuse_replacing, replace_folder
 from .files import CARD_FILE, ONNX_FOLDER, hub_files
@@ -143,6 +144,13 @@ def export_model(
     from ..encode import PaperEncoder
 
     PaperEncoder.check_checkpoint(str(source), trust_remote_code=trust_remote_code)  # named here, not in the copy
+    if has_sentence_transformers_modules(str(source)):
+        # The card and the remote code describe the embedding sciembed reproduces: named in the user's folder.
+        base_embedding(
+            source,
+            remedy="export writes a card and remote code for those embeddings only; publish this model with "
+            "sentence-transformers (SentenceTransformer(path).push_to_hub(repo_id)), which keeps its modules",
+        )
     kept, left_out = hub_files(source)
     for stray, why in left_out.items():
         if why.startswith("a link to") and Path(stray).name in _LOADED_FILES:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..default_model import DEFAULT_MODEL_HUB_ID, default_model_path
 from ..io import atomic_path, load_json_file
 
 if TYPE_CHECKING:
@@ -85,13 +86,22 @@ def stamp_of(encoder: Encoder, text_fields: Sequence[str] | None = None) -> Mode
     vector = np.asarray(encoder.encode([text], show_progress_bar=False), dtype=np.float64)[0]
     revision = encoder.revision if isinstance(encoder.revision, str) or encoder.revision is None else None
     return ModelStamp(
-        name=str(encoder.name_or_path),
+        name=portable_name(encoder.name_or_path),
         revision=revision,
         probe=tuple(np.round(vector / np.linalg.norm(vector), PROBE_DECIMALS).tolist()),
         dim=int(vector.shape[0]),
         normalised=bool(abs(np.linalg.norm(vector) - 1) < 1e-3),
         text_fields=tuple(text_fields) if text_fields else None,
     )
+
+
+def portable_name(name_or_path: Any) -> str:
+    """How a stamp names a model: the embedded default by its Hub id (its folder differs between machines)."""
+    try:
+        embedded = Path(str(name_or_path)).resolve() == Path(default_model_path()).resolve()
+    except (ImportError, OSError):
+        embedded = False
+    return DEFAULT_MODEL_HUB_ID if embedded else str(name_or_path)
 
 
 def sidecar_path(output: str | os.PathLike[str]) -> Path:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..data.knn import unit_rows
+from ..default_model import DEFAULT_MODEL_HUB_ID
 from ..io import replace_folder
 from .blocks import open_embeddings
 from .build import (
@@ -247,9 +248,13 @@ class PaperIndex:
             ValueError: fewer than two parts, parts of another kind, dimension, model or training, or a paper in
                 two parts (named).
         """
-        from .shards import open_parts
+        from .shards import check_parts, stack_parts
 
-        return open_parts(folders, mmap=mmap)
+        folders = [Path(folder) for folder in folders]
+        manifests = [Manifest.read(folder) for folder in folders]
+        check_parts(folders, manifests)
+        codes, table, manifest = stack_parts([cls.load(folder, mmap=mmap) for folder in folders], manifests)
+        return cls(folders[0], manifest, codes, table)
 
     @classmethod
     def merge(
@@ -439,7 +444,9 @@ class PaperIndex:
                 from ..encode import Encoder
 
                 options = {"revision": stamp.revision} if stamp.revision else {}
-                self._encoder = Encoder.from_pretrained(stamp.name, **options)
+                # The embedded default is named by its Hub id and loaded from the package, offline.
+                name = None if stamp.name == DEFAULT_MODEL_HUB_ID else stamp.name
+                self._encoder = Encoder.from_pretrained(name, **options)
             encoder = self._encoder
         if stamp.probe is None:
             logger.warning(

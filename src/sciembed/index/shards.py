@@ -7,9 +7,10 @@ results are the merged index's.
 
 from __future__ import annotations
 
-import os
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -136,23 +137,22 @@ def check_parts(folders: Sequence[Path], manifests: Sequence[Manifest]) -> None:
     check_alike(folders, manifests)
 
 
-def open_parts(folders: Sequence[str | os.PathLike[str]], *, mmap: bool = True):
-    """The index parts in ``folders`` opened as one :class:`~.paper_index.PaperIndex` (see :meth:`load_shards`)."""
-    import dataclasses
+def stack_parts(parts: Sequence[Any], manifests: Sequence[Manifest]) -> tuple[ShardedCodes, StackedTable, Manifest]:
+    """The codes, id table and manifest of opened index parts searched as one index.
 
-    from .paper_index import PaperIndex
+    Args:
+        parts: the opened parts (each a :class:`~.paper_index.PaperIndex`), in the order of their papers.
+        manifests: their manifests, checked alike by :func:`check_parts`.
 
-    folders = [Path(folder) for folder in folders]
-    manifests = [Manifest.read(folder) for folder in folders]
-    check_parts(folders, manifests)
-    parts = [PaperIndex.load(folder, mmap=mmap) for folder in folders]
+    Raises:
+        ValueError: a paper held by two parts, named.
+    """
     codes = ShardedCodes([part.codes for part in parts])
     table = StackedTable([part.table for part in parts], codes.offsets)
     duplicated = _repeated_id(parts, table)
     if duplicated is not None:
         raise ValueError(duplicated)
-    manifest = dataclasses.replace(manifests[0], papers=codes.papers)
-    return PaperIndex(folders[0], manifest, codes, table)
+    return codes, table, dataclasses.replace(manifests[0], papers=codes.papers)
 
 
 def _repeated_id(parts, table: StackedTable) -> str | None:

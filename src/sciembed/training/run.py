@@ -127,8 +127,14 @@ def prepare(
     # Pinned memory only speeds up copies to a GPU; on a CPU machine the DataLoader just warns about it.
     training.setdefault("dataloader_pin_memory", torch.cuda.is_available())
     # A step keeps each layer's input and recomputes the rest in the backward pass (with the dropout masks it
-    # drew), so the weights it gives are the same, in a fraction of the activations' memory.
-    if getattr(model, "supports_gradient_checkpointing", False) and "gradient_checkpointing" not in training:
+    # drew), so the weights it gives are the same, in a fraction of the activations' memory. Under torchrun the
+    # recomputed layers and the parameters no loss uses (DistributedDataParallel's find_unused_parameters) do not mix.
+    one_process = int(os.environ.get("WORLD_SIZE", "1")) == 1
+    if (
+        one_process
+        and getattr(model, "supports_gradient_checkpointing", False)
+        and "gradient_checkpointing" not in training
+    ):
         training.setdefault("activation_checkpointing", True)
         training.setdefault("activation_checkpointing_kwargs", {"use_reentrant": False})
     if examples.evaluation is not None:
