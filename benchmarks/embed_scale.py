@@ -65,6 +65,16 @@ def cpu_model() -> str:
     return platform.processor()
 
 
+def machine() -> dict[str, object]:
+    """The machine a benchmark ran on: Python, platform, usable CPUs and the CPU model."""
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": len(os.sched_getaffinity(0)),
+        "cpu": cpu_model(),
+    }
+
+
 def timed(command: list[str], env: dict[str, str]) -> tuple[float, dict[str, float]]:
     """Run ``command``; returns its wall time and the peak memory of each process that embeds (by rank)."""
     start = time.perf_counter()
@@ -255,12 +265,7 @@ def main() -> None:
             "arrow_input_gb": round(args.project * arrow_bytes / args.papers / 1e9),
             "hours_to_read_input_into_arrow_one_process": round(args.project / (args.papers / read_s) / 3600, 1),
         },
-        "machine": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpus": len(os.sched_getaffinity(0)),
-            "cpu": cpu_model(),
-        },
+        "machine": machine(),
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(args.output) as temporary:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from embed_scale import cpu_model
+from embed_scale import machine
 from real_papers import distinct_papers
 
 from sciembed.io import atomic_path
@@ -140,12 +139,7 @@ def main() -> None:
         "jobs": results,
         "load_average": load.summary(),
         "sciembed_commit": commit(),
-        "machine": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpus": len(os.sched_getaffinity(0)),
-            "cpu": cpu_model(),
-        },
+        "machine": machine(),
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(args.output) as temporary:
