@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -149,3 +150,30 @@ def test_neighbours_from_vectors_or_an_index_refuse_the_options_of_a_model(tmp_p
         assert main([*argv, "--device", "cpu", "--max-length", "16"]) == 2
         assert f"--max-length, --device: with {option} (" in caplog.text, caplog.text
         assert main(argv) == 0
+
+
+def test_check_and_info_of_shards_cover_every_part(tmp_path, capsys, caplog):
+    from sciembed import PaperIndex
+
+    rng = np.random.default_rng(2)
+    for n in range(2):
+        ids = [f"p{i}" for i in range(200 * n, 200 * n + 200)]
+        vectors = rng.standard_normal((200, 16)).astype(np.float32)
+        write_embeddings(tmp_path / f"v{n}.npy", [(ids, vectors)], total=200, dim=16)
+    build = ["index", "build", "--kind", "binary", "--output"]
+    assert main([*build, str(tmp_path / "a"), str(tmp_path / "v0.npy")]) == 0
+    assert main([*build, str(tmp_path / "b"), str(tmp_path / "v1.npy"), "--trained-like", str(tmp_path / "a")]) == 0
+    parts = [str(tmp_path / "a"), str(tmp_path / "b")]
+    capsys.readouterr()
+    assert main(["index", "info", *parts]) == 0
+    printed = capsys.readouterr().out
+    disk = sum(p.stat().st_size for part in parts for p in Path(part).iterdir() if p.name != "manifest.json")
+    assert "papers: 400\n" in printed and f"disk_bytes: {disk}\n" in printed and f"parts: {parts}\n" in printed
+    store = tmp_path / "b" / "store.npy"
+    data = bytearray(store.read_bytes())
+    data[-1] ^= 1
+    store.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"b/store\.npy: its sha256 differs"):
+        PaperIndex.load_shards(parts).check()
+    assert main(["index", "check", *parts]) == 2
+    assert "b/store.npy: its sha256 differs" in caplog.text

@@ -95,11 +95,13 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     info = actions.add_parser(
         "info", help="kind, papers, bytes per paper, recall and model", formatter_class=HelpFormatter
     )
-    info.add_argument("index", help="the index folder")
+    info.add_argument("index", nargs="+", help="the index folder, or the parts of one index served as shards")
     info.set_defaults(run=run_info)
 
-    check = actions.add_parser("check", help="verify the sha256 of every file", formatter_class=HelpFormatter)
-    check.add_argument("index", help="the index folder")
+    check = actions.add_parser(
+        "check", help="verify the sha256 of every file (of every part)", formatter_class=HelpFormatter
+    )
+    check.add_argument("index", nargs="+", help="the index folder, or the parts of one index served as shards")
     check.set_defaults(run=run_check)
     return parser
 
@@ -148,7 +150,6 @@ def run_add(args: argparse.Namespace) -> int:
 
 
 def run_search(args: argparse.Namespace) -> int:
-    from ..index import PaperIndex
     from ..io import atomic_path, check_input, refuse_replacing_file
 
     if args.top_k < 1:
@@ -159,7 +160,7 @@ def run_search(args: argparse.Namespace) -> int:
         from ..data.papers import read_papers
 
         papers = read_papers(check_input(args.papers, "--papers", "any")).papers
-    index = PaperIndex.load(args.index[0]) if len(args.index) == 1 else PaperIndex.load_shards(args.index)
+    index = _opened(args.index)
     options = {"top_k": args.top_k, "multiplier": args.multiplier, "nprobe": args.nprobe}
     if args.ids:
         result = index.search(ids=args.ids, **options)
@@ -176,17 +177,21 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    from ..index import PaperIndex
-
-    for key, value in PaperIndex.load(args.index).info().items():
+    for key, value in _opened(args.index).info().items():
         print(f"{key}: {value}")
     return 0
 
 
 def run_check(args: argparse.Namespace) -> int:
+    index = _opened(args.index)
+    index.check()
+    files = sum(len(part.manifest.files) for part in index.parts or [index])
+    print(f"{', '.join(args.index)}: {files} files match their sha256 in the manifest")
+    return 0
+
+
+def _opened(folders: list[str]):
+    """The index folder, or the parts of one index opened as shards."""
     from ..index import PaperIndex
 
-    index = PaperIndex.load(args.index)
-    index.check()
-    print(f"{args.index}: {len(index.manifest.files)} files match their sha256 in the manifest")
-    return 0
+    return PaperIndex.load(folders[0]) if len(folders) == 1 else PaperIndex.load_shards(folders)

@@ -126,17 +126,21 @@ class PaperIndex:
     """A paper index folder, opened for search (:meth:`load`) or written (:meth:`build`).
 
     Args:
-        folder: the index folder.
+        folder: the index folder (the first part's, for shards).
         manifest: its checked manifest.
         codes: its searchable codes.
         table: its id table.
+        parts: the opened parts, when the index is several parts served as shards.
     """
 
-    def __init__(self, folder: Path, manifest: Manifest, codes: IndexCodes, table: IdTable):
+    def __init__(
+        self, folder: Path, manifest: Manifest, codes: IndexCodes, table: IdTable, parts: Sequence[PaperIndex] = ()
+    ):
         self.folder = folder
         self.manifest = manifest
         self.codes = codes
         self.table = table
+        self.parts = list(parts)
         self._encoder: Encoder | None = None
 
     # Building and opening -------------------------------------------------------------------------------------
@@ -253,8 +257,9 @@ class PaperIndex:
         folders = [Path(folder) for folder in folders]
         manifests = [Manifest.read(folder) for folder in folders]
         check_parts(folders, manifests)
-        codes, table, manifest = stack_parts([cls.load(folder, mmap=mmap) for folder in folders], manifests)
-        return cls(folders[0], manifest, codes, table)
+        parts = [cls.load(folder, mmap=mmap) for folder in folders]
+        codes, table, manifest = stack_parts(parts, manifests)
+        return cls(folders[0], manifest, codes, table, parts)
 
     @classmethod
     def merge(
@@ -274,12 +279,13 @@ class PaperIndex:
         return cls.load(merge_indexes(parts, output, overwrite=overwrite))
 
     def check(self) -> None:
-        """Verify the sha256 of every file of the folder against the manifest.
+        """Verify the sha256 of every file of the folder (of every part, for shards) against its manifest.
 
         Raises:
             ValueError: naming the first file whose bytes changed.
         """
-        self.manifest.verify(self.folder)
+        for part in self.parts or [self]:
+            part.manifest.verify(part.folder)
 
     # What it is -----------------------------------------------------------------------------------------------
 
@@ -302,7 +308,7 @@ class PaperIndex:
         return ModelStamp.from_dict(self.manifest.model) if self.manifest.model else None
 
     def info(self) -> dict[str, Any]:
-        """Kind, papers, dimension, bytes per paper in RAM and on disk, the tuned settings, recall and model."""
+        """Kind, papers, dimension, bytes per paper in RAM and on disk, the tuned settings, recall, model and parts."""
         m = self.manifest
         model = self.model
         return {
@@ -321,7 +327,10 @@ class PaperIndex:
             "model": model.name if model else None,
             "revision": model.revision if model else None,
             "fingerprinted": bool(model and model.probe is not None),
-            "disk_bytes": sum(entry["bytes"] for entry in m.files.values()),
+            "disk_bytes": sum(
+                entry["bytes"] for part in self.parts or [self] for entry in part.manifest.files.values()
+            ),
+            "parts": [str(part.folder) for part in self.parts] or None,
         }
 
     # Search ---------------------------------------------------------------------------------------------------
