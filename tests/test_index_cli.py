@@ -44,7 +44,18 @@ def test_build_search_info_and_check(index, capsys, tmp_path):
 
 
 def test_bad_input_exits_2_with_one_message(index, vectors_file, caplog, tmp_path):
+    narrow = tmp_path / "narrow.npy"
+    write_embeddings(narrow, [(["n0", "n1"], np.eye(2, 8, dtype=np.float32))], total=2, dim=8)
+    build = ["index", "build", str(vectors_file), "--output", str(tmp_path / "i")]
     cases = [
+        (
+            ["index", "build", str(narrow), "--output", str(tmp_path / "i"), "--trained-like", str(index)],
+            r"narrow\.npy: vectors of size 8, the index .* \(--trained-like\) holds size 16",
+        ),
+        ([*build, "--kind", "pq", "--pq-m", "5"], r"--pq-m 5 \(pq_m=\) must divide the dimension 16 .*1, 2, 4, 8, 16"),
+        ([*build, "--kind", "pq", "--nlist", "5000"], r"--nlist 5000 .* a sample of 400: give --nlist 10 or fewer"),
+        (["index", "search", str(index), "--ids", "p1", "--multiplier", "0"], r"multiplier \(--multiplier\) must be"),
+        (["index", "search", str(index), "--ids", "p1", "--nprobe", "-2"], r"nprobe \(--nprobe\) must be positive"),
         (["index", "search", str(index), "--ids", "nope"], r"1 id\(s\) not among the 400 papers .*'nope'"),
         (["index", "search", str(index), "--query", "graphs"], r"does not know the model .*--model NAME"),
         (["index", "build", str(vectors_file), "--output", str(index)], r"exists; pass --overwrite"),

@@ -102,12 +102,20 @@ def build_index(
         )
     memory = settings.memory or default_memory()
     if trained_like is not None:
-        kind = Manifest.read(trained_like).kind
+        like = Manifest.read(trained_like)
+        if like.dim != source.dim:
+            raise ValueError(
+                f"{source.path}: vectors of size {source.dim}, the index {trained_like} (--trained-like) holds size "
+                f"{like.dim}: the parts of one index hold vectors of one model; give a part built from these vectors"
+            )
+        kind = like.kind
     elif settings.kind != "auto":
         kind = settings.kind
     else:
         kind, pq_m = choose_kind(source.count, source.dim, memory, settings.pq_m)
         settings = dataclasses.replace(settings, pq_m=pq_m or settings.pq_m)
+    if trained_like is None:
+        _check_sizes(kind, source, settings)
     logger.info("building a %s index of %d vectors of size %d from %s", kind, source.count, source.dim, source.path)
     rng = np.random.default_rng(settings.seed)
     sample_rows = np.sort(rng.choice(source.count, min(settings.sample_size, source.count), replace=False))
@@ -148,6 +156,33 @@ def build_index(
         shutil.rmtree(staging, ignore_errors=True)
     logger.info("wrote %s: recall@10 %.3f on held-out papers", output, tuned.recall)
     return output
+
+
+def _check_sizes(kind: str, source: EmbeddingSource, settings: IndexSettings) -> None:
+    """Refuse IVF cells or PQ sub-quantizers that these vectors cannot have, before any work; warn of unused ones."""
+    ivf = uses_ivf(kind, source.count)
+    if settings.nlist is not None:
+        most = max(1, min(settings.sample_size, source.count) // _POINTS_PER_CENTROID)
+        if not ivf:
+            logger.warning(
+                "--nlist (nlist=) is unused: a %s index of %d papers is not an inverted file", kind, source.count
+            )
+        elif settings.nlist > most:
+            raise ValueError(
+                f"--nlist {settings.nlist} (nlist=) needs {_POINTS_PER_CENTROID} training vectors per cell, and "
+                f"{source.path} gives a sample of {min(settings.sample_size, source.count)}: give --nlist {most} or "
+                "fewer, or leave it out"
+            )
+    if kind != "pq":
+        if settings.pq_m is not None and settings.kind != "auto":
+            logger.warning("--pq-m (pq_m=) is unused: a %s index has no product quantizer", kind)
+        return
+    m = settings.pq_m or default_pq_m(source.dim)
+    if source.dim % m:
+        raise ValueError(
+            f"--pq-m {m} (pq_m=) must divide the dimension {source.dim} of {source.path}: give one of "
+            f"{', '.join(str(d) for d in range(1, source.dim + 1) if source.dim % d == 0)}"
+        )
 
 
 def staging_folder(output: Path) -> Path:
@@ -231,8 +266,6 @@ def _trained(
         factory = f"IVF{nlist},SQ8" if ivf else "SQ8"
     else:
         m = settings.pq_m or default_pq_m(dim)
-        if dim % m:
-            raise ValueError(f"pq_m (--pq-m) must divide the dimension {dim}, got {m}")
         bits = int(min(8, max(1, np.log2(max(2, len(sample) // (4 * _POINTS_PER_CENTROID))))))
         factory = f"IVF{nlist},PQ{m}x{bits}"
     index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)

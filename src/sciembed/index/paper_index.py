@@ -367,6 +367,9 @@ class PaperIndex:
         """
         if top_k < 1:
             raise ValueError(f"top_k must be positive, got {top_k}")
+        for name, value in (("multiplier", multiplier), ("nprobe", nprobe)):
+            if value is not None and value < 1:
+                raise ValueError(f"{name} (--{name}) must be positive, got {value}; leave it out for the tuned one")
         vectors, labels, exclude = self._queries(queries, ids, encoder)
         top_k = min(top_k, len(self) - int((exclude >= 0).any()))
         rows, scores = self.codes.search(
