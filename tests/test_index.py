@@ -233,7 +233,9 @@ def test_adding_a_tenth_equals_a_rebuild_with_the_same_training(vectors, tmp_pat
     like = tmp_path / "added" if kind != "exact" else None  # the ranges and mean of the first 900 papers
     rebuilt = PaperIndex.build(tmp_path / "all.npy", tmp_path / "rebuilt", kind=kind, trained_like=like)
     assert (report.added, report.papers, len(PaperIndex.load(tmp_path / "added"))) == (100, 1000, 1000)
-    for name in ("index.faiss", "ids.bytes.npy", "ids.offsets.npy", "ids.order.npy"):
+    names = sorted(p.name for p in rebuilt.folder.iterdir() if p.name not in ("report.json", "manifest.json"))
+    assert names == sorted(p.name for p in index.folder.iterdir() if p.name not in ("report.json", "manifest.json"))
+    for name in names:  # the store of binary too
         assert (tmp_path / "added" / name).read_bytes() == (tmp_path / "rebuilt" / name).read_bytes(), name
     queries = near(vectors, 10, seed=3)
     np.testing.assert_array_equal(index.search(queries).rows, rebuilt.search(queries).rows)
