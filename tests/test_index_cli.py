@@ -172,19 +172,22 @@ def test_check_and_info_of_shards_cover_every_part(tmp_path, capsys, caplog):
         vectors = rng.standard_normal((200, 16)).astype(np.float32)
         write_embeddings(tmp_path / f"v{n}.npy", [(ids, vectors)], total=200, dim=16)
     build = ["index", "build", "--kind", "binary", "--output"]
-    assert main([*build, str(tmp_path / "a"), str(tmp_path / "v0.npy")]) == 0
-    assert main([*build, str(tmp_path / "b"), str(tmp_path / "v1.npy"), "--trained-like", str(tmp_path / "a")]) == 0
-    parts = [str(tmp_path / "a"), str(tmp_path / "b")]
-    capsys.readouterr()
-    assert main(["index", "info", *parts]) == 0
-    printed = capsys.readouterr().out
+    parts = [str(tmp_path / "shards" / "part-0000"), str(tmp_path / "shards" / "part-0001")]
+    assert main([*build, parts[0], str(tmp_path / "v0.npy")]) == 0
+    assert main([*build, parts[1], str(tmp_path / "v1.npy"), "--trained-like", parts[0]]) == 0
     disk = sum(p.stat().st_size for part in parts for p in Path(part).iterdir() if p.name != "manifest.json")
-    assert "papers: 400\n" in printed and f"disk_bytes: {disk}\n" in printed and f"parts: {parts}\n" in printed
-    store = tmp_path / "b" / "store.npy"
+    for given in (parts, [str(tmp_path / "shards")]):  # the parts, or the folder of part-* folders
+        capsys.readouterr()
+        assert main(["index", "info", *given]) == 0
+        printed = capsys.readouterr().out
+        assert "papers: 400\n" in printed and f"disk_bytes: {disk}\n" in printed and f"parts: {parts}\n" in printed
+    store = Path(parts[1]) / "store.npy"
     data = bytearray(store.read_bytes())
     data[-1] ^= 1
     store.write_bytes(bytes(data))
-    with pytest.raises(ValueError, match=r"b/store\.npy: its sha256 differs"):
+    with pytest.raises(ValueError, match=r"part-0001/store\.npy: its sha256 differs"):
         PaperIndex.load_shards(parts).check()
-    assert main(["index", "check", *parts]) == 2
-    assert "b/store.npy: its sha256 differs" in caplog.text
+    for given in (parts, [str(tmp_path / "shards")]):
+        caplog.clear()
+        assert main(["index", "check", *given]) == 2
+        assert "part-0001/store.npy: its sha256 differs" in caplog.text

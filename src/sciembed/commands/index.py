@@ -10,6 +10,11 @@ from .options import HelpFormatter
 
 logger = logging.getLogger(__name__)
 
+SHARDS_HELP = (
+    "the index folder, or the parts of one index (built --trained-like) served as shards: several folders, or one "
+    "folder of part-* folders (index_with_ray's <output>.parts)"
+)
+
 
 def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     from ..index.settings import KIND_CHOICES
@@ -78,9 +83,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     add.set_defaults(run=run_add)
 
     search = actions.add_parser("search", help="the nearest papers of queries", formatter_class=HelpFormatter)
-    search.add_argument(
-        "index", nargs="+", help="the index folder, or the parts of one index (built --trained-like) served as shards"
-    )
+    search.add_argument("index", nargs="+", help=SHARDS_HELP)
     given = search.add_mutually_exclusive_group(required=True)
     given.add_argument("--query", nargs="+", metavar="TEXT", help="free-text queries, embedded by the index's model")
     given.add_argument("--ids", nargs="+", metavar="ID", help="indexed papers, each left out of its own results")
@@ -95,13 +98,13 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     info = actions.add_parser(
         "info", help="kind, papers, bytes per paper, recall and model", formatter_class=HelpFormatter
     )
-    info.add_argument("index", nargs="+", help="the index folder, or the parts of one index served as shards")
+    info.add_argument("index", nargs="+", help=SHARDS_HELP)
     info.set_defaults(run=run_info)
 
     check = actions.add_parser(
         "check", help="verify the sha256 of every file (of every part)", formatter_class=HelpFormatter
     )
-    check.add_argument("index", nargs="+", help="the index folder, or the parts of one index served as shards")
+    check.add_argument("index", nargs="+", help=SHARDS_HELP)
     check.set_defaults(run=run_check)
     return parser
 
@@ -191,7 +194,20 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def _opened(folders: list[str]):
-    """The index folder, or the parts of one index opened as shards."""
-    from ..index import PaperIndex
+    """The index folder, or the parts of one index opened as shards (given, or the ``part-*`` folders of one)."""
+    from pathlib import Path
 
-    return PaperIndex.load(folders[0]) if len(folders) == 1 else PaperIndex.load_shards(folders)
+    from ..index import PaperIndex
+    from ..index.manifest import MANIFEST_FILE
+
+    if len(folders) > 1:
+        return PaperIndex.load_shards(folders)
+    folder = Path(folders[0])
+    parts = (
+        []
+        if (folder / MANIFEST_FILE).exists()
+        else [p for p in folder.glob("part-*") if (p / MANIFEST_FILE).is_file()]
+    )
+    if len(parts) > 1:
+        return PaperIndex.load_shards(sorted(parts, key=lambda part: (len(part.name), part.name)))
+    return PaperIndex.load(parts[0] if parts else folder)
