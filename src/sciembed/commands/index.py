@@ -144,9 +144,12 @@ def run_merge(args: argparse.Namespace) -> int:
 
 
 def run_add(args: argparse.Namespace) -> int:
+    import os
+
     from ..index import PaperIndex
 
-    report = PaperIndex.load(args.index, mmap=False).add(args.embeddings)
+    # Mapped, the old codes and store are not read into memory; Windows cannot swap a folder whose files are mapped.
+    report = PaperIndex.load(args.index, mmap=os.name != "nt").add(args.embeddings)
     clipped = f"; {report.clipped_share:.4%} of components clipped" if report.clipped_share is not None else ""
     print(f"added {report.added} papers to {args.index}: {report.papers} in all{clipped}")
     return 0
