@@ -5,6 +5,7 @@ repeated; ``add`` equals a rebuild; builds are byte-identical."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -130,6 +131,58 @@ def test_every_embedding_format_gives_the_same_index(vectors, tmp_path):
     assert all((r == results[0]).all() for r in results)
 
 
+def test_blocks_of_any_size_and_every_layout_give_the_same_files(vectors, tmp_path, monkeypatch):
+    from sciembed.index import blocks
+
+    small, files = vectors[:300], {}
+    for name in ("v.npy", "v.jsonl", "v.parquet", "parts"):
+        path = tmp_path / name
+        if name == "parts":
+            path.mkdir()
+            write(path / "part-00000.parquet", small[:100], [f"p{i}" for i in range(100)])
+            write(path / "part-00001.parquet", small[100:], [f"p{i}" for i in range(100, 300)])
+        else:
+            write(path, small)
+        for rows in (7, 1000):
+            monkeypatch.setattr(blocks, "BLOCK_ROWS", rows)
+            folder = PaperIndex.build(path, tmp_path / f"{name}-{rows}.index", kind="binary").folder
+            names = sorted(p.name for p in folder.iterdir() if p.name not in ("report.json", "manifest.json"))
+            files[name, rows] = {n: (folder / n).read_bytes() for n in names}
+    first = files["v.npy", 7]
+    assert "ids.bytes.npy" in first and all(built == first for built in files.values())
+
+
+def test_the_ids_of_an_npy_output_are_read_block_by_block(tmp_path):
+    import tracemalloc
+
+    from sciembed.index.blocks import open_embeddings
+
+    ids = [f"paper-{i:09d}" for i in range(100_000)]
+    write(tmp_path / "v.npy", np.ones((len(ids), 2), dtype=np.float32), ids)
+    tracemalloc.start()
+    json.loads((tmp_path / "v.ids.json").read_text())
+    whole = tracemalloc.get_traced_memory()[1]
+    tracemalloc.reset_peak()
+    source = open_embeddings(tmp_path / "v.npy")
+    read = [block[-1] for block, _ in source.blocks(1000)]
+    streamed = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert read == ids[999::1000] and streamed < whole / 4, (streamed, whole)
+
+
+def test_an_ids_file_holding_something_else_than_ids_is_named(tmp_path):
+    write(tmp_path / "v.npy", clustered(3))
+    for text, problem in (
+        ('["a", null, "c"]', r"id #1 \(counted from 0\) is null: ids are strings"),
+        ('["a", "b" "c"]', r"id #1 \(counted from 0\) is not followed by ',' or '\]'"),
+        ('["a", "b"]', r"2 vectors but 3 ids|3 vectors but 2 ids"),
+        ('{"ids": ["a", "b", "c"]}', r"no npy_sha256"),
+    ):
+        (tmp_path / "v.ids.json").write_text(text)
+        with pytest.raises(ValueError, match=rf"v\.(ids\.json|npy).*{problem}"):
+            PaperIndex.build(tmp_path / "v.npy", tmp_path / "index", kind="exact")
+
+
 def test_a_tampered_file_is_named_by_check_and_a_cut_one_by_load(built, tmp_path):
     import shutil
 
@@ -180,10 +233,72 @@ def test_adding_a_tenth_equals_a_rebuild_with_the_same_training(vectors, tmp_pat
     like = tmp_path / "added" if kind != "exact" else None  # the ranges and mean of the first 900 papers
     rebuilt = PaperIndex.build(tmp_path / "all.npy", tmp_path / "rebuilt", kind=kind, trained_like=like)
     assert (report.added, report.papers, len(PaperIndex.load(tmp_path / "added"))) == (100, 1000, 1000)
-    for name in ("index.faiss", "ids.bytes.npy", "ids.offsets.npy", "ids.order.npy"):
+    names = sorted(p.name for p in rebuilt.folder.iterdir() if p.name not in ("report.json", "manifest.json"))
+    assert names == sorted(p.name for p in index.folder.iterdir() if p.name not in ("report.json", "manifest.json"))
+    for name in names:  # the store of binary too
         assert (tmp_path / "added" / name).read_bytes() == (tmp_path / "rebuilt" / name).read_bytes(), name
     queries = near(vectors, 10, seed=3)
     np.testing.assert_array_equal(index.search(queries).rows, rebuilt.search(queries).rows)
+
+
+def test_add_links_the_unchanged_files_and_a_failure_leaves_the_old_index(vectors, tmp_path, monkeypatch):
+    import sciembed.index.paper_index as module
+
+    write(tmp_path / "first.npy", vectors[:900])
+    write(tmp_path / "rest.npy", vectors[900:1000], [f"p{i}" for i in range(900, 1000)])
+    folder = PaperIndex.build(tmp_path / "first.npy", tmp_path / "index", kind="binary", sample_size=900).folder
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    inodes = {name: (folder / name).stat().st_ino for name in ("ranges.npy", "mean.npy", "report.json")}
+    added = module.add_codes
+
+    def fails_midway(codes, vectors, start):
+        added(codes, vectors, start)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(module, "add_codes", fails_midway)
+    with pytest.raises(OSError, match="No space left"):
+        PaperIndex.load(folder).add(tmp_path / "rest.npy")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    PaperIndex.load(folder).check()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "first.ids.json",
+        "first.npy",
+        "index",
+        "rest.ids.json",
+        "rest.npy",
+    ]
+    monkeypatch.setattr(module, "add_codes", added)
+    PaperIndex.load(folder).add(tmp_path / "rest.npy")
+    assert {name: (folder / name).stat().st_ino for name in inodes} == inodes  # linked, not copied
+    assert len(PaperIndex.load(folder)) == 1000 and (folder / "store.npy").stat().st_size > 1000 * DIM
+
+
+def test_add_reports_the_share_of_clipped_components(vectors, tmp_path, capsys):
+    from sciembed.cli import main
+
+    write(tmp_path / "first.npy", vectors[:900])
+    write(tmp_path / "axes.npy", np.eye(DIM, dtype=np.float32)[:4], ["x0", "x1", "x2", "x3"])
+    PaperIndex.build(tmp_path / "first.npy", tmp_path / "index", kind="int8", sample_size=900)
+    capsys.readouterr()
+    assert main(["index", "add", str(tmp_path / "index"), str(tmp_path / "axes.npy")]) == 0
+    printed = capsys.readouterr().out
+    share = float(re.search(r"; ([0-9.]+)% of components clipped", printed).group(1)) / 100
+    ranges = np.load(tmp_path / "index" / "ranges.npy")
+    axes = np.eye(DIM)[:4]
+    assert share == pytest.approx(((axes < ranges[0]) | (axes > ranges[1])).mean(), abs=1e-4) and share > 0
+
+
+def test_add_refuses_vectors_of_another_model(tiny_encoder, tiny_st_base, tmp_path):
+    from sciembed import PaperEncoder
+    from sciembed.jobs.embed import embed_to_file
+
+    embed_to_file(tiny_encoder, PAPERS[:3], tmp_path / "v.npy", show_progress_bar=False)
+    other = PaperEncoder.from_pretrained(tiny_st_base, device="cpu")
+    embed_to_file(other, PAPERS[3:], tmp_path / "other.npy", show_progress_bar=False)
+    index = PaperIndex.build(tmp_path / "v.npy", tmp_path / "index", kind="exact")
+    with pytest.raises(ValueError, match=r"other\.npy was embedded with .*vectors of two models do not compare"):
+        index.add(tmp_path / "other.npy")
+    assert len(PaperIndex.load(tmp_path / "index")) == 3
 
 
 def test_add_refuses_ids_already_indexed(built, vectors, tmp_path):
@@ -197,7 +312,7 @@ def test_add_refuses_ids_already_indexed(built, vectors, tmp_path):
     assert len(PaperIndex.load(tmp_path / "copy")) == N
 
 
-@pytest.mark.parametrize("kind", ["int8", "pq"])
+@pytest.mark.parametrize("kind", ["exact", "int8", "binary", "pq"])
 def test_two_builds_with_one_seed_are_byte_identical(vectors, tmp_path, kind):
     write(tmp_path / "v.npy", vectors[:4000])
     folders = [PaperIndex.build(tmp_path / "v.npy", tmp_path / f"i{n}", kind=kind).folder for n in (1, 2)]
@@ -240,6 +355,10 @@ def test_a_query_model_other_than_the_index_model_is_refused(tiny_encoder, tiny_
     other = PaperEncoder.from_pretrained(tiny_st_base, device="cpu")
     with pytest.raises(ValueError, match=f"the query model {other.name_or_path} is not the model .* probe paper"):
         index.search("graphs", encoder=other)
+    pooled = PaperEncoder.from_pretrained(tiny_encoder.name_or_path, device="cpu", pooling="mean")
+    assert tiny_encoder.pooling == "cls"  # the same weights, another format of their vectors
+    with pytest.raises(ValueError, match=r"the query model .* is not the model .* differ \(another model, format"):
+        index.search("graphs", encoder=pooled)
     with pytest.raises(ValueError, match=r"embedded with .* not .*: leave --model out"):
         PaperIndex.build(tmp_path / "v.parquet", tmp_path / "again", model=other)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -43,7 +44,18 @@ def test_build_search_info_and_check(index, capsys, tmp_path):
 
 
 def test_bad_input_exits_2_with_one_message(index, vectors_file, caplog, tmp_path):
+    narrow = tmp_path / "narrow.npy"
+    write_embeddings(narrow, [(["n0", "n1"], np.eye(2, 8, dtype=np.float32))], total=2, dim=8)
+    build = ["index", "build", str(vectors_file), "--output", str(tmp_path / "i")]
     cases = [
+        (
+            ["index", "build", str(narrow), "--output", str(tmp_path / "i"), "--trained-like", str(index)],
+            r"narrow\.npy: vectors of size 8, the index .* \(--trained-like\) holds size 16",
+        ),
+        ([*build, "--kind", "pq", "--pq-m", "5"], r"--pq-m 5 \(pq_m=\) must divide the dimension 16 .*1, 2, 4, 8, 16"),
+        ([*build, "--kind", "pq", "--nlist", "5000"], r"--nlist 5000 .* a sample of 400: give --nlist 10 or fewer"),
+        (["index", "search", str(index), "--ids", "p1", "--multiplier", "0"], r"multiplier \(--multiplier\) must be"),
+        (["index", "search", str(index), "--ids", "p1", "--nprobe", "-2"], r"nprobe \(--nprobe\) must be positive"),
         (["index", "search", str(index), "--ids", "nope"], r"1 id\(s\) not among the 400 papers .*'nope'"),
         (["index", "search", str(index), "--query", "graphs"], r"does not know the model .*--model NAME"),
         (["index", "build", str(vectors_file), "--output", str(index)], r"exists; pass --overwrite"),
@@ -149,3 +161,33 @@ def test_neighbours_from_vectors_or_an_index_refuse_the_options_of_a_model(tmp_p
         assert main([*argv, "--device", "cpu", "--max-length", "16"]) == 2
         assert f"--max-length, --device: with {option} (" in caplog.text, caplog.text
         assert main(argv) == 0
+
+
+def test_check_and_info_of_shards_cover_every_part(tmp_path, capsys, caplog):
+    from sciembed import PaperIndex
+
+    rng = np.random.default_rng(2)
+    for n in range(2):
+        ids = [f"p{i}" for i in range(200 * n, 200 * n + 200)]
+        vectors = rng.standard_normal((200, 16)).astype(np.float32)
+        write_embeddings(tmp_path / f"v{n}.npy", [(ids, vectors)], total=200, dim=16)
+    build = ["index", "build", "--kind", "binary", "--output"]
+    parts = [str(tmp_path / "shards" / "part-0000"), str(tmp_path / "shards" / "part-0001")]
+    assert main([*build, parts[0], str(tmp_path / "v0.npy")]) == 0
+    assert main([*build, parts[1], str(tmp_path / "v1.npy"), "--trained-like", parts[0]]) == 0
+    disk = sum(p.stat().st_size for part in parts for p in Path(part).iterdir() if p.name != "manifest.json")
+    for given in (parts, [str(tmp_path / "shards")]):  # the parts, or the folder of part-* folders
+        capsys.readouterr()
+        assert main(["index", "info", *given]) == 0
+        printed = capsys.readouterr().out
+        assert "papers: 400\n" in printed and f"disk_bytes: {disk}\n" in printed and f"parts: {parts}\n" in printed
+    store = Path(parts[1]) / "store.npy"
+    data = bytearray(store.read_bytes())
+    data[-1] ^= 1
+    store.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"part-0001/store\.npy: its sha256 differs"):
+        PaperIndex.load_shards(parts).check()
+    for given in (parts, [str(tmp_path / "shards")]):
+        caplog.clear()
+        assert main(["index", "check", *given]) == 2
+        assert "part-0001/store.npy: its sha256 differs" in caplog.text

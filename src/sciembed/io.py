@@ -686,19 +686,43 @@ def _read_npy(path: Path, mmap_mode: str | None = None) -> tuple[list[str], np.n
     except (json.JSONDecodeError, RepeatedKeyError) as error:
         raise ValueError(f"{json_place(ids_file, error)}: {json_error(error)}") from None
     if isinstance(stored, dict):
-        if "npy_sha256" not in stored:
-            raise ValueError(
-                f"{ids_file}: no npy_sha256, the checksum of {path.name} that ties the ids to the vectors; write the "
-                "embeddings with sciembed embed (or sciembed.io.write_embeddings), or give the ids as a plain list"
-            )
-        if stored.get("npy_sha256") != file_sha256(path):
-            raise ValueError(
-                f"{ids_file} was written with other vectors than {path} holds (an interrupted or mixed write); "
-                "write the embeddings again"
-            )
+        check_npy_checksum(path, stored)
         stored = stored.get("ids")
     if not isinstance(stored, list):
         raise ValueError(f"{ids_file}: expected a list of ids")
+    vectors = npy_vectors(path, mmap_mode)
+    if len(stored) != len(vectors):
+        raise ValueError(f"{path}: {len(vectors)} vectors but {len(stored)} ids in {ids_file}")
+    return [str(i) for i in stored], vectors
+
+
+def check_npy_checksum(path: str | os.PathLike[str], stored: dict[str, Any]) -> None:
+    """Refuse an ids file (read as the dict ``stored``) that does not name the vectors of ``path`` by their sha256.
+
+    Args:
+        path: the ``.npy`` file.
+        stored: its ids file's top-level keys (the ids may be left out).
+    """
+    path = Path(path)
+    if "npy_sha256" not in stored:
+        raise ValueError(
+            f"{ids_path(path)}: no npy_sha256, the checksum of {path.name} that ties the ids to the vectors; write "
+            "the embeddings with sciembed embed (or sciembed.io.write_embeddings), or give the ids as a plain list"
+        )
+    if stored.get("npy_sha256") != file_sha256(path):
+        raise ValueError(
+            f"{ids_path(path)} was written with other vectors than {path} holds (an interrupted or mixed write); "
+            "write the embeddings again"
+        )
+
+
+def npy_vectors(path: str | os.PathLike[str], mmap_mode: str | None = None) -> np.ndarray:
+    """The ``(papers, dimensions)`` array of an ``.npy`` embedding file, checked to hold numbers.
+
+    Args:
+        path: the ``.npy`` file.
+        mmap_mode: ``"r"`` to memory-map it.
+    """
     try:
         vectors = np.load(path, allow_pickle=False, mmap_mode=mmap_mode)
     except (OSError, ValueError, EOFError) as error:
@@ -709,9 +733,7 @@ def _read_npy(path: Path, mmap_mode: str | None = None) -> tuple[list[str], np.n
         raise ValueError(
             f"{path}: holds a {vectors.dtype} array of shape {vectors.shape}, expected (papers, dimensions) numbers"
         )
-    if len(stored) != len(vectors):
-        raise ValueError(f"{path}: {len(vectors)} vectors but {len(stored)} ids in {ids_file}")
-    return [str(i) for i in stored], vectors
+    return vectors
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

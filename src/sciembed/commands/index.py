@@ -10,6 +10,11 @@ from .options import HelpFormatter
 
 logger = logging.getLogger(__name__)
 
+SHARDS_HELP = (
+    "the index folder, or the parts of one index (built --trained-like) served as shards: several folders, or one "
+    "folder of part-* folders (index_with_ray's <output>.parts)"
+)
+
 
 def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentParser:
     from ..index.settings import KIND_CHOICES
@@ -78,9 +83,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     add.set_defaults(run=run_add)
 
     search = actions.add_parser("search", help="the nearest papers of queries", formatter_class=HelpFormatter)
-    search.add_argument(
-        "index", nargs="+", help="the index folder, or the parts of one index (built --trained-like) served as shards"
-    )
+    search.add_argument("index", nargs="+", help=SHARDS_HELP)
     given = search.add_mutually_exclusive_group(required=True)
     given.add_argument("--query", nargs="+", metavar="TEXT", help="free-text queries, embedded by the index's model")
     given.add_argument("--ids", nargs="+", metavar="ID", help="indexed papers, each left out of its own results")
@@ -95,11 +98,13 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     info = actions.add_parser(
         "info", help="kind, papers, bytes per paper, recall and model", formatter_class=HelpFormatter
     )
-    info.add_argument("index", help="the index folder")
+    info.add_argument("index", nargs="+", help=SHARDS_HELP)
     info.set_defaults(run=run_info)
 
-    check = actions.add_parser("check", help="verify the sha256 of every file", formatter_class=HelpFormatter)
-    check.add_argument("index", help="the index folder")
+    check = actions.add_parser(
+        "check", help="verify the sha256 of every file (of every part)", formatter_class=HelpFormatter
+    )
+    check.add_argument("index", nargs="+", help=SHARDS_HELP)
     check.set_defaults(run=run_check)
     return parser
 
@@ -139,16 +144,18 @@ def run_merge(args: argparse.Namespace) -> int:
 
 
 def run_add(args: argparse.Namespace) -> int:
+    import os
+
     from ..index import PaperIndex
 
-    report = PaperIndex.load(args.index, mmap=False).add(args.embeddings)
+    # Mapped, the old codes and store are not read into memory; Windows cannot swap a folder whose files are mapped.
+    report = PaperIndex.load(args.index, mmap=os.name != "nt").add(args.embeddings)
     clipped = f"; {report.clipped_share:.4%} of components clipped" if report.clipped_share is not None else ""
     print(f"added {report.added} papers to {args.index}: {report.papers} in all{clipped}")
     return 0
 
 
 def run_search(args: argparse.Namespace) -> int:
-    from ..index import PaperIndex
     from ..io import atomic_path, check_input, refuse_replacing_file
 
     if args.top_k < 1:
@@ -159,7 +166,7 @@ def run_search(args: argparse.Namespace) -> int:
         from ..data.papers import read_papers
 
         papers = read_papers(check_input(args.papers, "--papers", "any")).papers
-    index = PaperIndex.load(args.index[0]) if len(args.index) == 1 else PaperIndex.load_shards(args.index)
+    index = _opened(args.index)
     options = {"top_k": args.top_k, "multiplier": args.multiplier, "nprobe": args.nprobe}
     if args.ids:
         result = index.search(ids=args.ids, **options)
@@ -176,17 +183,34 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    from ..index import PaperIndex
-
-    for key, value in PaperIndex.load(args.index).info().items():
+    for key, value in _opened(args.index).info().items():
         print(f"{key}: {value}")
     return 0
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from ..index import PaperIndex
-
-    index = PaperIndex.load(args.index)
+    index = _opened(args.index)
     index.check()
-    print(f"{args.index}: {len(index.manifest.files)} files match their sha256 in the manifest")
+    files = sum(len(part.manifest.files) for part in index.parts or [index])
+    print(f"{', '.join(args.index)}: {files} files match their sha256 in the manifest")
     return 0
+
+
+def _opened(folders: list[str]):
+    """The index folder, or the parts of one index opened as shards (given, or the ``part-*`` folders of one)."""
+    from pathlib import Path
+
+    from ..index import PaperIndex
+    from ..index.manifest import MANIFEST_FILE
+
+    if len(folders) > 1:
+        return PaperIndex.load_shards(folders)
+    folder = Path(folders[0])
+    parts = (
+        []
+        if (folder / MANIFEST_FILE).exists()
+        else [p for p in folder.glob("part-*") if (p / MANIFEST_FILE).is_file()]
+    )
+    if len(parts) > 1:
+        return PaperIndex.load_shards(sorted(parts, key=lambda part: (len(part.name), part.name)))
+    return PaperIndex.load(parts[0] if parts else folder)

@@ -1,15 +1,19 @@
 """Reading any ``sciembed embed`` output block by block, so the float32 matrix is never held whole.
 
-An ``.npy`` file is memory-mapped, Parquet is read batch by batch (a folder part by part, in name order) and JSON lines
-are streamed. Every block is checked (finite values, no zero vector, one dimension) and scaled to unit rows.
+An ``.npy`` file is memory-mapped and its ids file parsed id by id, Parquet is read batch by batch (a folder part by
+part, in name order) and JSON lines are streamed. Every block is checked (finite values, no zero vector, one
+dimension) and scaled to unit rows.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
@@ -18,12 +22,19 @@ from ..io import (
     EMBEDDING_SUFFIXES,
     check_finite,
     check_input,
+    check_npy_checksum,
+    ids_path,
     jsonl_embedding_records,
-    open_npy_embeddings,
+    npy_vectors,
 )
 
 #: Vectors read per block.
 BLOCK_ROWS = 65_536
+#: Characters of an ids file read at a time.
+_ID_CHUNK = 1 << 16
+#: One id of an ids file's list (a string, or an integer) and the comma or bracket after it.
+_ID = re.compile(r'\s*(?:"((?:[^"\\\x00-\x1f]|\\.)*)"|(-?(?:0|[1-9][0-9]*)))\s*([,\]])', re.S)
+_SPACE = re.compile(r"\s*")
 
 Block = tuple[list[str], np.ndarray]
 
@@ -41,17 +52,18 @@ class EmbeddingSource:
     path: Path
     count: int
     dim: int
-    #: An ``.npy`` file's ids and memory-mapped vectors, read (and its checksum checked) once.
-    npy: tuple[list[str], np.ndarray] | None = None
+    #: An ``.npy`` file's ids file (checked once) and memory-mapped vectors.
+    npy: tuple[NpyIds, np.ndarray] | None = None
     #: The first row of the file read: a source of rows ``first .. first + count`` of a larger output.
     first: int = 0
 
-    def blocks(self, rows: int = BLOCK_ROWS) -> Iterator[Block]:
+    def blocks(self, rows: int | None = None) -> Iterator[Block]:
         """The ids and unit float32 vectors, ``rows`` at a time, in file order.
 
         Args:
-            rows: vectors per block.
+            rows: vectors per block (default :data:`BLOCK_ROWS`).
         """
+        rows = rows or BLOCK_ROWS
         start = self.first if self.path.suffix.lower() == ".npy" else 0
         stop = self.first + self.count
         for ids, vectors in self._raw_blocks(rows):
@@ -66,9 +78,9 @@ class EmbeddingSource:
     def _raw_blocks(self, rows: int) -> Iterator[Block]:
         suffix = self.path.suffix.lower()
         if suffix == ".npy":
-            ids, matrix = self.npy or open_npy_embeddings(self.path)
-            for start in range(self.first, len(ids), rows):
-                yield ids[start : start + rows], np.asarray(matrix[start : start + rows], dtype=np.float32)
+            ids, matrix = self.npy or _open_npy(self.path)
+            for start, block in zip(range(self.first, len(matrix), rows), ids.blocks(rows, self.first), strict=True):
+                yield block, np.asarray(matrix[start : start + rows], dtype=np.float32)
         elif suffix == ".jsonl":
             ids, vectors = [], []
             for _, paper_id, vector in jsonl_embedding_records(self.path):
@@ -104,12 +116,12 @@ class EmbeddingSource:
             )
         return unit_rows(np.ascontiguousarray(vectors, dtype=np.float32))
 
-    def rows(self, wanted: np.ndarray, rows: int = BLOCK_ROWS) -> np.ndarray:
+    def rows(self, wanted: np.ndarray, rows: int | None = None) -> np.ndarray:
         """The unit vectors of the sorted row numbers ``wanted``, gathered in one pass.
 
         Args:
             wanted: sorted row numbers.
-            rows: vectors per block read.
+            rows: vectors per block read (default :data:`BLOCK_ROWS`).
         """
         out = np.empty((len(wanted), self.dim), dtype=np.float32)
         start = filled = 0
@@ -148,7 +160,7 @@ def open_embeddings(
                 )
         count, dim = sum(n for _, (n, _) in dims), dims[0][1][1]
     elif suffix == ".npy":
-        npy = open_npy_embeddings(path)
+        npy = _open_npy(path)
         count, dim = npy[1].shape
     elif suffix == ".parquet":
         count, dim = _parquet_shape(path)
@@ -169,6 +181,201 @@ def open_embeddings(
     if not 0 <= start < stop <= count:
         raise ValueError(f"{path}: rows {start} .. {stop} asked for, it holds rows 0 .. {count}")
     return EmbeddingSource(path, int(stop - start), int(dim), npy, first=int(start))
+
+
+class NpyIds:
+    """The ids file of an ``.npy`` embedding output, parsed id by id: checked and counted once, never held as a list.
+
+    Args:
+        path: the ``.npy`` file, whose ids file (:func:`~sciembed.io.ids_path`) is a JSON list of ids or an object
+            with the list under ``ids`` and the ``.npy``'s ``npy_sha256``.
+
+    Raises:
+        FileNotFoundError: no ids file.
+        ValueError: not JSON, no list of ids, an id that is neither a string nor an integer (named by its number), or
+            a checksum of other vectors.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.file = ids_path(path)
+        if not self.file.is_file():
+            raise FileNotFoundError(f"{path}: its ids file {self.file} is missing")
+        others: dict[str, object] = {}
+        self.count = sum(len(chunk) for chunk in self._ids(others))
+        if others.get("<list>") is not True:
+            raise ValueError(f"{self.file}: expected a list of ids")
+        if "<object>" in others:
+            check_npy_checksum(path, others)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def blocks(self, rows: int, first: int = 0) -> Iterator[list[str]]:
+        """The ids from number ``first`` on, ``rows`` at a time."""
+        block: list[str] = []
+        for chunk in self._ids():
+            skipped = min(first, len(chunk))
+            first -= skipped
+            block += chunk[skipped:]
+            start = 0
+            while len(block) - start >= rows:
+                yield block[start : start + rows]
+                start += rows
+            block = block[start:]
+        if block:
+            yield block
+
+    def _ids(self, others: dict[str, object] | None = None) -> Iterator[list[str]]:
+        """The ids in order, a chunk at a time.
+
+        Args:
+            others: filled with the object's other keys, and ``<object>`` or ``<list>`` for what the file holds.
+        """
+        others = {} if others is None else others
+        with self.file.open(encoding="utf-8", newline="") as handle:
+            reader = _JsonReader(handle, self.file)
+            start = reader.next_char()
+            if start == "[":
+                others["<list>"] = True
+                yield from self._list(reader)
+            elif start == "{":
+                others["<object>"] = True
+                yield from self._object(reader, others)
+            else:
+                reader.value()  # a JSON error, or a value of another kind
+            if reader.next_char():
+                reader.fail("more after the end of the JSON document")
+
+    def _object(self, reader: _JsonReader, others: dict[str, object]) -> Iterator[list[str]]:
+        reader.at += 1
+        if reader.next_char() == "}":
+            reader.at += 1
+            return
+        while True:
+            if reader.next_char() != '"':
+                reader.fail("expected a key in double quotes")
+            key = reader.value()
+            if key in others:
+                reader.fail(f"the key {key!r} is given twice")
+            if reader.next_char() != ":":
+                reader.fail("expected ':' after a key")
+            reader.at += 1
+            if key == "ids" and reader.next_char() == "[":
+                others["ids"] = others["<list>"] = True
+                yield from self._list(reader)
+            else:
+                others[key] = reader.value()
+            after = reader.next_char()
+            reader.at += 1
+            if after == "}":
+                return
+            if after != ",":
+                reader.fail("expected ',' or '}'")
+
+    def _list(self, reader: _JsonReader) -> Iterator[list[str]]:
+        """The ids of the list at the position, a chunk's worth at a time."""
+        reader.at += 1
+        if reader.next_char() == "]":
+            reader.at += 1
+            return
+        number = 0
+        while True:
+            found = list(iter(_ID.scanner(reader.text, reader.at).match, None))
+            if not found:
+                if reader.more():
+                    continue
+                reader.next_char()
+                kind = reader.kind_at()
+                if kind.startswith(("a str ", "an int ")):
+                    reader.fail(f"id #{number} (counted from 0) is not followed by ',' or ']'")
+                reader.fail(f"id #{number} (counted from 0) is {kind}: ids are strings (or integers)")
+            closing = [match[3] for match in found]
+            last = closing.index("]") if "]" in closing else len(found) - 1
+            found = found[: last + 1]
+            yield [
+                match[1] if match[1] is not None and "\\" not in match[1] else _id_of(match, number + i, reader)
+                for i, match in enumerate(found)
+            ]
+            reader.at = found[-1].end()
+            number += len(found)
+            if found[-1][3] == "]":
+                return
+
+
+def _id_of(match: re.Match, number: int, reader: _JsonReader) -> str:
+    """The id of a list element matched by :data:`_ID` whose text holds escapes, or that is an integer."""
+    text, integer, _ = match.groups()
+    if text is None:
+        return str(int(integer))
+    try:
+        return json.loads(f'"{text}"')
+    except json.JSONDecodeError as error:
+        reader.fail(f"id #{number} (counted from 0) is not a valid JSON string ({error.msg})")
+
+
+class _JsonReader:
+    """A JSON text read a chunk at a time: the text held, the position in it, and errors naming the character."""
+
+    def __init__(self, handle, file: Path):
+        self.handle, self.file = handle, file
+        self.text, self.at, self.base, self.done = "", 0, 0, False
+
+    def more(self) -> bool:
+        """Read the next chunk after what is left; False at the end of the file."""
+        chunk = "" if self.done else self.handle.read(_ID_CHUNK)
+        if not chunk:
+            self.done = True
+            return False
+        self.base += self.at
+        self.text, self.at = self.text[self.at :] + chunk, 0
+        return True
+
+    def next_char(self) -> str:
+        """The next character that is not white space ("" at the end), the position moved to it."""
+        while True:
+            self.at = _SPACE.match(self.text, self.at).end()
+            if self.at < len(self.text):
+                return self.text[self.at]
+            if not self.more():
+                return ""
+
+    def value(self) -> object:
+        """The JSON value at the position, read whole."""
+        decoder = json.JSONDecoder()
+        self.next_char()
+        while True:
+            try:
+                value, end = decoder.raw_decode(self.text, self.at)
+                if end < len(self.text) or self.done:
+                    self.at = end
+                    return value
+            except json.JSONDecodeError as error:
+                if self.done:
+                    self.fail(f"not valid JSON ({error.msg})", error.pos)
+            self.more()
+
+    def kind_at(self) -> str:
+        """What the value at the position is, for an error."""
+        try:
+            value, _ = json.JSONDecoder().raw_decode(self.text, self.at)
+        except json.JSONDecodeError:
+            return "not valid JSON"
+        if value is None:
+            return "null"
+        kind = type(value).__name__
+        return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} ({json.dumps(value)[:40]})"
+
+    def fail(self, problem: str, at: int | None = None) -> NoReturn:
+        raise ValueError(f"{self.file}, character {self.base + (self.at if at is None else at)}: {problem}")
+
+
+def _open_npy(path: Path) -> tuple[NpyIds, np.ndarray]:
+    """The ids file and memory-mapped vectors of an ``.npy`` output, checked to be as many."""
+    ids, vectors = NpyIds(path), npy_vectors(path, "r")
+    if len(ids) != len(vectors):
+        raise ValueError(f"{path}: {len(vectors)} vectors but {len(ids)} ids in {ids.file}")
+    return ids, vectors
 
 
 def _parts(folder: Path) -> list[Path]:

@@ -25,7 +25,7 @@ from ..io import refuse_replacing, replace_folder
 from ..quantization import calibration_ranges
 from .blocks import EmbeddingSource, open_embeddings
 from .codes import IndexCodes, int8_codes, sign_bits
-from .ids import encode_ids, write_id_table
+from .ids import IdTableWriter
 from .manifest import Manifest
 from .model import ModelStamp, read_sidecar, stamp_of
 from .settings import (
@@ -102,12 +102,20 @@ def build_index(
         )
     memory = settings.memory or default_memory()
     if trained_like is not None:
-        kind = Manifest.read(trained_like).kind
+        like = Manifest.read(trained_like)
+        if like.dim != source.dim:
+            raise ValueError(
+                f"{source.path}: vectors of size {source.dim}, the index {trained_like} (--trained-like) holds size "
+                f"{like.dim}: the parts of one index hold vectors of one model; give a part built from these vectors"
+            )
+        kind = like.kind
     elif settings.kind != "auto":
         kind = settings.kind
     else:
         kind, pq_m = choose_kind(source.count, source.dim, memory, settings.pq_m)
         settings = dataclasses.replace(settings, pq_m=pq_m or settings.pq_m)
+    if trained_like is None:
+        _check_sizes(kind, source, settings)
     logger.info("building a %s index of %d vectors of size %d from %s", kind, source.count, source.dim, source.path)
     rng = np.random.default_rng(settings.seed)
     sample_rows = np.sort(rng.choice(source.count, min(settings.sample_size, source.count), replace=False))
@@ -148,6 +156,33 @@ def build_index(
         shutil.rmtree(staging, ignore_errors=True)
     logger.info("wrote %s: recall@10 %.3f on held-out papers", output, tuned.recall)
     return output
+
+
+def _check_sizes(kind: str, source: EmbeddingSource, settings: IndexSettings) -> None:
+    """Refuse IVF cells or PQ sub-quantizers that these vectors cannot have, before any work; warn of unused ones."""
+    ivf = uses_ivf(kind, source.count)
+    if settings.nlist is not None:
+        most = max(1, min(settings.sample_size, source.count) // _POINTS_PER_CENTROID)
+        if not ivf:
+            logger.warning(
+                "--nlist (nlist=) is unused: a %s index of %d papers is not an inverted file", kind, source.count
+            )
+        elif settings.nlist > most:
+            raise ValueError(
+                f"--nlist {settings.nlist} (nlist=) needs {_POINTS_PER_CENTROID} training vectors per cell, and "
+                f"{source.path} gives a sample of {min(settings.sample_size, source.count)}: give --nlist {most} or "
+                "fewer, or leave it out"
+            )
+    if kind != "pq":
+        if settings.pq_m is not None and settings.kind != "auto":
+            logger.warning("--pq-m (pq_m=) is unused: a %s index has no product quantizer", kind)
+        return
+    m = settings.pq_m or default_pq_m(source.dim)
+    if source.dim % m:
+        raise ValueError(
+            f"--pq-m {m} (pq_m=) must divide the dimension {source.dim} of {source.path}: give one of "
+            f"{', '.join(str(d) for d in range(1, source.dim + 1) if source.dim % d == 0)}"
+        )
 
 
 def staging_folder(output: Path) -> Path:
@@ -194,22 +229,19 @@ def _model_stamp(source: EmbeddingSource, model: str | Encoder | None) -> ModelS
 def _first_pass(
     source: EmbeddingSource, staging: Path, sample_rows: np.ndarray, query_rows: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Write the id table (refusing repeated ids) and gather the sample and the held-out queries."""
-    offsets = np.zeros(source.count + 1, dtype=np.int64)
-    chunks: list[np.ndarray] = []
+    """Write the id table block by block (refusing repeated ids) and gather the sample and the held-out queries."""
+    table = IdTableWriter(staging, source.count)
     sample = np.empty((len(sample_rows), source.dim), dtype=np.float32)
     queries = np.empty((len(query_rows), source.dim), dtype=np.float32)
     start = 0
     for ids, vectors in source.blocks():
         stop = start + len(ids)
-        data, ends = encode_ids(ids, int(offsets[start]))
-        chunks.append(data)
-        offsets[start + 1 : stop + 1] = ends
+        table.append(ids)
         for wanted, out in ((sample_rows, sample), (query_rows, queries)):
             lo, hi = np.searchsorted(wanted, [start, stop])
             out[lo:hi] = vectors[wanted[lo:hi] - start]
         start = stop
-    write_id_table(staging, np.concatenate(chunks), offsets, str(source.path))
+    table.finish(str(source.path))
     return sample, queries
 
 
@@ -234,8 +266,6 @@ def _trained(
         factory = f"IVF{nlist},SQ8" if ivf else "SQ8"
     else:
         m = settings.pq_m or default_pq_m(dim)
-        if dim % m:
-            raise ValueError(f"pq_m (--pq-m) must divide the dimension {dim}, got {m}")
         bits = int(min(8, max(1, np.log2(max(2, len(sample) // (4 * _POINTS_PER_CENTROID))))))
         factory = f"IVF{nlist},PQ{m}x{bits}"
     index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
@@ -317,14 +347,85 @@ def copy_rows(target: np.ndarray, rows: np.ndarray, start: int, block: int = 1 <
         target[start + first : start + first + len(chunk)] = chunk
 
 
-def write_codes(folder: Path, codes: IndexCodes) -> None:
-    """Write the faiss index, the ranges and the mean of ``codes`` into ``folder`` (the store is written in place)."""
+def grown_store(old: Path, new: Path, rows: int) -> np.ndarray:
+    """A writable store of ``rows`` rows at ``new`` whose first rows are those of the store ``old``.
+
+    The old rows are copied by the kernel (``copy_file_range``; file systems that share blocks copy none), else
+    block by block.
+
+    Args:
+        old: the store to grow.
+        new: the new store's path.
+        rows: its rows.
+    """
+    previous = np.load(old, mmap_mode="r")
+    store = np.lib.format.open_memmap(new, mode="w+", dtype=previous.dtype, shape=(rows, previous.shape[1]))
+    size = previous.size * previous.itemsize
+    try:
+        with old.open("rb") as source, new.open("r+b") as target:
+            copied = 0
+            while copied < size:
+                step = os.copy_file_range(
+                    source.fileno(), target.fileno(), size - copied, previous.offset + copied, store.offset + copied
+                )
+                if step <= 0:
+                    raise OSError("copy_file_range copied nothing")
+                copied += step
+    except (AttributeError, OSError):  # no copy_file_range here, or not between these files
+        copy_rows(store, previous, 0)
+    return store
+
+
+def link_files(folder: Path, staging: Path, skip: set[str]) -> None:
+    """Hard-link the files of ``folder`` but ``skip`` into ``staging`` (copied where links are not possible)."""
+    for path in folder.iterdir():
+        if path.is_file() and path.name not in skip and not path.name.startswith("."):
+            try:
+                os.link(path, staging / path.name)
+            except OSError:
+                shutil.copy2(path, staging / path.name)
+
+
+def check_added_model(source: EmbeddingSource, stamp: ModelStamp | None, folder: Path) -> None:
+    """Refuse vectors to add whose stamp names another model than the index's ``stamp``.
+
+    Args:
+        source: the vectors to add.
+        stamp: the index's model, if known.
+        folder: the index folder, for the error.
+    """
+    added = read_sidecar(source.path)
+    if stamp is None or added is None:
+        if stamp is not None:
+            logger.warning(
+                "%s carries no model stamp: its vectors are taken to come from %s, the model of %s",
+                source.path,
+                stamp.name,
+                folder,
+            )
+        return
+    fingerprinted = stamp.probe is not None and added.probe is not None
+    if not stamp.matches(added) if fingerprinted else added.name != stamp.name:
+        raise ValueError(
+            f"{source.path} was embedded with {added.name} (revision {added.revision}), {folder} with {stamp.name} "
+            f"(revision {stamp.revision}): vectors of two models do not compare; embed the new papers with "
+            f"{stamp.name}"
+        )
+
+
+def write_index_file(folder: Path, codes: IndexCodes) -> None:
+    """Write the faiss index of ``codes`` into ``folder``."""
     import faiss
 
     if codes.kind == "binary":
         faiss.write_index_binary(codes.index, str(folder / INDEX_FILE))
     else:
         faiss.write_index(codes.index, str(folder / INDEX_FILE))
+
+
+def write_codes(folder: Path, codes: IndexCodes) -> None:
+    """Write the faiss index, the ranges and the mean of ``codes`` into ``folder`` (the store is written in place)."""
+    write_index_file(folder, codes)
     if codes.ranges is not None:
         np.save(folder / RANGES_FILE, codes.ranges.astype(np.float32))
     if codes.mean is not None:

@@ -62,19 +62,79 @@ class IdTable:
         return bytes(self.bytes[self.offsets[row] : self.offsets[row + 1]])
 
 
-def write_id_table(folder: str | os.PathLike[str], id_bytes: np.ndarray, offsets: np.ndarray, source: str) -> None:
-    """Write the id table of ``id_bytes`` and ``offsets`` into ``folder``, refusing an id given twice.
+class IdTableWriter:
+    """The id table of an index written as the ids arrive, block by block: no list of every id is held.
 
     Args:
         folder: the index folder being written.
-        id_bytes: the ids' UTF-8 bytes, one after another (uint8).
-        offsets: ``n + 1`` int64 offsets into ``id_bytes``.
-        source: what the ids were read from, for the error.
-
-    Raises:
-        ValueError: an id given twice, named with both rows.
+        rows: the ids that will be written.
     """
-    order = sorted_rows(id_bytes, offsets)
+
+    def __init__(self, folder: str | os.PathLike[str], rows: int):
+        self.folder = Path(folder)
+        self.offsets = np.lib.format.open_memmap(
+            self.folder / OFFSETS_FILE, mode="w+", dtype=np.int64, shape=(rows + 1,)
+        )
+        self.raw = (self.folder / f".{BYTES_FILE}.part").open("wb")
+        self.rows = 0
+
+    def append(self, ids: Sequence[str]) -> None:
+        """Append the next ``ids``."""
+        self.append_encoded(*encode_ids(ids, int(self.offsets[self.rows])))
+
+    def append_encoded(self, data: np.ndarray, ends: np.ndarray) -> None:
+        """Append ids given as UTF-8 bytes and their end offsets (counted as :meth:`append` counts them)."""
+        self.raw.write(np.ascontiguousarray(data, dtype=np.uint8).tobytes())
+        self.offsets[self.rows + 1 : self.rows + 1 + len(ends)] = ends
+        self.rows += len(ends)
+
+    def extend(self, table: IdTable, block: int = _SORT_ROWS) -> None:
+        """Append every id of ``table``, ``block`` ids at a time."""
+        shift = int(self.offsets[self.rows])
+        for first in range(0, len(table), block):
+            last = min(first + block, len(table))
+            data = table.bytes[table.offsets[first] : table.offsets[last]]
+            self.append_encoded(data, np.asarray(table.offsets[first + 1 : last + 1]) + shift)
+
+    def finish(self, source: str) -> None:
+        """Write the ids' bytes and their order, refusing an id given twice.
+
+        Args:
+            source: what the ids were read from, for the error.
+
+        Raises:
+            ValueError: an id given twice, named with both rows.
+        """
+        self.raw.close()
+        if self.rows != len(self.offsets) - 1:
+            raise ValueError(f"{source}: {self.rows} ids written where {len(self.offsets) - 1} were announced")
+        raw = self.folder / f".{BYTES_FILE}.part"
+        size = int(self.offsets[-1])
+        if size:
+            id_bytes = np.lib.format.open_memmap(self.folder / BYTES_FILE, mode="w+", dtype=np.uint8, shape=(size,))
+            id_bytes[:] = np.memmap(raw, dtype=np.uint8, mode="r")
+            id_bytes.flush()
+        else:
+            id_bytes = np.zeros(0, dtype=np.uint8)
+            np.save(self.folder / BYTES_FILE, id_bytes)
+        raw.unlink()
+        self.offsets.flush()
+        order = sorted_rows(id_bytes, self.offsets)
+        refuse_repeated(id_bytes, self.offsets, order, source)
+        np.save(self.folder / ORDER_FILE, order)
+        del id_bytes
+        self.offsets = None
+
+
+def refuse_repeated(id_bytes: np.ndarray, offsets: np.ndarray, order: np.ndarray, source: str) -> None:
+    """Refuse an id given twice in a table of ``id_bytes`` and ``offsets`` whose rows sorted by id are ``order``.
+
+    Args:
+        id_bytes: the ids' UTF-8 bytes, one after another.
+        offsets: ``n + 1`` offsets into ``id_bytes``.
+        order: the rows in the byte order of their ids.
+        source: what the ids were read from, for the error.
+    """
     keys = _keys(id_bytes, offsets, order)
     same = np.flatnonzero(keys[1:] == keys[:-1])
     if len(same):
@@ -85,10 +145,6 @@ def write_id_table(folder: str | os.PathLike[str], id_bytes: np.ndarray, offsets
             f"{f', and {len(same) - 1} more ids repeat' if len(same) > 1 else ''}, so which is its own is unknown; "
             "index each paper once (sciembed embed writes each once)"
         )
-    folder = Path(folder)
-    np.save(folder / BYTES_FILE, np.ascontiguousarray(id_bytes, dtype=np.uint8))
-    np.save(folder / OFFSETS_FILE, np.ascontiguousarray(offsets, dtype=np.int64))
-    np.save(folder / ORDER_FILE, order)
 
 
 def encode_ids(ids: Sequence[str], start: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..io import refuse_replacing, replace_folder
 from .build import INDEX_FILE, REPORT_FILE, STORE_FILE, copy_rows, staging_folder, trained_codes, write_codes
-from .ids import IdTable, write_id_table
+from .ids import IdTable, IdTableWriter
 from .manifest import Manifest
 
 
@@ -64,12 +64,10 @@ def merge_indexes(
             store.flush()
             del store
         write_codes(staging, codes)
-        tables = [IdTable(part) for part in parts]
-        ends = np.cumsum([0] + [int(t.offsets[-1]) for t in tables])
-        offsets = np.concatenate(
-            [[0], *[np.asarray(t.offsets[1:]) + end for t, end in zip(tables, ends, strict=False)]]
-        )
-        write_id_table(staging, np.concatenate([np.asarray(t.bytes) for t in tables]), offsets, "the parts")
+        table = IdTableWriter(staging, papers)
+        for part in parts:
+            table.extend(IdTable(part))
+        table.finish("the parts")
         merged = dataclasses.replace(first, papers=papers, files={})
         report = {
             "kind": merged.kind,

@@ -25,7 +25,7 @@ import numpy as np
 from ..data.knn import unit_rows
 from ..default_model import DEFAULT_MODEL_HUB_ID
 from ..io import replace_folder
-from .blocks import open_embeddings
+from .blocks import EmbeddingSource, open_embeddings
 from .build import (
     INDEX_FILE,
     MEAN_FILE,
@@ -33,14 +33,17 @@ from .build import (
     STORE_FILE,
     add_codes,
     build_index,
-    copy_rows,
+    check_added_model,
+    grown_store,
+    link_files,
     needs_store,
     staging_folder,
-    write_codes,
+    write_index_file,
 )
 from .codes import IndexCodes, clipped_share
-from .ids import IdTable, encode_ids, write_id_table
-from .manifest import Manifest
+from .ids import FILES as ID_FILES
+from .ids import IdTable, IdTableWriter
+from .manifest import MANIFEST_FILE, Manifest
 from .model import ModelStamp, stamp_of
 from .settings import IndexSettings, parse_memory
 
@@ -126,17 +129,21 @@ class PaperIndex:
     """A paper index folder, opened for search (:meth:`load`) or written (:meth:`build`).
 
     Args:
-        folder: the index folder.
+        folder: the index folder (the first part's, for shards).
         manifest: its checked manifest.
         codes: its searchable codes.
         table: its id table.
+        parts: the opened parts, when the index is several parts served as shards.
     """
 
-    def __init__(self, folder: Path, manifest: Manifest, codes: IndexCodes, table: IdTable):
+    def __init__(
+        self, folder: Path, manifest: Manifest, codes: IndexCodes, table: IdTable, parts: Sequence[PaperIndex] = ()
+    ):
         self.folder = folder
         self.manifest = manifest
         self.codes = codes
         self.table = table
+        self.parts = list(parts)
         self._encoder: Encoder | None = None
 
     # Building and opening -------------------------------------------------------------------------------------
@@ -253,8 +260,9 @@ class PaperIndex:
         folders = [Path(folder) for folder in folders]
         manifests = [Manifest.read(folder) for folder in folders]
         check_parts(folders, manifests)
-        codes, table, manifest = stack_parts([cls.load(folder, mmap=mmap) for folder in folders], manifests)
-        return cls(folders[0], manifest, codes, table)
+        parts = [cls.load(folder, mmap=mmap) for folder in folders]
+        codes, table, manifest = stack_parts(parts, manifests)
+        return cls(folders[0], manifest, codes, table, parts)
 
     @classmethod
     def merge(
@@ -274,12 +282,13 @@ class PaperIndex:
         return cls.load(merge_indexes(parts, output, overwrite=overwrite))
 
     def check(self) -> None:
-        """Verify the sha256 of every file of the folder against the manifest.
+        """Verify the sha256 of every file of the folder (of every part, for shards) against its manifest.
 
         Raises:
             ValueError: naming the first file whose bytes changed.
         """
-        self.manifest.verify(self.folder)
+        for part in self.parts or [self]:
+            part.manifest.verify(part.folder)
 
     # What it is -----------------------------------------------------------------------------------------------
 
@@ -302,7 +311,7 @@ class PaperIndex:
         return ModelStamp.from_dict(self.manifest.model) if self.manifest.model else None
 
     def info(self) -> dict[str, Any]:
-        """Kind, papers, dimension, bytes per paper in RAM and on disk, the tuned settings, recall and model."""
+        """Kind, papers, dimension, bytes per paper in RAM and on disk, the tuned settings, recall, model and parts."""
         m = self.manifest
         model = self.model
         return {
@@ -321,7 +330,10 @@ class PaperIndex:
             "model": model.name if model else None,
             "revision": model.revision if model else None,
             "fingerprinted": bool(model and model.probe is not None),
-            "disk_bytes": sum(entry["bytes"] for entry in m.files.values()),
+            "disk_bytes": sum(
+                entry["bytes"] for part in self.parts or [self] for entry in part.manifest.files.values()
+            ),
+            "parts": [str(part.folder) for part in self.parts] or None,
         }
 
     # Search ---------------------------------------------------------------------------------------------------
@@ -355,6 +367,9 @@ class PaperIndex:
         """
         if top_k < 1:
             raise ValueError(f"top_k must be positive, got {top_k}")
+        for name, value in (("multiplier", multiplier), ("nprobe", nprobe)):
+            if value is not None and value < 1:
+                raise ValueError(f"{name} (--{name}) must be positive, got {value}; leave it out for the tuned one")
         vectors, labels, exclude = self._queries(queries, ids, encoder)
         top_k = min(top_k, len(self) - int((exclude >= 0).any()))
         rows, scores = self.codes.search(
@@ -465,74 +480,42 @@ class PaperIndex:
     # Adding ---------------------------------------------------------------------------------------------------
 
     def add(self, embeddings: str | os.PathLike[str]) -> AddReport:
-        """Append the papers of another embedding output; the folder is rewritten atomically.
+        """Append the papers of another embedding output; the folder is replaced atomically.
 
         Flat kinds append codes as a rebuild would; IVF kinds assign them to the trained cells. The tuned
-        multiplier and probes are kept (:attr:`Manifest.tuned_papers` says at what size they were tuned).
+        multiplier and probes are kept (:attr:`Manifest.tuned_papers` says at what size they were tuned). The new
+        version of the folder is written beside it: the files that change are written there, the others linked, and
+        the two folders are swapped in one step, so a failure leaves the old index as it was.
 
         Args:
             embeddings: a ``sciembed embed`` output of the new papers.
 
         Raises:
-            ValueError: ids already indexed or given twice (named), or vectors of another dimension.
+            ValueError: ids already indexed or given twice (named), vectors of another dimension or model, or bad
+                vectors (named); all before any code is added.
         """
-        import faiss
-
-        if getattr(self.codes, "parts", None):
+        if self.parts:
             raise ValueError(
                 f"{self.folder} and the other parts are open as shards: add the papers to one part "
                 "(PaperIndex.load(part).add(...)), then open the shards again"
             )
         source = open_embeddings(embeddings)
         if source.dim != self.dim:
-            raise ValueError(f"{source.path}: vectors of size {source.dim}, {self.folder} holds size {self.dim}")
-        new_ids = [paper_id for ids, _ in source.blocks() for paper_id in ids]
-        present = [paper_id for paper_id, row in zip(new_ids, self.table.rows_of(new_ids), strict=True) if row >= 0]
-        if present:
             raise ValueError(
-                f"{source.path}: {len(present)} paper(s) are already in {self.folder}: {_named(present)}; leave them "
-                "out of the papers to add (an index holds each paper once)"
+                f"{source.path}: vectors of size {source.dim}, {self.folder} holds size {self.dim}: add vectors of "
+                "the model that embedded the index"
             )
+        check_added_model(source, self.model, self.folder)
+        old = self.manifest.papers
         staging = staging_folder(self.folder)
         try:
-            for path in self.folder.iterdir():
-                if path.is_file():
-                    shutil.copy2(path, staging / path.name)
-            old = self.manifest.papers
-            path = str(self.folder / INDEX_FILE)
-            read = faiss.read_index_binary if self.kind == "binary" else faiss.read_index
-            codes = IndexCodes(
-                self.kind, read(path), ranges=self.codes.ranges, mean=self.codes.mean, ivf=self.codes.ivf
-            )
-            if needs_store(codes):
-                codes.store = np.lib.format.open_memmap(
-                    staging / STORE_FILE, mode="w+", dtype=np.int8, shape=(old + source.count, self.dim)
-                )
-                copy_rows(codes.store, self.codes.store, 0)
-            clipped = outside = 0
-            start = old
-            for _, vectors in source.blocks():
-                add_codes(codes, vectors, start)
-                if codes.ranges is not None:
-                    outside += clipped_share(vectors, codes.ranges) * vectors.size
-                    clipped += vectors.size
-                start += len(vectors)
-            if codes.store is not None:
-                codes.store.flush()
-            write_codes(staging, codes)
-            data, ends = encode_ids(new_ids, int(self.table.offsets[-1]))
-            write_id_table(
-                staging,
-                np.concatenate([np.asarray(self.table.bytes), data]),
-                np.concatenate([np.asarray(self.table.offsets), ends]),
-                str(source.path),
-            )
+            self._write_added_ids(source, staging)
+            share = self._write_added_codes(source, staging)
+            link_files(self.folder, staging, skip={INDEX_FILE, STORE_FILE, MANIFEST_FILE, *ID_FILES})
             dataclasses.replace(self.manifest, papers=old + source.count).write(staging)
-            del codes
             replace_folder(staging, self.folder)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-        share = outside / clipped if clipped else None
         reopened = PaperIndex.load(self.folder)
         self.manifest, self.codes, self.table = reopened.manifest, reopened.codes, reopened.table
         if share:
@@ -540,3 +523,46 @@ class PaperIndex:
                 "%.4f of the added vectors' components lie outside the calibrated int8 ranges and were clipped", share
             )
         return AddReport(source.count, len(self), share)
+
+    def _write_added_ids(self, source: EmbeddingSource, staging: Path) -> None:
+        """Write the id table of the index and the new papers into ``staging``, refusing ids already indexed."""
+        table = IdTableWriter(staging, len(self.table) + source.count)
+        table.extend(self.table)
+        present: list[str] = []
+        for ids, _ in source.blocks():  # the vectors are checked here, before any code is added
+            present += [paper_id for paper_id, row in zip(ids, self.table.rows_of(ids), strict=True) if row >= 0]
+            table.append(ids)
+        if present:
+            raise ValueError(
+                f"{source.path}: {len(present)} paper(s) are already in {self.folder}: {_named(present)}; leave them "
+                "out of the papers to add (an index holds each paper once)"
+            )
+        table.finish(str(source.path))
+
+    def _write_added_codes(self, source: EmbeddingSource, staging: Path) -> float | None:
+        """Write the faiss index and the store with the new papers' codes into ``staging``; the share clipped."""
+        import faiss
+
+        old = self.manifest.papers
+        read = faiss.read_index_binary if self.kind == "binary" else faiss.read_index
+        codes = IndexCodes(
+            self.kind,
+            read(str(self.folder / INDEX_FILE)),
+            ranges=self.codes.ranges,
+            mean=self.codes.mean,
+            ivf=self.codes.ivf,
+        )
+        if needs_store(codes):
+            codes.store = grown_store(self.folder / STORE_FILE, staging / STORE_FILE, old + source.count)
+        outside = components = 0
+        start = old
+        for _, vectors in source.blocks():
+            add_codes(codes, vectors, start)
+            if codes.ranges is not None:
+                outside += clipped_share(vectors, codes.ranges) * vectors.size
+                components += vectors.size
+            start += len(vectors)
+        if codes.store is not None:
+            codes.store.flush()
+        write_index_file(staging, codes)
+        return outside / components if components else None
