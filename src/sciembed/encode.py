@@ -21,7 +21,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -51,6 +51,7 @@ from .io import check_finite
 from .logs import progress_enabled
 from .onnx_backend import BACKENDS, Backend, OnnxBackend, Quantization
 from .quantization import OutputPrecision, calibration_ranges, check_precision, load_ranges, quantize
+from .removed import removed_message
 from .similarity import SimilarityName, check_similarity_name
 from .similarity import similarity as _similarity
 from .similarity import similarity_pairwise as _similarity_pairwise
@@ -310,6 +311,16 @@ class Encoder(ABC):
             A float32 tensor ``(n,)``.
         """
         return _similarity_pairwise(embeddings1, embeddings2, self.similarity_fn_name)
+
+    def push_to_hub(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Removed: publish with :func:`sciembed.hub.push.push_to_hub` ``(encoder, repo_id)``.
+
+        Args:
+            args, kwargs: not used.
+        """
+        raise AttributeError(
+            removed_message("sciembed.Encoder", "push_to_hub", "sciembed.hub.push.push_to_hub(encoder, repo_id)")
+        )
 
     def get_embedding_dimension(self) -> int:
         """The size of the vectors :meth:`encode` returns (measured once on a short text)."""
