@@ -38,7 +38,14 @@ from .checkpoint_files import (
     transformer_folder,
     transformer_path,
 )
-from .checkpoint_hub import check_model_location, check_module_chain, load_errors_named, named_as, resolve_model
+from .checkpoint_hub import (
+    check_model_location,
+    check_module_chain,
+    hub_folder_with,
+    load_errors_named,
+    named_as,
+    resolve_model,
+)
 from .checkpoint_weights import check_weights_fit
 from .checkpoints import check_remote_code, check_tokenizer
 from .data.papers import TEXT_FIELDS, paper_inputs, paper_text
@@ -118,8 +125,9 @@ class Encoder(ABC):
     def from_pretrained(cls, name_or_path: str | os.PathLike[str] | None = None, **options: Any) -> Encoder:
         """Load the encoder a local folder or Hub id holds: every entry point that takes a model name loads it here.
 
-        A folder holding ``sciembed_ensemble.json`` loads as an :class:`~sciembed.encoders.EnsembleEncoder`, its
-        members each with ``options``; anything else as a :class:`PaperEncoder`.
+        A folder or Hub repository (at ``revision``) holding ``sciembed_ensemble.json`` loads as an
+        :class:`~sciembed.encoders.EnsembleEncoder`, its members each with ``options``; anything else as a
+        :class:`PaperEncoder`.
 
         Args:
             name_or_path: a local folder or a Hub id (default: the embedded all-MiniLM-L6-v2).
@@ -152,9 +160,16 @@ class Encoder(ABC):
                 f"{cls.__name__}(sciembed.Encoder.from_pretrained(name), ...)"
             )
         if name_or_path is not None:
+            hub = {name: options[name] for name in ("revision", "token", "cache_dir") if name in options}
             for file, kind in Encoder._folder_kinds.items():
                 if (Path(name_or_path) / file).is_file():
                     return kind.from_pretrained(name_or_path, **options)
+                folder = hub_folder_with(
+                    str(name_or_path), file, local_files_only=options.get("local_files_only", False), **hub
+                )
+                if folder is not None:  # a Hub repository holding the file: its snapshot, at the revision asked
+                    with named_as(str(name_or_path), folder):
+                        return kind.from_pretrained(folder, **{k: v for k, v in options.items() if k != "revision"})
         return PaperEncoder.from_pretrained(name_or_path, **options)
 
     @property
