@@ -853,7 +853,7 @@ class PaperEncoder(Encoder):
                 if self._onnx is not None:
                     embeddings = self._onnx.session(self)(features)
                 else:
-                    embeddings = self.forward(features).float().cpu().numpy()
+                    embeddings = self._float32(self.forward(features))
                 check_finite(
                     embeddings,
                     lambda bad, rows=rows: [_paper_name(papers, i) for i in rows[bad]],
@@ -865,6 +865,21 @@ class PaperEncoder(Encoder):
                 vectors[rows] = embeddings
                 progress.update(len(rows))
         return vectors
+
+    def _float32(self, embeddings: torch.Tensor) -> np.ndarray:
+        """A batch of the model's vectors as float32; unit vectors computed in a lower dtype made unit length again.
+
+        Args:
+            embeddings: the output of :meth:`forward`.
+        """
+        import torch
+
+        embeddings = embeddings.float()
+        if embeddings.dtype != self.transformer.dtype and not self.facets:
+            modules = list(self._sentence_transformer or ())
+            if self.normalize or any(type(module).__name__ == "Normalize" for module in modules):
+                embeddings = torch.nn.functional.normalize(embeddings, dim=-1)
+        return embeddings.cpu().numpy()
 
     def _longest_first(self, texts: list[str]) -> np.ndarray:
         lengths = np.empty(len(texts), dtype=np.int64)
