@@ -1273,15 +1273,19 @@ class _Embedder:
 
 
 def test_bf16_training_runs_under_the_cpu_autocast_and_keeps_float32_weights(tiny_bert, tmp_path, monkeypatch, caplog):
-    """bf16=True (--set bf16=true) trains in bf16 autocast, with float32 master weights and a finite loss; without a
-    CUDA GPU it needs use_cpu=True, and the run says so before the model loads."""
+    """bf16=True (--set bf16=true) trains in bf16 autocast, with float32 master weights (from a base stored in fp16
+    too) and a finite loss; without a CUDA GPU it needs use_cpu=True, and the run says so before the model loads."""
+    from transformers import AutoModel, AutoTokenizer
+
     from sciembed.cli import main
     from sciembed.training.run import prepare
 
     data = write_s2orc(tmp_path / "papers.jsonl")
+    AutoModel.from_pretrained(tiny_bert, dtype=torch.float16).save_pretrained(tmp_path / "fp16")
+    AutoTokenizer.from_pretrained(tiny_bert).save_pretrained(tmp_path / "fp16")
     run = prepare(
         "specter",
-        tiny_bert,
+        tmp_path / "fp16",
         data,
         tmp_path / "out",
         {**TINY_RUN, "save_strategy": "no", "bf16": True, "use_cpu": True},
