@@ -170,3 +170,15 @@ def test_a_file_without_a_stamp_is_scored_with_a_warning_and_takes_the_model_for
     assert json.loads((tmp_path / "r.json").read_text())["model"] == f"vectors read from {vectors}"
     queries = ["--queries", str(own_files / "queries.jsonl"), "--model", str(tiny_bert)]
     assert main(_retrieval(own_files, "--embeddings", str(vectors), *queries)) == 0, caplog.text
+
+
+def test_vectors_embedded_from_other_fields_than_a_task_reads_are_named(tiny_bert, own_files, tmp_path, caplog):
+    papers, vectors = own_files / "papers.jsonl", tmp_path / "vectors.npy"
+    embed = ["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(vectors)]
+    assert main([*embed, "--text-fields", "title"]) == 0
+    caplog.clear()
+    assert main(_retrieval(own_files, "--embeddings", str(vectors))) == 0
+    assert (
+        f"retrieval qrels reads papers as title + abstract, but the vectors of {vectors} were embedded from title"
+        in (caplog.text)
+    )

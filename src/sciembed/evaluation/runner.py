@@ -439,6 +439,17 @@ def evaluate_embeddings(
     started = time.perf_counter()
     stamp = checked_sidecar(embeddings)
     roles = {id(task): _model_roles(task) for task in suite.tasks}
+    if stamp is not None and stamp.text_fields:
+        for task in suite.tasks:
+            if "documents" not in roles[id(task)] and tuple(task.fields) != stamp.text_fields:
+                logger.warning(
+                    "%s %s reads papers as %s, but the vectors of %s were embedded from %s",
+                    suite.benchmark,
+                    task.name,
+                    " + ".join(task.fields),
+                    embeddings,
+                    " + ".join(stamp.text_fields),
+                )
     if stamp is None and model is None:
         for task in suite.tasks:
             _refuse_unstamped(suite, task, roles[id(task)], embeddings)
