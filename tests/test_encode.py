@@ -171,3 +171,35 @@ def test_embedded_model_matches_sentence_transformers(minilm_encoder):
     np.testing.assert_allclose(minilm_encoder.encode(PAPERS, show_progress_bar=False), expected, atol=1e-4, rtol=0)
     with pytest.raises(ValueError, match="sentence-transformers model tokenizes and pools with its own modules"):
         PaperEncoder(st, pooling="cls")
+
+
+def test_an_ensemble_in_the_hub_cache_loads_as_an_ensemble_offline(tiny_bert, tmp_path):
+    """A Hub repository holding sciembed_ensemble.json (models--ORG--NAME/snapshots/REV, refs/main) is an ensemble,
+    at the revision asked, read from the Hub cache given; a repository or revision without it is one model."""
+    import shutil
+
+    import huggingface_hub.constants
+
+    from sciembed.encoders import EnsembleEncoder, save_ensemble
+
+    hub, main, other = tmp_path / "hub", "a" * 40, "b" * 40  # a revision of 40 hex digits is a commit
+    ensemble_snapshot = hub / "models--org--ens" / "snapshots" / main
+    for member in ("a", "b"):
+        shutil.copytree(tiny_bert, ensemble_snapshot / member)
+    save_ensemble(ensemble_snapshot, [ensemble_snapshot / "a", ensemble_snapshot / "b"])
+    shutil.copytree(tiny_bert, hub / "models--org--ens" / "snapshots" / other)  # one model at another revision
+    shutil.copytree(tiny_bert, hub / "models--org--tiny" / "snapshots" / main)
+    for name in ("ens", "tiny"):
+        (hub / f"models--org--{name}" / "refs").mkdir()
+        (hub / f"models--org--{name}" / "refs" / "main").write_text(main)
+    assert huggingface_hub.constants.HF_HUB_OFFLINE
+    ensemble = sciembed.Encoder.from_pretrained("org/ens", cache_dir=hub, device="cpu")
+    assert isinstance(ensemble, EnsembleEncoder) and len(ensemble.members) == 2
+    vector = ensemble.encode("graph memory")
+    np.testing.assert_allclose(vector, sciembed.Encoder.from_pretrained(tiny_bert).encode("graph memory"), atol=1e-6)
+    assert isinstance(sciembed.Encoder.from_pretrained("org/ens", revision=main, cache_dir=hub), EnsembleEncoder)
+    one = sciembed.Encoder.from_pretrained("org/ens", revision=other, cache_dir=hub)
+    assert isinstance(one, sciembed.PaperEncoder) and one.revision == other
+    assert isinstance(sciembed.Encoder.from_pretrained("org/tiny", cache_dir=hub), sciembed.PaperEncoder)
+    with pytest.raises(FileNotFoundError, match="org/ens: no such model folder here"):
+        sciembed.Encoder.from_pretrained("org/ens", revision="f" * 40, cache_dir=hub)

@@ -1,6 +1,7 @@
 """`sciembed evaluate --embeddings` (``evaluate(..., embeddings=...)``) scores the vectors `sciembed embed` wrote: the
 same numbers as `evaluate --model` on the same papers, and a clear refusal where the file cannot hold what a task
-needs (text queries, papers without a vector, two vectors for one paper, a model or encoder option beside it)."""
+needs (papers without a vector, two vectors for one paper, an encoder option without the model); what the file cannot
+hold is embedded by the model its stamp names, and a model given must be that model."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def test_evaluate_embeddings_equals_evaluate_model_in_python(tiny_encoder, own_f
         embedded = evaluate(tiny_encoder, benchmark, data, use_cache=False, show_progress_bar=False, **common)
         read = evaluate(None, benchmark, data, embeddings=vectors, **common)
         assert read.results[0].metrics == pytest.approx(embedded.results[0].metrics, abs=1e-4)
-        assert read.model == f"vectors read from {vectors}" and read.settings["embeddings"] == str(vectors)
+        assert read.model == embedded.model and read.settings["embeddings"] == str(vectors)
         assert read.inputs["papers"] == embedded.inputs["papers"] == {"papers.jsonl": file_sha256(common["papers"])}
         assert {name: sorted(files) for name, files in read.inputs.items() if name.startswith("embeddings")} == {
             ".npy": {"embeddings": ["vectors.npy"], "embeddings_ids": ["vectors.ids.json"]},
@@ -89,22 +90,14 @@ def test_what_an_embedding_file_cannot_hold_is_refused_before_scoring(tiny_bert,
     command += ["--papers", str(own_files / "papers.jsonl")]
     cases = [
         (["--embeddings", str(tmp_path / "short.jsonl")], "has no vector for 1 of the 30 papers of retrieval"),
-        (["--embeddings", str(tmp_path / "all.npy"), "--queries", str(own_files / "queries.jsonl")], "text queries"),
-        (["--embeddings", str(tmp_path / "all.npy"), "--model", str(tiny_bert)], "--model: with --embeddings"),
+        (["--embeddings", str(tmp_path / "all.npy"), "--queries", str(own_files / "queries.jsonl")], "no model stamp"),
         (["--embeddings", str(tmp_path / "all.npy"), "--max-length", "16"], "--max-length: with --embeddings"),
+        (["--embeddings", str(tmp_path / "all.npy"), "--model", str(tiny_bert), "--text-fields", "title"], "fixed"),
     ]
     for extra, message in cases:
         caplog.clear()
         assert main([*command, *extra]) == 2, extra
         assert message in caplog.text and "Traceback" not in caplog.text, caplog.text
-    with pytest.raises(ValueError, match="not both|nothing is embedded"):
-        evaluate(
-            str(tiny_bert),
-            "retrieval",
-            own_files / "qrels.tsv",
-            papers=own_files / "papers.jsonl",
-            embeddings=tmp_path / "all.npy",
-        )
 
 
 def test_an_embedding_file_giving_a_paper_two_vectors_or_two_sizes_is_refused(tmp_path):
@@ -119,3 +112,73 @@ def test_an_embedding_file_giving_a_paper_two_vectors_or_two_sizes_is_refused(tm
     write_embeddings(tmp_path / "parts" / "part-00001.parquet", [(["b"], np.ones((1, 4), np.float32))], total=1, dim=4)
     with pytest.raises(ValueError, match="part-00001.parquet: vectors of size 4, part-00000.parquet holds size 3"):
         read_embeddings(tmp_path / "parts")
+
+
+# The model that made the vectors: the stamp beside the file -------------------------------------------------------
+
+
+def _retrieval(own_files: Path, *extra: str) -> list[str]:
+    command = ["evaluate", "--benchmark", "retrieval", "--data", str(own_files / "qrels.tsv"), "--no-cache"]
+    return [*command, "--papers", str(own_files / "papers.jsonl"), "--no-progress", *extra]
+
+
+def test_text_queries_are_embedded_by_the_stamped_model_with_the_numbers_of_evaluate_model(
+    tiny_bert, own_files, tmp_path, caplog
+):
+    papers, vectors = own_files / "papers.jsonl", tmp_path / "vectors.npy"
+    assert main(["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(vectors)]) == 0
+    queries = ["--queries", str(own_files / "queries.jsonl")]
+    assert main(_retrieval(own_files, *queries, "--model", str(tiny_bert), "--output", str(tmp_path / "m.json"))) == 0
+    assert (
+        main(_retrieval(own_files, *queries, "--embeddings", str(vectors), "--output", str(tmp_path / "f.json"))) == 0
+    )
+    model, read = (json.loads((tmp_path / name).read_text()) for name in ("m.json", "f.json"))
+    assert [r["value"] for r in read["results"]] == pytest.approx([r["value"] for r in model["results"]], abs=1e-4)
+    assert read["model"] == model["model"] == str(tiny_bert)
+    assert read["settings"]["revision"] == model["settings"]["revision"]
+    assert read["embedding"]["model_stamp"]["name"] == str(tiny_bert) and read["embedding"]["texts_encoded"] == 1
+
+
+def test_a_model_other_than_the_stamped_one_is_refused_naming_both(tiny_bert, own_files, tmp_path, caplog):
+    papers, vectors = own_files / "papers.jsonl", tmp_path / "vectors.jsonl"
+    assert main(["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(vectors)]) == 0
+    caplog.clear()
+    other = ["--model", str(tiny_bert), "--pooling", "mean"]
+    assert main(_retrieval(own_files, "--embeddings", str(vectors), *other)) == 2
+    assert f"{vectors} was embedded with {tiny_bert}" in caplog.text and "but the model given" in caplog.text
+    assert "Traceback" not in caplog.text
+    with pytest.raises(ValueError, match="embeds a probe paper differently"):
+        evaluate(
+            lambda: __import__("sciembed").Encoder.from_pretrained(tiny_bert, pooling="mean"),
+            "retrieval",
+            own_files / "qrels.tsv",
+            papers=papers,
+            queries=own_files / "queries.jsonl",
+            embeddings=vectors,
+        )
+
+
+def test_a_file_without_a_stamp_is_scored_with_a_warning_and_takes_the_model_for_queries(
+    tiny_bert, own_files, tmp_path, caplog
+):
+    papers, vectors = own_files / "papers.jsonl", tmp_path / "vectors.npy"
+    assert main(["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(vectors)]) == 0
+    (tmp_path / "vectors.npy.meta.json").unlink()
+    caplog.clear()
+    assert main(_retrieval(own_files, "--embeddings", str(vectors), "--output", str(tmp_path / "r.json"))) == 0
+    assert "has no model stamp (vectors.npy.meta.json" in caplog.text and "cannot be checked" in caplog.text
+    assert json.loads((tmp_path / "r.json").read_text())["model"] == f"vectors read from {vectors}"
+    queries = ["--queries", str(own_files / "queries.jsonl"), "--model", str(tiny_bert)]
+    assert main(_retrieval(own_files, "--embeddings", str(vectors), *queries)) == 0, caplog.text
+
+
+def test_vectors_embedded_from_other_fields_than_a_task_reads_are_named(tiny_bert, own_files, tmp_path, caplog):
+    papers, vectors = own_files / "papers.jsonl", tmp_path / "vectors.npy"
+    embed = ["embed", "--model", str(tiny_bert), "--input", str(papers), "--output", str(vectors)]
+    assert main([*embed, "--text-fields", "title"]) == 0
+    caplog.clear()
+    assert main(_retrieval(own_files, "--embeddings", str(vectors))) == 0
+    assert (
+        f"retrieval qrels reads papers as title + abstract, but the vectors of {vectors} were embedded from title"
+        in (caplog.text)
+    )

@@ -134,6 +134,18 @@ def test_resume_is_keyed_by_the_encoder_not_its_path(tiny_bert, tmp_path, caplog
     assert "differs in encoder_fingerprint" in caplog.text and not output.exists()
 
 
+def test_resume_by_another_model_is_refused_naming_both(tiny_bert, tmp_path, caplog, monkeypatch):
+    papers, output = _jsonl(tmp_path / "papers.jsonl"), tmp_path / "out.npy"
+    command = ["embed", "--input", str(papers), "--output", str(output), "--shard-size", "4", "--no-progress"]
+    counting_encodes(monkeypatch, fail_on_call=2)
+    with pytest.raises(Interrupt):
+        main([*command, "--model", str(tiny_bert), "--no-cache"])
+    monkeypatch.undo()
+    assert main([*command, "--resume"]) == 2  # the embedded default model
+    assert f"it was embedding with {tiny_bert} (revision None), this run with " in caplog.text
+    assert "resume with the model it was started with" in caplog.text and not output.exists()
+
+
 # 4. Embedding cache shards of the wrong width or changed in place -----------------------------------------
 
 

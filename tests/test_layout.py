@@ -47,6 +47,7 @@ LAYERS = (
             "sciembed.distributed",
             "sciembed.logs",
             "sciembed.quantization",
+            "sciembed.removed",
             "sciembed.similarity",
         ),
     ),

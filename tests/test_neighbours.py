@@ -231,6 +231,20 @@ def test_vectors_from_an_embedding_file_and_citation_links(tmp_path, monkeypatch
         sciembed.neighbours("some-model", path, embeddings=embeddings)
 
 
+def test_vectors_from_a_file_name_the_stamped_model_or_warn_without_a_stamp(tiny_encoder, tmp_path, caplog):
+    from sciembed.jobs.embed import embed_to_file
+
+    path = tmp_path / "papers.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in _papers(6, seed=1)))
+    embeddings = embed_to_file(tiny_encoder, path, tmp_path / "vectors.npy", show_progress_bar=False).output
+    result = sciembed.neighbours(papers=path, embeddings=embeddings, top_k=2)
+    assert result.model == tiny_encoder.name_or_path and "cannot be checked" not in caplog.text
+    (tmp_path / "vectors.npy.meta.json").unlink()
+    result = sciembed.neighbours(papers=path, embeddings=embeddings, top_k=2)
+    assert result.model == f"vectors read from {embeddings}"
+    assert "has no model stamp (vectors.npy.meta.json" in caplog.text and "cannot be checked" in caplog.text
+
+
 def test_a_smart_collection_is_a_papers_input_and_named_by_its_path(tmp_path, monkeypatch):
     """A SMART collection that is not CACM (CISI's weights in the .X middle column, read with smart_links="all")."""
     monkeypatch.setattr(sciembed.Encoder, "from_pretrained", lambda *a, **k: pytest.fail("no model"))

@@ -172,6 +172,30 @@ def test_a_bfloat16_model_gives_float32_vectors_close_to_float32(tiny_bert):
     assert cosines.min() > 0.99
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_half_precision_model_gives_float32_unit_vectors_in_every_output_path(tiny_st_base, dtype):
+    """The dtype reaches the weights; numpy, tensor, one text, ensemble and windows give float32, a normalising
+    model's vectors are unit length in float32, and the quantized precisions are those of the float32 vectors."""
+    from sciembed.encoders import EnsembleEncoder, WindowedEncoder, WindowSettings
+
+    half = sciembed.Encoder.from_pretrained(tiny_st_base, device="cpu", model_kwargs={"torch_dtype": dtype})
+    assert half.transformer.dtype == getattr(torch, dtype)
+    long_paper = {"paper_id": "p", "title": "graphs", "abstract": " ".join(TEXTS * 12)}
+    outputs = {
+        "numpy": half.encode(TEXTS),
+        "one text": half.encode(TEXTS[0]),
+        "tensor": half.encode(TEXTS, convert_to_tensor=True).numpy(),
+        "ensemble": EnsembleEncoder([half, half]).encode(TEXTS),
+        "windows": WindowedEncoder(half, WindowSettings(window=16, overlap=4)).encode([long_paper]),
+    }
+    for name, vectors in outputs.items():
+        assert vectors.dtype == np.float32, name
+        np.testing.assert_allclose(np.linalg.norm(vectors, axis=-1), 1, atol=1e-5, err_msg=name)
+    for precision in ("binary", "ubinary"):
+        expected = quantize_embeddings(outputs["numpy"], precision=precision)
+        np.testing.assert_array_equal(half.encode(TEXTS, precision=precision), expected)
+
+
 def test_the_top_level_functions_load_a_model_once(tiny_bert, monkeypatch):
     loads = []
     original = PaperEncoder.from_pretrained.__func__

@@ -1270,3 +1270,36 @@ class _Embedder:
         model.eval()
         features = self.trainer.data_collator.tokenize(papers)
         return self.trainer.embed(model, features, task_format)[1]
+
+
+def test_bf16_training_runs_under_the_cpu_autocast_and_keeps_float32_weights(tiny_bert, tmp_path, monkeypatch, caplog):
+    """bf16=True (--set bf16=true) trains in bf16 autocast, with float32 master weights (from a base stored in fp16
+    too) and a finite loss; without a CUDA GPU it needs use_cpu=True, and the run says so before the model loads."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from sciembed.cli import main
+    from sciembed.training.run import prepare
+
+    data = write_s2orc(tmp_path / "papers.jsonl")
+    AutoModel.from_pretrained(tiny_bert, dtype=torch.float16).save_pretrained(tmp_path / "fp16")
+    AutoTokenizer.from_pretrained(tiny_bert).save_pretrained(tmp_path / "fp16")
+    run = prepare(
+        "specter",
+        tmp_path / "fp16",
+        data,
+        tmp_path / "out",
+        {**TINY_RUN, "save_strategy": "no", "bf16": True, "use_cpu": True},
+    )
+    seen = []
+    linear = next(m for m in run.trainer.model.modules() if isinstance(m, torch.nn.Linear))
+    linear.register_forward_hook(lambda module, args, output: seen.append(output.dtype))
+    result = run.trainer.train()
+    assert run.trainer.args.bf16 and seen and set(seen) == {torch.bfloat16}  # matrix products in bf16
+    assert np.isfinite(result.training_loss) and result.global_step == 2
+    assert {p.dtype for p in run.trainer.model.parameters()} == {torch.float32}
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    command = ["train", "--recipe", "specter", "--base", str(tiny_bert), "--data", str(data), "--set", "bf16=true"]
+    assert main([*command, "--output", str(tmp_path / "cpu")]) == 2
+    assert "no CUDA GPU here" in caplog.text and "--set use_cpu=true" in caplog.text
+    assert "Traceback" not in caplog.text and not (tmp_path / "cpu" / "model").exists()

@@ -114,6 +114,46 @@ def resolve_model(
     return folder, _snapshot_commit(Path(folder))
 
 
+def hub_folder_with(
+    name: str,
+    filename: str,
+    *,
+    revision: str | None = None,
+    token: str | bool | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    local_files_only: bool = False,
+) -> str | None:
+    """The snapshot folder of the Hub repository ``name`` when the repository holds ``filename``, else ``None``.
+
+    The file is looked up first (from the cache, or one download); only a repository that has it is fetched whole.
+
+    Args:
+        name: a Hub id (a local folder gives ``None``).
+        filename: the file to look for at the repository's root.
+        revision, token, cache_dir, local_files_only: as for :func:`resolve_model`.
+    """
+    path = Path(name).expanduser()
+    if path.exists() or broken_link(path) is not None or _looks_local(name):
+        return None
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, HFValidationError
+
+    try:
+        hf_hub_download(
+            name,
+            filename,
+            revision=revision,
+            token=token,
+            cache_dir=cache_dir,
+            local_files_only=hub_offline() or local_files_only,
+        )
+    except (EntryNotFoundError, HFValidationError, HfHubHTTPError):
+        return None  # no such file; a repository or revision that is not there is named by resolve_model
+    return resolve_model(name, revision=revision, token=token, cache_dir=cache_dir, local_files_only=local_files_only)[
+        0
+    ]
+
+
 @contextlib.contextmanager
 def named_as(given: str, folder: str):
     """Errors about the Hub snapshot ``folder`` told with the Hub id ``given`` the user wrote, as when it was read

@@ -21,7 +21,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -38,7 +38,14 @@ from .checkpoint_files import (
     transformer_folder,
     transformer_path,
 )
-from .checkpoint_hub import check_model_location, check_module_chain, load_errors_named, named_as, resolve_model
+from .checkpoint_hub import (
+    check_model_location,
+    check_module_chain,
+    hub_folder_with,
+    load_errors_named,
+    named_as,
+    resolve_model,
+)
 from .checkpoint_weights import check_weights_fit
 from .checkpoints import check_remote_code, check_tokenizer
 from .data.papers import TEXT_FIELDS, paper_inputs, paper_text
@@ -51,6 +58,7 @@ from .io import check_finite
 from .logs import progress_enabled
 from .onnx_backend import BACKENDS, Backend, OnnxBackend, Quantization
 from .quantization import OutputPrecision, calibration_ranges, check_precision, load_ranges, quantize
+from .removed import removed_message
 from .similarity import SimilarityName, check_similarity_name
 from .similarity import similarity as _similarity
 from .similarity import similarity_pairwise as _similarity_pairwise
@@ -117,8 +125,9 @@ class Encoder(ABC):
     def from_pretrained(cls, name_or_path: str | os.PathLike[str] | None = None, **options: Any) -> Encoder:
         """Load the encoder a local folder or Hub id holds: every entry point that takes a model name loads it here.
 
-        A folder holding ``sciembed_ensemble.json`` loads as an :class:`~sciembed.encoders.EnsembleEncoder`, its
-        members each with ``options``; anything else as a :class:`PaperEncoder`.
+        A folder or Hub repository (at ``revision``) holding ``sciembed_ensemble.json`` loads as an
+        :class:`~sciembed.encoders.EnsembleEncoder`, its members each with ``options``; anything else as a
+        :class:`PaperEncoder`.
 
         Args:
             name_or_path: a local folder or a Hub id (default: the embedded all-MiniLM-L6-v2).
@@ -151,9 +160,16 @@ class Encoder(ABC):
                 f"{cls.__name__}(sciembed.Encoder.from_pretrained(name), ...)"
             )
         if name_or_path is not None:
+            hub = {name: options[name] for name in ("revision", "token", "cache_dir") if name in options}
             for file, kind in Encoder._folder_kinds.items():
                 if (Path(name_or_path) / file).is_file():
                     return kind.from_pretrained(name_or_path, **options)
+                folder = hub_folder_with(
+                    str(name_or_path), file, local_files_only=options.get("local_files_only", False), **hub
+                )
+                if folder is not None:  # a Hub repository holding the file: its snapshot, at the revision asked
+                    with named_as(str(name_or_path), folder):
+                        return kind.from_pretrained(folder, **{k: v for k, v in options.items() if k != "revision"})
         return PaperEncoder.from_pretrained(name_or_path, **options)
 
     @property
@@ -310,6 +326,16 @@ class Encoder(ABC):
             A float32 tensor ``(n,)``.
         """
         return _similarity_pairwise(embeddings1, embeddings2, self.similarity_fn_name)
+
+    def push_to_hub(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Removed: publish with :func:`sciembed.hub.push.push_to_hub` ``(encoder, repo_id)``.
+
+        Args:
+            args, kwargs: not used.
+        """
+        raise AttributeError(
+            removed_message("sciembed.Encoder", "push_to_hub", "sciembed.hub.push.push_to_hub(encoder, repo_id)")
+        )
 
     def get_embedding_dimension(self) -> int:
         """The size of the vectors :meth:`encode` returns (measured once on a short text)."""
@@ -827,7 +853,7 @@ class PaperEncoder(Encoder):
                 if self._onnx is not None:
                     embeddings = self._onnx.session(self)(features)
                 else:
-                    embeddings = self.forward(features).float().cpu().numpy()
+                    embeddings = self._float32(self.forward(features))
                 check_finite(
                     embeddings,
                     lambda bad, rows=rows: [_paper_name(papers, i) for i in rows[bad]],
@@ -839,6 +865,21 @@ class PaperEncoder(Encoder):
                 vectors[rows] = embeddings
                 progress.update(len(rows))
         return vectors
+
+    def _float32(self, embeddings: torch.Tensor) -> np.ndarray:
+        """A batch of the model's vectors as float32; unit vectors computed in a lower dtype made unit length again.
+
+        Args:
+            embeddings: the output of :meth:`forward`.
+        """
+        import torch
+
+        embeddings = embeddings.float()
+        if embeddings.dtype != self.transformer.dtype and not self.facets:
+            modules = list(self._sentence_transformer or ())
+            if self.normalize or any(type(module).__name__ == "Normalize" for module in modules):
+                embeddings = torch.nn.functional.normalize(embeddings, dim=-1)
+        return embeddings.cpu().numpy()
 
     def _longest_first(self, texts: list[str]) -> np.ndarray:
         lengths = np.empty(len(texts), dtype=np.int64)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..data.judgements import QRELS_COLUMNS
 from ..evaluation.names import BENCHMARK_LAYOUTS, BENCHMARK_NAMES, layouts_text
-from .options import HelpFormatter, add_options, encoder_from_args, refuse_model_options
+from .options import CACHE_OPTIONS, HelpFormatter, add_options, encoder_from_args, refuse_model_options
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +42,9 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         "--embeddings",
         help="score the vectors of this file instead of embedding with --model: .jsonl / .npy (+ .ids.json) / "
         ".parquet, or a folder of Parquet parts, as `sciembed embed` writes; it must hold every paper the tasks name. "
-        "For tasks whose inputs are papers (classification, retrieval without --queries, cacm cite and categories, "
-        "scidocs' proximity and classification tasks); tasks with text queries are refused, named",
+        "Text queries and other inputs that are not papers are embedded with the model named in the file's stamp "
+        "(FILE.meta.json, written by embed); a --model given must be that model (checked), and a file without a "
+        "stamp needs --model for them",
     )
     parser.add_argument(
         "--benchmark",
@@ -177,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
     if args.embeddings is not None:
         check_input(args.embeddings, "--embeddings", "any")
         _refuse_encoder_options(args)
-    elif not args.no_cache:
+    if not args.no_cache:
         check_cache_dir(args.cache_dir)
     for option, path, kind in (("--papers", args.papers, "any"), ("--queries", args.queries, "file")):
         if path is not None:
@@ -224,17 +225,18 @@ def run(args: argparse.Namespace) -> int:
         )  # a papers file's checked
     check_text_fields(suite, args.text_fields)
     set_cutoffs(suite, args.cutoffs)
-    if args.embeddings is not None:  # the vectors embed wrote: no model, nothing embedded
-        encoder, embedding = None, {"embeddings": args.embeddings}
-    else:
+    embedding = {
+        "batch_size": args.batch_size,
+        "cache_dir": args.cache_dir,
+        "use_cache": not args.no_cache,
+        "show_progress_bar": not args.no_progress,
+        "text_fields": args.text_fields,
+    }
+    if args.embeddings is None:
         encoder = encoder_from_args(args)
-        embedding = {
-            "batch_size": args.batch_size,
-            "cache_dir": args.cache_dir,
-            "use_cache": not args.no_cache,
-            "show_progress_bar": not args.no_progress,
-            "text_fields": args.text_fields,
-        }
+    else:  # the vectors embed wrote; a model named is loaded (and checked against their stamp) when scoring starts
+        encoder = (lambda: encoder_from_args(args)) if args.model else None
+        embedding["embeddings"] = args.embeddings
     report = evaluate(
         encoder,
         args.benchmark,
@@ -254,4 +256,5 @@ def run(args: argparse.Namespace) -> int:
 def _refuse_encoder_options(args: argparse.Namespace) -> None:
     if args.benchmark == "mteb":
         raise ValueError("--benchmark mteb embeds its own texts through a model: give --model, not --embeddings")
-    refuse_model_options(args, f"--embeddings (the vectors are read from {args.embeddings})")
+    if args.model is None:  # the stamp's model embeds what the file cannot hold, with its own settings
+        refuse_model_options(args, f"--embeddings (the vectors are read from {args.embeddings})", keep=CACHE_OPTIONS)

@@ -220,17 +220,22 @@ MODEL_OPTIONS = {
 }
 
 
-def refuse_model_options(args: argparse.Namespace, source: str) -> None:
+#: The options of the embedding cache, which a command reading vectors may still use for what it embeds.
+CACHE_OPTIONS = ("cache_dir", "no_cache")
+
+
+def refuse_model_options(args: argparse.Namespace, source: str, keep: tuple[str, ...] = ()) -> None:
     """Refuse options that embed papers beside an option that reads their vectors (``--embeddings``, ``--index``).
 
     Args:
         args: the parsed options.
         source: the option that reads the vectors, and from where: ``--embeddings (the vectors are read from F)``.
+        keep: options that still take effect, not refused.
     """
     given = [
         f"--{name.replace('_', '-')}"
         for name, default in MODEL_OPTIONS.items()
-        if getattr(args, name, default) != default
+        if name not in keep and getattr(args, name, default) != default
     ]
     if given:
         option = source.split(" ", 1)[0]

@@ -7,7 +7,10 @@ These sit above :mod:`sciembed.encode` (they build on :class:`~sciembed.PaperEnc
 imports them.
 """
 
-from .ensemble import EnsembleEncoder, save_ensemble
+from ..removed import module_getattr
+from .ensemble import REMOVED, EnsembleEncoder, save_ensemble
 from .windows import WindowedEncoder, WindowSettings
 
 __all__ = ["EnsembleEncoder", "WindowSettings", "WindowedEncoder", "save_ensemble"]
+
+__getattr__ = module_getattr(__name__, REMOVED)

@@ -22,6 +22,15 @@ import numpy as np
 from ..checkpoint_files import ENSEMBLE_FILE
 from ..encode import Encoder, PaperEncoder
 from ..io import RepeatedKeyError, atomic_path, json_error, json_place, loads_json
+from ..removed import module_getattr
+
+#: Loaders this module no longer has, and the one loader that replaces them.
+REMOVED = {
+    "load_encoder": "sciembed.Encoder.from_pretrained(name_or_folder)",
+    "load_ensemble": "sciembed.Encoder.from_pretrained(ensemble_folder)",
+}
+
+__getattr__ = module_getattr(__name__, REMOVED)
 
 
 class EnsembleEncoder(Encoder, folder_file=ENSEMBLE_FILE):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ..removed import module_getattr
 from .names import BENCHMARK_NAMES
 
 if TYPE_CHECKING:
@@ -52,7 +53,16 @@ __all__ = [
 ]
 
 
+_removed = module_getattr(
+    __name__,
+    {
+        "TaskResult": "sciembed.evaluation.TaskScores (scores 0-100; mteb's TaskResult is mteb's own class)",
+        "neighbours": "sciembed.neighbours (sciembed.search.neighbours)",
+    },
+)
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _removed(name)

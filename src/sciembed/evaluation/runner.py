@@ -182,8 +182,10 @@ def evaluate(
             (default :data:`~.ranking.CUTOFFS`: 5, 10, 20, 100); not for ``mteb``, whose measures are mteb's.
         embeddings: score the vectors of this embedding file (``.jsonl`` / ``.npy`` / ``.parquet``, or a folder of
             Parquet parts, as ``sciembed embed`` writes) instead of embedding with a model: every paper the tasks
-            name must have a vector, and each task scores the same vector of a paper. Tasks whose inputs are not
-            papers (text queries, texts, facet vectors) are refused, named. Leave ``model`` out.
+            name must have a vector, and each task scores the same vector of a paper. Inputs that are not papers
+            (text queries, texts, facet vectors) are embedded with the model named by the file's stamp
+            (``<file>.meta.json``); a ``model`` given must match the stamp. The stamp's model and revision are
+            recorded in the report.
 
     The encoder's commit (:attr:`~sciembed.Encoder.revision`) is recorded in the report's settings (``revision``).
 
@@ -195,7 +197,7 @@ def evaluate(
     if text_fields is not None:
         text_fields = text_field_names(text_fields)
     if embeddings is not None:
-        _check_embedding_options(benchmark, model=model, text_fields=text_fields, batch_size=batch_size)
+        _check_embedding_options(benchmark, text_fields=text_fields)
     if benchmark == "mteb" and suite is None:
         from .mteb_bridge import load_mteb_tasks
 
@@ -231,11 +233,16 @@ def evaluate(
         )
     check_text_fields(suite, text_fields)  # before a model is loaded
     cutoffs = set_cutoffs(suite, cutoffs)
+    folder = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
     if embeddings is not None:
         return evaluate_embeddings(
             embeddings,
             suite,
+            model=model,
             n_jobs=n_jobs,
+            cache_dir=folder,
+            batch_size=batch_size,
+            show_progress_bar=show_progress_bar,
             settings={
                 "split": split,
                 "proximity_similarity": proximity_similarity,
@@ -248,7 +255,6 @@ def evaluate(
             },
         )
     encoder = resolve_encoder(model)
-    folder = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
     if text_fields is None:
         text_fields = chosen_text_fields(encoder, None)
         check_text_fields(suite, text_fields)
@@ -346,7 +352,7 @@ def _own_files(suite, papers, queries, test_size, candidates, qrels_columns) -> 
 
 
 def _check_embedding_options(benchmark: str, **given: Any) -> None:
-    """Refuse, with ``embeddings``, a model or an encoder option: nothing is embedded, so none would take effect."""
+    """Refuse, with ``embeddings``, what the file decides (mteb's texts, the papers' text fields)."""
     if benchmark == "mteb":
         raise ValueError(
             "mteb embeds its own texts through a model: --embeddings (embeddings=) is for sciembed's own benchmarks"
@@ -354,8 +360,8 @@ def _check_embedding_options(benchmark: str, **given: Any) -> None:
     unused = [name for name, value in given.items() if value not in (None, False)]
     if unused:
         raise ValueError(
-            f"{', '.join(unused)}: the vectors are read from the embedding file, so nothing is embedded; give a "
-            "model and its options, or --embeddings (embeddings=) alone"
+            f"{', '.join(unused)}: the papers' vectors are read from the embedding file, which fixed their text; "
+            "leave it out, or embed the papers with a model"
         )
 
 
@@ -401,27 +407,57 @@ def evaluate_embeddings(
     embeddings: str | os.PathLike[str],
     suite: TaskSuite,
     *,
+    model: ModelArgument = None,
     n_jobs: int = -1,
     settings: Mapping[str, Any] | None = None,
+    cache_dir: Path | None = None,
+    batch_size: int | None = None,
+    show_progress_bar: bool | None = None,
 ) -> EvaluationReport:
     """Score the tasks of ``suite`` on the vectors of an embedding file, as ``sciembed embed`` writes them.
 
+    What the file cannot hold (text queries, texts that are not papers, facet vectors) is embedded with the model
+    named by the file's stamp (``<file>.meta.json``), or with ``model`` once it matches the stamp.
+
     Args:
         embeddings: the embedding file, or folder of Parquet parts.
-        suite: the tasks (:func:`~.loaders.load_tasks`); every input of each must be a paper of the file.
+        model: the model that made the vectors, checked against the stamp (default: the stamp's model, loaded only
+            when a task needs something embedded).
+        suite: the tasks (:func:`~.loaders.load_tasks`); every paper input of each must be a paper of the file.
         n_jobs: processes for the classifiers' grid searches (-1: all cores).
         settings: how the tasks were read, recorded in the report.
+        cache_dir: where the vectors the model embeds are cached (``None``: in memory).
+        batch_size: texts per forward pass (default: the encoder's).
+        show_progress_bar: show progress while embedding (``None``: when the ``sciembed`` logger shows INFO).
 
     Raises:
-        ValueError: a task whose inputs an embedding file of papers cannot hold (named, with what it needs), or
-            papers without a vector (counted and named).
+        ValueError: papers without a vector (counted and named); a model whose vectors differ from the stamp's
+            (both named); a task needing a model when the file has no stamp and none is given (named).
     """
+    from ..index.model import checked_sidecar, stamped_encoder
+
     started = time.perf_counter()
+    stamp = checked_sidecar(embeddings)
+    roles = {id(task): _model_roles(task) for task in suite.tasks}
+    if stamp is not None and stamp.text_fields:
+        for task in suite.tasks:
+            if "documents" not in roles[id(task)] and tuple(task.fields) != stamp.text_fields:
+                logger.warning(
+                    "%s %s reads papers as %s, but the vectors of %s were embedded from %s",
+                    suite.benchmark,
+                    task.name,
+                    " + ".join(task.fields),
+                    embeddings,
+                    " + ".join(stamp.text_fields),
+                )
+    if stamp is None and model is None:
+        for task in suite.tasks:
+            _refuse_unstamped(suite, task, roles[id(task)], embeddings)
     wanted: dict[str, None] = {}
     for task in suite.tasks:
-        _check_paper_inputs(suite, task)
-        wanted.update(dict.fromkeys(task.documents))
-        wanted.update(dict.fromkeys(task.queries))
+        for role in ("documents", "queries"):
+            if role not in roles[id(task)]:
+                wanted.update(dict.fromkeys(getattr(task, role)))
     ids = list(wanted)
     stored, _, extra = vectors_of(
         ids,
@@ -429,28 +465,54 @@ def evaluate_embeddings(
         source=f"{suite.benchmark} {suite.source}",
         remedy="embed the papers the tasks name (sciembed embed --input PAPERS) with the model to evaluate",
     )
-    row = dict(zip(ids, stored))
-    vectors = {
-        id(task): ({i: row[i] for i in task.documents}, {i: row[i] for i in task.queries}) for task in suite.tasks
-    }
     if extra:
         logger.info("%s: %d vector(s) of papers no task names, not used", embeddings, extra)
+    row = dict(zip(ids, stored))
+    encoder = None
+    if model is not None or any(roles.values()):
+        encoder = resolve_encoder(model) if model is not None else None
+        encoder = stamped_encoder(stamp, encoder, str(embeddings)) if stamp is not None else encoder
+    encoded, caches = ({}, [])
+    if any(roles.values()):
+        encoded, caches = _embed_tasks(
+            suite,
+            encoder,
+            cache_dir,
+            batch_size=batch_size,
+            show_progress_bar=progress_enabled(show_progress_bar),
+            roles=roles,
+        )
+    vectors = {}
+    for task in suite.tasks:
+        own = encoded.get(id(task), ({}, {}))
+        vectors[id(task)] = tuple(
+            own[n] if role in roles[id(task)] else {i: row[i] for i in getattr(task, role)}
+            for n, role in enumerate(("documents", "queries"))
+        )
     return EvaluationReport(
         benchmark=suite.benchmark,
         source=suite.source,
-        model=f"vectors read from {embeddings}",
+        model=stamp.name if stamp is not None else f"vectors read from {embeddings}",
         results=_score(suite, vectors, n_jobs=n_jobs, text_fields=None, fields_recorded=False),
         missing=suite.missing,
         skipped_records=[str(problem) for problem in suite.skipped],
-        settings={**(settings or {}), "embeddings": str(embeddings)},
+        settings={
+            **(settings or {}),
+            "embeddings": str(embeddings),
+            "revision": None if stamp is None else stamp.revision,
+            "text_fields": None if stamp is None or stamp.text_fields is None else list(stamp.text_fields),
+        },
         inputs={
             **suite.inputs,
             **input_digests({"embeddings": embeddings, "embeddings_ids": _ids_file(embeddings)}),
         },
         embedding={
             "file": str(embeddings),
+            "model_stamp": None if stamp is None else {k: v for k, v in stamp.to_dict().items() if k != "probe"},
             "vectors_used": len(ids),
-            "dimension": int(stored.shape[1]),
+            "dimension": int(stored.shape[1]) if len(ids) else (stamp.dim if stamp is not None else None),
+            "encoder": None if encoder is None else encoder.name_or_path,
+            "texts_encoded": sum(c.encoded for c in caches),
             "seconds": round(time.perf_counter() - started, 2),
         },
     )
@@ -461,22 +523,34 @@ def _ids_file(embeddings: str | os.PathLike[str]) -> Path | None:
     return ids_path(embeddings) if Path(embeddings).suffix.lower() == ".npy" else None
 
 
-def _check_paper_inputs(suite: TaskSuite, task: Any) -> None:
-    """Refuse a task whose inputs an embedding file of papers cannot give: texts, text queries, facet vectors."""
+def _model_roles(task: Any) -> tuple[str, ...]:
+    """The inputs of ``task`` an embedding file of papers cannot give: texts, text queries, facet vectors."""
+    facets = isinstance(task, ProximityTask) and task.similarity == "min_facet_l2"
+    roles = ()
+    if facets or any(isinstance(record, str) for record in task.documents.values()):
+        roles += ("documents",)
+    if task.queries and (facets or not getattr(task, "paper_queries", False)):
+        roles += ("queries",)
+    return roles
+
+
+def _refuse_unstamped(suite: TaskSuite, task: Any, roles: tuple[str, ...], embeddings: str | os.PathLike[str]) -> None:
+    """Refuse a task that needs a model when the embedding file names none and none is given."""
+    if not roles:
+        return
+    if isinstance(task, ProximityTask) and task.similarity == "min_facet_l2":
+        needs = "each paper's facet vectors (--proximity-similarity min_facet_l2)"
+    elif "documents" in roles:
+        needs = "texts that are not papers"
+    else:
+        needs = "text queries, embedded as queries"
     others = [t.task_id for t in suite.tasks if t is not task]
     leave_out = f", or leave it out: --tasks {' '.join(others)}" if others else ""
-    needs = None
-    if any(isinstance(record, str) for record in task.documents.values()):
-        needs = "texts that are not papers"
-    elif task.queries and not getattr(task, "paper_queries", False):
-        needs = "text queries, embedded as queries"
-    elif isinstance(task, ProximityTask) and task.similarity == "min_facet_l2":
-        needs = "each paper's facet vectors (--proximity-similarity min_facet_l2)"
-    if needs is not None:
-        raise ValueError(
-            f"{suite.benchmark} {task.name} ({task.task_id}) needs {needs}, which an embedding file of papers does "
-            f"not hold: evaluate it with a model (--model){leave_out}"
-        )
+    raise ValueError(
+        f"{suite.benchmark} {task.name} ({task.task_id}) needs {needs}, which an embedding file of papers does not "
+        f"hold, and {embeddings} has no model stamp naming the model to embed them with: give the model that made "
+        f"the vectors (--model){leave_out}"
+    )
 
 
 def evaluate_suite(
@@ -565,8 +639,11 @@ def _embed_tasks(
     batch_size: int,
     show_progress_bar: bool,
     text_fields: Sequence[str] | None = None,
+    roles: Mapping[int, Sequence[str]] | None = None,
 ):
     """Embed every task's documents and queries, papers' texts made of ``text_fields`` (default: the task's fields).
+
+    ``roles`` (``id(task)`` -> ``"documents"`` / ``"queries"``) embeds only those inputs of each task.
 
     Returns:
         ``id(task)`` -> (document vectors, query vectors) by id, and the caches used.
@@ -606,6 +683,8 @@ def _embed_tasks(
             ("documents", task.documents, task.document_format),
             ("queries", task.queries, task.query_format or task.document_format),
         ):
+            if roles is not None and role not in roles[id(task)]:
+                continue
             cache = cache_for(task_format, facets, task.domain)
             texts = encoder.texts(records.values(), tuple(text_fields or task.fields))
             plans.append((task, role, cache, list(records), texts))

@@ -19,9 +19,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..data.papers import TEXT_FIELDS
+from ..removed import module_getattr
 from .ranking import CUTOFFS
 
 logger = logging.getLogger(__name__)
+
+__getattr__ = module_getattr(__name__, {"TaskResult": "sciembed.evaluation.TaskScores"})
 
 Record = Mapping[str, Any] | str
 

@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..checkpoints import check_published_code
+from ..removed import module_getattr
 from .files import hub_files
 
 if TYPE_CHECKING:
     from ..encode import Encoder
 
 logger = logging.getLogger(__name__)
+
+__getattr__ = module_getattr(__name__, {"push_encoder": "sciembed.hub.push.push_to_hub(encoder, repo_id)"})
 
 
 class HubOfflineError(OSError):

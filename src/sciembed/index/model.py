@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from ..io import atomic_path, load_json_file
 
 if TYPE_CHECKING:
     from ..encode import Encoder
+
+logger = logging.getLogger(__name__)
 
 #: The paper whose vector fingerprints a model.
 PROBE_PAPER = {
@@ -131,3 +134,49 @@ def read_sidecar(output: str | os.PathLike[str]) -> ModelStamp | None:
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
         raise ValueError(f"{path}: not a model stamp written by sciembed embed; delete it or embed the papers again")
     return ModelStamp.from_dict(data)
+
+
+def checked_sidecar(output: str | os.PathLike[str]) -> ModelStamp | None:
+    """The stamp beside the embedding output ``output``; a warning when there is none, as its model cannot be checked.
+
+    Args:
+        output: the embedding file, or folder of Parquet parts.
+    """
+    stamp = read_sidecar(output)
+    if stamp is None:
+        logger.warning(
+            "%s has no model stamp (%s, written by sciembed embed): the model that made its vectors cannot be checked",
+            output,
+            sidecar_path(output).name,
+        )
+    return stamp
+
+
+def stamped_encoder(stamp: ModelStamp, encoder: Encoder | None, source: str) -> Encoder:
+    """The encoder for what a stamped collection still needs embedded, checked against the stamp's fingerprint.
+
+    Args:
+        stamp: the model that embedded the collection.
+        encoder: the encoder given, or ``None`` to load the stamp's model (the embedded default offline).
+        source: the embedding output or index the stamp belongs to, for the messages.
+
+    Raises:
+        ValueError: an encoder whose vector of the probe paper differs from the stamp's, naming both models.
+    """
+    if encoder is None:
+        from ..encode import Encoder
+
+        options = {"revision": stamp.revision} if stamp.revision else {}
+        # The embedded default is named by its Hub id and loaded from the package, offline.
+        encoder = Encoder.from_pretrained(None if stamp.name == DEFAULT_MODEL_HUB_ID else stamp.name, **options)
+    if stamp.probe is None:
+        logger.warning("%s names its model (%s) without a fingerprint: the model is not checked", source, stamp.name)
+        return encoder
+    given = stamp_of(encoder)
+    if not stamp.matches(given):
+        raise ValueError(
+            f"{source} was embedded with {stamp.name} (revision {stamp.revision}), but the model given, {given.name} "
+            f"(revision {given.revision}), embeds a probe paper differently (another model, format or settings): "
+            f"leave the model out to use {stamp.name}, or embed the papers again with {given.name}"
+        )
+    return encoder

@@ -533,9 +533,16 @@ def _start(folder: Path, manifest: dict[str, Any], *, resume: bool, joining: boo
             raise ValueError(f"{manifest_file}: not a sciembed manifest; delete {folder} to start over")
         differing = sorted(key for key in manifest if key not in _INFORMATIONAL and earlier.get(key) != manifest[key])
         if differing:
+            models = ""
+            if "encoder_fingerprint" in differing:
+                models = (
+                    f"; it was embedding with {earlier.get('model')} (revision {earlier.get('revision')}), this run "
+                    f"with {manifest['model']} (revision {manifest['revision']})"
+                )
             raise ValueError(
                 f"cannot resume {folder}: the unfinished run differs in {', '.join(differing)} "
-                "(other papers, model weights or settings); delete the folder to start over"
+                f"(other papers, model weights or settings){models}; resume with the model it was started with, or "
+                "delete the folder to start over"
             )
         if parts.is_dir():
             _check_parts(parts, math.ceil(manifest["papers"] / manifest["shard_size"]))

@@ -452,6 +452,7 @@ def neighbours(
             collection.source, searched, ids, titles, query_rows, indices, scores, links, skipped, revision
         )
     if embeddings is not None:
+        from ..index.model import checked_sidecar
         from ..io import vectors_of
 
         vectors, absent, extra = vectors_of(
@@ -476,7 +477,9 @@ def neighbours(
             _check_size(ids, collection)
         if extra > 0:
             logger.info("%s: %d vector(s) of papers not in %s ignored", embeddings, extra, collection.source)
-        model_name, revision = f"vectors read from {embeddings}", None
+        stamp = checked_sidecar(embeddings)
+        model_name = stamp.name if stamp is not None else f"vectors read from {embeddings}"
+        revision = None if stamp is None else stamp.revision
     else:
         encoder = resolve_encoder(model)
         if fields != TEXT_FIELDS:

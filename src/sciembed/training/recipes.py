@@ -113,6 +113,7 @@ class Recipe:
             raise ValueError(f"unknown TrainingArguments field(s) {', '.join(unknown)}{hint}")
         for name, value in settings["training"].items():
             _check_training_value(name, value)
+        _check_bf16(settings["training"])
         choices = OBJECTIVE_LOSSES.get(self.objective)
         if choices is not None and settings["loss"].get("name") not in choices:
             raise ValueError(
@@ -223,6 +224,21 @@ def _check_training_value(name: str, value: Any) -> None:
     if not fits:
         expected = " or ".join("null" if t is type(None) else t.__name__ for t in options)
         raise ValueError(f"setting {name}={value!r}: expected {expected}, got {type(value).__name__}")
+
+
+def _check_bf16(training: Mapping[str, Any]) -> None:
+    """Refuse ``bf16`` without a CUDA GPU unless ``use_cpu`` asks for the CPU's bf16 autocast, before the model loads.
+
+    Args:
+        training: the ``TrainingArguments`` settings.
+    """
+    import torch
+
+    if training.get("bf16") and not training.get("use_cpu") and not torch.cuda.is_available():
+        raise ValueError(
+            "bf16=true: there is no CUDA GPU here; to train in bf16 on the CPU (torch's CPU autocast) add "
+            "--set use_cpu=true (use_cpu=True), or leave bf16 out"
+        )
 
 
 def _training_fields() -> set[str]:

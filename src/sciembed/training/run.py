@@ -738,7 +738,8 @@ def _model(recipe: Recipe, options: dict[str, Any], base: str, examples: _Exampl
                 f"({', '.join(options)})"
             )
         check_weights_fit(source)  # a family's from_bert checks its base itself
-        model = AutoModel.from_pretrained(source, trust_remote_code=trust_remote_code)
+        # float32 weights whatever the checkpoint stores: bf16 / fp16 training keeps float32 master weights.
+        model = AutoModel.from_pretrained(source, trust_remote_code=trust_remote_code, dtype="float32")
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
     elif recipe.objective == "classification":
         labels = examples.labels or []
