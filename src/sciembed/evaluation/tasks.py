@@ -89,6 +89,10 @@ class Task:
     def __post_init__(self):
         self.task_id = self.task_id or self.name
 
+    def lacking(self) -> str | None:
+        """Why the task, as read, has nothing to score (its data turned out empty), or None when it has."""
+        return None
+
     def evaluate(
         self, documents: Mapping[str, np.ndarray], queries: Mapping[str, np.ndarray], *, n_jobs: int = -1
     ) -> TaskScores:
@@ -149,6 +153,15 @@ class ProximityTask(Task):
         super().__post_init__()
         # The benchmark's averages take its own measures, not the standard set reported beside them.
         self.primary_metrics = self.primary_metrics or tuple(self.measures)
+
+    def lacking(self) -> str | None:
+        if not self.qrels:
+            return "no query has a judgement"
+        if not any(grade >= self.relevance_level for judged in self.qrels.values() for grade in judged.values()):
+            return f"none of its {len(self.qrels)} judged queries has a candidate judged relevant"
+        if self.query_format is not None and not self.queries:
+            return f"none of its {len(self.qrels)} judged queries has a text"
+        return None
 
     @property
     def paper_queries(self) -> bool:
@@ -291,6 +304,12 @@ class ClassificationTask(Task):
     protocol: Any = field(default=None, kw_only=True)
     few_shot: tuple[tuple[int, int], ...] = field(default=(), kw_only=True)
     keep_predictions: bool = field(default=True, kw_only=True)
+
+    def lacking(self) -> str | None:
+        (train_ids, _), (test_ids, _) = self.train, self.test
+        if not len(train_ids) or not len(test_ids):
+            return f"{len(train_ids)} labelled paper(s) to train on and {len(test_ids)} to test"
+        return None
 
     def _arrays(self, documents):
         (train_ids, y_train), (test_ids, y_test) = self.train, self.test
