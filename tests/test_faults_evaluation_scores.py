@@ -290,6 +290,16 @@ def test_a_query_paper_is_never_its_own_candidate(tmp_path, caplog, candidates):
     assert task.evaluate(vectors, {}).counts == {"queries": 1, "candidates": 2}
 
 
+@pytest.mark.parametrize("candidates", ["all", "judged"])
+def test_queries_judged_relevant_to_themselves_alone_are_refused_before_the_model_loads(tmp_path, caplog, candidates):
+    papers, qrels = _papers(tmp_path / "papers.jsonl"), tmp_path / "self.qrels"
+    qrels.write_text("".join(f"d{q} 0 d{q} 1\nd{q} 0 d{q + 20} 0\n" for q in range(4)))
+    command = ["--data", qrels, "--papers", papers, "--candidates", candidates, "--model", tmp_path / "none"]
+    assert _evaluate(*command) == 2
+    assert "self.qrels: the retrieval task 'self' has nothing to score: none of its 4 judged queries" in caplog.text
+    assert "a query paper is never its own candidate; 4 left out" in caplog.text
+
+
 def test_a_query_paper_is_never_its_own_recommendation(caplog):
     rng = np.random.default_rng(0)
     vectors = {f"p{i}": v for i, v in enumerate(rng.standard_normal((40, 8)).astype(np.float32))}

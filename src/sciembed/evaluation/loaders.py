@@ -155,10 +155,10 @@ def load_tasks(
     for task in list(suite.tasks):
         if (lacking := task.lacking()) is None:
             continue
-        if tasks:
+        if tasks or len(suite.tasks) == 1:
             raise ValueError(
                 f"{data}: the {name} task {task.task_id!r} has nothing to score: {lacking}; check the files it is "
-                "read from, or leave it out of --tasks"
+                "read from" + (", or leave it out of --tasks" if tasks else "")
             )
         suite.tasks.remove(task)
         suite.missing.append(f"{task.task_id} (nothing to score: {lacking})")

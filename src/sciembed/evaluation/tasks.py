@@ -157,8 +157,10 @@ class ProximityTask(Task):
     def lacking(self) -> str | None:
         if not self.qrels:
             return "no query has a judgement"
-        if not any(grade >= self.relevance_level for judged in self.qrels.values() for grade in judged.values()):
-            return f"none of its {len(self.qrels)} judged queries has a candidate judged relevant"
+        qrels, dropped = self._without_self_judgements()
+        if not any(grade >= self.relevance_level for judged in qrels.values() for grade in judged.values()):
+            alone = f" but itself (a query paper is never its own candidate; {dropped} left out)" if dropped else ""
+            return f"none of its {len(self.qrels)} judged queries has a candidate judged relevant{alone}"
         if self.query_format is not None and not self.queries:
             return f"none of its {len(self.qrels)} judged queries has a text"
         return None
@@ -187,11 +189,7 @@ class ProximityTask(Task):
 
     def _scored_qrels(self) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
         """The qrels scored (a query paper's judgement of itself left out, counted and logged) and what was skipped."""
-        from .ranking import without_self_judgements
-
-        if not self.paper_queries and not self.query_papers:
-            return self.qrels, {}
-        qrels, dropped = without_self_judgements(self.qrels, None if self.paper_queries else self.query_papers)
+        qrels, dropped = self._without_self_judgements()
         if not dropped:
             return qrels, {}
         logger.warning(
@@ -201,6 +199,14 @@ class ProximityTask(Task):
             dropped,
         )
         return qrels, {"self_judgements": dropped}
+
+    def _without_self_judgements(self) -> tuple[dict[str, dict[str, int]], int]:
+        """The qrels without a query paper's judgements of itself, and how many were left out."""
+        from .ranking import without_self_judgements
+
+        if not self.paper_queries and not self.query_papers:
+            return self.qrels, 0
+        return without_self_judgements(self.qrels, None if self.paper_queries else self.query_papers)
 
     def _measures(self) -> tuple[str, ...]:
         """The task's own measures, then the standard set every ranking result reports."""
