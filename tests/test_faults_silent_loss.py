@@ -464,6 +464,23 @@ def test_a_header_that_names_a_column_twice_is_refused(tmp_path, suffix):
         read_papers(path)
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_header_that_names_a_column_twice_but_for_spaces_is_refused(tmp_path, suffix):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sciembed.data.papers import read_papers
+
+    path = tmp_path / f"papers{suffix}"
+    if suffix == ".csv":
+        path.write_text("paper_id,title,abstract, title\np1,First,about graphs,Second\n")
+    else:
+        columns = [pa.array(["p1"]), pa.array(["First"]), pa.array(["about graphs"]), pa.array(["Second"])]
+        pq.write_table(pa.table(columns, names=["paper_id", "title", "abstract", "title "]), path)
+    with pytest.raises(ValueError, match=r"the column 'title' is named twice \('\s?title\s?' and '\s?title\s?'\)"):
+        read_papers(path)
+
+
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])
 def test_a_settings_file_that_names_a_key_twice_is_refused(tmp_path, caplog, suffix):
     config = tmp_path / f"settings{suffix}"

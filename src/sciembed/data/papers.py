@@ -800,11 +800,14 @@ def _parquet_records(path: Path) -> _Records:
 
 
 def _refuse_repeated_columns(path: Path, where: str, names: Sequence[str]) -> None:
-    """Refuse a header that names a column twice: a record would keep only the last of the two values."""
-    repeated = [name for name, count in Counter(names).items() if count > 1]
+    """Refuse a header that names a column twice, or twice but for spaces around a name (``title, title``): a
+    record would keep only the last of the two values, or one of them under a name no reader looks for."""
+    repeated = [name for name, count in Counter(str(name).strip() for name in names).items() if count > 1]
     if repeated:
+        spelt = sorted({repr(name) for name in names if str(name).strip() == repeated[0]})
+        shown = f" ({' and '.join(spelt)})" if len(spelt) > 1 else ""
         raise ValueError(
-            f"{path}, {where}: the column {repeated[0]!r} is named twice; a record would keep only the last of its "
+            f"{path}, {where}: the column {repeated[0]!r} is named twice{shown}; a record would keep only one of its "
             "values: rename or remove one"
         )
 
