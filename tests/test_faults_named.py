@@ -485,7 +485,7 @@ def _smart_folder(folder, *, categories=True, links=True, judged="1"):
     [
         ("categories", dict(categories=False), r"cacm\.all: no record has \.C categories .*--tasks cite search"),
         ("cite", dict(links=False), r"cacm\.all: no \.X line links two of its records; .*--tasks categories search"),
-        ("search", dict(judged="9"), r"the cacm task 'search' has nothing to score: no query has a judgement"),
+        ("search", dict(judged="99"), r"the cacm task 'search' has nothing to score: no query has a judgement"),
     ],
 )
 def test_a_benchmark_task_whose_data_is_empty_is_named_before_the_model_loads(tmp_path, caplog, task, kind, message):
