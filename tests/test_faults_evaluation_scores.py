@@ -86,6 +86,19 @@ def test_swapped_columns_with_a_queries_file_are_named_not_called_unknown_ids(tm
     assert task.qrels == {f"q{i}": {f"d{2 * i}": 1, f"d{2 * i + 1}": 1} for i in range(4)}
 
 
+@pytest.mark.parametrize("layout", ["{d}\t{q}\t1\n", "{d} 0 {q} 2\n"], ids=["tsv", "trec"])
+@pytest.mark.parametrize("shape", [(1, 3), (2, 2)], ids=["one query", "two queries"])
+def test_swapped_columns_whose_queries_are_absent_from_the_queries_file_are_named(tmp_path, caplog, layout, shape):
+    papers, queries, qrels = _papers(tmp_path / "papers.jsonl"), tmp_path / "queries.tsv", tmp_path / "qrels.txt"
+    queries.write_text("".join(f"q{i}\t{' '.join(WORDS[i : i + 3])}\n" for i in range(4)))
+    qrels.write_text(
+        "".join(layout.format(d=f"d{5 * i + k}", q=f"x{i}") for i in range(shape[0]) for k in range(shape[1]))
+    )
+    assert _evaluate("--data", qrels, "--papers", papers, "--queries", queries, "--model", tmp_path / "none") == 2
+    assert "qrels.txt: " in caplog.text and "query and document columns" in caplog.text and "swapped" in caplog.text
+    assert "--qrels-columns document-query" in caplog.text and "SMART" not in caplog.text
+
+
 def test_benchmark_judgement_files_read_backwards_are_refused(tmp_path):
     smart = tmp_path / "qrels.text"
     smart.write_text("10 01 0 0\n11 01 0 0\n12 02 0 0\n")
@@ -275,6 +288,16 @@ def test_a_query_paper_is_never_its_own_candidate(tmp_path, caplog, candidates):
     # A benchmark's proximity task (SciDocs' cite, co-view, ..., Multi-SciDocs) keeps the same rule.
     task = ProximityTask("scidocs", "cite", {}, qrels={"d0": {"d0": 1, "d1": 1, "d2": 0}})
     assert task.evaluate(vectors, {}).counts == {"queries": 1, "candidates": 2}
+
+
+@pytest.mark.parametrize("candidates", ["all", "judged"])
+def test_queries_judged_relevant_to_themselves_alone_are_refused_before_the_model_loads(tmp_path, caplog, candidates):
+    papers, qrels = _papers(tmp_path / "papers.jsonl"), tmp_path / "self.qrels"
+    qrels.write_text("".join(f"d{q} 0 d{q} 1\nd{q} 0 d{q + 20} 0\n" for q in range(4)))
+    command = ["--data", qrels, "--papers", papers, "--candidates", candidates, "--model", tmp_path / "none"]
+    assert _evaluate(*command) == 2
+    assert "self.qrels: the retrieval task 'self' has nothing to score: none of its 4 judged queries" in caplog.text
+    assert "a query paper is never its own candidate; 4 left out" in caplog.text
 
 
 def test_a_query_paper_is_never_its_own_recommendation(caplog):

@@ -9,6 +9,7 @@ finished run would leave is left behind.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -461,3 +462,44 @@ class _Payload:
         import os
 
         return (os.getcwd, ())
+
+
+def _smart_folder(folder, *, categories=True, links=True, judged="1"):
+    """A SMART collection of 24 papers in 4 categories, each linked to the next, with one query judged."""
+    folder.mkdir()
+    (folder / "cacm.all").write_text(
+        "".join(
+            f".I {i}\n.T\nPaper {i} on lists\n.W\nAbout lists {i}\n"
+            + (f".C\n{i % 4 + 1}.2\n" if categories else "")
+            + (f".X\n{i % 24 + 1}\t5\t{i}\n" if links else "")
+            for i in range(1, 25)
+        )
+    )
+    (folder / "query.text").write_text(".I 1\n.W\npapers on lists\n")
+    (folder / "qrels.text").write_text(f"{judged} 3 0 0\n")
+    return folder
+
+
+@pytest.mark.parametrize(
+    "task, kind, message",
+    [
+        ("categories", dict(categories=False), r"cacm\.all: no record has \.C categories .*--tasks cite search"),
+        ("cite", dict(links=False), r"cacm\.all: no \.X line links two of its records; .*--tasks categories search"),
+        ("search", dict(judged="99"), r"the cacm task 'search' has nothing to score: no query has a judgement"),
+    ],
+)
+def test_a_benchmark_task_whose_data_is_empty_is_named_before_the_model_loads(tmp_path, caplog, task, kind, message):
+    folder = _smart_folder(tmp_path / "cacm", **kind)
+    extra = ["--skip-invalid"] if task == "search" else []
+    command = ["evaluate", "--benchmark", "cacm", "--data", str(folder), "--tasks", task, "--model", "/absent/model"]
+    assert main([*command, "--no-cache", "--output", str(tmp_path / "r.json"), *extra]) == 2
+    assert len(re.findall(message, caplog.text)) == 1 and "/absent/model" not in caplog.text
+    assert "n_samples" not in caplog.text and not (tmp_path / "r.json").exists()
+
+
+def test_a_benchmark_task_whose_data_is_empty_is_listed_as_missing_when_not_asked_for(tmp_path):
+    from sciembed.evaluation.loaders import load_tasks
+
+    suite = load_tasks("cacm", _smart_folder(tmp_path / "cacm", categories=False))
+    assert [task.task_id for task in suite.tasks] == ["cite", "search"]
+    assert suite.missing == ["categories (no record has .C categories (CR category codes) to classify by)"]

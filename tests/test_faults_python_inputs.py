@@ -124,6 +124,19 @@ def test_colliding_ids_in_records_are_refused_naming_their_positions(tiny_encode
     assert read_embeddings(tmp_path / "out.jsonl")[0] == ["1", "2"] and report.skipped[0].location == "record #1"
 
 
+def test_ids_as_keys_and_numpy_integers_are_ids_by_the_same_rule(tiny_encoder, tmp_path):
+    keyed = {key: {"title": f"Paper {key}"} for key in [" 1", "1", "2"]}
+    with pytest.raises(
+        InvalidPaperError, match=r"record #1 \(paper_id '1'\): duplicate paper_id \(first at record #0"
+    ):
+        sciembed.neighbours(tiny_encoder, keyed, top_k=1, show_progress_bar=False)
+    numbered = [{**PAPERS[i], "paper_id": np.int64(i)} for i in range(3)]
+    embed_to_file(tiny_encoder, numbered + [{**PAPERS[3], "paper_id": " 2"}], tmp_path / "o.jsonl", skip_invalid=True)
+    assert read_embeddings(tmp_path / "o.jsonl")[0] == ["0", "1", "2"]
+    found = sciembed.neighbours(tiny_encoder, numbered, query_ids=np.array([2]), top_k=1, show_progress_bar=False)
+    assert found.query_ids == ["2"]
+
+
 def test_a_dataset_is_checked_in_place_and_stays_memory_mapped_when_valid(tiny_encoder, tmp_path, monkeypatch):
     import datasets
 

@@ -34,6 +34,22 @@ def test_embed_refuses_an_existing_output_before_loading_the_model(tiny_bert, tm
     assert read_embeddings(output)[0] == first[0]
 
 
+@pytest.mark.parametrize("output", ["{folder}", "{folder}/.", "{folder}/v.jsonl"])
+def test_embed_with_overwrite_replaces_neither_its_input_s_folder_nor_a_folder_named_as_a_file(
+    tmp_path, caplog, output
+):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "v.jsonl").mkdir()
+    papers, output = _papers(folder), output.format(folder=folder)
+    command = ["embed", "--model", str(tmp_path / "no-model"), "--input", str(papers), "--output", output]
+    assert main([*command, "--overwrite"]) == 2
+    assert (
+        "would overwrite the input" in caplog.text or "v.jsonl is a folder, and --output takes a file" in caplog.text
+    )
+    assert papers.read_text() and (folder / "v.jsonl").is_dir() and "no-model" not in caplog.text
+
+
 def test_embed_refuses_a_stray_ids_file_of_an_npy_output(tiny_encoder, tmp_path, monkeypatch):
     output = tmp_path / "vectors.npy"
     ids_path(output).write_text('["someone else\'s"]')

@@ -476,6 +476,23 @@ def test_a_header_that_names_a_column_twice_is_refused(tmp_path, suffix):
         read_papers(path)
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_header_that_names_a_column_twice_but_for_spaces_is_refused(tmp_path, suffix):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sciembed.data.papers import read_papers
+
+    path = tmp_path / f"papers{suffix}"
+    if suffix == ".csv":
+        path.write_text("paper_id,title,abstract, title\np1,First,about graphs,Second\n")
+    else:
+        columns = [pa.array(["p1"]), pa.array(["First"]), pa.array(["about graphs"]), pa.array(["Second"])]
+        pq.write_table(pa.table(columns, names=["paper_id", "title", "abstract", "title "]), path)
+    with pytest.raises(ValueError, match=r"the column 'title' is named twice \('\s?title\s?' and '\s?title\s?'\)"):
+        read_papers(path)
+
+
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])
 def test_a_settings_file_that_names_a_key_twice_is_refused(tmp_path, caplog, suffix):
     config = tmp_path / f"settings{suffix}"
@@ -641,3 +658,78 @@ def test_a_smart_query_with_a_field_twice_is_refused(tmp_path):
     path.write_text(".I 1\n.W\nfirst query\n.W\nsecond query\n")
     with pytest.raises(ValueError, match=r"line 4: a second \.W field .* in query '1'.*missing \.I"):
         read_smart_queries(path)
+
+
+def _cacm_like(records: int = 12) -> str:
+    """Records with CACM's fields in CACM's order: .T .W .B .A .K .C .N .X."""
+    return "".join(
+        f".I {i}\n.T\nOn the Compilation of List {i}\n.W\nA method of compiling lists is given\nand its cost is "
+        f"shown.\n.B\nCACM March, 19{60 + i}\n.A\nPerlis, A. J.\nSamelson, K.\n.K\nlist processing, compilers,"
+        f"\nstorage allocation\n.C\n4.12 4.22\n.N\nCA6{i:05d} JB March 22, 1978  8:28 PM\n.X\n{i}\t5\t{i}\n"
+        for i in range(1, records + 1)
+    )
+
+
+@pytest.mark.parametrize("lost", [".B", ".A", ".K", ".C", ".N"])
+def test_a_smart_field_that_lost_its_marker_is_named_by_the_shape_of_its_lines(tmp_path, lost):
+    from sciembed import InvalidPaperError
+    from sciembed.data.smart import read_smart_collection
+
+    text = _cacm_like()
+    at = text.index(f"{lost}\n", text.index(".I 7\n"))
+    path = tmp_path / "cacm.all"
+    path.write_text(text[:at] + text[at + len(lost) + 1 :])
+    line = text.count("\n", 0, at) + 1
+    message = rf"cacm\.all, line \d+ \(paper_id '7'\): line {line} .* has the shape of a \{lost} line: a lost \{lost}"
+    with pytest.raises(InvalidPaperError, match=message):
+        read_smart_collection(path)
+    collection = read_smart_collection(path, skip_invalid=True)
+    assert len(collection.papers) == 11 and [p.paper_id for p in collection.skipped] == ["7"]
+
+
+def test_a_smart_title_holding_its_abstract_is_named_in_a_warning(tmp_path, caplog):
+    from sciembed.data.smart import read_smart_collection
+
+    text = _cacm_like().replace("shown.\n", "shown. " + "More words of the abstract follow here. " * 12 + "\n")
+    path = tmp_path / "cacm.all"
+    path.write_text(text.replace(".W\n", "", 2))
+    assert len(read_smart_collection(path).papers) == 12
+    assert "2 record(s) have a title far longer than the file's others" in caplog.text
+    assert "1 (line 1, " in caplog.text and "2 (line " in caplog.text and "a lost .W line" in caplog.text
+
+
+def test_a_second_line_in_a_smart_field_of_one_line_is_named_in_a_warning(tmp_path, caplog):
+    from sciembed.data.smart import read_smart_collection
+
+    path = tmp_path / "cacm.all"
+    path.write_text(_cacm_like().replace(".A\nPerlis, A. J.\nSamelson, K.\n", "ACM Special Interest Committee\n", 1))
+    assert len(read_smart_collection(path).papers) == 12
+    assert "1 record(s) hold a second line in a field that is one line in every other record" in caplog.text
+    assert "1 (line 9: 'ACM Special Interest Committee' in its .B field)" in caplog.text
+
+
+def test_a_smart_query_that_lost_its_author_marker_is_refused(tmp_path):
+    from sciembed.data.smart import read_smart_queries
+
+    path = tmp_path / "query.text"
+    path.write_text(
+        "".join(f".I {i}\n.W\nPapers on lists {i}\n.A\nPooch, U.\n.N\n {i}. A reader\n" for i in (1, 2, 3))
+    )
+    path.write_text(path.read_text().replace(".A\n", "", 1))
+    with pytest.raises(
+        ValueError, match=r"line 1: query '1': line 4 \('Pooch, U\.'\), in its \.W field, has the shape"
+    ):
+        read_smart_queries(path)
+
+
+def test_no_record_of_the_real_cacm_is_taken_for_one_that_lost_a_marker(caplog):
+    from helpers import shared_data
+
+    from sciembed.data.smart import read_smart_collection
+
+    collection = read_smart_collection(shared_data("cacm", "cacm.all"), skip_invalid=True)
+    assert [problem.paper_id for problem in collection.skipped] == [
+        "28"
+    ]  # the record whose .I line broke: '.I 28' '56'
+    assert "a lost ." not in caplog.text and "far longer" not in caplog.text and len(collection.papers) == 3203
+    assert "skipped 1 record(s)" in caplog.text

@@ -271,7 +271,8 @@ def refuse_replacing_file(path: str | os.PathLike[str], *, overwrite: bool) -> P
         FileExistsError, ValueError, OSError: as :func:`refuse_replacing` raises them.
     """
     if check_output_place(path).is_dir():
-        raise IsADirectoryError(f"{path} is a folder, and --output takes a file; give a file name, e.g. {path}.json")
+        example = " that no folder has" if Path(path).suffix else f", e.g. {path}.json"
+        raise IsADirectoryError(f"{path} is a folder, and --output takes a file; give a file name{example}")
     return refuse_replacing(path, overwrite=overwrite)
 
 

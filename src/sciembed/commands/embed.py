@@ -99,17 +99,25 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 def run(args: argparse.Namespace) -> int:
     from ..data.papers import check_paper_source
     from ..distributed import end_distributed_run, init_from_environment
-    from ..io import check_cache_dir, check_input
+    from ..io import check_cache_dir, check_input, check_output_place
 
     check_input(args.input, "--input", "any")
     check_paper_source(args.input, "--input")
     if not args.no_cache:
         check_cache_dir(args.cache_dir)
-    output = Path(args.output)
-    if Path(args.input).exists() and any(
-        path.exists() and path.resolve() == Path(args.input).resolve() for path in written_files(output)
-    ):
-        raise ValueError(f"--output {args.output} would overwrite the input {args.input}; choose another output file")
+    output = check_output_place(args.output)
+    source = Path(args.input).resolve()
+    for path in written_files(output):
+        # An output folder holding the input (``--output .``, ``--output data --overwrite``) would replace it too.
+        if (
+            Path(args.input).exists()
+            and path.exists()
+            and (path.resolve() == source or path.resolve() in source.parents)
+        ):
+            held = "" if path.resolve() == source else f" (the folder {path} holds it)"
+            raise ValueError(
+                f"--output {args.output} would overwrite the input {args.input}{held}; choose another output"
+            )
     check_output(output, overwrite=args.overwrite)
     rank_device = init_from_environment() if args.rank is None else None
 

@@ -103,6 +103,13 @@ def swapped_columns(
                 f"{reversed_} of {rows} judgements name a known document in the query column and a known query in "
                 f"the document column ({as_read} fit the other way)"
             )
+        # The queries named may be absent from the queries file: documents in the query column still tell.
+        documents_first = sum(q in known_documents and q not in known_queries for q in queries)
+        if documents_first > as_read and 2 * documents_first >= rows:
+            return (
+                f"{documents_first} of {rows} judgements name a known document, not a known query, in the query "
+                f"column ({as_read} name a known query and document as read; or are the queries another file's?)"
+            )
     distinct_queries, distinct_documents = len(set(queries)), len(set(documents))
     if distinct_queries < SWAP_FEWEST_QUERIES or distinct_documents >= distinct_queries:
         return None

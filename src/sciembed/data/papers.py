@@ -14,6 +14,7 @@ import csv
 import hashlib
 import json
 import logging
+import numbers
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -278,15 +279,15 @@ def paper_id_list(ids: str | int | Iterable[str | int], *, what: str = "ids") ->
     Raises:
         TypeError: ``ids`` is not an id or an ordered iterable of ids (bytes, a set, a mapping, ...).
     """
-    if isinstance(ids, (str, int)) and not isinstance(ids, bool):
+    if isinstance(ids, (str, numbers.Integral)) and not isinstance(ids, bool):
         ids = [ids]
     elif isinstance(ids, (bytes, bytearray, set, frozenset, Mapping)) or not isinstance(ids, Iterable):
         raise TypeError(f"{what} must be a paper id (str or int) or a list of them, got {type(ids).__name__}")
     wanted = []
     for index, paper_id in enumerate(ids):
-        if isinstance(paper_id, bool) or not isinstance(paper_id, (str, int)):
+        if isinstance(paper_id, bool) or not isinstance(paper_id, (str, numbers.Integral)):
             raise TypeError(f"{what}: item #{index} is {type(paper_id).__name__}; a paper id is a str or an int")
-        wanted.append(str(paper_id).strip())
+        wanted.append(str(int(paper_id)) if isinstance(paper_id, numbers.Integral) else str(paper_id).strip())
     return list(dict.fromkeys(wanted))
 
 
@@ -799,11 +800,14 @@ def _parquet_records(path: Path) -> _Records:
 
 
 def _refuse_repeated_columns(path: Path, where: str, names: Sequence[str]) -> None:
-    """Refuse a header that names a column twice: a record would keep only the last of the two values."""
-    repeated = [name for name, count in Counter(names).items() if count > 1]
+    """Refuse a header that names a column twice, or twice but for spaces around a name (``title, title``): a
+    record would keep only the last of the two values, or one of them under a name no reader looks for."""
+    repeated = [name for name, count in Counter(str(name).strip() for name in names).items() if count > 1]
     if repeated:
+        spelt = sorted({repr(name) for name in names if str(name).strip() == repeated[0]})
+        shown = f" ({' and '.join(spelt)})" if len(spelt) > 1 else ""
         raise ValueError(
-            f"{path}, {where}: the column {repeated[0]!r} is named twice; a record would keep only the last of its "
+            f"{path}, {where}: the column {repeated[0]!r} is named twice{shown}; a record would keep only one of its "
             "values: rename or remove one"
         )
 
@@ -846,16 +850,20 @@ def _paper_id(record: dict[str, Any], key: str | None, id_field: str | None) -> 
     names = (id_field,) if id_field else ID_FIELDS
     value = next((record[name] for name in names if record.get(name) not in (None, "")), None)
     if key is not None:
-        if value is not None and str(value) != key:
+        # A key is an id as a record's field is: stripped, so that " 1" and "1" are one id.
+        key = key.strip()
+        if not key:
+            return None, "empty paper id (its key)"
+        if value is not None and str(value).strip() != key:
             return key, f"record id {value!r} differs from its key"
         return key, None
     if value is None:
         fields = [str(name) for name in record if name is not None]
         shown = ", ".join(fields[:8]) + (f", ... ({len(fields)} in all)" if len(fields) > 8 else "")
         return None, f"no paper id (looked for {' / '.join(names)}; the record's fields: {shown or 'none'})"
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
+    if isinstance(value, bool) or not isinstance(value, (str, numbers.Integral)):
         return None, f"paper id must be a string or integer, got {type(value).__name__}"
-    paper_id = str(value).strip()
+    paper_id = str(int(value)) if isinstance(value, numbers.Integral) else str(value).strip()
     if not paper_id:
         return None, "empty paper id"
     return paper_id, None

@@ -60,6 +60,23 @@ _FIELD = re.compile(r"^\.([A-Z])\s*$")
 _BROKEN_RECORD = re.compile(r"^\s*\.[Ii](\s|\d|$)")
 #: Words in a line of ``.X`` links: text, not links.
 _WORD = re.compile(r"[^\W\d_]{2,}")
+_MONTH = r"(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+#: The shapes of the lines of CACM's formal fields. A line of one field with the shape of another is the other's
+#: text after a lost marker; a shape counts in a file only when most of that field's lines there have it.
+_SHAPES = {
+    "B": re.compile(rf"(?:[A-Z][\w.&]*\s+)*{_MONTH},?\s*(?:\d{{1,2}},\s*)?\d{{4}}"),  # CACM December, 1958
+    "N": re.compile(
+        rf"\S+.*\b{_MONTH}\s*\d{{1,2}},\s*\d{{4}}\s*\d{{1,2}}:\d{{2}}\s*[AP]M"
+    ),  # CA581203 JB March 22, ...
+    "C": re.compile(r"(?=.*\d\.\d)\d+(?:\.\d+)*\.?(?:[\s,;]+\d+(?:\.\d+)*\.?)*[,;]?"),  # 1.3 2.4
+    "A": re.compile(r"[A-Z][\w'`.\-]*(?: [A-Za-z][\w'`.\-]*)*,\s*(?:[A-Z][a-z]?\.\s*)+"),  # Perlis, A. J.
+}
+#: A phrase of keywords ends in a lower-case word. Among the lines of a field with a shape, a line of such phrases
+#: between commas is the keywords' text after a lost ``.K`` marker; in a title or an abstract such a line is prose.
+_KEYWORD_ITEM = re.compile(r"(?:.*\s)?[a-z][a-z\-]+")
+#: A title is taken for one holding its abstract (a lost ``.W``) when it has more than this many times the words
+#: of the longest ordinary title of the file (one of at most three times the median).
+_LONG_TITLE = 2
 
 
 @dataclass
@@ -106,7 +123,10 @@ def read_smart_collection(
             types; ``all``, every pair a citation link whatever the middle column (CISI's weights).
 
     Raises:
-        InvalidPaperError: a bad record and ``skip_invalid`` is false.
+        InvalidPaperError: a bad record and ``skip_invalid`` is false; a record whose field holds a line with
+            the shape of another field (a date, an entry stamp, category codes, an author, keywords) names the
+            line and the marker it probably lost. A title far longer than the file's others (a lost ``.W``) and
+            a second line in a field of one line elsewhere are warnings naming the records.
         ValueError: a line outside any record, an unknown field marker, a malformed ``.X`` line, link lines in a
             text field (a lost ``.X`` line), or (with
             ``links="cacm"``) ``.X`` lines whose middle column is not a CACM link type: their count per value
@@ -118,11 +138,13 @@ def read_smart_collection(
     records = list(_parse(path))
     if links == "cacm":
         _check_cacm_link_types(path, records)
+    lost = _lost_markers(path, [record for _, record in records])
+    _warn_long_titles(path, records)
     papers: list[dict[str, Any]] = []
     skipped: list[PaperProblem] = []
     first_line: dict[str, int] = {}
     raw_links: dict[int, list[tuple[str, str]]] = defaultdict(list)
-    for line_number, record in records:
+    for index, (line_number, record) in enumerate(records):
         paper_id = record["paper_id"]
         foreign = [link for link in record["links"] if _normal_id(link[4]) != _normal_id(paper_id)]
         reasons = []
@@ -135,6 +157,8 @@ def read_smart_collection(
             reasons.append(f"duplicate id (first at line {first_line[paper_id]})")
         if record["merged"]:
             reasons.append(f"{record['merged'][1]}: a missing .I line?")
+        elif index in lost:
+            reasons.append(lost[index])
         if foreign:
             owners = ", ".join(sorted({link[4] for link in foreign}, key=paper_id_order))
             reasons.append(
@@ -151,7 +175,9 @@ def read_smart_collection(
             if not record["title"] and not record["abstract"]:
                 problem = PaperProblem(str(path), f"line {line_number}", "neither title nor abstract", paper_id)
         if problem is None:
-            papers.append({key: value for key, value in record.items() if key not in ("links", "stray", "merged")})
+            papers.append(
+                {key: value for key, value in record.items() if key not in ("links", "stray", "merged", "fields")}
+            )
             continue
         if not skip_invalid:
             raise InvalidPaperError([problem])
@@ -189,6 +215,96 @@ def _check_cacm_link_types(path: Path, records: list[tuple[int, dict[str, Any]]]
         )
 
 
+def _is_keyword_line(line: str) -> bool:
+    """Whether a line reads as keywords: phrases ending in a lower-case word between commas, two or more of them or
+    nothing else."""
+    items = [item.strip() for item in line.split(",") if item.strip()]
+    lower = sum(bool(_KEYWORD_ITEM.fullmatch(item)) for item in items)
+    return lower >= 2 or lower == len(items) > 0
+
+
+def _lost_markers(path: Path, records: list[dict[str, Any]]) -> dict[int, str]:
+    """The records whose fields hold another field's lines after a lost marker, by index, with the reason.
+
+    Args:
+        path: the document file, named in the warning.
+        records: the parsed records, in file order.
+
+    Only what the file itself shows counts: a shape of :data:`_SHAPES` when most of its field's lines in the file
+    have it, keywords when most ``.K`` lines read as keywords. A line of one field with another's shape is an
+    error; a second line, of no known shape, in a field that holds one line in every other record is a warning.
+    """
+
+    def lines_of(marker: str) -> list[str]:
+        return [line.strip() for record in records for _, line in record["fields"].get(marker, ()) if line.strip()]
+
+    def mostly(lines: list[str], test) -> bool:
+        return len(lines) >= 2 and sum(map(bool, map(test, lines))) * 5 >= len(lines) * 4
+
+    shapes = {marker: shape for marker, shape in _SHAPES.items() if mostly(lines_of(marker), shape.fullmatch)}
+    keywords = mostly(lines_of("K"), _is_keyword_line)
+    sizes: dict[str, Counter] = defaultdict(Counter)
+    for record in records:
+        for marker, held in record["fields"].items():
+            sizes[marker][sum(1 for _, line in held if line.strip()) > 1] += 1
+    one_line = {
+        marker for marker, size in sizes.items() if size[False] >= 2 and size[True] <= max(1, size[False] // 100)
+    }
+    found: dict[int, str] = {}
+    odd: list[str] = []
+    for index, record in enumerate(records):
+        for marker, held in record["fields"].items():
+            own = shapes.get(marker)
+            for position, (line_number, line) in enumerate((n, t.strip()) for n, t in held if t.strip()):
+                if own is not None and own.fullmatch(line):
+                    continue
+                other = next((m for m, shape in shapes.items() if m != marker and shape.fullmatch(line)), None)
+                if other is None and keywords and marker in _SHAPES and _is_keyword_line(line):
+                    other = "K"
+                if other is not None:
+                    found[index] = (
+                        f"line {line_number} ({line[:60]!r}), in its .{marker} field, has the shape of a .{other} "
+                        f"line: a lost .{other} marker? Put '.{other}' on the line before it"
+                    )
+                    break
+                if position and marker in one_line:
+                    odd.append(f"{record['paper_id']} (line {line_number}: {line[:40]!r} in its .{marker} field)")
+                    break
+            if index in found:
+                break
+    if odd:
+        logger.warning(
+            "%s: %d record(s) hold a second line in a field that is one line in every other record (a lost field "
+            "marker before it?): %s",
+            path,
+            len(odd),
+            "; ".join(odd[:10]) + (f"; and {len(odd) - 10} more" if len(odd) > 10 else ""),
+        )
+    return found
+
+
+def _warn_long_titles(path: Path, records: list[tuple[int, dict[str, Any]]]) -> None:
+    """Warn of titles far longer than the file's ordinary ones: a lost ``.W`` marker puts the abstract in the title."""
+    words = sorted(len(record["title"].split()) for _, record in records if record["title"])
+    if len(words) < 5:
+        return
+    ordinary = max(size for size in words if size <= 3 * max(words[len(words) // 2], 1))
+    long = [
+        f"{record['paper_id']} (line {line_number}, {len(record['title'].split())} words)"
+        for line_number, record in records
+        if len(record["title"].split()) > _LONG_TITLE * ordinary
+    ]
+    if long:
+        logger.warning(
+            "%s: %d record(s) have a title far longer than the file's others (at most %d words): %s; "
+            "a lost .W line before the abstract?",
+            path,
+            len(long),
+            ordinary,
+            "; ".join(long[:10]) + (f"; and {len(long) - 10} more" if len(long) > 10 else ""),
+        )
+
+
 def _log_counts(path: Path, papers: int, skipped: int, stats: dict[int, Counter], reading: str) -> None:
     """The reader's counts in one line: papers, then per link type the .X lines read and the undirected links
     kept (each link is listed from both of its records, so about half the lines are repeats)."""
@@ -214,15 +330,17 @@ def read_smart_queries(path: str | os.PathLike[str]) -> Dataset:
     """Read SMART queries (CACM's ``query.text``) as a Dataset with ``query_id``, ``text`` and ``authors``.
 
     Raises:
-        ValueError: a malformed file (see :func:`read_smart_collection`), a repeated query id, or a
-            query without text, naming the file and line.
+        ValueError: a malformed file (see :func:`read_smart_collection`), a repeated query id, a query
+            holding another field's lines (a lost marker), or a query without text, naming the file and line.
     """
     from datasets import Dataset
 
     path = Path(path)
     rows: dict[str, list] = {"query_id": [], "text": [], "authors": []}
     first_line: dict[str, int] = {}
-    for line_number, record in _parse(path):
+    records = list(_parse(path))
+    lost = _lost_markers(path, [record for _, record in records])
+    for index, (line_number, record) in enumerate(records):
         query_id = _normal_id(record["paper_id"])
         if query_id in first_line:
             raise ValueError(
@@ -233,6 +351,8 @@ def read_smart_queries(path: str | os.PathLike[str]) -> Dataset:
             raise ValueError(
                 f"{path}, line {at}: {what}, in query {query_id!r} (line {line_number}): a missing .I line?"
             )
+        if index in lost:
+            raise ValueError(f"{path}, line {line_number}: query {query_id!r}: {lost[index]}")
         if not record["abstract"]:
             raise ValueError(f"{path}, line {line_number}: query {query_id!r} has no .W text")
         first_line[query_id] = line_number
@@ -409,6 +529,7 @@ def _finish(record: dict[str, Any], lines: dict[str, list], path: Path) -> dict[
         "categories": text("categories"),
         "links": links,
         "stray": text("stray"),
+        "fields": {marker: lines[name] for marker, name in _FIELDS.items() if name in lines and marker != "X"},
     }
 
 

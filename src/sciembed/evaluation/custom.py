@@ -241,10 +241,18 @@ def read_qrels(path: str | os.PathLike[str], *, qrels_columns: str | None = None
         raise ValueError(f"{path}: no judgements" + (f" ({header})" if header else ""))
     documents = set(columns["cand_id"])
     if len(documents) == 1 and len(set(columns["query_id"])) > 1 and qrels_columns != "document-query":
+        document = documents.pop()
+        field = f"field {width - 1} of {_QRELS_LAYOUTS[width]}"
+        same = f"{path}: every judgement names the same document {document!r} ({field})"
+        if width == 4 and document.isdigit() and int(document) == 0:
+            raise ValueError(
+                f"{same}: is the document in another field? (SMART's qrels.text is 'qid docid 0 0': write it as "
+                "'qid 0 docid 1')"
+            )
         raise ValueError(
-            f"{path}: every judgement names the same document {documents.pop()!r} (field {width - 1} of "
-            f"{_QRELS_LAYOUTS[width]}): is the document in another field? (SMART's qrels.text is 'qid docid 0 0': "
-            "write it as 'qid 0 docid 1')"
+            f"{same}: are the query and document columns swapped? One query judged against "
+            f"{len(set(columns['query_id']))} documents reads so backwards: swap the columns, or pass --qrels-columns "
+            "document-query (qrels_columns='document-query'); else, is the document in another field?"
         )
     if max(columns["score"]) < 1:
         raise ValueError(

@@ -152,6 +152,16 @@ def load_tasks(
                 f"{data}: no task(s) {unknown} in {name}; tasks here: {', '.join(here) or 'none'}"
                 + (f" (absent from this folder: {', '.join(whole.missing)})" if whole.missing else "")
             )
+    for task in list(suite.tasks):
+        if (lacking := task.lacking()) is None:
+            continue
+        if tasks or len(suite.tasks) == 1:
+            raise ValueError(
+                f"{data}: the {name} task {task.task_id!r} has nothing to score: {lacking}; check the files it is "
+                "read from" + (", or leave it out of --tasks" if tasks else "")
+            )
+        suite.tasks.remove(task)
+        suite.missing.append(f"{task.task_id} (nothing to score: {lacking})")
     if not suite.tasks:
         raise ValueError(
             f"{data}: none of the {name} tasks{' ' + str(sorted(tasks)) if tasks else ''} found; missing: "
@@ -545,7 +555,7 @@ def _cocitation(name, data, *, skip_invalid, wanted, **_):
 
 
 def _cacm(name, data, *, skip_invalid, wanted, seed, similarity, smart_links, qrels_columns, **_):
-    from ..data.smart import read_smart_collection, read_smart_qrels, read_smart_queries
+    from ..data.smart import CACM_CITATION, read_smart_collection, read_smart_qrels, read_smart_queries
 
     folder = Path(data)
     collection = read_smart_collection(folder, skip_invalid=skip_invalid, links=smart_links)
@@ -553,9 +563,28 @@ def _cacm(name, data, *, skip_invalid, wanted, seed, similarity, smart_links, qr
     tasks: list[Task] = []
     missing: list[str] = []
     seed = 0 if seed is None else seed
-    if wanted is None or "cite" in wanted:
+
+    def lacking(task_id: str, why: str | None, fix: str) -> bool:
+        """Whether a task's data is absent from the collection: listed as missing, or an error when asked for."""
+        if why is not None and wanted is not None:
+            raise ValueError(f"{collection.path}: {why}; {fix}")
+        if why is not None:
+            missing.append(f"{task_id} ({why})")
+        return why is not None
+
+    other_links = any(collection.links.values())
+    if (wanted is None or "cite" in wanted) and not lacking(
+        "cite",
+        None
+        if collection.links.get(CACM_CITATION)
+        else f"no .X line {'is a citation link (middle column 5)' if other_links else 'links two of its records'}",
+        "evaluate the other tasks (--tasks categories search)"
+        + (", or read every .X pair as a citation (--smart-links all)" if other_links else ""),
+    ):
         tasks.append(cacm_cite_task(collection, seed=seed, similarity=similarity))
-    if wanted is None or "categories" in wanted:
+    if (wanted is None or "categories" in wanted) and not lacking(
+        "categories", _categories_lacking(collection), _CATEGORIES_FIX
+    ):
         tasks.append(cacm_category_task(collection, seed=seed))
     if wanted is None or "search" in wanted:
         if (folder / "query.text").is_file() and (folder / "qrels.text").is_file():
@@ -642,13 +671,37 @@ def cite_task(
     )
 
 
+_CATEGORIES_FIX = "evaluate the other tasks (--tasks cite search), or give a collection whose records have .C lines"
+
+
+def _categories_lacking(collection) -> str | None:
+    """Why a SMART collection's ``.C`` categories make no classification task (None when they make one)."""
+    categories = cacm_categories(collection.papers)
+    if len(set(categories.values())) >= 2:
+        return None
+    if not any(paper.get("categories") for paper in collection.papers):
+        return "no record has .C categories (CR category codes) to classify by"
+    classes = sorted(set(categories.values()))
+    return (
+        f"the .C categories make {len(classes)} class(es) of at least 6 papers ({', '.join(map(str, classes))}); "
+        "classification needs two or more"
+    )
+
+
 def cacm_category_task(collection, *, seed: int = 0, test_size: float = 0.5) -> ClassificationTask:
     """CACM's CR categories as a single-label classification task (:func:`sciembed.data.judgements.cacm_categories`:
     the top-level class of each paper's first listed category, ``3.7`` -> ``3``, classes of at least 6 papers),
     a stratified random half for training, SciDocs' protocol (LinearSVC, C in logspace(−4, 2, 7), 3-fold,
-    macro-F1)."""
+    macro-F1).
+
+    Raises:
+        ValueError: the collection's categories make fewer than two classes (no ``.C`` lines at all, say),
+            naming the file.
+    """
     from sklearn.model_selection import train_test_split
 
+    if (lacking := _categories_lacking(collection)) is not None:
+        raise ValueError(f"{collection.path}: {lacking}; {_CATEGORIES_FIX}")
     categories = cacm_categories(collection.papers)
     ids, labels = list(categories), list(categories.values())
     train_ids, test_ids, y_train, y_test = train_test_split(

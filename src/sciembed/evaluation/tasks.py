@@ -92,6 +92,10 @@ class Task:
     def __post_init__(self):
         self.task_id = self.task_id or self.name
 
+    def lacking(self) -> str | None:
+        """Why the task, as read, has nothing to score (its data turned out empty), or None when it has."""
+        return None
+
     def evaluate(
         self, documents: Mapping[str, np.ndarray], queries: Mapping[str, np.ndarray], *, n_jobs: int = -1
     ) -> TaskScores:
@@ -153,6 +157,17 @@ class ProximityTask(Task):
         # The benchmark's averages take its own measures, not the standard set reported beside them.
         self.primary_metrics = self.primary_metrics or tuple(self.measures)
 
+    def lacking(self) -> str | None:
+        if not self.qrels:
+            return "no query has a judgement"
+        qrels, dropped = self._without_self_judgements()
+        if not any(grade >= self.relevance_level for judged in qrels.values() for grade in judged.values()):
+            alone = f" but itself (a query paper is never its own candidate; {dropped} left out)" if dropped else ""
+            return f"none of its {len(self.qrels)} judged queries has a candidate judged relevant{alone}"
+        if self.query_format is not None and not self.queries:
+            return f"none of its {len(self.qrels)} judged queries has a text"
+        return None
+
     @property
     def paper_queries(self) -> bool:
         """Whether the queries are papers (a proximity task's are, given apart in ``queries`` or not), so that a query
@@ -177,11 +192,7 @@ class ProximityTask(Task):
 
     def _scored_qrels(self) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
         """The qrels scored (a query paper's judgement of itself left out, counted and logged) and what was skipped."""
-        from .ranking import without_self_judgements
-
-        if not self.paper_queries and not self.query_papers:
-            return self.qrels, {}
-        qrels, dropped = without_self_judgements(self.qrels, None if self.paper_queries else self.query_papers)
+        qrels, dropped = self._without_self_judgements()
         if not dropped:
             return qrels, {}
         logger.warning(
@@ -191,6 +202,14 @@ class ProximityTask(Task):
             dropped,
         )
         return qrels, {"self_judgements": dropped}
+
+    def _without_self_judgements(self) -> tuple[dict[str, dict[str, int]], int]:
+        """The qrels without a query paper's judgements of itself, and how many were left out."""
+        from .ranking import without_self_judgements
+
+        if not self.paper_queries and not self.query_papers:
+            return self.qrels, 0
+        return without_self_judgements(self.qrels, None if self.paper_queries else self.query_papers)
 
     def _measures(self) -> tuple[str, ...]:
         """The task's own measures, then the standard set every ranking result reports."""
@@ -294,6 +313,12 @@ class ClassificationTask(Task):
     protocol: Any = field(default=None, kw_only=True)
     few_shot: tuple[tuple[int, int], ...] = field(default=(), kw_only=True)
     keep_predictions: bool = field(default=True, kw_only=True)
+
+    def lacking(self) -> str | None:
+        (train_ids, _), (test_ids, _) = self.train, self.test
+        if not len(train_ids) or not len(test_ids):
+            return f"{len(train_ids)} labelled paper(s) to train on and {len(test_ids)} to test"
+        return None
 
     def _arrays(self, documents):
         (train_ids, y_train), (test_ids, y_test) = self.train, self.test

@@ -44,6 +44,7 @@ from ..io import (
     ids_path,
     read_embeddings,
     refuse_replacing,
+    refuse_replacing_file,
     replace_folder,
     write_embeddings,
 )
@@ -135,7 +136,8 @@ def check_output(output: str | os.PathLike[str], *, overwrite: bool = False) -> 
             "or a name without a suffix for a folder of Parquet parts"
         )
     for written in written_files(output):
-        refuse_replacing(written, overwrite=overwrite)
+        # A file output is never a folder, which overwrite does not replace.
+        (refuse_replacing_file if written.suffix else refuse_replacing)(written, overwrite=overwrite)
     return output
 
 
