@@ -50,6 +50,16 @@ def test_embed_with_overwrite_replaces_neither_its_input_s_folder_nor_a_folder_n
     assert papers.read_text() and (folder / "v.jsonl").is_dir() and "no-model" not in caplog.text
 
 
+def test_embed_to_file_replaces_no_folder_holding_its_input(tiny_encoder, tmp_path, monkeypatch):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    papers = _papers(folder)
+    calls = counting_encodes(monkeypatch)
+    with pytest.raises(ValueError, match=r"output .*data would overwrite the input .*the folder .*data holds it"):
+        embed_to_file(tiny_encoder, papers, folder, overwrite=True, show_progress_bar=False)
+    assert calls == [] and papers.read_text()
+
+
 def test_embed_refuses_a_stray_ids_file_of_an_npy_output(tiny_encoder, tmp_path, monkeypatch):
     output = tmp_path / "vectors.npy"
     ids_path(output).write_text('["someone else\'s"]')

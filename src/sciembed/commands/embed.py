@@ -4,11 +4,10 @@ parses its options and loads the model once the papers are read."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from ..data.papers import TEXT_FIELDS
 from ..encode import Encoder
-from ..jobs.embed import check_output, embed_to_file, written_files
+from ..jobs.embed import check_output, embed_to_file
 from .options import HelpFormatter, add_options, encoder_from_args
 
 
@@ -105,20 +104,9 @@ def run(args: argparse.Namespace) -> int:
     check_paper_source(args.input, "--input")
     if not args.no_cache:
         check_cache_dir(args.cache_dir)
-    output = check_output_place(args.output)
-    source = Path(args.input).resolve()
-    for path in written_files(output):
-        # An output folder holding the input (``--output .``, ``--output data --overwrite``) would replace it too.
-        if (
-            Path(args.input).exists()
-            and path.exists()
-            and (path.resolve() == source or path.resolve() in source.parents)
-        ):
-            held = "" if path.resolve() == source else f" (the folder {path} holds it)"
-            raise ValueError(
-                f"--output {args.output} would overwrite the input {args.input}{held}; choose another output"
-            )
-    check_output(output, overwrite=args.overwrite)
+    output = check_output(
+        check_output_place(args.output), overwrite=args.overwrite, source=args.input, option="--output"
+    )
     rank_device = init_from_environment() if args.rank is None else None
 
     def load() -> Encoder:  # after the input is read: a bad papers file fails before a long model load

@@ -125,20 +125,46 @@ def partial_dir(output: str | os.PathLike[str]) -> Path:
     return output.with_name(output.name + ".partial")
 
 
-def check_output(output: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-    """``output`` as a Path: a file named ``.jsonl`` / ``.npy`` / ``.parquet``, or a folder (a name without a
-    suffix) of Parquet parts; a ValueError names any other suffix, a FileExistsError an output (or a ``.npy``'s
-    ids file) already there unless ``overwrite``."""
+def check_output(
+    output: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    source: str | os.PathLike[str] | None = None,
+    option: str = "output",
+) -> Path:
+    """``output`` as a Path: a file named ``.jsonl`` / ``.npy`` / ``.parquet``, or a folder of Parquet parts.
+
+    Args:
+        output: the output's path (a name without a suffix is a folder of Parquet parts).
+        overwrite: replace an output already there.
+        source: the papers' path, which the output may neither be nor hold.
+        option: the output's name in messages (``--output`` on the command line).
+
+    Raises:
+        ValueError: another suffix; an output that is or holds ``source``.
+        FileExistsError: an output (or a ``.npy``'s ids file) already there, unless ``overwrite``.
+    """
     output = Path(output)
     if output.suffix and output.suffix.lower() not in EMBEDDING_SUFFIXES:
         raise ValueError(
             f"{output}: unsupported embedding output; use a {', '.join(EMBEDDING_SUFFIXES)} file, "
             "or a name without a suffix for a folder of Parquet parts"
         )
+    if source is not None and Path(source).exists():
+        _refuse_holding(output, Path(source), option)
     for written in written_files(output):
         # A file output is never a folder, which overwrite does not replace.
         (refuse_replacing_file if written.suffix else refuse_replacing)(written, overwrite=overwrite)
     return output
+
+
+def _refuse_holding(output: Path, source: Path, option: str) -> None:
+    """Refuse an output that is the papers' file or a folder holding it (replacing it would delete the papers)."""
+    resolved = source.resolve()
+    for path in written_files(output):
+        if path.exists() and (path.resolve() == resolved or path.resolve() in resolved.parents):
+            held = "" if path.resolve() == resolved else f" (the folder {path} holds it)"
+            raise ValueError(f"{option} {output} would overwrite the input {source}{held}; choose another output")
 
 
 def written_files(output: Path) -> list[Path]:
@@ -216,7 +242,8 @@ def embed_to_file(
     """
     refuse_encoder_options("embed_to_file", removed)
     started = time.perf_counter()
-    output = check_output(output, overwrite=overwrite)
+    source = papers if isinstance(papers, (str, os.PathLike)) else None
+    output = check_output(output, overwrite=overwrite, source=source)
     cache_folder = check_cache_dir(cache_dir) if use_cache else None  # before any work
     if shard_size < 1:
         raise ValueError(f"shard_size must be positive, got {shard_size}")
