@@ -353,11 +353,16 @@ def test_a_query_model_other_than_the_index_model_is_refused(tiny_encoder, tiny_
     embed_to_file(tiny_encoder, PAPERS, tmp_path / "v.parquet", show_progress_bar=False)
     index = PaperIndex.build(tmp_path / "v.parquet", tmp_path / "index", kind="exact")
     other = PaperEncoder.from_pretrained(tiny_st_base, device="cpu")
-    with pytest.raises(ValueError, match=f"the query model {other.name_or_path} is not the model .* probe paper"):
+    with pytest.raises(
+        ValueError,
+        match=f"index was embedded with .* the model given, {other.name_or_path} .* embeds a probe paper differently",
+    ):
         index.search("graphs", encoder=other)
     pooled = PaperEncoder.from_pretrained(tiny_encoder.name_or_path, device="cpu", pooling="mean")
     assert tiny_encoder.pooling == "cls"  # the same weights, another format of their vectors
-    with pytest.raises(ValueError, match=r"the query model .* is not the model .* differ \(another model, format"):
+    with pytest.raises(
+        ValueError, match=r"the model given, .* embeds a probe paper differently \(another model, format"
+    ):
         index.search("graphs", encoder=pooled)
     with pytest.raises(ValueError, match=r"embedded with .* not .*: leave --model out"):
         PaperIndex.build(tmp_path / "v.parquet", tmp_path / "again", model=other)

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..data.knn import unit_rows
-from ..default_model import DEFAULT_MODEL_HUB_ID
 from ..io import replace_folder
 from .blocks import EmbeddingSource, open_embeddings
 from .build import (
@@ -44,7 +43,7 @@ from .codes import IndexCodes, clipped_share
 from .ids import FILES as ID_FILES
 from .ids import IdTable, IdTableWriter
 from .manifest import MANIFEST_FILE, Manifest
-from .model import ModelStamp, stamp_of
+from .model import ModelStamp, stamped_encoder
 from .settings import IndexSettings, parse_memory
 
 if TYPE_CHECKING:
@@ -454,28 +453,11 @@ class PaperIndex:
                 f"{self.folder} does not know the model that embedded its papers, so it takes query vectors and ids "
                 "(ids=), not text or papers; build it again with --model NAME (model=), or embed the queries yourself"
             )
-        if encoder is None:
-            if self._encoder is None:
-                from ..encode import Encoder
-
-                options = {"revision": stamp.revision} if stamp.revision else {}
-                # The embedded default is named by its Hub id and loaded from the package, offline.
-                name = None if stamp.name == DEFAULT_MODEL_HUB_ID else stamp.name
-                self._encoder = Encoder.from_pretrained(name, **options)
-            encoder = self._encoder
-        if stamp.probe is None:
-            logger.warning(
-                "%s names its model (%s) without a fingerprint: queries are not checked", self.folder, stamp.name
-            )
-            return encoder
-        given = stamp_of(encoder)
-        if not stamp.matches(given):
-            raise ValueError(
-                f"the query model {given.name} is not the model {self.folder} was built with ({stamp.name}, revision "
-                f"{stamp.revision}): their vectors of one probe paper differ (another model, format or settings); "
-                f"search with {stamp.name} (leave encoder= unset), or index vectors of the model you mean"
-            )
-        return encoder
+        if encoder is not None:
+            return stamped_encoder(stamp, encoder, str(self.folder))
+        if self._encoder is None:
+            self._encoder = stamped_encoder(stamp, None, str(self.folder))
+        return self._encoder
 
     # Adding ---------------------------------------------------------------------------------------------------
 
