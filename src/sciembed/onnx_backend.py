@@ -9,12 +9,14 @@ weights), mixture-of-experts routing (``domain_ids`` is an input), sentence-tran
 
 An export is made once per encoder and format, in ``<cache>/onnx/<fingerprint>/`` (see
 :func:`sciembed.io.default_cache_dir`), and checked before it is used: on texts of other lengths and another
-batch size than it was traced with, its vectors must equal PyTorch's within :data:`EXPORT_TOLERANCE`. The
-graph is then fused by ``onnxruntime.transformers.optimizer`` (attention, LayerNorm, GELU) and checked again;
-a fused graph that misses the tolerance is not used (the plain export is, with a warning). What cannot be
-exported raises :class:`OnnxExportError` naming the model and the reason.
+batch size than it was traced with, its vectors must equal PyTorch's within :data:`EXPORT_TOLERANCE`. It is
+traced with eager attention, whose pattern ``onnxruntime.transformers.optimizer`` then fuses (attention,
+LayerNorm, GELU) before the graph is checked again; a fused graph that misses the tolerance is not used (the
+plain export is, with a warning). What cannot be exported raises :class:`OnnxExportError` naming the model
+and the reason.
 
-int8 (``quantization="int8"``) is ONNX Runtime's dynamic quantisation of the export: int8 weights, and
+int8 (``quantization="int8"``) is ONNX Runtime's dynamic quantisation of the fused export (its products and
+fused attention become int8 operators, run by the VNNI or AMX kernels the CPU has): int8 weights, and
 activations quantised with one scale per batch, so a paper's int8 vector depends slightly on the papers it
 is batched with. It is refused until :func:`sciembed.evaluation.int8_gate.check_int8` has compared it with
 fp32 on a held-out citation set and written a passing verdict next to it.
