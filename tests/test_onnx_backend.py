@@ -46,6 +46,30 @@ def assert_same_vectors(pytorch, onnx, texts=TEXTS):
         np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
 
 
+def fused_operators(folder):
+    """The count of each of ONNX Runtime's fused transformer operators in the export in ``folder``."""
+    import onnx
+
+    graph = onnx.load(str(folder / onnx_backend.FP32_FILE)).graph
+    fused = ("Attention", "SkipLayerNormalization", "EmbedLayerNormalization", "BiasGelu", "Gelu", "FastGelu")
+    return {name: sum(node.op_type == name for node in graph.node) for name in fused}
+
+
+def assert_fused(encoder, cache):
+    """Every export in ``cache`` runs attention, LayerNorm and GELU as fused operators in every layer, and the
+    encoder keeps its own attention implementation in PyTorch."""
+    layers = encoder.transformer.config.num_hidden_layers
+    for folder in cache.iterdir():
+        counts = fused_operators(folder)
+        assert counts["Attention"] == layers and counts["SkipLayerNormalization"] >= layers
+        assert counts["BiasGelu"] + counts["Gelu"] + counts["FastGelu"] == layers, counts
+        assert (
+            json.loads((folder / "export.json").read_text())["fused_operators"].get("Attention", 0)
+            == counts["Attention"]
+        )
+    assert encoder.transformer.config._attn_implementation == "sdpa"
+
+
 @pytest.mark.parametrize("options", [{}, {"pooling": "mean", "normalize": True}, {"max_length": 12}])
 def test_a_plain_encoder_gives_pytorch_s_vectors_and_exports_once(tiny_bert, tmp_path, monkeypatch, options):
     pytorch, onnx = both(tiny_bert, tmp_path, **options)
@@ -56,6 +80,7 @@ def test_a_plain_encoder_gives_pytorch_s_vectors_and_exports_once(tiny_bert, tmp
         and json.loads((exports[0] / "export.json").read_text())["max_abs_difference_to_pytorch"] <= 1e-4
     )
     assert onnx.fingerprint() != pytorch.fingerprint() and onnx.model_fingerprint() == pytorch.fingerprint()
+    assert_fused(onnx, tmp_path)
 
     def no_second_export(*args, **kwargs):
         raise AssertionError("exported again although the cache holds the export")
@@ -72,6 +97,7 @@ def test_a_plain_encoder_gives_pytorch_s_vectors_and_exports_once(tiny_bert, tmp
 def test_a_sentence_transformers_model_gives_its_own_vectors(tiny_st_base, tmp_path):
     pytorch, onnx = both(tiny_st_base, tmp_path)
     assert_same_vectors(pytorch, onnx)
+    assert_fused(onnx, tmp_path)
     np.testing.assert_allclose(np.linalg.norm(onnx.encode(TEXTS, show_progress_bar=False), axis=1), 1, atol=1e-5)
 
 

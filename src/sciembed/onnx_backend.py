@@ -9,12 +9,14 @@ weights), mixture-of-experts routing (``domain_ids`` is an input), sentence-tran
 
 An export is made once per encoder and format, in ``<cache>/onnx/<fingerprint>/`` (see
 :func:`sciembed.io.default_cache_dir`), and checked before it is used: on texts of other lengths and another
-batch size than it was traced with, its vectors must equal PyTorch's within :data:`EXPORT_TOLERANCE`. The
-graph is then fused by ``onnxruntime.transformers.optimizer`` (attention, LayerNorm, GELU) and checked again;
-a fused graph that misses the tolerance is not used (the plain export is, with a warning). What cannot be
-exported raises :class:`OnnxExportError` naming the model and the reason.
+batch size than it was traced with, its vectors must equal PyTorch's within :data:`EXPORT_TOLERANCE`. It is
+traced with eager attention, whose pattern ``onnxruntime.transformers.optimizer`` then fuses (attention,
+LayerNorm, GELU) before the graph is checked again; a fused graph that misses the tolerance is not used (the
+plain export is, with a warning). What cannot be exported raises :class:`OnnxExportError` naming the model
+and the reason.
 
-int8 (``quantization="int8"``) is ONNX Runtime's dynamic quantisation of the export: int8 weights, and
+int8 (``quantization="int8"``) is ONNX Runtime's dynamic quantisation of the fused export (its products and
+fused attention become int8 operators, run by the VNNI or AMX kernels the CPU has): int8 weights, and
 activations quantised with one scale per batch, so a paper's int8 vector depends slightly on the papers it
 is batched with. It is refused until :func:`sciembed.evaluation.int8_gate.check_int8` has compared it with
 fp32 on a held-out citation set and written a passing verdict next to it.
@@ -22,13 +24,14 @@ fp32 on a held-out citation set and written a passing verdict next to it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import platform
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -101,14 +104,26 @@ def cpu_threads() -> int:
     return max(1, len(cores) or len(allowed))
 
 
+#: The CPU features that decide which float32 and int8 kernels ONNX Runtime runs.
+CPU_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_tile", "amx_int8", "amx_bf16")
+
+
+def cpu_flags() -> dict[str, bool]:
+    """Which of :data:`CPU_FLAGS` the CPU has (all false where ``/proc/cpuinfo`` cannot be read)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        text = ""
+    line = next((line for line in text.splitlines() if line.startswith("flags")), "")
+    present = set(line.split(":", 1)[-1].split())
+    return {flag: flag in present for flag in CPU_FLAGS}
+
+
 def cpu_has_vnni() -> bool:
     """Whether the CPU has 8-bit dot-product instructions (AVX-512 VNNI, AVX-VNNI or AMX); without them
     int8 matrix products on x86 can saturate, and the quantiser uses 7-bit weights (``reduce_range``)."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return any(flag in flags for flag in ("avx512_vnni", "avx_vnni", "amx_int8"))
+    flags = cpu_flags()
+    return flags["avx512_vnni"] or flags["avx_vnni"] or flags["amx_int8"]
 
 
 class OnnxSession:
@@ -231,9 +246,15 @@ def export_encoder(encoder: PaperEncoder, path: str | os.PathLike[str], *, optim
     names = [key for key, value in traced.items() if isinstance(value, torch.Tensor)]
     constants = {key: value for key, value in traced.items() if not isinstance(value, torch.Tensor)}
     try:
-        _trace(
-            lambda tensors: encoder.forward({**constants, **tensors}), encoder.model, traced, names, plain, "embedding"
-        )
+        with _eager_attention(encoder.transformer):
+            _trace(
+                lambda tensors: encoder.forward({**constants, **tensors}),
+                encoder.model,
+                traced,
+                names,
+                plain,
+                "embedding",
+            )
     except Exception as error:  # the exporter's errors have many types; each is this model's reason
         raise OnnxExportError(f"{name} does not export to ONNX: {type(error).__name__}: {error}") from error
     plain_error = _difference(plain, check, expected)
@@ -242,11 +263,11 @@ def export_encoder(encoder: PaperEncoder, path: str | os.PathLike[str], *, optim
             f"{name}: the ONNX export's vectors differ from PyTorch's by {plain_error:.2e} "
             f"(> {EXPORT_TOLERANCE:g}); it cannot run on ONNX Runtime"
         )
-    kind, error = "plain", plain_error
+    kind, error, fused = "plain", plain_error, {}
     if optimize:
-        fused_error = _fuse(plain, path, encoder.transformer.config, check, expected)
+        fused_error, operators = _fuse(plain, path, encoder.transformer.config, check, expected)
         if fused_error is not None and fused_error <= EXPORT_TOLERANCE:
-            kind, error = "fused", fused_error
+            kind, error, fused = "fused", fused_error, operators
             plain.unlink()
         else:
             logger.warning(
@@ -259,6 +280,8 @@ def export_encoder(encoder: PaperEncoder, path: str | os.PathLike[str], *, optim
     logger.info("%s exported to ONNX (%s graph, max abs difference to PyTorch %.2e)", name, kind, error)
     return {
         "graph": kind,
+        "fused_operators": fused,
+        "exporter": "torchscript",
         "inputs": names,
         "max_abs_difference_to_pytorch": error,
         "tolerance": EXPORT_TOLERANCE,
@@ -383,19 +406,42 @@ def _trace(forward: Any, module: Any, traced: Mapping[str, Any], names: list[str
         )
 
 
-def _fuse(plain: Path, path: Path, config: Any, check: Mapping[str, Any], expected: np.ndarray) -> float | None:
-    """Fuse ``plain`` into ``path``; the fused graph's largest difference to ``expected`` on the inputs ``check``
-    (``None``: the optimizer could not fuse it)."""
+def _fuse(
+    plain: Path, path: Path, config: Any, check: Mapping[str, Any], expected: np.ndarray
+) -> tuple[float | None, dict[str, int]]:
+    """Fuse ``plain`` into ``path``: the fused graph's largest difference to ``expected`` on the inputs ``check``
+    (``None``: the optimizer could not fuse it) and the count of each fused operator in it."""
     from onnxruntime.transformers.optimizer import optimize_model
 
     heads, hidden = getattr(config, "num_attention_heads", 0), getattr(config, "hidden_size", 0)
     try:
         optimized = optimize_model(str(plain), model_type="bert", num_heads=heads, hidden_size=hidden)
         optimized.save_model_to_file(str(path))
+        operators = {name: int(count) for name, count in optimized.get_fused_operator_statistics().items() if count}
     except Exception as error:  # an architecture the optimizer does not know
         logger.info("onnxruntime's optimizer did not fuse %s: %s", plain, error)
-        return None
-    return _difference(path, check, expected)
+        return None, {}
+    return _difference(path, check, expected), operators
+
+
+@contextlib.contextmanager
+def _eager_attention(model: Any) -> Iterator[None]:
+    """Run ``model``'s attention as explicit products and softmax while it is exported, restoring its own after:
+    ONNX Runtime's optimizer fuses that pattern into its Attention operator, and not a traced SDPA call."""
+    own = getattr(model.config, "_attn_implementation", None)
+    if own in (None, "eager") or not hasattr(model, "set_attn_implementation"):
+        yield
+        return
+    try:
+        model.set_attn_implementation("eager")
+    except (ValueError, ImportError) as error:  # a model without an eager attention exports as it is
+        logger.info("%s keeps %s attention in its export: %s", type(model).__name__, own, error)
+        yield
+        return
+    try:
+        yield
+    finally:
+        model.set_attn_implementation(own)
 
 
 def _difference(path: Path, check: Mapping[str, Any], expected: np.ndarray) -> float:
