@@ -104,8 +104,8 @@ def test_the_onnx_extra_is_declared_pinned_and_installed():
 
 
 def test_the_openvino_extra_is_declared_pinned_and_installed():
-    """``pip install 'sciembed[openvino]'`` brings openvino, nncf and the onnx extra (the export it converts), in ranges
-    that hold the versions the constraints pin and the environment has; the Makefile installs the extra."""
+    """``pip install 'sciembed[openvino]'`` brings openvino, nncf and the onnx extra (the export it converts), in
+    ranges that hold the versions the constraints pin and the environment has; the Makefile installs the extra."""
     import importlib.metadata
     import re
 
