@@ -210,4 +210,7 @@ def test_cli_embeds_with_openvino_and_refuses_mismatched_options(tiny_bert, tmp_
     assert "--backend onnx --onnx-quantization int8_weights: quantization 'int8_weights' needs" in caplog.text
     assert main([*embed, *output, "--backend", "openvino", "--onnx-quantization", "int8_weights"]) == 2
     assert "OpenVINO int8_weights for" in caplog.text and "is refused: it has not been checked" in caplog.text
+    monkeypatch.setattr(openvino_backend, "openvino_available", lambda: False)
+    assert main([*embed, *output, "--backend", "openvino"]) == 2
+    assert "the OpenVINO backend needs the openvino extra: pip install 'sciembed[openvino]'" in caplog.text
     assert not (tmp_path / "refused.npy").exists()

@@ -290,11 +290,11 @@ def quantize(
     staging.mkdir()
     try:
         ov.save_model(quantized, str(staging / target.name), compress_to_fp16=False)
+        (folder / gate_file(quantization)).unlink(missing_ok=True)  # a verdict on the model this one replaces
         for path in staging.iterdir():
             os.replace(path, folder / path.name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    (folder / gate_file(quantization)).unlink(missing_ok=True)  # a verdict on the model this one replaces
     with atomic_path(target.with_suffix(".json")) as temporary:
         temporary.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return target

@@ -260,7 +260,7 @@ def encoder_from_args(args: argparse.Namespace, *, device: str | None = None) ->
     if backend != "pytorch" or quantization != "fp32":  # before the model loads, in the options' own names
         try:
             check_backend(backend, quantization, getattr(args, "device", None))
-        except ValueError as error:
+        except (ValueError, ImportError) as error:  # a missing extra too: one line naming the install
             raise ValueError(f"--backend {backend} --onnx-quantization {quantization}: {error}") from None
     if getattr(args, "int8_check_set", None):  # before the model loads and its ONNX graph is built
         if quantization == "fp32":
