@@ -144,6 +144,7 @@ def test_int8_is_refused_until_its_gate_passes(kind, tiny_bert, tmp_path):
     )
     with pytest.raises(ValueError, match=f"OpenVINO {kind} for .* is refused: it has not been checked"):
         int8.encode(TEXTS, show_progress_bar=False)
+    unquantized = int8.fingerprint()
 
     # Asked to gain a point over fp32, which int8 cannot: the gate fails, and int8 stays refused with the reason.
     failed = check_int8(int8, cacm, tolerance=-1.0, show_progress_bar=False)
@@ -161,6 +162,8 @@ def test_int8_is_refused_until_its_gate_passes(kind, tiny_bert, tmp_path):
         tiny_bert, device="cpu", backend="openvino", quantization=kind, openvino_cache=tmp_path
     )
     fp32 = gated.with_quantization("fp32")
+    # Cached vectors of int8 name what it was calibrated on; weight-only int8 has no calibration.
+    assert (gated.fingerprint() != unquantized) == (kind == "int8")
     vectors, reference = gated.encode(TEXTS, show_progress_bar=False), fp32.encode(TEXTS, show_progress_bar=False)
     assert not np.array_equal(vectors, reference)
     cosines = (vectors * reference).sum(1) / np.linalg.norm(vectors, axis=1) / np.linalg.norm(reference, axis=1)

@@ -82,7 +82,12 @@ def gate_file(quantization: str) -> str:
 
 
 class OpenVinoModel:
-    """One compiled OpenVINO model of an exported encoder: batch inputs (tensors or arrays) to float32 vectors."""
+    """One compiled OpenVINO model of an exported encoder: batch inputs (tensors or arrays) to float32 vectors.
+
+    Args:
+        path: the model's IR file (``model.xml``, ...).
+        threads: inference threads (default: the physical cores, or ``$SCIEMBED_ONNX_THREADS``).
+    """
 
     def __init__(self, path: str | os.PathLike[str], *, threads: int | None = None):
         require_openvino()
