@@ -27,8 +27,7 @@ class _Renamed(argparse.Action):
     ):
         parser.error(
             f"{option} is now --onnx-quantization (fp32 or int8, the ONNX or OpenVINO model's weights); the vectors' "
-            "precision "
-            "(float32, int8, uint8, binary, ubinary) is encode(precision=) in Python"
+            "precision (float32, int8, uint8, binary, ubinary) is encode(precision=) in Python"
         )
 
 
