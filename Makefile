@@ -15,7 +15,7 @@ DATA ?= ../shared/data
 $(STAMP): pyproject.toml requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -c requirements/constraints.txt -e ".[dev,onnx,docs,ray]"
+	$(BIN)/pip install --quiet -c requirements/constraints.txt -e ".[dev,onnx,openvino,docs,ray]"
 	touch $(STAMP)
 
 # transformers 4.57.6 (+ adapters 1.3.0 as the reference for format adapters), without sciembed.

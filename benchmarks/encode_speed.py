@@ -9,7 +9,9 @@ alternate so that drift on a noisy machine hits all alike. The paths:
   exports the model on first load); optimum-onnx accepts only transformers < 4.58, so on the current stack the
   run records why it did not load instead;
 - ``sciembed_pytorch``, ``sciembed_onnx_fp32``, ``sciembed_onnx_int8``: :class:`sciembed.PaperEncoder` with
-  ``backend="pytorch"`` / ``"onnx"``; int8 only after its quality gate (cite MAP on CACM within 0.5 of fp32).
+  ``backend="pytorch"`` / ``"onnx"``; int8 only after its quality gate (cite MAP on CACM within 0.5 of fp32);
+- ``sciembed_openvino_fp32``, ``sciembed_openvino_int8``: ``backend="openvino"``, int8 being NNCF's post-training
+  quantization calibrated on CACM's papers, behind the same gate.
 
 Reported: docs/s, the ratio of each to ``st_pytorch``, the smallest cosine of each path's vectors to
 ``st_pytorch``'s (fp32 PyTorch), the int8 gate, the export time, and the machine's limit: the model's FLOPs on
@@ -33,6 +35,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -195,7 +198,8 @@ def main() -> None:
 
     from sciembed.evaluation.int8_gate import check_int8
 
-    load_at_start = os.getloadavg()
+    openvino_version, nncf_version = version("openvino"), version("nncf")
+    load_start = [round(x, 2) for x in os.getloadavg()]
     papers, source = distinct_papers(args.data, args.papers)
     path = sciembed.default_model_path()
     work = Path(tempfile.mkdtemp(prefix="encode-speed-"))
@@ -208,6 +212,12 @@ def main() -> None:
         export = json.loads(next((work / "onnx").glob("*/export.json")).read_text())
         verdict = check_int8(onnx, args.data / "cacm", benchmark="cacm", batch_size=args.batch_size)
         print("int8 gate:", verdict.as_dict(), flush=True)
+        openvino = PaperEncoder.from_pretrained(
+            path, device="cpu", max_length=args.max_length, backend="openvino", openvino_cache=work / "openvino"
+        )
+        openvino_convert_s = _timed(lambda: openvino.encode(papers[:8], show_progress_bar=False))
+        openvino_verdict = check_int8(openvino, args.data / "cacm", benchmark="cacm", batch_size=args.batch_size)
+        print("OpenVINO int8 gate:", openvino_verdict.as_dict(), flush=True)
         st = SentenceTransformer(path, device="cpu")
         st.max_seq_length = args.max_length
         texts = pytorch.texts(papers)
@@ -224,6 +234,9 @@ def main() -> None:
             "sciembed_onnx_fp32": lambda n: onnx.encode(
                 papers[:n], batch_size=args.batch_size, show_progress_bar=False
             ),
+            "sciembed_openvino_fp32": lambda n: openvino.encode(
+                papers[:n], batch_size=args.batch_size, show_progress_bar=False
+            ),
         }
         try:
             st_onnx, load_s = sentence_transformers_onnx(path, work, args.max_length)
@@ -234,6 +247,11 @@ def main() -> None:
         if verdict.passed:
             int8 = onnx.with_quantization("int8")
             runs["sciembed_onnx_int8"] = lambda n: int8.encode(
+                papers[:n], batch_size=args.batch_size, show_progress_bar=False
+            )
+        if openvino_verdict.passed:
+            openvino_int8 = openvino.with_quantization("int8")
+            runs["sciembed_openvino_int8"] = lambda n: openvino_int8.encode(
                 papers[:n], batch_size=args.batch_size, show_progress_bar=False
             )
         for run in runs.values():
@@ -296,8 +314,22 @@ def main() -> None:
             "int8_at_least_3.5x_st_pytorch": "sciembed_onnx_int8" in paths
             and paths["sciembed_onnx_int8"]["ratio_to_st_pytorch"] >= 3.5,
             "int8_gate_passed": verdict.passed,
+            "openvino_fp32_min_cosine_at_least_0.9999": paths["sciembed_openvino_fp32"]["min_cosine_to_st_pytorch"]
+            >= 0.9999,
+            "openvino_int8_at_least_3.5x_st_pytorch": "sciembed_openvino_int8" in paths
+            and paths["sciembed_openvino_int8"]["ratio_to_st_pytorch"] >= 3.5,
+            # Only where the CPU has 8-bit dot products (VNNI or AMX); None elsewhere.
+            "openvino_int8_at_least_5.3x_st_pytorch_with_vnni": (
+                "sciembed_openvino_int8" in paths and paths["sciembed_openvino_int8"]["ratio_to_st_pytorch"] >= 5.3
+            )
+            if cpu_has_vnni()
+            else None,
+            "openvino_int8_gate_passed": openvino_verdict.passed,
         },
         "int8_gate": verdict.as_dict(),
+        "openvino_int8_gate": openvino_verdict.as_dict(),
+        "openvino_convert": {"seconds_including_export_and_checks": round(openvino_convert_s, 2)},
+        "load_average_1_5_15_min": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
         "st_onnx": st_onnx_status,
         "onnx_export": {**export, "seconds_including_checks": round(export_s, 2)},
         "onnx_fp32_kernel_time_by_operator": profile,
@@ -311,11 +343,12 @@ def main() -> None:
         "families_onnx_over_pytorch": families,
         "threads": {"torch": torch.get_num_threads(), "onnxruntime_intra_op": cpu_threads()},
         "cpu": {**machine(), "vnni": cpu_has_vnni(), "flags": cpu_flags()},
-        "load_average_1_5_15_min": {"start": load_at_start, "end": os.getloadavg()},
         "versions": {
             "torch": torch.__version__,
             "sentence_transformers": sentence_transformers.__version__,
             "onnxruntime": onnxruntime.__version__,
+            "openvino": openvino_version,
+            "nncf": nncf_version,
             "python": platform.python_version(),
         },
     }

@@ -190,12 +190,21 @@ def validation_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
 
 
 def encode_speed_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
-    """The generic tables, and the papers per second of each encode path as bars."""
+    """A table of the encode paths, the generic tables, and the papers per second of each path as bars."""
     text, _ = generic(report)
     paths = {name: values for name, values in report["paths"].items() if isinstance(values, dict)}
     rate_key = next((k for k in ("median_docs_per_s", "papers_per_s") if all(k in v for v in paths.values())), None)
     if rate_key is None:
         return text, []
+    columns = ("ratio_to_st_pytorch", "min_cosine_to_st_pytorch")
+    rows = [[name, values[rate_key], *(values.get(column) for column in columns)] for name, values in paths.items()]
+    text = (
+        "Each path against `SentenceTransformer.encode` in the same run. The `openvino` rows are sciembed's "
+        '`backend="openvino"`: fp32, and NNCF int8 once it has passed the int8 gate.\n\n'
+        + markdown_table(["path", *(key.replace("_", " ") for key in (rate_key, *columns))], rows)
+        + "\n\n"
+        + text
+    )
     plt = pyplot()
     figure, axis = plt.subplots(figsize=(7, 1 + 0.4 * len(paths)))
     axis.barh(range(len(paths)), [v[rate_key] for v in paths.values()], color="tab:blue")

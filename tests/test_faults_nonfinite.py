@@ -69,6 +69,15 @@ def test_the_onnx_path_refuses_to_export_or_run_non_finite_vectors(nan_bert, tin
         damaged.encode(IDS, show_progress_bar=False)
 
 
+def test_the_openvino_path_refuses_to_convert_non_finite_vectors(nan_bert, tmp_path):
+    pytest.importorskip("openvino")
+    with pytest.raises(NonFiniteVectorsError, match=rf"model {nan_bert}: .* nothing was exported"):
+        PaperEncoder.from_pretrained(nan_bert, device="cpu", backend="openvino", openvino_cache=tmp_path).encode(
+            IDS, show_progress_bar=False
+        )
+    assert not list(tmp_path.iterdir())
+
+
 def test_embed_exits_with_an_error_and_writes_nothing(nan_bert, tmp_path, caplog):
     papers = tmp_path / "papers.jsonl"
     papers.write_text("".join(json.dumps(p) + "\n" for p in IDS))

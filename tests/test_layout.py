@@ -24,7 +24,7 @@ LAYERS = (
     ),
     ("index", ("sciembed.index",)),
     ("encoders", ("sciembed.encoders",)),
-    ("encode", ("sciembed.encode", "sciembed.onnx_backend")),
+    ("encode", ("sciembed.encode", "sciembed.backends", "sciembed.onnx_backend", "sciembed.openvino_backend")),
     (
         "formats / data",
         (

@@ -103,6 +103,26 @@ def test_the_onnx_extra_is_declared_pinned_and_installed():
         importlib.import_module(name)
 
 
+def test_the_openvino_extra_is_declared_pinned_and_installed():
+    """``pip install 'sciembed[openvino]'`` brings openvino, nncf and the onnx extra (the export it converts), in
+    ranges that hold the versions the constraints pin and the environment has; the Makefile installs the extra."""
+    import importlib.metadata
+    import re
+
+    from packaging.requirements import Requirement
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    declared = {r.name: r for r in map(Requirement, extras["openvino"])}
+    assert set(declared) == {"sciembed", "openvino", "nncf"} and declared["sciembed"].extras == {"onnx"}
+    lines = (ROOT / "requirements" / "constraints.txt").read_text().splitlines()
+    pinned = dict(line.split("==") for line in lines if "==" in line and not line.startswith("#"))
+    for name in ("openvino", "nncf"):
+        installed = importlib.metadata.version(name)
+        assert pinned[name] == installed and installed in declared[name].specifier, (name, installed)
+    [installs] = re.findall(r'-e "\.\[([a-z,]+)\]"', (ROOT / "Makefile").read_text())
+    assert "openvino" in installs.split(",")
+
+
 def test_the_environment_is_consistent_and_past_the_security_floor():
     """sciembed installs beside sentence-transformers 6 and mteb 2.26 (the dev extra) with ``pip check`` clean,
     on a transformers at or above 5.5: the first release with the fixes for CVE-2026-4372 and CVE-2026-5241."""

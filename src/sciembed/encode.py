@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn
 import numpy as np
 from tqdm.auto import tqdm
 
+from .backends import BACKEND_NAMES, Backend, WeightQuantization, check_backend, make_engine
 from .checkpoint_files import (
     ENSEMBLE_FILE,
     base_embedding,
@@ -56,7 +57,6 @@ from .formats.embedding import FAMILY_POOLING, POOLINGS, pool  # noqa: F401  (en
 from .formats.names import DOCUMENT_FORMAT, QUERY_FORMAT  # noqa: F401  (encode's API too)
 from .io import check_finite
 from .logs import progress_enabled
-from .onnx_backend import BACKENDS, Backend, OnnxBackend, Quantization
 from .quantization import OutputPrecision, calibration_ranges, check_precision, load_ranges, quantize
 from .removed import removed_message
 from .similarity import SimilarityName, check_similarity_name
@@ -94,7 +94,8 @@ class Encoder(ABC):
 
     Every encoder sets ``tokenizer``, ``device``, ``max_length``, ``pooling``, ``normalize``, ``facets``,
     ``forward_options`` (the keyword arguments its forward pass gets, such as ``task_format``), ``backend``
-    (``pytorch`` or ``onnx``) and ``quantization`` (``fp32``, or ``int8`` for the ONNX model's quantised weights).
+    (``pytorch``, ``onnx`` or ``openvino``) and ``quantization`` (``fp32``, or an int8 kind of the ONNX or OpenVINO
+    model's weights).
     It embeds a list of papers in ``_encode``; :meth:`encode` turns what users give (one text, a generator, a
     DataFrame, ...) into that list first, and the vectors into what was asked for (a tensor, int8, bits, ...).
     """
@@ -136,15 +137,17 @@ class Encoder(ABC):
             pooling: ``"cls"`` or ``"mean"`` for a plain transformers model (default: the model's own).
             task_format: the format of a multi-format model (default: the model's own).
             domain: the domain of a mixture-of-experts model with domain routing.
-            backend: ``"pytorch"`` (default) or ``"onnx"`` (ONNX Runtime on CPU).
-            quantization: the ONNX model's weights, ``"fp32"`` (default) or ``"int8"``.
+            backend: ``"pytorch"`` (default), ``"onnx"`` (ONNX Runtime on CPU) or ``"openvino"`` (OpenVINO on CPU).
+            quantization: the ONNX or OpenVINO model's weights: ``"fp32"`` (default), ``"int8"``, or
+                ``"int8_weights"`` (OpenVINO only).
             trust_remote_code: let the checkpoint run code that is not sciembed's own.
             revision: a Hub id's branch, tag or commit (default: ``main``); refused for a local folder.
             token: a Hub token for private repositories (default: the one ``hf auth login`` stored).
             cache_dir: the Hub cache to download to and read from (default: ``HF_HUB_CACHE``).
             local_files_only: read a Hub id from the cache only, never downloading.
             model_kwargs: keyword arguments of transformers' ``from_pretrained``, such as ``torch_dtype``.
-            options: the other settings of :class:`PaperEncoder` (``normalize``, ``facets``, ``onnx_cache``, ...).
+            options: the other settings of :class:`PaperEncoder` (``normalize``, ``facets``, ``onnx_cache``,
+                ``openvino_cache``, ...).
 
         Raises:
             TypeError: called on an encoder class that wraps other encoders (build it from a loaded one).
@@ -413,12 +416,16 @@ class PaperEncoder(Encoder):
         domain: the domain of a mixture-of-experts model with domain routing (one of ``config.domains``).
         facets: return each paper's facet vectors ``(K, dim)`` instead of one vector, for a model whose
             output holds ``cls_embeddings`` (Multi2SPEModel); :meth:`encode` then returns ``(n, K, dim)``.
-        backend: ``"pytorch"`` (default) or ``"onnx"``: the same batches run by ONNX Runtime on CPU, from an
-            export of this encoder made once and cached (:mod:`sciembed.onnx_backend`; needs ``sciembed[onnx]``).
-        quantization: the ONNX model's weights: ``"fp32"`` (default) or ``"int8"`` (dynamically quantised; refused
-            until :func:`sciembed.evaluation.int8_gate.check_int8` has passed it). The vectors' own precision is
-            :meth:`encode`'s ``precision``.
+        backend: ``"pytorch"`` (default), ``"onnx"``: the same batches run by ONNX Runtime on CPU, from an export of
+            this encoder made once and cached (:mod:`sciembed.onnx_backend`; needs ``sciembed[onnx]``), or
+            ``"openvino"``: that export run by OpenVINO on CPU (:mod:`sciembed.openvino_backend`; needs
+            ``sciembed[openvino]``).
+        quantization: the ONNX or OpenVINO model's weights: ``"fp32"`` (default), ``"int8"`` (ONNX: dynamically
+            quantised; OpenVINO: NNCF's post-training quantization) or ``"int8_weights"`` (OpenVINO: int8 weights
+            only); int8 is refused until :func:`sciembed.evaluation.int8_gate.check_int8` has passed it. The
+            vectors' own precision is :meth:`encode`'s ``precision``.
         onnx_cache: where ONNX exports are kept (default ``onnx/`` in :func:`sciembed.io.default_cache_dir`).
+        openvino_cache: where OpenVINO models are kept (default ``openvino/`` in the same folder).
         precision: not taken here; refused with the name of ``quantization``, its name for the ONNX weights.
     """
 
@@ -435,19 +442,15 @@ class PaperEncoder(Encoder):
         domain: str | None = None,
         facets: bool = False,
         backend: Backend = "pytorch",
-        quantization: Quantization = "fp32",
+        quantization: WeightQuantization = "fp32",
         onnx_cache: str | os.PathLike[str] | None = None,
+        openvino_cache: str | os.PathLike[str] | None = None,
         precision: Any = None,
     ):
         import torch
 
         refuse_weight_precision(precision)
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        if quantization != "fp32" and backend != "onnx":
-            raise ValueError(f"quantization {quantization!r} needs backend='onnx'")
-        if backend == "onnx" and device is not None and torch.device(device).type != "cpu":
-            raise ValueError(f"the ONNX backend runs on CPU; device {device!r} is for backend='pytorch'")
+        check_backend(backend, quantization, device)
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() and backend == "pytorch" else "cpu"))
         self._sentence_transformer = model if _is_sentence_transformer(model) else None
         if self._sentence_transformer is not None:
@@ -500,12 +503,12 @@ class PaperEncoder(Encoder):
             )
         self.facets = facets
         self.backend = backend
-        if backend == "onnx" and any(p.dtype != torch.float32 for p in self.model.parameters()):
+        if backend != "pytorch" and any(p.dtype != torch.float32 for p in self.model.parameters()):
             raise ValueError(
-                f"{self.name_or_path}: the ONNX backend exports float32 weights; load the model without a dtype "
-                "(model_kwargs / --dtype) for backend='onnx'"
+                f"{self.name_or_path}: the {BACKEND_NAMES[backend]} backend exports float32 weights; load the model "
+                f"without a dtype (model_kwargs / --dtype) for backend={backend!r}"
             )
-        self._onnx = OnnxBackend(quantization, onnx_cache) if backend == "onnx" else None
+        self._engine = make_engine(backend, quantization, onnx_cache if backend == "onnx" else openvino_cache)
         self.__dict__.setdefault("_quantization_ranges", {})  # shared with this encoder's format copies
 
     @classmethod
@@ -541,6 +544,7 @@ class PaperEncoder(Encoder):
         A local folder with format adapters or PALs saved next to its base gets them attached
         (:func:`sciembed.formats.load_format_modules`).
         """
+        check_backend(kwargs.get("backend", "pytorch"), kwargs.get("quantization", "fp32"), device)  # before loading
         given = str(name_or_path) if name_or_path is not None else default_model_path()
         name, resolved = resolve_model(
             given, revision=revision, token=token, cache_dir=cache_dir, local_files_only=local_files_only
@@ -758,24 +762,32 @@ class PaperEncoder(Encoder):
         other.forward_options = self._forward_options(task_format, self.forward_options.get("domain"))
         return other
 
-    def with_quantization(self, quantization: Quantization, *, gated: bool = True) -> PaperEncoder:
-        """This ONNX encoder (same model and export cache) running the ``quantization`` export; ``gated=False``
+    def with_quantization(self, quantization: WeightQuantization, *, gated: bool = True) -> PaperEncoder:
+        """This ONNX or OpenVINO encoder (same model and cache) running the ``quantization`` model; ``gated=False``
         (for the int8 gate only) runs int8 before it has passed."""
-        if self._onnx is None:
-            raise ValueError("quantization is for backend='onnx'")
+        if self._engine is None:
+            raise ValueError("quantization is for backend='onnx' or backend='openvino'")
+        check_backend(self.backend, quantization)
         other = copy.copy(self)
-        other._onnx = OnnxBackend(quantization, self._onnx.cache_dir, threads=self._onnx.threads, gated=gated)
+        other._engine = make_engine(
+            self.backend, quantization, self._engine.cache_dir, threads=self._engine.threads, gated=gated
+        )
         return other
 
     @property
     def onnx_cache(self) -> Path | None:
-        """Where this encoder's ONNX exports are kept (``None`` for the PyTorch backend)."""
-        return self._onnx.cache_dir if self._onnx is not None else None
+        """Where this encoder's ONNX exports are kept (``None`` for the other backends)."""
+        return self._engine.cache_dir if self.backend == "onnx" else None
+
+    @property
+    def openvino_cache(self) -> Path | None:
+        """Where this encoder's OpenVINO models are kept (``None`` for the other backends)."""
+        return self._engine.cache_dir if self.backend == "openvino" else None
 
     @property
     def quantization(self) -> str:
-        """``"fp32"``, or ``"int8"`` for an ONNX backend with quantised weights."""
-        return self._onnx.quantization if self._onnx is not None else "fp32"
+        """``"fp32"``, or the int8 kind of an ONNX or OpenVINO model's weights."""
+        return self._engine.quantization if self._engine is not None else "fp32"
 
     @property
     def _non_finite_remedy(self) -> str:
@@ -791,17 +803,23 @@ class PaperEncoder(Encoder):
 
     def fingerprint(self) -> str:
         """A hash of everything that decides the vectors: weights, config, pooling, length, options, and the
-        backend when it is not PyTorch (ONNX Runtime's vectors differ from PyTorch's in the last bits, int8's more).
+        backend when it is not PyTorch (ONNX Runtime's and OpenVINO's vectors differ from PyTorch's in the last bits,
+        int8's more, and OpenVINO's int8 with the papers it was calibrated on).
 
         Two encoders with equal fingerprints give equal vectors for equal texts, so vectors may be
         cached under it (the evaluation cache does).
         """
-        if self._onnx is None:
+        if self._engine is None:
             return self.model_fingerprint()
-        return hashlib.sha256(f"{self.model_fingerprint()}:onnx:{self.quantization}".encode()).hexdigest()
+        model = self.model_fingerprint()
+        label = f"{model}:{self.backend}:{self.quantization}"
+        if self.backend == "openvino" and self.quantization == "int8":
+            label += f":{self._engine.calibration_digest(model)}"
+        return hashlib.sha256(label.encode()).hexdigest()
 
     def model_fingerprint(self) -> str:
-        """The fingerprint of the PyTorch encoder (what the ONNX export is made from and cached under)."""
+        """The fingerprint of the PyTorch encoder (what the ONNX and OpenVINO models are made from and cached
+        under)."""
         import torch
 
         digest = hashlib.sha256()
@@ -850,8 +868,8 @@ class PaperEncoder(Encoder):
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
                 features = self.features([texts[i] for i in rows])
-                if self._onnx is not None:
-                    embeddings = self._onnx.session(self)(features)
+                if self._engine is not None:
+                    embeddings = self._engine.session(self)(features)
                 else:
                     embeddings = self._float32(self.forward(features))
                 check_finite(
@@ -910,7 +928,7 @@ class PaperEncoder(Encoder):
 
     def forward(self, features: Mapping[str, Any]) -> torch.Tensor:
         """The PyTorch model on the inputs of :meth:`features`, in the encoder's format: the paper embeddings
-        (facet vectors with ``facets``). The ONNX backend exports exactly this function."""
+        (facet vectors with ``facets``). The ONNX and OpenVINO backends export exactly this function."""
         format_options = (
             {} if self._routes else activate_format(self.transformer, self.forward_options.get("task_format"))
         )
@@ -974,7 +992,7 @@ def encode(
     task_format: str | None = None,
     domain: str | None = None,
     backend: Backend = "pytorch",
-    quantization: Quantization | None = None,
+    quantization: WeightQuantization | None = None,
     revision: str | None = None,
     token: str | bool | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
@@ -1104,10 +1122,11 @@ def _embed(
 ) -> Any:
     """``method`` (``encode``, ``encode_query``, ...) of the encoder ``model`` stands for, loaded once per name."""
     check_precision(precision)
-    if backend == "onnx" and quantization is None and precision == "int8":
+    if backend in ("onnx", "openvino") and quantization is None and precision == "int8":
         raise ValueError(
-            "precision='int8' quantizes the vectors; the ONNX model's int8 weights are quantization='int8' "
-            "(--onnx-quantization int8). Give quantization ('fp32' or 'int8') with backend='onnx' to say which"
+            f"precision='int8' quantizes the vectors; the {BACKEND_NAMES[backend]} model's int8 weights are "
+            f"quantization='int8' (--onnx-quantization int8). Give quantization ('fp32' or 'int8') with "
+            f"backend={backend!r} to say which"
         )
     items, single = paper_inputs(inputs, what="queries" if method == "encode_query" else "papers")  # before loading
     encoder_options = dict(

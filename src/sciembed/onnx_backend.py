@@ -44,8 +44,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-Backend = Literal["pytorch", "onnx"]
-BACKENDS: tuple[Backend, ...] = ("pytorch", "onnx")
 Quantization = Literal["fp32", "int8"]
 QUANTIZATIONS: tuple[Quantization, ...] = ("fp32", "int8")
 

@@ -6,11 +6,11 @@ import argparse
 import logging
 from typing import Any
 
+from ..backends import BACKENDS, WEIGHT_QUANTIZATIONS, check_backend
 from ..data.smart import LINK_READINGS
 from ..encode import POOLINGS, Encoder
 from ..formats.names import FORMATS
 from ..io import check_input
-from ..onnx_backend import BACKENDS, QUANTIZATIONS
 
 #: The shared data folder of this project's machines: where `make demo` and `sciembed neighbours` look first.
 DEFAULT_DATA = "../shared/data"
@@ -26,8 +26,8 @@ class _Renamed(argparse.Action):
         self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None
     ):
         parser.error(
-            f"{option} is now --onnx-quantization (fp32 or int8, the ONNX model's weights); the vectors' precision "
-            "(float32, int8, uint8, binary, ubinary) is encode(precision=) in Python"
+            f"{option} is now --onnx-quantization (fp32 or int8, the ONNX or OpenVINO model's weights); the vectors' "
+            "precision (float32, int8, uint8, binary, ubinary) is encode(precision=) in Python"
         )
 
 
@@ -78,18 +78,20 @@ _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
         {
             "choices": BACKENDS,
             "default": "pytorch",
-            "help": "pytorch, or onnx: ONNX Runtime on CPU "
+            "help": "pytorch; onnx: ONNX Runtime on CPU "
             "(needs sciembed[onnx]), from an export of the model made once and cached under "
-            "$SCIEMBED_CACHE/onnx; intra-op threads = physical cores ($SCIEMBED_ONNX_THREADS overrides)",
+            "$SCIEMBED_CACHE/onnx; or openvino: that export run by OpenVINO on CPU (needs sciembed[openvino]), "
+            "cached under $SCIEMBED_CACHE/openvino; threads = physical cores ($SCIEMBED_ONNX_THREADS overrides)",
         },
     ),
     "onnx_quantization": (
         "--onnx-quantization",
         {
-            "choices": QUANTIZATIONS,
+            "choices": WEIGHT_QUANTIZATIONS,
             "default": "fp32",
-            "help": "int8 (with --backend onnx): the ONNX model's weights dynamically "
-            "quantised, refused until they pass the int8 gate (sciembed embed / evaluate --int8-check-set)",
+            "help": "the weights of --backend onnx or openvino: int8 (onnx: dynamically quantised; openvino: NNCF's "
+            "post-training quantization calibrated on the --int8-check-set papers) or int8_weights (openvino: int8 "
+            "weights only), refused until they pass the int8 gate (sciembed embed / evaluate --int8-check-set)",
         },
     ),
     "revision": (
@@ -258,17 +260,26 @@ def encoder_from_args(args: argparse.Namespace, *, device: str | None = None) ->
         device: where to run when ``--device`` is not given (a rank's own GPU under torchrun).
     """
     check_onnx_cache(args)
+    backend, quantization = getattr(args, "backend", "pytorch"), getattr(args, "onnx_quantization", "fp32")
+    if backend != "pytorch" or quantization != "fp32":  # before the model loads, in the options' own names
+        try:
+            check_backend(backend, quantization, getattr(args, "device", None))
+        except (ValueError, ImportError) as error:  # a missing extra too: one line naming the install
+            raise ValueError(f"--backend {backend} --onnx-quantization {quantization}: {error}") from None
     if getattr(args, "int8_check_set", None):  # before the model loads and its ONNX graph is built
-        if args.onnx_quantization != "int8":
-            raise ValueError("--int8-check-set checks int8: give --backend onnx --onnx-quantization int8 with it")
+        if quantization == "fp32":
+            raise ValueError(
+                "--int8-check-set checks int8: give --backend onnx or openvino, and --onnx-quantization int8 (or "
+                "int8_weights with openvino), with it"
+            )
         check_input(args.int8_check_set, "--int8-check-set", "any")
     settings = {name: getattr(args, name) for name in _ENCODER_SETTINGS if getattr(args, name, None) is not None}
     encoder = Encoder.from_pretrained(
         args.model,
         device=getattr(args, "device", None) or device,
         trust_remote_code=args.trust_remote_code,
-        backend=getattr(args, "backend", "pytorch"),
-        quantization=getattr(args, "onnx_quantization", "fp32"),
+        backend=backend,
+        quantization=quantization,
         **loading_from_args(args),
         **settings,
     )
@@ -296,14 +307,15 @@ def encoder_from_args(args: argparse.Namespace, *, device: str | None = None) ->
 
 
 def check_onnx_cache(args: argparse.Namespace) -> None:
-    """With ``--backend onnx``: refuse an export cache (``$SCIEMBED_CACHE/onnx``) that cannot be written, before the
-    model loads."""
-    if getattr(args, "backend", "pytorch") == "onnx":
+    """With ``--backend onnx`` or ``openvino``: refuse a model cache (``$SCIEMBED_CACHE/onnx``, ``.../openvino``) that
+    cannot be written, before the model loads."""
+    backend = getattr(args, "backend", "pytorch")
+    if backend in ("onnx", "openvino"):
         from ..io import check_cache_dir
 
         check_cache_dir(
-            kind="ONNX export",
-            subfolder="onnx",
+            kind={"onnx": "ONNX export", "openvino": "OpenVINO model"}[backend],
+            subfolder=backend,
             remedy="set $SCIEMBED_CACHE to a folder that can be written, or use --backend pytorch",
         )
 

@@ -1,11 +1,11 @@
-"""The quality gate of int8: a quantised ONNX export is used only once it has been shown to rank as fp32 does.
+"""The quality gate of int8: a quantised ONNX or OpenVINO model is used only once it ranks as fp32 does.
 
-:func:`check_int8` quantises an encoder's ONNX export (:func:`sciembed.onnx_backend.quantize`), embeds the
-papers of a held-out citation task (SciDocs' cite protocol on a CACM or SciDocs folder) with the fp32 export
-and with int8, scores both, and writes the verdict next to the export. ``PaperEncoder(...,
-backend="onnx", quantization="int8")`` reads that verdict and refuses int8 unless it passed: the cite MAP of
-int8 is at most ``tolerance`` (0.5 MAP points) below fp32's. The smallest cosine between a paper's int8
-and fp32 vectors is reported with it.
+:func:`check_int8` quantises an encoder's ONNX export (:func:`sciembed.onnx_backend.quantize`) or OpenVINO model
+(:func:`sciembed.openvino_backend.quantize`, calibrated on the check set's papers), embeds the papers of a held-out
+citation task (SciDocs' cite protocol on a CACM or SciDocs folder) with fp32 and with int8, scores both, and
+writes the verdict next to the model. ``PaperEncoder(..., backend="onnx" or "openvino", quantization="int8")``
+reads that verdict and refuses int8 unless it passed: the cite MAP of int8 is at most ``tolerance`` (0.5 MAP
+points) below fp32's. The smallest cosine between a paper's int8 and fp32 vectors is reported with it.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import json
 import logging
 import os
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .. import openvino_backend
 from ..encode import PaperEncoder
 from ..io import atomic_path
 from ..logs import progress_enabled
@@ -51,6 +51,9 @@ class Int8Verdict:
     benchmark: str
     check_set: str
     reason: str
+    backend: str
+    quantization: str
+    calibration_papers: int
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -65,10 +68,11 @@ def check_int8(
     batch_size: int | None = None,
     show_progress_bar: bool | None = None,
 ) -> Int8Verdict:
-    """Quantise ``encoder``'s ONNX export to int8 and pass or fail it on the cite task of ``check_set``.
+    """Quantise ``encoder``'s ONNX or OpenVINO model to int8 and pass or fail it on the cite task of ``check_set``.
 
     Args:
-        encoder: an encoder with ``backend="onnx"`` (either quantization); the gate is for its model and format.
+        encoder: an encoder with ``backend="onnx"`` or ``"openvino"``; the gate is for its model, format and int8
+            kind (``int8`` when the encoder is fp32).
         check_set: a folder with a cite task held out from the model's training (``benchmark`` says its kind).
         benchmark: ``cacm`` (a SMART collection folder: ``cacm.all``) or ``scidocs``.
         tolerance: the largest cite MAP drop allowed, in MAP points.
@@ -78,8 +82,11 @@ def check_int8(
     Returns:
         The verdict, also written to ``int8_gate.json`` beside the export (which is what lets int8 load).
     """
-    if encoder.backend != "onnx":
-        raise ValueError("the int8 gate checks an ONNX export: load the encoder with backend='onnx'")
+    if encoder.backend not in ("onnx", "openvino"):
+        raise ValueError(
+            "the int8 gate checks an ONNX export or OpenVINO model: load the encoder with backend='onnx' or "
+            "backend='openvino'"
+        )
     if benchmark not in GATE_BENCHMARKS:
         raise ValueError(
             f"the int8 gate scores a cite task: benchmark must be one of {GATE_BENCHMARKS}, got {benchmark!r}"
@@ -89,12 +96,24 @@ def check_int8(
     if not suite.tasks:
         raise ValueError(f"{check_set}: no cite task found for the int8 gate ({benchmark} folder expected)")
     task = suite.tasks[0]
-    fp32, int8 = encoder.with_quantization("fp32"), encoder.with_quantization("int8", gated=False)
-    folder = export_folder(fp32, fp32.onnx_cache)
-    quantize(folder)
+    kind = "int8" if encoder.quantization == "fp32" else encoder.quantization
+    fp32, int8 = encoder.with_quantization("fp32"), encoder.with_quantization(kind, gated=False)
     records = {**task.documents, **task.queries}
     ids = list(records)
     texts = fp32.texts(records.values(), task.fields)
+    calibration = 0
+    if encoder.backend == "onnx":
+        folder = export_folder(fp32, fp32.onnx_cache)
+        quantize(folder)
+        gate = folder / GATE_FILE
+    else:
+        folder = openvino_backend.model_folder(fp32, fp32.openvino_cache)
+        documents = texts[: len(task.documents)]  # the collection's papers calibrate, not its queries
+        model = openvino_backend.quantize(
+            folder, kind, fp32, documents, show_progress_bar=progress_enabled(show_progress_bar)
+        )
+        calibration = json.loads(model.with_suffix(".json").read_text(encoding="utf-8")).get("calibration_papers", 0)
+        gate = folder / openvino_backend.gate_file(kind)
     scores, vectors = {}, {}
     for label, chosen in (("fp32", fp32), ("int8", int8)):
         matrix = chosen.encode(
@@ -126,13 +145,17 @@ def check_int8(
         check_set=str(check_set),
         reason=f"cite MAP {scores['int8']:.2f} against fp32's {scores['fp32']:.2f}: "
         f"{'within' if passed else 'more than'} {tolerance} points",
+        backend=encoder.backend,
+        quantization=kind,
+        calibration_papers=calibration,
     )
-    with atomic_path(Path(folder) / GATE_FILE) as temporary:
+    with atomic_path(gate) as temporary:
         temporary.write_text(json.dumps(verdict.as_dict(), indent=2) + "\n", encoding="utf-8")
     logger.info(
-        "int8 gate for %s (%s): %s; min cosine to fp32 %.6f",
+        "%s gate for %s (%s): %s; min cosine to fp32 %.6f",
+        kind,
         encoder.name_or_path,
-        folder / INT8_FILE,
+        folder / (INT8_FILE if encoder.backend == "onnx" else openvino_backend.model_file(kind)),
         verdict.reason,
         verdict.min_cosine,
     )

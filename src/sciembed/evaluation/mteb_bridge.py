@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..backends import BACKEND_NAMES
 from ..data.papers import PaperProblem
 from ..encode import DOCUMENT_FORMAT, QUERY_FORMAT, Encoder, refuse_encoder_options
 from ..logs import progress_enabled
@@ -272,8 +273,8 @@ def _model_meta(encoder: Encoder, revision: str | None) -> ModelMeta:
     framework = ["PyTorch", "Transformers"]
     if any(type(model).__name__ == "SentenceTransformer" for model in _models(encoder)):
         framework.append("Sentence Transformers")
-    if encoder.backend != "pytorch":
-        framework.append("ONNX")
+    if encoder.backend in ("onnx", "openvino"):
+        framework.append(BACKEND_NAMES[encoder.backend])  # mteb's names for the two
     return ModelMeta(
         loader=MtebEncoder,
         # mteb wants "organisation/model"; a local folder's path has a slash, a bare folder name gets one.

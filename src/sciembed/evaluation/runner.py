@@ -671,6 +671,7 @@ def _embed_tasks(
                     backend=chosen.backend,
                     quantization=chosen.quantization,
                     onnx_cache=chosen.onnx_cache,
+                    openvino_cache=chosen.openvino_cache,
                     domain=chosen.forward_options.get("domain"),
                 )
             caches[key] = EmbeddingCache(chosen, folder)

@@ -1,0 +1,83 @@
+"""The engines a :class:`~sciembed.encode.PaperEncoder` runs its batches on, and the weight quantizations of each."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from .onnx_backend import QUANTIZATIONS as ONNX_QUANTIZATIONS
+from .onnx_backend import OnnxBackend, require_onnx
+from .openvino_backend import OPENVINO_QUANTIZATIONS, OpenVinoBackend, OpenVinoQuantization, require_openvino
+
+Backend = Literal["pytorch", "onnx", "openvino"]
+BACKENDS: tuple[Backend, ...] = ("pytorch", "onnx", "openvino")
+#: The weights' quantization (``quantization=``, ``--onnx-quantization``); not the vectors' ``precision``.
+WeightQuantization = OpenVinoQuantization
+#: The quantizations each backend offers.
+BACKEND_QUANTIZATIONS: dict[str, tuple[str, ...]] = {
+    "pytorch": ("fp32",),
+    "onnx": ONNX_QUANTIZATIONS,
+    "openvino": OPENVINO_QUANTIZATIONS,
+}
+#: Every quantization of some backend, in order.
+WEIGHT_QUANTIZATIONS: tuple[str, ...] = tuple(dict.fromkeys(q for qs in BACKEND_QUANTIZATIONS.values() for q in qs))
+#: How messages name each backend.
+BACKEND_NAMES = {"pytorch": "PyTorch", "onnx": "ONNX", "openvino": "OpenVINO"}
+
+
+def check_backend(backend: Any, quantization: Any = "fp32", device: Any = None) -> None:
+    """Refuse a backend, quantization and device that do not go together, and a backend whose extra is missing.
+
+    Args:
+        backend: ``pytorch``, ``onnx`` or ``openvino``.
+        quantization: the weights' quantization asked for.
+        device: the device asked for (``None``: the default).
+
+    Raises:
+        ValueError: naming the value and what the backend takes.
+        ImportError: the backend's extra is not installed, naming the ``pip install`` that adds it.
+    """
+    import torch
+
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if quantization not in BACKEND_QUANTIZATIONS[backend]:
+        offering = [f"backend={name!r}" for name, kinds in BACKEND_QUANTIZATIONS.items() if quantization in kinds]
+        if offering:
+            raise ValueError(f"quantization {quantization!r} needs {' or '.join(offering)}")
+        raise ValueError(
+            f"quantization must be one of {BACKEND_QUANTIZATIONS[backend]} for backend={backend!r}, "
+            f"got {quantization!r}"
+        )
+    if backend != "pytorch" and device is not None and torch.device(device).type != "cpu":
+        raise ValueError(
+            f"the {BACKEND_NAMES[backend]} backend runs on CPU; device {device!r} is for backend='pytorch'"
+        )
+    if backend == "onnx":
+        require_onnx()
+    elif backend == "openvino":
+        require_openvino()
+
+
+def make_engine(
+    backend: str,
+    quantization: str,
+    cache_dir: str | os.PathLike[str] | Path | None,
+    *,
+    threads: int | None = None,
+    gated: bool = True,
+) -> OnnxBackend | OpenVinoBackend | None:
+    """The engine running ``backend`` (``None`` for PyTorch, which runs the model itself).
+
+    Args:
+        backend: ``pytorch``, ``onnx`` or ``openvino``.
+        quantization: the weights' quantization.
+        cache_dir: where the engine keeps its models (``None``: its default under the sciembed cache).
+        threads: inference threads (``None``: the physical cores).
+        gated: refuse int8 its gate has not passed (``False`` only for the gate itself).
+    """
+    engines = {"onnx": OnnxBackend, "openvino": OpenVinoBackend}
+    if backend not in engines:
+        return None
+    return engines[backend](quantization, cache_dir, threads=threads, gated=gated)

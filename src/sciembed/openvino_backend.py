@@ -1,0 +1,355 @@
+"""The OpenVINO backend of :class:`~sciembed.encode.PaperEncoder`: sciembed's own ONNX export, compiled for CPU.
+
+``PaperEncoder(..., backend="openvino")`` tokenizes, length-sorts and batches as the PyTorch and ONNX paths do,
+and runs each batch through OpenVINO. The model is the export of :meth:`PaperEncoder.forward` that the ONNX
+backend makes (:func:`sciembed.onnx_backend.export_encoder`, unfused), read by OpenVINO's ONNX reader and saved
+as OpenVINO IR in ``<cache>/openvino/<fingerprint>/``. Its vectors must equal PyTorch's within
+:data:`~sciembed.onnx_backend.EXPORT_TOLERANCE` before it is kept, so every family that exports to ONNX runs here.
+
+Two int8 models can be made beside it, and each is refused until the int8 gate
+(:func:`sciembed.evaluation.int8_gate.check_int8`) has passed it:
+
+- ``int8``: NNCF's post-training quantization (weights and activations), calibrated on papers of the collection,
+  each tokenized as the encoder tokenizes it;
+- ``int8_weights``: NNCF's weight-only compression (int8 weights, float activations), which needs no papers.
+
+nncf reports usage to Intel unless the user has opted out; sciembed imports it with that reporting off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import logging
+import os
+import platform
+import shutil
+import sys
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from . import onnx_backend
+from .io import atomic_path, default_cache_dir, replace_folder
+
+if TYPE_CHECKING:
+    from .encode import PaperEncoder
+
+logger = logging.getLogger(__name__)
+
+OpenVinoQuantization = Literal["fp32", "int8", "int8_weights"]
+OPENVINO_QUANTIZATIONS: tuple[OpenVinoQuantization, ...] = ("fp32", "int8", "int8_weights")
+#: Papers NNCF calibrates int8 activations on (one paper per calibration step, without padding).
+CALIBRATION_SIZE = 300
+CONVERT_FILE = "convert.json"
+
+
+class OpenVinoError(ValueError):
+    """The encoder cannot run on OpenVINO (the message names the model and why)."""
+
+
+def openvino_available() -> bool:
+    """Whether the ``openvino`` extra (openvino, nncf and the ONNX exporter) is installed."""
+    import importlib.util
+
+    return onnx_backend.onnx_available() and all(
+        importlib.util.find_spec(name) is not None for name in ("openvino", "nncf")
+    )
+
+
+def require_openvino() -> None:
+    """Refuse to go on without the ``openvino`` extra, naming how to install it."""
+    if not openvino_available():
+        raise ImportError(
+            "the OpenVINO backend needs the openvino extra: pip install 'sciembed[openvino]' (openvino, nncf, and "
+            "onnxruntime and onnx for the export)"
+        )
+
+
+def model_file(quantization: str) -> str:
+    """The IR file of a ``quantization`` in a model folder (``model.xml``, ``model_int8.xml``, ...)."""
+    return "model.xml" if quantization == "fp32" else f"model_{quantization}.xml"
+
+
+def gate_file(quantization: str) -> str:
+    """The file holding the int8 gate's verdict on a ``quantization`` (``int8_gate.json``, ...)."""
+    return f"{quantization}_gate.json"
+
+
+class OpenVinoModel:
+    """One compiled OpenVINO model of an exported encoder: batch inputs (tensors or arrays) to float32 vectors.
+
+    Args:
+        path: the model's IR file (``model.xml``, ...).
+        threads: inference threads (default: the physical cores, or ``$SCIEMBED_ONNX_THREADS``).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, threads: int | None = None):
+        require_openvino()
+        import openvino as ov
+
+        core = ov.Core()
+        config = {
+            # float32 arithmetic: OpenVINO would otherwise run bf16 on CPUs that have it.
+            "INFERENCE_PRECISION_HINT": "f32",
+            "INFERENCE_NUM_THREADS": threads or onnx_backend.cpu_threads(),
+            "PERFORMANCE_HINT": "LATENCY",
+        }
+        self.path = Path(path)
+        self.compiled = core.compile_model(core.read_model(str(path)), "CPU", config)
+        self.request = self.compiled.create_infer_request()
+        self.input_names = [port.get_any_name() for port in self.compiled.inputs]
+
+    def __call__(self, features: Mapping[str, Any]) -> np.ndarray:
+        feed = {name: _as_numpy(features[name]) for name in self.input_names}
+        # A copy: the request reuses its output buffer on the next batch.
+        return np.array(self.request.infer(feed)[self.compiled.output(0)], dtype=np.float32)
+
+
+class OpenVinoBackend:
+    """The OpenVINO models of one :class:`~sciembed.encode.PaperEncoder` (shared by its format copies): one compiled
+    model per format, converted (or read from the cache) on first use.
+
+    Args:
+        quantization: ``fp32``, ``int8`` or ``int8_weights``.
+        cache_dir: where models are kept (default ``openvino/`` in :func:`sciembed.io.default_cache_dir`).
+        threads: inference threads (default: the physical cores, or ``$SCIEMBED_ONNX_THREADS``).
+        gated: refuse an int8 model its gate has not passed (``False`` only for the gate itself).
+    """
+
+    def __init__(
+        self,
+        quantization: OpenVinoQuantization = "fp32",
+        cache_dir: str | os.PathLike[str] | None = None,
+        *,
+        threads: int | None = None,
+        gated: bool = True,
+    ):
+        require_openvino()
+        if quantization not in OPENVINO_QUANTIZATIONS:
+            raise ValueError(f"quantization must be one of {OPENVINO_QUANTIZATIONS}, got {quantization!r}")
+        self.quantization = quantization
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "openvino"
+        self.threads = threads
+        self.gated = gated
+        self._models: dict[str, OpenVinoModel] = {}
+
+    def session(self, encoder: PaperEncoder) -> OpenVinoModel:
+        """The compiled model embedding as ``encoder`` does (its format and domain), converted on first use."""
+        key = json.dumps([encoder.forward_options, encoder.facets], sort_keys=True)
+        if key not in self._models:
+            folder = model_folder(encoder, self.cache_dir)
+            if self.quantization != "fp32" and self.gated:
+                verdict = read_gate(folder, self.quantization)
+                if verdict is None or not verdict.get("passed"):
+                    reason = (
+                        "it has not been checked"
+                        if verdict is None
+                        else f"it failed its quality gate ({verdict.get('reason')})"
+                    )
+                    raise ValueError(
+                        f"OpenVINO {self.quantization} for {encoder.name_or_path} is refused: {reason}. Check it "
+                        "first against fp32 on held-out citations: sciembed.evaluation.int8_gate.check_int8(encoder, "
+                        "check_set), or --int8-check-set PATH on the command line"
+                    )
+            self._models[key] = OpenVinoModel(folder / model_file(self.quantization), threads=self.threads)
+        return self._models[key]
+
+    def calibration_digest(self, model_fingerprint: str) -> str:
+        """What the int8 model in the cache was calibrated on (a digest of its papers; empty for other models)."""
+        path = self.cache_dir / model_fingerprint[:32] / Path(model_file(self.quantization)).with_suffix(".json")
+        if self.quantization != "int8" or not path.is_file():
+            return ""
+        return json.loads(path.read_text(encoding="utf-8")).get("calibration_digest", "")
+
+
+def model_folder(encoder: PaperEncoder, cache_dir: str | os.PathLike[str]) -> Path:
+    """The cache folder of ``encoder``'s OpenVINO model (``model.xml``, ``model.bin``, ``convert.json``), exported,
+    converted and checked if it is not there yet. The folder appears whole or not at all."""
+    folder = Path(cache_dir) / encoder.model_fingerprint()[:32]
+    if (folder / CONVERT_FILE).is_file() and (folder / model_file("fp32")).is_file():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = folder.parent / f".{folder.name}.{uuid.uuid4().hex[:8]}.partial"
+    staging.mkdir()
+    try:
+        report = convert_encoder(encoder, staging)
+        (staging / CONVERT_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        if (folder / CONVERT_FILE).is_file():  # another process finished the same conversion meanwhile
+            shutil.rmtree(staging)
+        else:
+            replace_folder(staging, folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return folder
+
+
+def convert_encoder(encoder: PaperEncoder, folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """Export ``encoder``'s forward to ONNX, read it into OpenVINO and save it as ``model.xml`` in ``folder``.
+
+    Args:
+        encoder: a float32 encoder on CPU, in the format to convert.
+        folder: where the IR files go; the ONNX file is removed once read.
+
+    Returns:
+        What was done: the inputs, the largest difference to PyTorch on the check texts, the versions.
+
+    Raises:
+        OpenVinoError: the export fails, or OpenVINO's vectors differ from PyTorch's by more than
+            :data:`~sciembed.onnx_backend.EXPORT_TOLERANCE`.
+    """
+    require_openvino()
+    import openvino as ov
+    import torch
+
+    folder = Path(folder)
+    name = f"{type(encoder.transformer).__name__} ({encoder.name_or_path})"
+    onnx_file = folder / "model.onnx"
+    try:
+        export = onnx_backend.export_encoder(encoder, onnx_file, optimize=False)
+    except onnx_backend.OnnxExportError as error:
+        raise OpenVinoError(f"{error}; the OpenVINO backend reads that export") from error
+    try:
+        model = ov.Core().read_model(str(onnx_file))
+    except Exception as error:  # the reader's errors have many types; each is this model's reason
+        raise OpenVinoError(f"{name}: OpenVINO cannot read its ONNX export: {type(error).__name__}: {error}") from None
+    ov.save_model(model, str(folder / model_file("fp32")), compress_to_fp16=False)
+    for path in folder.glob("model.onnx*"):
+        path.unlink()
+    with torch.no_grad():
+        check = encoder.features(onnx_backend._CHECK_TEXTS)
+        expected = encoder.forward(check).float().numpy()
+    got = OpenVinoModel(folder / model_file("fp32"), threads=1)(check)
+    error = float(np.abs(got - expected).max()) if got.shape == expected.shape else float("inf")
+    if not error <= onnx_backend.EXPORT_TOLERANCE:
+        raise OpenVinoError(
+            f"{name}: the OpenVINO model's vectors differ from PyTorch's by {error:.2e} "
+            f"(> {onnx_backend.EXPORT_TOLERANCE:g}); it cannot run on OpenVINO"
+        )
+    logger.info("%s converted to OpenVINO (max abs difference to PyTorch %.2e)", name, error)
+    return {
+        "inputs": export["inputs"],
+        "max_abs_difference_to_pytorch": error,
+        "tolerance": onnx_backend.EXPORT_TOLERANCE,
+        "forward_options": encoder.forward_options,
+        "torch": torch.__version__,
+        "openvino": ov.__version__,
+        "machine": platform.machine(),
+    }
+
+
+def quantize(
+    folder: str | os.PathLike[str],
+    quantization: OpenVinoQuantization,
+    encoder: PaperEncoder,
+    texts: Sequence[str] = (),
+    *,
+    subset_size: int = CALIBRATION_SIZE,
+    show_progress_bar: bool = False,
+) -> Path:
+    """Write the ``quantization`` model beside the fp32 one in ``folder``, with a JSON file saying how it was made.
+
+    Args:
+        folder: a model folder of :func:`model_folder`.
+        quantization: ``int8`` (post-training quantization) or ``int8_weights`` (weight-only compression).
+        encoder: the encoder the folder holds; it tokenizes the calibration texts.
+        texts: ``int8`` only: the collection's paper texts; ``subset_size`` of them, spread evenly, calibrate.
+        subset_size: the most texts calibration uses.
+        show_progress_bar: show NNCF's progress and tables.
+
+    Raises:
+        ValueError: an unknown ``quantization``, or ``int8`` without texts.
+    """
+    from .truncation import cut_texts
+
+    if quantization not in ("int8", "int8_weights"):
+        raise ValueError(f"quantization must be int8 or int8_weights, got {quantization!r}")
+    if quantization == "int8" and not texts:
+        raise ValueError("int8 post-training quantization needs papers to calibrate on; none were given")
+    nncf = _import_nncf()
+    import openvino as ov
+
+    folder = Path(folder)
+    model = ov.Core().read_model(str(folder / model_file("fp32")))
+    report: dict[str, Any] = {"quantization": quantization, "nncf": nncf.__version__}
+    with _nncf_output(show_progress_bar):
+        if quantization == "int8_weights":
+            quantized = nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT8_ASYM)
+        else:
+            chosen = list(texts)[:: max(1, len(texts) // subset_size)][:subset_size]
+            chosen = cut_texts(chosen, encoder.tokenizer, encoder.max_length)
+            items = [_tensors(encoder.features([text])) for text in chosen]
+            quantized = nncf.quantize(
+                model, nncf.Dataset(items), subset_size=len(items), model_type=nncf.ModelType.TRANSFORMER
+            )
+            digest = hashlib.sha256("\n".join(chosen).encode()).hexdigest()
+            report.update(calibration_papers=len(chosen), calibration_digest=digest)
+    target = folder / model_file(quantization)
+    staging = folder / f".{target.stem}.{uuid.uuid4().hex[:8]}.partial"
+    staging.mkdir()
+    try:
+        ov.save_model(quantized, str(staging / target.name), compress_to_fp16=False)
+        (folder / gate_file(quantization)).unlink(missing_ok=True)  # a verdict on the model this one replaces
+        for path in staging.iterdir():
+            os.replace(path, folder / path.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    with atomic_path(target.with_suffix(".json")) as temporary:
+        temporary.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return target
+
+
+def read_gate(folder: str | os.PathLike[str], quantization: str) -> dict[str, Any] | None:
+    """The int8 gate's verdict on ``quantization`` stored in a model ``folder`` (``None`` before any check)."""
+    path = Path(folder) / gate_file(quantization)
+    if not path.is_file() or not (Path(folder) / model_file(quantization)).is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _import_nncf() -> Any:
+    """nncf, imported with its usage reports off (it sends them unless the user has opted out)."""
+    if "nncf" not in sys.modules:
+        # nncf reads NNCF_CI, and openvino_telemetry reads CI, once, when nncf is first imported.
+        saved = {name: os.environ.get(name) for name in ("NNCF_CI", "CI")}
+        os.environ.update(NNCF_CI="1", CI="true")
+        try:
+            import nncf  # noqa: F401
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+    return sys.modules["nncf"]
+
+
+@contextlib.contextmanager
+def _nncf_output(show: bool) -> Any:
+    """nncf's log lines, tables and progress bars, shown or kept off the terminal."""
+    if show:
+        yield
+        return
+    nncf_logger = logging.getLogger("nncf")
+    level = nncf_logger.level
+    nncf_logger.setLevel(logging.WARNING)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        nncf_logger.setLevel(level)
+
+
+def _tensors(features: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """The tensors of one batch's model inputs, as numpy arrays (what OpenVINO's inputs are)."""
+    return {key: _as_numpy(value) for key, value in features.items() if hasattr(value, "shape")}
+
+
+def _as_numpy(value: Any) -> np.ndarray:
+    return value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)

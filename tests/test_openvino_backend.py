@@ -1,0 +1,219 @@
+"""The OpenVINO backend: PyTorch's vectors (1e-4) for every model the ONNX backend exports, the model converted once
+and cached, int8 (post-training and weight-only) refused until its gate passes, nncf's usage reports off, and
+``--backend openvino`` through the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("openvino", reason="the openvino extra is not installed: pip install -e '.[openvino]'")
+pytest.importorskip("nncf", reason="the openvino extra is not installed: pip install -e '.[openvino]'")
+
+from helpers import shared_data  # noqa: E402
+from test_onnx_backend import FAMILIES, TEXTS, assert_same_vectors  # noqa: E402
+
+import sciembed  # noqa: E402
+from sciembed import onnx_backend, openvino_backend  # noqa: E402
+from sciembed.cli import main  # noqa: E402
+from sciembed.families import from_bert, save_pretrained  # noqa: E402
+from sciembed.io import read_embeddings  # noqa: E402
+
+
+def both(folder, cache, **options):
+    """The PyTorch and OpenVINO encoders of one model folder with the same settings."""
+    load = sciembed.PaperEncoder.from_pretrained
+    return load(folder, device="cpu", **options), load(
+        folder, device="cpu", backend="openvino", openvino_cache=cache, **options
+    )
+
+
+@pytest.mark.parametrize("options", [{}, {"pooling": "mean", "normalize": True}, {"max_length": 12}])
+def test_a_plain_encoder_gives_pytorch_s_vectors_and_converts_once(tiny_bert, tmp_path, monkeypatch, options):
+    pytorch, openvino = both(tiny_bert, tmp_path, **options)
+    assert_same_vectors(pytorch, openvino)
+    [folder] = tmp_path.iterdir()
+    assert json.loads((folder / "convert.json").read_text())["max_abs_difference_to_pytorch"] <= 1e-4
+    assert not list(folder.glob("*.onnx"))  # the export is read once, then only the IR is kept
+    assert openvino.fingerprint() not in (pytorch.fingerprint(), openvino.with_quantization("int8").fingerprint())
+
+    def again(*args, **kwargs):
+        raise AssertionError("converted again although the cache holds the model")
+
+    monkeypatch.setattr(onnx_backend, "export_encoder", again)
+    monkeypatch.setattr(openvino_backend, "convert_encoder", again)
+    second = sciembed.PaperEncoder.from_pretrained(
+        tiny_bert, device="cpu", backend="openvino", openvino_cache=tmp_path, **options
+    )
+    np.testing.assert_array_equal(
+        second.encode(TEXTS, show_progress_bar=False), openvino.encode(TEXTS, show_progress_bar=False)
+    )
+
+
+def test_a_sentence_transformers_model_gives_its_own_vectors(tiny_st_base, tmp_path):
+    assert_same_vectors(*both(tiny_st_base, tmp_path))
+
+
+@pytest.mark.parametrize("case", list(FAMILIES))
+def test_every_family_gives_pytorch_s_vectors(case, tiny_bert, tmp_path):
+    family, build, selections = FAMILIES[case]
+    torch.manual_seed(0)
+    model, tokenizer = from_bert(family, tiny_bert, **build)
+    with torch.no_grad():  # experts start as copies of BERT's MLP and domain tokens as [CLS]: make them differ
+        for parameter in model.parameters():
+            parameter.add_(torch.randn_like(parameter) * 0.05)
+    folder = save_pretrained(model, tokenizer, tmp_path / "model")
+    vectors = []
+    for selection in selections:
+        pytorch, openvino = both(folder, tmp_path / "openvino", **selection)
+        assert_same_vectors(pytorch, openvino)
+        vectors.append(openvino.encode(TEXTS, show_progress_bar=False))
+    assert len(list((tmp_path / "openvino").iterdir())) == len(selections)
+    assert all(not np.allclose(a, b) for i, a in enumerate(vectors) for b in vectors[i + 1 :])
+    if family == "multi2spe":
+        pytorch, openvino = both(folder, tmp_path / "openvino", facets=True)
+        assert openvino.encode(TEXTS, show_progress_bar=False).ndim == 3
+        assert_same_vectors(pytorch, openvino)
+
+
+def test_format_adapters_and_pals_convert_the_active_format(tiny_bert, tmp_path):
+    from transformers import AutoModel, AutoTokenizer
+
+    from sciembed.formats.adapters import add_format_adapters
+    from sciembed.formats.pals import PALsConfig, add_pals
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    adapters = add_format_adapters(AutoModel.from_pretrained(tiny_bert))
+    pals = AutoModel.from_pretrained(tiny_bert)
+    add_pals(pals, PALsConfig(hidden_size=12, num_attention_heads=4))
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name, parameter in adapters.named_parameters():
+            if ".adapters." in name:  # adapters start as the identity: random weights make formats differ
+                parameter.normal_(0, 0.2)
+    for kind, model in (("adapters", adapters.eval()), ("pals", pals.eval())):
+        pytorch = sciembed.PaperEncoder(model, tokenizer, device="cpu")
+        openvino = sciembed.PaperEncoder(
+            model, tokenizer, device="cpu", backend="openvino", openvino_cache=tmp_path / kind
+        )
+        for task_format in ("proximity", "adhoc_query"):
+            assert_same_vectors(pytorch.with_format(task_format), openvino.with_format(task_format))
+        assert not np.allclose(
+            openvino.with_format("proximity").encode(TEXTS, show_progress_bar=False),
+            openvino.with_format("adhoc_query").encode(TEXTS, show_progress_bar=False),
+        )
+
+
+def test_what_cannot_be_exported_is_named_and_nothing_is_cached(tiny_bert, tmp_path, monkeypatch):
+    _, openvino = both(tiny_bert, tmp_path)
+
+    def untraceable(*args, **kwargs):
+        raise RuntimeError("an operator the exporter does not know")
+
+    monkeypatch.setattr("torch.onnx.export", untraceable)
+    with pytest.raises(openvino_backend.OpenVinoError, match=r"BertModel \(.*\) does not export to ONNX: Runtime"):
+        openvino.encode(TEXTS, show_progress_bar=False)
+    assert not list(tmp_path.iterdir())
+
+
+def test_backend_options_that_do_not_go_together_are_refused_before_loading(tmp_path):
+    missing = tmp_path / "no-model"  # loading it would fail: each refusal comes first
+    for options, message in (
+        ({"backend": "openvino", "device": "cuda"}, "the OpenVINO backend runs on CPU"),
+        ({"backend": "onnx", "quantization": "int8_weights"}, "quantization 'int8_weights' needs backend='openvino'"),
+        ({"quantization": "int8"}, "quantization 'int8' needs backend='onnx' or backend='openvino'"),
+        ({"backend": "openvino", "quantization": "int4"}, r"one of \('fp32', 'int8', 'int8_weights'\)"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            sciembed.PaperEncoder.from_pretrained(missing, **options)
+
+
+@pytest.mark.parametrize("kind", ["int8", "int8_weights"])
+def test_int8_is_refused_until_its_gate_passes(kind, tiny_bert, tmp_path):
+    from sciembed.evaluation.int8_gate import check_int8
+
+    cacm = shared_data("cacm")
+    int8 = sciembed.PaperEncoder.from_pretrained(
+        tiny_bert, device="cpu", backend="openvino", quantization=kind, openvino_cache=tmp_path
+    )
+    with pytest.raises(ValueError, match=f"OpenVINO {kind} for .* is refused: it has not been checked"):
+        int8.encode(TEXTS, show_progress_bar=False)
+    unquantized = int8.fingerprint()
+
+    # Asked to gain a point over fp32, which int8 cannot: the gate fails, and int8 stays refused with the reason.
+    failed = check_int8(int8, cacm, tolerance=-1.0, show_progress_bar=False)
+    assert not failed.passed and failed.backend == "openvino" and failed.quantization == kind
+    assert 0.9 < failed.min_cosine < 1 and failed.calibration_papers == (300 if kind == "int8" else 0)
+    refused = sciembed.PaperEncoder.from_pretrained(
+        tiny_bert, device="cpu", backend="openvino", quantization=kind, openvino_cache=tmp_path
+    )
+    with pytest.raises(ValueError, match=r"it failed its quality gate \(cite MAP .* more than -1.0 points\)"):
+        refused.encode(TEXTS, show_progress_bar=False)
+
+    passed = check_int8(int8, cacm, tolerance=abs(failed.map_drop) + 0.5, show_progress_bar=False)
+    assert passed.passed and passed.int8_map == failed.int8_map  # the same calibration gives the same model
+    gated = sciembed.PaperEncoder.from_pretrained(
+        tiny_bert, device="cpu", backend="openvino", quantization=kind, openvino_cache=tmp_path
+    )
+    fp32 = gated.with_quantization("fp32")
+    # Cached vectors of int8 name what it was calibrated on; weight-only int8 has no calibration.
+    assert (gated.fingerprint() != unquantized) == (kind == "int8")
+    vectors, reference = gated.encode(TEXTS, show_progress_bar=False), fp32.encode(TEXTS, show_progress_bar=False)
+    assert not np.array_equal(vectors, reference)
+    cosines = (vectors * reference).sum(1) / np.linalg.norm(vectors, axis=1) / np.linalg.norm(reference, axis=1)
+    assert cosines.min() > 0.9
+    other = "int8_weights" if kind == "int8" else "int8"  # each kind has its own verdict
+    with pytest.raises(ValueError, match="it has not been checked"):
+        gated.with_quantization(other).encode(TEXTS, show_progress_bar=False)
+
+
+def test_nncf_is_imported_with_its_usage_reports_off(tmp_path):
+    """nncf (through openvino_telemetry) writes a client id under ``~/intel`` and reports usage unless told not to;
+    run outside pytest, which nncf itself recognises and stays quiet in."""
+    script = (
+        "import os\n"
+        "from sciembed.openvino_backend import _import_nncf\n"
+        "nncf = _import_nncf()\n"
+        "print(type(nncf.telemetry.wrapper.telemetry).__name__, 'CI' in os.environ, 'NNCF_CI' in os.environ)\n"
+    )
+    environment = {key: value for key, value in os.environ.items() if key not in ("CI", "NNCF_CI")}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**environment, "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split() == ["MagicMock", "False", "False"]  # a stub, and the environment as it was
+    assert not (tmp_path / "intel").exists()
+
+
+def test_cli_embeds_with_openvino_and_refuses_mismatched_options(tiny_bert, tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("SCIEMBED_CACHE", str(tmp_path / "cache"))
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text("".join(json.dumps(p) + "\n" for p in TEXTS if isinstance(p, dict)))
+    embed = ["-q", "embed", "--model", str(tiny_bert), "--input", str(papers), "--no-progress"]
+    for backend in ("pytorch", "openvino"):
+        assert main([*embed, "--output", str(tmp_path / f"{backend}.npy"), "--backend", backend]) == 0
+    (ids, expected), (openvino_ids, got) = (
+        read_embeddings(tmp_path / "pytorch.npy"),
+        read_embeddings(tmp_path / "openvino.npy"),
+    )
+    assert ids == openvino_ids and (tmp_path / "cache" / "openvino").is_dir()
+    np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
+
+    output = ["--output", str(tmp_path / "refused.npy")]
+    assert main([*embed, *output, "--backend", "onnx", "--onnx-quantization", "int8_weights"]) == 2
+    assert "--backend onnx --onnx-quantization int8_weights: quantization 'int8_weights' needs" in caplog.text
+    assert main([*embed, *output, "--backend", "openvino", "--onnx-quantization", "int8_weights"]) == 2
+    assert "OpenVINO int8_weights for" in caplog.text and "is refused: it has not been checked" in caplog.text
+    monkeypatch.setattr(openvino_backend, "openvino_available", lambda: False)
+    assert main([*embed, *output, "--backend", "openvino"]) == 2
+    assert "the OpenVINO backend needs the openvino extra: pip install 'sciembed[openvino]'" in caplog.text
+    assert not (tmp_path / "refused.npy").exists()
