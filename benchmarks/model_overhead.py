@@ -20,7 +20,7 @@ import platform
 from pathlib import Path
 
 import torch
-from encode_speed import benchmark_papers
+from real_papers import distinct_papers
 from timing import medians, paired_ratios, time_forward_passes
 from transformers import AutoTokenizer, BertModel
 
@@ -48,7 +48,7 @@ def main() -> None:
     args = parser.parse_args()
 
     base = sciembed.default_model_path()
-    source, papers = benchmark_papers(args.data, args.batch_size)
+    papers, source = distinct_papers(args.data, args.batch_size)
     tokenizer = AutoTokenizer.from_pretrained(base)
     batch = tokenizer(
         [sciembed.paper_text(p, tokenizer.sep_token) for p in papers],
