@@ -297,3 +297,35 @@ def test_the_systems_other_benchmarks_name_are_systems_of_the_table(table):
         name for path in scripts for name in re.findall(r'SYSTEMS\["([^"]+)"\]', path.read_text(encoding="utf-8"))
     }
     assert named and named <= set(table.SYSTEMS)
+
+
+def test_run_trains_each_missing_row_once_and_writes_its_summary(table, tmp_path, monkeypatch):
+    """The ``run`` command's bookkeeping, with training and scoring stubbed: a second run trains nothing again."""
+    commands = importlib.import_module("recipes.__main__")
+    for name in commands.DATA_FOLDERS:
+        (tmp_path / name).mkdir()
+    trained = []
+
+    def row(name):
+        def made(seed, *args):
+            trained.append((seed, name))
+            return {"seed": seed, "system": name, "metrics": {"fos": {"f1_macro": 1.0}}}
+
+        return made
+
+    split = SimpleNamespace(
+        data={"held_out_ids": [], "held_out_queries": 0}, trainer=SimpleNamespace(eval_dataset=None)
+    )
+    monkeypatch.setattr(commands, "prepare", lambda *args: split)
+    monkeypatch.setattr(
+        commands, "FixedTasks", SimpleNamespace(read=lambda folders: SimpleNamespace(counts={}, suite=lambda *a: None))
+    )
+    monkeypatch.setattr(commands, "reference_row", row(table.REFERENCE))
+    monkeypatch.setattr(commands, "system_row", lambda name, seed, *args: row(name)(seed))
+    output = tmp_path / "recipes.json"
+    run = ["run", "--data", str(tmp_path), "--seeds", "0", "1", "--systems", "specter", "--output", str(output)]
+    commands.main(run)
+    commands.main(run)
+    assert sorted(trained) == [(0, table.REFERENCE), (0, "specter"), (1, table.REFERENCE), (1, "specter")]
+    report = __import__("json").loads(output.read_text(encoding="utf-8"))
+    assert report["settings"]["seeds"] == [0, 1] and set(report["summary"]) == {table.REFERENCE, "specter"}

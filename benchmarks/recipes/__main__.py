@@ -197,6 +197,7 @@ def run_command(args: argparse.Namespace) -> None:
                 rows.add(reference_row(seed, suite, specter.data["held_out_queries"]))
             if PEER in args.systems and (seed, PEER) not in rows.done:
                 rows.add(peer_row(seed, specter.trainer.train_dataset, suite, args, kept(args, seed, PEER)))
+            del specter  # its model is not needed by the rows that follow
         for name in args.systems:
             if name == PEER or (seed, name) in rows.done:
                 continue
