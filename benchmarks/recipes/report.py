@@ -22,11 +22,16 @@ COLUMNS = (
 
 
 def table(summary: dict[str, Any]) -> str:
-    """The summary as a Markdown table: per system its mean over seeds on every task and, after it, the change against
-    MiniLM as published (paired difference [95% interval] where the rows keep what the interval resamples, else the
-    mean of the per-seed changes); then CACM cite against the peer and against the counterpart, and whether the row
-    ended above its own start on every seed (CACM cite MAP against its step 0; a head: its categories F1 against
-    MiniLM's probe)."""
+    """The summary as a Markdown table, one row per system.
+
+    A cell holds the mean over seeds and the change against MiniLM as published: the paired difference with its 95%
+    interval, or the mean per-seed change where rows lack what the interval resamples. The last columns compare CACM
+    cite with the peer and the counterpart (a head: its categories F1 against MiniLM's probe) and say whether the row
+    ended above its start on every seed.
+
+    Args:
+        summary: the summary of :func:`stats.summarise`.
+    """
 
     def cell(entry: dict[str, Any], task: str, metric: str) -> str:
         value = f"{entry['mean'][task][metric]:.2f}"
@@ -80,9 +85,14 @@ def _yes_no(value: bool | None) -> str:
 
 
 def figure(summary: dict[str, Any]):
-    """One panel per task: per trained system, its paired difference to MiniLM as published as a bar with its 95%
-    interval (green when the interval is above 0, red when below, grey when it holds 0; without whiskers, the mean
-    per-seed change, where the rows lack what the interval resamples); a matplotlib figure."""
+    """One panel per task: each system's paired difference to MiniLM as published, with its interval.
+
+    A bar is green when its interval is above 0, red when below, grey when it holds 0, and hatched without whiskers
+    where only the mean per-seed change is known.
+
+    Args:
+        summary: the summary of :func:`stats.summarise`.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

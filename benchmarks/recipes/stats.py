@@ -19,11 +19,18 @@ BOOTSTRAP = 10_000
 def paired_interval(
     rows: list[dict[str, Any]], others: dict[int, dict[str, Any]], task: str, resamples: PaperResamples
 ) -> dict[str, Any] | None:
-    """The mean difference of ``rows`` to ``others`` (by seed) on ``task`` with its 95% percentile bootstrap interval;
-    ``beats`` when the interval's lower end is above 0. Ranking tasks: per-query differences, queries pooled over
-    seeds. Classification: per seed, the test papers resampled (``resamples``) and both rows' macro-F1 scored on each
-    resample; the differences averaged over seeds. Seeds whose rows lack the per-query or per-paper values are left
-    out (None if all are)."""
+    """The mean difference of ``rows`` to ``others`` on ``task``, with its 95% bootstrap interval.
+
+    Ranking tasks resample per-query differences pooled over seeds. Classification resamples each seed's test papers
+    and scores both rows' macro-F1 on each resample, then averages over seeds. Seeds without per-query or per-paper
+    values are left out; None when all are.
+
+    Args:
+        rows: one system's rows.
+        others: the other system's rows by seed.
+        task: the task compared.
+        resamples: the test papers' resamples, shared by every pair scored on them.
+    """
     pairs = [(row, others[row["seed"]]) for row in rows if row["seed"] in others]
     if task in PER_PAPER:
         return _paired_macro_f1(pairs, task, resamples)
@@ -48,8 +55,14 @@ def _paired_macro_f1(
     resamples: PaperResamples,
     their_task: str | None = None,
 ) -> dict[str, Any] | None:
-    """The classification interval of :func:`paired_interval`; ``their_task``: the other rows' task scored on the same
-    test papers (a head's predictions against a probe's), by default ``task``."""
+    """The classification interval of :func:`paired_interval`.
+
+    Args:
+        pairs: the two systems' rows of each seed.
+        task: the task of the first rows.
+        resamples: the test papers' resamples.
+        their_task: the second rows' task on the same test papers (a probe against a head); by default ``task``.
+    """
     their_task = their_task or task
     points, resampled, papers, seeds = [], [], 0, []
     for row, other in pairs:
@@ -74,8 +87,7 @@ def _paired_macro_f1(
 
 
 def _same_test_papers(row: dict[str, Any], other: dict[str, Any], task: str) -> bool:
-    """Whether two rows scored a classification task on the same test papers (rows without per-paper values are
-    taken to: they predate the splits' changes)."""
+    """Whether two rows scored a classification task on the same test papers (true without per-paper values)."""
     ours, theirs = (r.get("per_paper", {}).get(task) for r in (row, other))
     return ours is None or theirs is None or ours["papers"].keys() == theirs["papers"].keys()
 
@@ -92,8 +104,11 @@ def _interval(difference: float, resampled: np.ndarray, seeds: list[int], **coun
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per system: mean metrics over seeds, paired cite differences to MiniLM as published and to the counterpart,
-    per-seed changes of the other tasks, and the issue's targets."""
+    """Per system: means over seeds and paired intervals against MiniLM, the peer and the counterpart.
+
+    Args:
+        rows: the results file's rows.
+    """
     by_system: dict[str, dict[int, dict[str, Any]]] = {}
     for row in rows:
         by_system.setdefault(row["system"], {})[row["seed"]] = row

@@ -33,8 +33,17 @@ HEAD = "cacm_categories_head"
 
 @dataclass
 class FixedTasks:
-    """The tasks read once per run: CACM's collection, hep-th's citation source, the arXiv archive labels and
-    SciRepEval's samples; :meth:`suite` cuts a seed's tasks from them."""
+    """The tasks read once per run; :meth:`suite` cuts a seed's tasks from them.
+
+    Args:
+        cacm: CACM's collection.
+        hepth: hep-th's citation source.
+        arxiv: the arXiv archive labels and papers files.
+        samples: SciRepEval's samples folder.
+        counts: what was read, recorded in the results file.
+        hepth_files: hep-th's papers (JSON lines) and citations (CSV), for the two-domain rows.
+        workdir: holds the files written once, read again by each seed's tasks.
+    """
 
     cacm: Any
     hepth: Any
@@ -93,8 +102,13 @@ class FixedTasks:
         )
 
     def suite(self, cacm_cite: TaskSuite, seed: int, hepth_queries: int) -> TaskSuite:
-        """Seed ``seed``'s tasks: CACM's held-out cite task (from the specter run), a sample of hep-th queries, CACM's
-        categories and the arXiv archives split by ``seed``, SciRepEval's samples."""
+        """Seed ``seed``'s tasks, each split or sampled by the seed.
+
+        Args:
+            cacm_cite: the specter run's held-out CACM cite task.
+            seed: the seed.
+            hepth_queries: hep-th query papers sampled.
+        """
         from sciembed.evaluation.custom import classification_tasks
         from sciembed.evaluation.loaders import cacm_category_task
 
@@ -126,9 +140,17 @@ def hepth_test_sample(linked: int, seed: int, hepth_queries: int) -> np.ndarray:
 def fields_task(
     benchmark: str, what: str, papers: list[tuple[str, list[str], dict[str, Any]]], seed: int, **options: Any
 ):
-    """A multi-label fields-of-study task over ``papers`` (``(paper_id, fields, record)``): the fields with at least
-    MIN_FIELD_PAPERS papers (rarer ones leave CV folds with one class only), papers without one of them left out,
-    halves by ``seed`` for training and testing, SciRepEval's multi-label probe scored by macro-F1."""
+    """A multi-label fields-of-study task, split in halves by ``seed``, scored by macro-F1.
+
+    Fields with fewer than ``MIN_FIELD_PAPERS`` papers are left out, and papers without a kept field with them.
+
+    Args:
+        benchmark: the task's benchmark name.
+        what: the task's title.
+        papers: ``(paper_id, fields, record)`` per paper.
+        seed: the seed of the split.
+        options: more keyword arguments of the task.
+    """
     from sciembed.evaluation.supervised import SCIREPEVAL_MULTILABEL
     from sciembed.evaluation.tasks import ClassificationTask
 
@@ -151,8 +173,14 @@ def fields_task(
 
 
 def arxiv_archive_files(path: Path, root: Path) -> tuple[tuple[Path, Path], dict[str, Any]]:
-    """The arXiv sample as a papers file and a labels file (``paper_id,label``: the primary category's archive),
-    archives with fewer than MIN_ARCHIVE_PAPERS papers left out."""
+    """The arXiv sample as a labels file (``paper_id,label``: the archive) and a papers file, with counts.
+
+    Archives with fewer than ``MIN_ARCHIVE_PAPERS`` papers are left out.
+
+    Args:
+        path: the arXiv sample (CSV).
+        root: the folder the files are written to.
+    """
     with path.open(encoding="utf-8", newline="") as handle:
         records = [row for row in csv.DictReader(handle) if row["abstract"].strip() and row["categories"].strip()]
     archive = {row["id"]: row["categories"].split()[0].split(".")[0] for row in records}
@@ -179,14 +207,22 @@ def arxiv_archive_files(path: Path, root: Path) -> tuple[tuple[Path, Path], dict
 
 
 def suite_task(suite: TaskSuite, task_id: str):
+    """The task ``task_id`` of ``suite``."""
     return next(task for task in suite.tasks if task.task_id == task_id)
 
 
 def write_mixture(folders: dict[str, Path], suite: TaskSuite, folder: Path, cite_weight: float = 1.0) -> Path:
-    """The seed's task mixture for the multi-task rows (SciRepEval trains on several tasks at once): CACM's citations
-    (split by the seed as the specter row's), CACM's categories and the fields of study without the test papers of
-    their evaluation, and the MeSH sample (biomedical, not evaluated). The search sessions stay out, so that search is
-    data no row was trained on. ``cite_weight``: the citations' share of every batch against the other tasks' 1."""
+    """The seed's task mixture for the multi-task rows; returns its file.
+
+    CACM's citations, CACM's categories and the fields of study without their test papers, and the MeSH sample. The
+    search sessions stay out, so search is data no row was trained on.
+
+    Args:
+        folders: the data folders by name.
+        suite: the seed's tasks, whose test papers are left out.
+        folder: where the mixture file is written.
+        cite_weight: the citations' weight against the other tasks' 1.
+    """
     tests = {task_id: suite_task(suite, task_id).test[0] for task_id in ("cacm_categories", "fos")}
     samples = folders["scirepeval-samples"]
     tasks = [
@@ -216,9 +252,16 @@ def write_mixture(folders: dict[str, Path], suite: TaskSuite, folder: Path, cite
 
 
 def write_domains(folders: dict[str, Path], fixed: FixedTasks, suite: TaskSuite, folder: Path) -> Path:
-    """The seed's two-domain mixture (one citation graph per domain, the citation recipes' multi-domain data): CACM as
-    ``cs`` (split by the seed as the specter row's) and hep-th as ``physics`` without the seed's ``hepth_cite``
-    queries, ``DOMAIN_EXAMPLES`` examples sampled from each so that both domains weigh the same."""
+    """The seed's two-domain mixture: CACM as ``cs``, hep-th as ``physics`` without the seed's test queries.
+
+    Each domain gives ``DOMAIN_EXAMPLES`` sampled examples, so both weigh the same.
+
+    Args:
+        folders: the data folders by name.
+        fixed: the tasks read once, with hep-th's files.
+        suite: the seed's tasks.
+        folder: where the mixture file is written.
+    """
     hepth_queries = sorted(suite_task(suite, "hepth_cite").qrels)
     papers, citations = fixed.hepth_files
     tasks = [
@@ -237,9 +280,12 @@ def write_domains(folders: dict[str, Path], fixed: FixedTasks, suite: TaskSuite,
 
 
 def out_of_domain_suite(folder: Path, seed: int) -> TaskSuite:
-    """SciRepEval's fields-of-study and search samples as evaluation tasks, the fields' papers split in halves by
-    ``seed`` (as CACM's categories and the arXiv archives are: a seed's interval then covers other test papers than
-    another's)."""
+    """SciRepEval's fields-of-study and search samples as tasks, the fields' papers split by ``seed``.
+
+    Args:
+        folder: SciRepEval's samples folder.
+        seed: the seed of the split.
+    """
     from sciembed.data.scirepeval import read_scirepeval_sample
     from sciembed.evaluation.tasks import SearchTask
 
@@ -274,8 +320,13 @@ def out_of_domain_suite(folder: Path, seed: int) -> TaskSuite:
 
 
 def scores(results) -> dict[str, Any]:
-    """A row's metrics by task (rounded), and for the paired intervals the ranking tasks' per-query measure and the
-    classification tasks' test labels and predictions (with the label columns of a multi-label task)."""
+    """A row's metrics by task, with what the paired intervals resample.
+
+    Ranking tasks keep their per-query measure; classification tasks their test labels and predictions.
+
+    Args:
+        results: the task results of an evaluation.
+    """
     metrics = {r.task_id: {name: round(value, 2) for name, value in r.metrics.items()} for r in results}
     per_query = {
         r.task_id: {q: round(v[PER_QUERY[r.task_id]], 4) for q, v in r.details["per_query"].items()}

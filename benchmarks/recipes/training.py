@@ -24,9 +24,17 @@ from .tasks import CITE_TASKS, HEAD, FixedTasks, scores, suite_task, write_domai
 
 
 def rescore(rows: list[dict[str, Any]], seed: int, systems: list[str], suite: TaskSuite, args) -> set[tuple[int, str]]:
-    """Replace the scores of ``seed``'s rows of ``systems`` on ``suite``'s tasks with new ones (other tasks' scores
-    stay), embedding MiniLM as published and the models ``--keep-models`` kept (a row without a kept model is left as
-    it is, and said so). Returns the rows rescored."""
+    """Score ``seed``'s rows of ``systems`` again on ``suite``'s tasks; returns the rows rescored.
+
+    A row keeps its other tasks' scores. A row without a kept model is left as it is, and said so.
+
+    Args:
+        rows: the results file's rows.
+        seed: the seed whose rows are scored.
+        systems: the systems scored.
+        suite: the tasks scored.
+        args: the ``rescore`` command's options.
+    """
     rescored = set()
     for row in rows:
         if row["seed"] != seed or row["system"] not in systems:
@@ -64,11 +72,24 @@ def recipe_row(
     held_out_ids: list[str] | None = None,
     earlier: tuple[tuple[dict[str, Any], Path], ...] = (),
 ) -> dict[str, Any]:
-    """Train one system with the shared budget from MiniLM (or ``base``) on ``data`` (CACM, or the seed's task
-    mixture); CACM held-out cite at step 0, every task after training (the model saved in ``keep`` when given). A run
-    whose held-out queries are not ``held_out_ids`` (the specter row's) stops: its rows would not be comparable.
-    When one of the ``earlier`` rows (with its kept model) resolved to the same settings but WiSE-FT's share, the
-    model is rebuilt from that one (:func:`reweigh`) instead of trained, and the row takes its training records."""
+    """Train one system with the shared budget and score it on the seed's tasks.
+
+    A run whose held-out queries are not the specter row's stops: its rows would not be paired. When one of the
+    ``earlier`` rows resolved to the same settings but WiSE-FT's share, its kept model is reweighed instead of
+    training again, and the row takes its training records.
+
+    Args:
+        name: the system.
+        seed: the seed of the split and the training.
+        data: CACM, or the seed's task mixture or domain file.
+        output: a scratch folder for the trainer.
+        overrides: the dotted settings the row trains with.
+        suite: the seed's tasks.
+        keep: where to save the trained model (none: not saved).
+        base: the first stage's model a second stage starts from.
+        held_out_ids: the specter row's held-out queries (none: not checked).
+        earlier: rows with their kept models whose training may be reused.
+    """
     system = SYSTEMS[name]
     run = prepare(system.recipe, None if base is None else str(base), data, output, overrides)
     held = run.data["domains"]["cs"] if system.domains else run.data
@@ -119,8 +140,7 @@ def recipe_row(
 
 
 def _keep(trainer: Any, run: Any, keep: Path | None) -> None:
-    """Save the trained model in ``keep`` (when given) before it is scored: a run stopped while scoring, which takes
-    longer than training on a slow machine, leaves its model for a second stage (``System.after``)."""
+    """Save the trained model in ``keep`` (when given) before scoring, so a second stage can start from it."""
     if keep is not None:
         save_trained(trainer, run.tokenizer, keep)
 
@@ -186,9 +206,16 @@ def _trained_row(
 
 
 def same_training(rows: list[dict[str, Any]], seed: int, name: str, args) -> tuple[tuple[dict[str, Any], Path], ...]:
-    """The rows of ``seed`` (with the model ``--keep-models`` kept) whose system trains as ``name``'s does but for
-    WiSE-FT's share: the same recipe, data and overrides; :func:`recipe_row` also compares what their settings
-    resolved to. A classifier's starting weights include the head it fits first, so it never reuses a training."""
+    """The rows of ``seed`` with a kept model whose system trains as ``name``'s does but for WiSE-FT's share.
+
+    A classifier's starting weights include the head it fits first, so it never reuses a training.
+
+    Args:
+        rows: the rows so far.
+        seed: the seed.
+        name: the system to train.
+        args: the ``run`` command's options.
+    """
     system = SYSTEMS[name]
     if system.labelled:
         return ()
@@ -212,9 +239,13 @@ def same_training(rows: list[dict[str, Any]], seed: int, name: str, args) -> tup
 
 
 def _settings_differing(row: dict[str, Any], settings: dict[str, Any], resolved: dict[str, Any]) -> list[str]:
-    """What a run's settings change from those an earlier ``row`` recorded, but WiSE-FT's share: its loss, its
-    embedding and what its settings resolved to (rows written before :func:`resolved_defaults` named a setting
-    record its loss in ``loss``)."""
+    """The settings, but WiSE-FT's share, in which a run differs from an earlier ``row``.
+
+    Args:
+        row: the earlier row.
+        settings: the run's resolved settings.
+        resolved: the run's :func:`resolved_defaults`.
+    """
     embedding = {k: settings["embedding"][k] for k in _EMBEDDING}
     return [
         *(["loss"] if row["loss"] != settings["loss"] else []),
@@ -228,14 +259,22 @@ def _settings_differing(row: dict[str, Any], settings: dict[str, Any], resolved:
 
 
 def but_share(settings: dict[str, Any], key: str = "weight_average") -> dict[str, Any]:
+    """``settings`` without WiSE-FT's share (``key``)."""
     return {k: v for k, v in settings.items() if k != key}
 
 
 def reweigh(model: torch.nn.Module, folder: Path, kept_share: float, share: float) -> None:
-    """Give ``model`` (as it starts training) the weights that training with WiSE-FT's share ``share`` ends with,
-    from the model saved in ``folder`` by the same training with share ``kept_share``. The average acts only when
-    training ends, so ``kept = kept_share * trained + (1 - kept_share) * start``: the wanted weights,
-    ``start + share * (trained - start)``, are ``start + share / kept_share * (kept - start)``."""
+    """Give ``model`` the weights that training with WiSE-FT's share ``share`` ends with.
+
+    The average acts when training ends, so a model kept at ``kept_share`` is ``kept_share * trained + (1 -
+    kept_share) * start``; the wanted weights are ``start + share / kept_share * (kept - start)``.
+
+    Args:
+        model: the model as it starts training.
+        folder: the kept model of the same training.
+        kept_share: WiSE-FT's share the kept model was saved with.
+        share: the share wanted.
+    """
     from safetensors.torch import load_file
 
     from sciembed.formats import base_state_dict, load_format_modules
@@ -263,8 +302,7 @@ def reweigh(model: torch.nn.Module, folder: Path, kept_share: float, share: floa
 
 
 def resolved_defaults(settings: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """What a run's learning rate, weight average, example kind, text pooling, control codes' start, loss and anchoring
-    weight resolved to: recipe defaults change over time, and a row's ``overrides`` name only its own settings."""
+    """The settings a row records beside its overrides: rate, share, examples, pooling, codes, loss, anchoring."""
     return {
         "learning_rate": settings["training"]["learning_rate"],
         "weight_average": settings["model"].get("weight_average", 1.0),
@@ -282,8 +320,15 @@ def step_zero(trainer, suite: TaskSuite, tasks: tuple[str, ...]) -> dict[str, di
 
 
 def head_predictions(trainer, cacm: Path, test_ids: list[str]) -> tuple[dict[str, float], dict[str, Any]]:
-    """A trained classifier's own predictions (its head's most likely category) for CACM's category test papers: the
-    macro-F1, and each paper's category and prediction for the paired intervals."""
+    """A trained classifier's own predictions for CACM's category test papers.
+
+    Returns the macro-F1, and each paper's category and prediction for the paired intervals.
+
+    Args:
+        trainer: the trained classifier's trainer.
+        cacm: the CACM collection.
+        test_ids: the category task's test papers.
+    """
     from sklearn.metrics import f1_score
 
     from sciembed.training.examples import labelled_papers
@@ -304,9 +349,18 @@ def head_predictions(trainer, cacm: Path, test_ids: list[str]) -> tuple[dict[str
 
 
 def peer_trainer(triplets, seed: int, steps: int, max_length: int, output: str, callbacks=()):
-    """sentence-transformers' own trainer and MNR loss on ``triplets`` (a recipe's ``{query, positive, negative}``
-    rows), the embedded MiniLM cut to ``max_length`` tokens, the specter rows' budget and schedule; returns the
-    trainer and the window the model is published with."""
+    """sentence-transformers' own trainer and MNR loss, with the specter rows' budget and schedule.
+
+    Returns the trainer and the window the model is published with.
+
+    Args:
+        triplets: a recipe's ``{query, positive, negative}`` rows.
+        seed: the training seed.
+        steps: optimiser steps.
+        max_length: tokens per training text.
+        output: a scratch folder for the trainer.
+        callbacks: trainer callbacks.
+    """
     from datasets import Dataset
     from sentence_transformers import (
         SentenceTransformer,
