@@ -1,11 +1,11 @@
 """Fields of study under two linear probes: SciRepEval's (one-vs-rest LinearSVC, hinge loss, no intercept, as its
 evaluator's lightning estimators) and the same with an intercept, on the same embeddings.
 
-``recipes.py`` scores out-of-domain classification with SciRepEval's probe on the fields-of-study sample (the seed's
+``recipes`` scores out-of-domain classification with SciRepEval's probe on the fields-of-study sample (the seed's
 half of its papers to train on, 14 fields). Fine-tuned models lose many points there while predicting far fewer
 fields per paper than MiniLM as published; this measures how much of that is the probe's decision threshold, which
 without an intercept must pass through the origin, rather than the embedding. It scores MiniLM as published and every
-model ``recipes.py --keep-models FOLDER`` kept, per seed, with both probes; rows are added to ``--output``.
+model ``recipes run --keep-models FOLDER`` kept, per seed, with both probes; rows are added to ``--output``.
 
     python benchmarks/fos_probe.py --data ../shared/data --models /path/to/kept-models --seeds 0 1 2
 """
@@ -46,7 +46,9 @@ def fos_scores(encoder, suite) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="folder holding scirepeval-samples/")
-    parser.add_argument("--models", type=Path, required=True, help="recipes.py's --keep-models folder (seed-N/SYSTEM)")
+    parser.add_argument(
+        "--models", type=Path, required=True, help="recipes run's --keep-models folder (seed-N/SYSTEM)"
+    )
     parser.add_argument(
         "--seeds", type=int, nargs="+", default=[0, 1, 2], help="the seeds whose split and models to score"
     )

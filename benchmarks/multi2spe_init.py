@@ -1,6 +1,6 @@
 """Where does Multi2SPE start? Held-out CACM cite scores at step 0 for each initialisation, from the embedded MiniLM.
 
-The same split and held-out cite task as ``recipes.py`` (seeded 80 / 20 split by query paper, texts cut
+The same split and held-out cite task as ``recipes`` (seeded 80 / 20 split by query paper, texts cut
 to 128 tokens): the Multi2SPEModel built by the ``multi2spe`` recipe is scored before any training with
 ``model.initialization`` ``base`` (sciembed's default) and ``paper`` (random linear layers after the last
 layer, tanh, extra CLS tokens at their own positions), each with and without L2 normalisation.

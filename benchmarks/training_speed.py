@@ -106,7 +106,8 @@ def main() -> None:
     }
     anchors = anchor_paths(args.data.parent / "scirepeval-samples")
     if all(path.is_file() for path in anchors):
-        anchored = {**SYSTEMS["specter-anchored"].overrides, "data.anchor_papers": [str(p) for p in anchors]}
+        system = SYSTEMS["specter[anchor_weight=50,wise=0.5,anchors=mesh_small+specter_small]"]
+        anchored = {**system.overrides, "data.anchor_papers": [str(p) for p in anchors]}
         runs[ANCHORED] = lambda: sciembed_run(args.data, args.seed, args.steps, args.max_length, anchored)
     else:
         print(f"{anchors[0].parent} is absent: specter-anchored is not timed", flush=True)

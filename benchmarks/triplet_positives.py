@@ -1,6 +1,6 @@
 """What the citation recipes train on: how often a training example's positive is cited by its query paper.
 
-On CACM's training queries (the seeded 80 / 20 split of ``recipes.py``), the ``specter`` sampler's
+On CACM's training queries (the seeded 80 / 20 split of ``recipes``), the ``specter`` sampler's
 positives are the query's citations by construction; SciNCL's are its nearest neighbours in a citation-graph
 embedding: the recipe's ranks for a graph smaller than the paper's (``rank_overflow="nearest"``: the top ranks) and
 the paper's ranges [20, 25) / [3998, 4000) shrunk to the graph (``"scale"``). This counts, per sampler, the share of

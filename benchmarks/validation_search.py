@@ -1,6 +1,6 @@
 """Settings chosen on validation queries: a recipe's variants scored on a split carved from CACM's training queries.
 
-``recipes.py`` judges each row on the seed's held-out queries, so no setting may be chosen there. This trains a recipe
+``recipes`` judges each row on the seed's held-out queries, so no setting may be chosen there. This trains a recipe
 with the rows' budget (``recipes.budget``: the seed's split, ``--steps`` steps of 32, texts cut to ``--max-length``)
 plus ``data.validation`` (a share of the *training* query papers, never trained on; the held-out queries are the same
 as the rows') and the variant's ``--set`` overrides, and scores the validation queries' cite task (SciDocs' protocol,
@@ -11,7 +11,7 @@ multi-task recipes (``scirepeval-*``) train on the rows' task mixture of the see
 citation task is split the same way, its validation queries carved from the training ones; ``scirepeval-fusion``
 first trains its first stage (``scirepeval-adapters`` with its defaults) on the same split. With ``--weight-averages``
 the recipe trains without WiSE-FT's average and each listed share of the trained weights is scored from that one run,
-on the validation queries and on out-of-domain validation data that ``recipes.py``'s tests never use
+on the validation queries and on out-of-domain validation data that ``recipes``' tests never use
 (:func:`out_of_domain_validation`: hep-th queries outside the seeds' test samples, the S2ORC sample's MAG fields, the
 other arXiv file's archives), so a share can be chosen for what it keeps outside the training domain as well as for
 what it gains in it. The classification recipe (``spectroid-heads``) is scored on validation *papers* instead: a
@@ -78,7 +78,7 @@ def recorded_paths(value: Any, data: Path) -> Any:
 
 
 def training_data(args: argparse.Namespace, rows_budget: dict[str, Any], folder: Path) -> Path:
-    """CACM, or for a multi-task recipe the seed's task mixture as ``recipes.py`` writes it (in ``folder``; its test
+    """CACM, or for a multi-task recipe the seed's task mixture as ``recipes`` writes it (in ``folder``; its test
     papers from the specter row's split under ``rows_budget``, as there)."""
     system = SYSTEMS.get(args.recipe)
     if system is None or not system.mixture:
@@ -134,14 +134,14 @@ def classification_scores(args: argparse.Namespace, overrides: dict[str, Any]) -
     }
 
 
-#: The seeds whose hep-th test queries the out-of-domain validation queries avoid (recipes.py's rows use 0-2).
+#: The seeds whose hep-th test queries the out-of-domain validation queries avoid (the recipes table's rows use 0-2).
 TEST_SEEDS = range(10)
 #: The out-of-domain validation tasks and the measure each is judged by.
 OUT_OF_DOMAIN = {"hepth_validation": "map", "s2orc_fields": "f1_macro", "arxiv_kaggle": "f1_macro"}
 
 
 def out_of_domain_validation(data: Path, seed: int, hepth_queries: int, queries: int, folder: Path) -> list[Any]:
-    """Validation tasks outside CACM that none of ``recipes.py``'s test tasks use.
+    """Validation tasks outside CACM that none of ``recipes``' test tasks use.
 
     - ``hepth_validation``: ``queries`` hep-th query papers outside the test samples of ``hepth_queries`` of every
       seed in ``TEST_SEEDS`` (drawn as ``recipes.FixedTasks.suite`` draws them), SciDocs' cite protocol;
@@ -266,7 +266,7 @@ def main() -> None:
         default=Path("../shared/data"),
         help="folder holding cacm/ (and, for the multi-task recipes, hepth/, arxiv-metadata/, scirepeval-samples/)",
     )
-    parser.add_argument("--hepth-queries", type=int, default=300, help="as recipes.py's (the mixture's test papers)")
+    parser.add_argument("--hepth-queries", type=int, default=300, help="as recipes' (the mixture's test papers)")
     parser.add_argument("--recipe", required=True, choices=sorted(RECIPES), help="the recipe whose variant is scored")
     parser.add_argument(
         "--set",

@@ -1,10 +1,12 @@
-"""The quality table's systems (``benchmarks/recipes.py``) are runs sciembed accepts: each row's settings resolve to
+"""The quality table's systems (``benchmarks/recipes``) are runs sciembed accepts: each row's settings resolve to
 what it overrides, its counterpart and first stage are rows of the table, and its task mixture is one sciembed reads
 with the weights the row asks for. A run of the table takes hours; these catch wiring mistakes in seconds."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,12 +20,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def table():
-    spec = importlib.util.spec_from_file_location("benchmark_recipes", ROOT / "benchmarks" / "recipes.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while they are built
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+    """The ``benchmarks/recipes`` package, imported as the other benchmarks import it."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        yield importlib.import_module("recipes")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
 
 
 def _systems(table):
@@ -115,11 +117,11 @@ def test_the_classification_interval_is_sklearn_macro_f1_on_shared_resamples(tab
     and each resample scores both rows on the same drawn test papers (the same draw for every pair on those papers)."""
     from sklearn.metrics import f1_score
 
-    monkeypatch.setattr(table, "BOOTSTRAP", 40)
+    monkeypatch.setattr(table.stats, "BOOTSTRAP", 40)
     rng = np.random.default_rng(0)
     rows = _rows(rng, ["a", "b"])
     a, b = ({r["seed"]: r for r in rows if r["system"] == s} for s in ("a", "b"))
-    resamples = table.PaperResamples(table.BOOTSTRAP)
+    resamples = table.stats.PaperResamples(40)
     interval = table.paired_interval(list(a.values()), b, "cacm_categories", resamples)
 
     def macro_f1(row, drawn):
@@ -148,7 +150,7 @@ def test_the_classification_interval_is_sklearn_macro_f1_on_shared_resamples(tab
 def test_a_system_s_intervals_do_not_depend_on_the_other_rows(table, monkeypatch):
     """Adding a system's rows to the results leaves every other system's intervals as they were (the resamples are
     drawn per test-paper set, not in the order the comparisons are made)."""
-    monkeypatch.setattr(table, "BOOTSTRAP", 200)
+    monkeypatch.setattr(table.stats, "BOOTSTRAP", 200)
     rows = _rows(np.random.default_rng(1), [table.REFERENCE, "x", "y"])
     without_x = table.summarise([r for r in rows if r["system"] != "x"])
     assert table.summarise(rows)["y"] == without_x["y"]
@@ -231,3 +233,99 @@ def test_the_validation_search_records_its_data_files_relative_to_the_data_folde
         v for row in rows for value in row["variant"].values() for v in (value if isinstance(value, list) else [value])
     ]
     assert not [f for f in files if isinstance(f, str) and Path(f).is_absolute()]
+
+
+def test_a_system_is_named_by_its_recipe_and_the_settings_that_differ(table):
+    assert table.System("specter", "").name == "specter"
+    assert table.System("specter", "", {"training.learning_rate": 2e-5}).name == "specter[lr=2e-5]"
+    named = table.System("multi2spe", "", {"model.num_cls_tokens": 1, "model.text_pooling": None}, domains=True).name
+    assert named == "multi2spe[k=1,text_pooling=none,data=domains]"
+    for name, system in table.SYSTEMS.items():
+        assert name == system.name and name.startswith(system.recipe), name
+
+
+def test_every_results_file_names_systems_of_the_table(table):
+    import json
+
+    names = {*table.SYSTEMS, table.REFERENCE, table.PEER}
+    for path in sorted((ROOT / "benchmarks" / "results").glob("recipes*.json")):
+        report = json.loads(path.read_text(encoding="utf-8"))
+        rows = {row["system"] for row in report["rows"]}
+        counterparts = {
+            e["against_counterpart"]["system"] for e in report["summary"].values() if "against_counterpart" in e
+        }
+        assert rows | set(report["summary"]) | counterparts <= names, path.name
+
+
+def _recipes(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "recipes"), *args], cwd=cwd, capture_output=True, text=True
+    )
+
+
+def test_the_table_command_prints_the_results_file_s_table(table):
+    results = ROOT / "benchmarks" / "results" / "recipes_steps180.json"
+    done = _recipes("table", "--output", str(results))
+    assert done.returncode == 0, done.stderr
+    summary = __import__("json").loads(results.read_text(encoding="utf-8"))["summary"]
+    assert done.stdout.strip() == table.table(summary)
+
+
+def test_each_mode_is_a_subcommand_with_its_own_help(table, capsys):
+    commands = importlib.import_module("recipes.__main__")
+    for command in ("run", "rescore", "summarise", "table", "plot"):
+        with pytest.raises(SystemExit, match="0"):
+            commands.parser().parse_args([command, "--help"])
+        assert f"usage: recipes {command}" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        commands.parser().parse_args(["run", "--help"])
+    assert "specter[lr=2e-5,wise=1]: SPECTER recipe" in capsys.readouterr().out
+
+
+def test_run_names_the_missing_data_folder_before_reading_anything(tmp_path):
+    done = _recipes("run", "--data", str(tmp_path), "--output", str(tmp_path / "out.json"), cwd=tmp_path)
+    assert done.returncode == 1
+    assert f"{tmp_path / 'cacm'} is absent" in done.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_the_systems_other_benchmarks_name_are_systems_of_the_table(table):
+    import re
+
+    scripts = (ROOT / "benchmarks").glob("*.py")
+    named = {
+        name for path in scripts for name in re.findall(r'SYSTEMS\["([^"]+)"\]', path.read_text(encoding="utf-8"))
+    }
+    assert named and named <= set(table.SYSTEMS)
+
+
+def test_run_trains_each_missing_row_once_and_writes_its_summary(table, tmp_path, monkeypatch):
+    """The ``run`` command's bookkeeping, with training and scoring stubbed: a second run trains nothing again."""
+    commands = importlib.import_module("recipes.__main__")
+    for name in commands.DATA_FOLDERS:
+        (tmp_path / name).mkdir()
+    trained = []
+
+    def row(name):
+        def made(seed, *args):
+            trained.append((seed, name))
+            return {"seed": seed, "system": name, "metrics": {"fos": {"f1_macro": 1.0}}}
+
+        return made
+
+    split = SimpleNamespace(
+        data={"held_out_ids": [], "held_out_queries": 0}, trainer=SimpleNamespace(eval_dataset=None)
+    )
+    monkeypatch.setattr(commands, "prepare", lambda *args: split)
+    monkeypatch.setattr(
+        commands, "FixedTasks", SimpleNamespace(read=lambda folders: SimpleNamespace(counts={}, suite=lambda *a: None))
+    )
+    monkeypatch.setattr(commands, "reference_row", row(table.REFERENCE))
+    monkeypatch.setattr(commands, "system_row", lambda name, seed, *args: row(name)(seed))
+    output = tmp_path / "recipes.json"
+    run = ["run", "--data", str(tmp_path), "--seeds", "0", "1", "--systems", "specter", "--output", str(output)]
+    commands.main(run)
+    commands.main(run)
+    assert sorted(trained) == [(0, table.REFERENCE), (0, "specter"), (1, table.REFERENCE), (1, "specter")]
+    report = __import__("json").loads(output.read_text(encoding="utf-8"))
+    assert report["settings"]["seeds"] == [0, 1] and set(report["summary"]) == {table.REFERENCE, "specter"}
