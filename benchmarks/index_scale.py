@@ -19,6 +19,7 @@ flat query times. The load average is recorded at the start and the end.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -44,7 +45,7 @@ RANK = 8
 #: Papers a ``--dry-run`` generates at most.
 DRY_RUN_PAPERS = 20_000
 #: One-query times are the median over this many queries.
-QUERIES = 200
+QUERIES = 100
 TOP_K = 10
 
 
@@ -57,6 +58,21 @@ def rss_mb() -> float:
 def peak_mb() -> float:
     """The process's peak resident memory so far, in MiB."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def reset_phase_peak() -> None:
+    """Start measuring a phase's peak resident memory afresh (Linux ``/proc/self/clear_refs``)."""
+    with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")
+
+
+def phase_peak_mb() -> float:
+    """The peak resident memory since :func:`reset_phase_peak`, in MiB (the whole run's where it cannot be reset)."""
+    with contextlib.suppress(OSError), open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return peak_mb()
 
 
 @dataclass(frozen=True)
@@ -266,6 +282,7 @@ def measure_kind(kind: str, path: Path, workdir: Path, queries: np.ndarray, seed
     from sciembed import PaperIndex
 
     folder = workdir / kind
+    reset_phase_peak()
     started = time.perf_counter()
     built = PaperIndex.build(path, folder, kind=kind, seed=seed, overwrite=True)
     build = time.perf_counter() - started
@@ -290,13 +307,15 @@ def measure_kind(kind: str, path: Path, workdir: Path, queries: np.ndarray, seed
         "tune_seconds": report["tune_seconds"],
         "query_ms": round(1000 * query, 3),
         "open_rss_mb": round(opened, 1),
+        "peak_rss_mb": round(phase_peak_mb(), 1),
         "ram_bytes_per_paper": info["ram_bytes_per_paper"],
         "disk_bytes_per_paper": info["disk_bytes_per_paper"],
     }
 
 
-def targets(kinds: dict, papers: int, dim: int, peak: float, total: float) -> dict[str, bool]:
-    """The issue's targets that apply at this size, and whether each holds."""
+def targets(kinds: dict, papers: int, total: float) -> dict[str, bool]:
+    """The issue's targets that apply at this size, and whether each holds (the peak RSS is each index's own, from
+    its build to its searches, without the exact baseline's matrix)."""
     held = {}
     if "binary" in kinds:
         held["binary + rescore one query <= 0.10x exact"] = kinds["binary"]["query_vs_exact"] <= 0.10
@@ -305,7 +324,7 @@ def targets(kinds: dict, papers: int, dim: int, peak: float, total: float) -> di
         held["IVF-int8 one query <= 0.05x exact"] = kinds["int8"]["query_vs_exact"] <= 0.05
         held["IVF-int8 build <= 30x exact add"] = kinds["int8"]["build_vs_exact_add"] <= 30
     if papers >= 10_000_000:
-        held["peak RSS <= 8 GB"] = peak <= 8 * 1024
+        held["peak RSS <= 8 GB"] = max(k["peak_rss_mb"] for k in kinds.values()) <= 8 * 1024
         held["binary one query <= 250 ms"] = kinds["binary"]["query_ms"] <= 250
         held["opening adds <= 50 MB"] = all(k["open_rss_mb"] <= 50 for k in kinds.values())
         held["whole run <= 30 minutes"] = total <= 1800
@@ -367,7 +386,9 @@ def main() -> None:
         write_vectors(path, papers, args.dim, mixture, args.seed)
         generated = time.perf_counter() - begun
         queries = next(blocks(QUERIES, args.dim, mixture, args.seed + 1))
+        reset_phase_peak()
         exact = exact_baseline(path, int(args.exact_papers), queries)
+        exact["peak_rss_mb"] = phase_peak_mb()
         scale = papers / exact["papers"]
         exact_query, exact_add = exact["query_seconds"] * scale, exact["add_seconds"] * scale
         kinds = {}
@@ -377,39 +398,50 @@ def main() -> None:
             row["build_vs_exact_add"] = round(row["build_seconds"] / exact_add, 2)
             kinds[kind] = row
             print(kind, json.dumps(row), flush=True)
-    total = time.perf_counter() - started
-    held = targets(kinds, requested, args.dim, peak_mb(), total) if not args.dry_run else {}
-    report = {
-        "benchmark": "index_scale",
-        "description": __doc__.strip().splitlines()[0],
-        "papers": papers,
-        "dim": args.dim,
-        "data": {**mixture.describe(), "tiled": args.dim > mixture.dim},
-        "compared_with_real": compared,
-        "threads": 1,
-        "machine": machine(),
-        "load": args.load,
-        "load_average": {"start": [round(x, 2) for x in load_start], "end": [round(x, 2) for x in os.getloadavg()]},
-        "seed": args.seed,
-        "exact": {
-            "measured_papers": exact["papers"],
-            "scaled_by": round(scale, 3),
-            "add_seconds": round(exact_add, 3),
-            "query_ms": round(1000 * exact_query, 3),
-        },
-        "generate_seconds": round(generated, 1),
-        "kinds": kinds,
-        "peak_rss_mb": round(peak_mb(), 1),
-        "total_seconds": round(total, 1),
-        "targets": held,
-        "targets_held": all(held.values()) if held else None,
-    }
-    if args.dry_run:
-        report["dry_run"] = dry_run_projection(requested, papers, args.dim, kinds, exact_query * requested / papers)
+            total = time.perf_counter() - started
+            held = targets(kinds, requested, total) if not args.dry_run and len(kinds) == len(args.kinds) else {}
+            report = {
+                "benchmark": "index_scale",
+                "description": __doc__.strip().splitlines()[0],
+                "papers": papers,
+                "dim": args.dim,
+                "data": {**mixture.describe(), "tiled": args.dim > mixture.dim},
+                "compared_with_real": compared,
+                "threads": 1,
+                "machine": machine(),
+                "load": args.load,
+                "load_average": {
+                    "start": [round(x, 2) for x in load_start],
+                    "end": [round(x, 2) for x in os.getloadavg()],
+                },
+                "seed": args.seed,
+                "exact": {
+                    "measured_papers": exact["papers"],
+                    "scaled_by": round(scale, 3),
+                    "add_seconds": round(exact_add, 3),
+                    "query_ms": round(1000 * exact_query, 3),
+                    "peak_rss_mb": round(exact["peak_rss_mb"], 1),
+                },
+                "generate_seconds": round(generated, 1),
+                "kinds": kinds,
+                "kinds_left": [k for k in args.kinds if k not in kinds],
+                "peak_rss_mb": round(peak_mb(), 1),
+                "total_seconds": round(total, 1),
+                "targets": held,
+                "targets_held": all(held.values()) if held else None,
+            }
+            if args.dry_run:
+                projected = dry_run_projection(requested, papers, args.dim, kinds, exact_query * requested / papers)
+                report["dry_run"] = projected
+            write_report(output, report)  # each kind's results as they come
+    print(f"wrote {output}")
+
+
+def write_report(output: Path, report: dict) -> None:
+    """``report`` as the JSON ``output``, written atomically."""
     output.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(output) as temporary:
         temporary.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {output}")
 
 
 if __name__ == "__main__":

@@ -282,6 +282,7 @@ def index_scale_section(report: dict[str, Any], image: str) -> tuple[str, list[I
         "tuning s": "tune_seconds",
         "build / exact add": "build_vs_exact_add",
         "opening adds MB": "open_rss_mb",
+        "peak MB": "peak_rss_mb",
     }
     kinds = report["kinds"]
     shown = [label for label, key in columns.items() if any(key in row for row in kinds.values())]
@@ -290,8 +291,9 @@ def index_scale_section(report: dict[str, Any], image: str) -> tuple[str, list[I
     parts = [
         f"{report['papers']} synthetic papers of dimension {report['dim']} on one thread: what each kind costs and "
         f"keeps against exact search (one query {exact['query_ms']:g} ms, add {exact['add_seconds']:g} s{scaled}). "
-        f"Whole run {report['total_seconds']:g} s, peak RSS {report['peak_rss_mb']:g} MB, load average (1, 5, 15 "
-        f"minutes) at the start: {load_text(report.get('load_average', {}).get('start'))}.",
+        f"Whole run {report['total_seconds']:g} s, the process's peak RSS {report['peak_rss_mb']:g} MB (each "
+        "kind's own, from its build to its searches, in the table), load average (1, 5, 15 minutes) at the start: "
+        f"{load_text(report.get('load_average', {}).get('start'))}.",
         markdown_table(["kind", *shown], [[k, *(row.get(columns[c]) for c in shown)] for k, row in kinds.items()]),
     ]
     data = report.get("data")

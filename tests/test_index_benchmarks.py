@@ -34,7 +34,8 @@ def test_index_scale_writes_every_measure_and_target(tmp_path):
     assert "binary + rescore one query <= 0.10x exact" in report["targets"]
     assert report["dim"] == 48 and report["peak_rss_mb"] > 0
     assert len(report["load_average"]["start"]) == 3 and "mixture" in report["data"]["model"]
-    assert all(row["tune_seconds"] <= row["build_seconds"] for row in report["kinds"].values())
+    assert all(0 < row["tune_seconds"] <= row["build_seconds"] for row in report["kinds"].values())
+    assert report["kinds_left"] == [] and all(row["peak_rss_mb"] > 0 for row in report["kinds"].values())
     again = run_scale("--papers", "3000", "--output", str(output))
     assert again.returncode == 2 and "exists: pass --overwrite" in again.stderr
 
