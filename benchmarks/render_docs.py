@@ -250,10 +250,11 @@ def index_quality_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
         missed = [f"{kind}: {t}" for kind, row in kinds.items() for t, ok in row.get("targets", {}).items() if not ok]
         note = f"Targets missed: {'; '.join(missed)}." if missed else "Every target of the issue holds."
         members = f", the union of {', '.join(collection['members'])}" if collection.get("members") else ""
+        caveat = f" Only {collection['note']}." if collection.get("note") else ""
         parts.append(
             f"**{name}** ({collection['papers']} papers{members}, d = {collection['dim']}; load average "
-            f"{load_text(collection.get('load_average_start'))}). What each kind keeps of exact search on these "
-            f"papers, for the bytes it spends. {note}\n\n" + markdown_table(["kind", *shown], rows)
+            f"{load_text(collection.get('load_average_start'))}).{caveat} What each kind keeps of exact search on "
+            f"these papers, for the bytes it spends. {note}\n\n" + markdown_table(["kind", *shown], rows)
         )
         recall_bytes_axis(axis, kinds, f"{name} ({collection['papers']} papers)")
     axes[0][0].set_ylabel("recall@10 against exact")
