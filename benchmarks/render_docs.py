@@ -216,7 +216,10 @@ def recall_bytes_axis(axis, kinds: dict[str, dict[str, Any]], title: str) -> Non
         if disk is not None and disk != ram:
             axis.plot([ram, disk], [recall, recall], ":", color=colour)
             axis.plot([disk], [recall], "o", color=colour, mfc="none")
+    from matplotlib.ticker import NullFormatter
+
     axis.set_xscale("log")
+    axis.xaxis.set_minor_formatter(NullFormatter())  # the minor ticks' labels of a short log axis overlap
     axis.set_title(title, fontsize=9)
     axis.set_xlabel("bytes per paper: in RAM (filled), on disk (hollow)", fontsize=8)
     axis.grid(alpha=0.3)
@@ -310,6 +313,8 @@ def index_scale_section(report: dict[str, Any], image: str) -> tuple[str, list[I
                 [[name, *(compared[name][key] for key in COMPARED)] for name in ("real", "synthetic")],
             )
         )
+    if report.get("kinds_left"):
+        parts.append(f"The run stopped before it measured {', '.join(report['kinds_left'])}: targets are not judged.")
     if report.get("targets"):
         parts.append(
             "Targets of the issue at this size: "
