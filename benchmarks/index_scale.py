@@ -96,6 +96,7 @@ class Mixture:
 
     @property
     def dim(self) -> int:
+        """The dimension of one draw."""
         return self.centres.shape[1]
 
     def describe(self) -> dict:
