@@ -1,10 +1,11 @@
 """The paper index's quality on real vectors: every kind against exact ``IndexFlatIP`` in the same run and threads.
 
-The embedded MiniLM embeds CACM, every linked hep-th paper, and their union, once into ``--cache`` (``sciembed
-embed``; later runs reuse the files). For each kind this measures recall@10 against exact search, bytes per paper in
-RAM and on disk, the one-thread query and build times as ratios of exact's, CACM cite MAP on the vectors the index
-scores with (``evaluate`` on the decoded codes) against float32, and on hep-th the share of the top 10 neighbours that
-cite or are cited by the query, against exact's share. The issue's targets are recorded with whether each holds.
+The embedded MiniLM embeds CACM, every linked hep-th paper, and the other shared collections with text (``OTHERS``)
+once into ``--cache`` (``sciembed embed``; later runs reuse the files); the union holds them all. For each kind this
+measures recall@10 against exact search, bytes per paper in RAM and on disk, the one-thread query and build times as
+ratios of exact's, CACM cite MAP on the vectors the index scores with (``evaluate`` on the decoded codes) against
+float32, and on hep-th the share of the top 10 neighbours that cite or are cited by the query, against exact's share.
+The issue's targets are recorded with whether each holds, and the results are written after each collection.
 
     python benchmarks/index_quality.py --data ../shared/data --cache /work/cache/index-bench
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import subprocess
 import sys
 import tempfile
@@ -21,10 +23,20 @@ import time
 from pathlib import Path
 
 import numpy as np
+from embed_scale import machine
 
 from sciembed.io import atomic_path, write_embeddings
 
 KINDS = ("exact", "int8", "binary", "pq")
+#: The other shared collections with text that the union holds besides CACM and hep-th: name -> file under --data.
+OTHERS = {
+    "arxiv-kaggle": "arxiv-metadata/kaggle-first-2000/arxiv_data.csv",
+    "arxiv-random": "arxiv-metadata/random-2007-2008/arxiv_sample.csv",
+    "s2orc": "s2orc-sample/data/metadata/sample.jsonl",
+    "scirepeval-fos": "scirepeval-samples/fos_small.json",
+    "scirepeval-mesh": "scirepeval-samples/mesh_small.json",
+    "specter": "specter/sample-metadata.json",
+}
 #: Queries timed per kind, the same for every kind.
 TIMED_QUERIES = 1000
 TOP_K = 10
@@ -83,14 +95,16 @@ def collections(data: Path, cache: Path, names: list[str]) -> dict[str, dict]:
         found["hepth"] = {"vectors": embedded(papers, cache / "hepth.npy"), "links": hepth.neighbours()}
     if "union" in names:
         union = cache / "union.npy"
+        members = {name: found[name]["vectors"] for name in ("cacm", "hepth")}
+        members.update({name: embedded(data / path, cache / f"{name}.npy") for name, path in OTHERS.items()})
         if not union.is_file():
             from sciembed.io import read_embeddings
 
-            parts = [read_embeddings(found[name]["vectors"]) for name in ("cacm", "hepth")]
-            ids = [f"cacm:{i}" for i in parts[0][0]] + [f"hepth:{i}" for i in parts[1][0]]
-            matrix = np.vstack([parts[0][1], parts[1][1]])
+            parts = {name: read_embeddings(path) for name, path in members.items()}
+            ids = [f"{name}:{paper_id}" for name, (own, _) in parts.items() for paper_id in own]
+            matrix = np.vstack([vectors for _, vectors in parts.values()])
             write_embeddings(union, [(ids, matrix)], total=len(ids), dim=matrix.shape[1])
-        found["union"] = {"vectors": union, "links": None}
+        found["union"] = {"vectors": union, "links": None, "members": list(members)}
     return found
 
 
@@ -146,6 +160,7 @@ def measure(name: str, collection: dict, suite, workdir: Path, seed: int) -> dic
     faiss.omp_set_num_threads(1)
     truth, exact_seconds = exact_neighbours(vectors, query_rows)
     result = {"papers": len(ids), "dim": vectors.shape[1], "queries": len(query_rows), "kinds": {}}
+    result["load_average_start"] = [round(x, 2) for x in os.getloadavg()]
     exact_share = linked_share(truth, query_rows, ids, links) if links is not None else None
     float_map = cite_map(collection["vectors"], suite) if suite is not None else None
     build_exact = None
@@ -209,6 +224,30 @@ def targets(kind: str, row: dict, dim: int, pq_m: int | None) -> dict[str, bool]
     return held
 
 
+def write_report(output: Path, results: dict, seed: int, load_start: list[float]) -> None:
+    """The results so far, with the targets each collection holds and misses, and the machine and its load."""
+    held = {
+        f"{c} {k}: {t}": ok
+        for c, r in results.items()
+        for k, row in r["kinds"].items()
+        for t, ok in row["targets"].items()
+    }
+    report = {
+        "benchmark": "index_quality",
+        "description": __doc__.strip().splitlines()[0],
+        "seed": seed,
+        "threads": 1,
+        "model": "embedded all-MiniLM-L6-v2",
+        "machine": machine(),
+        "load_average": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
+        "collections": results,
+        "targets_held": all(held.values()),
+        "targets_missed": [name for name, ok in held.items() if not ok],
+    }
+    with atomic_path(output) as temporary:
+        temporary.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="folder holding cacm/ and hepth/")
@@ -225,28 +264,14 @@ def main() -> None:
 
     found = collections(args.data, args.cache, args.collections)
     suite = load_tasks("cacm", args.data / "cacm", tasks=["cite"], skip_invalid=True)
+    load_start = [round(x, 2) for x in os.getloadavg()]
     results = {}
     with tempfile.TemporaryDirectory(dir=args.cache) as workdir:
         for name in args.collections:
             results[name] = measure(name, found[name], suite if name == "cacm" else None, Path(workdir), args.seed)
-    held = {
-        f"{c} {k}: {t}": ok
-        for c, r in results.items()
-        for k, row in r["kinds"].items()
-        for t, ok in row["targets"].items()
-    }
-    report = {
-        "benchmark": "index_quality",
-        "description": __doc__.strip().splitlines()[0],
-        "seed": args.seed,
-        "threads": 1,
-        "model": "embedded all-MiniLM-L6-v2",
-        "collections": results,
-        "targets_held": all(held.values()),
-        "targets_missed": [name for name, ok in held.items() if not ok],
-    }
-    with atomic_path(args.output) as temporary:
-        temporary.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+            if "members" in found[name]:
+                results[name]["members"] = found[name]["members"]
+            write_report(args.output, results, args.seed, load_start)  # each collection's results as they come
     print(f"wrote {args.output}")
 
 

@@ -26,6 +26,8 @@ MAX_COLUMNS = 14
 LABEL_WIDTH = 60
 
 Image = tuple[str, bytes]
+#: The measures ``index_scale.py`` compares between real and synthetic papers, in its table's order.
+COMPARED = ("binary_multiplier", "binary_recall_at_10", "nearest_similarity", "tenth_similarity")
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -214,10 +216,30 @@ def encode_speed_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
     return text, [("encode_speed.png", figure_png(figure))]
 
 
+def recall_bytes_axis(axis, kinds: dict[str, dict[str, Any]], title: str) -> None:
+    """Recall@10 of each index kind at its bytes per paper in RAM (filled), joined to its bytes on disk (hollow)."""
+    for number, (kind, row) in enumerate(kinds.items()):
+        colour = f"C{number}"
+        ram, disk, recall = row["ram_bytes_per_paper"], row.get("disk_bytes_per_paper"), row["recall_at_10"]
+        axis.plot([ram], [recall], "o", color=colour, label=kind)
+        if disk is not None and disk != ram:
+            axis.plot([ram, disk], [recall, recall], ":", color=colour)
+            axis.plot([disk], [recall], "o", color=colour, mfc="none")
+    from matplotlib.ticker import NullFormatter
+
+    axis.set_xscale("log")
+    axis.xaxis.set_minor_formatter(NullFormatter())  # the minor ticks' labels of a short log axis overlap
+    axis.set_title(title, fontsize=9)
+    axis.set_xlabel("bytes per paper: in RAM (filled), on disk (hollow)", fontsize=8)
+    axis.grid(alpha=0.3)
+
+
 def index_quality_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
-    """A table per collection of every index kind against exact search, and recall@10 against RAM bytes per paper."""
+    """A table per collection of every index kind against exact search, and a recall@10 against bytes per paper
+    panel per collection."""
     columns = {
         "recall@10": "recall_at_10",
+        "multiplier": "multiplier",
         "RAM B/paper": "ram_bytes_per_paper",
         "disk B/paper": "disk_bytes_per_paper",
         "query time / exact": "query_time_vs_exact",
@@ -228,29 +250,97 @@ def index_quality_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
     parts = [
         "Each kind of the paper index against exact `IndexFlatIP` on the same vectors and one thread: recall@10, "
         "bytes per paper, time ratios, the share of neighbours linked by citation, and the CACM cite MAP change "
-        "against float32."
+        "against float32, with the machine's load average (1, 5, 15 minutes) when each collection's measures began."
     ]
+    collections = report["collections"]
     plt = pyplot()
-    figure, axis = plt.subplots(figsize=(7, 4))
-    for name, collection in report["collections"].items():
+    figure, axes = plt.subplots(1, len(collections), figsize=(3.5 * len(collections), 3.5), sharey=True, squeeze=False)
+    for axis, (name, collection) in zip(axes[0], collections.items()):
         kinds = collection["kinds"]
         shown = [label for label, key in columns.items() if any(key in row for row in kinds.values())]
         rows = [[kind, *(row.get(columns[label]) for label in shown)] for kind, row in kinds.items()]
         missed = [f"{kind}: {t}" for kind, row in kinds.items() for t, ok in row.get("targets", {}).items() if not ok]
         note = f"Targets missed: {'; '.join(missed)}." if missed else "Every target of the issue holds."
+        members = f", the union of {', '.join(collection['members'])}" if collection.get("members") else ""
+        caveat = f" Only {collection['note']}." if collection.get("note") else ""
         parts.append(
-            f"**{name}** ({collection['papers']} papers, d = {collection['dim']}). {note}\n\n"
-            + markdown_table(["kind", *shown], rows)
+            f"**{name}** ({collection['papers']} papers{members}, d = {collection['dim']}; load average "
+            f"{load_text(collection.get('load_average_start'))}).{caveat} What each kind keeps of exact search on "
+            f"these papers, for the bytes it spends. {note}\n\n" + markdown_table(["kind", *shown], rows)
         )
-        points = sorted((row["ram_bytes_per_paper"], row["recall_at_10"], kind) for kind, row in kinds.items())
-        axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
-        for x, y, kind in points:
-            axis.annotate(kind, (x, y), fontsize=7, textcoords="offset points", xytext=(3, 3))
-    axis.set_xscale("log")
-    axis.set_xlabel("RAM bytes per paper")
-    axis.set_ylabel("recall@10 against exact")
-    axis.legend()
+        recall_bytes_axis(axis, kinds, f"{name} ({collection['papers']} papers)")
+    axes[0][0].set_ylabel("recall@10 against exact")
+    axes[0][0].legend(fontsize=7)
     return "\n\n".join(parts), [("index_quality.png", figure_png(figure))]
+
+
+def load_text(load: list[float] | None) -> str:
+    """A load average (1, 5, 15 minutes), or that it was not recorded."""
+    return ", ".join(f"{x:g}" for x in load) if load else "not recorded"
+
+
+def index_scale_section(report: dict[str, Any], image: str) -> tuple[str, list[Image]]:
+    """``index_scale.py``'s kinds against exact search on synthetic papers, how the papers were made, the targets,
+    and recall@10 against bytes per paper."""
+    columns = {
+        "factory": "factory",
+        "multiplier": "multiplier",
+        "nprobe": "nprobe",
+        "recall@10": "recall_at_10",
+        "RAM B/paper": "ram_bytes_per_paper",
+        "disk B/paper": "disk_bytes_per_paper",
+        "query ms": "query_ms",
+        "query / exact": "query_vs_exact",
+        "build s": "build_seconds",
+        "tuning s": "tune_seconds",
+        "build / exact add": "build_vs_exact_add",
+        "opening adds MB": "open_rss_mb",
+        "peak MB": "peak_rss_mb",
+    }
+    kinds = report["kinds"]
+    shown = [label for label, key in columns.items() if any(key in row for row in kinds.values())]
+    exact = report["exact"]
+    scaled = f", times scaled from {exact['measured_papers']} papers" if exact["scaled_by"] != 1 else ""
+    parts = [
+        f"{report['papers']} synthetic papers of dimension {report['dim']} on one thread: what each kind costs and "
+        f"keeps against exact search (one query {exact['query_ms']:g} ms, add {exact['add_seconds']:g} s{scaled}). "
+        f"Whole run {report['total_seconds']:g} s, the process's peak RSS {report['peak_rss_mb']:g} MB (each "
+        "kind's own, from its build to its searches, in the table), load average (1, 5, 15 minutes) at the start: "
+        f"{load_text(report.get('load_average', {}).get('start'))}.",
+        markdown_table(["kind", *shown], [[k, *(row.get(columns[c]) for c in shown)] for k, row in kinds.items()]),
+    ]
+    data = report.get("data")
+    if data:
+        parts.append(f"The papers: {data['model']}, fitted to {data['fitted_to']}.")
+    compared = report.get("compared_with_real")
+    if compared:
+        parts.append(
+            f"How alike synthetic and real papers are for search, on {compared['papers']} of each: a binary index's "
+            "tuned multiplier and recall@10, and the mean similarity of the nearest and tenth nearest neighbour.\n\n"
+            + markdown_table(
+                ["papers", "binary multiplier", "binary recall@10", "nearest similarity", "tenth similarity"],
+                [[name, *(compared[name][key] for key in COMPARED)] for name in ("real", "synthetic")],
+            )
+        )
+    if report.get("kinds_left"):
+        parts.append(f"The run stopped before it measured {', '.join(report['kinds_left'])}: targets are not judged.")
+    if report.get("targets"):
+        parts.append(
+            "Targets of the issue at this size: "
+            + "; ".join(f"{name}: {'holds' if ok else 'missed'}" for name, ok in report["targets"].items())
+            + "."
+        )
+    if report.get("dry_run"):
+        parts.append(
+            "A dry run: the steps of the requested size on fewer papers, and what the requested size is projected to "
+            "need.\n\n" + markdown_table(["measure", "value"], [[k, v] for k, v in report["dry_run"].items()])
+        )
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(4, 3.5))
+    recall_bytes_axis(axis, kinds, f"synthetic, {report['papers']} x {report['dim']}")
+    axis.set_ylabel("recall@10 against exact (tuning)")
+    axis.legend(fontsize=7)
+    return "\n\n".join(parts), [(image, figure_png(figure))]
 
 
 SECTIONS: dict[str, Callable[[dict[str, Any]], tuple[str, list[Image]]]] = {
@@ -279,6 +369,8 @@ def render(results: Path = RESULTS, image_folder: str = "images/benchmarks") -> 
         elif report.get("benchmark") == "recipes":
             # every recipes.py run (the table's, another budget's or window's): its table and plot, each its own PNG
             text, pictures = recipes_section(report, f"{path.stem}.png")
+        elif report.get("benchmark") == "index_scale":
+            text, pictures = index_scale_section(report, f"{path.stem}.png")
         else:
             text, pictures = generic(report)
         lines += ["", f"## `{name}`", ""]
