@@ -19,6 +19,7 @@ what is measured. ``--jobs`` runs some of them; ``--train-steps`` shortens the t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -136,9 +137,12 @@ def main() -> None:
     parser.add_argument("--jobs", nargs="+", choices=list(TARGETS_MB), default=list(TARGETS_MB), help="jobs to run")
     parser.add_argument("--train-steps", type=int, default=TRAIN_STEPS, help="optimiser steps of the train job")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "memory.json")
+    parser.add_argument("--keep", type=Path, help="a new folder to write the jobs' outputs and logs in, kept after")
     args = parser.parse_args()
+    if args.keep is not None:
+        args.keep.mkdir(parents=True)
 
-    with tempfile.TemporaryDirectory() as folder:
+    with contextlib.nullcontext(args.keep) if args.keep else tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         commands = jobs(args.data, work, args.train_steps)
         for name in args.jobs:
