@@ -244,10 +244,34 @@ def index_quality_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
     return "\n\n".join(parts), [("index_quality.png", figure_png(figure))]
 
 
+def memory_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
+    """The peak resident memory of each job against its target, with the load it ran under."""
+    rows = [
+        [
+            name,
+            job["peak_rss_mb"],
+            job["target_mb"],
+            {True: "yes", False: "no", None: ""}[job["holds"]],
+            job["seconds"],
+            job["load_average"]["mean"],
+            job["machine"]["cpus"],
+            job["command"],
+        ]
+        for name, job in report["jobs"].items()
+    ]
+    header = ["job", "peak RSS (MB)", "target (MB)", "holds", "seconds", "mean load", "CPUs", "command"]
+    text = (
+        "The largest resident set of any process of each command a user runs, in MB, against the issue's target; "
+        "other work on the cores (the mean load) slows a job but does not change its memory.\n\n"
+    )
+    return text + markdown_table(header, rows), []
+
+
 SECTIONS: dict[str, Callable[[dict[str, Any]], tuple[str, list[Image]]]] = {
     "validation_search.json": validation_section,
     "encode_speed.json": encode_speed_section,
     "index_quality.json": index_quality_section,
+    "memory.json": memory_section,
 }
 
 
