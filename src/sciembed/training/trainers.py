@@ -477,7 +477,8 @@ class TripletTrainer(EmbeddingTrainer):
     Args:
         micro_batch_size: the texts embedded per forward pass while training; a batch of more is embedded a micro-batch
             at a time (:func:`~.micro_batches.cached_loss`), ``auto`` chooses by the memory one layer's attention
-            scores take (:func:`~.micro_batches.texts_per_forward`), ``None`` embeds the whole batch at once.
+            scores take (:func:`~.micro_batches.texts_per_forward`), ``None`` embeds the whole batch at once. One
+            process only: under DDP ``auto`` embeds the whole batch and a number is refused.
         kwargs: as for :class:`EmbeddingTrainer`.
     """
 
@@ -496,6 +497,14 @@ class TripletTrainer(EmbeddingTrainer):
             raise ValueError(f"Multi2SPELoss needs a Multi2SPEModel's cls_embeddings, not a {type(model).__name__}")
         self.micro_batch_size = check_micro_batch_size(micro_batch_size)
         super().__init__(model, args, loss=loss, task_format=task_format, **kwargs)
+        if self.args.world_size > 1:
+            # DistributedDataParallel reduces gradients once per backward pass, not once per micro-batch.
+            if isinstance(self.micro_batch_size, int):
+                raise ValueError(
+                    "loss.micro_batch_size trains in one process; under torchrun each process embeds its whole batch "
+                    "(leave loss.micro_batch_size unset)"
+                )
+            self.micro_batch_size = None
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         texts, tokens = inputs["input_ids"].shape
