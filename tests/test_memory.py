@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import platform
 import subprocess
 import sys
@@ -127,9 +128,9 @@ def test_a_micro_batch_is_embedded_again_with_the_dropout_of_its_first_pass(tiny
             assert torch.allclose(cached[name], parameter.grad, atol=1e-6), name
 
 
-def test_auto_micro_batches_keep_the_demos_batch_whole_and_split_longer_texts():
-    """``auto`` embeds the demo's 32 triplets at 128 tokens at once (its numbers stay those of the whole batch) and
-    splits them at MiniLM's 256."""
+def test_the_demo_embeds_its_batch_whole_and_auto_splits_longer_texts():
+    """The demo embeds its 32 triplets at 128 tokens at once (its numbers stay those of the whole batch); ``auto``
+    splits them at MiniLM's 256 tokens."""
     from transformers import AutoConfig
 
     from sciembed.commands.demo import CACM_BUDGET, SHARED
@@ -138,5 +139,6 @@ def test_auto_micro_batches_keep_the_demos_batch_whole_and_split_longer_texts():
 
     heads = AutoConfig.from_pretrained(default_model_path()).num_attention_heads
     texts = 3 * CACM_BUDGET["per_device_train_batch_size"]
-    assert texts_per_forward("auto", texts, SHARED["data.max_length"], heads) == texts
+    demo = json.loads(SHARED["loss.micro_batch_size"])
+    assert texts_per_forward(demo, texts, SHARED["data.max_length"], heads) == texts
     assert texts_per_forward("auto", texts, 256, heads) <= texts // 3

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 #: The bytes that one layer's attention scores of a micro-batch may take (``loss.micro_batch_size=auto``).
-ATTENTION_BUDGET = 80 * 10**6
+ATTENTION_BUDGET = 40 * 10**6
 
 
 def check_micro_batch_size(value: Any) -> int | str | None:
