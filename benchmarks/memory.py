@@ -8,15 +8,18 @@ Each job runs in a fresh process tree. Its peak is the largest resident set of a
 - ``embed``: 4,000 distinct real papers (``real_papers.py``) with the embedded default;
 - ``evaluate``: the embedded default on CACM.
 
-The load average is sampled while the jobs run and recorded with the CPU, since other work on the cores slows the
-jobs (memory is what is measured).
+Each job's result is written to ``--output`` as soon as it ends (atomically, merged into the jobs already there),
+with the load average sampled while it ran, the CPU and the commit: other work on the cores slows a job, and memory is
+what is measured. ``--jobs`` runs some of them; ``--train-steps`` shortens the train job (recorded with its result).
 
     python benchmarks/memory.py --data ../shared/data
+    python benchmarks/memory.py --data ../shared/data --jobs train
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -44,8 +47,14 @@ _PEAK = (
 )
 
 
-def jobs(data: Path, work: Path) -> dict[str, list[str]]:
-    """The ``sciembed`` arguments of each job, writing under ``work``."""
+def jobs(data: Path, work: Path, train_steps: int = TRAIN_STEPS) -> dict[str, list[str]]:
+    """The ``sciembed`` arguments of each job, writing under ``work``.
+
+    Args:
+        data: the shared data folder.
+        work: the folder the jobs write in.
+        train_steps: the optimiser steps of the train job.
+    """
     papers = work / "papers.jsonl"
     chosen, _ = distinct_papers(data, EMBED_PAPERS)
     papers.write_text("".join(json.dumps(p) + "\n" for p in chosen), encoding="utf-8")
@@ -61,7 +70,7 @@ def jobs(data: Path, work: Path) -> dict[str, list[str]]:
             "--output",
             str(work / "train"),
             "--set",
-            f"max_steps={TRAIN_STEPS}",
+            f"max_steps={train_steps}",
             "--set",
             "save_strategy=no",
         ],
@@ -105,46 +114,56 @@ def commit() -> str | None:
     return done.stdout.strip() or None
 
 
+def record(output: Path, name: str, result: dict[str, object]) -> dict[str, object]:
+    """Merge one job's ``result`` into the JSON at ``output`` (written atomically); returns the whole record.
+
+    Args:
+        output: the JSON file; jobs already in it are kept.
+        name: the job.
+        result: what the job measured.
+    """
+    report = json.loads(output.read_text(encoding="utf-8")) if output.exists() else {}
+    report = {"benchmark": "memory", "targets_mb": TARGETS_MB, "jobs": {}, **report}
+    report["jobs"] = {**report["jobs"], name: result}
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(output) as temporary:
+        temporary.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="the shared data folder")
-    parser.add_argument("--jobs", nargs="+", choices=list(TARGETS_MB), default=list(TARGETS_MB))
+    parser.add_argument("--jobs", nargs="+", choices=list(TARGETS_MB), default=list(TARGETS_MB), help="jobs to run")
+    parser.add_argument("--train-steps", type=int, default=TRAIN_STEPS, help="optimiser steps of the train job")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "memory.json")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    parser.add_argument("--keep", type=Path, help="a new folder to write the jobs' outputs and logs in, kept after")
     args = parser.parse_args()
-    if args.output.exists() and not args.overwrite:
-        raise SystemExit(f"{args.output} exists; pass --overwrite to replace it")
+    if args.keep is not None:
+        args.keep.mkdir(parents=True)
 
-    results = {}
-    load = LoadSampler()
-    load.start()
-    with tempfile.TemporaryDirectory() as folder:
+    with contextlib.nullcontext(args.keep) if args.keep else tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
-        commands = jobs(args.data, work)
+        commands = jobs(args.data, work, args.train_steps)
         for name in args.jobs:
+            load = LoadSampler()
+            load.start()
             started = time.perf_counter()
             peak = peak_rss_mb(commands[name], work / f"{name}.log")
+            load.stopped.set()
             target = TARGETS_MB[name]
-            results[name] = {
+            result = {
                 "command": "sciembed " + " ".join(commands[name]).replace(str(work), "WORK"),
                 "peak_rss_mb": peak,
                 "target_mb": target,
                 "holds": None if target is None else peak <= target,
                 "seconds": round(time.perf_counter() - started),
+                "load_average": load.summary(),
+                "sciembed_commit": commit(),
+                "machine": machine(),
             }
-            print(name, results[name], flush=True)
-    load.stopped.set()
-    result = {
-        "benchmark": "memory",
-        "jobs": results,
-        "load_average": load.summary(),
-        "sciembed_commit": commit(),
-        "machine": machine(),
-    }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(args.output) as temporary:
-        temporary.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(result, indent=2))
+            record(args.output, name, result)
+            print(name, json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ def figure_png(figure) -> bytes:
     import matplotlib.pyplot as plt
 
     buffer = io.BytesIO()
-    # A figure that chose its own layout (recipes.py's: constrained, to keep its title clear) keeps it.
+    # A figure that chose its own layout (the recipes package's: constrained, to keep its title clear) keeps it.
     if figure.get_layout_engine() is None:
         figure.tight_layout()
     figure.savefig(buffer, format="png", dpi=100)
@@ -93,7 +93,7 @@ def pyplot():
 
 
 def recipes_section(report: dict[str, Any], image: str) -> tuple[str, list[Image]]:
-    """``recipes.py``'s own table and plot of its summary, and the run's settings."""
+    """the ``recipes`` package's own table and plot of its summary, and the run's settings."""
     sys.path.insert(0, str(Path(__file__).parent))
     import recipes
 
@@ -343,10 +343,34 @@ def index_scale_section(report: dict[str, Any], image: str) -> tuple[str, list[I
     return "\n\n".join(parts), [(image, figure_png(figure))]
 
 
+def memory_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
+    """The peak resident memory of each job against its target, with the load it ran under."""
+    rows = [
+        [
+            name,
+            job["peak_rss_mb"],
+            job["target_mb"],
+            {True: "yes", False: "no", None: ""}[job["holds"]],
+            job["seconds"],
+            job["load_average"]["mean"],
+            job["machine"]["cpus"],
+            job["command"],
+        ]
+        for name, job in report["jobs"].items()
+    ]
+    header = ["job", "peak RSS (MB)", "target (MB)", "holds", "seconds", "mean load", "CPUs", "command"]
+    text = (
+        "The largest resident set of any process of each command a user runs, in MB, against the issue's target; "
+        "other work on the cores (the mean load) slows a job but does not change its memory.\n\n"
+    )
+    return text + markdown_table(header, rows), []
+
+
 SECTIONS: dict[str, Callable[[dict[str, Any]], tuple[str, list[Image]]]] = {
     "validation_search.json": validation_section,
     "encode_speed.json": encode_speed_section,
     "index_quality.json": index_quality_section,
+    "memory.json": memory_section,
 }
 
 
@@ -367,7 +391,7 @@ def render(results: Path = RESULTS, image_folder: str = "images/benchmarks") -> 
         if name in SECTIONS:
             text, pictures = SECTIONS[name](report)
         elif report.get("benchmark") == "recipes":
-            # every recipes.py run (the table's, another budget's or window's): its table and plot, each its own PNG
+            # every recipes run (the table's, another budget's or window's): its table and plot, each its own PNG
             text, pictures = recipes_section(report, f"{path.stem}.png")
         elif report.get("benchmark") == "index_scale":
             text, pictures = index_scale_section(report, f"{path.stem}.png")

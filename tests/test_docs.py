@@ -138,3 +138,21 @@ def test_a_long_variant_s_label_wraps_and_fits_its_plot():
         warnings.simplefilter("error")
         _, images = render_docs.validation_section({"rows": [short, long, short]})
     assert images[0][1][:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_memory_results_show_each_job_against_its_target():
+    render_docs = render_docs_module()
+    job = {
+        "command": "sciembed train --recipe specter",
+        "peak_rss_mb": 1400,
+        "target_mb": 1500,
+        "holds": True,
+        "seconds": 60,
+        "load_average": {"mean": 2.5, "max": 3.0},
+        "machine": {"cpus": 2},
+    }
+    text, _ = render_docs.memory_section(
+        {"jobs": {"train": job, "evaluate": {**job, "target_mb": None, "holds": None}}}
+    )
+    assert "| train | 1400 | 1500 | yes | 60 | 2.5 | 2 | sciembed train --recipe specter |" in text
+    assert "| evaluate | 1400 |  |  | 60 |" in text

@@ -307,12 +307,25 @@ def test_max_length_beyond_the_model_is_refused_for_sentence_transformers_too(ti
         ("max_steps=two", "setting max_steps='two': expected int, got str"),
         ("learning_rate=fast", "setting learning_rate='fast': expected float, got str"),
         ("fp16=3", "setting fp16=3: expected bool, got int"),
+        ("loss.micro_batch_size=0", "loss.micro_batch_size is the texts embedded per forward pass"),
+        (
+            "loss.micro_batch_size=half",
+            "a positive integer), auto (from the memory the attention scores take) or null",
+        ),
     ],
 )
 def test_settings_of_the_wrong_type_are_refused_before_training(tmp_path, caplog, assignment, message):
     data = write_s2orc(tmp_path / "papers.jsonl")
     assert _train(data, tmp_path / "out", assignment) == 2
     assert message in caplog.text and not (tmp_path / "out").exists()
+
+
+def test_micro_batches_for_a_loss_that_takes_none_are_refused(tmp_path, caplog):
+    data = write_s2orc(tmp_path / "papers.jsonl")
+    arguments = ["train", "--recipe", "moe-cocitation", "--data", str(data), "--output", str(tmp_path / "out")]
+    assert main([*arguments, "--set", "loss.micro_batch_size=8"]) == 2
+    assert "loss.micro_batch_size: recipe moe-cocitation (pairs objective) embeds each batch at once" in caplog.text
+    assert not (tmp_path / "out").exists()
 
 
 def test_an_moe_model_with_enforced_routing_needs_its_domain(tiny_bert, tmp_path, caplog):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import platform
 import subprocess
 import sys
@@ -64,3 +65,80 @@ def test_the_cli_gives_freed_blocks_back_to_the_system():
     applied, held = done.stdout.split()
     assert applied == "True"
     assert int(held) < 40, f"{held} MB of freed blocks still resident"
+
+
+def _without_dropout(trainer) -> None:
+    for module in trainer.model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+
+
+@pytest.mark.parametrize("loss", ["triplet", "mnr"])
+def test_micro_batches_train_the_weights_of_the_whole_batch(loss, tiny_bert, tmp_path):
+    """A batch embedded two texts at a time trains the weights of the whole batch at once, up to float rounding (SGD:
+    Adam divides near-zero gradients by their own size, which magnifies rounding); a micro-batch as large as the batch
+    is the whole batch, bit for bit."""
+    from sciembed.training.run import prepare
+
+    data = write_s2orc(tmp_path / "papers.jsonl")
+    weights = {}
+    for size in (None, 2, 12):
+        run = prepare(
+            "specter",
+            tiny_bert,
+            data,
+            tmp_path / str(size),
+            {**RUN, "optim": "sgd", "loss.name": loss, "loss.micro_batch_size": size},
+        )
+        _without_dropout(run.trainer)
+        run.trainer.train()
+        weights[size] = run.trainer.model.state_dict()
+    assert RUN["per_device_train_batch_size"] * 3 == 12  # texts in a batch
+    for key, whole in weights[None].items():
+        assert torch.equal(weights[12][key], whole), key
+        assert torch.allclose(weights[2][key], whole, atol=1e-6), key
+    assert any(not torch.equal(weights[2][k], v) for k, v in weights[None].items() if v.is_floating_point())
+
+
+def test_a_micro_batch_is_embedded_again_with_the_dropout_of_its_first_pass(tiny_bert):
+    """The gradients of :func:`cached_loss` are those of the micro-batches embedded once, with the graph, in the
+    same random state (dropout on)."""
+    from transformers import AutoModel
+
+    from sciembed.training.micro_batches import cached_loss
+
+    model = AutoModel.from_pretrained(tiny_bert).train()
+    assert model.config.hidden_dropout_prob > 0
+    features = {"input_ids": torch.randint(5, 40, (6, 10)), "attention_mask": torch.ones(6, 10, dtype=torch.long)}
+
+    def embed(part):
+        return model(**part).last_hidden_state[:, 0]
+
+    def loss_of(embeddings):
+        return (embeddings[:3] @ embeddings[3:].T).logsumexp(-1).mean()
+
+    torch.manual_seed(1)
+    cached_loss(embed, loss_of, features, 2).backward()
+    cached = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad()
+    torch.manual_seed(1)
+    loss_of(torch.cat([embed({k: v[s : s + 2] for k, v in features.items()}) for s in range(0, 6, 2)])).backward()
+    for name, parameter in model.named_parameters():
+        if parameter.grad is not None:
+            assert torch.allclose(cached[name], parameter.grad, atol=1e-6), name
+
+
+def test_the_demo_embeds_its_batch_whole_and_auto_splits_longer_texts():
+    """The demo embeds its 32 triplets at 128 tokens at once (its numbers stay those of the whole batch); ``auto``
+    splits them at MiniLM's 256 tokens."""
+    from transformers import AutoConfig
+
+    from sciembed.commands.demo import CACM_BUDGET, SHARED
+    from sciembed.default_model import default_model_path
+    from sciembed.training.micro_batches import texts_per_forward
+
+    heads = AutoConfig.from_pretrained(default_model_path()).num_attention_heads
+    texts = 3 * CACM_BUDGET["per_device_train_batch_size"]
+    demo = json.loads(SHARED["loss.micro_batch_size"])
+    assert texts_per_forward(demo, texts, SHARED["data.max_length"], heads) == texts
+    assert texts_per_forward("auto", texts, 256, heads) <= texts // 3

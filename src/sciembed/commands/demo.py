@@ -56,9 +56,11 @@ EXAMPLE_BUDGET = {
     "gradient_accumulation_steps": 1,
     "data.held_out": 0.2,
 }
-#: Training texts cut to 128 tokens (cheaper steps); the model keeps MiniLM's window, as its users embed with it.
+#: Training texts cut to 128 tokens (cheaper steps); the model keeps MiniLM's window, as its users embed with it. Each
+#: batch is embedded whole, in one forward pass (``loss.micro_batch_size``).
 SHARED = {
     "data.max_length": 128,
+    "loss.micro_batch_size": "null",
     "save_strategy": "no",
     "eval_strategy": "no",
     "logging_steps": 5,

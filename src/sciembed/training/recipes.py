@@ -19,6 +19,8 @@ A recipe's settings are a nested dict with five sections:
   :class:`~sciembed.training.losses.RelationalAnchorLoss`);
 - ``loss``: ``name`` (``triplet``, ``mnr``, ``multi2spe``; see :data:`LOSSES`) and the loss's
   hyper-parameters; changing ``name`` drops the recipe's own hyper-parameters of the other loss;
+  ``micro_batch_size`` (triplet and Multi2SPE recipes): the texts embedded per forward pass, ``auto`` (the default)
+  or ``null`` for the whole batch (:mod:`sciembed.training.micro_batches`);
 - ``training``: ``transformers.TrainingArguments`` fields.
 
 Overrides come as dotted keys (``training.learning_rate=1e-5``, ``loss.margin=0.5``; a bare
@@ -56,6 +58,8 @@ OBJECTIVES = ("triplet", "multi2spe", "pairs", "multitask", "classification")
 LOSSES = {"triplet": "TripletMarginLoss", "mnr": "MultipleNegativesRankingLoss", "multi2spe": "Multi2SPELoss"}
 OBJECTIVE_LOSSES = {"triplet": ("triplet", "mnr"), "multi2spe": ("multi2spe", "mnr"), "pairs": ("mnr",)}
 SECTIONS = ("model", "embedding", "data", "loss", "training")
+#: The objectives whose loss takes ``loss.micro_batch_size`` (:mod:`sciembed.training.micro_batches`).
+MICRO_BATCH_OBJECTIVES = ("triplet", "multi2spe")
 
 #: TrainingArguments every recipe starts from (logging, saving, no external trackers).
 _COMMON_TRAINING = {
@@ -114,6 +118,15 @@ class Recipe:
         for name, value in settings["training"].items():
             _check_training_value(name, value)
         _check_bf16(settings["training"])
+        if "micro_batch_size" in settings["loss"]:
+            from .micro_batches import check_micro_batch_size
+
+            if self.objective not in MICRO_BATCH_OBJECTIVES:
+                raise ValueError(
+                    f"loss.micro_batch_size: recipe {self.name} ({self.objective} objective) embeds each batch at "
+                    "once; the triplet and Multi2SPE recipes take micro-batches"
+                )
+            check_micro_batch_size(settings["loss"]["micro_batch_size"])
         choices = OBJECTIVE_LOSSES.get(self.objective)
         if choices is not None and settings["loss"].get("name") not in choices:
             raise ValueError(

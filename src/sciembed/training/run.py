@@ -850,6 +850,7 @@ def _objective(
         )
     loss_options = dict(settings["loss"])
     anchoring = _anchoring(recipe, loss_options, examples.anchor_papers)
+    micro_batch_size = loss_options.pop("micro_batch_size", "auto")  # checked by Recipe.resolve
     if anchoring and getattr(model.config, "routing", None) == "enforced":
         raise ValueError(
             "data.anchor_papers: a mixture-of-experts model with enforced routing sends each paper to its domain's "
@@ -863,7 +864,7 @@ def _objective(
             trainers.TripletTrainer,
             collators.TripletCollator(tokenizer, max_length),
             loss_class(**loss_options),
-            anchoring,
+            {"micro_batch_size": micro_batch_size, **anchoring},
         )
     if recipe.objective == "pairs":
         router_weights = [loss_options.pop(k) for k in _ROUTER_WEIGHTS]

@@ -48,6 +48,7 @@ from .losses import (
     RouterLoss,
     TripletMarginLoss,
 )
+from .micro_batches import cached_loss, check_micro_batch_size, texts_per_forward
 from .task_batches import TaskBalancedSampler
 
 logger = logging.getLogger(__name__)
@@ -470,8 +471,15 @@ class TripletTrainer(EmbeddingTrainer):
     """Citation triplets (SPECTER, SciNCL, SPECTROID positives; SciRepEval proximity).
 
     The collator (:class:`~.collators.TripletCollator`) puts all queries, positives and negatives in one
-    batch, encoded in one forward pass. The loss is :class:`~.losses.TripletMarginLoss` (default) on
-    the paper embeddings, or :class:`~.losses.Multi2SPELoss` on a Multi2SPEModel's ``cls_embeddings``.
+    batch. The loss is :class:`~.losses.TripletMarginLoss` (default) on the paper embeddings, or
+    :class:`~.losses.Multi2SPELoss` on a Multi2SPEModel's ``cls_embeddings``.
+
+    Args:
+        micro_batch_size: the texts embedded per forward pass while training; a batch of more is embedded a micro-batch
+            at a time (:func:`~.micro_batches.cached_loss`), ``auto`` chooses by the memory one layer's attention
+            scores take (:func:`~.micro_batches.texts_per_forward`), ``None`` embeds the whole batch at once. One
+            process only: under DDP ``auto`` embeds the whole batch and a number is refused.
+        kwargs: as for :class:`EmbeddingTrainer`.
     """
 
     def __init__(
@@ -481,20 +489,46 @@ class TripletTrainer(EmbeddingTrainer):
         *,
         loss: nn.Module | None = None,
         task_format: str | None = "proximity",
+        micro_batch_size: int | str | None = "auto",
         **kwargs: Any,
     ):
         loss = loss if loss is not None else TripletMarginLoss()
         if isinstance(loss, Multi2SPELoss) and family_of(model) != "multi2spe":
             raise ValueError(f"Multi2SPELoss needs a Multi2SPEModel's cls_embeddings, not a {type(model).__name__}")
+        self.micro_batch_size = check_micro_batch_size(micro_batch_size)
         super().__init__(model, args, loss=loss, task_format=task_format, **kwargs)
+        if self.args.world_size > 1:
+            # DistributedDataParallel reduces gradients once per backward pass, not once per micro-batch.
+            if isinstance(self.micro_batch_size, int):
+                raise ValueError(
+                    "loss.micro_batch_size trains in one process; under torchrun each process embeds its whole batch "
+                    "(leave loss.micro_batch_size unset)"
+                )
+            self.micro_batch_size = None
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        outputs, embeddings = self.embed(model, inputs)
-        if isinstance(self.loss, Multi2SPELoss):
-            embeddings = outputs.cls_embeddings
-        query, positive, negative = embeddings.chunk(3)
-        loss = self._with_anchor(model, self._with_adapter_regularization(self.loss(query, positive, negative)))
+        texts, tokens = inputs["input_ids"].shape
+        heads = getattr(self.model.config, "num_attention_heads", 1)
+        size = texts_per_forward(self.micro_batch_size, texts, tokens, heads)
+        outputs = None
+        if size < texts and not return_outputs and torch.is_grad_enabled():
+            loss = cached_loss(
+                lambda part: self._triplet_embeddings(model, part)[1],
+                lambda embeddings: self.loss(*embeddings.chunk(3)),
+                inputs,
+                size,
+                self.loss,
+            )
+        else:
+            outputs, embeddings = self._triplet_embeddings(model, inputs)
+            loss = self.loss(*embeddings.chunk(3))
+        loss = self._with_anchor(model, self._with_adapter_regularization(loss))
         return (loss, outputs) if return_outputs else loss
+
+    def _triplet_embeddings(self, model: nn.Module, features: dict[str, torch.Tensor]) -> tuple[Any, torch.Tensor]:
+        """The model's output and the embeddings the loss takes (a Multi2SPEModel's ``cls_embeddings``)."""
+        outputs, embeddings = self.embed(model, features)
+        return outputs, outputs.cls_embeddings if isinstance(self.loss, Multi2SPELoss) else embeddings
 
 
 class PairTrainer(EmbeddingTrainer):
