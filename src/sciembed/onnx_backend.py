@@ -285,8 +285,9 @@ def export_encoder(
         while cause.__cause__ is not None:  # torch.export wraps the reason in a step-by-step guide
             cause = cause.__cause__
         reason = (str(cause).strip().splitlines() or [""])[0]
+        how = " with the dynamo exporter" if exporter == "dynamo" else ""
         raise OnnxExportError(
-            f"{name} does not export to ONNX with the {exporter} exporter: {type(cause).__name__}: {reason}"
+            f"{name} does not export to ONNX{how}: {type(cause).__name__}: {reason}"
             + ("; export it with exporter='torchscript'" if exporter == "dynamo" else "")
         ) from error
     plain_error = _difference(plain, check, expected)
