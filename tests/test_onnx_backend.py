@@ -140,6 +140,48 @@ def test_every_family_gives_pytorch_s_vectors(case, tiny_bert, tmp_path):
         assert_same_vectors(pytorch, onnx)
 
 
+def assert_dynamo_export(encoder, path):
+    """The dynamo exporter's graph of ``encoder`` gives its PyTorch vectors on texts and a batch size it was not
+    traced with, and says which exporter made it."""
+    report = onnx_backend.export_encoder(encoder, path, exporter="dynamo")
+    assert report["exporter"] == "dynamo" and report["opset"] == onnx_backend.DYNAMO_OPSET
+    with torch.no_grad():
+        features = encoder.features(encoder.texts(TEXTS))
+        expected = encoder.forward(features).float().numpy()
+    got = onnx_backend.OnnxSession(path, threads=1)(features)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, atol=onnx_backend.EXPORT_TOLERANCE, rtol=0)
+
+
+def test_the_dynamo_exporter_gives_pytorch_s_vectors(tiny_bert, tmp_path):
+    pytest.importorskip("onnxscript", reason="the onnx extra is not installed: pip install -e '.[onnx]'")
+    for options in ({}, {"pooling": "mean", "normalize": True}):
+        encoder = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", **options)
+        assert_dynamo_export(encoder, tmp_path / f"{len(options)}.onnx")
+    with pytest.raises(ValueError, match=r"exporter must be one of \('torchscript', 'dynamo'\), got 'jit'"):
+        onnx_backend.export_encoder(encoder, tmp_path / "x.onnx", exporter="jit")
+
+
+#: Families whose forward branches on the data, which torch.export cannot trace (the TorchScript exporter can).
+DYNAMO_FAILS = {"control_code", "moe_enforced", "moe_token"}
+
+
+@pytest.mark.parametrize("case", list(FAMILIES))
+def test_every_family_exports_with_dynamo_or_names_why_not(case, tiny_bert, tmp_path):
+    pytest.importorskip("onnxscript", reason="the onnx extra is not installed: pip install -e '.[onnx]'")
+    family, build, selections = FAMILIES[case]
+    model, tokenizer = from_bert(family, tiny_bert, **build)
+    folder = save_pretrained(model, tokenizer, tmp_path / "model")
+    encoder = sciembed.PaperEncoder.from_pretrained(folder, device="cpu", **selections[-1])
+    if case not in DYNAMO_FAILS:
+        assert_dynamo_export(encoder, tmp_path / "dynamo.onnx")
+        return
+    message = r"does not export to ONNX with the dynamo exporter: \w+: .+; export it with exporter='torchscript'"
+    with pytest.raises(onnx_backend.OnnxExportError, match=message):
+        onnx_backend.export_encoder(encoder, tmp_path / "dynamo.onnx", exporter="dynamo")
+    assert onnx_backend.export_encoder(encoder, tmp_path / "plain.onnx")["exporter"] == "torchscript"
+
+
 def test_format_adapters_fusion_and_pals_export_the_active_format(tiny_bert, tmp_path):
     from transformers import AutoModel, AutoTokenizer
 

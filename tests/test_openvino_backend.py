@@ -173,6 +173,39 @@ def test_int8_is_refused_until_its_gate_passes(kind, tiny_bert, tmp_path):
         gated.with_quantization(other).encode(TEXTS, show_progress_bar=False)
 
 
+def test_int8_is_calibrated_on_papers_its_gate_does_not_score(tiny_bert, tmp_path, monkeypatch):
+    from sciembed.evaluation import int8_gate
+
+    cacm = shared_data("cacm")
+    calibrated, scored = [], []
+    quantize, encode = openvino_backend.quantize, sciembed.PaperEncoder.encode
+
+    def spy_quantize(folder, quantization, encoder, texts=(), **options):
+        calibrated.extend(texts)
+        return quantize(folder, quantization, encoder, texts, **options)
+
+    def spy_encode(self, texts, **options):
+        scored.extend(texts)
+        return encode(self, texts, **options)
+
+    monkeypatch.setattr(openvino_backend, "quantize", spy_quantize)
+    monkeypatch.setattr(sciembed.PaperEncoder, "encode", spy_encode)
+    int8 = sciembed.PaperEncoder.from_pretrained(
+        tiny_bert, device="cpu", backend="openvino", quantization="int8", openvino_cache=tmp_path
+    )
+    verdict = int8_gate.check_int8(int8, cacm, tolerance=100, show_progress_bar=False)
+    assert len(calibrated) == verdict.calibration_papers == openvino_backend.CALIBRATION_SIZE
+    assert scored and not set(calibrated) & set(scored)
+    assert verdict.papers == len(scored) // 2 and verdict.papers_digest and verdict.calibration_digest
+    # Papers given to calibrate on are used less those the check set holds; none left is an error.
+    papers = [*scored[:5], "A paper outside the check set"]
+    calibrated.clear()
+    int8_gate.check_int8(int8, cacm, tolerance=100, show_progress_bar=False, calibration=papers)
+    assert calibrated == ["A paper outside the check set"]
+    with pytest.raises(ValueError, match="every one of the 5 calibration papers is also in the check set"):
+        int8_gate.check_int8(int8, cacm, show_progress_bar=False, calibration=papers[:5])
+
+
 def test_nncf_is_imported_with_its_usage_reports_off(tmp_path):
     """nncf (through openvino_telemetry) writes a client id under ``~/intel`` and reports usage unless told not to;
     run outside pytest, which nncf itself recognises and stays quiet in."""

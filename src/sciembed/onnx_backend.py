@@ -51,6 +51,10 @@ QUANTIZATIONS: tuple[Quantization, ...] = ("fp32", "int8")
 EXPORT_TOLERANCE = 1e-4
 #: The ONNX opset exports are written in.
 OPSET = 17
+#: The opset of the dynamo exporter (it writes opset 18 and later).
+DYNAMO_OPSET = 18
+Exporter = Literal["torchscript", "dynamo"]
+EXPORTERS: tuple[Exporter, ...] = ("torchscript", "dynamo")
 FP32_FILE, INT8_FILE, GATE_FILE, EXPORT_FILE = "model.onnx", "model_int8.onnx", "int8_gate.json", "export.json"
 
 # Traced on one batch, checked on another of other lengths and size, so that no shape is baked in.
@@ -79,6 +83,16 @@ def onnx_available() -> bool:
 def require_onnx() -> None:
     if not onnx_available():
         raise ImportError("the ONNX backend needs the onnx extra: pip install 'sciembed[onnx]' (onnxruntime, onnx)")
+
+
+def require_onnxscript() -> None:
+    """Refuse the dynamo exporter without ``onnxscript``, naming how to install it."""
+    import importlib.util
+
+    if importlib.util.find_spec("onnxscript") is None:
+        raise ImportError(
+            "the dynamo ONNX exporter needs onnxscript: pip install 'sciembed[onnx]', or use exporter='torchscript'"
+        )
 
 
 def cpu_threads() -> int:
@@ -209,9 +223,17 @@ def export_folder(encoder: PaperEncoder, cache_dir: str | os.PathLike[str]) -> P
     return folder
 
 
-def export_encoder(encoder: PaperEncoder, path: str | os.PathLike[str], *, optimize: bool = True) -> dict[str, Any]:
+def export_encoder(
+    encoder: PaperEncoder, path: str | os.PathLike[str], *, optimize: bool = True, exporter: Exporter = "torchscript"
+) -> dict[str, Any]:
     """Export ``encoder``'s :meth:`~sciembed.encode.PaperEncoder.forward` (in its current format) to ``path``,
     fused by ONNX Runtime's transformer optimizer where that keeps the vectors, and checked against PyTorch.
+
+    Args:
+        encoder: a float32 encoder on CPU, in the format to export.
+        path: the ONNX file written.
+        optimize: fuse the graph with ONNX Runtime's transformer optimizer.
+        exporter: ``torchscript`` (the default) or ``dynamo`` (``torch.export``; needs ``onnxscript``).
 
     Returns what was done: the graph kind (``fused`` or ``plain``), the inputs, the largest difference to
     PyTorch on the check texts, the versions.
@@ -224,6 +246,10 @@ def export_encoder(encoder: PaperEncoder, path: str | os.PathLike[str], *, optim
     import onnxruntime
     import torch
 
+    if exporter not in EXPORTERS:
+        raise ValueError(f"exporter must be one of {EXPORTERS}, got {exporter!r}")
+    if exporter == "dynamo":
+        require_onnxscript()
     path = Path(path)
     name = f"{type(encoder.transformer).__name__} ({encoder.name_or_path})"
     if encoder.device.type != "cpu":
@@ -252,9 +278,18 @@ def export_encoder(encoder: PaperEncoder, path: str | os.PathLike[str], *, optim
                 names,
                 plain,
                 "embedding",
+                exporter,
             )
     except Exception as error:  # the exporter's errors have many types; each is this model's reason
-        raise OnnxExportError(f"{name} does not export to ONNX: {type(error).__name__}: {error}") from error
+        cause = error
+        while cause.__cause__ is not None:  # torch.export wraps the reason in a step-by-step guide
+            cause = cause.__cause__
+        reason = (str(cause).strip().splitlines() or [""])[0]
+        how = " with the dynamo exporter" if exporter == "dynamo" else ""
+        raise OnnxExportError(
+            f"{name} does not export to ONNX{how}: {type(cause).__name__}: {reason}"
+            + ("; export it with exporter='torchscript'" if exporter == "dynamo" else "")
+        ) from error
     plain_error = _difference(plain, check, expected)
     if not plain_error <= EXPORT_TOLERANCE:
         raise OnnxExportError(
@@ -279,12 +314,12 @@ def export_encoder(encoder: PaperEncoder, path: str | os.PathLike[str], *, optim
     return {
         "graph": kind,
         "fused_operators": fused,
-        "exporter": "torchscript",
+        "exporter": exporter,
         "inputs": names,
         "max_abs_difference_to_pytorch": error,
         "tolerance": EXPORT_TOLERANCE,
         "forward_options": encoder.forward_options,
-        "opset": OPSET,
+        "opset": DYNAMO_OPSET if exporter == "dynamo" else OPSET,
         "torch": torch.__version__,
         "onnxruntime": onnxruntime.__version__,
         "machine": platform.machine(),
@@ -372,9 +407,27 @@ def read_gate(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _trace(forward: Any, module: Any, traced: Mapping[str, Any], names: list[str], path: Path, output: str) -> None:
+def _trace(
+    forward: Any,
+    module: Any,
+    traced: Mapping[str, Any],
+    names: list[str],
+    path: Path,
+    output: str,
+    exporter: Exporter = "torchscript",
+) -> None:
     """Export ``forward`` (a function of the tensors ``names`` of ``traced``; ``module`` holds its weights) with
-    every input's batch and sequence axes, and the output's leading ones, left free."""
+    every input's batch and sequence axes, and the output's leading ones, left free.
+
+    Args:
+        forward: the function exported.
+        module: the module holding ``forward``'s weights.
+        traced: example inputs.
+        names: the tensor inputs of ``traced``, in order.
+        path: the ONNX file written.
+        output: the output's name.
+        exporter: ``torchscript`` (the tracer) or ``dynamo`` (``torch.export``, through onnxscript).
+    """
     import warnings
 
     import torch
@@ -387,6 +440,25 @@ def _trace(forward: Any, module: Any, traced: Mapping[str, Any], names: list[str
         def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
             return forward(dict(zip(names, tensors)))
 
+    example = tuple(traced[key] for key in names)
+    if exporter == "dynamo":
+        batch, sequence = torch.export.Dim.DYNAMIC, torch.export.Dim.DYNAMIC
+        shapes = tuple({0: batch, 1: sequence} if traced[key].dim() == 2 else {0: batch} for key in names)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch.export's notes on every guard; the export is checked instead
+            program = torch.onnx.export(
+                Forward().eval(),
+                example,
+                input_names=names,
+                dynamic_shapes=(shapes,),
+                opset_version=DYNAMO_OPSET,
+                dynamo=True,
+                external_data=False,
+                verbose=False,
+            )
+        _name_output(program.model.graph, output)
+        program.save(str(path), external_data=False)
+        return
     axes = {key: ({0: "batch", 1: "sequence"} if traced[key].dim() == 2 else {0: "batch"}) for key in names}
     output_axes = {0: "batch", 1: "sequence"} if output == "last_hidden_state" else {0: "batch"}
     with warnings.catch_warnings():
@@ -394,7 +466,7 @@ def _trace(forward: Any, module: Any, traced: Mapping[str, Any], names: list[str
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
         torch.onnx.export(
             Forward().eval(),
-            tuple(traced[key] for key in names),
+            example,
             str(path),
             input_names=names,
             output_names=[output],
@@ -402,6 +474,17 @@ def _trace(forward: Any, module: Any, traced: Mapping[str, Any], names: list[str
             opset_version=OPSET,
             dynamo=False,
         )
+
+
+def _name_output(graph: Any, output: str) -> None:
+    """Name the only output of an ``onnx_ir`` ``graph`` ``output``, renaming an inner value that has that name
+    (the dynamo exporter names values after their operators, so an ``embedding`` lookup is ``embedding``)."""
+    result = graph.outputs[0]
+    for node in graph:
+        for value in node.outputs:
+            if value.name == output and value is not result:
+                value.name = f"{output}_inner"
+    result.name = output
 
 
 def _fuse(

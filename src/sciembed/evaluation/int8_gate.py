@@ -1,18 +1,23 @@
 """The quality gate of int8: a quantised ONNX or OpenVINO model is used only once it ranks as fp32 does.
 
 :func:`check_int8` quantises an encoder's ONNX export (:func:`sciembed.onnx_backend.quantize`) or OpenVINO model
-(:func:`sciembed.openvino_backend.quantize`, calibrated on the check set's papers), embeds the papers of a held-out
-citation task (SciDocs' cite protocol on a CACM or SciDocs folder) with fp32 and with int8, scores both, and
-writes the verdict next to the model. ``PaperEncoder(..., backend="onnx" or "openvino", quantization="int8")``
-reads that verdict and refuses int8 unless it passed: the cite MAP of int8 is at most ``tolerance`` (0.5 MAP
+(:func:`sciembed.openvino_backend.quantize`), embeds the papers of a held-out citation task (SciDocs' cite
+protocol on a CACM or SciDocs folder) with fp32 and with int8, scores both, and writes the verdict next to the
+model. OpenVINO's int8 is calibrated on papers the gate does not score: a seeded draw of the check set's papers,
+left out of the task it scores, or papers the caller gives, less any the check set holds.
+``PaperEncoder(..., backend="onnx" or "openvino", quantization="int8")`` reads that verdict and refuses int8
+unless it passed: the cite MAP of int8 is at most ``tolerance`` (0.5 MAP
 points) below fp32's. The smallest cosine between a paper's int8 and fp32 vectors is reported with it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -24,6 +29,7 @@ from ..io import atomic_path
 from ..logs import progress_enabled
 from ..onnx_backend import GATE_FILE, INT8_FILE, export_folder, quantize
 from .loaders import load_tasks
+from .tasks import ProximityTask
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +42,9 @@ MAP_TOLERANCE = 0.5
 @dataclass(frozen=True)
 class Int8Verdict:
     """What the gate measured: the cite MAP of fp32 and int8 on the check set, their difference, the
-    smallest cosine between a paper's two vectors, and whether int8 passed."""
+    smallest cosine between a paper's two vectors, and whether int8 passed. ``papers`` and ``papers_digest``
+    describe the records scored, ``calibration_papers`` and ``calibration_digest`` those int8 was calibrated on
+    (none for int8 kinds without calibration); the two sets share no text."""
 
     passed: bool
     fp32_map: float
@@ -54,6 +62,9 @@ class Int8Verdict:
     backend: str
     quantization: str
     calibration_papers: int
+    papers_digest: str = ""
+    calibration_digest: str = ""
+    calibration_source: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -67,6 +78,8 @@ def check_int8(
     tolerance: float = MAP_TOLERANCE,
     batch_size: int | None = None,
     show_progress_bar: bool | None = None,
+    calibration: Sequence[str] | None = None,
+    seed: int = 0,
 ) -> Int8Verdict:
     """Quantise ``encoder``'s ONNX or OpenVINO model to int8 and pass or fail it on the cite task of ``check_set``.
 
@@ -78,6 +91,10 @@ def check_int8(
         tolerance: the largest cite MAP drop allowed, in MAP points.
         batch_size: as for :meth:`~sciembed.encode.PaperEncoder.encode`.
         show_progress_bar: show progress while embedding (``None``: when the ``sciembed`` logger shows INFO).
+        calibration: OpenVINO ``int8`` only: paper texts to calibrate on (the collection to embed); texts the check
+            set also holds are left out. ``None``: a seeded draw of the check set's papers, which the gate then
+            leaves out of the task it scores.
+        seed: the seed of that draw.
 
     Returns:
         The verdict, also written to ``int8_gate.json`` beside the export (which is what lets int8 load).
@@ -98,21 +115,42 @@ def check_int8(
     task = suite.tasks[0]
     kind = "int8" if encoder.quantization == "fp32" else encoder.quantization
     fp32, int8 = encoder.with_quantization("fp32"), encoder.with_quantization(kind, gated=False)
+    calibrated = encoder.backend == "openvino" and kind == "int8"
+    calibration_texts: list[str] = []
+    source = ""
+    if calibrated and calibration is not None:
+        held = set(fp32.texts({**task.documents, **task.queries}.values(), task.fields))
+        calibration_texts = [text for text in calibration if text not in held]
+        if not calibration_texts:
+            raise ValueError(
+                f"every one of the {len(calibration)} calibration papers is also in the check set {check_set}; "
+                "give papers the gate does not score, or none (a seeded part of the check set calibrates)"
+            )
+        source = f"given ({len(calibration) - len(calibration_texts)} also in the check set left out)"
+    elif calibrated:
+        task, calibration_texts = split_calibration(task, fp32, openvino_backend.CALIBRATION_SIZE, seed)
+        source = f"check set, seeded draw (seed {seed}), left out of the scored task"
     records = {**task.documents, **task.queries}
     ids = list(records)
     texts = fp32.texts(records.values(), task.fields)
-    calibration = 0
+    calibration_digest = ""
     if encoder.backend == "onnx":
         folder = export_folder(fp32, fp32.onnx_cache)
         quantize(folder)
         gate = folder / GATE_FILE
     else:
         folder = openvino_backend.model_folder(fp32, fp32.openvino_cache)
-        documents = texts[: len(task.documents)]  # the collection's papers calibrate, not its queries
         model = openvino_backend.quantize(
-            folder, kind, fp32, documents, show_progress_bar=progress_enabled(show_progress_bar)
+            folder,
+            kind,
+            fp32,
+            calibration_texts,
+            subset_size=max(1, len(calibration_texts)),
+            show_progress_bar=progress_enabled(show_progress_bar),
         )
-        calibration = json.loads(model.with_suffix(".json").read_text(encoding="utf-8")).get("calibration_papers", 0)
+        calibration_digest = json.loads(model.with_suffix(".json").read_text(encoding="utf-8")).get(
+            "calibration_digest", ""
+        )
         gate = folder / openvino_backend.gate_file(kind)
     scores, vectors = {}, {}
     for label, chosen in (("fp32", fp32), ("int8", int8)):
@@ -147,7 +185,10 @@ def check_int8(
         f"{'within' if passed else 'more than'} {tolerance} points",
         backend=encoder.backend,
         quantization=kind,
-        calibration_papers=calibration,
+        calibration_papers=len(calibration_texts),
+        papers_digest=_digest(texts),
+        calibration_digest=calibration_digest,
+        calibration_source=source,
     )
     with atomic_path(gate) as temporary:
         temporary.write_text(json.dumps(verdict.as_dict(), indent=2) + "\n", encoding="utf-8")
@@ -160,6 +201,63 @@ def check_int8(
         verdict.min_cosine,
     )
     return verdict
+
+
+def split_calibration(
+    task: ProximityTask, encoder: PaperEncoder, size: int, seed: int = 0
+) -> tuple[ProximityTask, list[str]]:
+    """Draw calibration papers from ``task``'s documents and return the task without them.
+
+    Args:
+        task: the cite task of the check set.
+        encoder: the encoder whose texts (fields joined as it joins them) are compared.
+        size: the most papers drawn; at most a quarter of the task's documents.
+        seed: the seed of the draw.
+
+    Returns:
+        The task without any record whose text is a calibration text (nor judgements of one, nor queries left
+        without a candidate), and the calibration texts.
+
+    Raises:
+        ValueError: the task has nothing left to score.
+    """
+    ids = list(task.documents)
+    texts = dict(zip(ids, encoder.texts(task.documents.values(), task.fields)))
+    count = max(1, min(size, len(ids) // 4))
+    chosen: list[str] = []
+    for i in np.random.default_rng(seed).permutation(len(ids)):  # distinct texts: a collection repeats some
+        if len(chosen) == count:
+            break
+        if texts[ids[i]] not in chosen:
+            chosen.append(texts[ids[i]])
+    taken = set(chosen)
+    left = {key for key, text in texts.items() if text in taken}
+    qrels = {
+        query: {paper: grade for paper, grade in judged.items() if paper not in left}
+        for query, judged in task.qrels.items()
+        if query not in left
+    }
+    queries = {key: value for key, value in task.queries.items() if key not in left}
+    if task.queries:
+        query_texts = dict(zip(queries, encoder.texts(queries.values(), task.fields)))
+        queries = {key: value for key, value in queries.items() if query_texts[key] not in taken}
+    scored = dataclasses.replace(
+        task,
+        documents={key: value for key, value in task.documents.items() if key not in left},
+        queries=queries,
+        qrels={query: judged for query, judged in qrels.items() if judged},
+    )
+    if scored.lacking() is not None:
+        raise ValueError(
+            f"the int8 gate's check set is too small to hold out {len(chosen)} calibration papers: "
+            f"{scored.lacking()}; give a larger check set"
+        )
+    return scored, chosen
+
+
+def _digest(texts: Sequence[str]) -> str:
+    """A digest of ``texts`` in order (what a verdict names its paper sets by)."""
+    return hashlib.sha256("\n".join(texts).encode()).hexdigest()
 
 
 def _row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
