@@ -24,7 +24,7 @@ import numpy as np
 from ..io import refuse_replacing, replace_folder
 from ..quantization import calibration_ranges
 from .blocks import EmbeddingSource, open_embeddings
-from .codes import IndexCodes, int8_codes, sign_bits
+from .codes import IndexCodes, int8_codes, sign_bits, top_inner_products
 from .ids import IdTableWriter
 from .manifest import Manifest
 from .model import ModelStamp, read_sidecar, stamp_of
@@ -334,10 +334,26 @@ def add_codes(codes: IndexCodes, vectors: np.ndarray, start: int) -> None:
     """Append the unit ``vectors`` (rows ``start ..``) to ``codes``: the faiss index, and the store if any."""
     if codes.kind == "binary":
         codes.index.add(sign_bits(vectors, codes.mean))
+    elif codes.ivf:
+        _add_assigned(codes.index, np.ascontiguousarray(vectors, dtype=np.float32))
     else:
         codes.index.add(vectors)
     if codes.store is not None:
         codes.store[start : start + len(vectors)] = int8_codes(vectors, codes.ranges)
+
+
+def _add_assigned(index: object, vectors: np.ndarray) -> None:
+    """Add ``vectors`` to the IVF ``index``, each to the cell whose centroid has its largest inner product.
+
+    The cells are found by :func:`top_inner_products` (numpy's matrix products), ties by the lower cell.
+    """
+    import faiss
+    from faiss.contrib.ivf_tools import add_preassigned
+
+    inverted = faiss.extract_index_ivf(index)
+    centroids = inverted.quantizer.reconstruct_n(0, inverted.nlist)
+    _, cells = top_inner_products(vectors, centroids, 1)
+    add_preassigned(inverted, vectors, np.ascontiguousarray(cells[:, 0]))
 
 
 def copy_rows(target: np.ndarray, rows: np.ndarray, start: int, block: int = 1 << 20) -> None:

@@ -46,6 +46,34 @@ def clipped_share(vectors: np.ndarray, ranges: np.ndarray) -> float:
     return float(((vectors < ranges[0]) | (vectors > ranges[1])).mean())
 
 
+def top_inner_products(queries: np.ndarray, vectors: np.ndarray, keep: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's ``keep`` rows of ``vectors`` with the largest inner products, best first, ties by row.
+
+    The products are numpy matrix products over blocks of rows (numpy's BLAS is tuned to the processor, faiss's
+    bundled one may not be), kept in faiss's heaps.
+
+    Args:
+        queries: ``(q, dim)`` float32 vectors.
+        vectors: ``(n, dim)`` float32 vectors, or rows that slicing decodes.
+        keep: rows kept per query, at most ``n``.
+
+    Returns:
+        ``(scores, rows)``, ``(q, keep)`` float32 and int64.
+    """
+    import faiss
+
+    heap = faiss.ResultHeap(len(queries), keep, keep_max=True)
+    every = np.arange(len(queries), dtype=np.int64)
+    block = max(1, _RESCORE_BYTES // (4 * max(1, len(queries))))
+    for start in range(0, len(vectors), block):
+        products = queries @ np.asarray(vectors[start : start + block], dtype=np.float32).T
+        heap.add_result_subset(every, products, np.arange(start, start + products.shape[1], dtype=np.int64))
+    heap.finalize()
+    order = np.lexsort((heap.I, -heap.D), axis=1)
+    scores, rows = np.take_along_axis(heap.D, order, axis=1), np.take_along_axis(heap.I, order, axis=1)
+    return scores, rows
+
+
 def sign_bits(vectors: np.ndarray, mean: np.ndarray | None) -> np.ndarray:
     """Packed sign bits of ``vectors`` (less ``mean`` when given), for a faiss binary index."""
     centred = vectors - mean if mean is not None else vectors
@@ -192,18 +220,27 @@ class IndexCodes:
         return self.index.search(queries, width, params=params)
 
     def _decoded_candidates(self, queries: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-        """Each query's ``width`` best rows of a flat int8 index, by inner products with codes decoded block by block.
+        """Each query's ``width`` best rows of a flat int8 index, by inner products with its decoded codes.
 
-        faiss's scalar-quantizer scan has no matrix-product path, so a batch of queries is scored by one matrix
-        product per block of decoded codes; the scores are those of the scan up to float32 rounding.
+        faiss's scalar-quantizer scan has no matrix-product path, so a batch of queries is scored by matrix products
+        with blocks of decoded codes; the scores are those of the scan up to float32 rounding.
         """
-        import faiss
+        return top_inner_products(queries, _Decoded(self.index), width)
 
-        heap = faiss.ResultHeap(len(queries), width, keep_max=True)
-        block = max(1, _RESCORE_BYTES // (4 * queries.shape[1]))
-        for start in range(0, self.papers, block):
-            decoded = self.index.reconstruct_n(start, min(block, self.papers - start))
-            scores, rows = faiss.knn(queries, decoded, min(width, len(decoded)), metric=faiss.METRIC_INNER_PRODUCT)
-            heap.add_result(scores, np.where(rows >= 0, rows + start, -1))
-        heap.finalize()
-        return heap.D, heap.I
+
+@dataclass
+class _Decoded:
+    """The vectors of a faiss index's codes, decoded when a block of rows is sliced.
+
+    Attributes:
+        index: a faiss index that reconstructs its rows.
+    """
+
+    index: object
+
+    def __len__(self) -> int:
+        return self.index.ntotal
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        start, stop, _ = rows.indices(len(self))
+        return self.index.reconstruct_n(start, max(0, stop - start))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .codes import IndexCodes
+from .codes import IndexCodes, top_inner_products
 from .settings import TUNING_DEPTH
 
 #: Rescore multipliers tried, in order (then doubled until the whole collection is rescored).
@@ -37,12 +37,9 @@ class ExactTruth:
 
     def update(self, vectors: np.ndarray, start: int) -> None:
         """Merge the block ``vectors`` (unit rows ``start ..``) into each query's best rows."""
-        import faiss
-
         if not len(self.queries):
             return
-        keep = min(self.depth + 1, len(vectors))
-        scores, rows = faiss.knn(self.queries, vectors, keep, metric=faiss.METRIC_INNER_PRODUCT)
+        scores, rows = top_inner_products(self.queries, vectors, min(self.depth + 1, len(vectors)))
         rows = rows + start
         scores = np.where(rows == self.rows[:, None], -np.inf, scores.astype(np.float64))
         merged_rows = np.concatenate([self.best, rows], axis=1)
