@@ -24,7 +24,7 @@ import numpy as np
 from ..io import refuse_replacing, replace_folder
 from ..quantization import calibration_ranges
 from .blocks import EmbeddingSource, open_embeddings
-from .codes import IndexCodes, int8_codes, sign_bits
+from .codes import IndexCodes, int8_codes, sign_bits, top_inner_products
 from .ids import IdTableWriter
 from .manifest import Manifest
 from .model import ModelStamp, read_sidecar, stamp_of
@@ -50,6 +50,8 @@ MEAN_FILE = "mean.npy"
 REPORT_FILE = "report.json"
 #: Training points faiss asks for per centroid.
 _POINTS_PER_CENTROID = 39
+#: k-means steps of the IVF centroids (faiss's default for an IVF quantizer).
+_KMEANS_STEPS = 10
 
 
 @contextlib.contextmanager
@@ -271,7 +273,7 @@ def _trained(
     index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
     if ivf:
         inverted = faiss.extract_index_ivf(index)
-        inverted.cp.seed = settings.seed
+        inverted.quantizer.add(_centroids(sample, nlist, settings.seed))  # faiss then trains only the codes
         if kind == "pq":
             pq_index = faiss.downcast_index(index)
             pq_index.pq.cp.seed = settings.seed
@@ -282,6 +284,33 @@ def _trained(
         trained = faiss.vector_to_array(index.sq.trained).reshape(2, dim)
         ranges = np.vstack([trained[0], trained[0] + trained[1]])
     return IndexCodes(kind, index, ranges=ranges, ivf=ivf), factory, nlist
+
+
+def _centroids(sample: np.ndarray, cells: int, seed: int) -> np.ndarray:
+    """Unit k-means centroids of ``sample`` under inner product, for the IVF cells.
+
+    Each step assigns the sample with :func:`top_inner_products` (numpy's matrix products); a cell left empty
+    takes a seeded sample row.
+
+    Args:
+        sample: ``(n, dim)`` unit float32 training vectors, ``n >= cells``.
+        cells: centroids.
+        seed: seeds the initial centroids and the rows given to empty cells.
+    """
+    rng = np.random.default_rng(seed)
+    centroids = sample[np.sort(rng.choice(len(sample), cells, replace=False))]
+    for _ in range(_KMEANS_STEPS):
+        _, nearest = top_inner_products(sample, centroids, 1)
+        order = np.argsort(nearest[:, 0], kind="stable")
+        counts = np.bincount(nearest[:, 0], minlength=cells)
+        filled = np.flatnonzero(counts)
+        sums = np.zeros((cells, sample.shape[1]), dtype=np.float32)
+        sums[filled] = np.add.reduceat(sample[order], np.cumsum(counts)[filled] - counts[filled])
+        empty = counts == 0
+        sums[empty] = sample[rng.choice(len(sample), int(empty.sum()), replace=False)]
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        centroids = sums / np.maximum(norms, np.finfo(np.float32).tiny)
+    return centroids
 
 
 def trained_codes(folder: str | os.PathLike[str], dim: int) -> tuple[IndexCodes, str, int | None]:
@@ -334,10 +363,26 @@ def add_codes(codes: IndexCodes, vectors: np.ndarray, start: int) -> None:
     """Append the unit ``vectors`` (rows ``start ..``) to ``codes``: the faiss index, and the store if any."""
     if codes.kind == "binary":
         codes.index.add(sign_bits(vectors, codes.mean))
+    elif codes.ivf:
+        _add_assigned(codes.index, np.ascontiguousarray(vectors, dtype=np.float32))
     else:
         codes.index.add(vectors)
     if codes.store is not None:
         codes.store[start : start + len(vectors)] = int8_codes(vectors, codes.ranges)
+
+
+def _add_assigned(index: object, vectors: np.ndarray) -> None:
+    """Add ``vectors`` to the IVF ``index``, each to the cell whose centroid has its largest inner product.
+
+    The cells are found by :func:`top_inner_products` (numpy's matrix products), ties by the lower cell.
+    """
+    import faiss
+    from faiss.contrib.ivf_tools import add_preassigned
+
+    inverted = faiss.extract_index_ivf(index)
+    centroids = inverted.quantizer.reconstruct_n(0, inverted.nlist)
+    _, cells = top_inner_products(vectors, centroids, 1)
+    add_preassigned(inverted, vectors, np.ascontiguousarray(cells[:, 0]))
 
 
 def copy_rows(target: np.ndarray, rows: np.ndarray, start: int, block: int = 1 << 20) -> None:

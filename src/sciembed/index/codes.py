@@ -20,6 +20,8 @@ _QUERY_BLOCK = 64
 _RESCORE_BYTES = 1 << 27
 #: Candidate lists at least this wide are selected by counting Hamming distances rather than by a heap.
 _HEAP_WIDTH = 128
+#: Queries from which a flat int8 index is searched by matrix products of decoded codes rather than faiss's scan.
+_BLAS_QUERIES = 20
 #: The int8 codes span 256 steps, stored as -128 .. 127.
 _STEPS = 255
 
@@ -42,6 +44,34 @@ def clipped_share(vectors: np.ndarray, ranges: np.ndarray) -> float:
     if vectors.size == 0:
         return 0.0
     return float(((vectors < ranges[0]) | (vectors > ranges[1])).mean())
+
+
+def top_inner_products(queries: np.ndarray, vectors: np.ndarray, keep: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's ``keep`` rows of ``vectors`` with the largest inner products, best first, ties by row.
+
+    The products are numpy matrix products over blocks of rows (numpy's BLAS is tuned to the processor, faiss's
+    bundled one may not be), kept in faiss's heaps.
+
+    Args:
+        queries: ``(q, dim)`` float32 vectors.
+        vectors: ``(n, dim)`` float32 vectors, or rows that slicing decodes.
+        keep: rows kept per query, at most ``n``.
+
+    Returns:
+        ``(scores, rows)``, ``(q, keep)`` float32 and int64.
+    """
+    import faiss
+
+    heap = faiss.ResultHeap(len(queries), keep, keep_max=True)
+    every = np.arange(len(queries), dtype=np.int64)
+    block = max(1, _RESCORE_BYTES // (4 * max(1, len(queries))))
+    for start in range(0, len(vectors), block):
+        products = queries @ np.asarray(vectors[start : start + block], dtype=np.float32).T
+        heap.add_result_subset(every, products, np.arange(start, start + products.shape[1], dtype=np.int64))
+    heap.finalize()
+    order = np.lexsort((heap.I, -heap.D), axis=1)
+    scores, rows = np.take_along_axis(heap.D, order, axis=1), np.take_along_axis(heap.I, order, axis=1)
+    return scores, rows
 
 
 def sign_bits(vectors: np.ndarray, mean: np.ndarray | None) -> np.ndarray:
@@ -102,17 +132,32 @@ class IndexCodes:
         Returns:
             ``(rows, scores)``, ``(q, top_k)``; a row of -1 (score ``-inf``) where fewer candidates were found.
         """
-        total = self.papers
+        _, labels = self.candidates(queries, self.width(top_k, multiplier), nprobe)
+        return self.rescored(queries, labels, top_k, exclude)
+
+    def width(self, top_k: int, multiplier: int = 1) -> int:
+        """The candidates per query :meth:`search` rescores for ``top_k`` results at ``multiplier``."""
         depth = top_k + 1
         width = depth * multiplier if self.kind in ("binary", "pq") else depth + RESCORE_MARGIN
-        width = int(min(width, total))
-        _, labels = self.candidates(queries, width, nprobe)
-        labels[labels == exclude[:, None]] = -1
+        return int(min(width, self.papers))
+
+    def rescored(
+        self, queries: np.ndarray, labels: np.ndarray, top_k: int, exclude: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The ``top_k`` of each query's candidate ``labels`` (-1: none) by float64 score, best first, ties by row.
+
+        Args:
+            queries: ``(q, dim)`` unit float32 vectors.
+            labels: ``(q, width)`` candidate rows from :meth:`candidates`.
+            top_k: results per query.
+            exclude: per query, a row left out of its results (its own paper), or -1.
+        """
+        labels = np.where(labels == exclude[:, None], -1, labels)
         if labels.shape[1] < top_k:  # fewer papers than results asked for
             labels = np.pad(labels, ((0, 0), (0, top_k - labels.shape[1])), constant_values=-1)
         rows = np.empty((len(queries), top_k), dtype=np.int64)
         scores = np.empty((len(queries), top_k))
-        step = max(1, min(_QUERY_BLOCK, _RESCORE_BYTES // (8 * width * queries.shape[1] + 1)))
+        step = max(1, min(_QUERY_BLOCK, _RESCORE_BYTES // (8 * labels.shape[1] * queries.shape[1] + 1)))
         for start in range(0, len(queries), step):
             block = slice(start, start + step)
             rows[block], scores[block] = self._rescored(queries[block], labels[block], top_k)
@@ -168,5 +213,34 @@ class IndexCodes:
             # faiss's counting selection finds the same rows as its heap, and faster for wide candidate lists.
             self.index.use_heap = width < _HEAP_WIDTH
             return self.index.search(sign_bits(queries, self.mean), width)
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if self.kind == "int8" and not self.ivf and len(queries) >= _BLAS_QUERIES:
+            return self._decoded_candidates(queries, width)
         params = faiss.SearchParametersIVF(nprobe=nprobe) if self.ivf and nprobe else None
-        return self.index.search(np.ascontiguousarray(queries, dtype=np.float32), width, params=params)
+        return self.index.search(queries, width, params=params)
+
+    def _decoded_candidates(self, queries: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """Each query's ``width`` best rows of a flat int8 index, by inner products with its decoded codes.
+
+        faiss's scalar-quantizer scan has no matrix-product path, so a batch of queries is scored by matrix products
+        with blocks of decoded codes; the scores are those of the scan up to float32 rounding.
+        """
+        return top_inner_products(queries, _Decoded(self.index), width)
+
+
+@dataclass
+class _Decoded:
+    """The vectors of a faiss index's codes, decoded when a block of rows is sliced.
+
+    Attributes:
+        index: a faiss index that reconstructs its rows.
+    """
+
+    index: object
+
+    def __len__(self) -> int:
+        return self.index.ntotal
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        start, stop, _ = rows.indices(len(self))
+        return self.index.reconstruct_n(start, max(0, stop - start))

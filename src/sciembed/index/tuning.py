@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .codes import IndexCodes
+from .codes import IndexCodes, top_inner_products
 from .settings import TUNING_DEPTH
 
 #: Rescore multipliers tried, in order (then doubled until the whole collection is rescored).
@@ -37,12 +37,9 @@ class ExactTruth:
 
     def update(self, vectors: np.ndarray, start: int) -> None:
         """Merge the block ``vectors`` (unit rows ``start ..``) into each query's best rows."""
-        import faiss
-
         if not len(self.queries):
             return
-        keep = min(self.depth + 1, len(vectors))
-        scores, rows = faiss.knn(self.queries, vectors, keep, metric=faiss.METRIC_INNER_PRODUCT)
+        scores, rows = top_inner_products(self.queries, vectors, min(self.depth + 1, len(vectors)))
         rows = rows + start
         scores = np.where(rows == self.rows[:, None], -np.inf, scores.astype(np.float64))
         merged_rows = np.concatenate([self.best, rows], axis=1)
@@ -87,18 +84,20 @@ def tune(codes: IndexCodes, truth: ExactTruth, target: float, nlist: int | None)
         ValueError: no setting reaches ``target``; naming the best recall reached and what helps.
     """
     multipliers = multiplier_ladder(codes.kind, codes.index.ntotal, truth.depth)
+    generous = max(m for m in multipliers if m <= GENEROUS_MULTIPLIER)
+    candidates = Candidates(codes, truth.queries, codes.width(truth.depth, generous))
     measured: dict[tuple[int, int | None], float] = {}
 
     def reaches(multiplier: int, nprobe: int | None) -> bool:
         if (multiplier, nprobe) not in measured:
-            rows, _ = codes.search(truth.queries, truth.depth, truth.rows, multiplier=multiplier, nprobe=nprobe)
+            labels = candidates.labels(codes.width(truth.depth, multiplier), nprobe)
+            rows, _ = codes.rescored(truth.queries, labels, truth.depth, truth.rows)
             measured[multiplier, nprobe] = recall(rows, truth.best)
         return measured[multiplier, nprobe] >= target
 
     nprobe = None
     if codes.ivf:
         # The probes first, at a generous multiplier; then the smallest multiplier at those probes.
-        generous = max(m for m in multipliers if m <= GENEROUS_MULTIPLIER)
         nprobe = _smallest(_ladder(nlist), lambda p: reaches(generous, p))
         if nprobe is None and _smallest(multipliers, lambda m: reaches(m, nlist)) is not None:
             nprobe = nlist
@@ -112,6 +111,33 @@ def tune(codes: IndexCodes, truth: ExactTruth, target: float, nlist: int | None)
         f"nprobe {nprobe}), below the target {target}: lower --target-recall (target_recall=), or choose a more exact "
         "--kind (exact, int8)"
     )
+
+
+class Candidates:
+    """The held-out queries' faiss candidates per IVF probes, searched once at the widest width asked for.
+
+    Each list is ordered by faiss distance, ties by row, so its first ``w`` rows are the rows a search of width
+    ``w`` finds (faiss keeps the lowest rows among tied distances), and narrower widths are read from prefixes.
+
+    Args:
+        codes: the index being built.
+        queries: ``(q, dim)`` unit float32 vectors.
+        least: the narrowest width a search runs at, so that later, wider steps reuse it.
+    """
+
+    def __init__(self, codes: IndexCodes, queries: np.ndarray, least: int) -> None:
+        self.codes, self.queries, self.least = codes, queries, least
+        self.lists: dict[int | None, np.ndarray] = {}
+
+    def labels(self, width: int, nprobe: int | None) -> np.ndarray:
+        """Each query's ``width`` candidate rows (-1: none) at ``nprobe``, as a search of that width finds them."""
+        wide = self.lists.get(nprobe)
+        if wide is None or wide.shape[1] < width:
+            distances, rows = self.codes.candidates(self.queries, max(width, self.least), nprobe)
+            nearness = distances if self.codes.kind == "binary" else -distances.astype(np.float64)
+            order = np.lexsort((rows, nearness), axis=1)
+            wide = self.lists[nprobe] = np.take_along_axis(rows, order, axis=1)
+        return wide[:, :width]
 
 
 def _smallest(ladder: list[int], reaches: Callable[[int], bool]) -> int | None:
