@@ -78,8 +78,9 @@ def test_wheel_contents(tmp_path):
 
 
 def test_the_onnx_extra_is_declared_pinned_and_installed():
-    """``pip install 'sciembed[onnx]'`` brings the ONNX backend's two packages, in ranges that hold the verified
-    versions; the Makefile installs the extra, so a fresh clone's environment imports them."""
+    """``pip install 'sciembed[onnx]'`` brings the ONNX backend's packages (and onnxscript for the dynamo exporter),
+    in ranges that hold the verified versions; the Makefile installs the extra, so a fresh clone's environment
+    imports them."""
     import importlib
     import importlib.metadata
 
@@ -91,7 +92,7 @@ def test_the_onnx_extra_is_declared_pinned_and_installed():
         for r in declared
         if r.marker is not None and r.marker.evaluate({"extra": "onnx"}) and not r.marker.evaluate({"extra": ""})
     }
-    assert set(onnx) == {"onnxruntime", "onnx"}
+    assert set(onnx) == {"onnxruntime", "onnx", "onnxscript"}
     for name, requirement in onnx.items():
         installed = importlib.metadata.version(name)
         assert requirement.specifier and installed in requirement.specifier, (
