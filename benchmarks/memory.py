@@ -146,6 +146,8 @@ def main() -> None:
         work = Path(folder)
         commands = jobs(args.data, work, args.train_steps)
         for name in args.jobs:
+            # The commit whose tree the job runs (its subprocesses import the tree as it is when they start).
+            running = commit()
             load = LoadSampler()
             load.start()
             started = time.perf_counter()
@@ -161,7 +163,7 @@ def main() -> None:
                 "holds": None if target is None else peak <= target,
                 "seconds": round(time.perf_counter() - started),
                 "load_average": load.summary(),
-                "sciembed_commit": commit(),
+                "sciembed_commit": running,
                 "machine": machine(),
             }
             record(args.output, name, result)
