@@ -31,7 +31,7 @@ import os
 import platform
 import shutil
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -184,18 +184,8 @@ class OnnxBackend:
         key = json.dumps([encoder.forward_options, encoder.facets], sort_keys=True)
         if key not in self._sessions:
             folder = export_folder(encoder, self.cache_dir)
-            verdict = read_gate(folder) if self.quantization == "int8" and self.gated else {"passed": True}
-            if verdict is None or not verdict.get("passed"):
-                reason = (
-                    "it has not been checked"
-                    if verdict is None
-                    else f"it failed its quality gate ({verdict.get('reason')})"
-                )
-                raise ValueError(
-                    f"int8 for {encoder.name_or_path} is refused: {reason}. Check it first against fp32 on held-out "
-                    "citations: sciembed.evaluation.int8_gate.check_int8(encoder, check_set), or --int8-check-set "
-                    "PATH on the command line"
-                )
+            if self.quantization == "int8" and self.gated:
+                refuse_ungated(read_gate(folder), f"int8 for {encoder.name_or_path}")
             path = folder / (INT8_FILE if self.quantization == "int8" else FP32_FILE)
             self._sessions[key] = OnnxSession(path, threads=self.threads)
         return self._sessions[key]
@@ -204,16 +194,32 @@ class OnnxBackend:
 def export_folder(encoder: PaperEncoder, cache_dir: str | os.PathLike[str]) -> Path:
     """The cache folder of ``encoder``'s export (``model.onnx`` and ``export.json``), exported and checked
     if it is not there yet. The folder appears whole or not at all."""
-    folder = Path(cache_dir) / encoder.model_fingerprint()[:32]
-    if (folder / EXPORT_FILE).is_file() and (folder / FP32_FILE).is_file():
+
+    def build(staging: Path) -> None:
+        report = export_encoder(encoder, staging / FP32_FILE)
+        (staging / EXPORT_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+    return cached_folder(Path(cache_dir) / encoder.model_fingerprint()[:32], (EXPORT_FILE, FP32_FILE), build)
+
+
+def cached_folder(folder: Path, files: Sequence[str], build: Callable[[Path], None]) -> Path:
+    """``folder`` of the cache, built by ``build`` into a staging folder beside it unless it holds ``files``.
+
+    The folder appears whole or not at all; when another process finishes the same folder first, its copy is kept.
+
+    Args:
+        folder: the cache folder.
+        files: the files a finished folder holds; the first of them is written last.
+        build: writes the folder's files into the staging folder it is given.
+    """
+    if all((folder / name).is_file() for name in files):
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = folder.parent / f".{folder.name}.{uuid.uuid4().hex[:8]}.partial"  # mkdir, not mkdtemp: the umask's modes
     staging.mkdir()
     try:
-        report = export_encoder(encoder, staging / FP32_FILE)
-        (staging / EXPORT_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        if (folder / EXPORT_FILE).is_file():  # another process finished the same export meanwhile
+        build(staging)
+        if (folder / files[0]).is_file():  # another process finished the same folder meanwhile
             shutil.rmtree(staging)
         else:
             replace_folder(staging, folder)
@@ -221,6 +227,22 @@ def export_folder(encoder: PaperEncoder, cache_dir: str | os.PathLike[str]) -> P
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return folder
+
+
+def refuse_ungated(verdict: Mapping[str, Any] | None, what: str) -> None:
+    """Refuse a quantized model whose quality gate has not run or did not pass.
+
+    Args:
+        verdict: the gate's verdict read from the cache (``None``: never checked).
+        what: the model as messages name it (``"int8 for NAME"``).
+    """
+    if verdict is not None and verdict.get("passed"):
+        return
+    reason = "it has not been checked" if verdict is None else f"it failed its quality gate ({verdict.get('reason')})"
+    raise ValueError(
+        f"{what} is refused: {reason}. Check it first against fp32 on held-out citations: "
+        "sciembed.evaluation.int8_gate.check_int8(encoder, check_set), or --int8-check-set PATH on the command line"
+    )
 
 
 def export_encoder(

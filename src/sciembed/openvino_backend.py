@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from . import onnx_backend
-from .io import atomic_path, default_cache_dir, replace_folder
+from .io import atomic_path, default_cache_dir
 
 if TYPE_CHECKING:
     from .encode import PaperEncoder
@@ -145,18 +145,9 @@ class OpenVinoBackend:
         if key not in self._models:
             folder = model_folder(encoder, self.cache_dir)
             if self.quantization != "fp32" and self.gated:
-                verdict = read_gate(folder, self.quantization)
-                if verdict is None or not verdict.get("passed"):
-                    reason = (
-                        "it has not been checked"
-                        if verdict is None
-                        else f"it failed its quality gate ({verdict.get('reason')})"
-                    )
-                    raise ValueError(
-                        f"OpenVINO {self.quantization} for {encoder.name_or_path} is refused: {reason}. Check it "
-                        "first against fp32 on held-out citations: sciembed.evaluation.int8_gate.check_int8(encoder, "
-                        "check_set), or --int8-check-set PATH on the command line"
-                    )
+                onnx_backend.refuse_ungated(
+                    read_gate(folder, self.quantization), f"OpenVINO {self.quantization} for {encoder.name_or_path}"
+                )
             self._models[key] = OpenVinoModel(folder / model_file(self.quantization), threads=self.threads)
         return self._models[key]
 
@@ -171,23 +162,13 @@ class OpenVinoBackend:
 def model_folder(encoder: PaperEncoder, cache_dir: str | os.PathLike[str]) -> Path:
     """The cache folder of ``encoder``'s OpenVINO model (``model.xml``, ``model.bin``, ``convert.json``), exported,
     converted and checked if it is not there yet. The folder appears whole or not at all."""
-    folder = Path(cache_dir) / encoder.model_fingerprint()[:32]
-    if (folder / CONVERT_FILE).is_file() and (folder / model_file("fp32")).is_file():
-        return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = folder.parent / f".{folder.name}.{uuid.uuid4().hex[:8]}.partial"
-    staging.mkdir()
-    try:
+
+    def build(staging: Path) -> None:
         report = convert_encoder(encoder, staging)
         (staging / CONVERT_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        if (folder / CONVERT_FILE).is_file():  # another process finished the same conversion meanwhile
-            shutil.rmtree(staging)
-        else:
-            replace_folder(staging, folder)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return folder
+
+    folder = Path(cache_dir) / encoder.model_fingerprint()[:32]
+    return onnx_backend.cached_folder(folder, (CONVERT_FILE, model_file("fp32")), build)
 
 
 def convert_encoder(encoder: PaperEncoder, folder: str | os.PathLike[str]) -> dict[str, Any]:
