@@ -23,10 +23,10 @@ logger = logging.get_logger(__name__)
 
 @dataclass
 class Multi2SPEModelOutput(ModelOutput):
-    """Output of :class:`Multi2SPEModel`; sequence positions include the K−1 inserted CLS tokens.
+    """Output of :class:`Multi2SPEModel`. Sequence positions include the K−1 inserted CLS tokens.
 
     Args:
-        last_hidden_state: (batch, n + K − 1, hidden) final hidden states; positions 0..K−1 are the
+        last_hidden_state: (batch, n + K − 1, hidden) final hidden states. Positions 0..K−1 are the
             CLS tokens after the last layer's per-CLS linear layers (when there are some).
         pooler_output: (batch, hidden) the paper embedding Σ_k c_k used at inference in the paper.
         cls_embeddings: (batch, K, hidden) the CLS outputs c_1..c_K (what the training similarity
@@ -54,7 +54,7 @@ class Multi2SPECLSLinear(nn.Module):
 
     Args:
         init: how the weights start: ``"identity"``, ``"zero"`` or ``"normal"`` (BERT's normal(0,
-            initializer_range)); biases start at zero.
+            initializer_range)). Biases start at zero.
     """
 
     def __init__(self, config: Multi2SPEConfig, init: str):
@@ -279,15 +279,15 @@ class Multi2SPEPreTrainedModel(PreTrainedModel):
 
 
 class Multi2SPEModel(Multi2SPEPreTrainedModel):
-    """Multi²SPE encoder: BERT with K CLS tokens and per-CLS linear layers; ``pooler_output`` = Σ_k c_k.
+    """Multi²SPE encoder: BERT with K CLS tokens and per-CLS linear layers. ``pooler_output`` = Σ_k c_k.
 
     The model inserts the K−1 extra CLS tokens itself, right after ``[CLS]`` (positions 1..K−1, attention
-    mask 1, token type 0), so a plain BERT tokenizer's output goes in unchanged; inputs must therefore
+    mask 1, token type 0), so a plain BERT tokenizer's output goes in unchanged. Inputs must therefore
     start with ``[CLS]`` and be right-padded, as BERT tokenizers produce them. Later tokens move K−1
     positions to the right and get the position ids 0..n+K−2 of the extended sequence, as if the
     tokenizer had produced it. An extended sequence longer than ``max_position_embeddings`` loses tokens
     before its final token (the tokenizer's ``[SEP]``), which is kept, as a tokenizer truncating to the
-    limit would have done; this is logged once.
+    limit would have done. This is logged once.
     """
 
     def __init__(self, config: Multi2SPEConfig):
@@ -330,12 +330,12 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
 
         Args:
             path_or_model: a folder or Hub id of a BERT checkpoint, or a ``BertModel``.
-            tokenizer: the checkpoint's tokenizer; loaded from the path (or ``model.name_or_path``) when
+            tokenizer: the checkpoint's tokenizer. Loaded from the path (or ``model.name_or_path``) when
                 omitted. The extra CLS tokens are ``[unused1]``..``[unused{K-1}]`` when its vocabulary
-                has them (as in the authors' ``utils.py``); otherwise ``[CLS1]``..``[CLS{K-1}]`` are added
+                has them (as in the authors' ``utils.py``). Otherwise ``[CLS1]``..``[CLS{K-1}]`` are added
                 to this tokenizer object in place as special tokens, so a caller who passes it can save
                 it next to the model, and the embeddings are resized.
-            **options: :class:`Multi2SPEConfig` fields (``num_cls_tokens``, ``linear_layers``, ...); given
+            **options: :class:`Multi2SPEConfig` fields (``num_cls_tokens``, ``linear_layers``, ...). Given
                 ``extra_cls_token_ids`` are used as they are.
 
         Returns the model in evaluation mode, as ``from_pretrained`` does.
@@ -460,10 +460,10 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
         output_hidden_states: Optional[bool] = None,
         return_dict: Optional[bool] = None,
     ) -> Union[tuple[torch.Tensor, ...], Multi2SPEModelOutput]:
-        """Encode a batch as BERT tokenizes it; the model inserts the extra CLS tokens itself.
+        """Encode a batch as BERT tokenizes it. The model inserts the extra CLS tokens itself.
 
         ``inputs_embeds`` (instead of ``input_ids``) get the word embeddings of the extra tokens
-        inserted after position 0. ``position_ids``, when given, are for the input as passed; the
+        inserted after position 0. ``position_ids``, when given, are for the input as passed. The
         inserted tokens continue them and later positions shift by K−1.
         """
         output_hidden_states = (
@@ -543,7 +543,7 @@ class Multi2SPEForSequenceClassification(Multi2SPEPreTrainedModel):
         Args:
             path_or_model, tokenizer: as for :meth:`Multi2SPEModel.from_bert`.
             head: ``"CH1"``, ``"CH2"`` (default) or ``"CH3"`` (``SPECTROID_HEADS``), or a list of hidden sizes.
-            num_labels: the number of labels; defaults to the length of ``id2label`` when that is among the
+            num_labels: the number of labels. Defaults to the length of ``id2label`` when that is among the
                 options, else 2. The checkpoint's own label maps are not carried over.
             **options: :class:`Multi2SPEConfig` fields (``num_cls_tokens``, ``problem_type``, ``id2label``, ...).
         """

@@ -137,7 +137,7 @@ class SpectroidModel(BertModel):
     def forward(
         self, input_ids: Optional[torch.Tensor] = None, attention_mask: Optional[torch.Tensor] = None, **kwargs
     ):
-        """``BertModel.forward``; with ``text_pooling="mean"`` the ``pooler_output`` is the masked mean."""
+        """``BertModel.forward``. With ``text_pooling="mean"`` the ``pooler_output`` is the masked mean."""
         outputs = super().forward(input_ids, attention_mask=attention_mask, **kwargs)
         if getattr(self.config, "text_pooling", None) != "mean":
             return outputs
@@ -184,7 +184,7 @@ class SpectroidPreTrainedModel(BertPreTrainedModel):
     config_class = SpectroidConfig
 
     def _init_weights(self, module: nn.Module) -> None:
-        """BERT's initialisation; the head's hidden layers He's (:func:`init_bert_module`)."""
+        """BERT's initialisation. The head's hidden layers He's (:func:`init_bert_module`)."""
         init_bert_module(module, self.config.initializer_range)
 
 
@@ -218,13 +218,13 @@ class SpectroidForSequenceClassification(SpectroidPreTrainedModel):
         num_labels: Optional[int] = None,
         **options,
     ) -> SpectroidForSequenceClassification:
-        """Put a new classification head on a BERT checkpoint; every pretrained encoder weight is copied.
+        """Put a new classification head on a BERT checkpoint. Every pretrained encoder weight is copied.
 
         Args:
             path_or_model: a folder or Hub id loadable by ``BertModel.from_pretrained`` (SPECTER, SciNCL,
                 SciBERT, a sentence-transformers folder), or a ``BertModel``.
             head: ``"CH1"``, ``"CH2"`` (default) or ``"CH3"`` (see ``SPECTROID_HEADS``), or a list of hidden sizes.
-            num_labels: the number of labels; defaults to the length of ``id2label`` when that is among the
+            num_labels: the number of labels. Defaults to the length of ``id2label`` when that is among the
                 options, else 2. The checkpoint's own label maps are not carried over.
             **options: :class:`SpectroidConfig` / ``BertConfig`` fields (``problem_type``, ``classifier_dropout``,
                 ``id2label``, ...).

@@ -61,13 +61,13 @@ def resolve_model(
 
     Args:
         name: a local model folder or a Hub id.
-        revision: a Hub id's branch, tag or commit; refused for a local folder.
+        revision: a Hub id's branch, tag or commit. Refused for a local folder.
         token: a Hub token.
         cache_dir: the Hub cache (default: ``HF_HUB_CACHE``).
         local_files_only: read the Hub cache only.
 
     Returns:
-        ``(folder, commit)``: a Hub id's snapshot folder and commit; a local folder as given, with the commit of a
+        ``(folder, commit)``: a Hub id's snapshot folder and commit. A local folder as given, with the commit of a
         Hub cache snapshot folder (``.../snapshots/<commit>``), else ``None``.
 
     Raises:
@@ -125,7 +125,7 @@ def hub_folder_with(
 ) -> str | None:
     """The snapshot folder of the Hub repository ``name`` when the repository holds ``filename``, else ``None``.
 
-    The file is looked up first (from the cache, or one download); only a repository that has it is fetched whole.
+    The file is looked up first (from the cache, or one download). Only a repository that has it is fetched whole.
 
     Args:
         name: a Hub id (a local folder gives ``None``).
@@ -176,7 +176,7 @@ def _looks_local(name: str) -> bool:
 
 
 def _snapshot_commit(folder: Path) -> str | None:
-    """The commit of a Hub cache snapshot folder (``models--org--name/snapshots/<commit>``); ``None`` otherwise."""
+    """The commit of a Hub cache snapshot folder (``models--org--name/snapshots/<commit>``). ``None`` otherwise."""
     parent = folder.parent
     if parent.name == "snapshots" and parent.parent.name.startswith("models--"):
         return folder.name

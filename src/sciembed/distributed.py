@@ -16,7 +16,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Share:
-    """Process ``rank`` of ``world_size``; ``group`` when a process group connects them (barriers work)."""
+    """Process ``rank`` of ``world_size``. ``group`` when a process group connects them (barriers work)."""
 
     rank: int = 0
     world_size: int = 1

@@ -3,7 +3,7 @@
 Every evaluator, the CLI and the demo embed papers through :func:`encode` (or a :class:`PaperEncoder`
 held across calls). Texts are tokenized once to measure their length, grouped into batches of similar
 length (longest first, so a batch that does not fit in memory fails at once), run under
-``torch.inference_mode`` and put back in input order; the result is a float32 numpy array.
+``torch.inference_mode`` and put back in input order. The result is a float32 numpy array.
 
 Pooling is the model's own: the ``[CLS]`` vector for a plain transformers encoder (SPECTER's choice),
 the family's embedding (``pooler_output``) for sciembed's model families, and the model's own modules
@@ -89,14 +89,14 @@ _LENGTH_WINDOW = 16_384
 
 class Encoder(ABC):
     """What every sciembed encoder offers, whatever it is built from: papers (records or texts) to vectors
-    in a task format. :class:`PaperEncoder` wraps one model; :class:`~sciembed.encoders.EnsembleEncoder`
+    in a task format. :class:`PaperEncoder` wraps one model. :class:`~sciembed.encoders.EnsembleEncoder`
     averages several. The evaluation runner, the embedding cache and the embed job take any encoder.
 
     Every encoder sets ``tokenizer``, ``device``, ``max_length``, ``pooling``, ``normalize``, ``facets``,
     ``forward_options`` (the keyword arguments its forward pass gets, such as ``task_format``), ``backend``
     (``pytorch``, ``onnx`` or ``openvino``) and ``quantization`` (``fp32``, or an int8 kind of the ONNX or OpenVINO
     model's weights).
-    It embeds a list of papers in ``_encode``; :meth:`encode` turns what users give (one text, a generator, a
+    It embeds a list of papers in ``_encode``. :meth:`encode` turns what users give (one text, a generator, a
     DataFrame, ...) into that list first, and the vectors into what was asked for (a tensor, int8, bits, ...).
     """
 
@@ -127,12 +127,12 @@ class Encoder(ABC):
         """Load the encoder a local folder or Hub id holds: every entry point that takes a model name loads it here.
 
         A folder or Hub repository (at ``revision``) holding ``sciembed_ensemble.json`` loads as an
-        :class:`~sciembed.encoders.EnsembleEncoder`, its members each with ``options``; anything else as a
+        :class:`~sciembed.encoders.EnsembleEncoder`, its members each with ``options``. Anything else as a
         :class:`PaperEncoder`.
 
         Args:
             name_or_path: a local folder or a Hub id (default: the embedded all-MiniLM-L6-v2).
-            device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...; defaults to CUDA when available.
+            device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, .... Defaults to CUDA when available.
             max_length: tokens per text (default: the model's limit, at most 512).
             pooling: ``"cls"`` or ``"mean"`` for a plain transformers model (default: the model's own).
             task_format: the format of a multi-format model (default: the model's own).
@@ -141,7 +141,7 @@ class Encoder(ABC):
             quantization: the ONNX or OpenVINO model's weights: ``"fp32"`` (default), ``"int8"``, or
                 ``"int8_weights"`` (OpenVINO only).
             trust_remote_code: let the checkpoint run code that is not sciembed's own.
-            revision: a Hub id's branch, tag or commit (default: ``main``); refused for a local folder.
+            revision: a Hub id's branch, tag or commit (default: ``main``). Refused for a local folder.
             token: a Hub token for private repositories (default: the one ``hf auth login`` stored).
             cache_dir: the Hub cache to download to and read from (default: ``HF_HUB_CACHE``).
             local_files_only: read a Hub id from the cache only, never downloading.
@@ -191,7 +191,7 @@ class Encoder(ABC):
 
     @abstractmethod
     def fingerprint(self) -> str:
-        """A hash of everything that decides the vectors; equal fingerprints give equal vectors."""
+        """A hash of everything that decides the vectors. Equal fingerprints give equal vectors."""
 
     def encode(
         self,
@@ -210,11 +210,11 @@ class Encoder(ABC):
         """Embed ``inputs`` (paper records, or texts as they are), in input order, as sentence-transformers does.
 
         Args:
-            inputs: one text or one paper record, embedded as one vector ``(dim,)``; or a list, tuple, generator or
+            inputs: one text or one paper record, embedded as one vector ``(dim,)``. Or a list, tuple, generator or
                 pandas DataFrame of them (its rows), embedded as ``(n, dim)``
                 (:func:`~sciembed.data.papers.paper_inputs`).
             batch_size: texts per forward pass (default: :attr:`default_batch_size`).
-            show_progress_bar: show a tqdm bar over the papers; ``None`` shows it when the ``sciembed`` logger is at
+            show_progress_bar: show a tqdm bar over the papers. ``None`` shows it when the ``sciembed`` logger is at
                 INFO or lower.
             convert_to_numpy: return a numpy array (``False``: a list of tensors, one per input).
             convert_to_tensor: return one ``torch.Tensor`` (takes precedence over ``convert_to_numpy``).
@@ -350,7 +350,7 @@ class Encoder(ABC):
         """Save the encoder as a folder that :meth:`Encoder.from_pretrained` loads as the same encoder.
 
         Args:
-            path: the folder to write; it appears whole or not at all.
+            path: the folder to write. It appears whole or not at all.
             overwrite: replace a folder that is there (refused otherwise).
 
         Raises:
@@ -370,8 +370,8 @@ class Encoder(ABC):
         return self.tokenizer.sep_token or " "
 
     def texts(self, papers: Papers, fields: Sequence[str] = TEXT_FIELDS) -> list[str]:
-        """Model texts of ``papers`` (as :meth:`encode` takes them; one text or record gives a list of one): paper
-        records through :func:`~sciembed.data.papers.paper_text` (their ``fields`` joined by the separator;
+        """Model texts of ``papers`` (as :meth:`encode` takes them, one text or record gives a list of one): paper
+        records through :func:`~sciembed.data.papers.paper_text` (their ``fields`` joined by the separator,
         SciRepEval's search adds venue and year), strings unchanged."""
         items, _ = paper_inputs(papers)
         return [
@@ -381,7 +381,7 @@ class Encoder(ABC):
 
     def encode_query(self, queries: Papers, **kwargs: Any) -> Any:
         """Embed search queries: in the ``adhoc_query`` format when the model has one (SciRepEval's
-        ``[QRY]``, SPECTER2's query adapter), else as any text. One query gives one vector; ``kwargs`` as for
+        ``[QRY]``, SPECTER2's query adapter), else as any text. One query gives one vector. ``kwargs`` as for
         :meth:`encode`."""
         items, single = paper_inputs(queries, what="queries")
         vectors = self._in_format(QUERY_FORMAT).encode(items, **kwargs)
@@ -389,7 +389,7 @@ class Encoder(ABC):
 
     def encode_document(self, papers: Papers, **kwargs: Any) -> Any:
         """Embed search candidates: in the ``proximity`` format when the model has one, else as any
-        paper. One paper gives one vector; ``kwargs`` as for :meth:`encode`."""
+        paper. One paper gives one vector. ``kwargs`` as for :meth:`encode`."""
         return self._in_format(DOCUMENT_FORMAT).encode(papers, **kwargs)
 
     def _in_format(self, task_format: str) -> Encoder:
@@ -401,32 +401,32 @@ class PaperEncoder(Encoder):
 
     Args:
         model: a transformers ``PreTrainedModel`` (encoder) or a ``SentenceTransformer``.
-        tokenizer: the tokenizer of a transformers model; loaded from ``model.name_or_path`` when omitted.
+        tokenizer: the tokenizer of a transformers model. Loaded from ``model.name_or_path`` when omitted.
         pooling: ``"cls"`` (default) or ``"mean"`` for a plain transformers model. sciembed's families
             and sentence-transformers models pool their own way, so this must be left unset for them.
         normalize: L2-normalise the vectors of a transformers model (a sentence-transformers model
             normalises when its modules say so).
-        max_length: tokens per text after truncation, more than the special tokens the tokenizer adds; defaults to
+        max_length: tokens per text after truncation, more than the special tokens the tokenizer adds. Defaults to
             the model's limit (the tokenizer's ``model_max_length`` capped by ``max_position_embeddings`` less the
-            tokens a family inserts itself, at most 512; a limit the folder sets below :data:`MIN_FOLDER_WINDOW` is
+            tokens a family inserts itself, at most 512, a limit the folder sets below :data:`MIN_FOLDER_WINDOW` is
             refused).
-        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...; defaults to CUDA when available, else CPU.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, .... Defaults to CUDA when available, else CPU.
         task_format: the format of a control-code model (``classification``, ``regression``,
-            ``proximity``, ``adhoc_query``); the model's default when unset.
+            ``proximity``, ``adhoc_query``). The model's default when unset.
         domain: the domain of a mixture-of-experts model with domain routing (one of ``config.domains``).
         facets: return each paper's facet vectors ``(K, dim)`` instead of one vector, for a model whose
-            output holds ``cls_embeddings`` (Multi2SPEModel); :meth:`encode` then returns ``(n, K, dim)``.
+            output holds ``cls_embeddings`` (Multi2SPEModel). :meth:`encode` then returns ``(n, K, dim)``.
         backend: ``"pytorch"`` (default), ``"onnx"``: the same batches run by ONNX Runtime on CPU, from an export of
-            this encoder made once and cached (:mod:`sciembed.onnx_backend`; needs ``sciembed[onnx]``), or
-            ``"openvino"``: that export run by OpenVINO on CPU (:mod:`sciembed.openvino_backend`; needs
+            this encoder made once and cached (:mod:`sciembed.onnx_backend`, needs ``sciembed[onnx]``), or
+            ``"openvino"``: that export run by OpenVINO on CPU (:mod:`sciembed.openvino_backend`, needs
             ``sciembed[openvino]``).
         quantization: the ONNX or OpenVINO model's weights: ``"fp32"`` (default), ``"int8"`` (ONNX: dynamically
-            quantised; OpenVINO: NNCF's post-training quantization) or ``"int8_weights"`` (OpenVINO: int8 weights
-            only); int8 is refused until :func:`sciembed.evaluation.int8_gate.check_int8` has passed it. The
+            quantised, OpenVINO: NNCF's post-training quantization) or ``"int8_weights"`` (OpenVINO: int8 weights
+            only). int8 is refused until :func:`sciembed.evaluation.int8_gate.check_int8` has passed it. The
             vectors' own precision is :meth:`encode`'s ``precision``.
         onnx_cache: where ONNX exports are kept (default ``onnx/`` in :func:`sciembed.io.default_cache_dir`).
         openvino_cache: where OpenVINO models are kept (default ``openvino/`` in the same folder).
-        precision: not taken here; refused with the name of ``quantization``, its name for the ONNX weights.
+        precision: not taken here. Refused with the name of ``quantization``, its name for the ONNX weights.
     """
 
     def __init__(
@@ -525,22 +525,22 @@ class PaperEncoder(Encoder):
         model_kwargs: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> PaperEncoder:
-        """Load one model by Hub id or local path; the arguments are those of :meth:`Encoder.from_pretrained`.
+        """Load one model by Hub id or local path. The arguments are those of :meth:`Encoder.from_pretrained`.
 
         A folder holding ``sciembed_ensemble.json`` is refused, naming :meth:`Encoder.from_pretrained`, which loads
         it as an ensemble: a ``PaperEncoder`` is always one model.
 
         A Hub id is resolved to a commit in the Hub cache first (downloaded unless ``local_files_only`` or
-        ``HF_HUB_OFFLINE``; other frameworks' weights are left out); every check and load then reads that folder, and
+        ``HF_HUB_OFFLINE``, other frameworks' weights are left out). Every check and load then reads that folder, and
         the commit is the encoder's :attr:`~Encoder.revision`. A local folder has ``revision`` ``None``, unless it is
         a snapshot folder of the Hub cache (``.../snapshots/<commit>``), whose commit it is.
 
         A folder or Hub repository with a sentence-transformers ``modules.json`` loads as a
-        ``SentenceTransformer``; anything else with ``AutoModel`` / ``AutoTokenizer``. A ``pooling`` given for a
+        ``SentenceTransformer``. Anything else with ``AutoModel`` / ``AutoTokenizer``. A ``pooling`` given for a
         sentence-transformers folder loads its transformer alone and pools that way instead of with its own modules,
-        so that off-the-shelf sentence encoders can be compared with SPECTER-style models under one pooling; it keeps
+        so that off-the-shelf sentence encoders can be compared with SPECTER-style models under one pooling. It keeps
         the folder's ``max_seq_length`` unless ``max_length`` is given. ``model_kwargs`` may set ``torch_dtype``
-        (``"bfloat16"``, ``torch.float16``, ...); the vectors are float32 whatever the dtype.
+        (``"bfloat16"``, ``torch.float16``, ...). The vectors are float32 whatever the dtype.
         A local folder with format adapters or PALs saved next to its base gets them attached
         (:func:`sciembed.formats.load_format_modules`).
         """
@@ -603,7 +603,7 @@ class PaperEncoder(Encoder):
         :meth:`from_pretrained` loads as this encoder (a sentence-transformers model as its own modules).
 
         Args:
-            path: the folder to write; it appears whole or not at all.
+            path: the folder to write. It appears whole or not at all.
             overwrite: replace a folder that is there (refused otherwise, before anything is written).
 
         Raises:
@@ -725,7 +725,7 @@ class PaperEncoder(Encoder):
 
     @property
     def task_formats(self) -> tuple[str, ...]:
-        """The formats the model embeds differently (empty for a single-embedding model); a
+        """The formats the model embeds differently (empty for a single-embedding model). A
         sentence-transformers model with format routes (:mod:`sciembed.formats.format_routes`) has those of its
         routes."""
         if self._routes:
@@ -763,7 +763,7 @@ class PaperEncoder(Encoder):
         return other
 
     def with_quantization(self, quantization: WeightQuantization, *, gated: bool = True) -> PaperEncoder:
-        """This ONNX or OpenVINO encoder (same model and cache) running the ``quantization`` model; ``gated=False``
+        """This ONNX or OpenVINO encoder (same model and cache) running the ``quantization`` model. ``gated=False``
         (for the int8 gate only) runs int8 before it has passed."""
         if self._engine is None:
             raise ValueError("quantization is for backend='onnx' or backend='openvino'")
@@ -848,7 +848,7 @@ class PaperEncoder(Encoder):
         show_progress_bar: bool,
         progress_desc: str,
     ) -> np.ndarray:
-        """Embed ``papers`` (paper records or ready-made texts); returns float32 ``(len(papers), dim)``
+        """Embed ``papers`` (paper records or ready-made texts). Returns float32 ``(len(papers), dim)``
         (``(len(papers), K, dim)`` with ``facets``) in input order."""
         import torch
 
@@ -885,7 +885,7 @@ class PaperEncoder(Encoder):
         return vectors
 
     def _float32(self, embeddings: torch.Tensor) -> np.ndarray:
-        """A batch of the model's vectors as float32; unit vectors computed in a lower dtype made unit length again.
+        """A batch of the model's vectors as float32. Unit vectors computed in a lower dtype made unit length again.
 
         Args:
             embeddings: the output of :meth:`forward`.
@@ -910,7 +910,7 @@ class PaperEncoder(Encoder):
 
     def features(self, texts: list[str]) -> dict[str, Any]:
         """The model inputs of one batch of ``texts``: tokenized (padded to the batch's longest, truncated to
-        ``max_length``) and routed to the encoder's domain; tensors on the encoder's device."""
+        ``max_length``) and routed to the encoder's domain. Tensors on the encoder's device."""
         import torch
 
         if self._sentence_transformer is not None:
@@ -1003,13 +1003,13 @@ def encode(
     in input order, ``(dim,)`` for one text or record.
 
     A model given by name is loaded once and kept: a loop of ``sciembed.encode(name, ...)`` with the same name and
-    loading options reuses it (the last model only; :func:`clear_model_cache` lets it go).
+    loading options reuses it (the last model only, :func:`clear_model_cache` lets it go).
 
     Args:
         model: a :class:`PaperEncoder` (or any :class:`Encoder`), a transformers model, a ``SentenceTransformer``,
             or a Hub id / local path (``None``: the embedded all-MiniLM-L6-v2).
         inputs: paper records (``title`` / ``abstract``, see :func:`~sciembed.data.papers.paper_text`)
-            or ready-made texts: one, or a list, tuple, generator or pandas DataFrame of them (its rows); checked
+            or ready-made texts: one, or a list, tuple, generator or pandas DataFrame of them (its rows). Checked
             before a model is loaded (:func:`~sciembed.data.papers.paper_inputs`).
         batch_size, show_progress_bar, convert_to_numpy, convert_to_tensor: see :meth:`Encoder.encode`.
         normalize_embeddings, precision, ranges, calibration_embeddings: see :meth:`Encoder.encode`.
@@ -1273,7 +1273,7 @@ def refuse_encoder_options(function: str, given: Mapping[str, Any]) -> None:
         given: the keyword arguments it did not take.
 
     Raises:
-        TypeError: for an encoder option, naming :meth:`Encoder.from_pretrained`; for any other, as Python does.
+        TypeError: for an encoder option, naming :meth:`Encoder.from_pretrained`. For any other, as Python does.
     """
     for name in given:
         if name not in ENCODER_OPTIONS:

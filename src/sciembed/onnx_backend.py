@@ -11,7 +11,7 @@ An export is made once per encoder and format, in ``<cache>/onnx/<fingerprint>/`
 :func:`sciembed.io.default_cache_dir`), and checked before it is used: on texts of other lengths and another
 batch size than it was traced with, its vectors must equal PyTorch's within :data:`EXPORT_TOLERANCE`. It is
 traced with eager attention, whose pattern ``onnxruntime.transformers.optimizer`` then fuses (attention,
-LayerNorm, GELU) before the graph is checked again; a fused graph that misses the tolerance is not used (the
+LayerNorm, GELU) before the graph is checked again. A fused graph that misses the tolerance is not used (the
 plain export is, with a warning). What cannot be exported raises :class:`OnnxExportError` naming the model
 and the reason.
 
@@ -132,7 +132,7 @@ def cpu_flags() -> dict[str, bool]:
 
 
 def cpu_has_vnni() -> bool:
-    """Whether the CPU has 8-bit dot-product instructions (AVX-512 VNNI, AVX-VNNI or AMX); without them
+    """Whether the CPU has 8-bit dot-product instructions (AVX-512 VNNI, AVX-VNNI or AMX). Without them
     int8 matrix products on x86 can saturate, and the quantiser uses 7-bit weights (``reduce_range``)."""
     flags = cpu_flags()
     return flags["avx512_vnni"] or flags["avx_vnni"] or flags["amx_int8"]
@@ -205,11 +205,11 @@ def export_folder(encoder: PaperEncoder, cache_dir: str | os.PathLike[str]) -> P
 def cached_folder(folder: Path, files: Sequence[str], build: Callable[[Path], None]) -> Path:
     """``folder`` of the cache, built by ``build`` into a staging folder beside it unless it holds ``files``.
 
-    The folder appears whole or not at all; when another process finishes the same folder first, its copy is kept.
+    The folder appears whole or not at all. When another process finishes the same folder first, its copy is kept.
 
     Args:
         folder: the cache folder.
-        files: the files a finished folder holds; the first of them is written last.
+        files: the files a finished folder holds. The first of them is written last.
         build: writes the folder's files into the staging folder it is given.
     """
     if all((folder / name).is_file() for name in files):
@@ -255,7 +255,7 @@ def export_encoder(
         encoder: a float32 encoder on CPU, in the format to export.
         path: the ONNX file written.
         optimize: fuse the graph with ONNX Runtime's transformer optimizer.
-        exporter: ``torchscript`` (the default) or ``dynamo`` (``torch.export``; needs ``onnxscript``).
+        exporter: ``torchscript`` (the default) or ``dynamo`` (``torch.export``, needs ``onnxscript``).
 
     Returns what was done: the graph kind (``fused`` or ``plain``), the inputs, the largest difference to
     PyTorch on the check texts, the versions.
@@ -438,7 +438,7 @@ def _trace(
     output: str,
     exporter: Exporter = "torchscript",
 ) -> None:
-    """Export ``forward`` (a function of the tensors ``names`` of ``traced``; ``module`` holds its weights) with
+    """Export ``forward`` (a function of the tensors ``names`` of ``traced``, ``module`` holds its weights) with
     every input's batch and sequence axes, and the output's leading ones, left free.
 
     Args:

@@ -30,7 +30,7 @@ def save_model(
     Args:
         model: a transformers model (a family model, or one with format adapters or PALs).
         tokenizer: its tokenizer.
-        folder: where to write (created; files there are replaced).
+        folder: where to write (created, files there are replaced).
         pooling: ``cls`` or ``mean`` for a plain transformers model (sentence-transformers modules record it).
         normalize: the vectors are L2-normalised.
         max_length: the window the model is used with.

@@ -3,7 +3,7 @@
 Two layouts are read, the ones citation data is usually shared in:
 
 - **CSV / TSV with a header** naming the two columns ``citing`` and ``cited`` (or ``from`` / ``to``, or
-  ``source`` / ``target``; any case). Other columns are ignored, so hep-th's ``,from,to,date_x,...`` reads as
+  ``source`` / ``target``, any case). Other columns are ignored, so hep-th's ``,from,to,date_x,...`` reads as
   it is. A tab in the header line makes the file TSV, else it is CSV (quoted fields allowed).
 - **SNAP edge lists** (``Cit-HepTh.txt``): ``#`` comment lines, then ``citing<TAB>cited`` lines, no header.
 
@@ -13,7 +13,7 @@ repeats and ids without a paper are counted by the citation graph built from the
 (:meth:`~sciembed.data.graph.CitationGraph.from_edges`), which logs them in one line.
 
 The file is parsed by pyarrow's CSV reader into Arrow string arrays (so millions of edges cost Arrow
-memory, not Python objects); a file that is not an edge list stops at once with a :class:`ValueError` naming
+memory, not Python objects). A file that is not an edge list stops at once with a :class:`ValueError` naming
 the file, the line and what is wrong: an empty file, a header that is not recognised, a line whose number
 of fields differs from the header's (a line with one column), an empty id, bytes that are not UTF-8.
 """

@@ -1,4 +1,4 @@
-"""Encoders built on :class:`~sciembed.PaperEncoder`: ensembles of encoders (:mod:`.ensemble`; an ensemble folder
+"""Encoders built on :class:`~sciembed.PaperEncoder`: ensembles of encoders (:mod:`.ensemble`, an ensemble folder
 loads through :meth:`sciembed.Encoder.from_pretrained`), multi-format models as
 sentence-transformers models with a route per format (:mod:`.router`), and papers longer than the model's window
 embedded window by window (:mod:`.windows`).

@@ -4,9 +4,9 @@ A multi-format model (SciRepEval, Singh et al. 2023: control codes, format adapt
 ``[Router({route: [TaskFormatInput(format)]}), MultiFormatTransformer(model)]``: ``encode_query`` takes the
 ``query`` route (the ``adhoc_query`` format), ``encode_document`` the ``document`` route (``proximity``), and
 ``encode(texts, task=f)`` the route named after any other format ``f`` (``classification``, ``regression``).
-sentence-transformers' ``Router`` saves each route's modules on their own (one folder per route and position;
+sentence-transformers' ``Router`` saves each route's modules on their own (one folder per route and position,
 ``Router.load`` builds one module per folder), so one transformer placed in every route would be written once per
-route and load as that many models. Here the routes hold only the tokenizer and their format's name; the single
+route and load as that many models. Here the routes hold only the tokenizer and their format's name. The single
 encoder after the Router reads the format from the batch and activates it on every forward pass, since format
 adapters and PALs keep the active format as state on the model and the previous batch's route must not decide the
 next one's.
@@ -103,7 +103,7 @@ class TaskFormatInput(_LoadsFromFolder, InputModule):
         processing_kwargs: dict[str, dict[str, Any]] | None = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        """Tokenize ``inputs`` (texts); ``processing_kwargs`` override tokenizer options per call under
+        """Tokenize ``inputs`` (texts). ``processing_kwargs`` override tokenizer options per call under
         ``"common"`` / ``"text"``, as for sentence-transformers' ``Transformer`` (e.g. ``max_length``).
 
         Raises:

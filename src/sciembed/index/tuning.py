@@ -81,7 +81,7 @@ def tune(codes: IndexCodes, truth: ExactTruth, target: float, nlist: int | None)
         nlist: IVF cells (``None`` for a flat index).
 
     Raises:
-        ValueError: no setting reaches ``target``; naming the best recall reached and what helps.
+        ValueError: no setting reaches ``target``. Naming the best recall reached and what helps.
     """
     multipliers = multiplier_ladder(codes.kind, codes.index.ntotal, truth.depth)
     generous = max(m for m in multipliers if m <= GENEROUS_MULTIPLIER)
