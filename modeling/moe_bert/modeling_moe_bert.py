@@ -55,7 +55,7 @@ def additive_attention_mask(attention_mask: torch.Tensor, dtype: torch.dtype) ->
 
 # Copied from sciembed.modeling.multi2spe.modeling_multi2spe.layer_output
 def layer_output(output: Union[torch.Tensor, tuple[torch.Tensor, ...]]) -> torch.Tensor:
-    """A ``BertLayer``'s hidden states: transformers 5.x returns them, 4.57 a tuple that starts with them."""
+    """A ``BertLayer``'s hidden states: transformers 5 returns them, transformers 4 a tuple led by them."""
     return output[0] if isinstance(output, tuple) else output
 
 
@@ -326,9 +326,9 @@ def init_bert_module(module: nn.Module, std: float) -> None:
     """BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls
     transformers 5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
 
-    A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation: BERT's
-    N(0, std) would scale the signal by about 0.02·√64·√½ ≈ 0.11 per 64-unit ReLU layer. ``BertEmbeddings``'
-    position and token-type buffers, which transformers 5 does not load, are refilled.
+    A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation. BERT's
+    small N(0, std) would shrink the signal at every narrow ReLU layer. ``BertEmbeddings``' position and
+    token-type buffers, which transformers 5 does not load, are refilled.
     """
     if isinstance(module, nn.Linear):
         if getattr(module, "relu_follows", False):

@@ -30,7 +30,7 @@ from .configuration_spectroid import SpectroidConfig
 #: and evaluated: ``"CH3": {"n_layers": 5, "n_units": 64}`` in ``MLP_Classification/commons/experiment.py``,
 #: which their ``SpecterClassifier`` builds as Linear(768, 64) followed by five Linear(64, 64), i.e. six
 #: hidden layers of 64 (the architecture their notebook prints for the CH3 runs), although the notebook's prose
-#: speaks of "5 linear layers". Those CH3 runs did not learn (macro F1 0.04 on MeSH, 0.01 on MAG); the head
+#: speaks of "5 linear layers". Those CH3 runs did not learn, so the head
 #: here is initialised for depth (SpectroidClassificationHead.init_weights). Any other head is a list of sizes.
 SPECTROID_HEADS: dict[str, tuple[int, ...]] = {"CH1": (), "CH2": (64,), "CH3": (64,) * 6}
 
@@ -154,9 +154,9 @@ def init_bert_module(module: nn.Module, std: float) -> None:
     """BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls
     transformers 5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
 
-    A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation: BERT's
-    N(0, std) would scale the signal by about 0.02·√64·√½ ≈ 0.11 per 64-unit ReLU layer. ``BertEmbeddings``'
-    position and token-type buffers, which transformers 5 does not load, are refilled.
+    A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation. BERT's
+    small N(0, std) would shrink the signal at every narrow ReLU layer. ``BertEmbeddings``' position and
+    token-type buffers, which transformers 5 does not load, are refilled.
     """
     if isinstance(module, nn.Linear):
         if getattr(module, "relu_follows", False):

@@ -208,11 +208,12 @@ def check_module_chain(model: SentenceTransformer, name: str) -> None:
 
 @contextlib.contextmanager
 def load_errors_named(name: str):
-    """The loaders' failures as one error naming the model and sciembed's own remedy: damaged weights (a
-    truncated ``model.safetensors``), pickle weights that ``torch.load(weights_only=True)`` refuses (transformers
-    4.57 suggests a TensorFlow checkpoint for them, torch to load with ``weights_only=False``: both wrong here),
-    a local folder without weights, and code outside sciembed's own (transformers' message names a Hub URL even for a
-    local folder)."""
+    """Turn the loaders' failures into one error naming the model and sciembed's remedy.
+
+    The failures: damaged weights (a truncated ``model.safetensors``), pickle weights that
+    ``torch.load(weights_only=True)`` refuses (transformers 4 suggests a TensorFlow checkpoint for them, torch to load
+    with ``weights_only=False``: both wrong here), a local folder without weights, and code outside sciembed's own
+    (transformers' message names a Hub URL even for a local folder)."""
     import pickle
 
     from safetensors import SafetensorError

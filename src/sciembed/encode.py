@@ -77,8 +77,8 @@ Pooling = Literal["cls", "mean"]
 Papers = str | Mapping[str, Any] | Iterable[Mapping[str, Any] | str]
 
 
-#: Texts per forward pass by default. On CPUs smaller batches ran fastest (benchmarks/encode_speed.py, batch
-#: sweep: 8 was the fastest of 4-64 for both the PyTorch and the ONNX path, 32 up to 12% slower); GPUs want more.
+#: Texts per forward pass by default. Small batches run fastest on CPUs (``benchmarks/encode_speed.py`` sweeps the
+#: batch size), GPUs want more.
 CPU_BATCH_SIZE, GPU_BATCH_SIZE = 8, 32
 
 

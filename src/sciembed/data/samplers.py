@@ -141,7 +141,7 @@ def sample_specter_triplets(
         queries: query papers (indices or ids). By default every paper with text.
         triplets_per_query: triplets per query (5 in the paper).
         hard_ratio: share of hard negatives, rounded up (0.4 gives 2 of 5, the paper's setting, the
-            release's 0.3 gives the same 2 after rounding up).
+            release's ``0.3`` gives the same 2 after rounding up).
         seed: an int seed or a ``numpy.random.Generator``.
         rank, world_size: sample only every ``world_size``-th query, starting at the ``rank``-th (the
             share of one of ``world_size`` processes). The shares of all ranks together are exactly the

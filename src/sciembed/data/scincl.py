@@ -23,20 +23,19 @@ draws ``count`` of them at random when the range is wider than ``count``, draws 
   default) is faiss's ``IndexFlat``: every query against every candidate, the paper's ranks exactly, in
   blocks of queries so that memory stays at ``block x 4,000`` ranks whatever the number of queries. faiss
   scores in float32. The ranks next to each range boundary are re-ordered in float64, so the cut falls
-  where a float64 ranking puts it. Time is O(queries x candidates x d): a minute at 100,000 papers on
-  two cores, about 40 minutes at a million (``benchmarks/scincl_scale.py``). ``index="ivf"`` is faiss's
+  where a float64 ranking puts it. Time is O(queries x candidates x d). ``benchmarks/scincl_scale.py`` times
+  it, and the benchmarks page shows the timings. ``index="ivf"`` is faiss's
   ``IndexIVFFlat``: seeded k-means cuts the candidates into ``ivf_cells`` cells, each query ranks only the
   candidates of its ``ivf_nprobe`` nearest cells, so time grows with the probed cells instead of the
   corpus. Its ranks are approximate: a paper's IVF rank counts only the nearer papers that were probed,
   so it never exceeds the true rank. Near ranks (the positives) are almost always right, hard negatives'
   true ranks run above the requested range when the probes miss part of the query's 4,000-neighbourhood
-  (at a million papers, 1.5% above it with a fifth of the cells probed, at a cost near exact search's:
-  ``benchmarks/scincl_scale.py --tradeoff``).
+  (``benchmarks/scincl_scale.py --tradeoff`` measures how often, against the time saved).
 - **Ranks** are 0-based among the *candidates* (papers with text and a vector, not excluded), the query
   itself left out, as in the release's ``[1:]``. Ranking among candidates only means that a paper
   without text never takes a rank slot, so every requested slot can be filled.
 - **Small graphs.** When the hard-negative range ends beyond the number of candidates, the paper's ranges
-  cannot apply: in a 52M-paper graph rank 4,000 is still among a query's nearest 0.01%, while in a graph of
+  cannot apply: in the paper's graph of tens of millions rank 4,000 is still among a query's nearest, in a graph of
   a few thousand papers it is past the last one. ``rank_overflow`` chooses what replaces them:
   ``"nearest"`` keeps each range's meaning at the graph's scale (positives from the top ranks ``[0, w)``, hard
   negatives from the nearest tenth of the candidates, ``[pool // 10, pool // 10 + w)``, still topical but

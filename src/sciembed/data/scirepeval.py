@@ -224,7 +224,7 @@ def _search(record: dict[str, Any]) -> dict[str, Any]:
                     # A search candidate may have a title only; an empty abstract is normal here.
                     **_paper(candidate, need_text=False),
                     "venue": clean_text(candidate.get("venue"), "venue"),
-                    # The sample writes years as floats (1964.0) and an unknown year as "".
+                    # The sample writes years as floats (``1964.0``) and an unknown year as "".
                     "year": None if year in (None, "") else int(float(year)),
                     "n_citations": candidate.get("n_citations"),
                     "score": score,

@@ -68,7 +68,7 @@ _SHAPES = {
     "N": re.compile(
         rf"\S+.*\b{_MONTH}\s*\d{{1,2}},\s*\d{{4}}\s*\d{{1,2}}:\d{{2}}\s*[AP]M"
     ),  # CA581203 JB March 22, ...
-    "C": re.compile(r"(?=.*\d\.\d)\d+(?:\.\d+)*\.?(?:[\s,;]+\d+(?:\.\d+)*\.?)*[,;]?"),  # 1.3 2.4
+    "C": re.compile(r"(?=.*\d\.\d)\d+(?:\.\d+)*\.?(?:[\s,;]+\d+(?:\.\d+)*\.?)*[,;]?"),  # ``1.3 2.4``
     "A": re.compile(r"[A-Z][\w'`.\-]*(?: [A-Za-z][\w'`.\-]*)*,\s*(?:[A-Z][a-z]?\.\s*)+"),  # Perlis, A. J.
 }
 #: A phrase of keywords ends in a lower-case word. Among the lines of a field with a shape, a line of such phrases
