@@ -30,6 +30,8 @@ MAX_MEDIAN_WORDS = 15
 #: Semicolons per 100 docstring words (sentence-transformers has about none).
 MAX_SEMICOLONS_PER_100_WORDS = 0.2
 MAX_README_LINES = 100
+#: A docstring opens with one sentence of about 15 words, and none of more than this.
+MAX_SUMMARY_WORDS = 25
 
 #: Section headers of Google-style docstrings, and the sections that hold code rather than prose.
 SECTIONS = re.compile(r"^(Args|Arguments|Parameters|Returns|Yields|Raises|Attributes|Examples?|Notes?|See Also):\s*$")
@@ -154,6 +156,18 @@ def docstring_sentences() -> tuple[Sentence, ...]:
     return tuple(sentences)
 
 
+@functools.cache
+def summary_sentences() -> tuple[Sentence, ...]:
+    """The first sentence of every docstring."""
+    found = []
+    for path in _python_files():
+        for line, docstring in _docstrings(path):
+            units = _prose_units(docstring)
+            if units:
+                found.append(Sentence(_where(path, line), _split(INLINE_CODE.sub("code", units[0][1]))[0]))
+    return tuple(found)
+
+
 def _comments(path: Path) -> list[tuple[int, str]]:
     tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
     return [(token.start[0], token.string) for token in tokens if token.type == tokenize.COMMENT]
@@ -192,6 +206,15 @@ def test_docstring_sentences_are_short():
     longest = sorted(sentences, key=lambda s: -s.words)[:20]
     listing = "\n".join(f"{s.where}: ({s.words} words) {s.text}" for s in longest)
     assert median <= MAX_MEDIAN_WORDS, f"median {median} words per docstring sentence; the longest:\n{listing}"
+
+
+def test_docstrings_open_with_a_short_sentence():
+    summaries = summary_sentences()
+    median = statistics.median(s.words for s in summaries)
+    long = [s for s in summaries if s.words > MAX_SUMMARY_WORDS]
+    listing = "\n".join(f"{s.where}: ({s.words} words) {s.text}" for s in long)
+    assert median <= MAX_MEDIAN_WORDS, f"docstrings open with sentences of {median} words (median)"
+    assert not long, f"docstrings that open with more than {MAX_SUMMARY_WORDS} words:\n{listing}"
 
 
 def test_docstrings_chain_no_clauses_with_semicolons():

@@ -144,9 +144,12 @@ SOURCE_ONLY_CONFIG_KEYS = (
 def config_from_bert(
     config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options
 ) -> PretrainedConfig:
-    """A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that
-    describe the checkpoint itself, nor its values of the family's own fields, such as a generation default
-    ``top_k``), then ``options``, keeping the attention implementation the BERT model was loaded with."""
+    """A family's config from a BERT checkpoint's config and ``options``.
+
+    A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that describe
+    the checkpoint itself, nor its values of the family's own fields, such as a generation default ``top_k``), then
+    ``options``, keeping the attention implementation the BERT model was loaded with.
+    """
     family_fields = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
     settings = {
         key: value
@@ -160,8 +163,10 @@ def config_from_bert(
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.init_bert_module
 def init_bert_module(module: nn.Module, std: float) -> None:
-    """BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls
-    transformers 5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
+    """BERT's initialisation of one module through ``torch.nn.init``.
+
+    BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls transformers
+    5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
 
     A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation. BERT's
     small N(0, std) would shrink the signal at every narrow ReLU layer. ``BertEmbeddings``' position and
@@ -365,9 +370,12 @@ class ControlCodeModel(ControlCodePreTrainedModel):
         return input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids
 
     def _fit_to_positions(self, input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids):
-        """Inputs that the inserted code made longer than the model's positions, cut back as SciRepEval's
-        truncating tokenizer would have: each overflowing row loses its last text token before its final
-        one (``[SEP]``), with a warning."""
+        """Inputs that the inserted code made too long, cut back as SciRepEval's tokenizer would.
+
+        Inputs that the inserted code made longer than the model's positions, cut back as SciRepEval's truncating
+        tokenizer would have: each overflowing row loses its last text token before its final one (``[SEP]``), with a
+        warning.
+        """
         limit = self.config.max_position_embeddings
         if attention_mask.shape[1] <= limit:
             return input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids

@@ -1,5 +1,7 @@
-"""MoE BERT: a pretrained BERT whose feed-forward blocks are copied into experts (Hallee et al., "Contrastive learning
-and mixture of experts enables precise vector embeddings", arXiv:2401.15713, Scientific Reports 2025).
+"""MoE BERT: a pretrained BERT whose feed-forward blocks are copied into experts.
+
+From Hallee et al., "Contrastive learning and mixture of experts enables precise vector embeddings"
+(arXiv:2401.15713, Scientific Reports 2025).
 
 Conversion (the paper's "MoE extension"): in every MoE layer the pretrained MLP W2 act(W1 x + b1) + b2 is copied
 into E experts of the gated form
@@ -307,9 +309,12 @@ SOURCE_ONLY_CONFIG_KEYS = (
 def config_from_bert(
     config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options
 ) -> PretrainedConfig:
-    """A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that
-    describe the checkpoint itself, nor its values of the family's own fields, such as a generation default
-    ``top_k``), then ``options``, keeping the attention implementation the BERT model was loaded with."""
+    """A family's config from a BERT checkpoint's config and ``options``.
+
+    A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that describe
+    the checkpoint itself, nor its values of the family's own fields, such as a generation default ``top_k``), then
+    ``options``, keeping the attention implementation the BERT model was loaded with.
+    """
     family_fields = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
     settings = {
         key: value
@@ -323,8 +328,10 @@ def config_from_bert(
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.init_bert_module
 def init_bert_module(module: nn.Module, std: float) -> None:
-    """BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls
-    transformers 5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
+    """BERT's initialisation of one module through ``torch.nn.init``.
+
+    BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls transformers
+    5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
 
     A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation. BERT's
     small N(0, std) would shrink the signal at every narrow ReLU layer. ``BertEmbeddings``' position and

@@ -210,9 +210,12 @@ SOURCE_ONLY_CONFIG_KEYS = (
 def config_from_bert(
     config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options
 ) -> PretrainedConfig:
-    """A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that
-    describe the checkpoint itself, nor its values of the family's own fields, such as a generation default
-    ``top_k``), then ``options``, keeping the attention implementation the BERT model was loaded with."""
+    """A family's config from a BERT checkpoint's config and ``options``.
+
+    A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that describe
+    the checkpoint itself, nor its values of the family's own fields, such as a generation default ``top_k``), then
+    ``options``, keeping the attention implementation the BERT model was loaded with.
+    """
     family_fields = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
     settings = {
         key: value
@@ -226,8 +229,10 @@ def config_from_bert(
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.init_bert_module
 def init_bert_module(module: nn.Module, std: float) -> None:
-    """BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls
-    transformers 5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
+    """BERT's initialisation of one module through ``torch.nn.init``.
+
+    BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls transformers
+    5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
 
     A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation. BERT's
     small N(0, std) would shrink the signal at every narrow ReLU layer. ``BertEmbeddings``' position and
@@ -310,8 +315,11 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
 
     @property
     def num_inserted_tokens(self) -> int:
-        """Positions the inserted tokens take: a tokenizer must leave room for them below the position limit
-        (none with ``initialization="base"``, whose extra CLS tokens share position 0)."""
+        """Positions the inserted tokens take.
+
+        A tokenizer must leave room for them below the position limit (none with ``initialization="base"``, whose extra
+        CLS tokens share position 0).
+        """
         return 0 if self._shares_cls_position else self.config.num_cls_tokens - 1
 
     @property
@@ -441,9 +449,11 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
         return input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids
 
     def _cls_key_bias(self, attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-        """The additive 4-D attention mask of ``initialization="base"``: padding masked as BERT masks it, and
-        −log K on the keys of the K CLS tokens, so that K copies of one state weigh as that state once
-        (Σ_k exp(s − log K) = exp(s)) and the base's attention is unchanged at step 0."""
+        """The additive 4-D attention mask of ``initialization="base"``.
+
+        Padding masked as BERT masks it, and −log K on the keys of the K CLS tokens, so that K copies of one state
+        weigh as that state once (Σ_k exp(s − log K) = exp(s)) and the base's attention is unchanged at step 0.
+        """
         k = self.config.num_cls_tokens
         mask = additive_attention_mask(attention_mask, dtype)
         bias = torch.zeros(attention_mask.shape[1], dtype=dtype, device=attention_mask.device)

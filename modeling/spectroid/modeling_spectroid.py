@@ -1,6 +1,8 @@
-"""SPECTROID (Capuano et al., "SPECTROID: A Centroid-Based Citation-Aware Approach to Paper Classification"):
-a SPECTER-style BERT encoder fine-tuned end-to-end, with cross-entropy, through an MLP classification head on
-its paper embedding.
+"""SPECTROID: a SPECTER-style encoder fine-tuned through an MLP classification head.
+
+SPECTROID (Capuano et al., "SPECTROID: A Centroid-Based Citation-Aware Approach to Paper Classification"): a
+SPECTER-style BERT encoder fine-tuned end-to-end, with cross-entropy, through an MLP classification head on its paper
+embedding.
 
 - :class:`SpectroidModel` is the encoder: a ``BertModel`` whose ``pooler_output`` is SPECTER's embedding, the
   final hidden state of ``[CLS]``.
@@ -50,9 +52,12 @@ SOURCE_ONLY_CONFIG_KEYS = (
 def config_from_bert(
     config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options
 ) -> PretrainedConfig:
-    """A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that
-    describe the checkpoint itself, nor its values of the family's own fields, such as a generation default
-    ``top_k``), then ``options``, keeping the attention implementation the BERT model was loaded with."""
+    """A family's config from a BERT checkpoint's config and ``options``.
+
+    A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that describe
+    the checkpoint itself, nor its values of the family's own fields, such as a generation default ``top_k``), then
+    ``options``, keeping the attention implementation the BERT model was loaded with.
+    """
     family_fields = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
     settings = {
         key: value
@@ -124,9 +129,12 @@ class SpectroidPooler(nn.Module):
 
 
 class SpectroidModel(BertModel):
-    """The SPECTROID encoder: ``BertModel`` (same parameters, no pooler weights) whose ``pooler_output`` is the
-    final ``[CLS]`` hidden state, the embedding SPECTER and SciNCL use, or with ``config.text_pooling="mean"`` the
-    mean of the real tokens' final states."""
+    """The SPECTROID encoder: a ``BertModel`` whose ``pooler_output`` is the paper embedding.
+
+    The SPECTROID encoder: ``BertModel`` (same parameters, no pooler weights) whose ``pooler_output`` is the final
+    ``[CLS]`` hidden state, the embedding SPECTER and SciNCL use, or with ``config.text_pooling="mean"`` the mean of
+    the real tokens' final states.
+    """
 
     config_class = SpectroidConfig
 
@@ -151,8 +159,10 @@ class SpectroidModel(BertModel):
 
 
 def init_bert_module(module: nn.Module, std: float) -> None:
-    """BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls
-    transformers 5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
+    """BERT's initialisation of one module through ``torch.nn.init``.
+
+    BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls transformers
+    5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
 
     A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation. BERT's
     small N(0, std) would shrink the signal at every narrow ReLU layer. ``BertEmbeddings``' position and

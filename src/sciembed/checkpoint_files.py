@@ -82,11 +82,13 @@ TRAINING_REMEDY = "set embedding.pooling and embedding.normalize to train anothe
 
 
 def base_embedding(name_or_path: str | os.PathLike[str], remedy: str = TRAINING_REMEDY) -> BaseEmbedding:
-    """The embedding a checkpoint is used with: its sentence-transformers modules (``modules.json``:
-    a Transformer, then Pooling with ``cls`` or ``mean``, then optionally Normalize, or format routes, a Router
-    then :class:`~sciembed.formats.format_routes.MultiFormatTransformer`) when it has them,
-    else nothing prescribed (``pooling=None``). Training starts from this, so that a model is trained
-    in the embedding its base is used with (:func:`pool` reproduces those modules exactly).
+    """The embedding a checkpoint is used with: its pooling and normalisation.
+
+    The embedding a checkpoint is used with: its sentence-transformers modules (``modules.json``: a Transformer, then
+    Pooling with ``cls`` or ``mean``, then optionally Normalize, or format routes, a Router then
+    :class:`~sciembed.formats.format_routes.MultiFormatTransformer`) when it has them, else nothing prescribed
+    (``pooling=None``). Training starts from this, so that a model is trained in the embedding its base is used with
+    (:func:`pool` reproduces those modules exactly).
 
     Args:
         name_or_path: the checkpoint's folder or Hub id.
@@ -183,9 +185,11 @@ def _st_file(name_or_path: str, filename: str) -> str:
 
 
 def only_sciembed_code(name_or_path: str) -> bool:
-    """Whether a local sentence-transformers folder runs no code but sentence-transformers' and sciembed's own: its
-    module classes (``modules.json``, a Router's ``router_config.json``) are ``sentence_transformers.*`` or
-    ``sciembed.*`` ones, and every Python file in it is byte-for-byte one of sciembed's remote-code files.
+    """Whether a local sentence-transformers folder runs no code but its own and sciembed's.
+
+    Whether a local sentence-transformers folder runs no code but sentence-transformers' and sciembed's own: its module
+    classes (``modules.json``, a Router's ``router_config.json``) are ``sentence_transformers.*`` or ``sciembed.*``
+    ones, and every Python file in it is byte-for-byte one of sciembed's remote-code files.
 
     sentence-transformers 6 asks for ``trust_remote_code=True`` before it imports any class outside its own
     namespace, even from a local folder. sciembed passes it for such a folder, which is what sciembed saved.

@@ -1,5 +1,7 @@
-"""Finding a model: a local folder checked before anything loads, a Hub id resolved to a snapshot in the Hub
-cache, and load errors that name the model the user gave.
+"""Finding a model: a local folder or a Hub id, and load errors that name it.
+
+Finding a model: a local folder checked before anything loads, a Hub id resolved to a snapshot in the Hub cache, and
+load errors that name the model the user gave.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ if TYPE_CHECKING:
 
 
 def check_model_location(name: str) -> None:
-    """Fail early, naming what is wrong, for a model that is meant as a local folder: a folder without
-    ``config.json`` (nor sentence-transformers ``modules.json``), or a path that does not exist. Anything
-    shaped like a Hub id (``name`` or ``owner/name``) that is not a local folder is left to the Hub loaders.
+    """Fail early, naming what is wrong, for a model meant as a local folder.
+
+    Fail early, naming what is wrong, for a model that is meant as a local folder: a folder without ``config.json``
+    (nor sentence-transformers ``modules.json``), or a path that does not exist. Anything shaped like a Hub id
+    (``name`` or ``owner/name``) that is not a local folder is left to the Hub loaders.
 
     Raises:
         FileNotFoundError: with the path and what is missing.
@@ -156,8 +160,11 @@ def hub_folder_with(
 
 @contextlib.contextmanager
 def named_as(given: str, folder: str):
-    """Errors about the Hub snapshot ``folder`` told with the Hub id ``given`` the user wrote, as when it was read
-    from the Hub: "the Hub repository org/name", "org/name/config.json"."""
+    """Errors about a Hub snapshot told with the Hub id the user wrote.
+
+    Errors about the Hub snapshot ``folder`` told with the Hub id ``given`` the user wrote, as when it was read from
+    the Hub: "the Hub repository org/name", "org/name/config.json".
+    """
     if folder == given:
         yield
         return
@@ -184,8 +191,10 @@ def _snapshot_commit(folder: Path) -> str | None:
 
 
 def check_module_chain(model: SentenceTransformer, name: str) -> None:
-    """Embed one word with a sentence-transformers model whose modules go beyond Transformer, Pooling and
-    Normalize, so that a module that does not fit the one before it (a Dense layer's input size) is named now.
+    """Embed one word, so that a module that does not fit is named now.
+
+    Embed one word with a sentence-transformers model whose modules go beyond Transformer, Pooling and Normalize, so
+    that a module that does not fit the one before it (a Dense layer's input size) is named now.
 
     Args:
         model: the loaded model.

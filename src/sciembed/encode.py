@@ -370,9 +370,12 @@ class Encoder(ABC):
         return self.tokenizer.sep_token or " "
 
     def texts(self, papers: Papers, fields: Sequence[str] = TEXT_FIELDS) -> list[str]:
-        """Model texts of ``papers`` (as :meth:`encode` takes them, one text or record gives a list of one): paper
-        records through :func:`~sciembed.data.papers.paper_text` (their ``fields`` joined by the separator,
-        SciRepEval's search adds venue and year), strings unchanged."""
+        """Model texts of ``papers``: records joined into text, strings unchanged.
+
+        Model texts of ``papers`` (as :meth:`encode` takes them, one text or record gives a list of one): paper records
+        through :func:`~sciembed.data.papers.paper_text` (their ``fields`` joined by the separator, SciRepEval's search
+        adds venue and year), strings unchanged.
+        """
         items, _ = paper_inputs(papers)
         return [
             paper if isinstance(paper, str) else paper_text(paper, self.sep_token, fields, index=index)
@@ -802,9 +805,11 @@ class PaperEncoder(Encoder):
         )
 
     def fingerprint(self) -> str:
-        """A hash of everything that decides the vectors: weights, config, pooling, length, options, and the
-        backend when it is not PyTorch (ONNX Runtime's and OpenVINO's vectors differ from PyTorch's in the last bits,
-        int8's more, and OpenVINO's int8 with the papers it was calibrated on).
+        """A hash of everything that decides the vectors.
+
+        Weights, config, pooling, length, options, and the backend when it is not PyTorch (ONNX Runtime's and
+        OpenVINO's vectors differ from PyTorch's in the last bits, int8's more, and OpenVINO's int8 with the papers it
+        was calibrated on).
 
         Two encoders with equal fingerprints give equal vectors for equal texts, so vectors may be
         cached under it (the evaluation cache does).
@@ -954,9 +959,12 @@ def _paper_name(papers: Sequence[Mapping[str, Any] | str], index: int) -> str:
 
 
 def with_domains(features: Mapping[str, Any], config: Any, domain_ids: torch.Tensor) -> dict[str, Any]:
-    """Model inputs routed to the given domains (indices into ``config.domains``) of a mixture-of-experts
-    model: ``domain_ids`` added and, where the model has domain tokens, the MoE paper's input, whose
-    domain token takes the place of ``[CLS]``."""
+    """Model inputs routed to the given domains of a mixture-of-experts model.
+
+    Model inputs routed to the given domains (indices into ``config.domains``) of a mixture-of-experts model:
+    ``domain_ids`` added and, where the model has domain tokens, the MoE paper's input, whose domain token takes the
+    place of ``[CLS]``.
+    """
     features = dict(features, domain_ids=domain_ids)
     if getattr(config, "domain_token_ids", None):
         input_ids = features["input_ids"].clone()
@@ -1175,16 +1183,21 @@ def _embed(
 
 
 def default_max_length(model: Any, tokenizer: Any) -> int:
-    """Tokens per text a transformers ``model`` takes by default: the tokenizer's limit (checked by
-    :func:`folder_window`), capped by the position embeddings less the tokens a family inserts itself, at most 512."""
+    """Tokens per text a transformers ``model`` takes by default.
+
+    The tokenizer's limit (checked by :func:`folder_window`), capped by the position embeddings less the tokens a
+    family inserts itself, at most 512.
+    """
     source = f"{Path(str(tokenizer.name_or_path)) / 'tokenizer_config.json'}: model_max_length"
     window = folder_window(tokenizer.model_max_length, source)
     return min(window or 512, position_limit(model), 512)
 
 
 def check_max_length(max_length: Any, tokenizer: Any, setting: str = "--max-length (max_length=)") -> None:
-    """Refuse an explicit ``max_length`` that is not a whole number or holds no token of text beside the special
-    tokens ``tokenizer`` adds to every text (every paper would get the same vector).
+    """Refuse an explicit ``max_length`` that cannot hold any text.
+
+    Refuse an explicit ``max_length`` that is not a whole number or holds no token of text beside the special tokens
+    ``tokenizer`` adds to every text (every paper would get the same vector).
 
     Args:
         max_length: the tokens per text asked for.

@@ -1,6 +1,8 @@
-"""sciembed's model families seen from the library: the one registry that names them (:data:`REGISTRY`,
-read by the CLI, the model cards, the export's code check and the packaging test), building them from
-BERT, and saving them so that transformers (with or without sciembed) and sentence-transformers both load them.
+"""sciembed's model families: their registry, building them from BERT, and saving them.
+
+sciembed's model families seen from the library: the one registry that names them (:data:`REGISTRY`, read by the CLI,
+the model cards, the export's code check and the packaging test), building them from BERT, and saving them so that
+transformers (with or without sciembed) and sentence-transformers both load them.
 
 The families themselves live in ``modeling/`` (installed as ``sciembed.modeling``). Importing
 ``sciembed.modeling`` registers them with ``AutoConfig`` / ``AutoModel``, which every loader here does
@@ -108,10 +110,13 @@ def family_of(model: Any) -> str | None:
 
 
 def foreign_code(folder: str | os.PathLike[str], own: Sequence[str | os.PathLike[str]] = ()) -> list[str]:
-    """The Python files directly in ``folder`` that are not byte-for-byte one of sciembed's own remote-code
-    files of the same name (``sciembed/modeling/<family>/``, and the files ``own`` names, such as the format routes'
-    modules, :func:`sciembed.formats.route_code_paths`): what loading with ``trust_remote_code`` would run that
-    sciembed did not write."""
+    """The Python files in ``folder`` that are not sciembed's own remote code.
+
+    The Python files directly in ``folder`` that are not byte-for-byte one of sciembed's own remote-code files of the
+    same name (``sciembed/modeling/<family>/``, and the files ``own`` names, such as the format routes' modules,
+    :func:`sciembed.formats.route_code_paths`): what loading with ``trust_remote_code`` would run that sciembed did not
+    write.
+    """
     from .io import file_sha256
 
     root = Path(importlib.import_module("sciembed.modeling").__file__).parent

@@ -277,8 +277,10 @@ def refuse_replacing_file(path: str | os.PathLike[str], *, overwrite: bool) -> P
 
 
 def check_output_place(path: str | os.PathLike[str]) -> Path:
-    """``path`` as a Path, refused when it cannot be an output of its own: the current folder or one above it
-    (``..``, ``new/..``), or a symbolic link that leads nowhere (a loop, a dangling link).
+    """``path`` as a Path, refused when it cannot be an output of its own.
+
+    The current folder or one above it (``..``, ``new/..``), or a symbolic link that leads nowhere (a loop, a dangling
+    link).
 
     Raises:
         ValueError: the current folder or one above it.
@@ -315,8 +317,10 @@ def broken_link(path: str | os.PathLike[str]) -> str | None:
 
 
 def check_input(path: str | os.PathLike[str], option: str, kind: str = "file") -> Path:
-    """``path`` as a Path, checked before any work: it exists (a link loop or a dangling link is named as one), is
-    a ``kind`` (``"file"``, ``"folder"`` or ``"any"``) and can be read.
+    """``path`` as a Path, checked before any work.
+
+    It exists (a link loop or a dangling link is named as one), is a ``kind`` (``"file"``, ``"folder"`` or ``"any"``)
+    and can be read.
 
     Args:
         path: the input as given.
@@ -343,10 +347,12 @@ def check_input(path: str | os.PathLike[str], option: str, kind: str = "file") -
 
 
 def check_writable(path: str | os.PathLike[str]) -> None:
-    """Raise an OSError naming ``path`` when it could not be written: a folder on its way is a symbolic link
-    that leads nowhere (a loop, a dangling link), its nearest existing folder is not a folder, or a file cannot
-    be created in it (read-only, no permission). Tried by creating and removing a file there, so what the
-    operating system allows is what is checked."""
+    """Raise an OSError naming ``path`` when it could not be written.
+
+    A folder on its way is a symbolic link that leads nowhere (a loop, a dangling link), its nearest existing folder is
+    not a folder, or a file cannot be created in it (read-only, no permission). Tried by creating and removing a file
+    there, so what the operating system allows is what is checked.
+    """
     problem = _unwritable(Path(path).absolute())
     if problem is not None:
         kind, _, cause = problem
@@ -405,10 +411,13 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def replace_folder(staging: str | os.PathLike[str], destination: str | os.PathLike[str]) -> Path:
-    """Put the complete folder ``staging`` in the place of ``destination`` with no moment at which neither
-    exists: on Linux the two are exchanged in one step (``renameat2`` with ``RENAME_EXCHANGE``) and the old
-    folder removed after. Elsewhere the old folder is first renamed aside (``.<name>.old``, removed after),
-    so a crash can leave it there but never lose it."""
+    """Put the complete folder ``staging`` in the place of ``destination`` atomically.
+
+    Put the complete folder ``staging`` in the place of ``destination`` with no moment at which neither exists: on
+    Linux the two are exchanged in one step (``renameat2`` with ``RENAME_EXCHANGE``) and the old folder removed after.
+    Elsewhere the old folder is first renamed aside (``.<name>.old``, removed after), so a crash can leave it there but
+    never lose it.
+    """
     staging, destination = Path(staging), Path(destination)
     if not destination.exists():
         os.replace(staging, destination)
@@ -485,8 +494,10 @@ def write_embeddings(path: str | os.PathLike[str], chunks: Iterable[Chunk], *, t
 
 
 def read_embeddings(path: str | os.PathLike[str]) -> tuple[list[str], np.ndarray]:
-    """Read an embedding file written by :func:`write_embeddings` (or by SciDocs tooling, for ``.jsonl``), or a
-    folder of Parquet parts (``sciembed embed`` to a name without a suffix), its parts in name order.
+    """Read an embedding file, or a folder of Parquet parts.
+
+    Read an embedding file written by :func:`write_embeddings` (or by SciDocs tooling, for ``.jsonl``), or a folder of
+    Parquet parts (``sciembed embed`` to a name without a suffix), its parts in name order.
 
     Raises:
         ValueError: a malformed file, vectors holding NaN or infinity, parts of a folder whose vectors differ in size,
@@ -669,8 +680,9 @@ def _read_parquet(path: Path) -> tuple[list[str], np.ndarray]:
 
 
 def open_npy_embeddings(path: str | os.PathLike[str]) -> tuple[list[str], np.ndarray]:
-    """The ids and the memory-mapped vectors of an ``.npy`` embedding file, checked as :func:`read_embeddings` checks
-    them (finite values excepted, which a reader checks block by block).
+    """The ids and the memory-mapped vectors of an ``.npy`` embedding file, checked.
+
+    The checks are :func:`read_embeddings`' own, but for finite values, which a reader checks block by block.
 
     Args:
         path: the ``.npy`` file. Its ids file is :func:`ids_path`.

@@ -96,8 +96,11 @@ def require_onnxscript() -> None:
 
 
 def cpu_threads() -> int:
-    """Physical cores this process may run on: ONNX Runtime's intra-op threads (a second thread per core
-    shares the core's vector units and slows the matrix products down). ``$SCIEMBED_ONNX_THREADS`` overrides."""
+    """Physical cores this process may run on: ONNX Runtime's intra-op threads.
+
+    A second thread per core shares the core's vector units and slows the matrix products down.
+    ``$SCIEMBED_ONNX_THREADS`` overrides.
+    """
     if os.environ.get("SCIEMBED_ONNX_THREADS"):
         value = os.environ["SCIEMBED_ONNX_THREADS"]
         if not value.isdigit() or int(value) < 1:
@@ -349,9 +352,11 @@ def export_encoder(
 
 
 def export_transformer(folder: str | os.PathLike[str], path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Export the plain transformer saved in ``folder`` as sentence-transformers' ONNX backend (optimum) reads
-    it: inputs ``input_ids``, ``attention_mask`` (and ``token_type_ids``), output ``last_hidden_state``, to
-    which sentence-transformers applies the folder's own pooling and normalisation. Checked against PyTorch.
+    """Export a plain transformer as sentence-transformers' ONNX backend reads it.
+
+    Export the plain transformer saved in ``folder`` as sentence-transformers' ONNX backend (optimum) reads it: inputs
+    ``input_ids``, ``attention_mask`` (and ``token_type_ids``), output ``last_hidden_state``, to which
+    sentence-transformers applies the folder's own pooling and normalisation. Checked against PyTorch.
 
     Raises:
         OnnxExportError: a sciembed family (its embedding is not a pooling of token states: use
@@ -438,8 +443,10 @@ def _trace(
     output: str,
     exporter: Exporter = "torchscript",
 ) -> None:
-    """Export ``forward`` (a function of the tensors ``names`` of ``traced``, ``module`` holds its weights) with
-    every input's batch and sequence axes, and the output's leading ones, left free.
+    """Export ``forward`` with free batch and sequence axes.
+
+    Export ``forward`` (a function of the tensors ``names`` of ``traced``, ``module`` holds its weights) with every
+    input's batch and sequence axes, and the output's leading ones, left free.
 
     Args:
         forward: the function exported.
@@ -499,8 +506,11 @@ def _trace(
 
 
 def _name_output(graph: Any, output: str) -> None:
-    """Name the only output of an ``onnx_ir`` ``graph`` ``output``, renaming an inner value that has that name
-    (the dynamo exporter names values after their operators, so an ``embedding`` lookup is ``embedding``)."""
+    """Name the only output of an ``onnx_ir`` ``graph`` ``output``.
+
+    An inner value that has that name is renamed. The dynamo exporter names values after their operators, so an
+    ``embedding`` lookup is ``embedding``.
+    """
     result = graph.outputs[0]
     for node in graph:
         for value in node.outputs:
@@ -512,8 +522,11 @@ def _name_output(graph: Any, output: str) -> None:
 def _fuse(
     plain: Path, path: Path, config: Any, check: Mapping[str, Any], expected: np.ndarray
 ) -> tuple[float | None, dict[str, int]]:
-    """Fuse ``plain`` into ``path``: the fused graph's largest difference to ``expected`` on the inputs ``check``
-    (``None``: the optimizer could not fuse it) and the count of each fused operator in it."""
+    """Fuse ``plain`` into ``path`` and check the fused graph.
+
+    Fuse ``plain`` into ``path``: the fused graph's largest difference to ``expected`` on the inputs ``check``
+    (``None``: the optimizer could not fuse it) and the count of each fused operator in it.
+    """
     from onnxruntime.transformers.optimizer import optimize_model
 
     heads, hidden = getattr(config, "num_attention_heads", 0), getattr(config, "hidden_size", 0)
@@ -529,8 +542,11 @@ def _fuse(
 
 @contextlib.contextmanager
 def _eager_attention(model: Any) -> Iterator[None]:
-    """Run ``model``'s attention as explicit products and softmax while it is exported, restoring its own after:
-    ONNX Runtime's optimizer fuses that pattern into its Attention operator, and not a traced SDPA call."""
+    """Run ``model``'s attention as explicit products and softmax while it is exported.
+
+    The model's own attention is restored after. ONNX Runtime's optimizer fuses that pattern into its Attention
+    operator, and not a traced SDPA call.
+    """
     own = getattr(model.config, "_attn_implementation", None)
     if own in (None, "eager") or not hasattr(model, "set_attn_implementation"):
         yield

@@ -55,11 +55,14 @@ def save_model(
 
 
 def save_sentence_transformers_modules(folder: Path, pooling: str, normalize: bool, max_length: int | None) -> None:
-    """Add sentence-transformers' module files (Transformer + Pooling + Normalize) to a saved model's ``folder``,
-    leaving its model files alone: sentence-transformers saves the encoder it loaded, which for a classifier is
-    the encoder without its head. The tokenizer's config is sentence-transformers' too: version 6 keeps the window
-    there (``model_max_length``), where a base saved by an earlier version (all-MiniLM-L6-v2: 256 in its
-    ``sentence_bert_config.json``, 512 in its tokenizer's) would otherwise leave the tokenizer's limit."""
+    """Add sentence-transformers' module files to a saved model's ``folder``.
+
+    Add sentence-transformers' module files (Transformer + Pooling + Normalize) to a saved model's ``folder``, leaving
+    its model files alone: sentence-transformers saves the encoder it loaded, which for a classifier is the encoder
+    without its head. The tokenizer's config is sentence-transformers' too: version 6 keeps the window there
+    (``model_max_length``), where a base saved by an earlier version (all-MiniLM-L6-v2: 256 in its
+    ``sentence_bert_config.json``, 512 in its tokenizer's) would otherwise leave the tokenizer's limit.
+    """
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 

@@ -257,8 +257,10 @@ def _anchoring(data_dir: Path) -> dict[str, Any]:
 
 
 def _run(argv: list[str], title: str) -> None:
-    """Run one ``sciembed`` command as its own process, as a user would type it (the demo is a command of
-    the same CLI, so it does not import the CLI to call it)."""
+    """Run one ``sciembed`` command as its own process, as a user would type it.
+
+    The demo is a command of the same CLI, so it does not import the CLI to call it.
+    """
     print(f"\n{title}\n$ sciembed {shlex.join(argv)}\n", flush=True)
     code = subprocess.run([sys.executable, "-m", "sciembed.cli", *argv]).returncode
     if code:

@@ -155,8 +155,11 @@ def read_edge_list(path: str | os.PathLike[str]) -> EdgeList:
 
 
 def _first_line(path: Path) -> tuple[int, str | None, int]:
-    """The number and text of the first line that is neither blank nor a ``#`` comment (``None`` if there is
-    none), and the number of ``#`` lines before it."""
+    """The number and text of the first line that holds data.
+
+    The number and text of the first line that is neither blank nor a ``#`` comment (``None`` if there is none), and
+    the number of ``#`` lines before it.
+    """
     comments = 0
     with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
         for number, line in enumerate(handle, start=1):
@@ -178,8 +181,11 @@ def _header_columns(names: list[str]) -> tuple[int, int] | None:
 
 
 def _row_number(index: int, skip: int, skipped: list[int]) -> int:
-    """pyarrow's number of the table's row ``index``: rows are numbered after the ``skip`` skipped lines,
-    including the rows the invalid-row handler left out (``skipped``, in order)."""
+    """pyarrow's number of the table's row ``index``.
+
+    Rows are numbered after the ``skip`` skipped lines, including the rows the invalid-row handler left out
+    (``skipped``, in order).
+    """
     number = skip + index + 1
     for left_out in skipped:
         if left_out <= number:
@@ -188,8 +194,11 @@ def _row_number(index: int, skip: int, skipped: list[int]) -> int:
 
 
 def _physical_lines(path: Path, skip: int, numbers: list[int]) -> list[int]:
-    """The file's line numbers of pyarrow's row ``numbers``: pyarrow counts the ``skip`` skipped lines, then
-    only the lines that are not blank (read again only on the way to an error message)."""
+    """The file's line numbers of pyarrow's row ``numbers``.
+
+    Pyarrow counts the ``skip`` skipped lines, then only the lines that are not blank (read again only on the way to an
+    error message).
+    """
     wanted = {number - skip: number for number in numbers}
     found: dict[int, int] = {}
     counted = 0

@@ -1,5 +1,6 @@
-"""Judgements made from citation data and collections, as the benchmarks' protocols make them: what an
-evaluation task scores and what training on labels uses, without the task objects of ``evaluation``.
+"""Judgements made from citation data and collections, as the benchmarks' protocols make them.
+
+What an evaluation task scores and what training on labels uses, without the task objects of ``evaluation``.
 
 - :func:`cite_qrels`: SciDocs' cite protocol on any citation links: each query's linked papers with text
   (up to 5) are relevant, 25 random unlinked papers with text are not.

@@ -1,5 +1,8 @@
-"""Vectors to neighbours: rows scaled to unit length, each row's nearest other rows by cosine, and the
-faiss rank search (exact or IVF) that SciNCL's sampler (:mod:`.scincl`) cuts its rank ranges from."""
+"""Vectors to neighbours: unit rows, nearest rows by cosine, and faiss rank search.
+
+Vectors to neighbours: rows scaled to unit length, each row's nearest other rows by cosine, and the faiss rank search
+(exact or IVF) that SciNCL's sampler (:mod:`.scincl`) cuts its rank ranges from.
+"""
 
 from __future__ import annotations
 

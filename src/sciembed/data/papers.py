@@ -147,8 +147,11 @@ def _text_field(paper: Mapping[str, Any], name: str) -> str:
 
 @dataclass
 class PaperFile:
-    """The papers read from one source, in its order, the records that were skipped, and the citation links the
-    source brings (a SMART collection's ``.X`` citations, ``None`` for a papers file)."""
+    """The papers read from one source, the records skipped, and the source's citation links.
+
+    The papers read from one source, in its order, the records that were skipped, and the citation links the source
+    brings (a SMART collection's ``.X`` citations, ``None`` for a papers file).
+    """
 
     path: str
     papers: list[dict[str, Any]]
@@ -167,10 +170,12 @@ def read_papers(
     text_fields: Sequence[str] = TEXT_FIELDS,
     smart_links: str = "cacm",
 ) -> PaperFile:
-    """Read papers from any layout sciembed's commands take: ``.jsonl`` (one record a line), ``.json`` (a list of
-    records, or a dict keyed by paper id), ``.csv`` (a header row naming the columns), ``.parquet`` (one record a
-    row), a folder of Parquet parts (``*.parquet``, read in name order), or a SMART collection (a ``*.all`` file such
-    as CACM's, or a folder holding one, its ``.X`` citations in ``PaperFile.links``).
+    """Read papers from any file layout or folder that sciembed's commands take.
+
+    Read papers from any layout sciembed's commands take: ``.jsonl`` (one record a line), ``.json`` (a list of records,
+    or a dict keyed by paper id), ``.csv`` (a header row naming the columns), ``.parquet`` (one record a row), a folder
+    of Parquet parts (``*.parquet``, read in name order), or a SMART collection (a ``*.all`` file such as CACM's, or a
+    folder holding one, its ``.X`` citations in ``PaperFile.links``).
 
     Args:
         path: the file or folder.
@@ -232,9 +237,10 @@ def paper_records(
     source: str = GIVEN_IN_PYTHON,
     text_fields: str | Sequence[str] = TEXT_FIELDS,
 ) -> PaperFile:
-    """Paper records given in Python, checked as :func:`read_papers` checks a file's: each needs an id (a string or
-    integer, stripped, ``1`` and ``"1"`` are one id) that no earlier record has, and text in ``text_fields``. Messages
-    name a record by its position, ``record #i`` (counted from 0).
+    """Paper records given in Python, checked as :func:`read_papers` checks a file's.
+
+    Each needs an id (a string or integer, stripped, ``1`` and ``"1"`` are one id) that no earlier record has, and text
+    in ``text_fields``. Messages name a record by its position, ``record #i`` (counted from 0).
 
     Args:
         papers: as :func:`paper_inputs` takes them, every item a record (a mapping of records keyed by paper id has
@@ -375,8 +381,11 @@ def _inputs(papers: Any, what: str) -> tuple[list[Mapping[str, Any] | str], list
 
 
 def _present(value: Any) -> Any:
-    """A DataFrame cell as a record's field: a missing value (NaN, ``pd.NA``, ``NaT``) as ``None``, and a whole float
-    as an integer (pandas makes a column of integer ids with a missing one floats)."""
+    """A DataFrame cell as a record's field.
+
+    A missing value (NaN, ``pd.NA``, ``NaT``) as ``None``, and a whole float as an integer (pandas makes a column of
+    integer ids with a missing one floats).
+    """
     if (isinstance(value, float) and value != value) or type(value).__name__ in ("NAType", "NaTType"):
         return None
     if isinstance(value, float) and value.is_integer():
@@ -467,8 +476,11 @@ def paper_dataset(
 
 
 def _cached_papers(path: Path, arrow_file: Path, skipped_file: Path) -> PaperDataset | None:
-    """The papers :func:`paper_dataset` wrote before, or ``None`` when there are none or they are damaged (a file
-    cut short, a count that differs): those are removed with a warning, to be read again from ``path``."""
+    """The papers :func:`paper_dataset` wrote before, or ``None``.
+
+    ``None`` when there are none or they are damaged (a file cut short, a count that differs). Damaged files are
+    removed with a warning, to be read again from ``path``.
+    """
     import datasets
 
     for file in (arrow_file, skipped_file):
@@ -800,8 +812,11 @@ def _parquet_records(path: Path) -> _Records:
 
 
 def _refuse_repeated_columns(path: Path, where: str, names: Sequence[str]) -> None:
-    """Refuse a header that names a column twice, or twice but for spaces around a name (``title, title``): a
-    record would keep only the last of the two values, or one of them under a name no reader looks for."""
+    """Refuse a header that names a column twice.
+
+    Spaces around a name count as the same name (``title, title``). A record would keep only the last of the two
+    values, or one of them under a name no reader looks for.
+    """
     repeated = [name for name, count in Counter(str(name).strip() for name in names).items() if count > 1]
     if repeated:
         spelt = sorted({repr(name) for name in names if str(name).strip() == repeated[0]})

@@ -193,8 +193,11 @@ def read_smart_collection(
 
 
 def _check_cacm_link_types(path: Path, records: list[tuple[int, dict[str, Any]]]) -> None:
-    """Refuse ``.X`` lines whose middle column is not one of CACM's link types: another collection's
-    (CISI's weights) read as types would turn a few pairs into citations and drop the rest without a word."""
+    """Refuse ``.X`` lines whose middle column is not one of CACM's link types.
+
+    Another collection's (CISI's weights) read as types would turn a few pairs into citations and drop the rest without
+    a word.
+    """
     foreign: Counter = Counter()
     first: tuple[int, str] | None = None
     total = 0
@@ -306,8 +309,11 @@ def _warn_long_titles(path: Path, records: list[tuple[int, dict[str, Any]]]) -> 
 
 
 def _log_counts(path: Path, papers: int, skipped: int, stats: dict[int, Counter], reading: str) -> None:
-    """The reader's counts in one line: papers, then per link type the .X lines read and the undirected links
-    kept (each link is listed from both of its records, so about half the lines are repeats)."""
+    """The reader's counts in one line.
+
+    Papers, then per link type the .X lines read and the undirected links kept (each link is listed from both of its
+    records, so about half the lines are repeats).
+    """
 
     def kind(link_type: int) -> str:
         return (
@@ -372,8 +378,10 @@ def read_smart_qrels(
     skip_invalid: bool = False,
     qrels_columns: str | None = None,
 ) -> Dataset:
-    """Read SMART relevance judgements (``qid docid 0 0`` lines) as a Dataset with ``query_id``,
-    ``cand_id`` and ``score`` (1: SMART judgements are binary), the columns of the other qrel readers.
+    """Read SMART relevance judgements as a Dataset of qrels.
+
+    Read SMART relevance judgements (``qid docid 0 0`` lines) as a Dataset with ``query_id``, ``cand_id`` and ``score``
+    (1: SMART judgements are binary), the columns of the other qrel readers.
 
     Args:
         query_ids, paper_ids: the known queries and documents. Judgements naming others are errors

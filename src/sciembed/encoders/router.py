@@ -51,9 +51,11 @@ def to_sentence_transformer(
     max_seq_length: int | None = None,
     device: str | None = None,
 ) -> SentenceTransformer:
-    """A ``SentenceTransformer`` with one route per format of ``model``: queries (``encode_query``) in
-    ``adhoc_query``, documents (``encode_document``, and ``encode`` without a task) in ``proximity`` (SPECTER2's
-    general-purpose embedding), and ``encode(texts, task=f)`` in any other format ``f`` the model has.
+    """A ``SentenceTransformer`` with one route per format of ``model``.
+
+    Queries (``encode_query``) in ``adhoc_query``, documents (``encode_document``, and ``encode`` without a task) in
+    ``proximity`` (SPECTER2's general-purpose embedding), and ``encode(texts, task=f)`` in any other format ``f`` the
+    model has.
 
     The vectors are :class:`sciembed.PaperEncoder`'s in the same format and embedding (``pooling``,
     ``normalize``, ``max_seq_length``). The model is shared, not copied: the SentenceTransformer moves it to
@@ -92,8 +94,10 @@ def to_sentence_transformer(
 
 
 def add_format_routes(folder: str | os.PathLike[str], *, trust_remote_code: bool = False) -> list[str]:
-    """Make the multi-format model saved in ``folder`` (``config.json`` and weights at its root, format adapters
-    or PALs beside them) a sentence-transformers model that loads without sciembed. Returns the files written.
+    """Make the multi-format model in ``folder`` a sentence-transformers model.
+
+    Make the multi-format model saved in ``folder`` (``config.json`` and weights at its root, format adapters or PALs
+    beside them) a sentence-transformers model that loads without sciembed. Returns the files written.
 
     Writes :func:`to_sentence_transformer`'s modules for the folder's own embedding (the pooling, normalisation
     and window sciembed encodes it with, :func:`sciembed.checkpoint_files.base_embedding`) into the folder:

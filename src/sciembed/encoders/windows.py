@@ -193,9 +193,11 @@ class WindowedEncoder(Encoder):
         return combined.astype(np.float32)
 
     def paper_windows(self, paper: Mapping[str, Any] | str, *, index: int | None = None) -> list[tuple[str, int]]:
-        """The texts ``paper`` is embedded as, each with its count of text tokens (the title's not counted): one
-        text when it fits the window, else windows of the text that overlap by ``overlap`` tokens, each after the
-        title (``keep_title``). ``index``, the paper's position among those given, names it in messages.
+        """The texts ``paper`` is embedded as, each with its count of text tokens.
+
+        The title's tokens are not counted. A paper that fits the window is one text, a longer one windows of the text
+        that overlap by ``overlap`` tokens, each after the title (``keep_title``). ``index``, the paper's position
+        among those given, names it in messages.
 
         Two papers are windowed otherwise, and counted in :attr:`adjusted` (``encode`` logs the counts): one whose
         title leaves fewer than :data:`MIN_WINDOW_TEXT` tokens of text per window has its title read once, at the

@@ -131,8 +131,11 @@ _BOTTLENECK_INERT = {
 
 
 def _checked(cls: type, values: Mapping[str, Any], source: str) -> Any:
-    """A config dataclass from ``values`` (its defaults for what they lack), built without ``__init__`` so that the
-    checks of ``_settle`` name ``source`` (the file) rather than the class."""
+    """A config dataclass from ``values``, with its defaults for what they lack.
+
+    A config dataclass from ``values`` (its defaults for what they lack), built without ``__init__`` so that the checks
+    of ``_settle`` name ``source`` (the file) rather than the class.
+    """
     config = cls.__new__(cls)
     for field in fields(cls):
         object.__setattr__(config, field.name, values.get(field.name, field.default))
@@ -177,8 +180,11 @@ class BottleneckConfig:
         self._settle("BottleneckConfig")
 
     def _settle(self, source: str) -> None:
-        """Normalise the containers (JSON gives lists, a tuple keeps the config comparable) and check every
-        value, raising a ValueError that names ``source`` and the key of the first unsupported one."""
+        """Normalise the containers and check every value.
+
+        Normalise the containers (JSON gives lists, a tuple keeps the config comparable) and check every value, raising
+        a ValueError that names ``source`` and the key of the first unsupported one.
+        """
         if isinstance(self.leave_out, (list, tuple)):
             object.__setattr__(self, "leave_out", tuple(self.leave_out))
         if isinstance(self.reduction_factor, Mapping):
@@ -405,8 +411,11 @@ class BottleneckAdapter(nn.Module):
 
 
 class AdapterFusion(nn.Module):
-    """One layer's AdapterFusion (adapters' ``BertFusion``, dynamic): attention of the layer's ``q`` over the
-    adapters' outputs ``u_i``, returning ``sum_i p_i V u_i`` (the residual and the LayerNorm are the hook's)."""
+    """One layer's AdapterFusion: attention over the adapters' outputs.
+
+    One layer's AdapterFusion (adapters' ``BertFusion``, dynamic): attention of the layer's ``q`` over the adapters'
+    outputs ``u_i``, returning ``sum_i p_i V u_i`` (the residual and the LayerNorm are the hook's).
+    """
 
     def __init__(self, config: FusionConfig, hidden_size: int, dropout: float) -> None:
         super().__init__()
@@ -556,8 +565,11 @@ def _attach_fusion(model: nn.Module, fuse: Fuse, config: FusionConfig, modules: 
 
 
 def _copy_into(model: nn.Module, kind: str, name: str, modules: Mapping[int, nn.Module]) -> None:
-    """Copy ``modules``' weights into the model's own ``kind`` modules named ``name`` (same config, checked):
-    copied rather than swapped in, so that an optimiser's parameters and what is frozen stay the model's."""
+    """Copy ``modules``' weights into the model's own ``kind`` modules named ``name``.
+
+    The configs must be the same (checked). The weights are copied rather than swapped in, so that an optimiser's
+    parameters and what is frozen stay the model's.
+    """
     outputs = _encoder_outputs(model)
     for index, module in modules.items():
         getattr(outputs[index], kind)[name].load_state_dict(module.state_dict())
@@ -818,9 +830,11 @@ def save_format_adapters(model: Any, folder: str | os.PathLike[str]) -> Path:
 
 
 def format_of_folder(name: str) -> str | None:
-    """The format an adapter folder holds, from its name: the format itself (sciembed's layout), or
-    SPECTER2's repository names ``specter2_<format>`` and ``specter2`` (the proximity adapter, renamed
-    from ``specter2_proximity`` in August 2023)."""
+    """The format an adapter folder holds, from its name.
+
+    The format itself (sciembed's layout), or SPECTER2's repository names ``specter2_<format>`` and ``specter2`` (the
+    proximity adapter, renamed from ``specter2_proximity`` in August 2023).
+    """
     if name in FORMATS:
         return name
     if name == SPECTER2_PROXIMITY:
@@ -876,10 +890,12 @@ def _read_weights(folder: Path, safe_name: str, name: str) -> tuple[Path, dict[s
 def _rename(
     path: Path, state: Mapping[str, torch.Tensor], kind: str, old: str, new: str
 ) -> dict[tuple[int, str], torch.Tensor]:
-    """``state``'s keys as ``(layer, key within the module)`` for the module ``old`` of ``kind``
-    (``adapters`` / ``adapter_fusion_layer``), read relative to the base model: a model with a head
-    (``BertAdapterModel``, as SPECTER2 was saved) prefixes them with its base model's name, and older
-    libraries named the adapters' dicts differently. Any other key is an error naming the file."""
+    """``state``'s keys as ``(layer, key within the module)`` for the module ``old``.
+
+    ``kind`` is ``adapters`` or ``adapter_fusion_layer``. Keys are read relative to the base model: a model with a head
+    (``BertAdapterModel``, as SPECTER2 was saved) prefixes them with its base model's name, and older libraries named
+    the adapters' dicts differently. Any other key is an error naming the file.
+    """
     pattern = re.compile(rf"^(?:\w+\.)?encoder\.layer\.(\d+)\.output\.{kind}\.{re.escape(old)}\.(.+)$")
     renamed = {}
     for key, value in state.items():
@@ -963,11 +979,12 @@ def _read_fusion(
 
 
 def load_format_adapters(model: Any, folder: str | os.PathLike[str]) -> tuple[str, ...]:
-    """Load the format adapters (and fusions) found in ``folder``: sub-folders holding
-    ``adapter_config.json``, named after their format (sciembed) or after SPECTER2's adapter
-    repositories (:func:`format_of_folder`), each loaded as its format whatever name its file gives it.
-    And ``fusion_<format>/`` folders, each ``Fuse(format, *others)`` over the formats loaded. Returns the
-    model's formats. Everything is read and checked before anything is attached or copied.
+    """Load the format adapters (and fusions) found in ``folder``.
+
+    Sub-folders holding ``adapter_config.json``, named after their format (sciembed) or after SPECTER2's adapter
+    repositories (:func:`format_of_folder`), each loaded as its format whatever name its file gives it. And
+    ``fusion_<format>/`` folders, each ``Fuse(format, *others)`` over the formats loaded. Returns the model's formats.
+    Everything is read and checked before anything is attached or copied.
 
     A model that has format adapters already takes only a folder saved from a model like it (the same
     formats and fusions, with the same configs), whose weights replace its own, as :func:`~.pals.load_pals`

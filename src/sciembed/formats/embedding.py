@@ -77,9 +77,12 @@ def load_format_modules(model: Any, folder: str | os.PathLike[str]) -> tuple[str
 
 
 def save_with_format_modules(model: Any, folder: str | os.PathLike[str]) -> bool:
-    """Save a model with format adapters or PALs as a clean base (``model.safetensors`` without their
-    weights, loadable by ``AutoModel``) plus the modules in their own layout. Returns False, saving
-    nothing, for a model without such modules."""
+    """Save a model with format adapters or PALs as a clean base plus the modules.
+
+    Save a model with format adapters or PALs as a clean base (``model.safetensors`` without their weights, loadable by
+    ``AutoModel``) plus the modules in their own layout. Returns False, saving nothing, for a model without such
+    modules.
+    """
     from transformers import PreTrainedModel
 
     from .adapters import adapter_formats, save_format_adapters
@@ -127,10 +130,12 @@ def format_parameter_counts(model: Any) -> dict[str, dict[str, int]]:
 
 
 def pool(outputs: Any, attention_mask: torch.Tensor, pooling: str, *, normalize: bool = False) -> torch.Tensor:
-    """The paper embedding in a transformers model output: the family's ``pooler_output``
-    (``pooling="family"``), the ``[CLS]`` hidden state (``"cls"``) or the mean over real tokens
-    (``"mean"``), L2-normalised with ``normalize``. Training takes its embeddings here too, so a model
-    is trained on exactly the vector it is later encoded with."""
+    """The paper embedding in a transformers model output.
+
+    The family's ``pooler_output`` (``pooling="family"``), the ``[CLS]`` hidden state (``"cls"``) or the mean over real
+    tokens (``"mean"``), L2-normalised with ``normalize``. Training takes its embeddings here too, so a model is
+    trained on exactly the vector it is later encoded with.
+    """
     import torch
 
     hidden = outputs.last_hidden_state

@@ -42,9 +42,11 @@ _MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 class _LoadsFromFolder:
-    """``Module.load`` for the modules here: the module's folder (local, or fetched from the Hub) and its
-    config go to the class's ``_from_folder`` with sentence-transformers' loading options
-    (``trust_remote_code``, ``model_kwargs``, ``processor_kwargs``, ...)."""
+    """``Module.load`` for the modules here.
+
+    The module's folder (local, or fetched from the Hub) and its config go to the class's ``_from_folder`` with
+    sentence-transformers' loading options (``trust_remote_code``, ``model_kwargs``, ``processor_kwargs``, ...).
+    """
 
     @classmethod
     def load(
@@ -70,9 +72,11 @@ class _LoadsFromFolder:
 
 
 class TaskFormatInput(_LoadsFromFolder, InputModule):
-    """The input module of one route: tokenizes texts as :class:`sciembed.PaperEncoder` does (padded,
-    truncated to ``max_seq_length``) and tags the batch with the route's task format, which
-    :class:`MultiFormatTransformer` embeds it in.
+    """The input module of one route: tokenize and tag the batch with its format.
+
+    The input module of one route: tokenizes texts as :class:`sciembed.PaperEncoder` does (padded, truncated to
+    ``max_seq_length``) and tags the batch with the route's task format, which :class:`MultiFormatTransformer` embeds
+    it in.
 
     Args:
         tokenizer: the model's tokenizer (a control-code model's includes its codes).
@@ -138,9 +142,10 @@ class TaskFormatInput(_LoadsFromFolder, InputModule):
 
 
 class MultiFormatTransformer(_LoadsFromFolder, Module):
-    """A multi-format model shared by every route: embeds each batch in the format its route tagged it
-    with (:class:`TaskFormatInput`), switching the model to that format on every call
-    (:func:`sciembed.formats.activate_format`), and pools as :mod:`sciembed.encode` does.
+    """A multi-format model shared by every route.
+
+    Embeds each batch in the format its route tagged it with (:class:`TaskFormatInput`), switching the model to that
+    format on every call (:func:`sciembed.formats.activate_format`), and pools as :mod:`sciembed.encode` does.
 
     Args:
         model: a control-code model, or a transformers encoder with format adapters or PALs.
@@ -188,8 +193,11 @@ class MultiFormatTransformer(_LoadsFromFolder, Module):
         return self.model.config.hidden_size
 
     def save(self, output_path: str, *args: Any, safe_serialization: bool = True, **kwargs: Any) -> None:
-        """Write the pooling and the model (always safetensors): format adapters or PALs in their own
-        layout next to a clean base, a control-code model with its remote code."""
+        """Write the pooling and the model, always as safetensors.
+
+        Write the pooling and the model (always safetensors): format adapters or PALs in their own layout next to a
+        clean base, a control-code model with its remote code.
+        """
         self.save_config(output_path)
         if not save_with_format_modules(self.model, output_path):
             self.model.save_pretrained(output_path)

@@ -1,5 +1,8 @@
-"""Target-recall tuning: the IVF probes and the rescore multiplier are raised until recall@10 against an exact
-search, on held-out papers of the collection, reaches the target."""
+"""Target-recall tuning: raise probes and rescoring until recall@10 reaches the target.
+
+Target-recall tuning: the IVF probes and the rescore multiplier are raised until recall@10 against an exact search, on
+held-out papers of the collection, reaches the target.
+"""
 
 from __future__ import annotations
 

@@ -541,8 +541,11 @@ def _check_parts(parts: Path, count: int) -> None:
 
 
 def _start(folder: Path, manifest: dict[str, Any], *, resume: bool, joining: bool) -> None:
-    """Start the run in ``folder``, or continue the unfinished one there (``resume``, ``joining``: another
-    process of this job may have started it) if its manifest matches."""
+    """Start the run in ``folder``, or continue the unfinished one there.
+
+    A run continues when its manifest matches and ``resume`` or ``joining`` is set (``joining``: another process of
+    this job may have started it).
+    """
     manifest_file = folder / _MANIFEST
     parts = folder / _PARTS
     if manifest_file.exists():

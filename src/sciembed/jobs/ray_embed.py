@@ -35,9 +35,11 @@ EncoderLoader = Callable[[], Encoder]
 
 
 class PaperEmbedder:
-    """The callable class Ray Data's ``map_batches`` runs in each actor: loads the encoder once, then embeds each
-    batch of paper rows (``paper_id`` and the text columns) into the Arrow table of ``sciembed embed``'s Parquet
-    output (:func:`sciembed.io.embedding_table`).
+    """The callable class that Ray Data's ``map_batches`` runs in each actor.
+
+    The callable class Ray Data's ``map_batches`` runs in each actor: loads the encoder once, then embeds each batch of
+    paper rows (``paper_id`` and the text columns) into the Arrow table of ``sciembed embed``'s Parquet output
+    (:func:`sciembed.io.embedding_table`).
 
     Args:
         load: a function returning the encoder (default: the embedded all-MiniLM-L6-v2).

@@ -312,11 +312,14 @@ def read_collection(
     smart_links: str = "cacm",
     text_fields: Sequence[str] = TEXT_FIELDS,
 ) -> Collection:
-    """The papers of a papers file in any layout :func:`~sciembed.data.papers.read_papers` reads (``.jsonl`` /
-    ``.json`` / ``.csv`` / ``.parquet``, a folder of Parquet parts, or a SMART collection: a folder holding one
-    ``*.all`` file, or the file, its ``.X`` citations read as ``smart_links`` says, a file's papers' ``text_fields``
-    checked), or given as records (a list, generator or pandas DataFrame, checked as a file's records are:
-    :func:`~sciembed.data.papers.paper_records`)."""
+    """The papers of a papers file or of records given in Python, checked.
+
+    The papers of a papers file in any layout :func:`~sciembed.data.papers.read_papers` reads (``.jsonl`` / ``.json`` /
+    ``.csv`` / ``.parquet``, a folder of Parquet parts, or a SMART collection: a folder holding one ``*.all`` file, or
+    the file, its ``.X`` citations read as ``smart_links`` says, a file's papers' ``text_fields`` checked), or given as
+    records (a list, generator or pandas DataFrame, checked as a file's records are:
+    :func:`~sciembed.data.papers.paper_records`).
+    """
     if not isinstance(papers, (str, os.PathLike)):
         given = paper_records(papers, id_field=id_field, skip_invalid=skip_invalid, text_fields=text_fields)
         _log_skipped(given.path, given.skipped)
@@ -534,8 +537,11 @@ def _index_neighbours(
 
 
 def _check_order(model: Any, papers: Any) -> None:
-    """Refuse papers where the model goes (records, a file, a SMART collection, a name ending as a papers file does)
-    and an encoder where the papers go."""
+    """Refuse papers given where the model goes, and an encoder where the papers go.
+
+    Refuse papers where the model goes (records, a file, a SMART collection, a name ending as a papers file does) and
+    an encoder where the papers go.
+    """
     order = (
         "neighbours(model, papers, ...) takes the model first (None for the embedded all-MiniLM-L6-v2, or "
         "neighbours(papers=..., embeddings=...) for vectors read from a file)"
