@@ -146,10 +146,19 @@ def _split(text: str) -> list[str]:
 
 
 @functools.cache
-def docstring_sentences() -> tuple[Sentence, ...]:
+def docstring_sentences(description_only: bool = False) -> tuple[Sentence, ...]:
+    """Sentences of every docstring, or of its description only: the text before its first section.
+
+    Args:
+        description_only: leave out the sections (``Args:``, ``Returns:``, ...), whose entries are short fragments.
+    """
     sentences = []
     for path in _python_files():
         for line, docstring in _docstrings(path):
+            if description_only:
+                lines = docstring.splitlines()
+                ends = [i for i, text in enumerate(lines) if SECTIONS.match(text.strip())]
+                docstring = "\n".join(lines[: ends[0]] if ends else lines)
             for offset, unit in _prose_units(docstring):
                 prose = INLINE_CODE.sub("code", unit)
                 sentences += [Sentence(_where(path, line + offset), s) for s in _split(prose)]
@@ -201,7 +210,7 @@ def measured_numbers(path: Path) -> list[tuple[str, str]]:
 
 
 def test_docstring_sentences_are_short():
-    sentences = docstring_sentences()
+    sentences = docstring_sentences(description_only=True)
     median = statistics.median(s.words for s in sentences)
     longest = sorted(sentences, key=lambda s: -s.words)[:20]
     listing = "\n".join(f"{s.where}: ({s.words} words) {s.text}" for s in longest)
