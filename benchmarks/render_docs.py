@@ -30,6 +30,27 @@ Image = tuple[str, bytes]
 COMPARED = ("binary_multiplier", "binary_recall_at_10", "nearest_similarity", "tenth_similarity")
 
 
+#: One sentence on what a results file shows, for the files that carry no ``description`` of their own. Keyed by the
+#: file's ``benchmark`` field, or by its name where it has none.
+WHAT_IT_SHOWS = {
+    "embed_scale": "Embedding the same papers in one process and over two workers (torchrun, Ray Data, Ray tasks): "
+    "time, rate, peak memory, and whether ids and vectors match one process.",
+    "encode_speed": "Papers per second of each encode path, against `SentenceTransformer.encode` in the same run.",
+    "model_overhead": "One forward pass of each model family against the plain `BertModel` it was built from, as "
+    "CPU-time ratios.",
+    "multiformat_overhead": "One forward pass in each task format of each multi-format method against the plain "
+    "encoder, as CPU-time ratios.",
+    "onnx_exporters": "The two ONNX exporters on the same model and papers: export time, fused operators, speed and "
+    "agreement with PyTorch in fp32 and int8.",
+    "sampling_scale": "SPECTER triplets sampled from a synthetic power-law citation graph: time and peak memory, "
+    "against a dict-of-dicts sampler, and graphs read from string ids.",
+    "scincl_scale": "SciNCL's exact kNN sampling on a synthetic graph: time, rate and peak memory, with ranks checked "
+    "against a float64 numpy ranking.",
+    "scincl_scale_tradeoff": "SciNCL's IVF search at several probe counts against exact search: time per query, and "
+    "how far hard negatives fall from their rank range.",
+}
+
+
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     """``value``'s scalars under dotted keys (``a.b.c``); lists of scalars joined by commas; bulky keys left out."""
     if isinstance(value, dict):
@@ -92,14 +113,34 @@ def pyplot():
     return plt
 
 
+def per_seed_table(rows: list[dict[str, Any]]) -> str:
+    """Each system's scores per seed: its CACM cite MAP at step 0, then every task's measures."""
+    pairs = (
+        (task, measure) for row in rows for task, values in (row.get("metrics") or {}).items() for measure in values
+    )
+    measures = list(dict.fromkeys(pairs))[: MAX_COLUMNS - 3]
+    header = ["system", "seed", "CACM cite MAP at step 0", *(f"{task} {measure}" for task, measure in measures)]
+    table = [
+        [
+            row["system"],
+            row["seed"],
+            (row.get("before") or {}).get("map"),
+            *((row.get("metrics") or {}).get(task, {}).get(measure) for task, measure in measures),
+        ]
+        for row in sorted(rows, key=lambda row: (row["system"], row["seed"]))
+    ]
+    return markdown_table(header, table)
+
+
 def recipes_section(report: dict[str, Any], image: str) -> tuple[str, list[Image]]:
-    """the ``recipes`` package's own table and plot of its summary, and the run's settings."""
+    """The ``recipes`` package's own table and plot of its summary, the scores per seed, and the run's settings."""
     sys.path.insert(0, str(Path(__file__).parent))
     import recipes
 
     settings = markdown_table(["setting", "value"], [[k, v] for k, v in flatten(report["settings"]).items()])
     png = figure_png(recipes.figure(report["summary"]))
-    return recipes.table(report["summary"]) + "\n\n" + settings, [(image, png)]
+    seeds = "Each system's scores per seed, and where it started on CACM cite:\n\n" + per_seed_table(report["rows"])
+    return "\n\n".join([recipes.table(report["summary"]), seeds, settings]), [(image, png)]
 
 
 def variant_label(row: dict[str, Any]) -> str:
@@ -130,7 +171,17 @@ def validation_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
     cite = [r for r in report["rows"] if "validation_queries" in r]
     labels = [variant_label(r) for r in cite]
     table = markdown_table(
-        ["recipe", "variant", "seed", "steps", "validation queries", "MAP change", "nDCG change"],
+        [
+            "recipe",
+            "variant",
+            "seed",
+            "steps",
+            "validation queries",
+            "MAP at step 0",
+            "MAP",
+            "MAP change",
+            "nDCG change",
+        ],
         [
             [
                 r["recipe"],
@@ -138,6 +189,8 @@ def validation_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
                 r["seed"],
                 r["steps"],
                 r["validation_queries"],
+                (r.get("before") or {}).get("map"),
+                (r.get("after") or {}).get("map"),
                 r["change_vs_published"]["map"],
                 r["change_vs_published"]["ndcg"],
             ]
@@ -381,8 +434,9 @@ def render(results: Path = RESULTS, image_folder: str = "images/benchmarks") -> 
         "# Benchmarks",
         "",
         "Every results file in `benchmarks/results/`, rendered when the site is built",
-        "(`benchmarks/render_docs.py`): the numbers here are the numbers in the JSON. How each was measured is in",
-        "the script named by the file and in [Speed and scale](speed-and-scale.md) and [Training](training.md).",
+        "(`benchmarks/render_docs.py`): the numbers here are the numbers in the JSON, and the only measured numbers",
+        "of the documentation. How each was measured is in the script named by the file and in",
+        "[Speed and scale](speed-and-scale.md) and [Training](training.md).",
     ]
     images: dict[str, bytes] = {}
     for path in sorted(results.rglob("*.json")):
@@ -398,8 +452,9 @@ def render(results: Path = RESULTS, image_folder: str = "images/benchmarks") -> 
         else:
             text, pictures = generic(report)
         lines += ["", f"## `{name}`", ""]
-        if report.get("description"):
-            lines += [report["description"], ""]
+        description = report.get("description") or WHAT_IT_SHOWS.get(report.get("benchmark", path.stem))
+        if description:
+            lines += [description, ""]
         for image_name, data in pictures:
             images[f"{image_folder}/{image_name}"] = data
             lines += [f"![{name}]({image_folder}/{image_name})", ""]

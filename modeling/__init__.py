@@ -1,11 +1,11 @@
-"""Remote-code model families, one folder each (shipped next to the weights; installed as sciembed.modeling).
+"""Remote-code model families, one folder each (shipped next to the weights, installed as sciembed.modeling).
 
 Files inside a family folder import only torch, transformers and their sibling file, so a saved model
 loads with ``AutoModel.from_pretrained(path, trust_remote_code=True)`` where sciembed is not installed.
 Importing this package registers the families with ``AutoConfig`` / ``AutoModel`` and their SPECTROID
 classifiers with ``AutoModelForSequenceClassification``, so that where sciembed is installed they load
 without trusting remote code. (``import sciembed`` alone does not import torch or transformers, which keeps
-the CLI quick to start; sciembed's loaders import this package first.)
+the CLI quick to start, sciembed's loaders import this package first.)
 """
 
 from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification

@@ -27,7 +27,7 @@ class ControlCodeConfig(BertConfig):
 
     SciRepEval (Singh et al., "SciRepEval: A Multi-Format Benchmark for Scientific Document
     Representations", EMNLP 2023) trains one encoder on four task formats and tells it the format of
-    each input with a control code, a special token placed right after ``[CLS]``; the final hidden state
+    each input with a control code, a special token placed right after ``[CLS]``. The final hidden state
     of that token is the document embedding for that format.
 
     Args:
@@ -35,7 +35,7 @@ class ControlCodeConfig(BertConfig):
             ``{"classification": "[CLF]", "regression": "[RGN]", "proximity": "[PRX]",
             "adhoc_query": "[QRY]"}``. In ad-hoc search SciRepEval embeds the *query* with ``[QRY]``
             and the candidate papers with ``[PRX]``, so ``adhoc_query`` is only for queries.
-        control_code_token_ids: task-format name -> vocabulary id of its control code; filled by
+        control_code_token_ids: task-format name -> vocabulary id of its control code. Filled by
             ``ControlCodeModel.from_bert`` when it adds the codes to the tokenizer. Empty until then.
         default_task_format: the format used when ``forward`` gets ``task_format=None``. Defaults to
             ``"proximity"``: ``[PRX]`` is the code SciRepEval uses for proximity (similarity, citation
@@ -54,11 +54,11 @@ class ControlCodeConfig(BertConfig):
             ``resize_token_embeddings`` gave) or ``"sep"``: a copy of the ``[SEP]`` row. BERT's heads use ``[SEP]``
             as a no-op their attention rests on (Clark et al., "What Does BERT Look At?", 2019), so a code that
             starts as a second ``[SEP]`` barely moves the text's states and, with ``text_pooling="mean"``, the model
-            starts close to the base's own embedding, where a random row shifts every state; the codes become
+            starts close to the base's own embedding, where a random row shifts every state. The codes become
             distinct as each format's loss trains its own row. Recorded in the configuration, used only when the
             codes are added.
         classifier_hidden_sizes: the hidden-layer sizes, each Linear + ReLU, of the SPECTROID classification head
-            (Capuano et al.) that ``ControlCodeForSequenceClassification`` puts on the control-code embedding;
+            (Capuano et al.) that ``ControlCodeForSequenceClassification`` puts on the control-code embedding.
             ``[]`` (default) is a linear head. Unused by the encoder.
         **kwargs: every ``transformers.BertConfig`` field.
     """

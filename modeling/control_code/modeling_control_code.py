@@ -1,4 +1,4 @@
-"""SciRepEval's multi-task control-code encoder (MTL CTRL; Singh et al., EMNLP 2023) as a transformers model.
+"""SciRepEval's multi-task control-code encoder (MTL CTRL, Singh et al., EMNLP 2023) as a transformers model.
 
 One BERT encoder serves four task formats. The format of each input is a control code, a special
 token inserted right after ``[CLS]`` (``[CLF]`` classification, ``[RGN]`` regression, ``[PRX]``
@@ -38,7 +38,7 @@ def additive_attention_mask(attention_mask: torch.Tensor, dtype: torch.dtype) ->
 
 # Copied from sciembed.modeling.multi2spe.modeling_multi2spe.layer_output
 def layer_output(output: Union[torch.Tensor, tuple[torch.Tensor, ...]]) -> torch.Tensor:
-    """A ``BertLayer``'s hidden states: transformers 5.x returns them, 4.57 a tuple that starts with them."""
+    """A ``BertLayer``'s hidden states: transformers 5 returns them, transformers 4 a tuple led by them."""
     return output[0] if isinstance(output, tuple) else output
 
 
@@ -48,7 +48,7 @@ CONTROL_CODE_POSITION = 1
 
 @dataclass
 class ControlCodeModelOutput(ModelOutput):
-    """Output of :class:`ControlCodeModel`; sequences are one token longer than the input (the control code).
+    """Output of :class:`ControlCodeModel`. Sequences are one token longer than the input (the control code).
 
     Args:
         last_hidden_state: ``(batch, n + 1, hidden)`` final hidden states, control code at index 1.
@@ -144,9 +144,12 @@ SOURCE_ONLY_CONFIG_KEYS = (
 def config_from_bert(
     config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options
 ) -> PretrainedConfig:
-    """A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that
-    describe the checkpoint itself, nor its values of the family's own fields, such as a generation default
-    ``top_k``), then ``options``, keeping the attention implementation the BERT model was loaded with."""
+    """A family's config from a BERT checkpoint's config and ``options``.
+
+    A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that describe
+    the checkpoint itself, nor its values of the family's own fields, such as a generation default ``top_k``), then
+    ``options``, keeping the attention implementation the BERT model was loaded with.
+    """
     family_fields = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
     settings = {
         key: value
@@ -160,12 +163,14 @@ def config_from_bert(
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.init_bert_module
 def init_bert_module(module: nn.Module, std: float) -> None:
-    """BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls
-    transformers 5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
+    """BERT's initialisation of one module through ``torch.nn.init``.
 
-    A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation: BERT's
-    N(0, std) would scale the signal by about 0.02·√64·√½ ≈ 0.11 per 64-unit ReLU layer. ``BertEmbeddings``'
-    position and token-type buffers, which transformers 5 does not load, are refilled.
+    BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls transformers
+    5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
+
+    A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation. BERT's
+    small N(0, std) would shrink the signal at every narrow ReLU layer. ``BertEmbeddings``' position and
+    token-type buffers, which transformers 5 does not load, are refilled.
     """
     if isinstance(module, nn.Linear):
         if getattr(module, "relu_follows", False):
@@ -197,7 +202,7 @@ class ControlCodePreTrainedModel(PreTrainedModel):
     _no_split_modules = ["BertEmbeddings", "BertLayer"]
 
     def _init_weights(self, module: nn.Module) -> None:
-        """BERT's initialisation (:func:`init_bert_module`); the control-code rows are ordinary word-embedding rows,
+        """BERT's initialisation (:func:`init_bert_module`). The control-code rows are ordinary word-embedding rows,
         N(0, initializer_range)."""
         init_bert_module(module, self.config.initializer_range)
 
@@ -208,10 +213,10 @@ def _insert_after_first(tensor: torch.Tensor, column: torch.Tensor) -> torch.Ten
 
 
 class ControlCodeModel(ControlCodePreTrainedModel):
-    """BERT with SciRepEval's task-format control codes; ``pooler_output`` is the embedding at the code.
+    """BERT with SciRepEval's task-format control codes. ``pooler_output`` is the embedding at the code.
 
     Parameter names are ``BertModel``'s without the pooler (``embeddings.*``, ``encoder.layer.N.*``),
-    so any BERT checkpoint loads into it; build one with :meth:`from_bert`, which also adds the codes
+    so any BERT checkpoint loads into it. Build one with :meth:`from_bert`, which also adds the codes
     to the tokenizer.
 
     Example::
@@ -247,11 +252,11 @@ class ControlCodeModel(ControlCodePreTrainedModel):
     ) -> ControlCodeModel:
         """Build the model from a BERT checkpoint and add the control codes to its tokenizer.
 
-        Every pretrained weight (embeddings and all layers; not the pooler, which the model lacks) is
+        Every pretrained weight (embeddings and all layers, not the pooler, which the model lacks) is
         copied. The control codes are added to ``tokenizer`` *in place* as additional special tokens,
         in sorted order as SciRepEval's ``training/pl_training.py`` adds them, so save that tokenizer next
         to the model. Codes the tokenizer already knows (e.g. starting from a control-code checkpoint)
-        keep their ids and trained rows; each newly added code gets a new word-embedding row as
+        keep their ids and trained rows. Each newly added code gets a new word-embedding row as
         ``control_code_init`` says: drawn from N(0, initializer_range), BERT's init, which is what
         SciRepEval's ``resize_token_embeddings`` call gave in the transformers of its time (recent releases
         default to mean-resizing instead), or a copy of the tokenizer's ``[SEP]`` row.
@@ -259,10 +264,10 @@ class ControlCodeModel(ControlCodePreTrainedModel):
         Args:
             path_or_model: a folder or Hub id loadable by ``BertModel.from_pretrained`` (a
                 sentence-transformers folder works too), or a ``BertModel``.
-            tokenizer: the checkpoint's tokenizer; loaded with ``AutoTokenizer`` from the path (or the
+            tokenizer: the checkpoint's tokenizer. Loaded with ``AutoTokenizer`` from the path (or the
                 model's ``name_or_path``) when omitted.
             **options: :class:`ControlCodeConfig` fields (``control_codes``, ``default_task_format``,
-                or BERT fields such as dropout); ``control_code_token_ids`` is filled here.
+                or BERT fields such as dropout). ``control_code_token_ids`` is filled here.
         """
         if "control_code_token_ids" in options:
             raise TypeError("control_code_token_ids is filled by from_bert from the tokenizer; do not pass it")
@@ -365,9 +370,12 @@ class ControlCodeModel(ControlCodePreTrainedModel):
         return input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids
 
     def _fit_to_positions(self, input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids):
-        """Inputs that the inserted code made longer than the model's positions, cut back as SciRepEval's
-        truncating tokenizer would have: each overflowing row loses its last text token before its final
-        one (``[SEP]``), with a warning."""
+        """Inputs that the inserted code made too long, cut back as SciRepEval's tokenizer would.
+
+        Inputs that the inserted code made longer than the model's positions, cut back as SciRepEval's truncating
+        tokenizer would have: each overflowing row loses its last text token before its final one (``[SEP]``), with a
+        warning.
+        """
         limit = self.config.max_position_embeddings
         if attention_mask.shape[1] <= limit:
             return input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids
@@ -417,13 +425,13 @@ class ControlCodeModel(ControlCodePreTrainedModel):
         Args:
             input_ids, attention_mask, token_type_ids, inputs_embeds: as for ``BertModel``, without the
                 control code (``inputs_embeds`` get the code's word embedding inserted).
-            position_ids: positions of the given tokens; the code takes the position after ``[CLS]``'s
+            position_ids: positions of the given tokens. The code takes the position after ``[CLS]``'s
                 and the following tokens shift by one. Usually left unset.
             output_hidden_states: also return every layer's hidden states.
             return_dict: return a :class:`ControlCodeModelOutput` (default) or a tuple.
             task_format: ``"classification"``, ``"regression"``, ``"proximity"`` or ``"adhoc_query"``
                 (the keys of ``config.control_codes``) for the whole batch, or a list with one format
-                per row for task-heterogeneous batches; ``config.default_task_format`` when ``None``.
+                per row for task-heterogeneous batches. ``config.default_task_format`` when ``None``.
         """
         output_hidden_states = (
             output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
@@ -469,7 +477,7 @@ class ControlCodeForSequenceClassification(ControlCodePreTrainedModel):
     """The control-code encoder with SPECTROID's MLP classification head (Capuano et al.) on the embedding at
     the control code of the requested task format.
 
-    Pass ``task_format="classification"`` (SciRepEval's ``[CLF]``; ``"regression"`` for ``[RGN]``) to the forward
+    Pass ``task_format="classification"`` (SciRepEval's ``[CLF]``, ``"regression"`` for ``[RGN]``) to the forward
     pass, or build the model with ``default_task_format="classification"``. Build it from BERT with
     :meth:`from_bert`, or from a saved control-code encoder with
     ``ControlCodeForSequenceClassification.from_pretrained(folder, num_labels=n, classifier_hidden_sizes=[64])``:
@@ -501,7 +509,7 @@ class ControlCodeForSequenceClassification(ControlCodePreTrainedModel):
         Args:
             path_or_model, tokenizer: as for :meth:`ControlCodeModel.from_bert`.
             head: ``"CH1"``, ``"CH2"`` (default) or ``"CH3"`` (``SPECTROID_HEADS``), or a list of hidden sizes.
-            num_labels: the number of labels; defaults to the length of ``id2label`` when that is among the
+            num_labels: the number of labels. Defaults to the length of ``id2label`` when that is among the
                 options, else 2. The checkpoint's own label maps are not carried over.
             **options: :class:`ControlCodeConfig` fields (``default_task_format``, ``problem_type``, ...).
         """

@@ -1,5 +1,5 @@
 """Configuration of MoE BERT (Hallee et al., "Contrastive learning and mixture of experts enables precise vector
-embeddings", arXiv:2401.15713; Scientific Reports 2025)."""
+embeddings", arXiv:2401.15713, Scientific Reports 2025)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class MoEBertConfig(BertConfig):
     Args:
         num_experts (`int`, *optional*):
             E, the number of experts of every MoE layer. Defaults to `len(domains)` (one expert per domain, as the
-            paper's enforced routing); enforced routing requires exactly that.
+            paper's enforced routing). Enforced routing requires exactly that.
         moe_layers (`str` or `list[int]`, *optional*, defaults to `"all"`):
             Which layers become MoE: `"all"` (the paper's full extension), `"middle"` (SMoE, only layer
             `num_hidden_layers // 2`, the index the authors' `single_moe` uses), or a list of 0-based layer indices.
@@ -40,20 +40,20 @@ class MoEBertConfig(BertConfig):
             every token (Mixtral). In both learned modes the softmax weights of the chosen experts are renormalised
             to sum to 1.
         num_experts_per_tok (`int`, *optional*, defaults to 2):
-            Experts per sequence (`"sentence"`) or per token (`"token"`); 2 as Mixtral and the authors' configs
+            Experts per sequence (`"sentence"`) or per token (`"token"`). 2 as Mixtral and the authors' configs
             (`topk: 2`). Unused by enforced routing. Mixtral's name: `top_k` is a generation setting, which
             transformers 5 refuses to save in a model config (a `top_k` in a config saved earlier is read as this).
         domains (`list[str]`, *optional*):
-            Domain names; defaults to the paper's five (`PAPER_DOMAINS`). Domain `i` is routed to expert `i`.
+            Domain names. Defaults to the paper's five (`PAPER_DOMAINS`). Domain `i` is routed to expert `i`.
         domain_tokens (`list[str]`, *optional*):
-            The special token of each domain, which replaces `[CLS]`; defaults to `f"[{name.upper()}]"`
+            The special token of each domain, which replaces `[CLS]`. Defaults to `f"[{name.upper()}]"`
             (`"cvd"` -> `"[CVD]"`).
         domain_token_ids (`list[int]`, *optional*):
-            Vocabulary ids of `domain_tokens`, filled by `MoEBertModel.from_bert`; needed to read the domain from
+            Vocabulary ids of `domain_tokens`, filled by `MoEBertModel.from_bert`. Needed to read the domain from
             `input_ids[:, 0]`.
         classifier_hidden_sizes (`list[int]`, *optional*, defaults to `[]`):
             The hidden-layer sizes, each Linear + ReLU, of the SPECTROID classification head (Capuano et al.) that
-            [`MoEBertForSequenceClassification`] puts on the paper embedding; `[]` is a linear head. Unused by the
+            [`MoEBertForSequenceClassification`] puts on the paper embedding. `[]` is a linear head. Unused by the
             encoder.
         kwargs:
             The fields of [`BertConfig`].

@@ -1,5 +1,7 @@
-"""MoE BERT: a pretrained BERT whose feed-forward blocks are copied into experts (Hallee et al., "Contrastive learning
-and mixture of experts enables precise vector embeddings", arXiv:2401.15713; Scientific Reports 2025).
+"""MoE BERT: a pretrained BERT whose feed-forward blocks are copied into experts.
+
+From Hallee et al., "Contrastive learning and mixture of experts enables precise vector embeddings"
+(arXiv:2401.15713, Scientific Reports 2025).
 
 Conversion (the paper's "MoE extension"): in every MoE layer the pretrained MLP W2 act(W1 x + b1) + b2 is copied
 into E experts of the gated form
@@ -14,7 +16,7 @@ experts' outputs are combined as
 with TopK the domain's expert (enforced routing, g = 1), the sequence's top-k experts (sentence routing) or each
 token's top-k experts (token routing, as Mixtral). Attention, residuals and LayerNorms are BERT's.
 
-Parameter names: a MoE layer keeps BertLayer's `attention.*` and `output.LayerNorm.*`; the pretrained
+Parameter names: a MoE layer keeps BertLayer's `attention.*` and `output.LayerNorm.*`. The pretrained
 `intermediate.dense` (W1, b1) and `output.dense` (W2, b2) of that layer live in every expert as
 `moe.experts.{e}.w1` and `moe.experts.{e}.w2`, next to the new gate `moe.experts.{e}.w3` and (for learned
 routing) `moe.router`. Layers that are not MoE are plain `BertLayer`s, so a `BertModel` state dict loads under
@@ -55,7 +57,7 @@ def additive_attention_mask(attention_mask: torch.Tensor, dtype: torch.dtype) ->
 
 # Copied from sciembed.modeling.multi2spe.modeling_multi2spe.layer_output
 def layer_output(output: Union[torch.Tensor, tuple[torch.Tensor, ...]]) -> torch.Tensor:
-    """A ``BertLayer``'s hidden states: transformers 5.x returns them, 4.57 a tuple that starts with them."""
+    """A ``BertLayer``'s hidden states: transformers 5 returns them, transformers 4 a tuple led by them."""
     return output[0] if isinstance(output, tuple) else output
 
 
@@ -68,13 +70,13 @@ class MoEBertModelOutput(ModelOutput):
             Hidden states of the last layer.
         pooler_output (`torch.FloatTensor` of shape `(batch_size, hidden_size)`):
             The paper embedding: the mean of `last_hidden_state` over the tokens of `attention_mask` (the pooling
-            of the authors' embedding code and of the all-MiniLM-L6-v2 base model; it includes the domain token).
+            of the authors' embedding code and of the all-MiniLM-L6-v2 base model, it includes the domain token).
         hidden_states (`tuple(torch.FloatTensor)`, *optional*, returned with `output_hidden_states=True`):
             The embedding output and the output of every layer, each `(batch_size, sequence_length, hidden_size)`.
         router_logits (`tuple(torch.FloatTensor)`, *optional*):
             One tensor per MoE layer, for the router cross-entropy, mutual-information and load-balancing losses:
             `(batch_size, num_experts)` for sentence routing, `(batch_size, sequence_length, num_experts)` for token
-            routing (padding tokens included; mask them with `attention_mask`). `None` for enforced routing, which
+            routing (padding tokens included, mask them with `attention_mask`). `None` for enforced routing, which
             has no learned router.
         domain_ids (`torch.LongTensor` of shape `(batch_size,)`, *optional*):
             The domain index of every input (into `config.domains`): the one enforced routing used, or under
@@ -104,7 +106,7 @@ class MoEBertExpert(nn.Module):
 
 
 class MoEBertSparseMLP(nn.Module):
-    """The experts of one MoE layer and their routing; each expert runs only on the rows or tokens routed to it."""
+    """The experts of one MoE layer and their routing. Each expert runs only on the rows or tokens routed to it."""
 
     def __init__(self, config: MoEBertConfig) -> None:
         super().__init__()
@@ -307,9 +309,12 @@ SOURCE_ONLY_CONFIG_KEYS = (
 def config_from_bert(
     config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options
 ) -> PretrainedConfig:
-    """A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that
-    describe the checkpoint itself, nor its values of the family's own fields, such as a generation default
-    ``top_k``), then ``options``, keeping the attention implementation the BERT model was loaded with."""
+    """A family's config from a BERT checkpoint's config and ``options``.
+
+    A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that describe
+    the checkpoint itself, nor its values of the family's own fields, such as a generation default ``top_k``), then
+    ``options``, keeping the attention implementation the BERT model was loaded with.
+    """
     family_fields = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
     settings = {
         key: value
@@ -323,12 +328,14 @@ def config_from_bert(
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.init_bert_module
 def init_bert_module(module: nn.Module, std: float) -> None:
-    """BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls
-    transformers 5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
+    """BERT's initialisation of one module through ``torch.nn.init``.
 
-    A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation: BERT's
-    N(0, std) would scale the signal by about 0.02·√64·√½ ≈ 0.11 per 64-unit ReLU layer. ``BertEmbeddings``'
-    position and token-type buffers, which transformers 5 does not load, are refilled.
+    BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls transformers
+    5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
+
+    A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation. BERT's
+    small N(0, std) would shrink the signal at every narrow ReLU layer. ``BertEmbeddings``' position and
+    token-type buffers, which transformers 5 does not load, are refilled.
     """
     if isinstance(module, nn.Linear):
         if getattr(module, "relu_follows", False):
@@ -370,9 +377,9 @@ class MoEBertPreTrainedModel(PreTrainedModel):
 
 
 class MoEBertModel(MoEBertPreTrainedModel):
-    """BERT with mixture-of-experts feed-forward blocks; `pooler_output` is the paper embedding (masked mean).
+    """BERT with mixture-of-experts feed-forward blocks. `pooler_output` is the paper embedding (masked mean).
 
-    Build it from any BERT checkpoint with [`MoEBertModel.from_bert`]; at that point its outputs equal the base
+    Build it from any BERT checkpoint with [`MoEBertModel.from_bert`]. At that point its outputs equal the base
     model's for every routing mode. The forward pass takes BERT's inputs plus `domain_ids`.
     """
 
@@ -404,9 +411,9 @@ class MoEBertModel(MoEBertPreTrainedModel):
         r"""BERT's inputs (`attention_mask` 2-D, `(batch_size, sequence_length)`), plus:
 
         domain_ids (`torch.LongTensor` of shape `(batch_size,)`, *optional*):
-            Index into `config.domains` of every input. Enforced routing sends input i to expert `domain_ids[i]`;
-            without it the domain is read from `input_ids[:, 0]`, which must then be a domain token (in place of
-            `[CLS]`). `domain_ids` wins over the tokens; it selects experts only and does not change the tokens, so
+            Index into `config.domains` of every input. Enforced routing sends input i to expert `domain_ids[i]`.
+            Without it the domain is read from `input_ids[:, 0]`, which must then be a domain token (in place of
+            `[CLS]`). `domain_ids` wins over the tokens. It selects experts only and does not change the tokens, so
             encode the way the model was trained (domain tokens, or `[CLS]` with `domain_ids`). Learned routing
             ignores the domain and only reports it in the output.
         """
@@ -485,14 +492,14 @@ class MoEBertModel(MoEBertPreTrainedModel):
         """Converts a pretrained BERT (a folder, a Hub id or a `BertModel`) into a MoE BERT with equal outputs.
 
         Every pretrained weight is copied: embeddings, attention and LayerNorms under their own names, and the MLP
-        of each MoE layer into every expert (W1 <- intermediate.dense, W2 <- output.dense); W3 = 0, b3 = 1 and the
+        of each MoE layer into every expert (W1 <- intermediate.dense, W2 <- output.dense). W3 = 0, b3 = 1 and the
         routers are initialised as new. When `config.domains` is not empty, the domain tokens are added to
         `tokenizer` in place (loaded from the checkpoint when not given) as special tokens, the embeddings are
         resized, and each new token's row is a copy of the `[CLS]` row (the paper seeds domain tokens from
-        `[CLS]`); tokens the tokenizer already had keep their pretrained rows.
+        `[CLS]`). Tokens the tokenizer already had keep their pretrained rows.
 
         Args:
-            path_or_model: the BERT checkpoint; a folder may also hold sentence-transformers files.
+            path_or_model: the BERT checkpoint. A folder may also hold sentence-transformers files.
             tokenizer: the checkpoint's tokenizer, extended in place with the domain tokens.
             options: fields of [`MoEBertConfig`] (`num_experts`, `moe_layers`, `routing`, `num_experts_per_tok`,
                 `domains`, `domain_tokens`) or of `BertConfig` (e.g. `hidden_dropout_prob`) to override.
@@ -603,7 +610,7 @@ class MoEBertForSequenceClassification(MoEBertPreTrainedModel):
         Args:
             path_or_model, tokenizer: as for [`MoEBertModel.from_bert`].
             head: `"CH1"`, `"CH2"` (default) or `"CH3"` (`SPECTROID_HEADS`), or a list of hidden sizes.
-            num_labels: the number of labels; defaults to the length of `id2label` when that is among the options,
+            num_labels: the number of labels. Defaults to the length of `id2label` when that is among the options,
                 else 2. The checkpoint's own label maps are not carried over.
             options: fields of [`MoEBertConfig`] (`routing`, `domains`, `problem_type`, ...).
         """

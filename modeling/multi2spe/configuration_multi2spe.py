@@ -16,10 +16,10 @@ class Multi2SPEConfig(BertConfig):
     """A BERT configuration plus the multiple-CLS settings of Multi²SPE.
 
     Multi²SPE (Seoh, Chang & McCallum, "Encoding Multi-Domain Scientific Papers by Ensembling Multiple
-    CLS Tokens", 2023; built on Multi-CLS BERT, Chang et al., ACL 2023) feeds K CLS tokens, ``[CLS]``
+    CLS Tokens", 2023, built on Multi-CLS BERT, Chang et al., ACL 2023) feeds K CLS tokens, ``[CLS]``
     followed by K−1 extra tokens, and passes the hidden state of the k-th CLS token through its own
     linear layer L_{l,k} after a few encoder layers l. Equation (1) re-parameterises the weights as
-    W_{l,k} − (1/K) Σ_k' W_{l,k'} so that the K layers cannot collapse into one; the final CLS outputs
+    W_{l,k} − (1/K) Σ_k' W_{l,k'} so that the K layers cannot collapse into one. The final CLS outputs
     c_1..c_K are summed into the paper embedding Σ_k c_k. Table 2's ablations (number of CLS tokens,
     no linear layer injection, no re-parameterisation) are the fields below.
 
@@ -27,7 +27,7 @@ class Multi2SPEConfig(BertConfig):
         num_cls_tokens: K, the number of CLS tokens including ``[CLS]``. Defaults to 3, the setting of
             the authors' training command (``--num_facets 3`` in the README of ronaldseoh/multi2spe).
         extra_cls_token_ids: the vocabulary ids of the K−1 tokens the model inserts right after
-            ``[CLS]``; filled by ``Multi2SPEModel.from_bert`` (``[unused1]``.. ``[unused{K-1}]`` as in the
+            ``[CLS]``. Filled by ``Multi2SPEModel.from_bert`` (``[unused1]``.. ``[unused{K-1}]`` as in the
             authors' ``utils.py``, or added tokens ``[CLS1]``.. when the vocabulary has no ``[unused*]``).
         linear_layers: 1-based numbers of the encoder layers after which the per-CLS linear layers sit.
             ``None`` (default) spreads three of them evenly over the depth: 4, 8, 12 for a 12-layer model
@@ -37,7 +37,7 @@ class Multi2SPEConfig(BertConfig):
             last one starts as ``initialization`` says.
         reparameterize: apply equation (1) to the weights when K > 1 (default True). With K = 1 the
             formula would cancel the only layer, so it is skipped. As in the authors' ``custom_bert.py``
-            only the weights are centred; each L_{l,k} keeps its own bias.
+            only the weights are centred. Each L_{l,k} keeps its own bias.
         reparameterization_init: how equation (1) treats the identity-initialised layers.
             ``"identity"`` (default) uses I + W_{l,k} − (1/K) Σ_k' W_{l,k'}: the constant I does not change
             the gradients of equation (1), and identical identity inits then give exactly the identity, so
@@ -49,12 +49,12 @@ class Multi2SPEConfig(BertConfig):
         initialization: where the model starts.
             ``"base"`` (default): where its base is, so fine-tuning starts from the base's quality. The
             linear layers after the last layer start as the identity too (at zero with ``text_pooling="mean"``,
-            below), with no activation after them;
-            the extra CLS tokens start as copies of ``[CLS]`` (its word embedding, and position 0 for all
-            K); and every CLS token's attention key carries the constant bias −log K, so K identical CLS
+            below), with no activation after them.
+            The extra CLS tokens start as copies of ``[CLS]`` (its word embedding, and position 0 for all
+            K). And every CLS token's attention key carries the constant bias −log K, so K identical CLS
             tokens weigh in attention exactly as the one ``[CLS]`` of the base. At step 0 every CLS output
             then equals the base's ``[CLS]`` output and the paper embedding is K times it (the same
-            ranking); the CLS tokens part ways as training moves their linear layers apart (eq. (1)).
+            ranking). The CLS tokens part ways as training moves their linear layers apart (eq. (1)).
             ``"paper"``: the construction of the paper and the authors' code: the last linear layers start
             random (BERT's normal(0, initializer_range)) followed by ``tanh``, and the extra CLS tokens are
             ``[unused*]`` tokens at positions 1..K−1, later tokens shifting by K−1. From all-MiniLM-L6-v2 this
@@ -70,10 +70,10 @@ class Multi2SPEConfig(BertConfig):
             sentence-transformers models such as all-MiniLM-L6-v2 do, whose ``[CLS]`` was never trained to
             embed the text. With ``initialization="base"`` the linear layers after the last layer then start
             at zero (the centred weights of equation (1), and zero biases), so at step 0 every c_k is 1/K of
-            the base's mean-pooled embedding and Σ_k c_k is that embedding; what the CLS tokens add grows
+            the base's mean-pooled embedding and Σ_k c_k is that embedding. What the CLS tokens add grows
             as they train. This departs from the paper, whose base (SciBERT) is read at ``[CLS]``.
         classifier_hidden_sizes: the hidden-layer sizes, each Linear + ReLU, of the SPECTROID classification head
-            (Capuano et al.) that ``Multi2SPEForSequenceClassification`` puts on the paper embedding Σ_k c_k;
+            (Capuano et al.) that ``Multi2SPEForSequenceClassification`` puts on the paper embedding Σ_k c_k.
             ``[]`` (default) is a linear head. Unused by the encoder.
         **kwargs: every ``transformers.BertConfig`` field.
     """

@@ -23,10 +23,10 @@ logger = logging.get_logger(__name__)
 
 @dataclass
 class Multi2SPEModelOutput(ModelOutput):
-    """Output of :class:`Multi2SPEModel`; sequence positions include the K−1 inserted CLS tokens.
+    """Output of :class:`Multi2SPEModel`. Sequence positions include the K−1 inserted CLS tokens.
 
     Args:
-        last_hidden_state: (batch, n + K − 1, hidden) final hidden states; positions 0..K−1 are the
+        last_hidden_state: (batch, n + K − 1, hidden) final hidden states. Positions 0..K−1 are the
             CLS tokens after the last layer's per-CLS linear layers (when there are some).
         pooler_output: (batch, hidden) the paper embedding Σ_k c_k used at inference in the paper.
         cls_embeddings: (batch, K, hidden) the CLS outputs c_1..c_K (what the training similarity
@@ -54,7 +54,7 @@ class Multi2SPECLSLinear(nn.Module):
 
     Args:
         init: how the weights start: ``"identity"``, ``"zero"`` or ``"normal"`` (BERT's normal(0,
-            initializer_range)); biases start at zero.
+            initializer_range)). Biases start at zero.
     """
 
     def __init__(self, config: Multi2SPEConfig, init: str):
@@ -91,7 +91,7 @@ def additive_attention_mask(attention_mask: torch.Tensor, dtype: torch.dtype) ->
 
 
 def layer_output(output: Union[torch.Tensor, tuple[torch.Tensor, ...]]) -> torch.Tensor:
-    """A ``BertLayer``'s hidden states: transformers 5.x returns them, 4.57 a tuple that starts with them."""
+    """A ``BertLayer``'s hidden states: transformers 5 returns them, transformers 4 a tuple led by them."""
     return output[0] if isinstance(output, tuple) else output
 
 
@@ -210,9 +210,12 @@ SOURCE_ONLY_CONFIG_KEYS = (
 def config_from_bert(
     config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options
 ) -> PretrainedConfig:
-    """A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that
-    describe the checkpoint itself, nor its values of the family's own fields, such as a generation default
-    ``top_k``), then ``options``, keeping the attention implementation the BERT model was loaded with."""
+    """A family's config from a BERT checkpoint's config and ``options``.
+
+    A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that describe
+    the checkpoint itself, nor its values of the family's own fields, such as a generation default ``top_k``), then
+    ``options``, keeping the attention implementation the BERT model was loaded with.
+    """
     family_fields = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
     settings = {
         key: value
@@ -226,12 +229,14 @@ def config_from_bert(
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.init_bert_module
 def init_bert_module(module: nn.Module, std: float) -> None:
-    """BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls
-    transformers 5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
+    """BERT's initialisation of one module through ``torch.nn.init``.
 
-    A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation: BERT's
-    N(0, std) would scale the signal by about 0.02·√64·√½ ≈ 0.11 per 64-unit ReLU layer. ``BertEmbeddings``'
-    position and token-type buffers, which transformers 5 does not load, are refilled.
+    BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls transformers
+    5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
+
+    A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation. BERT's
+    small N(0, std) would shrink the signal at every narrow ReLU layer. ``BertEmbeddings``' position and
+    token-type buffers, which transformers 5 does not load, are refilled.
     """
     if isinstance(module, nn.Linear):
         if getattr(module, "relu_follows", False):
@@ -279,15 +284,15 @@ class Multi2SPEPreTrainedModel(PreTrainedModel):
 
 
 class Multi2SPEModel(Multi2SPEPreTrainedModel):
-    """Multi²SPE encoder: BERT with K CLS tokens and per-CLS linear layers; ``pooler_output`` = Σ_k c_k.
+    """Multi²SPE encoder: BERT with K CLS tokens and per-CLS linear layers. ``pooler_output`` = Σ_k c_k.
 
     The model inserts the K−1 extra CLS tokens itself, right after ``[CLS]`` (positions 1..K−1, attention
-    mask 1, token type 0), so a plain BERT tokenizer's output goes in unchanged; inputs must therefore
+    mask 1, token type 0), so a plain BERT tokenizer's output goes in unchanged. Inputs must therefore
     start with ``[CLS]`` and be right-padded, as BERT tokenizers produce them. Later tokens move K−1
     positions to the right and get the position ids 0..n+K−2 of the extended sequence, as if the
     tokenizer had produced it. An extended sequence longer than ``max_position_embeddings`` loses tokens
     before its final token (the tokenizer's ``[SEP]``), which is kept, as a tokenizer truncating to the
-    limit would have done; this is logged once.
+    limit would have done. This is logged once.
     """
 
     def __init__(self, config: Multi2SPEConfig):
@@ -310,8 +315,11 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
 
     @property
     def num_inserted_tokens(self) -> int:
-        """Positions the inserted tokens take: a tokenizer must leave room for them below the position limit
-        (none with ``initialization="base"``, whose extra CLS tokens share position 0)."""
+        """Positions the inserted tokens take.
+
+        A tokenizer must leave room for them below the position limit (none with ``initialization="base"``, whose extra
+        CLS tokens share position 0).
+        """
         return 0 if self._shares_cls_position else self.config.num_cls_tokens - 1
 
     @property
@@ -330,12 +338,12 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
 
         Args:
             path_or_model: a folder or Hub id of a BERT checkpoint, or a ``BertModel``.
-            tokenizer: the checkpoint's tokenizer; loaded from the path (or ``model.name_or_path``) when
+            tokenizer: the checkpoint's tokenizer. Loaded from the path (or ``model.name_or_path``) when
                 omitted. The extra CLS tokens are ``[unused1]``..``[unused{K-1}]`` when its vocabulary
-                has them (as in the authors' ``utils.py``); otherwise ``[CLS1]``..``[CLS{K-1}]`` are added
+                has them (as in the authors' ``utils.py``). Otherwise ``[CLS1]``..``[CLS{K-1}]`` are added
                 to this tokenizer object in place as special tokens, so a caller who passes it can save
                 it next to the model, and the embeddings are resized.
-            **options: :class:`Multi2SPEConfig` fields (``num_cls_tokens``, ``linear_layers``, ...); given
+            **options: :class:`Multi2SPEConfig` fields (``num_cls_tokens``, ``linear_layers``, ...). Given
                 ``extra_cls_token_ids`` are used as they are.
 
         Returns the model in evaluation mode, as ``from_pretrained`` does.
@@ -441,9 +449,11 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
         return input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids
 
     def _cls_key_bias(self, attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-        """The additive 4-D attention mask of ``initialization="base"``: padding masked as BERT masks it, and
-        −log K on the keys of the K CLS tokens, so that K copies of one state weigh as that state once
-        (Σ_k exp(s − log K) = exp(s)) and the base's attention is unchanged at step 0."""
+        """The additive 4-D attention mask of ``initialization="base"``.
+
+        Padding masked as BERT masks it, and −log K on the keys of the K CLS tokens, so that K copies of one state
+        weigh as that state once (Σ_k exp(s − log K) = exp(s)) and the base's attention is unchanged at step 0.
+        """
         k = self.config.num_cls_tokens
         mask = additive_attention_mask(attention_mask, dtype)
         bias = torch.zeros(attention_mask.shape[1], dtype=dtype, device=attention_mask.device)
@@ -460,10 +470,10 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
         output_hidden_states: Optional[bool] = None,
         return_dict: Optional[bool] = None,
     ) -> Union[tuple[torch.Tensor, ...], Multi2SPEModelOutput]:
-        """Encode a batch as BERT tokenizes it; the model inserts the extra CLS tokens itself.
+        """Encode a batch as BERT tokenizes it. The model inserts the extra CLS tokens itself.
 
         ``inputs_embeds`` (instead of ``input_ids``) get the word embeddings of the extra tokens
-        inserted after position 0. ``position_ids``, when given, are for the input as passed; the
+        inserted after position 0. ``position_ids``, when given, are for the input as passed. The
         inserted tokens continue them and later positions shift by K−1.
         """
         output_hidden_states = (
@@ -543,7 +553,7 @@ class Multi2SPEForSequenceClassification(Multi2SPEPreTrainedModel):
         Args:
             path_or_model, tokenizer: as for :meth:`Multi2SPEModel.from_bert`.
             head: ``"CH1"``, ``"CH2"`` (default) or ``"CH3"`` (``SPECTROID_HEADS``), or a list of hidden sizes.
-            num_labels: the number of labels; defaults to the length of ``id2label`` when that is among the
+            num_labels: the number of labels. Defaults to the length of ``id2label`` when that is among the
                 options, else 2. The checkpoint's own label maps are not carried over.
             **options: :class:`Multi2SPEConfig` fields (``num_cls_tokens``, ``problem_type``, ``id2label``, ...).
         """

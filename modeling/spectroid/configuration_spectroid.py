@@ -14,14 +14,14 @@ class SpectroidConfig(BertConfig):
     """A BERT configuration plus the MLP classification head of SPECTROID.
 
     SPECTROID (Capuano et al., "SPECTROID: A Centroid-Based Citation-Aware Approach to Paper
-    Classification"; code: fracapuano/Spectroid) fine-tunes SPECTER end-to-end with an MLP
+    Classification", code: fracapuano/Spectroid) fine-tunes SPECTER end-to-end with an MLP
     classification head on the paper embedding, trained with cross-entropy. The encoder is a plain BERT
     (SPECTER, SciNCL, SciBERT, MiniLM), so every ``BertConfig`` field applies.
 
     Args:
         classifier_hidden_sizes: the sizes of the head's hidden layers, each a ``Linear`` followed by
             ReLU, before the output ``Linear`` to ``num_labels``. ``[]`` (default) is SPECTROID's CH1
-            (one linear layer); ``SPECTROID_HEADS`` in ``modeling_spectroid`` names CH1, CH2 and CH3.
+            (one linear layer). ``SPECTROID_HEADS`` in ``modeling_spectroid`` names CH1, CH2 and CH3.
             Dropout (``classifier_dropout``, else ``hidden_dropout_prob``, as BertForSequenceClassification)
             is applied to the embedding before the head.
         text_pooling: the paper embedding the head reads and the encoder returns as ``pooler_output``: ``None``

@@ -1,6 +1,8 @@
-"""SPECTROID (Capuano et al., "SPECTROID: A Centroid-Based Citation-Aware Approach to Paper Classification"):
-a SPECTER-style BERT encoder fine-tuned end-to-end, with cross-entropy, through an MLP classification head on
-its paper embedding.
+"""SPECTROID: a SPECTER-style encoder fine-tuned through an MLP classification head.
+
+SPECTROID (Capuano et al., "SPECTROID: A Centroid-Based Citation-Aware Approach to Paper Classification"): a
+SPECTER-style BERT encoder fine-tuned end-to-end, with cross-entropy, through an MLP classification head on its paper
+embedding.
 
 - :class:`SpectroidModel` is the encoder: a ``BertModel`` whose ``pooler_output`` is SPECTER's embedding, the
   final hidden state of ``[CLS]``.
@@ -30,7 +32,7 @@ from .configuration_spectroid import SpectroidConfig
 #: and evaluated: ``"CH3": {"n_layers": 5, "n_units": 64}`` in ``MLP_Classification/commons/experiment.py``,
 #: which their ``SpecterClassifier`` builds as Linear(768, 64) followed by five Linear(64, 64), i.e. six
 #: hidden layers of 64 (the architecture their notebook prints for the CH3 runs), although the notebook's prose
-#: speaks of "5 linear layers". Those CH3 runs did not learn (macro F1 0.04 on MeSH, 0.01 on MAG); the head
+#: speaks of "5 linear layers". Those CH3 runs did not learn, so the head
 #: here is initialised for depth (SpectroidClassificationHead.init_weights). Any other head is a list of sizes.
 SPECTROID_HEADS: dict[str, tuple[int, ...]] = {"CH1": (), "CH2": (64,), "CH3": (64,) * 6}
 
@@ -50,9 +52,12 @@ SOURCE_ONLY_CONFIG_KEYS = (
 def config_from_bert(
     config_class: type[PretrainedConfig], bert_config: PretrainedConfig, **options
 ) -> PretrainedConfig:
-    """A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that
-    describe the checkpoint itself, nor its values of the family's own fields, such as a generation default
-    ``top_k``), then ``options``, keeping the attention implementation the BERT model was loaded with."""
+    """A family's config from a BERT checkpoint's config and ``options``.
+
+    A family's config from a BERT checkpoint's: the checkpoint's architecture settings (not the entries that describe
+    the checkpoint itself, nor its values of the family's own fields, such as a generation default ``top_k``), then
+    ``options``, keeping the attention implementation the BERT model was loaded with.
+    """
     family_fields = set(inspect.signature(config_class.__init__).parameters) - {"self", "kwargs"}
     settings = {
         key: value
@@ -124,9 +129,12 @@ class SpectroidPooler(nn.Module):
 
 
 class SpectroidModel(BertModel):
-    """The SPECTROID encoder: ``BertModel`` (same parameters, no pooler weights) whose ``pooler_output`` is the
-    final ``[CLS]`` hidden state, the embedding SPECTER and SciNCL use, or with ``config.text_pooling="mean"`` the
-    mean of the real tokens' final states."""
+    """The SPECTROID encoder: a ``BertModel`` whose ``pooler_output`` is the paper embedding.
+
+    The SPECTROID encoder: ``BertModel`` (same parameters, no pooler weights) whose ``pooler_output`` is the final
+    ``[CLS]`` hidden state, the embedding SPECTER and SciNCL use, or with ``config.text_pooling="mean"`` the mean of
+    the real tokens' final states.
+    """
 
     config_class = SpectroidConfig
 
@@ -137,7 +145,7 @@ class SpectroidModel(BertModel):
     def forward(
         self, input_ids: Optional[torch.Tensor] = None, attention_mask: Optional[torch.Tensor] = None, **kwargs
     ):
-        """``BertModel.forward``; with ``text_pooling="mean"`` the ``pooler_output`` is the masked mean."""
+        """``BertModel.forward``. With ``text_pooling="mean"`` the ``pooler_output`` is the masked mean."""
         outputs = super().forward(input_ids, attention_mask=attention_mask, **kwargs)
         if getattr(self.config, "text_pooling", None) != "mean":
             return outputs
@@ -151,12 +159,14 @@ class SpectroidModel(BertModel):
 
 
 def init_bert_module(module: nn.Module, std: float) -> None:
-    """BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls
-    transformers 5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
+    """BERT's initialisation of one module through ``torch.nn.init``.
 
-    A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation: BERT's
-    N(0, std) would scale the signal by about 0.02·√64·√½ ≈ 0.11 per 64-unit ReLU layer. ``BertEmbeddings``'
-    position and token-type buffers, which transformers 5 does not load, are refilled.
+    BERT's initialisation of one module (a ``_init_weights`` step) through ``torch.nn.init``, whose calls transformers
+    5 skips for weights loaded from a checkpoint (in-place writes to ``.data`` would overwrite them).
+
+    A Linear layer marked ``relu_follows`` (a SPECTROID head's hidden layers) gets He initialisation. BERT's
+    small N(0, std) would shrink the signal at every narrow ReLU layer. ``BertEmbeddings``' position and
+    token-type buffers, which transformers 5 does not load, are refilled.
     """
     if isinstance(module, nn.Linear):
         if getattr(module, "relu_follows", False):
@@ -184,7 +194,7 @@ class SpectroidPreTrainedModel(BertPreTrainedModel):
     config_class = SpectroidConfig
 
     def _init_weights(self, module: nn.Module) -> None:
-        """BERT's initialisation; the head's hidden layers He's (:func:`init_bert_module`)."""
+        """BERT's initialisation. The head's hidden layers He's (:func:`init_bert_module`)."""
         init_bert_module(module, self.config.initializer_range)
 
 
@@ -218,13 +228,13 @@ class SpectroidForSequenceClassification(SpectroidPreTrainedModel):
         num_labels: Optional[int] = None,
         **options,
     ) -> SpectroidForSequenceClassification:
-        """Put a new classification head on a BERT checkpoint; every pretrained encoder weight is copied.
+        """Put a new classification head on a BERT checkpoint. Every pretrained encoder weight is copied.
 
         Args:
             path_or_model: a folder or Hub id loadable by ``BertModel.from_pretrained`` (SPECTER, SciNCL,
                 SciBERT, a sentence-transformers folder), or a ``BertModel``.
             head: ``"CH1"``, ``"CH2"`` (default) or ``"CH3"`` (see ``SPECTROID_HEADS``), or a list of hidden sizes.
-            num_labels: the number of labels; defaults to the length of ``id2label`` when that is among the
+            num_labels: the number of labels. Defaults to the length of ``id2label`` when that is among the
                 options, else 2. The checkpoint's own label maps are not carried over.
             **options: :class:`SpectroidConfig` / ``BertConfig`` fields (``problem_type``, ``classifier_dropout``,
                 ``id2label``, ...).

@@ -32,14 +32,14 @@ UNSET_WINDOW = 1_000_000
 
 
 def folder_window(value: Any, source: str) -> int | None:
-    """A window (tokens per text) as a model folder sets it, checked; ``None`` where it sets no limit.
+    """A window (tokens per text) as a model folder sets it, checked. ``None`` where it sets no limit.
 
     Args:
-        value: the value read; ``None`` or above :data:`UNSET_WINDOW` (transformers' ``1e30``) means no limit.
+        value: the value read. ``None`` or above :data:`UNSET_WINDOW` (transformers' ``1e30``) means no limit.
         source: the file and key it was read from, for the error.
 
     Raises:
-        ValueError: a value that is not a whole number, or is below :data:`MIN_FOLDER_WINDOW`; the message names
+        ValueError: a value that is not a whole number, or is below :data:`MIN_FOLDER_WINDOW`. The message names
             ``source`` and ``--max-length``, which sets the window instead.
     """
     if value is None:
@@ -65,7 +65,7 @@ class BaseEmbedding:
     """How a checkpoint's authors embed with it, as :func:`base_embedding` reads it.
 
     Attributes:
-        pooling: ``"cls"`` or ``"mean"`` (``None``: the checkpoint prescribes none; a plain transformers model).
+        pooling: ``"cls"`` or ``"mean"`` (``None``: the checkpoint prescribes none, a plain transformers model).
         normalize: whether its vectors are L2-normalised.
         max_length: the sentence-transformers ``max_seq_length`` (``None`` when not set).
         source: where this was read from, for logs and ``train_results.json``.
@@ -82,11 +82,13 @@ TRAINING_REMEDY = "set embedding.pooling and embedding.normalize to train anothe
 
 
 def base_embedding(name_or_path: str | os.PathLike[str], remedy: str = TRAINING_REMEDY) -> BaseEmbedding:
-    """The embedding a checkpoint is used with: its sentence-transformers modules (``modules.json``:
-    a Transformer, then Pooling with ``cls`` or ``mean``, then optionally Normalize; or format routes, a Router
-    then :class:`~sciembed.formats.format_routes.MultiFormatTransformer`) when it has them,
-    else nothing prescribed (``pooling=None``). Training starts from this, so that a model is trained
-    in the embedding its base is used with (:func:`pool` reproduces those modules exactly).
+    """The embedding a checkpoint is used with: its pooling and normalisation.
+
+    The embedding a checkpoint is used with: its sentence-transformers modules (``modules.json``: a Transformer, then
+    Pooling with ``cls`` or ``mean``, then optionally Normalize, or format routes, a Router then
+    :class:`~sciembed.formats.format_routes.MultiFormatTransformer`) when it has them, else nothing prescribed
+    (``pooling=None``). Training starts from this, so that a model is trained in the embedding its base is used with
+    (:func:`pool` reproduces those modules exactly).
 
     Args:
         name_or_path: the checkpoint's folder or Hub id.
@@ -94,7 +96,7 @@ def base_embedding(name_or_path: str | os.PathLike[str], remedy: str = TRAINING_
 
     Raises:
         ValueError: the modules hold something :func:`pool` cannot reproduce (a Dense layer, max
-            pooling, ...); the message names the file and the module.
+            pooling, ...). The message names the file and the module.
     """
     name = str(name_or_path)
     if not has_sentence_transformers_modules(name):
@@ -144,7 +146,7 @@ def base_embedding(name_or_path: str | os.PathLike[str], remedy: str = TRAINING_
 
 def st_window(name_or_path: str) -> int | None:
     """The window a sentence-transformers checkpoint sets, checked by :func:`folder_window` (``None``: no limit).
-    sentence-transformers < 6 writes it as ``sentence_bert_config.json``'s ``max_seq_length``; 6 writes it as the
+    sentence-transformers < 6 writes it as ``sentence_bert_config.json``'s ``max_seq_length``. 6 writes it as the
     tokenizer's ``model_max_length`` instead. Either sits at the top or in the first module's folder."""
     first = _first_module_path(name_or_path)
     for filename, key in (
@@ -183,12 +185,14 @@ def _st_file(name_or_path: str, filename: str) -> str:
 
 
 def only_sciembed_code(name_or_path: str) -> bool:
-    """Whether a local sentence-transformers folder runs no code but sentence-transformers' and sciembed's own: its
-    module classes (``modules.json``, a Router's ``router_config.json``) are ``sentence_transformers.*`` or
-    ``sciembed.*`` ones, and every Python file in it is byte-for-byte one of sciembed's remote-code files.
+    """Whether a local sentence-transformers folder runs no code but its own and sciembed's.
+
+    Whether a local sentence-transformers folder runs no code but sentence-transformers' and sciembed's own: its module
+    classes (``modules.json``, a Router's ``router_config.json``) are ``sentence_transformers.*`` or ``sciembed.*``
+    ones, and every Python file in it is byte-for-byte one of sciembed's remote-code files.
 
     sentence-transformers 6 asks for ``trust_remote_code=True`` before it imports any class outside its own
-    namespace, even from a local folder; sciembed passes it for such a folder, which is what sciembed saved.
+    namespace, even from a local folder. sciembed passes it for such a folder, which is what sciembed saved.
     """
     folder = Path(name_or_path)
     if not folder.is_dir():
@@ -211,7 +215,7 @@ def tokenizer_window(name_or_path: str, folder: str) -> None:
 
 def transformer_folder(name_or_path: str) -> str | None:
     """The folder (relative to the model's) of a sentence-transformers model's first module when it is a transformers
-    model (``config.json`` there), as ``modules.json`` says; ``None`` otherwise."""
+    model (``config.json`` there), as ``modules.json`` says. ``None`` otherwise."""
     first = json.loads(Path(_st_file(name_or_path, "modules.json")).read_text(encoding="utf-8"))[0]
     folder = first.get("path", "")
     try:
@@ -225,7 +229,7 @@ def transformer_path(name_or_path: str | os.PathLike[str]) -> str:
     """Where transformers finds a checkpoint's transformer: the checkpoint, or its first module's folder.
 
     A sentence-transformers model's transformer sits in a module folder (``0_Transformer/``) when older
-    sentence-transformers releases saved it; ``modules.json`` names that folder.
+    sentence-transformers releases saved it. ``modules.json`` names that folder.
 
     Args:
         name_or_path: a local folder or a Hub id.

@@ -1,5 +1,7 @@
-"""Finding a model: a local folder checked before anything loads, a Hub id resolved to a snapshot in the Hub
-cache, and load errors that name the model the user gave.
+"""Finding a model: a local folder or a Hub id, and load errors that name it.
+
+Finding a model: a local folder checked before anything loads, a Hub id resolved to a snapshot in the Hub cache, and
+load errors that name the model the user gave.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ if TYPE_CHECKING:
 
 
 def check_model_location(name: str) -> None:
-    """Fail early, naming what is wrong, for a model that is meant as a local folder: a folder without
-    ``config.json`` (nor sentence-transformers ``modules.json``), or a path that does not exist. Anything
-    shaped like a Hub id (``name`` or ``owner/name``) that is not a local folder is left to the Hub loaders.
+    """Fail early, naming what is wrong, for a model meant as a local folder.
+
+    Fail early, naming what is wrong, for a model that is meant as a local folder: a folder without ``config.json``
+    (nor sentence-transformers ``modules.json``), or a path that does not exist. Anything shaped like a Hub id
+    (``name`` or ``owner/name``) that is not a local folder is left to the Hub loaders.
 
     Raises:
         FileNotFoundError: with the path and what is missing.
@@ -61,13 +65,13 @@ def resolve_model(
 
     Args:
         name: a local model folder or a Hub id.
-        revision: a Hub id's branch, tag or commit; refused for a local folder.
+        revision: a Hub id's branch, tag or commit. Refused for a local folder.
         token: a Hub token.
         cache_dir: the Hub cache (default: ``HF_HUB_CACHE``).
         local_files_only: read the Hub cache only.
 
     Returns:
-        ``(folder, commit)``: a Hub id's snapshot folder and commit; a local folder as given, with the commit of a
+        ``(folder, commit)``: a Hub id's snapshot folder and commit. A local folder as given, with the commit of a
         Hub cache snapshot folder (``.../snapshots/<commit>``), else ``None``.
 
     Raises:
@@ -125,7 +129,7 @@ def hub_folder_with(
 ) -> str | None:
     """The snapshot folder of the Hub repository ``name`` when the repository holds ``filename``, else ``None``.
 
-    The file is looked up first (from the cache, or one download); only a repository that has it is fetched whole.
+    The file is looked up first (from the cache, or one download). Only a repository that has it is fetched whole.
 
     Args:
         name: a Hub id (a local folder gives ``None``).
@@ -156,8 +160,11 @@ def hub_folder_with(
 
 @contextlib.contextmanager
 def named_as(given: str, folder: str):
-    """Errors about the Hub snapshot ``folder`` told with the Hub id ``given`` the user wrote, as when it was read
-    from the Hub: "the Hub repository org/name", "org/name/config.json"."""
+    """Errors about a Hub snapshot told with the Hub id the user wrote.
+
+    Errors about the Hub snapshot ``folder`` told with the Hub id ``given`` the user wrote, as when it was read from
+    the Hub: "the Hub repository org/name", "org/name/config.json".
+    """
     if folder == given:
         yield
         return
@@ -176,7 +183,7 @@ def _looks_local(name: str) -> bool:
 
 
 def _snapshot_commit(folder: Path) -> str | None:
-    """The commit of a Hub cache snapshot folder (``models--org--name/snapshots/<commit>``); ``None`` otherwise."""
+    """The commit of a Hub cache snapshot folder (``models--org--name/snapshots/<commit>``). ``None`` otherwise."""
     parent = folder.parent
     if parent.name == "snapshots" and parent.parent.name.startswith("models--"):
         return folder.name
@@ -184,8 +191,10 @@ def _snapshot_commit(folder: Path) -> str | None:
 
 
 def check_module_chain(model: SentenceTransformer, name: str) -> None:
-    """Embed one word with a sentence-transformers model whose modules go beyond Transformer, Pooling and
-    Normalize, so that a module that does not fit the one before it (a Dense layer's input size) is named now.
+    """Embed one word, so that a module that does not fit is named now.
+
+    Embed one word with a sentence-transformers model whose modules go beyond Transformer, Pooling and Normalize, so
+    that a module that does not fit the one before it (a Dense layer's input size) is named now.
 
     Args:
         model: the loaded model.
@@ -208,11 +217,12 @@ def check_module_chain(model: SentenceTransformer, name: str) -> None:
 
 @contextlib.contextmanager
 def load_errors_named(name: str):
-    """The loaders' failures as one error naming the model and sciembed's own remedy: damaged weights (a
-    truncated ``model.safetensors``), pickle weights that ``torch.load(weights_only=True)`` refuses (transformers
-    4.57 suggests a TensorFlow checkpoint for them, torch to load with ``weights_only=False``: both wrong here),
-    a local folder without weights, and code outside sciembed's own (transformers' message names a Hub URL even for a
-    local folder)."""
+    """Turn the loaders' failures into one error naming the model and sciembed's remedy.
+
+    The failures: damaged weights (a truncated ``model.safetensors``), pickle weights that
+    ``torch.load(weights_only=True)`` refuses (transformers 4 suggests a TensorFlow checkpoint for them, torch to load
+    with ``weights_only=False``: both wrong here), a local folder without weights, and code outside sciembed's own
+    (transformers' message names a Hub URL even for a local folder)."""
     import pickle
 
     from safetensors import SafetensorError

@@ -83,8 +83,11 @@ def check_weights_fit(name_or_path: str, *, subfolder: str = "", trust_remote_co
 
 
 def _model_class(name_or_path: str, subfolder: str, trust_remote_code: bool) -> Any:
-    """The class the checkpoint is loaded as: the encoder class its config names for an encoder-decoder saved without
-    its decoder (sentence-transformers' T5 models, ``T5EncoderModel``), else ``AutoModel``."""
+    """The class the checkpoint is loaded as.
+
+    The encoder class its config names for an encoder-decoder saved without its decoder (sentence-transformers' T5
+    models, ``T5EncoderModel``), else ``AutoModel``.
+    """
     import transformers
     from transformers import AutoConfig, AutoModel
 
@@ -94,8 +97,11 @@ def _model_class(name_or_path: str, subfolder: str, trust_remote_code: bool) -> 
 
 
 def _inside(key: str, modules: set[str]) -> bool:
-    """Whether an unexpected ``key`` belongs in one of the model's own modules (a layer the config leaves out), rather
-    than in a head the model does not have (``cls.predictions.bias``)."""
+    """Whether an unexpected ``key`` belongs in one of the model's own modules.
+
+    Such a key belongs to a layer the config leaves out, not to a head the model does not have
+    (``cls.predictions.bias``).
+    """
     parts = key.split(".")[:-1]
     return any(".".join(parts[:end]) in modules for end in range(1, len(parts) + 1))
 

@@ -122,7 +122,7 @@ def module_folders(name_or_path: str | os.PathLike[str]) -> list[str]:
 
     Raises:
         ValueError: ``modules.json`` is not a list of modules, or a path leaves the folder (``..``, an absolute
-            path, a link to elsewhere); the message names the file and the entry.
+            path, a link to elsewhere). The message names the file and the entry.
     """
     checkpoint = _Checkpoint(name_or_path)
     modules = checkpoint.json(MODULES_FILE)
@@ -189,7 +189,7 @@ def _check_module_entry(
 
 
 def _inside(checkpoint: _Checkpoint, path: Any, where: str, key: str) -> str:
-    """``path`` normalised (``""`` for the checkpoint itself); refused when it leaves the checkpoint."""
+    """``path`` normalised (``""`` for the checkpoint itself). Refused when it leaves the checkpoint."""
     if not isinstance(path, str):
         raise ValueError(
             f"{where}: {key} = {json.dumps(path)} is not a folder path; write the module's folder inside the model "

@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def return_freed_memory() -> bool:
-    """Have glibc give the pages of large freed blocks (tensors) back to the system at once; returns whether it did.
+    """Have glibc give the pages of large freed blocks (tensors) back to the system at once. Returns whether it did.
 
     glibc raises its mmap threshold each time such a block is freed, after which the next ones come from its heap,
     whose freed pages a process keeps: a training step's activations then stay resident for the rest of the run.
@@ -60,7 +60,7 @@ def return_freed_memory() -> bool:
 @contextlib.contextmanager
 def _library_progress_bars(*, shown: bool) -> Iterator[None]:
     """The bars the libraries draw (loading and saving weights, downloads, preparing datasets), hidden unless
-    ``shown``; those that were on are turned on again afterwards (``main`` may run in a longer-lived process)."""
+    ``shown``. Those that were on are turned on again afterwards (``main`` may run in a longer-lived process)."""
     if shown:
         yield
         return

@@ -10,7 +10,7 @@ def default_model_path() -> str:
     """Return the local folder of the embedded all-MiniLM-L6-v2 model (BERT, 6 layers, hidden 384).
 
     The folder holds the transformers weights, tokenizer and sentence-transformers files, so it can be
-    passed wherever sciembed, transformers or sentence-transformers take a model path; loading it
+    passed wherever sciembed, transformers or sentence-transformers take a model path. Loading it
     makes no network call.
     """
     try:

@@ -1,6 +1,9 @@
-"""Which share of a job this process runs: rank and world size from `torchrun` / `accelerate launch` (a
-``torch.distributed`` process group), or given by the caller (SLURM arrays, Ray or Spark tasks: no group,
-no barrier), and the few collective steps the jobs need."""
+"""Which share of a job this process runs, and the few collective steps the jobs need.
+
+Which share of a job this process runs: rank and world size from `torchrun` / `accelerate launch` (a
+``torch.distributed`` process group), or given by the caller (SLURM arrays, Ray or Spark tasks: no group, no barrier),
+and the few collective steps the jobs need.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Share:
-    """Process ``rank`` of ``world_size``; ``group`` when a process group connects them (barriers work)."""
+    """Process ``rank`` of ``world_size``. ``group`` when a process group connects them (barriers work)."""
 
     rank: int = 0
     world_size: int = 1

@@ -3,7 +3,7 @@
 Every evaluator, the CLI and the demo embed papers through :func:`encode` (or a :class:`PaperEncoder`
 held across calls). Texts are tokenized once to measure their length, grouped into batches of similar
 length (longest first, so a batch that does not fit in memory fails at once), run under
-``torch.inference_mode`` and put back in input order; the result is a float32 numpy array.
+``torch.inference_mode`` and put back in input order. The result is a float32 numpy array.
 
 Pooling is the model's own: the ``[CLS]`` vector for a plain transformers encoder (SPECTER's choice),
 the family's embedding (``pooler_output``) for sciembed's model families, and the model's own modules
@@ -77,8 +77,8 @@ Pooling = Literal["cls", "mean"]
 Papers = str | Mapping[str, Any] | Iterable[Mapping[str, Any] | str]
 
 
-#: Texts per forward pass by default. On CPUs smaller batches ran fastest (benchmarks/encode_speed.py, batch
-#: sweep: 8 was the fastest of 4-64 for both the PyTorch and the ONNX path, 32 up to 12% slower); GPUs want more.
+#: Texts per forward pass by default. Small batches run fastest on CPUs (``benchmarks/encode_speed.py`` sweeps the
+#: batch size), GPUs want more.
 CPU_BATCH_SIZE, GPU_BATCH_SIZE = 8, 32
 
 
@@ -89,14 +89,14 @@ _LENGTH_WINDOW = 16_384
 
 class Encoder(ABC):
     """What every sciembed encoder offers, whatever it is built from: papers (records or texts) to vectors
-    in a task format. :class:`PaperEncoder` wraps one model; :class:`~sciembed.encoders.EnsembleEncoder`
+    in a task format. :class:`PaperEncoder` wraps one model. :class:`~sciembed.encoders.EnsembleEncoder`
     averages several. The evaluation runner, the embedding cache and the embed job take any encoder.
 
     Every encoder sets ``tokenizer``, ``device``, ``max_length``, ``pooling``, ``normalize``, ``facets``,
     ``forward_options`` (the keyword arguments its forward pass gets, such as ``task_format``), ``backend``
     (``pytorch``, ``onnx`` or ``openvino``) and ``quantization`` (``fp32``, or an int8 kind of the ONNX or OpenVINO
     model's weights).
-    It embeds a list of papers in ``_encode``; :meth:`encode` turns what users give (one text, a generator, a
+    It embeds a list of papers in ``_encode``. :meth:`encode` turns what users give (one text, a generator, a
     DataFrame, ...) into that list first, and the vectors into what was asked for (a tensor, int8, bits, ...).
     """
 
@@ -127,12 +127,12 @@ class Encoder(ABC):
         """Load the encoder a local folder or Hub id holds: every entry point that takes a model name loads it here.
 
         A folder or Hub repository (at ``revision``) holding ``sciembed_ensemble.json`` loads as an
-        :class:`~sciembed.encoders.EnsembleEncoder`, its members each with ``options``; anything else as a
+        :class:`~sciembed.encoders.EnsembleEncoder`, its members each with ``options``. Anything else as a
         :class:`PaperEncoder`.
 
         Args:
             name_or_path: a local folder or a Hub id (default: the embedded all-MiniLM-L6-v2).
-            device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...; defaults to CUDA when available.
+            device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, .... Defaults to CUDA when available.
             max_length: tokens per text (default: the model's limit, at most 512).
             pooling: ``"cls"`` or ``"mean"`` for a plain transformers model (default: the model's own).
             task_format: the format of a multi-format model (default: the model's own).
@@ -141,7 +141,7 @@ class Encoder(ABC):
             quantization: the ONNX or OpenVINO model's weights: ``"fp32"`` (default), ``"int8"``, or
                 ``"int8_weights"`` (OpenVINO only).
             trust_remote_code: let the checkpoint run code that is not sciembed's own.
-            revision: a Hub id's branch, tag or commit (default: ``main``); refused for a local folder.
+            revision: a Hub id's branch, tag or commit (default: ``main``). Refused for a local folder.
             token: a Hub token for private repositories (default: the one ``hf auth login`` stored).
             cache_dir: the Hub cache to download to and read from (default: ``HF_HUB_CACHE``).
             local_files_only: read a Hub id from the cache only, never downloading.
@@ -191,7 +191,7 @@ class Encoder(ABC):
 
     @abstractmethod
     def fingerprint(self) -> str:
-        """A hash of everything that decides the vectors; equal fingerprints give equal vectors."""
+        """A hash of everything that decides the vectors. Equal fingerprints give equal vectors."""
 
     def encode(
         self,
@@ -210,11 +210,11 @@ class Encoder(ABC):
         """Embed ``inputs`` (paper records, or texts as they are), in input order, as sentence-transformers does.
 
         Args:
-            inputs: one text or one paper record, embedded as one vector ``(dim,)``; or a list, tuple, generator or
+            inputs: one text or one paper record, embedded as one vector ``(dim,)``. Or a list, tuple, generator or
                 pandas DataFrame of them (its rows), embedded as ``(n, dim)``
                 (:func:`~sciembed.data.papers.paper_inputs`).
             batch_size: texts per forward pass (default: :attr:`default_batch_size`).
-            show_progress_bar: show a tqdm bar over the papers; ``None`` shows it when the ``sciembed`` logger is at
+            show_progress_bar: show a tqdm bar over the papers. ``None`` shows it when the ``sciembed`` logger is at
                 INFO or lower.
             convert_to_numpy: return a numpy array (``False``: a list of tensors, one per input).
             convert_to_tensor: return one ``torch.Tensor`` (takes precedence over ``convert_to_numpy``).
@@ -350,7 +350,7 @@ class Encoder(ABC):
         """Save the encoder as a folder that :meth:`Encoder.from_pretrained` loads as the same encoder.
 
         Args:
-            path: the folder to write; it appears whole or not at all.
+            path: the folder to write. It appears whole or not at all.
             overwrite: replace a folder that is there (refused otherwise).
 
         Raises:
@@ -370,9 +370,12 @@ class Encoder(ABC):
         return self.tokenizer.sep_token or " "
 
     def texts(self, papers: Papers, fields: Sequence[str] = TEXT_FIELDS) -> list[str]:
-        """Model texts of ``papers`` (as :meth:`encode` takes them; one text or record gives a list of one): paper
-        records through :func:`~sciembed.data.papers.paper_text` (their ``fields`` joined by the separator;
-        SciRepEval's search adds venue and year), strings unchanged."""
+        """Model texts of ``papers``: records joined into text, strings unchanged.
+
+        Model texts of ``papers`` (as :meth:`encode` takes them, one text or record gives a list of one): paper records
+        through :func:`~sciembed.data.papers.paper_text` (their ``fields`` joined by the separator, SciRepEval's search
+        adds venue and year), strings unchanged.
+        """
         items, _ = paper_inputs(papers)
         return [
             paper if isinstance(paper, str) else paper_text(paper, self.sep_token, fields, index=index)
@@ -381,7 +384,7 @@ class Encoder(ABC):
 
     def encode_query(self, queries: Papers, **kwargs: Any) -> Any:
         """Embed search queries: in the ``adhoc_query`` format when the model has one (SciRepEval's
-        ``[QRY]``, SPECTER2's query adapter), else as any text. One query gives one vector; ``kwargs`` as for
+        ``[QRY]``, SPECTER2's query adapter), else as any text. One query gives one vector. ``kwargs`` as for
         :meth:`encode`."""
         items, single = paper_inputs(queries, what="queries")
         vectors = self._in_format(QUERY_FORMAT).encode(items, **kwargs)
@@ -389,7 +392,7 @@ class Encoder(ABC):
 
     def encode_document(self, papers: Papers, **kwargs: Any) -> Any:
         """Embed search candidates: in the ``proximity`` format when the model has one, else as any
-        paper. One paper gives one vector; ``kwargs`` as for :meth:`encode`."""
+        paper. One paper gives one vector. ``kwargs`` as for :meth:`encode`."""
         return self._in_format(DOCUMENT_FORMAT).encode(papers, **kwargs)
 
     def _in_format(self, task_format: str) -> Encoder:
@@ -401,32 +404,32 @@ class PaperEncoder(Encoder):
 
     Args:
         model: a transformers ``PreTrainedModel`` (encoder) or a ``SentenceTransformer``.
-        tokenizer: the tokenizer of a transformers model; loaded from ``model.name_or_path`` when omitted.
+        tokenizer: the tokenizer of a transformers model. Loaded from ``model.name_or_path`` when omitted.
         pooling: ``"cls"`` (default) or ``"mean"`` for a plain transformers model. sciembed's families
             and sentence-transformers models pool their own way, so this must be left unset for them.
         normalize: L2-normalise the vectors of a transformers model (a sentence-transformers model
             normalises when its modules say so).
-        max_length: tokens per text after truncation, more than the special tokens the tokenizer adds; defaults to
+        max_length: tokens per text after truncation, more than the special tokens the tokenizer adds. Defaults to
             the model's limit (the tokenizer's ``model_max_length`` capped by ``max_position_embeddings`` less the
-            tokens a family inserts itself, at most 512; a limit the folder sets below :data:`MIN_FOLDER_WINDOW` is
+            tokens a family inserts itself, at most 512, a limit the folder sets below :data:`MIN_FOLDER_WINDOW` is
             refused).
-        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...; defaults to CUDA when available, else CPU.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, .... Defaults to CUDA when available, else CPU.
         task_format: the format of a control-code model (``classification``, ``regression``,
-            ``proximity``, ``adhoc_query``); the model's default when unset.
+            ``proximity``, ``adhoc_query``). The model's default when unset.
         domain: the domain of a mixture-of-experts model with domain routing (one of ``config.domains``).
         facets: return each paper's facet vectors ``(K, dim)`` instead of one vector, for a model whose
-            output holds ``cls_embeddings`` (Multi2SPEModel); :meth:`encode` then returns ``(n, K, dim)``.
+            output holds ``cls_embeddings`` (Multi2SPEModel). :meth:`encode` then returns ``(n, K, dim)``.
         backend: ``"pytorch"`` (default), ``"onnx"``: the same batches run by ONNX Runtime on CPU, from an export of
-            this encoder made once and cached (:mod:`sciembed.onnx_backend`; needs ``sciembed[onnx]``), or
-            ``"openvino"``: that export run by OpenVINO on CPU (:mod:`sciembed.openvino_backend`; needs
+            this encoder made once and cached (:mod:`sciembed.onnx_backend`, needs ``sciembed[onnx]``), or
+            ``"openvino"``: that export run by OpenVINO on CPU (:mod:`sciembed.openvino_backend`, needs
             ``sciembed[openvino]``).
         quantization: the ONNX or OpenVINO model's weights: ``"fp32"`` (default), ``"int8"`` (ONNX: dynamically
-            quantised; OpenVINO: NNCF's post-training quantization) or ``"int8_weights"`` (OpenVINO: int8 weights
-            only); int8 is refused until :func:`sciembed.evaluation.int8_gate.check_int8` has passed it. The
+            quantised, OpenVINO: NNCF's post-training quantization) or ``"int8_weights"`` (OpenVINO: int8 weights
+            only). int8 is refused until :func:`sciembed.evaluation.int8_gate.check_int8` has passed it. The
             vectors' own precision is :meth:`encode`'s ``precision``.
         onnx_cache: where ONNX exports are kept (default ``onnx/`` in :func:`sciembed.io.default_cache_dir`).
         openvino_cache: where OpenVINO models are kept (default ``openvino/`` in the same folder).
-        precision: not taken here; refused with the name of ``quantization``, its name for the ONNX weights.
+        precision: not taken here. Refused with the name of ``quantization``, its name for the ONNX weights.
     """
 
     def __init__(
@@ -525,22 +528,22 @@ class PaperEncoder(Encoder):
         model_kwargs: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> PaperEncoder:
-        """Load one model by Hub id or local path; the arguments are those of :meth:`Encoder.from_pretrained`.
+        """Load one model by Hub id or local path. The arguments are those of :meth:`Encoder.from_pretrained`.
 
         A folder holding ``sciembed_ensemble.json`` is refused, naming :meth:`Encoder.from_pretrained`, which loads
         it as an ensemble: a ``PaperEncoder`` is always one model.
 
         A Hub id is resolved to a commit in the Hub cache first (downloaded unless ``local_files_only`` or
-        ``HF_HUB_OFFLINE``; other frameworks' weights are left out); every check and load then reads that folder, and
+        ``HF_HUB_OFFLINE``, other frameworks' weights are left out). Every check and load then reads that folder, and
         the commit is the encoder's :attr:`~Encoder.revision`. A local folder has ``revision`` ``None``, unless it is
         a snapshot folder of the Hub cache (``.../snapshots/<commit>``), whose commit it is.
 
         A folder or Hub repository with a sentence-transformers ``modules.json`` loads as a
-        ``SentenceTransformer``; anything else with ``AutoModel`` / ``AutoTokenizer``. A ``pooling`` given for a
+        ``SentenceTransformer``. Anything else with ``AutoModel`` / ``AutoTokenizer``. A ``pooling`` given for a
         sentence-transformers folder loads its transformer alone and pools that way instead of with its own modules,
-        so that off-the-shelf sentence encoders can be compared with SPECTER-style models under one pooling; it keeps
+        so that off-the-shelf sentence encoders can be compared with SPECTER-style models under one pooling. It keeps
         the folder's ``max_seq_length`` unless ``max_length`` is given. ``model_kwargs`` may set ``torch_dtype``
-        (``"bfloat16"``, ``torch.float16``, ...); the vectors are float32 whatever the dtype.
+        (``"bfloat16"``, ``torch.float16``, ...). The vectors are float32 whatever the dtype.
         A local folder with format adapters or PALs saved next to its base gets them attached
         (:func:`sciembed.formats.load_format_modules`).
         """
@@ -603,7 +606,7 @@ class PaperEncoder(Encoder):
         :meth:`from_pretrained` loads as this encoder (a sentence-transformers model as its own modules).
 
         Args:
-            path: the folder to write; it appears whole or not at all.
+            path: the folder to write. It appears whole or not at all.
             overwrite: replace a folder that is there (refused otherwise, before anything is written).
 
         Raises:
@@ -725,7 +728,7 @@ class PaperEncoder(Encoder):
 
     @property
     def task_formats(self) -> tuple[str, ...]:
-        """The formats the model embeds differently (empty for a single-embedding model); a
+        """The formats the model embeds differently (empty for a single-embedding model). A
         sentence-transformers model with format routes (:mod:`sciembed.formats.format_routes`) has those of its
         routes."""
         if self._routes:
@@ -763,7 +766,7 @@ class PaperEncoder(Encoder):
         return other
 
     def with_quantization(self, quantization: WeightQuantization, *, gated: bool = True) -> PaperEncoder:
-        """This ONNX or OpenVINO encoder (same model and cache) running the ``quantization`` model; ``gated=False``
+        """This ONNX or OpenVINO encoder (same model and cache) running the ``quantization`` model. ``gated=False``
         (for the int8 gate only) runs int8 before it has passed."""
         if self._engine is None:
             raise ValueError("quantization is for backend='onnx' or backend='openvino'")
@@ -802,9 +805,11 @@ class PaperEncoder(Encoder):
         )
 
     def fingerprint(self) -> str:
-        """A hash of everything that decides the vectors: weights, config, pooling, length, options, and the
-        backend when it is not PyTorch (ONNX Runtime's and OpenVINO's vectors differ from PyTorch's in the last bits,
-        int8's more, and OpenVINO's int8 with the papers it was calibrated on).
+        """A hash of everything that decides the vectors.
+
+        Weights, config, pooling, length, options, and the backend when it is not PyTorch (ONNX Runtime's and
+        OpenVINO's vectors differ from PyTorch's in the last bits, int8's more, and OpenVINO's int8 with the papers it
+        was calibrated on).
 
         Two encoders with equal fingerprints give equal vectors for equal texts, so vectors may be
         cached under it (the evaluation cache does).
@@ -848,7 +853,7 @@ class PaperEncoder(Encoder):
         show_progress_bar: bool,
         progress_desc: str,
     ) -> np.ndarray:
-        """Embed ``papers`` (paper records or ready-made texts); returns float32 ``(len(papers), dim)``
+        """Embed ``papers`` (paper records or ready-made texts). Returns float32 ``(len(papers), dim)``
         (``(len(papers), K, dim)`` with ``facets``) in input order."""
         import torch
 
@@ -885,7 +890,7 @@ class PaperEncoder(Encoder):
         return vectors
 
     def _float32(self, embeddings: torch.Tensor) -> np.ndarray:
-        """A batch of the model's vectors as float32; unit vectors computed in a lower dtype made unit length again.
+        """A batch of the model's vectors as float32. Unit vectors computed in a lower dtype made unit length again.
 
         Args:
             embeddings: the output of :meth:`forward`.
@@ -910,7 +915,7 @@ class PaperEncoder(Encoder):
 
     def features(self, texts: list[str]) -> dict[str, Any]:
         """The model inputs of one batch of ``texts``: tokenized (padded to the batch's longest, truncated to
-        ``max_length``) and routed to the encoder's domain; tensors on the encoder's device."""
+        ``max_length``) and routed to the encoder's domain. Tensors on the encoder's device."""
         import torch
 
         if self._sentence_transformer is not None:
@@ -954,9 +959,12 @@ def _paper_name(papers: Sequence[Mapping[str, Any] | str], index: int) -> str:
 
 
 def with_domains(features: Mapping[str, Any], config: Any, domain_ids: torch.Tensor) -> dict[str, Any]:
-    """Model inputs routed to the given domains (indices into ``config.domains``) of a mixture-of-experts
-    model: ``domain_ids`` added and, where the model has domain tokens, the MoE paper's input, whose
-    domain token takes the place of ``[CLS]``."""
+    """Model inputs routed to the given domains of a mixture-of-experts model.
+
+    Model inputs routed to the given domains (indices into ``config.domains``) of a mixture-of-experts model:
+    ``domain_ids`` added and, where the model has domain tokens, the MoE paper's input, whose domain token takes the
+    place of ``[CLS]``.
+    """
     features = dict(features, domain_ids=domain_ids)
     if getattr(config, "domain_token_ids", None):
         input_ids = features["input_ids"].clone()
@@ -1003,13 +1011,13 @@ def encode(
     in input order, ``(dim,)`` for one text or record.
 
     A model given by name is loaded once and kept: a loop of ``sciembed.encode(name, ...)`` with the same name and
-    loading options reuses it (the last model only; :func:`clear_model_cache` lets it go).
+    loading options reuses it (the last model only, :func:`clear_model_cache` lets it go).
 
     Args:
         model: a :class:`PaperEncoder` (or any :class:`Encoder`), a transformers model, a ``SentenceTransformer``,
             or a Hub id / local path (``None``: the embedded all-MiniLM-L6-v2).
         inputs: paper records (``title`` / ``abstract``, see :func:`~sciembed.data.papers.paper_text`)
-            or ready-made texts: one, or a list, tuple, generator or pandas DataFrame of them (its rows); checked
+            or ready-made texts: one, or a list, tuple, generator or pandas DataFrame of them (its rows). Checked
             before a model is loaded (:func:`~sciembed.data.papers.paper_inputs`).
         batch_size, show_progress_bar, convert_to_numpy, convert_to_tensor: see :meth:`Encoder.encode`.
         normalize_embeddings, precision, ranges, calibration_embeddings: see :meth:`Encoder.encode`.
@@ -1175,16 +1183,21 @@ def _embed(
 
 
 def default_max_length(model: Any, tokenizer: Any) -> int:
-    """Tokens per text a transformers ``model`` takes by default: the tokenizer's limit (checked by
-    :func:`folder_window`), capped by the position embeddings less the tokens a family inserts itself, at most 512."""
+    """Tokens per text a transformers ``model`` takes by default.
+
+    The tokenizer's limit (checked by :func:`folder_window`), capped by the position embeddings less the tokens a
+    family inserts itself, at most 512.
+    """
     source = f"{Path(str(tokenizer.name_or_path)) / 'tokenizer_config.json'}: model_max_length"
     window = folder_window(tokenizer.model_max_length, source)
     return min(window or 512, position_limit(model), 512)
 
 
 def check_max_length(max_length: Any, tokenizer: Any, setting: str = "--max-length (max_length=)") -> None:
-    """Refuse an explicit ``max_length`` that is not a whole number or holds no token of text beside the special
-    tokens ``tokenizer`` adds to every text (every paper would get the same vector).
+    """Refuse an explicit ``max_length`` that cannot hold any text.
+
+    Refuse an explicit ``max_length`` that is not a whole number or holds no token of text beside the special tokens
+    ``tokenizer`` adds to every text (every paper would get the same vector).
 
     Args:
         max_length: the tokens per text asked for.
@@ -1273,7 +1286,7 @@ def refuse_encoder_options(function: str, given: Mapping[str, Any]) -> None:
         given: the keyword arguments it did not take.
 
     Raises:
-        TypeError: for an encoder option, naming :meth:`Encoder.from_pretrained`; for any other, as Python does.
+        TypeError: for an encoder option, naming :meth:`Encoder.from_pretrained`. For any other, as Python does.
     """
     for name in given:
         if name not in ENCODER_OPTIONS:

@@ -1,11 +1,13 @@
-"""sciembed's model families seen from the library: the one registry that names them (:data:`REGISTRY`,
-read by the CLI, the model cards, the export's code check and the packaging test), building them from
-BERT, and saving them so that transformers (with or without sciembed) and sentence-transformers both load them.
+"""sciembed's model families: their registry, building them from BERT, and saving them.
 
-The families themselves live in ``modeling/`` (installed as ``sciembed.modeling``); importing
+sciembed's model families seen from the library: the one registry that names them (:data:`REGISTRY`, read by the CLI,
+the model cards, the export's code check and the packaging test), building them from BERT, and saving them so that
+transformers (with or without sciembed) and sentence-transformers both load them.
+
+The families themselves live in ``modeling/`` (installed as ``sciembed.modeling``). Importing
 ``sciembed.modeling`` registers them with ``AutoConfig`` / ``AutoModel``, which every loader here does
 first, so sciembed's own code never needs ``trust_remote_code``. (``modeling/`` imports nothing of
-sciembed, so its registration lists its own classes; a test checks it agrees with the registry.)
+sciembed, so its registration lists its own classes, a test checks it agrees with the registry.)
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ class Family:
 
     Attributes:
         name: the ``model_type`` in ``config.json``, and the folder under ``modeling/`` (``sciembed.modeling.<name>``).
-        model_class: the encoder's class (``AutoModel``); ``None`` for SPECTROID, whose encoder is a plain BERT
+        model_class: the encoder's class (``AutoModel``). ``None`` for SPECTROID, whose encoder is a plain BERT
             with [CLS] pooling, which sciembed embeds as any transformers encoder.
         classifier_class: the class with SPECTROID's MLP head on the family's paper embedding
             (``AutoModelForSequenceClassification``).
@@ -108,10 +110,13 @@ def family_of(model: Any) -> str | None:
 
 
 def foreign_code(folder: str | os.PathLike[str], own: Sequence[str | os.PathLike[str]] = ()) -> list[str]:
-    """The Python files directly in ``folder`` that are not byte-for-byte one of sciembed's own remote-code
-    files of the same name (``sciembed/modeling/<family>/``, and the files ``own`` names, such as the format routes'
-    modules, :func:`sciembed.formats.route_code_paths`): what loading with ``trust_remote_code`` would run that
-    sciembed did not write."""
+    """The Python files in ``folder`` that are not sciembed's own remote code.
+
+    The Python files directly in ``folder`` that are not byte-for-byte one of sciembed's own remote-code files of the
+    same name (``sciembed/modeling/<family>/``, and the files ``own`` names, such as the format routes' modules,
+    :func:`sciembed.formats.route_code_paths`): what loading with ``trust_remote_code`` would run that sciembed did not
+    write.
+    """
     from .io import file_sha256
 
     root = Path(importlib.import_module("sciembed.modeling").__file__).parent
@@ -133,10 +138,10 @@ def family_class(family: str) -> type[PreTrainedModel]:
 def from_bert(
     family: str, base: str | os.PathLike[str], *, trust_remote_code: bool = False, **options: Any
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """Build ``family`` from the BERT checkpoint ``base`` (Hub id or folder); returns (model, tokenizer).
+    """Build ``family`` from the BERT checkpoint ``base`` (Hub id or folder). Returns (model, tokenizer).
 
     The tokenizer is the base's, with whatever tokens the family adds (control codes, domain tokens,
-    extra CLS tokens), so the pair can be saved together with :func:`save_pretrained`; ``trust_remote_code``
+    extra CLS tokens), so the pair can be saved together with :func:`save_pretrained`. ``trust_remote_code``
     lets a tokenizer that is the base's own code load. A sentence-transformers folder whose transformer sits in a
     module subfolder is given as that subfolder (:func:`sciembed.checkpoint_files.transformer_path`).
     """
@@ -160,11 +165,11 @@ def classifier_from_bert(
     trust_remote_code: bool = False,
     **options: Any,
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """Build a SPECTROID classifier from the BERT checkpoint ``base``; returns (model, tokenizer).
+    """Build a SPECTROID classifier from the BERT checkpoint ``base``. Returns (model, tokenizer).
 
     ``family`` is ``"spectroid"`` (a plain BERT encoder, [CLS] embedding) or one of :data:`FAMILIES` (the
-    head then sits on that family's paper embedding); ``head`` is ``"CH1"``, ``"CH2"``, ``"CH3"`` or a
-    list of hidden sizes; ``trust_remote_code`` as for :func:`from_bert`. Save the pair with
+    head then sits on that family's paper embedding). ``head`` is ``"CH1"``, ``"CH2"``, ``"CH3"`` or a
+    list of hidden sizes. ``trust_remote_code`` as for :func:`from_bert`. Save the pair with
     ``model.save_pretrained`` and ``tokenizer.save_pretrained``: the folder loads with
     ``AutoModelForSequenceClassification.from_pretrained(folder, trust_remote_code=True)``, and its encoder alone
     with ``AutoModel``.

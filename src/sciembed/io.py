@@ -7,7 +7,7 @@ complete, so an interrupted run never leaves a file that looks finished.
 - ``.npy``: a float32 ``(n, dim)`` array, with the ids, in row order, in ``<stem>.ids.json``
   (``{"ids": [...], "rows": n, "npy_sha256": ...}``: the hash ties the ids to the vectors they were written
   with, so a crash between the two renames, or a file copied over one of them, is an error for a reader
-  rather than ids paired with someone else's vectors; a plain JSON list of ids is read as well).
+  rather than ids paired with someone else's vectors, a plain JSON list of ids is read as well).
 - ``.parquet``: columns ``paper_id`` (string) and ``embedding`` (fixed-size list of float32).
 """
 
@@ -149,7 +149,7 @@ def json_place(path: str | os.PathLike[str], error: json.JSONDecodeError | Repea
 
 
 def unknown_key(record: dict[str, Any], known: Sequence[str]) -> str | None:
-    """The first key of ``record`` not in ``known``, with the known key closest to it; ``None`` when all are known.
+    """The first key of ``record`` not in ``known``, with the known key closest to it. ``None`` when all are known.
 
     Args:
         record: a JSON object read from a line.
@@ -173,7 +173,7 @@ def json_error(error: json.JSONDecodeError | RepeatedKeyError) -> str:
 
 
 def load_json_file(path: str | os.PathLike[str]) -> Any:
-    """The JSON document in ``path``; a malformed one or a repeated key raises ``ValueError`` naming the file."""
+    """The JSON document in ``path``. A malformed one or a repeated key raises ``ValueError`` naming the file."""
     try:
         return loads_json(Path(path).read_text(encoding="utf-8"))
     except (json.JSONDecodeError, RepeatedKeyError) as error:
@@ -198,7 +198,7 @@ def check_cache_dir(
     any work.
 
     Args:
-        cache_dir: the folder given (``--cache-dir``); ``None`` for the default.
+        cache_dir: the folder given (``--cache-dir``). ``None`` for the default.
         kind: what is cached there, for the error (``"embedding"``, ``"ONNX export"``).
         subfolder: the cache's folder inside the root (``"onnx"``).
         remedy: what the error says helps.
@@ -244,7 +244,7 @@ def refuse_replacing(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
     earlier results without being asked. Called before any expensive work, so a run never ends on a refusal.
 
     Raises:
-        FileExistsError: ``path`` exists and ``overwrite`` is false, or is a symbolic link that leads nowhere; the
+        FileExistsError: ``path`` exists and ``overwrite`` is false, or is a symbolic link that leads nowhere. The
             message names the remedy.
         ValueError: ``path`` is the current folder or one above it (``..``, ``new/..``), which a run cannot replace.
         OSError: ``path`` cannot be written (:func:`check_writable`).
@@ -267,7 +267,7 @@ def refuse_replacing_file(path: str | os.PathLike[str], *, overwrite: bool) -> P
         overwrite: whether an existing file there may be replaced.
 
     Raises:
-        IsADirectoryError: ``path`` is a folder; the message names it and the remedy.
+        IsADirectoryError: ``path`` is a folder. The message names it and the remedy.
         FileExistsError, ValueError, OSError: as :func:`refuse_replacing` raises them.
     """
     if check_output_place(path).is_dir():
@@ -277,8 +277,10 @@ def refuse_replacing_file(path: str | os.PathLike[str], *, overwrite: bool) -> P
 
 
 def check_output_place(path: str | os.PathLike[str]) -> Path:
-    """``path`` as a Path, refused when it cannot be an output of its own: the current folder or one above it
-    (``..``, ``new/..``), or a symbolic link that leads nowhere (a loop, a dangling link).
+    """``path`` as a Path, refused when it cannot be an output of its own.
+
+    The current folder or one above it (``..``, ``new/..``), or a symbolic link that leads nowhere (a loop, a dangling
+    link).
 
     Raises:
         ValueError: the current folder or one above it.
@@ -301,7 +303,7 @@ def check_output_place(path: str | os.PathLike[str]) -> Path:
 
 def broken_link(path: str | os.PathLike[str]) -> str | None:
     """What is wrong with ``path`` when it is a symbolic link that leads nowhere: ``"a symbolic-link loop"`` or
-    ``"a symbolic link to TARGET, which does not exist"``; ``None`` for anything else."""
+    ``"a symbolic link to TARGET, which does not exist"``. ``None`` for anything else."""
     path = Path(path)
     if not path.is_symlink():
         return None
@@ -315,8 +317,10 @@ def broken_link(path: str | os.PathLike[str]) -> str | None:
 
 
 def check_input(path: str | os.PathLike[str], option: str, kind: str = "file") -> Path:
-    """``path`` as a Path, checked before any work: it exists (a link loop or a dangling link is named as one), is
-    a ``kind`` (``"file"``, ``"folder"`` or ``"any"``) and can be read.
+    """``path`` as a Path, checked before any work.
+
+    It exists (a link loop or a dangling link is named as one), is a ``kind`` (``"file"``, ``"folder"`` or ``"any"``)
+    and can be read.
 
     Args:
         path: the input as given.
@@ -343,10 +347,12 @@ def check_input(path: str | os.PathLike[str], option: str, kind: str = "file") -
 
 
 def check_writable(path: str | os.PathLike[str]) -> None:
-    """Raise an OSError naming ``path`` when it could not be written: a folder on its way is a symbolic link
-    that leads nowhere (a loop, a dangling link), its nearest existing folder is not a folder, or a file cannot
-    be created in it (read-only, no permission). Tried by creating and removing a file there, so what the
-    operating system allows is what is checked."""
+    """Raise an OSError naming ``path`` when it could not be written.
+
+    A folder on its way is a symbolic link that leads nowhere (a loop, a dangling link), its nearest existing folder is
+    not a folder, or a file cannot be created in it (read-only, no permission). Tried by creating and removing a file
+    there, so what the operating system allows is what is checked.
+    """
     problem = _unwritable(Path(path).absolute())
     if problem is not None:
         kind, _, cause = problem
@@ -374,7 +380,7 @@ def _unwritable(path: Path) -> tuple[type[OSError], int, str] | None:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it to ``path`` if the block succeeds, delete it if not
+    """Yield a temporary path beside ``path``. Rename it to ``path`` if the block succeeds, delete it if not
     (an operating-system error is raised again naming ``path``).
 
     The file is synced before the rename and the folder after it, so the rename survives a power cut, and it
@@ -405,10 +411,13 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def replace_folder(staging: str | os.PathLike[str], destination: str | os.PathLike[str]) -> Path:
-    """Put the complete folder ``staging`` in the place of ``destination`` with no moment at which neither
-    exists: on Linux the two are exchanged in one step (``renameat2`` with ``RENAME_EXCHANGE``) and the old
-    folder removed after; elsewhere the old folder is first renamed aside (``.<name>.old``, removed after),
-    so a crash can leave it there but never lose it."""
+    """Put the complete folder ``staging`` in the place of ``destination`` atomically.
+
+    Put the complete folder ``staging`` in the place of ``destination`` with no moment at which neither exists: on
+    Linux the two are exchanged in one step (``renameat2`` with ``RENAME_EXCHANGE``) and the old folder removed after.
+    Elsewhere the old folder is first renamed aside (``.<name>.old``, removed after), so a crash can leave it there but
+    never lose it.
+    """
     staging, destination = Path(staging), Path(destination)
     if not destination.exists():
         os.replace(staging, destination)
@@ -425,7 +434,7 @@ def replace_folder(staging: str | os.PathLike[str], destination: str | os.PathLi
 
 
 def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two paths (Linux ``renameat2(RENAME_EXCHANGE)``); False where that is unavailable."""
+    """Atomically swap two paths (Linux ``renameat2(RENAME_EXCHANGE)``). False where that is unavailable."""
     import ctypes
     import ctypes.util
     import sys
@@ -485,8 +494,10 @@ def write_embeddings(path: str | os.PathLike[str], chunks: Iterable[Chunk], *, t
 
 
 def read_embeddings(path: str | os.PathLike[str]) -> tuple[list[str], np.ndarray]:
-    """Read an embedding file written by :func:`write_embeddings` (or by SciDocs tooling, for ``.jsonl``), or a
-    folder of Parquet parts (``sciembed embed`` to a name without a suffix), its parts in name order.
+    """Read an embedding file, or a folder of Parquet parts.
+
+    Read an embedding file written by :func:`write_embeddings` (or by SciDocs tooling, for ``.jsonl``), or a folder of
+    Parquet parts (``sciembed embed`` to a name without a suffix), its parts in name order.
 
     Raises:
         ValueError: a malformed file, vectors holding NaN or infinity, parts of a folder whose vectors differ in size,
@@ -557,8 +568,8 @@ def vectors_of(
         vectors were not asked for.
 
     Raises:
-        ValueError: ids without a vector (unless ``allow_missing``), counted and named, with ``remedy``; a vector of
-            zeros, named; and the errors of :func:`read_embeddings`.
+        ValueError: ids without a vector (unless ``allow_missing``), counted and named, with ``remedy``. A vector of
+            zeros, named. And the errors of :func:`read_embeddings`.
     """
     stored_ids, stored = read_embeddings(path)
     row_of = {paper_id: row for row, paper_id in enumerate(stored_ids)}
@@ -669,11 +680,12 @@ def _read_parquet(path: Path) -> tuple[list[str], np.ndarray]:
 
 
 def open_npy_embeddings(path: str | os.PathLike[str]) -> tuple[list[str], np.ndarray]:
-    """The ids and the memory-mapped vectors of an ``.npy`` embedding file, checked as :func:`read_embeddings` checks
-    them (finite values excepted, which a reader checks block by block).
+    """The ids and the memory-mapped vectors of an ``.npy`` embedding file, checked.
+
+    The checks are :func:`read_embeddings`' own, but for finite values, which a reader checks block by block.
 
     Args:
-        path: the ``.npy`` file; its ids file is :func:`ids_path`.
+        path: the ``.npy`` file. Its ids file is :func:`ids_path`.
     """
     return _read_npy(Path(path), mmap_mode="r")
 
@@ -786,9 +798,9 @@ def input_digests(
     """The SHA-256 of each data file an evaluation read, by input: ``{input: {file name: sha256}}``.
 
     Args:
-        inputs: each input's name (``data``, ``papers``, ``queries``, ...) and path; one that is not a local file or
+        inputs: each input's name (``data``, ``papers``, ``queries``, ...) and path. One that is not a local file or
             folder (a Hub id, ``None``) is left out.
-        opened: the files opened while the inputs were read (:func:`files_read`); of a folder, only these and its
+        opened: the files opened while the inputs were read (:func:`files_read`). Of a folder, only these and its
             Parquet and Arrow files are hashed, by their path inside it.
     """
     digests: dict[str, dict[str, str]] = {}

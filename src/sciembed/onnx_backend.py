@@ -11,7 +11,7 @@ An export is made once per encoder and format, in ``<cache>/onnx/<fingerprint>/`
 :func:`sciembed.io.default_cache_dir`), and checked before it is used: on texts of other lengths and another
 batch size than it was traced with, its vectors must equal PyTorch's within :data:`EXPORT_TOLERANCE`. It is
 traced with eager attention, whose pattern ``onnxruntime.transformers.optimizer`` then fuses (attention,
-LayerNorm, GELU) before the graph is checked again; a fused graph that misses the tolerance is not used (the
+LayerNorm, GELU) before the graph is checked again. A fused graph that misses the tolerance is not used (the
 plain export is, with a warning). What cannot be exported raises :class:`OnnxExportError` naming the model
 and the reason.
 
@@ -96,8 +96,11 @@ def require_onnxscript() -> None:
 
 
 def cpu_threads() -> int:
-    """Physical cores this process may run on: ONNX Runtime's intra-op threads (a second thread per core
-    shares the core's vector units and slows the matrix products down). ``$SCIEMBED_ONNX_THREADS`` overrides."""
+    """Physical cores this process may run on: ONNX Runtime's intra-op threads.
+
+    A second thread per core shares the core's vector units and slows the matrix products down.
+    ``$SCIEMBED_ONNX_THREADS`` overrides.
+    """
     if os.environ.get("SCIEMBED_ONNX_THREADS"):
         value = os.environ["SCIEMBED_ONNX_THREADS"]
         if not value.isdigit() or int(value) < 1:
@@ -132,7 +135,7 @@ def cpu_flags() -> dict[str, bool]:
 
 
 def cpu_has_vnni() -> bool:
-    """Whether the CPU has 8-bit dot-product instructions (AVX-512 VNNI, AVX-VNNI or AMX); without them
+    """Whether the CPU has 8-bit dot-product instructions (AVX-512 VNNI, AVX-VNNI or AMX). Without them
     int8 matrix products on x86 can saturate, and the quantiser uses 7-bit weights (``reduce_range``)."""
     flags = cpu_flags()
     return flags["avx512_vnni"] or flags["avx_vnni"] or flags["amx_int8"]
@@ -205,11 +208,11 @@ def export_folder(encoder: PaperEncoder, cache_dir: str | os.PathLike[str]) -> P
 def cached_folder(folder: Path, files: Sequence[str], build: Callable[[Path], None]) -> Path:
     """``folder`` of the cache, built by ``build`` into a staging folder beside it unless it holds ``files``.
 
-    The folder appears whole or not at all; when another process finishes the same folder first, its copy is kept.
+    The folder appears whole or not at all. When another process finishes the same folder first, its copy is kept.
 
     Args:
         folder: the cache folder.
-        files: the files a finished folder holds; the first of them is written last.
+        files: the files a finished folder holds. The first of them is written last.
         build: writes the folder's files into the staging folder it is given.
     """
     if all((folder / name).is_file() for name in files):
@@ -255,7 +258,7 @@ def export_encoder(
         encoder: a float32 encoder on CPU, in the format to export.
         path: the ONNX file written.
         optimize: fuse the graph with ONNX Runtime's transformer optimizer.
-        exporter: ``torchscript`` (the default) or ``dynamo`` (``torch.export``; needs ``onnxscript``).
+        exporter: ``torchscript`` (the default) or ``dynamo`` (``torch.export``, needs ``onnxscript``).
 
     Returns what was done: the graph kind (``fused`` or ``plain``), the inputs, the largest difference to
     PyTorch on the check texts, the versions.
@@ -349,9 +352,11 @@ def export_encoder(
 
 
 def export_transformer(folder: str | os.PathLike[str], path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Export the plain transformer saved in ``folder`` as sentence-transformers' ONNX backend (optimum) reads
-    it: inputs ``input_ids``, ``attention_mask`` (and ``token_type_ids``), output ``last_hidden_state``, to
-    which sentence-transformers applies the folder's own pooling and normalisation. Checked against PyTorch.
+    """Export a plain transformer as sentence-transformers' ONNX backend reads it.
+
+    Export the plain transformer saved in ``folder`` as sentence-transformers' ONNX backend (optimum) reads it: inputs
+    ``input_ids``, ``attention_mask`` (and ``token_type_ids``), output ``last_hidden_state``, to which
+    sentence-transformers applies the folder's own pooling and normalisation. Checked against PyTorch.
 
     Raises:
         OnnxExportError: a sciembed family (its embedding is not a pooling of token states: use
@@ -438,8 +443,10 @@ def _trace(
     output: str,
     exporter: Exporter = "torchscript",
 ) -> None:
-    """Export ``forward`` (a function of the tensors ``names`` of ``traced``; ``module`` holds its weights) with
-    every input's batch and sequence axes, and the output's leading ones, left free.
+    """Export ``forward`` with free batch and sequence axes.
+
+    Export ``forward`` (a function of the tensors ``names`` of ``traced``, ``module`` holds its weights) with every
+    input's batch and sequence axes, and the output's leading ones, left free.
 
     Args:
         forward: the function exported.
@@ -499,8 +506,11 @@ def _trace(
 
 
 def _name_output(graph: Any, output: str) -> None:
-    """Name the only output of an ``onnx_ir`` ``graph`` ``output``, renaming an inner value that has that name
-    (the dynamo exporter names values after their operators, so an ``embedding`` lookup is ``embedding``)."""
+    """Name the only output of an ``onnx_ir`` ``graph`` ``output``.
+
+    An inner value that has that name is renamed. The dynamo exporter names values after their operators, so an
+    ``embedding`` lookup is ``embedding``.
+    """
     result = graph.outputs[0]
     for node in graph:
         for value in node.outputs:
@@ -512,8 +522,11 @@ def _name_output(graph: Any, output: str) -> None:
 def _fuse(
     plain: Path, path: Path, config: Any, check: Mapping[str, Any], expected: np.ndarray
 ) -> tuple[float | None, dict[str, int]]:
-    """Fuse ``plain`` into ``path``: the fused graph's largest difference to ``expected`` on the inputs ``check``
-    (``None``: the optimizer could not fuse it) and the count of each fused operator in it."""
+    """Fuse ``plain`` into ``path`` and check the fused graph.
+
+    Fuse ``plain`` into ``path``: the fused graph's largest difference to ``expected`` on the inputs ``check``
+    (``None``: the optimizer could not fuse it) and the count of each fused operator in it.
+    """
     from onnxruntime.transformers.optimizer import optimize_model
 
     heads, hidden = getattr(config, "num_attention_heads", 0), getattr(config, "hidden_size", 0)
@@ -529,8 +542,11 @@ def _fuse(
 
 @contextlib.contextmanager
 def _eager_attention(model: Any) -> Iterator[None]:
-    """Run ``model``'s attention as explicit products and softmax while it is exported, restoring its own after:
-    ONNX Runtime's optimizer fuses that pattern into its Attention operator, and not a traced SDPA call."""
+    """Run ``model``'s attention as explicit products and softmax while it is exported.
+
+    The model's own attention is restored after. ONNX Runtime's optimizer fuses that pattern into its Attention
+    operator, and not a traced SDPA call.
+    """
     own = getattr(model.config, "_attn_implementation", None)
     if own in (None, "eager") or not hasattr(model, "set_attn_implementation"):
         yield

@@ -10,10 +10,10 @@ Two int8 models can be made beside it, and each is refused until the int8 gate
 (:func:`sciembed.evaluation.int8_gate.check_int8`) has passed it:
 
 - ``int8``: NNCF's post-training quantization (weights and activations), calibrated on papers of the collection,
-  each tokenized as the encoder tokenizes it;
+  each tokenized as the encoder tokenizes it.
 - ``int8_weights``: NNCF's weight-only compression (int8 weights, float activations), which needs no papers.
 
-nncf reports usage to Intel unless the user has opted out; sciembed imports it with that reporting off.
+nncf reports usage to Intel unless the user has opted out. sciembed imports it with that reporting off.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ class OpenVinoBackend:
         return self._models[key]
 
     def calibration_digest(self, model_fingerprint: str) -> str:
-        """What the int8 model in the cache was calibrated on (a digest of its papers; empty for other models)."""
+        """What the int8 model in the cache was calibrated on (a digest of its papers, empty for other models)."""
         path = self.cache_dir / model_fingerprint[:32] / Path(model_file(self.quantization)).with_suffix(".json")
         if self.quantization != "int8" or not path.is_file():
             return ""
@@ -176,7 +176,7 @@ def convert_encoder(encoder: PaperEncoder, folder: str | os.PathLike[str]) -> di
 
     Args:
         encoder: a float32 encoder on CPU, in the format to convert.
-        folder: where the IR files go; the ONNX file is removed once read.
+        folder: where the IR files go. The ONNX file is removed once read.
 
     Returns:
         What was done: the inputs, the largest difference to PyTorch on the check texts, the versions.
@@ -239,8 +239,8 @@ def quantize(
     Args:
         folder: a model folder of :func:`model_folder`.
         quantization: ``int8`` (post-training quantization) or ``int8_weights`` (weight-only compression).
-        encoder: the encoder the folder holds; it tokenizes the calibration texts.
-        texts: ``int8`` only: the collection's paper texts; ``subset_size`` of them, spread evenly, calibrate.
+        encoder: the encoder the folder holds. It tokenizes the calibration texts.
+        texts: ``int8`` only: the collection's paper texts. ``subset_size`` of them, spread evenly, calibrate.
         subset_size: the most texts calibration uses.
         show_progress_bar: show NNCF's progress and tables.
 

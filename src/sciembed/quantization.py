@@ -1,6 +1,6 @@
 """Embedding quantization as sentence-transformers does it: float32 vectors to int8, uint8 or packed bits.
 
-``int8`` and ``uint8`` cut each dimension's range into 256 steps; the range (its minimum and maximum) is read from
+``int8`` and ``uint8`` cut each dimension's range into 256 steps. The range (its minimum and maximum) is read from
 calibration vectors, from ranges stored with the model (:data:`RANGES_FILE`), or, failing both, from the vectors
 being quantized. ``binary`` and ``ubinary`` keep one bit per dimension (positive or not), eight to a byte.
 """
@@ -77,7 +77,7 @@ def quantize(
     with the ranges resolved first (stored or calibrated ranges, else the vectors themselves, with a warning).
 
     Args:
-        embeddings: float vectors; the last axis is the dimension.
+        embeddings: float vectors. The last axis is the dimension.
         precision: one of :data:`OUTPUT_PRECISIONS`.
         ranges: int8 / uint8 only: the ``(2, dim)`` minima and maxima per dimension.
         calibration_embeddings: int8 / uint8 only, without ``ranges``: vectors to read the ranges from.
@@ -117,7 +117,7 @@ def save_ranges(folder: str | os.PathLike[str], ranges: dict[str, np.ndarray]) -
 
     Args:
         folder: a saved model folder.
-        ranges: the ranges per task format; ``""`` for the model's default format.
+        ranges: the ranges per task format. ``""`` for the model's default format.
     """
     path = Path(folder) / RANGES_FILE
     payload = {"ranges": {name: np.asarray(value, dtype=np.float32).tolist() for name, value in ranges.items()}}
@@ -133,7 +133,7 @@ def load_ranges(folder: str | os.PathLike[str]) -> dict[str, np.ndarray]:
         folder: a model folder.
 
     Raises:
-        ValueError: the file is not ranges as :func:`save_ranges` writes them; the message names it.
+        ValueError: the file is not ranges as :func:`save_ranges` writes them. The message names it.
     """
     path = Path(folder) / RANGES_FILE
     if not path.is_file():

@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 
 class RemovedNameError(ImportError):
-    """A removed public name was imported or looked up; the message names its replacement."""
+    """A removed public name was imported or looked up. The message names its replacement."""
 
 
 def removed_message(owner: str, name: str, replacement: str) -> str:
@@ -28,7 +28,7 @@ def module_getattr(module: str, removed: Mapping[str, str]) -> Callable[[str], A
     """A module ``__getattr__`` whose error for each name of ``removed`` says what replaces it.
 
     ``from module import name`` raises :class:`RemovedNameError` (Python's import statement would replace an
-    AttributeError's message with its own); ``module.name``, ``getattr`` and ``hasattr`` see an AttributeError.
+    AttributeError's message with its own). ``module.name``, ``getattr`` and ``hasattr`` see an AttributeError.
 
     Args:
         module: the module's ``__name__``.

@@ -30,7 +30,7 @@ def save_model(
     Args:
         model: a transformers model (a family model, or one with format adapters or PALs).
         tokenizer: its tokenizer.
-        folder: where to write (created; files there are replaced).
+        folder: where to write (created, files there are replaced).
         pooling: ``cls`` or ``mean`` for a plain transformers model (sentence-transformers modules record it).
         normalize: the vectors are L2-normalised.
         max_length: the window the model is used with.
@@ -55,11 +55,14 @@ def save_model(
 
 
 def save_sentence_transformers_modules(folder: Path, pooling: str, normalize: bool, max_length: int | None) -> None:
-    """Add sentence-transformers' module files (Transformer + Pooling + Normalize) to a saved model's ``folder``,
-    leaving its model files alone: sentence-transformers saves the encoder it loaded, which for a classifier is
-    the encoder without its head. The tokenizer's config is sentence-transformers' too: version 6 keeps the window
-    there (``model_max_length``), where a base saved by an earlier version (all-MiniLM-L6-v2: 256 in its
-    ``sentence_bert_config.json``, 512 in its tokenizer's) would otherwise leave the tokenizer's limit."""
+    """Add sentence-transformers' module files to a saved model's ``folder``.
+
+    Add sentence-transformers' module files (Transformer + Pooling + Normalize) to a saved model's ``folder``, leaving
+    its model files alone: sentence-transformers saves the encoder it loaded, which for a classifier is the encoder
+    without its head. The tokenizer's config is sentence-transformers' too: version 6 keeps the window there
+    (``model_max_length``), where a base saved by an earlier version (all-MiniLM-L6-v2: 256 in its
+    ``sentence_bert_config.json``, 512 in its tokenizer's) would otherwise leave the tokenizer's limit.
+    """
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 

@@ -2,7 +2,7 @@
 
 ``cosine`` (the default), ``dot``, ``euclidean`` and ``manhattan`` (the last two negated distances, so that
 higher is more similar). Each comes as a matrix over all pairs (:func:`similarity`) and as one score per row
-pair (:func:`similarity_pairwise`); both return a float32 ``torch.Tensor``.
+pair (:func:`similarity_pairwise`). Both return a float32 ``torch.Tensor``.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def similarity_pairwise(a: Any, b: Any, similarity_fn_name: SimilarityName = "co
 
 
 def _matrix(vectors: Any, name: str) -> torch.Tensor:
-    """``vectors`` as a float32 ``(n, dim)`` tensor; anything but numbers of one or two dimensions is refused."""
+    """``vectors`` as a float32 ``(n, dim)`` tensor. Anything but numbers of one or two dimensions is refused."""
     import numpy as np
     import torch
 

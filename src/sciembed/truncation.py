@@ -6,7 +6,7 @@ the text instead, chosen so that the model's input is unchanged:
 
 - the head ends just before a whitespace character. Tokenizers split text into words at whitespace before
   they split words into tokens (BERT's WordPiece, byte-level BPE, SentencePiece's metaspace), and their
-  normalisers act on characters, so the tokens of such a head are the first tokens of the whole text;
+  normalisers act on characters, so the tokens of such a head are the first tokens of the whole text.
 - the head is kept only once it gives at least ``max_length`` tokens without special tokens, which is more
   than truncation keeps. Until then it is widened (four times each round), up to the whole text.
 

@@ -7,10 +7,10 @@ commands.
    embedded all-MiniLM-L6-v2 in its own embedding (mean pooling + L2 normalisation) with the recipe's unit-vector
    settings (multiple-negatives ranking with each triplet's hard negative, then WiSE-FT's average with MiniLM) for a
    short budget on texts cut to 128 tokens, scoring the held-out cite task (SciDocs' protocol) before and after in
-   the model's own window;
-2. the held-out table: MiniLM as published, the recipe's step 0 when it differs, and the fine-tuned model;
+   the model's own window.
+2. the held-out table: MiniLM as published, the recipe's step 0 when it differs, and the fine-tuned model.
 3. ``sciembed export``: a Hub-ready folder with the model card and the held-out results, checked by
-   loading it in a fresh process without sciembed;
+   loading it in a fresh process without sciembed.
 4. a fresh Python process without sciembed loads MiniLM as published and the exported folder with
    sentence-transformers and measures, on held-out cited pairs, how often the cited paper is closer to
    its query than a random paper is, before and after.
@@ -99,7 +99,7 @@ def run_main_job(
     overwrite: bool = False,
     output_options: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Run the four steps (see the module docstring); returns what they produced. An ``output`` that exists (an
+    """Run the four steps (see the module docstring). Returns what they produced. An ``output`` that exists (an
     earlier demo) is refused before anything runs unless ``overwrite``. ``output_options`` (``-v``, ``-q``) go to
     each command the demo runs."""
     from ..io import refuse_replacing
@@ -162,7 +162,7 @@ def run_main_job(
 
 
 def closing_note(seconds: float, *, on_cacm: bool, default_budget: bool) -> str:
-    """How long the demo took, and that its timings and numbers vary with the machine and its load; for a run on
+    """How long the demo took, and that its timings and numbers vary with the machine and its load. For a run on
     CACM at the default budget, the range seen so far (:data:`SEEN_ON_CACM`)."""
     minutes, rest = divmod(round(seconds), 60)
     note = (
@@ -246,7 +246,7 @@ def _data(data_dir: Path, output: Path) -> tuple[Path, list[dict[str, Any]], set
 
 def _anchoring(data_dir: Path) -> dict[str, Any]:
     """The recommended recipe's anchoring (:data:`~sciembed.training.recipes.ANCHORED`) when SciRepEval's samples are
-    there; without them the recipe's defaults."""
+    there. Without them the recipe's defaults."""
     from ..training.recipes import ANCHORED, anchor_paths
 
     anchors = anchor_paths(data_dir / "scirepeval-samples")
@@ -257,8 +257,10 @@ def _anchoring(data_dir: Path) -> dict[str, Any]:
 
 
 def _run(argv: list[str], title: str) -> None:
-    """Run one ``sciembed`` command as its own process, as a user would type it (the demo is a command of
-    the same CLI, so it does not import the CLI to call it)."""
+    """Run one ``sciembed`` command as its own process, as a user would type it.
+
+    The demo is a command of the same CLI, so it does not import the CLI to call it.
+    """
     print(f"\n{title}\n$ sciembed {shlex.join(argv)}\n", flush=True)
     code = subprocess.run([sys.executable, "-m", "sciembed.cli", *argv]).returncode
     if code:

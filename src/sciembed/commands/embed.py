@@ -1,4 +1,4 @@
-"""``sciembed embed``: the embed job (:func:`sciembed.jobs.embed.embed_to_file`) from the command line; this module
+"""``sciembed embed``: the embed job (:func:`sciembed.jobs.embed.embed_to_file`) from the command line. This module
 parses its options and loads the model once the papers are read."""
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
-"""``sciembed evaluate``: a model on SciDocs, SciRepEval, Multi-SciDocs, BEIR, co-citation pairs, CACM, your own
-labelled papers (a CSV) and relevance judgements (a qrels file) over a papers file, or MTEB's tasks (by name, or a
-local BEIR folder)."""
+"""``sciembed evaluate``: score a model on a benchmark or on your own data.
+
+``sciembed evaluate``: a model on SciDocs, SciRepEval, Multi-SciDocs, BEIR, co-citation pairs, CACM, your own labelled
+papers (a CSV) and relevance judgements (a qrels file) over a papers file, or MTEB's tasks (by name, or a local BEIR
+folder).
+"""
 
 from __future__ import annotations
 

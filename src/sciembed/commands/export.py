@@ -142,8 +142,11 @@ def export_from_arguments(args: argparse.Namespace, out: str, repo_id: str | Non
 
 
 def _run_name(model: Path) -> str | None:
-    """The training run's name when ``model`` is the ``model/`` folder of a run (its output folder's name), else
-    ``None`` (the export then names the model after its own folder)."""
+    """The training run's name when ``model`` is a run's ``model/`` folder, else ``None``.
+
+    The training run's name when ``model`` is the ``model/`` folder of a run (its output folder's name), else ``None``
+    (the export then names the model after its own folder).
+    """
     from ..training.run import MODEL_FOLDER
 
     resolved = model.resolve()

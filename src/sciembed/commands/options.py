@@ -255,7 +255,7 @@ def encoder_from_args(args: argparse.Namespace, *, device: str | None = None) ->
     With ``--int8-check-set`` the int8 gate runs first and a failed gate stops the command.
 
     Args:
-        args: the parsed options (``--model``, ``--device``, ``--max-length``, ``--revision``, ...; those the
+        args: the parsed options (``--model``, ``--device``, ``--max-length``, ``--revision``, ..., those the
             subcommand has).
         device: where to run when ``--device`` is not given (a rank's own GPU under torchrun).
     """

@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _shown(value):
-    """A metric as the evaluation tables print it (two decimals); anything else as it is."""
+    """A metric as the evaluation tables print it (two decimals). Anything else as it is."""
     return f"{value:.2f}" if isinstance(value, float) else value
 
 

@@ -1,9 +1,9 @@
 """Paper records, the collections and benchmark releases they come in, citation graphs and samplers.
 
-One module per format (papers, smart, specter, s2orc, scidocs, scirepeval, beir, cocitation); ``graph``
-(CitationGraph); samplers (``samplers``: SPECTER / SPECTROID triplets, ``scincl``: SciNCL triplets,
-``cocitation_sampling``: the MoE paper's co-citation pairs); ``multi_scidocs`` (the Multi-SciDocs
-builder); ``benchmarks`` (``load_benchmark``, also reachable as ``sciembed.data.load_benchmark``).
+One module per format (papers, smart, specter, s2orc, scidocs, scirepeval, beir, cocitation). ``graph``
+(CitationGraph). Samplers (``samplers``: SPECTER / SPECTROID triplets, ``scincl``: SciNCL triplets,
+``cocitation_sampling``: the MoE paper's co-citation pairs). ``multi_scidocs`` (the Multi-SciDocs
+builder). ``benchmarks`` (``load_benchmark``, also reachable as ``sciembed.data.load_benchmark``).
 """
 
 

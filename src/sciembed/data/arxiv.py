@@ -17,8 +17,8 @@ A file reads::
 
 Header fields may continue on indented lines. A paper's ``paper_id`` is its number as SNAP's and hep-th's
 citation files write it, leading zeros dropped (``hep-th/0001001`` -> ``1001``), so the papers join those edge
-lists as they are; ``arxiv_id`` keeps the full identifier. Also kept: ``title``, ``abstract``, ``authors``,
-``date`` (the first submission's), ``journal_ref``, ``comments``; not ``From:``.
+lists as they are. ``arxiv_id`` keeps the full identifier. Also kept: ``title``, ``abstract``, ``authors``,
+``date`` (the first submission's), ``journal_ref``, ``comments``. Not ``From:``.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def read_arxiv_abstracts(folder: str | os.PathLike[str], *, skip_invalid: bool =
             ``PaperFile.skipped``, instead of raising at the first.
 
     Raises:
-        InvalidPaperError: a bad file (and ``skip_invalid`` is false), or no ``.abs`` file at all; the file is named.
+        InvalidPaperError: a bad file (and ``skip_invalid`` is false), or no ``.abs`` file at all. The file is named.
     """
     folder = Path(folder)
     files = sorted(folder.rglob("*.abs"))

@@ -3,7 +3,7 @@
 ``corpus.jsonl`` holds ``{"_id", "title", "text"}`` a line, ``queries.jsonl`` ``{"_id", "text"}``, and
 ``qrels/<split>.tsv`` a header ``query-id<TAB>corpus-id<TAB>score`` then one judgement a line. Corpus
 documents become papers (``paper_id``, ``title``, ``abstract`` = BEIR's ``text``) so the SPECTER text
-convention applies; qrels use the column names of SciRepEval's test configs (``query_id``,
+convention applies. Qrels use the column names of SciRepEval's test configs (``query_id``,
 ``cand_id``, ``score``) so one evaluator serves both.
 """
 
@@ -54,13 +54,13 @@ def read_beir(
         skip_invalid: skip bad corpus / query records and qrels naming unknown queries or documents
             (counted, logged and listed in ``skipped``) instead of raising.
         qrels_columns: the order of the qrels files' query and document columns, when stated
-            (:func:`~sciembed.data.judgements.check_qrels_columns`); unstated, a file whose ids or shape say they
+            (:func:`~sciembed.data.judgements.check_qrels_columns`). Unstated, a file whose ids or shape say they
             are swapped is refused.
 
     Raises:
         FileNotFoundError: a required file is missing.
         ValueError: a qrels file without the BEIR header, or a line without 3 fields or with a
-            non-integer score (file and line named); a qrels file whose columns look swapped.
+            non-integer score (file and line named). A qrels file whose columns look swapped.
         InvalidPaperError: a bad record (a query line with a key other than :data:`QUERY_KEYS` among them) or a
             qrel naming an unknown id, and ``skip_invalid`` is false.
     """
@@ -119,7 +119,7 @@ def read_beir(
 def _read_jsonl(
     path: Path, text_fields: tuple[str, ...], problems: list[PaperProblem], *, keys: tuple[str, ...] | None = None
 ) -> dict[str, list[str]]:
-    """The ``_id`` and ``text_fields`` columns of a BEIR ``.jsonl`` file; bad lines (with a key not in ``keys``,
+    """The ``_id`` and ``text_fields`` columns of a BEIR ``.jsonl`` file. Bad lines (with a key not in ``keys``,
     when given) are added to ``problems``."""
     columns: dict[str, list[str]] = {"_id": [], **{name: [] for name in text_fields}}
     first: dict[str, int] = {}

@@ -2,7 +2,7 @@
 
 Each domain is one Hub dataset (Gleghorn-Lab/Mixture-of-Experts-Sentence-Similarity, ``data/get_data.py``
 and ``data_compilation/to_HF.ipynb``) with splits ``train``, ``valid``, ``test`` and columns ``a``, ``b``
-(the two abstracts) and ``label`` (1 = the papers are co-cited by a third paper, 0 = a negative pair;
+(the two abstracts) and ``label`` (1 = the papers are co-cited by a third paper, 0 = a negative pair,
 the training split holds co-cited pairs, repeated by co-citation frequency). The same layout is read
 from a local folder through ``datasets.load_dataset``.
 """

@@ -3,26 +3,26 @@
 Hallee, Kapur et al. 2024 (arXiv:2401.15713, "Mixture of Experts ... sentence similarity"), data section:
 
 - a **positive** pair is two papers cited together by a third paper (co-citation), and the training
-  split repeats each pair once per co-citing paper ("duplicated by co-citation frequency");
+  split repeats each pair once per co-citing paper ("duplicated by co-citation frequency").
 - an **evaluation negative** is a pair of papers that are never co-cited, where each paper is cited
-  at least 15 times (so "never co-cited" is informative rather than an accident of obscurity);
+  at least 15 times (so "never co-cited" is informative rather than an accident of obscurity).
 - the **test** split holds the pairs that contain a paper of the most recent publication year, so a
   model is tested on papers newer than everything it trained on.
 
 The output has the Hub layout of the paper's datasets (``GleghornLab/abstract_domain_*``, built by
 ``data_compilation/to_HF.ipynb`` of Gleghorn-Lab/Mixture-of-Experts-Sentence-Similarity): splits
 ``train`` / ``valid`` / ``test`` with columns ``a``, ``b`` (the two abstracts) and ``label`` (1 co-cited,
-0 negative); the paper's ``clean_datasets.py`` keeps only citations between papers of the corpus and
+0 negative). The paper's ``clean_datasets.py`` keeps only citations between papers of the corpus and
 drops papers without an abstract, which is what happens here too (papers without an abstract are never
-emitted; they may still be the *co-citing* paper). By default two extra columns ``a_id`` / ``b_id`` keep
-the paper ids (``with_ids=False`` gives exactly the Hub columns); :func:`write_cocitation_pairs` writes
+emitted, they may still be the *co-citing* paper). By default two extra columns ``a_id`` / ``b_id`` keep
+the paper ids (``with_ids=False`` gives exactly the Hub columns). :func:`write_cocitation_pairs` writes
 Parquet files plus a README whose ``configs:`` names the splits, so
 :func:`sciembed.data.cocitation.load_cocitation_pairs` reads the folder back.
 
 Choices the paper leaves open, made here and configurable in :class:`CocitationConfig`: ``valid`` is a
-random ``valid_fraction`` of the co-cited pairs without a recent paper (held out from ``train``);
+random ``valid_fraction`` of the co-cited pairs without a recent paper (held out from ``train``).
 ``valid`` and ``test`` hold each co-cited pair once, plus ``negatives_per_positive`` negatives per
-positive; test negatives contain a recent paper too (the split rule holds for every test row), valid
+positive. Test negatives contain a recent paper too (the split rule holds for every test row), valid
 and train rows contain none. Papers without a year are never "recent" (counted).
 """
 
@@ -55,7 +55,7 @@ class CocitationConfig:
 
     Attributes:
         min_citations: each paper of an evaluation negative is cited at least this often (paper: 15).
-        test_from_year: pairs with a paper published in or after this year go to ``test``; ``None``
+        test_from_year: pairs with a paper published in or after this year go to ``test``. ``None``
             means the most recent year among the papers with an abstract (the paper's rule).
         valid_fraction: share of the non-test co-cited pairs held out for ``valid``.
         negatives_per_positive: negatives added to ``valid`` / ``test`` per positive pair.
@@ -101,7 +101,7 @@ def build_cocitation_pairs(
     """Co-citation pairs of ``graph`` with the texts of ``papers`` (see the module docstring for the rules).
 
     Args:
-        graph: the citation graph; co-citations are counted over all its papers, also those without text.
+        graph: the citation graph. co-citations are counted over all its papers, also those without text.
         papers: records with ``paper_id``, the ``config.text_field`` column and ``year`` (e.g.
             :attr:`S2orcPapers.papers`). Papers of the graph absent here, or with an empty text, never
             appear in a pair (counted as ``pairs_without_text``).
@@ -263,7 +263,7 @@ def _non_cocited_pairs(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Up to ``count`` distinct unordered pairs (x in ``first``, y in ``second``, x != y) never co-cited.
 
-    Small pools are enumerated exactly (so a shortfall is real, not bad luck); large ones are sampled
+    Small pools are enumerated exactly (so a shortfall is real, not bad luck). Large ones are sampled
     by rejection in vectorised rounds.
     """
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))

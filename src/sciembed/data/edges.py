@@ -3,7 +3,7 @@
 Two layouts are read, the ones citation data is usually shared in:
 
 - **CSV / TSV with a header** naming the two columns ``citing`` and ``cited`` (or ``from`` / ``to``, or
-  ``source`` / ``target``; any case). Other columns are ignored, so hep-th's ``,from,to,date_x,...`` reads as
+  ``source`` / ``target``, any case). Other columns are ignored, so hep-th's ``,from,to,date_x,...`` reads as
   it is. A tab in the header line makes the file TSV, else it is CSV (quoted fields allowed).
 - **SNAP edge lists** (``Cit-HepTh.txt``): ``#`` comment lines, then ``citing<TAB>cited`` lines, no header.
 
@@ -13,7 +13,7 @@ repeats and ids without a paper are counted by the citation graph built from the
 (:meth:`~sciembed.data.graph.CitationGraph.from_edges`), which logs them in one line.
 
 The file is parsed by pyarrow's CSV reader into Arrow string arrays (so millions of edges cost Arrow
-memory, not Python objects); a file that is not an edge list stops at once with a :class:`ValueError` naming
+memory, not Python objects). A file that is not an edge list stops at once with a :class:`ValueError` naming
 the file, the line and what is wrong: an empty file, a header that is not recognised, a line whose number
 of fields differs from the header's (a line with one column), an empty id, bytes that are not UTF-8.
 """
@@ -155,8 +155,11 @@ def read_edge_list(path: str | os.PathLike[str]) -> EdgeList:
 
 
 def _first_line(path: Path) -> tuple[int, str | None, int]:
-    """The number and text of the first line that is neither blank nor a ``#`` comment (``None`` if there is
-    none), and the number of ``#`` lines before it."""
+    """The number and text of the first line that holds data.
+
+    The number and text of the first line that is neither blank nor a ``#`` comment (``None`` if there is none), and
+    the number of ``#`` lines before it.
+    """
     comments = 0
     with path.open(encoding="utf-8-sig", errors="replace", newline="") as handle:
         for number, line in enumerate(handle, start=1):
@@ -178,8 +181,11 @@ def _header_columns(names: list[str]) -> tuple[int, int] | None:
 
 
 def _row_number(index: int, skip: int, skipped: list[int]) -> int:
-    """pyarrow's number of the table's row ``index``: rows are numbered after the ``skip`` skipped lines,
-    including the rows the invalid-row handler left out (``skipped``, in order)."""
+    """pyarrow's number of the table's row ``index``.
+
+    Rows are numbered after the ``skip`` skipped lines, including the rows the invalid-row handler left out
+    (``skipped``, in order).
+    """
     number = skip + index + 1
     for left_out in skipped:
         if left_out <= number:
@@ -188,8 +194,11 @@ def _row_number(index: int, skip: int, skipped: list[int]) -> int:
 
 
 def _physical_lines(path: Path, skip: int, numbers: list[int]) -> list[int]:
-    """The file's line numbers of pyarrow's row ``numbers``: pyarrow counts the ``skip`` skipped lines, then
-    only the lines that are not blank (read again only on the way to an error message)."""
+    """The file's line numbers of pyarrow's row ``numbers``.
+
+    Pyarrow counts the ``skip`` skipped lines, then only the lines that are not blank (read again only on the way to an
+    error message).
+    """
     wanted = {number - skip: number for number in numbers}
     found: dict[int, int] = {}
     counted = 0

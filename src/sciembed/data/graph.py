@@ -14,7 +14,7 @@ run through them), but :attr:`CitationGraph.has_text` is false for them and the 
 :mod:`sciembed.data.samplers` never emit them as training text.
 
 Building a graph keeps going on messy input and reports what it did in a :class:`GraphStats`
-(also logged, in one line): self-citations and repeated edges are dropped; references to ids without a record
+(also logged, in one line): self-citations and repeated edges are dropped. References to ids without a record
 ("dangling" references, counted when the caller passes the list of known ``ids``) are kept as papers
 without text unless ``drop_dangling=True``.
 """
@@ -44,7 +44,7 @@ class GraphStats:
     Attributes:
         edges_given: citation pairs passed in (for undirected links: links passed in).
         self_citations: pairs whose two ends are the same paper (dropped).
-        duplicate_edges: repeats of a pair already seen (dropped; for undirected links a pair and its
+        duplicate_edges: repeats of a pair already seen (dropped, for undirected links a pair and its
             reverse count as the same link).
         dangling_references: pairs whose cited paper is not among the known ``ids``.
         dangling_papers: distinct cited ids that are not among the known ``ids``.
@@ -88,7 +88,7 @@ class CitationGraph:
         has_text: np.ndarray,
         stats: GraphStats,
     ):
-        """Wrap ready CSR arrays; use the ``from_*`` constructors rather than calling this directly.
+        """Wrap ready CSR arrays. Use the ``from_*`` constructors rather than calling this directly.
 
         ``out_indices`` must be sorted within each row and hold no repeats and no self-citations.
         """
@@ -124,13 +124,13 @@ class CitationGraph:
         """Build a graph from parallel lists of citing and cited paper ids (``citing[k]`` cites ``cited[k]``).
 
         Args:
-            citing_ids, cited_ids: the citations, as string (or integer) ids; same length.
-            papers_with_text: ids of the papers that have text; they are added to the graph even when
+            citing_ids, cited_ids: the citations, as string (or integer) ids. Same length.
+            papers_with_text: ids of the papers that have text. They are added to the graph even when
                 they have no citation (a paper with text and no links is still a valid random
                 negative). ``None`` means every paper counts as having text.
             ids: the ids that have a record (e.g. every paper in the metadata). When given, cited ids
-                outside it are counted as dangling references and citing ids outside it as unknown;
-                these papers stay in the graph (without text, unless listed in ``papers_with_text``)
+                outside it are counted as dangling references and citing ids outside it as unknown.
+                These papers stay in the graph (without text, unless listed in ``papers_with_text``)
                 unless ``drop_dangling`` is true, in which case their citations are dropped.
             drop_dangling: drop citations with an end outside ``ids`` instead of keeping them.
             source: what the citations were read from, named in the one line that logs the counts.
@@ -159,7 +159,7 @@ class CitationGraph:
         neither invents a direction nor loses a link: ``cited(i)`` and ``citing(i)`` both become
         "linked to i", a sampler's positive is a linked paper and a hard negative a paper linked to a
         linked paper but not to the query. Pairs are compared without order, so ``(a, b)`` after
-        ``(b, a)`` counts as a duplicate link; :attr:`GraphStats.citations` counts each kept link twice.
+        ``(b, a)`` counts as a duplicate link. :attr:`GraphStats.citations` counts each kept link twice.
         Arguments as in :meth:`from_edges`.
         """
         arrays = _edge_arrays((a_ids, "a_ids"), (b_ids, "b_ids"), ids, papers_with_text)
@@ -178,7 +178,7 @@ class CitationGraph:
         """Build a graph from integer index arrays (``citing[k]`` cites ``cited[k]``), for large graphs.
 
         Self-citations and repeated pairs are dropped and counted as in :meth:`from_edges`. ``ids``
-        defaults to the decimal strings of the indices; ``has_text`` to all true.
+        defaults to the decimal strings of the indices. ``has_text`` to all true.
         """
         citing = np.asarray(citing)
         cited = np.asarray(cited)
@@ -364,7 +364,7 @@ class CitationGraph:
     def two_hop_counts(self, rows: np.ndarray | None = None) -> sp.csr_array:
         """Path counts ``(A @ A)[rows]``: entry ``(q, x)`` is how many papers cited by q cite x.
 
-        The diagonal and the direct citations are not removed; see :meth:`two_hop` for the set.
+        The diagonal and the direct citations are not removed. See :meth:`two_hop` for the set.
         Pass ``rows`` (a chunk of paper indices) on large graphs: the full product can be large.
         """
         a = self.adjacency
@@ -469,7 +469,7 @@ def _indptr(counts: np.ndarray) -> np.ndarray:
 
 
 def _csr_from_pairs(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """Sorted, de-duplicated CSR of the pairs without self-loops; also the self-loop and repeat counts."""
+    """Sorted, de-duplicated CSR of the pairs without self-loops. Also the self-loop and repeat counts."""
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     not_self = src != dst

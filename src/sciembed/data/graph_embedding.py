@@ -1,7 +1,10 @@
-"""A citation-graph embedding that needs no training: FastRP (Chen et al. 2019), random projections of each
-paper's 1- to 3-hop neighbourhood in the undirected citation graph, seeded, as SciNCL's sampler
-(:mod:`.scincl`) uses in place of the paper's PyTorch-BigGraph vectors; and :func:`align_vectors` to use
-precomputed vectors (PBG output) in a graph's order instead."""
+"""A citation-graph embedding that needs no training (FastRP), for SciNCL's sampler.
+
+A citation-graph embedding that needs no training: FastRP (Chen et al. 2019), random projections of each paper's 1- to
+3-hop neighbourhood in the undirected citation graph, seeded, as SciNCL's sampler (:mod:`.scincl`) uses in place of the
+paper's PyTorch-BigGraph vectors. And :func:`align_vectors` to use precomputed vectors (PBG output) in a graph's order
+instead.
+"""
 
 from __future__ import annotations
 
@@ -93,7 +96,7 @@ def align_vectors(graph: CitationGraph, ids: Iterable[str | int], vectors: np.nd
     """Put precomputed vectors given as ``(ids, vectors)`` (e.g. PyTorch-BigGraph's ``entity_names`` and
     embeddings) into the order of ``graph.ids``.
 
-    Graph papers without a vector get a row of NaN (counted as "without vector" by the sampler); ids not
+    Graph papers without a vector get a row of NaN (counted as "without vector" by the sampler). Ids not
     in the graph are ignored. Both counts are logged.
 
     Raises:

@@ -4,7 +4,7 @@ datasets 5.0.1 keys its Arrow cache of a local folder by the folder's name and c
 contents: a second folder of the same name (a rebuilt benchmark, another copy of SciDocs) silently
 loads the first one's rows. Measured here: folders ``a/x`` (2 rows) and ``b/x`` (3 rows) with equal
 README.md both load 2 rows. Local folders therefore get a cache directory of their own, named by a
-fingerprint of their files' paths, sizes and modification times; Hub ids keep datasets' own cache.
+fingerprint of their files' paths, sizes and modification times. Hub ids keep datasets' own cache.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
-"""Judgements made from citation data and collections, as the benchmarks' protocols make them: what an
-evaluation task scores and what training on labels uses, without the task objects of ``evaluation``.
+"""Judgements made from citation data and collections, as the benchmarks' protocols make them.
+
+What an evaluation task scores and what training on labels uses, without the task objects of ``evaluation``.
 
 - :func:`cite_qrels`: SciDocs' cite protocol on any citation links: each query's linked papers with text
   (up to 5) are relevant, 25 random unlinked papers with text are not.
 - :func:`cacm_categories`: CACM's CR categories as single labels (the top class of a paper's first category).
 - :func:`swapped_columns`, :func:`grades_of_ids`, :func:`check_qrels_columns`: whether a judgement file's query and
-  document columns look swapped, or its relevance column holds ids, and why; the columns read in the order the user
+  document columns look swapped, or its relevance column holds ids, and why. The columns read in the order the user
   states.
 """
 
@@ -45,7 +46,7 @@ def cite_qrels(
     Args:
         papers: paper id -> record, the papers with text (candidates are drawn from them).
         neighbours: paper id -> the ids it is linked to (cites or is cited by).
-        query_ids: the query papers (default: every paper with a link); a query without text or without a
+        query_ids: the query papers (default: every paper with a link). A query without text or without a
             linked paper with text is left out.
         positives, negatives: linked papers kept at most, and random unlinked papers drawn, per query.
         seed: the draws' seed (queries in id order, so the same queries give the same judgements).
@@ -81,7 +82,7 @@ def swapped_columns(
     ``known_queries`` and ``known_documents``. Or, with at least :data:`SWAP_FEWEST_QUERIES` queries and fewer
     distinct documents than queries, the shape of a file read backwards: a third as many distinct documents as
     queries or fewer (each query of a collection is judged against many documents, so read backwards the few real
-    queries are judged many times), each query judged once when they are fewer than :data:`SWAP_MIN_QUERIES`; or,
+    queries are judged many times), each query judged once when they are fewer than :data:`SWAP_MIN_QUERIES`. Or,
     with ``scores``, half the queries or more without a relevant document (read backwards, the judged non-relevant
     documents become queries with nothing relevant). A collection whose queries have one judged document each is
     legitimate when those documents are many and distinct, and passes. Judgements whose relation runs both ways
@@ -132,7 +133,7 @@ def swapped_columns(
 def grades_of_ids(documents: Sequence[str], scores: Sequence[int], known_documents: Collection[str]) -> str | None:
     """Why a judgement file's relevance column looks like its document ids (``qid rel docid``), or ``None``.
 
-    The sign: the document column holds a few small integers, as grades are; the relevance column holds more than
+    The sign: the document column holds a few small integers, as grades are. The relevance column holds more than
     twice as many distinct values, and half of its values or more are ids of ``known_documents``.
 
     Args:
@@ -174,7 +175,7 @@ def check_qrels_columns(
 
     Raises:
         ValueError: an unknown ``qrels_columns``, columns that look swapped (why, and the switch that reads them), or
-            a relevance column of document ids (:func:`grades_of_ids`; unless an order is stated).
+            a relevance column of document ids (:func:`grades_of_ids`, unless an order is stated).
     """
     if qrels_columns is not None and qrels_columns not in QRELS_COLUMNS:
         raise ValueError(f"unknown qrels_columns {qrels_columns!r}; one of {', '.join(QRELS_COLUMNS)}")

@@ -1,5 +1,8 @@
-"""Vectors to neighbours: rows scaled to unit length, each row's nearest other rows by cosine, and the
-faiss rank search (exact or IVF) that SciNCL's sampler (:mod:`.scincl`) cuts its rank ranges from."""
+"""Vectors to neighbours: unit rows, nearest rows by cosine, and faiss rank search.
+
+Vectors to neighbours: rows scaled to unit length, each row's nearest other rows by cosine, and the faiss rank search
+(exact or IVF) that SciNCL's sampler (:mod:`.scincl`) cuts its rank ranges from.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ IVF_SCAN_FACTOR = 4
 
 def unit_rows(matrix: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Rows scaled to unit length (into ``out`` if given, which may be ``matrix``). A zero row stays zero
-    (scikit-learn's ``normalize``; BEIR divides by a tiny epsilon the same way): it has no direction."""
+    (scikit-learn's ``normalize``, BEIR divides by a tiny epsilon the same way): it has no direction."""
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return np.divide(matrix, np.maximum(norms, np.finfo(matrix.dtype).tiny), out=out)
 
@@ -75,9 +78,9 @@ def faiss_rank_search(
 ) -> SearchBlocks:
     """kNN ranks of every query among the candidates (itself left out), with faiss, ``rows`` queries a block.
 
-    ``ivf=None`` is exact search (``IndexFlat``); otherwise an ``IndexIVFFlat`` trained on the candidates
-    with ``ivf``'s seed, whose ranks count only the candidates of the probed cells. faiss scores in float32;
-    the ranks within :data:`RESCORE_MARGIN` of each of ``cuts`` (the range boundaries the caller slices
+    ``ivf=None`` is exact search (``IndexFlat``). Otherwise an ``IndexIVFFlat`` trained on the candidates
+    with ``ivf``'s seed, whose ranks count only the candidates of the probed cells. faiss scores in float32.
+    The ranks within :data:`RESCORE_MARGIN` of each of ``cuts`` (the range boundaries the caller slices
     at) are then re-ordered by float64 distances computed pair by pair, so that exact search cuts where
     a float64 ranking does (the test oracle's) and a query's result does not depend on its block mates.
     Memory: the float32 candidate vectors once, plus ``rows x (max(cuts) + margin)`` ranks per block.
@@ -116,7 +119,7 @@ def faiss_rank_search(
 
 
 def _search(index, ivf: IVFSettings | None, vectors: np.ndarray, k: int) -> np.ndarray:
-    """The ``k`` nearest candidates of each row; with IVF, rows whose probed cells held fewer than ``k``
+    """The ``k`` nearest candidates of each row. With IVF, rows whose probed cells held fewer than ``k``
     are searched again with twice the probes until they are full."""
     import faiss
 
@@ -173,7 +176,7 @@ def faiss_neighbours(
 
     The rows are scaled to unit length and put in an inner-product index: exact (``IndexFlatIP``) by default,
     or an ``IndexIVFFlat`` with ``ivf``'s cells, probes and seed for large collections. faiss ranks in
-    float32; the ``k + RESCORE_MARGIN`` best of each query are then scored again in float64 and ordered by
+    float32. The ``k + RESCORE_MARGIN`` best of each query are then scored again in float64 and ordered by
     that score, ties by position, so the neighbours and scores are those of a float64 brute-force search
     (exact index) and a query's list does not depend on the other queries of its block. The query itself is
     never its own neighbour (a row with the same vector is).

@@ -18,7 +18,7 @@ class DataLayout:
         name: what it is.
         given_as: the command-line options that give it.
         kinds: the recipe data kinds it serves (:attr:`sciembed.training.recipes.Recipe.data`: ``citations``,
-            ``scirepeval``, ``labelled``; ``triplets``: the citation recipes that train on triplets, not pairs).
+            ``scirepeval``, ``labelled``, ``triplets``: the citation recipes that train on triplets, not pairs).
         example: its first lines, each file headed ``==> name <==`` (as ``head`` prints several files).
     """
 

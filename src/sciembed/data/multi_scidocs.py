@@ -6,16 +6,16 @@ The rules kept here (SciDocs' own, Cohan et al. 2020 sec. 4, plus the field bala
 
 - **queries** are papers with text and a MAG field, sampled per field so that no field dominates: at
   most ``queries_per_field`` queries of each field (a paper belongs to its first listed field), and a
-  field with fewer than ``min_queries_per_field`` candidates is left out; both shortfalls are reported;
-- **positives**: up to 5 per query. ``cite``: papers the query cites; ``cocite``: papers cited
-  together with the query by a third paper (a co-citation count ``A^T A`` > 0);
+  field with fewer than ``min_queries_per_field`` candidates is left out. Both shortfalls are reported.
+- **positives**: up to 5 per query. ``cite``: papers the query cites. ``cocite``: papers cited
+  together with the query by a third paper (a co-citation count ``A^T A`` > 0).
 - **negatives**: 500 random papers with text per query that are not the query and not related to it
   (not cited by it, not citing it, not co-cited with it), so no true relation is labelled 0.
 
 Queries are split half / half into ``val`` and ``test`` within each field, so both splits are balanced.
 Written atomically in the SciDocs release layout that :func:`sciembed.data.scidocs.read_scidocs`
 loads: ``paper_metadata_view_cite_read.json`` (``{pid: {paper_id, title, abstract}}``) and
-``cite/{val,test}.qrel``, ``cocite/{val,test}.qrel`` with lines ``qid 0 pid rel``; plus
+``cite/{val,test}.qrel``, ``cocite/{val,test}.qrel`` with lines ``qid 0 pid rel``. Plus
 ``query_fields.json`` (task -> query id -> field) for per-field scores. The MAG classification task is
 not built: Multi-SciDocs reuses SciDocs' ``mag/`` folder and ``paper_metadata_mag_mesh.json`` — copy
 them into the output folder to evaluate it.
@@ -80,13 +80,13 @@ def build_multi_scidocs(
     """Build the Multi-SciDocs cite / co-cite tasks from S2ORC metadata and write them into ``folder``.
 
     Args:
-        source: an S2ORC metadata file or folder (read with ``skip_invalid=True``; skips counted) or
+        source: an S2ORC metadata file or folder (read with ``skip_invalid=True``, skips counted) or
             an already read :class:`~sciembed.data.s2orc.S2orcPapers`.
-        folder: the output folder (created; files replaced atomically).
+        folder: the output folder (created, files replaced atomically).
         config: the settings.
 
     Raises:
-        ValueError: no task got a single query (e.g. every citation leaves the file); the counts are named.
+        ValueError: no task got a single query (e.g. every citation leaves the file). The counts are named.
     """
     config = config or MultiSciDocsConfig()
     s2orc = source if isinstance(source, S2orcPapers) else read_s2orc(source, skip_invalid=True)

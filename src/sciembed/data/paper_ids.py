@@ -22,7 +22,7 @@ IdArray = Any
 class PaperIds:
     """The string ids of ``n`` papers, the id of paper ``i`` at position ``i`` (one Arrow ``large_string`` array).
 
-    Indexing with an integer gives the id as ``str``; with an integer array, a boolean mask or a slice it gives
+    Indexing with an integer gives the id as ``str``. With an integer array, a boolean mask or a slice it gives
     a numpy string array of those ids (a selection, so the fixed-width copy stays as small as the selection).
     ``np.asarray(ids)`` converts the whole column, which is what the fixed-width layout costs.
     """
@@ -95,7 +95,7 @@ class PaperIds:
 
 
 def id_array(values: Iterable[IdLike] | IdArray, name: str) -> IdArray:
-    """``values`` as an Arrow ``large_string`` array (checked: strings or integers, one-dimensional; ``name``
+    """``values`` as an Arrow ``large_string`` array (checked: strings or integers, one-dimensional, ``name``
     is the argument's name for errors)."""
     import pyarrow as pa
 
@@ -129,7 +129,7 @@ def factorise(parts: list[IdArray | None]) -> tuple[PaperIds, list[np.ndarray | 
     """The distinct ids of ``parts`` (outputs of :func:`id_array`) in sorted order, and each part as indices
     into them.
 
-    Arrow's ``dictionary_encode`` hashes the strings where they lie; numbering by sorted position (the
+    Arrow's ``dictionary_encode`` hashes the strings where they lie. Numbering by sorted position (the
     order ``np.unique`` gives) keeps a graph's numbering independent of the order of its input.
     """
     import pyarrow as pa

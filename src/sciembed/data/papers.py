@@ -1,10 +1,10 @@
 """Paper records: reading them from the files users have, and turning one into model text.
 
 A paper is a dict with at least ``paper_id`` (a string), ``title`` and ``abstract`` (strings, possibly
-empty); every other field of the source record is kept. Readers validate each record and either stop
+empty). Every other field of the source record is kept. Readers validate each record and either stop
 at the first bad one with an :class:`InvalidPaperError` naming the file, line and id, or (with
 ``skip_invalid=True``) skip, count and report every bad record in :attr:`PaperFile.skipped`.
-:func:`read_papers` returns the papers as a list; :func:`paper_dataset` streams them into an Arrow file
+:func:`read_papers` returns the papers as a list. :func:`paper_dataset` streams them into an Arrow file
 and returns it as a memory-mapped ``datasets.Dataset``, for files larger than memory.
 """
 
@@ -44,12 +44,12 @@ _ARROW_BATCH = 10_000
 def paper_text(
     paper: Mapping[str, Any], sep_token: str, fields: Sequence[str] = TEXT_FIELDS, *, index: int | None = None
 ) -> str:
-    """Return the model text of ``paper``: its non-empty ``fields`` joined by ``sep_token``; by default
+    """Return the model text of ``paper``: its non-empty ``fields`` joined by ``sep_token``. By default
     ``title + sep_token + abstract`` (the SPECTER convention), and SciRepEval's search task adds venue and
     year the same way.
 
     A paper with only a title (or only an abstract) gives that text alone. Surrounding whitespace is
-    stripped; ``None`` counts as absent; a number (a year) is written as text.
+    stripped. ``None`` counts as absent. A number (a year) is written as text.
 
     Args:
         paper: the paper record.
@@ -91,7 +91,7 @@ def text_field_names(text_fields: str | Iterable[str]) -> tuple[str, ...]:
 
     Raises:
         TypeError: ``text_fields`` is not a field name or an ordered iterable of them (a set, bytes, a number), or an
-            item is not a string; a list of field names is what is taken.
+            item is not a string. A list of field names is what is taken.
         ValueError: a field named twice.
     """
     if isinstance(text_fields, str):
@@ -128,7 +128,7 @@ def paper_name(paper: Mapping[str, Any], index: int | None = None) -> str:
 
 
 def clean_text(value: Any, name: str) -> str:
-    """A text field as readers keep it: stripped, ``None`` as ``""``; TypeError naming ``name`` otherwise."""
+    """A text field as readers keep it: stripped, ``None`` as ``""``. TypeError naming ``name`` otherwise."""
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -147,8 +147,11 @@ def _text_field(paper: Mapping[str, Any], name: str) -> str:
 
 @dataclass
 class PaperFile:
-    """The papers read from one source, in its order, the records that were skipped, and the citation links the
-    source brings (a SMART collection's ``.X`` citations; ``None`` for a papers file)."""
+    """The papers read from one source, the records skipped, and the source's citation links.
+
+    The papers read from one source, in its order, the records that were skipped, and the citation links the source
+    brings (a SMART collection's ``.X`` citations, ``None`` for a papers file).
+    """
 
     path: str
     papers: list[dict[str, Any]]
@@ -167,19 +170,21 @@ def read_papers(
     text_fields: Sequence[str] = TEXT_FIELDS,
     smart_links: str = "cacm",
 ) -> PaperFile:
-    """Read papers from any layout sciembed's commands take: ``.jsonl`` (one record a line), ``.json`` (a list of
-    records, or a dict keyed by paper id), ``.csv`` (a header row naming the columns), ``.parquet`` (one record a
-    row), a folder of Parquet parts (``*.parquet``, read in name order), or a SMART collection (a ``*.all`` file such
-    as CACM's, or a folder holding one; its ``.X`` citations in ``PaperFile.links``).
+    """Read papers from any file layout or folder that sciembed's commands take.
+
+    Read papers from any layout sciembed's commands take: ``.jsonl`` (one record a line), ``.json`` (a list of records,
+    or a dict keyed by paper id), ``.csv`` (a header row naming the columns), ``.parquet`` (one record a row), a folder
+    of Parquet parts (``*.parquet``, read in name order), or a SMART collection (a ``*.all`` file such as CACM's, or a
+    folder holding one, its ``.X`` citations in ``PaperFile.links``).
 
     Args:
         path: the file or folder.
-        id_field: the column holding the paper id; by default the first of :data:`ID_FIELDS` that a
-            record has. In an id-keyed ``.json`` dict the key is the id; a SMART collection's ids are its ``.I`` lines.
+        id_field: the column holding the paper id. By default the first of :data:`ID_FIELDS` that a
+            record has. In an id-keyed ``.json`` dict the key is the id. A SMART collection's ids are its ``.I`` lines.
         skip_invalid: skip records that are malformed, lack an id, have no text in ``text_fields``, or
             repeat an earlier id (the first is kept), and list them in ``PaperFile.skipped``. When
             false, the first such record raises :class:`InvalidPaperError`.
-        text_fields: the fields a paper's text is made of; a paper lacking text in some of them beyond title and
+        text_fields: the fields a paper's text is made of. A paper lacking text in some of them beyond title and
             abstract is counted and reported, and a field that no paper has text in is refused.
         smart_links: how a SMART collection's ``.X`` lines are read (``cacm`` or ``all``,
             :func:`~sciembed.data.smart.read_smart_collection`).
@@ -211,9 +216,9 @@ def paper_inputs(papers: Any, *, what: str = "papers") -> tuple[list[Mapping[str
     """Papers or queries given in Python as a list of texts and records, and whether they were a single input.
 
     Args:
-        papers: one text (``str``) or one paper record (a mapping), each a single input; a list, tuple, generator
-            or other ordered iterable of texts and records (a generator is consumed once); a pandas DataFrame, its
-            rows as records (missing values as ``None``); or a mapping of records keyed by paper id, its records.
+        papers: one text (``str``) or one paper record (a mapping), each a single input. A list, tuple, generator
+            or other ordered iterable of texts and records (a generator is consumed once). A pandas DataFrame, its
+            rows as records (missing values as ``None``). Or a mapping of records keyed by paper id, its records.
         what: what the inputs are called in messages (``papers``, ``queries``).
 
     Raises:
@@ -232,14 +237,15 @@ def paper_records(
     source: str = GIVEN_IN_PYTHON,
     text_fields: str | Sequence[str] = TEXT_FIELDS,
 ) -> PaperFile:
-    """Paper records given in Python, checked as :func:`read_papers` checks a file's: each needs an id (a string or
-    integer, stripped; ``1`` and ``"1"`` are one id) that no earlier record has, and text in ``text_fields``. Messages
-    name a record by its position, ``record #i`` (counted from 0).
+    """Paper records given in Python, checked as :func:`read_papers` checks a file's.
+
+    Each needs an id (a string or integer, stripped, ``1`` and ``"1"`` are one id) that no earlier record has, and text
+    in ``text_fields``. Messages name a record by its position, ``record #i`` (counted from 0).
 
     Args:
         papers: as :func:`paper_inputs` takes them, every item a record (a mapping of records keyed by paper id has
             its keys as ids, like an id-keyed ``.json`` file).
-        id_field: the field holding the paper id; by default the first of :data:`ID_FIELDS` that a record has.
+        id_field: the field holding the paper id. By default the first of :data:`ID_FIELDS` that a record has.
         skip_invalid: skip bad records and list them in ``PaperFile.skipped`` instead of raising.
         source: what the records are called in messages.
         text_fields: the fields a paper's text is made of (one string is one field), checked as
@@ -375,8 +381,11 @@ def _inputs(papers: Any, what: str) -> tuple[list[Mapping[str, Any] | str], list
 
 
 def _present(value: Any) -> Any:
-    """A DataFrame cell as a record's field: a missing value (NaN, ``pd.NA``, ``NaT``) as ``None``, and a whole float
-    as an integer (pandas makes a column of integer ids with a missing one floats)."""
+    """A DataFrame cell as a record's field.
+
+    A missing value (NaN, ``pd.NA``, ``NaT``) as ``None``, and a whole float as an integer (pandas makes a column of
+    integer ids with a missing one floats).
+    """
     if (isinstance(value, float) and value != value) or type(value).__name__ in ("NAType", "NaTType"):
         return None
     if isinstance(value, float) and value.is_integer():
@@ -411,7 +420,7 @@ def paper_dataset(
 
     The records are streamed into ``cache_dir/papers-<key>.arrow`` in batches of 10,000 and the file is
     memory-mapped, so memory holds one batch and the ids seen (for the duplicate check), not the papers.
-    ``<key>`` names the path, the size and modification time of its files and the reading options; a later call
+    ``<key>`` names the path, the size and modification time of its files and the reading options. A later call
     for the unchanged source opens the Arrow file written before (its skipped records kept beside it),
     without reading the input again. Only the fields a paper's text is made of are kept: title, abstract and
     ``text_fields`` (e.g. ``body`` for full texts), each as text (absent as ``""``), checked as
@@ -467,8 +476,11 @@ def paper_dataset(
 
 
 def _cached_papers(path: Path, arrow_file: Path, skipped_file: Path) -> PaperDataset | None:
-    """The papers :func:`paper_dataset` wrote before, or ``None`` when there are none or they are damaged (a file
-    cut short, a count that differs): those are removed with a warning, to be read again from ``path``."""
+    """The papers :func:`paper_dataset` wrote before, or ``None``.
+
+    ``None`` when there are none or they are damaged (a file cut short, a count that differs). Damaged files are
+    removed with a warning, to be read again from ``path``.
+    """
     import datasets
 
     for file in (arrow_file, skipped_file):
@@ -523,7 +535,7 @@ def _valid_papers(
     smart_links: str = "cacm",
     smart: dict[str, Any] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """The valid papers of ``path`` (any layout of :func:`read_papers`) in its order; bad records raise, or
+    """The valid papers of ``path`` (any layout of :func:`read_papers`) in its order. Bad records raise, or
     (``skip_invalid``) go to ``skipped``. A SMART collection's document file and citation links are put in ``smart``
     (``path``, ``links``)."""
     from .smart import CACM_CITATION, is_smart_collection, read_smart_collection
@@ -576,11 +588,11 @@ def _checked_papers(
     text_fields: Sequence[str] = TEXT_FIELDS,
 ) -> Iterator[dict[str, Any]]:
     """The valid papers of ``records`` (a reader's, or :func:`paper_records`'), in order: ids checked and unique,
-    text in ``text_fields``; bad records raise, or (``skip_invalid``) go to ``skipped``. ``whole`` names the input
+    text in ``text_fields``. Bad records raise, or (``skip_invalid``) go to ``skipped``. ``whole`` names the input
     as a whole when it holds no valid paper.
 
     A paper lacking text in some of ``text_fields`` other than title and abstract (no such key, or an empty value,
-    as a paper without an abstract) is embedded from those it has, and counted and reported; a field no paper has
+    as a paper without an abstract) is embedded from those it has, and counted and reported. A field no paper has
     text in is a ``ValueError`` naming the input, the field and the first paper's fields. Records without text are
     held back until a paper with text is found: when none is, the input as a whole is refused (a ``ValueError``
     naming the fields asked for and the fields the records have), not each record."""
@@ -800,8 +812,11 @@ def _parquet_records(path: Path) -> _Records:
 
 
 def _refuse_repeated_columns(path: Path, where: str, names: Sequence[str]) -> None:
-    """Refuse a header that names a column twice, or twice but for spaces around a name (``title, title``): a
-    record would keep only the last of the two values, or one of them under a name no reader looks for."""
+    """Refuse a header that names a column twice.
+
+    Spaces around a name count as the same name (``title, title``). A record would keep only the last of the two
+    values, or one of them under a name no reader looks for.
+    """
     repeated = [name for name, count in Counter(str(name).strip() for name in names).items() if count > 1]
     if repeated:
         spelt = sorted({repr(name) for name in names if str(name).strip() == repeated[0]})

@@ -16,7 +16,7 @@ def paper_id_order(paper_id: str) -> tuple[int, int, str]:
 
 @dataclass(frozen=True)
 class PaperProblem:
-    """One record a reader could not accept; ``hint`` says what fixes it when skipping the record would not (a
+    """One record a reader could not accept. ``hint`` says what fixes it when skipping the record would not (a
     misnamed id field). ``id_name`` names the id in messages: ``paper_id``, or ``query id`` / ``document id`` for
     a judgement row."""
 
@@ -33,10 +33,10 @@ class PaperProblem:
 
 
 class InvalidPaperError(ValueError):
-    """Raised when a paper file holds a record that cannot be used; the message names file, line and id.
+    """Raised when a paper file holds a record that cannot be used. The message names file, line and id.
 
     Args:
-        problems: the invalid records; the message counts and lists them.
+        problems: the invalid records. The message counts and lists them.
         skipping: the reader was already skipping invalid records (``skip_invalid``), so no hint suggests it.
         whole: a problem with the file as a whole (no papers at all), stated first and not counted as a record.
         what: what the problems are, after their count (rows of a labels or qrels file are not paper records).

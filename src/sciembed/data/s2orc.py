@@ -196,7 +196,7 @@ def _id_list(value: Any, name: str) -> list[str]:
 def _unique_edges(
     citing: np.ndarray, cited: np.ndarray, known: set[str], stats: Counter, internal_only: bool
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Keep each (citing, cited) pair once; count repeats, self-citations and ends outside the file."""
+    """Keep each (citing, cited) pair once. Count repeats, self-citations and ends outside the file."""
     stats["edges_listed"] = len(citing)
     if len(citing) == 0:
         stats["edges"] = 0

@@ -123,28 +123,28 @@ def sample_specter_triplets(
     ``(P, P+, P-)``:
 
     - ``P+`` is a paper P cites, drawn uniformly (with replacement, once per triplet, as the
-      release's ``triplet_sampling`` does) among the cited papers with text;
+      release's ``triplet_sampling`` does) among the cited papers with text.
     - for ``ceil(hard_ratio * triplets_per_query)`` triplets (2 of 5 by default) ``P-`` is a *hard*
       negative: a paper cited by a paper P cites, but not cited by P (nor P itself), drawn uniformly
-      from that set;
+      from that set.
     - for the rest ``P-`` is an *easy* negative: a random paper with text that P does not cite.
 
     When P has no paper with text two hops away, its hard slots get easy negatives instead (the
     release does the same: its easy count is ``samples_per_query`` minus the hard ones found), and
     :attr:`SamplingStats.hard_slots_filled_easy` counts them. Queries without text, or citing no
     paper with text, are skipped and counted. The release excluded the query's two-hop candidates from
-    its easy pool as well; here, as in the paper's text, an easy negative is only required not to be
+    its easy pool as well. Here, as in the paper's text, an easy negative is only required not to be
     cited by P, which keeps the draw a single vectorised rejection test.
 
     Args:
         graph: the citation graph.
-        queries: query papers (indices or ids); by default every paper with text.
+        queries: query papers (indices or ids). By default every paper with text.
         triplets_per_query: triplets per query (5 in the paper).
-        hard_ratio: share of hard negatives, rounded up (0.4 gives 2 of 5, the paper's setting; the
-            release's 0.3 gives the same 2 after rounding up).
+        hard_ratio: share of hard negatives, rounded up (0.4 gives 2 of 5, the paper's setting, the
+            release's ``0.3`` gives the same 2 after rounding up).
         seed: an int seed or a ``numpy.random.Generator``.
         rank, world_size: sample only every ``world_size``-th query, starting at the ``rank``-th (the
-            share of one of ``world_size`` processes); the shares of all ranks together are exactly the
+            share of one of ``world_size`` processes). The shares of all ranks together are exactly the
             triplets of ``world_size=1``.
     """
     return _sample(graph, queries, triplets_per_query, hard_ratio, seed, rank, world_size, weighted_positives=False)
@@ -272,13 +272,13 @@ def _query_indices(graph: CitationGraph, queries: Iterable[int | str] | np.ndarr
 
 
 def _hard_negatives(graph: CitationGraph, query: np.ndarray, slot: np.ndarray, seed: int) -> np.ndarray:
-    """One hard negative per entry of ``query`` (its ``slot``-th), uniform over its two-hop pool; -1 where
+    """One hard negative per entry of ``query`` (its ``slot``-th), uniform over its two-hop pool. -1 where
     the pool is empty.
 
     The pool of q is H(q) = {x : q -> c -> x for some c} minus q, minus the papers q cites, restricted
     to papers with text. Drawing a uniformly random path q -> c -> x (c with probability proportional
     to its out-degree, then x uniform among c's citations) reaches x with probability proportional to
-    m(x), the number of q's cited papers that cite x; accepting it with probability 1 / m(x) makes the
+    m(x), the number of q's cited papers that cite x. Accepting it with probability 1 / m(x) makes the
     accepted x uniform over the distinct papers, and rejecting the ones outside H(q) makes it uniform
     over H(q). Slots still empty after a few rounds (small or empty pools) are drawn exactly from the
     materialised pool.
@@ -353,7 +353,7 @@ def _exact_hard(graph: CitationGraph, query: np.ndarray, slot: np.ndarray, seed:
 
 def _easy_negatives(graph: CitationGraph, query: np.ndarray, slot: np.ndarray, seed: int) -> np.ndarray:
     """One easy negative per entry of ``query`` (its ``slot``-th): a uniform paper with text, not q, not cited
-    by q; -1 if none."""
+    by q. -1 if none."""
     text = np.nonzero(graph.has_text)[0]
     result = np.full(len(query), -1, dtype=np.int64)
     if not len(text):

@@ -3,9 +3,9 @@
 Files (``scidocs/paths.py`` of allenai/scidocs):
 
 - ``paper_metadata_view_cite_read.json``, ``paper_metadata_mag_mesh.json``,
-  ``paper_metadata_recomm.json``: dicts keyed by paper id of ``{paper_id, title, abstract}``;
+  ``paper_metadata_recomm.json``: dicts keyed by paper id of ``{paper_id, title, abstract}``.
 - ``<task>/{val,test}.qrel`` for the proximity tasks ``cite``, ``cocite``, ``coview``, ``coread``:
-  lines ``qid 0 pid rel`` (rel 1 = relevant, 0 = one of the query's negatives), read by pytrec_eval;
+  lines ``qid 0 pid rel`` (rel 1 = relevant, 0 = one of the query's negatives), read by pytrec_eval.
 - ``mag/`` and ``mesh/{train,val,test}.csv`` with header ``pid,class_label``.
 
 A folder holding only some tasks loads those it finds and lists the others in
@@ -91,12 +91,12 @@ def read_scidocs(
             from the task's metadata file (all counted, logged and listed in ``skipped``), instead
             of raising.
         qrels_columns: the order of the ``.qrel`` files' query and document columns, when stated
-            (:func:`~sciembed.data.judgements.check_qrels_columns`); unstated, a file whose shape says they are
+            (:func:`~sciembed.data.judgements.check_qrels_columns`). Unstated, a file whose shape says they are
             swapped is refused.
 
     Raises:
-        ValueError: an unknown task name; a qrel line without exactly 4 fields or a non-integer
-            relevance; a CSV with another header or a row without 2 fields (file and line named); a qrel file
+        ValueError: an unknown task name. A qrel line without exactly 4 fields or a non-integer
+            relevance. A CSV with another header or a row without 2 fields (file and line named). A qrel file
             whose columns look swapped.
         InvalidPaperError: bad metadata records, or rows naming unknown papers, when not skipped.
         FileNotFoundError: the folder does not exist, or holds none of the SciDocs tasks.

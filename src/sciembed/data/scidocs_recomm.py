@@ -5,20 +5,20 @@ Layout, from ``scidocs/paths.py``, ``scidocs/recomm_click_eval.py`` and
 
 - ``recomm/{train,val,test}.csv``: a header line (SciDocs drops the first line unread), then one click a
   line, ``query_id,clicked_id,"id1,id2,..."``: the paper a user was reading, the recommended paper they
-  clicked, and the papers shown to them in display order (the clicked one among them; its 1-based index
-  is the click's position);
+  clicked, and the papers shown to them in display order (the clicked one among them, its 1-based index
+  is the click's position).
 - ``recomm/propensity_scores.json``: ``{"scores": [...]}``, one click propensity per display position,
-  used to weight the evaluation (see :mod:`sciembed.evaluation.recommendation`);
-- ``paper_metadata_recomm.json`` (release root): the papers to embed, keyed by paper id; besides title
+  used to weight the evaluation (see :mod:`sciembed.evaluation.recommendation`).
+- ``paper_metadata_recomm.json`` (release root): the papers to embed, keyed by paper id. Besides title
   and abstract, SciDocs' ranker reads ``authors``, ``references``, ``cited_by`` and ``year`` from its
   paper-features file when they are there.
 
 Differences from SciDocs' reader, which parses each line with ``csv.reader`` and ``str.split(",")`` and
 checks nothing: a malformed line (not 3 fields, an empty id, a clicked paper missing from its shown list)
-raises a ValueError naming file and line; a first line that is a click rather than a header is refused
-instead of being silently dropped; ids are stripped of surrounding whitespace. Rows naming papers
+raises a ValueError naming file and line. A first line that is a click rather than a header is refused
+instead of being silently dropped. Ids are stripped of surrounding whitespace. Rows naming papers
 outside the known ids (by default the ids of ``paper_metadata_recomm.json``) are counted and refused
-unless ``skip_invalid=True``, which drops them; SciDocs instead scores such papers with a zero
+unless ``skip_invalid=True``, which drops them. SciDocs instead scores such papers with a zero
 embedding and zero features.
 """
 
@@ -116,7 +116,7 @@ def read_scidocs_recomm(
     Args:
         folder: the release folder (``data/`` of allenai/scidocs), holding ``recomm/`` and
             ``paper_metadata_recomm.json``.
-        known_ids: the papers rows may name (e.g. those with embeddings); by default the ids of
+        known_ids: the papers rows may name (e.g. those with embeddings). By default the ids of
             ``paper_metadata_recomm.json``, and no check when that file is absent too.
         skip_invalid: skip bad metadata records and drop rows naming unknown papers (counted, logged
             and listed in ``skipped``) instead of raising.

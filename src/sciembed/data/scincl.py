@@ -17,32 +17,31 @@ draws ``count`` of them at random when the range is wider than ``count``, draws 
   (Chen et al. 2019), random projections of each paper's 1- to 3-hop neighbourhood in the undirected citation
   graph, seeded. Papers that share neighbourhoods get near rows, the similarity PBG's link-prediction
   objective also learns. Precomputed vectors (PBG output, an ``(n, d)`` array aligned with
-  ``graph.ids``; :func:`~.graph_embedding.align_vectors` puts a ``(ids, vectors)`` pair in graph order) are honoured
+  ``graph.ids``, :func:`~.graph_embedding.align_vectors` puts a ``(ids, vectors)`` pair in graph order) are honoured
   as given.
 - **kNN index** (:mod:`.knn`), with faiss, the library of SciNCL's own release. ``index="exact"`` (the
   default) is faiss's ``IndexFlat``: every query against every candidate, the paper's ranks exactly, in
   blocks of queries so that memory stays at ``block x 4,000`` ranks whatever the number of queries. faiss
-  scores in float32; the ranks next to each range boundary are re-ordered in float64, so the cut falls
-  where a float64 ranking puts it. Time is O(queries x candidates x d): a minute at 100,000 papers on
-  two cores, about 40 minutes at a million (``benchmarks/scincl_scale.py``). ``index="ivf"`` is faiss's
+  scores in float32. The ranks next to each range boundary are re-ordered in float64, so the cut falls
+  where a float64 ranking puts it. Time is O(queries x candidates x d). ``benchmarks/scincl_scale.py`` times
+  it, and the benchmarks page shows the timings. ``index="ivf"`` is faiss's
   ``IndexIVFFlat``: seeded k-means cuts the candidates into ``ivf_cells`` cells, each query ranks only the
   candidates of its ``ivf_nprobe`` nearest cells, so time grows with the probed cells instead of the
   corpus. Its ranks are approximate: a paper's IVF rank counts only the nearer papers that were probed,
-  so it never exceeds the true rank; near ranks (the positives) are almost always right, hard negatives'
+  so it never exceeds the true rank. Near ranks (the positives) are almost always right, hard negatives'
   true ranks run above the requested range when the probes miss part of the query's 4,000-neighbourhood
-  (at a million papers, 1.5% above it with a fifth of the cells probed, at a cost near exact search's:
-  ``benchmarks/scincl_scale.py --tradeoff``).
+  (``benchmarks/scincl_scale.py --tradeoff`` measures how often, against the time saved).
 - **Ranks** are 0-based among the *candidates* (papers with text and a vector, not excluded), the query
   itself left out, as in the release's ``[1:]``. Ranking among candidates only means that a paper
   without text never takes a rank slot, so every requested slot can be filled.
 - **Small graphs.** When the hard-negative range ends beyond the number of candidates, the paper's ranges
-  cannot apply: in a 52M-paper graph rank 4,000 is still among a query's nearest 0.01%, while in a graph of
+  cannot apply: in the paper's graph of tens of millions rank 4,000 is still among a query's nearest, in a graph of
   a few thousand papers it is past the last one. ``rank_overflow`` chooses what replaces them:
   ``"nearest"`` keeps each range's meaning at the graph's scale (positives from the top ranks ``[0, w)``, hard
   negatives from the nearest tenth of the candidates, ``[pool // 10, pool // 10 + w)``, still topical but
-  outside the positives' neighbourhood); ``"scale"`` multiplies both starts by ``candidates / hard_end``
-  (widths kept), which puts the hard negatives among the *farthest* papers; ``"clip"`` moves the hard range to
-  the far end and keeps the positives; ``"error"`` refuses. The default is ``"scale"``; the ``scincl``
+  outside the positives' neighbourhood). ``"scale"`` multiplies both starts by ``candidates / hard_end``
+  (widths kept), which puts the hard negatives among the *farthest* papers. ``"clip"`` moves the hard range to
+  the far end and keeps the positives. ``"error"`` refuses. The default is ``"scale"``. The ``scincl``
   recipe uses ``"nearest"`` (on CACM's training graph its positives are far more often cited by their query than
   with ``"scale"``: ``benchmarks/results/triplet_positives.json``). :class:`SciNCLStats` reports the ranges
   requested and used.
@@ -95,12 +94,12 @@ class SciNCLStats:
         queries_excluded: queries dropped because they are in ``exclude`` (test papers).
         queries_without_text: queries dropped because the paper has no text.
         queries_without_vector: queries dropped because the paper has no embedding (no link left in the
-            graph for a computed embedding; a non-finite row of precomputed vectors).
+            graph for a computed embedding, a non-finite row of precomputed vectors).
         queries_used: queries that gave at least one triplet.
         triplets: triplets emitted.
         hard_negatives: triplets whose negative is a kNN hard negative.
         slots_without_negative: easy-negative slots left empty (no candidate outside the query's
-            nearest neighbours; only on tiny graphs), dropping their triplet.
+            nearest neighbours, only on tiny graphs), dropping their triplet.
         excluded_papers: papers in ``exclude``.
         candidates: papers that can be a positive or negative (text, vector, not excluded).
         embedding: ``"fastrp-<d>"`` for a computed embedding, ``"precomputed-<d>"`` for given vectors.
@@ -109,7 +108,7 @@ class SciNCLStats:
         hard_negative_ranks_requested, hard_negative_ranks_used: the hard-negative rank range.
         ranks_adjusted: ``"no"``, ``"scaled"``, ``"nearest"`` or ``"clipped"`` (the graph had too few candidates).
         index: the kNN search that ran, ``"exact"`` or ``"ivf"``.
-        index_params: its parameters: the block size; for IVF also the cells, ``nprobe`` and k-means seed.
+        index_params: its parameters: the block size. For IVF also the cells, ``nprobe`` and k-means seed.
     """
 
     queries: int
@@ -141,19 +140,19 @@ class SciNCLConfig:
     """Settings of :func:`sample_scincl_triplets` (defaults: the paper's).
 
     Attributes:
-        positives, hard_negatives, easy_negatives: counts per query; ``positives`` must equal
+        positives, hard_negatives, easy_negatives: counts per query. ``positives`` must equal
             ``easy_negatives + hard_negatives`` (triplet i pairs positive i with negative i).
-        positive_ranks, hard_negative_ranks: ``(start, end)`` kNN rank ranges, end exclusive; the
+        positive_ranks, hard_negative_ranks: ``(start, end)`` kNN rank ranges, end exclusive. The
             positive range must end at or before the hard-negative range starts.
         metric: ``"euclidean"`` (the release's default index metric), ``"cosine"`` or ``"dot"``.
         rank_overflow: what to do when the hard range ends beyond the candidates: ``"scale"``,
-            ``"nearest"``, ``"clip"`` or ``"error"`` (see the module docstring); reported in the stats.
-        block_size: queries per kNN search; by default as many as keep a block near 8M ranks. It bounds
+            ``"nearest"``, ``"clip"`` or ``"error"`` (see the module docstring). Reported in the stats.
+        block_size: queries per kNN search. By default as many as keep a block near 8M ranks. It bounds
             memory and does not change the result.
         index: ``"exact"`` (faiss ``IndexFlat``, the paper's ranks) or ``"ivf"`` (faiss ``IndexIVFFlat``,
-            approximate, for graphs too large for exact search; see the module docstring).
-        ivf_cells: IVF k-means cells; by default ``round(sqrt(candidates))``.
-        ivf_nprobe: cells each query probes; by default enough to hold, on average,
+            approximate, for graphs too large for exact search, see the module docstring).
+        ivf_cells: IVF k-means cells. By default ``round(sqrt(candidates))``.
+        ivf_nprobe: cells each query probes. By default enough to hold, on average,
             :data:`~.knn.IVF_SCAN_FACTOR` times the hard-negative range end (16,000 candidates for
             [3998, 4000)). More is more accurate and proportionally slower.
         embedding_dim: dimensions of the computed FastRP embedding (when no vectors are given).
@@ -206,27 +205,27 @@ def sample_scincl_triplets(
     to q in the embedding (rank 0 = nearest other candidate), and the settings of ``config``:
 
     - ``positives`` papers drawn without replacement from ranks ``positive_ranks = [a, b)`` (all of
-      them when the range width equals the count, as with the paper's 5 from [20, 25));
-    - ``hard_negatives`` papers drawn the same way from ranks ``hard_negative_ranks`` ([3998, 4000));
+      them when the range width equals the count, as with the paper's 5 from [20, 25)).
+    - ``hard_negatives`` papers drawn the same way from ranks ``hard_negative_ranks`` ([3998, 4000)).
     - ``easy_negatives`` papers drawn uniformly from the candidates outside q's nearest ``b``
       (the positive range's end), so an easy negative never collides with a positive.
 
     Positive ``i`` is paired with negative ``i`` of ``easy + hard`` (the release's ``zip``), giving
-    ``positives`` triplets per query; ``positives`` must equal ``easy_negatives + hard_negatives``.
+    ``positives`` triplets per query. ``positives`` must equal ``easy_negatives + hard_negatives``.
 
     Args:
-        graph: the citation graph; only papers with ``graph.has_text`` are emitted.
-        queries: query papers (indices or ids); by default every paper with text.
+        graph: the citation graph. Only papers with ``graph.has_text`` are emitted.
+        queries: query papers (indices or ids). By default every paper with text.
         vectors: precomputed ``(n, d)`` embeddings aligned with ``graph.ids`` (see
-            :func:`~.graph_embedding.align_vectors`); rows with a non-finite value count as papers without a
+            :func:`~.graph_embedding.align_vectors`). Rows with a non-finite value count as papers without a
             vector. ``None`` computes :func:`~.graph_embedding.citation_graph_embedding` with the config's
             ``embedding_dim`` dimensions and ``seed``.
         exclude: papers (indices or ids) that must never appear: not as query, positive or negative.
-        config: the counts, rank ranges, metric and kNN index (:class:`SciNCLConfig`; default: the paper's).
-        seed: an int seed or a ``numpy.random.Generator``; it also seeds the FastRP embedding and the IVF
+        config: the counts, rank ranges, metric and kNN index (:class:`SciNCLConfig`, default: the paper's).
+        seed: an int seed or a ``numpy.random.Generator``. It also seeds the FastRP embedding and the IVF
             k-means. Every draw is keyed by the seed and its query, so a query's triplets do not depend
             on the other queries sampled with it.
-        rank, world_size: sample only every ``world_size``-th query, starting at the ``rank``-th; the
+        rank, world_size: sample only every ``world_size``-th query, starting at the ``rank``-th. The
             shares of all ranks together are exactly the triplets of ``world_size=1``.
 
     Returns:
@@ -448,8 +447,8 @@ def _easy_negatives(
 ) -> np.ndarray:
     """``per_query`` uniform candidates for each query, not the query, not among its ``near`` neighbours.
 
-    The release's "random without kNN" rule. Rejection in vectorised rounds; the few slots left are
-    drawn from the exact pool; -1 where that pool is empty. Draws are with replacement across slots.
+    The release's "random without kNN" rule. Rejection in vectorised rounds. The few slots left are
+    drawn from the exact pool. -1 where that pool is empty. Draws are with replacement across slots.
     """
     slot_query = np.repeat(np.arange(len(query)), per_query)
     slot = np.tile(np.arange(per_query), len(query))

@@ -2,10 +2,10 @@
 
 Training samples (allenai/scirepeval ``training/sample_data``), read by :func:`read_scirepeval_sample`:
 
-- ``fos``: ``[{corpus_id, title, abstract, labels: [int], labels_text: [str]}]`` (multi-label fields of study);
-- ``mesh``: ``[{mag_id, corpus_id, title, abstract, descriptor, qualifier}]``;
+- ``fos``: ``[{corpus_id, title, abstract, labels: [int], labels_text: [str]}]`` (multi-label fields of study).
+- ``mesh``: ``[{mag_id, corpus_id, title, abstract, descriptor, qualifier}]``.
 - ``specter``: citation triplets ``[{query: paper, pos: paper, neg: paper}]``,
-  paper = ``{sha, corpus_id, title, abstract}``;
+  paper = ``{sha, corpus_id, title, abstract}``.
 - ``search``: JSONL, one query a line ``{query, session_id, user_id, candidates: [{corpus_id, ..., score}]}``.
 
 Evaluation data, read by :func:`load_scirepeval_task` through ``datasets.load_dataset`` from a Hub id
@@ -13,7 +13,7 @@ or a local folder in the same layout (``README.md`` with YAML ``configs:`` over 
 ``allenai/scirepeval`` holds per task a metadata config (split ``evaluation``: ``doc_id, title,
 abstract``, or for search tasks ``doc_id, query, candidates``) and ``allenai/scirepeval_test`` the
 labels (``paper_id, label`` in ``train`` / ``test``) or qrels (``query_id, cand_id, score``). Config
-names follow allenai/scirepeval's ``scirepeval_tasks.jsonl``; some test configs share a metadata
+names follow allenai/scirepeval's ``scirepeval_tasks.jsonl``. Some test configs share a metadata
 config (:data:`META_CONFIG`).
 """
 
@@ -75,11 +75,11 @@ def read_scirepeval_sample(
 ) -> SampleFile:
     """Read a SciRepEval training-sample file (``fos``, ``mesh``, ``specter`` or ``search`` format).
 
-    Ids become strings (``corpus_id`` -> ``paper_id``); papers are ``{paper_id, title, abstract}``.
+    Ids become strings (``corpus_id`` -> ``paper_id``). Papers are ``{paper_id, title, abstract}``.
 
     Args:
         path: a ``.json`` list or a ``.jsonl`` file.
-        kind: the format; by default taken from the file name (``fos_small.json`` -> ``fos``) or,
+        kind: the format. By default taken from the file name (``fos_small.json`` -> ``fos``) or,
             failing that, from the first record's fields.
         skip_invalid: skip bad records (listed in ``skipped``) instead of raising.
 
@@ -224,7 +224,7 @@ def _search(record: dict[str, Any]) -> dict[str, Any]:
                     # A search candidate may have a title only; an empty abstract is normal here.
                     **_paper(candidate, need_text=False),
                     "venue": clean_text(candidate.get("venue"), "venue"),
-                    # The sample writes years as floats (1964.0) and an unknown year as "".
+                    # The sample writes years as floats (``1964.0``) and an unknown year as "".
                     "year": None if year in (None, "") else int(float(year)),
                     "n_citations": candidate.get("n_citations"),
                     "score": score,
@@ -275,7 +275,7 @@ def load_scirepeval_task(
     Args:
         task: the ``allenai/scirepeval_test`` config (e.g. ``fos``, ``scidocs_mag``, ``search``).
         meta_source, test_source: Hub ids or local folders.
-        meta_config: the metadata config; by default :data:`META_CONFIG` or ``task``.
+        meta_config: the metadata config. By default :data:`META_CONFIG` or ``task``.
         skip_invalid: drop label rows naming papers absent from the metadata (counted, logged and
             listed in ``skipped``) instead of raising.
         cache_dir: forwarded to ``datasets.load_dataset``.

@@ -2,9 +2,9 @@
 
 Queries (``query.text``: ``.I`` records whose ``.W`` is the query) and relevance judgements
 (``qrels.text``: ``qid docid 0 0`` lines) are read by :func:`read_smart_queries` and
-:func:`read_smart_qrels`; numeric ids are normalised (``01`` -> ``1``) so they match the documents.
+:func:`read_smart_qrels`. Numeric ids are normalised (``01`` -> ``1``) so they match the documents.
 
-In CACM the ``.X`` lines of record R read ``other<TAB>type<TAB>R``; type 5 means a citation link
+In CACM the ``.X`` lines of record R read ``other<TAB>type<TAB>R``. Type 5 means a citation link
 (R cites other, other cites R, or other == R), 6 co-citation, 4 bibliographic coupling. Each link is
 listed from both ends and pairs repeat, so the reader keeps each undirected pair once and counts what
 it dropped (repeats, self pairs, links to ids without a record) in :attr:`SmartCollection.link_stats`,
@@ -14,7 +14,7 @@ Other SMART collections share the layout but not the meaning: CISI's ``.X`` line
 ``other<TAB>weight<TAB>R``, the middle column a count (mostly 1), not a link type. The ``links`` option of
 :func:`read_smart_collection` says how to read the middle column: ``cacm`` (the default) as CACM's link
 types, refusing a file whose middle column holds anything else (with the counts of each value and an
-example line) rather than reading weights as types; ``all`` as no type at all: every ``.X`` pair is a
+example line) rather than reading weights as types. ``all`` as no type at all: every ``.X`` pair is a
 citation link, stored under :data:`CACM_CITATION`. File names are matched without case (``CISI.ALL``).
 """
 
@@ -68,7 +68,7 @@ _SHAPES = {
     "N": re.compile(
         rf"\S+.*\b{_MONTH}\s*\d{{1,2}},\s*\d{{4}}\s*\d{{1,2}}:\d{{2}}\s*[AP]M"
     ),  # CA581203 JB March 22, ...
-    "C": re.compile(r"(?=.*\d\.\d)\d+(?:\.\d+)*\.?(?:[\s,;]+\d+(?:\.\d+)*\.?)*[,;]?"),  # 1.3 2.4
+    "C": re.compile(r"(?=.*\d\.\d)\d+(?:\.\d+)*\.?(?:[\s,;]+\d+(?:\.\d+)*\.?)*[,;]?"),  # ``1.3 2.4``
     "A": re.compile(r"[A-Z][\w'`.\-]*(?: [A-Za-z][\w'`.\-]*)*,\s*(?:[A-Z][a-z]?\.\s*)+"),  # Perlis, A. J.
 }
 #: A phrase of keywords ends in a lower-case word. Among the lines of a field with a shape, a line of such phrases
@@ -120,10 +120,10 @@ def read_smart_collection(
             in ``skipped``) instead of raising :class:`~sciembed.data.papers.InvalidPaperError`. Links
             stay in ``links`` either way, so papers without text remain part of the graph.
         links: how to read the ``.X`` lines' middle column (:data:`LINK_READINGS`): ``cacm``, CACM's link
-            types; ``all``, every pair a citation link whatever the middle column (CISI's weights).
+            types. ``all``, every pair a citation link whatever the middle column (CISI's weights).
 
     Raises:
-        InvalidPaperError: a bad record and ``skip_invalid`` is false; a record whose field holds a line with
+        InvalidPaperError: a bad record and ``skip_invalid`` is false. A record whose field holds a line with
             the shape of another field (a date, an entry stamp, category codes, an author, keywords) names the
             line and the marker it probably lost. A title far longer than the file's others (a lost ``.W``) and
             a second line in a field of one line elsewhere are warnings naming the records.
@@ -193,8 +193,11 @@ def read_smart_collection(
 
 
 def _check_cacm_link_types(path: Path, records: list[tuple[int, dict[str, Any]]]) -> None:
-    """Refuse ``.X`` lines whose middle column is not one of CACM's link types: another collection's
-    (CISI's weights) read as types would turn a few pairs into citations and drop the rest without a word."""
+    """Refuse ``.X`` lines whose middle column is not one of CACM's link types.
+
+    Another collection's (CISI's weights) read as types would turn a few pairs into citations and drop the rest without
+    a word.
+    """
     foreign: Counter = Counter()
     first: tuple[int, str] | None = None
     total = 0
@@ -232,7 +235,7 @@ def _lost_markers(path: Path, records: list[dict[str, Any]]) -> dict[int, str]:
 
     Only what the file itself shows counts: a shape of :data:`_SHAPES` when most of its field's lines in the file
     have it, keywords when most ``.K`` lines read as keywords. A line of one field with another's shape is an
-    error; a second line, of no known shape, in a field that holds one line in every other record is a warning.
+    error. A second line, of no known shape, in a field that holds one line in every other record is a warning.
     """
 
     def lines_of(marker: str) -> list[str]:
@@ -306,8 +309,11 @@ def _warn_long_titles(path: Path, records: list[tuple[int, dict[str, Any]]]) -> 
 
 
 def _log_counts(path: Path, papers: int, skipped: int, stats: dict[int, Counter], reading: str) -> None:
-    """The reader's counts in one line: papers, then per link type the .X lines read and the undirected links
-    kept (each link is listed from both of its records, so about half the lines are repeats)."""
+    """The reader's counts in one line.
+
+    Papers, then per link type the .X lines read and the undirected links kept (each link is listed from both of its
+    records, so about half the lines are repeats).
+    """
 
     def kind(link_type: int) -> str:
         return (
@@ -372,14 +378,16 @@ def read_smart_qrels(
     skip_invalid: bool = False,
     qrels_columns: str | None = None,
 ) -> Dataset:
-    """Read SMART relevance judgements (``qid docid 0 0`` lines) as a Dataset with ``query_id``,
-    ``cand_id`` and ``score`` (1: SMART judgements are binary), the columns of the other qrel readers.
+    """Read SMART relevance judgements as a Dataset of qrels.
+
+    Read SMART relevance judgements (``qid docid 0 0`` lines) as a Dataset with ``query_id``, ``cand_id`` and ``score``
+    (1: SMART judgements are binary), the columns of the other qrel readers.
 
     Args:
-        query_ids, paper_ids: the known queries and documents; judgements naming others are errors
+        query_ids, paper_ids: the known queries and documents. Judgements naming others are errors
             (or, with ``skip_invalid``, skipped and counted in the log).
         qrels_columns: the order of the query and document columns, when stated
-            (:func:`~sciembed.data.judgements.check_qrels_columns`); unstated, a file whose ids or shape say they
+            (:func:`~sciembed.data.judgements.check_qrels_columns`). Unstated, a file whose ids or shape say they
             are swapped is refused.
 
     Raises:

@@ -4,7 +4,7 @@ Format (allenai/specter, ``data/training/README.md``): ``data.json`` is
 ``{query_id: {candidate_id: {"count": c}}}`` where ``c == 5`` means the query cites the candidate
 directly and ``c == 1`` that the candidate is cited by one of the query's citations (SPECTER, Cohan
 et al. 2020, sec. 3.2: direct citations are positives, citations of citations hard negatives).
-``metadata.json`` maps paper ids to ``{paper_id, title, abstract}``; the split files list one query
+``metadata.json`` maps paper ids to ``{paper_id, title, abstract}``. The split files list one query
 id a line. Only some ids have metadata: papers without text stay in the citation arrays (the graph
 needs them) but are never in :attr:`SpecterRelease.papers`.
 """
@@ -39,8 +39,8 @@ class SpecterRelease:
     Attributes:
         papers: the papers with text (``paper_id``, ``title``, ``abstract``), from ``metadata.json``.
         queries: one split per id list found (``train``, ``val``, ``test``), column ``paper_id``.
-        citing, cited: parallel string arrays of direct citations (``count == 5``), query -> candidate;
-            pass them to ``CitationGraph.from_edges``.
+        citing, cited: parallel string arrays of direct citations (``count == 5``), query -> candidate.
+            Pass them to ``CitationGraph.from_edges``.
         hop_query, hop_candidate: parallel arrays of the ``count == 1`` pairs (the candidate is cited
             by a paper the query cites).
         stats: counts of what was read and what was set aside (all logged).
@@ -62,7 +62,7 @@ def read_specter_release(folder: str | os.PathLike[str], *, skip_invalid: bool =
     """Read a SPECTER training folder (``data.json``, ``metadata.json`` and the split id lists).
 
     Args:
-        folder: the folder holding ``data.json`` and ``metadata.json``; split files are optional.
+        folder: the folder holding ``data.json`` and ``metadata.json``. Split files are optional.
         skip_invalid: skip (and list in ``skipped``) bad metadata records and split ids that name
             no query of ``data.json``, instead of raising.
 

@@ -36,7 +36,7 @@ __getattr__ = module_getattr(__name__, REMOVED)
 class EnsembleEncoder(Encoder, folder_file=ENSEMBLE_FILE):
     """The mean of several encoders' embeddings, each taken in the same task format.
 
-    A member without task formats embeds every format alike and is used as it is; the ensemble's
+    A member without task formats embeds every format alike and is used as it is. The ensemble's
     formats are those every multi-format member has.
 
     Args:
@@ -70,7 +70,7 @@ class EnsembleEncoder(Encoder, folder_file=ENSEMBLE_FILE):
 
         Args:
             name_or_path: the ensemble folder.
-            options: those of :meth:`sciembed.Encoder.from_pretrained` (``device``, ``max_length``, ...); a
+            options: those of :meth:`sciembed.Encoder.from_pretrained` (``device``, ``max_length``, ...). A
                 ``task_format`` is the ensemble's. ``revision`` is refused: a local folder has none.
 
         Raises:
@@ -188,7 +188,7 @@ class EnsembleEncoder(Encoder, folder_file=ENSEMBLE_FILE):
 
 def save_ensemble(folder: str | os.PathLike[str], members: Sequence[str | os.PathLike[str]]) -> Path:
     """Write ``folder/sciembed_ensemble.json`` naming the member models (paths relative to ``folder``
-    where they lie inside it, else as given; Hub ids as they are)."""
+    where they lie inside it, else as given, Hub ids as they are)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     names = []

@@ -1,8 +1,8 @@
 """Multi-format models as sentence-transformers models: each task in its format.
 
 SciRepEval (Singh et al. 2023) and SPECTER2 embed ad-hoc search queries in the ``adhoc_query`` format
-(the ``[QRY]`` control code; SPECTER2's ``allenai/specter2_adhoc_query`` adapter), the candidate
-papers in the ``proximity`` format (``[PRX]``; the ``allenai/specter2`` adapter), and papers to classify in
+(the ``[QRY]`` control code, SPECTER2's ``allenai/specter2_adhoc_query`` adapter), the candidate
+papers in the ``proximity`` format (``[PRX]``, the ``allenai/specter2`` adapter), and papers to classify in
 ``classification`` or ``regression``. :func:`to_sentence_transformer` turns a multi-format sciembed model (a
 control-code model, a BERT with format adapters or with PALs) into a ``SentenceTransformer`` whose ``encode_query``,
 ``encode_document`` and ``encode(..., task=format)`` give the vectors of :meth:`sciembed.PaperEncoder.encode_query`,
@@ -51,9 +51,11 @@ def to_sentence_transformer(
     max_seq_length: int | None = None,
     device: str | None = None,
 ) -> SentenceTransformer:
-    """A ``SentenceTransformer`` with one route per format of ``model``: queries (``encode_query``) in
-    ``adhoc_query``, documents (``encode_document``, and ``encode`` without a task) in ``proximity`` (SPECTER2's
-    general-purpose embedding), and ``encode(texts, task=f)`` in any other format ``f`` the model has.
+    """A ``SentenceTransformer`` with one route per format of ``model``.
+
+    Queries (``encode_query``) in ``adhoc_query``, documents (``encode_document``, and ``encode`` without a task) in
+    ``proximity`` (SPECTER2's general-purpose embedding), and ``encode(texts, task=f)`` in any other format ``f`` the
+    model has.
 
     The vectors are :class:`sciembed.PaperEncoder`'s in the same format and embedding (``pooling``,
     ``normalize``, ``max_seq_length``). The model is shared, not copied: the SentenceTransformer moves it to
@@ -63,12 +65,12 @@ def to_sentence_transformer(
         model: a control-code model, or a transformers encoder with format adapters or PALs, with at least the
             ``adhoc_query`` and ``proximity`` formats.
         tokenizer: its tokenizer.
-        pooling: ``"family"``, ``"cls"`` or ``"mean"``; by default sciembed's
+        pooling: ``"family"``, ``"cls"`` or ``"mean"``. By default sciembed's
             (:func:`sciembed.encode.default_pooling`): the family's embedding for sciembed's families, ``[CLS]``
             for any other encoder.
         normalize: L2-normalise the vectors (a Normalize module after the model), for a model trained in unit
             vectors.
-        max_seq_length: tokens per text; by default :class:`sciembed.PaperEncoder`'s
+        max_seq_length: tokens per text. By default :class:`sciembed.PaperEncoder`'s
             (:func:`sciembed.encode.default_max_length`).
         device: as for ``SentenceTransformer`` (by default CUDA when available).
 
@@ -92,8 +94,10 @@ def to_sentence_transformer(
 
 
 def add_format_routes(folder: str | os.PathLike[str], *, trust_remote_code: bool = False) -> list[str]:
-    """Make the multi-format model saved in ``folder`` (``config.json`` and weights at its root, format adapters
-    or PALs beside them) a sentence-transformers model that loads without sciembed; returns the files written.
+    """Make the multi-format model in ``folder`` a sentence-transformers model.
+
+    Make the multi-format model saved in ``folder`` (``config.json`` and weights at its root, format adapters or PALs
+    beside them) a sentence-transformers model that loads without sciembed. Returns the files written.
 
     Writes :func:`to_sentence_transformer`'s modules for the folder's own embedding (the pooling, normalisation
     and window sciembed encodes it with, :func:`sciembed.checkpoint_files.base_embedding`) into the folder:
@@ -170,7 +174,7 @@ def _st_name(cls: type) -> str:
 
 def _remove_sentence_transformers_files(folder: Path) -> None:
     """The sentence-transformers modules a folder had (a family model's Transformer at the root and the modules
-    after it), which the routes replace; the model's own files stay."""
+    after it), which the routes replace. The model's own files stay."""
     modules_file = folder / "modules.json"
     if not modules_file.is_file():
         return

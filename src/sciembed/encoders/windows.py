@@ -1,6 +1,6 @@
 """Papers longer than the model's window: embedded window by window, and the windows combined.
 
-A model reads at most ``max_length`` tokens (all-MiniLM-L6-v2 256, BERT 512); a full text (an S2ORC body, a PDF's
+A model reads at most ``max_length`` tokens (all-MiniLM-L6-v2 256, BERT 512). A full text (an S2ORC body, a PDF's
 text) is cut there. :class:`WindowedEncoder` splits a paper's text into windows of the model's length that overlap by
 ``overlap`` tokens, embeds every window with the wrapped encoder (its family, pooling, format, domain and backend,
 PyTorch or ONNX), and combines a paper's window vectors: their mean, or their mean weighted by each window's text
@@ -8,8 +8,8 @@ tokens. The title is kept at the head of every window (``title [SEP] window``), 
 the text, so that every window is read as part of that paper. A paper that fits the window is embedded exactly as
 the wrapped encoder embeds it. Window boundaries fall between words, never inside one (word pieces stay together).
 
-What a paper's text is: ``text_fields``, in order (default title and abstract; ``("title", "abstract", "body")``
-for full texts); the first is the title when it is ``title``.
+What a paper's text is: ``text_fields``, in order (default title and abstract, ``("title", "abstract", "body")``
+for full texts). The first is the title when it is ``title``.
 
     encoder = WindowedEncoder(sciembed.PaperEncoder.from_pretrained(), WindowSettings(text_fields=FULL_TEXT))
     vectors = encoder.encode(papers)  # one vector per paper, however long
@@ -45,16 +45,16 @@ class WindowSettings:
     """How long papers are split and combined (:class:`WindowedEncoder`).
 
     Args:
-        window: tokens per window, special tokens and the title included; by default the wrapped encoder's
+        window: tokens per window, special tokens and the title included. By default the wrapped encoder's
             ``max_length`` (the model's window). A smaller one measures windowing where the truth is known
             (``benchmarks/long_documents.py``).
         overlap: tokens each window shares with the one before it.
         combine: ``"tokens"`` (default: the windows' mean weighted by their text tokens, so that a short last window
             counts for what it holds) or ``"mean"`` (:data:`COMBINATIONS`).
         keep_title: put the title at the head of every window.
-        text_fields: the paper fields that make its text, in order (one string is one field); the first is the title
+        text_fields: the paper fields that make its text, in order (one string is one field). The first is the title
             when it is ``title``.
-        windows: split papers longer than ``window``; without it they are cut as usual, and only ``text_fields``
+        windows: split papers longer than ``window``. Without it they are cut as usual, and only ``text_fields``
             applies.
 
     Raises:
@@ -193,13 +193,15 @@ class WindowedEncoder(Encoder):
         return combined.astype(np.float32)
 
     def paper_windows(self, paper: Mapping[str, Any] | str, *, index: int | None = None) -> list[tuple[str, int]]:
-        """The texts ``paper`` is embedded as, each with its count of text tokens (the title's not counted): one
-        text when it fits the window, else windows of the text that overlap by ``overlap`` tokens, each after the
-        title (``keep_title``). ``index``, the paper's position among those given, names it in messages.
+        """The texts ``paper`` is embedded as, each with its count of text tokens.
+
+        The title's tokens are not counted. A paper that fits the window is one text, a longer one windows of the text
+        that overlap by ``overlap`` tokens, each after the title (``keep_title``). ``index``, the paper's position
+        among those given, names it in messages.
 
         Two papers are windowed otherwise, and counted in :attr:`adjusted` (``encode`` logs the counts): one whose
         title leaves fewer than :data:`MIN_WINDOW_TEXT` tokens of text per window has its title read once, at the
-        head of the text; one whose windows would overlap by more than half their text overlaps by half.
+        head of the text. One whose windows would overlap by more than half their text overlaps by half.
         """
         title, body = self._title_and_body(paper, index)
         sep = self.sep_token

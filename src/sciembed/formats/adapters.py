@@ -1,4 +1,4 @@
-"""Format adapters and AdapterFusion (SciRepEval sec. 4; SPECTER2), in AdapterHub's files.
+"""Format adapters and AdapterFusion (SciRepEval sec. 4, SPECTER2), in AdapterHub's files.
 
 One bottleneck adapter per format on a shared encoder, named after the format (``classification``,
 ``regression``, ``proximity``, ``adhoc_query``): the sequential bottleneck of Pfeiffer et al.
@@ -13,10 +13,10 @@ The math, in a BERT layer's output block ``LN(dropout(dense(x)) + r)``, with ``h
 ``z = h + r`` and ``q = LN(z)`` (seq_bn's defaults: the original LayerNorm before and after, the adapter's
 residual taken before it):
 
-- adapter: ``up(q) = scaling * W_up act(W_down q)``; the block returns ``LN(dropout(up(q)) + z)``, the same
-  LayerNorm module twice;
-- AdapterFusion (the dynamic variant, Pfeiffer et al. 2021): per adapter ``i``, ``u_i = up_i(q)``;
-  ``p = softmax_i((Q q) . (K u_i))``; the block returns ``LN(sum_i p_i V u_i + z)``, with ``V`` initialised to
+- adapter: ``up(q) = scaling * W_up act(W_down q)``, the block returns ``LN(dropout(up(q)) + z)``, the same
+  LayerNorm module twice,
+- AdapterFusion (the dynamic variant, Pfeiffer et al. 2021): per adapter ``i``, ``u_i = up_i(q)``,
+  ``p = softmax_i((Q q) . (K u_i))``, the block returns ``LN(sum_i p_i V u_i + z)``, with ``V`` initialised to
   the identity.
 
 Mechanism: the adapters library (1.3.0) installs only with transformers 4.57.6, so these modules are
@@ -28,8 +28,8 @@ and one forward hook on its ``LayerNorm``, whose input is ``z`` and whose output
 adapter's (or fusion's) result instead. No modeling code is forked, and any BERT-style encoder works:
 ``BertModel``, a model with a BERT base, and sciembed's families (whose layers end in
 ``output.LayerNorm(f(x) + input_tensor)`` alike). The configs and the active setup live in a plain object on
-the base model that the hooks read, so ``copy.deepcopy(model)`` gives a copy that switches formats on its own;
-``nn.DataParallel`` replicas would run the original's adapters, so train with DistributedDataParallel; and
+the base model that the hooks read, so ``copy.deepcopy(model)`` gives a copy that switches formats on its own,
+``nn.DataParallel`` replicas would run the original's adapters, so train with DistributedDataParallel, and
 gradient checkpointing recomputes a layer with the setup active at backward time, so a step that switches
 formats between forward passes (SciRepEval's multi-task batches) must not checkpoint.
 
@@ -40,7 +40,7 @@ and ``pytorch_model_adapter_fusion.bin``. The adapters library loads ours
 (``model.load_adapter(folder / "proximity", load_as="proximity")``), and :func:`load_format_adapters` reads a
 local copy of SPECTER2 laid out the same way: the base model (``allenai/specter2_base``) with its adapter
 repositories (``specter2``, ``specter2_adhoc_query``, ``specter2_classification``, ``specter2_regression``) as
-sub-folders; safetensors (``adapter.safetensors``) or ``.bin`` (read with ``weights_only=True``).
+sub-folders, safetensors (``adapter.safetensors``) or ``.bin`` (read with ``weights_only=True``).
 """
 
 from __future__ import annotations
@@ -131,8 +131,11 @@ _BOTTLENECK_INERT = {
 
 
 def _checked(cls: type, values: Mapping[str, Any], source: str) -> Any:
-    """A config dataclass from ``values`` (its defaults for what they lack), built without ``__init__`` so that the
-    checks of ``_settle`` name ``source`` (the file) rather than the class."""
+    """A config dataclass from ``values``, with its defaults for what they lack.
+
+    A config dataclass from ``values`` (its defaults for what they lack), built without ``__init__`` so that the checks
+    of ``_settle`` name ``source`` (the file) rather than the class.
+    """
     config = cls.__new__(cls)
     for field in fields(cls):
         object.__setattr__(config, field.name, values.get(field.name, field.default))
@@ -150,7 +153,7 @@ class BottleneckConfig:
     adapters', so :meth:`to_dict` / :meth:`from_dict` write and read the ``config`` of ``adapter_config.json``.
 
     Args:
-        reduction_factor: hidden size / bottleneck size; a number, or a mapping from layer index (as a string)
+        reduction_factor: hidden size / bottleneck size. A number, or a mapping from layer index (as a string)
             to a number with a ``"default"`` for the other layers (``{"0": 8, "default": 16}``).
         non_linearity: the activation between the projections, by its name in transformers' ``ACT2FN``.
         scaling: the factor on the adapter's output (He et al. 2021).
@@ -161,7 +164,7 @@ class BottleneckConfig:
             the start) or ``houlsby`` (truncated N(0, 0.01)).
         init_weights_seed: when set, every layer's adapter starts from this seed (the same weights in each).
 
-    Every other ``SeqBnConfig`` option keeps its seq_bn value; a file that changes one is refused.
+    Every other ``SeqBnConfig`` option keeps its seq_bn value. A file that changes one is refused.
     """
 
     reduction_factor: float | Mapping[str, float] = 16
@@ -177,8 +180,11 @@ class BottleneckConfig:
         self._settle("BottleneckConfig")
 
     def _settle(self, source: str) -> None:
-        """Normalise the containers (JSON gives lists; a tuple keeps the config comparable) and check every
-        value, raising a ValueError that names ``source`` and the key of the first unsupported one."""
+        """Normalise the containers and check every value.
+
+        Normalise the containers (JSON gives lists, a tuple keeps the config comparable) and check every value, raising
+        a ValueError that names ``source`` and the key of the first unsupported one.
+        """
         if isinstance(self.leave_out, (list, tuple)):
             object.__setattr__(self, "leave_out", tuple(self.leave_out))
         if isinstance(self.reduction_factor, Mapping):
@@ -235,12 +241,12 @@ class BottleneckConfig:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any], source: str = "adapter config") -> BottleneckConfig:
-        """Read the ``config`` object of an ``adapter_config.json``; missing keys take seq_bn's defaults.
+        """Read the ``config`` object of an ``adapter_config.json``. Missing keys take seq_bn's defaults.
 
         Raises:
             ValueError: an option sciembed does not implement is set (``phm_layer``, ``is_parallel``,
                 ``mh_adapter``, ``use_gating``, ``inv_adapter``, ``ln_after``, ``original_ln_before`` false,
-                ``residual_before_ln`` other than true, a learned ``scaling``, ...) or a key is unknown; the
+                ``residual_before_ln`` other than true, a learned ``scaling``, ...) or a key is unknown. The
                 message names ``source`` and the key.
         """
         known = {field.name for field in fields(cls)}
@@ -277,12 +283,12 @@ class FusionConfig:
 
     Args:
         regularization: add ``0.01 * ||I - V||^2`` over the value matrices to the training loss (Pfeiffer et al.
-            2021); the trainers do (``adapter_training="fusion"``).
-        dropout_prob: dropout on the attention scores; ``None`` (or 0, as adapters reads it) takes the model's
+            2021). The trainers do (``adapter_training="fusion"``).
+        dropout_prob: dropout on the attention scores. ``None`` (or 0, as adapters reads it) takes the model's
             ``attention_probs_dropout_prob``.
         value_initialized: start the value matrix at the identity (off-diagonal 1e-6), else N(0, 0.02).
 
-    The other ``AdapterFusionConfig`` flags keep the dynamic values; a file that changes one is refused.
+    The other ``AdapterFusionConfig`` flags keep the dynamic values. A file that changes one is refused.
     """
 
     regularization: bool = True
@@ -306,11 +312,11 @@ class FusionConfig:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any], source: str = "fusion config") -> FusionConfig:
-        """Read the ``config`` object of an ``adapter_fusion_config.json``; missing keys take the dynamic defaults.
+        """Read the ``config`` object of an ``adapter_fusion_config.json``. Missing keys take the dynamic defaults.
 
         Raises:
             ValueError: a flag differs from the dynamic variant (``temperature``, ``query_before_ln``,
-                ``residual_before``, a static fusion without ``value``, ...) or a key is unknown; the message
+                ``residual_before``, a static fusion without ``value``, ...) or a key is unknown. The message
                 names ``source`` and the key.
         """
         known = {field.name for field in fields(cls)}
@@ -405,8 +411,11 @@ class BottleneckAdapter(nn.Module):
 
 
 class AdapterFusion(nn.Module):
-    """One layer's AdapterFusion (adapters' ``BertFusion``, dynamic): attention of the layer's ``q`` over the
-    adapters' outputs ``u_i``, returning ``sum_i p_i V u_i`` (the residual and the LayerNorm are the hook's)."""
+    """One layer's AdapterFusion: attention over the adapters' outputs.
+
+    One layer's AdapterFusion (adapters' ``BertFusion``, dynamic): attention of the layer's ``q`` over the adapters'
+    outputs ``u_i``, returning ``sum_i p_i V u_i`` (the residual and the LayerNorm are the hook's).
+    """
 
     def __init__(self, config: FusionConfig, hidden_size: int, dropout: float) -> None:
         super().__init__()
@@ -424,7 +433,7 @@ class AdapterFusion(nn.Module):
                 self.value.weight.fill_(1e-6).fill_diagonal_(1.0)
 
     def forward(self, query_states: torch.Tensor, adapter_outputs: torch.Tensor) -> torch.Tensor:
-        """``query_states`` ``(..., d)``; ``adapter_outputs`` ``(..., n_adapters, d)``; returns ``(..., d)``."""
+        """``query_states`` ``(..., d)``. ``adapter_outputs`` ``(..., n_adapters, d)``. Returns ``(..., d)``."""
         keys = self.key(adapter_outputs)
         scores = torch.matmul(self.query(query_states).unsqueeze(-2), keys.transpose(-2, -1)).squeeze(-2)
         # Dropout on the scores before the softmax, where adapters puts it.
@@ -448,8 +457,8 @@ _SETUP_ATTRIBUTE = "_sciembed_adapter_setup"
 def _after_layer_norm(
     setup: _AdapterSetup, output: nn.Module, layer_norm: nn.LayerNorm, args: tuple, normed: torch.Tensor
 ) -> torch.Tensor | None:
-    """Forward hook of a layer's ``output.LayerNorm``: its input is ``z = h + r``, its output ``q = LN(z)``;
-    with an active adapter (or fusion) in this layer, return ``LN(delta + z)`` instead, where ``delta`` is the
+    """Forward hook of a layer's ``output.LayerNorm``: its input is ``z = h + r``, its output ``q = LN(z)``.
+    With an active adapter (or fusion) in this layer, return ``LN(delta + z)`` instead, where ``delta`` is the
     adapter's output (or the fusion of the adapters' outputs). ``F.layer_norm`` rather than the module: calling
     the module would run this hook again."""
     active = setup.active
@@ -492,7 +501,7 @@ def _setup(model: Any) -> _AdapterSetup | None:
 
 
 def _setup_or_create(model: nn.Module) -> _AdapterSetup:
-    """The model's adapter setup; the first call hooks every layer and gives it empty ``adapters`` and
+    """The model's adapter setup. The first call hooks every layer and gives it empty ``adapters`` and
     ``adapter_fusion_layer`` dicts (which add nothing to the state dict while empty)."""
     setup = _setup(model)
     if setup is not None:
@@ -556,8 +565,11 @@ def _attach_fusion(model: nn.Module, fuse: Fuse, config: FusionConfig, modules: 
 
 
 def _copy_into(model: nn.Module, kind: str, name: str, modules: Mapping[int, nn.Module]) -> None:
-    """Copy ``modules``' weights into the model's own ``kind`` modules named ``name`` (same config, checked):
-    copied rather than swapped in, so that an optimiser's parameters and what is frozen stay the model's."""
+    """Copy ``modules``' weights into the model's own ``kind`` modules named ``name``.
+
+    The configs must be the same (checked). The weights are copied rather than swapped in, so that an optimiser's
+    parameters and what is frozen stay the model's.
+    """
     outputs = _encoder_outputs(model)
     for index, module in modules.items():
         getattr(outputs[index], kind)[name].load_state_dict(module.state_dict())
@@ -581,7 +593,7 @@ def _bottleneck_config(config: str | Mapping[str, Any] | BottleneckConfig) -> Bo
 def add_format_adapters(
     model: Any, formats: Sequence[str] = FORMATS, config: str | Mapping[str, Any] | BottleneckConfig = "seq_bn"
 ) -> Any:
-    """Add one adapter per format to ``model`` (any BERT encoder, sciembed's families included); returns it.
+    """Add one adapter per format to ``model`` (any BERT encoder, sciembed's families included). Returns it.
 
     ``config``: ``"seq_bn"`` (AdapterHub's defaults: reduction factor 16, ReLU), a :class:`BottleneckConfig`,
     or its dict. The adapters start inactive.
@@ -614,7 +626,7 @@ def fusion_of(task_format: str, formats: Sequence[str]) -> Fuse:
 
 
 def add_format_fusion(model: Any, config: FusionConfig | None = None) -> Any:
-    """Add, for every format adapter of ``model``, its AdapterFusion layer over all of them; returns ``model``.
+    """Add, for every format adapter of ``model``, its AdapterFusion layer over all of them. Returns ``model``.
 
     Raises:
         ValueError: fewer than two format adapters, adapters that leave out different layers, or a fusion
@@ -657,7 +669,7 @@ def has_fusion(model: Any, task_format: str) -> bool:
 
 
 def activate_adapter_format(model: Any, task_format: str | None) -> None:
-    """Make ``task_format``'s fusion (if any) or adapter the active setup; ``None`` deactivates all.
+    """Make ``task_format``'s fusion (if any) or adapter the active setup. ``None`` deactivates all.
 
     Raises:
         ValueError: ``model`` has no adapter for ``task_format``.
@@ -695,7 +707,7 @@ def _set_trainable(model: Any, marker: str) -> None:
 
 
 def train_format_adapters(model: Any) -> None:
-    """Stage 1: freeze the base, train every format adapter (``requires_grad`` only; the mode is the caller's).
+    """Stage 1: freeze the base, train every format adapter (``requires_grad`` only, the mode is the caller's).
 
     Every format's adapter is unfrozen, since each batch activates the adapter of each of its tasks' format.
     """
@@ -726,7 +738,7 @@ def trainable_base_parameters(model: Any) -> list[str]:
 
 def fusion_regularization_loss(model: Any) -> torch.Tensor | None:
     """AdapterFusion's value regularisation, ``0.01 * sum ||I - V||^2`` over the value matrices being trained of
-    the fusions whose config has ``regularization`` (Pfeiffer et al. 2021); ``None`` when there are none."""
+    the fusions whose config has ``regularization`` (Pfeiffer et al. 2021). ``None`` when there are none."""
     if _setup(model) is None:
         return None
     total = None
@@ -790,7 +802,7 @@ def _module_state(model: nn.Module, kind: str, name: str) -> dict[str, torch.Ten
 
 def save_format_adapters(model: Any, folder: str | os.PathLike[str]) -> Path:
     """Write each format adapter (``folder/<format>/``) and fusion (``folder/fusion_<format>/``) in AdapterHub's
-    files (``adapter_config.json`` + ``pytorch_adapter.bin``; ``adapter_fusion_config.json`` +
+    files (``adapter_config.json`` + ``pytorch_adapter.bin``, ``adapter_fusion_config.json`` +
     ``pytorch_model_adapter_fusion.bin``), keyed as the adapters library keys them for ``model``."""
     folder = Path(folder)
     setup = _setup(model)
@@ -818,9 +830,11 @@ def save_format_adapters(model: Any, folder: str | os.PathLike[str]) -> Path:
 
 
 def format_of_folder(name: str) -> str | None:
-    """The format an adapter folder holds, from its name: the format itself (sciembed's layout), or
-    SPECTER2's repository names ``specter2_<format>`` and ``specter2`` (the proximity adapter, renamed
-    from ``specter2_proximity`` in August 2023)."""
+    """The format an adapter folder holds, from its name.
+
+    The format itself (sciembed's layout), or SPECTER2's repository names ``specter2_<format>`` and ``specter2`` (the
+    proximity adapter, renamed from ``specter2_proximity`` in August 2023).
+    """
     if name in FORMATS:
         return name
     if name == SPECTER2_PROXIMITY:
@@ -876,10 +890,12 @@ def _read_weights(folder: Path, safe_name: str, name: str) -> tuple[Path, dict[s
 def _rename(
     path: Path, state: Mapping[str, torch.Tensor], kind: str, old: str, new: str
 ) -> dict[tuple[int, str], torch.Tensor]:
-    """``state``'s keys as ``(layer, key within the module)`` for the module ``old`` of ``kind``
-    (``adapters`` / ``adapter_fusion_layer``), read relative to the base model: a model with a head
-    (``BertAdapterModel``, as SPECTER2 was saved) prefixes them with its base model's name, and older
-    libraries named the adapters' dicts differently. Any other key is an error naming the file."""
+    """``state``'s keys as ``(layer, key within the module)`` for the module ``old``.
+
+    ``kind`` is ``adapters`` or ``adapter_fusion_layer``. Keys are read relative to the base model: a model with a head
+    (``BertAdapterModel``, as SPECTER2 was saved) prefixes them with its base model's name, and older libraries named
+    the adapters' dicts differently. Any other key is an error naming the file.
+    """
     pattern = re.compile(rf"^(?:\w+\.)?encoder\.layer\.(\d+)\.output\.{kind}\.{re.escape(old)}\.(.+)$")
     renamed = {}
     for key, value in state.items():
@@ -963,21 +979,22 @@ def _read_fusion(
 
 
 def load_format_adapters(model: Any, folder: str | os.PathLike[str]) -> tuple[str, ...]:
-    """Load the format adapters (and fusions) found in ``folder``: sub-folders holding
-    ``adapter_config.json``, named after their format (sciembed) or after SPECTER2's adapter
-    repositories (:func:`format_of_folder`), each loaded as its format whatever name its file gives it;
-    and ``fusion_<format>/`` folders, each ``Fuse(format, *others)`` over the formats loaded. Returns the
-    model's formats. Everything is read and checked before anything is attached or copied.
+    """Load the format adapters (and fusions) found in ``folder``.
+
+    Sub-folders holding ``adapter_config.json``, named after their format (sciembed) or after SPECTER2's adapter
+    repositories (:func:`format_of_folder`), each loaded as its format whatever name its file gives it. And
+    ``fusion_<format>/`` folders, each ``Fuse(format, *others)`` over the formats loaded. Returns the model's formats.
+    Everything is read and checked before anything is attached or copied.
 
     A model that has format adapters already takes only a folder saved from a model like it (the same
     formats and fusions, with the same configs), whose weights replace its own, as :func:`~.pals.load_pals`
     replaces PALs: this is how a training model takes back weights it saved. What is trainable stays so.
 
     Raises:
-        ValueError: two sub-folders hold adapters for the same format; the model has format adapters and
-            the folder holds other formats, fusions or configs; a config option sciembed does not implement;
-            a config for another hidden size; a weight whose key matches no adapter module or whose shape
-            does not fit; a fusion over other adapters (each names the file and the key).
+        ValueError: two sub-folders hold adapters for the same format. The model has format adapters and
+            the folder holds other formats, fusions or configs. A config option sciembed does not implement.
+            A config for another hidden size. A weight whose key matches no adapter module or whose shape
+            does not fit. A fusion over other adapters (each names the file and the key).
         FileNotFoundError: a folder without its weights file.
     """
     folder = Path(folder)

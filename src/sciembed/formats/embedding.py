@@ -35,7 +35,7 @@ def model_formats(model: Any) -> tuple[str, ...]:
 
 
 def activate_format(model: Any, task_format: str | None) -> dict[str, Any]:
-    """Switch ``model`` to ``task_format``; returns the keyword arguments its forward pass then needs.
+    """Switch ``model`` to ``task_format``. Returns the keyword arguments its forward pass then needs.
 
     ``None`` means the model's default: a control-code model's own default code, and for format
     adapters or PALs the proximity format (SPECTER2's embedding for general use), else the first one.
@@ -63,7 +63,7 @@ def activate_format(model: Any, task_format: str | None) -> dict[str, Any]:
 
 def load_format_modules(model: Any, folder: str | os.PathLike[str]) -> tuple[str, ...]:
     """Attach the format modules saved next to a base in ``folder`` (format adapters and fusions in
-    AdapterHub's layout, or PALs); returns the formats found (empty when there are none). A model that has
+    AdapterHub's layout, or PALs). Returns the formats found (empty when there are none). A model that has
     such modules already takes the saved weights into them (their configs must be the same)."""
     from .adapters import has_format_adapters, load_format_adapters
     from .pals import has_saved_pals, load_pals
@@ -77,9 +77,12 @@ def load_format_modules(model: Any, folder: str | os.PathLike[str]) -> tuple[str
 
 
 def save_with_format_modules(model: Any, folder: str | os.PathLike[str]) -> bool:
-    """Save a model with format adapters or PALs as a clean base (``model.safetensors`` without their
-    weights, loadable by ``AutoModel``) plus the modules in their own layout; returns False, saving
-    nothing, for a model without such modules."""
+    """Save a model with format adapters or PALs as a clean base plus the modules.
+
+    Save a model with format adapters or PALs as a clean base (``model.safetensors`` without their weights, loadable by
+    ``AutoModel``) plus the modules in their own layout. Returns False, saving nothing, for a model without such
+    modules.
+    """
     from transformers import PreTrainedModel
 
     from .adapters import adapter_formats, save_format_adapters
@@ -106,7 +109,7 @@ def format_parameter_counts(model: Any) -> dict[str, dict[str, int]]:
     """Parameters each format adds to the shared encoder, by kind (SciRepEval Table 5).
 
     Returns ``{format: {"control_code" | "adapter" | "fusion" | "pals": count}}``: a control code is
-    one row of the word embeddings (``hidden_size``); an adapter or a fusion layer counts its weights;
+    one row of the word embeddings (``hidden_size``). An adapter or a fusion layer counts its weights.
     PALs count the format's shared projections and per-layer attentions.
     """
     formats = model_formats(model)
@@ -127,10 +130,12 @@ def format_parameter_counts(model: Any) -> dict[str, dict[str, int]]:
 
 
 def pool(outputs: Any, attention_mask: torch.Tensor, pooling: str, *, normalize: bool = False) -> torch.Tensor:
-    """The paper embedding in a transformers model output: the family's ``pooler_output``
-    (``pooling="family"``), the ``[CLS]`` hidden state (``"cls"``) or the mean over real tokens
-    (``"mean"``), L2-normalised with ``normalize``. Training takes its embeddings here too, so a model
-    is trained on exactly the vector it is later encoded with."""
+    """The paper embedding in a transformers model output.
+
+    The family's ``pooler_output`` (``pooling="family"``), the ``[CLS]`` hidden state (``"cls"``) or the mean over real
+    tokens (``"mean"``), L2-normalised with ``normalize``. Training takes its embeddings here too, so a model is
+    trained on exactly the vector it is later encoded with.
+    """
     import torch
 
     hidden = outputs.last_hidden_state

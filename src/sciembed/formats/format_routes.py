@@ -4,9 +4,9 @@ A multi-format model (SciRepEval, Singh et al. 2023: control codes, format adapt
 ``[Router({route: [TaskFormatInput(format)]}), MultiFormatTransformer(model)]``: ``encode_query`` takes the
 ``query`` route (the ``adhoc_query`` format), ``encode_document`` the ``document`` route (``proximity``), and
 ``encode(texts, task=f)`` the route named after any other format ``f`` (``classification``, ``regression``).
-sentence-transformers' ``Router`` saves each route's modules on their own (one folder per route and position;
+sentence-transformers' ``Router`` saves each route's modules on their own (one folder per route and position,
 ``Router.load`` builds one module per folder), so one transformer placed in every route would be written once per
-route and load as that many models. Here the routes hold only the tokenizer and their format's name; the single
+route and load as that many models. Here the routes hold only the tokenizer and their format's name. The single
 encoder after the Router reads the format from the batch and activates it on every forward pass, since format
 adapters and PALs keep the active format as state on the model and the previous batch's route must not decide the
 next one's.
@@ -42,9 +42,11 @@ _MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 class _LoadsFromFolder:
-    """``Module.load`` for the modules here: the module's folder (local, or fetched from the Hub) and its
-    config go to the class's ``_from_folder`` with sentence-transformers' loading options
-    (``trust_remote_code``, ``model_kwargs``, ``processor_kwargs``, ...)."""
+    """``Module.load`` for the modules here.
+
+    The module's folder (local, or fetched from the Hub) and its config go to the class's ``_from_folder`` with
+    sentence-transformers' loading options (``trust_remote_code``, ``model_kwargs``, ``processor_kwargs``, ...).
+    """
 
     @classmethod
     def load(
@@ -70,9 +72,11 @@ class _LoadsFromFolder:
 
 
 class TaskFormatInput(_LoadsFromFolder, InputModule):
-    """The input module of one route: tokenizes texts as :class:`sciembed.PaperEncoder` does (padded,
-    truncated to ``max_seq_length``) and tags the batch with the route's task format, which
-    :class:`MultiFormatTransformer` embeds it in.
+    """The input module of one route: tokenize and tag the batch with its format.
+
+    The input module of one route: tokenizes texts as :class:`sciembed.PaperEncoder` does (padded, truncated to
+    ``max_seq_length``) and tags the batch with the route's task format, which :class:`MultiFormatTransformer` embeds
+    it in.
 
     Args:
         tokenizer: the model's tokenizer (a control-code model's includes its codes).
@@ -103,7 +107,7 @@ class TaskFormatInput(_LoadsFromFolder, InputModule):
         processing_kwargs: dict[str, dict[str, Any]] | None = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        """Tokenize ``inputs`` (texts); ``processing_kwargs`` override tokenizer options per call under
+        """Tokenize ``inputs`` (texts). ``processing_kwargs`` override tokenizer options per call under
         ``"common"`` / ``"text"``, as for sentence-transformers' ``Transformer`` (e.g. ``max_length``).
 
         Raises:
@@ -138,9 +142,10 @@ class TaskFormatInput(_LoadsFromFolder, InputModule):
 
 
 class MultiFormatTransformer(_LoadsFromFolder, Module):
-    """A multi-format model shared by every route: embeds each batch in the format its route tagged it
-    with (:class:`TaskFormatInput`), switching the model to that format on every call
-    (:func:`sciembed.formats.activate_format`), and pools as :mod:`sciembed.encode` does.
+    """A multi-format model shared by every route.
+
+    Embeds each batch in the format its route tagged it with (:class:`TaskFormatInput`), switching the model to that
+    format on every call (:func:`sciembed.formats.activate_format`), and pools as :mod:`sciembed.encode` does.
 
     Args:
         model: a control-code model, or a transformers encoder with format adapters or PALs.
@@ -188,8 +193,11 @@ class MultiFormatTransformer(_LoadsFromFolder, Module):
         return self.model.config.hidden_size
 
     def save(self, output_path: str, *args: Any, safe_serialization: bool = True, **kwargs: Any) -> None:
-        """Write the pooling and the model (always safetensors): format adapters or PALs in their own
-        layout next to a clean base, a control-code model with its remote code."""
+        """Write the pooling and the model, always as safetensors.
+
+        Write the pooling and the model (always safetensors): format adapters or PALs in their own layout next to a
+        clean base, a control-code model with its remote code.
+        """
         self.save_config(output_path)
         if not save_with_format_modules(self.model, output_path):
             self.model.save_pretrained(output_path)

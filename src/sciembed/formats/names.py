@@ -1,4 +1,4 @@
-"""The task formats of SciRepEval (Singh et al. 2023): one embedding per format; and the file names the format
+"""The task formats of SciRepEval (Singh et al. 2023): one embedding per format. And the file names the format
 modules are saved under, here so that code which only lists files (``sciembed.hub.files``) imports no torch."""
 
 FORMATS = ("classification", "regression", "proximity", "adhoc_query")

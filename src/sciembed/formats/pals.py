@@ -1,20 +1,20 @@
 """PALs, projected attention layers (Stickland & Murray 2019), one set per task format (SciRepEval).
 
 SciRepEval (Singh et al. 2023) compares ways of giving each task format its own embedding from one
-shared BERT; one of them adds a PAL per format to every layer ("BERT and PALs", Stickland & Murray,
+shared BERT. One of them adds a PAL per format to every layer ("BERT and PALs", Stickland & Murray,
 ICML 2019, arXiv:1902.02671). The adapters library (1.3.0) has no PALs, so this module builds them the
 way the library builds its methods: a small config dataclass, weights attached to an unmodified
 transformers encoder, one format active at a time, and save / load next to a clean base.
 
 What SciRepEval does, read from its code (``allenai/scirepeval``: ``bert_pals.py``, classes
-``BERTPals``, ``BERTLayer``, ``BERTEncoder``, ``BertPalsEncoder``; ``bert_pals_config/pals.config.json``):
+``BERTPals``, ``BERTLayer``, ``BERTEncoder``, ``BertPalsEncoder``, ``bert_pals_config/pals.config.json``):
 
 - The PAL of layer l for format f is ``PAL(h) = gelu(V^D_f · SA_{l,f}(V^E_f · h))``, with the encoder
   ``V^E_f`` (d -> 204) and decoder ``V^D_f`` (204 -> d) Linear layers (with biases) *shared by all
   layers* of a format, and ``SA_{l,f}`` a multi-head self-attention of the layer's own in the 204-dim
   space, 6 heads, "without the final matrix multiply" (query / key / value only: ``V^D`` follows) and
   dropout 0.1 on the attention probabilities (``attention_probs_dropout_prob``). Every layer has one
-  (``hidden_size_aug: 204``; ``BERTSelfAttention(config, 6)``).
+  (``hidden_size_aug: 204``, ``BERTSelfAttention(config, 6)``).
 - Where it is added: inside the layer, before its final LayerNorm. With ``a = LN(h + SA(h))`` the
   attention sub-layer's output, the layer computes ``LN(FFN(a) + a + PAL(h))`` instead of
   ``LN(FFN(a) + a)`` (``self.output(intermediate_output, attention_output + extra)`` where
@@ -23,7 +23,7 @@ What SciRepEval does, read from its code (``allenai/scirepeval``: ``bert_pals.py
   module adds it there, with hooks (below).
 - Initialisation: ``BertPalsEncoder`` applies BERT's init to the whole model (Linear weights
   N(0, initializer_range = 0.02), biases 0) and then copies the pretrained weights over every non-PAL
-  parameter; the PALs keep that random init, so the model's output at step 0 is close to the base's but
+  parameter. The PALs keep that random init, so the model's output at step 0 is close to the base's but
   not equal (each projection multiplies by ~0.02·√fan-in < 1, so the PAL output is small next to the
   residual stream). We do the same, with the base config's ``initializer_range``, rather than
   zero-initialising ``V^D``: a zero ``V^D`` would make step 0 exact but would also zero the gradient of
@@ -39,12 +39,12 @@ tasks "with roughly 7 times fewer parameters": 8 × 110M / (110M + 8 × 1.82M) �
 Mechanism: :func:`add_pals` registers the PALs module as ``model.pals`` (so ``model.parameters()``,
 ``model.to``, ``model.train()``, a ``transformers.Trainer`` and its checkpoints all include it) and
 puts two forward pre-hooks on each encoder layer of ``model.base_model.encoder.layer``: one on the
-layer reads its input ``h`` and attention mask and computes ``PAL(h)``; one on the layer's ``output``
+layer reads its input ``h`` and attention mask and computes ``PAL(h)``. One on the layer's ``output``
 sub-module (BertOutput: ``LN(dropout(dense(x)) + input_tensor)``) adds it to ``input_tensor``. No
 modeling code is forked, and any BERT-style encoder works: ``BertModel``, a model with a BERT base
 (``BertForSequenceClassification``), and sciembed's families (Multi2SPEModel, ControlCodeModel,
 MoEBertModel, whose layers call ``output(x, attention_output)`` alike). The hooks are bound methods of
-the PALs module, so ``copy.deepcopy(model)`` gives a copy that uses its own PALs; ``nn.DataParallel``
+the PALs module, so ``copy.deepcopy(model)`` gives a copy that uses its own PALs. ``nn.DataParallel``
 replicas share the original hooks, so train with DistributedDataParallel (``torchrun`` / accelerate).
 """
 
@@ -66,11 +66,11 @@ from .names import FORMATS, PALS_CONFIG_FILE, PALS_FOLDER, PALS_WEIGHTS_FILE  # 
 
 @dataclass(frozen=True)
 class PALsConfig:
-    """Configuration of format PALs; the defaults are SciRepEval's (``bert_pals_config/pals.config.json``).
+    """Configuration of format PALs. The defaults are SciRepEval's (``bert_pals_config/pals.config.json``).
 
     Args:
         hidden_size: the PAL width ``p`` (SciRepEval and the PALs paper: 204).
-        num_attention_heads: heads of the attention in the ``p``-dim space (6); must divide ``hidden_size``.
+        num_attention_heads: heads of the attention in the ``p``-dim space (6). Must divide ``hidden_size``.
         formats: the task formats that get PALs, a subset of :data:`sciembed.formats.FORMATS`.
         dropout: dropout on the PAL attention probabilities (SciRepEval: ``attention_probs_dropout_prob`` 0.1).
     """
@@ -110,7 +110,7 @@ class PALsConfig:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> PALsConfig:
-        """The config from :meth:`to_dict`'s output; unknown keys are an error, not silently dropped."""
+        """The config from :meth:`to_dict`'s output. Unknown keys are an error, not silently dropped."""
         known = {field.name for field in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
@@ -122,7 +122,7 @@ class PALsConfig:
 
 class ProjectedSelfAttention(nn.Module):
     """Multi-head self-attention in the PAL space without an output projection, since the PAL's ``V^D``
-    follows (Stickland & Murray 2019; SciRepEval's ``BERTSelfAttention(config, 6)``)."""
+    follows (Stickland & Murray 2019, SciRepEval's ``BERTSelfAttention(config, 6)``)."""
 
     def __init__(self, hidden_size: int, num_heads: int, dropout: float) -> None:
         super().__init__()
@@ -133,7 +133,7 @@ class ProjectedSelfAttention(nn.Module):
         self.value = nn.Linear(hidden_size, hidden_size)
 
     def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
-        """``hidden_states`` ``(batch, n, p)``; ``attention_mask`` as the encoder layer received it: ``None``
+        """``hidden_states`` ``(batch, n, p)``. ``attention_mask`` as the encoder layer received it: ``None``
         or a mask broadcastable to ``(batch, heads, n, n)``, additive (0 / large negative) or boolean."""
         batch, length, width = hidden_states.shape
 
@@ -156,7 +156,7 @@ class PALs(nn.Module):
 
     Parameters: ``encoders[f]`` (``V^E``) and ``decoders[f]`` (``V^D``), shared by the layers of format
     ``f``, and ``attentions[f][l]`` for layer ``l``. :attr:`active_format` selects the format whose PALs
-    the hooks add; ``None`` (the default after :func:`add_pals`) leaves the encoder's output unchanged.
+    the hooks add. ``None`` (the default after :func:`add_pals`) leaves the encoder's output unchanged.
     """
 
     def __init__(self, config: PALsConfig, model_hidden_size: int, num_layers: int) -> None:
@@ -294,7 +294,7 @@ def _attach(model: nn.Module, module: PALs, layers: nn.ModuleList) -> PALs:
 def add_pals(model: nn.Module, config: PALsConfig | None = None) -> PALs:
     """Add one set of PALs per format of ``config`` (default: SciRepEval's) to ``model``'s encoder layers.
 
-    The PALs start inactive (the base output); select a format with :func:`set_active_format`. They
+    The PALs start inactive (the base output). Select a format with :func:`set_active_format`. They
     train with the rest of the network: nothing is frozen.
 
     Raises:
@@ -316,7 +316,7 @@ def pals_formats(model: nn.Module) -> tuple[str, ...]:
 
 
 def set_active_format(model: nn.Module, task_format: str | None) -> None:
-    """Make ``task_format``'s PALs active in ``model``'s forward pass; ``None`` turns PALs off.
+    """Make ``task_format``'s PALs active in ``model``'s forward pass. ``None`` turns PALs off.
 
     Raises:
         ValueError: ``model`` has no PALs, or none for ``task_format`` (the known formats are named).
@@ -335,7 +335,7 @@ def base_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
 
 
 def save_pals(model: nn.Module, folder: str | os.PathLike[str]) -> Path:
-    """Write ``folder/pals/pals_config.json`` and ``folder/pals/pals.safetensors``; returns ``folder/pals``.
+    """Write ``folder/pals/pals_config.json`` and ``folder/pals/pals.safetensors``. Returns ``folder/pals``.
 
     The weights are keyed as in the PALs module (``encoders.<format>.weight``, ...). Save the base next
     to them with ``model.save_pretrained(folder, state_dict=base_state_dict(model))``.
@@ -385,7 +385,7 @@ def load_pals(model: nn.Module, folder: str | os.PathLike[str]) -> PALs:
     Raises:
         FileNotFoundError: ``folder/pals/pals_config.json`` or ``pals.safetensors`` is missing.
         ValueError: a file is corrupt, its config differs from ``model``'s PALs, or its weights do not fit
-            ``model`` (the file and the mismatch are named); ``model`` is left as it was.
+            ``model`` (the file and the mismatch are named). ``model`` is left as it was.
     """
     source = Path(folder) / PALS_FOLDER
     config = _read_config(source / PALS_CONFIG_FILE)

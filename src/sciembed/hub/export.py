@@ -7,7 +7,7 @@ serves as it is:
 - weights as safetensors, ``config.json`` (with ``auto_map`` and the remote-code ``.py`` files for the
   families, so ``AutoModel.from_pretrained(id, trust_remote_code=True)`` works without sciembed), the
   tokenizer, sentence-transformers files where the model has them, format adapters in the adapters
-  library's layout and PALs next to a clean base;
+  library's layout and PALs next to a clean base.
 - ``README.md``: the model card rendered from ``hub_cards/`` with the evaluation results and the
   training run (:mod:`.cards`).
 
@@ -87,24 +87,24 @@ def export_model(
 
     Args:
         model_dir: a saved model folder.
-        out_dir: the folder to write; one that exists is refused (before any work) unless ``overwrite``, then replaced
+        out_dir: the folder to write. One that exists is refused (before any work) unless ``overwrite``, then replaced
             in one step.
         evaluations: results JSON dicts written by ``sciembed evaluate --output`` (the card's model-index).
         training: the ``train_results.json`` of the run that trained the model, when there is one.
         repo_id: the Hub id the card's usage code names (default: a placeholder).
         license: the card's licence.
         name: the model's name in the card's title and model-index (default: the last part of ``repo_id``, else
-            the name of ``model_dir``; never ``out_dir``'s, which says where the export went, not what the model is).
+            the name of ``model_dir``, never ``out_dir``'s, which says where the export went, not what the model is).
         dataset_names: one name per evaluation for the data it was measured on (default: as
             :func:`~.cards.dataset_identity` names it from the report's source).
         validate: load the folder in a fresh process without sciembed and parse the card (see
-            :func:`validate_export`); a failure raises and leaves ``out_dir`` untouched.
+            :func:`validate_export`). A failure raises and leaves ``out_dir`` untouched.
         trust_remote_code: export (and run, when validating) code the folder holds or names that is not
             sciembed's own. Without it, a folder whose ``.py`` files differ from those sciembed ships for its
             family (a tampered ``configuration_*.py``, say), or whose configs name code elsewhere or not
             sciembed's (:func:`sciembed.checkpoints.check_published_code`), is refused before anything of it runs.
         onnx: also write ``onnx/model.onnx`` (:func:`sciembed.onnx_backend.export_transformer`), which
-            ``SentenceTransformer(folder, backend="onnx")`` loads; plain transformers only.
+            ``SentenceTransformer(folder, backend="onnx")`` loads. Plain transformers only.
 
     Raises:
         FileExistsError: ``out_dir`` exists and ``overwrite`` is false.
@@ -248,8 +248,8 @@ _ROUTE_TEXTS = (
 
 
 def _add_routes(folder: Path, trust_remote_code: bool) -> dict[str, Any] | None:
-    """Give a multi-format model its sentence-transformers routes (:func:`sciembed.encoders.router.add_format_routes`);
-    returns the vectors sciembed gives :data:`_ROUTE_TEXTS` in each format, by route, for :func:`validate_export`
+    """Give a multi-format model its sentence-transformers routes (:func:`sciembed.encoders.router.add_format_routes`).
+    Returns the vectors sciembed gives :data:`_ROUTE_TEXTS` in each format, by route, for :func:`validate_export`
     to compare with sentence-transformers'. A model without both search formats (``adhoc_query`` and
     ``proximity``) gets no routes (logged) and returns None."""
     from ..encode import DOCUMENT_FORMAT, QUERY_FORMAT, PaperEncoder
@@ -316,11 +316,11 @@ def validate_export(
     timeout: float = 600,
     trust_remote_code: bool = False,
 ) -> list[str]:
-    """Check an exported folder; returns what was checked, raises ValueError naming what failed.
+    """Check an exported folder. Returns what was checked, raises ValueError naming what failed.
 
-    - ``README.md`` exists and its YAML front matter parses (``huggingface_hub.ModelCard``);
+    - ``README.md`` exists and its YAML front matter parses (``huggingface_hub.ModelCard``).
     - a fresh Python process in which ``import sciembed`` fails loads the model with
-      ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` and runs one paper through it;
+      ``AutoModel.from_pretrained(folder, trust_remote_code=True)`` and runs one paper through it.
     - with ``route_vectors`` (a multi-format model's ``{"texts": [...], "vectors": {route: vectors}}``, sciembed's
       vectors of the texts in each format), another such process loads the folder with
       ``SentenceTransformer(folder, trust_remote_code=True)`` and embeds the texts in every route

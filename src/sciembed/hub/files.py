@@ -7,11 +7,11 @@ nothing more:
 - at the top: weights (safetensors, or ``pytorch_model.bin`` that export converts), the configs of
   transformers and sentence-transformers, calibrated int8 ranges (:data:`sciembed.quantization.RANGES_FILE`), the
   tokenizer's files and the remote-code ``.py`` files (which
-  :func:`sciembed.families.foreign_code` checks separately);
+  :func:`sciembed.families.foreign_code` checks separately).
 - the folders of sentence-transformers modules named in ``modules.json`` (and a Router's route folders): their
-  configs, weights and tokenizer files;
+  configs, weights and tokenizer files.
 - format adapters and AdapterFusion layers (folders holding the adapters library's configs) and PALs
-  (``pals/``): their configs and weights;
+  (``pals/``): their configs and weights.
 - ``onnx/``: ONNX graphs and their external data.
 
 Everything else is left out and named, with the reason. A symbolic link is followed only when it stays
@@ -96,7 +96,7 @@ _ONNX_FILES = ("*.onnx", "*.onnx_data", "*.onnx.data")
 def hub_files(folder: str | os.PathLike[str]) -> tuple[list[str], dict[str, str]]:
     """The files of ``folder`` a Hub model folder holds (relative paths, sorted), and those left out with why.
 
-    Links are never followed out of ``folder`` (see the module docstring); a folder reached through a link is
+    Links are never followed out of ``folder`` (see the module docstring). A folder reached through a link is
     left out.
     """
     root = Path(folder)
@@ -153,7 +153,7 @@ def _matches(name: str, patterns: tuple[str, ...]) -> bool:
 
 def _module_folders(root: Path) -> set[str]:
     """The module folders ``modules.json`` names (the top-level module's path is ""), and the route folders of a
-    Router among them (its ``router_config.json``'s ``types``); a path out of ``root`` is refused
+    Router among them (its ``router_config.json``'s ``types``). A path out of ``root`` is refused
     (:func:`sciembed.checkpoints.module_folders`)."""
     return {folder for folder in module_folders(root) if folder}
 

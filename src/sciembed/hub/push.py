@@ -40,12 +40,12 @@ def push_folder(
     token: str | None = None,
     trust_remote_code: bool = False,
 ) -> str:
-    """Create ``repo_id`` (if needed) and upload ``folder`` to it; returns the commit URL.
+    """Create ``repo_id`` (if needed) and upload ``folder`` to it. Returns the commit URL.
 
     Args:
         folder: an exported folder (:func:`~.export.export_model`).
         repo_id: ``ORG/NAME``.
-        api: an ``HfApi`` (default: a new one; tests pass a recording fake).
+        api: an ``HfApi`` (default: a new one, tests pass a recording fake).
         private: create the repository private.
         commit_message: default ``"Upload <model_type> model with sciembed"``.
         token: a Hub token (default: the one ``huggingface-cli login`` stored).

@@ -322,7 +322,7 @@ class _JsonReader:
         self.text, self.at, self.base, self.done = "", 0, 0, False
 
     def more(self) -> bool:
-        """Read the next chunk after what is left; False at the end of the file."""
+        """Read the next chunk after what is left. False at the end of the file."""
         chunk = "" if self.done else self.handle.read(_ID_CHUNK)
         if not chunk:
             self.done = True

@@ -1,7 +1,7 @@
 """Building an index folder from an embedding output, block by block, and writing it atomically.
 
-One pass reads the ids (refusing an id given twice) and a seeded sample of the vectors; the ranges, the mean and
-the faiss quantizers are trained on the sample; a second pass adds the codes, fills the int8 rescore store and
+One pass reads the ids (refusing an id given twice) and a seeded sample of the vectors. The ranges, the mean and
+the faiss quantizers are trained on the sample. A second pass adds the codes, fills the int8 rescore store and
 finds the exact neighbours of held-out papers, on which the probes and the rescore multiplier are tuned.
 """
 
@@ -84,7 +84,7 @@ def build_index(
         output: the index folder.
         settings: kind, memory budget, target recall, seed and sizes.
         model: the model that embedded them, when the output carries no stamp (``<output>.meta.json``): a name
-            (stated), or an encoder (fingerprinted); checked against the stamp when there is one.
+            (stated), or an encoder (fingerprinted). Checked against the stamp when there is one.
         overwrite: replace an index already at ``output``.
         trained_like: an index folder whose kind, ranges, mean and quantizers are reused instead of trained (shards
             and parts of one collection then share their codes).
@@ -161,7 +161,7 @@ def build_index(
 
 
 def _check_sizes(kind: str, source: EmbeddingSource, settings: IndexSettings) -> None:
-    """Refuse IVF cells or PQ sub-quantizers that these vectors cannot have, before any work; warn of unused ones."""
+    """Refuse IVF cells or PQ sub-quantizers that these vectors cannot have, before any work. Warn of unused ones."""
     ivf = uses_ivf(kind, source.count)
     if settings.nlist is not None:
         most = max(1, min(settings.sample_size, source.count) // _POINTS_PER_CENTROID)
@@ -289,7 +289,7 @@ def _trained(
 def _centroids(sample: np.ndarray, cells: int, seed: int) -> np.ndarray:
     """Unit k-means centroids of ``sample`` under inner product, for the IVF cells.
 
-    Each step assigns the sample with :func:`top_inner_products` (numpy's matrix products); a cell left empty
+    Each step assigns the sample with :func:`top_inner_products` (numpy's matrix products). A cell left empty
     takes a seeded sample row.
 
     Args:
@@ -395,7 +395,7 @@ def copy_rows(target: np.ndarray, rows: np.ndarray, start: int, block: int = 1 <
 def grown_store(old: Path, new: Path, rows: int) -> np.ndarray:
     """A writable store of ``rows`` rows at ``new`` whose first rows are those of the store ``old``.
 
-    The old rows are copied by the kernel (``copy_file_range``; file systems that share blocks copy none), else
+    The old rows are copied by the kernel (``copy_file_range``, file systems that share blocks copy none), else
     block by block.
 
     Args:

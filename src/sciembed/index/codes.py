@@ -130,7 +130,7 @@ class IndexCodes:
             nprobe: IVF cells probed.
 
         Returns:
-            ``(rows, scores)``, ``(q, top_k)``; a row of -1 (score ``-inf``) where fewer candidates were found.
+            ``(rows, scores)``, ``(q, top_k)``. A row of -1 (score ``-inf``) where fewer candidates were found.
         """
         _, labels = self.candidates(queries, self.width(top_k, multiplier), nprobe)
         return self.rescored(queries, labels, top_k, exclude)
@@ -184,7 +184,7 @@ class IndexCodes:
 
         A dequantized vector's score is ``query . low + (query * step) . (code + 128)``: the first term and the 128
         are the same for every candidate, so the codes are ranked by ``(query * step) . code`` alone, without building
-        their float64 vectors; only the shortlist is scored again in float64.
+        their float64 vectors. Only the shortlist is scored again in float64.
         """
         if self.store is None or labels.shape[1] <= keep:
             return labels
@@ -223,7 +223,7 @@ class IndexCodes:
         """Each query's ``width`` best rows of a flat int8 index, by inner products with its decoded codes.
 
         faiss's scalar-quantizer scan has no matrix-product path, so a batch of queries is scored by matrix products
-        with blocks of decoded codes; the scores are those of the scan up to float32 rounding.
+        with blocks of decoded codes. The scores are those of the scan up to float32 rounding.
         """
         return top_inner_products(queries, _Decoded(self.index), width)
 

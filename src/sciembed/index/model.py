@@ -1,6 +1,6 @@
 """Which model made an index's vectors: its name, revision and a fingerprint that queries are checked against.
 
-The fingerprint is the model's vector of a fixed probe paper, rounded; two encoders agree when the cosine of their
+The fingerprint is the model's vector of a fixed probe paper, rounded. Two encoders agree when the cosine of their
 probe vectors is at least :data:`SAME_MODEL_COSINE`. ``sciembed embed`` writes a stamp beside its output
 (``<output>.meta.json``), and ``sciembed index build`` reads it.
 """
@@ -137,7 +137,7 @@ def read_sidecar(output: str | os.PathLike[str]) -> ModelStamp | None:
 
 
 def checked_sidecar(output: str | os.PathLike[str]) -> ModelStamp | None:
-    """The stamp beside the embedding output ``output``; a warning when there is none, as its model cannot be checked.
+    """The stamp beside the embedding output ``output``. A warning when there is none, as its model cannot be checked.
 
     Args:
         output: the embedding file, or folder of Parquet parts.

@@ -66,7 +66,7 @@ class SearchResult:
 
     Attributes:
         queries: what each query was (its paper id, its text, or ``vector N``).
-        rows: ``(queries, top_k)`` index rows, best first; -1 where fewer papers were found.
+        rows: ``(queries, top_k)`` index rows, best first. -1 where fewer papers were found.
         scores: their cosine similarities (float64), ``-inf`` where no paper was found.
         table: the index's id table.
     """
@@ -172,7 +172,7 @@ class PaperIndex:
             embeddings: ``.npy`` (+ its ids file), ``.jsonl``, ``.parquet``, or a folder of Parquet parts.
             output: the index folder, written atomically.
             kind: ``exact``, ``int8``, ``binary``, ``pq``, or ``auto`` (the most exact that fits ``memory``).
-            memory: the RAM budget of ``auto`` (``"8G"``; default half the machine's).
+            memory: the RAM budget of ``auto`` (``"8G"``, default half the machine's).
             target_recall: recall@10 against exact search that the probes and multiplier are tuned to reach.
             seed: seeds the samples, k-means and tuning queries.
             centre: binary codes of vectors centred on the collection mean.
@@ -182,7 +182,7 @@ class PaperIndex:
             model: the model that embedded the vectors, when the output carries no stamp: a name or an encoder.
             overwrite: replace an index at ``output``.
             trained_like: an index (or its folder) whose kind, ranges, mean and quantizers are reused, so that parts
-                of one collection share their codes; ``kind`` and the training settings are then unused.
+                of one collection share their codes. ``kind`` and the training settings are then unused.
             rows: index only the rows ``start .. stop`` (counted from 0) of ``embeddings``, a part of a collection.
         """
         settings = IndexSettings(
@@ -243,7 +243,7 @@ class PaperIndex:
     def load_shards(cls, folders: Sequence[str | os.PathLike[str]], *, mmap: bool = True) -> PaperIndex:
         """Open index parts built with one training (``trained_like``) as one index, without merging them.
 
-        Each part gives its candidates; the nearest over all parts are rescored together, so the results are those
+        Each part gives its candidates. The nearest over all parts are rescored together, so the results are those
         of the merged index (:meth:`merge`). The first part's multiplier and probes are used.
 
         Args:
@@ -354,8 +354,8 @@ class PaperIndex:
                 strings, embedded with the index's model as queries), or new papers (a record or a list of records,
                 embedded as the indexed papers were). Leave unset with ``ids``.
             top_k: results per query.
-            ids: paper ids of indexed papers to search by; each is left out of its own results.
-            encoder: the model for text and papers (default: the index's own, loaded by name and revision); its
+            ids: paper ids of indexed papers to search by. Each is left out of its own results.
+            encoder: the model for text and papers (default: the index's own, loaded by name and revision). Its
                 fingerprint must match the index's.
             multiplier, nprobe: override the tuned rescore multiplier and IVF probes.
 
@@ -462,9 +462,9 @@ class PaperIndex:
     # Adding ---------------------------------------------------------------------------------------------------
 
     def add(self, embeddings: str | os.PathLike[str]) -> AddReport:
-        """Append the papers of another embedding output; the folder is replaced atomically.
+        """Append the papers of another embedding output. The folder is replaced atomically.
 
-        Flat kinds append codes as a rebuild would; IVF kinds assign them to the trained cells. The tuned
+        Flat kinds append codes as a rebuild would. IVF kinds assign them to the trained cells. The tuned
         multiplier and probes are kept (:attr:`Manifest.tuned_papers` says at what size they were tuned). The new
         version of the folder is written beside it: the files that change are written there, the others linked, and
         the two folders are swapped in one step, so a failure leaves the old index as it was.
@@ -474,7 +474,7 @@ class PaperIndex:
 
         Raises:
             ValueError: ids already indexed or given twice (named), vectors of another dimension or model, or bad
-                vectors (named); all before any code is added.
+                vectors (named). All before any code is added.
         """
         if self.parts:
             raise ValueError(
@@ -522,7 +522,7 @@ class PaperIndex:
         table.finish(str(source.path))
 
     def _write_added_codes(self, source: EmbeddingSource, staging: Path) -> float | None:
-        """Write the faiss index and the store with the new papers' codes into ``staging``; the share clipped."""
+        """Write the faiss index and the store with the new papers' codes into ``staging``. The share clipped."""
         import faiss
 
         old = self.manifest.papers

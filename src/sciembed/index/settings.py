@@ -136,7 +136,7 @@ def choose_kind(papers: int, dim: int, memory: int, pq_m: int | None = None) -> 
         pq_m: the ``pq`` sub-quantizers (default: the most that fit, at least :data:`MIN_PQ_M`).
 
     Raises:
-        ValueError: nothing fits; the message names the shards needed for the most compact kind.
+        ValueError: nothing fits. The message names the shards needed for the most compact kind.
     """
     for kind in ("exact", "int8", "binary"):
         if papers * ram_bytes_per_paper(kind, dim, papers) <= memory:

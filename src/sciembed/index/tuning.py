@@ -1,5 +1,8 @@
-"""Target-recall tuning: the IVF probes and the rescore multiplier are raised until recall@10 against an exact
-search, on held-out papers of the collection, reaches the target."""
+"""Target-recall tuning: raise probes and rescoring until recall@10 reaches the target.
+
+Target-recall tuning: the IVF probes and the rescore multiplier are raised until recall@10 against an exact search, on
+held-out papers of the collection, reaches the target.
+"""
 
 from __future__ import annotations
 
@@ -81,7 +84,7 @@ def tune(codes: IndexCodes, truth: ExactTruth, target: float, nlist: int | None)
         nlist: IVF cells (``None`` for a flat index).
 
     Raises:
-        ValueError: no setting reaches ``target``; naming the best recall reached and what helps.
+        ValueError: no setting reaches ``target``. Naming the best recall reached and what helps.
     """
     multipliers = multiplier_ladder(codes.kind, codes.index.ntotal, truth.depth)
     generous = max(m for m in multipliers if m <= GENEROUS_MULTIPLIER)

@@ -1,17 +1,17 @@
 """The embed job: papers to embeddings, in shards that survive an interruption and spread over processes.
 
-Papers are encoded ``shard_size`` at a time; each finished shard is saved atomically as a Parquet part in
+Papers are encoded ``shard_size`` at a time. Each finished shard is saved atomically as a Parquet part in
 ``<output>.partial/parts/`` next to a manifest of the run's settings. Shard k belongs to rank ``k mod
 world_size``, so under `torchrun` / `accelerate launch` (or SLURM array tasks given ``--rank`` /
 ``--world-size``) every process encodes its own shards. When every shard is done the output is assembled:
 a folder of Parquet parts (``datasets.load_dataset("parquet", data_dir=...)`` reads it) renamed into place
-in one step, or one ``.jsonl`` / ``.npy`` / ``.parquet`` file written atomically; the ``.partial`` folder is
+in one step, or one ``.jsonl`` / ``.npy`` / ``.parquet`` file written atomically. The ``.partial`` folder is
 removed. A run that was interrupted is continued with ``resume=True``, by any number of processes: finished
 shards are kept, and only the rest is encoded. Vectors go through the embedding cache ``sciembed evaluate`` reads
 (:class:`~sciembed.evaluation.cache.EmbeddingCache`, keyed by the encoder's fingerprint and each paper's text), so
 papers embedded once, by either command, are not embedded again. A paper file given by path is read into a
 memory-mapped Arrow file in the ``.partial`` folder (:func:`~sciembed.data.papers.paper_dataset`), so no process holds
-the corpus in memory. :func:`embed_to_file` is the job; ``sciembed embed`` (:mod:`sciembed.commands.embed`) parses
+the corpus in memory. :func:`embed_to_file` is the job. ``sciembed embed`` (:mod:`sciembed.commands.embed`) parses
 its options and calls it.
 """
 
@@ -77,7 +77,7 @@ class EmbedReport:
         cached_papers: of those, the papers whose vectors the embedding cache held.
         seconds: wall-clock time of the run in this process, reading the input and writing the output included.
         model: the encoder's name (:attr:`~sciembed.Encoder.name_or_path`).
-        revision: the Hub commit of the model (:attr:`~sciembed.Encoder.revision`; ``None`` for a local folder).
+        revision: the Hub commit of the model (:attr:`~sciembed.Encoder.revision`, ``None`` for a local folder).
     """
 
     output: Path
@@ -141,7 +141,7 @@ def check_output(
         option: the output's name in messages (``--output`` on the command line).
 
     Raises:
-        ValueError: another suffix; an output that is or holds ``source``.
+        ValueError: another suffix. An output that is or holds ``source``.
         FileExistsError: an output (or a ``.npy``'s ids file) already there, unless ``overwrite``.
     """
     output = Path(output)
@@ -197,32 +197,32 @@ def embed_to_file(
 
     Args:
         model: a ready :class:`~sciembed.Encoder`, a Hub id or local folder (loaded with
-            :meth:`sciembed.Encoder.from_pretrained`'s defaults; ``None``: the embedded all-MiniLM-L6-v2), or a
+            :meth:`sciembed.Encoder.from_pretrained`'s defaults, ``None``: the embedded all-MiniLM-L6-v2), or a
             function that returns an encoder. A name or function is loaded once the papers have been read and
             checked, so that a bad input fails before a long model load. A model with options (device, max_length,
             revision, ...) is loaded first with :meth:`sciembed.Encoder.from_pretrained` and passed (or a function
             that loads it so).
         papers: records with ``paper_id`` (a list, generator, pandas DataFrame or ``datasets.Dataset``, checked as a
-            file's records are: :func:`~sciembed.data.papers.paper_records`; a valid ``Dataset`` stays memory-mapped,
+            file's records are: :func:`~sciembed.data.papers.paper_records`, a valid ``Dataset`` stays memory-mapped,
             others are held in memory), or the path of papers in any layout
             :func:`~sciembed.data.papers.read_papers` reads (a papers file, a folder of Parquet parts, a SMART
             collection), read with :func:`~sciembed.data.papers.paper_dataset`, so that it need not fit in memory.
-            ``id_field`` and ``skip_invalid`` apply to both; ``text_fields`` are the fields a file's papers keep
+            ``id_field`` and ``skip_invalid`` apply to both. ``text_fields`` are the fields a file's papers keep
             beside title and abstract, e.g. ``body``, for an encoder that reads them,
             :class:`~sciembed.encoders.WindowedEncoder`.
         smart_links: how a SMART collection's ``.X`` lines are read (``cacm`` or ``all``), as the other commands read
-            them; the links themselves are not embedded.
+            them. The links themselves are not embedded.
         cache_dir, use_cache: the embedding cache ``sciembed evaluate`` shares (default
             :func:`sciembed.io.default_cache_dir`): vectors found there are not encoded again, and those encoded are
             added. ``use_cache=False`` encodes every paper and caches nothing. An encoder that reads long papers
             window by window is not cached.
         shard_size: papers per shard (the unit of resuming and of the split over processes).
         resume: keep the finished shards of an unfinished run of ``output`` (with the same papers, model
-            and settings; the number of processes may differ).
-        overwrite: replace an ``output`` that exists (an earlier run's); refused otherwise, before any work.
+            and settings, the number of processes may differ).
+        overwrite: replace an ``output`` that exists (an earlier run's). Refused otherwise, before any work.
         rank, world_size: this process's share: shards ``rank, rank + world_size, ...``. By default the
             initialised ``torch.distributed`` group's (`torchrun`, `accelerate launch`), else the whole
-            job. Given explicitly (SLURM arrays; Ray or Spark mapping ``rank`` over tasks), the tasks share
+            job. Given explicitly (SLURM arrays, Ray or Spark mapping ``rank`` over tasks), the tasks share
             ``<output>.partial`` with no process group: a task joins the unfinished run it finds there when
             it has the same manifest, and the task that finishes the last shard assembles the output.
         show_progress_bar: show one bar over this process's papers (``None``: when the ``sciembed`` logger shows
@@ -232,12 +232,12 @@ def embed_to_file(
     reads. Logs the records skipped (``skip_invalid``) once read, and ends with one line, :meth:`EmbedReport.summary`.
 
     Raises:
-        FileExistsError: ``output`` exists and ``overwrite`` is false; an unfinished run of ``output`` exists and
+        FileExistsError: ``output`` exists and ``overwrite`` is false. An unfinished run of ``output`` exists and
             ``resume`` is false (one process).
-        ValueError: ``resume`` is true but the unfinished run used other papers or settings; damaged state.
+        ValueError: ``resume`` is true but the unfinished run used other papers or settings. Damaged state.
         InvalidPaperError: a bad record (and ``skip_invalid`` is false): one without an id, or with the id of an
-            earlier one, or without text; named by file and line, or for records by position.
-        TypeError: ``papers`` is not records (texts, bytes, a number, ...); an encoder option (``device=``, ...),
+            earlier one, or without text. Named by file and line, or for records by position.
+        TypeError: ``papers`` is not records (texts, bytes, a number, ...). An encoder option (``device=``, ...),
             naming :meth:`sciembed.Encoder.from_pretrained`.
     """
     refuse_encoder_options("embed_to_file", removed)
@@ -366,7 +366,7 @@ def _part(parts: Path, index: int) -> Path:
 
 def _open_cache(encoder: Encoder, folder: Path, share: Share) -> EmbeddingCache | None:
     """The embedding cache of ``encoder`` in ``folder`` (``None`` for an encoder not cached by text), opened by rank 0
-    first; tasks without a process group open it without compacting it, which they cannot do in turn."""
+    first. Tasks without a process group open it without compacting it, which they cannot do in turn."""
     if not caches_by_text(encoder):
         logger.info("%s reads long papers window by window: its vectors are not cached", encoder.name_or_path)
         return None
@@ -385,7 +385,7 @@ def _encode_shards(
     show_progress_bar: bool,
     cache: EmbeddingCache | None = None,
 ) -> tuple[int, int, int]:
-    """Encode this process's unfinished shards into ``parts`` (through ``cache`` when given); returns (shards already
+    """Encode this process's unfinished shards into ``parts`` (through ``cache`` when given). Returns (shards already
     done, shards encoded, papers encoded). One bar covers them all: a shard's own bar only when it is the only one."""
     resumed = encoded = encoded_papers = 0
     dim = None
@@ -418,8 +418,8 @@ def _encode_shards(
 
 
 def _check_part(part: Path, ids: list[str], dim: int | None = None) -> Chunk:
-    """A finished part must hold the shard's ids, in order, with float vectors (of size ``dim``, when given);
-    anything else is named. Returns its ids and vectors."""
+    """A finished part must hold the shard's ids, in order, with float vectors (of size ``dim``, when given).
+    Anything else is named. Returns its ids and vectors."""
     try:
         found, vectors = read_embeddings(part)
     except Exception as error:  # pyarrow's errors for a damaged file have no common base below Exception
@@ -442,7 +442,7 @@ def _all_done(parts: Path, count: int) -> bool:
 
 
 def _claim(folder: Path, share: Share) -> bool:
-    """Whether this process assembles the output: always alone; among group-less tasks, the one that
+    """Whether this process assembles the output: always alone. Among group-less tasks, the one that
     creates the ``assembling`` marker first."""
     marker = folder / _ASSEMBLING
     if share.world_size == 1:
@@ -456,7 +456,7 @@ def _claim(folder: Path, share: Share) -> bool:
 
 
 def _assemble(folder: Path, output: Path, papers: Papers | Any, shard_size: int, count: int) -> int:
-    """Check every part (each read once) and put the output in place; returns the embedding size."""
+    """Check every part (each read once) and put the output in place. Returns the embedding size."""
     parts = folder / _PARTS
 
     def checked() -> Iterator[Chunk]:
@@ -541,8 +541,11 @@ def _check_parts(parts: Path, count: int) -> None:
 
 
 def _start(folder: Path, manifest: dict[str, Any], *, resume: bool, joining: bool) -> None:
-    """Start the run in ``folder``, or continue the unfinished one there (``resume``; ``joining``: another
-    process of this job may have started it) if its manifest matches."""
+    """Start the run in ``folder``, or continue the unfinished one there.
+
+    A run continues when its manifest matches and ``resume`` or ``joining`` is set (``joining``: another process of
+    this job may have started it).
+    """
     manifest_file = folder / _MANIFEST
     parts = folder / _PARTS
     if manifest_file.exists():

@@ -2,18 +2,18 @@
 
 - **Ray Data batch inference** (:func:`embed_parquet_with_ray`): ``ray.data.read_parquet`` the papers,
   ``map_batches`` with :class:`PaperEmbedder` (one encoder per actor, a pool of ``concurrency`` actors),
-  ``write_parquet`` the ``paper_id`` and ``embedding`` columns. Ray schedules and streams the batches; the output
+  ``write_parquet`` the ``paper_id`` and ``embedding`` columns. Ray schedules and streams the batches. The output
   folder reads back with :func:`sciembed.io.read_embeddings`, its rows in Ray's order (not the input's). Each batch
-  is checked as it arrives (an id, a title or abstract, no id twice); a repeated id across batches is not caught in
+  is checked as it arrives (an id, a title or abstract, no id twice). A repeated id across batches is not caught in
   a stream.
 - **The rank-sharded job as Ray tasks** (:func:`embed_with_ray_tasks`): :func:`~sciembed.jobs.embed.embed_to_file`
-  with ``rank`` / ``world_size`` as ``world_size`` Ray tasks that share ``<output>.partial``; the task that finishes
+  with ``rank`` / ``world_size`` as ``world_size`` Ray tasks that share ``<output>.partial``. The task that finishes
   the last shard assembles the output, in input order, and a failed run resumes with any number of tasks.
 
 Both take the encoder as a function that loads it (``lambda: Encoder.from_pretrained("my-model", max_length=512)``, a
 :class:`~sciembed.encoders.WindowedEncoder`, ...), called once in each actor or task, so any family, format or backend
 runs the same way as in one process. Ray is imported only here: sciembed runs without it. Connect to a cluster
-(``ray.init(address=...)``) before calling; without one Ray starts a local cluster on this machine (start it with
+(``ray.init(address=...)``) before calling. Without one Ray starts a local cluster on this machine (start it with
 ``include_dashboard=False`` where the machine is reachable: Ray's dashboard accepts jobs, CVE-2023-48022).
 """
 
@@ -35,9 +35,11 @@ EncoderLoader = Callable[[], Encoder]
 
 
 class PaperEmbedder:
-    """The callable class Ray Data's ``map_batches`` runs in each actor: loads the encoder once, then embeds each
-    batch of paper rows (``paper_id`` and the text columns) into the Arrow table of ``sciembed embed``'s Parquet
-    output (:func:`sciembed.io.embedding_table`).
+    """The callable class that Ray Data's ``map_batches`` runs in each actor.
+
+    The callable class Ray Data's ``map_batches`` runs in each actor: loads the encoder once, then embeds each batch of
+    paper rows (``paper_id`` and the text columns) into the Arrow table of ``sciembed embed``'s Parquet output
+    (:func:`sciembed.io.embedding_table`).
 
     Args:
         load: a function returning the encoder (default: the embedded all-MiniLM-L6-v2).
@@ -79,22 +81,22 @@ def embed_parquet_with_ray(
     Args:
         papers: Parquet with ``paper_id`` and the text columns (``title``, ``abstract``, any the encoder reads): a
             path or a URL Ray reads (``s3://...``).
-        output: a folder (or URL) that must not exist yet; Ray writes its part files there.
+        output: a folder (or URL) that must not exist yet. Ray writes its part files there.
         encoder: a function that loads the encoder, called once per actor.
         concurrency: actors, each holding one encoder.
         batch_size: papers per ``map_batches`` call.
         encode_batch_size: texts per forward pass (default: the encoder's).
-        num_cpus: CPUs reserved per actor; the actors must leave CPUs free for reading and writing.
+        num_cpus: CPUs reserved per actor. The actors must leave CPUs free for reading and writing.
         num_gpus: GPUs reserved per actor (give 1 with ``device="cuda"``: Ray hides the GPUs from actors that reserve
             none).
-        num_blocks: blocks the papers are split into before embedding (``Dataset.repartition``; default: as read,
-            one per file or a few small files in one, each embedded by one actor); at least ``concurrency`` for every
+        num_blocks: blocks the papers are split into before embedding (``Dataset.repartition``, default: as read,
+            one per file or a few small files in one, each embedded by one actor). At least ``concurrency`` for every
             actor to get batches.
 
     Raises:
         FileExistsError: a local ``output`` exists (no run replaces earlier results unasked), checked before Ray
             starts.
-        ValueError: the actors would hold every CPU of the cluster; the papers have no ``paper_id`` column, or
+        ValueError: the actors would hold every CPU of the cluster. The papers have no ``paper_id`` column, or
             neither ``title`` nor ``abstract``.
     """
     import ray
@@ -140,7 +142,7 @@ def embed_with_ray_tasks(
     resume: bool = False,
 ) -> list[EmbedReport]:
     """:func:`~sciembed.jobs.embed.embed_to_file` as ``world_size`` Ray tasks (ranks ``0 .. world_size - 1``) over
-    one output; returns each task's report.
+    one output. Returns each task's report.
 
     Args:
         papers: a paper file (any format :func:`~sciembed.data.papers.read_papers` reads) on a file system

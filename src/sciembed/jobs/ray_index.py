@@ -38,18 +38,18 @@ def index_with_ray(
     num_cpus: float = 1,
     overwrite: bool = False,
 ) -> list[Path]:
-    """Build the index of ``embeddings`` as ``parts`` Ray tasks over one training; return the index folder(s).
+    """Build the index of ``embeddings`` as ``parts`` Ray tasks over one training. Return the index folder(s).
 
     Args:
         embeddings: a ``sciembed embed`` output on a file system the cluster sees.
-        output: the merged index folder; the training and the parts are written to ``<output>.parts``.
+        output: the merged index folder. The training and the parts are written to ``<output>.parts``.
         parts: Ray tasks, each indexing one contiguous slice of the rows.
         kind: ``exact``, ``int8``, ``binary`` or ``pq``.
         seed: seeds the training sample, the k-means and the tuning queries.
         sample_size: vectors the training sample holds.
         target_recall: recall@10 the training index and each part are tuned to.
         model: the model that embedded the vectors, when the output carries no stamp.
-        merge: merge the parts into ``output`` (and delete them); else keep them for ``PaperIndex.load_shards``.
+        merge: merge the parts into ``output`` (and delete them). Else keep them for ``PaperIndex.load_shards``.
         num_cpus: CPUs reserved per task.
         overwrite: replace an index at ``output`` and its parts.
 

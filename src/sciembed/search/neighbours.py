@@ -3,7 +3,7 @@
 The papers (a papers file in any layout :func:`~sciembed.data.papers.read_papers` reads, a SMART collection
 such as CACM, or records) are embedded with a model (in its proximity format when it has one, as SciRepEval
 compares papers) or their vectors are read from an embedding file (``sciembed embed``'s ``.jsonl`` / ``.npy`` /
-``.parquet``, or a folder of Parquet parts); the vectors go into a faiss inner-product index over unit rows
+``.parquet``, or a folder of Parquet parts). The vectors go into a faiss inner-product index over unit rows
 (:func:`sciembed.data.knn.faiss_neighbours`: exact, float64 scores) and each query paper gets its ``top_k`` most
 similar other papers by cosine, with ids, titles and scores. Citation links (a SMART collection's ``.X``
 citations, or an edge list) mark the neighbours that cite or are cited by the query and give the share of such
@@ -17,7 +17,7 @@ Example::
     >>> result = sciembed.neighbours(encoder, "papers.jsonl")
     >>> result = sciembed.neighbours(papers="papers.jsonl", embeddings="vectors.npy")  # vectors from sciembed embed
     >>> result.neighbours_of("p1")[0]          # {"rank": 1, "paper_id": ..., "title": ..., "score": ...}
-    >>> result.write("neighbours.jsonl")       # one line per query paper; an existing file is refused
+    >>> result.write("neighbours.jsonl")       # one line per query paper. An existing file is refused
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ _SHOWN_IDS = 10
 
 
 class UnknownQueryError(KeyError, ValueError):
-    """Query ids that are not papers of the collection; ``unknown`` lists them all, in the order given."""
+    """Query ids that are not papers of the collection. ``unknown`` lists them all, in the order given."""
 
     def __init__(self, message: str, unknown: Sequence[str]):
         self.unknown = list(unknown)
@@ -77,7 +77,7 @@ class NeighboursResult:
     Attributes:
         source: what the papers were read from.
         model: the model that embedded them, or the embedding file read.
-        revision: the model's Hub commit (:attr:`~sciembed.Encoder.revision`; ``None`` for a local folder or vectors
+        revision: the model's Hub commit (:attr:`~sciembed.Encoder.revision`, ``None`` for a local folder or vectors
             read from a file).
         ids, titles: every searched paper, in collection order.
         query_rows: positions (into ``ids``) of the query papers, in the order asked.
@@ -312,11 +312,14 @@ def read_collection(
     smart_links: str = "cacm",
     text_fields: Sequence[str] = TEXT_FIELDS,
 ) -> Collection:
-    """The papers of a papers file in any layout :func:`~sciembed.data.papers.read_papers` reads (``.jsonl`` /
-    ``.json`` / ``.csv`` / ``.parquet``, a folder of Parquet parts, or a SMART collection: a folder holding one
-    ``*.all`` file, or the file, its ``.X`` citations read as ``smart_links`` says; a file's papers' ``text_fields``
-    checked), or given as records (a list, generator or pandas DataFrame, checked as a file's records are:
-    :func:`~sciembed.data.papers.paper_records`)."""
+    """The papers of a papers file or of records given in Python, checked.
+
+    The papers of a papers file in any layout :func:`~sciembed.data.papers.read_papers` reads (``.jsonl`` / ``.json`` /
+    ``.csv`` / ``.parquet``, a folder of Parquet parts, or a SMART collection: a folder holding one ``*.all`` file, or
+    the file, its ``.X`` citations read as ``smart_links`` says, a file's papers' ``text_fields`` checked), or given as
+    records (a list, generator or pandas DataFrame, checked as a file's records are:
+    :func:`~sciembed.data.papers.paper_records`).
+    """
     if not isinstance(papers, (str, os.PathLike)):
         given = paper_records(papers, id_field=id_field, skip_invalid=skip_invalid, text_fields=text_fields)
         _log_skipped(given.path, given.skipped)
@@ -371,7 +374,7 @@ def neighbours(
     """The ``top_k`` nearest neighbours (cosine) of the query papers among all papers of a collection.
 
     The model comes first, as in :func:`sciembed.encode`: ``neighbours(model, papers)``. ``neighbours(None, papers)``
-    or ``neighbours(papers=papers)`` embeds with the default model; ``neighbours(papers=papers, embeddings=file)``
+    or ``neighbours(papers=papers)`` embeds with the default model. ``neighbours(papers=papers, embeddings=file)``
     reads the vectors instead. A model with options (device, max_length, pooling, backend, revision, ...) is loaded
     first with :meth:`sciembed.Encoder.from_pretrained` and passed.
 
@@ -387,11 +390,11 @@ def neighbours(
             each record with an id no other has, checked as a file's records are:
             :func:`~sciembed.data.papers.paper_records`).
         top_k: neighbours per query paper.
-        query_ids: the query papers (default: every paper), in the order the result lists them; one id (a string
+        query_ids: the query papers (default: every paper), in the order the result lists them. One id (a string
             or an integer) is one query paper. Ids that are not papers of the collection are an error naming them,
             raised before anything is embedded.
         embeddings: read the vectors from this embedding file (``.jsonl`` / ``.npy`` / ``.parquet``, or a folder of
-            Parquet parts, as ``sciembed embed`` writes) instead of embedding; it must hold a vector for every paper
+            Parquet parts, as ``sciembed embed`` writes) instead of embedding. It must hold a vector for every paper
             (extra vectors are ignored).
         citations: citation links to mark among the neighbours: an edge list file (CSV / TSV with a
             ``citing,cited`` header, or SNAP's lines) or (citing, cited) pairs. A SMART collection brings its own.
@@ -402,20 +405,20 @@ def neighbours(
             :func:`~sciembed.data.smart.read_smart_collection`).
         ivf: search an inverted-file index instead of the exact one (large collections).
         index: search this paper index (a :class:`~sciembed.PaperIndex` or its folder) instead of embedding: the
-            results are those of ``PaperIndex.search(ids=...)``; its papers must be papers of ``papers``.
+            results are those of ``PaperIndex.search(ids=...)``. Its papers must be papers of ``papers``.
         batch_size: texts per forward pass (default: the encoder's).
         show_progress_bar: show progress while embedding (``None``: when the ``sciembed`` logger shows INFO).
-        text_fields: the paper fields that make a paper's text, in order (default: title and abstract); a papers
+        text_fields: the paper fields that make a paper's text, in order (default: title and abstract). A papers
             file's are checked as it is read, before the model loads.
 
     Raises:
-        UnknownQueryError: query ids that are not papers of the collection (a KeyError and a ValueError; the
+        UnknownQueryError: query ids that are not papers of the collection (a KeyError and a ValueError, the
             message counts and names them).
         ValueError: papers without a vector in ``embeddings`` (unless ``skip_invalid``), fewer than two papers,
-            ``top_k < 1``; readers' errors name the file, line and id
+            ``top_k < 1``. readers' errors name the file, line and id
             (:class:`~sciembed.data.papers.InvalidPaperError`), for records their position.
-        TypeError: ``papers`` or ``query_ids`` of a type not taken (a text among the records, bytes, a number, ...);
-            the papers given where the model goes (first), or an encoder where the papers go; an encoder option
+        TypeError: ``papers`` or ``query_ids`` of a type not taken (a text among the records, bytes, a number, ...).
+            The papers given where the model goes (first), or an encoder where the papers go. An encoder option
             (``device=``, ``pooling=``, ...), naming :meth:`sciembed.Encoder.from_pretrained`.
     """
     refuse_encoder_options("neighbours", removed)
@@ -534,8 +537,11 @@ def _index_neighbours(
 
 
 def _check_order(model: Any, papers: Any) -> None:
-    """Refuse papers where the model goes (records, a file, a SMART collection, a name ending as a papers file does)
-    and an encoder where the papers go."""
+    """Refuse papers given where the model goes, and an encoder where the papers go.
+
+    Refuse papers where the model goes (records, a file, a SMART collection, a name ending as a papers file does) and
+    an encoder where the papers go.
+    """
     order = (
         "neighbours(model, papers, ...) takes the model first (None for the embedded all-MiniLM-L6-v2, or "
         "neighbours(papers=..., embeddings=...) for vectors read from a file)"
