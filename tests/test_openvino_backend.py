@@ -56,6 +56,18 @@ def test_a_plain_encoder_gives_pytorch_s_vectors_and_converts_once(tiny_bert, tm
     )
 
 
+def test_fp32_runs_float32_products_where_the_cpu_has_bf16(tiny_bert, tmp_path):
+    _, openvino = both(tiny_bert, tmp_path)
+    openvino.encode(TEXTS, show_progress_bar=False)
+    [model] = openvino._engine._models.values()
+    assert str(model.compiled.get_property("INFERENCE_PRECISION_HINT")) == "<Type: 'float32'>"
+    layers = [op.get_rt_info() for op in model.compiled.get_runtime_model().get_ordered_ops()]
+    products = [
+        info["runtimePrecision"].astype(str) for info in layers if info["layerType"].astype(str) == "FullyConnected"
+    ]
+    assert products and set(products) == {"f32"}
+
+
 def test_a_sentence_transformers_model_gives_its_own_vectors(tiny_st_base, tmp_path):
     assert_same_vectors(*both(tiny_st_base, tmp_path))
 

@@ -1,0 +1,187 @@
+"""Engine settings of the ONNX and OpenVINO backends, each timed against ``SentenceTransformer.encode``.
+
+Every variant embeds the same distinct real papers through :meth:`sciembed.PaperEncoder.encode`, its engine
+swapped for the variant's session. Each timed run of a variant follows a run of the reference, so each ratio
+is read from neighbouring runs. The int8 models are built as the backends build them; OpenVINO's int8 is
+calibrated on real papers outside the timed set. The JSON records each variant's ratio per round, the smallest
+cosine of its vectors to the reference's, the CPU flags and the load average.
+
+    python benchmarks/int8_variants.py --data ../shared/data --output benchmarks/results/int8_variants.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from embed_scale import machine
+from encode_speed import min_cosine
+from real_papers import distinct_papers, real_papers
+
+import sciembed
+from sciembed import PaperEncoder, onnx_backend, openvino_backend
+from sciembed.onnx_backend import cpu_flags, cpu_threads
+
+Engine = Literal["onnx", "openvino"]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One engine setting: the backend, the model file and the session options."""
+
+    engine: Engine
+    model: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+VARIANTS = {
+    "onnx_fp32": Variant("onnx", onnx_backend.FP32_FILE),
+    "onnx_int8": Variant("onnx", onnx_backend.INT8_FILE),
+    "openvino_fp32": Variant("openvino", "model.xml", {"INFERENCE_PRECISION_HINT": "f32"}),
+    "openvino_bf16": Variant("openvino", "model.xml", {"INFERENCE_PRECISION_HINT": "bf16"}),
+    "openvino_int8": Variant("openvino", "model_int8.xml", {"INFERENCE_PRECISION_HINT": "f32"}),
+    "openvino_int8_bf16": Variant("openvino", "model_int8.xml", {"INFERENCE_PRECISION_HINT": "bf16"}),
+    "openvino_int8_throughput": Variant(
+        "openvino", "model_int8.xml", {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "THROUGHPUT"}
+    ),
+}
+
+
+def session(variant: Variant, folder: Path) -> Callable[[Mapping[str, Any]], np.ndarray]:
+    """A session running ``variant``'s model in ``folder``: batch inputs to float32 vectors."""
+    if variant.engine == "onnx":
+        return onnx_backend.OnnxSession(folder / variant.model)
+    import openvino as ov
+
+    config = {"INFERENCE_NUM_THREADS": cpu_threads(), "PERFORMANCE_HINT": "LATENCY", **variant.options}
+    compiled = ov.Core().compile_model(str(folder / variant.model), "CPU", config)
+    request = compiled.create_infer_request()
+    names = [port.get_any_name() for port in compiled.inputs]
+
+    def run(features: Mapping[str, Any]) -> np.ndarray:
+        feed = {name: features[name].numpy() for name in names}
+        return np.array(request.infer(feed)[compiled.output(0)], dtype=np.float32)
+
+    return run
+
+
+def build(path: str, work: Path, calibration: list[dict], max_length: int) -> dict[Engine, PaperEncoder]:
+    """The ONNX and OpenVINO encoders of ``path`` with their fp32 and int8 models built in ``work``."""
+    encoders: dict[Engine, PaperEncoder] = {
+        "onnx": PaperEncoder.from_pretrained(
+            path, device="cpu", max_length=max_length, backend="onnx", onnx_cache=work / "onnx"
+        ),
+        "openvino": PaperEncoder.from_pretrained(
+            path, device="cpu", max_length=max_length, backend="openvino", openvino_cache=work / "openvino"
+        ),
+    }
+    onnx_backend.quantize(onnx_backend.export_folder(encoders["onnx"], work / "onnx"))
+    folder = openvino_backend.model_folder(encoders["openvino"], work / "openvino")
+    texts = encoders["openvino"].texts(calibration)
+    openvino_backend.quantize(folder, "int8", encoders["openvino"], texts, subset_size=len(texts))
+    for encoder in encoders.values():
+        encoder.encode(["warm up"], show_progress_bar=False)
+    return encoders
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="the shared data folder")
+    parser.add_argument("--papers", type=int, default=300, help="distinct papers timed")
+    parser.add_argument("--calibration", type=int, default=300, help="papers OpenVINO int8 is calibrated on")
+    parser.add_argument("--rounds", type=int, default=3, help="timed runs of each variant")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max-length", type=int, default=256)
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated names of VARIANTS")
+    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "int8_variants.json")
+    args = parser.parse_args()
+    names = args.variants.split(",")
+    unknown = sorted(set(names) - set(VARIANTS))
+    if unknown:
+        parser.error(f"unknown variants {unknown}; choose from {sorted(VARIANTS)}")
+
+    from sentence_transformers import SentenceTransformer
+
+    load_start = [round(x, 2) for x in os.getloadavg()]
+    papers, source = distinct_papers(args.data, args.papers)
+    timed = {paper["paper_id"] for paper in papers}
+    others = [paper for paper in real_papers(args.data) if paper["paper_id"] not in timed]
+    rng = np.random.default_rng(1)
+    calibration_papers = [others[i] for i in rng.choice(len(others), args.calibration, replace=False)]
+    path = sciembed.default_model_path()
+    reference = SentenceTransformer(path, device="cpu")
+    reference.max_seq_length = args.max_length
+    with tempfile.TemporaryDirectory(prefix="int8-variants-") as work:
+        encoders = build(path, Path(work), calibration_papers, args.max_length)
+        texts = encoders["onnx"].texts(papers)
+
+        def encode_with(name: str) -> Callable[[], np.ndarray]:
+            variant = VARIANTS[name]
+            encoder = encoders[variant.engine]
+            folder = Path(work) / variant.engine / encoder.model_fingerprint()[:32]
+            chosen = session(variant, folder)
+
+            def run() -> np.ndarray:
+                # The variant's session replaces the backend's own (one per format; this encoder has one).
+                cache = encoder._engine._sessions if variant.engine == "onnx" else encoder._engine._models
+                for key in cache:
+                    cache[key] = chosen
+                return encoder.encode(papers, batch_size=args.batch_size, show_progress_bar=False)
+
+            return run
+
+        runs = {name: encode_with(name) for name in names}
+        for run in runs.values():
+            run()
+        times: dict[str, list[float]] = {name: [] for name in ["st_pytorch", *names]}
+        vectors: dict[str, np.ndarray] = {}
+        for _ in range(args.rounds):
+            for name in names:
+                for label, run in (
+                    ("st_pytorch", lambda: reference.encode(texts, batch_size=args.batch_size)),
+                    (name, runs[name]),
+                ):
+                    start = time.perf_counter()
+                    vectors[label] = np.asarray(run())
+                    times[label].append(time.perf_counter() - start)
+                print(name, round(times["st_pytorch"][-1] / times[name][-1], 2), flush=True)
+    result = {
+        "benchmark": "int8_variants",
+        "data": source,
+        "papers": len(papers),
+        "calibration_papers": args.calibration,
+        "batch_size": args.batch_size,
+        "max_length": args.max_length,
+        "st_pytorch_median_docs_per_s": round(len(papers) / statistics.median(times["st_pytorch"]), 2),
+        "variants": {
+            name: {
+                **VARIANTS[name].__dict__,
+                "ratio_to_st_pytorch_by_round": [
+                    round(reference_time / own, 3)
+                    for reference_time, own in zip(times["st_pytorch"][i :: len(names)], times[name])
+                ],
+                "median_docs_per_s": round(len(papers) / statistics.median(times[name]), 2),
+                "min_cosine_to_st_pytorch": round(min_cosine(vectors[name], vectors["st_pytorch"]), 6),
+            }
+            for i, name in enumerate(names)
+        },
+        "load_average_1_5_15_min": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
+        "threads": cpu_threads(),
+        "cpu": {**machine(), "flags": cpu_flags()},
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()
