@@ -130,7 +130,7 @@ def collections(data: Path, cache: Path, names: list[str], arxiv_papers: int | N
             "counts": {
                 "files": ["cacm/cacm.all"],
                 "read": len(cacm.papers),
-                "skipped": [str(problem) for problem in cacm.skipped],
+                "skipped": skipped_records(cacm.skipped, data),
             },
         }
     if {"hepth", "union"} & set(names):
@@ -218,7 +218,7 @@ def source_papers(data: Path, source: Source, sample: int | None, seed: int) -> 
     for file in source.files:
         read = read_papers(data / file, skip_invalid=True)
         counts["read"] += len(read.papers)
-        counts["skipped"] += [str(problem) for problem in read.skipped]
+        counts["skipped"] += skipped_records(read.skipped, data)
         for paper in read.papers:
             paper_id = arxiv_id(paper["paper_id"]) if source.arxiv_ids else paper["paper_id"]
             if paper_id in papers:
@@ -233,6 +233,11 @@ def source_papers(data: Path, source: Source, sample: int | None, seed: int) -> 
         counts["sampled_from"] = len(kept)
         kept = [kept[row] for row in rows]
     return kept, counts
+
+
+def skipped_records(problems: list, data: Path) -> list[str]:
+    """The skipped records as text, their files named relative to the data folder."""
+    return [str(problem).replace(f"{data}{os.sep}", "") for problem in problems]
 
 
 def arxiv_id(paper_id: str) -> str:
