@@ -263,6 +263,8 @@ def index_quality_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
         note = f"Targets missed: {'; '.join(missed)}." if missed else "Every target of the issue holds."
         members = f", the union of {', '.join(collection['members'])}" if collection.get("members") else ""
         caveat = f" Only {collection['note']}." if collection.get("note") else ""
+        if collection.get("kinds_not_measured"):
+            caveat += f" Not measured in this run: {', '.join(collection['kinds_not_measured'])}."
         parts.append(
             f"**{name}** ({collection['papers']} papers{members}, d = {collection['dim']}; load average "
             f"{load_text(collection.get('load_average_start'))}).{caveat} What each kind keeps of exact search on "

@@ -119,6 +119,7 @@ def test_index_quality_refuses_a_bad_sample_size_collection_or_keep_before_any_w
     for *bad, message in (
         ("--arxiv-papers", "0", "give a positive number of papers, or 'all'"),
         ("--collections", "hep-th", "invalid choice: 'hep-th'"),
+        ("--kinds", "hnsw", "invalid choice: 'hnsw'"),
         ("--overwrite", "--keep-others", "does not exist, so there are no other collections to keep"),
     ):
         done = run_scale(*cache, *bad, script="index_quality.py")
@@ -133,6 +134,9 @@ def test_the_benchmark_page_shows_the_union_s_papers_per_source():
         "arxiv": {"read": 4000, "repeated_ids": 28, "skipped": [], "sampled_from": 3972, "papers": 500},
         "scirepeval": {"read": 411, "skipped": [], "papers": 411, "left_out": ["search_small.jsonl: not papers"]},
     }
-    text = render_docs.union_sources_text(members)
+    kinds = {"exact": {"recall_at_10": 1.0, "ram_bytes_per_paper": 1536, "targets": {}}}
+    union = {"papers": 4114, "dim": 384, "kinds": kinds, "members": members, "kinds_not_measured": ["pq"]}
+    text, images = render_docs.index_quality_section({"collections": {"union": union}})
     assert "| arxiv | 4000 | 28 | 0 | 3972 | 500 |" in text and "| cacm | 3203 | 0 | 1 |  | 3203 |" in text
-    assert "Left out: scirepeval: search_small.jsonl: not papers." in text
+    assert "Left out: scirepeval: search_small.jsonl: not papers." in text and "Not measured in this run: pq." in text
+    assert [name for name, _ in images] == ["index_quality.png"]
