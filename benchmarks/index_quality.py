@@ -1,11 +1,14 @@
 """The paper index's quality on real vectors: every kind against exact ``IndexFlatIP`` in the same run and threads.
 
-The embedded MiniLM embeds CACM, every linked hep-th paper, and the other shared collections with text (``OTHERS``)
-once into ``--cache`` (``sciembed embed``; later runs reuse the files); the union holds them all. For each kind this
-measures recall@10 against exact search, bytes per paper in RAM and on disk, the one-thread query and build times as
-ratios of exact's, CACM cite MAP on the vectors the index scores with (``evaluate`` on the decoded codes) against
-float32, and on hep-th the share of the top 10 neighbours that cite or are cited by the query, against exact's share.
-The issue's targets are recorded with whether each holds, and the results are written after each collection.
+The embedded MiniLM embeds CACM, every linked hep-th paper and the other shared collections with text
+(``UNION_SOURCES``) once into ``--cache`` (``sciembed embed``; later runs reuse the files). The union holds every
+source's papers, deduplicated by id within the source and prefixed by its name, with the count per source and what was
+skipped. arXiv is a seeded sample of ``--arxiv-papers`` papers (``--arxiv-papers all`` embeds every one).
+For each kind this measures recall@10 against exact search, bytes per paper in RAM and on disk, the one-thread query
+and build times as ratios of exact's, CACM cite MAP on the vectors the index scores with (``evaluate`` on the decoded
+codes) against float32, and on hep-th the share of the top 10 neighbours that cite or are cited by the query, against
+exact's share. The issue's targets are recorded with whether each holds, and the results are written after each
+collection.
 
     python benchmarks/index_quality.py --data ../shared/data --cache /work/cache/index-bench
 """
@@ -16,10 +19,12 @@ import argparse
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,15 +33,45 @@ from embed_scale import machine
 from sciembed.io import atomic_path, write_embeddings
 
 KINDS = ("exact", "int8", "binary", "pq")
-#: The other shared collections with text that the union holds besides CACM and hep-th: name -> file under --data.
-OTHERS = {
-    "arxiv-kaggle": "arxiv-metadata/kaggle-first-2000/arxiv_data.csv",
-    "arxiv-random": "arxiv-metadata/random-2007-2008/arxiv_sample.csv",
-    "s2orc": "s2orc-sample/data/metadata/sample.jsonl",
-    "scirepeval-fos": "scirepeval-samples/fos_small.json",
-    "scirepeval-mesh": "scirepeval-samples/mesh_small.json",
-    "specter": "specter/sample-metadata.json",
+COLLECTIONS = ("cacm", "hepth", "union")
+
+
+@dataclass(frozen=True)
+class Source:
+    """One shared collection of the union besides CACM and hep-th.
+
+    Args:
+        files: its paper files under ``--data``, read in order (a repeated id keeps the first).
+        sampled: whether ``--arxiv-papers`` samples it.
+        arxiv_ids: whether its ids are arXiv ids, some damaged upstream (:func:`arxiv_id` repairs them).
+        left_out: files of the collection that hold no paper records, and why they are left out.
+    """
+
+    files: tuple[str, ...]
+    sampled: bool = False
+    arxiv_ids: bool = False
+    left_out: tuple[str, ...] = ()
+
+
+#: The other shared collections with text that the union holds besides CACM and hep-th.
+UNION_SOURCES = {
+    "arxiv": Source(
+        ("arxiv-metadata/kaggle-first-2000/arxiv_data.csv", "arxiv-metadata/random-2007-2008/arxiv_sample.csv"),
+        sampled=True,
+        arxiv_ids=True,
+    ),
+    "s2orc": Source(("s2orc-sample/data/metadata/sample.jsonl",)),
+    "scirepeval": Source(
+        ("scirepeval-samples/fos_small.json", "scirepeval-samples/mesh_small.json"),
+        left_out=(
+            "scirepeval-samples/specter_small.json: citation triplets, not paper records",
+            "scirepeval-samples/search_small.jsonl: search sessions, not paper records",
+        ),
+    ),
+    "specter": Source(("specter/sample-metadata.json", "specter/training/metadata.json")),
 }
+#: An arXiv id that a float conversion damaged upstream: ``704.2`` is ``0704.2000``.
+DAMAGED_ARXIV_ID = re.compile(r"(\d{3,4})\.(\d{1,4})")
 #: Queries timed per kind, the same for every kind.
 TIMED_QUERIES = 1000
 TOP_K = 10
@@ -73,8 +108,16 @@ def embedded(papers: Path, output: Path) -> Path:
     return output
 
 
-def collections(data: Path, cache: Path, names: list[str]) -> dict[str, dict]:
-    """The collections in ``names``: their vectors (``.npy`` in ``cache``) and citation links (id -> linked ids)."""
+def collections(data: Path, cache: Path, names: list[str], arxiv_papers: int | None, seed: int) -> dict[str, dict]:
+    """The collections in ``names``: their vectors (``.npy`` in ``cache``) and citation links (id -> linked ids).
+
+    Args:
+        data: the shared data folder.
+        cache: the folder of embedded vectors, reused by later runs.
+        names: ``cacm``, ``hepth`` and ``union``.
+        arxiv_papers: the size of the union's seeded arXiv sample, ``None`` for every arXiv paper.
+        seed: seeds the arXiv sample.
+    """
     from sciembed.data.smart import CACM_CITATION, read_smart_collection
 
     cache.mkdir(parents=True, exist_ok=True)
@@ -84,6 +127,11 @@ def collections(data: Path, cache: Path, names: list[str]) -> dict[str, dict]:
         found["cacm"] = {
             "vectors": embedded(data / "cacm", cache / "cacm.npy"),
             "links": cacm.neighbours(CACM_CITATION),
+            "counts": {
+                "files": ["cacm/cacm.all"],
+                "read": len(cacm.papers),
+                "skipped": skipped_records(cacm.skipped, data),
+            },
         }
     if {"hepth", "union"} & set(names):
         hepth = hepth_source(data, cache)
@@ -92,20 +140,110 @@ def collections(data: Path, cache: Path, names: list[str]) -> dict[str, dict]:
         if not papers.is_file():
             with open(cache / "hepth-all.jsonl", encoding="utf-8") as lines, atomic_path(papers) as temporary:
                 temporary.write_text("".join(line for line in lines if json.loads(line)["paper_id"] in linked))
-        found["hepth"] = {"vectors": embedded(papers, cache / "hepth.npy"), "links": hepth.neighbours()}
+        left = f"{len(hepth.papers) - len(linked)} abstracts that no citation link names (only linked papers are kept)"
+        files = ["hepth/abstracts", "hepth/citations-2000-2002", "hepth/citations-1992-2001-prefix"]
+        counts = {"files": files, "read": len(hepth.papers), "skipped": [], "left_out": [left]}
+        found["hepth"] = {
+            "vectors": embedded(papers, cache / "hepth.npy"),
+            "links": hepth.neighbours(),
+            "counts": counts,
+        }
     if "union" in names:
-        union = cache / "union.npy"
-        members = {name: found[name]["vectors"] for name in ("cacm", "hepth")}
-        members.update({name: embedded(data / path, cache / f"{name}.npy") for name, path in OTHERS.items()})
-        if not union.is_file():
-            from sciembed.io import read_embeddings
-
-            parts = {name: read_embeddings(path) for name, path in members.items()}
-            ids = [f"{name}:{paper_id}" for name, (own, _) in parts.items() for paper_id in own]
-            matrix = np.vstack([vectors for _, vectors in parts.values()])
-            write_embeddings(union, [(ids, matrix)], total=len(ids), dim=matrix.shape[1])
-        found["union"] = {"vectors": union, "links": None, "members": list(members)}
+        found["union"] = union(data, cache, found, arxiv_papers, seed)
     return found
+
+
+def union(data: Path, cache: Path, found: dict[str, dict], arxiv_papers: int | None, seed: int) -> dict:
+    """The union of CACM, hep-th and ``UNION_SOURCES``: ids prefixed by source, with each source's counts.
+
+    Args:
+        data: the shared data folder.
+        cache: the folder of embedded vectors.
+        found: CACM's and hep-th's vectors and counts (:func:`collections`).
+        arxiv_papers: the size of the seeded arXiv sample, ``None`` for every arXiv paper.
+        seed: seeds the arXiv sample.
+    """
+    from sciembed.io import read_embeddings
+
+    members = {name: (found[name]["vectors"], found[name]["counts"]) for name in ("cacm", "hepth")}
+    for name, source in UNION_SOURCES.items():
+        members[name] = source_vectors(data, cache, name, arxiv_papers if source.sampled else None, seed)
+    parts = {name: read_embeddings(vectors) for name, (vectors, _) in members.items()}
+    described = {
+        name: {**counts, "papers": len(parts[name][0]), "vectors": Path(vectors).name}
+        for name, (vectors, counts) in members.items()
+    }
+    output, described_file = cache / "union.npy", cache / "union.members.json"
+    if not output.is_file() or not described_file.is_file() or json.loads(described_file.read_text()) != described:
+        ids = [f"{name}:{paper_id}" for name, (own, _) in parts.items() for paper_id in own]
+        matrix = np.vstack([vectors for _, vectors in parts.values()])
+        write_embeddings(output, [(ids, matrix)], total=len(ids), dim=matrix.shape[1])
+        with atomic_path(described_file) as temporary:
+            temporary.write_text(json.dumps(described, indent=1), encoding="utf-8")
+    return {"vectors": output, "links": None, "members": described}
+
+
+def source_vectors(data: Path, cache: Path, name: str, sample: int | None, seed: int) -> tuple[Path, dict]:
+    """The vectors of one of ``UNION_SOURCES`` (embedded into ``cache`` unless there already) and its counts.
+
+    Args:
+        data: the shared data folder.
+        cache: the folder of embedded vectors.
+        name: the source's name in ``UNION_SOURCES``.
+        sample: the size of a seeded sample of its papers, ``None`` for all of them.
+        seed: seeds the sample.
+    """
+    papers, counts = source_papers(data, UNION_SOURCES[name], sample, seed)
+    stem = f"union-{name}" + (f"-{sample}-seed{seed}" if "sampled_from" in counts else "")
+    records = cache / f"{stem}.jsonl"
+    if not records.is_file():
+        with atomic_path(records) as temporary:
+            temporary.write_text("".join(json.dumps(paper) + "\n" for paper in papers), encoding="utf-8")
+    return embedded(records, cache / f"{stem}.npy"), counts
+
+
+def source_papers(data: Path, source: Source, sample: int | None, seed: int) -> tuple[list[dict], dict]:
+    """One source's papers (id, title, abstract), deduplicated by id, and what was read, skipped and sampled.
+
+    Args:
+        data: the shared data folder.
+        source: the source's files.
+        sample: the size of a seeded sample of its papers, ``None`` for all of them.
+        seed: seeds the sample.
+    """
+    from sciembed.data.papers import read_papers
+
+    papers: dict[str, dict] = {}
+    counts: dict = {"files": list(source.files), "read": 0, "skipped": [], "repeated_ids": 0}
+    for file in source.files:
+        read = read_papers(data / file, skip_invalid=True)
+        counts["read"] += len(read.papers)
+        counts["skipped"] += skipped_records(read.skipped, data)
+        for paper in read.papers:
+            paper_id = arxiv_id(paper["paper_id"]) if source.arxiv_ids else paper["paper_id"]
+            if paper_id in papers:
+                counts["repeated_ids"] += 1
+            else:
+                papers[paper_id] = {"paper_id": paper_id, **{k: paper.get(k) or "" for k in ("title", "abstract")}}
+    if source.left_out:
+        counts["left_out"] = list(source.left_out)
+    kept = list(papers.values())
+    if sample is not None and sample < len(kept):
+        rows = np.sort(np.random.default_rng(seed).choice(len(kept), sample, replace=False))
+        counts["sampled_from"] = len(kept)
+        kept = [kept[row] for row in rows]
+    return kept, counts
+
+
+def skipped_records(problems: list, data: Path) -> list[str]:
+    """The skipped records as text, their files named relative to the data folder."""
+    return [str(problem).replace(f"{data}{os.sep}", "") for problem in problems]
+
+
+def arxiv_id(paper_id: str) -> str:
+    """The arXiv id ``paper_id`` stands for, repairing one a float conversion damaged (``704.2``: ``0704.2000``)."""
+    damaged = DAMAGED_ARXIV_ID.fullmatch(paper_id)
+    return f"{damaged[1].zfill(4)}.{damaged[2].ljust(4, '0')}" if damaged else paper_id
 
 
 def exact_neighbours(vectors: np.ndarray, query_rows: np.ndarray) -> tuple[np.ndarray, float]:
@@ -141,7 +279,7 @@ def cite_map(vectors: Path, suite) -> float:
     return float(metrics.get("map", metrics.get("MAP", next(iter(metrics.values())))))
 
 
-def measure(name: str, collection: dict, suite, workdir: Path, seed: int) -> dict:
+def measure(name: str, collection: dict, suite, workdir: Path, seed: int, kinds: tuple[str, ...] = KINDS) -> dict:
     """Every kind's measures on one collection, against exact ``IndexFlatIP`` in the same run."""
     import faiss
 
@@ -164,7 +302,7 @@ def measure(name: str, collection: dict, suite, workdir: Path, seed: int) -> dic
     exact_share = linked_share(truth, query_rows, ids, links) if links is not None else None
     float_map = cite_map(collection["vectors"], suite) if suite is not None else None
     build_exact = None
-    for kind in KINDS:
+    for kind in ("exact", *(kind for kind in kinds if kind != "exact")):  # exact first: the others' baseline
         folder = workdir / f"{name}-{kind}"
         started = time.perf_counter()
         index = PaperIndex.build(collection["vectors"], folder, kind=kind, seed=seed, overwrite=True)
@@ -197,6 +335,7 @@ def measure(name: str, collection: dict, suite, workdir: Path, seed: int) -> dic
         row["targets"] = targets(kind, row, vectors.shape[1], pq_m=_pq_m(m.factory))
         result["kinds"][kind] = row
         print(name, kind, json.dumps(row), flush=True)
+    result["kinds_not_measured"] = [kind for kind in KINDS if kind not in result["kinds"]]
     result["exact_citation_share"] = exact_share
     result["float32_cacm_cite_map"] = float_map
     return result
@@ -248,30 +387,71 @@ def write_report(output: Path, results: dict, seed: int, load_start: list[float]
         temporary.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 
 
+def arxiv_sample(value: str) -> int | None:
+    """``--arxiv-papers``: a positive count, or ``all`` (``None``)."""
+    if value == "all":
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r}: give a positive number of papers, or 'all'")
+    return int(value)
+
+
+def described(collection: dict, arxiv_papers: int | None) -> dict:
+    """What a collection's results say of its sources: counts, skipped records, and a sample if one was drawn."""
+    members = collection.get("members")
+    if not members:
+        return {"source": collection["counts"]} if "counts" in collection else {}
+    sampled = {name: counts["sampled_from"] for name, counts in members.items() if "sampled_from" in counts}
+    notes = [
+        f"a seeded sample of {arxiv_papers} of {name}'s {total} papers is embedded (--arxiv-papers all embeds all)"
+        for name, total in sampled.items()
+    ]
+    return {"members": members, **({"note": "; ".join(notes)} if notes else {})}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="folder holding cacm/ and hepth/")
     parser.add_argument("--cache", type=Path, required=True, help="folder for the embedded vectors, reused by reruns")
-    parser.add_argument("--collections", nargs="+", default=["cacm", "hepth", "union"], help="collections to measure")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--collections", nargs="+", choices=COLLECTIONS, default=list(COLLECTIONS), help="to measure")
+    parser.add_argument(
+        "--kinds", nargs="+", choices=KINDS, default=list(KINDS), help="index kinds to measure (exact always is)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seeds the query sample and the union's arXiv sample")
+    parser.add_argument(
+        "--arxiv-papers",
+        type=arxiv_sample,
+        default=500,
+        help="the size of the union's seeded arXiv sample, or 'all' for every arXiv paper (default 500)",
+    )
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "index_quality.json")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    parser.add_argument(
+        "--keep-others",
+        action="store_true",
+        help="with --overwrite, keep the collections of --output that this run does not measure",
+    )
     args = parser.parse_args()
     if args.output.exists() and not args.overwrite:
         parser.error(f"{args.output} exists: pass --overwrite to replace it, or another --output")
+    if args.keep_others and not args.output.is_file():
+        parser.error(f"--keep-others: {args.output} does not exist, so there are no other collections to keep")
     logging.basicConfig(level=logging.WARNING)
     from sciembed.evaluation.loaders import load_tasks
 
-    found = collections(args.data, args.cache, args.collections)
+    found = collections(args.data, args.cache, args.collections, args.arxiv_papers, args.seed)
     suite = load_tasks("cacm", args.data / "cacm", tasks=["cite"], skip_invalid=True)
     load_start = [round(x, 2) for x in os.getloadavg()]
     results = {}
+    if args.keep_others:
+        results = json.loads(args.output.read_text(encoding="utf-8"))["collections"]
     with tempfile.TemporaryDirectory(dir=args.cache) as workdir:
         for name in args.collections:
-            results[name] = measure(name, found[name], suite if name == "cacm" else None, Path(workdir), args.seed)
-            if "members" in found[name]:
-                results[name]["members"] = found[name]["members"]
-            write_report(args.output, results, args.seed, load_start)  # each collection's results as they come
+            own_suite = suite if name == "cacm" else None
+            results[name] = measure(name, found[name], own_suite, Path(workdir), args.seed, tuple(args.kinds))
+            results[name].update(described(found[name], args.arxiv_papers))
+            ordered = {name: results[name] for name in COLLECTIONS if name in results}
+            write_report(args.output, ordered, args.seed, load_start)  # each collection's results as they come
     print(f"wrote {args.output}")
 
 

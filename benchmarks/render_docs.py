@@ -316,15 +316,31 @@ def index_quality_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
         note = f"Targets missed: {'; '.join(missed)}." if missed else "Every target of the issue holds."
         members = f", the union of {', '.join(collection['members'])}" if collection.get("members") else ""
         caveat = f" Only {collection['note']}." if collection.get("note") else ""
+        if collection.get("kinds_not_measured"):
+            caveat += f" Not measured in this run: {', '.join(collection['kinds_not_measured'])}."
         parts.append(
             f"**{name}** ({collection['papers']} papers{members}, d = {collection['dim']}; load average "
             f"{load_text(collection.get('load_average_start'))}).{caveat} What each kind keeps of exact search on "
             f"these papers, for the bytes it spends. {note}\n\n" + markdown_table(["kind", *shown], rows)
         )
+        if collection.get("members"):
+            parts.append(union_sources_text(collection["members"]))
         recall_bytes_axis(axis, kinds, f"{name} ({collection['papers']} papers)")
     axes[0][0].set_ylabel("recall@10 against exact")
     axes[0][0].legend(fontsize=7)
     return "\n\n".join(parts), [("index_quality.png", figure_png(figure))]
+
+
+def union_sources_text(members: dict[str, dict[str, Any]]) -> str:
+    """The union's papers per source: records read, repeated ids, skipped records, the sample and what is kept."""
+    header = ["source", "records read", "repeated ids dropped", "records skipped", "sampled from", "papers"]
+    rows = [
+        [name, m.get("read"), m.get("repeated_ids", 0), len(m.get("skipped", [])), m.get("sampled_from"), m["papers"]]
+        for name, m in members.items()
+    ]
+    left_out = [f"{name}: {item}" for name, m in members.items() for item in m.get("left_out", [])]
+    text = "The union's papers per source, ids prefixed by source and deduplicated within it.\n\n"
+    return text + markdown_table(header, rows) + (f"\n\nLeft out: {'; '.join(left_out)}." if left_out else "")
 
 
 def load_text(load: list[float] | None) -> str:

@@ -17,10 +17,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_scale(*args: str) -> subprocess.CompletedProcess:
+def run_scale(*args: str, script: str = "index_scale.py") -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    script = ROOT / "benchmarks" / "index_scale.py"
-    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, env=env, check=False)
+    path = ROOT / "benchmarks" / script
+    return subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True, env=env, check=False)
 
 
 def test_index_scale_writes_every_measure_and_target(tmp_path):
@@ -52,14 +52,14 @@ def test_index_scale_dry_run_takes_the_steps_of_a_larger_size_on_fewer_papers(tm
     assert projected["binary_query_ms"] > report["kinds"]["binary"]["query_ms"]
 
 
-def index_scale_module():
-    """``benchmarks/index_scale.py`` (not a package)."""
+def benchmark_module(name: str = "index_scale"):
+    """``benchmarks/<name>.py`` (not a package)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    return importlib.import_module("index_scale")
+    return importlib.import_module(name)
 
 
 def test_synthetic_papers_keep_the_clusters_of_the_vectors_they_are_fitted_to():
-    scale = index_scale_module()
+    scale = benchmark_module()
     rng = np.random.default_rng(0)
     centres = rng.standard_normal((60, 64))
     real = centres[rng.integers(0, 60, 3000)] + 0.25 * rng.standard_normal((3000, 64))
@@ -73,3 +73,70 @@ def test_synthetic_papers_keep_the_clusters_of_the_vectors_they_are_fitted_to():
 
     assert np.allclose(np.linalg.norm(synthetic, axis=1), 1, atol=1e-5)
     assert abs(nearest(synthetic) - nearest(real)) < 0.05
+
+
+def test_a_union_source_keeps_each_id_once_and_counts_what_it_read_repeated_skipped_and_sampled(tmp_path):
+    quality = benchmark_module("index_quality")
+    (tmp_path / "a.csv").write_text("id,title,abstract\n704.2,Old,Text one\n704.0001,Two,Text two\n")
+    (tmp_path / "b.csv").write_text("id,title,abstract\n0704.2000,Same,Again\n0705.0001,Three,\n0705.0002,,\n")
+    source = quality.Source(("a.csv", "b.csv"), sampled=True, arxiv_ids=True)
+    papers, counts = quality.source_papers(tmp_path, source, None, seed=0)
+    assert [paper["paper_id"] for paper in papers] == ["0704.2000", "0704.0001", "0705.0001"]
+    assert counts["read"] == 4 and counts["repeated_ids"] == 1 and "0705.0002" in counts["skipped"][0]
+    sample, counts = quality.source_papers(tmp_path, source, 2, seed=0)
+    assert len(sample) == 2 and counts["sampled_from"] == 3
+    assert sample == quality.source_papers(tmp_path, source, 2, seed=0)[0]
+
+
+def test_the_union_prefixes_ids_by_source_and_reports_each_source(tmp_path, monkeypatch):
+    from sciembed.io import read_embeddings, write_embeddings
+
+    quality = benchmark_module("index_quality")
+
+    def embedded(papers: Path, output: Path) -> Path:
+        ids = [json.loads(line)["paper_id"] for line in papers.read_text().splitlines()]
+        write_embeddings(output, [(ids, np.ones((len(ids), 4), np.float32))], total=len(ids), dim=4)
+        return output
+
+    monkeypatch.setattr(quality, "embedded", embedded)
+    monkeypatch.setattr(
+        quality, "UNION_SOURCES", {"one": quality.Source(("a.jsonl",)), "two": quality.Source(("b.jsonl",))}
+    )
+    (tmp_path / "a.jsonl").write_text('{"paper_id": "1", "title": "A"}\n{"paper_id": "2", "title": "B"}\n')
+    (tmp_path / "b.jsonl").write_text('{"paper_id": "1", "title": "C"}\n{"paper_id": "1", "title": "D"}\n')
+    found = {
+        name: {"vectors": embedded(tmp_path / "a.jsonl", tmp_path / f"{name}.npy"), "counts": {}}
+        for name in ("cacm", "hepth")
+    }
+    union = quality.union(tmp_path, tmp_path, found, None, seed=0)
+    ids, _ = read_embeddings(union["vectors"])
+    assert ids == ["cacm:1", "cacm:2", "hepth:1", "hepth:2", "one:1", "one:2", "two:1"]
+    assert union["members"]["two"]["papers"] == 1 and "duplicate paper_id" in union["members"]["two"]["skipped"][0]
+
+
+def test_index_quality_refuses_a_bad_sample_size_collection_or_keep_before_any_work(tmp_path):
+    cache = ("--cache", str(tmp_path), "--output", str(tmp_path / "quality.json"))
+    for *bad, message in (
+        ("--arxiv-papers", "0", "give a positive number of papers, or 'all'"),
+        ("--collections", "hep-th", "invalid choice: 'hep-th'"),
+        ("--kinds", "hnsw", "invalid choice: 'hnsw'"),
+        ("--overwrite", "--keep-others", "does not exist, so there are no other collections to keep"),
+    ):
+        done = run_scale(*cache, *bad, script="index_quality.py")
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_benchmark_page_shows_the_union_s_papers_per_source():
+    render_docs = benchmark_module("render_docs")
+    members = {
+        "cacm": {"read": 3203, "skipped": ["line 92798: a broken id line"], "papers": 3203},
+        "arxiv": {"read": 4000, "repeated_ids": 28, "skipped": [], "sampled_from": 3972, "papers": 500},
+        "scirepeval": {"read": 411, "skipped": [], "papers": 411, "left_out": ["search_small.jsonl: not papers"]},
+    }
+    kinds = {"exact": {"recall_at_10": 1.0, "ram_bytes_per_paper": 1536, "targets": {}}}
+    union = {"papers": 4114, "dim": 384, "kinds": kinds, "members": members, "kinds_not_measured": ["pq"]}
+    text, images = render_docs.index_quality_section({"collections": {"union": union}})
+    assert "| arxiv | 4000 | 28 | 0 | 3972 | 500 |" in text and "| cacm | 3203 | 0 | 1 |  | 3203 |" in text
+    assert "Left out: scirepeval: search_small.jsonl: not papers." in text and "Not measured in this run: pq." in text
+    assert [name for name, _ in images] == ["index_quality.png"]
