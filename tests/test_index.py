@@ -170,6 +170,22 @@ def test_the_ids_of_an_npy_output_are_read_block_by_block(tmp_path):
     assert read == ids[999::1000] and streamed < whole / 4, (streamed, whole)
 
 
+def test_the_ids_of_an_npy_output_are_written_block_by_block(tmp_path):
+    import tracemalloc
+
+    ids = [f"paper-{i:09d}" for i in range(400_000)]  # 7.6 MB of JSON, beyond the 1 MB blocks the hash reads
+    blocks = ((ids[i : i + 1000], np.ones((1000, 2), dtype=np.float32)) for i in range(0, len(ids), 1000))
+    tracemalloc.start()
+    whole = len(json.dumps({"ids": ids}))
+    tracemalloc.reset_peak()
+    write_embeddings(tmp_path / "v.npy", blocks, total=len(ids), dim=2)
+    streamed = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    text = (tmp_path / "v.ids.json").read_text()
+    sha = json.loads(text)["npy_sha256"]
+    assert text == json.dumps({"ids": ids, "rows": len(ids), "npy_sha256": sha}) and streamed < whole / 3, streamed
+
+
 def test_an_ids_file_holding_something_else_than_ids_is_named(tmp_path):
     write(tmp_path / "v.npy", clustered(3))
     for text, problem in (
@@ -213,6 +229,36 @@ def test_a_repeated_id_is_named_with_both_rows(tmp_path):
     with pytest.raises(ValueError, match=r"paper_id 'b' has two vectors \(rows 1 and 3"):
         PaperIndex.build(path, tmp_path / "index", kind="exact")
     assert not (tmp_path / "index").exists() and [p.name for p in tmp_path.iterdir()] == ["v.jsonl"]
+
+
+def test_the_id_table_sorts_and_looks_up_without_padding_ids_to_the_longest(tmp_path):
+    import tracemalloc
+
+    from sciembed.index.ids import IdTable, IdTableWriter
+
+    ids = [f"p{i}" for i in range(20_000)] + ["x" * 20_000, "p1" + "y" * 40]
+    tracemalloc.start()
+    table = IdTableWriter(tmp_path, len(ids))
+    table.append(ids)
+    table.finish("these ids")
+    rows = IdTable(tmp_path).rows_of(["p1", "x" * 20_000, "p1" + "y" * 40, "p1" + "y" * 41, "absent"])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert rows.tolist() == [1, 20_000, 20_001, -1, -1] and peak < 20 * 2**20, peak  # padded: 400 MB
+    order = np.load(tmp_path / "ids.order.npy")
+    assert [ids[row] for row in order] == sorted(ids, key=lambda i: i.encode())
+
+
+def test_add_looks_up_a_block_of_ids_at_once(built, vectors, tmp_path, monkeypatch):
+    import shutil
+
+    from sciembed.index.ids import IdTable
+
+    index = PaperIndex.load(shutil.copytree(built("exact").folder, tmp_path / "copy"))
+    monkeypatch.setattr(IdTable, "row_of", lambda *_: pytest.fail("an id looked up alone"))
+    new = [f"new{i}" for i in range(50)]
+    assert index.add(write(tmp_path / "new.npy", vectors[:50], new)).papers == N + 50
+    assert PaperIndex.load(tmp_path / "copy").table.rows_of(new[::7]).tolist() == list(range(N, N + 50, 7))
 
 
 def test_a_zero_vector_is_named(tmp_path):
@@ -320,6 +366,24 @@ def test_two_builds_with_one_seed_are_byte_identical(vectors, tmp_path, kind):
     for name in names:
         if name not in ("report.json", "manifest.json"):  # the report holds timings, the manifest its hash
             assert (folders[0] / name).read_bytes() == (folders[1] / name).read_bytes(), name
+
+
+def test_bytes_per_paper_are_those_of_the_files(vectors, tmp_path, monkeypatch):
+    import sciembed.index.settings as settings
+
+    monkeypatch.setattr(settings, "IVF_THRESHOLD", 1000)  # an IVF int8 index from 1,000 papers on
+    write(tmp_path / "many.npy", vectors[:2000])
+    write(tmp_path / "few.npy", vectors[:900])
+    write(tmp_path / "rest.npy", vectors[900:1100], [f"p{i}" for i in range(900, 1100)])
+    ivf = PaperIndex.build(tmp_path / "many.npy", tmp_path / "ivf", kind="int8")
+    flat = PaperIndex.build(tmp_path / "few.npy", tmp_path / "flat", kind="int8", sample_size=900)
+    flat.add(tmp_path / "rest.npy")  # a flat index grown past the threshold stays flat
+    for index in (ivf, flat):
+        info, sizes = index.info(), {p.name: p.stat().st_size / len(index) for p in index.folder.iterdir()}
+        codes = sizes["index.faiss"]
+        assert 0 <= codes - info["ram_bytes_per_paper"] < 8, (info, sizes)
+        assert 0 <= codes + sizes.get("store.npy", 0) - info["disk_bytes_per_paper"] < 8, (info, sizes)
+    assert ivf.manifest.factory.startswith("IVF") and not flat.manifest.factory.startswith("IVF")
 
 
 def test_a_memory_budget_nothing_fits_names_the_shards(source, tmp_path):

@@ -24,7 +24,7 @@ import numpy as np
 from ..io import refuse_replacing, replace_folder
 from ..quantization import calibration_ranges
 from .blocks import EmbeddingSource, open_embeddings
-from .codes import IndexCodes, int8_codes, sign_bits, top_inner_products
+from .codes import IndexCodes, int8_codes, nearest_rows, sign_bits
 from .ids import IdTableWriter
 from .manifest import Manifest
 from .model import ModelStamp, read_sidecar, stamp_of
@@ -279,34 +279,63 @@ def _trained(
             pq_index.pq.cp.seed = settings.seed
             pq_index.do_polysemous_training = False  # Hamming filtering is not used; it costs a long training
     with single_thread():
-        index.train(sample)
+        if ivf:
+            _train_ivf_codes(index, sample)
+        else:
+            index.train(sample)
     if kind == "int8" and not ivf:
         trained = faiss.vector_to_array(index.sq.trained).reshape(2, dim)
         ranges = np.vstack([trained[0], trained[0] + trained[1]])
     return IndexCodes(kind, index, ranges=ranges, ivf=ivf), factory, nlist
 
 
+def _train_ivf_codes(index: object, sample: np.ndarray) -> None:
+    """Train the codes of the IVF ``index``, whose cells hold their centroids, as ``index.train`` would.
+
+    The sample is assigned to the cells by :func:`nearest_rows` (numpy's matrix products) rather than by faiss's
+    quantizer. An encoder that faiss trains on a subsample is trained by faiss.
+
+    Args:
+        index: an IVF index whose quantizer holds the centroids.
+        sample: ``(n, dim)`` unit float32 training vectors.
+    """
+    import faiss
+
+    inverted = faiss.extract_index_ivf(index)
+    most = inverted.train_encoder_num_vectors()
+    if 0 < most < len(sample):
+        index.train(sample)
+        return
+    train = np.ascontiguousarray(sample, dtype=np.float32)
+    cells = np.ascontiguousarray(nearest_rows(train, inverted.quantizer.reconstruct_n(0, inverted.nlist)))
+    if inverted.by_residual:
+        train = np.ascontiguousarray(train - inverted.quantizer.reconstruct_n(0, inverted.nlist)[cells])
+    inverted.train_encoder(len(train), faiss.swig_ptr(train), faiss.swig_ptr(cells))
+    inverted.is_trained = True
+    index.is_trained = True
+
+
 def _centroids(sample: np.ndarray, cells: int, seed: int) -> np.ndarray:
     """Unit k-means centroids of ``sample`` under inner product, for the IVF cells.
 
-    Each step assigns the sample with :func:`top_inner_products` (numpy's matrix products); a cell left empty
-    takes a seeded sample row.
+    Each step assigns the sample with :func:`nearest_rows` (numpy's matrix products) and sums each cell's rows with
+    a sparse matrix product; a cell left empty takes a seeded sample row.
 
     Args:
         sample: ``(n, dim)`` unit float32 training vectors, ``n >= cells``.
         cells: centroids.
         seed: seeds the initial centroids and the rows given to empty cells.
     """
+    import scipy.sparse as sp
+
     rng = np.random.default_rng(seed)
     centroids = sample[np.sort(rng.choice(len(sample), cells, replace=False))]
+    every, ones = np.arange(len(sample)), np.ones(len(sample), dtype=np.float32)
     for _ in range(_KMEANS_STEPS):
-        _, nearest = top_inner_products(sample, centroids, 1)
-        order = np.argsort(nearest[:, 0], kind="stable")
-        counts = np.bincount(nearest[:, 0], minlength=cells)
-        filled = np.flatnonzero(counts)
-        sums = np.zeros((cells, sample.shape[1]), dtype=np.float32)
-        sums[filled] = np.add.reduceat(sample[order], np.cumsum(counts)[filled] - counts[filled])
-        empty = counts == 0
+        nearest = nearest_rows(sample, centroids)
+        members = sp.csr_matrix((ones, (nearest, every)), shape=(cells, len(sample)))
+        sums = np.asarray(members @ sample, dtype=np.float32)
+        empty = np.bincount(nearest, minlength=cells) == 0
         sums[empty] = sample[rng.choice(len(sample), int(empty.sum()), replace=False)]
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         centroids = sums / np.maximum(norms, np.finfo(np.float32).tiny)
@@ -329,7 +358,7 @@ def trained_codes(folder: str | os.PathLike[str], dim: int) -> tuple[IndexCodes,
     binary = manifest.kind == "binary"
     index = (faiss.read_index_binary if binary else faiss.read_index)(str(folder / INDEX_FILE))
     index.reset()
-    ivf = manifest.factory.startswith("IVF")
+    ivf = manifest.ivf
     nlist = faiss.extract_index_ivf(index).nlist if ivf else None
 
     def optional(name: str) -> np.ndarray | None:
@@ -374,15 +403,14 @@ def add_codes(codes: IndexCodes, vectors: np.ndarray, start: int) -> None:
 def _add_assigned(index: object, vectors: np.ndarray) -> None:
     """Add ``vectors`` to the IVF ``index``, each to the cell whose centroid has its largest inner product.
 
-    The cells are found by :func:`top_inner_products` (numpy's matrix products), ties by the lower cell.
+    The cells are found by :func:`nearest_rows` (numpy's matrix products), ties by the lower cell.
     """
     import faiss
     from faiss.contrib.ivf_tools import add_preassigned
 
     inverted = faiss.extract_index_ivf(index)
     centroids = inverted.quantizer.reconstruct_n(0, inverted.nlist)
-    _, cells = top_inner_products(vectors, centroids, 1)
-    add_preassigned(inverted, vectors, np.ascontiguousarray(cells[:, 0]))
+    add_preassigned(inverted, vectors, nearest_rows(vectors, centroids))
 
 
 def copy_rows(target: np.ndarray, rows: np.ndarray, start: int, block: int = 1 << 20) -> None:

@@ -74,6 +74,28 @@ def top_inner_products(queries: np.ndarray, vectors: np.ndarray, keep: int) -> t
     return scores, rows
 
 
+def nearest_rows(queries: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """Each query's row of ``vectors`` with the largest inner product, ties by the lower row.
+
+    The rows :func:`top_inner_products` keeps with ``keep=1``, without its heaps.
+
+    Args:
+        queries: ``(q, dim)`` float32 vectors.
+        vectors: ``(n, dim)`` float32 vectors, ``n >= 1``.
+    """
+    every = np.arange(len(queries))
+    best = np.full(len(queries), -np.inf, dtype=np.float32)
+    rows = np.zeros(len(queries), dtype=np.int64)
+    block = max(1, _RESCORE_BYTES // (4 * max(1, len(queries))))
+    for start in range(0, len(vectors), block):
+        products = queries @ np.asarray(vectors[start : start + block], dtype=np.float32).T
+        top = products.argmax(axis=1)
+        better = products[every, top] > best
+        best[better] = products[every[better], top[better]]
+        rows[better] = top[better] + start
+    return rows
+
+
 def sign_bits(vectors: np.ndarray, mean: np.ndarray | None) -> np.ndarray:
     """Packed sign bits of ``vectors`` (less ``mean`` when given), for a faiss binary index."""
     centred = vectors - mean if mean is not None else vectors

@@ -67,11 +67,16 @@ class Manifest:
         found = re.search(r"PQ(\d+)", self.factory)
         return int(found.group(1)) if found else None
 
+    @property
+    def ivf(self) -> bool:
+        """Whether the index file is an inverted file, read from its factory string."""
+        return self.factory.startswith("IVF")
+
     def bytes_per_paper(self) -> tuple[float, float]:
         """Bytes one paper takes in RAM and on disk (:func:`~sciembed.index.settings.ram_bytes_per_paper`)."""
         return (
-            ram_bytes_per_paper(self.kind, self.dim, self.papers, self.pq_m),
-            disk_bytes_per_paper(self.kind, self.dim, self.papers, self.pq_m),
+            ram_bytes_per_paper(self.kind, self.dim, self.ivf, self.pq_m),
+            disk_bytes_per_paper(self.kind, self.dim, self.ivf, self.pq_m),
         )
 
     def write(self, folder: str | os.PathLike[str]) -> None:

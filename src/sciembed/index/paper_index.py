@@ -177,7 +177,7 @@ class PaperIndex:
             seed: seeds the samples, k-means and tuning queries.
             centre: binary codes of vectors centred on the collection mean.
             sample_size: vectors the ranges, mean and quantizers are trained on.
-            nlist: IVF cells (default about four times the square root of the papers).
+            nlist: IVF cells (default about the square root of the papers).
             pq_m: ``pq`` sub-quantizers (default a quarter of the dimension).
             model: the model that embedded the vectors, when the output carries no stamp: a name or an encoder.
             overwrite: replace an index at ``output``.
@@ -217,7 +217,7 @@ class PaperIndex:
 
         folder = Path(folder)
         manifest = Manifest.read(folder)
-        ivf = manifest.factory.startswith("IVF")
+        ivf = manifest.ivf
         path = str(folder / INDEX_FILE)
         if manifest.kind == "binary":
             index = faiss.read_index_binary(path, faiss.IO_FLAG_MMAP_IFC if mmap else 0)

@@ -39,7 +39,7 @@ class IndexSettings:
         seed: seeds the samples, the k-means and the tuning queries.
         centre: binary codes of vectors centred on the collection's mean.
         sample_size: vectors the ranges, mean and quantizers are trained on.
-        nlist: IVF cells (``None``: about four times the square root of the papers).
+        nlist: IVF cells (``None``: about the square root of the papers).
         pq_m: product-quantizer sub-vectors (``None``: a quarter of the dimension).
         tuning_queries: held-out papers the recall is measured on.
     """
@@ -92,8 +92,14 @@ def default_pq_m(dim: int) -> int:
 
 
 def default_nlist(papers: int) -> int:
-    """IVF cells for ``papers``: about four times their square root, at least one and at most a cell per 39."""
-    return max(1, min(int(4 * math.sqrt(papers)), papers // 39))
+    """IVF cells for ``papers``: about their square root, at least one and at most a cell per 39.
+
+    Training and adding cost grows with the cells, and tuned probes keep queries fast with few of them.
+
+    Args:
+        papers: papers to index.
+    """
+    return max(1, min(int(math.sqrt(papers)), papers // 39))
 
 
 def uses_ivf(kind: str, papers: int) -> bool:
@@ -101,29 +107,36 @@ def uses_ivf(kind: str, papers: int) -> bool:
     return kind == "pq" or (kind == "int8" and papers > IVF_THRESHOLD)
 
 
-def ram_bytes_per_paper(kind: str, dim: int, papers: int, pq_m: int | None = None) -> float:
+def ram_bytes_per_paper(kind: str, dim: int, ivf: bool, pq_m: int | None = None) -> float:
     """Bytes one paper's codes take in RAM when the index is searched.
 
     Args:
         kind: the index kind.
         dim: the vectors' dimension.
-        papers: papers in the index (an int8 index above :data:`IVF_THRESHOLD` adds an id per paper).
+        ivf: whether the index is an inverted file, which keeps an id per paper.
         pq_m: the ``pq`` sub-quantizers (default :func:`default_pq_m`).
     """
-    ivf = IVF_ID_BYTES if uses_ivf(kind, papers) else 0
+    ids = IVF_ID_BYTES if ivf else 0
     if kind == "exact":
         return 4 * dim
     if kind == "int8":
-        return dim + ivf
+        return dim + ids
     if kind == "binary":
         return dim / 8
-    return (pq_m or default_pq_m(dim)) + ivf
+    return (pq_m or default_pq_m(dim)) + ids
 
 
-def disk_bytes_per_paper(kind: str, dim: int, papers: int, pq_m: int | None = None) -> float:
-    """Bytes one paper takes on disk: its codes, plus the int8 rescore store of ``binary`` and ``pq``."""
-    store = dim if kind in ("binary", "pq") else 0
-    return ram_bytes_per_paper(kind, dim, papers, pq_m) + store
+def disk_bytes_per_paper(kind: str, dim: int, ivf: bool, pq_m: int | None = None) -> float:
+    """Bytes one paper takes on disk: its codes, plus the int8 rescore store of ``binary`` and inverted files.
+
+    Args:
+        kind: the index kind.
+        dim: the vectors' dimension.
+        ivf: whether the index is an inverted file.
+        pq_m: the ``pq`` sub-quantizers (default :func:`default_pq_m`).
+    """
+    store = dim if kind == "binary" or ivf else 0
+    return ram_bytes_per_paper(kind, dim, ivf, pq_m) + store
 
 
 def choose_kind(papers: int, dim: int, memory: int, pq_m: int | None = None) -> tuple[IndexKind, int | None]:
@@ -139,12 +152,12 @@ def choose_kind(papers: int, dim: int, memory: int, pq_m: int | None = None) -> 
         ValueError: nothing fits; the message names the shards needed for the most compact kind.
     """
     for kind in ("exact", "int8", "binary"):
-        if papers * ram_bytes_per_paper(kind, dim, papers) <= memory:
+        if papers * ram_bytes_per_paper(kind, dim, uses_ivf(kind, papers)) <= memory:
             return kind, None
     fitting = [m for m in range(MIN_PQ_M, dim + 1) if dim % m == 0 and papers * (m + IVF_ID_BYTES) <= memory]
     if pq_m is None and fitting:
         return "pq", max(fitting)
-    if pq_m is not None and papers * ram_bytes_per_paper("pq", dim, papers, pq_m) <= memory:
+    if pq_m is not None and papers * ram_bytes_per_paper("pq", dim, True, pq_m) <= memory:
         return "pq", pq_m
     smallest = min(dim / 8, (pq_m or min(m for m in range(MIN_PQ_M, dim + 1) if dim % m == 0)) + IVF_ID_BYTES)
     need = papers * smallest

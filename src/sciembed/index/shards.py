@@ -157,16 +157,15 @@ def stack_parts(parts: Sequence[Any], manifests: Sequence[Manifest]) -> tuple[Sh
 
 def _repeated_id(parts, table: StackedTable) -> str | None:
     """A message naming a paper held by two parts, or ``None`` (the ids compared as sorted byte keys)."""
-    from .ids import _keys
+    from .ids import sorted_rows
 
     data = np.concatenate([np.asarray(part.table.bytes) for part in parts])
     ends = np.cumsum([0] + [int(part.table.offsets[-1]) for part in parts])
     offsets = np.concatenate(
         [[0], *[np.asarray(part.table.offsets[1:]) + end for part, end in zip(parts, ends, strict=False)]]
     )
-    keys = _keys(data, offsets)
-    order = np.argsort(keys, kind="stable")
-    same = np.flatnonzero(keys[order][1:] == keys[order][:-1])
+    order, same = sorted_rows(data, offsets)
+    same = np.flatnonzero(same)
     if not len(same):
         return None
     row = int(order[same[0] + 1])
