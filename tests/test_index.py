@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from helpers import PAPERS
 
-from sciembed.index import PaperIndex
+from sciembed.index import IndexSettings, PaperIndex
 from sciembed.index.settings import choose_kind
 from sciembed.index.tuning import multiplier_ladder, recall
 from sciembed.io import write_embeddings
@@ -224,6 +224,16 @@ def test_another_format_version_is_refused_with_the_fix(built, tmp_path):
         PaperIndex.load(folder)
 
 
+def test_a_manifest_of_an_unknown_kind_is_refused_with_the_fix(built, tmp_path):
+    import shutil
+
+    folder = shutil.copytree(built("exact").folder, tmp_path / "copy")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "kind": "hnsw"}))
+    with pytest.raises(ValueError, match=r"manifest\.json: not a complete index manifest .*'hnsw'.*build the index"):
+        PaperIndex.load(folder)
+
+
 def test_a_repeated_id_is_named_with_both_rows(tmp_path):
     path = write(tmp_path / "v.jsonl", clustered(6), ["a", "b", "c", "b", "e", "f"])
     with pytest.raises(ValueError, match=r"paper_id 'b' has two vectors \(rows 1 and 3"):
@@ -274,7 +284,9 @@ def test_adding_a_tenth_equals_a_rebuild_with_the_same_training(vectors, tmp_pat
     write(tmp_path / "all.npy", vectors[:1000])
     write(tmp_path / "first.npy", first)
     write(tmp_path / "rest.npy", rest, [f"p{i}" for i in range(900, 1000)])
-    index = PaperIndex.build(tmp_path / "first.npy", tmp_path / "added", kind=kind, sample_size=900)
+    index = PaperIndex.build(
+        tmp_path / "first.npy", tmp_path / "added", kind=kind, settings=IndexSettings(sample_size=900)
+    )
     report = index.add(tmp_path / "rest.npy")
     like = tmp_path / "added" if kind != "exact" else None  # the ranges and mean of the first 900 papers
     rebuilt = PaperIndex.build(tmp_path / "all.npy", tmp_path / "rebuilt", kind=kind, trained_like=like)
@@ -292,7 +304,9 @@ def test_add_links_the_unchanged_files_and_a_failure_leaves_the_old_index(vector
 
     write(tmp_path / "first.npy", vectors[:900])
     write(tmp_path / "rest.npy", vectors[900:1000], [f"p{i}" for i in range(900, 1000)])
-    folder = PaperIndex.build(tmp_path / "first.npy", tmp_path / "index", kind="binary", sample_size=900).folder
+    folder = PaperIndex.build(
+        tmp_path / "first.npy", tmp_path / "index", kind="binary", settings=IndexSettings(sample_size=900)
+    ).folder
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     inodes = {name: (folder / name).stat().st_ino for name in ("ranges.npy", "mean.npy", "report.json")}
     added = module.add_codes
@@ -324,7 +338,7 @@ def test_add_reports_the_share_of_clipped_components(vectors, tmp_path, capsys):
 
     write(tmp_path / "first.npy", vectors[:900])
     write(tmp_path / "axes.npy", np.eye(DIM, dtype=np.float32)[:4], ["x0", "x1", "x2", "x3"])
-    PaperIndex.build(tmp_path / "first.npy", tmp_path / "index", kind="int8", sample_size=900)
+    PaperIndex.build(tmp_path / "first.npy", tmp_path / "index", kind="int8", settings=IndexSettings(sample_size=900))
     capsys.readouterr()
     assert main(["index", "add", str(tmp_path / "index"), str(tmp_path / "axes.npy")]) == 0
     printed = capsys.readouterr().out
@@ -376,7 +390,9 @@ def test_bytes_per_paper_are_those_of_the_files(vectors, tmp_path, monkeypatch):
     write(tmp_path / "few.npy", vectors[:900])
     write(tmp_path / "rest.npy", vectors[900:1100], [f"p{i}" for i in range(900, 1100)])
     ivf = PaperIndex.build(tmp_path / "many.npy", tmp_path / "ivf", kind="int8")
-    flat = PaperIndex.build(tmp_path / "few.npy", tmp_path / "flat", kind="int8", sample_size=900)
+    flat = PaperIndex.build(
+        tmp_path / "few.npy", tmp_path / "flat", kind="int8", settings=IndexSettings(sample_size=900)
+    )
     flat.add(tmp_path / "rest.npy")  # a flat index grown past the threshold stays flat
     for index in (ivf, flat):
         info, sizes = index.info(), {p.name: p.stat().st_size / len(index) for p in index.folder.iterdir()}
@@ -390,7 +406,7 @@ def test_a_memory_budget_nothing_fits_names_the_shards(source, tmp_path):
     assert [choose_kind(10**6, 384, gib * 2**30)[0] for gib in (4, 1, 0.1)] == ["exact", "int8", "binary"]
     assert choose_kind(10**7, 384, 0.3 * 2**30) == ("pq", 24)  # the most sub-quantizers that fit
     with pytest.raises(ValueError, match=r"split the collection into 63 shards of at most 127 papers"):
-        PaperIndex.build(source, tmp_path / "index", memory="1K")
+        PaperIndex.build(source, tmp_path / "index", settings=IndexSettings(memory="1K"))
     assert not (tmp_path / "index").exists()
 
 

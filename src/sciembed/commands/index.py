@@ -110,11 +110,9 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from ..index import PaperIndex
+    from ..index import IndexSettings, PaperIndex
 
-    index = PaperIndex.build(
-        args.embeddings,
-        args.output,
+    settings = IndexSettings(
         kind=args.kind,
         memory=args.memory,
         target_recall=args.target_recall,
@@ -122,6 +120,11 @@ def run_build(args: argparse.Namespace) -> int:
         centre=not args.no_centre,
         nlist=args.nlist,
         pq_m=args.pq_m,
+    )
+    index = PaperIndex.build(
+        args.embeddings,
+        args.output,
+        settings=settings,
         model=args.model,
         overwrite=args.overwrite,
         trained_like=args.trained_like,

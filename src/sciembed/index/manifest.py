@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_path, file_sha256, load_json_file
-from .settings import disk_bytes_per_paper, ram_bytes_per_paper
+from .settings import IndexKind, disk_bytes_per_paper, ram_bytes_per_paper
 
 MANIFEST_FILE = "manifest.json"
 #: The layout of index folders this sciembed reads and writes.
@@ -42,7 +42,7 @@ class Manifest:
         format_version: the index folder's layout.
     """
 
-    kind: str
+    kind: IndexKind
     factory: str
     dim: int
     papers: int
@@ -60,6 +60,9 @@ class Manifest:
     sciembed_version: str = ""
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
+
+    def __post_init__(self) -> None:
+        self.kind = IndexKind(self.kind)
 
     @property
     def pq_m(self) -> int | None:
@@ -115,7 +118,7 @@ class Manifest:
         known = {f.name for f in dataclasses.fields(cls)}
         try:
             manifest = cls(**{k: v for k, v in data.items() if k in known})
-        except TypeError as error:
+        except (TypeError, ValueError) as error:
             raise ValueError(f"{path}: not a complete index manifest ({error}); build the index again") from None
         for name, entry in manifest.files.items():
             file = folder / name

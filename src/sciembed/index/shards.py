@@ -16,6 +16,7 @@ import numpy as np
 
 from .codes import IndexCodes
 from .manifest import Manifest
+from .settings import IndexKind
 
 
 class StackedRows:
@@ -78,7 +79,7 @@ class ShardedCodes(IndexCodes):
             distances.append(found)
             labels.append(np.where(rows >= 0, rows + offset, -1))
         found, rows = np.hstack(distances), np.hstack(labels)
-        nearest = found if self.kind == "binary" else -found.astype(np.float64)
+        nearest = found if self.kind == IndexKind.BINARY else -found.astype(np.float64)
         nearest = np.where(rows >= 0, nearest, np.inf)
         keys = np.where(rows >= 0, rows, np.iinfo(np.int64).max)
         order = np.lexsort((keys, nearest), axis=1)[:, :width]
