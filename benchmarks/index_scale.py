@@ -374,8 +374,10 @@ def main() -> None:
         parser.error(f"{output} exists: pass --overwrite to replace it, or another --output")
     logging.basicConfig(level=logging.WARNING)
     import faiss
+    from threadpoolctl import threadpool_limits
 
     faiss.omp_set_num_threads(1)
+    threadpool_limits(1)  # numpy's BLAS too: exact search and the builds run on one thread
     started = time.perf_counter()
     load_start = os.getloadavg()
     real = real_vectors(args.cache)

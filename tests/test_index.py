@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from helpers import PAPERS
 
-from sciembed.index import PaperIndex
+from sciembed.index import IndexSettings, PaperIndex
 from sciembed.index.settings import choose_kind
 from sciembed.index.tuning import multiplier_ladder, recall
 from sciembed.io import write_embeddings
@@ -170,6 +170,22 @@ def test_the_ids_of_an_npy_output_are_read_block_by_block(tmp_path):
     assert read == ids[999::1000] and streamed < whole / 4, (streamed, whole)
 
 
+def test_the_ids_of_an_npy_output_are_written_block_by_block(tmp_path):
+    import tracemalloc
+
+    ids = [f"paper-{i:09d}" for i in range(400_000)]  # 7.6 MB of JSON, beyond the 1 MB blocks the hash reads
+    blocks = ((ids[i : i + 1000], np.ones((1000, 2), dtype=np.float32)) for i in range(0, len(ids), 1000))
+    tracemalloc.start()
+    whole = len(json.dumps({"ids": ids}))
+    tracemalloc.reset_peak()
+    write_embeddings(tmp_path / "v.npy", blocks, total=len(ids), dim=2)
+    streamed = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    text = (tmp_path / "v.ids.json").read_text()
+    sha = json.loads(text)["npy_sha256"]
+    assert text == json.dumps({"ids": ids, "rows": len(ids), "npy_sha256": sha}) and streamed < whole / 3, streamed
+
+
 def test_an_ids_file_holding_something_else_than_ids_is_named(tmp_path):
     write(tmp_path / "v.npy", clustered(3))
     for text, problem in (
@@ -208,11 +224,51 @@ def test_another_format_version_is_refused_with_the_fix(built, tmp_path):
         PaperIndex.load(folder)
 
 
+def test_a_manifest_of_an_unknown_kind_is_refused_with_the_fix(built, tmp_path):
+    import shutil
+
+    folder = shutil.copytree(built("exact").folder, tmp_path / "copy")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "kind": "hnsw"}))
+    with pytest.raises(ValueError, match=r"manifest\.json: not a complete index manifest .*'hnsw'.*build the index"):
+        PaperIndex.load(folder)
+
+
 def test_a_repeated_id_is_named_with_both_rows(tmp_path):
     path = write(tmp_path / "v.jsonl", clustered(6), ["a", "b", "c", "b", "e", "f"])
     with pytest.raises(ValueError, match=r"paper_id 'b' has two vectors \(rows 1 and 3"):
         PaperIndex.build(path, tmp_path / "index", kind="exact")
     assert not (tmp_path / "index").exists() and [p.name for p in tmp_path.iterdir()] == ["v.jsonl"]
+
+
+def test_the_id_table_sorts_and_looks_up_without_padding_ids_to_the_longest(tmp_path):
+    import tracemalloc
+
+    from sciembed.index.ids import IdTable, IdTableWriter
+
+    ids = [f"p{i}" for i in range(20_000)] + ["x" * 20_000, "p1" + "y" * 40]
+    tracemalloc.start()
+    table = IdTableWriter(tmp_path, len(ids))
+    table.append(ids)
+    table.finish("these ids")
+    rows = IdTable(tmp_path).rows_of(["p1", "x" * 20_000, "p1" + "y" * 40, "p1" + "y" * 41, "absent"])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert rows.tolist() == [1, 20_000, 20_001, -1, -1] and peak < 20 * 2**20, peak  # padded: 400 MB
+    order = np.load(tmp_path / "ids.order.npy")
+    assert [ids[row] for row in order] == sorted(ids, key=lambda i: i.encode())
+
+
+def test_add_looks_up_a_block_of_ids_at_once(built, vectors, tmp_path, monkeypatch):
+    import shutil
+
+    from sciembed.index.ids import IdTable
+
+    index = PaperIndex.load(shutil.copytree(built("exact").folder, tmp_path / "copy"))
+    monkeypatch.setattr(IdTable, "row_of", lambda *_: pytest.fail("an id looked up alone"))
+    new = [f"new{i}" for i in range(50)]
+    assert index.add(write(tmp_path / "new.npy", vectors[:50], new)).papers == N + 50
+    assert PaperIndex.load(tmp_path / "copy").table.rows_of(new[::7]).tolist() == list(range(N, N + 50, 7))
 
 
 def test_a_zero_vector_is_named(tmp_path):
@@ -228,7 +284,9 @@ def test_adding_a_tenth_equals_a_rebuild_with_the_same_training(vectors, tmp_pat
     write(tmp_path / "all.npy", vectors[:1000])
     write(tmp_path / "first.npy", first)
     write(tmp_path / "rest.npy", rest, [f"p{i}" for i in range(900, 1000)])
-    index = PaperIndex.build(tmp_path / "first.npy", tmp_path / "added", kind=kind, sample_size=900)
+    index = PaperIndex.build(
+        tmp_path / "first.npy", tmp_path / "added", kind=kind, settings=IndexSettings(sample_size=900)
+    )
     report = index.add(tmp_path / "rest.npy")
     like = tmp_path / "added" if kind != "exact" else None  # the ranges and mean of the first 900 papers
     rebuilt = PaperIndex.build(tmp_path / "all.npy", tmp_path / "rebuilt", kind=kind, trained_like=like)
@@ -246,7 +304,9 @@ def test_add_links_the_unchanged_files_and_a_failure_leaves_the_old_index(vector
 
     write(tmp_path / "first.npy", vectors[:900])
     write(tmp_path / "rest.npy", vectors[900:1000], [f"p{i}" for i in range(900, 1000)])
-    folder = PaperIndex.build(tmp_path / "first.npy", tmp_path / "index", kind="binary", sample_size=900).folder
+    folder = PaperIndex.build(
+        tmp_path / "first.npy", tmp_path / "index", kind="binary", settings=IndexSettings(sample_size=900)
+    ).folder
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     inodes = {name: (folder / name).stat().st_ino for name in ("ranges.npy", "mean.npy", "report.json")}
     added = module.add_codes
@@ -278,7 +338,7 @@ def test_add_reports_the_share_of_clipped_components(vectors, tmp_path, capsys):
 
     write(tmp_path / "first.npy", vectors[:900])
     write(tmp_path / "axes.npy", np.eye(DIM, dtype=np.float32)[:4], ["x0", "x1", "x2", "x3"])
-    PaperIndex.build(tmp_path / "first.npy", tmp_path / "index", kind="int8", sample_size=900)
+    PaperIndex.build(tmp_path / "first.npy", tmp_path / "index", kind="int8", settings=IndexSettings(sample_size=900))
     capsys.readouterr()
     assert main(["index", "add", str(tmp_path / "index"), str(tmp_path / "axes.npy")]) == 0
     printed = capsys.readouterr().out
@@ -322,11 +382,31 @@ def test_two_builds_with_one_seed_are_byte_identical(vectors, tmp_path, kind):
             assert (folders[0] / name).read_bytes() == (folders[1] / name).read_bytes(), name
 
 
+def test_bytes_per_paper_are_those_of_the_files(vectors, tmp_path, monkeypatch):
+    import sciembed.index.settings as settings
+
+    monkeypatch.setattr(settings, "IVF_THRESHOLD", 1000)  # an IVF int8 index from 1,000 papers on
+    write(tmp_path / "many.npy", vectors[:2000])
+    write(tmp_path / "few.npy", vectors[:900])
+    write(tmp_path / "rest.npy", vectors[900:1100], [f"p{i}" for i in range(900, 1100)])
+    ivf = PaperIndex.build(tmp_path / "many.npy", tmp_path / "ivf", kind="int8")
+    flat = PaperIndex.build(
+        tmp_path / "few.npy", tmp_path / "flat", kind="int8", settings=IndexSettings(sample_size=900)
+    )
+    flat.add(tmp_path / "rest.npy")  # a flat index grown past the threshold stays flat
+    for index in (ivf, flat):
+        info, sizes = index.info(), {p.name: p.stat().st_size / len(index) for p in index.folder.iterdir()}
+        codes = sizes["index.faiss"]
+        assert 0 <= codes - info["ram_bytes_per_paper"] < 8, (info, sizes)
+        assert 0 <= codes + sizes.get("store.npy", 0) - info["disk_bytes_per_paper"] < 8, (info, sizes)
+    assert ivf.manifest.factory.startswith("IVF") and not flat.manifest.factory.startswith("IVF")
+
+
 def test_a_memory_budget_nothing_fits_names_the_shards(source, tmp_path):
     assert [choose_kind(10**6, 384, gib * 2**30)[0] for gib in (4, 1, 0.1)] == ["exact", "int8", "binary"]
     assert choose_kind(10**7, 384, 0.3 * 2**30) == ("pq", 24)  # the most sub-quantizers that fit
     with pytest.raises(ValueError, match=r"split the collection into 63 shards of at most 127 papers"):
-        PaperIndex.build(source, tmp_path / "index", memory="1K")
+        PaperIndex.build(source, tmp_path / "index", settings=IndexSettings(memory="1K"))
     assert not (tmp_path / "index").exists()
 
 

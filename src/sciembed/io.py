@@ -853,20 +853,22 @@ def _write_jsonl(path: Path, chunks: Iterable[Chunk], total: int, dim: int) -> N
 
 
 def _write_npy(path: Path, chunks: Iterable[Chunk], total: int, dim: int) -> None:
-    all_ids: list[str] = []
-    with atomic_path(path) as temporary:
+    # The ids land first and name the vectors by their hash: whichever of the two renames a crash
+    # interrupts, a reader finds either the old pair or a mismatch it reports, never new ids on old vectors.
+    # They are written as they come, so no list of every id is held.
+    with atomic_path(path) as temporary, atomic_path(ids_path(path)) as ids_temporary:
         array = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=(total, dim))
-        for ids, vectors in chunks:
-            array[len(all_ids) : len(all_ids) + len(ids)] = vectors
-            all_ids.extend(ids)
-        array.flush()
-        del array
-        # The ids land first and name the vectors by their hash: whichever of the two renames a crash
-        # interrupts, a reader finds either the old pair or a mismatch it reports, never new ids on old vectors.
-        with atomic_path(ids_path(path)) as ids_temporary:
-            ids_temporary.write_text(
-                json.dumps({"ids": all_ids, "rows": total, "npy_sha256": file_sha256(temporary)}), encoding="utf-8"
-            )
+        written = 0
+        with ids_temporary.open("w", encoding="utf-8") as handle:
+            handle.write('{"ids": [')
+            for ids, vectors in chunks:
+                array[written : written + len(ids)] = vectors
+                if len(ids):
+                    handle.write((", " if written else "") + json.dumps(list(ids))[1:-1])
+                written += len(ids)
+            array.flush()
+            del array
+            handle.write(f'], "rows": {json.dumps(total)}, "npy_sha256": {json.dumps(file_sha256(temporary))}}}')
 
 
 def embedding_table(ids: Sequence[str], vectors: np.ndarray):

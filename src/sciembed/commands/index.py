@@ -52,7 +52,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         "--target-recall", type=float, default=0.95, help="recall@10 against exact search the tuning must reach"
     )
     build.add_argument("--seed", type=int, default=0, help="seeds the samples, k-means and tuning queries")
-    build.add_argument("--nlist", type=int, help="IVF cells (default: about 4 x sqrt(papers))")
+    build.add_argument("--nlist", type=int, help="IVF cells (default: about sqrt(papers))")
     build.add_argument("--pq-m", type=int, help="pq sub-quantizers (default: a quarter of the dimension)")
     build.add_argument("--no-centre", action="store_true", help="binary codes of the vectors as they are, not centred")
     build.add_argument(
@@ -110,11 +110,9 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from ..index import PaperIndex
+    from ..index import IndexSettings, PaperIndex
 
-    index = PaperIndex.build(
-        args.embeddings,
-        args.output,
+    settings = IndexSettings(
         kind=args.kind,
         memory=args.memory,
         target_recall=args.target_recall,
@@ -122,6 +120,11 @@ def run_build(args: argparse.Namespace) -> int:
         centre=not args.no_centre,
         nlist=args.nlist,
         pq_m=args.pq_m,
+    )
+    index = PaperIndex.build(
+        args.embeddings,
+        args.output,
+        settings=settings,
         model=args.model,
         overwrite=args.overwrite,
         trained_like=args.trained_like,

@@ -24,11 +24,12 @@ import numpy as np
 from ..io import refuse_replacing, replace_folder
 from ..quantization import calibration_ranges
 from .blocks import EmbeddingSource, open_embeddings
-from .codes import IndexCodes, int8_codes, sign_bits, top_inner_products
+from .codes import IndexCodes, int8_codes, nearest_rows, sign_bits
 from .ids import IdTableWriter
 from .manifest import Manifest
 from .model import ModelStamp, read_sidecar, stamp_of
 from .settings import (
+    IndexKind,
     IndexSettings,
     choose_kind,
     default_memory,
@@ -111,7 +112,7 @@ def build_index(
                 f"{like.dim}: the parts of one index hold vectors of one model; give a part built from these vectors"
             )
         kind = like.kind
-    elif settings.kind != "auto":
+    elif settings.kind is not None:
         kind = settings.kind
     else:
         kind, pq_m = choose_kind(source.count, source.dim, memory, settings.pq_m)
@@ -122,7 +123,7 @@ def build_index(
     rng = np.random.default_rng(settings.seed)
     sample_rows = np.sort(rng.choice(source.count, min(settings.sample_size, source.count), replace=False))
     query_rows = np.sort(rng.choice(source.count, min(settings.tuning_queries, source.count), replace=False))
-    if kind == "exact":
+    if kind == IndexKind.EXACT:
         query_rows = query_rows[:0]  # exact by construction: nothing to tune or measure
     staging = staging_folder(output)
     try:
@@ -134,7 +135,7 @@ def build_index(
         truth = ExactTruth(queries, query_rows)
         _second_pass(source, codes, truth, staging)
         trained = time.perf_counter()
-        tuned = tune(codes, truth, settings.target_recall, nlist) if kind != "exact" else Tuned(1, None, 1.0)
+        tuned = tune(codes, truth, settings.target_recall, nlist) if kind != IndexKind.EXACT else Tuned(1, None, 1.0)
         manifest = Manifest(
             kind=kind,
             factory=factory,
@@ -160,7 +161,7 @@ def build_index(
     return output
 
 
-def _check_sizes(kind: str, source: EmbeddingSource, settings: IndexSettings) -> None:
+def _check_sizes(kind: IndexKind, source: EmbeddingSource, settings: IndexSettings) -> None:
     """Refuse IVF cells or PQ sub-quantizers that these vectors cannot have, before any work. Warn of unused ones."""
     ivf = uses_ivf(kind, source.count)
     if settings.nlist is not None:
@@ -175,8 +176,8 @@ def _check_sizes(kind: str, source: EmbeddingSource, settings: IndexSettings) ->
                 f"{source.path} gives a sample of {min(settings.sample_size, source.count)}: give --nlist {most} or "
                 "fewer, or leave it out"
             )
-    if kind != "pq":
-        if settings.pq_m is not None and settings.kind != "auto":
+    if kind != IndexKind.PQ:
+        if settings.pq_m is not None and settings.kind is not None:
             logger.warning("--pq-m (pq_m=) is unused: a %s index has no product quantizer", kind)
         return
     m = settings.pq_m or default_pq_m(source.dim)
@@ -248,7 +249,7 @@ def _first_pass(
 
 
 def _trained(
-    kind: str, source: EmbeddingSource, sample: np.ndarray, settings: IndexSettings
+    kind: IndexKind, source: EmbeddingSource, sample: np.ndarray, settings: IndexSettings
 ) -> tuple[IndexCodes, str, int | None]:
     """The empty, trained codes of ``kind``, their faiss factory string and IVF cells."""
     import faiss
@@ -258,13 +259,13 @@ def _trained(
     if ivf:
         nlist = min(settings.nlist or default_nlist(source.count), max(1, len(sample) // _POINTS_PER_CENTROID))
     ranges = calibration_ranges(sample) if len(sample) > 1 else np.vstack([sample[0], sample[0]])
-    if kind == "exact":
+    if kind == IndexKind.EXACT:
         return IndexCodes(kind, faiss.IndexFlatIP(dim)), "Flat", None
-    if kind == "binary":
+    if kind == IndexKind.BINARY:
         mean = sample.mean(axis=0).astype(np.float32) if settings.centre else None
         index = faiss.IndexBinaryFlat(8 * ((dim + 7) // 8))
         return IndexCodes(kind, index, ranges=ranges, mean=mean), "BFlat", None
-    if kind == "int8":
+    if kind == IndexKind.INT8:
         factory = f"IVF{nlist},SQ8" if ivf else "SQ8"
     else:
         m = settings.pq_m or default_pq_m(dim)
@@ -274,39 +275,68 @@ def _trained(
     if ivf:
         inverted = faiss.extract_index_ivf(index)
         inverted.quantizer.add(_centroids(sample, nlist, settings.seed))  # faiss then trains only the codes
-        if kind == "pq":
+        if kind == IndexKind.PQ:
             pq_index = faiss.downcast_index(index)
             pq_index.pq.cp.seed = settings.seed
             pq_index.do_polysemous_training = False  # Hamming filtering is not used; it costs a long training
     with single_thread():
-        index.train(sample)
-    if kind == "int8" and not ivf:
+        if ivf:
+            _train_ivf_codes(index, sample)
+        else:
+            index.train(sample)
+    if kind == IndexKind.INT8 and not ivf:
         trained = faiss.vector_to_array(index.sq.trained).reshape(2, dim)
         ranges = np.vstack([trained[0], trained[0] + trained[1]])
     return IndexCodes(kind, index, ranges=ranges, ivf=ivf), factory, nlist
 
 
+def _train_ivf_codes(index: object, sample: np.ndarray) -> None:
+    """Train the codes of the IVF ``index``, whose cells hold their centroids, as ``index.train`` would.
+
+    The sample is assigned to the cells by :func:`nearest_rows` (numpy's matrix products) rather than by faiss's
+    quantizer. An encoder that faiss trains on a subsample is trained by faiss.
+
+    Args:
+        index: an IVF index whose quantizer holds the centroids.
+        sample: ``(n, dim)`` unit float32 training vectors.
+    """
+    import faiss
+
+    inverted = faiss.extract_index_ivf(index)
+    most = inverted.train_encoder_num_vectors()
+    if 0 < most < len(sample):
+        index.train(sample)
+        return
+    train = np.ascontiguousarray(sample, dtype=np.float32)
+    cells = np.ascontiguousarray(nearest_rows(train, inverted.quantizer.reconstruct_n(0, inverted.nlist)))
+    if inverted.by_residual:
+        train = np.ascontiguousarray(train - inverted.quantizer.reconstruct_n(0, inverted.nlist)[cells])
+    inverted.train_encoder(len(train), faiss.swig_ptr(train), faiss.swig_ptr(cells))
+    inverted.is_trained = True
+    index.is_trained = True
+
+
 def _centroids(sample: np.ndarray, cells: int, seed: int) -> np.ndarray:
     """Unit k-means centroids of ``sample`` under inner product, for the IVF cells.
 
-    Each step assigns the sample with :func:`top_inner_products` (numpy's matrix products). A cell left empty
-    takes a seeded sample row.
+    Each step assigns the sample with :func:`nearest_rows` (numpy's matrix products) and sums each cell's rows with
+    a sparse matrix product. A cell left empty takes a seeded sample row.
 
     Args:
         sample: ``(n, dim)`` unit float32 training vectors, ``n >= cells``.
         cells: centroids.
         seed: seeds the initial centroids and the rows given to empty cells.
     """
+    import scipy.sparse as sp
+
     rng = np.random.default_rng(seed)
     centroids = sample[np.sort(rng.choice(len(sample), cells, replace=False))]
+    every, ones = np.arange(len(sample)), np.ones(len(sample), dtype=np.float32)
     for _ in range(_KMEANS_STEPS):
-        _, nearest = top_inner_products(sample, centroids, 1)
-        order = np.argsort(nearest[:, 0], kind="stable")
-        counts = np.bincount(nearest[:, 0], minlength=cells)
-        filled = np.flatnonzero(counts)
-        sums = np.zeros((cells, sample.shape[1]), dtype=np.float32)
-        sums[filled] = np.add.reduceat(sample[order], np.cumsum(counts)[filled] - counts[filled])
-        empty = counts == 0
+        nearest = nearest_rows(sample, centroids)
+        members = sp.csr_matrix((ones, (nearest, every)), shape=(cells, len(sample)))
+        sums = np.asarray(members @ sample, dtype=np.float32)
+        empty = np.bincount(nearest, minlength=cells) == 0
         sums[empty] = sample[rng.choice(len(sample), int(empty.sum()), replace=False)]
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         centroids = sums / np.maximum(norms, np.finfo(np.float32).tiny)
@@ -326,10 +356,10 @@ def trained_codes(folder: str | os.PathLike[str], dim: int) -> tuple[IndexCodes,
     if manifest.dim != dim:
         raise ValueError(f"{folder} indexes vectors of size {manifest.dim}, these have size {dim}")
     folder = Path(folder)
-    binary = manifest.kind == "binary"
+    binary = manifest.kind == IndexKind.BINARY
     index = (faiss.read_index_binary if binary else faiss.read_index)(str(folder / INDEX_FILE))
     index.reset()
-    ivf = manifest.factory.startswith("IVF")
+    ivf = manifest.ivf
     nlist = faiss.extract_index_ivf(index).nlist if ivf else None
 
     def optional(name: str) -> np.ndarray | None:
@@ -356,12 +386,12 @@ def _second_pass(source: EmbeddingSource, codes: IndexCodes, truth: ExactTruth, 
 
 def needs_store(codes: IndexCodes) -> bool:
     """Whether ``codes`` rescore from an int8 store (binary, pq, IVF int8)."""
-    return codes.kind in ("binary", "pq") or (codes.kind == "int8" and codes.ivf)
+    return codes.kind.multiplied or codes.ivf
 
 
 def add_codes(codes: IndexCodes, vectors: np.ndarray, start: int) -> None:
     """Append the unit ``vectors`` (rows ``start ..``) to ``codes``: the faiss index, and the store if any."""
-    if codes.kind == "binary":
+    if codes.kind == IndexKind.BINARY:
         codes.index.add(sign_bits(vectors, codes.mean))
     elif codes.ivf:
         _add_assigned(codes.index, np.ascontiguousarray(vectors, dtype=np.float32))
@@ -374,15 +404,14 @@ def add_codes(codes: IndexCodes, vectors: np.ndarray, start: int) -> None:
 def _add_assigned(index: object, vectors: np.ndarray) -> None:
     """Add ``vectors`` to the IVF ``index``, each to the cell whose centroid has its largest inner product.
 
-    The cells are found by :func:`top_inner_products` (numpy's matrix products), ties by the lower cell.
+    The cells are found by :func:`nearest_rows` (numpy's matrix products), ties by the lower cell.
     """
     import faiss
     from faiss.contrib.ivf_tools import add_preassigned
 
     inverted = faiss.extract_index_ivf(index)
     centroids = inverted.quantizer.reconstruct_n(0, inverted.nlist)
-    _, cells = top_inner_products(vectors, centroids, 1)
-    add_preassigned(inverted, vectors, np.ascontiguousarray(cells[:, 0]))
+    add_preassigned(inverted, vectors, nearest_rows(vectors, centroids))
 
 
 def copy_rows(target: np.ndarray, rows: np.ndarray, start: int, block: int = 1 << 20) -> None:
@@ -462,7 +491,7 @@ def write_index_file(folder: Path, codes: IndexCodes) -> None:
     """Write the faiss index of ``codes`` into ``folder``."""
     import faiss
 
-    if codes.kind == "binary":
+    if codes.kind == IndexKind.BINARY:
         faiss.write_index_binary(codes.index, str(folder / INDEX_FILE))
     else:
         faiss.write_index(codes.index, str(folder / INDEX_FILE))

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .settings import IndexKind
+
 #: Candidates beyond the results that exact and int8 indexes rescore, so float32 ties do not decide the order.
 RESCORE_MARGIN = 16
 #: Queries rescored together, at most.
@@ -74,6 +76,28 @@ def top_inner_products(queries: np.ndarray, vectors: np.ndarray, keep: int) -> t
     return scores, rows
 
 
+def nearest_rows(queries: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """Each query's row of ``vectors`` with the largest inner product, ties by the lower row.
+
+    The rows :func:`top_inner_products` keeps with ``keep=1``, without its heaps.
+
+    Args:
+        queries: ``(q, dim)`` float32 vectors.
+        vectors: ``(n, dim)`` float32 vectors, ``n >= 1``.
+    """
+    every = np.arange(len(queries))
+    best = np.full(len(queries), -np.inf, dtype=np.float32)
+    rows = np.zeros(len(queries), dtype=np.int64)
+    block = max(1, _RESCORE_BYTES // (4 * max(1, len(queries))))
+    for start in range(0, len(vectors), block):
+        products = queries @ np.asarray(vectors[start : start + block], dtype=np.float32).T
+        top = products.argmax(axis=1)
+        better = products[every, top] > best
+        best[better] = products[every[better], top[better]]
+        rows[better] = top[better] + start
+    return rows
+
+
 def sign_bits(vectors: np.ndarray, mean: np.ndarray | None) -> np.ndarray:
     """Packed sign bits of ``vectors`` (less ``mean`` when given), for a faiss binary index."""
     centred = vectors - mean if mean is not None else vectors
@@ -93,12 +117,15 @@ class IndexCodes:
         ivf: whether the index is an inverted file (searched with ``nprobe``).
     """
 
-    kind: str
+    kind: IndexKind
     index: object
     store: np.ndarray | None = None
     ranges: np.ndarray | None = None
     mean: np.ndarray | None = None
     ivf: bool = False
+
+    def __post_init__(self) -> None:
+        self.kind = IndexKind(self.kind)
 
     @property
     def papers(self) -> int:
@@ -138,7 +165,7 @@ class IndexCodes:
     def width(self, top_k: int, multiplier: int = 1) -> int:
         """The candidates per query :meth:`search` rescores for ``top_k`` results at ``multiplier``."""
         depth = top_k + 1
-        width = depth * multiplier if self.kind in ("binary", "pq") else depth + RESCORE_MARGIN
+        width = depth * multiplier if self.kind.multiplied else depth + RESCORE_MARGIN
         return int(min(width, self.papers))
 
     def rescored(
@@ -209,12 +236,12 @@ class IndexCodes:
         """
         import faiss
 
-        if self.kind == "binary":
+        if self.kind == IndexKind.BINARY:
             # faiss's counting selection finds the same rows as its heap, and faster for wide candidate lists.
             self.index.use_heap = width < _HEAP_WIDTH
             return self.index.search(sign_bits(queries, self.mean), width)
         queries = np.ascontiguousarray(queries, dtype=np.float32)
-        if self.kind == "int8" and not self.ivf and len(queries) >= _BLAS_QUERIES:
+        if self.kind == IndexKind.INT8 and not self.ivf and len(queries) >= _BLAS_QUERIES:
             return self._decoded_candidates(queries, width)
         params = faiss.SearchParametersIVF(nprobe=nprobe) if self.ivf and nprobe else None
         return self.index.search(queries, width, params=params)

@@ -6,7 +6,6 @@ int64 offsets into them) and ``ids.order.npy`` (the rows sorted by id, for looku
 
 from __future__ import annotations
 
-import bisect
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -19,6 +18,8 @@ ORDER_FILE = "ids.order.npy"
 FILES = (BYTES_FILE, OFFSETS_FILE, ORDER_FILE)
 #: Rows turned into fixed-width keys at a time when sorting.
 _SORT_ROWS = 1 << 20
+#: Bytes of the ids compared per sorting round: ids that tie on them are sorted again by their next bytes.
+_KEY_BYTES = 16
 
 
 class IdTable:
@@ -47,19 +48,24 @@ class IdTable:
 
     def row_of(self, paper_id: str) -> int:
         """The row of ``paper_id``, or -1 when it is not in the table."""
-        key = paper_id.encode("utf-8")
-        position = bisect.bisect_left(range(len(self)), key, key=self._key_at)
-        if position < len(self) and self._key_at(position) == key:
-            return int(self.order[position])
-        return -1
+        return int(self.rows_of([paper_id])[0])
 
     def rows_of(self, paper_ids: Sequence[str]) -> np.ndarray:
-        """The rows of ``paper_ids`` (-1 for an id not in the table)."""
-        return np.array([self.row_of(str(paper_id)) for paper_id in paper_ids], dtype=np.int64)
-
-    def _key_at(self, position: int) -> bytes:
-        row = self.order[position]
-        return bytes(self.bytes[self.offsets[row] : self.offsets[row + 1]])
+        """The rows of ``paper_ids`` (-1 for an id not in the table), found by one binary search of them all."""
+        data, ends = encode_ids([str(paper_id) for paper_id in paper_ids])
+        wanted = _keys(data, np.concatenate([[0], ends]))
+        low, high = np.zeros(len(wanted), dtype=np.int64), np.full(len(wanted), len(self), dtype=np.int64)
+        while (active := np.flatnonzero(low < high)).size:
+            middle = (low[active] + high[active]) // 2
+            less = _keys(self.bytes, self.offsets, np.asarray(self.order[middle])) < wanted[active]
+            low[active[less]] = middle[less] + 1
+            high[active[~less]] = middle[~less]
+        rows = np.full(len(wanted), -1, dtype=np.int64)
+        inside = np.flatnonzero(low < len(self))
+        found = np.asarray(self.order[low[inside]])
+        same = _keys(self.bytes, self.offsets, found) == wanted[inside]
+        rows[inside[same]] = found[same]
+        return rows
 
 
 class IdTableWriter:
@@ -119,24 +125,26 @@ class IdTableWriter:
             np.save(self.folder / BYTES_FILE, id_bytes)
         raw.unlink()
         self.offsets.flush()
-        order = sorted_rows(id_bytes, self.offsets)
-        refuse_repeated(id_bytes, self.offsets, order, source)
+        order, same = sorted_rows(id_bytes, self.offsets)
+        refuse_repeated(id_bytes, self.offsets, order, same, source)
         np.save(self.folder / ORDER_FILE, order)
         del id_bytes
         self.offsets = None
 
 
-def refuse_repeated(id_bytes: np.ndarray, offsets: np.ndarray, order: np.ndarray, source: str) -> None:
+def refuse_repeated(
+    id_bytes: np.ndarray, offsets: np.ndarray, order: np.ndarray, same: np.ndarray, source: str
+) -> None:
     """Refuse an id given twice in a table of ``id_bytes`` and ``offsets`` whose rows sorted by id are ``order``.
 
     Args:
         id_bytes: the ids' UTF-8 bytes, one after another.
         offsets: ``n + 1`` offsets into ``id_bytes``.
         order: the rows in the byte order of their ids.
+        same: whether each row of ``order`` holds the id of the next (from :func:`sorted_rows`).
         source: what the ids were read from, for the error.
     """
-    keys = _keys(id_bytes, offsets, order)
-    same = np.flatnonzero(keys[1:] == keys[:-1])
+    same = np.flatnonzero(same)
     if len(same):
         first, second = sorted(order[[same[0], same[0] + 1]].tolist())
         paper_id = bytes(id_bytes[offsets[first] : offsets[first + 1]]).decode("utf-8")
@@ -159,21 +167,64 @@ def encode_ids(ids: Sequence[str], start: int = 0) -> tuple[np.ndarray, np.ndarr
     return np.frombuffer(b"".join(encoded), dtype=np.uint8), ends
 
 
-def sorted_rows(id_bytes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """The rows in the byte order of their ids (stable: equal ids keep row order)."""
-    return np.argsort(_keys(id_bytes, offsets), kind="stable").astype(np.int64)
+def sorted_rows(id_bytes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows in the byte order of their ids (stable: equal ids keep row order), and which hold the next row's id.
+
+    The rows are sorted by the first :data:`_KEY_BYTES` bytes of their ids. Rows that tie are sorted again by the
+    next bytes, so no id is padded to the longest.
+
+    Args:
+        id_bytes: the ids' UTF-8 bytes, one after another.
+        offsets: ``n + 1`` offsets into ``id_bytes``.
+
+    Returns:
+        ``(order, same)``: the ``n`` sorted rows, and ``n - 1`` flags, true where a row's id equals the next one's.
+    """
+    rows = len(offsets) - 1
+    lengths = np.diff(np.asarray(offsets))
+    order = np.arange(rows, dtype=np.int64)
+    same = np.ones(max(0, rows - 1), dtype=bool)
+    skip = 0
+    while rows:
+        run = np.concatenate([[0], np.cumsum(~same)])  # rows whose ids tie so far share a run
+        longer = np.bincount(run, weights=lengths[order] > skip) > 0
+        todo = np.flatnonzero(((np.bincount(run) > 1) & longer)[run])
+        if not len(todo):
+            break
+        keys = _keys(id_bytes, offsets, order[todo], skip, _KEY_BYTES)
+        ranks = np.empty(len(todo), dtype=np.int64)
+        ranks[np.argsort(keys, kind="stable")] = np.arange(len(todo))
+        moved = np.lexsort((ranks, run[todo]))
+        order[todo], keys = order[todo][moved], keys[moved]
+        paired = run[todo[:-1]] == run[todo[1:]]  # neighbours within one run
+        same[todo[:-1][paired]] &= keys[:-1][paired] == keys[1:][paired]
+        skip += _KEY_BYTES
+    return order, same
 
 
-def _keys(id_bytes: np.ndarray, offsets: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-    """Fixed-width byte keys of the ids of ``rows`` (default: every row), which numpy sorts and compares."""
-    rows = np.arange(len(offsets) - 1) if rows is None else rows
-    lengths = offsets[1:] - offsets[:-1]
-    width = max(1, int(lengths.max(initial=1)))
+def _keys(
+    id_bytes: np.ndarray, offsets: np.ndarray, rows: np.ndarray | None = None, skip: int = 0, width: int | None = None
+) -> np.ndarray:
+    """Fixed-width byte keys of the ids of ``rows``, which numpy sorts and compares.
+
+    Args:
+        id_bytes: the ids' UTF-8 bytes, one after another.
+        offsets: ``n + 1`` offsets into ``id_bytes``.
+        rows: the rows (default: every row).
+        skip: bytes of each id left out at its start.
+        width: bytes kept after them (default: the longest id of ``rows``).
+    """
+    rows = np.arange(len(offsets) - 1) if rows is None else np.asarray(rows, dtype=np.int64)
+    starts = np.asarray(offsets[rows]) + skip
+    ends = np.asarray(offsets[rows + 1])
+    if width is None:
+        width = int((ends - starts).max(initial=0))
+    width = max(1, width)
     keys = np.zeros((len(rows), width), dtype=np.uint8)
-    for start in range(0, len(rows), _SORT_ROWS):
-        chunk = rows[start : start + _SORT_ROWS]
-        sizes = lengths[chunk]
-        where = np.repeat(np.arange(len(chunk)), sizes)
+    for first in range(0, len(rows), _SORT_ROWS):
+        part = slice(first, first + _SORT_ROWS)
+        sizes = np.clip(ends[part] - starts[part], 0, width)
+        where = np.repeat(np.arange(len(sizes)), sizes)
         column = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-        keys[start + where, column] = id_bytes[np.repeat(offsets[chunk], sizes) + column]
+        keys[first + where, column] = id_bytes[np.repeat(starts[part], sizes) + column]
     return keys.view(f"S{width}").ravel()

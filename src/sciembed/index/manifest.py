@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io import atomic_path, file_sha256, load_json_file
-from .settings import disk_bytes_per_paper, ram_bytes_per_paper
+from .settings import IndexKind, disk_bytes_per_paper, ram_bytes_per_paper
 
 MANIFEST_FILE = "manifest.json"
 #: The layout of index folders this sciembed reads and writes.
@@ -42,7 +42,7 @@ class Manifest:
         format_version: the index folder's layout.
     """
 
-    kind: str
+    kind: IndexKind
     factory: str
     dim: int
     papers: int
@@ -61,17 +61,25 @@ class Manifest:
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
 
+    def __post_init__(self) -> None:
+        self.kind = IndexKind(self.kind)
+
     @property
     def pq_m(self) -> int | None:
         """The sub-quantizers of a ``pq`` index, read from its factory string."""
         found = re.search(r"PQ(\d+)", self.factory)
         return int(found.group(1)) if found else None
 
+    @property
+    def ivf(self) -> bool:
+        """Whether the index file is an inverted file, read from its factory string."""
+        return self.factory.startswith("IVF")
+
     def bytes_per_paper(self) -> tuple[float, float]:
         """Bytes one paper takes in RAM and on disk (:func:`~sciembed.index.settings.ram_bytes_per_paper`)."""
         return (
-            ram_bytes_per_paper(self.kind, self.dim, self.papers, self.pq_m),
-            disk_bytes_per_paper(self.kind, self.dim, self.papers, self.pq_m),
+            ram_bytes_per_paper(self.kind, self.dim, self.ivf, self.pq_m),
+            disk_bytes_per_paper(self.kind, self.dim, self.ivf, self.pq_m),
         )
 
     def write(self, folder: str | os.PathLike[str]) -> None:
@@ -110,7 +118,7 @@ class Manifest:
         known = {f.name for f in dataclasses.fields(cls)}
         try:
             manifest = cls(**{k: v for k, v in data.items() if k in known})
-        except TypeError as error:
+        except (TypeError, ValueError) as error:
             raise ValueError(f"{path}: not a complete index manifest ({error}); build the index again") from None
         for name, entry in manifest.files.items():
             file = folder / name

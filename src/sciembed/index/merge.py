@@ -15,6 +15,7 @@ from ..io import refuse_replacing, replace_folder
 from .build import INDEX_FILE, REPORT_FILE, STORE_FILE, copy_rows, staging_folder, trained_codes, write_codes
 from .ids import IdTable, IdTableWriter
 from .manifest import Manifest
+from .settings import IndexKind
 
 
 def merge_indexes(
@@ -43,7 +44,7 @@ def merge_indexes(
     staging = staging_folder(output)
     try:
         codes, _, _ = trained_codes(parts[0], first.dim)
-        binary = first.kind == "binary"
+        binary = first.kind == IndexKind.BINARY
         read = faiss.read_index_binary if binary else faiss.read_index
         for part in parts:
             other = read(str(part / INDEX_FILE))
@@ -115,7 +116,7 @@ def _training(folder: Path, dim: int) -> bytes:
     import faiss
 
     codes, _, _ = trained_codes(folder, dim)
-    serialize = faiss.serialize_index_binary if codes.kind == "binary" else faiss.serialize_index
+    serialize = faiss.serialize_index_binary if codes.kind == IndexKind.BINARY else faiss.serialize_index
     extras = [a.tobytes() for a in (codes.ranges, codes.mean) if a is not None]
     return b"".join([serialize(codes.index).tobytes(), *extras])
 

@@ -44,7 +44,7 @@ from .ids import FILES as ID_FILES
 from .ids import IdTable, IdTableWriter
 from .manifest import MANIFEST_FILE, Manifest
 from .model import ModelStamp, stamped_encoder
-from .settings import IndexSettings, parse_memory
+from .settings import IndexKind, IndexSettings
 
 if TYPE_CHECKING:
     from ..encode import Encoder
@@ -153,14 +153,10 @@ class PaperIndex:
         embeddings: str | os.PathLike[str],
         output: str | os.PathLike[str],
         *,
-        kind: str = "auto",
-        memory: str | int | None = None,
-        target_recall: float = 0.95,
-        seed: int = 0,
-        centre: bool = True,
-        sample_size: int = 100_000,
-        nlist: int | None = None,
-        pq_m: int | None = None,
+        kind: IndexKind | str | None = None,
+        seed: int | None = None,
+        target_recall: float | None = None,
+        settings: IndexSettings | None = None,
         model: str | Encoder | None = None,
         overwrite: bool = False,
         trained_like: PaperIndex | str | os.PathLike[str] | None = None,
@@ -171,29 +167,21 @@ class PaperIndex:
         Args:
             embeddings: ``.npy`` (+ its ids file), ``.jsonl``, ``.parquet``, or a folder of Parquet parts.
             output: the index folder, written atomically.
-            kind: ``exact``, ``int8``, ``binary``, ``pq``, or ``auto`` (the most exact that fits ``memory``).
-            memory: the RAM budget of ``auto`` (``"8G"``, default half the machine's).
-            target_recall: recall@10 against exact search that the probes and multiplier are tuned to reach.
-            seed: seeds the samples, k-means and tuning queries.
-            centre: binary codes of vectors centred on the collection mean.
-            sample_size: vectors the ranges, mean and quantizers are trained on.
-            nlist: IVF cells (default about four times the square root of the papers).
-            pq_m: ``pq`` sub-quantizers (default a quarter of the dimension).
+            kind: ``exact``, ``int8``, ``binary``, ``pq``, or ``auto`` (the most exact that fits the memory budget).
+                Given, it replaces the kind of ``settings``.
+            seed: seeds the samples, k-means and tuning queries. Given, it replaces the seed of ``settings``.
+            target_recall: recall@10 against exact search that the probes and multiplier are tuned to reach. Given,
+                it replaces that of ``settings``.
+            settings: the memory budget, sizes and other build settings (default :class:`IndexSettings`).
             model: the model that embedded the vectors, when the output carries no stamp: a name or an encoder.
             overwrite: replace an index at ``output``.
             trained_like: an index (or its folder) whose kind, ranges, mean and quantizers are reused, so that parts
                 of one collection share their codes. ``kind`` and the training settings are then unused.
             rows: index only the rows ``start .. stop`` (counted from 0) of ``embeddings``, a part of a collection.
         """
-        settings = IndexSettings(
-            kind=kind,
-            memory=parse_memory(memory) if memory is not None else None,
-            target_recall=target_recall,
-            seed=seed,
-            centre=centre,
-            sample_size=sample_size,
-            nlist=nlist,
-            pq_m=pq_m,
+        given = {"kind": kind, "seed": seed, "target_recall": target_recall}
+        settings = dataclasses.replace(
+            settings or IndexSettings(), **{name: value for name, value in given.items() if value is not None}
         )
         like = trained_like.folder if isinstance(trained_like, PaperIndex) else trained_like
         built = build_index(
@@ -217,9 +205,9 @@ class PaperIndex:
 
         folder = Path(folder)
         manifest = Manifest.read(folder)
-        ivf = manifest.factory.startswith("IVF")
+        ivf = manifest.ivf
         path = str(folder / INDEX_FILE)
-        if manifest.kind == "binary":
+        if manifest.kind == IndexKind.BINARY:
             index = faiss.read_index_binary(path, faiss.IO_FLAG_MMAP_IFC if mmap else 0)
         else:
             flag = (faiss.IO_FLAG_MMAP if ivf else faiss.IO_FLAG_MMAP_IFC) if mmap else 0
@@ -300,7 +288,7 @@ class PaperIndex:
         return self.manifest.dim
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> IndexKind:
         """``exact``, ``int8``, ``binary`` or ``pq``."""
         return self.manifest.kind
 
@@ -526,7 +514,7 @@ class PaperIndex:
         import faiss
 
         old = self.manifest.papers
-        read = faiss.read_index_binary if self.kind == "binary" else faiss.read_index
+        read = faiss.read_index_binary if self.kind == IndexKind.BINARY else faiss.read_index
         codes = IndexCodes(
             self.kind,
             read(str(self.folder / INDEX_FILE)),

@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import enum
 import math
 import os
 import re
 from dataclasses import dataclass
-from typing import Literal, get_args
 
-IndexKind = Literal["exact", "int8", "binary", "pq"]
+
+class IndexKind(enum.StrEnum):
+    """The kind of an index, compared and written as its name."""
+
+    EXACT = "exact"
+    INT8 = "int8"
+    BINARY = "binary"
+    PQ = "pq"
+
+    @property
+    def multiplied(self) -> bool:
+        """Whether its candidates per result are a tuned multiple of the results (``binary``, ``pq``)."""
+        return self in (IndexKind.BINARY, IndexKind.PQ)
+
+
 #: The kinds, from the most exact to the most compact.
-KINDS: tuple[IndexKind, ...] = get_args(IndexKind)
-#: What ``kind=`` takes: a kind, or ``auto`` to choose one by the memory budget.
-KIND_CHOICES: tuple[str, ...] = (*KINDS, "auto")
+KINDS: tuple[IndexKind, ...] = tuple(IndexKind)
+#: The ``kind=`` that chooses a kind by the memory budget.
+AUTO = "auto"
+#: What ``kind=`` takes: a kind, or :data:`AUTO`.
+KIND_CHOICES: tuple[str, ...] = (*KINDS, AUTO)
 
 #: Above this many papers an int8 index becomes IVF + SQ8 (probes tuned), below it a flat scan.
 IVF_THRESHOLD = 1_000_000
@@ -33,19 +49,19 @@ class IndexSettings:
     """The settings of one index build.
 
     Attributes:
-        kind: ``exact``, ``int8``, ``binary``, ``pq``, or ``auto`` (chosen by ``memory``).
-        memory: the RAM the index may take, in bytes (``None``: half the machine's).
+        kind: ``exact``, ``int8``, ``binary`` or ``pq``. ``None`` or ``auto`` chooses one by ``memory``.
+        memory: the RAM the index may take, in bytes or a size such as ``8G`` (``None``: half the machine's).
         target_recall: recall@10 against an exact search that tuning must reach.
         seed: seeds the samples, the k-means and the tuning queries.
         centre: binary codes of vectors centred on the collection's mean.
         sample_size: vectors the ranges, mean and quantizers are trained on.
-        nlist: IVF cells (``None``: about four times the square root of the papers).
+        nlist: IVF cells (``None``: about the square root of the papers).
         pq_m: product-quantizer sub-vectors (``None``: a quarter of the dimension).
         tuning_queries: held-out papers the recall is measured on.
     """
 
-    kind: str = "auto"
-    memory: int | None = None
+    kind: IndexKind | None = None
+    memory: int | str | None = None
     target_recall: float = 0.95
     seed: int = 0
     centre: bool = True
@@ -55,8 +71,9 @@ class IndexSettings:
     tuning_queries: int = TUNING_QUERIES
 
     def __post_init__(self) -> None:
-        if self.kind not in KIND_CHOICES:
-            raise ValueError(f"kind must be one of {', '.join(KIND_CHOICES)}, got {self.kind!r}")
+        object.__setattr__(self, "kind", parse_kind(self.kind))
+        if self.memory is not None:
+            object.__setattr__(self, "memory", parse_memory(self.memory))
         if not 0 < self.target_recall <= 1:
             raise ValueError(f"target_recall must lie in (0, 1], got {self.target_recall}")
         for name in ("memory", "nlist", "pq_m"):
@@ -65,6 +82,20 @@ class IndexSettings:
                 raise ValueError(f"{name} must be positive, got {value}")
         if self.sample_size < 2 or self.tuning_queries < 1:
             raise ValueError("sample_size must be at least 2 and tuning_queries at least 1")
+
+
+def parse_kind(text: str | None) -> IndexKind | None:
+    """The kind named ``text``, or ``None`` for :data:`AUTO` (chosen by the memory budget).
+
+    Args:
+        text: a name of :data:`KIND_CHOICES`, or ``None``.
+    """
+    if text is None or text == AUTO:
+        return None
+    try:
+        return IndexKind(text)
+    except ValueError:
+        raise ValueError(f"kind must be one of {', '.join(KIND_CHOICES)}, got {text!r}") from None
 
 
 def parse_memory(text: str | int) -> int:
@@ -92,38 +123,51 @@ def default_pq_m(dim: int) -> int:
 
 
 def default_nlist(papers: int) -> int:
-    """IVF cells for ``papers``: about four times their square root, at least one and at most a cell per 39."""
-    return max(1, min(int(4 * math.sqrt(papers)), papers // 39))
+    """IVF cells for ``papers``: about their square root, at least one and at most a cell per 39.
+
+    Training and adding cost grows with the cells, and tuned probes keep queries fast with few of them.
+
+    Args:
+        papers: papers to index.
+    """
+    return max(1, min(int(math.sqrt(papers)), papers // 39))
 
 
-def uses_ivf(kind: str, papers: int) -> bool:
+def uses_ivf(kind: IndexKind, papers: int) -> bool:
     """Whether a ``kind`` index of ``papers`` is an inverted file."""
-    return kind == "pq" or (kind == "int8" and papers > IVF_THRESHOLD)
+    return kind == IndexKind.PQ or (kind == IndexKind.INT8 and papers > IVF_THRESHOLD)
 
 
-def ram_bytes_per_paper(kind: str, dim: int, papers: int, pq_m: int | None = None) -> float:
+def ram_bytes_per_paper(kind: IndexKind, dim: int, ivf: bool, pq_m: int | None = None) -> float:
     """Bytes one paper's codes take in RAM when the index is searched.
 
     Args:
         kind: the index kind.
         dim: the vectors' dimension.
-        papers: papers in the index (an int8 index above :data:`IVF_THRESHOLD` adds an id per paper).
+        ivf: whether the index is an inverted file, which keeps an id per paper.
         pq_m: the ``pq`` sub-quantizers (default :func:`default_pq_m`).
     """
-    ivf = IVF_ID_BYTES if uses_ivf(kind, papers) else 0
-    if kind == "exact":
-        return 4 * dim
-    if kind == "int8":
-        return dim + ivf
-    if kind == "binary":
-        return dim / 8
-    return (pq_m or default_pq_m(dim)) + ivf
+    ids = IVF_ID_BYTES if ivf else 0
+    codes = {
+        IndexKind.EXACT: 4 * dim,
+        IndexKind.INT8: dim,
+        IndexKind.BINARY: dim / 8,
+        IndexKind.PQ: pq_m or default_pq_m(dim),
+    }
+    return codes[IndexKind(kind)] + ids
 
 
-def disk_bytes_per_paper(kind: str, dim: int, papers: int, pq_m: int | None = None) -> float:
-    """Bytes one paper takes on disk: its codes, plus the int8 rescore store of ``binary`` and ``pq``."""
-    store = dim if kind in ("binary", "pq") else 0
-    return ram_bytes_per_paper(kind, dim, papers, pq_m) + store
+def disk_bytes_per_paper(kind: IndexKind, dim: int, ivf: bool, pq_m: int | None = None) -> float:
+    """Bytes one paper takes on disk: its codes, plus the int8 rescore store of ``binary`` and inverted files.
+
+    Args:
+        kind: the index kind.
+        dim: the vectors' dimension.
+        ivf: whether the index is an inverted file.
+        pq_m: the ``pq`` sub-quantizers (default :func:`default_pq_m`).
+    """
+    store = dim if kind == IndexKind.BINARY or ivf else 0
+    return ram_bytes_per_paper(kind, dim, ivf, pq_m) + store
 
 
 def choose_kind(papers: int, dim: int, memory: int, pq_m: int | None = None) -> tuple[IndexKind, int | None]:
@@ -138,14 +182,14 @@ def choose_kind(papers: int, dim: int, memory: int, pq_m: int | None = None) -> 
     Raises:
         ValueError: nothing fits. The message names the shards needed for the most compact kind.
     """
-    for kind in ("exact", "int8", "binary"):
-        if papers * ram_bytes_per_paper(kind, dim, papers) <= memory:
+    for kind in (IndexKind.EXACT, IndexKind.INT8, IndexKind.BINARY):
+        if papers * ram_bytes_per_paper(kind, dim, uses_ivf(kind, papers)) <= memory:
             return kind, None
     fitting = [m for m in range(MIN_PQ_M, dim + 1) if dim % m == 0 and papers * (m + IVF_ID_BYTES) <= memory]
     if pq_m is None and fitting:
-        return "pq", max(fitting)
-    if pq_m is not None and papers * ram_bytes_per_paper("pq", dim, papers, pq_m) <= memory:
-        return "pq", pq_m
+        return IndexKind.PQ, max(fitting)
+    if pq_m is not None and papers * ram_bytes_per_paper(IndexKind.PQ, dim, True, pq_m) <= memory:
+        return IndexKind.PQ, pq_m
     smallest = min(dim / 8, (pq_m or min(m for m in range(MIN_PQ_M, dim + 1) if dim % m == 0)) + IVF_ID_BYTES)
     need = papers * smallest
     shards = math.ceil(need / memory)

@@ -16,6 +16,7 @@ import numpy as np
 
 from .codes import IndexCodes
 from .manifest import Manifest
+from .settings import IndexKind
 
 
 class StackedRows:
@@ -78,7 +79,7 @@ class ShardedCodes(IndexCodes):
             distances.append(found)
             labels.append(np.where(rows >= 0, rows + offset, -1))
         found, rows = np.hstack(distances), np.hstack(labels)
-        nearest = found if self.kind == "binary" else -found.astype(np.float64)
+        nearest = found if self.kind == IndexKind.BINARY else -found.astype(np.float64)
         nearest = np.where(rows >= 0, nearest, np.inf)
         keys = np.where(rows >= 0, rows, np.iinfo(np.int64).max)
         order = np.lexsort((keys, nearest), axis=1)[:, :width]
@@ -157,16 +158,15 @@ def stack_parts(parts: Sequence[Any], manifests: Sequence[Manifest]) -> tuple[Sh
 
 def _repeated_id(parts, table: StackedTable) -> str | None:
     """A message naming a paper held by two parts, or ``None`` (the ids compared as sorted byte keys)."""
-    from .ids import _keys
+    from .ids import sorted_rows
 
     data = np.concatenate([np.asarray(part.table.bytes) for part in parts])
     ends = np.cumsum([0] + [int(part.table.offsets[-1]) for part in parts])
     offsets = np.concatenate(
         [[0], *[np.asarray(part.table.offsets[1:]) + end for part, end in zip(parts, ends, strict=False)]]
     )
-    keys = _keys(data, offsets)
-    order = np.argsort(keys, kind="stable")
-    same = np.flatnonzero(keys[order][1:] == keys[order][:-1])
+    order, same = sorted_rows(data, offsets)
+    same = np.flatnonzero(same)
     if not len(same):
         return None
     row = int(order[same[0] + 1])

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .codes import IndexCodes, top_inner_products
-from .settings import TUNING_DEPTH
+from .settings import TUNING_DEPTH, IndexKind
 
 #: Rescore multipliers tried, in order (then doubled until the whole collection is rescored).
 MULTIPLIERS = (1, 2, 3, 4, 6, 8, 10, 12, 16, 24, 32)
@@ -137,7 +137,7 @@ class Candidates:
         wide = self.lists.get(nprobe)
         if wide is None or wide.shape[1] < width:
             distances, rows = self.codes.candidates(self.queries, max(width, self.least), nprobe)
-            nearness = distances if self.codes.kind == "binary" else -distances.astype(np.float64)
+            nearness = distances if self.codes.kind == IndexKind.BINARY else -distances.astype(np.float64)
             order = np.lexsort((rows, nearness), axis=1)
             wide = self.lists[nprobe] = np.take_along_axis(rows, order, axis=1)
         return wide[:, :width]
@@ -167,9 +167,9 @@ def _ladder(nlist: int | None) -> list[int]:
     return [*probes, nlist or 1]
 
 
-def multiplier_ladder(kind: str, papers: int, depth: int) -> list[int]:
+def multiplier_ladder(kind: IndexKind, papers: int, depth: int) -> list[int]:
     """The multipliers tuning tries for a ``kind`` index of ``papers``, up to one that rescores them all."""
-    if kind not in ("binary", "pq"):
+    if not IndexKind(kind).multiplied:
         return [1]
     whole = -(-papers // (depth + 1))
     multipliers = [m for m in MULTIPLIERS if m < whole]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..index import PaperIndex
+from ..index import IndexSettings, PaperIndex
 from ..index.blocks import open_embeddings
 from ..io import refuse_replacing, write_embeddings
 
@@ -100,7 +100,8 @@ def _training(source, folder: Path, *, kind: str, seed: int, sample_size: int, t
     ids = [f"sample-{row}" for row in rows]
     write_embeddings(sample, [(ids, source.rows(rows))], total=len(ids), dim=source.dim)
     trained = folder / "trained"
-    PaperIndex.build(sample, trained, kind=kind, seed=seed, sample_size=sample_size, target_recall=target)
+    settings = IndexSettings(kind=kind, seed=seed, sample_size=sample_size, target_recall=target)
+    PaperIndex.build(sample, trained, settings=settings)
     return trained
 
 
