@@ -46,15 +46,30 @@ def side_python() -> str:
 def run_side_python(script: str, cwd: Path, timeout: int = 600) -> str:
     """Run ``script`` in a fresh process of the side venv (offline, sciembed unimportable) in ``cwd``; returns
     its stdout and fails the test with its stderr when it exits non-zero."""
+    return run_without_sciembed(script, cwd, line="4.57.6", timeout=timeout)
+
+
+def run_without_sciembed(script: str, cwd: Path, *args: str, line: str = "current", timeout: int = 600) -> str:
+    """Run ``script`` with ``args`` in a fresh process where sciembed cannot be imported; returns its stdout.
+
+    Args:
+        script: the Python source to run.
+        cwd: the folder it runs in, which also holds its remote-code cache.
+        args: its command-line arguments.
+        line: the transformers line, ``"current"`` (this venv) or ``"4.57.6"`` (the side venv, skipped when absent).
+        timeout: seconds before the process is stopped.
+    """
     import os
     import subprocess
+    import sys
 
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": ""}
+    python = sys.executable if line == "current" else side_python()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(cwd / "modules"), "PYTHONPATH": ""}
     guarded = 'import sys; sys.modules["sciembed"] = None\n' + script
     result = subprocess.run(
-        [side_python(), "-c", guarded], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+        [python, "-c", guarded, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
     )
-    assert result.returncode == 0, f"side venv script failed:\n{result.stderr[-4000:]}"
+    assert result.returncode == 0, f"{line} transformers script failed:\n{result.stderr[-4000:]}"
     return result.stdout
 
 

@@ -1,6 +1,7 @@
 """SPECTROID's MLP classification heads (Capuano et al.) on a plain BERT encoder and on every family:
 head shapes, BertForSequenceClassification's losses, pretrained weights kept, one saved model that loads
-as remote code without sciembed (and whose encoder AutoModel loads alone), and training that learns."""
+as remote code without sciembed (and whose encoder AutoModel loads alone), and training that learns; SPECTROID's
+family contract (``family_contract.py``) at the end."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import sys
 import numpy as np
 import pytest
 import torch
+from family_contract import TEXTS as CONTRACT_TEXTS
+from family_contract import FamilyContract, FamilyTester, Start
 from torch import nn
 from torch.nn import functional as F
 from transformers import AutoModel, AutoModelForSequenceClassification, BertModel
@@ -140,12 +143,9 @@ def test_encoder_keeps_the_pretrained_weights(tiny_bert, family):
         assert torch.equal(encoder[key][: base[key].shape[0]], base[key]), key
 
 
-def test_spectroid_embedding_is_the_cls_hidden_state(tiny_bert):
-    model, tokenizer = build(tiny_bert, "spectroid")
-    batch = inputs(tokenizer, "spectroid")
-    with torch.no_grad():
-        expected = BertModel.from_pretrained(tiny_bert)(**batch).last_hidden_state[:, 0]
-        torch.testing.assert_close(model.bert(**batch).pooler_output, expected, rtol=0, atol=1e-6)
+def test_spectroid_is_embedded_as_a_plain_bert(tiny_bert):
+    """Its encoder embeds as the base's [CLS] (the family contract); sciembed sees a plain BERT."""
+    model, _ = build(tiny_bert, "spectroid")
     assert family_of(model) is None  # a plain BERT encoder: sciembed embeds it with [CLS] pooling
 
 
@@ -318,3 +318,32 @@ def test_spectroid_heads_text_pooling_is_a_setting_and_the_run_embeds_as_its_hea
     settings, _ = _settings(recipe, default_model_path(), None)
     assert (settings["model"]["text_pooling"], settings["embedding"]["pooling"]) == ("mean", "mean")
     assert settings["embedding"]["normalize"] is True
+
+
+class SpectroidTester(FamilyTester):
+    """SPECTROID: a plain BERT encoder with [CLS] pooling under a CH2 head, saved as transformers models are."""
+
+    family = "spectroid"
+    config_example = dict(classifier_hidden_sizes=[64], text_pooling="mean", num_labels=3)
+    auto_class = "AutoModelForSequenceClassification"
+    output_names = ("logits",)
+
+    def build(self, base, tokenizer, variant):
+        return SpectroidForSequenceClassification.from_bert(base, head="CH2", num_labels=3, **variant.options)
+
+    def save(self, model, tokenizer, folder):
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+
+    def encoder(self, model):
+        return model.bert
+
+    def start(self, bert, tokenizer, model, selection) -> Start:
+        """The encoder is the base itself: SPECTER's embedding is the final state of [CLS]."""
+        features = dict(tokenizer(CONTRACT_TEXTS, padding=True, return_tensors="pt"))
+        states = bert(**features).last_hidden_state
+        return Start(states, features["attention_mask"].bool(), states[:, 0])
+
+
+class TestSpectroidContract(FamilyContract):
+    tester = SpectroidTester()

@@ -1,20 +1,19 @@
-"""ControlCodeModel: SciRepEval's control codes on a BERT encoder, built from BERT, saved as remote code."""
+"""ControlCodeModel: SciRepEval's control codes on a BERT encoder, built from BERT; the family contract
+(``family_contract.py``) at the end."""
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
-import os
 import string
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
-from transformers import AutoTokenizer, BertConfig, BertModel, BertTokenizerFast
+from family_contract import TEXTS as CONTRACT_TEXTS
+from family_contract import FamilyContract, FamilyTester, Start, Variant
+from transformers import AutoTokenizer, BertModel, BertTokenizerFast
 
 from sciembed.modeling.control_code import ControlCodeConfig, ControlCodeModel, ControlCodeModelOutput
 
@@ -27,8 +26,7 @@ TEXTS = [
 
 
 WORDS = "the a of and in for we query join index graph citation garbage collection list structure memory time".split()
-# Unique entries: a repeated one leaves an id unused, which tokenizers then give to an added token as well
-# (helpers' WORDS repeats "a", so its tiny_bert tokenizer would give [CLF] the id of ":").
+# A vocabulary without repeats, to which a test adds a word twice, for a code that would take that word's id.
 VOCAB = list(
     dict.fromkeys(
         [
@@ -44,28 +42,6 @@ VOCAB = list(
         ]
     )
 )
-
-
-def save_tiny_bert(folder: Path, vocab: list[str]) -> Path:
-    """A random 2-layer BERT (hidden 32, 64 positions) with a word-piece tokenizer over ``vocab``."""
-    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    BertTokenizerFast.from_pretrained(folder, model_max_length=64).save_pretrained(folder)
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=37,
-        max_position_embeddings=64,
-    )
-    BertModel(config).save_pretrained(folder)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory) -> Path:
-    return save_tiny_bert(tmp_path_factory.mktemp("tiny-bert-unique-vocab"), VOCAB)
 
 
 def build(tiny_bert: Path, **options) -> tuple[ControlCodeModel, object]:
@@ -165,23 +141,6 @@ def test_from_bert_refuses_codes_that_share_an_id_with_a_word(tiny_bert, tmp_pat
     tokenizer = BertTokenizerFast.from_pretrained(tmp_path)
     with pytest.raises(ValueError, match=r"\[CLF\] and 'the'"):
         ControlCodeModel.from_bert(tiny_bert, tokenizer=tokenizer)
-
-
-@pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])
-def test_equals_bert_on_scirepeval_input(tiny_bert, attn_implementation):
-    """Inserting the code equals SciRepEval's input, f"{code} {text}" through the tokenizer, in a BertModel."""
-    model, tokenizer = build(tiny_bert, attn_implementation=attn_implementation)
-    assert model.config._attn_implementation == attn_implementation
-    bert = bert_twin(model, tiny_bert, attn_implementation)
-    batch = tokenizer(TEXTS, padding=True, return_tensors="pt")
-    with torch.no_grad():
-        for name, code in CODES.items():
-            reference = tokenizer([f"{code} {text}" for text in TEXTS], padding=True, return_tensors="pt")
-            expected = bert(**reference).last_hidden_state
-            output = model(**batch, task_format=name)
-            assert torch.equal(output.attention_mask, reference["attention_mask"])
-            torch.testing.assert_close(output.last_hidden_state, expected, rtol=0, atol=1e-6)
-            torch.testing.assert_close(output.pooler_output, expected[:, 1], rtol=0, atol=1e-6)
 
 
 def test_output_fields_and_tuple(tiny, batch):
@@ -309,8 +268,6 @@ def test_config_validates_formats():
         ControlCodeConfig(default_task_format="search")
     with pytest.raises(ValueError, match="unknown formats"):
         ControlCodeConfig(control_code_token_ids={"search": 5})
-    config = ControlCodeConfig(control_code_token_ids={"proximity": 7})
-    assert ControlCodeConfig.from_dict(config.to_dict()).control_code_token_ids == {"proximity": 7}
 
 
 def test_model_without_token_ids_explains_how_to_build_one(tiny_bert):
@@ -325,52 +282,12 @@ def test_model_without_token_ids_explains_how_to_build_one(tiny_bert):
         model(input_ids=torch.tensor([[2, 7, 3]]))
 
 
-def test_save_pretrained_writes_remote_code(saved):
-    config = json.loads((saved / "config.json").read_text())
-    assert config["model_type"] == "control_code"
-    assert config["auto_map"] == {
-        "AutoConfig": "configuration_control_code.ControlCodeConfig",
-        "AutoModel": "modeling_control_code.ControlCodeModel",
-    }
-    assert set(config["control_code_token_ids"]) == set(CODES)
-    for name in ("configuration_control_code.py", "modeling_control_code.py", "model.safetensors"):
-        assert (saved / name).is_file(), name
-    assert not (saved / "pytorch_model.bin").exists()
-
-
 def test_saved_tokenizer_knows_the_codes(saved):
     tokenizer = AutoTokenizer.from_pretrained(saved)
     ids = json.loads((saved / "config.json").read_text())["control_code_token_ids"]
     for name, code in CODES.items():
         assert tokenizer.tokenize(f"{code} query join") == [code, "query", "join"]
         assert tokenizer.convert_tokens_to_ids(code) == ids[name]
-
-
-def test_loads_as_remote_code_without_sciembed(tiny, saved, tmp_path):
-    model, tokenizer = tiny
-    batch = tokenizer(TEXTS, padding=True, return_tensors="np")
-    formats = ["classification", "proximity", "adhoc_query"]
-    with torch.no_grad():
-        expected = model(**{k: torch.from_numpy(v) for k, v in batch.items()}, task_format=formats)
-    np.savez(tmp_path / "inputs.npz", **batch)
-    code = "import sys; sys.modules['sciembed'] = None\n" + textwrap.dedent(f"""
-        import numpy as np, torch
-        from transformers import AutoModel
-        model = AutoModel.from_pretrained({str(saved)!r}, trust_remote_code=True).eval()
-        assert type(model).__name__ == "ControlCodeModel", type(model)
-        assert type(model).__module__.startswith("transformers_modules."), type(model).__module__
-        inputs = {{k: torch.from_numpy(v) for k, v in np.load("inputs.npz").items()}}
-        with torch.no_grad():
-            output = model(**inputs, task_format={formats!r})
-        np.savez("outputs.npz", pooler_output=output.pooler_output.numpy(),
-                 last_hidden_state=output.last_hidden_state.numpy())
-    """)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    outputs = np.load(tmp_path / "outputs.npz")
-    np.testing.assert_allclose(outputs["pooler_output"], expected.pooler_output.numpy(), rtol=0, atol=1e-6)
-    np.testing.assert_allclose(outputs["last_hidden_state"], expected.last_hidden_state.numpy(), rtol=0, atol=1e-6)
 
 
 @pytest.mark.slow
@@ -423,7 +340,7 @@ def test_mean_text_pooling_averages_the_text_that_the_code_conditions(tiny_bert,
 
 def test_sep_init_starts_every_code_as_the_sep_row(tiny_bert, batch):
     """control_code_init="sep": each new code's row is a copy of [SEP]'s, so at the start every format embeds alike;
-    the choice is saved in the configuration."""
+    the configuration's round trip is the family contract's."""
     model, tokenizer = build(tiny_bert, text_pooling="mean", control_code_init="sep")
     words = model.get_input_embeddings().weight
     source = BertModel.from_pretrained(tiny_bert).get_input_embeddings().weight
@@ -433,7 +350,6 @@ def test_sep_init_starts_every_code_as_the_sep_row(tiny_bert, batch):
         embeddings = [model(**batch, task_format=name).pooler_output for name in CODES]
     for other in embeddings[1:]:
         torch.testing.assert_close(other, embeddings[0], atol=1e-6, rtol=0)
-    assert ControlCodeConfig.from_dict(model.config.to_dict()).control_code_init == "sep"
     with pytest.raises(ValueError, match="control_code_init must be one of"):
         ControlCodeConfig(control_code_init="mean")
 
@@ -478,3 +394,32 @@ def test_scirepeval_ctrl_reads_a_mean_pooling_base_by_its_mean():
     assert "text_pooling" not in paper["model"]  # the paper's code embedding from a [CLS]-read base
     assert "control_code_init" not in paper["model"]  # the paper's random code rows
     assert paper["loss"].get("proximity", "triplet") == "triplet" and paper["loss"]["margin"] == 1.0
+
+
+class ControlCodeTester(FamilyTester):
+    """The control-code model, one selection per format."""
+
+    family = "control_code"
+    variants = (Variant("default", selections=tuple({"task_format": name} for name in CODES)),)
+    config_example = dict(
+        default_task_format="classification",
+        control_code_token_ids={"proximity": 7},
+        text_pooling="mean",
+        control_code_init="sep",
+    )
+    dynamo_exports = False  # the forward branches on the data, which torch.export cannot trace
+
+    def start(self, bert, tokenizer, model, selection) -> Start:
+        """Inserting the code equals SciRepEval's input, f"{code} {text}" through the tokenizer, in a BertModel."""
+        code = CODES[selection["task_format"]]
+        reference = tokenizer([f"{code} {text}" for text in CONTRACT_TEXTS], padding=True, return_tensors="pt")
+        twin = copy.deepcopy(bert)
+        twin.resize_token_embeddings(model.config.vocab_size, mean_resizing=False)
+        missing, unexpected = twin.load_state_dict(model.state_dict(), strict=False)
+        assert not unexpected and all(key.startswith("pooler.") for key in missing)
+        expected = twin(**reference).last_hidden_state
+        return Start(expected, reference["attention_mask"].bool(), expected[:, 1])
+
+
+class TestControlCodeContract(FamilyContract):
+    tester = ControlCodeTester()

@@ -1,17 +1,13 @@
 """Multi2SPEModel (modeling/multi2spe): built from BERT, identity at initialisation where the paper says
-so, the K CLS tokens inserted by the model, and loadable as remote code without sciembed."""
+so, and the K CLS tokens inserted by the model; the family contract (``family_contract.py``) at the end."""
 
 from __future__ import annotations
 
 import copy
-import json
-import os
-import subprocess
-import sys
 
-import numpy as np
 import pytest
 import torch
+from family_contract import TEXTS, FamilyContract, FamilyTester, Start
 from transformers import AutoTokenizer, BertConfig, BertModel
 
 from sciembed.modeling.multi2spe import Multi2SPEConfig, Multi2SPEModel
@@ -248,23 +244,9 @@ def test_ablations_no_linear_layer_injection_and_a_single_cls(tiny_bert, tokeniz
     torch.testing.assert_close(one.pooler_output, plain.last_hidden_state[:, 0], atol=1e-6, rtol=0)  # SPECTER's [CLS]
 
 
-def test_config_defaults_validation_and_json_round_trip():
+def test_config_defaults_and_validation():
     for depth, layers in ((12, [4, 8, 12]), (6, [2, 4, 6]), (4, [1, 3, 4]), (2, [1, 2]), (1, [1])):
         assert Multi2SPEConfig(num_hidden_layers=depth).get_linear_layers() == layers
-    config = Multi2SPEConfig(
-        num_hidden_layers=2, extra_cls_token_ids=[5, 6], linear_layers=[2], reparameterization_init="literal"
-    )
-    restored = Multi2SPEConfig.from_dict(json.loads(config.to_json_string()))
-    fields = (
-        "num_cls_tokens",
-        "extra_cls_token_ids",
-        "linear_layers",
-        "reparameterize",
-        "reparameterization_init",
-        "cls_activation",
-    )
-    for field in fields:
-        assert getattr(restored, field) == getattr(config, field), field
     with pytest.raises(ValueError, match="reparameterization_init"):
         Multi2SPEConfig(reparameterization_init="zero")
     with pytest.raises(ValueError, match="linear_layers"):
@@ -275,64 +257,9 @@ def test_config_defaults_validation_and_json_round_trip():
         Multi2SPEModel(Multi2SPEConfig(num_hidden_layers=1, hidden_size=8, num_attention_heads=2, intermediate_size=8))
 
 
-@pytest.fixture(scope="module")
-def saved(tiny_bert, tmp_path_factory):
-    """A Multi²SPE model from the tiny BERT, saved with its tokenizer, plus fixed inputs and its outputs."""
-    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
-    torch.manual_seed(0)
-    model = Multi2SPEModel.from_bert(tiny_bert, tokenizer=tokenizer)
-    folder = tmp_path_factory.mktemp("multi2spe")
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    features = batch(tokenizer)
-    with torch.no_grad():
-        output = model(**features)
-    return folder, features, output
-
-
-def test_save_pretrained_writes_remote_code_and_safetensors(saved):
-    folder, features, output = saved
-    config = json.loads((folder / "config.json").read_text())
-    assert config["model_type"] == "multi2spe"
-    assert config["auto_map"] == {
-        "AutoConfig": "configuration_multi2spe.Multi2SPEConfig",
-        "AutoModel": "modeling_multi2spe.Multi2SPEModel",
-    }
-    assert (folder / "configuration_multi2spe.py").is_file() and (folder / "modeling_multi2spe.py").is_file()
-    assert (folder / "model.safetensors").is_file() and not list(folder.glob("*.bin"))
-    reloaded = Multi2SPEModel.from_pretrained(folder)
-    with torch.no_grad():
-        again = reloaded(**features)
-    assert torch.equal(again.pooler_output, output.pooler_output)
-
-
-def test_remote_code_loads_without_sciembed(saved, tmp_path):
-    folder, features, output = saved
-    np.savez(tmp_path / "inputs.npz", **{k: v.numpy() for k, v in features.items()})
-    code = f"""import sys; sys.modules["sciembed"] = None
-import numpy as np, torch
-from transformers import AutoModel
-model = AutoModel.from_pretrained({str(folder)!r}, trust_remote_code=True)
-assert type(model).__module__.startswith("transformers_modules."), type(model).__module__
-inputs = {{k: torch.from_numpy(v) for k, v in np.load("inputs.npz").items()}}
-with torch.no_grad():
-    out = model(**inputs)
-np.savez("outputs.npz", pooler_output=out.pooler_output.numpy(), last_hidden_state=out.last_hidden_state.numpy())
-"""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    remote = np.load(tmp_path / "outputs.npz")
-    np.testing.assert_allclose(remote["pooler_output"], output.pooler_output.numpy(), atol=1e-6, rtol=0)
-    np.testing.assert_allclose(remote["last_hidden_state"], output.last_hidden_state.numpy(), atol=1e-6, rtol=0)
-
-
-@pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])
-def test_default_initialization_starts_where_the_base_is(tiny_bert, tokenizer, attn_implementation):
-    """initialization="base" (the default): every CLS output equals the base's [CLS] output at step 0, padding
-    included, so the paper embedding is K times the base's (the same ranking, the same unit vector), and the
-    text tokens' states are the base's too; the paper's construction does not start there."""
-    bert = random_bert(tiny_bert, attn_implementation=attn_implementation)
+def test_the_paper_s_initialization_does_not_start_at_the_base(tiny_bert, tokenizer):
+    """initialization="base" is the default and starts at the base (the family contract); the paper's does not."""
+    bert = random_bert(tiny_bert)
     model = Multi2SPEModel.from_bert(bert, tokenizer=tokenizer)
     assert (
         model.config.initialization == "base"
@@ -341,19 +268,10 @@ def test_default_initialization_starts_where_the_base_is(tiny_bert, tokenizer, a
     )
     features = batch(tokenizer)
     with torch.no_grad():
-        base = with_vocabulary_of(bert, model)(**features).last_hidden_state
-        output = model(**features)
+        base = bert(**features).last_hidden_state
         paper = Multi2SPEModel.from_bert(
-            random_bert(tiny_bert, attn_implementation=attn_implementation),
-            tokenizer=AutoTokenizer.from_pretrained(tiny_bert),
-            initialization="paper",
+            random_bert(tiny_bert), tokenizer=AutoTokenizer.from_pretrained(tiny_bert), initialization="paper"
         )(**features)
-    torch.testing.assert_close(output.cls_embeddings, base[:, :1].expand(-1, K, -1), atol=1e-5, rtol=0)
-    torch.testing.assert_close(output.pooler_output / K, base[:, 0], atol=1e-5, rtol=0)
-    mask = features["attention_mask"].bool()
-    torch.testing.assert_close(
-        output.last_hidden_state[:, K:][mask[:, 1:]], base[:, 1:][mask[:, 1:]], atol=1e-5, rtol=0
-    )
     assert not torch.allclose(paper.pooler_output / K, base[:, 0], atol=1e-2)
 
 
@@ -384,4 +302,43 @@ def test_mean_text_pooling_needs_a_last_linear_layer_to_start_at_the_base():
         Multi2SPEConfig(num_hidden_layers=4, linear_layers=[2], text_pooling="mean")
     with pytest.raises(ValueError, match="text_pooling must be one of"):
         Multi2SPEConfig(text_pooling="max")
-    assert Multi2SPEConfig.from_dict(Multi2SPEConfig(text_pooling="mean").to_dict()).text_pooling == "mean"
+
+
+class Multi2SPETester(FamilyTester):
+    """Multi²SPE on a 4-layer base, so that intermediate linear layers exist."""
+
+    family = "multi2spe"
+    base_layers = 4
+    config_example = dict(
+        num_hidden_layers=2,
+        extra_cls_token_ids=[5, 6],
+        linear_layers=[2],
+        reparameterize=False,
+        reparameterization_init="literal",
+        text_pooling="mean",
+    )
+
+    def start(self, bert, tokenizer, model, selection) -> Start:
+        """initialization="base": every CLS output is the base's [CLS] output, the text's states are the base's,
+        so the paper embedding is K times the base's (the same ranking, the same unit vector)."""
+        features = dict(tokenizer(TEXTS, padding=True, return_tensors="pt"))
+        base = bert(**features).last_hidden_state
+        mask = features["attention_mask"].bool()
+        states = torch.cat([base[:, :1].expand(-1, K, -1), base[:, 1:]], dim=1)
+        return Start(states, torch.cat([mask[:, :1].expand(-1, K), mask[:, 1:]], dim=1), K * base[:, 0])
+
+
+class TestMulti2SPEContract(FamilyContract):
+    tester = Multi2SPETester()
+
+    def test_facets_give_pytorch_s_vectors_on_onnx_and_openvino(self, built, tmp_path):
+        """The K per-CLS embeddings (facets=True) export too, one (K, hidden) array per paper."""
+        pytest.importorskip("onnxruntime", reason="the onnx extra is not installed: pip install -e '.[onnx]'")
+        pytest.importorskip("openvino", reason="the openvino extra is not installed: pip install -e '.[openvino]'")
+        import test_onnx_backend
+        import test_openvino_backend
+
+        for backend in (test_onnx_backend, test_openvino_backend):
+            pytorch, exported = backend.both(built[0].folder, tmp_path / backend.__name__, facets=True)
+            assert exported.encode(test_onnx_backend.TEXTS, show_progress_bar=False).ndim == 3
+            test_onnx_backend.assert_same_vectors(pytorch, exported)

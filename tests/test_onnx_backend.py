@@ -1,6 +1,6 @@
 """The ONNX Runtime backend: the same vectors as PyTorch (1e-4) for plain encoders, sentence-transformers
-models, every family and the format modules; the export made once and cached; int8 refused until its gate
-passes; ``--backend onnx`` through the CLI."""
+models and the format modules (each family's parity is its contract's, ``family_contract.py``); the export made
+once and cached; int8 refused until its gate passes; ``--backend onnx`` through the CLI."""
 
 from __future__ import annotations
 
@@ -101,45 +101,6 @@ def test_a_sentence_transformers_model_gives_its_own_vectors(tiny_st_base, tmp_p
     np.testing.assert_allclose(np.linalg.norm(onnx.encode(TEXTS, show_progress_bar=False), axis=1), 1, atol=1e-5)
 
 
-FAMILIES = {
-    "multi2spe": ("multi2spe", {}, [{}]),
-    "control_code": (
-        "control_code",
-        {},
-        [{"task_format": f} for f in ("classification", "regression", "proximity", "adhoc_query")],
-    ),
-    "moe_enforced": (
-        "moe_bert",
-        {"routing": "enforced", "domains": ["cs", "bio"]},
-        [{"domain": "cs"}, {"domain": "bio"}],
-    ),
-    "moe_token": ("moe_bert", {"routing": "token", "moe_layers": "middle", "domains": ["cs", "bio"]}, [{}]),
-}
-
-
-@pytest.mark.parametrize("case", list(FAMILIES))
-def test_every_family_gives_pytorch_s_vectors(case, tiny_bert, tmp_path):
-    family, build, selections = FAMILIES[case]
-    torch.manual_seed(0)
-    model, tokenizer = from_bert(family, tiny_bert, **build)
-    with torch.no_grad():  # experts start as copies of BERT's MLP and domain tokens as [CLS]: make them differ
-        for parameter in model.parameters():
-            parameter.add_(torch.randn_like(parameter) * 0.05)
-    folder = save_pretrained(model, tokenizer, tmp_path / "model")
-    vectors = []
-    for selection in selections:
-        pytorch, onnx = both(folder, tmp_path / "onnx", **selection)
-        assert_same_vectors(pytorch, onnx)
-        vectors.append(onnx.encode(TEXTS, show_progress_bar=False))
-    # Each format / domain is its own export, and they embed differently.
-    assert len(list((tmp_path / "onnx").iterdir())) == len(selections)
-    assert all(not np.allclose(a, b) for i, a in enumerate(vectors) for b in vectors[i + 1 :])
-    if family == "multi2spe":
-        pytorch, onnx = both(folder, tmp_path / "onnx", facets=True)
-        assert onnx.encode(TEXTS, show_progress_bar=False).ndim == 3
-        assert_same_vectors(pytorch, onnx)
-
-
 def assert_dynamo_export(encoder, path):
     """The dynamo exporter's graph of ``encoder`` gives its PyTorch vectors on texts and a batch size it was not
     traced with, and says which exporter made it."""
@@ -160,26 +121,6 @@ def test_the_dynamo_exporter_gives_pytorch_s_vectors(tiny_bert, tmp_path):
         assert_dynamo_export(encoder, tmp_path / f"{len(options)}.onnx")
     with pytest.raises(ValueError, match=r"exporter must be one of \('torchscript', 'dynamo'\), got 'jit'"):
         onnx_backend.export_encoder(encoder, tmp_path / "x.onnx", exporter="jit")
-
-
-#: Families whose forward branches on the data, which torch.export cannot trace (the TorchScript exporter can).
-DYNAMO_FAILS = {"control_code", "moe_enforced", "moe_token"}
-
-
-@pytest.mark.parametrize("case", list(FAMILIES))
-def test_every_family_exports_with_dynamo_or_names_why_not(case, tiny_bert, tmp_path):
-    pytest.importorskip("onnxscript", reason="the onnx extra is not installed: pip install -e '.[onnx]'")
-    family, build, selections = FAMILIES[case]
-    model, tokenizer = from_bert(family, tiny_bert, **build)
-    folder = save_pretrained(model, tokenizer, tmp_path / "model")
-    encoder = sciembed.PaperEncoder.from_pretrained(folder, device="cpu", **selections[-1])
-    if case not in DYNAMO_FAILS:
-        assert_dynamo_export(encoder, tmp_path / "dynamo.onnx")
-        return
-    message = r"does not export to ONNX with the dynamo exporter: \w+: .+; export it with exporter='torchscript'"
-    with pytest.raises(onnx_backend.OnnxExportError, match=message):
-        onnx_backend.export_encoder(encoder, tmp_path / "dynamo.onnx", exporter="dynamo")
-    assert onnx_backend.export_encoder(encoder, tmp_path / "plain.onnx")["exporter"] == "torchscript"
 
 
 def test_format_adapters_fusion_and_pals_export_the_active_format(tiny_bert, tmp_path):

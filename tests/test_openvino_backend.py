@@ -1,6 +1,6 @@
-"""The OpenVINO backend: PyTorch's vectors (1e-4) for every model the ONNX backend exports, the model converted once
-and cached, int8 (post-training and weight-only) refused until its gate passes, nncf's usage reports off, and
-``--backend openvino`` through the CLI."""
+"""The OpenVINO backend: PyTorch's vectors (1e-4) for every model the ONNX backend exports (each family's in its
+contract, ``family_contract.py``), the model converted once and cached, int8 (post-training and weight-only) refused
+until its gate passes, nncf's usage reports off, and ``--backend openvino`` through the CLI."""
 
 from __future__ import annotations
 
@@ -17,12 +17,11 @@ pytest.importorskip("openvino", reason="the openvino extra is not installed: pip
 pytest.importorskip("nncf", reason="the openvino extra is not installed: pip install -e '.[openvino]'")
 
 from helpers import shared_data  # noqa: E402
-from test_onnx_backend import FAMILIES, TEXTS, assert_same_vectors  # noqa: E402
+from test_onnx_backend import TEXTS, assert_same_vectors  # noqa: E402
 
 import sciembed  # noqa: E402
 from sciembed import onnx_backend, openvino_backend  # noqa: E402
 from sciembed.cli import main  # noqa: E402
-from sciembed.families import from_bert, save_pretrained  # noqa: E402
 from sciembed.io import read_embeddings  # noqa: E402
 
 
@@ -70,28 +69,6 @@ def test_fp32_runs_float32_products_where_the_cpu_has_bf16(tiny_bert, tmp_path):
 
 def test_a_sentence_transformers_model_gives_its_own_vectors(tiny_st_base, tmp_path):
     assert_same_vectors(*both(tiny_st_base, tmp_path))
-
-
-@pytest.mark.parametrize("case", list(FAMILIES))
-def test_every_family_gives_pytorch_s_vectors(case, tiny_bert, tmp_path):
-    family, build, selections = FAMILIES[case]
-    torch.manual_seed(0)
-    model, tokenizer = from_bert(family, tiny_bert, **build)
-    with torch.no_grad():  # experts start as copies of BERT's MLP and domain tokens as [CLS]: make them differ
-        for parameter in model.parameters():
-            parameter.add_(torch.randn_like(parameter) * 0.05)
-    folder = save_pretrained(model, tokenizer, tmp_path / "model")
-    vectors = []
-    for selection in selections:
-        pytorch, openvino = both(folder, tmp_path / "openvino", **selection)
-        assert_same_vectors(pytorch, openvino)
-        vectors.append(openvino.encode(TEXTS, show_progress_bar=False))
-    assert len(list((tmp_path / "openvino").iterdir())) == len(selections)
-    assert all(not np.allclose(a, b) for i, a in enumerate(vectors) for b in vectors[i + 1 :])
-    if family == "multi2spe":
-        pytorch, openvino = both(folder, tmp_path / "openvino", facets=True)
-        assert openvino.encode(TEXTS, show_progress_bar=False).ndim == 3
-        assert_same_vectors(pytorch, openvino)
 
 
 def test_format_adapters_and_pals_convert_the_active_format(tiny_bert, tmp_path):
