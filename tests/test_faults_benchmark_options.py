@@ -15,7 +15,6 @@ import pytest
 
 from sciembed.cli import main
 from sciembed.evaluation import evaluate, load_tasks
-from sciembed.evaluation.benchmarks import BENCHMARKS, option_flags
 
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "sciembed"
 
@@ -53,6 +52,7 @@ def test_the_python_api_refuses_them_too(tmp_path):
 
 def test_every_benchmark_keeps_its_facts_in_its_own_module():
     """One class per benchmark, its options a dataclass; the CLI, the cards and the tables read the table."""
+    from sciembed.evaluation.benchmarks import BENCHMARKS, option_flags
     from sciembed.hub import cards
 
     modules = {type(b).__module__ for b in BENCHMARKS.values()}
