@@ -46,6 +46,8 @@ def test_the_python_api_refuses_them_too(tmp_path):
         evaluate(None, "cacm", tmp_path, few_shot=False)
     with pytest.raises(ValueError, match="--queries: not for --benchmark classification"):
         load_tasks("classification", tmp_path / "labels.csv", papers="papers.jsonl", queries="queries.jsonl")
+    with pytest.raises(ValueError, match="--proximity-similarity 'cos': one of l2, min_facet_l2"):
+        load_tasks("scidocs", tmp_path, proximity_similarity="cos")
     with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
         evaluate(None, "cacm", tmp_path, bogus=1)
 

@@ -446,7 +446,7 @@ def dataset_identity(report: Mapping[str, Any], name: str | None = None) -> Data
     if hub_id is not None:
         release = hub_id in _RELEASE_HUB_IDS.get(benchmark, ())
     else:
-        release = benchmark == "scidocs" and _is_scidocs_release(Path(source))
+        release = benchmark in BENCHMARKS and BENCHMARKS[benchmark].is_release_folder(Path(source))
     label = name or (
         _BENCHMARK_TITLES.get(benchmark, benchmark) if release else hub_id or Path(source).name or benchmark
     )
@@ -469,23 +469,6 @@ def _task_label(row: Mapping[str, Any], dataset: DatasetIdentity) -> str:
     """A task as the card names it: the benchmark's name for its own release (SciDocs' ``MeSH``), else its id (the
     folder or config it was read from), since the benchmark's names would claim data the source is not."""
     return str(row["task"] if dataset.release else row["task_id"])
-
-
-def _is_scidocs_release(folder: Path) -> bool:
-    """Whether ``folder`` holds SciDocs' whole release under its own file names: every metadata file and every
-    task's splits. Papers of a user's own put in SciDocs' layout hold the files of the tasks they stand in for."""
-    from ..data.scidocs import (
-        CLASSIFICATION_SPLITS,
-        CLASSIFICATION_TASKS,
-        METADATA_FILES,
-        PROXIMITY_TASKS,
-        QREL_SPLITS,
-    )
-
-    tasks = [folder / task / f"{split}.qrel" for task in PROXIMITY_TASKS for split in QREL_SPLITS]
-    tasks += [folder / task / f"{split}.csv" for task in CLASSIFICATION_TASKS for split in CLASSIFICATION_SPLITS]
-    metadata = all(any((folder / name).is_file() for name in names) for names in METADATA_FILES.values())
-    return metadata and all(path.is_file() for path in tasks)
 
 
 def render_model_card(

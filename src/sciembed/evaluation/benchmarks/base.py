@@ -183,7 +183,11 @@ class Benchmark:
                 f"{flag}: not for --benchmark {self.name}, which does not take it; {flag} is for --benchmark "
                 f"{' or '.join(takers)}"
             )
-        return self.Options(**{name: value for name, value in given.items() if value is not None})
+        chosen = {name: value for name, value in given.items() if value is not None}
+        for f in fields(self.Options):
+            if f.name in chosen and isinstance(f.default, Enum):
+                chosen[f.name] = _member(type(f.default), chosen[f.name], option_flag(f.name, f.metadata))
+        return self.Options(**chosen)
 
     def recorded(self, options: Any) -> dict[str, Any]:
         """The options the report's settings record.
@@ -266,6 +270,14 @@ class Benchmark:
         """
         raise TypeError(f"{self.name}'s tasks are scored by sciembed's evaluators (sciembed.evaluation.evaluate)")
 
+    def is_release_folder(self, folder: Path) -> bool:
+        """Whether ``folder`` holds the benchmark's own release under its own file names (never, by default).
+
+        Args:
+            folder: a local folder results were read from.
+        """
+        return False
+
     def averages(self, results: Sequence[TaskScores]) -> dict[str, float]:
         """The benchmark's own averages over ``results`` (none by default).
 
@@ -273,6 +285,14 @@ class Benchmark:
             results: the scored tasks.
         """
         return {}
+
+
+def _member(kind: type[Enum], value: Any, flag: str) -> Enum:
+    """The member of ``kind`` that ``value`` names, or an error naming the flag and the choices."""
+    try:
+        return kind(value)
+    except ValueError:
+        raise ValueError(f"{flag} {value!r}: one of {', '.join(m.value for m in kind)}") from None
 
 
 def _plain(value: Any) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .base import BenchmarkInfo
 from .scidocs import SciDocs
 
@@ -22,3 +24,11 @@ class MultiSciDocs(SciDocs):
         citations=("seoh-etal-2023-multi2spe",),
         main_metric="average over its metrics",
     )
+
+    def is_release_folder(self, folder: Path) -> bool:
+        """Never: Multi-SciDocs has no release of its own, so its tasks keep their ids.
+
+        Args:
+            folder: a local folder results were read from.
+        """
+        return False

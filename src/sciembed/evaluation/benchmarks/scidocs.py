@@ -155,6 +155,27 @@ class SciDocs(Benchmark):
             missing.append(f"recomm ({error})")
             return []
 
+    def is_release_folder(self, folder: Path) -> bool:
+        """Whether ``folder`` holds SciDocs' whole release under its own file names.
+
+        Papers of a user's own put in SciDocs' layout hold the files of the tasks they stand in for, not all.
+
+        Args:
+            folder: a local folder results were read from.
+        """
+        from ...data.scidocs import (
+            CLASSIFICATION_SPLITS,
+            CLASSIFICATION_TASKS,
+            METADATA_FILES,
+            PROXIMITY_TASKS,
+            QREL_SPLITS,
+        )
+
+        tasks = [folder / task / f"{split}.qrel" for task in PROXIMITY_TASKS for split in QREL_SPLITS]
+        tasks += [folder / task / f"{split}.csv" for task in CLASSIFICATION_TASKS for split in CLASSIFICATION_SPLITS]
+        metadata = all(any((folder / name).is_file() for name in names) for names in METADATA_FILES.values())
+        return metadata and all(path.is_file() for path in tasks)
+
     def averages(self, results: Sequence[TaskScores]) -> dict[str, float]:
         """SciDocs' average over every metric it reports.
 
