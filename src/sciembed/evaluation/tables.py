@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .benchmarks import BENCHMARKS
+from .benchmarks.scirepeval import SCIREPEVAL_GROUPS
 from .tasks import primary_values, task_score
 
 if TYPE_CHECKING:
     from .runner import EvaluationReport
     from .tasks import TaskScores
 
-__all__ = ["averages", "format_table", "primary_values", "task_score"]
+__all__ = ["SCIREPEVAL_GROUPS", "averages", "format_table", "primary_values", "task_score"]
 
 
 def averages(benchmark: str, results: list[TaskScores]) -> dict[str, float]:
