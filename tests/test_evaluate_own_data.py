@@ -463,7 +463,9 @@ def test_qrels_errors_name_the_file_line_and_id(papers_file, tmp_path, caplog):
         read_queries(queries)
     with pytest.raises(ValueError, match="--papers"):
         load_tasks("retrieval", path)
-    with pytest.raises(ValueError, match="--papers: for --benchmark classification or retrieval"):
+    with pytest.raises(
+        ValueError, match="--papers: not for --benchmark cacm.* for --benchmark classification or retrieval"
+    ):
         load_tasks("cacm", tmp_path, papers=papers_file)
     assert (
         main(

@@ -10,9 +10,19 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
+from typing import Any
 
 from ..data.judgements import QRELS_COLUMNS
-from ..evaluation.names import BENCHMARK_LAYOUTS, BENCHMARK_NAMES, layouts_text
+from ..evaluation.benchmarks import (
+    BENCHMARK_NAMES,
+    BENCHMARKS,
+    Benchmark,
+    Candidates,
+    Similarity,
+    benchmark_named,
+    layouts_text,
+    option_flags,
+)
 from .options import CACHE_OPTIONS, HelpFormatter, add_options, encoder_from_args, refuse_model_options
 
 logger = logging.getLogger(__name__)
@@ -55,7 +65,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         choices=BENCHMARK_NAMES,
         metavar="BENCHMARK",
         help="what to evaluate on, and what --data is: "
-        + "; ".join(f"{layout.name}: {layout.reads}" for layout in BENCHMARK_LAYOUTS)
+        + "; ".join(f"{benchmark.name}: {benchmark.info.reads}" for benchmark in BENCHMARKS.values())
         + " (examples below)",
     )
     parser.add_argument(
@@ -78,11 +88,10 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     )
     parser.add_argument(
         "--candidates",
-        choices=("all", "judged"),
-        default="all",
-        help="retrieval: what a query ranks: all papers of --papers (cosine, best 1,000; headline MAP, nDCG, "
-        "nDCG@10, recall@100) or only its judged papers (SciDocs' -L2 protocol; headline MAP, nDCG; for qrels listing "
-        "negatives); both also report R-precision and nDCG@k, P@k, recall@k (--cutoffs)",
+        choices=tuple(Candidates),
+        help="retrieval: what a query ranks: all papers of --papers (the default; cosine, best 1,000; headline MAP, "
+        "nDCG, nDCG@10, recall@100) or only its judged papers (SciDocs' -L2 protocol; headline MAP, nDCG; for qrels "
+        "listing negatives); both also report R-precision and nDCG@k, P@k, recall@k (--cutoffs)",
     )
     parser.add_argument(
         "--cutoffs",
@@ -103,9 +112,8 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
     parser.add_argument(
         "--test-size",
         type=float,
-        default=0.5,
         help="classification without a split column: the share of each "
-        "label held out for testing (stratified, seeded by --seed)",
+        "label held out for testing (stratified, seeded by --seed; default 0.5)",
     )
     parser.add_argument(
         "--id-field",
@@ -130,11 +138,12 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
         "--split", default="test", help="judged split to score (val to tune; mteb: an evaluation split of each task)"
     )
     add_options(parser, "smart_links", "domain", "pooling")
+    parser.set_defaults(smart_links=None)  # each benchmark that reads SMART links has its default
     parser.add_argument(
         "--proximity-similarity",
-        choices=("l2", "min_facet_l2"),
-        default="l2",
-        help="ranking score of proximity tasks: -L2 (the references) or Multi2SPE's min distance over facet pairs",
+        choices=tuple(Similarity),
+        help="ranking score of proximity tasks: -L2 (the references; the default) or Multi2SPE's min distance over "
+        "facet pairs",
     )
     parser.add_argument("--no-few-shot", action="store_true", help="skip SciRepEval's few-shot settings")
     parser.add_argument(
@@ -175,12 +184,14 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation.runner import check_text_fields, set_cutoffs
     from ..io import check_cache_dir, check_input, refuse_replacing_file
 
-    # The cheap checks first: the output and the cache, then the input; the model (minutes for a large one) last.
+    # The cheap checks first: the options, the output and the cache, then the input; the model (minutes) last.
+    benchmark = benchmark_named(args.benchmark)
+    options = benchmark.options(_given_options(args))
     if args.output:
         refuse_replacing_file(args.output, overwrite=args.overwrite)
     if args.embeddings is not None:
         check_input(args.embeddings, "--embeddings", "any")
-        _refuse_encoder_options(args)
+        _refuse_encoder_options(args, benchmark)
     if not args.no_cache:
         check_cache_dir(args.cache_dir)
     for option, path, kind in (("--papers", args.papers, "any"), ("--queries", args.queries, "file")):
@@ -190,42 +201,8 @@ def run(args: argparse.Namespace) -> int:
         check_paper_source(args.papers, "--papers")
     if args.data is not None and (Path(args.data).exists() or Path(args.data).is_symlink()):
         check_input(args.data, "--data", "any")  # a local folder or file; anything else may be a Hub id
-    reading = dict(
-        tasks=args.tasks,
-        split=args.split,
-        skip_invalid=args.skip_invalid,
-        test_data=args.test_data,
-        few_shot=not args.no_few_shot,
-        proximity_similarity=args.proximity_similarity,
-        seed=args.seed,
-        papers=args.papers,
-        queries=args.queries,
-        test_size=args.test_size,
-        candidates=args.candidates,
-        id_field=args.id_field,
-        smart_links=args.smart_links,
-        qrels_columns=args.qrels_columns,
-    )
-    if args.benchmark == "mteb":
-        from ..evaluation.mteb_bridge import load_mteb_tasks
-
-        suite = load_mteb_tasks(
-            args.data,
-            tasks=args.tasks,
-            split=args.split,
-            skip_invalid=args.skip_invalid,
-            papers=args.papers,
-            queries=args.queries,
-            id_field=args.id_field,
-            test_data=args.test_data,
-            qrels_columns=args.qrels_columns,
-        )
-    elif args.data is None:
-        raise ValueError(f"--benchmark {args.benchmark} needs --data (what it is: sciembed evaluate --help)")
-    else:
-        suite = load_tasks(
-            args.benchmark, args.data, text_fields=args.text_fields, **reading
-        )  # a papers file's checked
+    reading = dict(tasks=args.tasks, split=args.split, skip_invalid=args.skip_invalid, seed=args.seed)
+    suite = load_tasks(benchmark.name, args.data, options, text_fields=args.text_fields, **reading)
     check_text_fields(suite, args.text_fields)
     set_cutoffs(suite, args.cutoffs)
     embedding = {
@@ -241,14 +218,7 @@ def run(args: argparse.Namespace) -> int:
         encoder = (lambda: encoder_from_args(args)) if args.model else None
         embedding["embeddings"] = args.embeddings
     report = evaluate(
-        encoder,
-        args.benchmark,
-        args.data,
-        n_jobs=args.jobs,
-        suite=suite,
-        cutoffs=args.cutoffs,
-        **embedding,
-        **reading,
+        encoder, suite, n_jobs=args.jobs, cutoffs=args.cutoffs, **embedding, **reading, **_given_options(args)
     )
     print(report.table())
     if args.output:
@@ -256,8 +226,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse_encoder_options(args: argparse.Namespace) -> None:
-    if args.benchmark == "mteb":
-        raise ValueError("--benchmark mteb embeds its own texts through a model: give --model, not --embeddings")
+def _given_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The benchmark options given on the command line, by name (``None``: not given)."""
+    given = {}
+    for name, flag in option_flags().items():
+        value = getattr(args, flag.removeprefix("--").replace("-", "_"))
+        given[name] = (False if value else None) if flag.startswith("--no-") else value
+    return given
+
+
+def _refuse_encoder_options(args: argparse.Namespace, benchmark: Benchmark) -> None:
+    if not benchmark.reads_embedding_files:
+        raise ValueError(
+            f"--benchmark {benchmark.name} embeds its own texts through a model: give --model, not --embeddings"
+        )
     if args.model is None:  # the stamp's model embeds what the file cannot hold, with its own settings
         refuse_model_options(args, f"--embeddings (the vectors are read from {args.embeddings})", keep=CACHE_OPTIONS)

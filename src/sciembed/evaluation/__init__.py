@@ -1,5 +1,6 @@
 """Evaluation: benchmark tasks, evaluators per task format, metrics and result tables.
 
+Each benchmark is a class in :mod:`.benchmarks` (the table :data:`~.benchmarks.BENCHMARKS`).
 ``evaluate(model, benchmark, data)`` embeds what a benchmark's tasks need once (cached per model and
 text) and scores every task with its reference protocol; see :mod:`.runner`. The evaluators work on
 plain vectors and can be used alone: :mod:`.ranking` (proximity, search, reviewer matching; pytrec_eval),
@@ -16,7 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ..removed import module_getattr
-from .names import BENCHMARK_NAMES
+from .benchmarks import BENCHMARK_NAMES, BENCHMARKS
 
 if TYPE_CHECKING:
     from .compare import compare_results
@@ -40,6 +41,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "BENCHMARKS",
     "BENCHMARK_NAMES",
     "EvaluationReport",
     "MtebEncoder",

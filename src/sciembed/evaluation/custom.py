@@ -54,6 +54,7 @@ from typing import Any
 from ..data.judgements import check_qrels_columns
 from ..data.papers import TEXT_FIELDS, InvalidPaperError, PaperProblem, read_papers
 from ..io import RepeatedKeyError, json_error, loads_json, unknown_key
+from .benchmarks.base import Candidates, Similarity
 from .supervised import SCIDOCS_CLASSIFICATION
 from .tasks import ClassificationTask, PaperSearchTask, ProximityTask, SearchTask, Task
 
@@ -65,7 +66,7 @@ LABEL_COLUMNS = ("label", "class_label", "category", "class")
 SPLIT_COLUMN = "split"
 _SPLITS = {"train": "train", "test": "test", "val": "val", "dev": "val", "validation": "val", "valid": "val"}
 #: What a qrels query ranks (``candidates``).
-CANDIDATES = ("all", "judged")
+CANDIDATES = tuple(Candidates)
 #: Headline measures of a whole-collection ranking (as CACM's search task) and of a judged-candidates ranking (as
 #: SciDocs); the standard set follows them.
 ALL_MEASURES = ("map", "ndcg", "ndcg_cut_10", "recall_100")
@@ -516,7 +517,6 @@ def classification_tasks(
     wanted: set[str] | None = None,
     text_fields: Sequence[str] = TEXT_FIELDS,
     smart_links: str = "cacm",
-    **_: Any,
 ) -> tuple[list[Task], list[PaperProblem]]:
     """The classification task of a labels file over a papers file, and the records left out (see the module)."""
     from sklearn.model_selection import train_test_split
@@ -601,15 +601,14 @@ def retrieval_tasks(
     *,
     papers: str | None,
     queries: str | None = None,
-    candidates: str = "all",
-    similarity: str = "l2",
+    candidates: str = Candidates.ALL,
+    similarity: str = Similarity.L2,
     skip_invalid: bool = False,
     id_field: str | None = None,
     wanted: set[str] | None = None,
     qrels_columns: str | None = None,
     text_fields: Sequence[str] = TEXT_FIELDS,
     smart_links: str = "cacm",
-    **_: Any,
 ) -> tuple[list[Task], list[PaperProblem]]:
     """The retrieval task of a qrels file over a papers file (and a queries file), and the records left out (see the
     module). ``similarity`` is the proximity score of paper queries ranking their judged candidates (``l2`` as
@@ -617,6 +616,7 @@ def retrieval_tasks(
     (:func:`~sciembed.data.judgements.check_qrels_columns`)."""
     if candidates not in CANDIDATES:
         raise ValueError(f"unknown candidates {candidates!r}; one of {', '.join(CANDIDATES)}")
+    candidates = Candidates(candidates)
     paper_file = _papers(papers, name, skip_invalid, id_field, text_fields, smart_links)
     by_id = {p["paper_id"]: p for p in paper_file.papers}
     records = read_query_records(queries) if queries else None
@@ -670,14 +670,16 @@ def retrieval_tasks(
     task_id = Path(data).stem
     if wanted is not None and task_id not in wanted:
         return [], paper_file.skipped + problems
-    if candidates == "judged" and not any(score < 1 for judged in qrels.values() for score in judged.values()):
+    if candidates is Candidates.JUDGED and not any(
+        score < 1 for judged in qrels.values() for score in judged.values()
+    ):
         logger.warning(
             "%s: every judged document is relevant, so ranking the judged documents alone scores 100; "
             "use --candidates all to rank every paper",
             data,
         )
     judged_ids = {c for judged in qrels.values() for c in judged}
-    documents = by_id if candidates == "all" else {pid: by_id[pid] for pid in by_id if pid in judged_ids}
+    documents = by_id if candidates is Candidates.ALL else {pid: by_id[pid] for pid in by_id if pid in judged_ids}
     common = dict(qrels=qrels, task_id=task_id)
     task: Task
     if texts is not None:
@@ -686,7 +688,7 @@ def retrieval_tasks(
             query_papers={q: records[q].paper_id for q in qrels if records[q].paper_id is not None},
             query_groups={q: records[q].facet for q in qrels if records[q].facet is not None},
         )
-        if candidates == "all":
+        if candidates is Candidates.ALL:
             task = SearchTask(
                 name,
                 task_id,
@@ -702,7 +704,7 @@ def retrieval_tasks(
             task = SearchTask(
                 name, task_id, documents, queries=query_texts, measures=JUDGED_MEASURES, similarity="l2", **common
             )
-    elif candidates == "all":
+    elif candidates is Candidates.ALL:
         task = PaperSearchTask(
             name,
             task_id,
@@ -721,8 +723,8 @@ def retrieval_tasks(
             task_id,
             documents,
             measures=JUDGED_MEASURES,
-            similarity=similarity,
-            score_decimals=5 if similarity == "l2" else None,
+            similarity=Similarity(similarity).value,
+            score_decimals=5 if similarity == Similarity.L2 else None,
             **common,
         )
     logger.info(
@@ -730,7 +732,7 @@ def retrieval_tasks(
         data,
         len(qrels),
         sum(map(len, qrels.values())),
-        f"all {len(documents)} papers" if candidates == "all" else "the judged papers",
+        f"all {len(documents)} papers" if candidates is Candidates.ALL else "the judged papers",
     )
     return [task], paper_file.skipped + problems
 

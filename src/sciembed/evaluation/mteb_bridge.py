@@ -344,6 +344,8 @@ class MtebSuite:
     split: str = "test"
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     skipped: list[PaperProblem] = field(default_factory=list)
+    #: The benchmark these tasks belong to.
+    benchmark: str = "mteb"
 
     @property
     def local(self) -> bool:
@@ -405,9 +407,10 @@ def load_mteb_tasks(
             "folder (--data FOLDER)"
         )
     if data is not None:
-        from .loaders import load_tasks
+        from .benchmarks.base import Reading
+        from .benchmarks.beir import Beir, BeirOptions
 
-        beir = load_tasks("beir", data, split=split, skip_invalid=skip_invalid, qrels_columns=qrels_columns)
+        beir = Beir().read(data, Reading(split=split, skip_invalid=skip_invalid), BeirOptions(qrels_columns))
         search = beir.tasks[0]
         task = _retrieval_task(search, data, split)
         counts = {task.metadata.name: {"queries": len(search.queries), "documents": len(search.documents)}}
@@ -451,9 +454,10 @@ def beir_task(folder: str | os.PathLike[str], *, split: str = "test", skip_inval
         FileNotFoundError: ``corpus.jsonl``, ``queries.jsonl`` or ``qrels/`` missing (named).
         ValueError: no ``qrels/<split>.tsv``, or a bad record (file and line named; see ``skip_invalid``).
     """
-    from .loaders import load_tasks
+    from .benchmarks.base import Reading
+    from .benchmarks.beir import Beir, BeirOptions
 
-    suite = load_tasks("beir", folder, split=split, skip_invalid=skip_invalid)
+    suite = Beir().read(folder, Reading(split=split, skip_invalid=skip_invalid), BeirOptions())
     return _retrieval_task(suite.tasks[0], folder, split)
 
 

@@ -26,12 +26,14 @@ from ..data.papers import TEXT_FIELDS, text_field_names
 from ..encode import Encoder, ModelArgument, PaperEncoder, refuse_encoder_options, resolve_encoder
 from ..io import atomic_path, default_cache_dir, ids_path, input_digests, vectors_of
 from ..logs import progress_enabled
+from .benchmarks.base import Similarity
 from .cache import EmbeddingCache
 from .loaders import TaskSuite, load_tasks
 from .tables import averages, format_table
 from .tasks import ClassificationTask, ProximityTask, TaskScores
 
 if TYPE_CHECKING:
+    from .benchmarks import Benchmark
     from .mteb_bridge import MtebSuite
 
 logger = logging.getLogger(__name__)
@@ -104,35 +106,26 @@ class EvaluationReport:
         return path
 
 
+#: The reading options every benchmark takes (:class:`~.benchmarks.Reading`), as keywords of :func:`evaluate`.
+READING_OPTIONS = ("tasks", "split", "skip_invalid", "seed")
+#: Options every report's settings name, at these values where a benchmark has no such option.
+REPORTED_OPTIONS: dict[str, Any] = {"proximity_similarity": Similarity.L2.value, "few_shot": True}
+
+
 def evaluate(
     model: ModelArgument,
-    benchmark: str,
-    data: str | os.PathLike[str] | None,
+    benchmark: str | TaskSuite | MtebSuite,
+    data: str | os.PathLike[str] | None = None,
     *,
-    tasks: list[str] | None = None,
-    split: str = "test",
     batch_size: int | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     use_cache: bool = True,
-    skip_invalid: bool = False,
-    test_data: str | None = None,
-    few_shot: bool = True,
-    proximity_similarity: str = "l2",
     n_jobs: int = -1,
-    seed: int | None = None,
     show_progress_bar: bool | None = None,
-    papers: str | os.PathLike[str] | None = None,
-    queries: str | os.PathLike[str] | None = None,
-    test_size: float = 0.5,
-    candidates: str = "all",
-    id_field: str | None = None,
-    smart_links: str = "cacm",
-    qrels_columns: str | None = None,
     text_fields: Sequence[str] | None = None,
-    suite: TaskSuite | MtebSuite | None = None,
     cutoffs: Sequence[int] | None = None,
     embeddings: str | os.PathLike[str] | None = None,
-    **removed: Any,
+    **reading: Any,
 ) -> EvaluationReport:
     """Evaluate ``model`` (or the vectors of ``embeddings``) on every task of ``benchmark`` found in ``data``.
 
@@ -140,100 +133,60 @@ def evaluate(
     :meth:`sciembed.Encoder.from_pretrained` and passed.
 
     Args:
-        model: a ready :class:`~sciembed.encode.Encoder` (a PaperEncoder, an ensemble, ...), a Hub id or local folder
-            (loaded with :meth:`sciembed.Encoder.from_pretrained`'s defaults; ``None``: the embedded
-            all-MiniLM-L6-v2), or a function that returns an encoder. A name or function is loaded after the tasks
+        model: a ready :class:`~sciembed.encode.Encoder`, a Hub id or local folder (``None``: the embedded
+            all-MiniLM-L6-v2), or a function that returns an encoder; a name or function is loaded after the tasks
             are read.
-        benchmark: ``scidocs``, ``scirepeval``, ``multi-scidocs``, ``beir``, ``cocitation``, ``cacm``, your own
-            files: ``classification`` (a labelled CSV) or ``retrieval`` (a qrels file), over ``papers``, or ``mteb``
-            (MTEB's tasks by name in ``tasks``, or a BEIR folder as ``data``; :mod:`.mteb_bridge`)
-            (:data:`~.names.BENCHMARK_LAYOUTS` shows each layout).
-        data: the benchmark's local folder or Hub id; the labels or qrels file for ``classification`` / ``retrieval``;
-            ``mteb``: a BEIR folder, or ``None`` with ``tasks``.
-        tasks: run only these task ids (e.g. ``["cite", "mag"]``); ``mteb``: MTEB task names (``["SCIDOCS"]``), whose
-            data mteb downloads from the Hub.
-        split: the judged split to score (``test``; ``val`` for tuning).
+        benchmark: a name of :data:`~.benchmarks.BENCHMARKS`, or tasks already read by :func:`~.loaders.load_tasks`.
+        data: the benchmark's folder, file or Hub id (``mteb``: a BEIR folder, or ``None`` with ``tasks``).
         batch_size: texts per forward pass (default: the encoder's).
-        cache_dir, use_cache: where vectors are cached (default :func:`sciembed.io.default_cache_dir`);
-            ``use_cache=False`` keeps them in memory for this call only.
-        skip_invalid: drop rows naming papers without metadata (counted in the report) instead of failing.
-        test_data: SciRepEval's labels source when ``data`` is its metadata source.
-        few_shot: also run SciRepEval's few-shot settings.
-        proximity_similarity: ``l2`` (the references) or ``min_facet_l2`` (Multi²SPE facets ablation).
+        cache_dir: where vectors are cached (default :func:`sciembed.io.default_cache_dir`).
+        use_cache: ``False`` keeps the vectors in memory for this call only.
         n_jobs: processes for the classifiers' grid searches (-1: all cores).
-        seed: seed of what is sampled or trained during evaluation (see :func:`~.loaders.load_tasks`).
         show_progress_bar: show progress while embedding (``None``: when the ``sciembed`` logger shows INFO).
-        papers, queries, test_size, candidates, id_field: ``classification`` / ``retrieval``: the papers file, the
-            text queries, the test share of a labels file without a split column, what a query ranks (``all`` papers
-            or the ``judged`` ones), the papers file's id column (see :mod:`.custom`).
-        smart_links: ``cacm``: how the collection's ``.X`` lines are read (``cacm`` or ``all``, see
-            :func:`~sciembed.data.smart.read_smart_collection`).
-        qrels_columns: the order of a judgement file's query and document columns, when stated (``query-document``
-            or ``document-query``; see :func:`~.loaders.load_tasks`).
-        text_fields: the paper fields that make a paper's text, in order, for every task (as ``sciembed embed
-            --text-fields``; :func:`~sciembed.data.papers.paper_text`); default: a
-            :class:`~sciembed.encoders.WindowedEncoder`'s own when other than title and abstract, else each task's
-            (title and abstract; SciRepEval's search adds venue and year). Recorded in the report's settings and in
-            each task's details.
-        suite: the tasks, already read by :func:`~.loaders.load_tasks` (``mteb``:
-            :func:`~.mteb_bridge.load_mteb_tasks`) with these arguments (``sciembed evaluate`` reads and checks its
-            input before it loads the model); read here when ``None``.
-        cutoffs: the ranks k of the nDCG@k, P@k and recall@k every ranking task reports beside its own measures
-            (default :data:`~.ranking.CUTOFFS`: 5, 10, 20, 100); not for ``mteb``, whose measures are mteb's.
-        embeddings: score the vectors of this embedding file (``.jsonl`` / ``.npy`` / ``.parquet``, or a folder of
-            Parquet parts, as ``sciembed embed`` writes) instead of embedding with a model: every paper the tasks
-            name must have a vector, and each task scores the same vector of a paper. Inputs that are not papers
-            (text queries, texts, facet vectors) are embedded with the model named by the file's stamp
-            (``<file>.meta.json``); a ``model`` given must match the stamp. The stamp's model and revision are
-            recorded in the report.
-
-    The encoder's commit (:attr:`~sciembed.Encoder.revision`) is recorded in the report's settings (``revision``).
+        text_fields: the paper fields that make every paper's text (default: each task's own, or a windowed
+            encoder's own fields).
+        cutoffs: the ranks k of the nDCG@k, P@k and recall@k every ranking task reports (not for ``mteb``).
+        embeddings: score the vectors of this embedding file (as ``sciembed embed`` writes) instead of a model's.
+        **reading: ``tasks``, ``split``, ``skip_invalid``, ``seed`` and the benchmark's own options, as
+            :func:`~.loaders.load_tasks` takes them; they are recorded in the report's settings.
 
     Raises:
-        TypeError: an encoder option (``device=``, ``pooling=``, ``loading=``, ...), naming
-            :meth:`sciembed.Encoder.from_pretrained`.
+        TypeError: an encoder option (``device=``, ``pooling=``, ...), naming :meth:`sciembed.Encoder.from_pretrained`.
+        ValueError: an option of another benchmark, naming the benchmark and the option.
     """
-    refuse_encoder_options("evaluate", removed)
+    from .benchmarks import Scoring, benchmark_named, option_flags
+
+    known = {*READING_OPTIONS, *option_flags()}
+    refuse_encoder_options("evaluate", {k: v for k, v in reading.items() if k not in known})
+    given = {k: v for k, v in reading.items() if k not in READING_OPTIONS}
+    chosen = benchmark_named(benchmark if isinstance(benchmark, str) else benchmark.benchmark)
+    options = chosen.options(given)
     if text_fields is not None:
         text_fields = text_field_names(text_fields)
     if embeddings is not None:
-        _check_embedding_options(benchmark, text_fields=text_fields)
-    if benchmark == "mteb" and suite is None:
-        from .mteb_bridge import load_mteb_tasks
-
-        suite = load_mteb_tasks(
+        _check_embedding_options(chosen, text_fields=text_fields)
+    suite = (
+        load_tasks(
+            chosen.name,
             data,
-            tasks=tasks,
-            split=split,
-            skip_invalid=skip_invalid,
-            papers=papers,
-            queries=queries,
-            id_field=id_field,
-            test_data=test_data,
-            qrels_columns=qrels_columns,
+            options,
+            text_fields=text_fields,
+            **{k: reading[k] for k in reading if k in READING_OPTIONS},
         )
-    if suite is None:
-        suite = load_tasks(
-            benchmark,
-            data,
-            tasks=tasks,
-            split=split,
-            skip_invalid=skip_invalid,
-            test_data=test_data,
-            few_shot=few_shot,
-            proximity_similarity=proximity_similarity,
-            seed=seed,
-            papers=papers,
-            queries=queries,
-            test_size=test_size,
-            candidates=candidates,
-            id_field=id_field,
-            smart_links=smart_links,
-            qrels_columns=qrels_columns,
-        )
+        if isinstance(benchmark, str)
+        else benchmark
+    )
     check_text_fields(suite, text_fields)  # before a model is loaded
     cutoffs = set_cutoffs(suite, cutoffs)
     folder = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
+    recorded = {**REPORTED_OPTIONS, **chosen.recorded(options)}
+    shared = {name: recorded.pop(name) for name in REPORTED_OPTIONS}
+    read = {
+        "seed": reading.get("seed"),
+        "skip_invalid": reading.get("skip_invalid", False),
+        "tasks": reading.get("tasks"),
+    }
+    split = reading.get("split", "test")
     if embeddings is not None:
         return evaluate_embeddings(
             embeddings,
@@ -243,16 +196,7 @@ def evaluate(
             cache_dir=folder,
             batch_size=batch_size,
             show_progress_bar=show_progress_bar,
-            settings={
-                "split": split,
-                "proximity_similarity": proximity_similarity,
-                "few_shot": few_shot,
-                "seed": seed,
-                "skip_invalid": skip_invalid,
-                "tasks": tasks,
-                "cutoffs": cutoffs,
-                **_own_files(suite, papers, queries, test_size, candidates, qrels_columns),
-            },
+            settings={"split": split, **shared, **read, "cutoffs": cutoffs, **recorded},
         )
     encoder = resolve_encoder(model)
     if text_fields is None:
@@ -267,50 +211,32 @@ def evaluate(
         "backend": encoder.backend,
         "onnx_quantization": encoder.quantization,
         "revision": encoder.revision,
-        "proximity_similarity": proximity_similarity,
-        "few_shot": few_shot,
-        "seed": seed,
-        "skip_invalid": skip_invalid,
-        "tasks": tasks,
+        **shared,
+        **read,
         "text_fields": None if text_fields is None else list(text_fields),
         "cutoffs": cutoffs,
+        **recorded,
     }
-    if benchmark == "mteb":
-        from .mteb_bridge import mteb_version, run_mteb
-
-        own = getattr(getattr(encoder, "settings", None), "text_fields", TEXT_FIELDS)
-        if text_fields is not None and tuple(own) != text_fields:
-            from ..encoders import WindowedEncoder, WindowSettings
-
-            # mteb's documents are made texts by the encoder itself: one that reads the fields asked for.
-            encoder = WindowedEncoder(encoder, WindowSettings(text_fields=text_fields, windows=False))
-        results, embedding = run_mteb(
-            encoder, suite, cache_dir=folder, batch_size=batch_size, show_progress_bar=show_progress_bar
+    if isinstance(suite, TaskSuite):
+        return evaluate_suite(
+            encoder,
+            suite,
+            cache_dir=folder,
+            batch_size=batch_size,
+            n_jobs=n_jobs,
+            show_progress_bar=show_progress_bar,
+            settings=settings,
+            text_fields=text_fields,
         )
-        unused = ("proximity_similarity", "few_shot", "seed", "cutoffs")
-        return EvaluationReport(
-            benchmark="mteb",
-            source=suite.source,
-            model=encoder.name_or_path,
-            results=results,
-            skipped_records=[str(problem) for problem in suite.skipped],
-            settings={
-                **{k: v for k, v in settings.items() if k not in unused},
-                "similarity": "cosine",
-                "mteb_version": mteb_version(),
-            },
-            embedding=embedding,
-        )
-    settings.update(_own_files(suite, papers, queries, test_size, candidates, qrels_columns))
-    return evaluate_suite(
-        encoder,
-        suite,
-        cache_dir=folder,
-        batch_size=batch_size,
-        n_jobs=n_jobs,
-        show_progress_bar=show_progress_bar,
-        settings=settings,
-        text_fields=text_fields,
+    scored = chosen.run(encoder, suite, settings, Scoring(folder, batch_size, n_jobs, show_progress_bar, text_fields))
+    return EvaluationReport(
+        benchmark=chosen.name,
+        source=suite.source,
+        model=scored.model,
+        results=scored.results,
+        skipped_records=[str(problem) for problem in suite.skipped],
+        settings=scored.settings,
+        embedding=scored.embedding,
     )
 
 
@@ -337,23 +263,9 @@ def set_cutoffs(suite: TaskSuite | MtebSuite, cutoffs: Sequence[int] | None) -> 
     return sorted(set(cutoffs))
 
 
-def _own_files(suite, papers, queries, test_size, candidates, qrels_columns) -> dict[str, Any]:
-    """The settings of a ``classification`` / ``retrieval`` run over the user's own files (none for a benchmark)."""
-    if suite.benchmark == "classification":
-        return {"papers": str(papers), "test_size": test_size}
-    if suite.benchmark == "retrieval":
-        return {
-            "papers": str(papers),
-            "queries": None if queries is None else str(queries),
-            "candidates": candidates,
-            "qrels_columns": qrels_columns,
-        }
-    return {}
-
-
-def _check_embedding_options(benchmark: str, **given: Any) -> None:
+def _check_embedding_options(benchmark: Benchmark, **given: Any) -> None:
     """Refuse, with ``embeddings``, what the file decides (mteb's texts, the papers' text fields)."""
-    if benchmark == "mteb":
+    if not benchmark.reads_embedding_files:
         raise ValueError(
             "mteb embeds its own texts through a model: --embeddings (embeddings=) is for sciembed's own benchmarks"
         )
@@ -525,7 +437,7 @@ def _ids_file(embeddings: str | os.PathLike[str]) -> Path | None:
 
 def _model_roles(task: Any) -> tuple[str, ...]:
     """The inputs of ``task`` an embedding file of papers cannot give: texts, text queries, facet vectors."""
-    facets = isinstance(task, ProximityTask) and task.similarity == "min_facet_l2"
+    facets = isinstance(task, ProximityTask) and task.similarity == Similarity.MIN_FACET_L2
     roles = ()
     if facets or any(isinstance(record, str) for record in task.documents.values()):
         roles += ("documents",)
@@ -538,7 +450,7 @@ def _refuse_unstamped(suite: TaskSuite, task: Any, roles: tuple[str, ...], embed
     """Refuse a task that needs a model when the embedding file names none and none is given."""
     if not roles:
         return
-    if isinstance(task, ProximityTask) and task.similarity == "min_facet_l2":
+    if isinstance(task, ProximityTask) and task.similarity == Similarity.MIN_FACET_L2:
         needs = "each paper's facet vectors (--proximity-similarity min_facet_l2)"
     elif "documents" in roles:
         needs = "texts that are not papers"
@@ -679,7 +591,7 @@ def _embed_tasks(
 
     plans = []
     for task in suite.tasks:
-        facets = isinstance(task, ProximityTask) and task.similarity == "min_facet_l2"
+        facets = isinstance(task, ProximityTask) and task.similarity == Similarity.MIN_FACET_L2
         for role, records, task_format in (
             ("documents", task.documents, task.document_format),
             ("queries", task.queries, task.query_format or task.document_format),

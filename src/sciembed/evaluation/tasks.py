@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..data.papers import TEXT_FIELDS
+from ..data.papers import TEXT_FIELDS, PaperProblem
 from ..removed import module_getattr
 from .ranking import CUTOFFS
 
@@ -467,3 +467,38 @@ class PairsTask(Task):
                 if k not in ("f1max", "accuracy", "roc_auc") and not k.startswith("num_")
             },
         )
+
+
+@dataclass
+class TaskSuite:
+    """The tasks of one benchmark source, what it lacks and what its readers skipped."""
+
+    benchmark: str
+    source: str
+    tasks: list[Task]
+    missing: list[str] = field(default_factory=list)
+    skipped: list[PaperProblem] = field(default_factory=list)
+    #: The SHA-256 of each data file read, by input (:func:`~sciembed.io.input_digests`).
+    inputs: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def primary_values(result: TaskScores) -> list[float]:
+    """The values of the metrics the benchmark's averages take.
+
+    Args:
+        result: one task's scores.
+    """
+    return (
+        [result.metrics[m] for m in result.primary_metrics]
+        if result.primary_metrics
+        else list(result.metrics.values())
+    )
+
+
+def task_score(result: TaskScores) -> float:
+    """One number per task: the mean of its primary metrics.
+
+    Args:
+        result: one task's scores.
+    """
+    return float(np.mean(primary_values(result)))

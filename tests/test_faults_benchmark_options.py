@@ -1,0 +1,91 @@
+"""Options given to a benchmark that does not take them are refused, naming the benchmark and the option.
+
+Each benchmark's own options are a dataclass in its module under ``sciembed.evaluation.benchmarks``; the command
+line and ``evaluate`` build it, and an option of another benchmark stops the run before the model loads (exit 2, one
+line), where it was once read by no task and silently ignored.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from sciembed.cli import main
+from sciembed.evaluation import evaluate, load_tasks
+
+SOURCE = Path(__file__).resolve().parents[1] / "src" / "sciembed"
+
+
+@pytest.mark.parametrize(
+    ("benchmark", "given", "flag", "takers"),
+    [
+        ("scidocs", ["--no-few-shot"], "--no-few-shot", "scirepeval"),
+        ("scidocs", ["--smart-links", "all"], "--smart-links", "cacm or classification or retrieval"),
+        ("beir", ["--proximity-similarity", "min_facet_l2"], "--proximity-similarity", "cacm or multi-scidocs or"),
+        ("cacm", ["--test-data", "allenai/scirepeval_test"], "--test-data", "scirepeval"),
+        ("cacm", ["--test-size", "0.3"], "--test-size", "classification"),
+        ("classification", ["--candidates", "judged"], "--candidates", "retrieval"),
+        ("cocitation", ["--qrels-columns", "document-query"], "--qrels-columns", "beir or cacm or mteb or"),
+    ],
+)
+def test_an_option_of_another_benchmark_is_refused_before_the_model_loads(
+    tmp_path, caplog, benchmark, given, flag, takers
+):
+    argv = ["evaluate", "--benchmark", benchmark, "--data", str(tmp_path / "absent"), "--model", "no-model", *given]
+    assert main([*argv, "--no-progress"]) == 2
+    assert f"{flag}: not for --benchmark {benchmark}, which does not take it" in caplog.text
+    assert f"{flag} is for --benchmark {takers}" in caplog.text
+    assert "absent" not in caplog.text and "no-model" not in caplog.text and "Traceback" not in caplog.text
+
+
+def test_the_python_api_refuses_them_too(tmp_path):
+    with pytest.raises(ValueError, match="--no-few-shot: not for --benchmark cacm"):
+        evaluate(None, "cacm", tmp_path, few_shot=False)
+    with pytest.raises(ValueError, match="--queries: not for --benchmark classification"):
+        load_tasks("classification", tmp_path / "labels.csv", papers="papers.jsonl", queries="queries.jsonl")
+    with pytest.raises(ValueError, match="--proximity-similarity 'cos': one of l2, min_facet_l2"):
+        load_tasks("scidocs", tmp_path, proximity_similarity="cos")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        evaluate(None, "cacm", tmp_path, bogus=1)
+
+
+def test_every_benchmark_keeps_its_facts_in_its_own_module():
+    """One class per benchmark, its options a dataclass; the CLI, the cards and the tables read the table."""
+    from sciembed.evaluation.benchmarks import BENCHMARKS, option_flags
+    from sciembed.hub import cards
+
+    modules = {type(b).__module__ for b in BENCHMARKS.values()}
+    assert len(modules) == len(BENCHMARKS) and all(m.startswith("sciembed.evaluation.benchmarks.") for m in modules)
+    for name, benchmark in BENCHMARKS.items():
+        assert benchmark.info.name == name and benchmark.info.title and benchmark.info.reads, name
+        assert cards._BENCHMARK_TITLES[name] == benchmark.info.title
+        assert cards._BENCHMARK_CITATIONS[name] == benchmark.info.citations
+        fields(benchmark.Options)  # a dataclass
+    assert set(option_flags().values()) <= set(_evaluate_flags())
+
+
+def test_no_public_evaluation_function_takes_more_than_twelve_parameters():
+    long = []
+    for path in (SOURCE / "evaluation").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                arguments = node.args
+                count = len(arguments.posonlyargs + arguments.args + arguments.kwonlyargs) + bool(arguments.kwarg)
+                count -= bool(arguments.args) and arguments.args[0].arg in ("self", "cls")
+                if count > 12:
+                    long.append(f"{path.name}:{node.name} ({count})")
+    assert long == []
+
+
+def _evaluate_flags() -> list[str]:
+    import argparse
+
+    from sciembed.commands import evaluate as command
+
+    parser = argparse.ArgumentParser()
+    command.add_parser(parser.add_subparsers())
+    (evaluate_parser,) = parser._subparsers._group_actions[0].choices.values()
+    return [flag for action in evaluate_parser._actions for flag in action.option_strings]
