@@ -172,8 +172,18 @@ class Encoder(ABC):
                 )
                 if folder is not None:  # a Hub repository holding the file: its snapshot, at the revision asked
                     with named_as(str(name_or_path), folder):
-                        return kind.from_pretrained(folder, **{k: v for k, v in options.items() if k != "revision"})
+                        encoder = kind.from_pretrained(folder, **{k: v for k, v in options.items() if k != "revision"})
+                    return encoder.named_by_hub(str(name_or_path), folder)
         return PaperEncoder.from_pretrained(name_or_path, **options)
+
+    def named_by_hub(self, repo_id: str, snapshot: str) -> Encoder:
+        """This encoder, its parts read from ``snapshot`` named by the Hub id and the snapshot's commit.
+
+        Args:
+            repo_id: the Hub id the user gave.
+            snapshot: the Hub cache snapshot folder the encoder was read from.
+        """
+        return self
 
     @property
     @abstractmethod
