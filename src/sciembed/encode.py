@@ -451,8 +451,8 @@ class PaperEncoder(Encoder):
         task_format: str | None = None,
         domain: str | None = None,
         facets: bool = False,
-        backend: Backend = "pytorch",
-        quantization: WeightQuantization = "fp32",
+        backend: Backend | str = Backend.PYTORCH,
+        quantization: WeightQuantization | str = WeightQuantization.FP32,
         onnx_cache: str | os.PathLike[str] | None = None,
         openvino_cache: str | os.PathLike[str] | None = None,
         precision: Any = None,
@@ -460,8 +460,9 @@ class PaperEncoder(Encoder):
         import torch
 
         refuse_weight_precision(precision)
-        check_backend(backend, quantization, device)
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() and backend == "pytorch" else "cpu"))
+        backend = check_backend(backend, quantization, device)
+        pytorch = backend is Backend.PYTORCH
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() and pytorch else "cpu"))
         self._sentence_transformer = model if _is_sentence_transformer(model) else None
         if self._sentence_transformer is not None:
             if tokenizer is not None or pooling is not None or normalize:
@@ -513,12 +514,13 @@ class PaperEncoder(Encoder):
             )
         self.facets = facets
         self.backend = backend
-        if backend != "pytorch" and any(p.dtype != torch.float32 for p in self.model.parameters()):
+        if not pytorch and any(p.dtype != torch.float32 for p in self.model.parameters()):
             raise ValueError(
                 f"{self.name_or_path}: the {BACKEND_NAMES[backend]} backend exports float32 weights; load the model "
                 f"without a dtype (model_kwargs / --dtype) for backend={backend!r}"
             )
-        self._engine = make_engine(backend, quantization, onnx_cache if backend == "onnx" else openvino_cache)
+        caches = {Backend.ONNX: onnx_cache, Backend.OPENVINO: openvino_cache}
+        self._engine = make_engine(backend, quantization, caches.get(backend))
         self.__dict__.setdefault("_quantization_ranges", {})  # shared with this encoder's format copies
 
     @classmethod
@@ -787,21 +789,21 @@ class PaperEncoder(Encoder):
     @property
     def onnx_cache(self) -> Path | None:
         """Where this encoder's ONNX exports are kept (``None`` for the other backends)."""
-        return self._engine.cache_dir if self.backend == "onnx" else None
+        return self._engine.cache_dir if self.backend == Backend.ONNX else None
 
     @property
     def openvino_cache(self) -> Path | None:
         """Where this encoder's OpenVINO models are kept (``None`` for the other backends)."""
-        return self._engine.cache_dir if self.backend == "openvino" else None
+        return self._engine.cache_dir if self.backend == Backend.OPENVINO else None
 
     @property
     def quantization(self) -> str:
         """``"fp32"``, or the int8 kind of an ONNX or OpenVINO model's weights."""
-        return self._engine.quantization if self._engine is not None else "fp32"
+        return self._engine.quantization if self._engine is not None else WeightQuantization.FP32
 
     @property
     def _non_finite_remedy(self) -> str:
-        if self.quantization != "fp32":
+        if self.quantization != WeightQuantization.FP32:
             return (
                 f"nothing was kept; try --onnx-quantization fp32 (quantization='fp32'): "
                 f"{self.quantization} can overflow where fp32 does not"
@@ -823,7 +825,7 @@ class PaperEncoder(Encoder):
             return self.model_fingerprint()
         model = self.model_fingerprint()
         label = f"{model}:{self.backend}:{self.quantization}"
-        if self.backend == "openvino" and self.quantization == "int8":
+        if self.backend == Backend.OPENVINO and self.quantization == WeightQuantization.INT8:
             label += f":{self._engine.calibration_digest(model)}"
         return hashlib.sha256(label.encode()).hexdigest()
 
@@ -1001,7 +1003,7 @@ def encode(
     trust_remote_code: bool = False,
     task_format: str | None = None,
     domain: str | None = None,
-    backend: Backend = "pytorch",
+    backend: Backend | str = Backend.PYTORCH,
     quantization: WeightQuantization | None = None,
     revision: str | None = None,
     token: str | bool | None = None,
@@ -1132,7 +1134,7 @@ def _embed(
 ) -> Any:
     """``method`` (``encode``, ``encode_query``, ...) of the encoder ``model`` stands for, loaded once per name."""
     check_precision(precision)
-    if backend in ("onnx", "openvino") and quantization is None and precision == "int8":
+    if backend in (Backend.ONNX, Backend.OPENVINO) and quantization is None and precision == "int8":
         raise ValueError(
             f"precision='int8' quantizes the vectors; the {BACKEND_NAMES[backend]} model's int8 weights are "
             f"quantization='int8' (--onnx-quantization int8). Give quantization ('fp32' or 'int8') with "
@@ -1275,17 +1277,21 @@ ENCODER_OPTIONS = (
 )
 
 
-def refuse_encoder_options(function: str, given: Mapping[str, Any]) -> None:
+def refuse_encoder_options(function: str, given: Mapping[str, Any], *, moved: Mapping[str, str] | None = None) -> None:
     """Refuse keyword arguments that ``function`` does not take, naming how to give an encoder option now.
 
     Args:
         function: the entry point's name, as the message shows it (``neighbours``, ``evaluate``, ...).
         given: the keyword arguments it did not take.
+        moved: options ``function`` takes inside another argument, and how to write that argument.
 
     Raises:
-        TypeError: for an encoder option, naming :meth:`Encoder.from_pretrained`; for any other, as Python does.
+        TypeError: for an encoder option, naming :meth:`Encoder.from_pretrained`; for a moved option, naming its
+            argument; for any other, as Python does.
     """
     for name in given:
+        if moved and name in moved:
+            raise TypeError(f"{function}() takes {name} inside another argument: {moved[name]}")
         if name not in ENCODER_OPTIONS:
             raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")
         setting = "**loading" if name == "loading" else f"{name}=..."

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,6 +19,15 @@ import numpy as np
 from .io import atomic_path
 
 logger = logging.getLogger(__name__)
+
+
+class WeightQuantization(StrEnum):
+    """The weights of an ONNX or OpenVINO model (``quantization=``), not the vectors' precision."""
+
+    FP32 = "fp32"
+    INT8 = "int8"
+    INT8_WEIGHTS = "int8_weights"
+
 
 OutputPrecision = Literal["float32", "int8", "uint8", "binary", "ubinary"]
 OUTPUT_PRECISIONS: tuple[OutputPrecision, ...] = ("float32", "int8", "uint8", "binary", "ubinary")
