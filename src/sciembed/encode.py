@@ -57,7 +57,7 @@ from .formats.embedding import FAMILY_POOLING, POOLINGS, pool  # noqa: F401  (en
 from .formats.names import DOCUMENT_FORMAT, QUERY_FORMAT  # noqa: F401  (encode's API too)
 from .io import check_finite
 from .logs import progress_enabled
-from .quantization import OutputPrecision, calibration_ranges, check_precision, load_ranges, quantize
+from .quantization import OutputPrecision, Precision, calibration_ranges, check_precision, load_ranges, quantize
 from .removed import removed_message
 from .similarity import SimilarityName, check_similarity_name
 from .similarity import similarity as _similarity
@@ -239,7 +239,7 @@ class Encoder(ABC):
             TypeError: ``inputs`` is none of these (bytes, a number, ``None``, a set, ...), naming what was given.
             ValueError: an unknown ``precision``, named before anything is embedded.
         """
-        check_precision(precision)
+        precision = check_precision(precision)
         items, single = paper_inputs(inputs)
         vectors = self._encode(
             items,
@@ -250,7 +250,7 @@ class Encoder(ABC):
         if normalize_embeddings:
             norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
             vectors = (vectors / np.clip(norms, 1e-12, None)).astype(np.float32)
-        if precision != "float32":
+        if precision is not Precision.FLOAT32:
             if ranges is None and calibration_embeddings is None:
                 ranges = self.quantization_ranges.get(self._ranges_key)
             vectors = quantize(vectors, precision, ranges=ranges, calibration_embeddings=calibration_embeddings)
@@ -1133,8 +1133,8 @@ def _embed(
     **encode_options: Any,
 ) -> Any:
     """``method`` (``encode``, ``encode_query``, ...) of the encoder ``model`` stands for, loaded once per name."""
-    check_precision(precision)
-    if backend in (Backend.ONNX, Backend.OPENVINO) and quantization is None and precision == "int8":
+    precision = check_precision(precision)
+    if backend in (Backend.ONNX, Backend.OPENVINO) and quantization is None and precision is Precision.INT8:
         raise ValueError(
             f"precision='int8' quantizes the vectors; the {BACKEND_NAMES[backend]} model's int8 weights are "
             f"quantization='int8' (--onnx-quantization int8). Give quantization ('fp32' or 'int8') with "

@@ -34,6 +34,10 @@ REMOVED = {
 __getattr__ = module_getattr(__name__, REMOVED)
 
 
+#: How an ensemble folder may combine its members (``combine`` in its description).
+ENSEMBLE_COMBINATIONS = ("mean",)
+
+
 class EnsembleEncoder(Encoder, folder_file=ENSEMBLE_FILE):
     """The mean of several encoders' embeddings, each taken in the same task format.
 
@@ -103,7 +107,7 @@ class EnsembleEncoder(Encoder, folder_file=ENSEMBLE_FILE):
                 f"{path}: members = {json.dumps(members)} is not a list of models; write each member as a folder "
                 '(relative to the ensemble) or a Hub id, e.g. "members": ["model-a", "model-b"]'
             )
-        if combine != "mean":
+        if combine not in ENSEMBLE_COMBINATIONS:
             raise ValueError(f"{path}: unknown combination {combine!r}; sciembed averages (mean)")
         task_format = options.pop("task_format", None)
         folder = Path(name_or_path)

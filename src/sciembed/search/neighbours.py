@@ -72,6 +72,10 @@ class UnknownQueryError(KeyError, ValueError):
         return str(self.args[0])
 
 
+#: The delimiter of each table suffix the neighbours are written as.
+_DELIMITERS = {".csv": ",", ".tsv": "\t"}
+
+
 @dataclass
 class NeighboursResult:
     """Each query paper's nearest neighbours, kept as arrays (a million queries cost arrays, not objects).
@@ -241,7 +245,7 @@ class NeighboursResult:
                 for record in self.records():
                     handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             else:
-                writer = csv.writer(handle, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
+                writer = csv.writer(handle, delimiter=_DELIMITERS.get(path.suffix.lower(), ","))
                 linked = self.links is not None
                 writer.writerow(
                     [
