@@ -17,6 +17,8 @@ import pytest
 from helpers import WORDS
 from test_distributed import free_port
 
+from sciembed.data.papers import PaperReading
+from sciembed.distributed import Share
 from sciembed.io import read_embeddings
 
 PAPERS_200 = [
@@ -211,10 +213,9 @@ def test_skipped_records_are_reported_by_a_resumed_run_too(tiny_encoder, tmp_pat
         tiny_encoder,
         papers,
         tmp_path / "out.jsonl",
-        skip_invalid=True,
+        reading=PaperReading(skip_invalid=True),
         shard_size=1,
-        rank=0,
-        world_size=2,
+        share=Share(0, 2),
         show_progress_bar=False,
     )
     assert report.papers == 2 and not report.assembled
@@ -223,10 +224,9 @@ def test_skipped_records_are_reported_by_a_resumed_run_too(tiny_encoder, tmp_pat
         tiny_encoder,
         papers,
         tmp_path / "out.jsonl",
-        skip_invalid=True,
+        reading=PaperReading(skip_invalid=True),
         shard_size=1,
-        rank=1,
-        world_size=2,
+        share=Share(1, 2),
         show_progress_bar=False,
     )
     assert later.assembled and [problem.location for problem in later.skipped] == ["line 2", "line 4"]

@@ -195,6 +195,9 @@ def test_an_ensemble_in_the_hub_cache_loads_as_an_ensemble_offline(tiny_bert, tm
     assert huggingface_hub.constants.HF_HUB_OFFLINE
     ensemble = sciembed.Encoder.from_pretrained("org/ens", cache_dir=hub, device="cpu")
     assert isinstance(ensemble, EnsembleEncoder) and len(ensemble.members) == 2
+    assert [m.name_or_path for m in ensemble.members] == ["org/ens/a", "org/ens/b"] and ensemble.revision == [main] * 2
+    saved = ensemble.save_pretrained(tmp_path / "saved")
+    assert isinstance(sciembed.Encoder.from_pretrained(saved), EnsembleEncoder)  # saved with the snapshot's folders
     vector = ensemble.encode("graph memory")
     np.testing.assert_allclose(vector, sciembed.Encoder.from_pretrained(tiny_bert).encode("graph memory"), atol=1e-6)
     assert isinstance(sciembed.Encoder.from_pretrained("org/ens", revision=main, cache_dir=hub), EnsembleEncoder)

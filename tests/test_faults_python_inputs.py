@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import sciembed
 from sciembed import InvalidPaperError
+from sciembed.data.papers import PaperReading
 from sciembed.encoders import EnsembleEncoder, WindowedEncoder
 from sciembed.evaluation.runner import evaluate
 from sciembed.io import read_embeddings
@@ -120,7 +121,9 @@ def test_colliding_ids_in_records_are_refused_naming_their_positions(tiny_encode
     with pytest.raises(InvalidPaperError, match=named):
         embed_to_file(tiny_encoder, iter(records), tmp_path / "out.jsonl", show_progress_bar=False)
     assert list(tmp_path.iterdir()) == []
-    report = embed_to_file(tiny_encoder, records, tmp_path / "out.jsonl", skip_invalid=True, show_progress_bar=False)
+    report = embed_to_file(
+        tiny_encoder, records, tmp_path / "out.jsonl", reading=PaperReading(skip_invalid=True), show_progress_bar=False
+    )
     assert read_embeddings(tmp_path / "out.jsonl")[0] == ["1", "2"] and report.skipped[0].location == "record #1"
 
 
@@ -131,7 +134,12 @@ def test_ids_as_keys_and_numpy_integers_are_ids_by_the_same_rule(tiny_encoder, t
     ):
         sciembed.neighbours(tiny_encoder, keyed, top_k=1, show_progress_bar=False)
     numbered = [{**PAPERS[i], "paper_id": np.int64(i)} for i in range(3)]
-    embed_to_file(tiny_encoder, numbered + [{**PAPERS[3], "paper_id": " 2"}], tmp_path / "o.jsonl", skip_invalid=True)
+    embed_to_file(
+        tiny_encoder,
+        numbered + [{**PAPERS[3], "paper_id": " 2"}],
+        tmp_path / "o.jsonl",
+        reading=PaperReading(skip_invalid=True),
+    )
     assert read_embeddings(tmp_path / "o.jsonl")[0] == ["0", "1", "2"]
     found = sciembed.neighbours(tiny_encoder, numbered, query_ids=np.array([2]), top_k=1, show_progress_bar=False)
     assert found.query_ids == ["2"]
@@ -345,17 +353,23 @@ def test_text_fields_given_with_records_are_checked_as_a_file_s(tiny_encoder, tm
     fields = ["title", "abstract", "keywords"]
     absent = r"papers given in Python: no paper has text in keywords, named as a text field"
     with pytest.raises(ValueError, match=absent):
-        sciembed.neighbours(tiny_encoder, PAPERS, top_k=1, text_fields=fields)
+        sciembed.neighbours(tiny_encoder, PAPERS, top_k=1, reading=PaperReading(text_fields=fields))
     with pytest.raises(ValueError, match=absent):
-        embed_to_file(tiny_encoder, PAPERS, tmp_path / "o.jsonl", text_fields=fields, use_cache=False)
+        embed_to_file(
+            tiny_encoder, PAPERS, tmp_path / "o.jsonl", reading=PaperReading(text_fields=fields), use_cache=False
+        )
     with pytest.raises(InvalidPaperError, match=r"record #2 \(paper_id 'p3'\): no text in title; it has"):
-        sciembed.neighbours(tiny_encoder, PAPERS, top_k=1, text_fields=["title"])
+        sciembed.neighbours(tiny_encoder, PAPERS, top_k=1, reading=PaperReading(text_fields=["title"]))
 
 
 def test_one_string_of_text_fields_is_one_field(tiny_encoder, tmp_path):
     titled = [paper for paper in PAPERS if paper["title"]]
-    one = sciembed.neighbours(tiny_encoder, titled, top_k=1, text_fields="title", show_progress_bar=False)
-    listed = sciembed.neighbours(tiny_encoder, titled, top_k=1, text_fields=["title"], show_progress_bar=False)
+    one = sciembed.neighbours(
+        tiny_encoder, titled, top_k=1, reading=PaperReading(text_fields="title"), show_progress_bar=False
+    )
+    listed = sciembed.neighbours(
+        tiny_encoder, titled, top_k=1, reading=PaperReading(text_fields=["title"]), show_progress_bar=False
+    )
     np.testing.assert_allclose(one.scores, listed.scores, atol=1e-6)
     papers, qrels = tmp_path / "papers.jsonl", tmp_path / "qrels.tsv"
     pd.DataFrame(titled).to_json(papers, orient="records", lines=True)
@@ -365,7 +379,9 @@ def test_one_string_of_text_fields_is_one_field(tiny_encoder, tmp_path):
     assert sciembed.encoders.WindowSettings(text_fields="title").text_fields == ("title",)
     assert sciembed.data.papers.paper_text(PAPERS[0], " ", "title") == PAPERS[0]["title"]
     with pytest.raises(TypeError, match=r"text_fields must be a field name or a list of them.*got set"):
-        embed_to_file(tiny_encoder, papers, tmp_path / "o.jsonl", text_fields={"title"}, use_cache=False)
+        embed_to_file(
+            tiny_encoder, papers, tmp_path / "o.jsonl", reading=PaperReading(text_fields={"title"}), use_cache=False
+        )
 
 
 def test_a_text_field_named_twice_is_refused_before_the_model_loads(tiny_bert, tmp_path, caplog):
@@ -385,4 +401,15 @@ def test_a_text_field_named_twice_is_refused_before_the_model_loads(tiny_bert, t
     assert main([*argv, "--text-fields", "abstract", "title", "title"]) == 2
     assert "'title' more than once" in caplog.text and "no such model" not in caplog.text
     with pytest.raises(ValueError, match="'title' more than once"):
-        sciembed.neighbours(tiny_bert, PAPERS, text_fields=["title", "title"])
+        sciembed.neighbours(tiny_bert, PAPERS, reading=PaperReading(text_fields=["title", "title"]))
+
+
+def test_a_reading_option_given_on_its_own_names_the_argument_that_holds_it(tiny_encoder, tmp_path):
+    moved = r"takes skip_invalid inside another argument: reading=sciembed.data.papers.PaperReading\(skip_invalid="
+    with pytest.raises(TypeError, match=rf"embed_to_file\(\) {moved}"):
+        embed_to_file(tiny_encoder, PAPERS, tmp_path / "o.jsonl", skip_invalid=True)
+    with pytest.raises(TypeError, match=rf"neighbours\(\) {moved}"):
+        sciembed.neighbours(tiny_encoder, PAPERS, skip_invalid=True)
+    with pytest.raises(TypeError, match=r"takes rank inside another argument: share=sciembed.distributed.Share\("):
+        embed_to_file(tiny_encoder, PAPERS, tmp_path / "o.jsonl", rank=0, world_size=2)
+    assert list(tmp_path.iterdir()) == []

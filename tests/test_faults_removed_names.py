@@ -37,3 +37,29 @@ def test_a_moved_module_and_a_removed_method_name_their_replacements(tiny_encode
     with pytest.raises(ImportError, match="cannot import name 'never_there'"):
         exec("from sciembed.encoders import never_there", {})
     assert sciembed.Encoder.from_pretrained  # the replacement is there
+
+
+MOVED = [
+    ("sciembed.embeddings_io", "sciembed.io"),
+    ("sciembed.ensemble", "sciembed.encoders.ensemble"),
+    ("sciembed.st_router", "sciembed.encoders.router"),
+    ("sciembed.demo", "sciembed.commands.demo"),
+    ("sciembed.embed_job", "sciembed.jobs.embed"),
+    ("sciembed.neighbours", "sciembed.search.neighbours"),
+    ("sciembed.training.data", "sciembed.training.examples"),
+    ("sciembed.training.sampling", "sciembed.training.task_batches"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), MOVED)
+def test_a_moved_module_names_its_new_module(old, new):
+    for statement in (f"import {old}", f"from {old} import name"):
+        with pytest.raises(ImportError, match=rf"{old} was removed: use {new}"):
+            exec(statement, {})
+    assert importlib.import_module(new)  # the new module is there
+
+
+def test_a_moved_module_imported_from_its_package_names_its_new_module():
+    with pytest.raises(ImportError, match=r"sciembed.training.data was removed: use sciembed.training.examples"):
+        exec("from sciembed.training import data", {})
+    assert callable(sciembed.neighbours)  # the name now holds the function

@@ -41,6 +41,7 @@ LAYERS = (
         (
             "sciembed.families",
             "sciembed.checkpoint_weights",
+            "sciembed.choices",
             "sciembed.io",
             "sciembed.truncation",
             "sciembed.default_model",

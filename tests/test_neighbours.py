@@ -15,6 +15,7 @@ import sciembed
 from sciembed.cli import main
 from sciembed.data.example import example_citation_links, example_papers
 from sciembed.data.knn import IVFSettings, faiss_neighbours, nearest_neighbours, unit_rows
+from sciembed.data.papers import PaperReading
 from sciembed.io import write_embeddings
 from sciembed.search.neighbours import UnknownQueryError
 
@@ -225,7 +226,7 @@ def test_vectors_from_an_embedding_file_and_citation_links(tmp_path, monkeypatch
     missing = papers[order[0]]["paper_id"]
     with pytest.raises(ValueError, match=rf"no vector for 1 of the 20 papers of .*: '{missing}'"):
         sciembed.neighbours(papers=path, embeddings=embeddings, top_k=3)
-    skipped = sciembed.neighbours(papers=path, embeddings=embeddings, top_k=3, skip_invalid=True)
+    skipped = sciembed.neighbours(papers=path, embeddings=embeddings, top_k=3, reading=PaperReading(skip_invalid=True))
     assert len(skipped.ids) == 19 and missing not in skipped.ids and skipped.skipped[0].paper_id == missing
     with pytest.raises(ValueError, match="not both"):
         sciembed.neighbours("some-model", path, embeddings=embeddings)
@@ -261,7 +262,9 @@ def test_a_smart_collection_is_a_papers_input_and_named_by_its_path(tmp_path, mo
     write_embeddings(tmp_path / "v.jsonl", [([str(i) for i in range(1, 7)], vectors)], total=6, dim=5)
     with pytest.raises(ValueError, match="smart-links all"):
         sciembed.neighbours(papers=folder, embeddings=tmp_path / "v.jsonl")
-    result = sciembed.neighbours(papers=folder, embeddings=tmp_path / "v.jsonl", smart_links="all", top_k=2)
+    result = sciembed.neighbours(
+        papers=folder, embeddings=tmp_path / "v.jsonl", reading=PaperReading(smart_links="all"), top_k=2
+    )
     assert result.source == f"SMART collection {folder / 'CISI.ALL'}" and "CACM" not in result.format()
     assert [len(result.links[i]) for i in range(6)] == [1, 2, 2, 2, 2, 1]
     np.testing.assert_array_equal(result.indices, _brute_force(vectors, np.arange(6), 2)[0])

@@ -9,8 +9,11 @@ from . import encoders  # noqa: F401  (registers the ensemble folder with Encode
 from .data.papers import InvalidPaperError, paper_text, read_papers
 from .default_model import default_model_path
 from .encode import Encoder, PaperEncoder, clear_model_cache, encode, encode_document, encode_query
+from .removed import install_moved_modules
 from .search.neighbours import neighbours
 from .similarity import similarity, similarity_pairwise
+
+install_moved_modules()  # an old module path names its new module
 
 
 def __getattr__(name: str):

@@ -3,30 +3,41 @@
 from __future__ import annotations
 
 import os
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from .choices import choices
 from .onnx_backend import QUANTIZATIONS as ONNX_QUANTIZATIONS
-from .onnx_backend import OnnxBackend, require_onnx
-from .openvino_backend import OPENVINO_QUANTIZATIONS, OpenVinoBackend, OpenVinoQuantization, require_openvino
+from .onnx_backend import CachedEngine, OnnxBackend
+from .openvino_backend import OPENVINO_QUANTIZATIONS, OpenVinoBackend
+from .quantization import WeightQuantization
 
-Backend = Literal["pytorch", "onnx", "openvino"]
-BACKENDS: tuple[Backend, ...] = ("pytorch", "onnx", "openvino")
-#: The weights' quantization (``quantization=``, ``--onnx-quantization``); not the vectors' ``precision``.
-WeightQuantization = OpenVinoQuantization
+
+class Backend(StrEnum):
+    """The engine a :class:`~sciembed.encode.PaperEncoder` runs its batches on."""
+
+    PYTORCH = "pytorch"
+    ONNX = "onnx"
+    OPENVINO = "openvino"
+
+
+BACKENDS = choices(Backend)
 #: The quantizations each backend offers.
 BACKEND_QUANTIZATIONS: dict[str, tuple[str, ...]] = {
-    "pytorch": ("fp32",),
-    "onnx": ONNX_QUANTIZATIONS,
-    "openvino": OPENVINO_QUANTIZATIONS,
+    Backend.PYTORCH: (WeightQuantization.FP32.value,),
+    Backend.ONNX: ONNX_QUANTIZATIONS,
+    Backend.OPENVINO: OPENVINO_QUANTIZATIONS,
 }
 #: Every quantization of some backend, in order.
 WEIGHT_QUANTIZATIONS: tuple[str, ...] = tuple(dict.fromkeys(q for qs in BACKEND_QUANTIZATIONS.values() for q in qs))
 #: How messages name each backend.
-BACKEND_NAMES = {"pytorch": "PyTorch", "onnx": "ONNX", "openvino": "OpenVINO"}
+BACKEND_NAMES = {Backend.PYTORCH: "PyTorch", Backend.ONNX: "ONNX", Backend.OPENVINO: "OpenVINO"}
+#: The engine class of each backend but PyTorch, which runs the model itself.
+ENGINES: dict[Backend, type[CachedEngine]] = {Backend.ONNX: OnnxBackend, Backend.OPENVINO: OpenVinoBackend}
 
 
-def check_backend(backend: Any, quantization: Any = "fp32", device: Any = None) -> None:
+def check_backend(backend: Any, quantization: Any = WeightQuantization.FP32, device: Any = None) -> Backend:
     """Refuse a backend, quantization and device that do not go together, and a backend whose extra is missing.
 
     Args:
@@ -50,14 +61,13 @@ def check_backend(backend: Any, quantization: Any = "fp32", device: Any = None) 
             f"quantization must be one of {BACKEND_QUANTIZATIONS[backend]} for backend={backend!r}, "
             f"got {quantization!r}"
         )
-    if backend != "pytorch" and device is not None and torch.device(device).type != "cpu":
+    if backend in ENGINES and device is not None and torch.device(device).type != "cpu":
         raise ValueError(
             f"the {BACKEND_NAMES[backend]} backend runs on CPU; device {device!r} is for backend='pytorch'"
         )
-    if backend == "onnx":
-        require_onnx()
-    elif backend == "openvino":
-        require_openvino()
+    if backend in ENGINES:
+        ENGINES[backend].require()
+    return Backend(backend)
 
 
 def make_engine(
@@ -77,7 +87,6 @@ def make_engine(
         threads: inference threads (``None``: the physical cores).
         gated: refuse int8 its gate has not passed (``False`` only for the gate itself).
     """
-    engines = {"onnx": OnnxBackend, "openvino": OpenVinoBackend}
-    if backend not in engines:
+    if backend not in ENGINES:
         return None
-    return engines[backend](quantization, cache_dir, threads=threads, gated=gated)
+    return ENGINES[backend](quantization, cache_dir, threads=threads, gated=gated)

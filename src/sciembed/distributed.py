@@ -25,6 +25,13 @@ class Share:
     world_size: int = 1
     group: bool = False
 
+    def __post_init__(self) -> None:
+        world_size, rank = self.world_size, self.rank
+        if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
+            raise ValueError(f"world_size must be a positive integer, got {world_size!r}")
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
+            raise ValueError(f"rank must be an integer in [0, {world_size}), got {rank!r}")
+
     def barrier(self) -> None:
         """Wait for every rank of the group (nothing to wait for without one)."""
         if self.group:
@@ -54,10 +61,6 @@ def process_share(rank: int | None = None, world_size: int | None = None) -> Sha
         return Share()
     if rank is None or world_size is None:
         raise ValueError("give both rank and world_size, or neither")
-    if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
-        raise ValueError(f"world_size must be a positive integer, got {world_size!r}")
-    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < world_size:
-        raise ValueError(f"rank must be an integer in [0, {world_size}), got {rank!r}")
     return Share(rank, world_size, False)
 
 

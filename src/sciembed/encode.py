@@ -57,7 +57,7 @@ from .formats.embedding import FAMILY_POOLING, POOLINGS, pool  # noqa: F401  (en
 from .formats.names import DOCUMENT_FORMAT, QUERY_FORMAT  # noqa: F401  (encode's API too)
 from .io import check_finite
 from .logs import progress_enabled
-from .quantization import OutputPrecision, calibration_ranges, check_precision, load_ranges, quantize
+from .quantization import OutputPrecision, Precision, calibration_ranges, check_precision, load_ranges, quantize
 from .removed import removed_message
 from .similarity import SimilarityName, check_similarity_name
 from .similarity import similarity as _similarity
@@ -172,8 +172,18 @@ class Encoder(ABC):
                 )
                 if folder is not None:  # a Hub repository holding the file: its snapshot, at the revision asked
                     with named_as(str(name_or_path), folder):
-                        return kind.from_pretrained(folder, **{k: v for k, v in options.items() if k != "revision"})
+                        encoder = kind.from_pretrained(folder, **{k: v for k, v in options.items() if k != "revision"})
+                    return encoder.named_by_hub(str(name_or_path), folder)
         return PaperEncoder.from_pretrained(name_or_path, **options)
+
+    def named_by_hub(self, repo_id: str, snapshot: str) -> Encoder:
+        """This encoder, its parts read from ``snapshot`` named by the Hub id and the snapshot's commit.
+
+        Args:
+            repo_id: the Hub id the user gave.
+            snapshot: the Hub cache snapshot folder the encoder was read from.
+        """
+        return self
 
     @property
     @abstractmethod
@@ -229,7 +239,7 @@ class Encoder(ABC):
             TypeError: ``inputs`` is none of these (bytes, a number, ``None``, a set, ...), naming what was given.
             ValueError: an unknown ``precision``, named before anything is embedded.
         """
-        check_precision(precision)
+        precision = check_precision(precision)
         items, single = paper_inputs(inputs)
         vectors = self._encode(
             items,
@@ -240,7 +250,7 @@ class Encoder(ABC):
         if normalize_embeddings:
             norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
             vectors = (vectors / np.clip(norms, 1e-12, None)).astype(np.float32)
-        if precision != "float32":
+        if precision is not Precision.FLOAT32:
             if ranges is None and calibration_embeddings is None:
                 ranges = self.quantization_ranges.get(self._ranges_key)
             vectors = quantize(vectors, precision, ranges=ranges, calibration_embeddings=calibration_embeddings)
@@ -444,8 +454,8 @@ class PaperEncoder(Encoder):
         task_format: str | None = None,
         domain: str | None = None,
         facets: bool = False,
-        backend: Backend = "pytorch",
-        quantization: WeightQuantization = "fp32",
+        backend: Backend | str = Backend.PYTORCH,
+        quantization: WeightQuantization | str = WeightQuantization.FP32,
         onnx_cache: str | os.PathLike[str] | None = None,
         openvino_cache: str | os.PathLike[str] | None = None,
         precision: Any = None,
@@ -453,8 +463,9 @@ class PaperEncoder(Encoder):
         import torch
 
         refuse_weight_precision(precision)
-        check_backend(backend, quantization, device)
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() and backend == "pytorch" else "cpu"))
+        backend = check_backend(backend, quantization, device)
+        pytorch = backend is Backend.PYTORCH
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() and pytorch else "cpu"))
         self._sentence_transformer = model if _is_sentence_transformer(model) else None
         if self._sentence_transformer is not None:
             if tokenizer is not None or pooling is not None or normalize:
@@ -506,12 +517,13 @@ class PaperEncoder(Encoder):
             )
         self.facets = facets
         self.backend = backend
-        if backend != "pytorch" and any(p.dtype != torch.float32 for p in self.model.parameters()):
+        if not pytorch and any(p.dtype != torch.float32 for p in self.model.parameters()):
             raise ValueError(
                 f"{self.name_or_path}: the {BACKEND_NAMES[backend]} backend exports float32 weights; load the model "
                 f"without a dtype (model_kwargs / --dtype) for backend={backend!r}"
             )
-        self._engine = make_engine(backend, quantization, onnx_cache if backend == "onnx" else openvino_cache)
+        caches = {Backend.ONNX: onnx_cache, Backend.OPENVINO: openvino_cache}
+        self._engine = make_engine(backend, quantization, caches.get(backend))
         self.__dict__.setdefault("_quantization_ranges", {})  # shared with this encoder's format copies
 
     @classmethod
@@ -780,21 +792,21 @@ class PaperEncoder(Encoder):
     @property
     def onnx_cache(self) -> Path | None:
         """Where this encoder's ONNX exports are kept (``None`` for the other backends)."""
-        return self._engine.cache_dir if self.backend == "onnx" else None
+        return self._engine.cache_dir if self.backend == Backend.ONNX else None
 
     @property
     def openvino_cache(self) -> Path | None:
         """Where this encoder's OpenVINO models are kept (``None`` for the other backends)."""
-        return self._engine.cache_dir if self.backend == "openvino" else None
+        return self._engine.cache_dir if self.backend == Backend.OPENVINO else None
 
     @property
     def quantization(self) -> str:
         """``"fp32"``, or the int8 kind of an ONNX or OpenVINO model's weights."""
-        return self._engine.quantization if self._engine is not None else "fp32"
+        return self._engine.quantization if self._engine is not None else WeightQuantization.FP32
 
     @property
     def _non_finite_remedy(self) -> str:
-        if self.quantization != "fp32":
+        if self.quantization != WeightQuantization.FP32:
             return (
                 f"nothing was kept; try --onnx-quantization fp32 (quantization='fp32'): "
                 f"{self.quantization} can overflow where fp32 does not"
@@ -818,7 +830,7 @@ class PaperEncoder(Encoder):
             return self.model_fingerprint()
         model = self.model_fingerprint()
         label = f"{model}:{self.backend}:{self.quantization}"
-        if self.backend == "openvino" and self.quantization == "int8":
+        if self.backend == Backend.OPENVINO and self.quantization == WeightQuantization.INT8:
             label += f":{self._engine.calibration_digest(model)}"
         return hashlib.sha256(label.encode()).hexdigest()
 
@@ -999,7 +1011,7 @@ def encode(
     trust_remote_code: bool = False,
     task_format: str | None = None,
     domain: str | None = None,
-    backend: Backend = "pytorch",
+    backend: Backend | str = Backend.PYTORCH,
     quantization: WeightQuantization | None = None,
     revision: str | None = None,
     token: str | bool | None = None,
@@ -1129,8 +1141,8 @@ def _embed(
     **encode_options: Any,
 ) -> Any:
     """``method`` (``encode``, ``encode_query``, ...) of the encoder ``model`` stands for, loaded once per name."""
-    check_precision(precision)
-    if backend in ("onnx", "openvino") and quantization is None and precision == "int8":
+    precision = check_precision(precision)
+    if backend in (Backend.ONNX, Backend.OPENVINO) and quantization is None and precision is Precision.INT8:
         raise ValueError(
             f"precision='int8' quantizes the vectors; the {BACKEND_NAMES[backend]} model's int8 weights are "
             f"quantization='int8' (--onnx-quantization int8). Give quantization ('fp32' or 'int8') with "
@@ -1278,17 +1290,21 @@ ENCODER_OPTIONS = (
 )
 
 
-def refuse_encoder_options(function: str, given: Mapping[str, Any]) -> None:
+def refuse_encoder_options(function: str, given: Mapping[str, Any], *, moved: Mapping[str, str] | None = None) -> None:
     """Refuse keyword arguments that ``function`` does not take, naming how to give an encoder option now.
 
     Args:
         function: the entry point's name, as the message shows it (``neighbours``, ``evaluate``, ...).
         given: the keyword arguments it did not take.
+        moved: options ``function`` takes inside another argument, and how to write that argument.
 
     Raises:
-        TypeError: for an encoder option, naming :meth:`Encoder.from_pretrained`. For any other, as Python does.
+        TypeError: for an encoder option, naming :meth:`Encoder.from_pretrained`. For a moved option, naming its
+            argument. For any other, as Python does.
     """
     for name in given:
+        if moved and name in moved:
+            raise TypeError(f"{function}() takes {name} inside another argument: {moved[name]}")
         if name not in ENCODER_OPTIONS:
             raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")
         setting = "**loading" if name == "loading" else f"{name}=..."

@@ -24,6 +24,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -316,7 +317,15 @@ def broken_link(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def check_input(path: str | os.PathLike[str], option: str, kind: str = "file") -> Path:
+class InputKind(StrEnum):
+    """What an input path must be."""
+
+    FILE = "file"
+    FOLDER = "folder"
+    ANY = "any"
+
+
+def check_input(path: str | os.PathLike[str], option: str, kind: InputKind | str = InputKind.FILE) -> Path:
     """``path`` as a Path, checked before any work.
 
     It exists (a link loop or a dangling link is named as one), is a ``kind`` (``"file"``, ``"folder"`` or ``"any"``)
@@ -331,15 +340,15 @@ def check_input(path: str | os.PathLike[str], option: str, kind: str = "file") -
         OSError: a FileNotFoundError, IsADirectoryError, NotADirectoryError or PermissionError whose message names
             ``path``, ``option`` and the cause.
     """
-    path = Path(path)
+    path, kind = Path(path), InputKind(kind)
     where = f"{path} ({option})"
     if (link := broken_link(path)) is not None:
         raise FileNotFoundError(f"{where} is {link}; point {option} at the file itself")
     if not path.exists():
-        raise FileNotFoundError(f"{where}: no such {'folder' if kind == 'folder' else 'file'}")
-    if kind == "file" and path.is_dir():
+        raise FileNotFoundError(f"{where}: no such {'folder' if kind is InputKind.FOLDER else 'file'}")
+    if kind is InputKind.FILE and path.is_dir():
         raise IsADirectoryError(f"{where} is a folder; {option} takes a file")
-    if kind == "folder" and not path.is_dir():
+    if kind is InputKind.FOLDER and not path.is_dir():
         raise NotADirectoryError(f"{where} is a file; {option} takes a folder")
     if not os.access(path, os.R_OK | (os.X_OK if path.is_dir() else 0)):
         raise PermissionError(f"{where} cannot be read: permission denied")
@@ -593,26 +602,26 @@ def vectors_of(
 
 
 def _read_embedding_file(path: Path) -> tuple[list[str], np.ndarray]:
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        ids, rows, lines = [], [], []
-        for line_number, paper_id, vector in jsonl_embedding_records(path):
-            ids.append(paper_id)
-            rows.append(vector)
-            lines.append(line_number)
-        try:
-            return ids, np.asarray(rows, dtype=np.float32)
-        except (TypeError, ValueError, OverflowError) as error:
-            # Looked for only on failure, so that a good file costs one conversion.
-            row = next((i for i, vector in enumerate(rows) if not all(type(x) in (int, float) for x in vector)), None)
-            if row is None:
-                raise ValueError(f"{path}: the embeddings do not convert to float32 ({error})") from None
-            raise ValueError(
-                f"{path}, line {lines[row]} (paper_id {ids[row]!r}): its embedding holds something other than numbers"
-            ) from None
-    if suffix == ".npy":
-        return _read_npy(path)
-    return _read_parquet(path)
+    readers = {".jsonl": _read_jsonl, ".npy": _read_npy}
+    return readers.get(path.suffix.lower(), _read_parquet)(path)
+
+
+def _read_jsonl(path: Path) -> tuple[list[str], np.ndarray]:
+    ids, rows, lines = [], [], []
+    for line_number, paper_id, vector in jsonl_embedding_records(path):
+        ids.append(paper_id)
+        rows.append(vector)
+        lines.append(line_number)
+    try:
+        return ids, np.asarray(rows, dtype=np.float32)
+    except (TypeError, ValueError, OverflowError) as error:
+        # Looked for only on failure, so that a good file costs one conversion.
+        row = next((i for i, vector in enumerate(rows) if not all(type(x) in (int, float) for x in vector)), None)
+        if row is None:
+            raise ValueError(f"{path}: the embeddings do not convert to float32 ({error})") from None
+        raise ValueError(
+            f"{path}, line {lines[row]} (paper_id {ids[row]!r}): its embedding holds something other than numbers"
+        ) from None
 
 
 def jsonl_embedding_records(path: str | os.PathLike[str]) -> Iterator[tuple[int, str, list[Any]]]:

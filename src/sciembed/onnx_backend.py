@@ -31,13 +31,17 @@ import os
 import platform
 import shutil
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
+from .choices import choices, parse_choice
 from .io import check_finite, default_cache_dir, replace_folder
+from .quantization import WeightQuantization
 
 if TYPE_CHECKING:
     from .encode import PaperEncoder
@@ -53,8 +57,16 @@ EXPORT_TOLERANCE = 1e-4
 OPSET = 17
 #: The opset of the dynamo exporter (it writes opset 18 and later).
 DYNAMO_OPSET = 18
-Exporter = Literal["torchscript", "dynamo"]
-EXPORTERS: tuple[Exporter, ...] = ("torchscript", "dynamo")
+
+
+class Exporter(StrEnum):
+    """The torch exporter that writes the ONNX graph."""
+
+    TORCHSCRIPT = "torchscript"
+    DYNAMO = "dynamo"
+
+
+EXPORTERS = choices(Exporter)
 FP32_FILE, INT8_FILE, GATE_FILE, EXPORT_FILE = "model.onnx", "model_int8.onnx", "int8_gate.json", "export.json"
 
 # Traced on one batch, checked on another of other lengths and size, so that no shape is baked in.
@@ -161,37 +173,76 @@ class OnnxSession:
         return np.asarray(self.session.run(None, feed)[0], dtype=np.float32)
 
 
-class OnnxBackend:
-    """The exports and sessions of one :class:`~sciembed.encode.PaperEncoder` (shared by its format copies):
-    one session per format, made (or read from the cache) on first use."""
+#: A session of an engine: batch inputs to float32 vectors.
+Session = Callable[[Mapping[str, Any]], np.ndarray]
+
+
+class CachedEngine(ABC):
+    """What the ONNX and OpenVINO engines share: a quantization, a cache and one session per format.
+
+    Args:
+        quantization: one of the engine's :attr:`quantizations`.
+        cache_dir: where models are kept (default: the engine's folder in :func:`sciembed.io.default_cache_dir`).
+        threads: inference threads (default: the physical cores, or ``$SCIEMBED_ONNX_THREADS``).
+        gated: refuse an int8 model its gate has not passed (``False`` only for the gate itself).
+    """
+
+    #: The quantizations the engine runs.
+    quantizations: ClassVar[tuple[str, ...]]
+    #: The engine's folder in the sciembed cache.
+    cache_name: ClassVar[str]
 
     def __init__(
         self,
-        quantization: Quantization = "fp32",
+        quantization: WeightQuantization | str = WeightQuantization.FP32,
         cache_dir: str | os.PathLike[str] | None = None,
         *,
         threads: int | None = None,
         gated: bool = True,
     ):
-        require_onnx()
-        if quantization not in QUANTIZATIONS:
-            raise ValueError(f"quantization must be one of {QUANTIZATIONS}, got {quantization!r}")
-        self.quantization = quantization
-        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "onnx"
+        self.require()
+        if quantization not in self.quantizations:
+            raise ValueError(f"quantization must be one of {self.quantizations}, got {quantization!r}")
+        self.quantization = WeightQuantization(quantization)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir() / self.cache_name
         self.threads = threads
-        self.gated = gated  # False only for the gate itself, which runs int8 before any verdict exists
-        self._sessions: dict[str, OnnxSession] = {}
+        self.gated = gated
+        self._sessions: dict[str, Session] = {}
 
-    def session(self, encoder: PaperEncoder) -> OnnxSession:
-        """The session embedding as ``encoder`` does (its format and domain), exported on first use."""
+    @staticmethod
+    @abstractmethod
+    def require() -> None:
+        """Refuse to go on without the engine's extra, naming how to install it."""
+
+    @abstractmethod
+    def open(self, encoder: PaperEncoder) -> Session:
+        """A new session embedding as ``encoder`` does, its model made or read from the cache."""
+
+    def session(self, encoder: PaperEncoder) -> Session:
+        """The session embedding as ``encoder`` does (its format and domain), made on first use."""
         key = json.dumps([encoder.forward_options, encoder.facets], sort_keys=True)
         if key not in self._sessions:
-            folder = export_folder(encoder, self.cache_dir)
-            if self.quantization == "int8" and self.gated:
-                refuse_ungated(read_gate(folder), f"int8 for {encoder.name_or_path}")
-            path = folder / (INT8_FILE if self.quantization == "int8" else FP32_FILE)
-            self._sessions[key] = OnnxSession(path, threads=self.threads)
+            self._sessions[key] = self.open(encoder)
         return self._sessions[key]
+
+
+#: The export file of each ONNX quantization.
+ONNX_FILES = {WeightQuantization.FP32: FP32_FILE, WeightQuantization.INT8: INT8_FILE}
+
+
+class OnnxBackend(CachedEngine):
+    """The exports and sessions of one :class:`~sciembed.encode.PaperEncoder` (shared by its format copies):
+    one session per format, made (or read from the cache) on first use."""
+
+    quantizations = QUANTIZATIONS
+    cache_name = "onnx"
+    require = staticmethod(require_onnx)
+
+    def open(self, encoder: PaperEncoder) -> OnnxSession:
+        folder = export_folder(encoder, self.cache_dir)
+        if self.quantization == WeightQuantization.INT8 and self.gated:
+            refuse_ungated(read_gate(folder), f"int8 for {encoder.name_or_path}")
+        return OnnxSession(folder / ONNX_FILES[self.quantization], threads=self.threads)
 
 
 def export_folder(encoder: PaperEncoder, cache_dir: str | os.PathLike[str]) -> Path:
@@ -249,7 +300,11 @@ def refuse_ungated(verdict: Mapping[str, Any] | None, what: str) -> None:
 
 
 def export_encoder(
-    encoder: PaperEncoder, path: str | os.PathLike[str], *, optimize: bool = True, exporter: Exporter = "torchscript"
+    encoder: PaperEncoder,
+    path: str | os.PathLike[str],
+    *,
+    optimize: bool = True,
+    exporter: Exporter | str = Exporter.TORCHSCRIPT,
 ) -> dict[str, Any]:
     """Export ``encoder``'s :meth:`~sciembed.encode.PaperEncoder.forward` (in its current format) to ``path``,
     fused by ONNX Runtime's transformer optimizer where that keeps the vectors, and checked against PyTorch.
@@ -271,9 +326,8 @@ def export_encoder(
     import onnxruntime
     import torch
 
-    if exporter not in EXPORTERS:
-        raise ValueError(f"exporter must be one of {EXPORTERS}, got {exporter!r}")
-    if exporter == "dynamo":
+    exporter = parse_choice(Exporter, exporter, "exporter")
+    if exporter is Exporter.DYNAMO:
         require_onnxscript()
     path = Path(path)
     name = f"{type(encoder.transformer).__name__} ({encoder.name_or_path})"
@@ -310,10 +364,10 @@ def export_encoder(
         while cause.__cause__ is not None:  # torch.export wraps the reason in a step-by-step guide
             cause = cause.__cause__
         reason = (str(cause).strip().splitlines() or [""])[0]
-        how = " with the dynamo exporter" if exporter == "dynamo" else ""
+        dynamo = exporter is Exporter.DYNAMO
         raise OnnxExportError(
-            f"{name} does not export to ONNX{how}: {type(cause).__name__}: {reason}"
-            + ("; export it with exporter='torchscript'" if exporter == "dynamo" else "")
+            f"{name} does not export to ONNX{' with the dynamo exporter' if dynamo else ''}: "
+            f"{type(cause).__name__}: {reason}" + ("; export it with exporter='torchscript'" if dynamo else "")
         ) from error
     plain_error = _difference(plain, check, expected)
     if not plain_error <= EXPORT_TOLERANCE:
@@ -333,7 +387,7 @@ def export_encoder(
                 name,
                 "could not be built" if fused_error is None else f"differs from PyTorch by {fused_error:.2e}",
             )
-    if kind == "plain":
+    if plain.exists():  # the fused graph was not kept
         plain.replace(path)
     logger.info("%s exported to ONNX (%s graph, max abs difference to PyTorch %.2e)", name, kind, error)
     return {
@@ -344,7 +398,7 @@ def export_encoder(
         "max_abs_difference_to_pytorch": error,
         "tolerance": EXPORT_TOLERANCE,
         "forward_options": encoder.forward_options,
-        "opset": DYNAMO_OPSET if exporter == "dynamo" else OPSET,
+        "opset": DYNAMO_OPSET if exporter is Exporter.DYNAMO else OPSET,
         "torch": torch.__version__,
         "onnxruntime": onnxruntime.__version__,
         "machine": platform.machine(),
@@ -441,7 +495,7 @@ def _trace(
     names: list[str],
     path: Path,
     output: str,
-    exporter: Exporter = "torchscript",
+    exporter: Exporter = Exporter.TORCHSCRIPT,
 ) -> None:
     """Export ``forward`` with free batch and sequence axes.
 
@@ -470,7 +524,7 @@ def _trace(
             return forward(dict(zip(names, tensors)))
 
     example = tuple(traced[key] for key in names)
-    if exporter == "dynamo":
+    if exporter is Exporter.DYNAMO:
         batch, sequence = torch.export.Dim.DYNAMIC, torch.export.Dim.DYNAMIC
         shapes = tuple({0: batch, 1: sequence} if traced[key].dim() == 2 else {0: batch} for key in names)
         with warnings.catch_warnings():

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from . import onnx_backend
-from .io import atomic_path, default_cache_dir
+from .io import atomic_path
+from .quantization import WeightQuantization
 
 if TYPE_CHECKING:
     from .encode import PaperEncoder
@@ -73,7 +74,7 @@ def require_openvino() -> None:
 
 def model_file(quantization: str) -> str:
     """The IR file of a ``quantization`` in a model folder (``model.xml``, ``model_int8.xml``, ...)."""
-    return "model.xml" if quantization == "fp32" else f"model_{quantization}.xml"
+    return "model.xml" if quantization == WeightQuantization.FP32 else f"model_{quantization}.xml"
 
 
 def gate_file(quantization: str) -> str:
@@ -111,7 +112,7 @@ class OpenVinoModel:
         return np.array(self.request.infer(feed)[self.compiled.output(0)], dtype=np.float32)
 
 
-class OpenVinoBackend:
+class OpenVinoBackend(onnx_backend.CachedEngine):
     """The OpenVINO models of one :class:`~sciembed.encode.PaperEncoder` (shared by its format copies): one compiled
     model per format, converted (or read from the cache) on first use.
 
@@ -122,39 +123,22 @@ class OpenVinoBackend:
         gated: refuse an int8 model its gate has not passed (``False`` only for the gate itself).
     """
 
-    def __init__(
-        self,
-        quantization: OpenVinoQuantization = "fp32",
-        cache_dir: str | os.PathLike[str] | None = None,
-        *,
-        threads: int | None = None,
-        gated: bool = True,
-    ):
-        require_openvino()
-        if quantization not in OPENVINO_QUANTIZATIONS:
-            raise ValueError(f"quantization must be one of {OPENVINO_QUANTIZATIONS}, got {quantization!r}")
-        self.quantization = quantization
-        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "openvino"
-        self.threads = threads
-        self.gated = gated
-        self._models: dict[str, OpenVinoModel] = {}
+    quantizations = OPENVINO_QUANTIZATIONS
+    cache_name = "openvino"
+    require = staticmethod(require_openvino)
 
-    def session(self, encoder: PaperEncoder) -> OpenVinoModel:
-        """The compiled model embedding as ``encoder`` does (its format and domain), converted on first use."""
-        key = json.dumps([encoder.forward_options, encoder.facets], sort_keys=True)
-        if key not in self._models:
-            folder = model_folder(encoder, self.cache_dir)
-            if self.quantization != "fp32" and self.gated:
-                onnx_backend.refuse_ungated(
-                    read_gate(folder, self.quantization), f"OpenVINO {self.quantization} for {encoder.name_or_path}"
-                )
-            self._models[key] = OpenVinoModel(folder / model_file(self.quantization), threads=self.threads)
-        return self._models[key]
+    def open(self, encoder: PaperEncoder) -> OpenVinoModel:
+        folder = model_folder(encoder, self.cache_dir)
+        if self.quantization != WeightQuantization.FP32 and self.gated:
+            onnx_backend.refuse_ungated(
+                read_gate(folder, self.quantization), f"OpenVINO {self.quantization} for {encoder.name_or_path}"
+            )
+        return OpenVinoModel(folder / model_file(self.quantization), threads=self.threads)
 
     def calibration_digest(self, model_fingerprint: str) -> str:
         """What the int8 model in the cache was calibrated on (a digest of its papers, empty for other models)."""
         path = self.cache_dir / model_fingerprint[:32] / Path(model_file(self.quantization)).with_suffix(".json")
-        if self.quantization != "int8" or not path.is_file():
+        if self.quantization != WeightQuantization.INT8 or not path.is_file():
             return ""
         return json.loads(path.read_text(encoding="utf-8")).get("calibration_digest", "")
 
@@ -168,7 +152,7 @@ def model_folder(encoder: PaperEncoder, cache_dir: str | os.PathLike[str]) -> Pa
         (staging / CONVERT_FILE).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
     folder = Path(cache_dir) / encoder.model_fingerprint()[:32]
-    return onnx_backend.cached_folder(folder, (CONVERT_FILE, model_file("fp32")), build)
+    return onnx_backend.cached_folder(folder, (CONVERT_FILE, model_file(WeightQuantization.FP32)), build)
 
 
 def convert_encoder(encoder: PaperEncoder, folder: str | os.PathLike[str]) -> dict[str, Any]:
@@ -200,13 +184,13 @@ def convert_encoder(encoder: PaperEncoder, folder: str | os.PathLike[str]) -> di
         model = ov.Core().read_model(str(onnx_file))
     except Exception as error:  # the reader's errors have many types; each is this model's reason
         raise OpenVinoError(f"{name}: OpenVINO cannot read its ONNX export: {type(error).__name__}: {error}") from None
-    ov.save_model(model, str(folder / model_file("fp32")), compress_to_fp16=False)
+    ov.save_model(model, str(folder / model_file(WeightQuantization.FP32)), compress_to_fp16=False)
     for path in folder.glob("model.onnx*"):
         path.unlink()
     with torch.no_grad():
         check = encoder.features(onnx_backend._CHECK_TEXTS)
         expected = encoder.forward(check).float().numpy()
-    got = OpenVinoModel(folder / model_file("fp32"), threads=1)(check)
+    got = OpenVinoModel(folder / model_file(WeightQuantization.FP32), threads=1)(check)
     error = float(np.abs(got - expected).max()) if got.shape == expected.shape else float("inf")
     if not error <= onnx_backend.EXPORT_TOLERANCE:
         raise OpenVinoError(
@@ -249,18 +233,18 @@ def quantize(
     """
     from .truncation import cut_texts
 
-    if quantization not in ("int8", "int8_weights"):
+    if quantization not in (WeightQuantization.INT8, WeightQuantization.INT8_WEIGHTS):
         raise ValueError(f"quantization must be int8 or int8_weights, got {quantization!r}")
-    if quantization == "int8" and not texts:
+    if quantization == WeightQuantization.INT8 and not texts:
         raise ValueError("int8 post-training quantization needs papers to calibrate on; none were given")
     nncf = _import_nncf()
     import openvino as ov
 
     folder = Path(folder)
-    model = ov.Core().read_model(str(folder / model_file("fp32")))
+    model = ov.Core().read_model(str(folder / model_file(WeightQuantization.FP32)))
     report: dict[str, Any] = {"quantization": quantization, "nncf": nncf.__version__}
     with _nncf_output(show_progress_bar):
-        if quantization == "int8_weights":
+        if quantization == WeightQuantization.INT8_WEIGHTS:
             quantized = nncf.compress_weights(model, mode=nncf.CompressWeightsMode.INT8_ASYM)
         else:
             chosen = list(texts)[:: max(1, len(texts) // subset_size)][:subset_size]

@@ -10,17 +10,42 @@ from __future__ import annotations
 import json
 import logging
 import os
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
+from .choices import choices
 from .io import atomic_path
 
 logger = logging.getLogger(__name__)
 
+
+class WeightQuantization(StrEnum):
+    """The weights of an ONNX or OpenVINO model (``quantization=``), not the vectors' precision."""
+
+    FP32 = "fp32"
+    INT8 = "int8"
+    INT8_WEIGHTS = "int8_weights"
+
+
 OutputPrecision = Literal["float32", "int8", "uint8", "binary", "ubinary"]
-OUTPUT_PRECISIONS: tuple[OutputPrecision, ...] = ("float32", "int8", "uint8", "binary", "ubinary")
+
+
+class Precision(StrEnum):
+    """The precision of the output vectors (``precision=``)."""
+
+    FLOAT32 = "float32"
+    INT8 = "int8"
+    UINT8 = "uint8"
+    BINARY = "binary"
+    UBINARY = "ubinary"
+
+
+OUTPUT_PRECISIONS = choices(Precision)
+#: The precisions that keep one bit per dimension.
+_BITS = (Precision.BINARY, Precision.UBINARY)
 
 #: The file beside a saved model that holds its calibrated int8 / uint8 ranges.
 RANGES_FILE = "sciembed_quantization.json"
@@ -29,7 +54,7 @@ RANGES_FILE = "sciembed_quantization.json"
 MIN_CALIBRATION = 100
 
 
-def check_precision(precision: Any) -> None:
+def check_precision(precision: Any) -> Precision:
     """Refuse a ``precision`` that is not one of :data:`OUTPUT_PRECISIONS`, naming the ONNX option for ``fp32``.
 
     Args:
@@ -39,7 +64,7 @@ def check_precision(precision: Any) -> None:
         ValueError: naming the value and the choices.
     """
     if precision in OUTPUT_PRECISIONS:
-        return
+        return Precision(precision)
     hint = (
         "; the precision of the ONNX model's weights is quantization= (--onnx-quantization)"
         if precision == "fp32"
@@ -87,12 +112,12 @@ def quantize(
     """
     from sentence_transformers.util import quantize_embeddings
 
-    check_precision(precision)
+    precision = check_precision(precision)
     embeddings = np.asarray(embeddings, dtype=np.float32)
-    if precision == "float32":
+    if precision is Precision.FLOAT32:
         return embeddings
-    if precision in ("binary", "ubinary"):
-        return quantize_embeddings(embeddings, precision)
+    if precision in _BITS:
+        return quantize_embeddings(embeddings, precision.value)
     if ranges is None:
         if calibration_embeddings is None:
             flat = embeddings.reshape(-1, embeddings.shape[-1])
@@ -109,7 +134,7 @@ def quantize(
     ranges = np.asarray(ranges, dtype=np.float32)
     if ranges.shape != (2, embeddings.shape[-1]):
         raise ValueError(f"ranges must have shape (2, {embeddings.shape[-1]}), got {ranges.shape}")
-    return quantize_embeddings(embeddings, precision, ranges=ranges)
+    return quantize_embeddings(embeddings, precision.value, ranges=ranges)
 
 
 def save_ranges(folder: str | os.PathLike[str], ranges: dict[str, np.ndarray]) -> Path:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dis
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import sys
-from collections.abc import Callable, Mapping
-from types import FrameType
+from collections.abc import Callable, Mapping, Sequence
+from types import FrameType, ModuleType
 from typing import Any, NoReturn
 
 
@@ -22,6 +25,52 @@ def removed_message(owner: str, name: str, replacement: str) -> str:
         replacement: what to use instead, as the user would write it.
     """
     return f"{owner}.{name} was removed: use {replacement}"
+
+
+#: Each module path sciembed moved and the module that replaces it.
+MOVED_MODULES: dict[str, str] = {
+    "sciembed.demo": "sciembed.commands.demo",
+    "sciembed.embed_job": "sciembed.jobs.embed (the command: sciembed.commands.embed)",
+    "sciembed.embeddings_io": "sciembed.io",
+    "sciembed.ensemble": "sciembed.encoders.ensemble",
+    "sciembed.evaluation.neighbours": "sciembed.neighbours (sciembed.search.neighbours)",
+    "sciembed.neighbours": "sciembed.search.neighbours (the command: sciembed.commands.neighbours)",
+    "sciembed.st_router": "sciembed.encoders.router",
+    "sciembed.training.data": "sciembed.training.examples",
+    "sciembed.training.sampling": "sciembed.training.task_batches",
+}
+
+
+class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds each moved module path and fails its import with an error naming the new module.
+
+    Args:
+        moved: each old module path and what replaces it.
+    """
+
+    def __init__(self, moved: Mapping[str, str]) -> None:
+        self.moved = moved
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        """A spec for a moved module path, whose loading raises, or None for any other path."""
+        return importlib.util.spec_from_loader(fullname, self) if fullname in self.moved else None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+        """Leaves module creation to Python's default."""
+        return None
+
+    def exec_module(self, module: ModuleType) -> NoReturn:
+        """Raises :class:`RemovedNameError` naming the module that replaces ``module``."""
+        owner, _, name = module.__name__.rpartition(".")
+        raise RemovedNameError(removed_message(owner, name, self.moved[module.__name__]), name=module.__name__)
+
+
+def install_moved_modules() -> None:
+    """Puts the finder for :data:`MOVED_MODULES` first on ``sys.meta_path``, once."""
+    if not any(isinstance(finder, MovedModuleFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, MovedModuleFinder(MOVED_MODULES))
 
 
 def module_getattr(module: str, removed: Mapping[str, str]) -> Callable[[str], Any]:

@@ -7,16 +7,34 @@ pair (:func:`similarity_pairwise`). Both return a float32 ``torch.Tensor``.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
+
+from .choices import choices
 
 if TYPE_CHECKING:
     import torch
 
 SimilarityName = Literal["cosine", "dot", "euclidean", "manhattan"]
-SIMILARITY_FUNCTIONS: tuple[SimilarityName, ...] = ("cosine", "dot", "euclidean", "manhattan")
 
 
-def check_similarity_name(name: Any) -> SimilarityName:
+class Similarity(StrEnum):
+    """A similarity function, by the name sentence-transformers gives it."""
+
+    COSINE = "cosine"
+    DOT = "dot"
+    EUCLIDEAN = "euclidean"
+    MANHATTAN = "manhattan"
+
+
+SIMILARITY_FUNCTIONS = choices(Similarity)
+#: Other names of the functions (sentence-transformers' ``SimilarityFunction`` values).
+_ALIASES = {"dot_product": Similarity.DOT}
+#: The order of the norm each negated distance takes.
+_NORM_ORDER = {Similarity.EUCLIDEAN: 2.0, Similarity.MANHATTAN: 1.0}
+
+
+def check_similarity_name(name: Any) -> Similarity:
     """``name`` when it is one of :data:`SIMILARITY_FUNCTIONS` (``dot_product`` read as ``dot``).
 
     Args:
@@ -26,10 +44,10 @@ def check_similarity_name(name: Any) -> SimilarityName:
         ValueError: naming the value and the choices.
     """
     name = getattr(name, "value", name)  # sentence-transformers' SimilarityFunction
-    name = "dot" if name == "dot_product" else name
+    name = _ALIASES.get(name, name) if isinstance(name, str) else name
     if name not in SIMILARITY_FUNCTIONS:
         raise ValueError(f"similarity_fn_name must be one of {', '.join(SIMILARITY_FUNCTIONS)}, got {name!r}")
-    return name
+    return Similarity(name)
 
 
 def similarity(a: Any, b: Any, similarity_fn_name: SimilarityName = "cosine") -> torch.Tensor:
@@ -53,11 +71,11 @@ def similarity(a: Any, b: Any, similarity_fn_name: SimilarityName = "cosine") ->
             f"similarity compares vectors of one size: a has {a.shape[-1]} dimensions, b {b.shape[-1]} (embed both "
             "with the same model)"
         )
-    if name == "cosine":
-        return _unit(a) @ _unit(b).T
-    if name == "dot":
-        return a @ b.T
-    return -torch.cdist(a, b, p=2.0 if name == "euclidean" else 1.0)
+    if name is Similarity.COSINE:
+        a, b = _unit(a), _unit(b)
+    if name in _NORM_ORDER:
+        return -torch.cdist(a, b, p=_NORM_ORDER[name])
+    return a @ b.T
 
 
 def similarity_pairwise(a: Any, b: Any, similarity_fn_name: SimilarityName = "cosine") -> torch.Tensor:
@@ -77,11 +95,11 @@ def similarity_pairwise(a: Any, b: Any, similarity_fn_name: SimilarityName = "co
     a, b = _matrix(a, "a"), _matrix(b, "b")
     if a.shape != b.shape:
         raise ValueError(f"similarity_pairwise compares row with row: shapes {tuple(a.shape)} and {tuple(b.shape)}")
-    if name == "cosine":
-        return (_unit(a) * _unit(b)).sum(dim=-1)
-    if name == "dot":
-        return (a * b).sum(dim=-1)
-    return -torch.linalg.vector_norm(a - b, ord=2 if name == "euclidean" else 1, dim=-1)
+    if name is Similarity.COSINE:
+        a, b = _unit(a), _unit(b)
+    if name in _NORM_ORDER:
+        return -torch.linalg.vector_norm(a - b, ord=_NORM_ORDER[name], dim=-1)
+    return (a * b).sum(dim=-1)
 
 
 def _matrix(vectors: Any, name: str) -> torch.Tensor:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..data.papers import TEXT_FIELDS
+from ..data.papers import TEXT_FIELDS, PaperReading
 from ..encode import Encoder
 from ..jobs.embed import check_output, embed_to_file
 from .options import HelpFormatter, add_options, encoder_from_args
@@ -97,7 +97,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 def run(args: argparse.Namespace) -> int:
     from ..data.papers import check_paper_source
-    from ..distributed import end_distributed_run, init_from_environment
+    from ..distributed import end_distributed_run, init_from_environment, process_share
     from ..io import check_cache_dir, check_input, check_output_place
 
     check_input(args.input, "--input", "any")
@@ -120,12 +120,8 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         resume=args.resume,
         overwrite=args.overwrite,
-        rank=args.rank,
-        world_size=args.world_size,
-        id_field=args.id_field,
-        skip_invalid=args.skip_invalid,
-        text_fields=args.text_fields or TEXT_FIELDS,
-        smart_links=args.smart_links,
+        share=process_share(args.rank, args.world_size),
+        reading=PaperReading(args.id_field, args.skip_invalid, args.text_fields or TEXT_FIELDS, args.smart_links),
         cache_dir=args.cache_dir,
         use_cache=not args.no_cache,
         show_progress_bar=not args.no_progress,

@@ -124,7 +124,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..data.papers import check_paper_source
+    from ..data.papers import PaperReading, check_paper_source
     from ..io import check_input
     from ..search.neighbours import UnknownQueryError, check_output, neighbours
 
@@ -178,12 +178,9 @@ def run(args: argparse.Namespace) -> int:
             embeddings=args.embeddings,
             index=args.index,
             citations=citations,
-            id_field=args.id_field,
-            skip_invalid=skip_invalid,
-            smart_links=args.smart_links,
+            reading=PaperReading(args.id_field, skip_invalid, args.text_fields, args.smart_links),
             batch_size=args.batch_size,
             show_progress_bar=not args.no_progress,
-            text_fields=args.text_fields,
         )
     except UnknownQueryError as error:
         in_file = [paper_id for paper_id in error.unknown if paper_id in file_lines]

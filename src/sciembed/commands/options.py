@@ -6,7 +6,7 @@ import argparse
 import logging
 from typing import Any
 
-from ..backends import BACKENDS, WEIGHT_QUANTIZATIONS, check_backend
+from ..backends import BACKENDS, WEIGHT_QUANTIZATIONS, Backend, WeightQuantization, check_backend
 from ..data.smart import LINK_READINGS
 from ..encode import POOLINGS, Encoder
 from ..formats.names import FORMATS
@@ -260,14 +260,15 @@ def encoder_from_args(args: argparse.Namespace, *, device: str | None = None) ->
         device: where to run when ``--device`` is not given (a rank's own GPU under torchrun).
     """
     check_onnx_cache(args)
-    backend, quantization = getattr(args, "backend", "pytorch"), getattr(args, "onnx_quantization", "fp32")
-    if backend != "pytorch" or quantization != "fp32":  # before the model loads, in the options' own names
+    backend = getattr(args, "backend", Backend.PYTORCH)
+    quantization = getattr(args, "onnx_quantization", WeightQuantization.FP32)
+    if (backend, quantization) != (Backend.PYTORCH, WeightQuantization.FP32):  # before the model loads, in its names
         try:
             check_backend(backend, quantization, getattr(args, "device", None))
         except (ValueError, ImportError) as error:  # a missing extra too: one line naming the install
             raise ValueError(f"--backend {backend} --onnx-quantization {quantization}: {error}") from None
     if getattr(args, "int8_check_set", None):  # before the model loads and its ONNX graph is built
-        if quantization == "fp32":
+        if quantization == WeightQuantization.FP32:
             raise ValueError(
                 "--int8-check-set checks int8: give --backend onnx or openvino, and --onnx-quantization int8 (or "
                 "int8_weights with openvino), with it"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import csv
 import os
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,18 @@ _EXPECTED = (
     "a header naming the citing and cited columns (citing,cited; from,to; source,target) separated by "
     "commas or tabs, or SNAP's layout (# comment lines, then citing<TAB>cited lines)"
 )
+
+
+class EdgeLayout(StrEnum):
+    """The layout of a citation edge list."""
+
+    CSV = "csv"
+    TSV = "tsv"
+    SNAP = "snap"
+
+
+#: The delimiter of each layout.
+_DELIMITERS = {EdgeLayout.CSV: ",", EdgeLayout.TSV: "\t", EdgeLayout.SNAP: "\t"}
 
 
 @dataclass(frozen=True)
@@ -51,7 +64,7 @@ class EdgeList:
     path: str
     citing: Any
     cited: Any
-    layout: str
+    layout: EdgeLayout
     columns: tuple[str, str] | None
     comment_lines: int
 
@@ -80,13 +93,14 @@ def read_edge_list(path: str | os.PathLike[str]) -> EdgeList:
         raise ValueError(
             f"{path}: no citations ({'only # comment lines' if comments else 'an empty file'}); expected {_EXPECTED}"
         )
-    delimiter = "\t" if "\t" in first else ","
+    layout = EdgeLayout.TSV if "\t" in first else EdgeLayout.CSV
+    delimiter = _DELIMITERS[layout]
     names = next(csv.reader([first], delimiter=delimiter))
     columns = _header_columns(names)
     if columns is not None:
-        layout, skip = ("tsv" if delimiter == "\t" else "csv"), start
-    elif comments and delimiter == "\t" and len(names) == 2:
-        layout, skip, columns = "snap", start - 1, (0, 1)
+        skip = start
+    elif comments and layout is EdgeLayout.TSV and len(names) == 2:
+        layout, skip, columns = EdgeLayout.SNAP, start - 1, (0, 1)
     elif len(names) == 1:
         raise ValueError(f"{path}, line {start}: one column ({first!r}); expected {_EXPECTED}")
     else:
@@ -115,7 +129,7 @@ def read_edge_list(path: str | os.PathLike[str]) -> EdgeList:
             # One thread: pyarrow numbers the rows it hands to `invalid` only when it parses them in order.
             read_options=pacsv.ReadOptions(skip_rows=skip, column_names=fields, use_threads=False),
             parse_options=pacsv.ParseOptions(
-                delimiter=delimiter, quote_char='"' if delimiter == "," else False, invalid_row_handler=invalid
+                delimiter=delimiter, quote_char='"' if layout is EdgeLayout.CSV else False, invalid_row_handler=invalid
             ),
             convert_options=pacsv.ConvertOptions(
                 include_columns=read,
@@ -132,7 +146,7 @@ def read_edge_list(path: str | os.PathLike[str]) -> EdgeList:
         row, count = misfits["first"], misfits["count"]
         [line] = _physical_lines(path, skip, [row.number])
         what = "one column" if row.actual_columns == 1 else f"{row.actual_columns} fields"
-        expected = "SNAP lines have" if layout == "snap" else "the header names"
+        expected = "SNAP lines have" if layout is EdgeLayout.SNAP else "the header names"
         raise ValueError(
             f"{path}, line {line}: {what} ({row.text.strip()!r}) where {expected} {width}; {count} line(s) in all "
             f"without {width} fields"
@@ -149,8 +163,10 @@ def read_edge_list(path: str | os.PathLike[str]) -> EdgeList:
         keep = pa.array(~comment)
         citing, cited = citing.filter(keep), cited.filter(keep)
     if not len(citing):
-        raise ValueError(f"{path}: no citations after {'line' if layout == 'snap' else 'the header at line'} {start}")
-    header = None if layout == "snap" else (names[columns[0]].strip(), names[columns[1]].strip())
+        raise ValueError(
+            f"{path}: no citations after {'line' if layout is EdgeLayout.SNAP else 'the header at line'} {start}"
+        )
+    header = None if layout is EdgeLayout.SNAP else (names[columns[0]].strip(), names[columns[1]].strip())
     return EdgeList(str(path), citing, cited, layout, header, comments + len(skipped) + int(comment.sum()))
 
 

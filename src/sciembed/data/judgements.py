@@ -16,15 +16,25 @@ import os
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
+from ..choices import choices
 from .problems import paper_id_order
+
+
+class QrelsColumns(StrEnum):
+    """The order of a judgement file's id columns, when the user states it."""
+
+    QUERY_DOCUMENT = "query-document"
+    DOCUMENT_QUERY = "document-query"
+
 
 #: How a judgement file's query and document columns are read when stated (``--qrels-columns``): query first, or
 #: the document first (swapped back on reading). Unstated, the query comes first and a swapped shape is refused.
-QRELS_COLUMNS = ("query-document", "document-query")
+QRELS_COLUMNS = choices(QrelsColumns)
 #: Fewer distinct queries than this and a judgement file's shape reads as swapped columns only when each query is
 #: judged once.
 SWAP_MIN_QUERIES = 8
@@ -179,7 +189,7 @@ def check_qrels_columns(
     """
     if qrels_columns is not None and qrels_columns not in QRELS_COLUMNS:
         raise ValueError(f"unknown qrels_columns {qrels_columns!r}; one of {', '.join(QRELS_COLUMNS)}")
-    if qrels_columns == "document-query":
+    if qrels_columns == QrelsColumns.DOCUMENT_QUERY:
         return {**columns, "query_id": columns["cand_id"], "cand_id": columns["query_id"]}
     if qrels_columns is None and known_documents is not None and "score" in columns:
         why = grades_of_ids(columns["cand_id"], columns["score"], known_documents)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 
@@ -58,6 +59,14 @@ SearchBlocks = Iterator[tuple[slice, Ranked]]
 RESCORE_MARGIN = 16
 
 
+class KnnMetric(StrEnum):
+    """The distance a kNN search ranks by."""
+
+    EUCLIDEAN = "euclidean"
+    COSINE = "cosine"
+    DOT = "dot"
+
+
 @dataclass(frozen=True)
 class IVFSettings:
     """An inverted-file index (faiss ``IndexIVFFlat``): ``cells`` k-means cells, ``nprobe`` probed per query."""
@@ -89,7 +98,7 @@ def faiss_rank_search(
 
     vectors = np.ascontiguousarray(matrix[candidates], dtype=np.float32)
     dim = vectors.shape[1]
-    faiss_metric = faiss.METRIC_L2 if metric == "euclidean" else faiss.METRIC_INNER_PRODUCT
+    faiss_metric = faiss.METRIC_L2 if metric == KnnMetric.EUCLIDEAN else faiss.METRIC_INNER_PRODUCT
     if ivf is None:
         index = faiss.IndexFlat(dim, faiss_metric)
     else:
@@ -153,7 +162,7 @@ def _rescored(
     """``labels`` (candidate positions, one row per query) re-ordered by float64 distance, ties by position."""
     queries = matrix[block].astype(np.float64)[:, None, :]
     others = matrix[candidates[labels]].astype(np.float64)
-    if metric == "euclidean":
+    if metric == KnnMetric.EUCLIDEAN:
         difference = others - queries
         distance = np.einsum("qkd,qkd->qk", difference, difference)
     else:

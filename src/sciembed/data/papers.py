@@ -162,6 +162,45 @@ class PaperFile:
         return len(self.papers)
 
 
+@dataclass(frozen=True)
+class PaperReading:
+    """How a job reads its papers, as :func:`read_papers` takes it.
+
+    Args:
+        id_field: the column holding the paper id (default: the first of :data:`ID_FIELDS` a record has).
+        skip_invalid: skip bad records and report them, instead of refusing the first.
+        text_fields: the fields a paper's text is made of (default: :data:`TEXT_FIELDS`).
+        smart_links: how a SMART collection's ``.X`` lines are read (``cacm`` or ``all``).
+    """
+
+    id_field: str | None = None
+    skip_invalid: bool = False
+    text_fields: Sequence[str] | None = None
+    smart_links: str = "cacm"
+
+    @property
+    def fields(self) -> Sequence[str]:
+        """The text fields, :data:`TEXT_FIELDS` unless others were given."""
+        return TEXT_FIELDS if self.text_fields is None else self.text_fields
+
+    def options(self) -> dict[str, Any]:
+        """The settings as keyword arguments of :func:`read_papers` and :func:`paper_dataset`."""
+        return {
+            "id_field": self.id_field,
+            "skip_invalid": self.skip_invalid,
+            "text_fields": self.fields,
+            "smart_links": self.smart_links,
+        }
+
+
+#: Where a job takes the options it no longer takes one by one.
+MOVED_JOB_OPTIONS = {
+    **{name: f"reading=sciembed.data.papers.PaperReading({name}=...)" for name in PaperReading.__dataclass_fields__},
+    "rank": "share=sciembed.distributed.Share(rank, world_size)",
+    "world_size": "share=sciembed.distributed.Share(rank, world_size)",
+}
+
+
 def read_papers(
     path: str | os.PathLike[str],
     *,

@@ -56,13 +56,15 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 
 import numpy as np
 
+from ..choices import choices
 from .graph import CitationGraph, PaperRefs, paper_indices
 from .graph_embedding import EMBEDDING_DIM, citation_graph_embedding
 from .keyed_random import SeedLike, base_seed, keyed_uniform
-from .knn import BLOCK_ENTRIES, IVF_SCAN_FACTOR, IVFSettings, faiss_rank_search, unit_rows
+from .knn import BLOCK_ENTRIES, IVF_SCAN_FACTOR, IVFSettings, KnnMetric, faiss_rank_search, unit_rows
 from .samplers import Triplets, rank_share
 
 logger = logging.getLogger(__name__)
@@ -74,11 +76,38 @@ POSITIVE_RANKS = (20, 25)
 HARD_NEGATIVES = 2
 HARD_NEGATIVE_RANKS = (3998, 4000)
 EASY_NEGATIVES = 3
-METRICS = ("euclidean", "cosine", "dot")
-RANK_OVERFLOW = ("scale", "nearest", "clip", "error")
+METRICS = choices(KnnMetric)
+
+
+class RankOverflow(StrEnum):
+    """What to do when the hard-negative range ends beyond the candidates per query."""
+
+    SCALE = "scale"
+    NEAREST = "nearest"
+    CLIP = "clip"
+    ERROR = "error"
+
+
+class RankAdjustment(StrEnum):
+    """How the rank ranges were fitted to the candidates (``no``: used as given)."""
+
+    NO = "no"
+    SCALED = "scaled"
+    NEAREST = "nearest"
+    CLIPPED = "clipped"
+
+
+class KnnIndex(StrEnum):
+    """The kNN search: exact (faiss ``IndexFlat``) or inverted-file (``IndexIVFFlat``)."""
+
+    EXACT = "exact"
+    IVF = "ivf"
+
+
+RANK_OVERFLOW = choices(RankOverflow)
 #: ``rank_overflow="nearest"``: hard negatives start at this share of the candidates per query.
 NEAREST_HARD_SHARE = 0.1
-INDEXES = ("exact", "ivf")
+INDEXES = choices(KnnIndex)
 
 _MAX_ROUNDS = 12
 # Streams of keyed random numbers (see .keyed_random); easy-negative rounds add their round number.
@@ -163,11 +192,11 @@ class SciNCLConfig:
     hard_negatives: int = HARD_NEGATIVES
     hard_negative_ranks: tuple[int, int] = HARD_NEGATIVE_RANKS
     easy_negatives: int = EASY_NEGATIVES
-    metric: str = "euclidean"
+    metric: KnnMetric = KnnMetric.EUCLIDEAN
     embedding_dim: int = EMBEDDING_DIM
-    rank_overflow: str = "scale"
+    rank_overflow: RankOverflow = RankOverflow.SCALE
     block_size: int | None = None
-    index: str = "exact"
+    index: KnnIndex = KnnIndex.EXACT
     ivf_cells: int | None = None
     ivf_nprobe: int | None = None
 
@@ -183,6 +212,9 @@ class SciNCLConfig:
             self.block_size,
         )
         _check_index(self.index, self.ivf_cells, self.ivf_nprobe)
+        object.__setattr__(self, "metric", KnnMetric(self.metric))
+        object.__setattr__(self, "rank_overflow", RankOverflow(self.rank_overflow))
+        object.__setattr__(self, "index", KnnIndex(self.index))
         # Rank ranges from JSON settings arrive as lists.
         object.__setattr__(self, "positive_ranks", tuple(int(r) for r in self.positive_ranks))
         object.__setattr__(self, "hard_negative_ranks", tuple(int(r) for r in self.hard_negative_ranks))
@@ -265,7 +297,7 @@ def sample_scincl_triplets(
         embedding = f"precomputed-{matrix.shape[1]}"
     has_vector = np.isfinite(matrix).all(axis=1)
     matrix = np.where(has_vector[:, None], matrix, 0.0)  # NaN rows would poison the block products
-    if metric == "cosine":
+    if metric == KnnMetric.COSINE:
         has_vector &= np.linalg.norm(matrix, axis=1) > 0  # a zero vector has no direction
         matrix = unit_rows(matrix)
 
@@ -280,7 +312,7 @@ def sample_scincl_triplets(
 
     pool = len(candidates) - 1  # every query is itself a candidate and is left out of its own ranking
     pos_used, hard_used, adjusted = _fit_ranges(positive_ranks, hard_negative_ranks, pool, config.rank_overflow)
-    if adjusted != "no":
+    if adjusted is not RankAdjustment.NO:
         logger.warning(
             "SciNCL: hard-negative ranks %s exceed the %d candidates per query; rank_overflow=%r: positives %s, "
             "hard negatives %s",
@@ -293,7 +325,7 @@ def sample_scincl_triplets(
 
     index_params: dict[str, object] = {}
     ivf = None
-    if index == "ivf":
+    if index == KnnIndex.IVF:
         cells = min(config.ivf_cells or max(1, round(math.sqrt(len(candidates)))), len(candidates))
         nprobe = min(config.ivf_nprobe or math.ceil(IVF_SCAN_FACTOR * hard_used[1] * cells / len(candidates)), cells)
         ivf = IVFSettings(cells, nprobe, seed % 2**31)
@@ -397,17 +429,19 @@ def _check_index(index, ivf_cells, ivf_nprobe) -> None:
     for name, value in (("ivf_cells", ivf_cells), ("ivf_nprobe", ivf_nprobe)):
         if value is not None and (not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1):
             raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
-    if index == "exact" and (ivf_cells, ivf_nprobe) != (None, None):
+    if index == KnnIndex.EXACT and (ivf_cells, ivf_nprobe) != (None, None):
         raise ValueError("ivf_cells and ivf_nprobe apply to index='ivf', not to index='exact'")
 
 
-def _fit_ranges(positive_ranks, hard_ranks, pool: int, mode: str) -> tuple[tuple[int, int], tuple[int, int], str]:
+def _fit_ranges(
+    positive_ranks, hard_ranks, pool: int, mode: RankOverflow
+) -> tuple[tuple[int, int], tuple[int, int], RankAdjustment]:
     """The rank ranges to use with ``pool`` candidates per query (ranks ``0 .. pool - 1``)."""
     (a1, b1), (a2, b2) = (int(r) for r in positive_ranks), (int(r) for r in hard_ranks)
     if b2 <= pool:
-        return (a1, b1), (a2, b2), "no"
+        return (a1, b1), (a2, b2), RankAdjustment.NO
     w1, w2 = b1 - a1, b2 - a2
-    if mode == "error":
+    if mode is RankOverflow.ERROR:
         raise ValueError(
             f"hard_negative_ranks [{a2}, {b2}) exceed the {pool} candidates per query "
             "(pass rank_overflow='nearest', 'scale' or 'clip')"
@@ -416,20 +450,20 @@ def _fit_ranges(positive_ranks, hard_ranks, pool: int, mode: str) -> tuple[tuple
         raise ValueError(
             f"only {pool} candidates per query: too few for a positive range of {w1} and a hard range of {w2} ranks"
         )
-    if mode == "nearest":
+    if mode is RankOverflow.NEAREST:
         start = min(max(int(pool * NEAREST_HARD_SHARE), w1), pool - w2)
-        return (0, w1), (start, start + w2), "nearest"
+        return (0, w1), (start, start + w2), RankAdjustment.NEAREST
     hard = (pool - w2, pool)
-    if mode == "clip":
+    if mode is RankOverflow.CLIP:
         if b1 > hard[0]:
             raise ValueError(
                 f"positive_ranks [{a1}, {b1}) reach the clipped hard range {hard} ({pool} candidates per query)"
             )
-        return (a1, b1), hard, "clipped"
+        return (a1, b1), hard, RankAdjustment.CLIPPED
     factor = pool / b2
     hard = (min(int(math.floor(a2 * factor)), pool - w2), pool)
     start = min(int(math.floor(a1 * factor)), hard[0] - w1)
-    return (start, start + w1), hard, "scaled"
+    return (start, start + w1), hard, RankAdjustment.SCALED
 
 
 def _draw(choices: np.ndarray, count: int, keys: np.ndarray) -> np.ndarray:

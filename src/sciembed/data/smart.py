@@ -25,9 +25,11 @@ import os
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..choices import choices
 from .problems import InvalidPaperError, PaperProblem, paper_id_order
 
 if TYPE_CHECKING:
@@ -39,10 +41,19 @@ CACM_COUPLING = 4
 CACM_CITATION = 5
 CACM_COCITATION = 6
 CACM_LINK_TYPES = {CACM_COUPLING: "coupling", CACM_CITATION: "citation", CACM_COCITATION: "co-citation"}
+
+
 #: How ``.X`` lines are read (the ``links`` option of :func:`read_smart_collection`, ``--smart-links`` of the CLI):
 #: ``cacm``: the middle column is CACM's link type (4, 5, 6), any other value is refused; ``all``: every pair is
 #: a citation link, whatever its middle column.
-LINK_READINGS = ("cacm", "all")
+class LinkReading(StrEnum):
+    """How a SMART collection's ``.X`` lines are read."""
+
+    CACM = "cacm"
+    ALL = "all"
+
+
+LINK_READINGS = choices(LinkReading)
 
 _FIELDS = {
     "T": "title",
@@ -134,9 +145,10 @@ def read_smart_collection(
     """
     if links not in LINK_READINGS:
         raise ValueError(f"unknown .X link reading {links!r}; one of {', '.join(LINK_READINGS)}")
+    links = LinkReading(links)
     path = _document_file(Path(path))
     records = list(_parse(path))
-    if links == "cacm":
+    if links is LinkReading.CACM:
         _check_cacm_link_types(path, records)
     lost = _lost_markers(path, [record for _, record in records])
     _warn_long_titles(path, records)
@@ -171,7 +183,7 @@ def read_smart_collection(
         else:
             first_line[paper_id] = line_number
             for _, _, other, link_type, owner in record["links"]:
-                raw_links[link_type if links == "cacm" else CACM_CITATION].append((other, owner))
+                raw_links[link_type if links is LinkReading.CACM else CACM_CITATION].append((other, owner))
             if not record["title"] and not record["abstract"]:
                 problem = PaperProblem(str(path), f"line {line_number}", "neither title nor abstract", paper_id)
         if problem is None:
@@ -318,7 +330,7 @@ def _log_counts(path: Path, papers: int, skipped: int, stats: dict[int, Counter]
     def kind(link_type: int) -> str:
         return (
             "citation links (every .X line, links='all')"
-            if reading == "all"
+            if reading == LinkReading.ALL
             else f"type {link_type} ({CACM_LINK_TYPES[link_type]})"
         )
 

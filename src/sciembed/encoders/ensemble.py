@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..checkpoint_files import ENSEMBLE_FILE
+from ..checkpoint_hub import resolve_model
 from ..encode import Encoder, PaperEncoder
 from ..io import RepeatedKeyError, atomic_path, json_error, json_place, loads_json
 from ..removed import module_getattr
@@ -31,6 +32,10 @@ REMOVED = {
 }
 
 __getattr__ = module_getattr(__name__, REMOVED)
+
+
+#: How an ensemble folder may combine its members (``combine`` in its description).
+ENSEMBLE_COMBINATIONS = ("mean",)
 
 
 class EnsembleEncoder(Encoder, folder_file=ENSEMBLE_FILE):
@@ -102,7 +107,7 @@ class EnsembleEncoder(Encoder, folder_file=ENSEMBLE_FILE):
                 f"{path}: members = {json.dumps(members)} is not a list of models; write each member as a folder "
                 '(relative to the ensemble) or a Hub id, e.g. "members": ["model-a", "model-b"]'
             )
-        if combine != "mean":
+        if combine not in ENSEMBLE_COMBINATIONS:
             raise ValueError(f"{path}: unknown combination {combine!r}; sciembed averages (mean)")
         task_format = options.pop("task_format", None)
         folder = Path(name_or_path)
@@ -144,6 +149,21 @@ class EnsembleEncoder(Encoder, folder_file=ENSEMBLE_FILE):
         revisions = [m.revision for m in self.members]
         return revisions if any(r is not None for r in revisions) else None
 
+    def named_by_hub(self, repo_id: str, snapshot: str) -> EnsembleEncoder:
+        """This ensemble, each member in ``snapshot`` named ``repo_id/subfolder`` at the snapshot's commit.
+
+        Args:
+            repo_id: the Hub id of the ensemble.
+            snapshot: the Hub cache snapshot folder the ensemble was read from.
+        """
+        commit = resolve_model(snapshot)[1]
+        for member in self.members:
+            folder = Path(member.name_or_path)
+            if isinstance(member, PaperEncoder) and folder.is_relative_to(snapshot):
+                member.folder = str(folder)
+                member.source, member.revision = f"{repo_id}/{folder.relative_to(snapshot).as_posix()}", commit
+        return self
+
     def save_pretrained(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write an ensemble folder naming the members as they were loaded (:func:`save_ensemble`).
 
@@ -154,7 +174,7 @@ class EnsembleEncoder(Encoder, folder_file=ENSEMBLE_FILE):
         from ..io import refuse_replacing
 
         refuse_replacing(path, overwrite=overwrite)
-        return save_ensemble(path, [m.name_or_path for m in self.members])
+        return save_ensemble(path, [getattr(m, "folder", None) or m.name_or_path for m in self.members])
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256(b"ensemble-mean")

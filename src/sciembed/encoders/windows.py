@@ -22,17 +22,27 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
+from ..choices import choices
 from ..data.papers import TEXT_FIELDS, paper_text, text_field_names
 from ..encode import Encoder, Papers
 
 logger = logging.getLogger(__name__)
 
+
+class WindowCombine(StrEnum):
+    """How a paper's window vectors are combined: their mean, or weighted by text tokens."""
+
+    MEAN = "mean"
+    TOKENS = "tokens"
+
+
 #: How a paper's window vectors become one: their mean, or their mean weighted by each window's text tokens.
-COMBINATIONS = ("mean", "tokens")
+COMBINATIONS = choices(WindowCombine)
 #: A full text's fields, in the order they make the paper's text.
 FULL_TEXT = ("title", "abstract", "body")
 #: Fewer text tokens than this per window (after the title and the special tokens) and the title is read once instead
@@ -64,7 +74,7 @@ class WindowSettings:
 
     window: int | None = None
     overlap: int = 32
-    combine: str = "tokens"
+    combine: WindowCombine = WindowCombine.TOKENS
     keep_title: bool = True
     text_fields: tuple[str, ...] = TEXT_FIELDS
     windows: bool = True
@@ -77,6 +87,7 @@ class WindowSettings:
             raise ValueError(f"overlap must be 0 or more tokens, got {self.overlap}")
         if self.combine not in COMBINATIONS:
             raise ValueError(f"combine must be one of {COMBINATIONS}, got {self.combine!r}")
+        object.__setattr__(self, "combine", WindowCombine(self.combine))
         if not self.text_fields:
             raise ValueError("text_fields names no field: give at least one (e.g. title abstract)")
 
@@ -171,7 +182,7 @@ class WindowedEncoder(Encoder):
                 owners.append(index)
                 # A paper read in one window (its title alone, an empty text) has no text tokens to weigh by: its
                 # one window is its vector whatever the weight, as long as the weight is not 0 (0 / 0 would be NaN).
-                weights.append(max(tokens, 1) if self.settings.combine == "tokens" else 1)
+                weights.append(max(tokens, 1) if self.settings.combine is WindowCombine.TOKENS else 1)
         changed = {key: self.adjusted[key] - before[key] for key in before if self.adjusted[key] > before[key]}
         if changed:
             logger.warning(

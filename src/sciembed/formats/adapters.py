@@ -50,6 +50,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
+from enum import StrEnum
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,17 @@ _LEGACY_MODULE_NAMES = {
     "layer_text_lang_adapters": "adapters",
     "invertible_lang_adapters": "invertible_adapters",
 }
-_INIT_WEIGHTS = ("bert", "mam_adapter", "houlsby")
+
+
+class AdapterInit(StrEnum):
+    """How an adapter's weights start (AdapterHub's ``init_weights``)."""
+
+    BERT = "bert"
+    MAM_ADAPTER = "mam_adapter"
+    HOULSBY = "houlsby"
+
+
+_INIT_WEIGHTS = tuple(init.value for init in AdapterInit)
 
 
 def _refuse(source: str, key: str, value: Any, expected: str) -> ValueError:
@@ -173,7 +184,7 @@ class BottleneckConfig:
     ln_before: bool = False
     dropout: float = 0.0
     leave_out: tuple[int, ...] = ()
-    init_weights: str = "bert"
+    init_weights: AdapterInit = AdapterInit.BERT
     init_weights_seed: int | None = None
 
     def __post_init__(self) -> None:
@@ -220,6 +231,7 @@ class BottleneckConfig:
             raise _refuse(source, "leave_out", self.leave_out, "a list of layer indices")
         if self.init_weights not in _INIT_WEIGHTS:
             raise _refuse(source, "init_weights", self.init_weights, f"one of {', '.join(_INIT_WEIGHTS)}")
+        object.__setattr__(self, "init_weights", AdapterInit(self.init_weights))
         if self.init_weights_seed is not None and (
             isinstance(self.init_weights_seed, bool) or not isinstance(self.init_weights_seed, int)
         ):
@@ -397,9 +409,9 @@ class BottleneckAdapter(nn.Module):
         linears = [m for m in self.adapter_down if isinstance(m, nn.Linear)] + [self.adapter_up]
         for linear in linears:
             nn.init.zeros_(linear.bias)
-            if config.init_weights == "bert":
+            if config.init_weights is AdapterInit.BERT:
                 nn.init.normal_(linear.weight, 0.0, 0.02, generator=generator)
-            elif config.init_weights == "houlsby":
+            elif config.init_weights is AdapterInit.HOULSBY:
                 nn.init.trunc_normal_(linear.weight, 0.0, 1e-2, -2e-2, 2e-2, generator=generator)
             elif linear is self.adapter_up:  # mam_adapter: the adapter starts as the identity
                 nn.init.zeros_(linear.weight)
@@ -578,11 +590,15 @@ def _copy_into(model: nn.Module, kind: str, name: str, modules: Mapping[int, nn.
 # ---------------------------------------------------------------------------------------------- public API
 
 
+#: The adapter configs known by name.
+_NAMED_CONFIGS = {"seq_bn": BottleneckConfig()}
+
+
 def _bottleneck_config(config: str | Mapping[str, Any] | BottleneckConfig) -> BottleneckConfig:
     if isinstance(config, BottleneckConfig):
         return config
-    if config == "seq_bn":
-        return BottleneckConfig()
+    if isinstance(config, str) and config in _NAMED_CONFIGS:
+        return _NAMED_CONFIGS[config]
     if isinstance(config, Mapping):
         return BottleneckConfig.from_dict(config, source="adapter config")
     raise ValueError(

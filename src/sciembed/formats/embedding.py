@@ -138,14 +138,23 @@ def pool(outputs: Any, attention_mask: torch.Tensor, pooling: str, *, normalize:
     """
     import torch
 
-    hidden = outputs.last_hidden_state
-    if pooling == FAMILY_POOLING:
-        embeddings = outputs.pooler_output
-    elif pooling == "cls":
-        embeddings = hidden[:, 0]
-    elif pooling == "mean":
-        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-        embeddings = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-    else:
+    pooler = _POOLERS.get(pooling) if isinstance(pooling, str) else None
+    if pooler is None:
         raise ValueError(f"pooling must be one of {(FAMILY_POOLING, *POOLINGS)}, got {pooling!r}")
+    embeddings = pooler(outputs, attention_mask)
     return torch.nn.functional.normalize(embeddings, dim=-1) if normalize else embeddings
+
+
+def _mean(outputs: Any, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The mean of the hidden states over the real tokens."""
+    hidden = outputs.last_hidden_state
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+
+
+#: How each pooling reads the embedding from a model output and its attention mask.
+_POOLERS = {
+    FAMILY_POOLING: lambda outputs, attention_mask: outputs.pooler_output,
+    "cls": lambda outputs, attention_mask: outputs.last_hidden_state[:, 0],
+    "mean": _mean,
+}

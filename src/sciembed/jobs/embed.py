@@ -32,7 +32,14 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from ..data.papers import GIVEN_IN_PYTHON, TEXT_FIELDS, PaperProblem, paper_records, usable_as_is
+from ..data.papers import (
+    GIVEN_IN_PYTHON,
+    MOVED_JOB_OPTIONS,
+    PaperProblem,
+    PaperReading,
+    paper_records,
+    usable_as_is,
+)
 from ..distributed import Share, process_share
 from ..encode import Encoder, ModelArgument, refuse_encoder_options, resolve_encoder
 from ..evaluation.cache import EmbeddingCache, caches_by_text
@@ -181,12 +188,8 @@ def embed_to_file(
     batch_size: int | None = None,
     resume: bool = False,
     overwrite: bool = False,
-    rank: int | None = None,
-    world_size: int | None = None,
-    id_field: str | None = None,
-    skip_invalid: bool = False,
-    text_fields: Sequence[str] = TEXT_FIELDS,
-    smart_links: str = "cacm",
+    share: Share | None = None,
+    reading: PaperReading | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     use_cache: bool = True,
     show_progress_bar: bool | None = None,
@@ -207,11 +210,11 @@ def embed_to_file(
             others are held in memory), or the path of papers in any layout
             :func:`~sciembed.data.papers.read_papers` reads (a papers file, a folder of Parquet parts, a SMART
             collection), read with :func:`~sciembed.data.papers.paper_dataset`, so that it need not fit in memory.
-            ``id_field`` and ``skip_invalid`` apply to both. ``text_fields`` are the fields a file's papers keep
-            beside title and abstract, e.g. ``body``, for an encoder that reads them,
-            :class:`~sciembed.encoders.WindowedEncoder`.
-        smart_links: how a SMART collection's ``.X`` lines are read (``cacm`` or ``all``), as the other commands read
-            them. The links themselves are not embedded.
+        reading: how the papers are read (:class:`~sciembed.data.papers.PaperReading`). ``id_field`` and
+            ``skip_invalid`` apply to records and files. ``text_fields`` are the fields a file's papers keep beside
+            title and abstract, e.g. ``body``, for an encoder that reads them
+            (:class:`~sciembed.encoders.WindowedEncoder`). ``smart_links`` reads a SMART collection's ``.X`` lines,
+            which are not embedded.
         cache_dir, use_cache: the embedding cache ``sciembed evaluate`` shares (default
             :func:`sciembed.io.default_cache_dir`): vectors found there are not encoded again, and those encoded are
             added. ``use_cache=False`` encodes every paper and caches nothing. An encoder that reads long papers
@@ -220,9 +223,9 @@ def embed_to_file(
         resume: keep the finished shards of an unfinished run of ``output`` (with the same papers, model
             and settings, the number of processes may differ).
         overwrite: replace an ``output`` that exists (an earlier run's). Refused otherwise, before any work.
-        rank, world_size: this process's share: shards ``rank, rank + world_size, ...``. By default the
-            initialised ``torch.distributed`` group's (`torchrun`, `accelerate launch`), else the whole
-            job. Given explicitly (SLURM arrays, Ray or Spark mapping ``rank`` over tasks), the tasks share
+        share: this process's share, ``Share(rank, world_size)``: shards ``rank, rank + world_size, ...``. By default
+            the initialised ``torch.distributed`` group's (`torchrun`, `accelerate launch`), else the whole
+            job. Given explicitly (SLURM arrays, or Ray or Spark mapping ``rank`` over tasks), the tasks share
             ``<output>.partial`` with no process group: a task joins the unfinished run it finds there when
             it has the same manifest, and the task that finishes the last shard assembles the output.
         show_progress_bar: show one bar over this process's papers (``None``: when the ``sciembed`` logger shows
@@ -240,7 +243,7 @@ def embed_to_file(
         TypeError: ``papers`` is not records (texts, bytes, a number, ...). An encoder option (``device=``, ...),
             naming :meth:`sciembed.Encoder.from_pretrained`.
     """
-    refuse_encoder_options("embed_to_file", removed)
+    refuse_encoder_options("embed_to_file", removed, moved=MOVED_JOB_OPTIONS)
     started = time.perf_counter()
     source = papers if isinstance(papers, (str, os.PathLike)) else None
     output = check_output(output, overwrite=overwrite, source=source)
@@ -249,7 +252,9 @@ def embed_to_file(
         raise ValueError(f"shard_size must be positive, got {shard_size}")
     if batch_size is not None and batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
-    share = process_share(rank, world_size)
+    share = share if share is not None else process_share()
+    reading = reading if reading is not None else PaperReading()
+    id_field, skip_invalid, text_fields = reading.id_field, reading.skip_invalid, reading.fields
     folder = partial_dir(output)
     _check_partial(folder)
     try:
@@ -257,14 +262,7 @@ def embed_to_file(
             from ..data.papers import paper_dataset
 
             with share.main_process_first():  # rank 0 writes the Arrow file, the others open it
-                read = paper_dataset(
-                    papers,
-                    folder,
-                    id_field=id_field,
-                    skip_invalid=skip_invalid,
-                    text_fields=text_fields,
-                    smart_links=smart_links,
-                )
+                read = paper_dataset(papers, folder, **reading.options())
             papers, skipped, source = read.dataset, read.skipped, read.path
         elif hasattr(papers, "column_names") and usable_as_is(
             papers, id_field=id_field, skip_invalid=skip_invalid, text_fields=text_fields

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..data.papers import paper_records
+from ..distributed import Share
 from ..encode import Encoder
 from ..io import embedding_table
 from .embed import EmbedReport, check_output, embed_to_file
@@ -171,8 +172,7 @@ def embed_with_ray_tasks(
                 encoder,
                 str(papers),
                 str(output),
-                rank=rank,
-                world_size=world_size,
+                share=Share(rank, world_size),
                 shard_size=shard_size,
                 batch_size=batch_size,
                 resume=resume,

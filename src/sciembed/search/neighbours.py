@@ -35,9 +35,11 @@ import numpy as np
 
 from ..data.knn import IVFSettings, faiss_neighbours
 from ..data.papers import (
+    MOVED_JOB_OPTIONS,
     SUPPORTED_SUFFIXES,
     TEXT_FIELDS,
     PaperProblem,
+    PaperReading,
     paper_id_list,
     paper_id_order,
     paper_records,
@@ -68,6 +70,10 @@ class UnknownQueryError(KeyError, ValueError):
     def __str__(self) -> str:
         # KeyError would print the message with quotes around it.
         return str(self.args[0])
+
+
+#: The delimiter of each table suffix the neighbours are written as.
+_DELIMITERS = {".csv": ",", ".tsv": "\t"}
 
 
 @dataclass
@@ -239,7 +245,7 @@ class NeighboursResult:
                 for record in self.records():
                     handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             else:
-                writer = csv.writer(handle, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
+                writer = csv.writer(handle, delimiter=_DELIMITERS.get(path.suffix.lower(), ","))
                 linked = self.links is not None
                 writer.writerow(
                     [
@@ -361,14 +367,11 @@ def neighbours(
     query_ids: str | int | Iterable[str | int] | None = None,
     embeddings: str | os.PathLike[str] | None = None,
     citations: str | os.PathLike[str] | Iterable[tuple[str, str]] | None = None,
-    id_field: str | None = None,
-    skip_invalid: bool = False,
-    smart_links: str = "cacm",
+    reading: PaperReading | None = None,
     ivf: IVFSettings | None = None,
     index: PaperIndex | str | os.PathLike[str] | None = None,
     batch_size: int | None = None,
     show_progress_bar: bool | None = None,
-    text_fields: Sequence[str] | None = None,
     **removed: Any,
 ) -> NeighboursResult:
     """The ``top_k`` nearest neighbours (cosine) of the query papers among all papers of a collection.
@@ -398,30 +401,30 @@ def neighbours(
             (extra vectors are ignored).
         citations: citation links to mark among the neighbours: an edge list file (CSV / TSV with a
             ``citing,cited`` header, or SNAP's lines) or (citing, cited) pairs. A SMART collection brings its own.
-        id_field: the papers file's id column (default: the first of ``paper_id``, ``corpus_id``, ``id``, ``doc_id``).
-        skip_invalid: skip invalid records (and, with ``embeddings``, papers without a vector), count and report them,
-            instead of stopping.
-        smart_links: how a SMART collection's ``.X`` lines are read (``cacm`` or ``all``, see
-            :func:`~sciembed.data.smart.read_smart_collection`).
+        reading: how the papers are read (:class:`~sciembed.data.papers.PaperReading`). ``id_field`` is the papers
+            file's id column. ``skip_invalid`` skips invalid records (and, with ``embeddings``, papers without a
+            vector), counts and reports them, instead of stopping. ``smart_links`` says how a SMART collection's
+            ``.X`` lines are read. ``text_fields`` are the paper fields that make a paper's text, in order (default:
+            title and abstract), a papers file's checked as it is read, before the model loads.
         ivf: search an inverted-file index instead of the exact one (large collections).
         index: search this paper index (a :class:`~sciembed.PaperIndex` or its folder) instead of embedding: the
             results are those of ``PaperIndex.search(ids=...)``. Its papers must be papers of ``papers``.
         batch_size: texts per forward pass (default: the encoder's).
         show_progress_bar: show progress while embedding (``None``: when the ``sciembed`` logger shows INFO).
-        text_fields: the paper fields that make a paper's text, in order (default: title and abstract). A papers
-            file's are checked as it is read, before the model loads.
 
     Raises:
         UnknownQueryError: query ids that are not papers of the collection (a KeyError and a ValueError, the
             message counts and names them).
         ValueError: papers without a vector in ``embeddings`` (unless ``skip_invalid``), fewer than two papers,
-            ``top_k < 1``. readers' errors name the file, line and id
+            ``top_k < 1``. Readers' errors name the file, line and id
             (:class:`~sciembed.data.papers.InvalidPaperError`), for records their position.
         TypeError: ``papers`` or ``query_ids`` of a type not taken (a text among the records, bytes, a number, ...).
             The papers given where the model goes (first), or an encoder where the papers go. An encoder option
             (``device=``, ``pooling=``, ...), naming :meth:`sciembed.Encoder.from_pretrained`.
     """
-    refuse_encoder_options("neighbours", removed)
+    refuse_encoder_options("neighbours", removed, moved=MOVED_JOB_OPTIONS)
+    reading = reading if reading is not None else PaperReading()
+    text_fields = reading.text_fields
     _check_order(model, papers)
     if top_k < 1:
         raise ValueError(f"top_k must be positive, got {top_k}")
@@ -434,9 +437,7 @@ def neighbours(
             "text_fields (--text-fields) choose the text a model embeds; embeddings read from a file have none"
         )
     fields = text_field_names(text_fields) if text_fields else TEXT_FIELDS
-    collection = read_collection(
-        papers, id_field=id_field, skip_invalid=skip_invalid, smart_links=smart_links, text_fields=fields
-    )
+    collection = read_collection(papers, **{**reading.options(), "text_fields": fields})
     records = collection.papers
     ids = [str(p["paper_id"]) for p in records]
     position = {paper_id: i for i, paper_id in enumerate(ids)}
@@ -464,7 +465,7 @@ def neighbours(
             source=collection.source,
             remedy="embed the same papers file (sciembed embed), or pass --skip-invalid (skip_invalid=True) to leave "
             "those papers out",
-            allow_missing=skip_invalid,
+            allow_missing=reading.skip_invalid,
         )
         if absent:
             present = set(ids) - set(absent)
