@@ -53,6 +53,7 @@ import sciembed
 from sciembed.evaluation import evaluate_suite
 from sciembed.evaluation.loaders import TaskSuite
 from sciembed.io import atomic_path, default_cache_dir
+from sciembed.training.objectives import Classification
 from sciembed.training.recipes import RECIPES, parse_assignments
 from sciembed.training.run import prepare, resolved_settings, save_trained
 from sciembed.training.trainers import average_weights
@@ -333,7 +334,7 @@ def main() -> None:
         raise SystemExit(f"{args.output} already holds {json.dumps(key)} with these settings; nothing to do")
     scored = (
         classification_scores(args, {**rows_budget, **variant})
-        if RECIPES[args.recipe].objective == "classification"
+        if isinstance(RECIPES[args.recipe].objective, Classification)
         else cite_scores(args, overrides, rows_budget)
     )
     row = {**key, **scored, "torch_threads": torch.get_num_threads()}

@@ -40,5 +40,36 @@ def recipe_block(name: str) -> str:
     )
 
 
+#: ``<!-- departures: NAME -->`` in a page becomes the table of the recipe's departures from its paper.
+DEPARTURES_MARK = re.compile(r"<!-- departures: ([a-z0-9-]+) -->")
+
+
+def departures_block(name: str) -> str:
+    """The departures of recipe ``name`` as a Markdown table: setting, value, when, reason and evidence."""
+    import json
+
+    from sciembed.training.recipes import RECIPES
+
+    if name not in RECIPES:
+        raise ValueError(f"a page names the recipe {name!r}; the recipes are {', '.join(RECIPES)}")
+    departures = RECIPES[name].departures
+    if not departures:
+        return f"The `{name}` recipe trains with its paper's settings.\n"
+    rows = [
+        f"The `{name}` recipe departs from its paper in these settings:",
+        "",
+        "| Setting | Value | When | Reason | Evidence |",
+        "|---|---|---|---|---|",
+    ]
+    for departure in departures:
+        when = "trained in unit vectors" if departure.unit_vectors else "every run"
+        reason = departure.reason.replace("[", "&#91;").replace("|", "\\|")
+        rows.append(
+            f"| `{departure.setting}` | `{json.dumps(departure.value)}` | {when} | {reason} | `{departure.evidence}` |"
+        )
+    return "\n".join(rows) + "\n"
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
+    markdown = DEPARTURES_MARK.sub(lambda match: departures_block(match.group(1)), markdown)
     return RECIPE_MARK.sub(lambda match: recipe_block(match.group(1)), markdown)

@@ -42,8 +42,8 @@ def test_a_system_page_shows_its_recipe_as_the_code_defines_it(site):
     from sciembed.training.recipes import RECIPES
 
     page = (site / "systems" / "multi2spe" / "index.html").read_text(encoding="utf-8")
-    # The first sentence of the recipe's notes, as the hook wrote it from the code.
-    assert RECIPES["multi2spe"].notes.split(";")[0] in page
+    # The first phrase of the recipe's notes, as the hook wrote it from the code.
+    assert RECIPES["multi2spe"].notes.split(",")[0] in page
     assert "sciembed train --recipe multi2spe" in page
 
 

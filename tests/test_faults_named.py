@@ -320,6 +320,34 @@ def test_settings_of_the_wrong_type_are_refused_before_training(tmp_path, caplog
     assert message in caplog.text and not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    "assignment, message",
+    [
+        ("data.sampel=scincl", "unknown setting(s) data.sampel for recipe specter (triplet objective); its data"),
+        ("model.num_cls_tokens=2", "unknown setting(s) model.num_cls_tokens for recipe specter"),
+        ("data.held_out=most", "setting data.held_out='most': expected float, got str"),
+        ("data.sampler=bogus", "setting data.sampler='bogus': expected one of 'specter', 'spectroid', 'scincl'"),
+        ("data.triplets_per_query=2.5", "setting data.triplets_per_query=2.5: expected int, got float"),
+        ("embedding.pooling=max", "setting embedding.pooling='max': expected one of 'cls', 'mean' or null"),
+        ("loss.temperature=0.1", "loss.temperature: not a setting of TripletMarginLoss (loss.name=triplet)"),
+    ],
+)
+def test_settings_outside_the_objective_s_schema_are_refused_before_the_data_is_read(
+    tmp_path, caplog, monkeypatch, assignment, message
+):
+    """Each section's keys and types are the objective's: a misspelt key or a wrong type names the key, what it takes
+    and the known keys, before the data is read or the model loads."""
+    import sciembed.training.examples as examples
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("the data was read")
+
+    monkeypatch.setattr(examples, "read_citation_source", no_reading)
+    data = write_s2orc(tmp_path / "papers.jsonl")
+    assert _train(data, tmp_path / "out", assignment) == 2
+    assert message in caplog.text and not (tmp_path / "out").exists()
+
+
 def test_micro_batches_for_a_loss_that_takes_none_are_refused(tmp_path, caplog):
     data = write_s2orc(tmp_path / "papers.jsonl")
     arguments = ["train", "--recipe", "moe-cocitation", "--data", str(data), "--output", str(tmp_path / "out")]

@@ -483,7 +483,7 @@ def test_recipe_settings_take_dotted_nested_bare_and_file_overrides(tmp_path):
         specter["training"]["per_device_train_batch_size"] * specter["training"]["gradient_accumulation_steps"] == 32
     )
     assert get_recipe("multi2spe").settings["loss"] == {"name": "multi2spe", "weight": 0.1, "mode": "paper"}
-    ctrl = get_recipe("scirepeval-ctrl").settings["training"]
+    ctrl = get_recipe("scirepeval-ctrl").resolve()["training"]  # the paper's warm-up, shortened by a departure
     assert (ctrl["learning_rate"], ctrl["lr_scheduler_type"], ctrl["warmup_steps"]) == (5e-5, "inverse_sqrt", 0.1)
     assert (
         get_recipe("scirepeval-ctrl").resolve({"training.warmup_steps": 700})["training"]["warmup_steps"] == 700
@@ -1188,7 +1188,8 @@ def test_anchor_papers_keep_their_relations_and_cost_nothing_at_step_0(tiny_st_b
     (invalid, repeated and excluded papers left out), and a recipe or setting that cannot anchor says so."""
     from sciembed.data.papers import read_papers
     from sciembed.training.losses import RelationalAnchorLoss
-    from sciembed.training.run import _anchor_papers, prepare
+    from sciembed.training.run import prepare
+    from sciembed.training.sources import anchor_papers
 
     data = write_s2orc(tmp_path / "papers.jsonl")
     anchors, more = tmp_path / "anchors.jsonl", tmp_path / "more.json"
@@ -1216,7 +1217,7 @@ def test_anchor_papers_keep_their_relations_and_cost_nothing_at_step_0(tiny_st_b
     assert run.data["anchor_papers"] == {"papers": 12, "skipped": 1, "repeated": 1, "excluded": 1}
     # SciRepEval's ready triplets give their papers.
     counts = {}
-    triplets = _anchor_papers(shared_data("scirepeval-samples") / "specter_small.json", set(), counts)
+    triplets = anchor_papers(shared_data("scirepeval-samples") / "specter_small.json", set(), counts)
     assert counts["anchor_papers"]["papers"] == len(triplets) == len({p["paper_id"] for p in triplets}) > 200
     assert all(p["title"] for p in triplets)
     assert first["anchored"] == pytest.approx(first["plain"], rel=1e-5)
@@ -1234,7 +1235,8 @@ def test_multitask_anchoring_keeps_every_format(tiny_st_base, tmp_path):
     one a step in turn: targets for every format, zero at step 0, and each format's relations move less than
     without anchoring."""
     from sciembed.training.losses import RelationalAnchorLoss
-    from sciembed.training.run import _anchor_papers, prepare
+    from sciembed.training.run import prepare
+    from sciembed.training.sources import anchor_papers
 
     data = shared_data("scirepeval-samples")
     anchored = {
@@ -1243,7 +1245,7 @@ def test_multitask_anchoring_keeps_every_format(tiny_st_base, tmp_path):
         "loss.anchor_batch_size": 8,
     }
     overrides = {**TINY_RUN, "max_steps": 8, "save_strategy": "no", "learning_rate": 1e-3, "model.weight_average": 1.0}
-    papers = _anchor_papers(data / "specter_small.json", set(), {})[:64]
+    papers = anchor_papers(data / "specter_small.json", set(), {})[:64]
     first, moved = {}, {}
     for name, extra in (("plain", {}), ("anchored", anchored)):
         run = prepare("scirepeval-ctrl", tiny_st_base, data, tmp_path / name, {**overrides, **extra})

@@ -215,13 +215,14 @@ def _recipes_help() -> str:
 
 def _layouts_help() -> str:
     """Each data layout with the recipes that take it and its example, for the epilog."""
+    from ..training.objectives import Triplet
+
     blocks = ["data (--data, or --papers with --citations):"]
     for layout in TRAINING_LAYOUTS:
         recipes = ", ".join(
             r.name
             for r in RECIPES.values()
-            if r.data in layout.kinds
-            or ("triplets" in layout.kinds and r.data == "citations" and r.objective != "pairs")
+            if r.data in layout.kinds or ("triplets" in layout.kinds and isinstance(r.objective, Triplet))
         )
         blocks.append(
             f"  {layout.name}: {layout.given_as}\n    recipes: {recipes}\n" + textwrap.indent(layout.example, "      ")

@@ -4,7 +4,10 @@
 - :mod:`.trainers`: ``TripletTrainer``, ``PairTrainer``, ``MultiTaskTrainer``, ``PaperClassificationTrainer``;
 - :mod:`.examples` and :mod:`.collators`: training examples from the data layer and their model inputs;
 - :mod:`.task_batches`: task-heterogeneous batches (the multi-task sampler);
-- :mod:`.recipes` and :mod:`.run`: each paper's settings by name, and ``sciembed train``.
+- :mod:`.objectives`: one class per objective (its examples, model, loss, collator and trainer);
+- :mod:`.sources`: one reader per data layout;
+- :mod:`.settings`: the typed sections and the checks on dotted keys;
+- :mod:`.recipes` and :mod:`.run`: each paper's settings and departures by name, and ``sciembed train``.
 
 The trainers and ``prepare`` / ``train`` are reached lazily (``sciembed.training.train``), so that
 reading the recipes (as ``sciembed --help`` does) imports neither torch nor transformers.
@@ -20,7 +23,14 @@ _LAZY = {
     "PaperClassificationTrainer": "trainers",
     "RECIPES": "recipes",
     "Recipe": "recipes",
+    "Departure": "recipes",
     "get_recipe": "recipes",
+    "Objective": "objectives",
+    "Triplet": "objectives",
+    "Multi2SPE": "objectives",
+    "Pairs": "objectives",
+    "MultiTask": "objectives",
+    "Classification": "objectives",
 }
 
 
