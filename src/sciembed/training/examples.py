@@ -1,18 +1,18 @@
 """Training examples from the data layer's readers, as ``datasets.Dataset`` objects the collators take.
 
 Every example holds papers as ``{"title", "abstract"}`` records (the model text is made from them at
-collation time with the model's own separator, :func:`~sciembed.data.papers.paper_text`); a search
+collation time with the model's own separator, :func:`~sciembed.data.papers.paper_text`). A search
 query is a record whose title is the query and whose abstract is empty.
 
 - :func:`read_citation_source` reads a citation graph with its papers from a SMART collection (CACM),
   a SPECTER release folder, S2ORC metadata JSONL, or a papers file plus a citation edge list
-  (:class:`CitationFiles`); :data:`sciembed.data.layouts.TRAINING_LAYOUTS` shows each with an example;
+  (:class:`CitationFiles`). :data:`sciembed.data.layouts.TRAINING_LAYOUTS` shows each with an example.
 - :func:`triplet_dataset` samples SPECTER, SPECTROID or SciNCL triplets from it (``query``,
   ``positive``, ``negative``, with their ids in ``query_id``, ...), or :func:`scirepeval_triplets` reads SciRepEval's
-  ready triplets;
+  ready triplets.
 - :func:`pair_dataset` makes co-citation pairs (``a``, ``b``) for the MoE paper's contrastive training, or citation
-  pairs;
-- :func:`labelled_papers` makes ``(paper, label)`` examples for classification heads;
+  pairs.
+- :func:`labelled_papers` makes ``(paper, label)`` examples for classification heads.
 - :func:`multitask_dataset` turns SciRepEval's training samples into one task-tagged dataset, and
   :func:`tagged_dataset` the rows of any tasks (a task mixture of several sources:
   :mod:`sciembed.training.task_mixture`).
@@ -51,7 +51,7 @@ class CitationFiles:
             :func:`~sciembed.data.papers.read_papers`).
         citations: an edge list, CSV / TSV with a ``citing,cited`` header or SNAP lines
             (:func:`~sciembed.data.edges.read_edge_list`).
-        id_field: the papers' id column (``--id-field``); by default the first of ``paper_id``, ``corpus_id``,
+        id_field: the papers' id column (``--id-field``). By default the first of ``paper_id``, ``corpus_id``,
             ``id``, ``doc_id`` that a record has.
     """
 
@@ -122,13 +122,13 @@ def read_citation_source(
     Args:
         skip_invalid: skip (and count) paper records that cannot be used instead of stopping at the first.
         smart_links: how a SMART collection's ``.X`` lines are read (``links`` of
-            :func:`~sciembed.data.smart.read_smart_collection`): ``cacm`` (CACM's link types; other values are
+            :func:`~sciembed.data.smart.read_smart_collection`): ``cacm`` (CACM's link types, other values are
             refused) or ``all`` (every pair a citation link).
 
     Raises:
         ValueError: the path holds none of these layouts (the ones looked for are named), no paper with text
             (an embedding file, say), a malformed edge list (file and line named), or no citation between two of
-            its papers; the message says what was found.
+            its papers. The message says what was found.
     """
     if smart_links not in LINK_READINGS:
         raise ValueError(f"unknown SMART link reading {smart_links!r}; one of {', '.join(LINK_READINGS)}")
@@ -315,10 +315,10 @@ def triplet_dataset(
         queries: the query papers (default: every paper with text that has a link).
         exclude: papers never emitted as positive or negative either (held-out queries and their
             papers), so that evaluation on them is not trained on. Honoured by ``scincl`` as its
-            ``exclude`` argument; for the graph samplers the graph is restricted to the other papers.
+            ``exclude`` argument. For the graph samplers the graph is restricted to the other papers.
         seed: the sampling seed.
         rank, world_size: sample only the share of process ``rank`` of ``world_size`` (every
-            ``world_size``-th query); the shares together hold exactly the rows of ``world_size=1``, because
+            ``world_size``-th query). The shares together hold exactly the rows of ``world_size=1``, because
             every draw is keyed by its query (SLURM arrays, Ray or Spark tasks can each build one share).
         options: further arguments of the sampler (e.g. ``triplets_per_query``).
     """
@@ -365,7 +365,7 @@ def triplet_dataset(
 
 
 def _without(graph: CitationGraph, excluded: set[str]) -> CitationGraph:
-    """``graph`` with no text for the excluded papers, so no sampler emits them; their links remain."""
+    """``graph`` with no text for the excluded papers, so no sampler emits them. Their links remain."""
     has_text = graph.has_text & ~graph.ids.isin(list(excluded))
     return CitationGraph(graph.ids, graph.out_indptr, graph.out_indices, has_text, graph.stats)
 
@@ -400,8 +400,8 @@ def pair_dataset(
 
     ``kind="cocitations"`` (the MoE paper's data): the source's own co-citation links (CACM type 6), or else
     the graph's (papers cited together by some paper). ``kind="citations"``: each citation link, citing paper
-    first (SPECTER's positives, without its hard negatives). Pairs touching an excluded paper are left out;
-    with ``queries`` only pairs whose first paper is one of them are kept. ``domain`` tags every pair for
+    first (SPECTER's positives, without its hard negatives). Pairs touching an excluded paper are left out.
+    With ``queries`` only pairs whose first paper is one of them are kept. ``domain`` tags every pair for
     domain routing.
     """
     if kind not in PAIR_KINDS:
@@ -529,7 +529,7 @@ class TaskRows:
     skipped: dict[str, int] = field(default_factory=dict)
 
     def without(self, papers: set[str], what: str = "exclude") -> TaskRows:
-        """The rows whose paper is not in ``papers`` (the label count stays that of every row); the rows left out, and
+        """The rows whose paper is not in ``papers`` (the label count stays that of every row). The rows left out, and
         the ids of ``papers`` that name no row, are counted in ``skipped`` (:func:`exclusion_counts`)."""
         if not papers:
             return self
@@ -539,7 +539,7 @@ class TaskRows:
 
 
 def read_paper_ids(path: str | os.PathLike[str], what: str) -> list[str]:
-    """The paper ids of a file, one per line (blank lines ignored); ``what`` names the setting in errors."""
+    """The paper ids of a file, one per line (blank lines ignored). ``what`` names the setting in errors."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{what}: {path} is not a file of paper ids (one per line)")
@@ -655,8 +655,8 @@ def multitask_dataset(
     """SciRepEval's training samples as one dataset for multi-task training.
 
     Each row is ``{"task", "papers", "label"}``: ``papers`` holds one paper (classification,
-    regression) or ``query, positive, negative`` (proximity, search; a search query is a record with
-    the query as its title); ``label`` is ``[class]``, a multi-hot vector, ``[value]`` or empty. Reads
+    regression) or ``query, positive, negative`` (proximity, search, a search query is a record with
+    the query as its title). ``label`` is ``[class]``, a multi-hot vector, ``[value]`` or empty. Reads
     whichever of ``fos_small.json`` (multi-label fields of study), ``mesh_small.json`` (MeSH
     descriptor, multi-class), ``specter_small.json`` (citation triplets) and ``search_small.jsonl``
     (search sessions: :func:`search_rows`) the folder holds. Several sources in one run (a citation graph,

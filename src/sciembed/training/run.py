@@ -1,14 +1,14 @@
 """A recipe from base checkpoint and data to a trained model: what ``sciembed train`` runs.
 
 :func:`prepare` builds the model (the recipe's family from the base checkpoint, or the base itself),
-the examples, the collator, the loss and the Trainer; :func:`train` runs it and saves the result:
+the examples, the collator, the loss and the Trainer. :func:`train` runs it and saves the result:
 
-- ``OUTPUT/checkpoint-N/``: the Trainer's checkpoints (plus ``loss.pt`` for losses with parameters);
-  ``resume=True`` continues from the latest complete one;
+- ``OUTPUT/checkpoint-N/``: the Trainer's checkpoints (plus ``loss.pt`` for losses with parameters).
+  ``resume=True`` continues from the latest complete one.
 - ``OUTPUT/model/``: the trained model with its tokenizer, written atomically (a family with its
-  remote code and sentence-transformers files; a plain encoder with sentence-transformers files that
-  record the pooling it was trained with; SPECTROID's head and encoder as one model);
-- ``OUTPUT/train_results.json``: the recipe, the settings, the data counts and the metrics;
+  remote code and sentence-transformers files, a plain encoder with sentence-transformers files that
+  record the pooling it was trained with, SPECTROID's head and encoder as one model).
+- ``OUTPUT/train_results.json``: the recipe, the settings, the data counts and the metrics.
 - ``OUTPUT/held_out_evaluation.json``: with held-out queries, their evaluation in ``sciembed evaluate``'s format.
 """
 
@@ -66,7 +66,7 @@ def prepare(
 ) -> TrainingRun:
     """Build the Trainer of ``recipe`` for the base checkpoint ``base`` (default: the embedded
     all-MiniLM-L6-v2) and the examples read from ``data`` (a file or folder, or papers and citations as
-    :class:`~sciembed.training.examples.CitationFiles`; a SMART collection's ``.X`` lines read as
+    :class:`~sciembed.training.examples.CitationFiles`, a SMART collection's ``.X`` lines read as
     ``smart_links`` says), checkpointing under ``output_dir``. The data is read before the model is loaded. A base
     that names code other than sciembed's own is refused before anything is read unless ``trust_remote_code``
     (:func:`sciembed.checkpoints.check_remote_code`)."""
@@ -183,7 +183,7 @@ def resolved_settings(
     uses, resolved as :func:`prepare` resolves them, without reading data or loading the model: the embedding
     follows the base unless set (``embedding.chosen_by`` names what chose each value), and a model trained in
     unit vectors takes the recipe's unit-vector settings. ``embedding.max_length`` left unset is the base's
-    sentence-transformers length, else ``None``: the model's own limit, read when it loads; ``data.max_length`` left
+    sentence-transformers length, else ``None``: the model's own limit, read when it loads. ``data.max_length`` left
     unset is ``embedding.max_length``. ``trust_remote_code`` as for :func:`prepare`."""
     from ..default_model import default_model_path
 
@@ -211,13 +211,13 @@ def train(
     overwrite: bool = False,
     trust_remote_code: bool = False,
 ) -> dict[str, Any]:
-    """Prepare and run ``recipe`` (arguments as :func:`prepare`); save the model and ``train_results.json`` (see the
+    """Prepare and run ``recipe`` (arguments as :func:`prepare`). Save the model and ``train_results.json`` (see the
     module docstring).
 
     With held-out queries (``data.held_out``) the trained model is scored on them once at the end (the Trainer's
     own evaluation at the last step when its ``eval_strategy`` made one), and the evaluation is also written
     as ``OUTPUT/held_out_evaluation.json`` in ``sciembed evaluate``'s format (what ``sciembed export``
-    turns into the model card's results); ``evaluate_before`` scores the untrained model first
+    turns into the model card's results). ``evaluate_before`` scores the untrained model first
     (``base_eval_metrics`` in the summary) and the base as its authors publish it (its own pooling and
     normalisation: ``published_base_eval_metrics``), the model a fine-tuned one has to beat.
 
@@ -381,7 +381,7 @@ def _evaluate_published_base(
 
 
 def save_trained(trainer: Any, tokenizer: Any, folder: str | os.PathLike[str]) -> Path:
-    """Save a trained model so that :func:`sciembed.encode` embeds it as it was trained; the folder
+    """Save a trained model so that :func:`sciembed.encode` embeds it as it was trained. The folder
     appears complete or not at all (written beside it, then renamed)."""
     from ..saving import save_model
 
@@ -405,7 +405,7 @@ def save_trained(trainer: Any, tokenizer: Any, folder: str | os.PathLike[str]) -
 def _settings(recipe: Recipe, base: str, overrides: Mapping[str, Any] | None, trust_remote_code: bool = False):
     """The recipe's settings for ``base``, with the embedding resolved: what ``embedding`` leaves unset
     follows the base as its authors use it (:func:`~sciembed.checkpoint_files.base_embedding`), a family's own
-    pooling excepted; trained in unit vectors, the recipe's unit-vector settings apply. The choice and
+    pooling excepted. Trained in unit vectors, the recipe's unit-vector settings apply. The choice and
     its source are recorded as ``embedding.chosen_by``. A base naming code other than sciembed's own is refused
     unless ``trust_remote_code`` (:func:`sciembed.checkpoints.check_remote_code`), before its files are read, and so
     is a tokenizer that would not load (:func:`sciembed.checkpoints.check_tokenizer`)."""

@@ -21,7 +21,7 @@ class CacmOptions:
 
     Attributes:
         proximity_similarity: the score of the cite task (``l2`` as SciDocs).
-        smart_links: how the ``.X`` lines are read (``cacm``: CACM's link types; ``all``: every pair a citation).
+        smart_links: how the ``.X`` lines are read (``cacm``: CACM's link types, ``all``: every pair a citation).
         qrels_columns: the order of ``qrels.text``'s query and document columns, when stated.
     """
 
@@ -146,11 +146,11 @@ def cacm_cite_task(
 ) -> ProximityTask:
     """The CACM citation links as a SciDocs cite task: each query paper's linked papers (up to
     ``positives``, with text) are relevant, ``negatives`` random papers with text that are not linked
-    to it are not; scored as SciDocs scores cite (−L2, 5-decimal scores, MAP and nDCG).
+    to it are not. Scored as SciDocs scores cite (−L2, 5-decimal scores, MAP and nDCG).
 
     Args:
         collection: a :class:`~sciembed.data.smart.SmartCollection`.
-        query_ids: the query papers (e.g. a held-out part); default every paper with a link.
+        query_ids: the query papers (e.g. a held-out part). Default every paper with a link.
     """
     from ...data.smart import CACM_CITATION
 
