@@ -141,8 +141,10 @@ class EmbeddingCache:
         return np.where(found, position, -1)
 
     def _check_shards(self, keys: np.ndarray) -> None:
-        """Check every not yet checked shard holding one of ``keys`` (its hash, where recorded, and that its
-        vectors are finite: a cache written before sciembed checked them may hold NaN). Drop those that fail."""
+        """Check every unchecked shard holding one of ``keys``, and drop those that fail.
+
+        A check compares the shard's hash, where recorded, and that its vectors are finite. A cache written before
+        sciembed checked them may hold NaN."""
         position = self._locate(keys)
         for shard in np.unique(self._shard[position[position >= 0]]).tolist():
             if self._checked[shard]:
@@ -284,9 +286,10 @@ class EmbeddingCache:
 
 
 def caches_by_text(encoder: Encoder) -> bool:
-    """Whether ``encoder`` embeds a paper record as it embeds the record's model text, so that its vectors of papers
-    may be cached under their texts: all encoders but one that reads long papers window by window, whose windows
-    start with the title."""
+    """Whether ``encoder`` embeds a paper record as it embeds the record's model text.
+
+    Then its vectors of papers may be cached under their texts. This holds for all encoders but one that reads long
+    papers window by window, whose windows start with the title."""
     from ..encoders import WindowedEncoder
 
     return not (isinstance(encoder, WindowedEncoder) and encoder.settings.windows)

@@ -1,4 +1,4 @@
-"""Paired comparison of two evaluations: per shared task, the difference of a metric with a 95% bootstrap interval.
+"""Paired comparison of two evaluations: per task, a metric's difference with a bootstrap confidence interval.
 
 Two results JSONs (:meth:`~sciembed.evaluation.runner.EvaluationReport.to_dict`) of the same tasks are paired by their
 units: the queries of a ranking task (``details["per_query"]``), the test papers of a classification or regression
@@ -510,8 +510,10 @@ def _paired(
 
 
 def _check_units(held: Any, unit: str, where: str) -> None:
-    """Refuse a task's ``details[unit]`` (named by ``where``) that is not as evaluate writes it: per query a mapping
-    of metrics, per fold a list of values per metric, per paper a ``[label, prediction]`` pair of known values."""
+    """Refuse a task's ``details[unit]`` (named by ``where``) that is not as evaluate writes it.
+
+    Evaluate writes per query a mapping of metrics, per fold a list of values per metric, and per paper a
+    ``[label, prediction]`` pair of known values."""
     shapes = {
         "per_query": (Mapping, "a mapping of metric to value"),
         "per_fold": (list, "a list of one value per iteration"),
@@ -541,8 +543,9 @@ def _paper_metric(
     papers: PaperResamples,
     resamples: int,
 ) -> tuple[float, float, np.ndarray] | None:
-    """Both results' ``metric`` on the shared test papers and the resampled differences, or None when the metric
-    cannot be scored again from the papers' labels and predictions."""
+    """Both results' ``metric`` on the shared test papers, and the resampled differences.
+
+    None when the metric cannot be scored again from the papers' labels and predictions."""
     from .supervised import score_predictions
 
     kept = [_kept(task) for task in (a, b)]

@@ -304,9 +304,10 @@ def _header_order(fields: list[str]) -> str | None:
 
 
 def _relevance_hint(path: str | os.PathLike[str], width: int, *, relevant: bool = False) -> str:
-    """What a non-integer relevance asks of the user: integer grades, or, when no judgement line of ``path`` has an
-    integer relevance (``relevant``: a relevant one, >= 1) and another field has one on every line, another column
-    order."""
+    """What a non-integer relevance asks of the user: integer grades, or another column order.
+
+    Another column order is asked for when no judgement line of ``path`` has an integer relevance (``relevant``: a
+    relevant one, >= 1) and another field has one on every line."""
     rows, integers, numbers = 0, [0] * width, 0
     for _, _, fields in _qrels_lines(path):
         if len(fields) == width and not (rows == 0 and _header_order(fields)):
@@ -340,8 +341,10 @@ def _relevance_hint(path: str | os.PathLike[str], width: int, *, relevant: bool 
 
 @dataclass(frozen=True)
 class Query:
-    """A text query of a queries file: its text, its line, and for a facet of a paper the paper it is (never its
-    own candidate) and the facet's name (the group its scores are averaged in)."""
+    """A text query of a queries file: its text and its line.
+
+    A facet of a paper also names the paper it is (never its own candidate) and the facet's name (the group its
+    scores are averaged in)."""
 
     text: str
     line: int

@@ -41,10 +41,12 @@ MAP_TOLERANCE = 0.5
 
 @dataclass(frozen=True)
 class Int8Verdict:
-    """What the gate measured: the cite MAP of fp32 and int8 on the check set, their difference, the
-    smallest cosine between a paper's two vectors, and whether int8 passed. ``papers`` and ``papers_digest``
-    describe the records scored, ``calibration_papers`` and ``calibration_digest`` those int8 was calibrated on
-    (none for int8 kinds without calibration). The two sets share no text."""
+    """What the gate measured, and whether int8 passed.
+
+    It holds the cite MAP of fp32 and int8 on the check set, their difference, and the smallest cosine between a
+    paper's two vectors. ``papers`` and ``papers_digest`` describe the records scored. ``calibration_papers`` and
+    ``calibration_digest`` describe those int8 was calibrated on (none for int8 kinds without calibration). The two
+    sets share no text."""
 
     passed: bool
     fp32_map: float

@@ -442,8 +442,9 @@ def named_tasks(names: Sequence[str], *, split: str = "test") -> list[AbsTask]:
 
 
 def beir_task(folder: str | os.PathLike[str], *, split: str = "test", skip_invalid: bool = False) -> AbsTask:
-    """A BEIR-layout folder as an MTEB retrieval task, read now (errors name the file and line) and handed to mteb by
-    its ``load_data``: ``mteb.evaluate(MtebEncoder(...), beir_task("scifact"))`` runs it offline.
+    """A BEIR-layout folder as an MTEB retrieval task, read now and handed to mteb by its ``load_data``.
+
+    Errors name the file and line. ``mteb.evaluate(MtebEncoder(...), beir_task("scifact"))`` runs it offline.
 
     The corpus keeps BEIR's ``title`` and ``text``, the queries their ``text``, the judgements of
     ``qrels/<split>.tsv`` are the relevant documents, and only judged queries are asked (as ``--benchmark beir``
@@ -462,8 +463,10 @@ def beir_task(folder: str | os.PathLike[str], *, split: str = "test", skip_inval
 
 
 def _retrieval_task(search: SearchTask, folder: str | os.PathLike[str], split: str) -> AbsTask:
-    """An ``AbsTaskRetrieval`` subclass (its metadata is this folder's, as mteb keeps task metadata on the class)
-    whose ``load_data`` gives mteb the corpus, queries and judgements of ``search``, and one instance of it."""
+    """An ``AbsTaskRetrieval`` subclass for ``search``, and one instance of it.
+
+    Its ``load_data`` gives mteb the corpus, queries and judgements of ``search``. Its metadata is this folder's,
+    as mteb keeps task metadata on the class."""
     _mteb()
     from datasets import Dataset
     from mteb import TaskMetadata

@@ -23,7 +23,7 @@ Differences from the reference, all deliberate:
   break an exact tie between two thresholds either way (we keep the lowest, as its argmax intends).
 - Cosines are computed in float64 (the repository uses the model's float32 tensors), and a zero vector
   is an error (``torch.nn.functional.cosine_similarity`` would return 0 for it).
-- The paper-era ``calc_f1max`` scanned a fixed 0.001 grid of thresholds rather than the similarities.
+- The paper-era ``calc_f1max`` scanned a fixed grid of thresholds (steps of ``0.001``) rather than the similarities.
   A grid can only miss the exact maximum, so its F1max is at most ours.
 - A later version of the repository's accuracy used ``similarity > threshold``. With thresholds taken
   from the similarities themselves that always drops the threshold pair, so we keep the paper-era

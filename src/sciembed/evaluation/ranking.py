@@ -299,9 +299,10 @@ def proximity_run(
     score_decimals: int | None = None,
     skip_missing: bool = False,
 ) -> ScoredRun:
-    """Score each qrels query's judged candidates by the similarity of their vectors to the query's (every judged
-    candidate, as the references do. The evaluation tasks first leave out a query paper's judgement of itself with
-    :func:`without_self_judgements`).
+    """Score each qrels query's judged candidates by the similarity of their vectors to the query's.
+
+    Every judged candidate is scored, as the references do. The evaluation tasks first leave out a query paper's
+    judgement of itself with :func:`without_self_judgements`.
 
     Args:
         qrels: query id -> candidate id -> relevance. Query and candidates are papers of ``vectors``.
@@ -326,8 +327,10 @@ def proximity_run(
 def without_self_judgements(
     qrels: Mapping[str, Mapping[str, int]], query_papers: Mapping[str, str] | None = None
 ) -> tuple[Qrels, int]:
-    """``qrels`` without the judgements of a query paper to itself, and how many there were: a query paper is never
-    its own candidate (SciDocs' protocol), so such a judgement is neither ranked nor scored. A query left with no
+    """``qrels`` without the judgements of a query paper to itself, and how many there were.
+
+    A query paper is never its own candidate (SciDocs' protocol), so such a judgement is neither ranked nor scored.
+    A query left with no
     judgement is left out.
 
     Args:

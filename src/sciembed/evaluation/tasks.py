@@ -170,8 +170,10 @@ class ProximityTask(Task):
 
     @property
     def paper_queries(self) -> bool:
-        """Whether the queries are papers (a proximity task's are, given apart in ``queries`` or not), so that a query
-        paper's judgement of itself is left out: a query paper is never its own candidate."""
+        """Whether the queries are papers, so that a query paper's judgement of itself is left out.
+
+        A proximity task's queries are papers, given apart in ``queries`` or not. A query paper is never its own
+        candidate."""
         return True
 
     def evaluate(self, documents, queries, *, n_jobs=-1):
@@ -278,10 +280,11 @@ class SearchTask(ProximityTask):
 
 @dataclass
 class PaperSearchTask(SearchTask):
-    """Query papers ranking every paper of a collection (a qrels file whose queries are papers,
-    :mod:`.custom`): queries and candidates are both papers, embedded in the proximity format. Cosine over
-    the whole corpus, the ``top_k`` best kept, a query paper never its own candidate (nor its judgement of itself
-    scored)."""
+    """Query papers ranking every paper of a collection.
+
+    The qrels file's queries are papers (:mod:`.custom`). Queries and candidates are both papers, embedded in the
+    proximity format. Cosine over the whole corpus, the ``top_k`` best kept, a query paper never its own candidate
+    (nor its judgement of itself scored)."""
 
     kind: ClassVar[str] = "proximity"
     query_format: ClassVar[str | None] = None

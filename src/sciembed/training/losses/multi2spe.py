@@ -31,8 +31,8 @@ class Multi2SPELoss(nn.Module):
         mode: ``"paper"`` (eqs. 2–3, default) or ``"released"`` (the authors' mix of two cross-entropies).
         similarity: ``"dot"`` (the paper's products) or ``"cosine"``: each product taken between unit
             vectors (the facets c_i, c_j, and the sums Σc), for a base trained in unit vectors.
-        temperature: τ. The similarities are divided by it before the cross-entropy (1, the paper's, for dot
-            products, sentence-transformers' 0.05 for cosines).
+        temperature: τ. The similarities are divided by it before the cross-entropy. The paper uses 1 for dot
+            products, and sentence-transformers uses ``0.05`` for cosines.
         in_batch_negatives: pick the positive among every positive and negative of the batch (this
             process's), as the multiple-negatives ranking loss does, instead of among its own pair.
     """
