@@ -253,11 +253,12 @@ def inspect_model_folder(model_dir: str | os.PathLike[str]) -> ModelFolder:
 
 
 def usage_embedding(folder: ModelFolder) -> UsageEmbedding:
-    """The embedding :func:`sciembed.encode` gives for ``folder`` by default, read as
-    :meth:`sciembed.PaperEncoder.from_pretrained` decides it: through the folder's sentence-transformers modules
-    when it has them (their pooling and Normalize, their ``max_seq_length``), else the family's ``pooler_output``
-    or the ``[CLS]`` state at the tokenizer's limit. In both cases at most the position embeddings less the
-    tokens a family inserts itself. In the default format and, with enforced routing, a domain.
+    """The embedding :func:`sciembed.encode` gives for ``folder`` by default.
+
+    It is read as :meth:`sciembed.PaperEncoder.from_pretrained` decides it: through the folder's sentence-transformers
+    modules when it has them (their pooling and Normalize, their ``max_seq_length``), else the family's
+    ``pooler_output`` or the ``[CLS]`` state at the tokenizer's limit. In both cases at most the position embeddings
+    less the tokens a family inserts itself. In the default format and, with enforced routing, a domain.
 
     Raises:
         ValueError: the folder's sentence-transformers modules hold something no snippet reproduces (a Dense
@@ -466,8 +467,10 @@ def _dataset_names(evaluations: Sequence[Any], names: Sequence[str | None]) -> l
 
 
 def _task_label(row: Mapping[str, Any], dataset: DatasetIdentity) -> str:
-    """A task as the card names it: the benchmark's name for its own release (SciDocs' ``MeSH``), else its id (the
-    folder or config it was read from), since the benchmark's names would claim data the source is not."""
+    """A task as the card names it: the benchmark's name for its own release, else its id.
+
+    SciDocs names its own release's task ``MeSH``. Other data's task is named by its id (the folder or config it was
+    read from), since the benchmark's names would claim data the source is not."""
     return str(row["task"] if dataset.release else row["task_id"])
 
 

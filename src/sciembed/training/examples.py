@@ -114,10 +114,12 @@ class CitationSource:
 def read_citation_source(
     data: str | os.PathLike[str] | CitationFiles, *, skip_invalid: bool = True, smart_links: str = "cacm"
 ) -> CitationSource:
-    """Read papers and citations from a SMART collection folder or file (CACM: ``cacm.all``), a SPECTER
-    release folder (``data.json`` + ``metadata.json``, at the top or under ``training/``), S2ORC
-    metadata JSONL (a file or a folder of them), or a papers file and a citation edge list
-    (:class:`CitationFiles`). :data:`~sciembed.data.layouts.TRAINING_LAYOUTS` shows an example of each.
+    """Read papers and citations from a folder or file in one of the training layouts.
+
+    The layouts are a SMART collection folder or file (CACM: ``cacm.all``), a SPECTER release folder (``data.json`` +
+    ``metadata.json``, at the top or under ``training/``), S2ORC metadata JSONL (a file or a folder of them), or a
+    papers file and a citation edge list (:class:`CitationFiles`). :data:`~sciembed.data.layouts.TRAINING_LAYOUTS`
+    shows an example of each.
 
     Args:
         skip_invalid: skip (and count) paper records that cannot be used instead of stopping at the first.
@@ -288,9 +290,10 @@ class QuerySplit:
 
 
 def split_citation_queries(source: CitationSource, held_out: float, validation: float, seed: int) -> QuerySplit:
-    """``source``'s linked queries split at random by ``seed``: ``held_out`` of them held out, then ``validation`` of
-    the rest for tuning (split after the held-out ones, so a seed's held-out queries are the same with or without
-    it)."""
+    """``source``'s linked queries split at random by ``seed``.
+
+    ``held_out`` of them are held out, then ``validation`` of the rest are kept for tuning. The tuning queries are
+    split after the held-out ones, so a seed's held-out queries are the same with or without them."""
     queries, held = split_queries(source.linked_queries(), held_out, seed)
     queries, tuning = split_queries(queries, validation, seed + 1)
     return QuerySplit(queries, held, tuning)
@@ -454,10 +457,11 @@ def labelled_papers(
     papers: Iterable[str] | None = None,
     smart_links: str = "cacm",
 ) -> tuple[Dataset, list[str]]:
-    """Single-label ``(paper, label)`` examples and the label names, from CACM's CR categories (a SMART
-    collection, its ``.X`` lines read as ``smart_links`` says: the top class of each paper's first category, as
-    the ``cacm`` benchmark's task) or a SciRepEval MeSH sample (``descriptor``). ``papers`` restricts them to
-    those ids."""
+    """Single-label ``(paper, label)`` examples and the label names.
+
+    They come from CACM's CR categories or a SciRepEval MeSH sample (``descriptor``). A CACM paper's label is the
+    top class of its first category, as in the ``cacm`` benchmark's task, and the SMART collection's ``.X`` lines
+    are read as ``smart_links`` says. ``papers`` restricts the examples to those ids."""
     path = Path(path)
     allowed = None if papers is None else set(paper_id_list(papers, what="papers"))
     if is_smart_collection(path):
@@ -565,8 +569,10 @@ def exclusion_counts(excluded: Iterable[str], known: Iterable[str], what: str) -
 def classification_rows(
     path: str | os.PathLike[str], *, skip_invalid: bool = True, smart_links: str = "cacm"
 ) -> TaskRows:
-    """Labelled papers as classification rows: CACM's CR categories (a SMART collection, :func:`labelled_papers`), a
-    SciRepEval MeSH sample (one descriptor per paper) or a fields-of-study sample (multi-label: a multi-hot label)."""
+    """Labelled papers as classification rows.
+
+    The papers come from CACM's CR categories (a SMART collection, :func:`labelled_papers`), a SciRepEval MeSH
+    sample (one descriptor per paper) or a fields-of-study sample (multi-label: a multi-hot label)."""
     from ..data.scirepeval import read_scirepeval_sample
 
     path = Path(path)
@@ -599,8 +605,10 @@ def triplet_rows(triplets: Dataset) -> TaskRows:
 
 
 def search_rows(path: str | os.PathLike[str], *, skip_invalid: bool = True) -> TaskRows:
-    """SciRepEval search sessions as ``(query, better, worse)`` rows: the candidate with the highest click score
-    against the one with the lowest below it (a session without two different scores gives no row, counted)."""
+    """SciRepEval search sessions as ``(query, better, worse)`` rows.
+
+    A row pairs the candidate with the highest click score against the one with the lowest below it. A session
+    without two different scores gives no row, and is counted."""
     from ..data.scirepeval import read_scirepeval_sample
 
     sample = read_scirepeval_sample(path, kind="search", skip_invalid=skip_invalid)

@@ -111,9 +111,11 @@ MIXTURE_MAX_BYTES = 1 << 20
 
 
 def is_task_mixture(path: str | os.PathLike[str] | CitationFiles) -> bool:
-    """Whether ``path`` names a mixture file: a ``.yaml`` or ``.yml`` file, or a ``.json`` file that is not
-    SciRepEval's ready triplets (``specter*.json``) and opens as a list of tasks or a ``tasks`` key (a SciRepEval
-    sample or SPECTER's ``data.json`` opens otherwise, and is read as what it is)."""
+    """Whether ``path`` names a mixture file.
+
+    A mixture file is a ``.yaml`` or ``.yml`` file, or a ``.json`` file that opens as a list of tasks or a ``tasks``
+    key and is not SciRepEval's ready triplets (``specter*.json``). A SciRepEval sample or SPECTER's ``data.json``
+    opens otherwise, and is read as what it is."""
     if isinstance(path, CitationFiles) or not Path(path).is_file():
         return False
     path = Path(path)
@@ -329,10 +331,11 @@ def domain_examples(
     exclude: set[str] | frozenset[str] = frozenset(),
     smart_links: str = "cacm",
 ) -> DomainExamples:
-    """The examples of a citation recipe trained on several domains (Multi2SPE's and MoE BERT's multi-domain setting):
-    every task is a citation graph whose name is its domain, its queries split by ``held_out`` / ``validation`` /
-    ``seed`` as a single graph's are. ``pairs`` makes pairs of that kind (``cocitations`` for MoE BERT, see
-    :func:`~.examples.pair_dataset`), else ``sampler`` triplets."""
+    """The examples of a citation recipe trained on several domains.
+
+    This is Multi2SPE's and MoE BERT's multi-domain setting. Every task is a citation graph whose name is its domain,
+    its queries split by ``held_out`` / ``validation`` / ``seed`` as a single graph's are. ``pairs`` makes pairs of
+    that kind (``cocitations`` for MoE BERT, see :func:`~.examples.pair_dataset`), else ``sampler`` triplets."""
     from datasets import concatenate_datasets
 
     from ..evaluation.loaders import TaskSuite

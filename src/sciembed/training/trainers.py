@@ -262,9 +262,10 @@ class EmbeddingTrainer(Trainer):
         return dataset
 
     def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval") -> dict[str, float]:
-        """Score the :class:`~sciembed.evaluation.TaskSuite` given as ``eval_dataset`` (metrics named
-        ``{prefix}_{task_id}_{metric}``, the full report is kept as ``last_evaluation``), or defer to the
-        plain Trainer for any other dataset. An evaluation of the trainer's own ``eval_dataset`` also keeps
+        """Score the :class:`~sciembed.evaluation.TaskSuite` given as ``eval_dataset``, else defer to the Trainer.
+
+        Metrics are named ``{prefix}_{task_id}_{metric}``, and the full report is kept as ``last_evaluation``. Any
+        other dataset is scored by the plain Trainer. An evaluation of the trainer's own ``eval_dataset`` also keeps
         its metrics as ``last_metrics`` and the global step it scored as ``last_metrics_step``, so a caller
         can tell whether the weights it has were already scored."""
         suite = eval_dataset if eval_dataset is not None else self.eval_dataset
@@ -452,8 +453,9 @@ class _ZeroLossGradients(TrainerCallback):
 
 
 def _average_gradients_across_processes(module: nn.Module) -> None:
-    """Average the gradients of ``module``'s parameters over processes as they are computed (DDP does
-    this for the model, not for a loss's own parameters, which would otherwise drift apart)."""
+    """Average the gradients of ``module``'s parameters over processes as they are computed.
+
+    DDP does this for the model, not for a loss's own parameters, which would otherwise drift apart."""
     import torch.distributed as dist
 
     for parameter in module.parameters():

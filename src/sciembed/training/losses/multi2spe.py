@@ -58,9 +58,10 @@ class Multi2SPELoss(nn.Module):
         self.temperature, self.in_batch_negatives = temperature, in_batch_negatives
 
     def _terms(self, a: torch.Tensor, b: torch.Tensor, paired: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """The max over facet pairs of c_i·c_j and the product of the summed facets, for ``(batch, K, dim)``
-        ``a`` against ``b``: row by row (``paired``, shape ``(batch,)``) or every row of ``a`` against every
-        row of ``b`` (shape ``(len(a), len(b))``)."""
+        """The max over facet pairs of c_i·c_j and the product of the summed facets.
+
+        ``a`` and ``b`` are ``(batch, K, dim)``, compared row by row (``paired``, shape ``(batch,)``) or every row of
+        ``a`` against every row of ``b`` (shape ``(len(a), len(b))``)."""
         sum_a, sum_b = a.sum(1), b.sum(1)
         if self.similarity_name == "cosine":
             a, b, sum_a, sum_b = (F.normalize(t, dim=-1) for t in (a, b, sum_a, sum_b))
