@@ -10,8 +10,8 @@ call serves training (``specter_triplets``, ``cocitation`` ``train``) and evalua
 Config layout per benchmark (columns in brackets):
 
 - ``scidocs`` / ``multi_scidocs``: ``papers_view_cite_read``, ``papers_mag_mesh``, ``papers_recomm``
-  (split ``evaluation``: paper_id, title, abstract); ``cite``, ``cocite``, ``coview``, ``coread``
-  (``val`` / ``test``: query_id, cand_id, score); ``mag``, ``mesh`` (``train`` / ``val`` / ``test``:
+  (split ``evaluation``: paper_id, title, abstract). ``cite``, ``cocite``, ``coview``, ``coread``
+  (``val`` / ``test``: query_id, cand_id, score). ``mag``, ``mesh`` (``train`` / ``val`` / ``test``:
   paper_id, label). Multi-SciDocs is written in SciDocs' layout, so it has the same configs.
 - ``scirepeval``: ``meta_<metadata config>`` (split ``evaluation``, as allenai/scirepeval ships it),
   ``<task>`` (the labels or qrels of allenai/scirepeval_test, as shipped) and optionally
@@ -54,7 +54,7 @@ class BenchmarkSpec:
     Attributes:
         name: the benchmark name passed to :func:`load_benchmark`.
         description: one line for error messages and cards.
-        configs: ``(pattern, required columns)`` pairs; a config matching no pattern is refused.
+        configs: ``(pattern, required columns)`` pairs. A config matching no pattern is refused.
         required: patterns of which at least one config each must be present.
     """
 
@@ -151,15 +151,15 @@ def load_benchmark(
         name: one of :data:`BENCHMARKS` (``scidocs``, ``multi_scidocs``, ``scirepeval``,
             ``specter_triplets``, ``cocitation``, ``beir``).
         source: a local folder holding ``README.md`` with YAML ``configs:``, or a Hub dataset id.
-        configs: the configs to load (one name or several); by default every config of the source.
+        configs: the configs to load (one name or several). By default every config of the source.
         cache_dir: forwarded to ``datasets``.
 
     Raises:
-        ValueError: an unknown benchmark (the supported ones are named); a config the benchmark does not
-            have, or a config lacking one of its columns (source, config and columns named); a
+        ValueError: an unknown benchmark (the supported ones are named). A config the benchmark does not
+            have, or a config lacking one of its columns (source, config and columns named). A
             requested config absent from the source (the available ones are named).
         BenchmarkSourceError: a path-like source that does not exist, or a Hub id that cannot be
-            reached (e.g. with ``HF_HUB_OFFLINE=1`` and nothing cached); never a silent fallback.
+            reached (e.g. with ``HF_HUB_OFFLINE=1`` and nothing cached). Never a silent fallback.
     """
     spec = BENCHMARKS.get(name)
     if spec is None:

@@ -2,9 +2,9 @@
 
 Each benchmark is a class in :mod:`.benchmarks` (the table :data:`~.benchmarks.BENCHMARKS`).
 ``evaluate(model, benchmark, data)`` embeds what a benchmark's tasks need once (cached per model and
-text) and scores every task with its reference protocol; see :mod:`.runner`. The evaluators work on
-plain vectors and can be used alone: :mod:`.ranking` (proximity, search, reviewer matching; pytrec_eval),
-:mod:`.supervised` (linear SVM classification, few-shot, regression; scikit-learn), :mod:`.pairs`
+text) and scores every task with its reference protocol. See :mod:`.runner`. The evaluators work on
+plain vectors and can be used alone: :mod:`.ranking` (proximity, search, reviewer matching, pytrec_eval),
+:mod:`.supervised` (linear SVM classification, few-shot, regression, scikit-learn), :mod:`.pairs`
 (co-citation F1max) and :mod:`.recommendation` (SciDocs clickthrough recommendations). A user's own labelled
 CSV or qrels file over a papers file is a task source too (:mod:`.custom`, ``classification`` / ``retrieval``).
 :mod:`.mteb_bridge` runs MTEB's tasks (or a local BEIR folder) on any sciembed encoder (``benchmark="mteb"``).

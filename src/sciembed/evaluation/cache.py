@@ -1,7 +1,7 @@
 """Vectors of texts, cached on disk per encoder so that every task and every later run reuses them.
 
 An encoder's :meth:`~sciembed.encode.Encoder.fingerprint` (weights, config, pooling, maximum
-length, format, ...) names a folder; inside it each cached vector is keyed by the SHA-1 of the exact
+length, format, ...) names a folder. Inside it each cached vector is keyed by the SHA-1 of the exact
 text the model read (title + separator + abstract, a query, ...), so the same paper under two ids, or
 two benchmarks sharing papers, embed once, and a changed text never returns a stale vector. Vectors are
 stored and returned as float32, never at lower precision. New vectors are appended as a shard (``.npy``
@@ -46,14 +46,14 @@ class EmbeddingCache:
     """Vectors of one encoder, on disk (unless ``folder`` is ``None``), read by key when asked for.
 
     Opening a cache reads only its key files, into one sorted index (40 bytes of key, a shard and a row per
-    vector); the vectors stay in their ``.npy`` shards, memory-mapped and read by row when looked up. A
+    vector). The vectors stay in their ``.npy`` shards, memory-mapped and read by row when looked up. A
     shard's hash is checked the first time one of its vectors is needed. A folder with more than
     :data:`COMPACT_AT` shards is compacted into one shard when it is opened.
 
     Args:
-        encoder: the encoder whose vectors are cached; its fingerprint names the sub-folder.
-        folder: the cache root (see :func:`sciembed.io.default_cache_dir`); ``None`` keeps vectors in memory only.
-        compact: compact many shards into one when opened; off for processes that open one cache at the same time
+        encoder: the encoder whose vectors are cached. Its fingerprint names the sub-folder.
+        folder: the cache root (see :func:`sciembed.io.default_cache_dir`). ``None`` keeps vectors in memory only.
+        compact: compact many shards into one when opened. Off for processes that open one cache at the same time
             with nothing to order them (tasks of an embed job without a process group).
     """
 
@@ -96,8 +96,9 @@ class EmbeddingCache:
         logger.info("embedding cache %s: %d vectors in %d shard(s)", self.folder, len(self._keys), len(self._paths))
 
     def _read_shard(self, keys_path: Path) -> tuple[list[str], str | None, str | None]:
-        """A shard's keys and the hash recorded for its vectors (None in a legacy key file), after the checks
-        that need no pass over its vectors; or what is wrong with it."""
+        """A shard's keys and its vectors' recorded hash, or what is wrong with it.
+
+        The hash is None in a legacy key file. Only the checks that need no pass over the vectors are made."""
         try:
             stored = json.loads(keys_path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
@@ -140,8 +141,10 @@ class EmbeddingCache:
         return np.where(found, position, -1)
 
     def _check_shards(self, keys: np.ndarray) -> None:
-        """Check every not yet checked shard holding one of ``keys`` (its hash, where recorded, and that its
-        vectors are finite: a cache written before sciembed checked them may hold NaN); drop those that fail."""
+        """Check every unchecked shard holding one of ``keys``, and drop those that fail.
+
+        A check compares the shard's hash, where recorded, and that its vectors are finite. A cache written before
+        sciembed checked them may hold NaN."""
         position = self._locate(keys)
         for shard in np.unique(self._shard[position[position >= 0]]).tolist():
             if self._checked[shard]:
@@ -173,7 +176,7 @@ class EmbeddingCache:
         show_progress_bar: bool = True,
         desc: str = "Encoding",
     ) -> None:
-        """Encode (and cache) those of ``texts`` not cached yet; ``inputs``, when given, are what the encoder reads in
+        """Encode (and cache) those of ``texts`` not cached yet. ``inputs``, when given, are what the encoder reads in
         place of each text (the paper records whose model texts they are)."""
         keys = np.array([text_key(t) for t in texts], dtype="S40")
         self._check_shards(keys)
@@ -243,7 +246,7 @@ class EmbeddingCache:
         self._index([(self._add_shard(path, None, None, checked=True), keys)])
 
     def _write_shard(self, keys: list[str], parts: Sequence[np.ndarray]) -> Path:
-        """A new shard of ``keys`` with the rows of ``parts`` in order; the key list is written last, so a
+        """A new shard of ``keys`` with the rows of ``parts`` in order. The key list is written last, so a
         shard without it is ignored and a crash never half-loads."""
         stem = self.folder / f"shard-{uuid.uuid4().hex}"
         with atomic_path(stem.with_suffix(".npy")) as temporary:
@@ -283,9 +286,10 @@ class EmbeddingCache:
 
 
 def caches_by_text(encoder: Encoder) -> bool:
-    """Whether ``encoder`` embeds a paper record as it embeds the record's model text, so that its vectors of papers
-    may be cached under their texts: all encoders but one that reads long papers window by window, whose windows
-    start with the title."""
+    """Whether ``encoder`` embeds a paper record as it embeds the record's model text.
+
+    Then its vectors of papers may be cached under their texts. This holds for all encoders but one that reads long
+    papers window by window, whose windows start with the title."""
     from ..encoders import WindowedEncoder
 
     return not (isinstance(encoder, WindowedEncoder) and encoder.settings.windows)

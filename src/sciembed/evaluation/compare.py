@@ -1,18 +1,18 @@
-"""Paired comparison of two evaluations: per shared task, the difference of a metric with a 95% bootstrap interval.
+"""Paired comparison of two evaluations: per task, a metric's difference with a bootstrap confidence interval.
 
 Two results JSONs (:meth:`~sciembed.evaluation.runner.EvaluationReport.to_dict`) of the same tasks are paired by their
 units: the queries of a ranking task (``details["per_query"]``), the test papers of a classification or regression
 task (``details["per_paper"]``, each paper's label and prediction) or the iterations of a few-shot setting
 (``details["per_fold"]``). The units both files scored, in the order of their ids (folds in their own order), are
-resampled with replacement (``resamples`` times, drawn as :func:`bootstrap_indices` draws them); each resample gives
+resampled with replacement (``resamples`` times, drawn as :func:`bootstrap_indices` draws them). Each resample gives
 the metric's difference, and the 2.5th and 97.5th percentiles of those differences are the interval. A ranking
-measure's difference is the mean of the per-query differences; a classification or regression metric is scored again
+measure's difference is the mean of the per-query differences. A classification or regression metric is scored again
 on each resample of the test papers, for both files.
 
 Tasks that cannot be paired (in one file only, without per-unit scores, with no unit in common) are named with the
 reason and counted, never dropped in silence. Two results of other data or evaluation settings (the benchmark, the
 files read, the split, the candidates, the cutoffs, ...) are refused, naming each setting that differs, unless the
-caller allows it; the model's own settings (model, pooling, max_length, revision, batch size, backend, the embedding
+caller allows it. The model's own settings (model, pooling, max_length, revision, batch size, backend, the embedding
 file) differ by design. Two results that read a data file with other contents (the SHA-256 digests of their
 ``inputs``) are refused the same way, naming the file. Values on two scales (``scale``: 0-1 and 0-100) are always
 refused, and so is a per-unit value that is not a finite number, naming the file, task, unit and metric.
@@ -114,7 +114,7 @@ class PaperResamples:
 
     Args:
         resamples: how many resamples to draw.
-        seed: the generator's seed; ``None`` seeds each set of papers by a checksum of its ids.
+        seed: the generator's seed. ``None`` seeds each set of papers by a checksum of its ids.
     """
 
     def __init__(self, resamples: int = RESAMPLES, seed: int | None = None) -> None:
@@ -195,7 +195,7 @@ class Comparison:
         resamples, seed: how the intervals were drawn.
         names: the two results, as the table names them (e.g. their files).
         settings_differ: setting -> its value in each result, for the data or evaluation settings that differ
-            (compared only when allowed); a data file read with other contents is ``inputs.<input>/<file>``.
+            (compared only when allowed). A data file read with other contents is ``inputs.<input>/<file>``.
         notes: what the comparison could not check (a result that records no digests of its data files).
     """
 
@@ -510,8 +510,10 @@ def _paired(
 
 
 def _check_units(held: Any, unit: str, where: str) -> None:
-    """Refuse a task's ``details[unit]`` (named by ``where``) that is not as evaluate writes it: per query a mapping
-    of metrics, per fold a list of values per metric, per paper a ``[label, prediction]`` pair of known values."""
+    """Refuse a task's ``details[unit]`` (named by ``where``) that is not as evaluate writes it.
+
+    Evaluate writes per query a mapping of metrics, per fold a list of values per metric, and per paper a
+    ``[label, prediction]`` pair of known values."""
     shapes = {
         "per_query": (Mapping, "a mapping of metric to value"),
         "per_fold": (list, "a list of one value per iteration"),
@@ -541,8 +543,9 @@ def _paper_metric(
     papers: PaperResamples,
     resamples: int,
 ) -> tuple[float, float, np.ndarray] | None:
-    """Both results' ``metric`` on the shared test papers and the resampled differences, or None when the metric
-    cannot be scored again from the papers' labels and predictions."""
+    """Both results' ``metric`` on the shared test papers, and the resampled differences.
+
+    None when the metric cannot be scored again from the papers' labels and predictions."""
     from .supervised import score_predictions
 
     kept = [_kept(task) for task in (a, b)]

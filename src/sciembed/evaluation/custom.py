@@ -3,29 +3,29 @@
 ``classification`` (``--benchmark classification --data labels.csv --papers papers.jsonl``): a CSV (or TSV) with a
 header naming the paper id column (``paper_id``, or ``pid`` / ``id`` / ``corpus_id`` / ``doc_id``) and the label
 column (``label``, or ``class_label`` / ``category`` / ``class``), one label per paper, and optionally a ``split``
-column (``train``, ``test``, ``val``; ``dev`` / ``validation`` read as ``val``). Without a split column the rows are
-split at random, stratified by label (``test_size``, ``seed``; labels with a single paper cannot be split and are
+column (``train``, ``test``, ``val``, ``dev`` / ``validation`` read as ``val``). Without a split column the rows are
+split at random, stratified by label (``test_size``, ``seed``, labels with a single paper cannot be split and are
 refused, or left out with ``skip_invalid``). Scored with SciDocs' protocol for MAG / MeSH: a linear SVM with the
 squared hinge, C from ``logspace(-4, 2, 7)`` by 3-fold grid search on the training rows, macro-F1 on the test rows
 (:data:`~sciembed.evaluation.supervised.SCIDOCS_CLASSIFICATION`).
 
 ``retrieval`` (``--benchmark retrieval --data qrels.txt --papers papers.jsonl [--queries queries.jsonl]``): judgements
 one a line, ``qid 0 docid rel`` (TREC, as SciDocs' ``.qrel`` files) or ``qid docid rel`` (BEIR's ``qrels/*.tsv``),
-fields separated by tabs, commas or spaces, ``#`` lines ignored; relevance an integer on every line (graded allowed,
+fields separated by tabs, commas or spaces, ``#`` lines ignored. Relevance an integer on every line (graded allowed,
 >= 1 relevant). A first line is a header only when it names the columns (``query-id corpus-id score``, ``qid docid
-rel``); any other first line is a judgement, read by the same rule as the rest. The query comes first: a file whose
+rel``). Any other first line is a judgement, read by the same rule as the rest. The query comes first: a file whose
 shape says the columns are swapped (:func:`~sciembed.data.judgements.swapped_columns`) is refused unless
 ``qrels_columns`` states the order (``document-query`` reads it swapped back). Documents are papers of the papers
 file. Queries are papers of the papers file too (their text is the paper's, embedded in the proximity format) unless
 a queries file gives them as text (``.jsonl``: ``{"_id" | "query_id" | "id", "text" | "query"}``, BEIR's
-``queries.jsonl`` as it is; ``.tsv``: ``id<TAB>text``), embedded as search queries. ``candidates`` says what a query
+``queries.jsonl`` as it is, ``.tsv``: ``id<TAB>text``), embedded as search queries. ``candidates`` says what a query
 ranks:
 
-- ``all`` (default): every paper of the papers file, by cosine, the best 1,000 kept (BEIR's depth; trec_eval's
+- ``all`` (default): every paper of the papers file, by cosine, the best 1,000 kept (BEIR's depth, trec_eval's
   default), scored by pytrec_eval: MAP, nDCG, nDCG@10, recall@100 first. For judgements that list only what is
   relevant (most qrels users write).
 - ``judged``: only the query's judged documents, by minus the Euclidean distance (SciDocs' proximity protocol, with
-  its 5-decimal scores, for paper queries; SciRepEval's search protocol for text queries), MAP and nDCG first. For
+  its 5-decimal scores, for paper queries, SciRepEval's search protocol for text queries), MAP and nDCG first. For
   SciDocs-style qrels that list the negatives (relevance 0) a query is ranked against.
 
 Both then report R-precision and nDCG@k, P@k and recall@k (:func:`~sciembed.evaluation.ranking.ranking_measures`),
@@ -181,8 +181,8 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[int
 
 def read_qrels(path: str | os.PathLike[str], *, qrels_columns: str | None = None) -> tuple[dict[str, list], list[int]]:
     """Read a qrels file: ``qid 0 docid rel`` (TREC) or ``qid docid rel`` lines, split at tabs, else commas, else
-    spaces; blank and ``#`` lines skipped. The first line is a header when it names the columns (a query, a document
-    and a relevance name, as ``query-id corpus-id score`` or ``qid 0 docid rel``); every other line is a judgement,
+    spaces. Blank and ``#`` lines skipped. The first line is a header when it names the columns (a query, a document
+    and a relevance name, as ``query-id corpus-id score`` or ``qid 0 docid rel``). Every other line is a judgement,
     its relevance an integer (graded allowed, negative allowed).
 
     Args:
@@ -196,7 +196,7 @@ def read_qrels(path: str | os.PathLike[str], *, qrels_columns: str | None = None
 
     Raises:
         ValueError: a line of another number of fields than the first, or of neither 3 nor 4, a relevance that is not
-            an integer (file and line named; when no line has an integer there, the likely column order), an empty
+            an integer (file and line named, when no line has an integer there, the likely column order), an empty
             id, an unstated order with a header naming the document column first, or every judgement naming one
             document (a document in another field).
     """
@@ -292,7 +292,7 @@ def _qrels_columns(fields: list[str]) -> list[str]:
 
 def _header_order(fields: list[str]) -> str | None:
     """The column order a line names when its fields are column names (``query-id corpus-id score``:
-    ``query-document``; ``corpus-id query-id score``: ``document-query``), else ``None``."""
+    ``query-document``, ``corpus-id query-id score``: ``document-query``), else ``None``."""
     first, second, relevance = (f.lower().replace("-", "_").replace(" ", "_") for f in _qrels_columns(fields))
     if relevance not in _QRELS_SCORE_HEADERS:
         return None
@@ -304,9 +304,10 @@ def _header_order(fields: list[str]) -> str | None:
 
 
 def _relevance_hint(path: str | os.PathLike[str], width: int, *, relevant: bool = False) -> str:
-    """What a non-integer relevance asks of the user: integer grades, or, when no judgement line of ``path`` has an
-    integer relevance (``relevant``: a relevant one, >= 1) and another field has one on every line, another column
-    order."""
+    """What a non-integer relevance asks of the user: integer grades, or another column order.
+
+    Another column order is asked for when no judgement line of ``path`` has an integer relevance (``relevant``: a
+    relevant one, >= 1) and another field has one on every line."""
     rows, integers, numbers = 0, [0] * width, 0
     for _, _, fields in _qrels_lines(path):
         if len(fields) == width and not (rows == 0 and _header_order(fields)):
@@ -340,8 +341,10 @@ def _relevance_hint(path: str | os.PathLike[str], width: int, *, relevant: bool 
 
 @dataclass(frozen=True)
 class Query:
-    """A text query of a queries file: its text, its line, and for a facet of a paper the paper it is (never its
-    own candidate) and the facet's name (the group its scores are averaged in)."""
+    """A text query of a queries file: its text and its line.
+
+    A facet of a paper also names the paper it is (never its own candidate) and the facet's name (the group its
+    scores are averaged in)."""
 
     text: str
     line: int
@@ -356,10 +359,10 @@ def read_queries(path: str | os.PathLike[str]) -> dict[str, str]:
 
 def read_query_records(path: str | os.PathLike[str]) -> dict[str, Query]:
     """Read text queries: ``.jsonl`` (``{"_id" | "query_id" | "id": ..., "text" | "query": ...}`` a line) or a
-    tab-separated ``id<TAB>text`` file (``.tsv`` / ``.txt``; a header line ``query_id<TAB>text`` allowed).
+    tab-separated ``id<TAB>text`` file (``.tsv`` / ``.txt``, a header line ``query_id<TAB>text`` allowed).
 
     A ``.jsonl`` query may be a facet of a paper: ``{"query_id": "p1-method", "paper_id": "p1", "facet": "method",
-    "text": "..."}``, so that one paper carries several judged queries; the paper is never its own candidate, and
+    "text": "..."}``, so that one paper carries several judged queries. The paper is never its own candidate, and
     each facet's scores are averaged apart. Either every query names a facet or none does.
 
     Raises:
@@ -436,7 +439,7 @@ def read_query_records(path: str | os.PathLike[str]) -> dict[str, Query]:
 
 
 def _query_record(path: Path, line: int, record: dict[str, Any]) -> tuple[Any, str | None, str | None, str | None]:
-    """A ``.jsonl`` query line's id, text, paper and facet; each key checked for what it holds (file, line and key
+    """A ``.jsonl`` query line's id, text, paper and facet. Each key checked for what it holds (file, line and key
     named when not).
 
     Args:
@@ -475,7 +478,7 @@ def _query_record(path: Path, line: int, record: dict[str, Any]) -> tuple[Any, s
 def _one_field(
     path: Path, line: int, record: dict[str, Any], names: tuple[str, ...], what: str
 ) -> tuple[str, Any] | None:
-    """The key and value of the field of ``names`` that ``record`` gives (``None`` when none does); two keys giving
+    """The key and value of the field of ``names`` that ``record`` gives (``None`` when none does). Two keys giving
     different values are refused, naming both."""
     given = [(name, record[name]) for name in names if record.get(name) not in (None, "")]
     if len({json.dumps(value, sort_keys=True) for _, value in given}) > 1:
@@ -612,7 +615,7 @@ def retrieval_tasks(
 ) -> tuple[list[Task], list[PaperProblem]]:
     """The retrieval task of a qrels file over a papers file (and a queries file), and the records left out (see the
     module). ``similarity`` is the proximity score of paper queries ranking their judged candidates (``l2`` as
-    SciDocs); ``qrels_columns`` the order of the query and document columns, when stated
+    SciDocs). ``qrels_columns`` the order of the query and document columns, when stated
     (:func:`~sciembed.data.judgements.check_qrels_columns`)."""
     if candidates not in CANDIDATES:
         raise ValueError(f"unknown candidates {candidates!r}; one of {', '.join(CANDIDATES)}")
@@ -771,7 +774,7 @@ def _papers(
 def _refused_or_kept(
     problems: list[PaperProblem], skip_invalid: bool, source: str, rows: int, what: str
 ) -> list[PaperProblem]:
-    """Raise for ``problems`` unless ``skip_invalid``; else log their count once and return them."""
+    """Raise for ``problems`` unless ``skip_invalid``. Else log their count once and return them."""
     if not problems:
         return []
     if not skip_invalid:

@@ -41,10 +41,12 @@ MAP_TOLERANCE = 0.5
 
 @dataclass(frozen=True)
 class Int8Verdict:
-    """What the gate measured: the cite MAP of fp32 and int8 on the check set, their difference, the
-    smallest cosine between a paper's two vectors, and whether int8 passed. ``papers`` and ``papers_digest``
-    describe the records scored, ``calibration_papers`` and ``calibration_digest`` those int8 was calibrated on
-    (none for int8 kinds without calibration); the two sets share no text."""
+    """What the gate measured, and whether int8 passed.
+
+    It holds the cite MAP of fp32 and int8 on the check set, their difference, and the smallest cosine between a
+    paper's two vectors. ``papers`` and ``papers_digest`` describe the records scored. ``calibration_papers`` and
+    ``calibration_digest`` describe those int8 was calibrated on (none for int8 kinds without calibration). The two
+    sets share no text."""
 
     passed: bool
     fp32_map: float
@@ -84,14 +86,14 @@ def check_int8(
     """Quantise ``encoder``'s ONNX or OpenVINO model to int8 and pass or fail it on the cite task of ``check_set``.
 
     Args:
-        encoder: an encoder with ``backend="onnx"`` or ``"openvino"``; the gate is for its model, format and int8
+        encoder: an encoder with ``backend="onnx"`` or ``"openvino"``. The gate is for its model, format and int8
             kind (``int8`` when the encoder is fp32).
         check_set: a folder with a cite task held out from the model's training (``benchmark`` says its kind).
         benchmark: ``cacm`` (a SMART collection folder: ``cacm.all``) or ``scidocs``.
         tolerance: the largest cite MAP drop allowed, in MAP points.
         batch_size: as for :meth:`~sciembed.encode.PaperEncoder.encode`.
         show_progress_bar: show progress while embedding (``None``: when the ``sciembed`` logger shows INFO).
-        calibration: OpenVINO ``int8`` only: paper texts to calibrate on (the collection to embed); texts the check
+        calibration: OpenVINO ``int8`` only: paper texts to calibrate on (the collection to embed). Texts the check
             set also holds are left out. ``None``: a seeded draw of the check set's papers, which the gate then
             leaves out of the task it scores.
         seed: the seed of that draw.
@@ -211,7 +213,7 @@ def split_calibration(
     Args:
         task: the cite task of the check set.
         encoder: the encoder whose texts (fields joined as it joins them) are compared.
-        size: the most papers drawn; at most a quarter of the task's documents.
+        size: the most papers drawn. At most a quarter of the task's documents.
         seed: the seed of the draw.
 
     Returns:

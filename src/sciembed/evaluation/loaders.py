@@ -1,7 +1,7 @@
 """Benchmark folders (or Hub ids) to evaluation tasks, through the benchmark's own module.
 
 Each benchmark of :data:`~.benchmarks.BENCHMARKS` reads its layout (``scidocs``, ``multi-scidocs``, ``scirepeval``,
-``beir``, ``cocitation``, ``cacm``, and a user's own files over a papers file: ``classification`` and ``retrieval``);
+``beir``, ``cocitation``, ``cacm``, and a user's own files over a papers file: ``classification`` and ``retrieval``).
 :func:`load_tasks` checks the task ids asked for and what each task has to score. A folder holding only some of a
 benchmark's tasks gives those tasks and lists the others in :attr:`TaskSuite.missing`.
 """
@@ -58,7 +58,7 @@ def load_tasks(
         benchmark: one of :data:`~.benchmarks.BENCHMARK_NAMES`.
         data: the benchmark folder, file or Hub id (``mteb``: a BEIR folder, or ``None`` with ``tasks``).
         options: the benchmark's options dataclass (such as :class:`~.benchmarks.RetrievalOptions`).
-        tasks: the task ids to keep; unknown ids are an error.
+        tasks: the task ids to keep. Unknown ids are an error.
         split: the judged split to score (``test``, or ``val`` to tune).
         skip_invalid: leave out rows naming papers without metadata (counted and reported) instead of failing.
         seed: the seed of what is sampled or trained here (default: each benchmark's own).

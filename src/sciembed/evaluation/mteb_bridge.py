@@ -7,10 +7,10 @@ task_metadata, hf_split, hf_subset, prompt_type, **encode_kwargs)``, ``similarit
 truncation, the evaluation's :class:`~sciembed.evaluation.cache.EmbeddingCache`), in the format mteb's prompt type
 and task type call for (:func:`mteb_format`):
 
-- queries (``prompt_type="query"``) in ``adhoc_query`` (SciRepEval's ``[QRY]``, SPECTER2's query adapter);
+- queries (``prompt_type="query"``) in ``adhoc_query`` (SciRepEval's ``[QRY]``, SPECTER2's query adapter).
 - documents (``prompt_type="document"``) in ``proximity``, as papers: mteb's ``title`` and ``body`` become a paper
   record's ``title`` and ``abstract``, so the text is sciembed's usual ``title [SEP] abstract`` (mteb's own text joins
-  them with a space);
+  them with a space).
 - inputs of classification, multilabel and clustering tasks (no prompt type) in ``classification``, of regression
   tasks in ``regression``, and of every other task (STS, pair classification, bitext mining, summarization) in
   ``proximity``.
@@ -30,7 +30,7 @@ with :func:`load_mteb_tasks` (tasks by name through ``mteb.get_tasks``, which do
 the local folder), runs them with :func:`run_mteb` and reports mteb's scores as sciembed's
 :class:`~sciembed.evaluation.tasks.TaskScores` rows (:func:`task_results`): the task's main score and its headline
 scores (:data:`REPORTED_SCORES`) on sciembed's 0-100 scale, every score mteb gave in ``details["scores"]`` as mteb
-gave it (0-1); :func:`mteb_scores` turns a row's metrics back to mteb's 0-1 scale.
+gave it (0-1). :func:`mteb_scores` turns a row's metrics back to mteb's 0-1 scale.
 
 mteb is imported by the functions that need it, never by this module, so that ``import sciembed`` and the command
 line's help stay free of it (and of torch).
@@ -88,8 +88,8 @@ class MtebNotInstalledError(ImportError, ValueError):
 
 
 def mteb_format(task_type: str, simplified_type: str, prompt_type: str | None) -> str:
-    """The sciembed format an MTEB input is embedded in: ``adhoc_query`` for queries, ``proximity`` for documents;
-    without a prompt type ``regression`` for regression tasks, ``classification`` for classification and clustering
+    """The sciembed format an MTEB input is embedded in: ``adhoc_query`` for queries, ``proximity`` for documents.
+    Without a prompt type ``regression`` for regression tasks, ``classification`` for classification and clustering
     tasks, ``proximity`` for the rest (STS, pair classification, bitext mining, summarization).
 
     Args:
@@ -119,8 +119,8 @@ class MtebEncoder:
             folder loaded with :meth:`sciembed.Encoder.from_pretrained`'s defaults (``None``: the embedded
             all-MiniLM-L6-v2). A model with options (device, max_length, ...) is loaded first and passed.
         revision: mteb's loader argument (``ModelMeta.load_model`` passes it): the Hub revision a model given by
-            name is loaded at; for an encoder, ``None`` or its own revision. The revision loaded is the metadata's.
-        cache_dir: the embedding cache root (see :func:`sciembed.io.default_cache_dir`); ``None`` keeps vectors in
+            name is loaded at. For an encoder, ``None`` or its own revision. The revision loaded is the metadata's.
+        cache_dir: the embedding cache root (see :func:`sciembed.io.default_cache_dir`). ``None`` keeps vectors in
             memory for this wrapper's life (texts mteb asks for twice are embedded once).
         batch_size: texts per forward pass when mteb's ``encode_kwargs`` give none (default: the encoder's).
         show_progress_bar: show progress while embedding when mteb's ``encode_kwargs`` do not say (``None``: when
@@ -199,9 +199,9 @@ class MtebEncoder:
         **kwargs: Any,
     ) -> np.ndarray:
         """Embed mteb's inputs (a DataLoader of batches: ``text``, and for documents ``title`` and ``body``) in the
-        format :func:`mteb_format` gives for the task and prompt type; float32 ``(n, dim)`` in input order.
+        format :func:`mteb_format` gives for the task and prompt type. Float32 ``(n, dim)`` in input order.
 
-        A document with a title or a body becomes a paper (``title``, ``abstract``: ``title [SEP] abstract``); one
+        A document with a title or a body becomes a paper (``title``, ``abstract``: ``title [SEP] abstract``). One
         with neither is embedded as its (empty) ``text``. ``kwargs`` are mteb's ``encode_kwargs``: ``batch_size``,
         ``show_progress_bar`` and ``precision`` (only ``float32``: sciembed's vectors are float32).
 
@@ -370,10 +370,10 @@ def load_mteb_tasks(
     Args:
         data: a BEIR-layout folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``), run offline as an
             MTEB retrieval task (:func:`beir_task`).
-        tasks: MTEB task names (``SCIDOCS``, ``SciFact``, ...), found by ``mteb.get_tasks``; mteb downloads their
+        tasks: MTEB task names (``SCIDOCS``, ``SciFact``, ...), found by ``mteb.get_tasks``. mteb downloads their
             data from the Hub when they run. Give ``data`` or ``tasks``, not both.
         split: the split to score: ``qrels/<split>.tsv`` of the folder, or an evaluation split each named task has
-            (``test``; MS MARCO's is ``dev``).
+            (``test``, MS MARCO's is ``dev``).
         skip_invalid: leave out the folder's bad records and judgements naming unknown ids (reported) instead of
             stopping.
         papers, queries, id_field, test_data: options of other benchmarks, refused here.
@@ -381,7 +381,7 @@ def load_mteb_tasks(
 
     Raises:
         ValueError: neither or both of ``data`` and ``tasks``, another benchmark's option, an unknown task name, a
-            task without ``split``; the folder's reader's errors (file and line named).
+            task without ``split``. The folder's reader's errors (file and line named).
         FileNotFoundError: the folder lacks ``corpus.jsonl``, ``queries.jsonl`` or ``qrels/``.
         MtebNotInstalledError: mteb 2.x is not installed.
     """
@@ -442,8 +442,9 @@ def named_tasks(names: Sequence[str], *, split: str = "test") -> list[AbsTask]:
 
 
 def beir_task(folder: str | os.PathLike[str], *, split: str = "test", skip_invalid: bool = False) -> AbsTask:
-    """A BEIR-layout folder as an MTEB retrieval task, read now (errors name the file and line) and handed to mteb by
-    its ``load_data``: ``mteb.evaluate(MtebEncoder(...), beir_task("scifact"))`` runs it offline.
+    """A BEIR-layout folder as an MTEB retrieval task, read now and handed to mteb by its ``load_data``.
+
+    Errors name the file and line. ``mteb.evaluate(MtebEncoder(...), beir_task("scifact"))`` runs it offline.
 
     The corpus keeps BEIR's ``title`` and ``text``, the queries their ``text``, the judgements of
     ``qrels/<split>.tsv`` are the relevant documents, and only judged queries are asked (as ``--benchmark beir``
@@ -452,7 +453,7 @@ def beir_task(folder: str | os.PathLike[str], *, split: str = "test", skip_inval
 
     Raises:
         FileNotFoundError: ``corpus.jsonl``, ``queries.jsonl`` or ``qrels/`` missing (named).
-        ValueError: no ``qrels/<split>.tsv``, or a bad record (file and line named; see ``skip_invalid``).
+        ValueError: no ``qrels/<split>.tsv``, or a bad record (file and line named, see ``skip_invalid``).
     """
     from .benchmarks.base import Reading
     from .benchmarks.beir import Beir, BeirOptions
@@ -462,8 +463,10 @@ def beir_task(folder: str | os.PathLike[str], *, split: str = "test", skip_inval
 
 
 def _retrieval_task(search: SearchTask, folder: str | os.PathLike[str], split: str) -> AbsTask:
-    """An ``AbsTaskRetrieval`` subclass (its metadata is this folder's, as mteb keeps task metadata on the class)
-    whose ``load_data`` gives mteb the corpus, queries and judgements of ``search``, and one instance of it."""
+    """An ``AbsTaskRetrieval`` subclass for ``search``, and one instance of it.
+
+    Its ``load_data`` gives mteb the corpus, queries and judgements of ``search``. Its metadata is this folder's,
+    as mteb keeps task metadata on the class."""
     _mteb()
     from datasets import Dataset
     from mteb import TaskMetadata
@@ -529,10 +532,10 @@ def run_mteb(
     batch_size: int | None = None,
     show_progress_bar: bool | None = None,
 ) -> tuple[list[TaskScores], dict[str, Any]]:
-    """Run ``suite``'s tasks with ``mteb.evaluate`` on ``encoder`` (wrapped in :class:`MtebEncoder`); progress bars
+    """Run ``suite``'s tasks with ``mteb.evaluate`` on ``encoder`` (wrapped in :class:`MtebEncoder`). Progress bars
     as ``show_progress_bar`` says (``None``: when the ``sciembed`` logger shows INFO).
 
-    mteb's own results cache is not used (every call scores anew; sciembed's embedding cache under ``cache_dir``
+    mteb's own results cache is not used (every call scores anew, while sciembed's embedding cache under ``cache_dir``
     keeps the vectors), nor its CO2 tracker.
 
     Returns:
@@ -576,10 +579,10 @@ def task_results(
     """One mteb ``TaskResult`` as sciembed's rows, one per split and subset.
 
     Each row's metrics are the task's main score, then those of :data:`REPORTED_SCORES` mteb gave, times 100
-    (sciembed's scale); ``primary_metrics`` is the main score; ``details`` keep every numeric score as mteb gave it
+    (sciembed's scale). ``primary_metrics`` is the main score. ``details`` keep every numeric score as mteb gave it
     (0-1, rounded by mteb to 5 decimals for retrieval), the main score's name, split, subset, languages, mteb's
     version and evaluation time. A local BEIR folder's row is task ``search`` (as ``--benchmark beir`` names it), a
-    named task's its MTEB name (``name/subset`` for a subset other than ``default``); retrieval and reranking tasks are
+    named task's its MTEB name (``name/subset`` for a subset other than ``default``). Retrieval and reranking tasks are
     of kind ``search``, the others of mteb's task type in snake case (``classification``, ``sts``, ...).
     """
     simplified = metadata.simplified_task_type

@@ -1,16 +1,16 @@
 """Co-citation pair classification by cosine similarity: F1max and its companions (the MoE paper).
 
 Reference protocol: Hallee, Kapur et al. 2024, "Contrastive Learning and Mixture of Experts Enables
-Precise Vector Embeddings" (arXiv:2401.15713; Sci. Rep. 2025), repository
+Precise Vector Embeddings" (arXiv:2401.15713, Sci. Rep. 2025), repository
 Gleghorn-Lab/Mixture-of-Experts-Sentence-Similarity:
 
 - ``metrics.py`` (``max_metrics``): the similarity of a pair is the cosine of its two embeddings,
-  clipped to [-1, 1]; ``sklearn.metrics.precision_recall_curve`` gives precision and recall at every
-  distinct similarity taken as threshold (a pair is predicted co-cited when similarity >= threshold);
+  clipped to [-1, 1]. ``sklearn.metrics.precision_recall_curve`` gives precision and recall at every
+  distinct similarity taken as threshold (a pair is predicted co-cited when similarity >= threshold).
   F1max is the largest F1 over those thresholds, and the threshold reported is the first (lowest) one
   reaching it (``np.argmax`` over increasing thresholds). The positive / negative mean similarities and
   their ratio ``|pos / (neg + 1e-8)|`` are those of ``compute_metrics_benchmark`` (the "Ratio" column
-  of the published tables); ROC-AUC is ``sklearn.metrics.roc_auc_score`` on the similarities.
+  of the published tables). ROC-AUC is ``sklearn.metrics.roc_auc_score`` on the similarities.
 - the paper-era ``metrics.py`` / ``trainer.py`` (``calc_accuracy``, ``calc_distance``, called by
   ``test``): accuracy at the F1max threshold predicts co-cited when similarity >= threshold (the same
   convention as ``precision_recall_curve``), and the "average distance" is the mean absolute difference
@@ -18,14 +18,14 @@ Gleghorn-Lab/Mixture-of-Experts-Sentence-Similarity:
 
 Differences from the reference, all deliberate:
 
-- F1 is computed exactly from the curve's counts, ``2TP / (2TP + FP + FN)`` (equal to ``2PR / (P + R)``);
-  the repository computes ``2PR / (P + R + 1e-8)`` in floating point, which moves F1 by ~1e-8 and can
+- F1 is computed exactly from the curve's counts, ``2TP / (2TP + FP + FN)`` (equal to ``2PR / (P + R)``).
+  The repository computes ``2PR / (P + R + 1e-8)`` in floating point, which moves F1 by ~1e-8 and can
   break an exact tie between two thresholds either way (we keep the lowest, as its argmax intends).
 - Cosines are computed in float64 (the repository uses the model's float32 tensors), and a zero vector
   is an error (``torch.nn.functional.cosine_similarity`` would return 0 for it).
-- The paper-era ``calc_f1max`` scanned a fixed 0.001 grid of thresholds rather than the similarities;
-  a grid can only miss the exact maximum, so its F1max is at most ours.
-- A later version of the repository's accuracy used ``similarity > threshold``; with thresholds taken
+- The paper-era ``calc_f1max`` scanned a fixed grid of thresholds (steps of ``0.001``) rather than the similarities.
+  A grid can only miss the exact maximum, so its F1max is at most ours.
+- A later version of the repository's accuracy used ``similarity > threshold``. With thresholds taken
   from the similarities themselves that always drops the threshold pair, so we keep the paper-era
   ``>=``, which also agrees with ``precision_recall_curve``.
 - The test-set variant that limits the threshold search to [0.5, 1] could not be found in the stored
@@ -56,7 +56,7 @@ def cosine_similarities(a_vectors: np.ndarray, b_vectors: np.ndarray) -> np.ndar
 
     Raises:
         ValueError: the arrays are not 2-D of the same shape, or a row is not finite or has zero norm
-            (its cosine is undefined; the row is named).
+            (its cosine is undefined, the row is named).
     """
     a = np.asarray(a_vectors, dtype=np.float64)
     b = np.asarray(b_vectors, dtype=np.float64)
@@ -91,7 +91,7 @@ def f1_max(
         threshold_range: ``(lo, hi)``: consider only thresholds ``lo <= t <= hi``.
 
     Returns:
-        ``(f1, precision, recall, threshold)`` as fractions; the threshold is the lowest one reaching
+        ``(f1, precision, recall, threshold)`` as fractions. The threshold is the lowest one reaching
         the maximum.
 
     Raises:
@@ -182,13 +182,13 @@ def evaluate_pairs(
         a_vectors: ``(n, dim)`` embeddings of the first paper of each pair.
         b_vectors: ``(n, dim)`` embeddings of the second paper.
         labels: ``(n,)`` 1 = co-cited, 0 = negative pair.
-        threshold_range: ``(lo, hi)`` limiting the F1max threshold search; the MoE paper's test-set
+        threshold_range: ``(lo, hi)`` limiting the F1max threshold search. The MoE paper's test-set
             variant is ``(0.5, 1.0)`` (see the module docstring).
 
     Returns:
         ``f1max``, ``precision``, ``recall`` (at the F1max threshold), ``accuracy`` (at that threshold)
-        and ``roc_auc``, all x100; ``threshold``, ``average_distance`` (mean ``|cos - label|``),
-        ``positive_similarity``, ``negative_similarity`` and ``similarity_ratio``, unscaled; counts
+        and ``roc_auc``, all x100. ``threshold``, ``average_distance`` (mean ``|cos - label|``),
+        ``positive_similarity``, ``negative_similarity`` and ``similarity_ratio``, unscaled. Counts
         ``num_pairs`` and ``num_positives``.
 
     Raises:

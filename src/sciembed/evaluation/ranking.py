@@ -3,23 +3,23 @@
 Reference protocols, matched on the same inputs (see ``tests/test_eval_ranking.py``):
 
 - **Measures** (:func:`ranking_measures`): a task's own measures, then MAP, nDCG, R-precision and nDCG@k, P@k and
-  recall@k (:data:`CUTOFFS`); nDCG's gain is the relevance grade (linear), the binary measures count a grade of
+  recall@k (:data:`CUTOFFS`). nDCG's gain is the relevance grade (linear), the binary measures count a grade of
   ``relevance_level`` or more as relevant (:func:`measure_definitions` states it in the results).
 - **Metrics** (:func:`ranking_metrics`): ``pytrec_eval.RelevanceEvaluator`` then
   ``pytrec_eval.compute_aggregated_measure`` over ``results.values()``, times 100, as
   allenai/scidocs ``scidocs/user_activity_and_citations.py::get_qrel_metrics`` and allenai/scirepeval
   ``evaluation/evaluator.py::IREvaluator.calc_metrics`` do. Difference: values are not rounded (both
-  references round to 2 decimals; the table rounds).
+  references round to 2 decimals, the table rounds).
 - **Proximity** (:func:`proximity_run`): each query's judged candidates scored by minus the Euclidean
   distance, as allenai/scidocs ``make_run_from_embeddings`` and allenai/scirepeval
   ``IREvaluator.retrieval``. SciDocs writes its run file with scores rounded by ``np.round(x, 5)``
-  before pytrec_eval reads it back; ``score_decimals=5`` gives the same floats. Rounding matters:
+  before pytrec_eval reads it back. ``score_decimals=5`` gives the same floats. Rounding matters:
   trec_eval breaks score ties by document id, *descending* (``strcmp(docno2, docno1)`` in
   ``form_res_rels.c::comp_sim_docno``), so candidates that tie after rounding are re-ordered.
   Distances are computed in float64 as ``sqrt((q - c) . (q - c))``, the operation SciDocs'
   ``np.linalg.norm`` performs on its float64 vectors. SciRepEval's ``euclidean_distances`` works in
   the input precision (float32 for freshly computed embeddings, float16 when loaded from its jsonl),
-  so it can tie or swap candidates closer than that precision; we do not reproduce that. The evaluation tasks
+  so it can tie or swap candidates closer than that precision. We do not reproduce that. The evaluation tasks
   (:mod:`.tasks`) never rank a query paper as its own candidate (SciDocs' queries never are): a judgement of it to
   itself is left out of the run and of the qrels scored (:func:`without_self_judgements`).
 - **Ad-hoc search**, judged candidates only (:func:`search_run` with ``qrels``): SciRepEval scores
@@ -28,12 +28,12 @@ Reference protocols, matched on the same inputs (see ``tests/test_eval_ranking.p
   (SciRepEval keeps one dict, so a query id equal to a paper id shares its vector).
 - **BEIR** (:func:`search_run` without ``qrels``): beir-cellar/beir
   ``beir/retrieval/search/dense/exact_search.py::DenseRetrievalExactSearch.search``: cosine (or dot)
-  scores over the whole corpus (BEIR: float32 in torch; here a float32 prefilter and float64 scores for the
+  scores over the whole corpus (BEIR: float32 in torch, here a float32 prefilter and float64 scores for the
   papers it keeps, so that near-equal scores do not swap with the summation order of a float32 product,
   and the corpus is never copied to float64 whole), NaN scores set to -1, the ``top_k`` best (BEIR default 1000)
   kept per query, a document whose id equals the query id dropped (also what
   ``EvaluateRetrieval.evaluate(ignore_identical_ids=True)`` does). Among equal scores at the cut, BEIR's
-  ``(score, id)`` heap keeps the larger ids, as we do (and as trec_eval ranks them); BEIR's per-chunk
+  ``(score, id)`` heap keeps the larger ids, as we do (and as trec_eval ranks them). BEIR's per-chunk
   ``torch.topk`` may drop some of such ties first, we never do. Older BEIR versions (no heap) kept
   ``top_k + 1`` papers per corpus chunk instead of ``top_k`` in all. BEIR's
   reported ``NDCG@k`` / ``Recall@k`` are pytrec_eval's ``ndcg_cut.k`` / ``recall.k`` (its own
@@ -42,7 +42,7 @@ Reference protocols, matched on the same inputs (see ``tests/test_eval_ranking.p
   rounds to 5 decimals).
 - **Reviewer matching** (:func:`reviewer_run`, :func:`reviewer_matching_metrics`): allenai/scirepeval
   ``reviewer_matching.py::ReviewerMatchingEvaluator``: a reviewer's score for a paper is the mean of
-  the top-3 cosine similarities between the paper and the reviewer's papers; the run is built from
+  the top-3 cosine similarities between the paper and the reviewer's papers. The run is built from
   the ``test_hard`` qrels and evaluated (P_5, P_10) against both ``test_hard`` and ``test_soft``.
   Differences: cosines are computed in float64 (the reference works in its vectors' precision), and a
   reviewer with an empty paper list is skipped and counted (the reference fails on it).
@@ -83,7 +83,7 @@ _SHOWN_IDS = 5
 
 
 class MissingVectorsError(KeyError, ValueError):
-    """Ids that need a vector have none; ``missing`` lists them all, in order of first need."""
+    """Ids that need a vector have none. ``missing`` lists them all, in order of first need."""
 
     def __init__(self, what: str, missing: Sequence[str]):
         self.missing = list(missing)
@@ -130,7 +130,7 @@ class ScoredRun:
         skipped_candidates: (query, candidate) pairs not scored for want of a vector (for reviewer
             matching: reviewers none of whose papers has a vector).
         unknown_candidates: reviewer matching only: (paper, reviewer) pairs of the qrels whose reviewer
-            has no papers in ``reviewer_papers``; skipped, as the reference does.
+            has no papers in ``reviewer_papers``. Skipped, as the reference does.
         missing_ids: the distinct ids without a vector, in order of first need.
     """
 
@@ -181,14 +181,14 @@ def ranking_metrics(
     over the candidates the run scores for it (ties in score are ranked by candidate id, descending).
     A judged query with no relevant candidate is still evaluated and scores 0 on every measure, which
     pulls the mean down (SciDocs and SciRepEval keep it too). A qrels query absent from the run is not
-    evaluated and does not count in the mean (counted in ``unevaluated_queries``); one present with an
+    evaluated and does not count in the mean (counted in ``unevaluated_queries``). One present with an
     empty candidate dict is evaluated (scores 0). Run queries without judgements are ignored.
 
     Args:
         qrels: query id -> candidate id -> integer relevance (graded allowed).
         run: query id -> candidate id -> score, higher = more relevant.
         measures: pytrec_eval measure names, each naming one value: ``map``, ``ndcg``, ``ndcg_cut_10``,
-            ``recall_100``, ``P_5``, ``recip_rank``, ...; the dotted spelling (``ndcg_cut.10``, as BEIR
+            ``recall_100``, ``P_5``, ``recip_rank`` and so on. The dotted spelling (``ndcg_cut.10``, as BEIR
             writes it) is accepted and reported under the name given.
         relevance_level: the lowest relevance counted as relevant by binary measures (map, P, recall).
 
@@ -196,8 +196,8 @@ def ranking_metrics(
         The means (x 100), per-query values and counts.
 
     Raises:
-        ValueError: an unknown measure or one naming several values (``P``, ``official``); a
-            non-integer relevance or a non-numeric / NaN score (naming the query and candidate); no
+        ValueError: an unknown measure or one naming several values (``P``, ``official``). A
+            non-integer relevance or a non-numeric / NaN score (naming the query and candidate). No
             query both judged and in the run.
     """
     measures = list(measures)
@@ -299,17 +299,18 @@ def proximity_run(
     score_decimals: int | None = None,
     skip_missing: bool = False,
 ) -> ScoredRun:
-    """Score each qrels query's judged candidates by the similarity of their vectors to the query's (every judged
-    candidate, as the references do; the evaluation tasks first leave out a query paper's judgement of itself with
-    :func:`without_self_judgements`).
+    """Score each qrels query's judged candidates by the similarity of their vectors to the query's.
+
+    Every judged candidate is scored, as the references do. The evaluation tasks first leave out a query paper's
+    judgement of itself with :func:`without_self_judgements`.
 
     Args:
-        qrels: query id -> candidate id -> relevance; query and candidates are papers of ``vectors``.
+        qrels: query id -> candidate id -> relevance. Query and candidates are papers of ``vectors``.
         vectors: paper id -> vector ``(d,)``, or facet matrix ``(K, d)`` for ``min_facet_l2``.
         similarity: ``"l2"`` (minus the Euclidean distance: SciDocs, SciRepEval), ``"cosine"``,
             ``"dot"``, or ``"min_facet_l2"`` (minus the smallest distance between a query facet and a
             candidate facet: the Multi2SPE ablation).
-        score_decimals: round scores with ``np.round`` to this many decimals; 5 reproduces the scores
+        score_decimals: round scores with ``np.round`` to this many decimals. 5 reproduces the scores
             SciDocs writes to its run file (and so its tie breaking).
         skip_missing: skip queries and candidates without a vector (and count them) instead of raising.
 
@@ -326,14 +327,16 @@ def proximity_run(
 def without_self_judgements(
     qrels: Mapping[str, Mapping[str, int]], query_papers: Mapping[str, str] | None = None
 ) -> tuple[Qrels, int]:
-    """``qrels`` without the judgements of a query paper to itself, and how many there were: a query paper is never
-    its own candidate (SciDocs' protocol), so such a judgement is neither ranked nor scored. A query left with no
+    """``qrels`` without the judgements of a query paper to itself, and how many there were.
+
+    A query paper is never its own candidate (SciDocs' protocol), so such a judgement is neither ranked nor scored.
+    A query left with no
     judgement is left out.
 
     Args:
         qrels: query paper id -> candidate paper id -> relevance.
-        query_papers: query id -> the paper the query is, where query ids are not paper ids (a facet of a paper);
-            queries it does not name are no paper. Without it every query id is its paper's.
+        query_papers: query id -> the paper the query is, where query ids are not paper ids (a facet of a paper).
+            Queries it does not name are no paper. Without it every query id is its paper's.
     """
     kept: Qrels = {}
     dropped = 0
@@ -362,7 +365,7 @@ def search_run(
     """Score search queries against papers: judged candidates only (SciRepEval) or the whole corpus (BEIR).
 
     With ``qrels``, each qrels query's judged candidates are scored, like :func:`proximity_run` but with
-    query vectors from their own mapping (SciRepEval's ad-hoc search uses ``similarity="l2"``); ``top_k``,
+    query vectors from their own mapping (SciRepEval's ad-hoc search uses ``similarity="l2"``). ``top_k``,
     if given, keeps each query's best. Without ``qrels``, every query of ``query_vectors`` ranks every
     paper of ``candidate_vectors`` (cosine or dot) and keeps the ``top_k`` best (default 1000), larger id
     first among equal scores: float32 scores for ``query_chunk_size`` queries x ``corpus_chunk_size``
@@ -373,14 +376,14 @@ def search_run(
         query_vectors: query id -> vector ``(d,)``.
         candidate_vectors: paper id -> vector ``(d,)``.
         qrels: query id -> candidate id -> relevance, to score judged candidates only.
-        similarity: ``"cosine"`` or ``"dot"``; with ``qrels`` also ``"l2"`` and ``"min_facet_l2"``.
-        top_k: candidates kept per query; None keeps all judged ones, or BEIR's 1000 on the whole corpus.
+        similarity: ``"cosine"`` or ``"dot"``. With ``qrels`` also ``"l2"`` and ``"min_facet_l2"``.
+        top_k: candidates kept per query. None keeps all judged ones, or BEIR's 1000 on the whole corpus.
         exclude_identical_ids: whole corpus only: never return a paper whose id is the query id (BEIR).
         skip_missing: with ``qrels``: skip queries and candidates without a vector instead of raising.
         query_chunk_size: whole corpus only: queries scored together.
         corpus_chunk_size: whole corpus only: papers scored together (BEIR's default 50,000).
         query_papers: whole corpus only: query id -> the paper the query is (a facet of a paper), never returned for
-            it; a query it does not name is dropped from its own id as ``exclude_identical_ids`` says.
+            it. A query it does not name is dropped from its own id as ``exclude_identical_ids`` says.
 
     Returns:
         The run and what was skipped.
@@ -431,7 +434,7 @@ def reviewer_run(
     """Score reviewers for submitted papers: mean of the ``top_k`` best cosines to the reviewer's papers.
 
     A reviewer with fewer than ``top_k`` papers gets the mean of what there is. Candidates of the qrels
-    with no papers in ``reviewer_papers`` are skipped and counted in ``unknown_candidates``; a submitted
+    with no papers in ``reviewer_papers`` are skipped and counted in ``unknown_candidates``. A submitted
     paper left with no reviewer to score stays in the run with no candidates, as in the reference, so
     pytrec_eval evaluates it (scores 0).
 
@@ -439,7 +442,7 @@ def reviewer_run(
         paper_vectors: submitted paper (qrels query) id -> vector ``(d,)``.
         reviewer_papers: reviewer id -> ids of the reviewer's papers.
         qrels: submitted paper id -> reviewer id -> relevance.
-        vectors: reviewer paper id -> vector ``(d,)``; None looks them up in ``paper_vectors`` (SciRepEval
+        vectors: reviewer paper id -> vector ``(d,)``. None looks them up in ``paper_vectors`` (SciRepEval
             embeds both kinds of paper into one mapping).
         top_k: best similarities averaged per reviewer (SciRepEval: 3).
         skip_missing: skip submitted papers and reviewer papers without a vector (a reviewer none of
@@ -504,7 +507,7 @@ def reviewer_matching_metrics(
     """SciRepEval's Paper-Reviewer Matching: P_5 and P_10 against the hard and the soft qrels, and their mean.
 
     As the reference, the run is built from the hard qrels' (paper, reviewer) pairs and evaluated
-    against both splits; soft judgements of reviewers that the hard qrels do not list for a paper are
+    against both splits. Soft judgements of reviewers that the hard qrels do not list for a paper are
     therefore never retrieved.
 
     Args:
@@ -512,7 +515,7 @@ def reviewer_matching_metrics(
         reviewer_papers: reviewer id -> ids of the reviewer's papers.
         hard_qrels: the ``test_hard`` split: paper id -> reviewer id -> relevance.
         soft_qrels: the ``test_soft`` split.
-        vectors: reviewer paper id -> vector; None looks them up in ``paper_vectors``.
+        vectors: reviewer paper id -> vector. None looks them up in ``paper_vectors``.
         top_k: best similarities averaged per reviewer.
         skip_missing: skip papers without a vector instead of raising.
 
@@ -699,7 +702,7 @@ def _full_corpus_run(
     """The whole-corpus search: a float32 prefilter, then float64 scores for the papers it keeps.
 
     The corpus stays in its own precision (float32 embeddings are never copied to float64 whole). Each
-    block of queries is scored against each corpus chunk in float32; a paper is kept when its float32 score
+    block of queries is scored against each corpus chunk in float32. A paper is kept when its float32 score
     is within twice the float32 error bound of the chunk's ``top_k``-th float32 score, which keeps every
     paper whose float64 score could reach the float64 ``top_k`` (the bound: ``(d + 8) 2^-24`` of
     ``|q| |c|``, the rounding of the inputs and of a d-term dot product in any summation order). The kept
@@ -774,7 +777,7 @@ def _full_corpus_run(
 
 
 def _kth_largest(scores: np.ndarray, k: int) -> np.ndarray:
-    """Each row's ``k``-th largest score (-inf when the row is shorter); NaN counts as BEIR's -1."""
+    """Each row's ``k``-th largest score (-inf when the row is shorter). NaN counts as BEIR's -1."""
     if k > scores.shape[1]:
         return np.full(scores.shape[0], -np.inf)
     clean = np.where(np.isnan(scores), -1.0, scores)

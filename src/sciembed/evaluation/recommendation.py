@@ -7,43 +7,43 @@ Reference protocol: Cohan et al. 2020 (SPECTER), sec. 4.4, implemented in allena
 ``experiment_configs/train_similar_papers_model.json`` (hyper-parameters).
 
 Evaluation (``evaluate_ranking_performance``), reproduced exactly by :func:`click_metrics`: each test
-line is one click. The clicked paper and every other shown paper are scored; ``above`` = the number of
+line is one click. The clicked paper and every other shown paper are scored. ``above`` = the number of
 other papers scored strictly higher, plus 0.5 per tie. A click's nDCG is ``1 / log2(2 + above)`` (one
 relevant item, so the ideal DCG is 1) and its P@1 is 1 when ``above == 0`` (a tie at the top gives 0).
 The propensities of ``propensity_scores.json`` are normalised to mean 1 (``p * len(p) / sum(p)``) and a
-click at 1-based position ``k`` weighs ``1 / p_norm[k - 1]``; the reported adj-nDCG and adj-P@1 are the
+click at 1-based position ``k`` weighs ``1 / p_norm[k - 1]``. The reported adj-nDCG and adj-P@1 are the
 weighted means (``sum(w * m) / sum(w)``), x100.
 
 Ranker (SciDocs trains an AllenNLP model on the ``train`` clicks, keeps the epoch with the lowest
-``val`` loss and scores ``test``); what :func:`evaluate_recommendations` keeps:
+``val`` loss and scores ``test``). What :func:`evaluate_recommendations` keeps:
 
 - inputs: the 11 numeric features of SciDocs' reader, in its order (:data:`FEATURE_NAMES`): Jaccard
-  overlaps of authors, title tokens, ``cited_by`` and ``references``; whether the candidate cites the
-  query and the reverse; the candidate's oldness ``clip((2020 - year) / 20, -1, 1)``, the relative
-  oldness ``clip((year_q - year_c) / 20, -1, 1)`` and ``log(1 + #cited_by) / 10``; the cosine of the two
-  frozen embeddings (float32, as ``torch.nn.functional.cosine_similarity``); and the display position,
+  overlaps of authors, title tokens, ``cited_by`` and ``references``. Whether the candidate cites the
+  query and the reverse. The candidate's oldness ``clip((2020 - year) / 20, -1, 1)``, the relative
+  oldness ``clip((year_q - year_c) / 20, -1, 1)`` and ``log(1 + #cited_by) / 10``. The cosine of the two
+  frozen embeddings (float32, as ``torch.nn.functional.cosine_similarity``). The display position,
   which SciDocs' reader overwrites with 0 before use, so it is a constant-zero input here as there. The
   metadata features come from the papers' ``authors``, ``references``, ``cited_by``, ``year`` and
-  ``title`` fields and are 0 for papers without metadata, as in SciDocs; with a metadata file holding only
-  titles and abstracts, only title overlap and the embedding cosine vary;
+  ``title`` fields and are 0 for papers without metadata, as in SciDocs. With a metadata file holding only
+  titles and abstracts, only title overlap and the embedding cosine vary.
 - model: the configured one (``encode_title: false``, ``project_query: false``): a feed-forward net
-  11 -> 50 (ReLU, dropout 0.4) -> 1 (sigmoid), PyTorch's default initialisation;
+  11 -> 50 (ReLU, dropout 0.4) -> 1 (sigmoid), PyTorch's default initialisation.
 - training pairs: for each click, (clicked, other) for the first ``max_negatives`` = 10 other shown papers
-  in display order;
+  in display order.
 - loss: ``MarginRankingLoss(margin=0.1)`` on (clicked, other) scores, divided by a propensity and
   averaged over the batch. SciDocs divides by ``p_norm[round(10 * position - 1)]`` but the position it
-  reads is the overwritten 0, so every pair is divided by the last normalised propensity; we do the
-  same;
+  reads is the overwritten 0, so every pair is divided by the last normalised propensity. We do the
+  same.
 - optimisation: Adadelta (lr 1.0, rho 0.95, eps 1e-6), gradients clamped to [-5, 5] elementwise
-  (AllenNLP's ``grad_clipping``), batches of 128 reshuffled every epoch, 5 epochs, patience 10; the
+  (AllenNLP's ``grad_clipping``), batches of 128 reshuffled every epoch, 5 epochs, patience 10. The
   weights of the epoch with the lowest validation loss (mean of the per-batch losses over the ``val``
   clicks' pairs, dropout off) are the ones scored. Seed 7, as SciDocs' config.
 
 What differs, and may move numbers against the published ones (which SciDocs itself warns are not
 reproducible across runs): title overlap tokenises with a regular expression (``\\w+`` or one
-punctuation mark, case kept) instead of spaCy; a missing title gives an overlap of 0 (SciDocs substitutes
-a ``<blank>`` token); a paper present in the metadata but lacking a field counts it as empty (SciDocs
-raises a KeyError); random streams differ from AllenNLP's (initialisation, shuffling, dropout), so runs
+punctuation mark, case kept) instead of spaCy. A missing title gives an overlap of 0 (SciDocs substitutes
+a ``<blank>`` token). A paper present in the metadata but lacking a field counts it as empty (SciDocs
+raises a KeyError). Random streams differ from AllenNLP's (initialisation, shuffling, dropout), so runs
 agree with SciDocs in distribution, not bit for bit. Every paper of the clicks must have a vector
 (SciDocs silently uses a zero vector): filter rows first with
 :func:`sciembed.data.scidocs_recomm.read_scidocs_recomm` and ``known_ids``.
@@ -52,10 +52,10 @@ agree with SciDocs in distribution, not bit for bit. Every paper of the clicks m
 name, read with :func:`~sciembed.data.scidocs_recomm.read_scidocs_recomm`).
 
 Not in the stored copy of allenai/scidocs: the release's own ``recomm/train_similar_papers_model.json``
-(``get_recomm_metrics`` runs that one; the repository's ``experiment_configs`` copy, whose
+(``get_recomm_metrics`` runs that one, while the repository's ``experiment_configs`` copy, whose
 hyper-parameters are used here, reads features from ``recomm/paper_metadata.json``) and the data files,
 so whether ``paper_metadata_recomm.json`` carries ``authors`` / ``references`` / ``cited_by`` / ``year``
-could not be checked; the features use them when present.
+could not be checked. The features use them when present.
 """
 
 from __future__ import annotations
@@ -191,9 +191,9 @@ def pair_features(
 
     Args:
         pairs: ``(query_id, candidate_id)`` pairs.
-        vectors: paper id -> embedding; every paper of ``pairs`` must have one.
+        vectors: paper id -> embedding. Every paper of ``pairs`` must have one.
         papers: paper id -> metadata record (``authors``, ``references``, ``cited_by``, ``year``,
-            ``title``; all optional).
+            ``title``, all optional).
 
     Returns:
         a float32 ``(len(pairs), 11)`` array.
@@ -256,7 +256,7 @@ def train_ranker(
 
     Args:
         train_clicks: the clicks trained on.
-        val_clicks: the clicks whose loss selects the epoch and stops training; None trains every
+        val_clicks: the clicks whose loss selects the epoch and stops training. None trains every
             epoch and keeps the last (``best_val_loss`` is then NaN).
         vectors: paper id -> frozen embedding.
         papers: paper id -> metadata record (see :func:`pair_features`).
@@ -315,7 +315,7 @@ def score_clicks(
 
     Returns:
         the clicked papers' scores and, per click, the scores of the other shown papers (every paper
-        not equal to the clicked one, in display order, as SciDocs; nor to the query paper, never its own candidate).
+        not equal to the clicked one, in display order, as SciDocs, nor to the query paper, never its own candidate).
     """
     pairs = [(click.query_id, paper) for click in clicks for paper in (click.clicked_id, *click.shown_ids)]
     with torch.no_grad():
@@ -359,10 +359,10 @@ def evaluate_recommendations(
 
     Returns:
         ``ndcg`` and ``P@1`` (propensity-adjusted, x100: the published numbers), ``ndcg_unadjusted``,
-        ``P@1_unadjusted``; counts ``num_clicks``, ``num_query_papers``, ``num_candidates`` (shown papers
-        scored), ``num_train_clicks``, ``num_val_clicks``, ``num_train_pairs``, ``num_val_pairs``;
+        ``P@1_unadjusted``. Counts ``num_clicks``, ``num_query_papers``, ``num_candidates`` (shown papers
+        scored), ``num_train_clicks``, ``num_val_clicks``, ``num_train_pairs``, ``num_val_pairs``.
         ``self_clicks``, the clicks of a query paper on itself left out (a query paper is never its own
-        candidate: nor is it ranked against a click when shown); and the training summary ``epochs_run``,
+        candidate: nor is it ranked against a click when shown). The training summary ``epochs_run``,
         ``best_epoch``, ``best_val_loss``.
 
     Raises:
@@ -422,7 +422,7 @@ class RecommendationTask(Task):
 
     Attributes:
         data: the click logs, propensities and paper metadata.
-        split: the clicks scored (``test``, or ``val`` for tuning; see :func:`evaluate_recommendations`).
+        split: the clicks scored (``test``, or ``val`` for tuning, see :func:`evaluate_recommendations`).
         seed: the ranker's seed.
     """
 
@@ -449,7 +449,7 @@ class RecommendationTask(Task):
         Raises:
             ValueError: ``split`` is neither ``test`` nor ``val``, or a file the task needs (a click log
                 it trains on or scores, ``propensity_scores.json``, ``paper_metadata_recomm.json``) is
-                missing; and what :func:`read_scidocs_recomm` raises.
+                missing. Also what :func:`read_scidocs_recomm` raises.
         """
         if split not in ("test", "val"):
             raise ValueError(f"split must be 'test' or 'val', got {split!r}")

@@ -134,7 +134,7 @@ def evaluate(
 
     Args:
         model: a ready :class:`~sciembed.encode.Encoder`, a Hub id or local folder (``None``: the embedded
-            all-MiniLM-L6-v2), or a function that returns an encoder; a name or function is loaded after the tasks
+            all-MiniLM-L6-v2), or a function that returns an encoder. A name or function is loaded after the tasks
             are read.
         benchmark: a name of :data:`~.benchmarks.BENCHMARKS`, or tasks already read by :func:`~.loaders.load_tasks`.
         data: the benchmark's folder, file or Hub id (``mteb``: a BEIR folder, or ``None`` with ``tasks``).
@@ -148,7 +148,7 @@ def evaluate(
         cutoffs: the ranks k of the nDCG@k, P@k and recall@k every ranking task reports (not for ``mteb``).
         embeddings: score the vectors of this embedding file (as ``sciembed embed`` writes) instead of a model's.
         **reading: ``tasks``, ``split``, ``skip_invalid``, ``seed`` and the benchmark's own options, as
-            :func:`~.loaders.load_tasks` takes them; they are recorded in the report's settings.
+            :func:`~.loaders.load_tasks` takes them. They are recorded in the report's settings.
 
     Raises:
         TypeError: an encoder option (``device=``, ``pooling=``, ...), naming :meth:`sciembed.Encoder.from_pretrained`.
@@ -279,7 +279,7 @@ def _check_embedding_options(benchmark: Benchmark, **given: Any) -> None:
 
 def chosen_text_fields(encoder: Encoder, text_fields: Sequence[str] | None) -> tuple[str, ...] | None:
     """The paper fields every task's text is made of: ``text_fields`` when given, else a windowed encoder's own when
-    other than title and abstract; ``None`` leaves each task its own.
+    other than title and abstract. ``None`` leaves each task its own.
 
     Args:
         encoder: the encoder that embeds the tasks.
@@ -335,7 +335,7 @@ def evaluate_embeddings(
         embeddings: the embedding file, or folder of Parquet parts.
         model: the model that made the vectors, checked against the stamp (default: the stamp's model, loaded only
             when a task needs something embedded).
-        suite: the tasks (:func:`~.loaders.load_tasks`); every paper input of each must be a paper of the file.
+        suite: the tasks (:func:`~.loaders.load_tasks`). Every paper input of each must be a paper of the file.
         n_jobs: processes for the classifiers' grid searches (-1: all cores).
         settings: how the tasks were read, recorded in the report.
         cache_dir: where the vectors the model embeds are cached (``None``: in memory).
@@ -343,8 +343,8 @@ def evaluate_embeddings(
         show_progress_bar: show progress while embedding (``None``: when the ``sciembed`` logger shows INFO).
 
     Raises:
-        ValueError: papers without a vector (counted and named); a model whose vectors differ from the stamp's
-            (both named); a task needing a model when the file has no stamp and none is given (named).
+        ValueError: papers without a vector (counted and named). A model whose vectors differ from the stamp's
+            (both named). A task needing a model when the file has no stamp and none is given (named).
     """
     from ..index.model import checked_sidecar, stamped_encoder
 
@@ -477,9 +477,9 @@ def evaluate_suite(
     text_fields: Sequence[str] | None = None,
 ) -> EvaluationReport:
     """Embed and score the tasks of ``suite`` (loaded by :func:`~.loaders.load_tasks`, or built in
-    code, as evaluation during training does) with a ready ``encoder``; vectors are cached under
-    ``cache_dir`` when given. ``text_fields`` make every paper's text (default: each task's own fields); the fields
-    a task's papers were embedded from are kept in its result's ``details["text_fields"]``; ``show_progress_bar``
+    code, as evaluation during training does) with a ready ``encoder``. Vectors are cached under
+    ``cache_dir`` when given. ``text_fields`` make every paper's text (default: each task's own fields). The fields
+    a task's papers were embedded from are kept in its result's ``details["text_fields"]``. ``show_progress_bar``
     as for :func:`evaluate`."""
     started = time.perf_counter()
     vectors, caches = _embed_tasks(

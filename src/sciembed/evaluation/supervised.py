@@ -1,15 +1,15 @@
 """Supervised evaluators on frozen embeddings: classification, multi-label, few-shot and regression.
 
-Reference protocols (read for the facts; the code here is written anew):
+Reference protocols (read for the facts, the code here is written anew):
 
 - allenai/scidocs ``scidocs/classification.py`` (``classify``), MAG and MeSH: a linear SVM with
   squared hinge loss and ``random_state=42``, ``C`` chosen from ``np.logspace(-4, 2, 7)`` by a 3-fold
   ``GridSearchCV`` on the training set, macro F1 on the test set (:data:`SCIDOCS_CLASSIFICATION`).
 - allenai/scirepeval ``evaluation/evaluator.py`` (``SupervisedEvaluator.classify`` / ``regression`` /
   ``calc_metrics``): single-label classification as above with ``C`` in ``np.logspace(-2, 2, 5)``
-  (:data:`SCIREPEVAL_CLASSIFICATION`; metric ``f1_macro``, or ``f1``, binary F1, for Biomimicry);
-  multi-label classification (Fields of study) as ``OneVsRestClassifier(GridSearchCV(LinearSVC(
-  max_iter=10000)))`` on a multi-hot label matrix (:data:`SCIREPEVAL_MULTILABEL`); regression with
+  (:data:`SCIREPEVAL_CLASSIFICATION`, metric ``f1_macro``, or ``f1``, binary F1, for Biomimicry).
+  Multi-label classification (Fields of study) as ``OneVsRestClassifier(GridSearchCV(LinearSVC(
+  max_iter=10000)))`` on a multi-hot label matrix (:data:`SCIREPEVAL_MULTILABEL`). Regression with
   ``LinearSVR(random_state=42)`` and ``C`` in ``np.logspace(-4, 2, 7)``, scored by Kendall's tau
   (:data:`SCIREPEVAL_REGRESSION`).
 - allenai/scirepeval ``evaluation/few_shot_evaluator.py`` (``FewShotEvaluator``) and the
@@ -27,25 +27,25 @@ Differences from the references:
   ``tol=1e-3``), so scores can differ slightly from published ones.
 - lightning's ``LinearSVC`` fits no intercept and its ``LinearSVR`` defaults to ``fit_intercept=False``,
   so the protocols here set ``fit_intercept=False`` (scikit-learn's default is a regularised
-  intercept; ``dataclasses.replace(protocol, fit_intercept=True)`` gives it back). Without an
+  intercept, ``dataclasses.replace(protocol, fit_intercept=True)`` gives it back). Without an
   intercept a regression target far from zero (a year) must be reached through the embeddings.
 - lightning's ``LinearSVC`` defaults to the plain hinge loss, and SciRepEval's multi-label estimator
   sets no loss, so :data:`SCIREPEVAL_MULTILABEL` uses ``loss="hinge"`` (scikit-learn's default would
   be the squared hinge). That estimator also sets no ``random_state`` (its coordinate-descent order
-  then follows the global NumPy generator); here every estimator uses ``random_state=42``.
-- Scores are not rounded; the few-shot mean is over unrounded per-iteration scores (SciRepEval
+  then follows the global NumPy generator). Here every estimator uses ``random_state=42``.
+- Scores are not rounded. The few-shot mean is over unrounded per-iteration scores (SciRepEval
   averages scores already rounded to two decimals).
 - An unknown metric name raises a ValueError when the protocol is built (SciRepEval logs and skips).
 - The few-shot multi-label sampling uses a local ``np.random.RandomState(42 + k)``, which draws
   exactly what ``np.random.seed(42 + k)`` followed by ``np.random.choice`` draws (tested), and leaves
   the global generator alone (SciRepEval reseeds it to 42 afterwards).
 - A label with fewer positives than the few-shot sample size raises a ValueError naming the labels
-  (``np.random.choice(..., replace=False)`` fails without naming it in SciRepEval); a few-shot fold
+  (``np.random.choice(..., replace=False)`` fails without naming it in SciRepEval). A few-shot fold
   holding a single class raises one naming the fold.
 - Regression also reports ``pearsonr`` and ``r2`` (x 100, SciRepEval's scaling for every regression
   metric but ``mse``) and ``mse`` (unscaled).
 
-Convergence: liblinear warns (``ConvergenceWarning``) whenever a fit stops at ``max_iter``; those
+Convergence: liblinear warns (``ConvergenceWarning``) whenever a fit stops at ``max_iter``. Those
 warnings are left alone (grid-search folds raise theirs in joblib's worker processes). Each evaluation
 also counts such fits, grid-search folds included, whatever ``n_jobs`` is: the grid search records a
 second score per fold, 1.0 for a fit that stopped at ``max_iter`` (the folds' ``C`` is still chosen by
@@ -100,12 +100,12 @@ class SupervisedProtocol:
     Attributes:
         c_grid: values of ``C`` tried by the grid search.
         metrics: classification metrics ``f1`` / ``precision`` / ``recall``, optionally suffixed with an
-            average (``f1_macro``; no suffix means binary), or ``accuracy``; regression metrics
+            average (``f1_macro``, no suffix means binary), or ``accuracy``. Regression metrics
             ``kendalltau``, ``pearsonr``, ``mse``, ``r2``.
         cv: folds of the grid search (``GridSearchCV(cv=...)``: stratified for classifiers, plain
-            k-fold for regression, unshuffled); 0 fits once with ``C=1.0``, the estimators' default.
+            k-fold for regression, unshuffled). 0 fits once with ``C=1.0``, the estimators' default.
         multilabel: labels are label sets (multi-hot), fitted one-vs-rest with a grid search per label.
-        loss: the ``LinearSVC`` loss (classification only; ``LinearSVR`` keeps its
+        loss: the ``LinearSVC`` loss (classification only, ``LinearSVR`` keeps its
             ``epsilon_insensitive`` loss).
         max_iter: liblinear's iteration cap.
         fit_intercept: fit an intercept (lightning's estimators, used by the references, do not).
@@ -173,13 +173,13 @@ def multi_hot(labels: Any, num_labels: int | None = None) -> tuple[np.ndarray, i
     ``labels`` is either multi-hot rows or one list of label indices per example (``[[2], [0, 5]]``,
     as in SciRepEval's ``fos`` training sample). A 2-D NumPy array is read as multi-hot rows. Other
     rows are multi-hot when they all have one length, hold only 0 and 1, and some row repeats a value
-    (an index list never does); rows of one length holding distinct 0/1 values read either way and
-    are refused, unless ``num_labels`` exceeds their length (then they are index lists); all other
+    (an index list never does). Rows of one length holding distinct 0/1 values read either way and
+    are refused, unless ``num_labels`` exceeds their length (then they are index lists). All other
     rows are index lists.
 
     Args:
         labels: the label sets, one row per example.
-        num_labels: the number of labels; inferred when ``None`` (the width of multi-hot rows, or the
+        num_labels: the number of labels. Inferred when ``None`` (the width of multi-hot rows, or the
             largest index + 1).
 
     Returns:
@@ -343,7 +343,7 @@ def _classifier(protocol: SupervisedProtocol, n_jobs: int) -> BaseEstimator:
 
 
 def _best_c(model: BaseEstimator) -> float | list[float | None]:
-    """The ``C`` each fitted SVM used; per label for one-vs-rest, ``None`` for a label constant in training."""
+    """The ``C`` each fitted SVM used. Per label for one-vs-rest, ``None`` for a label constant in training."""
     if isinstance(model, OneVsRestClassifier):
         return [
             _best_c(estimator) if isinstance(estimator, (GridSearchCV, LinearSVC)) else None
@@ -406,7 +406,7 @@ def macro_f1_resamples(
     gold: list[Any], predicted: list[Any], weights: np.ndarray, *, num_labels: int | None = None
 ) -> np.ndarray:
     """Macro-F1 (x 100) of the same test papers resampled: ``weights[b, i]`` is how often paper ``i`` is drawn in
-    resample ``b``; as ``sklearn.metrics.f1_score(average="macro")`` scores each resample, vectorised.
+    resample ``b``. As ``sklearn.metrics.f1_score(average="macro")`` scores each resample, vectorised.
 
     Args:
         gold, predicted: one class per paper (single-label), or a list of label indices per paper (multi-label).
@@ -480,7 +480,7 @@ def evaluate_classification(
             ``predictions``: class indices, or multi-hot rows for multi-label), for paired statistics over test papers.
 
     Returns:
-        Each metric of the protocol x 100, plus ``best_C`` (a list, one per label, for multi-label;
+        Each metric of the protocol x 100, plus ``best_C`` (a list, one per label, for multi-label,
         ``None`` for a label constant in training), ``num_train``, ``num_test``, ``num_labels``
         (classes in train and test together, or label columns) and ``unconverged_fits``.
 
@@ -531,7 +531,7 @@ def evaluate_regression(
 
     Returns:
         ``kendalltau`` (tau-b) and ``pearsonr`` statistics and ``r2`` x 100, ``mse`` unscaled (those the
-        protocol names; NaN where a correlation is undefined, e.g. constant predictions), plus
+        protocol names, NaN where a correlation is undefined, e.g. constant predictions), plus
         ``best_C``, ``num_train``, ``num_test`` and ``unconverged_fits``.
 
     Raises:
@@ -572,7 +572,7 @@ def few_shot_subsets(y_train: Any, sample_size: int, iterations: int, *, multila
     Multi-label: iteration ``k`` draws, label by label, ``sample_size`` of the label's positive rows
     without replacement from ``np.random.RandomState(42 + k)`` and trains on their union, in the
     iteration order of a Python set of the row numbers filled in drawing order (the reference's
-    ``list(set)``; the order reaches the solver and the grid-search folds). Single-label: the
+    ``list(set)``, the order reaches the solver and the grid-search folds). Single-label: the
     *test* parts (about ``sample_size`` rows each) of ``StratifiedKFold(ceil(n / sample_size))``
     (unshuffled) over the training labels, in fold order, at most ``iterations`` of them (fewer when
     there are fewer folds).
@@ -634,7 +634,7 @@ def evaluate_few_shot(
     """SciRepEval's few-shot classification: fit on small training subsets, average the test scores.
 
     Subsets come from :func:`few_shot_subsets`. Multi-label iterations fit the protocol's one-vs-rest
-    grid search; single-label ones fit the protocol's ``LinearSVC`` once with ``C=1.0`` and no grid
+    grid search. Single-label ones fit the protocol's ``LinearSVC`` once with ``C=1.0`` and no grid
     search (SciRepEval's ``cv=0``).
 
     Args:

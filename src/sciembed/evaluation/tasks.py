@@ -41,10 +41,10 @@ class TaskScores:
             ``reviewer_matching``, ``pairs`` or ``recommendation``.
         metrics: metric name -> value.
         counts: sizes (queries, candidates, train / test examples, ...).
-        skipped: what was left out and why (count per reason); empty when nothing was.
+        skipped: what was left out and why (count per reason). Empty when nothing was.
         details: anything else worth keeping (chosen C, thresholds, per-field scores, ...).
         group: the benchmark's average this task counts in (e.g. SciRepEval ``in-train``).
-        primary_metrics: the metrics the benchmark's averages take (default: all of ``metrics``; a ranking task's
+        primary_metrics: the metrics the benchmark's averages take (default: all of ``metrics``, a ranking task's
             own ``measures``, not the standard set reported after them).
     """
 
@@ -66,13 +66,13 @@ class Task:
 
     Attributes:
         benchmark, name, group: see :class:`TaskScores`.
-        task_id: the id ``--tasks`` selects it by (the config or folder name); defaults to ``name``.
+        task_id: the id ``--tasks`` selects it by (the config or folder name). Defaults to ``name``.
         primary_metrics: see :class:`TaskScores`.
         documents: id -> paper record (or text) embedded in ``document_format``.
         queries: id -> query record (or text) embedded in ``query_format`` (search tasks).
         fields: record fields joined into a document text.
         domain: the domain whose expert a mixture-of-experts model with domain routing embeds the task's papers in
-            (e.g. each domain's held-out cite task of a run on several domains); models without domains ignore it.
+            (e.g. each domain's held-out cite task of a run on several domains). Models without domains ignore it.
     """
 
     kind: ClassVar[str] = ""
@@ -121,16 +121,16 @@ class ProximityTask(Task):
     co-view / co-read, SciRepEval proximity, Multi-SciDocs).
 
     Queries and candidates are both ``documents`` unless ``queries`` are given (SciRepEval's
-    ``feeds`` style tasks keep them apart); both are embedded in the proximity format.
+    ``feeds`` style tasks keep them apart). Both are embedded in the proximity format.
 
     Attributes:
         qrels: query id -> candidate id -> relevance (graded allowed).
         measures: pytrec_eval measures (SciDocs: ``map``, ``ndcg``).
         similarity: ``l2`` (−Euclidean distance, both references), ``cosine``, ``dot``, or
-            ``min_facet_l2`` (Multi²SPE ablation; needs facet vectors).
+            ``min_facet_l2`` (Multi²SPE ablation, needs facet vectors).
         score_decimals: round scores before ranking (SciDocs writes 5 decimals to its run file).
         relevance_level: the lowest relevance that counts as relevant for binary measures.
-        query_groups: query id -> group (Multi-SciDocs: the query's field of study); when given, the
+        query_groups: query id -> group (Multi-SciDocs: the query's field of study). When given, the
             measures (its own and the standard set) are also averaged per group into ``details["per_group"]``.
         cutoffs: the ranks k of the nDCG@k, P@k and recall@k reported after ``measures``
             (:func:`~sciembed.evaluation.ranking.ranking_measures`).
@@ -170,8 +170,10 @@ class ProximityTask(Task):
 
     @property
     def paper_queries(self) -> bool:
-        """Whether the queries are papers (a proximity task's are, given apart in ``queries`` or not), so that a query
-        paper's judgement of itself is left out: a query paper is never its own candidate."""
+        """Whether the queries are papers, so that a query paper's judgement of itself is left out.
+
+        A proximity task's queries are papers, given apart in ``queries`` or not. A query paper is never its own
+        candidate."""
         return True
 
     def evaluate(self, documents, queries, *, n_jobs=-1):
@@ -242,7 +244,7 @@ class SearchTask(ProximityTask):
     """Ad-hoc search: text queries (embedded as queries) against papers.
 
     With ``full_corpus`` every query ranks all ``documents`` (BEIR: cosine, top 1,000, identical ids
-    dropped); otherwise only its judged candidates (SciRepEval search, TREC-COVID, feeds title).
+    dropped). Otherwise only its judged candidates (SciRepEval search, TREC-COVID, feeds title).
     """
 
     kind: ClassVar[str] = "search"
@@ -278,10 +280,11 @@ class SearchTask(ProximityTask):
 
 @dataclass
 class PaperSearchTask(SearchTask):
-    """Query papers ranking every paper of a collection (a qrels file whose queries are papers,
-    :mod:`.custom`): queries and candidates are both papers, embedded in the proximity format; cosine over
-    the whole corpus, the ``top_k`` best kept, a query paper never its own candidate (nor its judgement of itself
-    scored)."""
+    """Query papers ranking every paper of a collection.
+
+    The qrels file's queries are papers (:mod:`.custom`). Queries and candidates are both papers, embedded in the
+    proximity format. Cosine over the whole corpus, the ``top_k`` best kept, a query paper never its own candidate
+    (nor its judgement of itself scored)."""
 
     kind: ClassVar[str] = "proximity"
     query_format: ClassVar[str | None] = None
@@ -297,11 +300,11 @@ class ClassificationTask(Task):
     also in SciRepEval's few-shot settings.
 
     Attributes:
-        train, test: (paper ids, labels); multi-label labels are lists (indices or multi-hot).
+        train, test: (paper ids, labels). Multi-label labels are lists (indices or multi-hot).
         protocol: a :class:`~sciembed.evaluation.supervised.SupervisedProtocol`.
         few_shot: (sample size, iterations) settings to run as well.
         keep_predictions: keep every test paper's label and prediction in ``details["per_paper"]``
-            (``{paper id: [label, predicted]}``; label index lists for multi-label; targets for regression), and each
+            (``{paper id: [label, predicted]}``, label index lists for multi-label, targets for regression), and each
             few-shot iteration's scores in ``details["per_fold"]``, for paired statistics (``sciembed compare``).
     """
 
@@ -382,7 +385,7 @@ class ClassificationTask(Task):
 @dataclass
 class RegressionTask(ClassificationTask):
     """A linear SVR on frozen vectors (SciRepEval citation count, year, peer-review score, h-index,
-    tweets); Kendall's τ and Pearson's r."""
+    tweets). Kendall's τ and Pearson's r."""
 
     kind: ClassVar[str] = "regression"
     document_format: ClassVar[str] = "regression"
@@ -443,7 +446,7 @@ class ReviewerMatchingTask(Task):
 class PairsTask(Task):
     """Co-citation pairs (MoE paper): cosine similarity, F1max and its threshold, accuracy, ROC-AUC.
 
-    ``documents`` holds the texts; ``pairs`` names two of them and a 0 / 1 label.
+    ``documents`` holds the texts. ``pairs`` names two of them and a 0 / 1 label.
     """
 
     kind: ClassVar[str] = "pairs"

@@ -115,7 +115,7 @@ class UsageEmbedding:
         normalize: the vectors are L2-normalised (a Normalize module in the folder's sentence-transformers files).
         max_length: tokens per text after truncation.
         task_format: the format a default embedding is in: a control-code model's default code, ``proximity``
-            for format adapters and PALs (else their first format); ``None`` for a single-embedding model.
+            for format adapters and PALs (else their first format). ``None`` for a single-embedding model.
         domain: the domain the usage code routes to, for a mixture of experts with enforced routing.
         fused: the format adapters of ``task_format`` are combined by its AdapterFusion layer.
         sentence_transformers_max_length: the ``max_seq_length`` ``SentenceTransformer(folder)`` takes by itself
@@ -151,8 +151,8 @@ class DatasetIdentity:
             its own release, else :attr:`name`.
         name: the benchmark's title for its own release (``SciDocs``), else the name given, the source's Hub
             id or its folder's name.
-        release: the data is the benchmark's own release, so its task names (SciDocs' ``MeSH``) apply;
-            other data's tasks are named by their ids (the folder names of the layout they were read in).
+        release: the data is the benchmark's own release, so its task names (SciDocs' ``MeSH``) apply.
+            Other data's tasks are named by their ids (the folder names of the layout they were read in).
     """
 
     type: str
@@ -253,15 +253,16 @@ def inspect_model_folder(model_dir: str | os.PathLike[str]) -> ModelFolder:
 
 
 def usage_embedding(folder: ModelFolder) -> UsageEmbedding:
-    """The embedding :func:`sciembed.encode` gives for ``folder`` by default, read as
-    :meth:`sciembed.PaperEncoder.from_pretrained` decides it: through the folder's sentence-transformers modules
-    when it has them (their pooling and Normalize, their ``max_seq_length``), else the family's ``pooler_output``
-    or the ``[CLS]`` state at the tokenizer's limit; in both cases at most the position embeddings less the
-    tokens a family inserts itself; in the default format and, with enforced routing, a domain.
+    """The embedding :func:`sciembed.encode` gives for ``folder`` by default.
+
+    It is read as :meth:`sciembed.PaperEncoder.from_pretrained` decides it: through the folder's sentence-transformers
+    modules when it has them (their pooling and Normalize, their ``max_seq_length``), else the family's
+    ``pooler_output`` or the ``[CLS]`` state at the tokenizer's limit. In both cases at most the position embeddings
+    less the tokens a family inserts itself. In the default format and, with enforced routing, a domain.
 
     Raises:
         ValueError: the folder's sentence-transformers modules hold something no snippet reproduces (a Dense
-            layer, max pooling, ...; :func:`sciembed.checkpoint_files.base_embedding` names it).
+            layer, max pooling, ..., :func:`sciembed.checkpoint_files.base_embedding` names it).
     """
     import torch
     from transformers import AutoModel, AutoTokenizer
@@ -305,7 +306,7 @@ def usage_embedding(folder: ModelFolder) -> UsageEmbedding:
 def template_dir() -> Path:
     """The folder of the card templates.
 
-    Installed from a wheel they are the package data of ``sciembed.hub_cards``; in a source checkout
+    Installed from a wheel they are the package data of ``sciembed.hub_cards``. In a source checkout
     (the editable install) they are the repository's ``hub_cards/``.
 
     Raises:
@@ -344,7 +345,7 @@ def evaluation_results(
     ``task``, ``task_id``, ``kind``, ``metric`` and ``value``). The rows of a task's primary metrics
     (:func:`card_rows`) become ``EvalResult`` entries. An entry's dataset is the report's data as
     :func:`dataset_identity` names it (``dataset_names[i]`` names the i-th report's, when given) with the task id as
-    its config and the evaluated split; its metric is the row's, on the 0-100 scale the report uses. Rows whose
+    its config and the evaluated split. Its metric is the row's, on the 0-100 scale the report uses. Rows whose
     value is not finite (NaN, e.g. a correlation of constant predictions) are returned as left out: the Hub's
     model-index has no place for them.
 
@@ -403,7 +404,7 @@ def card_rows(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The results rows of an evaluation report that a card shows: each task's primary metrics.
 
     A task's primary metrics are those its benchmark reports and averages (``primary_metrics`` in the report's
-    ``tasks``: MAP and nDCG for a proximity task, mteb's main score); the other measures stay in the results JSON.
+    ``tasks``: MAP and nDCG for a proximity task, mteb's main score). The other measures stay in the results JSON.
     A task that records none (a report of an older sciembed) shows every row.
 
     Args:
@@ -436,7 +437,7 @@ def dataset_identity(report: Mapping[str, Any], name: str | None = None) -> Data
 
     The report's ``source`` (the ``--data`` it was read from) decides: the benchmark's own release (a Hub id of
     it, such as ``allenai/scidocs``, or a folder holding SciDocs' whole release under its own file names) is
-    named as the benchmark names it (``SciDocs``, its tasks ``MeSH``, ``Cite``, ...); anything else, such as a
+    named as the benchmark names it (``SciDocs``, its tasks ``MeSH``, ``Cite``, ...). Anything else, such as a
     user's papers in SciDocs' layout, by ``name`` when given, else its Hub id or its folder's name, with its
     tasks named by their ids. ``name`` names any data, the release included.
     """
@@ -466,8 +467,10 @@ def _dataset_names(evaluations: Sequence[Any], names: Sequence[str | None]) -> l
 
 
 def _task_label(row: Mapping[str, Any], dataset: DatasetIdentity) -> str:
-    """A task as the card names it: the benchmark's name for its own release (SciDocs' ``MeSH``), else its id (the
-    folder or config it was read from), since the benchmark's names would claim data the source is not."""
+    """A task as the card names it: the benchmark's name for its own release, else its id.
+
+    SciDocs names its own release's task ``MeSH``. Other data's task is named by its id (the folder or config it was
+    read from), since the benchmark's names would claim data the source is not."""
     return str(row["task"] if dataset.release else row["task_id"])
 
 
@@ -490,14 +493,14 @@ def render_model_card(
         model_dir: a saved model folder: a family (``multi2spe``, ``control_code``, ``moe_bert``, a
             ``spectroid`` classifier) or a plain BERT encoder, possibly with format adapters (sub-folders
             named after the formats) or PALs (``pals/``).
-        evaluations: dicts written by ``sciembed evaluate --output``; they become the YAML
+        evaluations: dicts written by ``sciembed evaluate --output``. They become the YAML
             ``model-index`` and the results table.
-        training: the ``train_results.json`` of the run that trained the model; it gives the training
+        training: the ``train_results.json`` of the run that trained the model. It gives the training
             section, the ``base_model`` (when the base is a Hub id) and the training data set.
         repo_id: the Hub id the usage code loads (default: the placeholder ``PATH_OR_HUB_ID``).
         license: the Hub licence id.
         name: the model's name in the title and the ``model-index`` (default: the last part of ``repo_id``,
-            else the folder's name; an export passes the run's or the one given, never its temporary folder's).
+            else the folder's name, an export passes the run's or the one given, never its temporary folder's).
         dataset_names: one name (or ``None``) per evaluation for the data it was measured on (default: as
             :func:`dataset_identity` names it from the report's source).
 
@@ -587,7 +590,7 @@ def render_model_card(
 
 def _load_config(folder: ModelFolder) -> Any:
     """The folder's config as its family's config class (whose methods resolve defaults such as
-    Multi²SPE's linear layers); sciembed's registration means no remote code is run."""
+    Multi²SPE's linear layers). With sciembed's registration no remote code is run."""
     from transformers import AutoConfig
 
     from ..families import register_families

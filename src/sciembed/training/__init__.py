@@ -1,12 +1,12 @@
 """Training: the papers' losses, ``transformers.Trainer`` subclasses, their data and recipes.
 
-- :mod:`.losses`: one ``nn.Module`` per paper's loss;
-- :mod:`.trainers`: ``TripletTrainer``, ``PairTrainer``, ``MultiTaskTrainer``, ``PaperClassificationTrainer``;
-- :mod:`.examples` and :mod:`.collators`: training examples from the data layer and their model inputs;
-- :mod:`.task_batches`: task-heterogeneous batches (the multi-task sampler);
-- :mod:`.objectives`: one class per objective (its examples, model, loss, collator and trainer);
-- :mod:`.sources`: one reader per data layout;
-- :mod:`.settings`: the typed sections and the checks on dotted keys;
+- :mod:`.losses`: one ``nn.Module`` per paper's loss.
+- :mod:`.trainers`: ``TripletTrainer``, ``PairTrainer``, ``MultiTaskTrainer``, ``PaperClassificationTrainer``.
+- :mod:`.examples` and :mod:`.collators`: training examples from the data layer and their model inputs.
+- :mod:`.task_batches`: task-heterogeneous batches (the multi-task sampler).
+- :mod:`.objectives`: one class per objective (its examples, model, loss, collator and trainer).
+- :mod:`.sources`: one reader per data layout.
+- :mod:`.settings`: the typed sections and the checks on dotted keys.
 - :mod:`.recipes` and :mod:`.run`: each paper's settings and departures by name, and ``sciembed train``.
 
 The trainers and ``prepare`` / ``train`` are reached lazily (``sciembed.training.train``), so that

@@ -47,7 +47,7 @@ class TripletCollator(PaperCollator):
 
 @dataclass
 class PairCollator(PaperCollator):
-    """``{a, b}`` rows -> one batch of ``2 * rows`` texts (all ``a``, then all ``b``); with ``domains``
+    """``{a, b}`` rows -> one batch of ``2 * rows`` texts (all ``a``, then all ``b``). With ``domains``
     (a mixture-of-experts model's ``config.domains``) each row's ``domain`` becomes ``domain_ids``."""
 
     domains: Sequence[str] | None = None
@@ -86,7 +86,7 @@ class MultiTaskCollator(PaperCollator):
 
     Returns ``{"tasks": {name: {"kind", "inputs": [(format, features), ...], "labels"}}}``: one
     ``(format, features)`` entry for classification / regression papers, and for proximity the query,
-    positive and negative papers in one entry; a search task has its queries in the query format and
+    positive and negative papers in one entry. A search task has its queries in the query format and
     its candidates in the proximity format.
     """
 

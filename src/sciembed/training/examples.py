@@ -1,18 +1,18 @@
 """Training examples from the data layer's readers, as ``datasets.Dataset`` objects the collators take.
 
 Every example holds papers as ``{"title", "abstract"}`` records (the model text is made from them at
-collation time with the model's own separator, :func:`~sciembed.data.papers.paper_text`); a search
+collation time with the model's own separator, :func:`~sciembed.data.papers.paper_text`). A search
 query is a record whose title is the query and whose abstract is empty.
 
 - :func:`read_citation_source` reads a citation graph with its papers from a SMART collection (CACM),
   a SPECTER release folder, S2ORC metadata JSONL, or a papers file plus a citation edge list
-  (:class:`CitationFiles`); :data:`sciembed.data.layouts.TRAINING_LAYOUTS` shows each with an example;
+  (:class:`CitationFiles`). :data:`sciembed.data.layouts.TRAINING_LAYOUTS` shows each with an example.
 - :func:`triplet_dataset` samples SPECTER, SPECTROID or SciNCL triplets from it (``query``,
   ``positive``, ``negative``, with their ids in ``query_id``, ...), or :func:`scirepeval_triplets` reads SciRepEval's
-  ready triplets;
+  ready triplets.
 - :func:`pair_dataset` makes co-citation pairs (``a``, ``b``) for the MoE paper's contrastive training, or citation
-  pairs;
-- :func:`labelled_papers` makes ``(paper, label)`` examples for classification heads;
+  pairs.
+- :func:`labelled_papers` makes ``(paper, label)`` examples for classification heads.
 - :func:`multitask_dataset` turns SciRepEval's training samples into one task-tagged dataset, and
   :func:`tagged_dataset` the rows of any tasks (a task mixture of several sources:
   :mod:`sciembed.training.task_mixture`).
@@ -51,7 +51,7 @@ class CitationFiles:
             :func:`~sciembed.data.papers.read_papers`).
         citations: an edge list, CSV / TSV with a ``citing,cited`` header or SNAP lines
             (:func:`~sciembed.data.edges.read_edge_list`).
-        id_field: the papers' id column (``--id-field``); by default the first of ``paper_id``, ``corpus_id``,
+        id_field: the papers' id column (``--id-field``). By default the first of ``paper_id``, ``corpus_id``,
             ``id``, ``doc_id`` that a record has.
     """
 
@@ -114,21 +114,23 @@ class CitationSource:
 def read_citation_source(
     data: str | os.PathLike[str] | CitationFiles, *, skip_invalid: bool = True, smart_links: str = "cacm"
 ) -> CitationSource:
-    """Read papers and citations from a SMART collection folder or file (CACM: ``cacm.all``), a SPECTER
-    release folder (``data.json`` + ``metadata.json``, at the top or under ``training/``), S2ORC
-    metadata JSONL (a file or a folder of them), or a papers file and a citation edge list
-    (:class:`CitationFiles`). :data:`~sciembed.data.layouts.TRAINING_LAYOUTS` shows an example of each.
+    """Read papers and citations from a folder or file in one of the training layouts.
+
+    The layouts are a SMART collection folder or file (CACM: ``cacm.all``), a SPECTER release folder (``data.json`` +
+    ``metadata.json``, at the top or under ``training/``), S2ORC metadata JSONL (a file or a folder of them), or a
+    papers file and a citation edge list (:class:`CitationFiles`). :data:`~sciembed.data.layouts.TRAINING_LAYOUTS`
+    shows an example of each.
 
     Args:
         skip_invalid: skip (and count) paper records that cannot be used instead of stopping at the first.
         smart_links: how a SMART collection's ``.X`` lines are read (``links`` of
-            :func:`~sciembed.data.smart.read_smart_collection`): ``cacm`` (CACM's link types; other values are
+            :func:`~sciembed.data.smart.read_smart_collection`): ``cacm`` (CACM's link types, other values are
             refused) or ``all`` (every pair a citation link).
 
     Raises:
         ValueError: the path holds none of these layouts (the ones looked for are named), no paper with text
             (an embedding file, say), a malformed edge list (file and line named), or no citation between two of
-            its papers; the message says what was found.
+            its papers. The message says what was found.
     """
     if smart_links not in LINK_READINGS:
         raise ValueError(f"unknown SMART link reading {smart_links!r}; one of {', '.join(LINK_READINGS)}")
@@ -288,9 +290,10 @@ class QuerySplit:
 
 
 def split_citation_queries(source: CitationSource, held_out: float, validation: float, seed: int) -> QuerySplit:
-    """``source``'s linked queries split at random by ``seed``: ``held_out`` of them held out, then ``validation`` of
-    the rest for tuning (split after the held-out ones, so a seed's held-out queries are the same with or without
-    it)."""
+    """``source``'s linked queries split at random by ``seed``.
+
+    ``held_out`` of them are held out, then ``validation`` of the rest are kept for tuning. The tuning queries are
+    split after the held-out ones, so a seed's held-out queries are the same with or without them."""
     queries, held = split_queries(source.linked_queries(), held_out, seed)
     queries, tuning = split_queries(queries, validation, seed + 1)
     return QuerySplit(queries, held, tuning)
@@ -315,10 +318,10 @@ def triplet_dataset(
         queries: the query papers (default: every paper with text that has a link).
         exclude: papers never emitted as positive or negative either (held-out queries and their
             papers), so that evaluation on them is not trained on. Honoured by ``scincl`` as its
-            ``exclude`` argument; for the graph samplers the graph is restricted to the other papers.
+            ``exclude`` argument. For the graph samplers the graph is restricted to the other papers.
         seed: the sampling seed.
         rank, world_size: sample only the share of process ``rank`` of ``world_size`` (every
-            ``world_size``-th query); the shares together hold exactly the rows of ``world_size=1``, because
+            ``world_size``-th query). The shares together hold exactly the rows of ``world_size=1``, because
             every draw is keyed by its query (SLURM arrays, Ray or Spark tasks can each build one share).
         options: further arguments of the sampler (e.g. ``triplets_per_query``).
     """
@@ -365,7 +368,7 @@ def triplet_dataset(
 
 
 def _without(graph: CitationGraph, excluded: set[str]) -> CitationGraph:
-    """``graph`` with no text for the excluded papers, so no sampler emits them; their links remain."""
+    """``graph`` with no text for the excluded papers, so no sampler emits them. Their links remain."""
     has_text = graph.has_text & ~graph.ids.isin(list(excluded))
     return CitationGraph(graph.ids, graph.out_indptr, graph.out_indices, has_text, graph.stats)
 
@@ -400,8 +403,8 @@ def pair_dataset(
 
     ``kind="cocitations"`` (the MoE paper's data): the source's own co-citation links (CACM type 6), or else
     the graph's (papers cited together by some paper). ``kind="citations"``: each citation link, citing paper
-    first (SPECTER's positives, without its hard negatives). Pairs touching an excluded paper are left out;
-    with ``queries`` only pairs whose first paper is one of them are kept. ``domain`` tags every pair for
+    first (SPECTER's positives, without its hard negatives). Pairs touching an excluded paper are left out.
+    With ``queries`` only pairs whose first paper is one of them are kept. ``domain`` tags every pair for
     domain routing.
     """
     if kind not in PAIR_KINDS:
@@ -454,10 +457,11 @@ def labelled_papers(
     papers: Iterable[str] | None = None,
     smart_links: str = "cacm",
 ) -> tuple[Dataset, list[str]]:
-    """Single-label ``(paper, label)`` examples and the label names, from CACM's CR categories (a SMART
-    collection, its ``.X`` lines read as ``smart_links`` says: the top class of each paper's first category, as
-    the ``cacm`` benchmark's task) or a SciRepEval MeSH sample (``descriptor``). ``papers`` restricts them to
-    those ids."""
+    """Single-label ``(paper, label)`` examples and the label names.
+
+    They come from CACM's CR categories or a SciRepEval MeSH sample (``descriptor``). A CACM paper's label is the
+    top class of its first category, as in the ``cacm`` benchmark's task, and the SMART collection's ``.X`` lines
+    are read as ``smart_links`` says. ``papers`` restricts the examples to those ids."""
     path = Path(path)
     allowed = None if papers is None else set(paper_id_list(papers, what="papers"))
     if is_smart_collection(path):
@@ -529,7 +533,7 @@ class TaskRows:
     skipped: dict[str, int] = field(default_factory=dict)
 
     def without(self, papers: set[str], what: str = "exclude") -> TaskRows:
-        """The rows whose paper is not in ``papers`` (the label count stays that of every row); the rows left out, and
+        """The rows whose paper is not in ``papers`` (the label count stays that of every row). The rows left out, and
         the ids of ``papers`` that name no row, are counted in ``skipped`` (:func:`exclusion_counts`)."""
         if not papers:
             return self
@@ -539,7 +543,7 @@ class TaskRows:
 
 
 def read_paper_ids(path: str | os.PathLike[str], what: str) -> list[str]:
-    """The paper ids of a file, one per line (blank lines ignored); ``what`` names the setting in errors."""
+    """The paper ids of a file, one per line (blank lines ignored). ``what`` names the setting in errors."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{what}: {path} is not a file of paper ids (one per line)")
@@ -565,8 +569,10 @@ def exclusion_counts(excluded: Iterable[str], known: Iterable[str], what: str) -
 def classification_rows(
     path: str | os.PathLike[str], *, skip_invalid: bool = True, smart_links: str = "cacm"
 ) -> TaskRows:
-    """Labelled papers as classification rows: CACM's CR categories (a SMART collection, :func:`labelled_papers`), a
-    SciRepEval MeSH sample (one descriptor per paper) or a fields-of-study sample (multi-label: a multi-hot label)."""
+    """Labelled papers as classification rows.
+
+    The papers come from CACM's CR categories (a SMART collection, :func:`labelled_papers`), a SciRepEval MeSH
+    sample (one descriptor per paper) or a fields-of-study sample (multi-label: a multi-hot label)."""
     from ..data.scirepeval import read_scirepeval_sample
 
     path = Path(path)
@@ -599,8 +605,10 @@ def triplet_rows(triplets: Dataset) -> TaskRows:
 
 
 def search_rows(path: str | os.PathLike[str], *, skip_invalid: bool = True) -> TaskRows:
-    """SciRepEval search sessions as ``(query, better, worse)`` rows: the candidate with the highest click score
-    against the one with the lowest below it (a session without two different scores gives no row, counted)."""
+    """SciRepEval search sessions as ``(query, better, worse)`` rows.
+
+    A row pairs the candidate with the highest click score against the one with the lowest below it. A session
+    without two different scores gives no row, and is counted."""
     from ..data.scirepeval import read_scirepeval_sample
 
     sample = read_scirepeval_sample(path, kind="search", skip_invalid=skip_invalid)
@@ -655,8 +663,8 @@ def multitask_dataset(
     """SciRepEval's training samples as one dataset for multi-task training.
 
     Each row is ``{"task", "papers", "label"}``: ``papers`` holds one paper (classification,
-    regression) or ``query, positive, negative`` (proximity, search; a search query is a record with
-    the query as its title); ``label`` is ``[class]``, a multi-hot vector, ``[value]`` or empty. Reads
+    regression) or ``query, positive, negative`` (proximity, search, a search query is a record with
+    the query as its title). ``label`` is ``[class]``, a multi-hot vector, ``[value]`` or empty. Reads
     whichever of ``fos_small.json`` (multi-label fields of study), ``mesh_small.json`` (MeSH
     descriptor, multi-class), ``specter_small.json`` (citation triplets) and ``search_small.jsonl``
     (search sessions: :func:`search_rows`) the folder holds. Several sources in one run (a citation graph,

@@ -1,4 +1,4 @@
-"""A batch's loss from embeddings computed a micro-batch at a time (GradCache; Gao et al. 2021).
+"""A batch's loss from embeddings computed a micro-batch at a time (GradCache, Gao et al. 2021).
 
 A loss over a batch's embeddings, in-batch negatives included, is computed in three passes: every micro-batch is
 embedded without a graph, the loss and its gradient with respect to the embeddings are computed once, and in the
@@ -75,7 +75,7 @@ def cached_loss(
     size: int,
     loss: nn.Module | None = None,
 ) -> torch.Tensor:
-    """The loss of a batch, embedded ``size`` texts at a time; its backward pass gives the model its gradients.
+    """The loss of a batch, embedded ``size`` texts at a time. Its backward pass gives the model its gradients.
 
     Args:
         embed: the embeddings of some rows of ``features`` (one per row, or rows of any shape).

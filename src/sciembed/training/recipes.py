@@ -4,14 +4,14 @@ A recipe names its paper, its objective (:mod:`sciembed.training.objectives`), t
 departures from them. The settings are five sections of dotted keys:
 
 - ``model``: options of the family built from the base, and ``weight_average``, the share of the trained weights
-  in a WiSE-FT average with the starting ones (:class:`~sciembed.training.trainers.EmbeddingTrainer`);
-- ``embedding``: ``pooling``, ``normalize`` and ``max_length``; unset, they follow the base as its authors use it,
-  else the paper's ([CLS], unnormalised);
-- ``data``: how examples are made (:class:`~sciembed.training.settings.DataSettings` and the objective's own);
-- ``loss``: ``name`` (see :data:`LOSSES`) and the loss's parameters; a new ``name`` drops the other loss's;
+  in a WiSE-FT average with the starting ones (:class:`~sciembed.training.trainers.EmbeddingTrainer`).
+- ``embedding``: ``pooling``, ``normalize`` and ``max_length``. Unset, they follow the base as its authors use it,
+  else the paper's ([CLS], unnormalised).
+- ``data``: how examples are made (:class:`~sciembed.training.settings.DataSettings` and the objective's own).
+- ``loss``: ``name`` (see :data:`LOSSES`) and the loss's parameters. A new ``name`` drops the other loss's.
 - ``training``: ``transformers.TrainingArguments`` fields.
 
-Overrides come as dotted keys (``training.learning_rate=1e-5``; a bare ``TrainingArguments`` field such as
+Overrides come as dotted keys (``training.learning_rate=1e-5``, a bare ``TrainingArguments`` field such as
 ``max_steps=10`` means ``training.max_steps``) or as a YAML or JSON file of the same shape. Each key is checked
 against the objective's schema, so an unknown key or a wrong type is refused before any data is read.
 

@@ -1,14 +1,14 @@
 """A recipe from base checkpoint and data to a trained model: what ``sciembed train`` runs.
 
 :func:`prepare` builds the model (the recipe's family from the base checkpoint, or the base itself),
-the examples, the collator, the loss and the Trainer; :func:`train` runs it and saves the result:
+the examples, the collator, the loss and the Trainer. :func:`train` runs it and saves the result:
 
-- ``OUTPUT/checkpoint-N/``: the Trainer's checkpoints (plus ``loss.pt`` for losses with parameters);
-  ``resume=True`` continues from the latest complete one;
+- ``OUTPUT/checkpoint-N/``: the Trainer's checkpoints (plus ``loss.pt`` for losses with parameters).
+  ``resume=True`` continues from the latest complete one.
 - ``OUTPUT/model/``: the trained model with its tokenizer, written atomically (a family with its
-  remote code and sentence-transformers files; a plain encoder with sentence-transformers files that
-  record the pooling it was trained with; SPECTROID's head and encoder as one model);
-- ``OUTPUT/train_results.json``: the recipe, the settings, the data counts and the metrics;
+  remote code and sentence-transformers files, a plain encoder with sentence-transformers files that
+  record the pooling it was trained with, SPECTROID's head and encoder as one model).
+- ``OUTPUT/train_results.json``: the recipe, the settings, the data counts and the metrics.
 - ``OUTPUT/held_out_evaluation.json``: with held-out queries, their evaluation in ``sciembed evaluate``'s format.
 """
 
@@ -64,10 +64,11 @@ def prepare(
     smart_links: str = "cacm",
     trust_remote_code: bool = False,
 ) -> TrainingRun:
-    """Build the Trainer of ``recipe`` for the base checkpoint ``base`` (default: the embedded
-    all-MiniLM-L6-v2) and the examples read from ``data`` (a file or folder, or papers and citations as
-    :class:`~sciembed.training.examples.CitationFiles`; a SMART collection's ``.X`` lines read as
-    ``smart_links`` says), checkpointing under ``output_dir``. The data is read before the model is loaded. A base
+    """Build the Trainer of ``recipe`` for a base checkpoint and the examples read from ``data``.
+
+    ``base`` defaults to the embedded all-MiniLM-L6-v2. ``data`` is a file or folder, or papers and citations as
+    :class:`~sciembed.training.examples.CitationFiles`. A SMART collection's ``.X`` lines are read as
+    ``smart_links`` says. Checkpoints go under ``output_dir``. The data is read before the model is loaded. A base
     that names code other than sciembed's own is refused before anything is read unless ``trust_remote_code``
     (:func:`sciembed.checkpoints.check_remote_code`)."""
     import torch
@@ -179,11 +180,12 @@ def resolved_settings(
     *,
     trust_remote_code: bool = False,
 ) -> dict[str, dict[str, Any]]:
-    """The settings a run of ``recipe`` from ``base`` (default: the embedded all-MiniLM-L6-v2) with ``overrides``
-    uses, resolved as :func:`prepare` resolves them, without reading data or loading the model: the embedding
+    """The settings a run of ``recipe`` from ``base`` with ``overrides`` uses, as :func:`prepare` resolves them.
+
+    ``base`` defaults to the embedded all-MiniLM-L6-v2. No data is read and no model is loaded. The embedding
     follows the base unless set (``embedding.chosen_by`` names what chose each value), and a model trained in
     unit vectors takes the recipe's unit-vector settings. ``embedding.max_length`` left unset is the base's
-    sentence-transformers length, else ``None``: the model's own limit, read when it loads; ``data.max_length`` left
+    sentence-transformers length, else ``None``: the model's own limit, read when it loads. ``data.max_length`` left
     unset is ``embedding.max_length``. ``trust_remote_code`` as for :func:`prepare`."""
     from ..default_model import default_model_path
 
@@ -211,13 +213,13 @@ def train(
     overwrite: bool = False,
     trust_remote_code: bool = False,
 ) -> dict[str, Any]:
-    """Prepare and run ``recipe`` (arguments as :func:`prepare`); save the model and ``train_results.json`` (see the
+    """Prepare and run ``recipe`` (arguments as :func:`prepare`). Save the model and ``train_results.json`` (see the
     module docstring).
 
     With held-out queries (``data.held_out``) the trained model is scored on them once at the end (the Trainer's
     own evaluation at the last step when its ``eval_strategy`` made one), and the evaluation is also written
     as ``OUTPUT/held_out_evaluation.json`` in ``sciembed evaluate``'s format (what ``sciembed export``
-    turns into the model card's results); ``evaluate_before`` scores the untrained model first
+    turns into the model card's results). ``evaluate_before`` scores the untrained model first
     (``base_eval_metrics`` in the summary) and the base as its authors publish it (its own pooling and
     normalisation: ``published_base_eval_metrics``), the model a fine-tuned one has to beat.
 
@@ -303,9 +305,10 @@ def _check_output(output_dir: Path, *, resume: bool, overwrite: bool) -> None:
 
 
 def _final_metrics(trainer: Any) -> dict[str, float]:
-    """The trained model's held-out metrics, scored once: the Trainer's own evaluation when it scored the final
-    weights (``eval_strategy`` ``epoch``, or ``steps`` ending on an evaluation step, evaluates at the last step),
-    else one evaluation now."""
+    """The trained model's held-out metrics, scored once.
+
+    They are the Trainer's own evaluation when it scored the final weights, else one evaluation now. With
+    ``eval_strategy`` ``epoch``, or ``steps`` ending on an evaluation step, the Trainer evaluates at the last step."""
     # With load_best_model_at_end the Trainer's last evaluation scored the last step, not the weights it loaded.
     if trainer.last_metrics_step == trainer.state.global_step and not trainer.args.load_best_model_at_end:
         return trainer.last_metrics
@@ -357,8 +360,10 @@ def _resume_checkpoint(output_dir: Path, *, main_process: bool) -> str | bool:
 def _evaluate_published_base(
     run: TrainingRun, base: str | os.PathLike[str] | None, trust_remote_code: bool = False
 ) -> dict[str, float]:
-    """The held-out metrics of the base as its authors use it (a sentence-transformers base through its own
-    modules, a plain encoder by its [CLS]), at the run's text length, named as the Trainer names them."""
+    """The held-out metrics of the base as its authors use it, named as the Trainer names them.
+
+    A sentence-transformers base embeds through its own modules, a plain encoder by its [CLS], both at the run's
+    text length."""
     from ..default_model import default_model_path
     from ..encode import PaperEncoder
     from ..evaluation.runner import evaluate_suite
@@ -381,7 +386,7 @@ def _evaluate_published_base(
 
 
 def save_trained(trainer: Any, tokenizer: Any, folder: str | os.PathLike[str]) -> Path:
-    """Save a trained model so that :func:`sciembed.encode` embeds it as it was trained; the folder
+    """Save a trained model so that :func:`sciembed.encode` embeds it as it was trained. The folder
     appears complete or not at all (written beside it, then renamed)."""
     from ..saving import save_model
 
@@ -403,12 +408,14 @@ def save_trained(trainer: Any, tokenizer: Any, folder: str | os.PathLike[str]) -
 
 
 def _settings(recipe: Recipe, base: str, overrides: Mapping[str, Any] | None, trust_remote_code: bool = False):
-    """The recipe's settings for ``base``, with the embedding resolved: what ``embedding`` leaves unset
-    follows the base as its authors use it (:func:`~sciembed.checkpoint_files.base_embedding`), a family's own
-    pooling excepted; trained in unit vectors, the recipe's unit-vector settings apply. The choice and
-    its source are recorded as ``embedding.chosen_by``. A base naming code other than sciembed's own is refused
-    unless ``trust_remote_code`` (:func:`sciembed.checkpoints.check_remote_code`), before its files are read, and so
-    is a tokenizer that would not load (:func:`sciembed.checkpoints.check_tokenizer`)."""
+    """The recipe's settings for ``base``, with the embedding resolved.
+
+    What ``embedding`` leaves unset follows the base as its authors use it
+    (:func:`~sciembed.checkpoint_files.base_embedding`), a family's own pooling excepted. Trained in unit vectors, the
+    recipe's unit-vector settings apply. The choice and its source are recorded as ``embedding.chosen_by``. A base
+    naming code other than sciembed's own is refused unless ``trust_remote_code``
+    (:func:`sciembed.checkpoints.check_remote_code`), before its files are read, and so is a tokenizer that would not
+    load (:func:`sciembed.checkpoints.check_tokenizer`)."""
     from ..checkpoint_files import base_embedding, transformer_path
     from ..checkpoints import check_remote_code, check_tokenizer
 
@@ -440,8 +447,10 @@ def _settings(recipe: Recipe, base: str, overrides: Mapping[str, Any] | None, tr
 
 
 def _dense_variant(recipe: Recipe, overrides: Mapping[str, Any] | None) -> tuple[Recipe, Mapping[str, Any] | None]:
-    """``model.family=none``: the recipe on the base encoder as it is (the dense counterpart of MoE BERT's experts, or
-    of any family): same data, loss and optimiser, no family and so none of its model options or domain tag."""
+    """``model.family=none``: the recipe on the base encoder as it is.
+
+    This is the dense counterpart of MoE BERT's experts, or of any family. It keeps the data, loss and optimiser,
+    but has no family and so none of its model options or domain tag."""
     flat = dict(flatten_overrides(overrides or {}))
     if "model.family" not in flat:
         return recipe, overrides
@@ -470,9 +479,10 @@ def _dense_variant(recipe: Recipe, overrides: Mapping[str, Any] | None) -> tuple
 def _take_mixture_domains(
     settings: dict[str, dict[str, Any]], domains: list[str], overrides: Mapping[str, Any] | None
 ) -> None:
-    """A run on several citation graphs: each graph's rows carry its domain, so ``data.domain`` no longer applies,
-    and a mixture-of-experts model gets one expert per domain (``model.domains`` given by hand must name the same
-    ones)."""
+    """A run on several citation graphs, whose rows each carry their graph's domain.
+
+    So ``data.domain`` no longer applies, and a mixture-of-experts model gets one expert per domain.
+    ``model.domains`` given by hand must name the same ones."""
     settings["data"]["domain"] = None
     if "domains" not in settings["model"]:
         return

@@ -1,6 +1,6 @@
 """Training data layouts: one reader each, detected once from ``--data`` and the recipe's kind of data.
 
-A reader turns its files into :class:`Examples`; the objective says how a citation graph becomes rows
+A reader turns its files into :class:`Examples`. The objective says how a citation graph becomes rows
 (triplets or pairs) through :class:`GraphRows`.
 """
 

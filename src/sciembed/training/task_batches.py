@@ -13,7 +13,7 @@ class TaskBalancedSampler(Sampler[int]):
 
     SciRepEval trains on task-heterogeneous batches: every batch mixes all tasks in equal parts, so no
     task's gradient dominates a step. Each batch takes ``batch_size // tasks`` rows of every task (the
-    remainder goes to the first tasks in name order, one row each); ``weights`` give some tasks more of every batch
+    remainder goes to the first tasks in name order, one row each). ``weights`` give some tasks more of every batch
     instead (rows in proportion to the weights, the rows left over by rounding down going to the largest
     remainders, ties in name order). An epoch lasts until the task slowest to go through its rows has been seen
     once, and the others start a new shuffled pass whenever they run out. The order depends on ``seed`` and the

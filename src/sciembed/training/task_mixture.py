@@ -12,20 +12,20 @@ YAML file given as ``--data`` to a multi-task recipe (``scirepeval-ctrl``, ``-ad
 
 (or the same list under a ``tasks`` key). Each task has:
 
-- ``name``: the task's name (its head and its share of every batch);
+- ``name``: the task's name (its head and its share of every batch).
 - ``type``: ``classification`` (CACM's CR categories, a SciRepEval MeSH sample, or a fields-of-study sample, which is
   multi-label), ``proximity`` (a citation graph, in any layout ``sciembed train`` reads, sampled into SPECTER
-  triplets; or SciRepEval's ready triplets, ``specter_small.json``) or ``search`` (SciRepEval search sessions);
-  SciRepEval's own names ``triplet`` and ``ir`` are read as ``proximity`` and ``search``;
-- ``data``: the source, relative to the mixture file's folder;
+  triplets, or SciRepEval's ready triplets, ``specter_small.json``) or ``search`` (SciRepEval search sessions).
+  SciRepEval's own names ``triplet`` and ``ir`` are read as ``proximity`` and ``search``.
+- ``data``: the source, relative to the mixture file's folder.
 - ``sample_size`` (optional): at most this many training rows, a seeded sample (SciRepEval's ``{"train": N}``
-  is read too);
+  is read too).
 - ``exclude`` (optional): papers never trained on, as a list of ids or a file of ids (one per line): e.g. the test
   papers of an evaluation on the same labels. Classification rows about them are left out (counted), and a
-  citation graph's triplets never hold them;
-- ``multi_label`` (optional): checked against what the data holds;
+  citation graph's triplets never hold them.
+- ``multi_label`` (optional): checked against what the data holds.
 - ``weight`` (optional, default 1): the task's share of every batch's rows, in proportion to the other tasks'
-  weights (SciRepEval gives every task an equal share; a larger weight gives a task more examples, and a ranking
+  weights (SciRepEval gives every task an equal share, a larger weight gives a task more examples, and a ranking
   task more in-batch negatives, per step).
 
 For a multi-task recipe a mixture holds at most one citation graph: its queries are split as the single-source recipes
@@ -93,8 +93,8 @@ class MixtureExamples:
 
     Attributes:
         data: the task-tagged rows (:class:`~sciembed.training.examples.MultiTaskData`).
-        counts: per task its kind, its rows (``rows``), those sampled into training (``used``) and what gave none;
-            for the citation graph, its query split.
+        counts: per task its kind, its rows (``rows``), those sampled into training (``used``) and what gave none.
+            For the citation graph, its query split.
         evaluation, validation: the held-out and validation cite tasks (``None`` without them).
         weights: each task's weight in every batch (``None`` when all are equal).
     """
@@ -111,9 +111,11 @@ MIXTURE_MAX_BYTES = 1 << 20
 
 
 def is_task_mixture(path: str | os.PathLike[str] | CitationFiles) -> bool:
-    """Whether ``path`` names a mixture file: a ``.yaml`` or ``.yml`` file, or a ``.json`` file that is not
-    SciRepEval's ready triplets (``specter*.json``) and opens as a list of tasks or a ``tasks`` key (a SciRepEval
-    sample or SPECTER's ``data.json`` opens otherwise, and is read as what it is)."""
+    """Whether ``path`` names a mixture file.
+
+    A mixture file is a ``.yaml`` or ``.yml`` file, or a ``.json`` file that opens as a list of tasks or a ``tasks``
+    key and is not SciRepEval's ready triplets (``specter*.json``). A SciRepEval sample or SPECTER's ``data.json``
+    opens otherwise, and is read as what it is."""
     if isinstance(path, CitationFiles) or not Path(path).is_file():
         return False
     path = Path(path)
@@ -238,7 +240,7 @@ def mixture_examples(
     skip_invalid: bool = True,
 ) -> MixtureExamples:
     """Read every task's source and make one task-tagged dataset (each task sampled to its ``sample_size``, else to
-    ``max_per_task``); the citation graph's queries are split by ``held_out`` / ``validation`` / ``seed``."""
+    ``max_per_task``). The citation graph's queries are split by ``held_out`` / ``validation`` / ``seed``."""
     from ..evaluation.loaders import TaskSuite
 
     graphs = [task.name for task in tasks if task.type == "proximity" and _is_graph(task.data)]
@@ -329,10 +331,11 @@ def domain_examples(
     exclude: set[str] | frozenset[str] = frozenset(),
     smart_links: str = "cacm",
 ) -> DomainExamples:
-    """The examples of a citation recipe trained on several domains (Multi2SPE's and MoE BERT's multi-domain setting):
-    every task is a citation graph whose name is its domain, its queries split by ``held_out`` / ``validation`` /
-    ``seed`` as a single graph's are; ``pairs`` makes pairs of that kind (``cocitations`` for MoE BERT, see
-    :func:`~.examples.pair_dataset`), else ``sampler`` triplets."""
+    """The examples of a citation recipe trained on several domains.
+
+    This is Multi2SPE's and MoE BERT's multi-domain setting. Every task is a citation graph whose name is its domain,
+    its queries split by ``held_out`` / ``validation`` / ``seed`` as a single graph's are. ``pairs`` makes pairs of
+    that kind (``cocitations`` for MoE BERT, see :func:`~.examples.pair_dataset`), else ``sampler`` triplets."""
     from datasets import concatenate_datasets
 
     from ..evaluation.loaders import TaskSuite

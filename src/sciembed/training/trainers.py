@@ -5,17 +5,17 @@ multi-task batches). Everything else (``TrainingArguments``, gradient accumulati
 checkpoints and resume, logging, ``accelerate`` / DDP / FSDP / DeepSpeed) is the plain Trainer's.
 
 The embedding a loss sees is the one the model is later encoded with (:func:`sciembed.encode.pool`:
-the family's ``pooler_output``, else ``[CLS]`` as SPECTER, or ``pooling="mean"``; L2-normalised with
+the family's ``pooler_output``, else ``[CLS]`` as SPECTER, or ``pooling="mean"``, L2-normalised with
 ``normalize``, as a base such as all-MiniLM-L6-v2 is used). The run saves the model with
 sentence-transformers modules that say so, so :func:`sciembed.encode` gives exactly the trained vector. Losses with
 parameters of their own (the learned temperature of
 :class:`~.losses.MultipleNegativesRankingLoss`, the task heads of :class:`~.losses.MultiTaskLoss`)
-are optimised with the model, saved in each checkpoint (``loss.pt``) and restored on resume; they are
+are optimised with the model, saved in each checkpoint (``loss.pt``) and restored on resume. They are
 not part of the saved model.
 
 Passing a :class:`~sciembed.evaluation.TaskSuite` (e.g. the CACM cite task on held-out queries) as
 ``eval_dataset`` evaluates through :mod:`sciembed.evaluation` on every evaluation step, so its metrics
-(``eval_cite_map``, ...) can drive ``metric_for_best_model``; under DDP the main process evaluates once
+(``eval_cite_map``, ...) can drive ``metric_for_best_model``. Under DDP the main process evaluates once
 and sends the metrics to the others.
 """
 
@@ -73,14 +73,14 @@ class EmbeddingTrainer(Trainer):
     """The shared part of sciembed's trainers: embedding, trainable losses and task evaluation.
 
     Args:
-        model: the encoder being trained (a transformers model; any sciembed family).
+        model: the encoder being trained (a transformers model, any sciembed family).
         args: ``TrainingArguments``.
         loss: the loss module.
         pooling: ``cls`` or ``mean`` for a plain encoder (default: :func:`~sciembed.encode.default_pooling`).
         normalize: L2-normalise the paper embeddings (in the loss and in evaluation).
         domain: the domain a mixture-of-experts model with enforced routing is evaluated in.
         task_format: the format a multi-format model (control codes, format adapters, PALs) embeds
-            papers in (e.g. ``proximity`` for citation triplets); ignored by single-format models.
+            papers in (e.g. ``proximity`` for citation triplets). Ignored by single-format models.
         max_length: tokens per text when evaluating (default: the model's limit).
         eval_dataset: a :class:`~sciembed.evaluation.TaskSuite` to evaluate with sciembed's
             evaluators, or anything the plain Trainer evaluates.
@@ -89,21 +89,21 @@ class EmbeddingTrainer(Trainer):
             adapter's nor a fusion's) requires grad, and for ``fusion`` the value regularisation of the fusions
             whose config asks for it, ``0.01 * sum ||I - V||^2`` (Pfeiffer et al. 2021), is added to
             the loss of every training step of the triplet, pair and multi-task objectives. (The adapters
-            library adds its gradient after each optimiser step instead; in the loss is the paper's
+            library adds its gradient after each optimiser step instead. Adding it to the loss is the paper's
             formulation, and it is scaled with gradient accumulation like the rest of the loss.)
         weight_average: WiSE-FT (Wortsman et al. 2022, "Robust fine-tuning of zero-shot models"): when training ends,
             the model's weights become ``weight_average * trained + (1 - weight_average) * starting``, the starting
-            weights being the model's when the Trainer was built (kept on CPU meanwhile; a resumed run rebuilds
-            them the same way). 1 keeps the trained weights; lower values keep more of what the base knew out of
+            weights being the model's when the Trainer was built (kept on CPU meanwhile, and a resumed run rebuilds
+            them the same way). 1 keeps the trained weights. Lower values keep more of what the base knew out of
             domain. Applied after ``load_best_model_at_end`` and before the final evaluation.
         loss_learning_rate: the learning rate of the loss's own parameters (the multi-task heads, a learned
-            temperature); by default the run's. A multi-task head starts at random: at an encoder's fine-tuning
+            temperature). By default the run's. A multi-task head starts at random: at an encoder's fine-tuning
             rate it barely moves in a short run, and its loss sends the encoder gradients of a head near chance.
         anchor_papers: paper records outside the training data (e.g. other fields' papers) whose relations the
             model keeps: each training step of the triplet, pair and multi-task objectives adds ``anchor_loss``
             (:class:`~.losses.RelationalAnchorLoss`) on ``anchor_batch_size`` of them, drawn afresh each step,
             against their embeddings by the model as the Trainer was built (computed then, in evaluation mode,
-            tokenized by the ``data_collator``; the anchor batch is embedded in evaluation mode too, so the term
+            tokenized by the ``data_collator``, the anchor batch is embedded in evaluation mode too, so the term
             is zero at step 0). A multi-format model keeps them in the trainer's format, or, training several
             (:class:`MultiTaskTrainer`), in each of its formats in turn, one per anchor batch. One process only:
             refused under DDP.
@@ -194,7 +194,7 @@ class EmbeddingTrainer(Trainer):
     def embed(
         self, model: nn.Module, features: dict[str, torch.Tensor], task_format: str | None = None
     ) -> tuple[Any, torch.Tensor]:
-        """Run ``model`` on tokenized ``features``; returns its output and the pooled paper embeddings."""
+        """Run ``model`` on tokenized ``features``. Returns its output and the pooled paper embeddings."""
         features = dict(features)
         domain_ids = features.pop("domain_ids", None)
         if domain_ids is not None:
@@ -224,7 +224,7 @@ class EmbeddingTrainer(Trainer):
         return loss if regularization is None else loss + regularization
 
     def create_optimizer(self):
-        """The Trainer's optimizer, plus a group (no weight decay; at ``loss_learning_rate`` when given) for the
+        """The Trainer's optimizer, plus a group (no weight decay, at ``loss_learning_rate`` when given) for the
         loss's own parameters."""
         if self.optimizer is None:
             super().create_optimizer()
@@ -262,9 +262,10 @@ class EmbeddingTrainer(Trainer):
         return dataset
 
     def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval") -> dict[str, float]:
-        """Score the :class:`~sciembed.evaluation.TaskSuite` given as ``eval_dataset`` (metrics named
-        ``{prefix}_{task_id}_{metric}``; the full report is kept as ``last_evaluation``), or defer to the
-        plain Trainer for any other dataset. An evaluation of the trainer's own ``eval_dataset`` also keeps
+        """Score the :class:`~sciembed.evaluation.TaskSuite` given as ``eval_dataset``, else defer to the Trainer.
+
+        Metrics are named ``{prefix}_{task_id}_{metric}``, and the full report is kept as ``last_evaluation``. Any
+        other dataset is scored by the plain Trainer. An evaluation of the trainer's own ``eval_dataset`` also keeps
         its metrics as ``last_metrics`` and the global step it scored as ``last_metrics_step``, so a caller
         can tell whether the weights it has were already scored."""
         suite = eval_dataset if eval_dataset is not None else self.eval_dataset
@@ -452,8 +453,9 @@ class _ZeroLossGradients(TrainerCallback):
 
 
 def _average_gradients_across_processes(module: nn.Module) -> None:
-    """Average the gradients of ``module``'s parameters over processes as they are computed (DDP does
-    this for the model, not for a loss's own parameters, which would otherwise drift apart)."""
+    """Average the gradients of ``module``'s parameters over processes as they are computed.
+
+    DDP does this for the model, not for a loss's own parameters, which would otherwise drift apart."""
     import torch.distributed as dist
 
     for parameter in module.parameters():
@@ -468,14 +470,14 @@ def _all_reduce_mean(grad: torch.Tensor, dist) -> torch.Tensor:
 
 
 class TripletTrainer(EmbeddingTrainer):
-    """Citation triplets (SPECTER, SciNCL, SPECTROID positives; SciRepEval proximity).
+    """Citation triplets (SPECTER, SciNCL, SPECTROID positives, SciRepEval proximity).
 
     The collator (:class:`~.collators.TripletCollator`) puts all queries, positives and negatives in one
     batch. The loss is :class:`~.losses.TripletMarginLoss` (default) on the paper embeddings, or
     :class:`~.losses.Multi2SPELoss` on a Multi2SPEModel's ``cls_embeddings``.
 
     Args:
-        micro_batch_size: the texts embedded per forward pass while training; a batch of more is embedded a micro-batch
+        micro_batch_size: the texts embedded per forward pass while training. A batch of more is embedded a micro-batch
             at a time (:func:`~.micro_batches.cached_loss`), ``auto`` chooses by the memory one layer's attention
             scores take (:func:`~.micro_batches.texts_per_forward`), ``None`` embeds the whole batch at once. One
             process only: under DDP ``auto`` embeds the whole batch and a number is refused.
@@ -534,7 +536,7 @@ class TripletTrainer(EmbeddingTrainer):
 class PairTrainer(EmbeddingTrainer):
     """Positive pairs with in-batch negatives (the MoE paper's co-citation training).
 
-    The loss is :class:`~.losses.MultipleNegativesRankingLoss` (learned temperature); for a
+    The loss is :class:`~.losses.MultipleNegativesRankingLoss` (learned temperature). For a
     mixture-of-experts model with a learned router, ``router_loss`` (:class:`~.losses.RouterLoss`) is
     added on its ``router_logits`` with each pair's domain.
     """
@@ -565,8 +567,8 @@ class MultiTaskTrainer(EmbeddingTrainer):
     """SciRepEval's multi-task training: task-heterogeneous batches, one head per task, losses summed.
 
     Batches come from :class:`~.task_batches.TaskBalancedSampler` (an equal share of every task per device batch, or
-    shares in proportion to ``task_weights``, a mixture's task weights) and :class:`~.collators.MultiTaskCollator`;
-    each task's papers are embedded in its format (``[CLF]`` / ``[RGN]`` / ``[PRX]`` / ``[QRY]`` for a control-code
+    shares in proportion to ``task_weights``, a mixture's task weights) and :class:`~.collators.MultiTaskCollator`.
+    Each task's papers are embedded in its format (``[CLF]`` / ``[RGN]`` / ``[PRX]`` / ``[QRY]`` for a control-code
     model) and scored by :class:`~.losses.MultiTaskLoss`, whose heads are dropped after training.
     """
 
@@ -610,16 +612,16 @@ class MultiTaskTrainer(EmbeddingTrainer):
 
 class PaperClassificationTrainer(EmbeddingTrainer):
     """End-to-end fine-tuning of an encoder with a classification head (SPECTROID's CH1 / CH2 / CH3):
-    the model computes its own cross-entropy from ``labels`` (the plain Trainer's loss); evaluation
+    the model computes its own cross-entropy from ``labels`` (the plain Trainer's loss). Evaluation
     embeds papers with its encoder (``model.base_model``).
 
     Args:
-        head_learning_rate: the learning rate of the head's parameters (those outside ``model.base_model``); by
+        head_learning_rate: the learning rate of the head's parameters (those outside ``model.base_model``). By
             default the encoder's (``args.learning_rate``). A head starts at random, the encoder pretrained: at an
             encoder's fine-tuning rate a head barely moves in a short run. The schedule scales both alike.
         head_only_steps: before end-to-end training, this many full-batch AdamW steps (at ``head_learning_rate``,
             with the run's weight decay) fit the head alone on the frozen encoder's embeddings of the training set,
-            embedded once: linear probing then fine-tuning (LP-FT; Kumar et al. 2022, "Fine-Tuning can Distort
+            embedded once: linear probing then fine-tuning (LP-FT, Kumar et al. 2022, "Fine-Tuning can Distort
             Pretrained Features and Underperform Out-of-Distribution"), so that a random head's early gradients do
             not pull the encoder off what it knows. Skipped when resuming (the checkpoint holds the fitted head).
             With ``weight_average`` the fitted head, not the random one, is what the trained head is averaged with.
@@ -645,7 +647,7 @@ class PaperClassificationTrainer(EmbeddingTrainer):
 
     def fit_head(self) -> list[float]:
         """Fit ``model.classifier`` alone on the frozen encoder's embeddings of the training set (see
-        ``head_only_steps``); returns the loss before each step."""
+        ``head_only_steps``). Returns the loss before each step."""
         from ..modeling.spectroid.modeling_spectroid import sequence_classification_loss
 
         model = self.model

@@ -62,7 +62,7 @@ def layouts_text(indent: str = "") -> str:
     """Every benchmark's name, what ``--data`` is and its example, blocks separated by a blank line.
 
     Args:
-        indent: the indent of each block (its example indented two spaces further); none for docs/evaluation.md.
+        indent: the indent of each block (its example indented two spaces further). None for docs/evaluation.md.
     """
     inner = indent + "  " if indent else ""
     blocks = [

@@ -168,7 +168,7 @@ class Benchmark:
         """Build the options dataclass from keyword options, refusing those of other benchmarks.
 
         Args:
-            given: option name -> value; a ``None`` value counts as not given.
+            given: option name -> value. A ``None`` value counts as not given.
         """
         own = {f.name for f in fields(self.Options)}
         for name, value in given.items():

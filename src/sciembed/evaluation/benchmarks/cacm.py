@@ -21,7 +21,7 @@ class CacmOptions:
 
     Attributes:
         proximity_similarity: the score of the cite task (``l2`` as SciDocs).
-        smart_links: how the ``.X`` lines are read (``cacm``: CACM's link types; ``all``: every pair a citation).
+        smart_links: how the ``.X`` lines are read (``cacm``: CACM's link types, ``all``: every pair a citation).
         qrels_columns: the order of ``qrels.text``'s query and document columns, when stated.
     """
 
@@ -144,13 +144,14 @@ def cacm_cite_task(
     seed: int = 0,
     similarity: str = Similarity.L2,
 ) -> ProximityTask:
-    """The CACM citation links as a SciDocs cite task: each query paper's linked papers (up to
-    ``positives``, with text) are relevant, ``negatives`` random papers with text that are not linked
-    to it are not; scored as SciDocs scores cite (−L2, 5-decimal scores, MAP and nDCG).
+    """The CACM citation links as a SciDocs cite task.
+
+    Each query paper's linked papers (up to ``positives``, with text) are relevant. ``negatives`` random papers
+    with text that are not linked to it are not. Scored as SciDocs scores cite (−L2, 5-decimal scores, MAP and nDCG).
 
     Args:
         collection: a :class:`~sciembed.data.smart.SmartCollection`.
-        query_ids: the query papers (e.g. a held-out part); default every paper with a link.
+        query_ids: the query papers (e.g. a held-out part). Default every paper with a link.
     """
     from ...data.smart import CACM_CITATION
 
@@ -220,10 +221,11 @@ def _categories_lacking(collection: Any) -> str | None:
 
 
 def cacm_category_task(collection: Any, *, seed: int = 0, test_size: float = 0.5) -> ClassificationTask:
-    """CACM's CR categories as a single-label classification task (:func:`sciembed.data.judgements.cacm_categories`:
-    the top-level class of each paper's first listed category, ``3.7`` -> ``3``, classes of at least 6 papers),
-    a stratified random half for training, SciDocs' protocol (LinearSVC, C in logspace(−4, 2, 7), 3-fold,
-    macro-F1).
+    """CACM's CR categories as a single-label classification task.
+
+    A paper's class is the top-level class of its first listed category (``3.7`` -> ``3``), and classes have at
+    least 6 papers (:func:`sciembed.data.judgements.cacm_categories`). A stratified random half is for training.
+    Scored by SciDocs' protocol (LinearSVC, C in logspace(−4, 2, 7), 3-fold, macro-F1).
 
     Raises:
         ValueError: the collection's categories make fewer than two classes (no ``.C`` lines at all, say),

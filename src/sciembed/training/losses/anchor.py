@@ -1,7 +1,7 @@
 """Relational anchoring: keep how papers outside the training data relate to one another.
 
 Fine-tuning on one field's citations reshapes the whole embedding space, and papers of other fields lose the
-distinctions the base drew between them (a fields-of-study probe drops several points; ``docs/training.md``). This
+distinctions the base drew between them (a fields-of-study probe drops several points, ``docs/training.md``). This
 term keeps, for a batch of *anchor* papers the run never trains on otherwise (unlabelled, from other fields), the
 cosine between every two of them as the starting model had it: with ``e`` the trained model's embeddings and ``t``
 the starting model's,

@@ -1,4 +1,4 @@
-"""Multiple-negatives ranking loss (Henderson et al. 2017; sentence-transformers' ``MultipleNegativesRankingLoss``).
+"""Multiple-negatives ranking loss (Henderson et al. 2017, sentence-transformers' ``MultipleNegativesRankingLoss``).
 
 Each anchor ``a_i`` is scored against every positive in the batch and every hard negative, and the loss
 is the cross-entropy of picking its own positive ``p_i``: with ``s(·,·)`` the similarity and ``τ`` the
@@ -25,9 +25,9 @@ class MultipleNegativesRankingLoss(nn.Module):
     """In-batch-negatives cross-entropy, with optional hard negatives as extra columns.
 
     Args:
-        temperature: τ; the logits are similarities divided by it (sentence-transformers' ``scale`` is 1/τ:
+        temperature: τ. The logits are similarities divided by it (sentence-transformers' ``scale`` is 1/τ:
             its default 20 is τ = 0.05). The MoE paper starts a learned τ at 0.7.
-        learn_temperature: train τ with the model (a parameter of this module; the trainers give it its own
+        learn_temperature: train τ with the model (a parameter of this module, the trainers give it its own
             optimiser group).
         similarity: ``"dot"`` (the MoE paper, on its unnormalised mean-pooled vectors) or ``"cosine"``.
         symmetric: also score each positive against all anchors and average the two directions (pairs

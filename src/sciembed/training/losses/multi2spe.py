@@ -1,4 +1,4 @@
-"""Multi²SPE's loss over multiple CLS embeddings (Ostendorff-style facets; Seoh, Chang, McCallum 2023, eqs. 2–3).
+"""Multi²SPE's loss over multiple CLS embeddings (Ostendorff-style facets, Seoh, Chang, McCallum 2023, eqs. 2–3).
 
 With a paper's K CLS embeddings ``c_1..c_K``, the similarity of two papers is
 
@@ -9,7 +9,7 @@ and the loss is the cross-entropy of picking the positive among {P⁺, P⁻}:
 
 The authors' released code (ronaldseoh/multi2spe) computes something else: the weighted sum of two
 cross-entropies, ``(1 − λ) · CE(summed similarities) + λ · CE(max-pair similarities)``. It is offered
-as ``mode="released"``; the default is ``mode="paper"``, the equations above.
+as ``mode="released"``. The default is ``mode="paper"``, the equations above.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ class Multi2SPELoss(nn.Module):
 
     Args:
         weight: λ, the weight of the max-pair term (paper: 0.1). λ = 0 is SPECTER-style summed
-            similarity; λ = 1 uses the best facet pair alone.
+            similarity. With λ = 1 it uses the best facet pair alone.
         mode: ``"paper"`` (eqs. 2–3, default) or ``"released"`` (the authors' mix of two cross-entropies).
         similarity: ``"dot"`` (the paper's products) or ``"cosine"``: each product taken between unit
             vectors (the facets c_i, c_j, and the sums Σc), for a base trained in unit vectors.
-        temperature: τ; the similarities are divided by it before the cross-entropy (1, the paper's, for dot
-            products; sentence-transformers' 0.05 for cosines).
+        temperature: τ. The similarities are divided by it before the cross-entropy. The paper uses 1 for dot
+            products, and sentence-transformers uses ``0.05`` for cosines.
         in_batch_negatives: pick the positive among every positive and negative of the batch (this
             process's), as the multiple-negatives ranking loss does, instead of among its own pair.
     """
@@ -58,9 +58,10 @@ class Multi2SPELoss(nn.Module):
         self.temperature, self.in_batch_negatives = temperature, in_batch_negatives
 
     def _terms(self, a: torch.Tensor, b: torch.Tensor, paired: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """The max over facet pairs of c_i·c_j and the product of the summed facets, for ``(batch, K, dim)``
-        ``a`` against ``b``: row by row (``paired``, shape ``(batch,)``) or every row of ``a`` against every
-        row of ``b`` (shape ``(len(a), len(b))``)."""
+        """The max over facet pairs of c_i·c_j and the product of the summed facets.
+
+        ``a`` and ``b`` are ``(batch, K, dim)``, compared row by row (``paired``, shape ``(batch,)``) or every row of
+        ``a`` against every row of ``b`` (shape ``(len(a), len(b))``)."""
         sum_a, sum_b = a.sum(1), b.sum(1)
         if self.similarity_name == "cosine":
             a, b, sum_a, sum_b = (F.normalize(t, dim=-1) for t in (a, b, sum_a, sum_b))
@@ -69,7 +70,7 @@ class Multi2SPELoss(nn.Module):
         return torch.einsum("bid,njd->bnij", a, b).flatten(2).max(dim=-1).values, sum_a @ sum_b.T
 
     def similarity(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """S(a, b) of eq. 3 for ``(batch, K, dim)`` facet tensors, row by row; returns ``(batch,)``."""
+        """S(a, b) of eq. 3 for ``(batch, K, dim)`` facet tensors, row by row. Returns ``(batch,)``."""
         best, summed = self._terms(a, b, paired=True)
         return self.weight * best + (1 - self.weight) * summed
 

@@ -3,7 +3,7 @@
 Singh et al. 2023 (SciRepEval, sec. 5): classification tasks train a linear head with cross-entropy
 (multi-class) or binary cross-entropy with logits (multi-label), regression tasks a linear head with
 mean squared error, and proximity / ad-hoc search tasks the triplet margin loss on the embeddings
-themselves. Heads apply dropout to the embedding first; they exist only for training and are not part
+themselves. Heads apply dropout to the embedding first. They exist only for training and are not part
 of the saved encoder.
 
 For a base trained in unit vectors (a sentence-transformers model), proximity and search tasks can take the

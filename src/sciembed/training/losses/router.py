@@ -1,19 +1,19 @@
 """Router losses of MoEBertModel (MoE paper: Hallee, Kapur et al. 2024, after Mod-Squad and Switch).
 
 Router logits come per MoE layer as ``(batch, experts)`` (sentence routing) or ``(batch, tokens,
-experts)`` (token routing; padding is left out through ``attention_mask``). For each layer:
+experts)`` (token routing, padding is left out through ``attention_mask``). For each layer:
 
 - **router cross-entropy**: the router should pick the expert of the paper's domain,
-  ``CE(logits, domain)`` (every token of a paper carries the paper's domain);
+  ``CE(logits, domain)`` (every token of a paper carries the paper's domain).
 - **mutual information** (Mod-Squad, Chen et al. 2023, eq. 4): with ``P(e | t)`` the mean routing
   probability of expert ``e`` over the batch's routed positions of task (domain) ``t`` and ``P(t)``
-  their share, ``MI = Σ_te P(t, e) log(P(t, e) / (P(t) P(e)))``; the loss is ``−MI`` (experts that
-  specialise by task);
+  their share, ``MI = Σ_te P(t, e) log(P(t, e) / (P(t) P(e)))``. The loss is ``−MI`` (experts that
+  specialise by task).
 - **load balancing** (Switch Transformer, Fedus et al. 2022, eq. 4, with top-k routing as Mixtral):
   ``E · Σ_e f_e · P_e``, ``f_e`` the share of routing choices that go to ``e`` (``top_k`` per position)
-  and ``P_e`` the mean routing probability of ``e``; 1 when routing is uniform.
+  and ``P_e`` the mean routing probability of ``e``. 1 when routing is uniform.
 
-Layers are averaged; :class:`RouterLoss` sums the three with their weights.
+Layers are averaged. :class:`RouterLoss` sums the three with their weights.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SPECTER's triplet margin loss (Cohan et al. 2020, eq. 2; SciRepEval's proximity and search loss)."""
+"""SPECTER's triplet margin loss (Cohan et al. 2020, eq. 2, SciRepEval's proximity and search loss)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ class TripletMarginLoss(nn.Module):
 
     SPECTER eq. 2 uses the L2 distance with margin 1, the distance its unnormalised [CLS] vectors are
     ranked by. For unit vectors (a base such as all-MiniLM-L6-v2, which normalises) the distance they are
-    used with is the cosine distance ``1 − cos(a, b)`` (ranking by L2 of unit vectors is the same ranking); it lies in
+    used with is the cosine distance ``1 − cos(a, b)`` (ranking by L2 of unit vectors is the same ranking). It lies in
     [0, 2], so a margin on that scale is needed (margin 1 would be half its range). sciembed's recipes train unit
     vectors with :class:`~.mnr.MultipleNegativesRankingLoss` instead, which these margins did not beat
-    (``benchmarks/results/train_cacm_alternatives``, on the documentation's benchmark page); this loss with
+    (``benchmarks/results/train_cacm_alternatives``, on the documentation's benchmark page). This loss with
     ``distance="cosine"`` is there by name (``loss.name=triplet``, ``loss.distance=cosine``). L2 distances are exact
     norms (torch's ``triplet_margin_loss`` adds 1e-6 to each difference, which moves the loss for near-equal papers).
 

@@ -1,9 +1,9 @@
 """Training objectives: how a recipe makes its examples, model, loss, collator and trainer.
 
-- :class:`.Triplet`: citation triplets (SPECTER, SciNCL);
-- :class:`.Multi2SPE`: citation triplets through K [CLS] tokens;
-- :class:`.Pairs`: positive pairs with in-batch negatives (MoE BERT);
-- :class:`.MultiTask`: SciRepEval's tasks, one head each;
+- :class:`.Triplet`: citation triplets (SPECTER, SciNCL).
+- :class:`.Multi2SPE`: citation triplets through K [CLS] tokens.
+- :class:`.Pairs`: positive pairs with in-batch negatives (MoE BERT).
+- :class:`.MultiTask`: SciRepEval's tasks, one head each.
 - :class:`.Classification`: SPECTROID's classification heads.
 """
 
