@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -79,9 +80,9 @@ def test_the_demo_ends_with_its_time_and_the_range_seen():
         and "vary with the machine" in note
         and "load" in note
     )
-    assert SEEN_ON_CACM in note and "76.87 for MiniLM as published and 77.97 fine-tuned" in note
+    assert SEEN_ON_CACM in note and "Benchmarks page" in note
+    assert not re.search(r"\d", SEEN_ON_CACM), "measured numbers belong in benchmarks/results/, not in src/"
     assert SEEN_ON_CACM not in closing_note(60, on_cacm=False, default_budget=True)
     assert SEEN_ON_CACM not in closing_note(60, on_cacm=True, default_budget=False)
-    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8").split())
-    for figure in ("76.87 for MiniLM as published and 77.97 fine-tuned", "5 min 0 s"):
-        assert figure in SEEN_ON_CACM and figure in readme
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "Benchmarks" in readme

@@ -508,8 +508,8 @@ def test_a_settings_file_that_names_a_key_twice_is_refused(tmp_path, caplog, suf
 
 
 def test_an_ensemble_or_labels_file_naming_a_key_or_column_twice_is_refused(tiny_bert, tmp_path):
+    from sciembed.evaluation.benchmarks.scidocs import _query_fields
     from sciembed.evaluation.custom import read_labels
-    from sciembed.evaluation.loaders import _query_fields
 
     (tmp_path / "ensemble").mkdir()
     members = json.dumps([str(tiny_bert)])

@@ -58,7 +58,7 @@ def test_a_plain_encoder_gives_pytorch_s_vectors_and_converts_once(tiny_bert, tm
 def test_fp32_runs_float32_products_where_the_cpu_has_bf16(tiny_bert, tmp_path):
     _, openvino = both(tiny_bert, tmp_path)
     openvino.encode(TEXTS, show_progress_bar=False)
-    [model] = openvino._engine._models.values()
+    [model] = openvino._engine._sessions.values()
     assert str(model.compiled.get_property("INFERENCE_PRECISION_HINT")) == "<Type: 'float32'>"
     layers = [op.get_rt_info() for op in model.compiled.get_runtime_model().get_ordered_ops()]
     products = [

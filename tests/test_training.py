@@ -415,7 +415,7 @@ def test_training_texts_are_cut_to_data_max_length_and_the_model_keeps_its_windo
     assert plain.settings["data"]["max_length"] == 48
     assert next(iter(plain.trainer.get_train_dataloader()))["input_ids"].shape[1] > 8
     for value in (0, "long", 4.5):
-        with pytest.raises(ValueError, match="data.max_length is a number of tokens"):
+        with pytest.raises(ValueError, match=r"data\.max_length"):
             prepare("specter", tiny_st_base, data, tmp_path / "bad", {**overrides, "data.max_length": value})
     with pytest.raises(ValueError, match="data.max_length 4096 exceeds"):
         prepare("specter", tiny_st_base, data, tmp_path / "long", {**overrides, "data.max_length": 4096})
@@ -771,7 +771,7 @@ def test_pairs_are_co_citations_or_citations_and_never_touch_held_out_papers(tin
         {"data.held_out": 0.2, "data.seed": 3, "data.pairs": "citations", "max_steps": 1, "embedding.max_length": 32},
     )
     assert run.data["examples"] == len(cited) and run.settings["data"]["pairs"] == "citations"
-    with pytest.raises(ValueError, match="unknown pair kind 'links'; one of cocitations, citations"):
+    with pytest.raises(ValueError, match=r"setting data.pairs='links': expected one of 'citations', 'cocitations'"):
         prepare(
             "moe-cocitation", tiny_bert, shared_data("cacm"), tmp_path / "bad", {"data.pairs": "links", "max_steps": 1}
         )
@@ -982,12 +982,12 @@ def test_every_citation_recipe_trains_on_papers_and_snap_lines(recipe, tiny_bert
 
 def test_edge_list_options_and_bad_edge_files_stop_before_the_model_loads(tiny_bert, tmp_path, caplog, monkeypatch):
     from sciembed.cli import main
-    from sciembed.training import run
+    from sciembed.training.objectives.base import Objective
 
     def never(*args, **kwargs):
         raise AssertionError("the model was loaded before the data was checked")
 
-    monkeypatch.setattr(run, "_model", never)
+    monkeypatch.setattr(Objective, "model", never)
     papers, cites, _ = _papers_and_edges(tmp_path / "data")
     (tmp_path / "bad.csv").write_text("citing,cited\np1,p2\np3\n")
     renamed = tmp_path / "renamed.jsonl"
@@ -1065,7 +1065,7 @@ def test_data_exclude_keeps_papers_out_of_every_training_example(tiny_bert, tmp_
     assert heads.data["exclude_ids_unknown"] == 1 and run.data["exclude_ids_unknown"] == 0
     for value, message in (
         ("missing.txt", "data.exclude: missing.txt is not a file of paper ids"),
-        ({"a": 1}, "data.exclude is a list of paper ids or a file of them"),
+        ({"a": 1}, r"setting data.exclude=\{'a': 1\}: expected str or a path or a list of str or int"),
     ):
         with pytest.raises(ValueError, match=message):
             prepare("specter", tiny_bert, cacm, tmp_path / "bad", {**step, "data.exclude": value})
@@ -1139,7 +1139,7 @@ def test_a_head_fitted_alone_first_leaves_the_encoder_alone_and_lowers_its_loss(
     head = trainer.model.classifier.state_dict()
     assert all(torch.equal(trainer._starting_weights[f"classifier.{k}"], v.cpu()) for k, v in head.items())
     for bad in (-1, 1.5, True):
-        with pytest.raises(ValueError, match="head_only_steps must be a whole number"):
+        with pytest.raises(ValueError, match=r"head_only_steps"):
             prepare(
                 "spectroid-heads",
                 tiny_bert,

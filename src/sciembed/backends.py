@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import os
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from .choices import choices
+from .choices import StrChoice, choices
 from .onnx_backend import QUANTIZATIONS as ONNX_QUANTIZATIONS
 from .onnx_backend import CachedEngine, OnnxBackend
 from .openvino_backend import OPENVINO_QUANTIZATIONS, OpenVinoBackend
 from .quantization import WeightQuantization
 
 
-class Backend(StrEnum):
+class Backend(StrChoice):
     """The engine a :class:`~sciembed.encode.PaperEncoder` runs its batches on."""
 
     PYTORCH = "pytorch"
@@ -54,7 +53,7 @@ def check_backend(backend: Any, quantization: Any = WeightQuantization.FP32, dev
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if quantization not in BACKEND_QUANTIZATIONS[backend]:
-        offering = [f"backend={name!r}" for name, kinds in BACKEND_QUANTIZATIONS.items() if quantization in kinds]
+        offering = [f"backend={str(name)!r}" for name, kinds in BACKEND_QUANTIZATIONS.items() if quantization in kinds]
         if offering:
             raise ValueError(f"quantization {quantization!r} needs {' or '.join(offering)}")
         raise ValueError(

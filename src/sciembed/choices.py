@@ -5,6 +5,14 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, TypeVar
 
+
+class StrChoice(StrEnum):
+    """A string enum whose repr is its value's, so that messages show ``'onnx'``, not ``<Backend.ONNX: 'onnx'>``."""
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
 Choice = TypeVar("Choice", bound=StrEnum)
 
 

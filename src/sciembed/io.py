@@ -24,11 +24,12 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .choices import StrChoice
 
 EMBEDDING_SUFFIXES = (".jsonl", ".npy", ".parquet")
 
@@ -317,7 +318,7 @@ def broken_link(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
-class InputKind(StrEnum):
+class InputKind(StrChoice):
     """What an input path must be."""
 
     FILE = "file"

@@ -33,13 +33,12 @@ import shutil
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
-from .choices import choices, parse_choice
+from .choices import StrChoice, choices, parse_choice
 from .io import check_finite, default_cache_dir, replace_folder
 from .quantization import WeightQuantization
 
@@ -59,7 +58,7 @@ OPSET = 17
 DYNAMO_OPSET = 18
 
 
-class Exporter(StrEnum):
+class Exporter(StrChoice):
     """The torch exporter that writes the ONNX graph."""
 
     TORCHSCRIPT = "torchscript"

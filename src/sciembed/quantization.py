@@ -10,19 +10,18 @@ from __future__ import annotations
 import json
 import logging
 import os
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from .choices import choices
+from .choices import StrChoice, choices
 from .io import atomic_path
 
 logger = logging.getLogger(__name__)
 
 
-class WeightQuantization(StrEnum):
+class WeightQuantization(StrChoice):
     """The weights of an ONNX or OpenVINO model (``quantization=``), not the vectors' precision."""
 
     FP32 = "fp32"
@@ -33,7 +32,7 @@ class WeightQuantization(StrEnum):
 OutputPrecision = Literal["float32", "int8", "uint8", "binary", "ubinary"]
 
 
-class Precision(StrEnum):
+class Precision(StrChoice):
     """The precision of the output vectors (``precision=``)."""
 
     FLOAT32 = "float32"

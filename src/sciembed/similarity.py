@@ -7,10 +7,9 @@ pair (:func:`similarity_pairwise`). Both return a float32 ``torch.Tensor``.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
-from .choices import choices
+from .choices import StrChoice, choices
 
 if TYPE_CHECKING:
     import torch
@@ -18,7 +17,7 @@ if TYPE_CHECKING:
 SimilarityName = Literal["cosine", "dot", "euclidean", "manhattan"]
 
 
-class Similarity(StrEnum):
+class Similarity(StrChoice):
     """A similarity function, by the name sentence-transformers gives it."""
 
     COSINE = "cosine"

@@ -23,9 +23,10 @@ from __future__ import annotations
 import csv
 import os
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
+
+from ..choices import StrChoice
 
 #: Header names of the (citing, cited) columns, compared without case.
 HEADER_NAMES = (("citing", "cited"), ("from", "to"), ("source", "target"))
@@ -37,7 +38,7 @@ _EXPECTED = (
 )
 
 
-class EdgeLayout(StrEnum):
+class EdgeLayout(StrChoice):
     """The layout of a citation edge list."""
 
     CSV = "csv"

@@ -16,16 +16,15 @@ import os
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
-from ..choices import choices
+from ..choices import StrChoice, choices
 from .problems import paper_id_order
 
 
-class QrelsColumns(StrEnum):
+class QrelsColumns(StrChoice):
     """The order of a judgement file's id columns, when the user states it."""
 
     QUERY_DOCUMENT = "query-document"

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 import numpy as np
+
+from ..choices import StrChoice
 
 # Ranks per kNN search block (queries x depth): 8M int64 labels and float32 distances, about 100 MB.
 BLOCK_ENTRIES = 8_000_000
@@ -59,7 +60,7 @@ SearchBlocks = Iterator[tuple[slice, Ranked]]
 RESCORE_MARGIN = 16
 
 
-class KnnMetric(StrEnum):
+class KnnMetric(StrChoice):
     """The distance a kNN search ranks by."""
 
     EUCLIDEAN = "euclidean"

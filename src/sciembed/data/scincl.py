@@ -56,11 +56,10 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import asdict, dataclass, field
-from enum import StrEnum
 
 import numpy as np
 
-from ..choices import choices
+from ..choices import StrChoice, choices
 from .graph import CitationGraph, PaperRefs, paper_indices
 from .graph_embedding import EMBEDDING_DIM, citation_graph_embedding
 from .keyed_random import SeedLike, base_seed, keyed_uniform
@@ -79,7 +78,7 @@ EASY_NEGATIVES = 3
 METRICS = choices(KnnMetric)
 
 
-class RankOverflow(StrEnum):
+class RankOverflow(StrChoice):
     """What to do when the hard-negative range ends beyond the candidates per query."""
 
     SCALE = "scale"
@@ -88,7 +87,7 @@ class RankOverflow(StrEnum):
     ERROR = "error"
 
 
-class RankAdjustment(StrEnum):
+class RankAdjustment(StrChoice):
     """How the rank ranges were fitted to the candidates (``no``: used as given)."""
 
     NO = "no"
@@ -97,7 +96,7 @@ class RankAdjustment(StrEnum):
     CLIPPED = "clipped"
 
 
-class KnnIndex(StrEnum):
+class KnnIndex(StrChoice):
     """The kNN search: exact (faiss ``IndexFlat``) or inverted-file (``IndexIVFFlat``)."""
 
     EXACT = "exact"

@@ -25,11 +25,10 @@ import os
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..choices import choices
+from ..choices import StrChoice, choices
 from .problems import InvalidPaperError, PaperProblem, paper_id_order
 
 if TYPE_CHECKING:
@@ -46,7 +45,7 @@ CACM_LINK_TYPES = {CACM_COUPLING: "coupling", CACM_CITATION: "citation", CACM_CO
 #: How ``.X`` lines are read (the ``links`` option of :func:`read_smart_collection`, ``--smart-links`` of the CLI):
 #: ``cacm``: the middle column is CACM's link type (4, 5, 6), any other value is refused; ``all``: every pair is
 #: a citation link, whatever its middle column.
-class LinkReading(StrEnum):
+class LinkReading(StrChoice):
     """How a SMART collection's ``.X`` lines are read."""
 
     CACM = "cacm"

@@ -22,19 +22,18 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
-from ..choices import choices
+from ..choices import StrChoice, choices
 from ..data.papers import TEXT_FIELDS, paper_text, text_field_names
 from ..encode import Encoder, Papers
 
 logger = logging.getLogger(__name__)
 
 
-class WindowCombine(StrEnum):
+class WindowCombine(StrChoice):
     """How a paper's window vectors are combined: their mean, or weighted by text tokens."""
 
     MEAN = "mean"

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import enum
 import math
 import os
 import re
 from dataclasses import dataclass
 
+from ..choices import StrChoice
 
-class IndexKind(enum.StrEnum):
+
+class IndexKind(StrChoice):
     """The kind of an index, compared and written as its name."""
 
     EXACT = "exact"

@@ -6,10 +6,11 @@ import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from enum import Enum, StrEnum
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ...choices import StrChoice
 from ...data.papers import TEXT_FIELDS
 from ...io import files_read, input_digests
 
@@ -19,14 +20,14 @@ if TYPE_CHECKING:
     from ..tasks import TaskScores, TaskSuite
 
 
-class Similarity(StrEnum):
+class Similarity(StrChoice):
     """How a proximity task scores a candidate against its query paper."""
 
     L2 = "l2"
     MIN_FACET_L2 = "min_facet_l2"
 
 
-class Candidates(StrEnum):
+class Candidates(StrChoice):
     """What a query of a qrels file ranks."""
 
     ALL = "all"

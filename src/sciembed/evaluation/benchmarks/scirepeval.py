@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...choices import StrChoice
 from .base import Benchmark, BenchmarkInfo, Reading, Similarity, option
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 SCIREPEVAL_GROUPS = ("in-train", "out-of-train", "scidocs")
 
 
-class SciRepEvalKind(StrEnum):
+class SciRepEvalKind(StrChoice):
     """How a SciRepEval task is scored."""
 
     CLASSIFICATION = "classification"
