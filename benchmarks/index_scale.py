@@ -76,6 +76,49 @@ def phase_peak_mb() -> float:
     return peak_mb()
 
 
+class RssSampler:
+    """The largest anonymous and file-backed resident memory of this process, sampled by a thread.
+
+    Args:
+        every: seconds between samples.
+    """
+
+    def __init__(self, every: float = 0.2):
+        import threading
+
+        self.every, self.peaks = every, {"RssAnon": 0.0, "RssFile": 0.0}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> RssSampler:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        self._sample()
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.every):
+            self._sample()
+
+    def _sample(self) -> None:
+        with contextlib.suppress(OSError), open("/proc/self/status") as status:
+            for line in status:
+                name = line.split(":")[0]
+                if name in self.peaks:
+                    self.peaks[name] = max(self.peaks[name], int(line.split()[1]) / 1024)
+
+
+#: What the memory figures of the results measure.
+MEMORY_MEASURED = (
+    "peak_rss_mb: the process's peak resident memory (VmHWM) in each phase, reset at its start through "
+    "/proc/self/clear_refs; it counts anonymous and file-backed pages. peak_rss_anon_mb and peak_rss_file_mb: the "
+    "largest RssAnon and RssFile sampled every 0.2 s in the phase (file-backed pages the kernel can drop)."
+)
+
+
 @dataclass(frozen=True)
 class Mixture:
     """A Gaussian mixture to draw synthetic papers from: one component per k-means centre of real vectors.
@@ -254,13 +297,15 @@ def exact_baseline(path: Path, limit: int, queries: np.ndarray) -> dict:
     """Exact ``IndexFlatIP`` over the first ``limit`` vectors: its add time and one-query time."""
     import faiss
 
-    from sciembed.io import open_npy_embeddings
+    from sciembed.index.rowfiles import npy_blocks
 
-    _, matrix = open_npy_embeddings(path)
+    matrix = np.load(path, mmap_mode="r")  # the shape and offset, for the plain reads
     index = faiss.IndexFlatIP(matrix.shape[1])
     started = time.perf_counter()
-    for start in range(0, min(limit, len(matrix)), BLOCK):
-        index.add(np.ascontiguousarray(matrix[start : min(start + BLOCK, limit)], dtype=np.float32))
+    for block in npy_blocks(matrix, 0, BLOCK):  # plain reads: no page of the file stays resident
+        index.add(np.ascontiguousarray(block[: limit - index.ntotal], dtype=np.float32))
+        if index.ntotal >= limit:
+            break
     add = time.perf_counter() - started
     query = one_query_seconds(lambda q: index.search(q, TOP_K), queries)
     return {"papers": index.ntotal, "add_seconds": add, "query_seconds": query}
@@ -285,21 +330,22 @@ def measure_kind(kind: str, path: Path, workdir: Path, queries: np.ndarray, seed
 
     folder = workdir / kind
     reset_phase_peak()
-    started = time.perf_counter()
-    built = PaperIndex.build(path, folder, kind=kind, seed=seed, overwrite=True)
-    build = time.perf_counter() - started
-    info = built.info()
-    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-    del built
-    gc.collect()
-    before = rss_mb()
-    index = PaperIndex.load(folder)
-    opened = rss_mb() - before
-    m = index.manifest
-    none = np.full(1, -1, dtype=np.int64)
-    query = one_query_seconds(
-        lambda q: index.codes.search(q, TOP_K, none, multiplier=m.multiplier, nprobe=m.nprobe), queries
-    )
+    with RssSampler() as sampled:
+        started = time.perf_counter()
+        built = PaperIndex.build(path, folder, kind=kind, seed=seed, overwrite=True)
+        build = time.perf_counter() - started
+        info = built.info()
+        report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+        del built
+        gc.collect()
+        before = rss_mb()
+        index = PaperIndex.load(folder)
+        opened = rss_mb() - before
+        m = index.manifest
+        none = np.full(1, -1, dtype=np.int64)
+        query = one_query_seconds(
+            lambda q: index.codes.search(q, TOP_K, none, multiplier=m.multiplier, nprobe=m.nprobe), queries
+        )
     return {
         "factory": m.factory,
         "multiplier": m.multiplier,
@@ -310,6 +356,8 @@ def measure_kind(kind: str, path: Path, workdir: Path, queries: np.ndarray, seed
         "query_ms": round(1000 * query, 3),
         "open_rss_mb": round(opened, 1),
         "peak_rss_mb": round(phase_peak_mb(), 1),
+        "peak_rss_anon_mb": round(sampled.peaks["RssAnon"], 1),
+        "peak_rss_file_mb": round(sampled.peaks["RssFile"], 1),
         "ram_bytes_per_paper": info["ram_bytes_per_paper"],
         "disk_bytes_per_paper": info["disk_bytes_per_paper"],
     }
@@ -392,7 +440,8 @@ def main() -> None:
         queries = next(blocks(QUERIES, args.dim, mixture, args.seed + 1))
         peaks = [phase_peak_mb()]  # fitting, comparing and generating
         reset_phase_peak()
-        exact = exact_baseline(path, int(args.exact_papers), queries)
+        with RssSampler() as sampled:
+            exact = exact_baseline(path, int(args.exact_papers), queries)
         exact["peak_rss_mb"] = phase_peak_mb()
         scale = papers / exact["papers"]
         exact_query, exact_add = exact["query_seconds"] * scale, exact["add_seconds"] * scale
@@ -426,8 +475,12 @@ def main() -> None:
                     "add_seconds": round(exact_add, 3),
                     "query_ms": round(1000 * exact_query, 3),
                     "peak_rss_mb": round(exact["peak_rss_mb"], 1),
+                    "peak_rss_anon_mb": round(sampled.peaks["RssAnon"], 1),
+                    "peak_rss_file_mb": round(sampled.peaks["RssFile"], 1),
                 },
                 "generate_seconds": round(generated, 1),
+                "generate_peak_rss_mb": round(peaks[0], 1),
+                "memory_measured": MEMORY_MEASURED,
                 "kinds": kinds,
                 "kinds_left": [k for k in args.kinds if k not in kinds],
                 "peak_rss_mb": round(

@@ -311,8 +311,8 @@ def test_add_links_the_unchanged_files_and_a_failure_leaves_the_old_index(vector
     inodes = {name: (folder / name).stat().st_ino for name in ("ranges.npy", "mean.npy", "report.json")}
     added = module.add_codes
 
-    def fails_midway(codes, vectors, start):
-        added(codes, vectors, start)
+    def fails_midway(*args):
+        added(*args)
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(module, "add_codes", fails_midway)

@@ -16,12 +16,13 @@ from sciembed.index.tuning import Candidates, ExactTruth, tune
 
 def binary_codes(vectors: np.ndarray) -> IndexCodes:
     from sciembed.index.build import add_codes
+    from sciembed.index.codes import int8_codes
     from sciembed.quantization import calibration_ranges
 
     codes = IndexCodes("binary", faiss.IndexBinaryFlat(vectors.shape[1]), ranges=calibration_ranges(vectors))
     codes.mean = vectors.mean(axis=0)
-    codes.store = np.empty(vectors.shape, dtype=np.int8)
-    add_codes(codes, vectors, 0)
+    add_codes(codes, vectors)
+    codes.store = int8_codes(vectors, codes.ranges)
     return codes
 
 

@@ -1,8 +1,8 @@
 """Reading any ``sciembed embed`` output block by block, so the float32 matrix is never held whole.
 
-An ``.npy`` file is memory-mapped and its ids file parsed id by id, Parquet is read batch by batch (a folder part by
-part, in name order) and JSON lines are streamed. Every block is checked (finite values, no zero vector, one
-dimension) and scaled to unit rows.
+An ``.npy`` file is read with plain file reads and its ids file parsed id by id. Parquet is read batch by batch (a
+folder part by part, in name order) and JSON lines are streamed. Every block is checked (finite values, no zero
+vector, one dimension) and scaled to unit rows.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from ..io import (
     jsonl_embedding_records,
     npy_vectors,
 )
+from .rowfiles import npy_blocks
 
 #: Vectors read per block.
 BLOCK_ROWS = 65_536
@@ -52,7 +53,7 @@ class EmbeddingSource:
     path: Path
     count: int
     dim: int
-    #: An ``.npy`` file's ids file (checked once) and memory-mapped vectors.
+    #: An ``.npy`` file's ids file (checked once) and its mapped vectors (their shape, type and offset).
     npy: tuple[NpyIds, np.ndarray] | None = None
     #: The first row of the file read: a source of rows ``first .. first + count`` of a larger output.
     first: int = 0
@@ -79,8 +80,8 @@ class EmbeddingSource:
         suffix = self.path.suffix.lower()
         if suffix == ".npy":
             ids, matrix = self.npy or _open_npy(self.path)
-            for start, block in zip(range(self.first, len(matrix), rows), ids.blocks(rows, self.first), strict=True):
-                yield block, np.asarray(matrix[start : start + rows], dtype=np.float32)
+            for block, vectors in zip(ids.blocks(rows, self.first), npy_blocks(matrix, self.first, rows), strict=True):
+                yield block, np.asarray(vectors, dtype=np.float32)
         elif suffix == ".jsonl":
             ids, vectors = [], []
             for _, paper_id, vector in jsonl_embedding_records(self.path):

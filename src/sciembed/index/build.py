@@ -28,6 +28,7 @@ from .codes import IndexCodes, int8_codes, nearest_rows, sign_bits
 from .ids import IdTableWriter
 from .manifest import Manifest
 from .model import ModelStamp, read_sidecar, stamp_of
+from .rowfiles import NpyRowWriter, ReleasedRows
 from .settings import (
     IndexKind,
     IndexSettings,
@@ -370,18 +371,19 @@ def trained_codes(folder: str | os.PathLike[str], dim: int) -> tuple[IndexCodes,
 
 
 def _second_pass(source: EmbeddingSource, codes: IndexCodes, truth: ExactTruth, staging: Path) -> None:
-    """Add every block's codes (and int8 store rows), and find the held-out queries' exact neighbours."""
-    if needs_store(codes):
-        codes.store = np.lib.format.open_memmap(
-            staging / STORE_FILE, mode="w+", dtype=np.int8, shape=(source.count, source.dim)
-        )
+    """Add every block's codes (and int8 store rows), and find the held-out queries' exact neighbours.
+
+    The store is written block by block, then mapped for tuning with its pages released as they are read.
+    """
+    store = NpyRowWriter(staging / STORE_FILE, np.int8, (source.count, source.dim)) if needs_store(codes) else None
     start = 0
-    for _, vectors in source.blocks():
-        add_codes(codes, vectors, start)
-        truth.update(vectors, start)
-        start += len(vectors)
-    if codes.store is not None:
-        codes.store.flush()
+    with store or contextlib.nullcontext():
+        for _, vectors in source.blocks():
+            add_codes(codes, vectors, store)
+            truth.update(vectors, start)
+            start += len(vectors)
+    if store is not None:
+        codes.store = ReleasedRows(np.load(store.path, mmap_mode="r"))
 
 
 def needs_store(codes: IndexCodes) -> bool:
@@ -389,16 +391,22 @@ def needs_store(codes: IndexCodes) -> bool:
     return codes.kind.multiplied or codes.ivf
 
 
-def add_codes(codes: IndexCodes, vectors: np.ndarray, start: int) -> None:
-    """Append the unit ``vectors`` (rows ``start ..``) to ``codes``: the faiss index, and the store if any."""
+def add_codes(codes: IndexCodes, vectors: np.ndarray, store: NpyRowWriter | None = None) -> None:
+    """Append the unit ``vectors`` to the faiss index of ``codes``, and their int8 codes to ``store`` if given.
+
+    Args:
+        codes: the index being built.
+        vectors: ``(n, dim)`` unit float32 vectors.
+        store: the int8 rescore store being written.
+    """
     if codes.kind == IndexKind.BINARY:
         codes.index.add(sign_bits(vectors, codes.mean))
     elif codes.ivf:
         _add_assigned(codes.index, np.ascontiguousarray(vectors, dtype=np.float32))
     else:
         codes.index.add(vectors)
-    if codes.store is not None:
-        codes.store[start : start + len(vectors)] = int8_codes(vectors, codes.ranges)
+    if store is not None:
+        store.write(int8_codes(vectors, codes.ranges))
 
 
 def _add_assigned(index: object, vectors: np.ndarray) -> None:
@@ -412,42 +420,6 @@ def _add_assigned(index: object, vectors: np.ndarray) -> None:
     inverted = faiss.extract_index_ivf(index)
     centroids = inverted.quantizer.reconstruct_n(0, inverted.nlist)
     add_preassigned(inverted, vectors, nearest_rows(vectors, centroids))
-
-
-def copy_rows(target: np.ndarray, rows: np.ndarray, start: int, block: int = 1 << 20) -> None:
-    """Copy ``rows`` (a memory-mapped store) into ``target`` from row ``start``, ``block`` rows at a time."""
-    for first in range(0, len(rows), block):
-        chunk = rows[first : first + block]
-        target[start + first : start + first + len(chunk)] = chunk
-
-
-def grown_store(old: Path, new: Path, rows: int) -> np.ndarray:
-    """A writable store of ``rows`` rows at ``new`` whose first rows are those of the store ``old``.
-
-    The old rows are copied by the kernel (``copy_file_range``, file systems that share blocks copy none), else
-    block by block.
-
-    Args:
-        old: the store to grow.
-        new: the new store's path.
-        rows: its rows.
-    """
-    previous = np.load(old, mmap_mode="r")
-    store = np.lib.format.open_memmap(new, mode="w+", dtype=previous.dtype, shape=(rows, previous.shape[1]))
-    size = previous.size * previous.itemsize
-    try:
-        with old.open("rb") as source, new.open("r+b") as target:
-            copied = 0
-            while copied < size:
-                step = os.copy_file_range(
-                    source.fileno(), target.fileno(), size - copied, previous.offset + copied, store.offset + copied
-                )
-                if step <= 0:
-                    raise OSError("copy_file_range copied nothing")
-                copied += step
-    except (AttributeError, OSError):  # no copy_file_range here, or not between these files
-        copy_rows(store, previous, 0)
-    return store
 
 
 def link_files(folder: Path, staging: Path, skip: set[str]) -> None:
@@ -498,7 +470,7 @@ def write_index_file(folder: Path, codes: IndexCodes) -> None:
 
 
 def write_codes(folder: Path, codes: IndexCodes) -> None:
-    """Write the faiss index, the ranges and the mean of ``codes`` into ``folder`` (the store is written in place)."""
+    """Write the faiss index, the ranges and the mean of ``codes`` into ``folder`` (the store is written apart)."""
     write_index_file(folder, codes)
     if codes.ranges is not None:
         np.save(folder / RANGES_FILE, codes.ranges.astype(np.float32))

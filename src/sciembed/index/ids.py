@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .rowfiles import NpyRowWriter
+
 BYTES_FILE = "ids.bytes.npy"
 OFFSETS_FILE = "ids.offsets.npy"
 ORDER_FILE = "ids.order.npy"
@@ -78,25 +80,27 @@ class IdTableWriter:
 
     def __init__(self, folder: str | os.PathLike[str], rows: int):
         self.folder = Path(folder)
-        self.offsets = np.lib.format.open_memmap(
-            self.folder / OFFSETS_FILE, mode="w+", dtype=np.int64, shape=(rows + 1,)
-        )
+        self.offsets = NpyRowWriter(self.folder / OFFSETS_FILE, np.int64, (rows + 1,))
+        self.offsets.write(np.zeros(1, dtype=np.int64))
         self.raw = (self.folder / f".{BYTES_FILE}.part").open("wb")
-        self.rows = 0
+        self.rows = self.end = 0
 
     def append(self, ids: Sequence[str]) -> None:
         """Append the next ``ids``."""
-        self.append_encoded(*encode_ids(ids, int(self.offsets[self.rows])))
+        self.append_encoded(*encode_ids(ids, self.end))
 
     def append_encoded(self, data: np.ndarray, ends: np.ndarray) -> None:
         """Append ids given as UTF-8 bytes and their end offsets (counted as :meth:`append` counts them)."""
+        if self.rows + len(ends) > self.offsets.shape[0] - 1:
+            raise ValueError(f"{self.folder}: more ids than the {self.offsets.shape[0] - 1} announced")
         self.raw.write(np.ascontiguousarray(data, dtype=np.uint8).tobytes())
-        self.offsets[self.rows + 1 : self.rows + 1 + len(ends)] = ends
+        self.offsets.write(ends)
         self.rows += len(ends)
+        self.end = int(ends[-1]) if len(ends) else self.end
 
     def extend(self, table: IdTable, block: int = _SORT_ROWS) -> None:
         """Append every id of ``table``, ``block`` ids at a time."""
-        shift = int(self.offsets[self.rows])
+        shift = self.end
         for first in range(0, len(table), block):
             last = min(first + block, len(table))
             data = table.bytes[table.offsets[first] : table.offsets[last]]
@@ -112,24 +116,20 @@ class IdTableWriter:
             ValueError: an id given twice, named with both rows.
         """
         self.raw.close()
-        if self.rows != len(self.offsets) - 1:
-            raise ValueError(f"{source}: {self.rows} ids written where {len(self.offsets) - 1} were announced")
+        announced = self.offsets.shape[0] - 1
+        if self.rows != announced:
+            self.offsets.handle.close()
+            raise ValueError(f"{source}: {self.rows} ids written where {announced} were announced")
+        self.offsets.close()
         raw = self.folder / f".{BYTES_FILE}.part"
-        size = int(self.offsets[-1])
-        if size:
-            id_bytes = np.lib.format.open_memmap(self.folder / BYTES_FILE, mode="w+", dtype=np.uint8, shape=(size,))
-            id_bytes[:] = np.memmap(raw, dtype=np.uint8, mode="r")
-            id_bytes.flush()
-        else:
-            id_bytes = np.zeros(0, dtype=np.uint8)
-            np.save(self.folder / BYTES_FILE, id_bytes)
+        with NpyRowWriter(self.folder / BYTES_FILE, np.uint8, (self.end,)) as id_bytes:
+            id_bytes.copy_raw(raw, 0, self.end)
         raw.unlink()
-        self.offsets.flush()
-        order, same = sorted_rows(id_bytes, self.offsets)
-        refuse_repeated(id_bytes, self.offsets, order, same, source)
+        id_bytes = np.load(self.folder / BYTES_FILE, mmap_mode="r")
+        offsets = np.load(self.folder / OFFSETS_FILE, mmap_mode="r")
+        order, same = sorted_rows(id_bytes, offsets)
+        refuse_repeated(id_bytes, offsets, order, same, source)
         np.save(self.folder / ORDER_FILE, order)
-        del id_bytes
-        self.offsets = None
 
 
 def refuse_repeated(

@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from ..io import refuse_replacing, replace_folder
-from .build import INDEX_FILE, REPORT_FILE, STORE_FILE, copy_rows, staging_folder, trained_codes, write_codes
+from .build import INDEX_FILE, REPORT_FILE, STORE_FILE, staging_folder, trained_codes, write_codes
 from .ids import IdTable, IdTableWriter
 from .manifest import Manifest
+from .rowfiles import NpyRowWriter
 from .settings import IndexKind
 
 
@@ -54,16 +55,9 @@ def merge_indexes(
                 codes.index.merge_from(other, codes.index.ntotal if codes.ivf else 0)
         papers = sum(m.papers for m in manifests)
         if (parts[0] / STORE_FILE).is_file():
-            store = np.lib.format.open_memmap(
-                staging / STORE_FILE, mode="w+", dtype=np.int8, shape=(papers, first.dim)
-            )
-            start = 0
-            for part in parts:
-                rows = np.load(part / STORE_FILE, mmap_mode="r")
-                copy_rows(store, rows, start)
-                start += len(rows)
-            store.flush()
-            del store
+            with NpyRowWriter(staging / STORE_FILE, np.int8, (papers, first.dim)) as store:
+                for part in parts:
+                    store.copy_from(part / STORE_FILE)
         write_codes(staging, codes)
         table = IdTableWriter(staging, papers)
         for part in parts:

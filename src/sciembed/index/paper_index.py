@@ -11,6 +11,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -33,7 +34,6 @@ from .build import (
     add_codes,
     build_index,
     check_added_model,
-    grown_store,
     link_files,
     needs_store,
     staging_folder,
@@ -44,6 +44,7 @@ from .ids import FILES as ID_FILES
 from .ids import IdTable, IdTableWriter
 from .manifest import MANIFEST_FILE, Manifest
 from .model import ModelStamp, stamped_encoder
+from .rowfiles import NpyRowWriter
 from .settings import IndexKind, IndexSettings
 
 if TYPE_CHECKING:
@@ -522,17 +523,16 @@ class PaperIndex:
             mean=self.codes.mean,
             ivf=self.codes.ivf,
         )
+        store = None
         if needs_store(codes):
-            codes.store = grown_store(self.folder / STORE_FILE, staging / STORE_FILE, old + source.count)
+            store = NpyRowWriter(staging / STORE_FILE, np.int8, (old + source.count, self.manifest.dim))
+            store.copy_from(self.folder / STORE_FILE)
         outside = components = 0
-        start = old
-        for _, vectors in source.blocks():
-            add_codes(codes, vectors, start)
-            if codes.ranges is not None:
-                outside += clipped_share(vectors, codes.ranges) * vectors.size
-                components += vectors.size
-            start += len(vectors)
-        if codes.store is not None:
-            codes.store.flush()
+        with store or contextlib.nullcontext():
+            for _, vectors in source.blocks():
+                add_codes(codes, vectors, store)
+                if codes.ranges is not None:
+                    outside += clipped_share(vectors, codes.ranges) * vectors.size
+                    components += vectors.size
         write_index_file(staging, codes)
         return outside / components if components else None
