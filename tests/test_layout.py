@@ -41,7 +41,6 @@ LAYERS = (
         (
             "sciembed.families",
             "sciembed.checkpoint_weights",
-            "sciembed.choices",
             "sciembed.io",
             "sciembed.truncation",
             "sciembed.default_model",
@@ -52,6 +51,7 @@ LAYERS = (
             "sciembed.similarity",
         ),
     ),
+    ("choices", ("sciembed.choices",)),
     ("modeling", ("sciembed.modeling",)),
 )
 

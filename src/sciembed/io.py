@@ -24,12 +24,11 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from .choices import StrChoice
 
 EMBEDDING_SUFFIXES = (".jsonl", ".npy", ".parquet")
 
@@ -318,7 +317,7 @@ def broken_link(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
-class InputKind(StrChoice):
+class InputKind(StrEnum):
     """What an input path must be."""
 
     FILE = "file"

@@ -50,6 +50,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
+from enum import StrEnum
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,6 @@ import torch.nn.functional as F
 from torch import nn
 from transformers.activations import ACT2FN
 
-from ..choices import StrChoice
 from .names import (  # noqa: F401  (the file names are this module's too)
     ADAPTER_CONFIG_FILE,
     ADAPTER_SAFE_WEIGHTS_FILE,
@@ -89,7 +89,7 @@ _LEGACY_MODULE_NAMES = {
 }
 
 
-class AdapterInit(StrChoice):
+class AdapterInit(StrEnum):
     """How an adapter's weights start (AdapterHub's ``init_weights``)."""
 
     BERT = "bert"
