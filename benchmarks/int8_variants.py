@@ -132,7 +132,7 @@ def main() -> None:
 
             def run() -> np.ndarray:
                 # The variant's session replaces the backend's own (one per format; this encoder has one).
-                cache = encoder._engine._sessions if variant.engine == "onnx" else encoder._engine._models
+                cache = encoder._engine._sessions
                 for key in cache:
                     cache[key] = chosen
                 return encoder.encode(papers, batch_size=args.batch_size, show_progress_bar=False)
