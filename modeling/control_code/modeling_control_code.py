@@ -29,10 +29,11 @@ logger = logging.get_logger(__name__)
 
 # Copied from sciembed.modeling.multi2spe.modeling_multi2spe.additive_attention_mask
 def additive_attention_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """BERT's additive attention mask, ``(batch, 1, 1, keys)``: 0 on the tokens of the 2-D ``attention_mask``, the
-    dtype's minimum on padding. Plain torch, because every attention implementation BERT layers have on
-    transformers 4.57 and 5.x (eager, sdpa) takes this mask, while transformers' own mask helpers are private
-    and were removed in 5.0."""
+    """BERT's additive attention mask, of shape ``(batch, 1, 1, keys)``.
+
+    The mask is 0 on the tokens of the 2-D ``attention_mask`` and the dtype's minimum on padding. It is plain torch,
+    because every attention implementation BERT layers have on transformers 4.57 and 5.x (eager, sdpa) takes this
+    mask, while transformers' own mask helpers are private and were removed in 5.0."""
     return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
 
 
@@ -85,8 +86,10 @@ def head_hidden_sizes(head: Union[str, Sequence[int]]) -> list[int]:
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.SpectroidClassificationHead with Spectroid->ControlCode
 class ControlCodeClassificationHead(nn.Module):
-    """SPECTROID's MLP head: dropout on the paper embedding, then Linear + ReLU for each of
-    ``config.classifier_hidden_sizes``, then a Linear to ``config.num_labels`` (the logits).
+    """SPECTROID's MLP head, from the paper embedding to the logits.
+
+    Dropout on the paper embedding, then Linear + ReLU for each of ``config.classifier_hidden_sizes``, then a Linear
+    to ``config.num_labels`` (the logits).
 
     The dropout is BertForSequenceClassification's: ``config.classifier_dropout``, else ``hidden_dropout_prob``.
     """
@@ -240,7 +243,10 @@ class ControlCodeModel(ControlCodePreTrainedModel):
 
     @property
     def num_inserted_tokens(self) -> int:
-        """Tokens the model inserts into each input: a tokenizer must leave room for them below the position limit."""
+        """Tokens the model inserts into each input.
+
+        A tokenizer must leave room for them below the position limit.
+        """
         return 1
 
     @classmethod
@@ -318,9 +324,15 @@ class ControlCodeModel(ControlCodePreTrainedModel):
         return model
 
     def _control_code_ids(self, task_format: str | Sequence[str] | None, rows: torch.Tensor) -> torch.LongTensor:
-        """The control-code token id of each row of ``rows`` (the batch's ``input_ids`` or ``inputs_embeds``) for
-        ``task_format`` (see :meth:`forward`). One format for the batch is filled from ``rows`` itself, so that
-        an exported graph (ONNX) keeps the batch size as an input rather than a constant."""
+        """The control-code token id of each row of ``rows`` for ``task_format``.
+
+        One format for the batch is filled from ``rows`` itself, so that an exported graph (ONNX) keeps the batch
+        size as an input rather than a constant.
+
+        Args:
+            task_format: one format for the batch, one per row, or ``None`` for the default (see :meth:`forward`).
+            rows: the batch's ``input_ids`` or ``inputs_embeds``.
+        """
         batch_size = rows.shape[0]
         single = task_format is None or isinstance(task_format, str)
         if single:
@@ -344,8 +356,10 @@ class ControlCodeModel(ControlCodePreTrainedModel):
         return torch.tensor(ids, dtype=torch.long, device=self.device)
 
     def _insert_control_code(self, codes, input_ids, inputs_embeds, attention_mask, token_type_ids, position_ids):
-        """The inputs with each row's control code after ``[CLS]``: attention 1, token type 0, the position
-        after ``[CLS]``'s (the following tokens shift by one)."""
+        """The inputs with each row's control code inserted after ``[CLS]``.
+
+        The code has attention 1, token type 0 and the position after ``[CLS]``'s. The following tokens shift by one.
+        """
         batch_size, length = (input_ids if input_ids is not None else inputs_embeds).shape[:2]
         if input_ids is not None:
             self.warn_if_padding_and_no_attention_mask(input_ids, attention_mask)
@@ -474,9 +488,9 @@ class ControlCodeModel(ControlCodePreTrainedModel):
 
 
 class ControlCodeForSequenceClassification(ControlCodePreTrainedModel):
-    """The control-code encoder with SPECTROID's MLP classification head (Capuano et al.) on the embedding at
-    the control code of the requested task format.
+    """The control-code encoder with SPECTROID's MLP classification head (Capuano et al.).
 
+    The head reads the embedding at the control code of the requested task format.
     Pass ``task_format="classification"`` (SciRepEval's ``[CLF]``, ``"regression"`` for ``[RGN]``) to the forward
     pass, or build the model with ``default_task_format="classification"``. Build it from BERT with
     :meth:`from_bert`, or from a saved control-code encoder with
@@ -538,9 +552,14 @@ class ControlCodeForSequenceClassification(ControlCodePreTrainedModel):
         return_dict: bool | None = None,
         task_format: str | Sequence[str] | None = None,
     ) -> SequenceClassifierOutput | tuple[torch.Tensor, ...]:
-        """:meth:`ControlCodeModel.forward`'s inputs (``task_format`` included), plus ``labels`` as for
-        ``BertForSequenceClassification`` (class indices for single-label classification, multi-hot floats for
-        multi-label, targets for regression)."""
+        """Classifies the batch, with the loss when ``labels`` are given.
+
+        Takes :meth:`ControlCodeModel.forward`'s inputs (``task_format`` included).
+
+        Args:
+            labels: as for ``BertForSequenceClassification``: class indices for single-label classification,
+                multi-hot floats for multi-label, targets for regression.
+        """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         outputs = self.control_code(
             input_ids,

@@ -1,5 +1,7 @@
-"""Configuration of MoE BERT (Hallee et al., "Contrastive learning and mixture of experts enables precise vector
-embeddings", arXiv:2401.15713, Scientific Reports 2025)."""
+"""Configuration of MoE BERT (Hallee et al., Scientific Reports 2025).
+
+The paper is "Contrastive learning and mixture of experts enables precise vector embeddings", arXiv:2401.15713.
+"""
 
 from __future__ import annotations
 

@@ -48,10 +48,11 @@ logger = logging.get_logger(__name__)
 
 # Copied from sciembed.modeling.multi2spe.modeling_multi2spe.additive_attention_mask
 def additive_attention_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """BERT's additive attention mask, ``(batch, 1, 1, keys)``: 0 on the tokens of the 2-D ``attention_mask``, the
-    dtype's minimum on padding. Plain torch, because every attention implementation BERT layers have on
-    transformers 4.57 and 5.x (eager, sdpa) takes this mask, while transformers' own mask helpers are private
-    and were removed in 5.0."""
+    """BERT's additive attention mask, of shape ``(batch, 1, 1, keys)``.
+
+    The mask is 0 on the tokens of the 2-D ``attention_mask`` and the dtype's minimum on padding. It is plain torch,
+    because every attention implementation BERT layers have on transformers 4.57 and 5.x (eager, sdpa) takes this
+    mask, while transformers' own mask helpers are private and were removed in 5.0."""
     return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
 
 
@@ -91,7 +92,10 @@ class MoEBertModelOutput(ModelOutput):
 
 
 class MoEBertExpert(nn.Module):
-    """One expert: BERT's MLP with the multiplicative gate W3 x + b3 (W3 = 0, b3 = 1 at initialisation)."""
+    """One expert: BERT's MLP with the multiplicative gate W3 x + b3.
+
+    At initialisation W3 = 0 and b3 = 1.
+    """
 
     def __init__(self, config: MoEBertConfig) -> None:
         super().__init__()
@@ -250,8 +254,10 @@ def head_hidden_sizes(head: Union[str, Sequence[int]]) -> list[int]:
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.SpectroidClassificationHead with Spectroid->MoEBert
 class MoEBertClassificationHead(nn.Module):
-    """SPECTROID's MLP head: dropout on the paper embedding, then Linear + ReLU for each of
-    ``config.classifier_hidden_sizes``, then a Linear to ``config.num_labels`` (the logits).
+    """SPECTROID's MLP head, from the paper embedding to the logits.
+
+    Dropout on the paper embedding, then Linear + ReLU for each of ``config.classifier_hidden_sizes``, then a Linear
+    to ``config.num_labels`` (the logits).
 
     The dropout is BertForSequenceClassification's: ``config.classifier_dropout``, else ``hidden_dropout_prob``.
     """
@@ -368,8 +374,11 @@ class MoEBertPreTrainedModel(PreTrainedModel):
     _no_split_modules = ["BertEmbeddings", "BertLayer", "MoEBertLayer"]
 
     def _init_weights(self, module: nn.Module) -> None:
-        """BERT's initialisation (:func:`init_bert_module`), then W3 = 0, b3 = 1 in every expert's gate (set on the
-        Linear itself: transformers 5 initialises only modules that hold parameters)."""
+        """BERT's initialisation (:func:`init_bert_module`), then W3 = 0, b3 = 1 in every expert's gate.
+
+        The gate values are set on the Linear itself, since transformers 5 initialises only modules that hold
+        parameters.
+        """
         init_bert_module(module, self.config.initializer_range)
         if getattr(module, "expert_gate", False):
             nn.init.zeros_(module.weight)
@@ -460,7 +469,10 @@ class MoEBertModel(MoEBertPreTrainedModel):
     def _domain_ids(
         self, input_ids: Optional[torch.LongTensor], domain_ids: Optional[torch.LongTensor], batch_size: int
     ) -> Optional[torch.LongTensor]:
-        """The domain of every input: `domain_ids` if given, else read from domain tokens at position 0."""
+        """The domain of every input.
+
+        It is `domain_ids` if given, else read from the domain tokens at position 0.
+        """
         domains = self.config.domains
         if domain_ids is not None:
             if domain_ids.shape != (batch_size,):
@@ -489,7 +501,7 @@ class MoEBertModel(MoEBertPreTrainedModel):
         tokenizer: Optional[PreTrainedTokenizerBase] = None,
         **options,
     ) -> MoEBertModel:
-        """Converts a pretrained BERT (a folder, a Hub id or a `BertModel`) into a MoE BERT with equal outputs.
+        """Converts a pretrained BERT into a MoE BERT with equal outputs.
 
         Every pretrained weight is copied: embeddings, attention and LayerNorms under their own names, and the MLP
         of each MoE layer into every expert (W1 <- intermediate.dense, W2 <- output.dense). W3 = 0, b3 = 1 and the
@@ -499,7 +511,8 @@ class MoEBertModel(MoEBertPreTrainedModel):
         `[CLS]`). Tokens the tokenizer already had keep their pretrained rows.
 
         Args:
-            path_or_model: the BERT checkpoint. A folder may also hold sentence-transformers files.
+            path_or_model: the BERT checkpoint: a folder, a Hub id or a `BertModel`. A folder may also hold
+                sentence-transformers files.
             tokenizer: the checkpoint's tokenizer, extended in place with the domain tokens.
             options: fields of [`MoEBertConfig`] (`num_experts`, `moe_layers`, `routing`, `num_experts_per_tok`,
                 `domains`, `domain_tokens`) or of `BertConfig` (e.g. `hidden_dropout_prob`) to override.
@@ -578,7 +591,9 @@ class MoEBertModel(MoEBertPreTrainedModel):
 
 
 class MoEBertForSequenceClassification(MoEBertPreTrainedModel):
-    """MoE BERT with SPECTROID's MLP classification head (Capuano et al.) on the paper embedding (masked mean).
+    """MoE BERT with SPECTROID's MLP classification head (Capuano et al.).
+
+    The head reads the paper embedding (the masked mean).
 
     Build it from BERT with [`MoEBertForSequenceClassification.from_bert`], or from a saved MoE BERT encoder with
     `MoEBertForSequenceClassification.from_pretrained(folder, num_labels=n, classifier_hidden_sizes=[64])`: the
@@ -639,9 +654,14 @@ class MoEBertForSequenceClassification(MoEBertPreTrainedModel):
         return_dict: Optional[bool] = None,
         domain_ids: Optional[torch.LongTensor] = None,
     ) -> Union[SequenceClassifierOutput, tuple[torch.Tensor, ...]]:
-        r"""[`MoEBertModel.forward`]'s inputs (`domain_ids` included), plus `labels` as for
-        `BertForSequenceClassification` (class indices for single-label classification, multi-hot floats for
-        multi-label, targets for regression)."""
+        r"""Classifies the batch, with the loss when `labels` are given.
+
+        Takes [`MoEBertModel.forward`]'s inputs (`domain_ids` included).
+
+        Args:
+            labels: as for `BertForSequenceClassification`: class indices for single-label classification,
+                multi-hot floats for multi-label, targets for regression.
+        """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         outputs = self.moe_bert(
             input_ids,

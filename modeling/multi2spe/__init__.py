@@ -1,4 +1,7 @@
-"""Multi²SPE (Seoh, Chang & McCallum, 2023): BERT with K CLS tokens whose summed outputs embed a paper."""
+"""Multi²SPE (Seoh, Chang & McCallum, 2023): BERT with K CLS tokens.
+
+The summed outputs of the CLS tokens embed a paper.
+"""
 
 from .configuration_multi2spe import Multi2SPEConfig
 from .modeling_multi2spe import (

@@ -1,4 +1,7 @@
-"""Multi²SPE: a BERT encoder with K CLS tokens whose summed outputs embed a paper (Seoh, Chang & McCallum, 2023)."""
+"""Multi²SPE: a BERT encoder with K CLS tokens (Seoh, Chang & McCallum, 2023).
+
+The summed outputs of the CLS tokens embed a paper.
+"""
 
 from __future__ import annotations
 
@@ -83,10 +86,11 @@ class Multi2SPECLSLinear(nn.Module):
 
 
 def additive_attention_mask(attention_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """BERT's additive attention mask, ``(batch, 1, 1, keys)``: 0 on the tokens of the 2-D ``attention_mask``, the
-    dtype's minimum on padding. Plain torch, because every attention implementation BERT layers have on
-    transformers 4.57 and 5.x (eager, sdpa) takes this mask, while transformers' own mask helpers are private
-    and were removed in 5.0."""
+    """BERT's additive attention mask, of shape ``(batch, 1, 1, keys)``.
+
+    The mask is 0 on the tokens of the 2-D ``attention_mask`` and the dtype's minimum on padding. It is plain torch,
+    because every attention implementation BERT layers have on transformers 4.57 and 5.x (eager, sdpa) takes this
+    mask, while transformers' own mask helpers are private and were removed in 5.0."""
     return (1.0 - attention_mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
 
 
@@ -96,8 +100,11 @@ def layer_output(output: Union[torch.Tensor, tuple[torch.Tensor, ...]]) -> torch
 
 
 class Multi2SPEEncoder(nn.Module):
-    """BERT's layers (``layer``, same parameter names as ``BertEncoder``) plus the per-CLS linear layers
-    (``cls_linear``, keyed by the 1-based number of the layer they follow)."""
+    """BERT's layers plus the per-CLS linear layers.
+
+    The layers are ``layer``, with the parameter names of ``BertEncoder``. The linear layers are ``cls_linear``,
+    keyed by the 1-based number of the layer they follow.
+    """
 
     def __init__(self, config: Multi2SPEConfig):
         super().__init__()
@@ -117,8 +124,11 @@ class Multi2SPEEncoder(nn.Module):
     def forward(
         self, hidden_states: torch.Tensor, attention_mask: Optional[torch.Tensor], output_hidden_states: bool
     ) -> tuple[torch.Tensor, Optional[tuple[torch.Tensor, ...]], torch.Tensor]:
-        """Returns the final hidden states, every layer's (when asked) and the last layer's output before its
-        per-CLS linear layers (what ``text_pooling="mean"`` averages)."""
+        """Returns the final hidden states, every layer's and the last layer's output before its linears.
+
+        Every layer's hidden states come only when asked. The last layer's output before its per-CLS linear layers
+        is what ``text_pooling="mean"`` averages.
+        """
         k = self.config.num_cls_tokens
         all_hidden_states = (hidden_states,) if output_hidden_states else None
         for number, layer in enumerate(self.layer, start=1):
@@ -151,8 +161,10 @@ def head_hidden_sizes(head: Union[str, Sequence[int]]) -> list[int]:
 
 # Copied from sciembed.modeling.spectroid.modeling_spectroid.SpectroidClassificationHead with Spectroid->Multi2SPE
 class Multi2SPEClassificationHead(nn.Module):
-    """SPECTROID's MLP head: dropout on the paper embedding, then Linear + ReLU for each of
-    ``config.classifier_hidden_sizes``, then a Linear to ``config.num_labels`` (the logits).
+    """SPECTROID's MLP head, from the paper embedding to the logits.
+
+    Dropout on the paper embedding, then Linear + ReLU for each of ``config.classifier_hidden_sizes``, then a Linear
+    to ``config.num_labels`` (the logits).
 
     The dropout is BertForSequenceClassification's: ``config.classifier_dropout``, else ``hidden_dropout_prob``.
     """
@@ -333,8 +345,10 @@ class Multi2SPEModel(Multi2SPEPreTrainedModel):
         tokenizer: Optional[PreTrainedTokenizerBase] = None,
         **options,
     ) -> Multi2SPEModel:
-        """Build Multi²SPE from a BERT checkpoint: every pretrained weight is copied, only the per-CLS
-        linear layers (and embedding rows of added tokens) are new.
+        """Builds Multi²SPE from a BERT checkpoint.
+
+        Every pretrained weight is copied. Only the per-CLS linear layers (and embedding rows of added tokens) are
+        new.
 
         Args:
             path_or_model: a folder or Hub id of a BERT checkpoint, or a ``BertModel``.
@@ -581,8 +595,14 @@ class Multi2SPEForSequenceClassification(Multi2SPEPreTrainedModel):
         output_hidden_states: Optional[bool] = None,
         return_dict: Optional[bool] = None,
     ) -> Union[SequenceClassifierOutput, tuple[torch.Tensor, ...]]:
-        """:meth:`Multi2SPEModel.forward`'s inputs, plus ``labels`` as for ``BertForSequenceClassification``
-        (class indices for single-label classification, multi-hot floats for multi-label, targets for regression)."""
+        """Classifies the batch, with the loss when ``labels`` are given.
+
+        Takes :meth:`Multi2SPEModel.forward`'s inputs.
+
+        Args:
+            labels: as for ``BertForSequenceClassification``: class indices for single-label classification,
+                multi-hot floats for multi-label, targets for regression.
+        """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         outputs = self.multi2spe(
             input_ids,

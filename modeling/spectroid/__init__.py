@@ -1,4 +1,7 @@
-"""SPECTROID (Capuano et al.): a BERT encoder fine-tuned end-to-end with an MLP classification head (CH1, CH2, CH3)."""
+"""SPECTROID (Capuano et al.): a BERT encoder fine-tuned end-to-end with an MLP classification head.
+
+The heads are the paper's CH1, CH2 and CH3.
+"""
 
 from .configuration_spectroid import SpectroidConfig
 from .modeling_spectroid import (

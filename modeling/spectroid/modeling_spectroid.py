@@ -80,8 +80,10 @@ def head_hidden_sizes(head: Union[str, Sequence[int]]) -> list[int]:
 
 
 class SpectroidClassificationHead(nn.Module):
-    """SPECTROID's MLP head: dropout on the paper embedding, then Linear + ReLU for each of
-    ``config.classifier_hidden_sizes``, then a Linear to ``config.num_labels`` (the logits).
+    """SPECTROID's MLP head, from the paper embedding to the logits.
+
+    Dropout on the paper embedding, then Linear + ReLU for each of ``config.classifier_hidden_sizes``, then a Linear
+    to ``config.num_labels`` (the logits).
 
     The dropout is BertForSequenceClassification's: ``config.classifier_dropout``, else ``hidden_dropout_prob``.
     """
@@ -122,7 +124,10 @@ def sequence_classification_loss(config: PretrainedConfig, logits: torch.Tensor,
 
 
 class SpectroidPooler(nn.Module):
-    """SPECTER's paper embedding: the final hidden state of ``[CLS]`` as it is (BERT's pooler adds dense + tanh)."""
+    """SPECTER's paper embedding: the final hidden state of ``[CLS]`` as it is.
+
+    BERT's pooler would add a dense layer and tanh.
+    """
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         return hidden_states[:, 0]
@@ -266,8 +271,14 @@ class SpectroidForSequenceClassification(SpectroidPreTrainedModel):
         output_hidden_states: Optional[bool] = None,
         return_dict: Optional[bool] = None,
     ) -> Union[SequenceClassifierOutput, tuple[torch.Tensor, ...]]:
-        """BERT's inputs, plus ``labels``: class indices ``(batch,)`` for single-label classification, multi-hot
-        floats ``(batch, num_labels)`` for multi-label, targets for regression (see ``config.problem_type``)."""
+        """Classifies the batch, with the loss when ``labels`` are given.
+
+        Takes BERT's inputs.
+
+        Args:
+            labels: class indices ``(batch,)`` for single-label classification, multi-hot floats
+                ``(batch, num_labels)`` for multi-label, targets for regression (see ``config.problem_type``).
+        """
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         outputs = self.bert(
             input_ids,
