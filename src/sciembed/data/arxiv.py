@@ -68,7 +68,10 @@ def read_arxiv_abstracts(folder: str | os.PathLike[str], *, skip_invalid: bool =
 
 
 def _listing(path: Path) -> tuple[dict[str, Any], str | None]:
-    """The paper of one ``.abs`` file, and why it cannot be used (``None`` when it can)."""
+    """The paper of one ``.abs`` file, and why it cannot be used.
+
+    The reason is ``None`` when the paper can be used.
+    """
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     separators = [i for i, line in enumerate(lines) if line.strip() == _SEPARATOR]
     if len(separators) < 2:

@@ -1,4 +1,6 @@
-"""The BEIR folder layout (Thakur et al. 2021), as SciFact, TREC-COVID, NFCorpus and SCIDOCS ship it.
+"""The BEIR folder layout (Thakur et al. 2021).
+
+SciFact, TREC-COVID, NFCorpus and SCIDOCS ship in it.
 
 ``corpus.jsonl`` holds ``{"_id", "title", "text"}`` a line, ``queries.jsonl`` ``{"_id", "text"}``, and
 ``qrels/<split>.tsv`` a header ``query-id<TAB>corpus-id<TAB>score`` then one judgement a line. Corpus

@@ -1,4 +1,6 @@
-"""Co-citation pair sets in the Hub format of the MoE paper (Hallee, Kapur et al. 2024, arXiv:2401.15713).
+"""Co-citation pair sets in the Hub format of the MoE paper.
+
+The paper is Hallee, Kapur et al. 2024, arXiv:2401.15713.
 
 Each domain is one Hub dataset (Gleghorn-Lab/Mixture-of-Experts-Sentence-Similarity, ``data/get_data.py``
 and ``data_compilation/to_HF.ipynb``) with splits ``train``, ``valid``, ``test`` and columns ``a``, ``b``
@@ -52,7 +54,9 @@ def load_cocitation_pairs(
     skip_invalid: bool = False,
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> CocitationPairs:
-    """Load a co-citation pair set from a Hub id, a domain name of :data:`DOMAIN_DATASETS`, or a folder.
+    """Loads a co-citation pair set from a Hub id, a domain name or a folder.
+
+    The domain names are those of :data:`DOMAIN_DATASETS`.
 
     Args:
         source: ``GleghornLab/abstract_domain_cvd``, ``"cvd"``, or a local folder in that layout.

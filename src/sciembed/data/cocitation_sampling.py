@@ -87,7 +87,10 @@ class CocitationConfig:
 
 @dataclass
 class CocitationPairSet:
-    """The splits, the year that starts ``test``, and the counts of what was kept, dropped or short."""
+    """The splits, the year that starts ``test``, and the counts of what was kept.
+
+    The counts also say what was dropped or short.
+    """
 
     pairs: DatasetDict
     test_from_year: int | None
@@ -98,7 +101,9 @@ class CocitationPairSet:
 def build_cocitation_pairs(
     graph: CitationGraph, papers: Dataset, config: CocitationConfig | None = None
 ) -> CocitationPairSet:
-    """Co-citation pairs of ``graph`` with the texts of ``papers`` (see the module docstring for the rules).
+    """Co-citation pairs of ``graph`` with the texts of ``papers``.
+
+    The module docstring gives the rules.
 
     Args:
         graph: the citation graph. co-citations are counted over all its papers, also those without text.
@@ -261,10 +266,10 @@ def _wanted(positives: int, config: CocitationConfig) -> int:
 def _non_cocited_pairs(
     first: np.ndarray, second: np.ndarray, count: int, cocited_keys: np.ndarray, n: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Up to ``count`` distinct unordered pairs (x in ``first``, y in ``second``, x != y) never co-cited.
+    """Up to ``count`` distinct unordered pairs that were never co-cited.
 
-    Small pools are enumerated exactly (so a shortfall is real, not bad luck). Large ones are sampled
-    by rejection in vectorised rounds.
+    Each pair has x in ``first`` and y in ``second``, with x != y. Small pools are enumerated exactly (so a
+    shortfall is real, not bad luck). Large ones are sampled by rejection in vectorised rounds.
     """
     empty = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     if count <= 0 or len(first) == 0 or len(second) == 0:
@@ -285,7 +290,10 @@ def _non_cocited_pairs(
 
 
 def _valid_keys(x: np.ndarray, y: np.ndarray, cocited_keys: np.ndarray, n: int) -> np.ndarray:
-    """Unique keys ``min*n + max`` of the pairs with x != y that are not in ``cocited_keys``, in first-seen order."""
+    """Unique keys ``min*n + max`` of the pairs with x != y, in first-seen order.
+
+    Keys in ``cocited_keys`` are left out.
+    """
     x, y = x.astype(np.int64), y.astype(np.int64)
     distinct = x != y
     keys = np.minimum(x, y)[distinct] * n + np.maximum(x, y)[distinct]

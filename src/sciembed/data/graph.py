@@ -300,7 +300,9 @@ class CitationGraph:
         )
 
     def index_of(self, paper_ids: IdLike | Iterable[IdLike] | IdArray) -> int | np.ndarray:
-        """The index of one paper id, or an array of indices for many (one Arrow hash lookup).
+        """The index of one paper id, or an array of indices for many.
+
+        The ids are looked up in one Arrow hash lookup.
 
         Raises:
             KeyError: an id is not in the graph (the message names up to five of them).
@@ -357,7 +359,10 @@ class CitationGraph:
 
     @cached_property
     def adjacency(self) -> sp.csr_array:
-        """The citation matrix ``A`` (``A[i, j] = 1`` when i cites j) as a scipy CSR array sharing our arrays."""
+        """The citation matrix ``A`` as a scipy CSR array sharing our arrays.
+
+        ``A[i, j] = 1`` when i cites j.
+        """
         data = np.ones(self.num_citations, dtype=np.int32)
         return sp.csr_array((data, self.out_indices, self.out_indptr), shape=(self.num_papers, self.num_papers))
 
@@ -453,7 +458,10 @@ def _edge_arrays(
     ids: Iterable[IdLike] | None,
     papers_with_text: Iterable[IdLike] | None,
 ) -> tuple[IdArray, IdArray, IdArray | None, IdArray | None]:
-    """The id arrays of an edge list, checked: both ends, the known ids and the ids with text."""
+    """The id arrays of an edge list, checked.
+
+    They are both ends, the known ids and the ids with text.
+    """
     a, b = id_array(*first), id_array(*second)
     if len(a) != len(b):
         raise ValueError(f"{first[1]} and {second[1]} differ in length ({len(a)} != {len(b)})")
@@ -531,8 +539,15 @@ def _log_stats(
 
 
 def paper_indices(graph: CitationGraph, refs: PaperRefs, name: str) -> np.ndarray:
-    """Paper indices of ``graph`` from indices or ids (``name`` is the argument's name for errors: unique and
-    sorted for ``exclude``, as given otherwise)."""
+    """Paper indices of ``graph`` from indices or ids.
+
+    The indices are unique and sorted for ``exclude``, as given otherwise.
+
+    Args:
+        graph: the citation graph.
+        refs: paper indices or ids.
+        name: the argument's name, for errors.
+    """
     if refs is None:
         return np.zeros(0, dtype=np.int64)
     array = np.asarray(refs if isinstance(refs, np.ndarray) else list(refs))

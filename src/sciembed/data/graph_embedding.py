@@ -93,8 +93,9 @@ def citation_graph_embedding(
 
 
 def align_vectors(graph: CitationGraph, ids: Iterable[str | int], vectors: np.ndarray) -> np.ndarray:
-    """Put precomputed vectors given as ``(ids, vectors)`` (e.g. PyTorch-BigGraph's ``entity_names`` and
-    embeddings) into the order of ``graph.ids``.
+    """Puts precomputed vectors given as ``(ids, vectors)`` into the order of ``graph.ids``.
+
+    PyTorch-BigGraph's ``entity_names`` and embeddings are such vectors.
 
     Graph papers without a vector get a row of NaN (counted as "without vector" by the sampler). Ids not
     in the graph are ignored. Both counts are logged.

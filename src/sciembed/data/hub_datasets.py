@@ -1,4 +1,6 @@
-"""``datasets.load_dataset`` for a Hub id or a local folder in the Hub layout, without stale local caches.
+"""``datasets.load_dataset`` for a Hub id or a local folder, without stale local caches.
+
+The local folder is in the Hub layout.
 
 datasets 5.0.1 keys its Arrow cache of a local folder by the folder's name and card, not by the files'
 contents: a second folder of the same name (a rebuilt benchmark, another copy of SciDocs) silently

@@ -50,7 +50,9 @@ def cite_qrels(
     negatives: int = 25,
     seed: int = 0,
 ) -> dict[str, dict[str, int]]:
-    """Query paper -> {candidate: 1 for a linked paper, 0 for a random unlinked one}, SciDocs' cite protocol.
+    """SciDocs' cite protocol: query paper -> {candidate: relevance}.
+
+    A candidate is 1 for a linked paper and 0 for a random unlinked one.
 
     Args:
         papers: paper id -> record, the papers with text (candidates are drawn from them).
@@ -84,7 +86,9 @@ def swapped_columns(
     known_documents: Collection[str] | None = None,
     scores: Sequence[int] | None = None,
 ) -> str | None:
-    """Why a judgement file's query and document columns look swapped, or ``None`` when they do not.
+    """Why a judgement file's query and document columns look swapped.
+
+    ``None`` when they do not.
 
     Three signs, any one enough. The ids fit the other way round: more rows whose query id is a known document and
     whose document id a known query than rows that fit as read, with queries and documents told apart by
@@ -215,9 +219,11 @@ def check_qrels_columns(
 
 
 def cacm_categories(papers: Iterable[Mapping[str, Any]], *, min_papers: int = 6) -> dict[str, int]:
-    """Paper id -> the top-level class of its first listed CR category (``3.7`` -> ``3``), for the papers
-    that have one. Classes with fewer than ``min_papers`` papers are left out (a stratified 3-fold split of
-    half of them needs at least 3 per side)."""
+    """Paper id -> the top-level class of its first listed CR category.
+
+    The class of ``3.7`` is ``3``. Papers without a category are left out. Classes with fewer than ``min_papers``
+    papers are left out too (a stratified 3-fold split of half of them needs at least 3 per side).
+    """
     labels = {}
     for paper in papers:
         codes = re.findall(r"\d+(?:\.\d+)?", paper.get("categories") or "")

@@ -1,4 +1,6 @@
-"""Random numbers keyed by (seed, query, stream, slot): the same for a query however the queries are split.
+"""Random numbers keyed by (seed, query, stream, slot).
+
+They are the same for a query however the queries are split.
 
 The samplers draw for all queries at once (one array operation per round), which a single
 ``numpy.random.Generator`` makes depend on which other queries share the run: query 7's positives would
@@ -22,7 +24,10 @@ _MIX2 = np.uint64(0x94D049BB133111EB)
 
 
 def base_seed(seed: SeedLike) -> int:
-    """The integer seed that keys every draw: ``seed`` itself, one draw of a Generator, fresh entropy for None."""
+    """The integer seed that keys every draw.
+
+    It is ``seed`` itself, one draw of a Generator, or fresh entropy for None.
+    """
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(2**63))
     if seed is None:

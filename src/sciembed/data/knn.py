@@ -28,8 +28,10 @@ def unit_rows(matrix: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 
 
 def nearest_neighbours(vectors: np.ndarray, k: int, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
-    """Indices and cosine similarities of each row's ``k`` nearest other rows, most similar first, computed
-    ``block`` rows at a time so memory stays at ``block x len(vectors)``."""
+    """Indices and cosine similarities of each row's ``k`` nearest other rows, most similar first.
+
+    They are computed ``block`` rows at a time, so memory stays at ``block x len(vectors)``.
+    """
     k = min(k, len(vectors) - 1)
     unit = unit_rows(np.asarray(vectors, dtype=np.float32))
     indices = np.empty((len(vectors), k), dtype=np.int64)
@@ -86,7 +88,9 @@ def faiss_rank_search(
     rows: int,
     ivf: IVFSettings | None = None,
 ) -> SearchBlocks:
-    """kNN ranks of every query among the candidates (itself left out), with faiss, ``rows`` queries a block.
+    """kNN ranks of every query among the candidates, with faiss.
+
+    The query itself is left out. Queries are searched ``rows`` at a time.
 
     ``ivf=None`` is exact search (``IndexFlat``). Otherwise an ``IndexIVFFlat`` trained on the candidates
     with ``ivf``'s seed, whose ranks count only the candidates of the probed cells. faiss scores in float32.
@@ -182,7 +186,9 @@ def faiss_neighbours(
     ivf: IVFSettings | None = None,
     rows: int = 4096,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` nearest other rows of each query row by cosine similarity, searched with faiss, most similar first.
+    """The ``k`` nearest other rows of each query row by cosine similarity, most similar first.
+
+    They are searched with faiss.
 
     The rows are scaled to unit length and put in an inner-product index: exact (``IndexFlatIP``) by default,
     or an ``IndexIVFFlat`` with ``ivf``'s cells, probes and seed for large collections. faiss ranks in

@@ -64,7 +64,10 @@ class MultiSciDocsConfig:
 
 @dataclass
 class MultiSciDocs:
-    """What was written: the folder, per task and split the qrels as (query, paper, rel) id lists, the counts."""
+    """What was written: the folder, the qrels and the counts.
+
+    The qrels are (query, paper, rel) id lists, per task and split.
+    """
 
     folder: Path
     qrels: dict[str, dict[str, list[tuple[str, str, int]]]]

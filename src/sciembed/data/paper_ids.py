@@ -20,7 +20,9 @@ IdArray = Any
 
 
 class PaperIds:
-    """The string ids of ``n`` papers, the id of paper ``i`` at position ``i`` (one Arrow ``large_string`` array).
+    """The string ids of ``n`` papers, the id of paper ``i`` at position ``i``.
+
+    They are held in one Arrow ``large_string`` array.
 
     Indexing with an integer gives the id as ``str``. With an integer array, a boolean mask or a slice it gives
     a numpy string array of those ids (a selection, so the fixed-width copy stays as small as the selection).
@@ -81,7 +83,10 @@ class PaperIds:
         return f"PaperIds({len(self)} ids, {self.nbytes} bytes)"
 
     def positions(self, wanted: Iterable[IdLike] | IdArray) -> np.ndarray:
-        """The index of each of ``wanted`` among these ids, -1 where it is not one of them (hash lookup)."""
+        """The index of each of ``wanted`` among these ids, found by hash lookup.
+
+        The index is -1 where an id is not one of them.
+        """
         import pyarrow.compute as pc
 
         found = pc.index_in(id_array(wanted, "paper ids"), value_set=self.arrow)
@@ -95,8 +100,14 @@ class PaperIds:
 
 
 def id_array(values: Iterable[IdLike] | IdArray, name: str) -> IdArray:
-    """``values`` as an Arrow ``large_string`` array (checked: strings or integers, one-dimensional, ``name``
-    is the argument's name for errors)."""
+    """``values`` as an Arrow ``large_string`` array.
+
+    The values are checked to be strings or integers, in one dimension.
+
+    Args:
+        values: the ids.
+        name: the argument's name, for errors.
+    """
     import pyarrow as pa
 
     if isinstance(values, PaperIds):
@@ -126,8 +137,9 @@ def id_array(values: Iterable[IdLike] | IdArray, name: str) -> IdArray:
 
 
 def factorise(parts: list[IdArray | None]) -> tuple[PaperIds, list[np.ndarray | None]]:
-    """The distinct ids of ``parts`` (outputs of :func:`id_array`) in sorted order, and each part as indices
-    into them.
+    """The distinct ids of ``parts`` in sorted order, and each part as indices into them.
+
+    The parts are outputs of :func:`id_array`.
 
     Arrow's ``dictionary_encode`` hashes the strings where they lie. Numbering by sorted position (the
     order ``np.unique`` gives) keeps a graph's numbering independent of the order of its input.

@@ -84,7 +84,9 @@ def paper_text(
 
 
 def text_field_names(text_fields: str | Iterable[str]) -> tuple[str, ...]:
-    """The paper fields a text is made of, as given in Python: one string is one field.
+    """The paper fields a text is made of, as given in Python.
+
+    One string is one field.
 
     Args:
         text_fields: a field name, or an ordered iterable of field names.
@@ -118,8 +120,11 @@ def text_field_names(text_fields: str | Iterable[str]) -> tuple[str, ...]:
 
 
 def paper_name(paper: Mapping[str, Any], index: int | None = None) -> str:
-    """How messages name ``paper``: ``record #index`` when its position is known, and ``paper 'id'`` when it has a
-    ``paper_id`` (``a paper without paper_id`` when it has neither)."""
+    """How messages name ``paper``.
+
+    The name is ``record #index`` when its position is known, and ``paper 'id'`` when it has a ``paper_id``
+    (``a paper without paper_id`` when it has neither).
+    """
     paper_id = paper.get("paper_id")
     named = [f"record #{index}"] if index is not None else []
     if paper_id not in (None, ""):
@@ -252,7 +257,9 @@ GIVEN_IN_PYTHON = "papers given in Python"
 
 
 def paper_inputs(papers: Any, *, what: str = "papers") -> tuple[list[Mapping[str, Any] | str], bool]:
-    """Papers or queries given in Python as a list of texts and records, and whether they were a single input.
+    """Papers or queries given in Python as a list of texts and records.
+
+    Also returns whether they were a single input.
 
     Args:
         papers: one text (``str``) or one paper record (a mapping), each a single input. A list, tuple, generator
@@ -315,7 +322,9 @@ def paper_records(
 
 
 def paper_id_list(ids: str | int | Iterable[str | int], *, what: str = "ids") -> list[str]:
-    """Paper ids given in Python as a list of distinct ids in the order given: one string or integer is one id.
+    """Paper ids given in Python as a list of distinct ids in the order given.
+
+    One string or integer is one id.
 
     Args:
         ids: one id (a string or an integer), or an ordered iterable of them.
@@ -343,7 +352,9 @@ def usable_as_is(
     skip_invalid: bool = False,
     text_fields: str | Sequence[str] = TEXT_FIELDS,
 ) -> bool:
-    """Check a ``datasets.Dataset`` of papers as :func:`paper_records` checks records, one batch in memory at a time.
+    """Checks a ``datasets.Dataset`` of papers as :func:`paper_records` checks records.
+
+    One batch is in memory at a time.
 
     Returns whether the dataset can be used as it is: every record valid, its ``paper_id`` already the checked id.
 
@@ -378,8 +389,10 @@ def usable_as_is(
 
 
 def _inputs(papers: Any, what: str) -> tuple[list[Mapping[str, Any] | str], list[str] | None, bool]:
-    """:func:`paper_inputs`' items, the keys of a mapping of records (else ``None``), and whether ``papers`` was one
-    input."""
+    """:func:`paper_inputs`' items, the keys of a mapping of records, and whether ``papers`` was one input.
+
+    The keys are ``None`` unless ``papers`` is a mapping of records.
+    """
     if isinstance(papers, str):
         return [papers], None, True
     if isinstance(papers, Mapping):
@@ -434,8 +447,10 @@ def _present(value: Any) -> Any:
 
 @dataclass
 class PaperDataset:
-    """The papers of one file as a memory-mapped ``datasets.Dataset`` (columns ``paper_id``, ``title``,
-    ``abstract``, in file order), and the records that were skipped."""
+    """The papers of one file as a memory-mapped ``datasets.Dataset``, and the records skipped.
+
+    The dataset has the columns ``paper_id``, ``title`` and ``abstract``, in file order.
+    """
 
     path: str
     dataset: Any
@@ -454,8 +469,9 @@ def paper_dataset(
     text_fields: Sequence[str] = TEXT_FIELDS,
     smart_links: str = "cacm",
 ) -> PaperDataset:
-    """The papers of ``path`` (any layout of :func:`read_papers`, validated the same way) as an Arrow-backed
-    ``datasets.Dataset``, for corpora larger than memory.
+    """The papers of ``path`` as an Arrow-backed ``datasets.Dataset``, for corpora larger than memory.
+
+    ``path`` may be in any layout of :func:`read_papers`, and is validated the same way.
 
     The records are streamed into ``cache_dir/papers-<key>.arrow`` in batches of 10,000 and the file is
     memory-mapped, so memory holds one batch and the ids seen (for the duplicate check), not the papers.
@@ -543,8 +559,9 @@ def _cached_papers(path: Path, arrow_file: Path, skipped_file: Path) -> PaperDat
 
 
 def check_paper_source(path: str | os.PathLike[str], option: str | None = None) -> None:
-    """Refuse a folder that holds no layout :func:`read_papers` reads, before any work (a file is checked as it is
-    read).
+    """Refuses a folder that holds no layout :func:`read_papers` reads, before any work.
+
+    A file is checked as it is read.
 
     Args:
         path: the papers as given.
@@ -626,9 +643,10 @@ def _checked_papers(
     whole: str = "whole file",
     text_fields: Sequence[str] = TEXT_FIELDS,
 ) -> Iterator[dict[str, Any]]:
-    """The valid papers of ``records`` (a reader's, or :func:`paper_records`'), in order: ids checked and unique,
-    text in ``text_fields``. Bad records raise, or (``skip_invalid``) go to ``skipped``. ``whole`` names the input
-    as a whole when it holds no valid paper.
+    """The valid papers of ``records`` in order, with checked unique ids and text in ``text_fields``.
+
+    The records are a reader's, or :func:`paper_records`'. Bad records raise, or (``skip_invalid``) go to
+    ``skipped``. ``whole`` names the input as a whole when it holds no valid paper.
 
     A paper lacking text in some of ``text_fields`` other than title and abstract (no such key, or an empty value,
     as a paper without an abstract) is embedded from those it has, and counted and reported. A field no paper has
@@ -707,7 +725,10 @@ def _lacks_text(problem: PaperProblem, text_fields: tuple[str, ...]) -> bool:
 
 
 class _LackingText:
-    """The papers that lack text in some of the text fields a caller names beyond title and abstract."""
+    """The papers that lack text in some of the text fields a caller names.
+
+    Only the fields beyond title and abstract count.
+    """
 
     def __init__(self, source: str, fields: tuple[str, ...]):
         self.source, self.fields = source, fields

@@ -1,4 +1,4 @@
-"""What paper readers report about the records they cannot use, and the order paper ids sort in.
+"""What paper readers report about unusable records, and the order paper ids sort in.
 
 A leaf of ``sciembed.data``: the readers of every layout (:mod:`.papers`, :mod:`.smart`, :mod:`.judgements`) import
 it, and it imports none of them.
@@ -10,7 +10,10 @@ from dataclasses import dataclass
 
 
 def paper_id_order(paper_id: str) -> tuple[int, int, str]:
-    """Sort key for paper ids: numeric ids in numeric order ("9" before "10"), then the others."""
+    """Sort key for paper ids: numeric ids in numeric order, then the others.
+
+    So "9" sorts before "10".
+    """
     return (0, int(paper_id), "") if paper_id.isdigit() else (1, 0, paper_id)
 
 

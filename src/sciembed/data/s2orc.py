@@ -69,7 +69,9 @@ def read_s2orc(
     skip_invalid: bool = False,
     internal_only: bool = False,
 ) -> S2orcPapers:
-    """Read one S2ORC metadata ``.jsonl`` file, or every ``*.jsonl`` file of a folder, in name order.
+    """Reads one S2ORC metadata ``.jsonl`` file, or every ``*.jsonl`` file of a folder.
+
+    A folder's files are read in name order.
 
     Args:
         path: a ``.jsonl`` file or a folder of them (e.g. ``sample/metadata/``).

@@ -352,8 +352,10 @@ def _exact_hard(graph: CitationGraph, query: np.ndarray, slot: np.ndarray, seed:
 
 
 def _easy_negatives(graph: CitationGraph, query: np.ndarray, slot: np.ndarray, seed: int) -> np.ndarray:
-    """One easy negative per entry of ``query`` (its ``slot``-th): a uniform paper with text, not q, not cited
-    by q. -1 if none."""
+    """One easy negative per entry of ``query``, its ``slot``-th.
+
+    It is a uniform paper with text that is not q and not cited by q, or -1 if there is none.
+    """
     text = np.nonzero(graph.has_text)[0]
     result = np.full(len(query), -1, dtype=np.int64)
     if not len(text):

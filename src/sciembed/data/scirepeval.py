@@ -151,7 +151,10 @@ def _guess_kind(records: list, path: Path) -> str:
 
 
 def _record_id(record: Any) -> str | None:
-    """The id to name in a report: the record's ``corpus_id``, or its query paper's for a triplet."""
+    """The id to name in a report.
+
+    That is the record's ``corpus_id``, or its query paper's for a triplet.
+    """
     if not isinstance(record, dict):
         return None
     value = record.get("corpus_id")
@@ -270,7 +273,9 @@ def load_scirepeval_task(
     skip_invalid: bool = False,
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> SciRepEvalTask:
-    """Load a SciRepEval task's metadata and labels from the Hub or local folders in the Hub layout.
+    """Loads a SciRepEval task's metadata and labels.
+
+    They come from the Hub, or from local folders in the Hub layout.
 
     Args:
         task: the ``allenai/scirepeval_test`` config (e.g. ``fos``, ``scidocs_mag``, ``search``).

@@ -91,7 +91,7 @@ _LONG_TITLE = 2
 
 @dataclass
 class SmartCollection:
-    """Papers with text, undirected ``.X`` links by CACM link type, and the records that were skipped.
+    """Papers with text, undirected ``.X`` links by CACM link type, and the records skipped.
 
     ``link_reading`` is how the ``.X`` lines were read (:data:`LINK_READINGS`): with ``all`` every link is
     under :data:`CACM_CITATION`.
@@ -230,15 +230,19 @@ def _check_cacm_link_types(path: Path, records: list[tuple[int, dict[str, Any]]]
 
 
 def _is_keyword_line(line: str) -> bool:
-    """Whether a line reads as keywords: phrases ending in a lower-case word between commas, two or more of them or
-    nothing else."""
+    """Whether a line reads as keywords.
+
+    Keywords are phrases between commas that end in a lower-case word: two or more of them, or nothing else.
+    """
     items = [item.strip() for item in line.split(",") if item.strip()]
     lower = sum(bool(_KEYWORD_ITEM.fullmatch(item)) for item in items)
     return lower >= 2 or lower == len(items) > 0
 
 
 def _lost_markers(path: Path, records: list[dict[str, Any]]) -> dict[int, str]:
-    """The records whose fields hold another field's lines after a lost marker, by index, with the reason.
+    """The records whose fields hold another field's lines after a lost marker.
+
+    They are keyed by index, each with the reason.
 
     Args:
         path: the document file, named in the warning.
@@ -298,7 +302,10 @@ def _lost_markers(path: Path, records: list[dict[str, Any]]) -> dict[int, str]:
 
 
 def _warn_long_titles(path: Path, records: list[tuple[int, dict[str, Any]]]) -> None:
-    """Warn of titles far longer than the file's ordinary ones: a lost ``.W`` marker puts the abstract in the title."""
+    """Warns of titles far longer than the file's ordinary ones.
+
+    A lost ``.W`` marker puts the abstract in the title.
+    """
     words = sorted(len(record["title"].split()) for _, record in records if record["title"])
     if len(words) < 5:
         return
@@ -553,8 +560,10 @@ def _finish(record: dict[str, Any], lines: dict[str, list], path: Path) -> dict[
 
 
 def _is_link_line(line: str, owner: str) -> bool:
-    """Whether a line of the record ``owner`` reads as an ``.X`` link triple: three whole numbers, tab-separated
-    or ending in the record's own id (``other n owner``)."""
+    """Whether a line of the record ``owner`` reads as an ``.X`` link triple.
+
+    A triple is three whole numbers, tab-separated or ending in the record's own id (``other n owner``).
+    """
     parts = line.split()
     if len(parts) != 3 or not all(part.isdigit() for part in parts):
         return False
