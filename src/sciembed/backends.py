@@ -37,7 +37,9 @@ ENGINES: dict[Backend, type[CachedEngine]] = {Backend.ONNX: OnnxBackend, Backend
 
 
 def check_backend(backend: Any, quantization: Any = WeightQuantization.FP32, device: Any = None) -> Backend:
-    """Refuse a backend, quantization and device that do not go together, and a backend whose extra is missing.
+    """Refuses a backend, quantization and device that do not go together.
+
+    A backend whose extra is not installed is refused too.
 
     Args:
         backend: ``pytorch``, ``onnx`` or ``openvino``.

@@ -1,5 +1,7 @@
-"""What a model folder or Hub snapshot holds: its window, its sentence-transformers modules and the folder of
-its transformer, and the embedding it declares.
+"""What a model folder or Hub snapshot holds.
+
+That is its window, its sentence-transformers modules and the folder of its transformer, and the embedding it
+declares.
 
 These read files only: nothing of the checkpoint is imported or run.
 """
@@ -214,8 +216,10 @@ def tokenizer_window(name_or_path: str, folder: str) -> None:
 
 
 def transformer_folder(name_or_path: str) -> str | None:
-    """The folder (relative to the model's) of a sentence-transformers model's first module when it is a transformers
-    model (``config.json`` there), as ``modules.json`` says. ``None`` otherwise."""
+    """The folder of a sentence-transformers model's first module, when that is a transformers model.
+
+    The folder is relative to the model's, as ``modules.json`` says, and holds ``config.json``. ``None`` otherwise.
+    """
     first = json.loads(Path(_st_file(name_or_path, "modules.json")).read_text(encoding="utf-8"))[0]
     folder = first.get("path", "")
     try:
@@ -274,8 +278,11 @@ def _is_file(name_or_path: str, filename: str) -> bool:
 
 
 def format_routes_at_root(name_or_path: str) -> bool:
-    """Whether a sentence-transformers model has format routes around the model at its root, as
-    :func:`sciembed.encoders.router.add_format_routes` writes them (``config.json`` beside ``router_config.json``)."""
+    """Whether a sentence-transformers model has format routes around the model at its root.
+
+    That is the layout :func:`sciembed.encoders.router.add_format_routes` writes: ``config.json`` beside
+    ``router_config.json``.
+    """
     try:
         _st_file(name_or_path, "router_config.json")
         _st_file(name_or_path, "config.json")

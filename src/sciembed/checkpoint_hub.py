@@ -1,4 +1,4 @@
-"""Finding a model: a local folder or a Hub id, and load errors that name it.
+"""Finding a model, and load errors that name it.
 
 Finding a model: a local folder checked before anything loads, a Hub id resolved to a snapshot in the Hub cache, and
 load errors that name the model the user gave.

@@ -123,7 +123,10 @@ def _listed(items: Iterable[str]) -> str:
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """transformers' progress bar and load report off for the check (the load that follows shows its own)."""
+    """Turns transformers' progress bar and load report off for the check.
+
+    The load that follows shows its own.
+    """
     from transformers.utils import logging as transformers_logging
 
     bars = transformers_logging.is_progress_bar_enabled()

@@ -1,4 +1,4 @@
-"""What a model folder or Hub repository holds: the code its configs name, and its module folders.
+"""The code a model folder or Hub repository's configs name, and its module folders.
 
 With ``trust_remote_code=True``, transformers runs the code an ``auto_map`` entry names. That is a module beside
 the config (``module.Class``), or one in another repository or local folder (``OTHER--module.Class``).
@@ -65,7 +65,10 @@ class CodeEntry:
 
 
 class _Checkpoint:
-    """The files of a local folder or of a Hub repository (fetched into, or read from, the Hub cache)."""
+    """The files of a local folder or of a Hub repository.
+
+    A Hub repository's files are fetched into, or read from, the Hub cache.
+    """
 
     def __init__(self, name_or_path: str | os.PathLike[str]) -> None:
         self.name = str(name_or_path)
@@ -75,7 +78,11 @@ class _Checkpoint:
         return str(Path(self.name) / relative) if self.local else f"{self.name}/{relative}"
 
     def file(self, relative: str) -> Path | None:
-        """The file at ``relative`` (a path already checked to stay inside), or ``None`` when there is none."""
+        """The file at ``relative``, or ``None`` when there is none.
+
+        Args:
+            relative: a path already checked to stay inside.
+        """
         if self.local:
             path = Path(self.name) / relative
             return path if path.is_file() else None
@@ -273,7 +280,7 @@ def check_remote_code(name_or_path: str | os.PathLike[str], *, trust_remote_code
 
 
 def check_code_present(name_or_path: str | os.PathLike[str]) -> None:
-    """Refuse a local folder whose ``auto_map`` or module class names a module file the folder does not hold.
+    """Refuses a local folder whose ``auto_map`` or module class names a module file it lacks.
 
     transformers would look that file up on the Hub and name a Hub address, even for a local folder.
 
@@ -328,7 +335,9 @@ def _check_module_file(checkpoint: _Checkpoint, folder: str, file: str, key: str
 def check_tokenizer(
     name_or_path: str | os.PathLike[str], folder: str = "", *, trust_remote_code: bool = False
 ) -> None:
-    """Refuse a tokenizer that would not load as saved, or would load with no vocabulary, naming the file at fault.
+    """Refuses a tokenizer that would not load as saved, or would load with no vocabulary.
+
+    The error names the file at fault.
 
     A tokenizer written as code (an ``AutoTokenizer`` entry in ``auto_map``) is :func:`check_remote_code`'s. One
     with ``tokenizer.json`` loads from it. Otherwise ``tokenizer_config.json`` names its class: a class transformers
@@ -395,7 +404,9 @@ def check_tokenizer(
 
 
 def check_published_code(folder: str | os.PathLike[str], *, trust_remote_code: bool = False) -> None:
-    """Refuse to publish a folder that holds or names code other than sciembed's own, unless the user trusts it.
+    """Refuses to publish a folder with code other than sciembed's, unless the user trusts it.
+
+    The code may be held in the folder or named by its configs.
 
     Args:
         folder: the model folder to export, or the exported folder to push.
@@ -422,8 +433,10 @@ _LOADED_FROM = ("tokenizer_name_or_path", "model_name_or_path")
 
 
 def _elsewhere_entries(checkpoint: _Checkpoint, folder: str, file: str, config: dict[str, Any]) -> list[CodeEntry]:
-    """A module config's tokenizer or model read from outside the checkpoint: whatever code it names would run under
-    the trust given to this checkpoint."""
+    """A module config's tokenizer or model read from outside the checkpoint.
+
+    Whatever code it names would run under the trust given to this checkpoint.
+    """
     entries = []
     for key in _LOADED_FROM:
         value = config.get(key)
@@ -494,7 +507,10 @@ def hub_offline() -> bool:
 
 
 def in_hub_cache(repo_id: str) -> bool:
-    """Whether the Hub cache holds a model ``repo_id`` (a config file of it), as offline loading needs."""
+    """Whether the Hub cache holds a config file of the model ``repo_id``.
+
+    Offline loading needs one.
+    """
     from huggingface_hub import try_to_load_from_cache
     from huggingface_hub.errors import HFValidationError
 

@@ -42,7 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def return_freed_memory() -> bool:
-    """Have glibc give the pages of large freed blocks (tensors) back to the system at once. Returns whether it did.
+    """Has glibc give the pages of large freed blocks back to the system at once.
+
+    The blocks are tensors, mostly. Returns whether it did.
 
     glibc raises its mmap threshold each time such a block is freed, after which the next ones come from its heap,
     whose freed pages a process keeps: a training step's activations then stay resident for the rest of the run.
@@ -111,7 +113,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _add_output_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
-    """``-v`` and ``-q``, taken before or after the subcommand (its copy sets no default over the root's).
+    """Adds ``-v`` and ``-q``, taken before or after the subcommand.
+
+    The subcommand's copy sets no default over the root's.
 
     Args:
         parser: the root parser or a subcommand's.

@@ -1,4 +1,4 @@
-"""Which share of a job this process runs, and the few collective steps the jobs need.
+"""Which share of a job this process runs, and the collective steps the jobs need.
 
 Which share of a job this process runs: rank and world size from `torchrun` / `accelerate launch` (a
 ``torch.distributed`` process group), or given by the caller (SLURM arrays, Ray or Spark tasks: no group, no barrier),
@@ -41,7 +41,10 @@ class Share:
 
     @contextlib.contextmanager
     def main_process_first(self) -> Iterator[None]:
-        """Rank 0 runs the block first (it may write a cache the others then read), the other ranks after it."""
+        """Rank 0 runs the block first, the other ranks after it.
+
+        Rank 0 may write a cache the others then read.
+        """
         if self.rank != 0:
             self.barrier()
         yield
@@ -50,8 +53,10 @@ class Share:
 
 
 def process_share(rank: int | None = None, world_size: int | None = None) -> Share:
-    """The share of this process: ``rank`` / ``world_size`` as given, else the initialised process group's,
-    else the whole job (rank 0 of 1)."""
+    """The share of this process.
+
+    It is ``rank`` / ``world_size`` as given, else the initialised process group's, else the whole job (rank 0 of 1).
+    """
     if rank is None and world_size is None:
         if "torch" in sys.modules:
             import torch.distributed as dist
@@ -65,9 +70,11 @@ def process_share(rank: int | None = None, world_size: int | None = None) -> Sha
 
 
 def init_from_environment() -> str | None:
-    """Join the process group that `torchrun` / `accelerate launch` describe in the environment (``WORLD_SIZE``
-    above 1): gloo on CPUs, NCCL on GPUs. Returns this process's own GPU (``cuda:LOCAL_RANK``) on a GPU
-    machine, None otherwise (and without a group)."""
+    """Joins the process group that `torchrun` / `accelerate launch` describe in the environment.
+
+    The group is joined when ``WORLD_SIZE`` is above 1: gloo on CPUs, NCCL on GPUs. Returns this process's own GPU
+    (``cuda:LOCAL_RANK``) on a GPU machine, None otherwise (and without a group).
+    """
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return None
     import torch

@@ -14,7 +14,9 @@ LOGGER_NAME = "sciembed"
 
 
 def progress_enabled(show_progress_bar: bool | None) -> bool:
-    """Whether to show a progress bar: the caller's choice, or for ``None`` whether ``sciembed`` logs INFO.
+    """Whether to show a progress bar.
+
+    That is the caller's choice, or for ``None`` whether ``sciembed`` logs INFO.
 
     Args:
         show_progress_bar: ``True`` or ``False`` to decide, ``None`` to follow the ``sciembed`` logger's level.

@@ -1,4 +1,6 @@
-"""Saving a model folder that loads back as the same encoder: weights, tokenizer and the embedding it is used in.
+"""Saving a model folder that loads back as the same encoder.
+
+The folder holds the weights, the tokenizer and the embedding the encoder is used in.
 
 :func:`save_model` is what :meth:`sciembed.PaperEncoder.save_pretrained` and training's
 :func:`~sciembed.training.run.save_trained` write: format modules beside a clean base, a family model with its
