@@ -1,5 +1,6 @@
-"""``sciembed demo``, the main job of ``make demo``: the whole life of a model on the embedded default, as CLI
-commands.
+"""``sciembed demo``, the main job of ``make demo``.
+
+It runs the whole life of a model on the embedded default, as CLI commands.
 
 1. ``sciembed train --recipe specter`` (the recipe ``benchmarks/recipes.py`` recommends, anchored on SciRepEval's
    samples when ``DATA/scirepeval-samples`` holds them): split CACM's linked papers
@@ -159,8 +160,10 @@ def run_main_job(
 
 
 def closing_note(seconds: float, *, on_cacm: bool, default_budget: bool) -> str:
-    """How long the demo took, and that its timings and numbers vary with the machine and its load. For a run on
-    CACM at the default budget, where earlier runs are recorded (:data:`SEEN_ON_CACM`)."""
+    """How long the demo took, and that timings and numbers vary with machine and load.
+
+    For a run on CACM at the default budget, the note adds the recorded runs (:data:`SEEN_ON_CACM`).
+    """
     minutes, rest = divmod(round(seconds), 60)
     note = (
         f"The demo took {minutes} min {rest} s on this machine. Timings and the fine-tuned model's held-out numbers "
@@ -172,8 +175,10 @@ def closing_note(seconds: float, *, on_cacm: bool, default_budget: bool) -> str:
 
 
 def format_table(summary: dict[str, Any]) -> str:
-    """The held-out metrics of a ``train_results.json``: the base as published, the recipe's step 0 when it
-    differs from it, and the fine-tuned model."""
+    """The held-out metrics of a ``train_results.json`` as a table.
+
+    The rows are the base as published, the recipe's step 0 when it differs from it, and the fine-tuned model.
+    """
     after = {name.removeprefix("eval_"): value for name, value in summary["eval_metrics"].items() if name != "epoch"}
     published = {
         name.removeprefix("eval_"): value for name, value in (summary.get("published_base_eval_metrics") or {}).items()
@@ -212,7 +217,10 @@ def format_table(summary: dict[str, Any]) -> str:
 
 
 def _data(data_dir: Path, output: Path) -> tuple[Path, list[dict[str, Any]], set[tuple[str, str]], dict[str, Any]]:
-    """The citation data to train on, its papers and links, and the budget that suits its size."""
+    """The citation data to train on, its papers and links, and the budget for it.
+
+    The budget suits the data's size.
+    """
     cacm = data_dir / "cacm"
     if cacm.is_dir():
         from ..data.smart import CACM_CITATION, read_smart_collection
@@ -267,8 +275,10 @@ def _run(argv: list[str], title: str) -> None:
 def _ranked_above(
     folder: Path, papers: list[dict[str, Any]], links: set[tuple[str, str]], queries: list[str]
 ) -> dict[str, Any]:
-    """Held-out (query, cited, random) triples scored by MiniLM as published and by the exported model,
-    both loaded with sentence-transformers in a fresh process without sciembed."""
+    """Held-out (query, cited, random) triples scored by MiniLM as published and by the exported model.
+
+    Both are loaded with sentence-transformers in a fresh process without sciembed.
+    """
     from transformers import AutoTokenizer
 
     from ..data.papers import paper_text

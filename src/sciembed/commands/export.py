@@ -100,7 +100,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def export_from_arguments(args: argparse.Namespace, out: str, repo_id: str | None) -> ExportReport:
-    """Export ``args.model`` to ``out`` with the evaluations and training run the arguments name (or the run's own)."""
+    """Exports ``args.model`` to ``out`` with the evaluations and training run the arguments name.
+
+    Without them, the run's own files beside the model folder are used, where they exist.
+    """
     from ..hub.export import export_model
     from ..io import check_input
     from ..training.run import EVALUATION_FILE, RESULTS_FILE

@@ -178,8 +178,10 @@ def _data(args: argparse.Namespace):
 
 
 def _settings_listing(recipe: str, base: str | None, overrides: dict, trust_remote_code: bool = False) -> str:
-    """The settings a run uses as ``KEY=VALUE`` lines (what ``--set`` takes), each embedding value with what chose
-    it."""
+    """The settings a run uses, as the ``KEY=VALUE`` lines ``--set`` takes.
+
+    Each embedding value comes with what chose it.
+    """
     from ..training.recipes import get_recipe
     from ..training.run import resolved_settings
 
@@ -203,7 +205,10 @@ def _settings_listing(recipe: str, base: str | None, overrides: dict, trust_remo
 
 
 def _recipes_help() -> str:
-    """Each recipe with its paper and description (the settings it uses, from the recipe itself), for the epilog."""
+    """Each recipe with its paper and description, for the epilog.
+
+    The description gives the settings the recipe uses, from the recipe itself.
+    """
     blocks = ["recipes (values: --show-settings):"]
     for recipe in RECIPES.values():
         blocks.append(
