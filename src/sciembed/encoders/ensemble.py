@@ -207,8 +207,10 @@ class EnsembleEncoder(Encoder, folder_file=ENSEMBLE_FILE):
 
 
 def save_ensemble(folder: str | os.PathLike[str], members: Sequence[str | os.PathLike[str]]) -> Path:
-    """Write ``folder/sciembed_ensemble.json`` naming the member models (paths relative to ``folder``
-    where they lie inside it, else as given, Hub ids as they are)."""
+    """Writes ``folder/sciembed_ensemble.json``, naming the member models.
+
+    A member's path is relative to ``folder`` where it lies inside it, else as given. Hub ids stay as they are.
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     names = []

@@ -173,8 +173,10 @@ def _st_name(cls: type) -> str:
 
 
 def _remove_sentence_transformers_files(folder: Path) -> None:
-    """The sentence-transformers modules a folder had (a family model's Transformer at the root and the modules
-    after it), which the routes replace. The model's own files stay."""
+    """Removes the sentence-transformers modules a folder had, which the routes replace.
+
+    Those are a family model's Transformer at the root and the modules after it. The model's own files stay.
+    """
     modules_file = folder / "modules.json"
     if not modules_file.is_file():
         return

@@ -32,6 +32,8 @@ from .names import DEFAULT_FORMAT, FORMATS, ROUTE_CODE_FILES  # noqa: F401  (the
 
 
 def route_code_paths() -> list[Path]:
-    """sciembed's own copies of the files an exported multi-format folder ships as remote code
-    (:data:`~.names.ROUTE_CODE_FILES`), for :func:`sciembed.families.foreign_code` to recognise."""
+    """sciembed's own copies of the remote-code files an exported multi-format folder ships.
+
+    The files are :data:`~.names.ROUTE_CODE_FILES`, for :func:`sciembed.families.foreign_code` to recognise.
+    """
     return [Path(__file__).parent / name for name in ROUTE_CODE_FILES]

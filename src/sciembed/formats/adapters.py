@@ -160,8 +160,10 @@ def _is_number(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class BottleneckConfig:
-    """A sequential bottleneck adapter, AdapterHub's ``seq_bn`` (``SeqBnConfig``): field names and defaults are
-    adapters', so :meth:`to_dict` / :meth:`from_dict` write and read the ``config`` of ``adapter_config.json``.
+    """A sequential bottleneck adapter, AdapterHub's ``seq_bn`` (``SeqBnConfig``).
+
+    Field names and defaults are adapters', so :meth:`to_dict` / :meth:`from_dict` write and read the ``config``
+    of ``adapter_config.json``.
 
     Args:
         reduction_factor: hidden size / bottleneck size. A number, or a mapping from layer index (as a string)
@@ -290,8 +292,10 @@ _FUSION_FIXED = {
 
 @dataclass(frozen=True)
 class FusionConfig:
-    """AdapterFusion, the dynamic variant (adapters' ``DynamicAdapterFusionConfig``, the default of
-    ``add_adapter_fusion``): query, key and value projections, the value initialised to the identity.
+    """AdapterFusion, the dynamic variant: query, key and value projections.
+
+    This is adapters' ``DynamicAdapterFusionConfig``, the default of ``add_adapter_fusion``. The value is
+    initialised to the identity.
 
     Args:
         regularization: add ``0.01 * ||I - V||^2`` over the value matrices to the training loss (Pfeiffer et al.
@@ -311,7 +315,11 @@ class FusionConfig:
         self._settle("FusionConfig")
 
     def _settle(self, source: str) -> None:
-        """Check every value, raising a ValueError that names ``source`` and the key of the first unsupported one."""
+        """Checks every value.
+
+        Raises:
+            ValueError: naming ``source`` and the key of the first unsupported value.
+        """
         for key in ("regularization", "value_initialized"):
             if not isinstance(getattr(self, key), bool):
                 raise _refuse(source, key, getattr(self, key), "true or false")
@@ -373,7 +381,10 @@ class Fuse:
 
 
 class _Activation(nn.Module):
-    """The non-linearity, held as adapters holds it (``f``), so that a parametric one has AdapterHub's keys."""
+    """The non-linearity, held as adapters holds it (``f``).
+
+    So a parametric one has AdapterHub's keys.
+    """
 
     def __init__(self, name: str) -> None:
         super().__init__()
@@ -454,8 +465,11 @@ class AdapterFusion(nn.Module):
 
 
 class _AdapterSetup:
-    """What a model holds besides the weights: each adapter's and fusion's config and the active setup, read by
-    the LayerNorm hooks. A plain object on the base model (not a module: nothing of it is a weight)."""
+    """What a model holds besides the weights, read by the LayerNorm hooks.
+
+    That is each adapter's and fusion's config and the active setup. It is a plain object on the base model, not
+    a module, since nothing of it is a weight.
+    """
 
     def __init__(self) -> None:
         self.adapters: dict[str, BottleneckConfig] = {}
@@ -490,7 +504,10 @@ def _after_layer_norm(
 
 
 def _encoder_outputs(model: nn.Module) -> list[nn.Module]:
-    """The ``output`` block of every layer of ``model``'s base encoder, checked to end in a LayerNorm."""
+    """The ``output`` block of every layer of ``model``'s base encoder.
+
+    Each is checked to end in a LayerNorm.
+    """
     base = getattr(model, "base_model", model)
     layers = getattr(getattr(base, "encoder", None), "layer", None)
     if not isinstance(layers, nn.ModuleList) or len(layers) == 0:
@@ -538,7 +555,10 @@ def _placed(model: nn.Module, module: nn.Module) -> nn.Module:
 
 
 def _new_adapters(model: nn.Module, config: BottleneckConfig, source: str) -> dict[int, BottleneckAdapter]:
-    """One adapter per layer not left out, on the model's device and dtype, not yet attached."""
+    """One adapter per layer not left out, on the model's device and dtype.
+
+    The adapters are not yet attached.
+    """
     hidden = _hidden_size(model)
     layers = [index for index in range(len(_encoder_outputs(model))) if index not in config.leave_out]
     try:
@@ -723,7 +743,9 @@ def _set_trainable(model: Any, marker: str) -> None:
 
 
 def train_format_adapters(model: Any) -> None:
-    """Stage 1: freeze the base, train every format adapter (``requires_grad`` only, the mode is the caller's).
+    """Stage 1: freezes the base and trains every format adapter.
+
+    Only ``requires_grad`` is set: the mode is the caller's.
 
     Every format's adapter is unfrozen, since each batch activates the adapter of each of its tasks' format.
     """
@@ -744,7 +766,7 @@ def train_format_fusion(model: Any) -> None:
 
 
 def trainable_base_parameters(model: Any) -> list[str]:
-    """Names of ``model``'s parameters that require grad and belong to neither an adapter nor a fusion."""
+    """Names of ``model``'s parameters that require grad, outside the adapters and fusions."""
     return [
         name
         for name, parameter in model.named_parameters()
@@ -753,8 +775,11 @@ def trainable_base_parameters(model: Any) -> list[str]:
 
 
 def fusion_regularization_loss(model: Any) -> torch.Tensor | None:
-    """AdapterFusion's value regularisation, ``0.01 * sum ||I - V||^2`` over the value matrices being trained of
-    the fusions whose config has ``regularization`` (Pfeiffer et al. 2021). ``None`` when there are none."""
+    """AdapterFusion's value regularisation (Pfeiffer et al. 2021).
+
+    It is ``0.01 * sum ||I - V||^2`` over the value matrices being trained of the fusions whose config has
+    ``regularization``. ``None`` when there are none.
+    """
     if _setup(model) is None:
         return None
     total = None
@@ -817,9 +842,12 @@ def _module_state(model: nn.Module, kind: str, name: str) -> dict[str, torch.Ten
 
 
 def save_format_adapters(model: Any, folder: str | os.PathLike[str]) -> Path:
-    """Write each format adapter (``folder/<format>/``) and fusion (``folder/fusion_<format>/``) in AdapterHub's
-    files (``adapter_config.json`` + ``pytorch_adapter.bin``, ``adapter_fusion_config.json`` +
-    ``pytorch_model_adapter_fusion.bin``), keyed as the adapters library keys them for ``model``."""
+    """Writes each format adapter and fusion of ``model`` in AdapterHub's files.
+
+    An adapter goes to ``folder/<format>/`` (``adapter_config.json`` + ``pytorch_adapter.bin``), a fusion to
+    ``folder/fusion_<format>/`` (``adapter_fusion_config.json`` + ``pytorch_model_adapter_fusion.bin``). The
+    weights are keyed as the adapters library keys them for ``model``.
+    """
     folder = Path(folder)
     setup = _setup(model)
     formats = adapter_formats(model)

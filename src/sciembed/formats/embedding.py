@@ -1,4 +1,4 @@
-"""A multi-format model's embedding: the formats it has, switching it to one, and pooling its output.
+"""A multi-format model's embedding: its formats, switching to one, and pooling its output.
 
 sciembed's encoder and trainers ask models for their formats here, and so do the sentence-transformers modules of
 :mod:`.format_routes`. The module imports only its own package, torch and transformers, because exported models ship
@@ -62,9 +62,12 @@ def activate_format(model: Any, task_format: str | None) -> dict[str, Any]:
 
 
 def load_format_modules(model: Any, folder: str | os.PathLike[str]) -> tuple[str, ...]:
-    """Attach the format modules saved next to a base in ``folder`` (format adapters and fusions in
-    AdapterHub's layout, or PALs). Returns the formats found (empty when there are none). A model that has
-    such modules already takes the saved weights into them (their configs must be the same)."""
+    """Attaches the format modules saved next to a base in ``folder``.
+
+    The modules are format adapters and fusions in AdapterHub's layout, or PALs. Returns the formats found (empty
+    when there are none). A model that has such modules already takes the saved weights into them (their configs
+    must be the same).
+    """
     from .adapters import has_format_adapters, load_format_adapters
     from .pals import has_saved_pals, load_pals
 
@@ -96,8 +99,11 @@ def save_with_format_modules(model: Any, folder: str | os.PathLike[str]) -> bool
 
 
 def base_state_dict(model: Any) -> dict[str, Any]:
-    """``model``'s state dict without its format modules' weights (PALs, or format adapters and fusions):
-    what :func:`save_with_format_modules` saves as the base."""
+    """``model``'s state dict without its format modules' weights.
+
+    The format modules are PALs, or format adapters and fusions. This is what :func:`save_with_format_modules`
+    saves as the base.
+    """
     from .adapters import base_state_dict as adapter_free
     from .pals import base_state_dict as pals_free
     from .pals import has_pals

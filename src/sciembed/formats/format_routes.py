@@ -1,4 +1,6 @@
-"""sentence-transformers modules that embed each task in its format: a Router route per format of a model.
+"""sentence-transformers modules that embed each task in its format.
+
+A Router has one route per format of a model.
 
 A multi-format model (SciRepEval, Singh et al. 2023: control codes, format adapters or PALs) becomes
 ``[Router({route: [TaskFormatInput(format)]}), MultiFormatTransformer(model)]``: ``encode_query`` takes the

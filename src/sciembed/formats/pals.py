@@ -121,8 +121,10 @@ class PALsConfig:
 
 
 class ProjectedSelfAttention(nn.Module):
-    """Multi-head self-attention in the PAL space without an output projection, since the PAL's ``V^D``
-    follows (Stickland & Murray 2019, SciRepEval's ``BERTSelfAttention(config, 6)``)."""
+    """Multi-head self-attention in the PAL space, without an output projection.
+
+    The PAL's ``V^D`` follows (Stickland & Murray 2019, SciRepEval's ``BERTSelfAttention(config, 6)``).
+    """
 
     def __init__(self, hidden_size: int, num_heads: int, dropout: float) -> None:
         super().__init__()
@@ -220,7 +222,10 @@ class PALs(nn.Module):
         return sum(p.numel() for part in parts for p in part.parameters())
 
     def _layer_pre_hook(self, index: int, layer: nn.Module, args: tuple, kwargs: dict) -> None:
-        """Before layer ``index``: compute the active format's PAL of the layer input (or clear the slot)."""
+        """Before layer ``index``, computes the active format's PAL of the layer input.
+
+        Without an active format it clears the slot.
+        """
         if self._active_format is None:
             self._pending[index] = None
             return
@@ -229,8 +234,11 @@ class PALs(nn.Module):
         self._pending[index] = self(hidden_states, attention_mask, index)
 
     def _output_pre_hook(self, index: int, output: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
-        """Before the layer's ``output(x, input_tensor)``: add the PAL to ``input_tensor``, the residual
-        that joins the feed-forward output ahead of the final LayerNorm (SciRepEval's placement)."""
+        """Before the layer's ``output(x, input_tensor)``, adds the PAL to ``input_tensor``.
+
+        ``input_tensor`` is the residual that joins the feed-forward output ahead of the final LayerNorm
+        (SciRepEval's placement).
+        """
         extra = self._pending.pop(index, None)
         if extra is None:
             return None
