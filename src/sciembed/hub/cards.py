@@ -1,4 +1,4 @@
-"""Model cards rendered from data: a saved model folder, its evaluation results and its training run.
+"""Model cards rendered from a saved model folder, its evaluation results and its training run.
 
 :func:`render_model_card` reads what a saved folder holds (``config.json``, format adapters, PALs,
 sentence-transformers files), the JSON written by ``sciembed evaluate --output``
@@ -106,8 +106,9 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
 
 @dataclass(frozen=True)
 class UsageEmbedding:
-    """The embedding :func:`sciembed.encode` gives for a saved folder by default: what every usage snippet of its
-    card reproduces (:func:`usage_embedding`).
+    """The embedding :func:`sciembed.encode` gives for a saved folder by default.
+
+    Every usage snippet of the folder's card reproduces it (:func:`usage_embedding`).
 
     Attributes:
         pooling: ``"family"`` (the family's ``pooler_output``), ``"cls"`` (the ``[CLS]`` state) or ``"mean"`` (the
@@ -201,8 +202,10 @@ class ModelFolder:
 
     @property
     def routes(self) -> bool:
-        """The folder's sentence-transformers modules have one route per format
-        (:func:`sciembed.encoders.router.add_format_routes`), so they give every format's embedding."""
+        """Whether the folder's sentence-transformers modules have one route per format.
+
+        Such routes (:func:`sciembed.encoders.router.add_format_routes`) give every format's embedding.
+        """
         return (self.path / "router_config.json").is_file()
 
 
@@ -339,7 +342,9 @@ def evaluation_results(
     evaluations: Sequence[Mapping[str, Any]],
     dataset_names: Sequence[str | None] = (),
 ) -> tuple[list[EvalResult], list[dict[str, Any]]]:
-    """The ``model-index`` entries of evaluation reports, one per task and primary metric, and the rows left out.
+    """The ``model-index`` entries of evaluation reports, and the rows left out.
+
+    There is one entry per task and primary metric.
 
     Each report is the dict of :meth:`EvaluationReport.to_dict` (``results`` rows with ``benchmark``,
     ``task``, ``task_id``, ``kind``, ``metric`` and ``value``). The rows of a task's primary metrics
@@ -415,7 +420,10 @@ def card_rows(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _primary_metrics(report: Mapping[str, Any]) -> dict[tuple[str, str, str], set[str]]:
-    """Each task's primary metrics, by (benchmark, task, task id), for the tasks of ``report`` that record them."""
+    """Each task's primary metrics, by (benchmark, task, task id).
+
+    Only the tasks of ``report`` that record them are in.
+    """
     tasks = report.get("tasks")
     return {
         (str(task.get("benchmark")), str(task.get("task")), str(task.get("task_id"))): set(task["primary_metrics"])
@@ -427,7 +435,10 @@ def _primary_metrics(report: Mapping[str, Any]) -> dict[tuple[str, str, str], se
 
 
 def _is_shown(row: Mapping[str, Any], primary: Mapping[tuple[str, str, str], set[str]]) -> bool:
-    """Whether a card shows ``row``: one of its task's ``primary`` metrics, or any row of a task without them."""
+    """Whether a card shows ``row``.
+
+    It shows one of its task's ``primary`` metrics, or any row of a task without them.
+    """
     metrics = primary.get((str(row.get("benchmark")), str(row.get("task")), str(row.get("task_id"))))
     return metrics is None or row.get("metric") in metrics
 
@@ -467,7 +478,9 @@ def _dataset_names(evaluations: Sequence[Any], names: Sequence[str | None]) -> l
 
 
 def _task_label(row: Mapping[str, Any], dataset: DatasetIdentity) -> str:
-    """A task as the card names it: the benchmark's name for its own release, else its id.
+    """A task as the card names it.
+
+    That is the benchmark's name for its own release, else the task's id.
 
     SciDocs names its own release's task ``MeSH``. Other data's task is named by its id (the folder or config it was
     read from), since the benchmark's names would claim data the source is not."""
@@ -589,8 +602,11 @@ def render_model_card(
 
 
 def _load_config(folder: ModelFolder) -> Any:
-    """The folder's config as its family's config class (whose methods resolve defaults such as
-    Multi²SPE's linear layers). With sciembed's registration no remote code is run."""
+    """The folder's config as its family's config class.
+
+    The class's methods resolve defaults such as Multi²SPE's linear layers. With sciembed's registration no remote
+    code is run.
+    """
     from transformers import AutoConfig
 
     from ..families import register_families

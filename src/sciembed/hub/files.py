@@ -1,4 +1,6 @@
-"""Which files of a model folder belong on the Hub: an allow-list, so that nothing else is ever published.
+"""Which files of a model folder belong on the Hub.
+
+The files are an allow-list, so that nothing else is ever published.
 
 A model folder is also where people keep what must not leave the machine: a ``.env``, notes, optimizer
 states, a link to a key in their home folder. :func:`hub_files` lists what a Hub model folder needs and
@@ -94,7 +96,9 @@ _ONNX_FILES = ("*.onnx", "*.onnx_data", "*.onnx.data")
 
 
 def hub_files(folder: str | os.PathLike[str]) -> tuple[list[str], dict[str, str]]:
-    """The files of ``folder`` a Hub model folder holds (relative paths, sorted), and those left out with why.
+    """The files of ``folder`` a Hub model folder holds, and those left out with why.
+
+    The files are relative paths, sorted.
 
     Links are never followed out of ``folder`` (see the module docstring). A folder reached through a link is
     left out.
@@ -152,9 +156,11 @@ def _matches(name: str, patterns: tuple[str, ...]) -> bool:
 
 
 def _module_folders(root: Path) -> set[str]:
-    """The module folders ``modules.json`` names (the top-level module's path is ""), and the route folders of a
-    Router among them (its ``router_config.json``'s ``types``). A path out of ``root`` is refused
-    (:func:`sciembed.checkpoints.module_folders`)."""
+    """The module folders ``modules.json`` names, and the route folders of a Router among them.
+
+    A Router's route folders are its ``router_config.json``'s ``types``. The top-level module's path, "", is left
+    out. A path out of ``root`` is refused (:func:`sciembed.checkpoints.module_folders`).
+    """
     return {folder for folder in module_folders(root) if folder}
 
 

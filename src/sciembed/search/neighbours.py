@@ -162,7 +162,10 @@ class NeighboursResult:
 
     @property
     def link_share(self) -> float | None:
-        """Mean share of citation links among the ``top_k`` neighbours of the query papers that have a link."""
+        """Mean share of citation links among the ``top_k`` neighbours of each query paper.
+
+        Only the query papers that have a link count. ``None`` when none has.
+        """
         linked = self.linked_queries
         if not linked:
             return None
@@ -184,9 +187,15 @@ class NeighboursResult:
     # Output -----------------------------------------------------------------------------------------------
 
     def format(self, limit: int | None = None, title_width: int = 90) -> str:
-        """The neighbours as text: a header, then each query paper and its neighbours (``score [id] title``, and
-        ``cites/cited`` when the pair is a citation link). ``limit`` prints only that many query papers: the ones
-        with most citation links when links are known, else the first."""
+        """The neighbours as text: a header, then each query paper and its neighbours.
+
+        A neighbour reads ``score [id] title``, and ``cites/cited`` when the pair is a citation link.
+
+        Args:
+            limit: print only that many query papers: the ones with most citation links when links are known,
+                else the first.
+            title_width: the characters a title is cut at.
+        """
         positions = list(range(len(self)))
         if limit is not None and limit < len(positions):
             if self.links is not None:
@@ -231,9 +240,10 @@ class NeighboursResult:
         return "\n".join(lines).rstrip("\n")
 
     def write(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Write the neighbours atomically: ``.jsonl``, one :meth:`records` line per query paper, or ``.csv`` /
-        ``.tsv``, one row per (query, neighbour):
-        ``query_id, query_title, rank, paper_id, title, score[, linked], model, revision``.
+        """Writes the neighbours atomically as ``.jsonl``, ``.csv`` or ``.tsv``.
+
+        ``.jsonl`` has one :meth:`records` line per query paper. ``.csv`` and ``.tsv`` have one row per
+        (query, neighbour): ``query_id, query_title, rank, paper_id, title, score[, linked], model, revision``.
 
         Raises:
             FileExistsError: ``path`` exists and ``overwrite`` is false.
@@ -286,14 +296,20 @@ def _revision_text(revision: str | list[str | None] | None) -> str:
 
 
 def _shown(title: str, width: int) -> str:
-    """A title on one line (arXiv's keep their line breaks as runs of spaces), cut at ``width`` characters."""
+    """A title on one line, cut at ``width`` characters.
+
+    arXiv's titles keep their line breaks as runs of spaces.
+    """
     title = " ".join(title.split())
     return title if len(title) <= width else title[: width - 1] + "…"
 
 
 def check_output(path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-    """``path`` as a Path when a neighbours file may be written there: a suffix of :data:`OUTPUT_SUFFIXES`, and no
-    file there unless ``overwrite``. Checked before any embedding, so a run never ends on a refusal."""
+    """``path`` as a Path, when a neighbours file may be written there.
+
+    That needs a suffix of :data:`OUTPUT_SUFFIXES`, and no file there unless ``overwrite``. It is checked before any
+    embedding, so a run never ends on a refusal.
+    """
     path = refuse_replacing_file(path, overwrite=overwrite)
     if path.suffix.lower() not in OUTPUT_SUFFIXES:
         raise ValueError(f"{path}: unsupported neighbours output; use a {', '.join(OUTPUT_SUFFIXES)} file")
@@ -352,7 +368,10 @@ def _log_skipped(source: str, skipped: Sequence[PaperProblem]) -> None:
 
 
 def read_citation_pairs(path: str | os.PathLike[str]) -> set[tuple[str, str]]:
-    """The (citing, cited) pairs of an edge list (CSV / TSV with a ``citing,cited`` header, or SNAP's lines)."""
+    """The (citing, cited) pairs of an edge list.
+
+    The list is a CSV / TSV with a ``citing,cited`` header, or SNAP's lines.
+    """
     from ..data.edges import read_edge_list
 
     edges = read_edge_list(path)
@@ -516,8 +535,10 @@ def neighbours(
 def _index_neighbours(
     index: PaperIndex | str | os.PathLike[str], ids: list[str], query_rows: np.ndarray, top_k: int, model, embeddings
 ) -> tuple[np.ndarray, np.ndarray, str, str | None]:
-    """The neighbours of the query papers from a paper index: positions into ``ids``, scores, a description and the
-    revision of the index's model."""
+    """The neighbours of the query papers from a paper index.
+
+    Returns positions into ``ids``, scores, a description and the revision of the index's model.
+    """
     from ..index import PaperIndex
 
     if model is not None or embeddings is not None:
@@ -561,7 +582,10 @@ def _check_order(model: Any, papers: Any) -> None:
 
 
 def _is_loader(model: Any) -> bool:
-    """Whether ``model`` is a function that loads an encoder (not an encoder, a name or records)."""
+    """Whether ``model`` is a function that loads an encoder.
+
+    An encoder, a name or records are not.
+    """
     return callable(model) and not isinstance(model, (Encoder, type))
 
 
