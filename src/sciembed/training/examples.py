@@ -96,14 +96,20 @@ class CitationSource:
         return result
 
     def cite_task(self, query_ids: Iterable[str], *, seed: int = 0):
-        """The SciDocs-protocol cite task on ``query_ids`` (e.g. held-out queries): their linked papers
-        as positives, 25 random others as negatives (:func:`sciembed.data.judgements.cite_qrels`)."""
+        """The SciDocs-protocol cite task on ``query_ids``, such as the held-out queries.
+
+        Their linked papers are the positives, and 25 random others the negatives
+        (:func:`sciembed.data.judgements.cite_qrels`).
+        """
         from ..evaluation.loaders import cite_task
 
         return cite_task(self.papers, self.neighbours(), query_ids=list(query_ids), seed=seed, benchmark="held-out")
 
     def linked_queries(self) -> list[str]:
-        """Papers with text that cite (or, in CACM, are linked to) at least one paper with text, in id order."""
+        """Papers with text that cite at least one paper with text, in id order.
+
+        In CACM, a paper linked to a paper with text counts too.
+        """
         graph = self.graph
         has_text = graph.has_text
         linked = np.zeros(graph.num_papers, dtype=bool)
@@ -506,7 +512,10 @@ TASK_FORMATS = {
 
 @dataclass
 class MultiTaskData:
-    """One dataset of task-tagged examples, each task's kind and label count, and per task what gave no row."""
+    """One dataset of task-tagged examples, each task's kind and label count, and what was skipped.
+
+    The skipped counts say, per task, what gave no row.
+    """
 
     dataset: Dataset
     tasks: dict[str, tuple[str, int]]
@@ -533,8 +542,11 @@ class TaskRows:
     skipped: dict[str, int] = field(default_factory=dict)
 
     def without(self, papers: set[str], what: str = "exclude") -> TaskRows:
-        """The rows whose paper is not in ``papers`` (the label count stays that of every row). The rows left out, and
-        the ids of ``papers`` that name no row, are counted in ``skipped`` (:func:`exclusion_counts`)."""
+        """The rows whose paper is not in ``papers``.
+
+        The label count stays that of every row. The rows left out, and the ids of ``papers`` that name no row, are
+        counted in ``skipped`` (:func:`exclusion_counts`).
+        """
         if not papers:
             return self
         keep = [i for i, pid in enumerate(self.ids) if pid is None or pid not in papers]
@@ -551,9 +563,12 @@ def read_paper_ids(path: str | os.PathLike[str], what: str) -> list[str]:
 
 
 def exclusion_counts(excluded: Iterable[str], known: Iterable[str], what: str) -> dict[str, int]:
-    """What excluding ``excluded`` from papers ``known`` did: ``excluded_papers`` (the excluded ids that name a known
-    paper, left out) and ``exclude_ids_unknown`` (those that name none). Ids that name no paper are logged, since a
-    wrongly formatted ids file would otherwise leave every test paper in the training data without a word."""
+    """What excluding ``excluded`` from papers ``known`` did, as counts.
+
+    ``excluded_papers`` counts the excluded ids that name a known paper, left out. ``exclude_ids_unknown`` counts
+    those that name none. Ids that name no paper are logged, since a wrongly formatted ids file would otherwise
+    leave every test paper in the training data without a word.
+    """
     unknown = set(excluded) - set(known)
     if unknown:
         logger.warning(
@@ -637,8 +652,13 @@ def search_rows(path: str | os.PathLike[str], *, skip_invalid: bool = True) -> T
 def tagged_dataset(
     tasks: Mapping[str, TaskRows], *, max_per_task: int | Mapping[str, int | None] | None = None, seed: int = 0
 ) -> MultiTaskData:
-    """Tasks' rows as one task-tagged dataset, each task cut to a seeded sample of ``max_per_task`` rows (a mapping:
-    each task's own limit, ``None`` for none)."""
+    """Tasks' rows as one task-tagged dataset, each task cut to a seeded sample.
+
+    Args:
+        tasks: each task's rows, by name.
+        max_per_task: the rows a task keeps at most, or a mapping of each task's own limit. ``None`` for none.
+        seed: the seed of the samples.
+    """
     rng = np.random.default_rng(seed)
     parts: list[Dataset] = []
     kinds: dict[str, tuple[str, int]] = {}

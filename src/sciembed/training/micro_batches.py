@@ -1,4 +1,6 @@
-"""A batch's loss from embeddings computed a micro-batch at a time (GradCache, Gao et al. 2021).
+"""A batch's loss from embeddings computed a micro-batch at a time.
+
+This is GradCache (Gao et al. 2021).
 
 A loss over a batch's embeddings, in-batch negatives included, is computed in three passes: every micro-batch is
 embedded without a graph, the loss and its gradient with respect to the embeddings are computed once, and in the
@@ -52,7 +54,10 @@ def texts_per_forward(size: int | str | None, texts: int, tokens: int, heads: in
 
 
 class _RandomState:
-    """The random state of the CPU (and of the GPUs in use) when made, to replay inside ``with replayed()``."""
+    """The random state of the CPU and of the GPUs in use, when made.
+
+    It is replayed inside ``with replayed()``.
+    """
 
     def __init__(self) -> None:
         self.cpu = torch.get_rng_state()

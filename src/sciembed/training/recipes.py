@@ -146,7 +146,10 @@ class Recipe:
 
     @property
     def description(self) -> str:
-        """The notes, then the model options, loss, optimiser, batch and epochs a run uses, from the settings."""
+        """The notes, then the settings a run uses.
+
+        The settings are the model options, loss, optimiser, batch and epochs.
+        """
         paper = _setting_phrases(self._layered(None, unit_vectors=False))
         text = f"{self.notes} Settings: {'; '.join(paper.values())}."
         if self.unit_vector_settings:
@@ -185,8 +188,11 @@ def paper_settings(
 
 
 def _setting_phrases(settings: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
-    """Resolved settings as phrases by part (``model``, ``loss``, ``optimiser``, ``batch``, ``epochs``), e.g.
-    ``batch``: "32 examples per optimiser step (8 per device x 4 accumulation steps)"."""
+    """Resolved settings as phrases by part.
+
+    The parts are ``model``, ``loss``, ``optimiser``, ``batch`` and ``epochs``. For example, ``batch`` reads
+    "32 examples per optimiser step (8 per device x 4 accumulation steps)".
+    """
 
     def listed(options: Mapping[str, Any]) -> str:
         return ", ".join(f"{key} {value}" for key, value in options.items())
@@ -637,7 +643,10 @@ def get_recipe(name: str) -> Recipe:
 
 
 def read_overrides(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Settings from a YAML (``.yaml`` / ``.yml``) or JSON file, nested by section or with dotted keys."""
+    """Settings from a YAML (``.yaml`` / ``.yml``) or JSON file.
+
+    The settings are nested by section or have dotted keys.
+    """
     path = Path(path)
     text = path.read_text(encoding="utf-8")
     if path.suffix in (".yaml", ".yml"):

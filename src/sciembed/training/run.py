@@ -270,7 +270,7 @@ def train(
 
 
 def _check_output(output_dir: Path, *, resume: bool, overwrite: bool) -> None:
-    """Refuse to train into a folder holding an earlier run unless told to continue it or replace it."""
+    """Refuses an output folder holding a run, unless told to continue or replace it."""
     from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
     if resume and overwrite:
@@ -316,10 +316,13 @@ def _final_metrics(trainer: Any) -> dict[str, float]:
 
 
 def _resume_checkpoint(output_dir: Path, *, main_process: bool) -> str | bool:
-    """The checkpoint ``--resume`` continues from: the newest one whose ``trainer_state.json`` (the file the
-    Trainer writes last) reads. Newer ones without it are saves a stopped run never finished: each is
-    named with what is wrong and removed (by the main process), so training repeats those steps. ``True``
-    (the Trainer's own search and error) when the folder has no checkpoint at all."""
+    """The checkpoint ``--resume`` continues from.
+
+    That is the newest one whose ``trainer_state.json`` (the file the Trainer writes last) reads. Newer ones
+    without it are saves a stopped run never finished: each is named with what is wrong and removed (by the main
+    process), so training repeats those steps. ``True`` (the Trainer's own search and error) when the folder has no
+    checkpoint at all.
+    """
     from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
     steps = {}
@@ -360,7 +363,9 @@ def _resume_checkpoint(output_dir: Path, *, main_process: bool) -> str | bool:
 def _evaluate_published_base(
     run: TrainingRun, base: str | os.PathLike[str] | None, trust_remote_code: bool = False
 ) -> dict[str, float]:
-    """The held-out metrics of the base as its authors use it, named as the Trainer names them.
+    """The held-out metrics of the base as its authors use it.
+
+    The metrics are named as the Trainer names them.
 
     A sentence-transformers base embeds through its own modules, a plain encoder by its [CLS], both at the run's
     text length."""

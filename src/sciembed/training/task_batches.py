@@ -60,7 +60,10 @@ class TaskBalancedSampler(Sampler[int]):
 
 
 def _shares(names: list[str], batch_size: int, weights: Mapping[str, float]) -> dict[str, int]:
-    """Rows of each task in a batch, in proportion to ``weights`` (largest remainders first, ties in name order)."""
+    """Rows of each task in a batch, in proportion to ``weights``.
+
+    Rows left over go to the largest remainders first, ties in name order.
+    """
     if sorted(weights) != names or not all(weight > 0 for weight in weights.values()):
         raise ValueError(
             f"task weights must give each of the tasks {', '.join(names)} a positive weight, got {weights}"

@@ -89,7 +89,7 @@ class MixtureTask:
 
 @dataclass
 class MixtureExamples:
-    """A mixture's training rows, what was counted on the way, and the citation graph's cite tasks.
+    """A mixture's training rows, the counts made on the way, and the graph's cite tasks.
 
     Attributes:
         data: the task-tagged rows (:class:`~sciembed.training.examples.MultiTaskData`).
@@ -135,7 +135,10 @@ def is_task_mixture(path: str | os.PathLike[str] | CitationFiles) -> bool:
 
 
 def read_task_mixture(path: str | os.PathLike[str]) -> list[MixtureTask]:
-    """The tasks of a mixture file, checked: every problem names the file and the task (its position and name)."""
+    """The tasks of a mixture file, checked.
+
+    Every problem names the file and the task (its position and name).
+    """
     path = Path(path)
     text = path.read_text(encoding="utf-8")
     if path.suffix in (".yaml", ".yml"):
@@ -239,8 +242,11 @@ def mixture_examples(
     smart_links: str = "cacm",
     skip_invalid: bool = True,
 ) -> MixtureExamples:
-    """Read every task's source and make one task-tagged dataset (each task sampled to its ``sample_size``, else to
-    ``max_per_task``). The citation graph's queries are split by ``held_out`` / ``validation`` / ``seed``."""
+    """Reads every task's source and makes one task-tagged dataset.
+
+    Each task is sampled to its ``sample_size``, else to ``max_per_task``. The citation graph's queries are split
+    by ``held_out`` / ``validation`` / ``seed``.
+    """
     from ..evaluation.loaders import TaskSuite
 
     graphs = [task.name for task in tasks if task.type == "proximity" and _is_graph(task.data)]

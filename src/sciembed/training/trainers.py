@@ -58,8 +58,11 @@ LOSS_STATE = "loss.pt"
 
 @torch.no_grad()
 def average_weights(model: nn.Module, starting: dict[str, torch.Tensor], share: float) -> None:
-    """WiSE-FT (Wortsman et al. 2022) in place: each floating-point weight of ``model`` becomes
-    ``share * current + (1 - share) * starting[name]`` (weights missing from ``starting`` are left alone)."""
+    """WiSE-FT (Wortsman et al. 2022), in place.
+
+    Each floating-point weight of ``model`` becomes ``share * current + (1 - share) * starting[name]``. Weights
+    missing from ``starting`` are left alone.
+    """
     done = set()
     for name, value in model.state_dict().items():
         start = starting.get(name)
@@ -211,7 +214,10 @@ class EmbeddingTrainer(Trainer):
         return loss + self._anchor.loss_term(self, model)
 
     def anchor_formats(self) -> tuple[str | None, ...]:
-        """The formats in which the anchor papers' relations are kept: the one this trainer embeds in."""
+        """The formats in which the anchor papers' relations are kept.
+
+        That is the one this trainer embeds in.
+        """
         return (self.task_format,)
 
     # ------------------------------------------------------------------ trainable losses
@@ -224,8 +230,10 @@ class EmbeddingTrainer(Trainer):
         return loss if regularization is None else loss + regularization
 
     def create_optimizer(self):
-        """The Trainer's optimizer, plus a group (no weight decay, at ``loss_learning_rate`` when given) for the
-        loss's own parameters."""
+        """The Trainer's optimizer, plus a group for the loss's own parameters.
+
+        The group has no weight decay, and its learning rate is ``loss_learning_rate`` when given.
+        """
         if self.optimizer is None:
             super().create_optimizer()
             extra = [p for p in self.loss.parameters() if p.requires_grad] if self.loss is not None else []
@@ -340,7 +348,10 @@ class _LogsAtInfo(TrainerCallback):
 
 
 def _log_instead_of_printing(trainer: Trainer) -> None:
-    """Have ``trainer`` log its values at INFO rather than print them: its bar stays (unless ``disable_tqdm``)."""
+    """Has ``trainer`` log its values at INFO rather than print them.
+
+    Its progress bar stays, unless ``disable_tqdm``.
+    """
     callbacks = trainer.callback_handler.callbacks
     if any(type(callback) is ProgressCallback for callback in callbacks):
         trainer.pop_callback(ProgressCallback)
@@ -351,8 +362,10 @@ def _log_instead_of_printing(trainer: Trainer) -> None:
 
 
 class _Anchor:
-    """The anchor papers of :class:`EmbeddingTrainer`, their starting embeddings in each kept format and the draw of
-    each step's batch."""
+    """The anchor papers of :class:`EmbeddingTrainer`, with their starting embeddings.
+
+    It keeps the starting embeddings in each kept format, and draws each step's batch.
+    """
 
     def __init__(
         self,
@@ -412,8 +425,10 @@ class _Anchor:
         return trainer.embed(model, {k: v.to(trainer.args.device) for k, v in features.items()}, task_format)[1]
 
     def loss_term(self, trainer: EmbeddingTrainer, model: nn.Module) -> torch.Tensor:
-        """The anchoring term of one micro-batch, drawn by seed, process, step and draw (the same on a rerun), in
-        the next of the kept formats."""
+        """The anchoring term of one micro-batch, in the next of the kept formats.
+
+        The papers are drawn by seed, process, step and draw, so a rerun draws the same.
+        """
         args = trainer.args
         generator = np.random.default_rng([args.seed, args.process_index, trainer.state.global_step, self.draws])
         task_format = self.formats[self.draws % len(self.formats)]
@@ -430,8 +445,10 @@ class _Anchor:
 
 
 class _FrozenBaseCheck(TrainerCallback):
-    """Refuses to train adapters or fusion while the base is trainable (a forgotten ``train_format_adapters``
-    would otherwise fine-tune the whole encoder)."""
+    """Refuses to train adapters or fusion while the base is trainable.
+
+    A forgotten ``train_format_adapters`` would otherwise fine-tune the whole encoder.
+    """
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         trainable = trainable_base_parameters(model)
@@ -606,14 +623,18 @@ class MultiTaskTrainer(EmbeddingTrainer):
         return (total, None) if return_outputs else total
 
     def anchor_formats(self) -> tuple[str | None, ...]:
-        """Every format of a multi-format model, since each task trains its own (one per anchor batch, in turn)."""
+        """Every format of a multi-format model, since each task trains its own.
+
+        The anchor batches take one format each, in turn.
+        """
         return self.formats or (None,)
 
 
 class PaperClassificationTrainer(EmbeddingTrainer):
-    """End-to-end fine-tuning of an encoder with a classification head (SPECTROID's CH1 / CH2 / CH3):
-    the model computes its own cross-entropy from ``labels`` (the plain Trainer's loss). Evaluation
-    embeds papers with its encoder (``model.base_model``).
+    """End-to-end fine-tuning of an encoder with a classification head (SPECTROID's CH1 / CH2 / CH3).
+
+    The model computes its own loss from ``labels`` (the plain Trainer's loss). Evaluation embeds papers with its
+    encoder (``model.base_model``).
 
     Args:
         head_learning_rate: the learning rate of the head's parameters (those outside ``model.base_model``). By
@@ -690,8 +711,10 @@ class PaperClassificationTrainer(EmbeddingTrainer):
         return losses
 
     def create_optimizer(self) -> Any:
-        """``transformers.Trainer``'s optimizer, with the head's parameters in groups of their own at
-        ``head_learning_rate`` (each keeping its weight-decay group's settings)."""
+        """``transformers.Trainer``'s optimizer, with the head's parameters in groups of their own.
+
+        These groups run at ``head_learning_rate``, each keeping its weight-decay group's settings.
+        """
         fresh = self.optimizer is None
         optimizer = super().create_optimizer()
         if not fresh or self.head_learning_rate is None:

@@ -22,7 +22,9 @@ from torch.nn import functional as F
 
 
 class RelationalAnchorLoss(nn.Module):
-    """``weight`` times the mean squared change of the pairwise cosines of a batch of anchor papers.
+    """``weight`` times the mean squared change of the pairwise cosines of anchor papers.
+
+    The cosines are those of one batch of anchor papers.
 
     Args:
         weight: the term's weight against the training loss.

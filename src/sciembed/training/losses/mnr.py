@@ -54,8 +54,13 @@ class MultipleNegativesRankingLoss(nn.Module):
     def forward(
         self, anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """Loss of ``(batch, dim)`` embeddings where ``anchor[i]`` and ``positive[i]`` are a positive pair and
-        ``negative[i]`` (optional) is anchor ``i``'s hard negative, a negative for every anchor."""
+        """The loss of a batch of ``(batch, dim)`` embeddings.
+
+        Args:
+            anchor: the anchors. ``anchor[i]`` and ``positive[i]`` are a positive pair.
+            positive: the positives.
+            negative: optional. ``negative[i]`` is anchor ``i``'s hard negative, and a negative for every anchor.
+        """
         if (
             anchor.shape != positive.shape
             or anchor.dim() != 2
@@ -79,8 +84,10 @@ class MultipleNegativesRankingLoss(nn.Module):
         return loss
 
     def _gathered(self, local: torch.Tensor) -> tuple[int, torch.Tensor]:
-        """This process's rows' offset in the global batch, and the global batch (gradients flow back to
-        every process's own rows)."""
+        """This process's rows' offset in the global batch, and the global batch.
+
+        Gradients flow back to every process's own rows.
+        """
         import torch.distributed as dist
 
         if not (

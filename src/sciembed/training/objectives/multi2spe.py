@@ -19,7 +19,7 @@ class Multi2SPE(Triplet):
     losses: ClassVar[tuple[str, ...]] = ("multi2spe", "mnr")
 
     def starts_as_published(self, settings: Mapping[str, Mapping[str, Any]], published: Any) -> bool:
-        """Whether the model is built to start at a mean-pooling base, normalised as the base is.
+        """Whether the model is built to start at a mean-pooling base, normalised like the base.
 
         Args:
             settings: the resolved settings by section.

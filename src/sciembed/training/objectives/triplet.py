@@ -1,4 +1,4 @@
-"""Citation triplets (SPECTER, SciNCL): a query, a cited paper and a paper it does not cite."""
+"""Citation triplets (SPECTER, SciNCL): a query, a cited paper and an uncited paper."""
 
 from __future__ import annotations
 
