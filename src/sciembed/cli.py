@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def return_freed_memory() -> bool:
     """Has glibc give the pages of large freed blocks back to the system at once.
 
-    The blocks are tensors, mostly. Returns whether it did.
+    Such blocks hold tensors. Returns whether it did.
 
     glibc raises its mmap threshold each time such a block is freed, after which the next ones come from its heap,
     whose freed pages a process keeps: a training step's activations then stay resident for the rest of the run.

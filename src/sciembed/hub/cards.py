@@ -422,7 +422,7 @@ def card_rows(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 def _primary_metrics(report: Mapping[str, Any]) -> dict[tuple[str, str, str], set[str]]:
     """Each task's primary metrics, by (benchmark, task, task id).
 
-    Only the tasks of ``report`` that record them are in.
+    Tasks of ``report`` that record none are left out.
     """
     tasks = report.get("tasks")
     return {
