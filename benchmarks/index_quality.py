@@ -4,11 +4,11 @@ The embedded MiniLM embeds CACM, every linked hep-th paper and the other shared 
 (``UNION_SOURCES``) once into ``--cache`` (``sciembed embed``; later runs reuse the files). The union holds every
 source's papers, deduplicated by id within the source and prefixed by its name, with the count per source and what was
 skipped. arXiv is a seeded sample of ``--arxiv-papers`` papers (``--arxiv-papers all`` embeds every one).
-For each kind this measures recall@10 against exact search, bytes per paper in RAM and on disk, the one-thread query
-and build times as ratios of exact's, CACM cite MAP on the vectors the index scores with (``evaluate`` on the decoded
-codes) against float32, and on hep-th the share of the top 10 neighbours that cite or are cited by the query, against
-exact's share. The issue's targets are recorded with whether each holds, and the results are written after each
-collection.
+For each kind this measures recall@10 against exact search with its lower confidence bound (and the build's own
+tuning recall, bound and held-out papers), bytes per paper in RAM and on disk, the one-thread query and build times as
+ratios of exact's, CACM cite MAP on the vectors the index scores with (``evaluate`` on the decoded codes) against
+float32, and on hep-th the share of the top 10 neighbours that cite or are cited by the query, against exact's share.
+The issue's targets are recorded with whether each holds, and the results are written after each collection.
 
     python benchmarks/index_quality.py --data ../shared/data --cache /work/cache/index-bench
 """
@@ -259,11 +259,6 @@ def exact_neighbours(vectors: np.ndarray, query_rows: np.ndarray) -> tuple[np.nd
     return kept, seconds
 
 
-def recall(found: np.ndarray, truth: np.ndarray) -> float:
-    """Mean share of each query's exact top 10 among its found top 10."""
-    return float(np.mean([len(np.intersect1d(f, t)) / len(t) for f, t in zip(found, truth)]))
-
-
 def linked_share(rows: np.ndarray, query_rows: np.ndarray, ids: list[str], links: dict[str, set[str]]) -> float:
     """The share of the queries' neighbours that cite or are cited by their query."""
     hits = [ids[r] in links.get(ids[q], ()) for q, row in zip(query_rows, rows) for r in row if r >= 0]
@@ -285,6 +280,7 @@ def measure(name: str, collection: dict, suite, workdir: Path, seed: int, kinds:
 
     from sciembed import PaperIndex
     from sciembed.data.knn import unit_rows
+    from sciembed.index.tuning import lower_bound, recall_shares
     from sciembed.io import read_embeddings
 
     ids, vectors = read_embeddings(collection["vectors"])
@@ -314,11 +310,17 @@ def measure(name: str, collection: dict, suite, workdir: Path, seed: int, kinds:
         rows, _ = index.codes.search(vectors[query_rows], TOP_K, exclude, multiplier=m.multiplier, nprobe=m.nprobe)
         seconds = time.perf_counter() - started
         info = index.info()
+        shares = recall_shares(rows, truth)
         row = {
             "factory": m.factory,
             "multiplier": m.multiplier,
             "nprobe": m.nprobe,
-            "recall_at_10": round(recall(rows, truth), 4),
+            "recall_at_10": round(float(np.mean(shares)), 4),
+            "recall_at_10_lower_bound": round(lower_bound(shares, m.confidence), 4),
+            "tuning_recall_at_10": round(m.recall, 4),
+            "tuning_recall_lower_bound": round(m.recall_lower_bound, 4),
+            "tuning_queries": m.tuning_queries,
+            "confidence": m.confidence,
             "ram_bytes_per_paper": info["ram_bytes_per_paper"],
             "disk_bytes_per_paper": info["disk_bytes_per_paper"],
             "query_time_vs_exact": round(seconds / exact_seconds, 2),

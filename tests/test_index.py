@@ -95,21 +95,36 @@ def test_int8_recall_at_10_is_at_least_099(built, vectors):
     assert recall(built("int8").search(queries, top_k=10).rows, truth) >= 0.99
 
 
-def test_binary_multiplier_is_the_smallest_that_reaches_the_target(built, vectors):
-    index = built("binary")
+def test_binary_multiplier_is_the_smallest_whose_lower_bound_reaches_the_target(built, vectors):
+    from scipy.stats import t
+
+    index, m = built("binary"), built("binary").manifest
     rng = np.random.default_rng(0)
     rng.choice(N, N, replace=False)  # the build's sample draw, then its held-out queries
     rows = np.sort(rng.choice(N, 1000, replace=False))
     truth, _ = brute_force(vectors, vectors[rows], 10, exclude=rows)
 
-    def measured(multiplier):
+    def measured(multiplier):  # the mean recall@10 and its one-sided 95% Student's t lower bound
         found, _ = index.codes.search(vectors[rows], 10, rows, multiplier=multiplier)
-        return recall(found, truth)
+        shares = np.array([len(np.intersect1d(f, r)) / 10 for f, r in zip(found, truth, strict=True)])
+        return shares.mean(), shares.mean() - t.ppf(0.95, 999) * shares.std(ddof=1) / np.sqrt(1000)
 
-    multiplier = index.manifest.multiplier
-    assert measured(multiplier) == pytest.approx(index.manifest.recall) and index.manifest.recall >= 0.95
+    mean, bound = measured(m.multiplier)
+    assert (m.recall, m.recall_lower_bound) == (pytest.approx(mean), pytest.approx(bound)) and bound >= 0.95
+    assert (m.confidence, m.tuning_queries, m.recall_bounded) == (0.95, 1000, True)
     ladder = multiplier_ladder("binary", N, 10)
-    assert measured(ladder[ladder.index(multiplier) - 1]) < 0.95
+    mean, bound = measured(ladder[ladder.index(m.multiplier) - 1])
+    assert mean >= 0.95 > bound  # the mean of the step below reaches the target, its bound does not
+
+
+@pytest.mark.parametrize("kind", ["binary", "pq"])
+def test_the_report_and_info_hold_the_lower_bound_and_the_held_out_papers(built, kind):
+    index = built(kind)
+    report = json.loads((index.folder / "report.json").read_text())
+    info = index.info()
+    for shown in (report, info):
+        assert shown["recall_at_10_lower_bound"] == index.manifest.recall_lower_bound < shown["recall_at_10"]
+        assert (shown["confidence"], shown["tuning_queries"], shown["recall_bounded"]) == (0.95, 1000, True)
 
 
 def test_every_embedding_format_gives_the_same_index(vectors, tmp_path):

@@ -34,7 +34,7 @@ def test_tuning_searches_a_binary_index_once(monkeypatch):
     searches = []
     real = IndexCodes.candidates
     monkeypatch.setattr(IndexCodes, "candidates", lambda self, *a: searches.append(a[1]) or real(self, *a))
-    tuned = tune(codes, truth, 0.6, None)
+    tuned = tune(codes, truth, 0.6, None, confidence=0.95)
     assert len(searches) == 1
     rows, _ = codes.search(truth.queries, 10, truth.rows, multiplier=tuned.multiplier)
     assert tuned.recall == np.mean([len(np.intersect1d(r, t)) / 10 for r, t in zip(rows, truth.best, strict=True)])

@@ -64,6 +64,8 @@ def test_bad_input_exits_2_with_one_message(index, vectors_file, caplog, tmp_pat
             r"into 8 shards of at most 50 papers",
         ),
         (["index", "info", str(tmp_path)], r"no manifest\.json, so not a sciembed index"),
+        ([*build, "--confidence", "1"], r"--confidence \(confidence=\) must lie strictly between 0 and 1, got 1\.0"),
+        ([*build, "--confidence", "0"], r"--confidence \(confidence=\) must lie strictly between 0 and 1, got 0\.0"),
         (["index", "build", str(tmp_path / "none.npy"), "--output", str(tmp_path / "i")], r"none\.npy .*no such"),
     ]
     for argv, message in cases:
@@ -72,6 +74,30 @@ def test_bad_input_exits_2_with_one_message(index, vectors_file, caplog, tmp_pat
         errors = [r for r in caplog.records if r.levelname == "ERROR"]
         assert len(errors) == 1 and "Traceback" not in caplog.text, caplog.text
         assert re.search(message, errors[0].getMessage()), errors[0].getMessage()
+
+
+def test_confidence_sets_the_bound_the_build_prints_and_info_shows(vectors_file, tmp_path, capsys):
+    folder = tmp_path / "i"
+    build = ["index", "build", str(vectors_file), "--output", str(folder), "--kind", "binary", "--confidence", "0.9"]
+    assert main(build) == 0
+    printed = capsys.readouterr().out
+    assert re.search(r"recall@10 0\.\d{3}, at least 0\.9[5-9]\d with confidence 0\.9 \(multiplier", printed), printed
+    assert main(["index", "info", str(folder)]) == 0
+    shown = capsys.readouterr().out
+    assert "confidence: 0.9\n" in shown and "tuning_queries: 400\n" in shown and "recall_bounded: True\n" in shown
+    assert re.search(r"recall_at_10_lower_bound: 0\.9[5-9]", shown), shown
+
+
+def test_too_few_papers_to_bound_the_target_are_said_so(tmp_path, capsys, caplog):
+    vectors = np.random.default_rng(1).standard_normal((30, 16)).astype(np.float32)
+    write_embeddings(tmp_path / "few.npy", [([f"p{i}" for i in range(30)], vectors)], total=30, dim=16)
+    build = ["index", "build", str(tmp_path / "few.npy"), "--output", str(tmp_path / "i"), "--kind", "int8"]
+    assert main([*build, "--target-recall", "0.985"]) == 0  # the mean of the 30 papers reaches 0.985, the bound not
+    assert re.search(r"at least 0\.9\d\d with confidence 0\.95, below the target 0\.985", capsys.readouterr().out)
+    assert "the 30 held-out papers reaches the target 0.985, but its lower bound" in caplog.text
+    assert "--confidence (confidence=)" in caplog.text
+    assert main(["index", "info", str(tmp_path / "i")]) == 0
+    assert "recall_bounded: False\n" in capsys.readouterr().out
 
 
 def test_check_names_a_tampered_file(index, tmp_path, caplog):

@@ -35,10 +35,10 @@ def test_a_build_keeps_no_page_of_its_vectors_or_store_resident(tmp_path, monkey
     path = write(tmp_path / "vectors.npy", vectors)
     resident = {}
 
-    def measured_tune(codes, *args):
+    def measured_tune(codes, *args, **options):
         store = next(tmp_path.glob(".index.building.*/store.npy"))
         resident["after the passes"] = resident_kb(path, store)
-        tuned = real_tune(codes, *args)
+        tuned = real_tune(codes, *args, **options)
         resident["after tuning"] = resident_kb(path, store)
         return tuned
 

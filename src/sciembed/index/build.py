@@ -136,7 +136,9 @@ def build_index(
         truth = ExactTruth(queries, query_rows)
         _second_pass(source, codes, truth, staging)
         trained = time.perf_counter()
-        tuned = tune(codes, truth, settings.target_recall, nlist) if kind != IndexKind.EXACT else Tuned(1, None, 1.0)
+        tuned = Tuned(1, None, 1.0)  # exact by construction
+        if kind != IndexKind.EXACT:
+            tuned = tune(codes, truth, settings.target_recall, nlist, confidence=settings.confidence)
         manifest = Manifest(
             kind=kind,
             factory=factory,
@@ -148,6 +150,9 @@ def build_index(
             multiplier=tuned.multiplier,
             nprobe=tuned.nprobe,
             recall=tuned.recall,
+            recall_lower_bound=tuned.lower_bound,
+            confidence=settings.confidence,
+            tuning_queries=tuned.queries,
             tuned_papers=source.count,
             model=stamp.to_dict() if stamp is not None else None,
             **versions(),
@@ -158,7 +163,13 @@ def build_index(
         replace_folder(staging, output)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    logger.info("wrote %s: recall@10 %.3f on held-out papers", output, tuned.recall)
+    logger.info(
+        "wrote %s: recall@10 %.3f on %d held-out papers, lower bound %.3f",
+        output,
+        tuned.recall,
+        tuned.queries,
+        tuned.lower_bound,
+    )
     return output
 
 
@@ -479,11 +490,15 @@ def write_codes(folder: Path, codes: IndexCodes) -> None:
 
 
 def _write_report(folder: Path, manifest: Manifest, build_seconds: float, tune_seconds: float) -> None:
-    """The measured report: recall, bytes per paper in RAM and on disk, and timings."""
+    """The measured report: recall and its lower bound, bytes per paper in RAM and on disk, and timings."""
     report = {
         "kind": manifest.kind,
         "papers": manifest.papers,
         "recall_at_10": manifest.recall,
+        "recall_at_10_lower_bound": manifest.recall_lower_bound,
+        "confidence": manifest.confidence,
+        "tuning_queries": manifest.tuning_queries,
+        "recall_bounded": manifest.recall_bounded,
         "multiplier": manifest.multiplier,
         "nprobe": manifest.nprobe,
         "ram_bytes_per_paper": manifest.bytes_per_paper()[0],

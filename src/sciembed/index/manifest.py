@@ -33,6 +33,9 @@ class Manifest:
         multiplier: candidates per result that are rescored (binary, pq).
         nprobe: IVF cells probed per query.
         recall: recall@10 against an exact search measured on held-out papers at the tuned settings.
+        recall_lower_bound: the lower confidence bound of ``recall`` that tuning compared with the target.
+        confidence: the confidence of that bound.
+        tuning_queries: the held-out papers ``recall`` was measured on.
         target_recall: the recall tuning had to reach.
         tuned_papers: papers in the index when it was tuned.
         model: the model that embedded the papers, as a :class:`~sciembed.index.model.ModelStamp` dict, if known.
@@ -54,6 +57,9 @@ class Manifest:
     multiplier: int = 1
     nprobe: int | None = None
     recall: float | None = None
+    recall_lower_bound: float | None = None
+    confidence: float | None = None
+    tuning_queries: int = 0
     tuned_papers: int = 0
     model: dict[str, Any] | None = None
     faiss_version: str = ""
@@ -69,6 +75,13 @@ class Manifest:
         """The sub-quantizers of a ``pq`` index, read from its factory string."""
         found = re.search(r"PQ(\d+)", self.factory)
         return int(found.group(1)) if found else None
+
+    @property
+    def recall_bounded(self) -> bool | None:
+        """Whether the lower bound of recall@10 reaches the target (``None``: no bound was stored)."""
+        if self.recall_lower_bound is None:
+            return None
+        return self.recall_lower_bound >= self.target_recall
 
     @property
     def ivf(self) -> bool:

@@ -299,7 +299,7 @@ class PaperIndex:
         return ModelStamp.from_dict(self.manifest.model) if self.manifest.model else None
 
     def info(self) -> dict[str, Any]:
-        """Kind, papers, dimension, bytes per paper in RAM and on disk, the tuned settings, recall, model and parts."""
+        """Kind, papers, dimension, bytes per paper, the tuned settings, recall and its bound, model and parts."""
         m = self.manifest
         model = self.model
         return {
@@ -313,7 +313,11 @@ class PaperIndex:
             "multiplier": m.multiplier,
             "nprobe": m.nprobe,
             "recall_at_10": m.recall,
+            "recall_at_10_lower_bound": m.recall_lower_bound,
+            "confidence": m.confidence,
+            "tuning_queries": m.tuning_queries,
             "target_recall": m.target_recall,
+            "recall_bounded": m.recall_bounded,
             "tuned_papers": m.tuned_papers,
             "model": model.name if model else None,
             "revision": model.revision if model else None,

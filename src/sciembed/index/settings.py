@@ -53,6 +53,7 @@ class IndexSettings:
         kind: ``exact``, ``int8``, ``binary`` or ``pq``. ``None`` or ``auto`` chooses one by ``memory``.
         memory: the RAM the index may take, in bytes or a size such as ``8G`` (``None``: half the machine's).
         target_recall: recall@10 against an exact search that tuning must reach.
+        confidence: the confidence of the lower bound of recall@10 that must reach ``target_recall``.
         seed: seeds the samples, the k-means and the tuning queries.
         centre: binary codes of vectors centred on the collection's mean.
         sample_size: vectors the ranges, mean and quantizers are trained on.
@@ -64,6 +65,7 @@ class IndexSettings:
     kind: IndexKind | None = None
     memory: int | str | None = None
     target_recall: float = 0.95
+    confidence: float = 0.95
     seed: int = 0
     centre: bool = True
     sample_size: int = 100_000
@@ -77,6 +79,11 @@ class IndexSettings:
             object.__setattr__(self, "memory", parse_memory(self.memory))
         if not 0 < self.target_recall <= 1:
             raise ValueError(f"target_recall must lie in (0, 1], got {self.target_recall}")
+        if not 0 < self.confidence < 1:
+            raise ValueError(
+                f"--confidence (confidence=) must lie strictly between 0 and 1, got {self.confidence}: give a "
+                "probability such as 0.95"
+            )
         for name in ("memory", "nlist", "pq_m"):
             value = getattr(self, name)
             if value is not None and value < 1:
