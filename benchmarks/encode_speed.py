@@ -149,7 +149,7 @@ def family_ratios(path: str, papers: list[dict], folder: Path, args) -> dict:
         saved = save_pretrained(model, tokenizer, folder / family)
         pytorch = PaperEncoder.from_pretrained(saved, device="cpu", max_length=args.max_length, **selection)
         onnx = PaperEncoder.from_pretrained(
-            saved, device="cpu", max_length=args.max_length, backend="onnx", onnx_cache=folder / "onnx", **selection
+            saved, device="cpu", max_length=args.max_length, backend="onnx", engine_cache=folder, **selection
         )
         for encoder in (pytorch, onnx):  # the export and the first-call initialisation are not timed
             encoder.encode(papers[:16], batch_size=args.batch_size, show_progress_bar=False)
@@ -207,14 +207,14 @@ def main() -> None:
     try:
         pytorch = PaperEncoder.from_pretrained(path, device="cpu", max_length=args.max_length)
         onnx = PaperEncoder.from_pretrained(
-            path, device="cpu", max_length=args.max_length, backend="onnx", onnx_cache=work / "onnx"
+            path, device="cpu", max_length=args.max_length, backend="onnx", engine_cache=work
         )
         export_s = _timed(lambda: onnx.encode(papers[:8], show_progress_bar=False))
         export = json.loads(next((work / "onnx").glob("*/export.json")).read_text())
         verdict = check_int8(onnx, args.data / "cacm", benchmark="cacm", batch_size=args.batch_size)
         print("int8 gate:", verdict.as_dict(), flush=True)
         openvino = PaperEncoder.from_pretrained(
-            path, device="cpu", max_length=args.max_length, backend="openvino", openvino_cache=work / "openvino"
+            path, device="cpu", max_length=args.max_length, backend="openvino", engine_cache=work
         )
         openvino_convert_s = _timed(lambda: openvino.encode(papers[:8], show_progress_bar=False))
         openvino_verdict = check_int8(openvino, args.data / "cacm", benchmark="cacm", batch_size=args.batch_size)

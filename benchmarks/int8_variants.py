@@ -78,10 +78,10 @@ def build(path: str, work: Path, calibration: list[dict], max_length: int) -> di
     """The ONNX and OpenVINO encoders of ``path`` with their fp32 and int8 models built in ``work``."""
     encoders: dict[Engine, PaperEncoder] = {
         "onnx": PaperEncoder.from_pretrained(
-            path, device="cpu", max_length=max_length, backend="onnx", onnx_cache=work / "onnx"
+            path, device="cpu", max_length=max_length, backend="onnx", engine_cache=work
         ),
         "openvino": PaperEncoder.from_pretrained(
-            path, device="cpu", max_length=max_length, backend="openvino", openvino_cache=work / "openvino"
+            path, device="cpu", max_length=max_length, backend="openvino", engine_cache=work
         ),
     }
     onnx_backend.quantize(onnx_backend.export_folder(encoders["onnx"], work / "onnx"))

@@ -94,7 +94,7 @@ def test_a_huge_abstract_is_never_tokenized_whole_and_embeds_as_its_head_does(ti
 
     for backend in ("pytorch", "onnx"):
         encoder = PaperEncoder.from_pretrained(
-            tiny_bert, device="cpu", backend=backend, onnx_cache=tmp_path, max_length=MAX_LENGTH
+            tiny_bert, device="cpu", backend=backend, engine_cache=tmp_path, max_length=MAX_LENGTH
         )
         expected = encoder.encode([head], show_progress_bar=False)
         monkeypatch.setattr(PreTrainedTokenizerBase, "__call__", recording)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 
 import pytest
 
@@ -63,3 +64,23 @@ def test_a_moved_module_imported_from_its_package_names_its_new_module():
     with pytest.raises(ImportError, match=r"sciembed.training.data was removed: use sciembed.training.examples"):
         exec("from sciembed.training import data", {})
     assert callable(sciembed.neighbours)  # the name now holds the function
+
+
+@pytest.mark.parametrize("old", ["onnx_cache", "openvino_cache"])
+def test_an_engine_s_cache_folder_names_the_one_engine_cache(tiny_bert, tmp_path, old):
+    message = rf"^sciembed.PaperEncoder.{old} was removed: use engine_cache=, the one folder holding onnx/ and"
+    with pytest.raises(TypeError, match=message):  # before the (missing) model is looked for
+        sciembed.Encoder.from_pretrained(tmp_path / "no-model", backend="onnx", **{old: tmp_path})
+    encoder = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu")
+    with pytest.raises(TypeError, match=message):
+        sciembed.PaperEncoder(encoder.model, encoder.tokenizer, **{old: tmp_path})
+    with pytest.raises(AttributeError, match=message):
+        getattr(encoder, old)
+    onnx = sciembed.PaperEncoder(encoder.model, encoder.tokenizer, backend="onnx", engine_cache=tmp_path)
+    assert onnx.engine_cache == tmp_path and encoder.engine_cache is None
+
+
+def test_the_encoder_takes_at_most_13_parameters():
+    parameters = inspect.signature(sciembed.PaperEncoder).parameters
+    assert "engine_cache" in parameters and "precision" in parameters  # precision: refused with its new name
+    assert len(parameters) <= 13, list(parameters)

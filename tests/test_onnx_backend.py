@@ -35,7 +35,7 @@ def both(folder_or_model, cache, **options):
     """The PyTorch and ONNX encoders of one model with the same settings."""
     load = sciembed.PaperEncoder.from_pretrained if not hasattr(folder_or_model, "forward") else sciembed.PaperEncoder
     pytorch = load(folder_or_model, device="cpu", **options)
-    return pytorch, load(folder_or_model, device="cpu", backend="onnx", onnx_cache=cache, **options)
+    return pytorch, load(folder_or_model, device="cpu", backend="onnx", engine_cache=cache, **options)
 
 
 def assert_same_vectors(pytorch, onnx, texts=TEXTS):
@@ -74,20 +74,20 @@ def assert_fused(encoder, cache):
 def test_a_plain_encoder_gives_pytorch_s_vectors_and_exports_once(tiny_bert, tmp_path, monkeypatch, options):
     pytorch, onnx = both(tiny_bert, tmp_path, **options)
     assert_same_vectors(pytorch, onnx)
-    exports = list(tmp_path.iterdir())
+    exports = list((tmp_path / "onnx").iterdir())
     assert (
         len(exports) == 1
         and json.loads((exports[0] / "export.json").read_text())["max_abs_difference_to_pytorch"] <= 1e-4
     )
     assert onnx.fingerprint() != pytorch.fingerprint() and onnx.model_fingerprint() == pytorch.fingerprint()
-    assert_fused(onnx, tmp_path)
+    assert_fused(onnx, tmp_path / "onnx")
 
     def no_second_export(*args, **kwargs):
         raise AssertionError("exported again although the cache holds the export")
 
     monkeypatch.setattr(onnx_backend, "export_encoder", no_second_export)
     again = sciembed.PaperEncoder.from_pretrained(
-        tiny_bert, device="cpu", backend="onnx", onnx_cache=tmp_path, **options
+        tiny_bert, device="cpu", backend="onnx", engine_cache=tmp_path, **options
     )
     np.testing.assert_array_equal(
         again.encode(TEXTS, show_progress_bar=False), onnx.encode(TEXTS, show_progress_bar=False)
@@ -97,7 +97,7 @@ def test_a_plain_encoder_gives_pytorch_s_vectors_and_exports_once(tiny_bert, tmp
 def test_a_sentence_transformers_model_gives_its_own_vectors(tiny_st_base, tmp_path):
     pytorch, onnx = both(tiny_st_base, tmp_path)
     assert_same_vectors(pytorch, onnx)
-    assert_fused(onnx, tmp_path)
+    assert_fused(onnx, tmp_path / "onnx")
     np.testing.assert_allclose(np.linalg.norm(onnx.encode(TEXTS, show_progress_bar=False), axis=1), 1, atol=1e-5)
 
 
@@ -144,7 +144,7 @@ def test_format_adapters_fusion_and_pals_export_the_active_format(tiny_bert, tmp
                 parameter.normal_(0, 0.2)
     for kind, model in (("adapters", adapters.eval()), ("fusion", fusion.eval()), ("pals", pals.eval())):
         base_pt = sciembed.PaperEncoder(model, tokenizer, device="cpu")
-        base_onnx = sciembed.PaperEncoder(model, tokenizer, device="cpu", backend="onnx", onnx_cache=tmp_path / kind)
+        base_onnx = sciembed.PaperEncoder(model, tokenizer, device="cpu", backend="onnx", engine_cache=tmp_path / kind)
         by_format = {}
         for task_format in FORMATS:
             pytorch, onnx = base_pt.with_format(task_format), base_onnx.with_format(task_format)
@@ -164,7 +164,7 @@ def test_what_cannot_be_exported_is_named(tiny_bert, tmp_path, monkeypatch):
         onnx_backend.OnnxExportError, match=r"BertModel \(.*\) does not export to ONNX: RuntimeError: an operator"
     ):
         onnx.encode(TEXTS, show_progress_bar=False)
-    assert not list(tmp_path.iterdir())  # no half-made export is left to be found as finished
+    assert not list(tmp_path.glob("*/*"))  # no half-made export is left to be found as finished
 
 
 def test_onnx_runs_on_cpu_only(tiny_bert):
@@ -179,7 +179,7 @@ def test_int8_is_refused_until_its_gate_passes(tiny_bert, tmp_path):
 
     cacm = shared_data("cacm")
     unchecked = sciembed.PaperEncoder.from_pretrained(
-        tiny_bert, device="cpu", backend="onnx", quantization="int8", onnx_cache=tmp_path / "unchecked"
+        tiny_bert, device="cpu", backend="onnx", quantization="int8", engine_cache=tmp_path / "unchecked"
     )
     with pytest.raises(ValueError, match="int8 for .* is refused: it has not been checked"):
         unchecked.encode(TEXTS, show_progress_bar=False)
@@ -188,7 +188,7 @@ def test_int8_is_refused_until_its_gate_passes(tiny_bert, tmp_path):
     # (The gate is the first use of this cache: it exports, outside encode's inference mode.)
     cache = tmp_path / "gated"
     int8 = sciembed.PaperEncoder.from_pretrained(
-        tiny_bert, device="cpu", backend="onnx", quantization="int8", onnx_cache=cache
+        tiny_bert, device="cpu", backend="onnx", quantization="int8", engine_cache=cache
     )
     failed = check_int8(int8, cacm, tolerance=-1.0, show_progress_bar=False)
     assert (
@@ -196,13 +196,13 @@ def test_int8_is_refused_until_its_gate_passes(tiny_bert, tmp_path):
     )  # int8 is not fp32
     assert failed.skipped_records == 1  # CACM's broken record, counted
     refused = sciembed.PaperEncoder.from_pretrained(
-        tiny_bert, device="cpu", backend="onnx", quantization="int8", onnx_cache=cache
+        tiny_bert, device="cpu", backend="onnx", quantization="int8", engine_cache=cache
     )
     with pytest.raises(ValueError, match="it failed its quality gate \\(cite MAP .* more than -1.0 points\\)"):
         refused.encode(TEXTS, show_progress_bar=False)
 
     # The gate's fp32 MAP is the cite MAP that evaluate reports for the fp32 export.
-    fp32 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", onnx_cache=cache)
+    fp32 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", engine_cache=cache)
     report = sciembed.evaluation.evaluate(
         fp32, "cacm", cacm, tasks=["cite"], use_cache=False, skip_invalid=True, show_progress_bar=False
     )
@@ -213,7 +213,7 @@ def test_int8_is_refused_until_its_gate_passes(tiny_bert, tmp_path):
     # Once passed, int8 loads, and scores as the gate found, within the gate's own tolerance: int8 activations are
     # quantised per batch, and evaluate batches the (deduplicated) texts differently from the gate.
     gated = sciembed.PaperEncoder.from_pretrained(
-        tiny_bert, device="cpu", backend="onnx", quantization="int8", onnx_cache=cache
+        tiny_bert, device="cpu", backend="onnx", quantization="int8", engine_cache=cache
     )
     report = sciembed.evaluation.evaluate(
         gated, "cacm", cacm, tasks=["cite"], use_cache=False, skip_invalid=True, show_progress_bar=False
@@ -359,7 +359,11 @@ def test_an_ensemble_loads_every_member_on_onnx(tiny_bert, tmp_path):
     save_ensemble(tmp_path / "ensemble", [tiny_bert, tmp_path / "control"])
     pytorch = Encoder.from_pretrained(tmp_path / "ensemble", device="cpu", task_format="classification")
     onnx = Encoder.from_pretrained(
-        tmp_path / "ensemble", device="cpu", task_format="classification", backend="onnx", onnx_cache=tmp_path / "onnx"
+        tmp_path / "ensemble",
+        device="cpu",
+        task_format="classification",
+        backend="onnx",
+        engine_cache=tmp_path / "onnx",
     )
     assert isinstance(onnx, EnsembleEncoder) and all(member.backend == "onnx" for member in onnx.members)
     assert_same_vectors(pytorch, onnx)

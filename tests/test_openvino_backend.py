@@ -29,7 +29,7 @@ def both(folder, cache, **options):
     """The PyTorch and OpenVINO encoders of one model folder with the same settings."""
     load = sciembed.PaperEncoder.from_pretrained
     return load(folder, device="cpu", **options), load(
-        folder, device="cpu", backend="openvino", openvino_cache=cache, **options
+        folder, device="cpu", backend="openvino", engine_cache=cache, **options
     )
 
 
@@ -37,7 +37,7 @@ def both(folder, cache, **options):
 def test_a_plain_encoder_gives_pytorch_s_vectors_and_converts_once(tiny_bert, tmp_path, monkeypatch, options):
     pytorch, openvino = both(tiny_bert, tmp_path, **options)
     assert_same_vectors(pytorch, openvino)
-    [folder] = tmp_path.iterdir()
+    [folder] = (tmp_path / "openvino").iterdir()
     assert json.loads((folder / "convert.json").read_text())["max_abs_difference_to_pytorch"] <= 1e-4
     assert not list(folder.glob("*.onnx"))  # the export is read once, then only the IR is kept
     assert openvino.fingerprint() not in (pytorch.fingerprint(), openvino.with_quantization("int8").fingerprint())
@@ -48,7 +48,7 @@ def test_a_plain_encoder_gives_pytorch_s_vectors_and_converts_once(tiny_bert, tm
     monkeypatch.setattr(onnx_backend, "export_encoder", again)
     monkeypatch.setattr(openvino_backend, "convert_encoder", again)
     second = sciembed.PaperEncoder.from_pretrained(
-        tiny_bert, device="cpu", backend="openvino", openvino_cache=tmp_path, **options
+        tiny_bert, device="cpu", backend="openvino", engine_cache=tmp_path, **options
     )
     np.testing.assert_array_equal(
         second.encode(TEXTS, show_progress_bar=False), openvino.encode(TEXTS, show_progress_bar=False)
@@ -89,7 +89,7 @@ def test_format_adapters_and_pals_convert_the_active_format(tiny_bert, tmp_path)
     for kind, model in (("adapters", adapters.eval()), ("pals", pals.eval())):
         pytorch = sciembed.PaperEncoder(model, tokenizer, device="cpu")
         openvino = sciembed.PaperEncoder(
-            model, tokenizer, device="cpu", backend="openvino", openvino_cache=tmp_path / kind
+            model, tokenizer, device="cpu", backend="openvino", engine_cache=tmp_path / kind
         )
         for task_format in ("proximity", "adhoc_query"):
             assert_same_vectors(pytorch.with_format(task_format), openvino.with_format(task_format))
@@ -108,7 +108,7 @@ def test_what_cannot_be_exported_is_named_and_nothing_is_cached(tiny_bert, tmp_p
     monkeypatch.setattr("torch.onnx.export", untraceable)
     with pytest.raises(openvino_backend.OpenVinoError, match=r"BertModel \(.*\) does not export to ONNX: Runtime"):
         openvino.encode(TEXTS, show_progress_bar=False)
-    assert not list(tmp_path.iterdir())
+    assert not list(tmp_path.glob("*/*"))
 
 
 def test_backend_options_that_do_not_go_together_are_refused_before_loading(tmp_path):
@@ -129,7 +129,7 @@ def test_int8_is_refused_until_its_gate_passes(kind, tiny_bert, tmp_path):
 
     cacm = shared_data("cacm")
     int8 = sciembed.PaperEncoder.from_pretrained(
-        tiny_bert, device="cpu", backend="openvino", quantization=kind, openvino_cache=tmp_path
+        tiny_bert, device="cpu", backend="openvino", quantization=kind, engine_cache=tmp_path
     )
     with pytest.raises(ValueError, match=f"OpenVINO {kind} for .* is refused: it has not been checked"):
         int8.encode(TEXTS, show_progress_bar=False)
@@ -140,7 +140,7 @@ def test_int8_is_refused_until_its_gate_passes(kind, tiny_bert, tmp_path):
     assert not failed.passed and failed.backend == "openvino" and failed.quantization == kind
     assert 0.9 < failed.min_cosine < 1 and failed.calibration_papers == (300 if kind == "int8" else 0)
     refused = sciembed.PaperEncoder.from_pretrained(
-        tiny_bert, device="cpu", backend="openvino", quantization=kind, openvino_cache=tmp_path
+        tiny_bert, device="cpu", backend="openvino", quantization=kind, engine_cache=tmp_path
     )
     with pytest.raises(ValueError, match=r"it failed its quality gate \(cite MAP .* more than -1.0 points\)"):
         refused.encode(TEXTS, show_progress_bar=False)
@@ -148,7 +148,7 @@ def test_int8_is_refused_until_its_gate_passes(kind, tiny_bert, tmp_path):
     passed = check_int8(int8, cacm, tolerance=abs(failed.map_drop) + 0.5, show_progress_bar=False)
     assert passed.passed and passed.int8_map == failed.int8_map  # the same calibration gives the same model
     gated = sciembed.PaperEncoder.from_pretrained(
-        tiny_bert, device="cpu", backend="openvino", quantization=kind, openvino_cache=tmp_path
+        tiny_bert, device="cpu", backend="openvino", quantization=kind, engine_cache=tmp_path
     )
     fp32 = gated.with_quantization("fp32")
     # Cached vectors of int8 name what it was calibrated on; weight-only int8 has no calibration.
@@ -180,7 +180,7 @@ def test_int8_is_calibrated_on_papers_its_gate_does_not_score(tiny_bert, tmp_pat
     monkeypatch.setattr(openvino_backend, "quantize", spy_quantize)
     monkeypatch.setattr(sciembed.PaperEncoder, "encode", spy_encode)
     int8 = sciembed.PaperEncoder.from_pretrained(
-        tiny_bert, device="cpu", backend="openvino", quantization="int8", openvino_cache=tmp_path
+        tiny_bert, device="cpu", backend="openvino", quantization="int8", engine_cache=tmp_path
     )
     verdict = int8_gate.check_int8(int8, cacm, tolerance=100, show_progress_bar=False)
     assert len(calibrated) == verdict.calibration_papers == openvino_backend.CALIBRATION_SIZE

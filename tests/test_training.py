@@ -1182,6 +1182,37 @@ def test_a_classifier_from_a_unit_vector_base_is_evaluated_and_saved_in_the_base
     np.testing.assert_allclose(vectors, expected.numpy(), atol=1e-5)
 
 
+def test_readers_take_the_run_s_data_settings_themselves(tmp_path):
+    """A data key is defined once: every reader takes the run's ``DataSettings``, a subclass's new keys too."""
+    import dataclasses
+    import typing
+
+    from sciembed.training import sources
+    from sciembed.training.settings import DataKind, DataSettings
+
+    @dataclasses.dataclass(frozen=True)
+    class WithNewKey(DataSettings):
+        new_key: int = 3
+
+    received = []
+
+    class Recorder(sources.Source):
+        kind = DataKind.LABELLED
+
+        def read(self, *given):
+            received.extend(given)
+            return sources.Examples(train=[])
+
+    data = WithNewKey(seed=5, max_examples=2, exclude=["p1", 2])
+    sources.read_examples(Recorder(tmp_path / "papers.jsonl"), data, None)
+    assert received[:2] == [data, frozenset({"p1", "2"})]
+    assert received[0].new_key == 3
+    readers = [r for r in vars(sources).values() if isinstance(r, type) and issubclass(r, sources.Source)]
+    assert len(readers) == 7  # the base and its six layouts
+    for reader in readers:
+        assert typing.get_type_hints(reader.read)["data"] is DataSettings, reader.__name__
+
+
 def test_anchor_papers_keep_their_relations_and_cost_nothing_at_step_0(tiny_st_base, tmp_path):
     """data.anchor_papers with loss.anchor_weight: the term is zero at step 0 (the first logged loss equals an
     unanchored run's), the anchor papers' pairwise cosines move less than without it, their counts are recorded

@@ -106,7 +106,7 @@ def test_the_onnx_backend_gives_the_same_windowed_vectors(tiny_bert, tmp_path):
     settings = WindowSettings(window=20, overlap=4)
     pytorch = WindowedEncoder(sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu"), settings)
     onnx = WindowedEncoder(
-        sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", onnx_cache=tmp_path), settings
+        sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", engine_cache=tmp_path), settings
     )
     np.testing.assert_allclose(
         onnx.encode([LONG, SHORT], show_progress_bar=False),

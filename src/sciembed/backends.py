@@ -74,7 +74,7 @@ def check_backend(backend: Any, quantization: Any = WeightQuantization.FP32, dev
 def make_engine(
     backend: str,
     quantization: str,
-    cache_dir: str | os.PathLike[str] | Path | None,
+    engine_cache: str | os.PathLike[str] | Path | None,
     *,
     threads: int | None = None,
     gated: bool = True,
@@ -84,10 +84,12 @@ def make_engine(
     Args:
         backend: ``pytorch``, ``onnx`` or ``openvino``.
         quantization: the weights' quantization.
-        cache_dir: where the engine keeps its models (``None``: its default under the sciembed cache).
+        engine_cache: the folder holding each engine's own (``onnx/``, ``openvino/``). ``None``: the sciembed cache.
         threads: inference threads (``None``: the physical cores).
         gated: refuse int8 its gate has not passed (``False`` only for the gate itself).
     """
     if backend not in ENGINES:
         return None
-    return ENGINES[backend](quantization, cache_dir, threads=threads, gated=gated)
+    engine = ENGINES[backend]
+    cache_dir = Path(engine_cache) / engine.cache_name if engine_cache is not None else None
+    return engine(quantization, cache_dir, threads=threads, gated=gated)

@@ -55,10 +55,10 @@ from .families import family_of, register_families
 from .formats import activate_format, load_format_modules, model_formats
 from .formats.embedding import FAMILY_POOLING, POOLINGS, pool  # noqa: F401  (encode's API too)
 from .formats.names import DOCUMENT_FORMAT, QUERY_FORMAT  # noqa: F401  (encode's API too)
-from .io import check_finite
+from .io import check_finite, default_cache_dir
 from .logs import progress_enabled
 from .quantization import OutputPrecision, Precision, calibration_ranges, check_precision, load_ranges, quantize
-from .removed import removed_message
+from .removed import RemovedAttribute, refuse_removed_keywords, removed_keywords, removed_message
 from .similarity import SimilarityName, check_similarity_name
 from .similarity import similarity as _similarity
 from .similarity import similarity_pairwise as _similarity_pairwise
@@ -146,8 +146,7 @@ class Encoder(ABC):
             cache_dir: the Hub cache to download to and read from (default: ``HF_HUB_CACHE``).
             local_files_only: read a Hub id from the cache only, never downloading.
             model_kwargs: keyword arguments of transformers' ``from_pretrained``, such as ``torch_dtype``.
-            options: the other settings of :class:`PaperEncoder` (``normalize``, ``facets``, ``onnx_cache``,
-                ``openvino_cache``, ...).
+            options: the other settings of :class:`PaperEncoder` (``normalize``, ``facets``, ``engine_cache``, ...).
 
         Raises:
             TypeError: called on an encoder class that wraps other encoders (build it from a loaded one).
@@ -409,6 +408,12 @@ class Encoder(ABC):
         return self.with_format(task_format) if task_format in self.task_formats else self
 
 
+#: What replaces the two cache folders a :class:`PaperEncoder` took, one per engine.
+ENGINE_CACHE = "engine_cache=, the one folder holding onnx/ and openvino/"
+#: The removed cache keywords of :class:`PaperEncoder` and what replaces them.
+MOVED_ENGINE_CACHES = {"onnx_cache": ENGINE_CACHE, "openvino_cache": ENGINE_CACHE}
+
+
 class PaperEncoder(Encoder):
     """A model, its tokenizer and its pooling, ready to turn papers into vectors.
 
@@ -437,11 +442,12 @@ class PaperEncoder(Encoder):
             quantised, OpenVINO: NNCF's post-training quantization) or ``"int8_weights"`` (OpenVINO: int8 weights
             only). int8 is refused until :func:`sciembed.evaluation.int8_gate.check_int8` has passed it. The
             vectors' own precision is :meth:`encode`'s ``precision``.
-        onnx_cache: where ONNX exports are kept (default ``onnx/`` in :func:`sciembed.io.default_cache_dir`).
-        openvino_cache: where OpenVINO models are kept (default ``openvino/`` in the same folder).
+        engine_cache: the folder holding the ONNX exports (``onnx/``) and OpenVINO models (``openvino/``). Defaults
+            to :func:`sciembed.io.default_cache_dir`.
         precision: not taken here. Refused with the name of ``quantization``, its name for the ONNX weights.
     """
 
+    @removed_keywords("sciembed.PaperEncoder", MOVED_ENGINE_CACHES)
     def __init__(
         self,
         model: PreTrainedModel | SentenceTransformer,
@@ -456,8 +462,7 @@ class PaperEncoder(Encoder):
         facets: bool = False,
         backend: Backend | str = Backend.PYTORCH,
         quantization: WeightQuantization | str = WeightQuantization.FP32,
-        onnx_cache: str | os.PathLike[str] | None = None,
-        openvino_cache: str | os.PathLike[str] | None = None,
+        engine_cache: str | os.PathLike[str] | None = None,
         precision: Any = None,
     ):
         import torch
@@ -522,8 +527,9 @@ class PaperEncoder(Encoder):
                 f"{self.name_or_path}: the {BACKEND_NAMES[backend]} backend exports float32 weights; load the model "
                 f"without a dtype (model_kwargs / --dtype) for backend={backend!r}"
             )
-        caches = {Backend.ONNX: onnx_cache, Backend.OPENVINO: openvino_cache}
-        self._engine = make_engine(backend, quantization, caches.get(backend))
+        #: The folder holding the engines' ``onnx/`` and ``openvino/`` (``None`` for PyTorch).
+        self.engine_cache = None if pytorch else Path(default_cache_dir() if engine_cache is None else engine_cache)
+        self._engine = make_engine(backend, quantization, self.engine_cache)
         self.__dict__.setdefault("_quantization_ranges", {})  # shared with this encoder's format copies
 
     @classmethod
@@ -559,7 +565,8 @@ class PaperEncoder(Encoder):
         A local folder with format adapters or PALs saved next to its base gets them attached
         (:func:`sciembed.formats.load_format_modules`).
         """
-        check_backend(kwargs.get("backend", "pytorch"), kwargs.get("quantization", "fp32"), device)  # before loading
+        refuse_removed_keywords("sciembed.PaperEncoder", kwargs, MOVED_ENGINE_CACHES)  # before loading
+        check_backend(kwargs.get("backend", "pytorch"), kwargs.get("quantization", "fp32"), device)
         given = str(name_or_path) if name_or_path is not None else default_model_path()
         name, resolved = resolve_model(
             given, revision=revision, token=token, cache_dir=cache_dir, local_files_only=local_files_only
@@ -785,19 +792,12 @@ class PaperEncoder(Encoder):
         check_backend(self.backend, quantization)
         other = copy.copy(self)
         other._engine = make_engine(
-            self.backend, quantization, self._engine.cache_dir, threads=self._engine.threads, gated=gated
+            self.backend, quantization, self.engine_cache, threads=self._engine.threads, gated=gated
         )
         return other
 
-    @property
-    def onnx_cache(self) -> Path | None:
-        """Where this encoder's ONNX exports are kept (``None`` for the other backends)."""
-        return self._engine.cache_dir if self.backend == Backend.ONNX else None
-
-    @property
-    def openvino_cache(self) -> Path | None:
-        """Where this encoder's OpenVINO models are kept (``None`` for the other backends)."""
-        return self._engine.cache_dir if self.backend == Backend.OPENVINO else None
+    onnx_cache = RemovedAttribute("sciembed.PaperEncoder", ENGINE_CACHE)
+    openvino_cache = RemovedAttribute("sciembed.PaperEncoder", ENGINE_CACHE)
 
     @property
     def quantization(self) -> str:

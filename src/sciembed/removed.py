@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dis
+import functools
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import FrameType, ModuleType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
+
+Function = TypeVar("Function", bound=Callable[..., Any])
 
 
 class RemovedNameError(ImportError):
@@ -101,3 +105,56 @@ def _importing(frame: FrameType | None) -> bool:
     while frame is not None and frame.f_code.co_name == "__getattr__":
         frame = frame.f_back
     return frame is not None and dis.opname[frame.f_code.co_code[frame.f_lasti]] == "IMPORT_FROM"
+
+
+def refuse_removed_keywords(owner: str, given: Iterable[str], removed: Mapping[str, str]) -> None:
+    """Refuse a removed keyword argument with an error naming what replaces it.
+
+    Args:
+        owner: the function or class that took the keyword, as the user would write it.
+        given: the keyword arguments given.
+        removed: each removed keyword and what replaces it.
+
+    Raises:
+        TypeError: for the first removed keyword in ``given``.
+    """
+    for name in given:
+        if name in removed:
+            raise TypeError(removed_message(owner, name, removed[name]))
+
+
+def removed_keywords(owner: str, removed: Mapping[str, str]) -> Callable[[Function], Function]:
+    """A decorator that refuses each keyword of ``removed``, keeping the function's own signature.
+
+    Args:
+        owner: the function or class that took the keywords, as the user would write it.
+        removed: each removed keyword and what replaces it.
+    """
+
+    def decorate(function: Function) -> Function:
+        @functools.wraps(function)
+        def refusing(*args: Any, **kwargs: Any) -> Any:
+            refuse_removed_keywords(owner, kwargs, removed)
+            return function(*args, **kwargs)
+
+        return typing.cast(Function, refusing)
+
+    return decorate
+
+
+class RemovedAttribute:
+    """A class attribute that was removed: reading it raises an error naming what replaces it.
+
+    Args:
+        owner: the class, as the user would write it (``sciembed.PaperEncoder``).
+        replacement: what to use instead, as the user would write it.
+    """
+
+    def __init__(self, owner: str, replacement: str) -> None:
+        self.owner, self.replacement, self.name = owner, replacement, ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: object, owner: type | None = None) -> NoReturn:
+        raise AttributeError(removed_message(self.owner, self.name, self.replacement))

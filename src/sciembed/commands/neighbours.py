@@ -17,7 +17,7 @@ from .options import (
     DEFAULT_DATA,
     HelpFormatter,
     add_options,
-    check_onnx_cache,
+    check_engine_cache,
     encoder_from_args,
     refuse_model_options,
 )
@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
         check_paper_source(args.papers, "--papers")
     if args.data is not None and Path(args.data).is_symlink():
         check_input(args.data, "--data", "folder")  # a link loop or dangling link; a missing folder is named below
-    check_onnx_cache(args)
+    check_engine_cache(args)
     if args.embeddings and args.model:
         raise ValueError("give --model (embed the papers) or --embeddings (read their vectors), not both")
     if args.index and args.embeddings:

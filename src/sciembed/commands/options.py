@@ -259,7 +259,7 @@ def encoder_from_args(args: argparse.Namespace, *, device: str | None = None) ->
             subcommand has).
         device: where to run when ``--device`` is not given (a rank's own GPU under torchrun).
     """
-    check_onnx_cache(args)
+    check_engine_cache(args)
     backend = getattr(args, "backend", Backend.PYTORCH)
     quantization = getattr(args, "onnx_quantization", WeightQuantization.FP32)
     if (backend, quantization) != (Backend.PYTORCH, WeightQuantization.FP32):  # before the model loads, in its names
@@ -307,18 +307,27 @@ def encoder_from_args(args: argparse.Namespace, *, device: str | None = None) ->
     return _with_windows(encoder, args)
 
 
-def check_onnx_cache(args: argparse.Namespace) -> None:
-    """With ``--backend onnx`` or ``openvino``: refuse a model cache (``$SCIEMBED_CACHE/onnx``, ``.../openvino``) that
-    cannot be written, before the model loads."""
-    backend = getattr(args, "backend", "pytorch")
-    if backend in ("onnx", "openvino"):
+def check_engine_cache(args: argparse.Namespace) -> None:
+    """With ``--backend onnx`` or ``openvino``: refuse an engine cache that cannot be written, before the model loads.
+
+    Args:
+        args: the parsed options (``--backend``).
+    """
+    from ..backends import ENGINES
+
+    backend = getattr(args, "backend", Backend.PYTORCH)
+    if backend in ENGINES:
         from ..io import check_cache_dir
 
         check_cache_dir(
-            kind={"onnx": "ONNX export", "openvino": "OpenVINO model"}[backend],
-            subfolder=backend,
+            kind=_ENGINE_CACHE_KINDS[backend],
+            subfolder=ENGINES[backend].cache_name,
             remedy="set $SCIEMBED_CACHE to a folder that can be written, or use --backend pytorch",
         )
+
+
+#: What each engine's cache holds, as its error names it.
+_ENGINE_CACHE_KINDS = {Backend.ONNX: "ONNX export", Backend.OPENVINO: "OpenVINO model"}
 
 
 def _with_windows(encoder: Any, args: argparse.Namespace) -> Any:

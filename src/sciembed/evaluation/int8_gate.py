@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .. import openvino_backend
+from ..backends import ENGINES
 from ..encode import PaperEncoder
 from ..io import atomic_path
 from ..logs import progress_enabled
@@ -137,11 +138,11 @@ def check_int8(
     texts = fp32.texts(records.values(), task.fields)
     calibration_digest = ""
     if encoder.backend == "onnx":
-        folder = export_folder(fp32, fp32.onnx_cache)
+        folder = export_folder(fp32, fp32.engine_cache / ENGINES[fp32.backend].cache_name)
         quantize(folder)
         gate = folder / GATE_FILE
     else:
-        folder = openvino_backend.model_folder(fp32, fp32.openvino_cache)
+        folder = openvino_backend.model_folder(fp32, fp32.engine_cache / ENGINES[fp32.backend].cache_name)
         model = openvino_backend.quantize(
             folder,
             kind,

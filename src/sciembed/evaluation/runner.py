@@ -582,8 +582,7 @@ def _embed_tasks(
                     task_format=chosen.forward_options.get("task_format"),
                     backend=chosen.backend,
                     quantization=chosen.quantization,
-                    onnx_cache=chosen.onnx_cache,
-                    openvino_cache=chosen.openvino_cache,
+                    engine_cache=chosen.engine_cache,
                     domain=chosen.forward_options.get("domain"),
                 )
             caches[key] = EmbeddingCache(chosen, folder)

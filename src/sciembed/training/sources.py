@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from .examples import CitationFiles
-from .settings import DataKind
+from .settings import DataKind, DataSettings
 
 logger = logging.getLogger(__name__)
 
@@ -34,25 +34,6 @@ class Examples:
     anchor_papers: list[dict[str, Any]] | None = None
     #: Each task's weight in every batch of a multi-task mixture (``None``: equal shares).
     task_weights: dict[str, float] | None = None
-
-
-@dataclass(frozen=True)
-class Reading:
-    """The data settings every reader takes.
-
-    Attributes:
-        held_out: the share of citation queries held out for evaluation.
-        validation: the share of citation queries kept for validation.
-        seed: the seed of splits and samples.
-        limit: the most training rows (``None``: all).
-        excluded: papers never trained on.
-    """
-
-    held_out: float
-    validation: float
-    seed: int
-    limit: int | None
-    excluded: frozenset[str]
 
 
 class GraphRows(Protocol):
@@ -93,11 +74,12 @@ class Source:
     #: Whether the layout applies ``data.max_examples`` itself (per task).
     limits_itself: ClassVar[bool] = False
 
-    def read(self, reading: Reading, rows: GraphRows) -> Examples:
+    def read(self, data: DataSettings, excluded: frozenset[str], rows: GraphRows) -> Examples:
         """The examples of this layout.
 
         Args:
-            reading: the data settings.
+            data: the run's data settings.
+            excluded: the paper ids ``data.exclude`` names.
             rows: the objective's rows from citation graphs.
         """
         raise NotImplementedError
@@ -109,23 +91,23 @@ class CitationGraph(Source):
     kind = DataKind.CITATIONS
     splits_queries = True
 
-    def read(self, reading: Reading, rows: GraphRows) -> Examples:
+    def read(self, data: DataSettings, excluded: frozenset[str], rows: GraphRows) -> Examples:
         from ..evaluation.loaders import TaskSuite
         from .examples import exclusion_counts, read_citation_source, split_citation_queries
 
         source = read_citation_source(self.path, smart_links=self.smart_links)
         counts: dict[str, Any] = {"skipped_records": len(source.skipped)}
-        split = split_citation_queries(source, reading.held_out, reading.validation, reading.seed)
+        split = split_citation_queries(source, data.held_out, data.validation, data.seed)
         counts.update(split.counts())
-        if reading.excluded:
-            counts.update(exclusion_counts(reading.excluded, source.papers.keys(), "data.exclude"))
-        train = rows.graph_rows(source, split.train, [*split.unseen, *sorted(reading.excluded)])
+        if excluded:
+            counts.update(exclusion_counts(excluded, source.papers.keys(), "data.exclude"))
+        train = rows.graph_rows(source, split.train, [*split.unseen, *sorted(excluded)])
         examples = Examples(train, counts=counts)
         if split.held_out:
-            task = source.cite_task(split.held_out, seed=reading.seed)
+            task = source.cite_task(split.held_out, seed=data.seed)
             examples.evaluation = TaskSuite("held-out", str(self.path), [task])
         if split.validation:
-            task = source.cite_task(split.validation, seed=reading.seed)
+            task = source.cite_task(split.validation, seed=data.seed)
             examples.validation = TaskSuite("validation", str(self.path), [task])
         return examples
 
@@ -135,10 +117,10 @@ class ReadyTriplets(Source):
 
     kind = DataKind.CITATIONS
 
-    def read(self, reading: Reading, rows: GraphRows) -> Examples:
+    def read(self, data: DataSettings, excluded: frozenset[str], rows: GraphRows) -> Examples:
         from .examples import scirepeval_triplets
 
-        if reading.excluded:
+        if excluded:
             raise ValueError(
                 f"{self.path}: SciRepEval's ready triplets carry no paper ids to exclude; give a citation graph"
             )
@@ -155,16 +137,16 @@ class GraphMixture(Source):
     kind = DataKind.CITATIONS
     splits_queries = True
 
-    def read(self, reading: Reading, rows: GraphRows) -> Examples:
+    def read(self, data: DataSettings, excluded: frozenset[str], rows: GraphRows) -> Examples:
         from . import task_mixture
 
         by_domain = task_mixture.domain_examples(
             task_mixture.read_task_mixture(self.path),
             **rows.mixture_rows(),
-            held_out=reading.held_out,
-            validation=reading.validation,
-            seed=reading.seed,
-            exclude=reading.excluded,
+            held_out=data.held_out,
+            validation=data.validation,
+            seed=data.seed,
+            exclude=excluded,
             smart_links=self.smart_links,
         )
         counts = {
@@ -182,20 +164,20 @@ class TaskMixture(Source):
     splits_queries = True
     limits_itself = True
 
-    def read(self, reading: Reading, rows: GraphRows) -> Examples:
+    def read(self, data: DataSettings, excluded: frozenset[str], rows: GraphRows) -> Examples:
         from . import task_mixture
 
         mixed = task_mixture.mixture_examples(
             task_mixture.read_task_mixture(self.path),
-            held_out=reading.held_out,
-            validation=reading.validation,
-            seed=reading.seed,
-            max_per_task=reading.limit,
+            held_out=data.held_out,
+            validation=data.validation,
+            seed=data.seed,
+            max_per_task=data.max_examples,
             smart_links=self.smart_links,
         )
         for key, share, split in (
-            ("data.held_out", reading.held_out, mixed.evaluation),
-            ("data.validation", reading.validation, mixed.validation),
+            ("data.held_out", data.held_out, mixed.evaluation),
+            ("data.validation", data.validation, mixed.validation),
         ):
             if share and split is None:
                 raise ValueError(f"{self.path}: {key} splits citation queries, and this mixture has no citation graph")
@@ -215,15 +197,15 @@ class MultiTaskSamples(Source):
     kind = DataKind.SCIREPEVAL
     limits_itself = True
 
-    def read(self, reading: Reading, rows: GraphRows) -> Examples:
+    def read(self, data: DataSettings, excluded: frozenset[str], rows: GraphRows) -> Examples:
         from .examples import multitask_dataset
 
-        if reading.held_out:
+        if data.held_out:
             raise ValueError(
                 f"{self.path}: data.held_out splits citation queries, and SciRepEval's samples hold no citation "
                 "graph; give a task mixture with one, or evaluate the saved model instead"
             )
-        loaded = multitask_dataset(self.path, max_per_task=reading.limit, seed=reading.seed)
+        loaded = multitask_dataset(self.path, max_per_task=data.max_examples, seed=data.seed)
         counts: dict[str, Any] = {
             "tasks": {name: sum(1 for t in loaded.dataset["task"] if t == name) for name in loaded.tasks}
         }
@@ -237,16 +219,16 @@ class LabelledPapers(Source):
 
     kind = DataKind.LABELLED
 
-    def read(self, reading: Reading, rows: GraphRows) -> Examples:
+    def read(self, data: DataSettings, excluded: frozenset[str], rows: GraphRows) -> Examples:
         from .examples import exclusion_counts, labelled_papers
 
-        if reading.held_out:
+        if data.held_out:
             raise ValueError("data.held_out is not supported for labelled data; evaluate the saved model instead")
         train, labels = labelled_papers(self.path, smart_links=self.smart_links)
         counts: dict[str, Any] = {"labels": len(labels)}
-        if reading.excluded:
-            kept = train.filter(lambda row: row["paper_id"] not in reading.excluded)
-            counts.update(exclusion_counts(reading.excluded, train["paper_id"], "data.exclude"))
+        if excluded:
+            kept = train.filter(lambda row: row["paper_id"] not in excluded)
+            counts.update(exclusion_counts(excluded, train["paper_id"], "data.exclude"))
             train = kept
         return Examples(train, counts=counts, labels=labels)
 
@@ -291,12 +273,12 @@ def _ready_triplets(path: Path) -> bool:
     return path.suffix == ".json" and path.name.startswith("specter")
 
 
-def read_examples(source: Source, data: Any, rows: GraphRows | None) -> Examples:
+def read_examples(source: Source, data: DataSettings, rows: GraphRows | None) -> Examples:
     """The examples of ``source`` under the run's data settings, with the anchor papers.
 
     Args:
         source: the detected layout.
-        data: the run's typed data settings (:class:`~sciembed.training.settings.DataSettings`).
+        data: the run's data settings (the objective's subclass of them).
         rows: the objective's rows from citation graphs (``None``: it reads none).
     """
     smart_links, recipe = source.smart_links, source.recipe
@@ -316,8 +298,7 @@ def read_examples(source: Source, data: Any, rows: GraphRows | None) -> Examples
         )
     if not isinstance(source.path, CitationFiles) and is_smart_collection(source.path):
         counts["smart_links"] = smart_links  # how the .X lines were read: part of what the model was trained on
-    reading = Reading(data.held_out, data.validation, data.seed, data.max_examples, excluded)
-    examples = source.read(reading, rows)
+    examples = source.read(data, excluded, rows)
     examples.counts = {**counts, **examples.counts}
     examples.anchor_papers = anchors
     limit = data.max_examples
