@@ -8,6 +8,7 @@ line), where it was once read by no task and silently ignored.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import fields
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from sciembed.cli import main
 from sciembed.evaluation import evaluate, load_tasks
 
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "sciembed"
+SCRIPTS = Path(__file__).resolve().parents[1] / "datasets_scripts"
 
 
 @pytest.mark.parametrize(
@@ -65,6 +67,24 @@ def test_every_benchmark_keeps_its_facts_in_its_own_module():
         assert cards._BENCHMARK_CITATIONS[name] == benchmark.info.citations
         fields(benchmark.Options)  # a dataclass
     assert set(option_flags().values()) <= set(_evaluate_flags())
+
+
+def test_every_built_dataset_layout_is_on_its_benchmark_s_class():
+    """The configs and columns of a folder datasets_scripts/ builds are a fact of its benchmark, in its module."""
+    import sciembed.data.benchmarks as machinery
+    from sciembed.data.layouts import DATASET_LAYOUTS, DatasetLayout
+    from sciembed.evaluation.benchmarks import BENCHMARKS
+
+    built = {"scidocs": "scidocs", "multi-scidocs": "multi_scidocs", "scirepeval": "scirepeval", "beir": "beir"}
+    for name, layout in {**built, "cocitation": "cocitation"}.items():
+        own = vars(type(BENCHMARKS[name]))["layout"]
+        assert isinstance(own, DatasetLayout) and DATASET_LAYOUTS[layout] is own, name
+    assert not hasattr(machinery, "BENCHMARKS") and not hasattr(machinery, "BenchmarkSpec")
+    assert not [v for v in vars(machinery).values() if isinstance(v, DatasetLayout)]
+    written = {
+        match for path in SCRIPTS.glob("build_*.py") for match in re.findall(r'benchmark="(\w+)"', path.read_text())
+    }
+    assert written <= set(DATASET_LAYOUTS), written - set(DATASET_LAYOUTS)
 
 
 def test_no_public_evaluation_function_takes_more_than_twelve_parameters():

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...choices import StrChoice
+from ...data.layouts import DatasetLayout, register_layout
 from ...data.papers import TEXT_FIELDS
 from ...io import files_read, input_digests
 
@@ -151,6 +152,8 @@ class Benchmark:
     """One benchmark: its facts, its options dataclass, its reader and its averages."""
 
     info: ClassVar[BenchmarkInfo]
+    #: The configs and columns of the folder ``datasets_scripts/`` builds for it (``None``: it has no builder).
+    layout: ClassVar[DatasetLayout | None] = None
     #: The dataclass of the options this benchmark takes beside :class:`Reading`.
     Options: ClassVar[type] = NoOptions
     #: Whether its papers' vectors can be read from an embedding file (``--embeddings``).
@@ -159,6 +162,8 @@ class Benchmark:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         _REGISTERED[cls.info.name] = cls
+        if cls.layout is not None:
+            register_layout(cls.layout)
 
     @property
     def name(self) -> str:
