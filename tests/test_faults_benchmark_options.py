@@ -8,6 +8,7 @@ line), where it was once read by no task and silently ignored.
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 from dataclasses import fields
 from pathlib import Path
@@ -67,6 +68,32 @@ def test_every_benchmark_keeps_its_facts_in_its_own_module():
         assert cards._BENCHMARK_CITATIONS[name] == benchmark.info.citations
         fields(benchmark.Options)  # a dataclass
     assert set(option_flags().values()) <= set(_evaluate_flags())
+
+
+def test_the_typed_options_are_the_api_and_are_checked(tmp_path):
+    from sciembed.evaluation.benchmarks import Reading, RetrievalOptions, SciRepEvalOptions
+
+    signature = inspect.signature(evaluate).parameters
+    assert signature["reading"].annotation == "Reading | None"
+    assert signature["options"].annotation == "BenchmarkOptions | None"
+    assert not {"tasks", "split", "skip_invalid", "seed", "text_fields", "cutoffs"} & set(signature)
+    with pytest.raises(TypeError, match=r"takes tasks inside another argument: reading=.*Reading\(tasks=\.\.\.\)"):
+        evaluate(None, "cacm", tmp_path, tasks=["cite"])
+    with pytest.raises(TypeError, match=r"takes smart_links inside another argument: options=.*CacmOptions\("):
+        evaluate(None, "cacm", tmp_path, smart_links="all")
+    with pytest.raises(
+        TypeError, match="options=SciRepEvalOptions.*not for --benchmark cacm, which takes CacmOptions"
+    ):
+        evaluate(None, "cacm", tmp_path, options=SciRepEvalOptions(few_shot=False))
+    with pytest.raises(TypeError, match=r"reading= takes a sciembed.evaluation.Reading.*got dict"):
+        evaluate(None, "cacm", tmp_path, reading={"tasks": ["cite"]})
+    with pytest.raises(ValueError, match="--candidates 'some': one of all, judged"):
+        evaluate(None, "retrieval", tmp_path, options=RetrievalOptions(candidates="some"))
+    # The typed form reads the data, before a model loads.
+    with pytest.raises(FileNotFoundError, match=r"q.txt \(--data\): no such file"):
+        evaluate(
+            "no-model", "retrieval", tmp_path / "q.txt", reading=Reading(tasks="cite"), options=RetrievalOptions()
+        )
 
 
 def test_every_built_dataset_layout_is_on_its_benchmark_s_class():

@@ -17,7 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ..removed import module_getattr
-from .benchmarks import BENCHMARK_NAMES, BENCHMARKS
+from .benchmarks import BENCHMARK_NAMES, BENCHMARKS, Reading
 
 if TYPE_CHECKING:
     from ..data.benchmarks import load_benchmark
@@ -46,6 +46,7 @@ __all__ = [
     "BENCHMARK_NAMES",
     "EvaluationReport",
     "MtebEncoder",
+    "Reading",
     "TaskScores",
     "TaskSuite",
     "beir_task",

@@ -69,7 +69,7 @@ class Classification(Benchmark):
             skip_invalid=reading.skip_invalid,
             id_field=options.id_field,
             wanted=reading.wanted,
-            text_fields=reading.text_fields,
+            text_fields=reading.checked_fields,
             smart_links=options.smart_links,
         )
         return TaskSuite(self.name, data, tasks, [], skipped)

@@ -76,7 +76,7 @@ class Retrieval(Benchmark):
             id_field=options.id_field,
             wanted=reading.wanted,
             qrels_columns=options.qrels_columns,
-            text_fields=reading.text_fields,
+            text_fields=reading.checked_fields,
             smart_links=options.smart_links,
         )
         return TaskSuite(self.name, data, tasks, [], skipped)
