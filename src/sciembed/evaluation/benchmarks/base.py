@@ -16,9 +16,10 @@ from ...data.papers import TEXT_FIELDS, text_field_names
 from ...io import files_read, input_digests
 
 if TYPE_CHECKING:
+    from ...data.papers import PaperProblem
     from ...encode import Encoder
     from ..mteb_bridge import MtebSuite
-    from ..tasks import TaskScores, TaskSuite
+    from ..tasks import Task, TaskScores, TaskSuite
 
 
 class Similarity(StrChoice):
@@ -177,6 +178,8 @@ class Benchmark:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "info" not in vars(cls):  # a kind of benchmark that several share
+            return
         _REGISTERED[cls.info.name] = cls
         if cls.layout is not None:
             register_layout(cls.layout)
@@ -326,6 +329,58 @@ class Benchmark:
             results: the scored tasks.
         """
         return {}
+
+
+class PaperFileBenchmark(Benchmark):
+    """A user's file of labels or judgements over a papers file, read into one task."""
+
+    #: The options naming files whose digests the report keeps beside ``data``.
+    input_options: ClassVar[tuple[str, ...]] = ("papers",)
+
+    def load(self, data: str, reading: Reading, options: Any) -> TaskSuite:
+        """Build the task of ``data`` over the papers file of ``options``.
+
+        Args:
+            data: the labels or judgements file.
+            reading: what every benchmark takes.
+            options: this benchmark's own options (``papers``, ``id_field`` and ``smart_links`` among them).
+        """
+        from ...io import check_input
+        from ..tasks import TaskSuite
+
+        check_input(data, "--data")  # a folder, a link loop or a missing file, named as such
+        papers = {
+            "papers": None if options.papers is None else str(options.papers),
+            "skip_invalid": reading.skip_invalid,
+            "id_field": options.id_field,
+            "wanted": reading.wanted,
+            "text_fields": reading.checked_fields,
+            "smart_links": options.smart_links,
+        }
+        tasks, skipped = self.file_tasks(data, reading, options, papers)
+        return TaskSuite(self.name, data, tasks, [], skipped)
+
+    def file_tasks(
+        self, data: str, reading: Reading, options: Any, papers: dict[str, Any]
+    ) -> tuple[list[Task], list[PaperProblem]]:
+        """The task of ``data`` and the records left out (subclasses implement it).
+
+        Args:
+            data: the labels or judgements file.
+            reading: what every benchmark takes.
+            options: this benchmark's own options.
+            papers: how the papers file is read, as keywords of :mod:`..custom`'s task builders.
+        """
+        raise NotImplementedError
+
+    def inputs(self, data: str, options: Any) -> dict[str, Any]:
+        """The file and the files its options name.
+
+        Args:
+            data: the labels or judgements file.
+            options: this benchmark's own options.
+        """
+        return {"data": data, **{name: getattr(options, name) for name in self.input_options}}
 
 
 def _members(options: Any, given: dict[str, Any]) -> dict[str, Any]:
