@@ -1,8 +1,8 @@
 """Build the SciDocs benchmark (Cohan et al. 2020) as a Hugging Face dataset: Parquet + dataset card.
 
 Reads a SciDocs release folder with :func:`sciembed.data.scidocs.read_scidocs` (``paper_metadata_*.json``,
-``<task>/{val,test}.qrel``, ``mag|mesh/{train,val,test}.csv``) and writes the configs listed in
-:mod:`sciembed.data.benchmarks`. Multi-SciDocs is written in the same layout
+``<task>/{val,test}.qrel``, ``mag|mesh/{train,val,test}.csv``) and writes the configs of
+``sciembed.evaluation.benchmarks.SciDocs.layout``. Multi-SciDocs is written in the same layout
 (``sciembed.data.multi_scidocs``), so ``--benchmark multi_scidocs`` (or ``build_multi_scidocs.py``)
 runs this builder on that folder.
 
@@ -89,7 +89,7 @@ def main(
     configure_logging(args.log_level)
     check_out(args.out, args.overwrite)
 
-    from sciembed.data.benchmarks import EVALUATION_SPLIT
+    from sciembed.data.layouts import EVALUATION_SPLIT
     from sciembed.data.scidocs import read_scidocs
 
     release = read_scidocs(

@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     configure_logging(args.log_level)
     check_out(args.out, args.overwrite)
 
-    from sciembed.data.benchmarks import EVALUATION_SPLIT
+    from sciembed.data.layouts import EVALUATION_SPLIT
     from sciembed.data.scirepeval import META_CONFIG, load_scirepeval_task, read_scirepeval_sample
 
     configs, counts, meta_of = {}, {}, {}

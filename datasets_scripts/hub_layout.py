@@ -42,7 +42,7 @@ class CardInfo:
     """What the dataset card says beyond the sizes and fields, which are read from the data itself.
 
     Attributes:
-        benchmark: the :data:`sciembed.data.benchmarks.BENCHMARKS` name (written to the card's YAML as
+        benchmark: the name of its :class:`sciembed.data.layouts.DatasetLayout` (written to the card's YAML as
             ``sciembed_benchmark``, so a reader can tell what the folder holds).
         pretty_name: the card's title.
         summary: one paragraph: what the benchmark is, with the paper.

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import sciembed
-from sciembed.evaluation import evaluate
+from sciembed.evaluation import Reading, evaluate
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,9 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         lambda: sciembed.Encoder.from_pretrained(args.model, device=args.device),
         "scidocs",
         args.data,
-        tasks=args.tasks,
-        split=args.split,
-        skip_invalid=args.skip_invalid,
+        reading=Reading(tasks=args.tasks, split=args.split, skip_invalid=args.skip_invalid),
         batch_size=args.batch_size,
         n_jobs=args.jobs,
         use_cache=not args.no_cache,

@@ -22,7 +22,9 @@ from datasets import Dataset
 from helpers import shared_data
 from huggingface_hub import DatasetCard
 
-from sciembed.data.benchmarks import BENCHMARKS, BenchmarkSourceError, load_benchmark
+from sciembed.data.benchmarks import BenchmarkSourceError
+from sciembed.data.layouts import DATASET_LAYOUTS
+from sciembed.evaluation import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "datasets_scripts"
@@ -420,7 +422,7 @@ def test_load_benchmark_hub_id_offline_fails_fast_and_clearly(monkeypatch, tmp_p
 
 
 def test_load_benchmark_refuses_unknown_names_and_missing_folders(tmp_path):
-    with pytest.raises(ValueError, match="unknown benchmark 'scidoc'; supported: " + ", ".join(BENCHMARKS)):
+    with pytest.raises(ValueError, match="unknown benchmark 'scidoc'; supported: " + ", ".join(DATASET_LAYOUTS)):
         load_benchmark("scidoc", tmp_path)
     with pytest.raises(BenchmarkSourceError, match="no such folder"):
         load_benchmark("scidocs", tmp_path / "absent")

@@ -70,10 +70,18 @@ def test_evaluate_after_embed_embeds_nothing_again(tiny_bert, tmp_path):
 
 def test_embed_after_evaluate_embeds_nothing_again(tiny_encoder, tmp_path):
     from sciembed.evaluation import evaluate
+    from sciembed.evaluation.benchmarks import RetrievalOptions
     from sciembed.jobs.embed import embed_to_file
 
     papers, qrels = _retrieval(tmp_path)
-    report = evaluate(tiny_encoder, "retrieval", qrels, papers=papers, cache_dir=tmp_path, show_progress_bar=False)
+    report = evaluate(
+        tiny_encoder,
+        "retrieval",
+        qrels,
+        cache_dir=tmp_path,
+        show_progress_bar=False,
+        options=RetrievalOptions(papers=papers),
+    )
     assert report.embedding["texts_encoded"] == len(PAPERS)
     embedded = embed_to_file(tiny_encoder, papers, tmp_path / "v.npy", cache_dir=tmp_path, show_progress_bar=False)
     assert embedded.cached_papers == len(PAPERS) and "(5 from the embedding cache)" in embedded.summary()

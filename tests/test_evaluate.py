@@ -21,6 +21,7 @@ from sklearn.svm import LinearSVC
 from sciembed import Encoder, InvalidPaperError, PaperEncoder
 from sciembed.cli import main
 from sciembed.evaluation import evaluate, load_tasks
+from sciembed.evaluation.benchmarks import Reading, SciDocsOptions, SciRepEvalOptions
 
 SCIDOCS_CS = np.logspace(-4, 2, 7)
 
@@ -185,16 +186,30 @@ def test_papers_without_metadata_fail_unless_skipped(tiny_encoder, tmp_path):
     folder = _write_scidocs(tmp_path / "ghost", papers, {"cite": {"test": rows}}, {})
     with pytest.raises(InvalidPaperError, match="ghost"):
         evaluate(tiny_encoder, "scidocs", folder, use_cache=False, show_progress_bar=False)
-    report = evaluate(tiny_encoder, "scidocs", folder, use_cache=False, show_progress_bar=False, skip_invalid=True)
+    report = evaluate(
+        tiny_encoder, "scidocs", folder, use_cache=False, show_progress_bar=False, reading=Reading(skip_invalid=True)
+    )
     assert len(report.skipped_records) == 1 and "ghost" in report.skipped_records[0]
     assert report.to_dict()["skipped_records"]["count"] == 1
 
 
 def test_cache_is_reused_and_keyed_by_the_encoder(tiny_bert, scidocs_folder, tmp_path):
-    first = evaluate(tiny_bert, "scidocs", scidocs_folder, cache_dir=tmp_path, show_progress_bar=False, tasks=["cite"])
+    first = evaluate(
+        tiny_bert,
+        "scidocs",
+        scidocs_folder,
+        cache_dir=tmp_path,
+        show_progress_bar=False,
+        reading=Reading(tasks=["cite"]),
+    )
     assert first.embedding["texts_encoded"] > 0
     second = evaluate(
-        tiny_bert, "scidocs", scidocs_folder, cache_dir=tmp_path, show_progress_bar=False, tasks=["cite"]
+        tiny_bert,
+        "scidocs",
+        scidocs_folder,
+        cache_dir=tmp_path,
+        show_progress_bar=False,
+        reading=Reading(tasks=["cite"]),
     )
     assert (
         second.embedding["texts_encoded"] == 0 and second.embedding["cache_hits"] == first.embedding["texts_encoded"]
@@ -203,7 +218,12 @@ def test_cache_is_reused_and_keyed_by_the_encoder(tiny_bert, scidocs_folder, tmp
     # Another pooling is another encoder: nothing is reused.
     mean_encoder = Encoder.from_pretrained(tiny_bert, pooling="mean")
     mean = evaluate(
-        mean_encoder, "scidocs", scidocs_folder, cache_dir=tmp_path, show_progress_bar=False, tasks=["cite"]
+        mean_encoder,
+        "scidocs",
+        scidocs_folder,
+        cache_dir=tmp_path,
+        show_progress_bar=False,
+        reading=Reading(tasks=["cite"]),
     )
     assert mean.embedding["texts_encoded"] == first.embedding["texts_encoded"]
     shards = list(tmp_path.glob("*/shard-*.npy"))
@@ -359,11 +379,10 @@ def test_scirepeval_tasks_use_their_formats(control_code_encoder, scirepeval_sou
         control_code_encoder,
         "scirepeval",
         meta_dir,
-        test_data=str(test_dir),
         use_cache=False,
         show_progress_bar=False,
-        few_shot=False,
         n_jobs=1,
+        options=SciRepEvalOptions(test_data=str(test_dir), few_shot=False),
     )
     by_task = {r.task: r for r in report.results}
     assert set(by_task) == {
@@ -430,11 +449,11 @@ def test_scirepeval_few_shot_rows(tiny_encoder, scirepeval_sources):
         tiny_encoder,
         "scirepeval",
         meta_dir,
-        test_data=str(test_dir),
-        tasks=["biomimicry"],
         use_cache=False,
         show_progress_bar=False,
         n_jobs=1,
+        reading=Reading(tasks=["biomimicry"]),
+        options=SciRepEvalOptions(test_data=str(test_dir)),
     )
     names = [r.task for r in report.results]
     assert names == ["Biomimicry", "Biomimicry 64 shot", "Biomimicry 16 shot"]
@@ -513,7 +532,13 @@ def test_cocitation_pairs(tiny_encoder, tmp_path):
 def test_cacm_real_data_end_to_end(tiny_encoder, capsys):
     cacm = shared_data("cacm")
     report = evaluate(
-        tiny_encoder, "cacm", cacm, use_cache=False, show_progress_bar=False, skip_invalid=True, n_jobs=1
+        tiny_encoder,
+        "cacm",
+        cacm,
+        use_cache=False,
+        show_progress_bar=False,
+        n_jobs=1,
+        reading=Reading(skip_invalid=True),
     )
     by_task = {r.task: r for r in report.results}
     assert set(by_task) == {"cite", "categories", "search"}
@@ -571,7 +596,12 @@ def test_multi2spe_facet_ablation_and_multi_scidocs_fields(tiny_bert, tmp_path):
     encoder = PaperEncoder(model, tokenizer, device="cpu")
     summed = evaluate(encoder, "multi-scidocs", folder, use_cache=False, show_progress_bar=False).results[0]
     facets = evaluate(
-        encoder, "multi-scidocs", folder, use_cache=False, show_progress_bar=False, proximity_similarity="min_facet_l2"
+        encoder,
+        "multi-scidocs",
+        folder,
+        use_cache=False,
+        show_progress_bar=False,
+        options=SciDocsOptions(proximity_similarity="min_facet_l2"),
     ).results[0]
     assert summed.metrics != facets.metrics
     per_field = summed.details["per_group"]

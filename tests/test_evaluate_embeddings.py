@@ -15,6 +15,7 @@ from helpers import WORDS
 
 from sciembed.cli import main
 from sciembed.evaluation import evaluate
+from sciembed.evaluation.benchmarks import Candidates, ClassificationOptions, RetrievalOptions
 from sciembed.io import file_sha256, write_embeddings
 from sciembed.jobs.embed import embed_to_file
 
@@ -45,18 +46,19 @@ def own_files(tmp_path_factory) -> Path:
 def test_evaluate_embeddings_equals_evaluate_model_in_python(tiny_encoder, own_files, tmp_path, suffix):
     vectors = tmp_path / f"vectors{suffix}"
     embed_to_file(tiny_encoder, own_files / "papers.jsonl", vectors, shard_size=7, show_progress_bar=False)
+    papers = own_files / "papers.jsonl"
     runs = [
-        ("classification", own_files / "labels.csv", {}),
-        ("retrieval", own_files / "qrels.tsv", {"candidates": "all"}),
-        ("retrieval", own_files / "qrels.tsv", {"candidates": "judged"}),
+        ("classification", own_files / "labels.csv", ClassificationOptions(papers=papers)),
+        ("retrieval", own_files / "qrels.tsv", RetrievalOptions(papers=papers, candidates=Candidates.ALL)),
+        ("retrieval", own_files / "qrels.tsv", RetrievalOptions(papers=papers, candidates=Candidates.JUDGED)),
     ]
     for benchmark, data, options in runs:
-        common = dict(papers=own_files / "papers.jsonl", n_jobs=1, **options)
+        common = dict(options=options, n_jobs=1)
         embedded = evaluate(tiny_encoder, benchmark, data, use_cache=False, show_progress_bar=False, **common)
         read = evaluate(None, benchmark, data, embeddings=vectors, **common)
         assert read.results[0].metrics == pytest.approx(embedded.results[0].metrics, abs=1e-4)
         assert read.model == embedded.model and read.settings["embeddings"] == str(vectors)
-        assert read.inputs["papers"] == embedded.inputs["papers"] == {"papers.jsonl": file_sha256(common["papers"])}
+        assert read.inputs["papers"] == embedded.inputs["papers"] == {"papers.jsonl": file_sha256(papers)}
         assert {name: sorted(files) for name, files in read.inputs.items() if name.startswith("embeddings")} == {
             ".npy": {"embeddings": ["vectors.npy"], "embeddings_ids": ["vectors.ids.json"]},
             ".parquet": {"embeddings": ["vectors.parquet"]},
@@ -152,9 +154,8 @@ def test_a_model_other_than_the_stamped_one_is_refused_naming_both(tiny_bert, ow
             lambda: __import__("sciembed").Encoder.from_pretrained(tiny_bert, pooling="mean"),
             "retrieval",
             own_files / "qrels.tsv",
-            papers=papers,
-            queries=own_files / "queries.jsonl",
             embeddings=vectors,
+            options=RetrievalOptions(papers=papers, queries=own_files / "queries.jsonl"),
         )
 
 

@@ -19,6 +19,7 @@ from sklearn.svm import LinearSVC
 from sciembed import InvalidPaperError
 from sciembed.cli import main
 from sciembed.evaluation import evaluate, load_tasks
+from sciembed.evaluation.benchmarks import ClassificationOptions, Reading, RetrievalOptions
 from sciembed.evaluation.custom import read_labels, read_qrels, read_queries
 
 README = Path(__file__).resolve().parents[1] / "docs" / "evaluation.md"  # the benchmark layouts page
@@ -66,7 +67,13 @@ def test_a_labelled_csv_with_a_split_column_equals_scikit_learn(tiny_encoder, pa
     rows = [(f"d{i}", _labels(i), "train" if i < 36 else "test") for i in range(48)]
     labels.write_text("split,paper_id,label,source\n" + "".join(f"{s},{p},{y},arxiv\n" for p, y, s in rows))
     report = evaluate(
-        tiny_encoder, "classification", labels, papers=papers_file, use_cache=False, show_progress_bar=False, n_jobs=1
+        tiny_encoder,
+        "classification",
+        labels,
+        use_cache=False,
+        show_progress_bar=False,
+        n_jobs=1,
+        options=ClassificationOptions(papers=papers_file),
     )
     (result,) = report.results
     assert (result.task, result.task_id, result.kind) == ("arxiv-labels", "arxiv-labels", "classification")
@@ -138,11 +145,11 @@ def test_label_rows_naming_missing_papers_are_refused_or_skipped(tiny_encoder, p
         tiny_encoder,
         "classification",
         labels,
-        papers=papers_file,
-        skip_invalid=True,
         use_cache=False,
         show_progress_bar=False,
         n_jobs=1,
+        reading=Reading(skip_invalid=True),
+        options=ClassificationOptions(papers=papers_file),
     )
     assert report.to_dict()["skipped_records"]["count"] == 1 and "ghost" in report.skipped_records[0]
     assert "left out 1 label row(s) naming papers not in the papers file of 31" in caplog.text
@@ -225,7 +232,14 @@ def test_qrels_with_paper_queries_rank_every_paper_as_pytrec_eval_scores_them(ti
         assert result.metrics[metric] == pytest.approx(value, abs=1e-9), metric
     assert result.counts == {"queries": 10, "documents": 60} and result.task == "my"
     # End to end with a model: the same task, the model's vectors.
-    report = evaluate(tiny_encoder, "retrieval", path, papers=papers_file, use_cache=False, show_progress_bar=False)
+    report = evaluate(
+        tiny_encoder,
+        "retrieval",
+        path,
+        use_cache=False,
+        show_progress_bar=False,
+        options=RetrievalOptions(papers=papers_file),
+    )
     assert report.results[0].task == "my" and set(report.results[0].metrics) == set(expected)
 
 
@@ -237,10 +251,9 @@ def test_qrels_judged_only_follow_scidocs_proximity(tiny_encoder, papers_file, v
         tiny_encoder,
         "retrieval",
         path,
-        papers=papers_file,
-        candidates="judged",
         use_cache=False,
         show_progress_bar=False,
+        options=RetrievalOptions(papers=papers_file, candidates="judged"),
     )
     qrels: dict[str, dict[str, int]] = {}
     for q, d, r in rows:
@@ -312,10 +325,9 @@ def test_qrels_with_a_queries_file_search_every_paper(tiny_encoder, papers_file,
         tiny_encoder,
         "retrieval",
         path,
-        papers=papers_file,
-        queries=tmp_path / "queries.jsonl",
         use_cache=False,
         show_progress_bar=False,
+        options=RetrievalOptions(papers=papers_file, queries=tmp_path / "queries.jsonl"),
     )
     assert report.results[0].counts == {"queries": 6, "documents": 60}
 
@@ -348,11 +360,9 @@ def test_a_three_facet_query_file_scores_each_facet_in_one_run(tiny_encoder, pap
             tiny_encoder,
             "retrieval",
             qrels,
-            papers=papers_file,
-            queries=queries,
-            candidates=candidates,
             cache_dir=tmp_path / "cache",
             show_progress_bar=False,
+            options=RetrievalOptions(papers=papers_file, queries=queries, candidates=candidates),
         )
         return report.results[0]
 

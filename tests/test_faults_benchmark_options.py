@@ -8,6 +8,8 @@ line), where it was once read by no task and silently ignored.
 from __future__ import annotations
 
 import ast
+import inspect
+import re
 from dataclasses import fields
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from sciembed.cli import main
 from sciembed.evaluation import evaluate, load_tasks
 
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "sciembed"
+SCRIPTS = Path(__file__).resolve().parents[1] / "datasets_scripts"
 
 
 @pytest.mark.parametrize(
@@ -65,6 +68,50 @@ def test_every_benchmark_keeps_its_facts_in_its_own_module():
         assert cards._BENCHMARK_CITATIONS[name] == benchmark.info.citations
         fields(benchmark.Options)  # a dataclass
     assert set(option_flags().values()) <= set(_evaluate_flags())
+
+
+def test_the_typed_options_are_the_api_and_are_checked(tmp_path):
+    from sciembed.evaluation.benchmarks import Reading, RetrievalOptions, SciRepEvalOptions
+
+    signature = inspect.signature(evaluate).parameters
+    assert signature["reading"].annotation == "Reading | None"
+    assert signature["options"].annotation == "BenchmarkOptions | None"
+    assert not {"tasks", "split", "skip_invalid", "seed", "text_fields", "cutoffs"} & set(signature)
+    with pytest.raises(TypeError, match=r"takes tasks inside another argument: reading=.*Reading\(tasks=\.\.\.\)"):
+        evaluate(None, "cacm", tmp_path, tasks=["cite"])
+    with pytest.raises(TypeError, match=r"takes smart_links inside another argument: options=.*CacmOptions\("):
+        evaluate(None, "cacm", tmp_path, smart_links="all")
+    with pytest.raises(
+        TypeError, match="options=SciRepEvalOptions.*not for --benchmark cacm, which takes CacmOptions"
+    ):
+        evaluate(None, "cacm", tmp_path, options=SciRepEvalOptions(few_shot=False))
+    with pytest.raises(TypeError, match=r"reading= takes a sciembed.evaluation.Reading.*got dict"):
+        evaluate(None, "cacm", tmp_path, reading={"tasks": ["cite"]})
+    with pytest.raises(ValueError, match="--candidates 'some': one of all, judged"):
+        evaluate(None, "retrieval", tmp_path, options=RetrievalOptions(candidates="some"))
+    # The typed form reads the data, before a model loads.
+    with pytest.raises(FileNotFoundError, match=r"q.txt \(--data\): no such file"):
+        evaluate(
+            "no-model", "retrieval", tmp_path / "q.txt", reading=Reading(tasks="cite"), options=RetrievalOptions()
+        )
+
+
+def test_every_built_dataset_layout_is_on_its_benchmark_s_class():
+    """The configs and columns of a folder datasets_scripts/ builds are a fact of its benchmark, in its module."""
+    import sciembed.data.benchmarks as machinery
+    from sciembed.data.layouts import DATASET_LAYOUTS, DatasetLayout
+    from sciembed.evaluation.benchmarks import BENCHMARKS
+
+    built = {"scidocs": "scidocs", "multi-scidocs": "multi_scidocs", "scirepeval": "scirepeval", "beir": "beir"}
+    for name, layout in {**built, "cocitation": "cocitation"}.items():
+        own = vars(type(BENCHMARKS[name]))["layout"]
+        assert isinstance(own, DatasetLayout) and DATASET_LAYOUTS[layout] is own, name
+    assert not hasattr(machinery, "BENCHMARKS") and not hasattr(machinery, "BenchmarkSpec")
+    assert not [v for v in vars(machinery).values() if isinstance(v, DatasetLayout)]
+    written = {
+        match for path in SCRIPTS.glob("build_*.py") for match in re.findall(r'benchmark="(\w+)"', path.read_text())
+    }
+    assert written <= set(DATASET_LAYOUTS), written - set(DATASET_LAYOUTS)
 
 
 def test_no_public_evaluation_function_takes_more_than_twelve_parameters():

@@ -112,6 +112,7 @@ LIBRARY = """
 import logging, sys
 import sciembed
 from sciembed.evaluation import evaluate
+from sciembed.evaluation.benchmarks import RetrievalOptions
 from sciembed.jobs.embed import embed_to_file
 
 def state():
@@ -123,7 +124,7 @@ encoder = sciembed.PaperEncoder.from_pretrained(sys.argv[1], device="cpu")
 sys.stderr.write("LOADED\\n")
 papers, qrels, out = sys.argv[2:5]
 sciembed.encode(encoder, ["a text"], show_progress_bar=False)
-evaluate(encoder, "retrieval", qrels, papers=papers, use_cache=False)
+evaluate(encoder, "retrieval", qrels, options=RetrievalOptions(papers=papers), use_cache=False)
 sciembed.neighbours(encoder, papers, top_k=2)
 embed_to_file(encoder, papers, out + "/a.jsonl")
 assert state() == before, (before, state())

@@ -63,8 +63,16 @@ QRELS = "p1\tp4\t1\np2\tp5\t1\np3\tp1\t1\n"
 
 def _scores(tiny_bert, qrels: Path, papers: Path) -> dict[str, float]:
     from sciembed.evaluation import evaluate
+    from sciembed.evaluation.benchmarks import RetrievalOptions
 
-    report = evaluate(str(tiny_bert), "retrieval", qrels, papers=papers, use_cache=False, show_progress_bar=False)
+    report = evaluate(
+        str(tiny_bert),
+        "retrieval",
+        qrels,
+        use_cache=False,
+        show_progress_bar=False,
+        options=RetrievalOptions(papers=papers),
+    )
     return report.results[0].metrics
 
 

@@ -20,6 +20,7 @@ import sciembed
 from sciembed import InvalidPaperError
 from sciembed.data.papers import PaperReading
 from sciembed.encoders import EnsembleEncoder, WindowedEncoder
+from sciembed.evaluation.benchmarks import Reading, RetrievalOptions
 from sciembed.evaluation.runner import evaluate
 from sciembed.io import read_embeddings
 from sciembed.jobs.embed import embed_to_file
@@ -374,7 +375,14 @@ def test_one_string_of_text_fields_is_one_field(tiny_encoder, tmp_path):
     papers, qrels = tmp_path / "papers.jsonl", tmp_path / "qrels.tsv"
     pd.DataFrame(titled).to_json(papers, orient="records", lines=True)
     qrels.write_text("p1\tp4\t1\np4\tp1\t1\n")
-    result = evaluate(tiny_encoder, "retrieval", data=qrels, papers=papers, text_fields="title", use_cache=False)
+    result = evaluate(
+        tiny_encoder,
+        "retrieval",
+        data=qrels,
+        use_cache=False,
+        reading=Reading(text_fields="title"),
+        options=RetrievalOptions(papers=papers),
+    )
     assert result.results[0].details["text_fields"] == ["title"]
     assert sciembed.encoders.WindowSettings(text_fields="title").text_fields == ("title",)
     assert sciembed.data.papers.paper_text(PAPERS[0], " ", "title") == PAPERS[0]["title"]

@@ -444,7 +444,7 @@ def test_evaluate_embeds_each_task_in_its_format(tiny_bert, monkeypatch):
     from helpers import shared_data
     from transformers import AutoTokenizer
 
-    from sciembed.evaluation import evaluate
+    from sciembed.evaluation import Reading, evaluate
 
     data = shared_data("cacm")
     encoder = sciembed.PaperEncoder(
@@ -462,10 +462,9 @@ def test_evaluate_embeds_each_task_in_its_format(tiny_bert, monkeypatch):
         encoder,
         "cacm",
         data,
-        tasks=["categories", "search"],
-        skip_invalid=True,
         use_cache=False,
         show_progress_bar=False,
+        reading=Reading(tasks=["categories", "search"], skip_invalid=True),
     )
     assert {r.task for r in report.results} == {"categories", "search"}
     assert {fmt for fmt, _ in seen} == {"proximity", "classification", "adhoc_query"}

@@ -19,6 +19,7 @@ from helpers import PAPERS, shared_data  # noqa: E402
 import sciembed  # noqa: E402
 from sciembed import onnx_backend  # noqa: E402
 from sciembed.cli import main  # noqa: E402
+from sciembed.evaluation import Reading  # noqa: E402
 from sciembed.families import from_bert, save_pretrained  # noqa: E402
 from sciembed.io import read_embeddings  # noqa: E402
 
@@ -204,7 +205,12 @@ def test_int8_is_refused_until_its_gate_passes(tiny_bert, tmp_path):
     # The gate's fp32 MAP is the cite MAP that evaluate reports for the fp32 export.
     fp32 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="onnx", engine_cache=cache)
     report = sciembed.evaluation.evaluate(
-        fp32, "cacm", cacm, tasks=["cite"], use_cache=False, skip_invalid=True, show_progress_bar=False
+        fp32,
+        "cacm",
+        cacm,
+        reading=Reading(tasks=("cite",), skip_invalid=True),
+        use_cache=False,
+        show_progress_bar=False,
     )
     assert report.results[0].metrics["map"] == pytest.approx(failed.fp32_map, abs=1e-3)
 
@@ -216,7 +222,12 @@ def test_int8_is_refused_until_its_gate_passes(tiny_bert, tmp_path):
         tiny_bert, device="cpu", backend="onnx", quantization="int8", engine_cache=cache
     )
     report = sciembed.evaluation.evaluate(
-        gated, "cacm", cacm, tasks=["cite"], use_cache=False, skip_invalid=True, show_progress_bar=False
+        gated,
+        "cacm",
+        cacm,
+        reading=Reading(tasks=("cite",), skip_invalid=True),
+        use_cache=False,
+        show_progress_bar=False,
     )
     assert report.results[0].metrics["map"] == pytest.approx(passed.int8_map, abs=0.5)
     vectors = gated.encode(TEXTS, show_progress_bar=False)

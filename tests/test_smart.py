@@ -208,19 +208,27 @@ def test_a_cisi_shaped_file_is_refused_with_counts_and_read_when_told(tmp_path, 
 
 def test_a_cisi_shaped_collection_is_evaluated_when_told_how_to_read_its_links(tiny_encoder, tmp_path):
     from sciembed.evaluation import evaluate
+    from sciembed.evaluation.benchmarks import CacmOptions, Reading
 
     (tmp_path / "cisi").mkdir()
     (tmp_path / "cisi" / "CISI.ALL").write_text(CISI)
     with pytest.raises(ValueError, match="--smart-links all"):
-        evaluate(tiny_encoder, "cacm", tmp_path / "cisi", tasks=["cite"], use_cache=False, show_progress_bar=False)
+        evaluate(
+            tiny_encoder,
+            "cacm",
+            tmp_path / "cisi",
+            use_cache=False,
+            show_progress_bar=False,
+            reading=Reading(tasks=["cite"]),
+        )
     report = evaluate(
         tiny_encoder,
         "cacm",
         tmp_path / "cisi",
-        tasks=["cite"],
-        smart_links="all",
         use_cache=False,
         show_progress_bar=False,
+        reading=Reading(tasks=["cite"]),
+        options=CacmOptions(smart_links="all"),
     )
     assert [result.task_id for result in report.results] == ["cite"] and report.results[0].counts["queries"] == 3
 

@@ -112,7 +112,7 @@ def test_push_to_hub_goes_through_the_export_and_its_checks(tiny_encoder, monkey
 
 
 def test_a_revision_is_resolved_to_its_commit_and_recorded(hub_cache, scidocs_folder, tmp_path):  # noqa: F811
-    from sciembed.evaluation import evaluate
+    from sciembed.evaluation import Reading, evaluate
     from sciembed.hub.export import export_model
     from sciembed.jobs.embed import embed_to_file
 
@@ -123,7 +123,7 @@ def test_a_revision_is_resolved_to_its_commit_and_recorded(hub_cache, scidocs_fo
     snapshot = PaperEncoder.from_pretrained(hub_cache / "models--org--tiny" / "snapshots" / COMMIT, device="cpu")
     assert snapshot.revision == COMMIT
     pinned = sciembed.Encoder.from_pretrained("org/tiny", revision=COMMIT, cache_dir=hub_cache, local_files_only=True)
-    report = evaluate(pinned, "scidocs", scidocs_folder, tasks=["cite"], use_cache=False)
+    report = evaluate(pinned, "scidocs", scidocs_folder, use_cache=False, reading=Reading(tasks=["cite"]))
     assert report.to_dict()["settings"]["revision"] == COMMIT
     saved = snapshot.save_pretrained(tmp_path / "saved")
     card = export_model(saved, tmp_path / "out", evaluations=[report.to_dict()], validate=False)

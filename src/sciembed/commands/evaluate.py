@@ -18,6 +18,7 @@ from ..evaluation.benchmarks import (
     BENCHMARKS,
     Benchmark,
     Candidates,
+    Reading,
     Similarity,
     benchmark_named,
     layouts_text,
@@ -180,7 +181,7 @@ def add_parser(subcommands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 def run(args: argparse.Namespace) -> int:
     from ..data.papers import check_paper_source
-    from ..evaluation import evaluate, load_tasks
+    from ..evaluation import evaluate
     from ..evaluation.runner import check_text_fields, set_cutoffs
     from ..io import check_cache_dir, check_input, refuse_replacing_file
 
@@ -201,25 +202,29 @@ def run(args: argparse.Namespace) -> int:
         check_paper_source(args.papers, "--papers")
     if args.data is not None and (Path(args.data).exists() or Path(args.data).is_symlink()):
         check_input(args.data, "--data", "any")  # a local folder or file; anything else may be a Hub id
-    reading = dict(tasks=args.tasks, split=args.split, skip_invalid=args.skip_invalid, seed=args.seed)
-    suite = load_tasks(benchmark.name, args.data, options, text_fields=args.text_fields, **reading)
-    check_text_fields(suite, args.text_fields)
-    set_cutoffs(suite, args.cutoffs)
-    embedding = {
+    reading = Reading(
+        tasks=args.tasks,
+        split=args.split,
+        skip_invalid=args.skip_invalid,
+        seed=args.seed,
+        text_fields=args.text_fields,
+        cutoffs=args.cutoffs,
+    )
+    suite = benchmark.read(args.data, reading, options)
+    check_text_fields(suite, reading.text_fields)
+    set_cutoffs(suite, reading.cutoffs)
+    embedding: dict[str, Any] = {
         "batch_size": args.batch_size,
         "cache_dir": args.cache_dir,
         "use_cache": not args.no_cache,
         "show_progress_bar": not args.no_progress,
-        "text_fields": args.text_fields,
     }
     if args.embeddings is None:
         encoder = encoder_from_args(args)
     else:  # the vectors embed wrote; a model named is loaded (and checked against their stamp) when scoring starts
         encoder = (lambda: encoder_from_args(args)) if args.model else None
         embedding["embeddings"] = args.embeddings
-    report = evaluate(
-        encoder, suite, n_jobs=args.jobs, cutoffs=args.cutoffs, **embedding, **reading, **_given_options(args)
-    )
+    report = evaluate(encoder, suite, reading=reading, options=options, n_jobs=args.jobs, **embedding)
     print(report.table())
     if args.output:
         logger.info("wrote %s", report.write_json(args.output))

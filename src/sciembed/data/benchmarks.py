@@ -1,26 +1,12 @@
-"""Benchmarks as Hugging Face datasets: the layout ``datasets_scripts/`` writes, and :func:`load_benchmark`.
+"""Load a dataset folder that ``datasets_scripts/`` built, checking it against its layout.
 
 Every builder in ``datasets_scripts/`` turns a raw release into a folder of Parquet files, one folder
 per config, and a ``README.md`` whose YAML ``configs:`` block names each config's split files: the
 layout the Hub serves and ``datasets.load_dataset(folder_or_hub_id, config)`` reads (datasets 5 runs
-no loading scripts). :data:`BENCHMARKS` fixes, per benchmark, the config names and the columns each
-config holds, so the builders write and :func:`load_benchmark` checks the same schema, and the same
-call serves training (``specter_triplets``, ``cocitation`` ``train``) and evaluation (everything else).
-
-Config layout per benchmark (columns in brackets):
-
-- ``scidocs`` / ``multi_scidocs``: ``papers_view_cite_read``, ``papers_mag_mesh``, ``papers_recomm``
-  (split ``evaluation``: paper_id, title, abstract). ``cite``, ``cocite``, ``coview``, ``coread``
-  (``val`` / ``test``: query_id, cand_id, score). ``mag``, ``mesh`` (``train`` / ``val`` / ``test``:
-  paper_id, label). Multi-SciDocs is written in SciDocs' layout, so it has the same configs.
-- ``scirepeval``: ``meta_<metadata config>`` (split ``evaluation``, as allenai/scirepeval ships it),
-  ``<task>`` (the labels or qrels of allenai/scirepeval_test, as shipped) and optionally
-  ``train_<fos|mesh|specter|search>`` (the training-sample formats, split ``train``).
-- ``specter_triplets``: ``triplets`` (``train`` / ``val`` / ``test``: query_id, positive_id,
-  negative_id, hard) and ``papers`` (split ``train``: paper_id, title, abstract).
-- ``cocitation``: one config per domain (``default`` for one set): a, b, label.
-- ``beir``: ``corpus`` (paper_id, title, abstract), ``queries`` (query_id, text), ``qrels``
-  (one split per ``qrels/<split>.tsv``: query_id, cand_id, score).
+no loading scripts). A :class:`~.layouts.DatasetLayout` fixes the config names and the columns each
+config holds, so the builders write and :func:`load_benchmark` checks the same schema. Each evaluation
+benchmark's layout is on its class in ``sciembed.evaluation.benchmarks``. The training sets' layouts are in
+:mod:`.layouts`.
 """
 
 from __future__ import annotations
@@ -36,77 +22,9 @@ import datasets
 from datasets import DatasetDict
 
 from .hub_datasets import load_hub_dataset
+from .layouts import DatasetLayout, layout_named
 
 logger = logging.getLogger(__name__)
-
-PAPER_COLUMNS = ("paper_id", "title", "abstract")
-QREL_COLUMNS = ("query_id", "cand_id", "score")
-TRIPLET_COLUMNS = ("query_id", "positive_id", "negative_id", "hard")
-PAIR_COLUMNS = ("a", "b", "label")
-#: Split name for the papers (or queries and candidates) to embed, as allenai/scirepeval names it.
-EVALUATION_SPLIT = "evaluation"
-
-
-@dataclass(frozen=True)
-class BenchmarkSpec:
-    """The configs a benchmark's folder may hold (fnmatch patterns, first match wins) and their columns.
-
-    Attributes:
-        name: the benchmark name passed to :func:`load_benchmark`.
-        description: one line for error messages and cards.
-        configs: ``(pattern, required columns)`` pairs. A config matching no pattern is refused.
-        required: patterns of which at least one config each must be present.
-    """
-
-    name: str
-    description: str
-    configs: tuple[tuple[str, tuple[str, ...]], ...]
-    required: tuple[str, ...] = ()
-
-    def columns_for(self, config: str) -> tuple[str, ...] | None:
-        """The columns a config must hold, or ``None`` when the benchmark has no such config."""
-        return next((columns for pattern, columns in self.configs if fnmatch.fnmatchcase(config, pattern)), None)
-
-
-_SCIDOCS_CONFIGS = (
-    ("papers_*", PAPER_COLUMNS),
-    *((task, QREL_COLUMNS) for task in ("cite", "cocite", "coview", "coread")),
-    *((task, ("paper_id", "label")) for task in ("mag", "mesh")),
-)
-
-BENCHMARKS: dict[str, BenchmarkSpec] = {
-    spec.name: spec
-    for spec in (
-        BenchmarkSpec("scidocs", "SciDocs (Cohan et al. 2020) in its release layout", _SCIDOCS_CONFIGS, ("papers_*",)),
-        BenchmarkSpec(
-            "multi_scidocs",
-            "Multi-SciDocs: multi-domain cite / co-cite in SciDocs' layout",
-            _SCIDOCS_CONFIGS,
-            ("papers_*",),
-        ),
-        BenchmarkSpec(
-            "scirepeval",
-            "SciRepEval (Singh et al. 2023) metadata and test labels",
-            (("meta_*", ()), ("train_*", ()), ("*", ())),
-            ("meta_*",),
-        ),
-        BenchmarkSpec(
-            "specter_triplets",
-            "SPECTER / SPECTROID training triplets from a citation graph",
-            (("triplets", TRIPLET_COLUMNS), ("papers", PAPER_COLUMNS)),
-            ("triplets", "papers"),
-        ),
-        BenchmarkSpec(
-            "cocitation", "co-citation pair sets (MoE paper, Hallee, Kapur et al. 2024)", (("*", PAIR_COLUMNS),)
-        ),
-        BenchmarkSpec(
-            "beir",
-            "BEIR-layout ad-hoc search (corpus, queries, qrels)",
-            (("corpus", PAPER_COLUMNS), ("queries", ("query_id", "text")), ("qrels", QREL_COLUMNS)),
-            ("corpus", "queries", "qrels"),
-        ),
-    )
-}
 
 
 class BenchmarkSourceError(OSError):
@@ -114,8 +32,8 @@ class BenchmarkSourceError(OSError):
 
 
 @dataclass
-class Benchmark:
-    """One loaded benchmark: config name -> ``DatasetDict`` of its splits."""
+class LoadedDataset:
+    """One loaded dataset folder: config name -> ``DatasetDict`` of its splits."""
 
     name: str
     source: str
@@ -136,34 +54,34 @@ class Benchmark:
 
 
 def load_benchmark(
-    name: str,
+    layout: DatasetLayout | str,
     source: str | os.PathLike[str],
     configs: Iterable[str] | str | None = None,
     *,
     cache_dir: str | os.PathLike[str] | None = None,
-) -> Benchmark:
-    """Load a benchmark built by ``datasets_scripts/`` from a Hub id or a local folder.
+) -> LoadedDataset:
+    """Load a dataset folder built by ``datasets_scripts/`` from a Hub id or a local folder.
 
     Everything goes through ``datasets.load_dataset``, so a Hub copy and a local copy of the same
     folder load identically (tests use local folders offline).
 
     Args:
-        name: one of :data:`BENCHMARKS` (``scidocs``, ``multi_scidocs``, ``scirepeval``,
-            ``specter_triplets``, ``cocitation``, ``beir``).
+        layout: the folder's layout, such as ``SciDocs.layout``, or the name of a registered one
+            (:data:`~.layouts.DATASET_LAYOUTS`: ``scidocs``, ``multi_scidocs``, ``scirepeval``, ``beir``,
+            ``cocitation`` once ``sciembed.evaluation`` is imported, and ``specter_triplets``).
         source: a local folder holding ``README.md`` with YAML ``configs:``, or a Hub dataset id.
         configs: the configs to load (one name or several). By default every config of the source.
         cache_dir: forwarded to ``datasets``.
 
     Raises:
-        ValueError: an unknown benchmark (the supported ones are named). A config the benchmark does not
+        ValueError: an unknown layout name (the registered ones are named). A config the benchmark does not
             have, or a config lacking one of its columns (source, config and columns named). A
             requested config absent from the source (the available ones are named).
         BenchmarkSourceError: a path-like source that does not exist, or a Hub id that cannot be
             reached (e.g. with ``HF_HUB_OFFLINE=1`` and nothing cached). Never a silent fallback.
     """
-    spec = BENCHMARKS.get(name)
-    if spec is None:
-        raise ValueError(f"unknown benchmark {name!r}; supported: {', '.join(BENCHMARKS)}")
+    spec = layout_named(layout) if isinstance(layout, str) else layout
+    name = spec.name
     location = _resolve(source)
     try:
         available = datasets.get_dataset_config_names(location)
@@ -187,7 +105,7 @@ def load_benchmark(
                     "with datasets_scripts/?)"
                 )
 
-    benchmark = Benchmark(name, location)
+    benchmark = LoadedDataset(name, location)
     for config in wanted:
         try:
             loaded = load_hub_dataset(location, config, cache_dir=cache_dir)

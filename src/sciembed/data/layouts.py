@@ -3,10 +3,16 @@
 One list, shown by ``sciembed train --help`` and docs/training.md (a test keeps that copy equal), so a
 user can tell from the help alone which files to give and how they must look. A light module: the CLI
 builds its help from it without importing a reader.
+
+:class:`DatasetLayout` states the configs and columns of a folder that ``datasets_scripts/`` builds. Each
+evaluation benchmark's layout is on its class (``sciembed.evaluation.benchmarks``). The training sets' layout
+(:data:`SPECTER_TRIPLETS`) is here. Both register in :data:`DATASET_LAYOUTS`, which
+:func:`sciembed.data.benchmarks.load_benchmark` reads names from.
 """
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 
 
@@ -120,4 +126,82 @@ TRAINING_LAYOUTS: tuple[DataLayout, ...] = (
         ".C\n"
         "4.22 5.24",
     ),
+)
+
+
+PAPER_COLUMNS = ("paper_id", "title", "abstract")
+QREL_COLUMNS = ("query_id", "cand_id", "score")
+TRIPLET_COLUMNS = ("query_id", "positive_id", "negative_id", "hard")
+PAIR_COLUMNS = ("a", "b", "label")
+#: Split name for the papers (or queries and candidates) to embed, as allenai/scirepeval names it.
+EVALUATION_SPLIT = "evaluation"
+
+
+@dataclass(frozen=True)
+class DatasetLayout:
+    """The configs a built dataset folder may hold (fnmatch patterns, first match wins) and their columns.
+
+    Attributes:
+        name: the name :func:`sciembed.data.benchmarks.load_benchmark` and the dataset card know it by.
+        description: one line for error messages and cards.
+        configs: ``(pattern, required columns)`` pairs. A config matching no pattern is refused.
+        required: patterns of which at least one config each must be present.
+    """
+
+    name: str
+    description: str
+    configs: tuple[tuple[str, tuple[str, ...]], ...]
+    required: tuple[str, ...] = ()
+
+    def columns_for(self, config: str) -> tuple[str, ...] | None:
+        """The columns a config must hold, or ``None`` when the layout has no such config.
+
+        Args:
+            config: the config's name.
+        """
+        return next((columns for pattern, columns in self.configs if fnmatch.fnmatchcase(config, pattern)), None)
+
+
+#: Every registered dataset layout by name, filled by :func:`register_layout`.
+DATASET_LAYOUTS: dict[str, DatasetLayout] = {}
+
+
+def register_layout(layout: DatasetLayout) -> DatasetLayout:
+    """Make ``layout`` loadable by its name, and return it.
+
+    Args:
+        layout: the layout (its name must be new, or name this same layout).
+    """
+    known = DATASET_LAYOUTS.setdefault(layout.name, layout)
+    if known != layout:
+        raise ValueError(f"two dataset layouts are named {layout.name!r}: {known.description}; {layout.description}")
+    return layout
+
+
+def layout_named(name: str) -> DatasetLayout:
+    """The registered dataset layout called ``name``.
+
+    Args:
+        name: a layout's name, such as ``scidocs`` or ``specter_triplets``.
+
+    Raises:
+        ValueError: an unknown name, naming the registered ones.
+    """
+    found = DATASET_LAYOUTS.get(name)
+    if found is None:
+        raise ValueError(
+            f"unknown benchmark {name!r}; supported: {', '.join(DATASET_LAYOUTS)} (the evaluation benchmarks' "
+            "layouts register when sciembed.evaluation is imported: from sciembed.evaluation import load_benchmark)"
+        )
+    return found
+
+
+#: SPECTER / SPECTROID training triplets, as ``datasets_scripts/build_specter_triplets.py`` writes them.
+SPECTER_TRIPLETS = register_layout(
+    DatasetLayout(
+        "specter_triplets",
+        "SPECTER / SPECTROID training triplets from a citation graph",
+        (("triplets", TRIPLET_COLUMNS), ("papers", PAPER_COLUMNS)),
+        ("triplets", "papers"),
+    )
 )

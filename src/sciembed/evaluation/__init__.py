@@ -17,9 +17,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ..removed import module_getattr
-from .benchmarks import BENCHMARK_NAMES, BENCHMARKS
+from .benchmarks import BENCHMARK_NAMES, BENCHMARKS, Reading
 
 if TYPE_CHECKING:
+    from ..data.benchmarks import load_benchmark
     from .compare import compare_results
     from .loaders import TaskSuite, load_tasks
     from .mteb_bridge import MtebEncoder, beir_task
@@ -45,12 +46,14 @@ __all__ = [
     "BENCHMARK_NAMES",
     "EvaluationReport",
     "MtebEncoder",
+    "Reading",
     "TaskScores",
     "TaskSuite",
     "beir_task",
     "compare_results",
     "evaluate",
     "evaluate_suite",
+    "load_benchmark",
     "load_tasks",
 ]
 
@@ -65,6 +68,10 @@ _removed = module_getattr(
 
 
 def __getattr__(name: str) -> Any:
+    if name == "load_benchmark":  # by a benchmark's name too: importing .benchmarks registered their layouts
+        from ..data.benchmarks import load_benchmark
+
+        return load_benchmark
     if name in _LAZY:
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     return _removed(name)

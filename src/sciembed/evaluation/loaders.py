@@ -12,7 +12,6 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..data.papers import TEXT_FIELDS, text_field_names
 from .benchmarks import Reading, benchmark_named
 from .benchmarks.base import papers_named, qrels_of
 from .benchmarks.cacm import cacm_category_task, cacm_cite_task, cite_task
@@ -57,28 +56,26 @@ def load_tasks(
     Args:
         benchmark: one of :data:`~.benchmarks.BENCHMARK_NAMES`.
         data: the benchmark folder, file or Hub id (``mteb``: a BEIR folder, or ``None`` with ``tasks``).
-        options: the benchmark's options dataclass (such as :class:`~.benchmarks.RetrievalOptions`).
+        options: the benchmark's options dataclass (such as :class:`~.benchmarks.RetrievalOptions`), checked.
         tasks: the task ids to keep. Unknown ids are an error.
         split: the judged split to score (``test``, or ``val`` to tune).
         skip_invalid: leave out rows naming papers without metadata (counted and reported) instead of failing.
         seed: the seed of what is sampled or trained here (default: each benchmark's own).
-        text_fields: the fields a papers file is checked for (``classification`` / ``retrieval``).
+        text_fields: the fields a papers file is checked for (``classification`` / ``retrieval``; default: title
+            and abstract).
         **given: the benchmark's own options by name (see its options dataclass).
 
     Raises:
         ValueError: an unknown benchmark, or an option of another benchmark (the benchmark and option named).
-        TypeError: an option no benchmark takes.
+        TypeError: an option no benchmark takes, or options of another benchmark's dataclass.
     """
     chosen = benchmark_named(benchmark)
     if options is None:
         options = chosen.options(given)
     elif given:
         raise TypeError(f"give {chosen.name}'s options as options= or as keywords, not both: {', '.join(given)}")
+    options = chosen.checked_options(options)
     reading = Reading(
-        tasks=tuple(tasks) if tasks else None,
-        split=split,
-        skip_invalid=skip_invalid,
-        seed=seed,
-        text_fields=text_field_names(text_fields) if text_fields else TEXT_FIELDS,
+        tasks=tasks or None, split=split, skip_invalid=skip_invalid, seed=seed, text_fields=text_fields or None
     )
     return chosen.read(data, reading, options)

@@ -1,7 +1,7 @@
 """Evaluate a model on a benchmark: embed every text the tasks need once, then score every task.
 
-:func:`evaluate` is what ``sciembed evaluate`` runs: it loads the benchmark's tasks
-(:func:`~sciembed.evaluation.loaders.load_tasks`), embeds each task's documents and queries through
+:func:`evaluate` is what ``sciembed evaluate`` runs: it reads the benchmark's tasks
+(:meth:`~sciembed.evaluation.benchmarks.Benchmark.read`), embeds each task's documents and queries through
 the encoder (:class:`~sciembed.encode.Encoder`) in the format the task calls for (one encoder per format for a
 multi-format model, one for all otherwise), reusing the :class:`~sciembed.evaluation.cache.EmbeddingCache`,
 scores the tasks and returns an :class:`EvaluationReport` (a table, averages and JSON). ``benchmark="mteb"`` runs
@@ -26,14 +26,14 @@ from ..data.papers import TEXT_FIELDS, text_field_names
 from ..encode import Encoder, ModelArgument, PaperEncoder, refuse_encoder_options, resolve_encoder
 from ..io import atomic_path, default_cache_dir, ids_path, input_digests, vectors_of
 from ..logs import progress_enabled
+from .benchmarks import Benchmark, BenchmarkOptions, Reading, Scoring, benchmark_named, option_flags
 from .benchmarks.base import Similarity
 from .cache import EmbeddingCache
-from .loaders import TaskSuite, load_tasks
+from .loaders import TaskSuite
 from .tables import averages, format_table
 from .tasks import ClassificationTask, ProximityTask, TaskScores
 
 if TYPE_CHECKING:
-    from .benchmarks import Benchmark
     from .mteb_bridge import MtebSuite
 
 logger = logging.getLogger(__name__)
@@ -106,8 +106,6 @@ class EvaluationReport:
         return path
 
 
-#: The reading options every benchmark takes (:class:`~.benchmarks.Reading`), as keywords of :func:`evaluate`.
-READING_OPTIONS = ("tasks", "split", "skip_invalid", "seed")
 #: Options every report's settings name, at these values where a benchmark has no such option.
 REPORTED_OPTIONS: dict[str, Any] = {"proximity_similarity": Similarity.L2.value, "few_shot": True}
 
@@ -117,76 +115,66 @@ def evaluate(
     benchmark: str | TaskSuite | MtebSuite,
     data: str | os.PathLike[str] | None = None,
     *,
+    reading: Reading | None = None,
+    options: BenchmarkOptions | None = None,
     batch_size: int | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     use_cache: bool = True,
     n_jobs: int = -1,
     show_progress_bar: bool | None = None,
-    text_fields: Sequence[str] | None = None,
-    cutoffs: Sequence[int] | None = None,
     embeddings: str | os.PathLike[str] | None = None,
-    **reading: Any,
+    **removed: Any,
 ) -> EvaluationReport:
     """Evaluate ``model`` (or the vectors of ``embeddings``) on every task of ``benchmark`` found in ``data``.
 
     A model with options (device, max_length, pooling, domain, backend, revision, ...) is loaded first with
-    :meth:`sciembed.Encoder.from_pretrained` and passed.
+    :meth:`sciembed.Encoder.from_pretrained` and passed. ``evaluate(model, "scirepeval", data,
+    reading=Reading(tasks=("fos",)), options=SciRepEvalOptions(few_shot=False))`` reads only ``fos``, without its
+    few-shot settings.
 
     Args:
         model: a ready :class:`~sciembed.encode.Encoder`, a Hub id or local folder (``None``: the embedded
             all-MiniLM-L6-v2), or a function that returns an encoder. A name or function is loaded after the tasks
             are read.
         benchmark: a name of :data:`~.benchmarks.BENCHMARKS`, or tasks already read by :func:`~.loaders.load_tasks`.
-        data: the benchmark's folder, file or Hub id (``mteb``: a BEIR folder, or ``None`` with ``tasks``).
+        data: the benchmark's folder, file or Hub id (``mteb``: a BEIR folder, or ``None`` with ``reading.tasks``).
+        reading: what every benchmark takes (:class:`~.benchmarks.Reading`: tasks, split, skip_invalid, seed,
+            text_fields, cutoffs). Recorded in the report's settings. Its ``text_fields`` default to a windowed
+            encoder's own fields. Its ``cutoffs`` are not for ``mteb``.
+        options: the benchmark's own options dataclass (such as :class:`~.benchmarks.SciRepEvalOptions`). Checked
+            against the benchmark, and recorded in the report's settings.
         batch_size: texts per forward pass (default: the encoder's).
         cache_dir: where vectors are cached (default :func:`sciembed.io.default_cache_dir`).
         use_cache: ``False`` keeps the vectors in memory for this call only.
         n_jobs: processes for the classifiers' grid searches (-1: all cores).
         show_progress_bar: show progress while embedding (``None``: when the ``sciembed`` logger shows INFO).
-        text_fields: the paper fields that make every paper's text (default: each task's own, or a windowed
-            encoder's own fields).
-        cutoffs: the ranks k of the nDCG@k, P@k and recall@k every ranking task reports (not for ``mteb``).
         embeddings: score the vectors of this embedding file (as ``sciembed embed`` writes) instead of a model's.
-        **reading: ``tasks``, ``split``, ``skip_invalid``, ``seed`` and the benchmark's own options, as
-            :func:`~.loaders.load_tasks` takes them. They are recorded in the report's settings.
 
     Raises:
         TypeError: an encoder option (``device=``, ``pooling=``, ...), naming :meth:`sciembed.Encoder.from_pretrained`.
-        ValueError: an option of another benchmark, naming the benchmark and the option.
+            A reading or benchmark option given by name, naming the argument it goes in. A ``reading`` that is not
+            a :class:`~.benchmarks.Reading`, or options of another benchmark's dataclass.
+        ValueError: by name, an option of another benchmark, naming the benchmark and the option.
     """
-    from .benchmarks import Scoring, benchmark_named, option_flags
-
-    known = {*READING_OPTIONS, *option_flags()}
-    refuse_encoder_options("evaluate", {k: v for k, v in reading.items() if k not in known})
-    given = {k: v for k, v in reading.items() if k not in READING_OPTIONS}
     chosen = benchmark_named(benchmark if isinstance(benchmark, str) else benchmark.benchmark)
-    options = chosen.options(given)
-    if text_fields is not None:
-        text_fields = text_field_names(text_fields)
+    _refuse_keywords(chosen, removed)
+    options = chosen.checked_options(options)
+    reading = Reading() if reading is None else reading
+    if not isinstance(reading, Reading):
+        raise TypeError(
+            f"reading= takes a sciembed.evaluation.Reading(tasks=..., split=...), got {type(reading).__name__}"
+        )
+    text_fields = reading.text_fields
     if embeddings is not None:
         _check_embedding_options(chosen, text_fields=text_fields)
-    suite = (
-        load_tasks(
-            chosen.name,
-            data,
-            options,
-            text_fields=text_fields,
-            **{k: reading[k] for k in reading if k in READING_OPTIONS},
-        )
-        if isinstance(benchmark, str)
-        else benchmark
-    )
+    suite = chosen.read(data, reading, options) if isinstance(benchmark, str) else benchmark
     check_text_fields(suite, text_fields)  # before a model is loaded
-    cutoffs = set_cutoffs(suite, cutoffs)
+    cutoffs = set_cutoffs(suite, reading.cutoffs)
     folder = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
     recorded = {**REPORTED_OPTIONS, **chosen.recorded(options)}
     shared = {name: recorded.pop(name) for name in REPORTED_OPTIONS}
-    read = {
-        "seed": reading.get("seed"),
-        "skip_invalid": reading.get("skip_invalid", False),
-        "tasks": reading.get("tasks"),
-    }
-    split = reading.get("split", "test")
+    tasks = None if reading.tasks is None else list(reading.tasks)
+    read = {"seed": reading.seed, "skip_invalid": reading.skip_invalid, "tasks": tasks}
     if embeddings is not None:
         return evaluate_embeddings(
             embeddings,
@@ -196,15 +184,14 @@ def evaluate(
             cache_dir=folder,
             batch_size=batch_size,
             show_progress_bar=show_progress_bar,
-            settings={"split": split, **shared, **read, "cutoffs": cutoffs, **recorded},
+            settings={"split": reading.split, **shared, **read, "cutoffs": cutoffs, **recorded},
         )
     encoder = resolve_encoder(model)
     if text_fields is None:
         text_fields = chosen_text_fields(encoder, None)
         check_text_fields(suite, text_fields)
-    text_fields = None if text_fields is None else tuple(text_fields)
     settings = {
-        "split": split,
+        "split": reading.split,
         "pooling": encoder.pooling,
         "max_length": encoder.max_length,
         "batch_size": encoder.default_batch_size if batch_size is None else batch_size,
@@ -238,6 +225,20 @@ def evaluate(
         settings=scored.settings,
         embedding=scored.embedding,
     )
+
+
+def _refuse_keywords(benchmark: Benchmark, given: Mapping[str, Any]) -> None:
+    """Refuse options given by name: another benchmark's (ValueError), or where each one goes now (TypeError)."""
+    if not given:
+        return
+    takers = option_flags()
+    benchmark.options({name: value for name, value in given.items() if name in takers})
+    moved = {
+        name: f"reading=sciembed.evaluation.benchmarks.Reading({name}=...)" for name in Reading.__dataclass_fields__
+    }
+    own = benchmark.Options.__name__
+    moved |= {name: f"options=sciembed.evaluation.benchmarks.{own}({name}=...)" for name in takers}
+    refuse_encoder_options("evaluate", given, moved=moved)
 
 
 def set_cutoffs(suite: TaskSuite | MtebSuite, cutoffs: Sequence[int] | None) -> list[int] | None:

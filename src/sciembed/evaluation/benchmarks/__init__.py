@@ -8,6 +8,7 @@ from it without importing an evaluator.
 from __future__ import annotations
 
 from dataclasses import fields
+from typing import TypeAlias
 
 from .base import Benchmark, BenchmarkInfo, Candidates, NoOptions, Reading, Scored, Scoring, Similarity, option_flag
 from .beir import Beir, BeirOptions
@@ -36,6 +37,17 @@ BENCHMARKS: dict[str, Benchmark] = {
     )
 }
 BENCHMARK_NAMES = tuple(BENCHMARKS)
+#: Any benchmark's own options dataclass, as ``evaluate(..., options=...)`` takes it.
+BenchmarkOptions: TypeAlias = (
+    BeirOptions
+    | CacmOptions
+    | ClassificationOptions
+    | MtebOptions
+    | NoOptions
+    | RetrievalOptions
+    | SciDocsOptions
+    | SciRepEvalOptions
+)
 
 
 def benchmark_named(name: str) -> Benchmark:
@@ -80,6 +92,7 @@ __all__ = [
     "BeirOptions",
     "Benchmark",
     "BenchmarkInfo",
+    "BenchmarkOptions",
     "Cacm",
     "CacmOptions",
     "Candidates",

@@ -11,13 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...choices import StrChoice
-from ...data.papers import TEXT_FIELDS
+from ...data.layouts import DatasetLayout, register_layout
+from ...data.papers import TEXT_FIELDS, text_field_names
 from ...io import files_read, input_digests
 
 if TYPE_CHECKING:
+    from ...data.papers import PaperProblem
     from ...encode import Encoder
     from ..mteb_bridge import MtebSuite
-    from ..tasks import TaskScores, TaskSuite
+    from ..tasks import Task, TaskScores, TaskSuite
 
 
 class Similarity(StrChoice):
@@ -67,23 +69,39 @@ class Reading:
     """How every benchmark is read, whatever its own options.
 
     Attributes:
-        tasks: the task ids to keep (``None``: every task found).
-        split: the judged split to score.
+        tasks: the task ids to keep (``None``: every task found). Unknown ids are an error.
+        split: the judged split to score (``test``, or ``val`` to tune).
         skip_invalid: leave out bad records (reported) instead of stopping.
         seed: the seed of what is sampled or trained while reading (``None``: each benchmark's own).
-        text_fields: the paper fields a papers file is checked for.
+        text_fields: the paper fields every paper's text is made of (``None``: each task's own, a papers file
+            checked for title and abstract).
+        cutoffs: the ranks k of the nDCG@k, P@k and recall@k every ranking task reports (``None``: 5, 10, 20, 100).
     """
 
     tasks: tuple[str, ...] | None = None
     split: str = "test"
     skip_invalid: bool = False
     seed: int | None = None
-    text_fields: tuple[str, ...] = TEXT_FIELDS
+    text_fields: tuple[str, ...] | None = None
+    cutoffs: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.tasks is not None:
+            object.__setattr__(self, "tasks", (self.tasks,) if isinstance(self.tasks, str) else tuple(self.tasks))
+        if self.text_fields is not None:
+            object.__setattr__(self, "text_fields", text_field_names(self.text_fields))
+        if self.cutoffs is not None:
+            object.__setattr__(self, "cutoffs", tuple(self.cutoffs))
 
     @property
     def wanted(self) -> set[str] | None:
         """The task ids to keep, as a set (``None``: all)."""
         return set(self.tasks) if self.tasks else None
+
+    @property
+    def checked_fields(self) -> tuple[str, ...]:
+        """The fields a papers file is checked for: :attr:`text_fields`, or title and abstract."""
+        return self.text_fields or TEXT_FIELDS
 
 
 @dataclass(frozen=True)
@@ -151,6 +169,8 @@ class Benchmark:
     """One benchmark: its facts, its options dataclass, its reader and its averages."""
 
     info: ClassVar[BenchmarkInfo]
+    #: The configs and columns of the folder ``datasets_scripts/`` builds for it (``None``: it has no builder).
+    layout: ClassVar[DatasetLayout | None] = None
     #: The dataclass of the options this benchmark takes beside :class:`Reading`.
     Options: ClassVar[type] = NoOptions
     #: Whether its papers' vectors can be read from an embedding file (``--embeddings``).
@@ -158,7 +178,11 @@ class Benchmark:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if "info" not in vars(cls):  # a kind of benchmark that several share
+            return
         _REGISTERED[cls.info.name] = cls
+        if cls.layout is not None:
+            register_layout(cls.layout)
 
     @property
     def name(self) -> str:
@@ -184,11 +208,30 @@ class Benchmark:
                 f"{flag}: not for --benchmark {self.name}, which does not take it; {flag} is for --benchmark "
                 f"{' or '.join(takers)}"
             )
-        chosen = {name: value for name, value in given.items() if value is not None}
-        for f in fields(self.Options):
-            if f.name in chosen and isinstance(f.default, Enum):
-                chosen[f.name] = _member(type(f.default), chosen[f.name], option_flag(f.name, f.metadata))
-        return self.Options(**chosen)
+        return self.Options(
+            **_members(self.Options, {name: value for name, value in given.items() if value is not None})
+        )
+
+    def checked_options(self, options: object | None) -> Any:
+        """This benchmark's options: ``options`` checked (its choices made members), or the defaults.
+
+        Args:
+            options: an instance of :attr:`Options`, or ``None``.
+
+        Raises:
+            TypeError: options of another benchmark's dataclass, naming the one this benchmark takes.
+            ValueError: a choice that is not one of its members.
+        """
+        if options is None:
+            return self.Options()
+        if type(options) is not self.Options:
+            takers = sorted(b.info.name for b in _REGISTERED.values() if b.Options is type(options))
+            raise TypeError(
+                f"options={type(options).__name__}(...): not for --benchmark {self.name}, which takes "
+                f"{self.Options.__name__}"
+                + (f"; {type(options).__name__} is for --benchmark {' or '.join(takers)}" if takers else "")
+            )
+        return replace(options, **_members(options, {f.name: getattr(options, f.name) for f in fields(options)}))
 
     def recorded(self, options: Any) -> dict[str, Any]:
         """The options the report's settings record.
@@ -286,6 +329,66 @@ class Benchmark:
             results: the scored tasks.
         """
         return {}
+
+
+class PaperFileBenchmark(Benchmark):
+    """A user's file of labels or judgements over a papers file, read into one task."""
+
+    #: The options naming files whose digests the report keeps beside ``data``.
+    input_options: ClassVar[tuple[str, ...]] = ("papers",)
+
+    def load(self, data: str, reading: Reading, options: Any) -> TaskSuite:
+        """Build the task of ``data`` over the papers file of ``options``.
+
+        Args:
+            data: the labels or judgements file.
+            reading: what every benchmark takes.
+            options: this benchmark's own options (``papers``, ``id_field`` and ``smart_links`` among them).
+        """
+        from ...io import check_input
+        from ..tasks import TaskSuite
+
+        check_input(data, "--data")  # a folder, a link loop or a missing file, named as such
+        papers = {
+            "papers": None if options.papers is None else str(options.papers),
+            "skip_invalid": reading.skip_invalid,
+            "id_field": options.id_field,
+            "wanted": reading.wanted,
+            "text_fields": reading.checked_fields,
+            "smart_links": options.smart_links,
+        }
+        tasks, skipped = self.file_tasks(data, reading, options, papers)
+        return TaskSuite(self.name, data, tasks, [], skipped)
+
+    def file_tasks(
+        self, data: str, reading: Reading, options: Any, papers: dict[str, Any]
+    ) -> tuple[list[Task], list[PaperProblem]]:
+        """The task of ``data`` and the records left out (subclasses implement it).
+
+        Args:
+            data: the labels or judgements file.
+            reading: what every benchmark takes.
+            options: this benchmark's own options.
+            papers: how the papers file is read, as keywords of :mod:`..custom`'s task builders.
+        """
+        raise NotImplementedError
+
+    def inputs(self, data: str, options: Any) -> dict[str, Any]:
+        """The file and the files its options name.
+
+        Args:
+            data: the labels or judgements file.
+            options: this benchmark's own options.
+        """
+        return {"data": data, **{name: getattr(options, name) for name in self.input_options}}
+
+
+def _members(options: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` with the value of every choice option made a member of its enum."""
+    for f in fields(options):
+        if f.name in given and isinstance(f.default, Enum):
+            given[f.name] = _member(type(f.default), given[f.name], option_flag(f.name, f.metadata))
+    return given
 
 
 def _member(kind: type[Enum], value: Any, flag: str) -> Enum:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ...data.layouts import PAPER_COLUMNS, QREL_COLUMNS, DatasetLayout
 from .base import Benchmark, BenchmarkInfo, Reading, option
 
 if TYPE_CHECKING:
@@ -41,6 +42,13 @@ class Beir(Benchmark):
         "query-id\tcorpus-id\tscore\n"
         "q1\td1\t1",
         main_metric="ndcg_cut_10",
+    )
+    #: ``qrels`` holds one split per ``qrels/<split>.tsv``.
+    layout = DatasetLayout(
+        "beir",
+        "BEIR-layout ad-hoc search (corpus, queries, qrels)",
+        (("corpus", PAPER_COLUMNS), ("queries", ("query_id", "text")), ("qrels", QREL_COLUMNS)),
+        ("corpus", "queries", "qrels"),
     )
     Options = BeirOptions
 

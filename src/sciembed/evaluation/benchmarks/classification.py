@@ -6,10 +6,11 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .base import Benchmark, BenchmarkInfo, Reading, option
+from .base import BenchmarkInfo, PaperFileBenchmark, Reading, option
 
 if TYPE_CHECKING:
-    from ..tasks import TaskSuite
+    from ...data.papers import PaperProblem
+    from ..tasks import Task
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class ClassificationOptions:
     smart_links: str = option("cacm")
 
 
-class Classification(Benchmark):
+class Classification(PaperFileBenchmark):
     """A labels file over a papers file: one classification task."""
 
     info = BenchmarkInfo(
@@ -46,39 +47,19 @@ class Classification(Benchmark):
     )
     Options = ClassificationOptions
 
-    def load(self, data: str, reading: Reading, options: ClassificationOptions) -> TaskSuite:
+    def file_tasks(
+        self, data: str, reading: Reading, options: ClassificationOptions, papers: dict[str, Any]
+    ) -> tuple[list[Task], list[PaperProblem]]:
         """Build the classification task of a labels file.
 
         Args:
             data: the labels file.
             reading: what every benchmark takes.
             options: the classification options.
+            papers: how the papers file is read.
         """
-        from ...io import check_input
         from ..custom import classification_tasks
-        from ..tasks import TaskSuite
 
-        check_input(data, "--data")  # a folder, a link loop or a missing file, named as such
-        tasks, skipped = classification_tasks(
-            self.name,
-            data,
-            papers=None if options.papers is None else str(options.papers),
-            split=reading.split,
-            test_size=options.test_size,
-            seed=reading.seed,
-            skip_invalid=reading.skip_invalid,
-            id_field=options.id_field,
-            wanted=reading.wanted,
-            text_fields=reading.text_fields,
-            smart_links=options.smart_links,
+        return classification_tasks(
+            self.name, data, split=reading.split, test_size=options.test_size, seed=reading.seed, **papers
         )
-        return TaskSuite(self.name, data, tasks, [], skipped)
-
-    def inputs(self, data: str, options: Any) -> dict[str, Any]:
-        """The labels file and the papers file.
-
-        Args:
-            data: the labels file.
-            options: the options.
-        """
-        return {"data": data, "papers": options.papers}

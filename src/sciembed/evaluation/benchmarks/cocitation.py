@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...data.layouts import PAIR_COLUMNS, DatasetLayout
 from .base import Benchmark, BenchmarkInfo, NoOptions, Reading
 
 if TYPE_CHECKING:
@@ -27,6 +28,11 @@ class Cocitation(Benchmark):
         '{"a": "Garbage collection ...", "b": "Reference counting ...", "label": 1}',
         citations=("hallee-etal-2024-moe",),
         main_metric="f1max",
+    )
+    #: One config per domain (``default`` for one set), its splits ``train`` (what training reads), ``valid`` and
+    #: ``test``.
+    layout = DatasetLayout(
+        "cocitation", "co-citation pair sets (MoE paper, Hallee, Kapur et al. 2024)", (("*", PAIR_COLUMNS),)
     )
 
     def load(self, data: str, reading: Reading, options: NoOptions) -> TaskSuite:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...data.layouts import DatasetLayout
 from .base import BenchmarkInfo
-from .scidocs import SciDocs
+from .scidocs import SCIDOCS_CONFIGS, SciDocs
 
 
 class MultiSciDocs(SciDocs):
@@ -23,6 +24,12 @@ class MultiSciDocs(SciDocs):
         '{"cite": {"p1": "Biology"}}',
         citations=("seoh-etal-2023-multi2spe",),
         main_metric="average over its metrics",
+    )
+    layout = DatasetLayout(
+        "multi_scidocs",
+        "Multi-SciDocs: multi-domain cite / co-cite in SciDocs' layout",
+        SCIDOCS_CONFIGS,
+        ("papers_*",),
     )
 
     def is_release_folder(self, folder: Path) -> bool:

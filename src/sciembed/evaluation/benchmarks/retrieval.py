@@ -6,10 +6,11 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .base import Benchmark, BenchmarkInfo, Candidates, Reading, Similarity, option
+from .base import BenchmarkInfo, Candidates, PaperFileBenchmark, Reading, Similarity, option
 
 if TYPE_CHECKING:
-    from ..tasks import TaskSuite
+    from ...data.papers import PaperProblem
+    from ..tasks import Task
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class RetrievalOptions:
     smart_links: str = option("cacm")
 
 
-class Retrieval(Benchmark):
+class Retrieval(PaperFileBenchmark):
     """A qrels file over a papers file: one ranking task."""
 
     info = BenchmarkInfo(
@@ -51,41 +52,27 @@ class Retrieval(Benchmark):
         main_metric="map",
     )
     Options = RetrievalOptions
+    input_options = ("papers", "queries")
 
-    def load(self, data: str, reading: Reading, options: RetrievalOptions) -> TaskSuite:
+    def file_tasks(
+        self, data: str, reading: Reading, options: RetrievalOptions, papers: dict[str, Any]
+    ) -> tuple[list[Task], list[PaperProblem]]:
         """Build the ranking task of a qrels file.
 
         Args:
             data: the qrels file.
             reading: what every benchmark takes.
             options: the retrieval options.
+            papers: how the papers file is read.
         """
-        from ...io import check_input
         from ..custom import retrieval_tasks
-        from ..tasks import TaskSuite
 
-        check_input(data, "--data")  # a folder, a link loop or a missing file, named as such
-        tasks, skipped = retrieval_tasks(
+        return retrieval_tasks(
             self.name,
             data,
-            papers=None if options.papers is None else str(options.papers),
             queries=None if options.queries is None else str(options.queries),
             candidates=options.candidates,
             similarity=options.proximity_similarity,
-            skip_invalid=reading.skip_invalid,
-            id_field=options.id_field,
-            wanted=reading.wanted,
             qrels_columns=options.qrels_columns,
-            text_fields=reading.text_fields,
-            smart_links=options.smart_links,
+            **papers,
         )
-        return TaskSuite(self.name, data, tasks, [], skipped)
-
-    def inputs(self, data: str, options: Any) -> dict[str, Any]:
-        """The qrels file, the papers file and the queries file.
-
-        Args:
-            data: the qrels file.
-            options: the options.
-        """
-        return {"data": data, "papers": options.papers, "queries": options.queries}

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ...data.layouts import PAPER_COLUMNS, QREL_COLUMNS, DatasetLayout
 from .base import Benchmark, BenchmarkInfo, Reading, Similarity, option
 
 if TYPE_CHECKING:
@@ -27,6 +28,14 @@ SCIDOCS_NAMES = {
 }
 #: The seed SciDocs trains its recommender with.
 RECOMMENDER_SEED = 7
+#: The configs of a SciDocs folder built by ``datasets_scripts/build_scidocs.py`` and their columns: papers (split
+#: ``evaluation``), the proximity tasks' judgements (``val`` / ``test``) and the classification labels (``train`` /
+#: ``val`` / ``test``).
+SCIDOCS_CONFIGS = (
+    ("papers_*", PAPER_COLUMNS),
+    *((task, QREL_COLUMNS) for task in ("cite", "cocite", "coview", "coread")),
+    *((task, ("paper_id", "label")) for task in ("mag", "mesh")),
+)
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,9 @@ class SciDocs(Benchmark):
         citations=("cohan-etal-2020-specter",),
         release_hub_ids=("allenai/scidocs",),
         main_metric="average over its metrics",
+    )
+    layout = DatasetLayout(
+        "scidocs", "SciDocs (Cohan et al. 2020) in its release layout", SCIDOCS_CONFIGS, ("papers_*",)
     )
     Options = SciDocsOptions
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...choices import StrChoice
+from ...data.layouts import DatasetLayout
 from .base import Benchmark, BenchmarkInfo, Reading, Similarity, option
 
 if TYPE_CHECKING:
@@ -121,6 +122,14 @@ class SciRepEval(Benchmark):
         release_hub_ids=("allenai/scirepeval", "allenai/scirepeval_test"),
         main_metric="mean over its tasks per group",
     )
+    #: ``meta_<metadata config>`` (split ``evaluation``, as allenai/scirepeval ships it), ``<task>`` (the labels or
+    #: judgements of allenai/scirepeval_test, as shipped) and ``train_<fos|mesh|specter|search>`` (split ``train``).
+    layout = DatasetLayout(
+        "scirepeval",
+        "SciRepEval (Singh et al. 2023) metadata and test labels",
+        (("meta_*", ()), ("train_*", ()), ("*", ())),
+        ("meta_*",),
+    )
     Options = SciRepEvalOptions
 
     def load(self, data: str, reading: Reading, options: SciRepEvalOptions) -> TaskSuite:
@@ -206,7 +215,7 @@ def _built_scirepeval(data: str) -> Any:
 
     if not any(c.startswith("meta_") for c in datasets.get_dataset_config_names(data)):
         return None
-    return load_benchmark("scirepeval", data)
+    return load_benchmark(SciRepEval.layout, data)
 
 
 def _reviewers(built: Any, data: str, test_data: str | None) -> dict[str, list[str]]:
