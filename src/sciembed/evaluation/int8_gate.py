@@ -1,10 +1,11 @@
-"""The quality gate of int8: a quantised ONNX or OpenVINO model is used only once it ranks as fp32 does.
+"""The quality gate of int8 and bf16: an ONNX or OpenVINO model of either is used only once it ranks as fp32 does.
 
 :func:`check_int8` quantises an encoder's ONNX export (:func:`sciembed.onnx_backend.quantize`) or OpenVINO model
 (:func:`sciembed.openvino_backend.quantize`), embeds the papers of a held-out citation task (SciDocs' cite
 protocol on a CACM or SciDocs folder) with fp32 and with int8, scores both, and writes the verdict next to the
-model. OpenVINO's int8 is calibrated on papers the gate does not score: a seeded draw of the check set's papers,
-left out of the task it scores, or papers the caller gives, less any the check set holds.
+model. OpenVINO's bf16 runs the fp32 model, so the gate only scores it. OpenVINO's int8 is calibrated on papers
+the gate does not score: a seeded draw of the check set's papers, left out of the task it scores, or papers the
+caller gives, less any the check set holds.
 ``PaperEncoder(..., backend="onnx" or "openvino", quantization="int8")`` reads that verdict and refuses int8
 unless it passed: the cite MAP of int8 is at most ``tolerance`` (0.5 MAP
 points) below fp32's. The smallest cosine between a paper's int8 and fp32 vectors is reported with it.
@@ -86,8 +87,8 @@ def check_int8(
     """Quantise ``encoder``'s ONNX or OpenVINO model to int8 and pass or fail it on the cite task of ``check_set``.
 
     Args:
-        encoder: an encoder with ``backend="onnx"`` or ``"openvino"``. The gate is for its model, format and int8
-            kind (``int8`` when the encoder is fp32).
+        encoder: an encoder with ``backend="onnx"`` or ``"openvino"``. The gate is for its model, format and
+            quantization (``int8`` when the encoder is fp32).
         check_set: a folder with a cite task held out from the model's training (``benchmark`` says its kind).
         benchmark: ``cacm`` (a SMART collection folder: ``cacm.all``) or ``scidocs``.
         tolerance: the largest cite MAP drop allowed, in MAP points.
@@ -142,17 +143,18 @@ def check_int8(
         gate = folder / GATE_FILE
     else:
         folder = openvino_backend.model_folder(fp32, fp32.openvino_cache)
-        model = openvino_backend.quantize(
-            folder,
-            kind,
-            fp32,
-            calibration_texts,
-            subset_size=max(1, len(calibration_texts)),
-            show_progress_bar=progress_enabled(show_progress_bar),
-        )
-        calibration_digest = json.loads(model.with_suffix(".json").read_text(encoding="utf-8")).get(
-            "calibration_digest", ""
-        )
+        if kind in openvino_backend.QUANTIZED_MODELS:  # bf16 runs the fp32 model: nothing to make
+            model = openvino_backend.quantize(
+                folder,
+                kind,
+                fp32,
+                calibration_texts,
+                subset_size=max(1, len(calibration_texts)),
+                show_progress_bar=progress_enabled(show_progress_bar),
+            )
+            calibration_digest = json.loads(model.with_suffix(".json").read_text(encoding="utf-8")).get(
+                "calibration_digest", ""
+            )
         gate = folder / openvino_backend.gate_file(kind)
     scores, vectors = {}, {}
     for label, chosen in (("fp32", fp32), ("int8", int8)):
