@@ -210,6 +210,37 @@ def test_bf16_runs_bfloat16_products_behind_the_gate_under_its_own_key(tiny_bert
         bf16.with_quantization("int8").encode(TEXTS, show_progress_bar=False)  # each kind has its own verdict
 
 
+@pytest.mark.parametrize(
+    "capabilities",
+    [
+        pytest.param(
+            ("FP32", "BF16", "INT8"),
+            marks=pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no bfloat16 arithmetic"),
+        ),
+        ("FP32", "INT8"),
+    ],
+)
+def test_int8_runs_its_float_operations_in_bf16_where_the_cpu_has_it(tiny_bert, tmp_path, monkeypatch, capabilities):
+    monkeypatch.setattr(openvino_backend, "cpu_capabilities", lambda: capabilities, raising=False)
+    fp32 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="openvino", openvino_cache=tmp_path)
+    folder = openvino_backend.model_folder(fp32, tmp_path)
+    openvino_backend.quantize(folder, "int8", fp32, fp32.texts(TEXTS))
+    int8 = fp32.with_quantization("int8", gated=False)
+    int8.encode(TEXTS, show_progress_bar=False)
+    [model] = int8._engine._sessions.values()
+    hint = "bfloat16" if "BF16" in capabilities else "float32"
+    assert str(model.compiled.get_property("INFERENCE_PRECISION_HINT")) == f"<Type: '{hint}'>"
+    assert ("bf16" in runtime_precisions(int8, "Eltwise")) == ("BF16" in capabilities)
+    # A verdict holds for the arithmetic it was checked in.
+    (folder / "int8_gate.json").write_text(json.dumps({"passed": True, "inference_precision": "f32"}))
+    gated = fp32.with_quantization("int8")
+    if "BF16" in capabilities:
+        with pytest.raises(ValueError, match="OpenVINO int8 for .* is refused: it has not been checked"):
+            gated.encode(TEXTS, show_progress_bar=False)
+    else:
+        np.testing.assert_array_equal(gated.encode(TEXTS, show_progress_bar=False), int8.encode(TEXTS))
+
+
 def test_bf16_is_refused_before_loading_where_the_cpu_lacks_it(tmp_path, monkeypatch, caplog):
     monkeypatch.setattr(openvino_backend, "cpu_capabilities", lambda: ("FP32", "INT8"))
     missing = tmp_path / "no-model"  # loading it would fail: the refusal comes first

@@ -92,10 +92,17 @@ def model_file(quantization: str) -> str:
 def inference_precision(quantization: str) -> InferencePrecision:
     """The precision OpenVINO runs a ``quantization``'s float operations in.
 
+    ``bf16`` runs them in bfloat16. So does ``int8`` where the CPU has it: the operations NNCF leaves in float
+    (layer norms, additions, requantization) then run in bfloat16 too. The others run in float32.
+
     Args:
         quantization: one of :data:`OPENVINO_QUANTIZATIONS`.
     """
-    return InferencePrecision.BF16 if quantization == WeightQuantization.BF16 else InferencePrecision.F32
+    if quantization == WeightQuantization.BF16:
+        return InferencePrecision.BF16
+    if quantization == WeightQuantization.INT8 and "BF16" in cpu_capabilities():
+        return InferencePrecision.BF16
+    return InferencePrecision.F32
 
 
 @functools.cache
@@ -327,11 +334,21 @@ def quantize(
 
 
 def read_gate(folder: str | os.PathLike[str], quantization: str) -> dict[str, Any] | None:
-    """The int8 gate's verdict on ``quantization`` stored in a model ``folder`` (``None`` before any check)."""
+    """The int8 gate's verdict on ``quantization`` stored in a model ``folder``.
+
+    ``None`` before any check, and for a verdict on other arithmetic than ``quantization`` runs in here.
+
+    Args:
+        folder: a model folder of :func:`model_folder`.
+        quantization: one of :data:`OPENVINO_QUANTIZATIONS`.
+    """
     path = Path(folder) / gate_file(quantization)
     if not path.is_file() or not (Path(folder) / model_file(quantization)).is_file():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    verdict = json.loads(path.read_text(encoding="utf-8"))
+    if verdict.get("inference_precision", InferencePrecision.F32) != inference_precision(quantization):
+        return None
+    return verdict
 
 
 def _import_nncf() -> Any:

@@ -47,7 +47,8 @@ class Int8Verdict:
     It holds the cite MAP of fp32 and int8 on the check set, their difference, and the smallest cosine between a
     paper's two vectors. ``papers`` and ``papers_digest`` describe the records scored. ``calibration_papers`` and
     ``calibration_digest`` describe those int8 was calibrated on (none for int8 kinds without calibration). The two
-    sets share no text."""
+    sets share no text. ``inference_precision`` is the arithmetic of OpenVINO's float operations (``f32`` or
+    ``bf16``), which a verdict holds for."""
 
     passed: bool
     fp32_map: float
@@ -68,6 +69,7 @@ class Int8Verdict:
     papers_digest: str = ""
     calibration_digest: str = ""
     calibration_source: str = ""
+    inference_precision: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -193,6 +195,7 @@ def check_int8(
         papers_digest=_digest(texts),
         calibration_digest=calibration_digest,
         calibration_source=source,
+        inference_precision=openvino_backend.inference_precision(kind) if encoder.backend == "openvino" else "",
     )
     with atomic_path(gate) as temporary:
         temporary.write_text(json.dumps(verdict.as_dict(), indent=2) + "\n", encoding="utf-8")
