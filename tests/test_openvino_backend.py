@@ -117,7 +117,8 @@ def test_backend_options_that_do_not_go_together_are_refused_before_loading(tmp_
         ({"backend": "openvino", "device": "cuda"}, "the OpenVINO backend runs on CPU"),
         ({"backend": "onnx", "quantization": "int8_weights"}, "quantization 'int8_weights' needs backend='openvino'"),
         ({"quantization": "int8"}, "quantization 'int8' needs backend='onnx' or backend='openvino'"),
-        ({"backend": "openvino", "quantization": "int4"}, r"one of \('fp32', 'int8', 'int8_weights'\)"),
+        ({"backend": "openvino", "quantization": "int4"}, r"one of \('fp32', 'int8', 'int8_weights', 'bf16'\)"),
+        ({"backend": "onnx", "quantization": "bf16"}, "quantization 'bf16' needs backend='openvino'"),
     ):
         with pytest.raises(ValueError, match=message):
             sciembed.PaperEncoder.from_pretrained(missing, **options)
@@ -160,6 +161,97 @@ def test_int8_is_refused_until_its_gate_passes(kind, tiny_bert, tmp_path):
     other = "int8_weights" if kind == "int8" else "int8"  # each kind has its own verdict
     with pytest.raises(ValueError, match="it has not been checked"):
         gated.with_quantization(other).encode(TEXTS, show_progress_bar=False)
+
+
+def runtime_precisions(encoder, layer_type="FullyConnected"):
+    """The precisions OpenVINO runs ``layer_type`` layers of ``encoder``'s compiled model in."""
+    [model] = encoder._engine._sessions.values()
+    layers = [op.get_rt_info() for op in model.compiled.get_runtime_model().get_ordered_ops()]
+    return {info["runtimePrecision"].astype(str) for info in layers if info["layerType"].astype(str) == layer_type}
+
+
+def cpu_has_bf16() -> bool:
+    """Whether OpenVINO can compute in bfloat16 on this CPU."""
+    import openvino as ov
+
+    return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+@pytest.mark.skipif(
+    not cpu_has_bf16(),
+    reason="this CPU has no bfloat16 arithmetic (AVX-512 BF16 or AMX), which quantization='bf16' needs",
+)
+def test_bf16_runs_bfloat16_products_behind_the_gate_under_its_own_key(tiny_bert, tmp_path):
+    from sciembed.evaluation.int8_gate import check_int8
+
+    cacm = shared_data("cacm")
+    bf16 = sciembed.PaperEncoder.from_pretrained(
+        tiny_bert, device="cpu", backend="openvino", quantization="bf16", engine_cache=tmp_path
+    )
+    with pytest.raises(ValueError, match="OpenVINO bf16 for .* is refused: it has not been checked"):
+        bf16.encode(TEXTS, show_progress_bar=False)
+    failed = check_int8(bf16, cacm, tolerance=-1.0, show_progress_bar=False)
+    assert not failed.passed and failed.quantization == "bf16" and failed.calibration_papers == 0
+    with pytest.raises(ValueError, match=r"it failed its quality gate \(cite MAP .* more than -1.0 points\)"):
+        bf16.encode(TEXTS, show_progress_bar=False)
+    assert check_int8(bf16, cacm, tolerance=abs(failed.map_drop) + 0.5, show_progress_bar=False).passed
+
+    [folder] = (tmp_path / "openvino").iterdir()
+    assert sorted(path.name for path in folder.glob("*.xml")) == ["model.xml"]  # it runs the fp32 model
+    fp32 = bf16.with_quantization("fp32")
+    vectors, reference = bf16.encode(TEXTS, show_progress_bar=False), fp32.encode(TEXTS, show_progress_bar=False)
+    assert runtime_precisions(bf16) == {"bf16"} and runtime_precisions(fp32) == {"f32"}
+    assert not np.array_equal(vectors, reference)
+    cosines = (vectors * reference).sum(1) / np.linalg.norm(vectors, axis=1) / np.linalg.norm(reference, axis=1)
+    assert cosines.min() > 0.999
+    keys = {bf16.fingerprint(), fp32.fingerprint(), bf16.with_quantization("int8").fingerprint()}
+    assert len(keys) == 3  # cached vectors of bf16 are its own
+    with pytest.raises(ValueError, match="OpenVINO int8 for .* it has not been checked"):
+        bf16.with_quantization("int8").encode(TEXTS, show_progress_bar=False)  # each kind has its own verdict
+
+
+@pytest.mark.parametrize(
+    "capabilities",
+    [
+        pytest.param(
+            ("FP32", "BF16", "INT8"),
+            marks=pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no bfloat16 arithmetic"),
+        ),
+        ("FP32", "INT8"),
+    ],
+)
+def test_int8_runs_its_float_operations_in_bf16_where_the_cpu_has_it(tiny_bert, tmp_path, monkeypatch, capabilities):
+    monkeypatch.setattr(openvino_backend, "cpu_capabilities", lambda: capabilities, raising=False)
+    fp32 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="openvino", engine_cache=tmp_path)
+    folder = openvino_backend.model_folder(fp32, tmp_path / "openvino")
+    openvino_backend.quantize(folder, "int8", fp32, fp32.texts(TEXTS))
+    int8 = fp32.with_quantization("int8", gated=False)
+    int8.encode(TEXTS, show_progress_bar=False)
+    [model] = int8._engine._sessions.values()
+    hint = "bfloat16" if "BF16" in capabilities else "float32"
+    assert str(model.compiled.get_property("INFERENCE_PRECISION_HINT")) == f"<Type: '{hint}'>"
+    assert ("bf16" in runtime_precisions(int8, "Eltwise")) == ("BF16" in capabilities)
+    # A verdict holds for the arithmetic it was checked in.
+    (folder / "int8_gate.json").write_text(json.dumps({"passed": True, "inference_precision": "f32"}))
+    gated = fp32.with_quantization("int8")
+    if "BF16" in capabilities:
+        with pytest.raises(ValueError, match="OpenVINO int8 for .* is refused: it has not been checked"):
+            gated.encode(TEXTS, show_progress_bar=False)
+    else:
+        np.testing.assert_array_equal(gated.encode(TEXTS, show_progress_bar=False), int8.encode(TEXTS))
+
+
+def test_bf16_is_refused_before_loading_where_the_cpu_lacks_it(tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(openvino_backend, "cpu_capabilities", lambda: ("FP32", "INT8"))
+    missing = tmp_path / "no-model"  # loading it would fail: the refusal comes first
+    with pytest.raises(ValueError, match=r"'bf16' needs a CPU with bfloat16 arithmetic .* finds FP32, INT8 here"):
+        sciembed.PaperEncoder.from_pretrained(missing, backend="openvino", quantization="bf16")
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text(json.dumps({"paper_id": "1", "title": "A paper"}) + "\n")
+    embed = ["-q", "embed", "--model", str(missing), "--input", str(papers), "--output", str(tmp_path / "v.npy")]
+    assert main([*embed, "--backend", "openvino", "--onnx-quantization", "bf16"]) == 2
+    assert "--backend openvino --onnx-quantization bf16: quantization 'bf16' needs a CPU with bfloat16" in caplog.text
+    assert "Use quantization 'fp32'" in caplog.text and not (tmp_path / "v.npy").exists()
 
 
 def test_int8_is_calibrated_on_papers_its_gate_does_not_score(tiny_bert, tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ from .choices import StrChoice, choices
 from .onnx_backend import QUANTIZATIONS as ONNX_QUANTIZATIONS
 from .onnx_backend import CachedEngine, OnnxBackend
 from .openvino_backend import OPENVINO_QUANTIZATIONS, OpenVinoBackend
+from .openvino_backend import check_quantization as check_openvino_quantization
 from .quantization import WeightQuantization
 
 
@@ -47,7 +48,7 @@ def check_backend(backend: Any, quantization: Any = WeightQuantization.FP32, dev
         device: the device asked for (``None``: the default).
 
     Raises:
-        ValueError: naming the value and what the backend takes.
+        ValueError: naming the value and what the backend takes, or ``bf16`` on a CPU without bfloat16 arithmetic.
         ImportError: the backend's extra is not installed, naming the ``pip install`` that adds it.
     """
     import torch
@@ -68,6 +69,8 @@ def check_backend(backend: Any, quantization: Any = WeightQuantization.FP32, dev
         )
     if backend in ENGINES:
         ENGINES[backend].require()
+    if backend == Backend.OPENVINO:
+        check_openvino_quantization(quantization)
     return Backend(backend)
 
 

@@ -6,12 +6,13 @@ backend makes (:func:`sciembed.onnx_backend.export_encoder`, unfused), read by O
 as OpenVINO IR in ``<cache>/openvino/<fingerprint>/``. Its vectors must equal PyTorch's within
 :data:`~sciembed.onnx_backend.EXPORT_TOLERANCE` before it is kept, so every family that exports to ONNX runs here.
 
-Two int8 models can be made beside it, and each is refused until the int8 gate
+Two int8 models can be made beside it, and one more way to run it. Each is refused until the int8 gate
 (:func:`sciembed.evaluation.int8_gate.check_int8`) has passed it:
 
 - ``int8``: NNCF's post-training quantization (weights and activations), calibrated on papers of the collection,
   each tokenized as the encoder tokenizes it.
 - ``int8_weights``: NNCF's weight-only compression (int8 weights, float activations), which needs no papers.
+- ``bf16``: the float32 model run in bfloat16 arithmetic, on CPUs that have it (AVX-512 BF16 or AMX).
 
 nncf reports usage to Intel unless the user has opted out. sciembed imports it with that reporting off.
 """
@@ -19,6 +20,7 @@ nncf reports usage to Intel unless the user has opted out. sciembed imports it w
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from . import onnx_backend
+from .choices import StrChoice
 from .io import atomic_path
 from .quantization import WeightQuantization
 
@@ -43,8 +46,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-OpenVinoQuantization = Literal["fp32", "int8", "int8_weights"]
-OPENVINO_QUANTIZATIONS: tuple[OpenVinoQuantization, ...] = ("fp32", "int8", "int8_weights")
+OpenVinoQuantization = Literal["fp32", "int8", "int8_weights", "bf16"]
+OPENVINO_QUANTIZATIONS: tuple[OpenVinoQuantization, ...] = ("fp32", "int8", "int8_weights", "bf16")
+#: The quantizations that :func:`quantize` writes a model file for (the others run ``model.xml``).
+QUANTIZED_MODELS = (WeightQuantization.INT8, WeightQuantization.INT8_WEIGHTS)
 #: Papers NNCF calibrates int8 activations on (one paper per calibration step, without padding).
 CALIBRATION_SIZE = 300
 CONVERT_FILE = "convert.json"
@@ -52,6 +57,13 @@ CONVERT_FILE = "convert.json"
 
 class OpenVinoError(ValueError):
     """The encoder cannot run on OpenVINO (the message names the model and why)."""
+
+
+class InferencePrecision(StrChoice):
+    """The precision of the float operations OpenVINO runs (its ``INFERENCE_PRECISION_HINT``)."""
+
+    F32 = "f32"
+    BF16 = "bf16"
 
 
 def openvino_available() -> bool:
@@ -74,7 +86,48 @@ def require_openvino() -> None:
 
 def model_file(quantization: str) -> str:
     """The IR file of a ``quantization`` in a model folder (``model.xml``, ``model_int8.xml``, ...)."""
-    return "model.xml" if quantization == WeightQuantization.FP32 else f"model_{quantization}.xml"
+    return f"model_{quantization}.xml" if quantization in QUANTIZED_MODELS else "model.xml"
+
+
+def inference_precision(quantization: str) -> InferencePrecision:
+    """The precision OpenVINO runs a ``quantization``'s float operations in.
+
+    ``bf16`` runs them in bfloat16. So does ``int8`` where the CPU has it: the operations NNCF leaves in float
+    (layer norms, additions, requantization) then run in bfloat16 too. The others run in float32.
+
+    Args:
+        quantization: one of :data:`OPENVINO_QUANTIZATIONS`.
+    """
+    if quantization == WeightQuantization.BF16:
+        return InferencePrecision.BF16
+    if quantization == WeightQuantization.INT8 and "BF16" in cpu_capabilities():
+        return InferencePrecision.BF16
+    return InferencePrecision.F32
+
+
+@functools.cache
+def cpu_capabilities() -> tuple[str, ...]:
+    """The precisions OpenVINO's CPU plugin can compute in here (``FP32``, ``BF16``, ``INT8``, ...)."""
+    require_openvino()
+    import openvino as ov
+
+    return tuple(ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
+
+
+def check_quantization(quantization: str) -> None:
+    """Refuse a ``quantization`` this CPU cannot compute, naming what it can and what to use.
+
+    Args:
+        quantization: one of :data:`OPENVINO_QUANTIZATIONS`.
+
+    Raises:
+        OpenVinoError: ``bf16`` on a CPU without bfloat16 arithmetic.
+    """
+    if quantization == WeightQuantization.BF16 and "BF16" not in cpu_capabilities():
+        raise OpenVinoError(
+            "quantization 'bf16' needs a CPU with bfloat16 arithmetic (AVX-512 BF16 or AMX); OpenVINO finds "
+            f"{', '.join(cpu_capabilities())} here. Use quantization 'fp32', or 'int8' behind its gate"
+        )
 
 
 def gate_file(quantization: str) -> str:
@@ -88,16 +141,22 @@ class OpenVinoModel:
     Args:
         path: the model's IR file (``model.xml``, ...).
         threads: inference threads (default: the physical cores, or ``$SCIEMBED_ONNX_THREADS``).
+        precision: the precision of the float operations. OpenVINO's own default is bf16 where the CPU has it.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, threads: int | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        threads: int | None = None,
+        precision: InferencePrecision = InferencePrecision.F32,
+    ):
         require_openvino()
         import openvino as ov
 
         core = ov.Core()
         config = {
-            # float32 arithmetic: OpenVINO would otherwise run bf16 on CPUs that have it.
-            "INFERENCE_PRECISION_HINT": "f32",
+            "INFERENCE_PRECISION_HINT": InferencePrecision(precision).value,
             "INFERENCE_NUM_THREADS": threads or onnx_backend.cpu_threads(),
             "PERFORMANCE_HINT": "LATENCY",
         }
@@ -117,7 +176,7 @@ class OpenVinoBackend(onnx_backend.CachedEngine):
     model per format, converted (or read from the cache) on first use.
 
     Args:
-        quantization: ``fp32``, ``int8`` or ``int8_weights``.
+        quantization: ``fp32``, ``int8``, ``int8_weights`` or ``bf16``.
         cache_dir: where models are kept (default ``openvino/`` in :func:`sciembed.io.default_cache_dir`).
         threads: inference threads (default: the physical cores, or ``$SCIEMBED_ONNX_THREADS``).
         gated: refuse an int8 model its gate has not passed (``False`` only for the gate itself).
@@ -133,7 +192,11 @@ class OpenVinoBackend(onnx_backend.CachedEngine):
             onnx_backend.refuse_ungated(
                 read_gate(folder, self.quantization), f"OpenVINO {self.quantization} for {encoder.name_or_path}"
             )
-        return OpenVinoModel(folder / model_file(self.quantization), threads=self.threads)
+        return OpenVinoModel(
+            folder / model_file(self.quantization),
+            threads=self.threads,
+            precision=inference_precision(self.quantization),
+        )
 
     def calibration_digest(self, model_fingerprint: str) -> str:
         """What the int8 model in the cache was calibrated on (a digest of its papers, empty for other models)."""
@@ -233,7 +296,7 @@ def quantize(
     """
     from .truncation import cut_texts
 
-    if quantization not in (WeightQuantization.INT8, WeightQuantization.INT8_WEIGHTS):
+    if quantization not in QUANTIZED_MODELS:
         raise ValueError(f"quantization must be int8 or int8_weights, got {quantization!r}")
     if quantization == WeightQuantization.INT8 and not texts:
         raise ValueError("int8 post-training quantization needs papers to calibrate on; none were given")
@@ -271,11 +334,21 @@ def quantize(
 
 
 def read_gate(folder: str | os.PathLike[str], quantization: str) -> dict[str, Any] | None:
-    """The int8 gate's verdict on ``quantization`` stored in a model ``folder`` (``None`` before any check)."""
+    """The int8 gate's verdict on ``quantization`` stored in a model ``folder``.
+
+    ``None`` before any check, and for a verdict on other arithmetic than ``quantization`` runs in here.
+
+    Args:
+        folder: a model folder of :func:`model_folder`.
+        quantization: one of :data:`OPENVINO_QUANTIZATIONS`.
+    """
     path = Path(folder) / gate_file(quantization)
     if not path.is_file() or not (Path(folder) / model_file(quantization)).is_file():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    verdict = json.loads(path.read_text(encoding="utf-8"))
+    if verdict.get("inference_precision", InferencePrecision.F32) != inference_precision(quantization):
+        return None
+    return verdict
 
 
 def _import_nncf() -> Any:

@@ -22,11 +22,12 @@ logger = logging.getLogger(__name__)
 
 
 class WeightQuantization(StrChoice):
-    """The weights of an ONNX or OpenVINO model (``quantization=``), not the vectors' precision."""
+    """The weights and arithmetic of an ONNX or OpenVINO model (``quantization=``), not the vectors' precision."""
 
     FP32 = "fp32"
     INT8 = "int8"
     INT8_WEIGHTS = "int8_weights"
+    BF16 = "bf16"
 
 
 OutputPrecision = Literal["float32", "int8", "uint8", "binary", "ubinary"]

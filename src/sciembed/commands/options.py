@@ -91,7 +91,8 @@ _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
             "default": "fp32",
             "help": "the weights of --backend onnx or openvino: int8 (onnx: dynamically quantised; openvino: NNCF's "
             "post-training quantization calibrated on the --int8-check-set papers) or int8_weights (openvino: int8 "
-            "weights only), refused until they pass the int8 gate (sciembed embed / evaluate --int8-check-set)",
+            "weights only) or bf16 (openvino: the fp32 model in bfloat16 arithmetic, on CPUs with AVX-512 BF16 or "
+            "AMX), refused until they pass the int8 gate (sciembed embed / evaluate --int8-check-set)",
         },
     ),
     "revision": (
@@ -271,7 +272,7 @@ def encoder_from_args(args: argparse.Namespace, *, device: str | None = None) ->
         if quantization == WeightQuantization.FP32:
             raise ValueError(
                 "--int8-check-set checks int8: give --backend onnx or openvino, and --onnx-quantization int8 (or "
-                "int8_weights with openvino), with it"
+                "int8_weights or bf16 with openvino), with it"
             )
         check_input(args.int8_check_set, "--int8-check-set", "any")
     settings = {name: getattr(args, name) for name in _ENCODER_SETTINGS if getattr(args, name, None) is not None}
@@ -298,7 +299,8 @@ def encoder_from_args(args: argparse.Namespace, *, device: str | None = None) ->
         )
         if not verdict.passed:
             raise ValueError(
-                f"int8 refused for {args.model or 'the default model'}: {verdict.reason} on {args.int8_check_set} "
+                f"{quantization} refused for {args.model or 'the default model'}: {verdict.reason} on "
+                f"{args.int8_check_set} "
                 f"(min cosine to fp32 {verdict.min_cosine}); use --onnx-quantization fp32"
             )
         logging.getLogger(__name__).info(

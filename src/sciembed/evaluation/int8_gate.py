@@ -1,10 +1,11 @@
-"""The quality gate of int8: a quantised ONNX or OpenVINO model is used only once it ranks as fp32 does.
+"""The quality gate of int8 and bf16: an ONNX or OpenVINO model of either is used only once it ranks as fp32 does.
 
 :func:`check_int8` quantises an encoder's ONNX export (:func:`sciembed.onnx_backend.quantize`) or OpenVINO model
 (:func:`sciembed.openvino_backend.quantize`), embeds the papers of a held-out citation task (SciDocs' cite
 protocol on a CACM or SciDocs folder) with fp32 and with int8, scores both, and writes the verdict next to the
-model. OpenVINO's int8 is calibrated on papers the gate does not score: a seeded draw of the check set's papers,
-left out of the task it scores, or papers the caller gives, less any the check set holds.
+model. OpenVINO's bf16 runs the fp32 model, so the gate only scores it. OpenVINO's int8 is calibrated on papers
+the gate does not score: a seeded draw of the check set's papers, left out of the task it scores, or papers the
+caller gives, less any the check set holds.
 ``PaperEncoder(..., backend="onnx" or "openvino", quantization="int8")`` reads that verdict and refuses int8
 unless it passed: the cite MAP of int8 is at most ``tolerance`` (0.5 MAP
 points) below fp32's. The smallest cosine between a paper's int8 and fp32 vectors is reported with it.
@@ -47,7 +48,8 @@ class Int8Verdict:
     It holds the cite MAP of fp32 and int8 on the check set, their difference, and the smallest cosine between a
     paper's two vectors. ``papers`` and ``papers_digest`` describe the records scored. ``calibration_papers`` and
     ``calibration_digest`` describe those int8 was calibrated on (none for int8 kinds without calibration). The two
-    sets share no text."""
+    sets share no text. ``inference_precision`` is the arithmetic of OpenVINO's float operations (``f32`` or
+    ``bf16``), which a verdict holds for."""
 
     passed: bool
     fp32_map: float
@@ -68,6 +70,7 @@ class Int8Verdict:
     papers_digest: str = ""
     calibration_digest: str = ""
     calibration_source: str = ""
+    inference_precision: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,8 +90,8 @@ def check_int8(
     """Quantise ``encoder``'s ONNX or OpenVINO model to int8 and pass or fail it on the cite task of ``check_set``.
 
     Args:
-        encoder: an encoder with ``backend="onnx"`` or ``"openvino"``. The gate is for its model, format and int8
-            kind (``int8`` when the encoder is fp32).
+        encoder: an encoder with ``backend="onnx"`` or ``"openvino"``. The gate is for its model, format and
+            quantization (``int8`` when the encoder is fp32).
         check_set: a folder with a cite task held out from the model's training (``benchmark`` says its kind).
         benchmark: ``cacm`` (a SMART collection folder: ``cacm.all``) or ``scidocs``.
         tolerance: the largest cite MAP drop allowed, in MAP points.
@@ -143,17 +146,18 @@ def check_int8(
         gate = folder / GATE_FILE
     else:
         folder = openvino_backend.model_folder(fp32, fp32.engine_cache / ENGINES[fp32.backend].cache_name)
-        model = openvino_backend.quantize(
-            folder,
-            kind,
-            fp32,
-            calibration_texts,
-            subset_size=max(1, len(calibration_texts)),
-            show_progress_bar=progress_enabled(show_progress_bar),
-        )
-        calibration_digest = json.loads(model.with_suffix(".json").read_text(encoding="utf-8")).get(
-            "calibration_digest", ""
-        )
+        if kind in openvino_backend.QUANTIZED_MODELS:  # bf16 runs the fp32 model: nothing to make
+            model = openvino_backend.quantize(
+                folder,
+                kind,
+                fp32,
+                calibration_texts,
+                subset_size=max(1, len(calibration_texts)),
+                show_progress_bar=progress_enabled(show_progress_bar),
+            )
+            calibration_digest = json.loads(model.with_suffix(".json").read_text(encoding="utf-8")).get(
+                "calibration_digest", ""
+            )
         gate = folder / openvino_backend.gate_file(kind)
     scores, vectors = {}, {}
     for label, chosen in (("fp32", fp32), ("int8", int8)):
@@ -192,6 +196,7 @@ def check_int8(
         papers_digest=_digest(texts),
         calibration_digest=calibration_digest,
         calibration_source=source,
+        inference_precision=openvino_backend.inference_precision(kind) if encoder.backend == "openvino" else "",
     )
     with atomic_path(gate) as temporary:
         temporary.write_text(json.dumps(verdict.as_dict(), indent=2) + "\n", encoding="utf-8")
