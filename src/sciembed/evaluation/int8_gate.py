@@ -1,4 +1,4 @@
-"""The quality gate of int8: a quantised ONNX or OpenVINO model is used only once it ranks as fp32 does.
+"""The int8 gate: a quantised model is used only when it ranks as fp32 does.
 
 :func:`check_int8` quantises an encoder's ONNX export (:func:`sciembed.onnx_backend.quantize`) or OpenVINO model
 (:func:`sciembed.openvino_backend.quantize`), embeds the papers of a held-out citation task (SciDocs' cite
@@ -84,7 +84,9 @@ def check_int8(
     calibration: Sequence[str] | None = None,
     seed: int = 0,
 ) -> Int8Verdict:
-    """Quantise ``encoder``'s ONNX or OpenVINO model to int8 and pass or fail it on the cite task of ``check_set``.
+    """Quantise ``encoder``'s model to int8 and pass or fail it on a cite task.
+
+    The model is the encoder's ONNX or OpenVINO one, and the cite task that of ``check_set``.
 
     Args:
         encoder: an encoder with ``backend="onnx"`` or ``"openvino"``. The gate is for its model, format and int8
