@@ -46,7 +46,7 @@ MOVED_MODULES: dict[str, str] = {
 
 
 class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds each moved module path and fails its import with an error naming the new module.
+    """Fails the import of each moved module path with an error naming the new module.
 
     Args:
         moved: each old module path and what replaces it.
@@ -58,7 +58,7 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        """A spec for a moved module path, whose loading raises, or None for any other path."""
+        """A spec whose loading raises for a moved module path, else None."""
         return importlib.util.spec_from_loader(fullname, self) if fullname in self.moved else None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
@@ -100,8 +100,10 @@ def module_getattr(module: str, removed: Mapping[str, str]) -> Callable[[str], A
 
 
 def _importing(frame: FrameType | None) -> bool:
-    """Whether the code that looked the name up (the first frame above the modules' ``__getattr__``) is running a
-    ``from ... import`` statement."""
+    """Whether the code that looked the name up runs a ``from ... import`` statement.
+
+    That code is the first frame above the modules' ``__getattr__``.
+    """
     while frame is not None and frame.f_code.co_name == "__getattr__":
         frame = frame.f_back
     return frame is not None and dis.opname[frame.f_code.co_code[frame.f_lasti]] == "IMPORT_FROM"

@@ -210,7 +210,10 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def _opened(folders: list[str]):
-    """The index folder, or the parts of one index opened as shards (given, or the ``part-*`` folders of one)."""
+    """The index folder, or the parts of one index opened as shards.
+
+    The parts are the folders given, or the ``part-*`` folders of one.
+    """
     from pathlib import Path
 
     from ..index import PaperIndex

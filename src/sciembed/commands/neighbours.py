@@ -200,7 +200,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read_query_file(path: str) -> list[tuple[int, str]]:
-    """The query ids of a query file, one a line, each with its line number (blank and ``#`` lines skipped)."""
+    """The query ids of a query file, one a line, each with its line number.
+
+    Blank lines and ``#`` lines are skipped.
+    """
     with open(path, encoding="utf-8") as handle:
         lines = ((number, line.strip()) for number, line in enumerate(handle, start=1))
         return [(number, text) for number, text in lines if text and not text.startswith("#")]

@@ -28,7 +28,10 @@ logger = logging.getLogger(__name__)
 
 
 class BenchmarkSourceError(OSError):
-    """The source of a benchmark cannot be reached or read (offline Hub, missing folder, wrong layout)."""
+    """The source of a benchmark cannot be reached or read.
+
+    The Hub may be offline, a folder missing, or its layout wrong.
+    """
 
 
 @dataclass

@@ -139,7 +139,9 @@ EVALUATION_SPLIT = "evaluation"
 
 @dataclass(frozen=True)
 class DatasetLayout:
-    """The configs a built dataset folder may hold (fnmatch patterns, first match wins) and their columns.
+    """The configs a built dataset folder may hold, and their columns.
+
+    Configs are matched by fnmatch patterns, and the first match wins.
 
     Attributes:
         name: the name :func:`sciembed.data.benchmarks.load_benchmark` and the dataset card know it by.

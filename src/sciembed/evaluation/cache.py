@@ -1,4 +1,6 @@
-"""Vectors of texts, cached on disk per encoder so that every task and every later run reuses them.
+"""Vectors of texts, cached on disk per encoder.
+
+Every task and every later run reuses them.
 
 An encoder's :meth:`~sciembed.encode.Encoder.fingerprint` (weights, config, pooling, maximum
 length, format, ...) names a folder. Inside it each cached vector is keyed by the SHA-1 of the exact
@@ -43,7 +45,7 @@ COMPACT_AT = 32
 
 
 class EmbeddingCache:
-    """Vectors of one encoder, on disk (unless ``folder`` is ``None``), read by key when asked for.
+    """Vectors of one encoder, on disk or in memory, read by key when asked for.
 
     Opening a cache reads only its key files, into one sorted index (40 bytes of key, a shard and a row per
     vector). The vectors stay in their ``.npy`` shards, memory-mapped and read by row when looked up. A
@@ -202,8 +204,10 @@ class EmbeddingCache:
         show_progress_bar: bool = True,
         desc: str = "Encoding",
     ) -> np.ndarray:
-        """Vectors of ``texts`` in order, encoding (and caching) only those not cached yet (``inputs`` as for
-        :meth:`add`)."""
+        """Vectors of ``texts`` in order, encoding and caching only those not cached yet.
+
+        ``inputs`` is as for :meth:`add`.
+        """
         self.add(texts, inputs=inputs, batch_size=batch_size, show_progress_bar=show_progress_bar, desc=desc)
         return self.lookup(texts)
 
@@ -264,7 +268,10 @@ class EmbeddingCache:
         return stem.with_suffix(".npy")
 
     def _compact(self) -> None:
-        """Rewrite every shard as one (checking each shard's hash on the way), then remove the old ones."""
+        """Rewrite every shard as one, then remove the old ones.
+
+        Each shard's hash is checked on the way.
+        """
         self._check_shards(self._keys)
         old = [path for path in self._paths if path is not None and path.exists()]
         order = np.lexsort((self._row, self._shard))  # each shard's rows in order, shard after shard

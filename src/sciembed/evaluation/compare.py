@@ -107,8 +107,9 @@ def percentile_interval(resampled: np.ndarray) -> tuple[float, float]:
 
 
 class PaperResamples:
-    """Resamples of test papers and a classifier's macro-F1 on each, drawn once per set of papers.
+    """Resamples of test papers and a classifier's macro-F1 on each.
 
+    Resamples are drawn once per set of papers.
     Every pair of results scored on the same test papers is compared on the same resamples, and each result's
     macro-F1 on them is computed once.
 
@@ -208,7 +209,10 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: the settings, one row per task and metric, and the tasks skipped with their reasons."""
+        """A JSON-ready dict of the settings, the rows and the skipped tasks.
+
+        It holds one row per task and metric, and the tasks skipped with their reasons.
+        """
         return {
             "first": self.names[0],
             "second": self.names[1],
@@ -281,7 +285,9 @@ def compare_results(
     names: tuple[str, str] = ("first", "second"),
     allow_different_settings: bool = False,
 ) -> Comparison:
-    """Pair two results JSONs task by task: each metric's difference (second minus first) and its 95% interval.
+    """Pair two results JSONs task by task, with each metric's difference and interval.
+
+    A difference is the second result minus the first, with its 95% interval.
 
     Args:
         first, second: the results, as :meth:`~sciembed.evaluation.runner.EvaluationReport.to_dict` writes them.
@@ -439,7 +445,10 @@ def _paired(
     names: tuple[str, str],
     label: str,
 ) -> tuple[list[PairedDifference], str | None]:
-    """The paired differences of one task's ``metrics`` (the task named ``label``), or why there are none."""
+    """The paired differences of one task's ``metrics``, or why there are none.
+
+    ``label`` names the task.
+    """
     if not metrics:
         return [], "none of the metrics asked for"
     for unit in ("per_query", "per_paper", "per_fold"):

@@ -1,4 +1,6 @@
-"""Evaluation on your own files, with no benchmark layout to build: a labelled CSV and a qrels file over a papers file.
+"""Evaluation on your own files: a labelled CSV or a qrels file over papers.
+
+Both are read over a papers file, and neither needs a benchmark layout to be built.
 
 ``classification`` (``--benchmark classification --data labels.csv --papers papers.jsonl``): a CSV (or TSV) with a
 header naming the paper id column (``paper_id``, or ``pid`` / ``id`` / ``corpus_id`` / ``doc_id``) and the label
@@ -107,8 +109,10 @@ _INTEGER = re.compile(r"-?[0-9]+")
 
 
 def read_labels(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[int]]:
-    """Read a labels file: columns ``paper_id``, ``label`` and (``None`` when the file has no split column) ``split``,
-    and the line of each row. Labels are strings, or integers when every label is one.
+    """Read a labels file into its columns, with the line of each row.
+
+    The columns are ``paper_id``, ``label`` and ``split`` (``None`` when the file has no split column). Labels are
+    strings, or integers when every label is one.
 
     Raises:
         ValueError: no header naming an id and a label column, a row with fewer fields than the header, an empty id
@@ -180,8 +184,10 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[dict[str, list], list[int
 
 
 def read_qrels(path: str | os.PathLike[str], *, qrels_columns: str | None = None) -> tuple[dict[str, list], list[int]]:
-    """Read a qrels file: ``qid 0 docid rel`` (TREC) or ``qid docid rel`` lines, split at tabs, else commas, else
-    spaces. Blank and ``#`` lines skipped. The first line is a header when it names the columns (a query, a document
+    """Read a qrels file of ``qid 0 docid rel`` (TREC) or ``qid docid rel`` lines.
+
+    Fields are split at tabs, else commas, else spaces. Blank and ``#`` lines are skipped.
+    The first line is a header when it names the columns (a query, a document
     and a relevance name, as ``query-id corpus-id score`` or ``qid 0 docid rel``). Every other line is a judgement,
     its relevance an integer (graded allowed, negative allowed).
 
@@ -276,7 +282,10 @@ def _is_number(text: str) -> bool:
 
 
 def _qrels_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str, list[str]]]:
-    """The number, text and fields of each line of a qrels file that is neither blank nor a ``#`` comment."""
+    """The number, text and fields of each line of a qrels file.
+
+    Blank lines and ``#`` comments are left out.
+    """
     with open(path, encoding="utf-8-sig") as handle:
         for line_number, line in enumerate(handle, start=1):
             text = line.strip()
@@ -291,8 +300,10 @@ def _qrels_columns(fields: list[str]) -> list[str]:
 
 
 def _header_order(fields: list[str]) -> str | None:
-    """The column order a line names when its fields are column names (``query-id corpus-id score``:
-    ``query-document``, ``corpus-id query-id score``: ``document-query``), else ``None``."""
+    """The column order a line names when its fields are column names, else ``None``.
+
+    ``query-id corpus-id score`` names ``query-document``, and ``corpus-id query-id score`` names ``document-query``.
+    """
     first, second, relevance = (f.lower().replace("-", "_").replace(" ", "_") for f in _qrels_columns(fields))
     if relevance not in _QRELS_SCORE_HEADERS:
         return None
@@ -358,8 +369,10 @@ def read_queries(path: str | os.PathLike[str]) -> dict[str, str]:
 
 
 def read_query_records(path: str | os.PathLike[str]) -> dict[str, Query]:
-    """Read text queries: ``.jsonl`` (``{"_id" | "query_id" | "id": ..., "text" | "query": ...}`` a line) or a
-    tab-separated ``id<TAB>text`` file (``.tsv`` / ``.txt``, a header line ``query_id<TAB>text`` allowed).
+    """Read text queries from a ``.jsonl`` file or a tab-separated ``id<TAB>text`` file.
+
+    A ``.jsonl`` file holds ``{"_id" | "query_id" | "id": ..., "text" | "query": ...}`` a line. A tab-separated file
+    is a ``.tsv`` or ``.txt``, and may open with a header line ``query_id<TAB>text``.
 
     A ``.jsonl`` query may be a facet of a paper: ``{"query_id": "p1-method", "paper_id": "p1", "facet": "method",
     "text": "..."}``, so that one paper carries several judged queries. The paper is never its own candidate, and
@@ -478,8 +491,10 @@ def _query_record(path: Path, line: int, record: dict[str, Any]) -> tuple[Any, s
 def _one_field(
     path: Path, line: int, record: dict[str, Any], names: tuple[str, ...], what: str
 ) -> tuple[str, Any] | None:
-    """The key and value of the field of ``names`` that ``record`` gives (``None`` when none does). Two keys giving
-    different values are refused, naming both."""
+    """The key and value of the field of ``names`` that ``record`` gives.
+
+    It is ``None`` when none does. Two keys giving different values are refused, naming both.
+    """
     given = [(name, record[name]) for name in names if record.get(name) not in (None, "")]
     if len({json.dumps(value, sort_keys=True) for _, value in given}) > 1:
         both = ", ".join(f"{name} {_shown(value)}" for name, value in given)
@@ -488,8 +503,10 @@ def _one_field(
 
 
 def _facet_field(named: str, record: dict[str, Any], name: str, kinds: tuple[type, ...]) -> str | None:
-    """A query record's ``paper_id`` (a text or an integer) or ``facet`` (a text): ``None`` when absent, else the
-    non-empty text."""
+    """A query record's ``paper_id`` or ``facet``: ``None`` when absent, else the non-empty text.
+
+    A ``paper_id`` may be a text or an integer, a ``facet`` only a text.
+    """
     value = record.get(name)
     if value is None:
         return None
@@ -521,7 +538,10 @@ def classification_tasks(
     text_fields: Sequence[str] = TEXT_FIELDS,
     smart_links: str = "cacm",
 ) -> tuple[list[Task], list[PaperProblem]]:
-    """The classification task of a labels file over a papers file, and the records left out (see the module)."""
+    """A labels file's classification task over a papers file, and the records left out.
+
+    The module says which records are left out.
+    """
     from sklearn.model_selection import train_test_split
 
     paper_file = _papers(papers, name, skip_invalid, id_field, text_fields, smart_links)
@@ -613,10 +633,12 @@ def retrieval_tasks(
     text_fields: Sequence[str] = TEXT_FIELDS,
     smart_links: str = "cacm",
 ) -> tuple[list[Task], list[PaperProblem]]:
-    """The retrieval task of a qrels file over a papers file (and a queries file), and the records left out (see the
-    module). ``similarity`` is the proximity score of paper queries ranking their judged candidates (``l2`` as
-    SciDocs). ``qrels_columns`` the order of the query and document columns, when stated
-    (:func:`~sciembed.data.judgements.check_qrels_columns`)."""
+    """A qrels file's retrieval task over a papers file, and the records left out.
+
+    A queries file, when given, holds the queries. The module says which records are left out. ``similarity`` is the
+    proximity score of paper queries ranking their judged candidates (``l2`` as SciDocs). ``qrels_columns`` is the
+    order of the query and document columns, when stated (:func:`~sciembed.data.judgements.check_qrels_columns`).
+    """
     if candidates not in CANDIDATES:
         raise ValueError(f"unknown candidates {candidates!r}; one of {', '.join(CANDIDATES)}")
     candidates = Candidates(candidates)
@@ -741,7 +763,10 @@ def retrieval_tasks(
 
 
 def _check_query_papers(path: str, queries: dict[str, Query], papers: dict[str, Any], papers_name: str) -> None:
-    """Refuse a facet query naming a paper that the papers file lacks (file, line, query and paper named)."""
+    """Refuse a facet query naming a paper that the papers file lacks.
+
+    The error names the file, line, query and paper.
+    """
     for query_id, query in queries.items():
         if query.paper_id is not None and query.paper_id not in papers:
             raise ValueError(

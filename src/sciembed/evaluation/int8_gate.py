@@ -1,4 +1,4 @@
-"""The quality gate of int8 and bf16: an ONNX or OpenVINO model of either is used only once it ranks as fp32 does.
+"""The quality gate of int8 and bf16: a lower-precision model is used only when it ranks as fp32 does.
 
 :func:`check_int8` quantises an encoder's ONNX export (:func:`sciembed.onnx_backend.quantize`) or OpenVINO model
 (:func:`sciembed.openvino_backend.quantize`), embeds the papers of a held-out citation task (SciDocs' cite
@@ -87,7 +87,9 @@ def check_int8(
     calibration: Sequence[str] | None = None,
     seed: int = 0,
 ) -> Int8Verdict:
-    """Quantise ``encoder``'s ONNX or OpenVINO model to int8 and pass or fail it on the cite task of ``check_set``.
+    """Pass or fail ``encoder``'s int8 or bf16 model on a cite task.
+
+    The model is the encoder's ONNX or OpenVINO one, and the cite task that of ``check_set``.
 
     Args:
         encoder: an encoder with ``backend="onnx"`` or ``"openvino"``. The gate is for its model, format and

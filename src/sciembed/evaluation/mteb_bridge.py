@@ -1,4 +1,4 @@
-"""The MTEB bridge: any sciembed encoder as an MTEB model, and a local BEIR folder as an MTEB retrieval task.
+"""The MTEB bridge: sciembed encoders as MTEB models, BEIR folders as tasks.
 
 :class:`MtebEncoder` implements mteb 2.x's encoder protocol (``mteb.EncoderProtocol``: ``encode(inputs, *,
 task_metadata, hf_split, hf_subset, prompt_type, **encode_kwargs)``, ``similarity``, ``similarity_pairwise`` and
@@ -84,7 +84,10 @@ SCORE_SCALE = 100.0
 
 
 class MtebNotInstalledError(ImportError, ValueError):
-    """mteb is not installed, or too old (a ValueError too, so that the command line reports it in one line)."""
+    """mteb is not installed, or too old.
+
+    It is a ValueError too, so that the command line reports it in one line.
+    """
 
 
 def mteb_format(task_type: str, simplified_type: str, prompt_type: str | None) -> str:
@@ -181,7 +184,10 @@ class MtebEncoder:
         return sum(cache.hits for cache in self._caches.values())
 
     def cache_for(self, task_format: str) -> EmbeddingCache:
-        """The cache of the encoder embedding in ``task_format`` (the encoder itself when it has no such format)."""
+        """The cache of the encoder embedding in ``task_format``.
+
+        When the encoder has no such format, it is the cache of the encoder itself.
+        """
         key = task_format if task_format in self.encoder.task_formats else None
         if key not in self._caches:
             chosen = self.encoder.with_format(key) if key else self.encoder
@@ -198,8 +204,10 @@ class MtebEncoder:
         prompt_type: Any = None,
         **kwargs: Any,
     ) -> np.ndarray:
-        """Embed mteb's inputs (a DataLoader of batches: ``text``, and for documents ``title`` and ``body``) in the
-        format :func:`mteb_format` gives for the task and prompt type. Float32 ``(n, dim)`` in input order.
+        """Embed mteb's inputs in the format :func:`mteb_format` gives for the task and prompt type.
+
+        The inputs are a DataLoader of batches: ``text``, and for documents ``title`` and ``body``. The vectors are
+        float32 ``(n, dim)``, in input order.
 
         A document with a title or a body becomes a paper (``title``, ``abstract``: ``title [SEP] abstract``). One
         with neither is embedded as its (empty) ``text``. ``kwargs`` are mteb's ``encode_kwargs``: ``batch_size``,
@@ -442,8 +450,9 @@ def named_tasks(names: Sequence[str], *, split: str = "test") -> list[AbsTask]:
 
 
 def beir_task(folder: str | os.PathLike[str], *, split: str = "test", skip_invalid: bool = False) -> AbsTask:
-    """A BEIR-layout folder as an MTEB retrieval task, read now and handed to mteb by its ``load_data``.
+    """A BEIR-layout folder as an MTEB retrieval task, read now.
 
+    It is handed to mteb by its ``load_data``.
     Errors name the file and line. ``mteb.evaluate(MtebEncoder(...), beir_task("scifact"))`` runs it offline.
 
     The corpus keeps BEIR's ``title`` and ``text``, the queries their ``text``, the judgements of
@@ -622,7 +631,9 @@ def task_results(
 
 
 def mteb_scores(result: TaskScores) -> dict[str, float]:
-    """A row's metrics on mteb's 0-1 scale, as mteb's ``TaskResult`` holds them: what to hand back to mteb.
+    """A row's metrics on mteb's 0-1 scale, to hand back to mteb.
+
+    They are as mteb's ``TaskResult`` holds them.
 
     Args:
         result: a row of :func:`task_results` (or any sciembed result whose metrics are on sciembed's 0-100 scale).

@@ -504,7 +504,7 @@ def reviewer_matching_metrics(
     top_k: int = 3,
     skip_missing: bool = False,
 ) -> ReviewerMatchingResult:
-    """SciRepEval's Paper-Reviewer Matching: P_5 and P_10 against the hard and the soft qrels, and their mean.
+    """SciRepEval's Paper-Reviewer Matching: P_5 and P_10 on the hard and soft qrels, and their mean.
 
     As the reference, the run is built from the hard qrels' (paper, reviewer) pairs and evaluated
     against both splits. Soft judgements of reviewers that the hard qrels do not list for a paper are
@@ -640,7 +640,10 @@ def _stack(ids: Sequence[str], vectors: Vectors, ndim: int, dtype: type = np.flo
 
 
 def _similarities(similarity: str, query: str, query_vector: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """Scores of ``candidates`` (n, d) or (n, K, d) for one query, higher = closer, in float64."""
+    """Float64 scores of ``candidates`` for one query, higher meaning closer.
+
+    ``candidates`` is ``(n, d)`` or ``(n, K, d)``.
+    """
     if candidates.shape[-1] != query_vector.shape[-1]:
         raise ValueError(
             f"query {query!r} has dimension {query_vector.shape[-1]}, its candidates {candidates.shape[-1]}"
@@ -785,7 +788,10 @@ def _kth_largest(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 def _exact_scores(query: np.ndarray, papers: np.ndarray, norms: np.ndarray | None) -> np.ndarray:
-    """float64 scores of ``papers`` for one (unit, for cosine) query: cosine when ``norms`` are given, else dot."""
+    """float64 scores of ``papers`` for one query: cosine when ``norms`` are given, else dot.
+
+    For cosine the query is a unit vector.
+    """
     papers = papers.astype(np.float64)
     if norms is not None:
         papers /= np.maximum(norms, np.finfo(np.float64).tiny)[:, None]

@@ -107,7 +107,10 @@ def click_ndcg(above: float) -> float:
 
 
 def click_precision_at_1(above: float) -> float:
-    """1.0 when nothing is ranked above the clicked paper (a tie counts as above), else 0.0."""
+    """1.0 when nothing is ranked above the clicked paper, else 0.0.
+
+    A tie counts as above.
+    """
     return 1.0 if above == 0 else 0.0
 
 
@@ -226,7 +229,10 @@ def pair_features(
 
 @dataclass(frozen=True)
 class TrainingSummary:
-    """How the ranker was trained: epochs run, the epoch kept, its validation loss, and pair counts."""
+    """How the ranker was trained: the epochs run and the epoch kept.
+
+    It also holds the kept epoch's validation loss, and the pair counts.
+    """
 
     epochs_run: int
     best_epoch: int
@@ -543,13 +549,17 @@ def _pair_tensors(
 
 
 def _others(click: Click) -> set[str]:
-    """The shown papers a click's clicked paper is ranked against: all but the clicked one and the query paper."""
+    """The shown papers a click's clicked paper is ranked against.
+
+    They are all the shown papers but the clicked one and the query paper.
+    """
     return set(click.shown_ids) - {click.clicked_id, click.query_id}
 
 
 def without_self_clicks(clicks: Sequence[Click]) -> tuple[list[Click], int]:
-    """``clicks`` without those of a query paper on itself (a query paper is never its own candidate), and how many
-    there were.
+    """``clicks`` without a query paper's clicks on itself, and how many there were.
+
+    A query paper is never its own candidate.
 
     Args:
         clicks: the clicks of one split.

@@ -1,4 +1,4 @@
-"""Evaluate a model on a benchmark: embed every text the tasks need once, then score every task.
+"""Evaluate a model on a benchmark: embed each needed text once, then score every task.
 
 :func:`evaluate` is what ``sciembed evaluate`` runs: it reads the benchmark's tasks
 (:meth:`~sciembed.evaluation.benchmarks.Benchmark.read`), embeds each task's documents and queries through
@@ -242,7 +242,9 @@ def _refuse_keywords(benchmark: Benchmark, given: Mapping[str, Any]) -> None:
 
 
 def set_cutoffs(suite: TaskSuite | MtebSuite, cutoffs: Sequence[int] | None) -> list[int] | None:
-    """Give every ranking task of ``suite`` the rank cut-offs ``cutoffs``, and return them as the report records them.
+    """Give every ranking task of ``suite`` the rank cut-offs ``cutoffs``.
+
+    The cut-offs are returned as the report records them.
 
     Args:
         suite: the tasks.
@@ -279,8 +281,10 @@ def _check_embedding_options(benchmark: Benchmark, **given: Any) -> None:
 
 
 def chosen_text_fields(encoder: Encoder, text_fields: Sequence[str] | None) -> tuple[str, ...] | None:
-    """The paper fields every task's text is made of: ``text_fields`` when given, else a windowed encoder's own when
-    other than title and abstract. ``None`` leaves each task its own.
+    """The paper fields every task's text is made of.
+
+    These are ``text_fields`` when given, else a windowed encoder's own when other than title and abstract. ``None``
+    leaves each task its own.
 
     Args:
         encoder: the encoder that embeds the tasks.
@@ -294,7 +298,9 @@ def chosen_text_fields(encoder: Encoder, text_fields: Sequence[str] | None) -> t
 
 
 def check_text_fields(suite: TaskSuite | MtebSuite, text_fields: Sequence[str] | None) -> None:
-    """Refuse ``text_fields`` naming a field that no paper of a task has, which would embed the papers without it.
+    """Refuse ``text_fields`` naming a field that no paper of a task has.
+
+    Such a field would embed the papers without it.
 
     Args:
         suite: the tasks (an MTEB suite's documents are made by mteb, and not checked).
@@ -327,8 +333,9 @@ def evaluate_embeddings(
     batch_size: int | None = None,
     show_progress_bar: bool | None = None,
 ) -> EvaluationReport:
-    """Score the tasks of ``suite`` on the vectors of an embedding file, as ``sciembed embed`` writes them.
+    """Score the tasks of ``suite`` on the vectors of an embedding file.
 
+    The file is as ``sciembed embed`` writes it.
     What the file cannot hold (text queries, texts that are not papers, facet vectors) is embedded with the model
     named by the file's stamp (``<file>.meta.json``), or with ``model`` once it matches the stamp.
 
@@ -437,7 +444,10 @@ def _ids_file(embeddings: str | os.PathLike[str]) -> Path | None:
 
 
 def _model_roles(task: Any) -> tuple[str, ...]:
-    """The inputs of ``task`` an embedding file of papers cannot give: texts, text queries, facet vectors."""
+    """The inputs of ``task`` that an embedding file of papers cannot give.
+
+    These are texts, text queries and facet vectors.
+    """
     facets = isinstance(task, ProximityTask) and task.similarity == Similarity.MIN_FACET_L2
     roles = ()
     if facets or any(isinstance(record, str) for record in task.documents.values()):
@@ -448,7 +458,10 @@ def _model_roles(task: Any) -> tuple[str, ...]:
 
 
 def _refuse_unstamped(suite: TaskSuite, task: Any, roles: tuple[str, ...], embeddings: str | os.PathLike[str]) -> None:
-    """Refuse a task that needs a model when the embedding file names none and none is given."""
+    """Refuse a task that needs a model when the embedding file names none.
+
+    The task is refused only when no model is given either.
+    """
     if not roles:
         return
     if isinstance(task, ProximityTask) and task.similarity == Similarity.MIN_FACET_L2:
@@ -477,11 +490,20 @@ def evaluate_suite(
     settings: Mapping[str, Any] | None = None,
     text_fields: Sequence[str] | None = None,
 ) -> EvaluationReport:
-    """Embed and score the tasks of ``suite`` (loaded by :func:`~.loaders.load_tasks`, or built in
-    code, as evaluation during training does) with a ready ``encoder``. Vectors are cached under
-    ``cache_dir`` when given. ``text_fields`` make every paper's text (default: each task's own fields). The fields
-    a task's papers were embedded from are kept in its result's ``details["text_fields"]``. ``show_progress_bar``
-    as for :func:`evaluate`."""
+    """Embed and score the tasks of ``suite`` with a ready ``encoder``.
+
+    The fields a task's papers were embedded from are kept in its result's ``details["text_fields"]``.
+
+    Args:
+        encoder: the encoder.
+        suite: the tasks, loaded by :func:`~.loaders.load_tasks`, or built in code, as evaluation during training does.
+        cache_dir: where vectors are cached, when given.
+        batch_size: texts per forward pass (default: the encoder's).
+        n_jobs: processes for the classifiers' grid searches (-1: all cores).
+        show_progress_bar: as for :func:`evaluate`.
+        settings: how the tasks were read, recorded in the report.
+        text_fields: the fields that make every paper's text (default: each task's own fields).
+    """
     started = time.perf_counter()
     vectors, caches = _embed_tasks(
         suite,

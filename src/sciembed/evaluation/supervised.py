@@ -257,7 +257,10 @@ def _indices_to_multi_hot(rows: list[list[int]], num_labels: int | None) -> tupl
 
 
 def _multi_hot_pair(y_train: Any, y_test: Any) -> tuple[np.ndarray, np.ndarray, int]:
-    """Train and test label sets on one label space (index lists may leave the top label out of one)."""
+    """Train and test label sets on one label space.
+
+    Index lists may leave the top label out of one of the two.
+    """
     encoded = []
     for name, labels in (("y_train", y_train), ("y_test", y_test)):
         try:
@@ -379,7 +382,9 @@ def _log_unconverged(count: int, protocol: SupervisedProtocol) -> None:
 
 
 def score_predictions(name: str, y_true: np.ndarray, y_pred: np.ndarray) -> float:
-    """A metric of predictions against the truth, on the scale the protocols report (x 100 but ``mse``).
+    """A metric of predictions against the truth, on the scale the protocols report.
+
+    Every metric but ``mse`` is multiplied by 100.
 
     Args:
         name: a classification metric (``f1_macro``, ``accuracy``, ...) or a regression one (``kendalltau``, ...).
@@ -405,8 +410,10 @@ def score_predictions(name: str, y_true: np.ndarray, y_pred: np.ndarray) -> floa
 def macro_f1_resamples(
     gold: list[Any], predicted: list[Any], weights: np.ndarray, *, num_labels: int | None = None
 ) -> np.ndarray:
-    """Macro-F1 (x 100) of the same test papers resampled: ``weights[b, i]`` is how often paper ``i`` is drawn in
-    resample ``b``. As ``sklearn.metrics.f1_score(average="macro")`` scores each resample, vectorised.
+    """Macro-F1 (x 100) of the same test papers, resampled.
+
+    ``weights[b, i]`` is how often paper ``i`` is drawn in resample ``b``. Each resample is scored as
+    ``sklearn.metrics.f1_score(average="macro")`` scores it, vectorised.
 
     Args:
         gold, predicted: one class per paper (single-label), or a list of label indices per paper (multi-label).
@@ -466,7 +473,9 @@ def evaluate_classification(
     n_jobs: int = -1,
     keep_predictions: bool = False,
 ) -> dict[str, Any]:
-    """Fit a linear SVM on the training embeddings (``C`` by grid search) and score its test predictions.
+    """Fit a linear SVM on the training embeddings and score its test predictions.
+
+    ``C`` is chosen by grid search.
 
     Args:
         x_train: ``(n_train, dim)`` training embeddings.

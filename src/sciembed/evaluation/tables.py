@@ -20,7 +20,9 @@ __all__ = ["SCIREPEVAL_GROUPS", "averages", "format_table", "primary_values", "t
 
 
 def averages(benchmark: str, results: list[TaskScores]) -> dict[str, float]:
-    """The benchmark's own averages over ``results`` (none for a suite that is no benchmark of the table).
+    """The benchmark's own averages over ``results``.
+
+    A suite that is no benchmark of the table has none.
 
     Args:
         benchmark: the benchmark's name.

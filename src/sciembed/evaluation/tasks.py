@@ -31,7 +31,9 @@ Record = Mapping[str, Any] | str
 
 @dataclass
 class TaskScores:
-    """The scores of one task (values on the papers' 0–100 scale, unrounded) and what went into them.
+    """The scores of one task and what went into them.
+
+    Values are on the papers' 0–100 scale, unrounded.
 
     Attributes:
         benchmark: the benchmark name.
@@ -93,7 +95,10 @@ class Task:
         self.task_id = self.task_id or self.name
 
     def lacking(self) -> str | None:
-        """Why the task, as read, has nothing to score (its data turned out empty), or None when it has."""
+        """Why the task, as read, has nothing to score, or None when it has.
+
+        A task has nothing to score when its data turned out empty.
+        """
         return None
 
     def evaluate(
@@ -117,9 +122,9 @@ class Task:
 
 @dataclass
 class ProximityTask(Task):
-    """Rank each query paper's judged candidates by embedding distance (SciDocs cite / co-cite /
-    co-view / co-read, SciRepEval proximity, Multi-SciDocs).
+    """Rank each query paper's judged candidates by embedding distance.
 
+    SciDocs cite / co-cite / co-view / co-read, SciRepEval proximity and Multi-SciDocs are such tasks.
     Queries and candidates are both ``documents`` unless ``queries`` are given (SciRepEval's
     ``feeds`` style tasks keep them apart). Both are embedded in the proximity format.
 
@@ -170,7 +175,7 @@ class ProximityTask(Task):
 
     @property
     def paper_queries(self) -> bool:
-        """Whether the queries are papers, so that a query paper's judgement of itself is left out.
+        """Whether the queries are papers, whose judgements of themselves are left out.
 
         A proximity task's queries are papers, given apart in ``queries`` or not. A query paper is never its own
         candidate."""
@@ -193,7 +198,10 @@ class ProximityTask(Task):
         )
 
     def _scored_qrels(self) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
-        """The qrels scored (a query paper's judgement of itself left out, counted and logged) and what was skipped."""
+        """The qrels scored, and what was skipped.
+
+        A query paper's judgement of itself is left out, counted and logged.
+        """
         qrels, dropped = self._without_self_judgements()
         if not dropped:
             return qrels, {}
@@ -296,8 +304,9 @@ class PaperSearchTask(SearchTask):
 
 @dataclass
 class ClassificationTask(Task):
-    """A linear SVM on frozen vectors (SciDocs MAG / MeSH, SciRepEval classification), optionally
-    also in SciRepEval's few-shot settings.
+    """A linear SVM on frozen vectors, optionally also in SciRepEval's few-shot settings.
+
+    SciDocs MAG / MeSH and SciRepEval classification are such tasks.
 
     Attributes:
         train, test: (paper ids, labels). Multi-label labels are lists (indices or multi-hot).

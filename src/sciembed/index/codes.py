@@ -1,5 +1,6 @@
-"""An index's codes and how they are searched: faiss finds candidates, then each is scored again in float64.
+"""An index's codes and how they are searched.
 
+faiss finds candidates, then each is scored again in float64.
 Candidates come from the faiss index (exact inner product, int8 scalar quantizer, Hamming distance of sign bits, or
 IVF-PQ). Their vectors are then read back (the float rows of an exact index, the decoded codes of a flat int8 one,
 else the int8 rescore store, dequantized by its calibrated ranges) and scored against the float query in float64,
@@ -49,8 +50,9 @@ def clipped_share(vectors: np.ndarray, ranges: np.ndarray) -> float:
 
 
 def top_inner_products(queries: np.ndarray, vectors: np.ndarray, keep: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each query's ``keep`` rows of ``vectors`` with the largest inner products, best first, ties by row.
+    """Each query's ``keep`` rows of ``vectors`` with the largest inner products, best first.
 
+    Ties go by row.
     The products are numpy matrix products over blocks of rows (numpy's BLAS is tuned to the processor, faiss's
     bundled one may not be), kept in faiss's heaps.
 
@@ -147,7 +149,9 @@ class IndexCodes:
         multiplier: int = 1,
         nprobe: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The ``top_k`` rows nearest each unit query and their float64 scores, best first, ties by row.
+        """The ``top_k`` rows nearest each unit query, and their float64 scores.
+
+        Rows are best first, ties by row.
 
         Args:
             queries: ``(q, dim)`` unit float32 vectors.
@@ -171,7 +175,9 @@ class IndexCodes:
     def rescored(
         self, queries: np.ndarray, labels: np.ndarray, top_k: int, exclude: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The ``top_k`` of each query's candidate ``labels`` (-1: none) by float64 score, best first, ties by row.
+        """The ``top_k`` of each query's candidate ``labels`` by float64 score, best first.
+
+        A label of -1 is no candidate. Ties go by row.
 
         Args:
             queries: ``(q, dim)`` unit float32 vectors.
@@ -207,8 +213,9 @@ class IndexCodes:
         return rows, scores
 
     def _shortlist(self, queries: np.ndarray, labels: np.ndarray, keep: int) -> np.ndarray:
-        """The ``keep`` best of each query's candidates by a float32 score of the int8 store (all when fewer).
+        """The ``keep`` best of each query's candidates by a float32 score of the int8 store.
 
+        All are kept when there are fewer.
         A dequantized vector's score is ``query . low + (query * step) . (code + 128)``: the first term and the 128
         are the same for every candidate, so the codes are ranked by ``(query * step) . code`` alone, without building
         their float64 vectors. Only the shortlist is scored again in float64.
@@ -247,8 +254,9 @@ class IndexCodes:
         return self.index.search(queries, width, params=params)
 
     def _decoded_candidates(self, queries: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-        """Each query's ``width`` best rows of a flat int8 index, by inner products with its decoded codes.
+        """Each query's ``width`` best rows of a flat int8 index.
 
+        Rows are ranked by inner products with the index's decoded codes.
         faiss's scalar-quantizer scan has no matrix-product path, so a batch of queries is scored by matrix products
         with blocks of decoded codes. The scores are those of the scan up to float32 rounding.
         """

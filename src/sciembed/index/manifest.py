@@ -1,4 +1,7 @@
-"""The manifest of an index folder: what the index is, how it was tuned, and the size and sha256 of every file."""
+"""An index folder's manifest: what the index is, how it was tuned, its files.
+
+Every file is listed with its size and sha256.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Which model made an index's vectors: its name, revision and a fingerprint that queries are checked against.
+"""Which model made an index's vectors: its name, revision and fingerprint.
 
+Queries are checked against the fingerprint.
 The fingerprint is the model's vector of a fixed probe paper, rounded. Two encoders agree when the cosine of their
 probe vectors is at least :data:`SAME_MODEL_COSINE`. ``sciembed embed`` writes a stamp beside its output
 (``<output>.meta.json``), and ``sciembed index build`` reads it.
@@ -99,7 +100,10 @@ def stamp_of(encoder: Encoder, text_fields: Sequence[str] | None = None) -> Mode
 
 
 def portable_name(name_or_path: Any) -> str:
-    """How a stamp names a model: the embedded default by its Hub id (its folder differs between machines)."""
+    """How a stamp names a model: the embedded default by its Hub id.
+
+    The default's folder differs between machines.
+    """
     try:
         embedded = Path(str(name_or_path)).resolve() == Path(default_model_path()).resolve()
     except (ImportError, OSError):

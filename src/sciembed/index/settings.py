@@ -1,4 +1,7 @@
-"""How a paper index is built: its kind, memory budget, target recall and seed, and the bytes each kind costs."""
+"""How a paper index is built, and the bytes each kind costs.
+
+The settings are its kind, memory budget, target recall and seed.
+"""
 
 from __future__ import annotations
 
@@ -131,8 +134,9 @@ def default_pq_m(dim: int) -> int:
 
 
 def default_nlist(papers: int) -> int:
-    """IVF cells for ``papers``: about their square root, at least one and at most a cell per 39.
+    """IVF cells for ``papers``: about their square root, at least one.
 
+    There is at most a cell per 39 papers.
     Training and adding cost grows with the cells, and tuned probes keep queries fast with few of them.
 
     Args:
@@ -166,7 +170,9 @@ def ram_bytes_per_paper(kind: IndexKind, dim: int, ivf: bool, pq_m: int | None =
 
 
 def disk_bytes_per_paper(kind: IndexKind, dim: int, ivf: bool, pq_m: int | None = None) -> float:
-    """Bytes one paper takes on disk: its codes, plus the int8 rescore store of ``binary`` and inverted files.
+    """Bytes one paper takes on disk: its codes and any int8 rescore store.
+
+    ``binary`` and inverted-file indexes keep an int8 rescore store.
 
     Args:
         kind: the index kind.
@@ -179,7 +185,7 @@ def disk_bytes_per_paper(kind: IndexKind, dim: int, ivf: bool, pq_m: int | None 
 
 
 def choose_kind(papers: int, dim: int, memory: int, pq_m: int | None = None) -> tuple[IndexKind, int | None]:
-    """The most exact kind whose codes fit ``memory`` bytes, and for ``pq`` the sub-quantizers that fit.
+    """The most exact kind whose codes fit ``memory`` bytes, with the ``pq`` sub-quantizers that fit.
 
     Args:
         papers: papers to index.

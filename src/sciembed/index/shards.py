@@ -1,5 +1,6 @@
-"""Index parts served together as one index: each part's candidates merged by faiss distance, then rescored.
+"""Index parts served together as one index.
 
+Each part's candidates are merged by faiss distance, then rescored.
 Parts built with one training (``trained_like``) share their codes, so the candidates the parts give together, cut
 to the nearest by faiss distance and then by row, are the candidates the merged index gives, and the rescored
 results are the merged index's.
@@ -42,7 +43,9 @@ class StackedRows:
 
 
 class ShardedCodes(IndexCodes):
-    """The codes of index parts with one training, searched as one index of their papers in order.
+    """The codes of index parts with one training, searched as one index.
+
+    Its rows are the parts' papers, part after part.
 
     Args:
         parts: each part's codes.
@@ -122,7 +125,9 @@ class StackedTable:
 
 
 def check_parts(folders: Sequence[Path], manifests: Sequence[Manifest]) -> None:
-    """Refuse parts that cannot be searched or merged as one index: another kind, size, model or training.
+    """Refuse parts that cannot be searched or merged as one index.
+
+    A part of another kind, size, model or training is refused.
 
     Args:
         folders: the part folders.
@@ -157,7 +162,10 @@ def stack_parts(parts: Sequence[Any], manifests: Sequence[Manifest]) -> tuple[Sh
 
 
 def _repeated_id(parts, table: StackedTable) -> str | None:
-    """A message naming a paper held by two parts, or ``None`` (the ids compared as sorted byte keys)."""
+    """A message naming a paper held by two parts, or ``None``.
+
+    The ids are compared as sorted byte keys.
+    """
     from .ids import sorted_rows
 
     data = np.concatenate([np.asarray(part.table.bytes) for part in parts])

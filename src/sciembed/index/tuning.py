@@ -26,7 +26,9 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class ExactTruth:
-    """The exact ``depth`` nearest rows of held-out queries, kept while the collection streams past block by block.
+    """The exact ``depth`` nearest rows of held-out queries.
+
+    They are kept while the collection streams past block by block.
 
     Args:
         queries: ``(q, dim)`` unit float32 vectors.
@@ -177,8 +179,9 @@ def tune(codes: IndexCodes, truth: ExactTruth, target: float, nlist: int | None,
 
 
 class Candidates:
-    """The held-out queries' faiss candidates per IVF probes, searched once at the widest width asked for.
+    """The held-out queries' faiss candidates per IVF probes.
 
+    They are searched once, at the widest width asked for.
     Each list is ordered by faiss distance, ties by row, so its first ``w`` rows are the rows a search of width
     ``w`` finds (faiss keeps the lowest rows among tied distances), and narrower widths are read from prefixes.
 
@@ -193,7 +196,10 @@ class Candidates:
         self.lists: dict[int | None, np.ndarray] = {}
 
     def labels(self, width: int, nprobe: int | None) -> np.ndarray:
-        """Each query's ``width`` candidate rows (-1: none) at ``nprobe``, as a search of that width finds them."""
+        """Each query's ``width`` candidate rows at ``nprobe``, as a search of that width finds them.
+
+        A row of -1 is none.
+        """
         wide = self.lists.get(nprobe)
         if wide is None or wide.shape[1] < width:
             distances, rows = self.codes.candidates(self.queries, max(width, self.least), nprobe)
@@ -228,7 +234,10 @@ def _ladder(nlist: int | None) -> list[int]:
 
 
 def multiplier_ladder(kind: IndexKind, papers: int, depth: int) -> list[int]:
-    """The multipliers tuning tries for a ``kind`` index of ``papers``, up to one that rescores them all."""
+    """The multipliers tuning tries for a ``kind`` index of ``papers``.
+
+    They go up to one that rescores all the papers.
+    """
     if not IndexKind(kind).multiplied:
         return [1]
     whole = -(-papers // (depth + 1))

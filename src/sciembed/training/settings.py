@@ -1,4 +1,4 @@
-"""Typed training settings: the sections every recipe shares and the checks that run on dotted keys.
+"""Typed training settings: the sections every recipe shares, and checks on dotted keys.
 
 A run's settings are five sections (``model``, ``embedding``, ``data``, ``loss``, ``training``) of dotted keys.
 Each section has a schema, a name and a type hint per key, from the dataclasses here and the objective's own.

@@ -1,5 +1,6 @@
-"""Training data layouts: one reader each, detected once from ``--data`` and the recipe's kind of data.
+"""Training data layouts: one reader each, detected once.
 
+The layout is detected from ``--data`` and the recipe's kind of data.
 A reader turns its files into :class:`Examples`. The objective says how a citation graph becomes rows
 (triplets or pairs) through :class:`GraphRows`.
 """
@@ -86,7 +87,10 @@ class Source:
 
 
 class CitationGraph(Source):
-    """A citation graph: a SMART collection, a SPECTER release, S2ORC JSONL or papers with an edge list."""
+    """A citation graph: a SMART collection, SPECTER release, S2ORC JSONL, or papers and edges.
+
+    Papers and edges are a papers file with an edge list.
+    """
 
     kind = DataKind.CITATIONS
     splits_queries = True
@@ -308,7 +312,9 @@ def read_examples(source: Source, data: DataSettings, rows: GraphRows | None) ->
 
 
 def excluded_papers(value: Any) -> set[str]:
-    """``data.exclude`` as a set of paper ids: a list of ids, or a file of them (one per line).
+    """``data.exclude`` as a set of paper ids.
+
+    The setting is a list of ids, or a file of them, one per line.
 
     Args:
         value: the setting's value.
@@ -365,7 +371,7 @@ def anchor_papers(
 
 
 def _paper_records(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """The papers of one anchor file, and how many of its records were skipped as invalid."""
+    """The papers of one anchor file, and how many records were skipped as invalid."""
     from ..data.papers import read_papers
     from ..data.scirepeval import read_scirepeval_sample
 

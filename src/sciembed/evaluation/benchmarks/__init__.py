@@ -1,8 +1,8 @@
-"""The benchmarks ``sciembed evaluate`` runs: one module and one class per benchmark, and one table of them.
+"""The benchmarks ``sciembed evaluate`` runs, one module and one class each.
 
-:data:`BENCHMARKS` feeds the command line's choices, help and layouts, the model cards, the tables and
-docs/evaluation.md (a test keeps that page equal to :func:`layouts_text`). A light package: the CLI builds its help
-from it without importing an evaluator.
+One table of them, :data:`BENCHMARKS`, feeds the command line's choices, help and layouts, the model cards, the
+tables and docs/evaluation.md (a test keeps that page equal to :func:`layouts_text`). A light package: the CLI builds
+its help from it without importing an evaluator.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""What every benchmark is: its facts, its own options, how it reads its data into tasks and how it averages them."""
+"""What every benchmark is: its facts, its options, its tasks and its averages.
+
+A benchmark holds its facts and its own options, reads its data into tasks, and averages their scores.
+"""
 
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ class Candidates(StrChoice):
 
 @dataclass(frozen=True)
 class BenchmarkInfo:
-    """The facts about one benchmark that the CLI, the cards, the tables and the docs show.
+    """The facts about one benchmark that the CLI, cards, tables and docs show.
 
     Attributes:
         name: the ``--benchmark`` value.
@@ -242,7 +245,9 @@ class Benchmark:
         return {f.name: _plain(getattr(options, f.name)) for f in fields(options) if f.metadata.get("recorded", False)}
 
     def read(self, data: str | os.PathLike[str] | None, reading: Reading, options: Any) -> TaskSuite | MtebSuite:
-        """Read ``data`` into this benchmark's tasks, refusing unknown task ids and tasks with nothing to score.
+        """Read ``data`` into this benchmark's tasks.
+
+        Unknown task ids and tasks with nothing to score are refused.
 
         Args:
             data: the benchmark's folder, file or Hub id.
@@ -304,7 +309,9 @@ class Benchmark:
         return {"data": data}
 
     def run(self, encoder: Encoder, suite: Any, settings: Mapping[str, Any], scoring: Scoring) -> Scored:
-        """Score a suite that is not sciembed's own tasks (only a benchmark run by another library has one).
+        """Score a suite that is not sciembed's own tasks.
+
+        Only a benchmark run by another library has such a suite.
 
         Args:
             encoder: the encoder.
@@ -392,7 +399,7 @@ def _members(options: Any, given: dict[str, Any]) -> dict[str, Any]:
 
 
 def _member(kind: type[Enum], value: Any, flag: str) -> Enum:
-    """The member of ``kind`` that ``value`` names, or an error naming the flag and the choices."""
+    """The member of ``kind`` named by ``value``, or an error naming the flag and choices."""
     try:
         return kind(value)
     except ValueError:

@@ -31,7 +31,10 @@ class CacmOptions:
 
 
 class Cacm(Benchmark):
-    """CACM: a cite task from its links, a classification task from its categories, and its search task."""
+    """CACM: a cite task, a classification task and its search task.
+
+    The cite task is read from its links, the classification task from its categories.
+    """
 
     info = BenchmarkInfo(
         name="cacm",
@@ -65,7 +68,10 @@ class Cacm(Benchmark):
         seed = 0 if reading.seed is None else reading.seed
 
         def lacking(task_id: str, why: str | None, fix: str) -> bool:
-            """Whether a task's data is absent from the collection: listed as missing, or an error when asked for."""
+            """Whether a task's data is absent from the collection.
+
+            An absent task is listed as missing, or is an error when asked for.
+            """
             if why is not None and wanted is not None:
                 raise ValueError(f"{collection.path}: {why}; {fix}")
             if why is not None:

@@ -1,4 +1,7 @@
-"""Your own labelled papers: a labels CSV over a papers file, scored with SciDocs' classification protocol."""
+"""Your own labelled papers: a labels CSV over a papers file.
+
+The labels are scored with SciDocs' classification protocol.
+"""
 
 from __future__ import annotations
 

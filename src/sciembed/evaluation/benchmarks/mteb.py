@@ -1,4 +1,7 @@
-"""MTEB (Muennighoff et al. 2023): its tasks by name, or a local BEIR folder, run by mteb's own evaluators."""
+"""MTEB (Muennighoff et al. 2023): its tasks by name, or a local BEIR folder.
+
+Both are run by mteb's own evaluators.
+"""
 
 from __future__ import annotations
 

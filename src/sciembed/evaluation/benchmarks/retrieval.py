@@ -1,4 +1,7 @@
-"""Your own relevance judgements: a qrels file over a papers file, with text queries or paper queries."""
+"""Your own relevance judgements: a qrels file over a papers file.
+
+The queries are texts or papers.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""SciDocs (Cohan et al. 2020): a folder in its release layout, scored with its own protocols."""
+"""SciDocs (Cohan et al. 2020): a folder in its release layout.
+
+It is scored with its own protocols.
+"""
 
 from __future__ import annotations
 

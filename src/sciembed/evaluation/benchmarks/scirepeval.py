@@ -185,7 +185,9 @@ class SciRepEval(Benchmark):
         return {"data": data, "test_data": options.test_data}
 
     def averages(self, results: Sequence[TaskScores]) -> dict[str, float]:
-        """The mean task score per group and over all tasks, few-shot rows left out as in the paper.
+        """The mean task score per group and over all tasks.
+
+        Few-shot rows are left out, as in the paper.
 
         Args:
             results: the scored tasks.
