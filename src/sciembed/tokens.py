@@ -42,7 +42,7 @@ def tokenizer_padding(tokenizer: PreTrainedTokenizerBase) -> Padding | None:
     Args:
         tokenizer: a transformers tokenizer.
     """
-    if tokenizer.pad_token_id is None or tokenizer.padding_side not in ("left", "right"):
+    if tokenizer.pad_token_id is None:
         return None
     values = {
         "input_ids": tokenizer.pad_token_id,
