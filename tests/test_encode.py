@@ -11,6 +11,7 @@ from helpers import PAPERS
 
 import sciembed
 from sciembed import PaperEncoder, paper_text
+from sciembed.tokens import TokenIds
 
 
 def _hand_pooled(model, tokenizer, texts, pooling="cls", max_length=512):
@@ -55,8 +56,9 @@ def test_order_is_restored_whatever_the_batching(tiny_encoder):
         np.testing.assert_allclose(shuffled, reference[permutation], atol=1e-5, rtol=0)
     # Papers of very different lengths really are batched out of input order.
     lengths = [len(t) for t in tiny_encoder.texts(PAPERS)]
-    assert list(tiny_encoder._longest_first(tiny_encoder.texts(PAPERS))) != list(range(len(PAPERS)))
-    assert lengths.index(max(lengths)) == tiny_encoder._longest_first(tiny_encoder.texts(PAPERS))[0]
+    order = TokenIds.of(tiny_encoder.tokenizer, tiny_encoder.texts(PAPERS), tiny_encoder.max_length).longest_first()
+    assert list(order) != list(range(len(PAPERS)))
+    assert lengths.index(max(lengths)) == order[0]
 
 
 def test_texts_and_records_give_the_same_vectors(tiny_encoder):

@@ -1,8 +1,8 @@
 """Papers to vectors: the one place in sciembed that batches text through a model.
 
 Every evaluator, the CLI and the demo embed papers through :func:`encode` (or a :class:`PaperEncoder`
-held across calls). Texts are tokenized once to measure their length, grouped into batches of similar
-length (longest first, so a batch that does not fit in memory fails at once), run under
+held across calls). Texts are tokenized once, grouped into batches of similar length (longest first, so a
+batch that does not fit in memory fails at once), padded from their stored ids, run under
 ``torch.inference_mode`` and put back in input order. The result is a float32 numpy array.
 
 Pooling is the model's own: the ``[CLS]`` vector for a plain transformers encoder (SPECTER's choice),
@@ -20,6 +20,7 @@ import numbers
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn
 
@@ -62,6 +63,7 @@ from .removed import RemovedAttribute, refuse_removed_keywords, removed_keywords
 from .similarity import SimilarityName, check_similarity_name
 from .similarity import similarity as _similarity
 from .similarity import similarity_pairwise as _similarity_pairwise
+from .tokens import Padding, TokenIds, tokenizer_padding
 from .truncation import cut_texts
 
 if TYPE_CHECKING:
@@ -82,9 +84,17 @@ Papers = str | Mapping[str, Any] | Iterable[Mapping[str, Any] | str]
 CPU_BATCH_SIZE, GPU_BATCH_SIZE = 8, 32
 
 
-# Texts are length-sorted within windows of this many, so measuring lengths never holds more than one
-# window of token ids in memory however many papers are encoded.
-_LENGTH_WINDOW = 16_384
+@dataclass(frozen=True)
+class BatchPadding:
+    """How :class:`PaperEncoder` makes a batch from stored token ids, as its tokenizing would make it.
+
+    Args:
+        padding: the tokenizer's padding.
+        extras: the batch's entries other than tensors (a sentence-transformers model's ``modality``).
+    """
+
+    padding: Padding
+    extras: Mapping[str, str]
 
 
 class Encoder(ABC):
@@ -876,7 +886,9 @@ class PaperEncoder(Encoder):
         if not texts:
             raise ValueError("no papers to encode")
         texts = cut_texts(texts, self.tokenizer, self.max_length)
-        order = self._longest_first(texts)
+        padding = self._batch_padding()
+        tokens = TokenIds.of(self.tokenizer, texts, self.max_length, keep=padding is not None)
+        order = tokens.longest_first()
         vectors: np.ndarray | None = None
         with (
             torch.inference_mode(),
@@ -884,7 +896,10 @@ class PaperEncoder(Encoder):
         ):
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
-                features = self.features([texts[i] for i in rows])
+                if padding is None:
+                    features = self.features([texts[i] for i in rows])
+                else:
+                    features = self._routed(self._padded(tokens, rows, padding))
                 if self._engine is not None:
                     embeddings = self._engine.session(self)(features)
                 else:
@@ -916,18 +931,61 @@ class PaperEncoder(Encoder):
                 embeddings = torch.nn.functional.normalize(embeddings, dim=-1)
         return embeddings.cpu().numpy()
 
-    def _longest_first(self, texts: list[str]) -> np.ndarray:
-        lengths = np.empty(len(texts), dtype=np.int64)
-        for start in range(0, len(texts), _LENGTH_WINDOW):
-            window = texts[start : start + _LENGTH_WINDOW]
-            ids = self.tokenizer(window, truncation=True, max_length=self.max_length)["input_ids"]
-            lengths[start : start + len(window)] = [len(i) for i in ids]
-        # A stable sort keeps equal-length texts in input order, so results never depend on ties.
-        return np.argsort(-lengths, kind="stable")
+    def _batch_padding(self) -> BatchPadding | None:
+        """How stored token ids become a batch equal to :meth:`features`' (``None``: tokenize each batch again).
+
+        A sentence-transformers model with format routes tokenizes each batch itself. For any other model, probe texts
+        are tokenized both ways once per ``max_length`` and padding side, and the ids are used only where they agree.
+        """
+        key = (self.max_length, self.tokenizer.padding_side, self.tokenizer.pad_token_id)
+        found = self.__dict__.setdefault("_batch_paddings", {})
+        if key not in found:
+            found[key] = None if self._routes else self._probe_padding()
+        return found[key]
+
+    def _probe_padding(self) -> BatchPadding | None:
+        """The :class:`BatchPadding` that gives :meth:`_tokenized`'s batch of probe texts, if one does."""
+        import torch
+
+        padding = tokenizer_padding(self.tokenizer)
+        if padding is None:
+            return None
+        texts = [" ".join(["paper"] * (self.max_length + 1)), "x", "Graph neural networks"]
+        tokens = TokenIds.of(self.tokenizer, texts, self.max_length)
+        expected = self._tokenized(texts)
+        extras = {key: value for key, value in expected.items() if isinstance(value, str)}
+        if not set(tokens.values) <= set(padding.values):
+            return None
+        batch = BatchPadding(padding, extras)
+        got = self._padded(tokens, np.arange(len(texts)), batch)
+        same = got.keys() == expected.keys() and all(
+            value == got[key]
+            if key in extras
+            else isinstance(value, torch.Tensor) and value.dtype == got[key].dtype and torch.equal(value, got[key])
+            for key, value in expected.items()
+        )
+        return batch if same else None
+
+    def _padded(self, tokens: TokenIds, rows: np.ndarray, batch: BatchPadding) -> dict[str, Any]:
+        """The stored ids of the texts at ``rows`` as :meth:`_tokenized` gives them: padded tensors on the device.
+
+        Args:
+            tokens: the texts' ids.
+            rows: positions of the batch's texts.
+            batch: how the ids are padded, and the other entries of a batch.
+        """
+        import torch
+
+        arrays = tokens.padded(rows, batch.padding)
+        return {**{key: torch.from_numpy(a).to(self.device) for key, a in arrays.items()}, **batch.extras}
 
     def features(self, texts: list[str]) -> dict[str, Any]:
         """The model inputs of one batch of ``texts``: tokenized (padded to the batch's longest, truncated to
         ``max_length``) and routed to the encoder's domain. Tensors on the encoder's device."""
+        return self._routed(self._tokenized(texts))
+
+    def _tokenized(self, texts: list[str]) -> dict[str, Any]:
+        """One batch of ``texts`` tokenized by the model's own preprocessing, as tensors on the encoder's device."""
         import torch
 
         if self._sentence_transformer is not None:
@@ -941,7 +999,7 @@ class PaperEncoder(Encoder):
             features = self.tokenizer(
                 texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
             ).to(self.device)
-        return self._routed(features)
+        return dict(features)
 
     def forward(self, features: Mapping[str, Any]) -> torch.Tensor:
         """The PyTorch model on the inputs of :meth:`features`, in the encoder's format: the paper embeddings
