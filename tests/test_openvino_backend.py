@@ -331,3 +331,15 @@ def test_cli_embeds_with_openvino_and_refuses_mismatched_options(tiny_bert, tmp_
     assert main([*embed, *output, "--backend", "openvino"]) == 2
     assert "the OpenVINO backend needs the openvino extra: pip install 'sciembed[openvino]'" in caplog.text
     assert not (tmp_path / "refused.npy").exists()
+
+
+def test_int8_vectors_are_cached_apart_by_the_precision_of_their_float_operations(tiny_bert, tmp_path, monkeypatch):
+    fp32 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="openvino", engine_cache=tmp_path)
+    folder = openvino_backend.model_folder(fp32, tmp_path / "openvino")
+    openvino_backend.quantize(folder, "int8", fp32, fp32.texts(TEXTS))
+    int8 = fp32.with_quantization("int8", gated=False)
+    keys = set()
+    for capabilities in (("FP32", "BF16", "INT8"), ("FP32", "INT8")):
+        monkeypatch.setattr(openvino_backend, "cpu_capabilities", lambda capabilities=capabilities: capabilities)
+        keys.add(int8.fingerprint())
+    assert len(keys) == 2

@@ -831,7 +831,7 @@ class PaperEncoder(Encoder):
 
         Weights, config, pooling, length, options, and the backend when it is not PyTorch (ONNX Runtime's and
         OpenVINO's vectors differ from PyTorch's in the last bits, int8's more, and OpenVINO's int8 with the papers it
-        was calibrated on).
+        was calibrated on and the precision of its float operations).
 
         Two encoders with equal fingerprints give equal vectors for equal texts, so vectors may be
         cached under it (the evaluation cache does).
@@ -841,7 +841,11 @@ class PaperEncoder(Encoder):
         model = self.model_fingerprint()
         label = f"{model}:{self.backend}:{self.quantization}"
         if self.backend == Backend.OPENVINO and self.quantization == WeightQuantization.INT8:
-            label += f":{self._engine.calibration_digest(model)}"
+            from .openvino_backend import inference_precision
+
+            # Where the CPU has bfloat16, int8's float operations run in it and its vectors differ.
+            precision = inference_precision(self.quantization)
+            label += f":{self._engine.calibration_digest(model)}:{precision.value}"
         return hashlib.sha256(label.encode()).hexdigest()
 
     def model_fingerprint(self) -> str:
