@@ -297,7 +297,7 @@ def exact_baseline(path: Path, limit: int, queries: np.ndarray) -> dict:
     """Exact ``IndexFlatIP`` over the first ``limit`` vectors: its add time and one-query time."""
     import faiss
 
-    from sciembed.index.rowfiles import npy_blocks
+    from sciembed.io import npy_blocks
 
     matrix = np.load(path, mmap_mode="r")  # the shape and offset, for the plain reads
     index = faiss.IndexFlatIP(matrix.shape[1])
@@ -435,7 +435,8 @@ def main() -> None:
         compared = compare_with_real(real, mixture, workdir, args.seed) if real is not None and args.compare else None
         begun = time.perf_counter()
         path = workdir / "vectors.npy"
-        write_vectors(path, papers, args.dim, mixture, args.seed)
+        with RssSampler() as generating:
+            write_vectors(path, papers, args.dim, mixture, args.seed)
         generated = time.perf_counter() - begun
         queries = next(blocks(QUERIES, args.dim, mixture, args.seed + 1))
         peaks = [phase_peak_mb()]  # fitting, comparing and generating
@@ -480,6 +481,8 @@ def main() -> None:
                 },
                 "generate_seconds": round(generated, 1),
                 "generate_peak_rss_mb": round(peaks[0], 1),
+                "generate_peak_rss_anon_mb": round(generating.peaks["RssAnon"], 1),
+                "generate_peak_rss_file_mb": round(generating.peaks["RssFile"], 1),
                 "memory_measured": MEMORY_MEASURED,
                 "kinds": kinds,
                 "kinds_left": [k for k in args.kinds if k not in kinds],

@@ -11,10 +11,10 @@ import pytest
 from test_index import clustered, write
 
 import sciembed.index.build as build
-import sciembed.index.rowfiles as rowfiles
+import sciembed.io as sciembed_io
 from sciembed.index import IndexSettings, PaperIndex
 from sciembed.index.blocks import open_embeddings
-from sciembed.index.rowfiles import NpyRowWriter
+from sciembed.io import NpyRowWriter
 
 
 def resident_kb(*paths: Path) -> int:
@@ -44,7 +44,7 @@ def test_a_build_keeps_no_page_of_its_vectors_or_store_resident(tmp_path, monkey
 
     real_tune = build.tune
     monkeypatch.setattr(build, "tune", measured_tune)
-    monkeypatch.setattr(rowfiles, "_RELEASE_BYTES", 1)
+    monkeypatch.setattr(sciembed_io, "_RELEASE_BYTES", 1)
     PaperIndex.build(path, tmp_path / "index", kind="binary", settings=IndexSettings(sample_size=5000))
     assert path.stat().st_size > 30_000 * 1024  # the files are large beside the bound below
     assert max(resident.values()) < 1024, resident
@@ -58,7 +58,7 @@ def test_the_store_writer_writes_the_bytes_a_memory_map_would(tmp_path, monkeypa
     np.save(tmp_path / "first.npy", rows)
     for name, copy in (("kernel", True), ("plain", False)):
         if not copy:
-            monkeypatch.delattr(rowfiles.os, "copy_file_range")  # the plain copy runs
+            monkeypatch.delattr(sciembed_io.os, "copy_file_range")  # the plain copy runs
         with NpyRowWriter(tmp_path / f"{name}.npy", np.int8, (40, 6)) as writer:
             writer.copy_from(tmp_path / "first.npy")
             writer.write(rows[::-1])

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..data.knn import unit_rows
-from ..io import replace_folder
+from ..io import NpyRowWriter, replace_folder
 from .blocks import EmbeddingSource, open_embeddings
 from .build import (
     INDEX_FILE,
@@ -44,7 +44,6 @@ from .ids import FILES as ID_FILES
 from .ids import IdTable, IdTableWriter
 from .manifest import MANIFEST_FILE, Manifest
 from .model import ModelStamp, stamped_encoder
-from .rowfiles import NpyRowWriter
 from .settings import IndexKind, IndexSettings
 
 if TYPE_CHECKING:
