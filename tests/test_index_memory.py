@@ -14,7 +14,7 @@ import sciembed.index.build as build
 import sciembed.io as sciembed_io
 from sciembed.index import IndexSettings, PaperIndex
 from sciembed.index.blocks import open_embeddings
-from sciembed.io import NpyRowWriter
+from sciembed.io import NpyRowWriter, ReleasedRows
 
 
 def resident_kb(*paths: Path) -> int:
@@ -48,6 +48,15 @@ def test_a_build_keeps_no_page_of_its_vectors_or_store_resident(tmp_path, monkey
     PaperIndex.build(path, tmp_path / "index", kind="binary", settings=IndexSettings(sample_size=5000))
     assert path.stat().st_size > 30_000 * 1024  # the files are large beside the bound below
     assert max(resident.values()) < 1024, resident
+
+
+def test_rows_read_by_a_two_dimensional_index_count_every_row(tmp_path, monkeypatch):
+    path = tmp_path / "store.npy"
+    np.save(path, np.ones((4096, 4096), dtype=np.int8))  # a page a row
+    monkeypatch.setattr(sciembed_io, "_RELEASE_BYTES", 8 << 20)
+    rows = ReleasedRows(np.load(path, mmap_mode="r"))
+    assert rows[np.arange(2048).reshape(2, 1024)].shape == (2, 1024, 4096)  # two queries' candidates: 8 MB read
+    assert resident_kb(path) < 1024
 
 
 def test_the_store_writer_writes_the_bytes_a_memory_map_would(tmp_path, monkeypatch):

@@ -931,6 +931,8 @@ def release_pages(array: np.ndarray) -> None:
 class ReleasedRows:
     """Rows of a memory-mapped array read by index, its pages released from the process after each few hundred MB.
 
+    Every row read counts, whatever the shape of the index (a 2-D index reads rows for many queries at once).
+
     Args:
         rows: a memory-mapped array (``np.load(..., mmap_mode="r")``).
     """
@@ -938,7 +940,8 @@ class ReleasedRows:
     def __init__(self, rows: np.memmap):
         self.rows = rows
         self.shape, self.dtype = rows.shape, rows.dtype
-        row_bytes = int(np.prod(rows.shape[1:], dtype=np.int64)) * rows.dtype.itemsize
+        self.row_size = max(1, int(np.prod(rows.shape[1:], dtype=np.int64)))
+        row_bytes = self.row_size * rows.dtype.itemsize
         self.row_pages = -(-row_bytes // mmap.PAGESIZE) + 1  # the most pages one row can span
         self.touched = 0
 
@@ -947,7 +950,7 @@ class ReleasedRows:
 
     def __getitem__(self, wanted: np.ndarray | slice) -> np.ndarray:
         out = np.array(self.rows[wanted])
-        self.touched += len(out) * self.row_pages * mmap.PAGESIZE
+        self.touched += out.size // self.row_size * self.row_pages * mmap.PAGESIZE
         if self.touched >= _RELEASE_BYTES:
             release_pages(self.rows)
             self.touched = 0
