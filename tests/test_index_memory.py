@@ -59,6 +59,25 @@ def test_rows_read_by_a_two_dimensional_index_count_every_row(tmp_path, monkeypa
     assert resident_kb(path) < 1024
 
 
+def test_rows_read_count_the_pages_a_fault_maps_around_them(tmp_path, monkeypatch):
+    path = tmp_path / "store.npy"
+    np.save(path, np.ones((65_536, 256), dtype=np.int8))  # 16 rows a page, and cached
+    monkeypatch.setattr(sciembed_io, "_RELEASE_BYTES", 8 << 20)
+    rows = ReleasedRows(np.load(path, mmap_mode="r"))
+    rows[np.arange(0, 65_536, 256)]  # a row in each 64 KiB: each fault maps the cached pages around it
+    assert resident_kb(path) < 1024
+
+
+def test_searching_a_loaded_index_releases_its_store_pages(tmp_path, monkeypatch):
+    vectors = clustered(20_000, 384)
+    path = write(tmp_path / "vectors.npy", vectors)
+    PaperIndex.build(path, tmp_path / "index", kind="binary", settings=IndexSettings(sample_size=5000))
+    monkeypatch.setattr(sciembed_io, "_RELEASE_BYTES", 1 << 20)
+    index = PaperIndex.load(tmp_path / "index")
+    index.search(vectors[:300], 10)
+    assert resident_kb(tmp_path / "index" / "store.npy") < 2048
+
+
 def test_the_store_writer_writes_the_bytes_a_memory_map_would(tmp_path, monkeypatch):
     rows = np.arange(-60, 60, dtype=np.int8).reshape(20, 6)
     mapped = np.lib.format.open_memmap(tmp_path / "mapped.npy", mode="w+", dtype=np.int8, shape=(40, 6))

@@ -773,6 +773,8 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 _COPY_BYTES = 1 << 24
 #: Bytes of pages read through a memory map before they are released from the process.
 _RELEASE_BYTES = 1 << 28
+#: Pages a fault on a cached file maps at once (Linux's default ``fault_around_bytes``, 64 KiB).
+_FAULT_AROUND_PAGES = 16
 
 
 class NpyRowWriter:
@@ -931,7 +933,7 @@ def release_pages(array: np.ndarray) -> None:
 class ReleasedRows:
     """Rows of a memory-mapped array read by index, its pages released from the process after each few hundred MB.
 
-    Every row read counts, whatever the shape of the index (a 2-D index reads rows for many queries at once).
+    Every row read counts, whatever the shape of the index, with the pages the kernel maps around it.
 
     Args:
         rows: a memory-mapped array (``np.load(..., mmap_mode="r")``).
@@ -942,11 +944,15 @@ class ReleasedRows:
         self.shape, self.dtype = rows.shape, rows.dtype
         self.row_size = max(1, int(np.prod(rows.shape[1:], dtype=np.int64)))
         row_bytes = self.row_size * rows.dtype.itemsize
-        self.row_pages = -(-row_bytes // mmap.PAGESIZE) + 1  # the most pages one row can span
+        # The most pages reading one row can map: those it spans, or those a fault maps around it.
+        self.row_pages = max(-(-row_bytes // mmap.PAGESIZE) + 1, _FAULT_AROUND_PAGES)
         self.touched = 0
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
+        return np.array(self.rows, dtype=dtype)
 
     def __getitem__(self, wanted: np.ndarray | slice) -> np.ndarray:
         out = np.array(self.rows[wanted])
