@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -871,7 +871,7 @@ class NpyRowWriter:
             raise ValueError(f"{self.path}: {self.rows} rows written where {self.shape[0]} were announced")
 
 
-def _kernel_copy(source: Any, target: Any, offset: int, at: int, size: int) -> int:
+def _kernel_copy(source: BinaryIO, target: BinaryIO, offset: int, at: int, size: int) -> int:
     """Copy ``size`` bytes of ``source`` from ``offset`` to ``target`` at ``at`` in the kernel.
 
     Returns the bytes copied: fewer than ``size`` where ``copy_file_range`` is missing or refuses these files.
