@@ -771,10 +771,6 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
 #: Bytes copied at a time where the kernel cannot copy a file's range itself.
 _COPY_BYTES = 1 << 24
-#: Bytes of pages read through a memory map before they are released from the process.
-_RELEASE_BYTES = 1 << 28
-#: Pages a fault on a cached file maps at once (Linux's default ``fault_around_bytes``, 64 KiB).
-_FAULT_AROUND_PAGES = 16
 
 
 class NpyRowWriter:
@@ -931,36 +927,45 @@ def release_pages(array: np.ndarray) -> None:
 
 
 class ReleasedRows:
-    """Rows of a memory-mapped array read by index, its pages released from the process after each few hundred MB.
+    """Rows of an ``.npy`` file read by index with plain file reads, so no page of it stays resident.
 
-    Every row read counts, whatever the shape of the index, with the pages the kernel maps around it.
+    A page read through a memory map counts in the process's memory, and one fault can map a large folio around it:
+    rows read at random through a map soon hold the whole file. A Fortran-order file is read through its map, whose
+    pages are released after each read.
 
     Args:
-        rows: a memory-mapped array (``np.load(..., mmap_mode="r")``).
+        rows: the file's memory-mapped array (``np.load(..., mmap_mode="r")``), for its shape, type and offset.
     """
 
     def __init__(self, rows: np.memmap):
         self.rows = rows
         self.shape, self.dtype = rows.shape, rows.dtype
-        self.row_size = max(1, int(np.prod(rows.shape[1:], dtype=np.int64)))
-        row_bytes = self.row_size * rows.dtype.itemsize
-        # The most pages reading one row can map: those it spans, or those a fault maps around it.
-        self.row_pages = max(-(-row_bytes // mmap.PAGESIZE) + 1, _FAULT_AROUND_PAGES)
-        self.touched = 0
+        self.row_bytes = int(np.prod(rows.shape[1:], dtype=np.int64)) * rows.dtype.itemsize
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
-        return np.array(self.rows, dtype=dtype)
+        return np.array(self[:], dtype=dtype)
 
     def __getitem__(self, wanted: np.ndarray | slice) -> np.ndarray:
-        out = np.array(self.rows[wanted])
-        self.touched += out.size // self.row_size * self.row_pages * mmap.PAGESIZE
-        if self.touched >= _RELEASE_BYTES:
+        if not self.rows.flags.c_contiguous:
+            out = np.array(self.rows[wanted])
             release_pages(self.rows)
-            self.touched = 0
-        return out
+            return out
+        index = np.arange(*wanted.indices(len(self))) if isinstance(wanted, slice) else np.asarray(wanted)
+        index = np.flatnonzero(index) if index.dtype == bool else index.astype(np.int64)
+        index = np.where(index < 0, index + len(self), index)
+        if index.size and not (0 <= index.min() and index.max() < len(self)):
+            raise IndexError(f"{self.rows.filename}: rows {wanted} out of 0 .. {len(self) - 1}")
+        out = np.empty((index.size, *self.shape[1:]), dtype=self.dtype)
+        view, size = memoryview(out.reshape(-1).view(np.uint8)), self.row_bytes
+        with open(self.rows.filename, "rb", buffering=0) as handle:
+            for number, row in enumerate(index.reshape(-1).tolist()):
+                at = self.rows.offset + row * size
+                if os.preadv(handle.fileno(), [view[number * size : (number + 1) * size]], at) != size:
+                    raise ValueError(f"{self.rows.filename}: shorter than its header says (row {row})")
+        return out.reshape(*index.shape, *self.shape[1:])
 
 
 #: The files opened in a :func:`files_read` context of this thread (``None``: no context is open).

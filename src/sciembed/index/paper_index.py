@@ -195,8 +195,8 @@ class PaperIndex:
 
         Args:
             folder: the index folder.
-            mmap: map the faiss codes and the numpy stores rather than read them into memory. The store's pages
-                are released from the process as searches read it.
+            mmap: map the faiss codes and the numpy stores rather than read them into memory (the int8 store's
+                rows are then read with plain file reads).
 
         Raises:
             FileNotFoundError: no index there, or a file missing.
