@@ -12,6 +12,7 @@ from helpers import PAPERS
 from sciembed.cli import main
 from sciembed.evaluation import cache as cache_module
 from sciembed.evaluation.cache import EmbeddingCache
+from sciembed.io import file_sha256
 
 
 def texts(count: int, start: int = 0) -> list[str]:
@@ -49,6 +50,23 @@ def test_many_small_shards_are_compacted_into_one_when_opened(tiny_encoder, tmp_
     reread = EmbeddingCache(tiny_encoder, tmp_path)  # the compacted shard carries its hash like any other
     np.testing.assert_array_equal(reread.embed(texts(36), show_progress_bar=False), expected)
     assert reread.encoded == 0
+
+
+def test_shards_are_written_without_a_memory_map(tiny_encoder, tmp_path, monkeypatch):
+    real, modes = np.lib.format.open_memmap, []
+
+    def mapped(*args, mode="r+", **kwargs):
+        modes.append(mode)
+        return real(*args, mode=mode, **kwargs)
+
+    expected = EmbeddingCache(tiny_encoder, None).embed(texts(12), show_progress_bar=False)
+    monkeypatch.setattr(np.lib.format, "open_memmap", mapped)
+    cache = EmbeddingCache(tiny_encoder, tmp_path)
+    cache.embed(texts(12), show_progress_bar=False)
+    assert set(modes) <= {"r"}  # read through a map, never written through one (dirty pages count as resident)
+    (shard,) = cache.folder.glob("shard-*.npy")
+    np.testing.assert_array_equal(np.load(shard), expected)
+    assert json.loads(shard.with_suffix(".json").read_text())["npy_sha256"] == file_sha256(shard)
 
 
 def _retrieval(folder):

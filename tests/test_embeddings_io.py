@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from sciembed.io import atomic_path, ids_path, read_embeddings, write_embeddings
+from sciembed.io import atomic_path, file_sha256, ids_path, read_embeddings, write_embeddings
 
 IDS = ["a", "b", "c", "d", "e"]
 VECTORS = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
@@ -65,6 +65,27 @@ def test_wrong_shape_and_suffix(tmp_path):
         write_embeddings(tmp_path / "o.npy", iter([(IDS[:2], VECTORS[:3])]), total=2, dim=4)
     with pytest.raises(ValueError, match="unsupported embedding file type"):
         write_embeddings(tmp_path / "o.csv", _chunks(), total=5, dim=4)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".npy", ".parquet"])
+def test_more_embeddings_than_announced_are_refused_by_count(tmp_path, suffix):
+    with pytest.raises(ValueError, match="expected 2 embeddings, got 5"):
+        write_embeddings(tmp_path / f"out{suffix}", _chunks(), total=2, dim=4)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_npy_output_is_np_save_bytes_written_without_a_memory_map(tmp_path, monkeypatch):
+    def mapped(*args, **kwargs):
+        raise AssertionError("the .npy writer memory-maps its output: its dirty pages count in resident memory")
+
+    monkeypatch.setattr(np.lib.format, "open_memmap", mapped)
+    monkeypatch.setattr(np, "memmap", mapped)
+    path = tmp_path / "out.npy"
+    write_embeddings(path, _chunks(), total=5, dim=4)
+    np.save(tmp_path / "saved.npy", VECTORS)
+    assert path.read_bytes() == (tmp_path / "saved.npy").read_bytes()
+    expected = {"ids": IDS, "rows": 5, "npy_sha256": file_sha256(path)}
+    assert ids_path(path).read_text(encoding="utf-8") == json.dumps(expected)
 
 
 def test_atomic_path_renames_only_on_success(tmp_path):

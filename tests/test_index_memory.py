@@ -11,10 +11,10 @@ import pytest
 from test_index import clustered, write
 
 import sciembed.index.build as build
-import sciembed.index.rowfiles as rowfiles
+import sciembed.io as sciembed_io
 from sciembed.index import IndexSettings, PaperIndex
 from sciembed.index.blocks import open_embeddings
-from sciembed.index.rowfiles import NpyRowWriter
+from sciembed.io import NpyRowWriter, ReleasedRows
 
 
 def resident_kb(*paths: Path) -> int:
@@ -44,10 +44,29 @@ def test_a_build_keeps_no_page_of_its_vectors_or_store_resident(tmp_path, monkey
 
     real_tune = build.tune
     monkeypatch.setattr(build, "tune", measured_tune)
-    monkeypatch.setattr(rowfiles, "_RELEASE_BYTES", 1)
     PaperIndex.build(path, tmp_path / "index", kind="binary", settings=IndexSettings(sample_size=5000))
     assert path.stat().st_size > 30_000 * 1024  # the files are large beside the bound below
     assert max(resident.values()) < 1024, resident
+
+
+def test_rows_read_by_index_are_the_file_rows_and_map_no_page_of_it(tmp_path):
+    path = tmp_path / "store.npy"
+    array = np.random.default_rng(0).integers(-128, 128, (8192, 1024), dtype=np.int8)
+    np.save(path, array)  # cached: a fault on it can map a large folio around the row read
+    rows = ReleasedRows(np.load(path, mmap_mode="r"))
+    wanted = np.random.default_rng(1).choice(8192, (2, 300))  # two queries' candidates
+    assert np.array_equal(rows[wanted], array[wanted])
+    assert np.array_equal(rows[-3:], array[-3:]) and np.array_equal(rows[np.array([-1])], array[[-1]])
+    assert resident_kb(path) < 64
+
+
+def test_searching_a_loaded_index_maps_no_page_of_its_store(tmp_path):
+    vectors = clustered(20_000, 384)
+    path = write(tmp_path / "vectors.npy", vectors)
+    PaperIndex.build(path, tmp_path / "index", kind="binary", settings=IndexSettings(sample_size=5000))
+    index = PaperIndex.load(tmp_path / "index")
+    index.search(vectors[:300], 10)
+    assert resident_kb(tmp_path / "index" / "store.npy") < 64
 
 
 def test_the_store_writer_writes_the_bytes_a_memory_map_would(tmp_path, monkeypatch):
@@ -58,7 +77,7 @@ def test_the_store_writer_writes_the_bytes_a_memory_map_would(tmp_path, monkeypa
     np.save(tmp_path / "first.npy", rows)
     for name, copy in (("kernel", True), ("plain", False)):
         if not copy:
-            monkeypatch.delattr(rowfiles.os, "copy_file_range")  # the plain copy runs
+            monkeypatch.delattr(sciembed_io.os, "copy_file_range")  # the plain copy runs
         with NpyRowWriter(tmp_path / f"{name}.npy", np.int8, (40, 6)) as writer:
             writer.copy_from(tmp_path / "first.npy")
             writer.write(rows[::-1])

@@ -17,7 +17,9 @@ import contextlib
 import contextvars
 import errno
 import hashlib
+import io
 import json
+import mmap
 import os
 import re
 import shutil
@@ -26,7 +28,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -767,6 +769,205 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
+#: Bytes copied at a time where the kernel cannot copy a file's range itself.
+_COPY_BYTES = 1 << 24
+
+
+class NpyRowWriter:
+    """An ``.npy`` file of ``shape`` written block by block with plain writes, never memory-mapped.
+
+    The file is byte for byte the one ``np.save`` writes for the same rows. No page of it counts in the process's
+    resident memory, as the dirty pages of a memory map would.
+
+    Args:
+        path: the file to write.
+        dtype: its element type.
+        shape: its shape (the rows first).
+        hashed: keep the SHA-256 of the bytes written (:meth:`sha256`), so the file need not be read back.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], dtype: np.dtype | type, shape: tuple[int, ...], *, hashed: bool = False
+    ):
+        self.path, self.dtype, self.shape = Path(path), np.dtype(dtype), tuple(int(n) for n in shape)
+        self.rows = 0
+        self.digest = hashlib.sha256() if hashed else None
+        self.handle = self.path.open("wb", buffering=0)
+        header = io.BytesIO()
+        fields = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False, "shape": self.shape}
+        np.lib.format.write_array_header_1_0(header, fields)
+        self._put(memoryview(header.getvalue()))
+
+    def _put(self, view: memoryview) -> None:
+        """Write every byte of ``view`` at the file's position (and hash them when hashed)."""
+        if self.digest is not None:
+            self.digest.update(view)
+        while view:
+            view = view[self.handle.write(view) :]
+
+    def write(self, rows: np.ndarray) -> None:
+        """Append ``rows`` (their shape after the first axis is the file's)."""
+        data = np.ascontiguousarray(rows, dtype=self.dtype)
+        if data.shape[1:] != self.shape[1:] or self.rows + len(data) > self.shape[0]:
+            raise ValueError(f"{self.path}: rows of shape {data.shape} do not fit after row {self.rows}")
+        self._put(memoryview(data.reshape(-1).view(np.uint8)))
+        self.rows += len(data)
+
+    def copy_from(self, path: str | os.PathLike[str]) -> None:
+        """Append every row of the ``.npy`` file ``path``, copied by the kernel where it can (``copy_file_range``)."""
+        previous = np.load(path, mmap_mode="r")
+        if previous.dtype != self.dtype or previous.shape[1:] != self.shape[1:] or not previous.flags.c_contiguous:
+            raise ValueError(f"{path}: rows of {previous.dtype} {previous.shape}, expected {self.dtype} {self.shape}")
+        self.copy_raw(path, previous.offset, len(previous))
+
+    def copy_raw(self, path: str | os.PathLike[str], offset: int, rows: int) -> None:
+        """Append ``rows`` rows stored raw in the file ``path`` from byte ``offset``.
+
+        Args:
+            path: a file holding rows of this file's type and width.
+            offset: where the first row starts.
+            rows: the rows appended.
+        """
+        if self.rows + rows > self.shape[0]:
+            raise ValueError(f"{path}: {rows} rows do not fit after row {self.rows} of {self.path}")
+        size = rows * int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
+        at = self.handle.tell()
+        with open(path, "rb") as source:
+            copied = 0 if self.digest is not None else _kernel_copy(source, self.handle, offset, at, size)
+            source.seek(offset + copied)
+            self.handle.seek(at + copied)
+            while copied < size:
+                chunk = source.read(min(_COPY_BYTES, size - copied))
+                if not chunk:
+                    raise ValueError(f"{path}: shorter than {size} bytes from byte {offset}")
+                self._put(memoryview(chunk))
+                copied += len(chunk)
+        self.handle.seek(at + size)
+        self.rows += rows
+
+    def sha256(self) -> str:
+        """The SHA-256 of the bytes written so far (a writer opened with ``hashed=True``)."""
+        if self.digest is None:
+            raise ValueError(f"{self.path}: opened without hashed=True, so its bytes were not hashed")
+        return self.digest.hexdigest()
+
+    def __enter__(self) -> NpyRowWriter:
+        return self
+
+    def __exit__(self, error: type[BaseException] | None, *_: object) -> None:
+        if error is None:
+            self.close()
+        else:
+            self.handle.close()
+
+    def close(self) -> None:
+        """Close the file, which must hold every row its header announces."""
+        self.handle.close()
+        if self.rows != self.shape[0]:
+            raise ValueError(f"{self.path}: {self.rows} rows written where {self.shape[0]} were announced")
+
+
+def _kernel_copy(source: BinaryIO, target: BinaryIO, offset: int, at: int, size: int) -> int:
+    """Copy ``size`` bytes of ``source`` from ``offset`` to ``target`` at ``at`` in the kernel.
+
+    Returns the bytes copied: fewer than ``size`` where ``copy_file_range`` is missing or refuses these files.
+
+    Args:
+        source: the open file read.
+        target: the open file written.
+        offset: where the bytes start in ``source``.
+        at: where they go in ``target``.
+        size: how many.
+    """
+    copied = 0
+    try:
+        while copied < size:
+            step = os.copy_file_range(source.fileno(), target.fileno(), size - copied, offset + copied, at + copied)
+            if step <= 0:
+                break
+            copied += step
+    except (AttributeError, OSError):  # no copy_file_range here, or not between these files
+        pass
+    return copied
+
+
+def npy_blocks(matrix: np.memmap, first: int, rows: int) -> Iterator[np.ndarray]:
+    """Rows ``first ..`` of the memory-mapped ``.npy`` ``matrix``, ``rows`` at a time, read with plain file reads.
+
+    Args:
+        matrix: a 2-D array that ``np.load(..., mmap_mode="r")`` opened.
+        first: the first row read.
+        rows: rows per block.
+    """
+    if not matrix.flags.c_contiguous:  # rows of a Fortran-order file are not contiguous: mapped, then released
+        for start in range(first, len(matrix), rows):
+            block = np.array(matrix[start : start + rows])
+            release_pages(matrix)
+            yield block
+        return
+    width = matrix.shape[1] * matrix.dtype.itemsize
+    with open(matrix.filename, "rb", buffering=0) as handle:
+        handle.seek(matrix.offset + first * width)
+        for start in range(first, len(matrix), rows):
+            block = np.empty((min(rows, len(matrix) - start), matrix.shape[1]), dtype=matrix.dtype)
+            view = memoryview(block.reshape(-1).view(np.uint8))
+            while view:
+                read = handle.readinto(view)
+                if not read:
+                    raise ValueError(f"{matrix.filename}: shorter than its header says (row {start} on)")
+                view = view[read:]
+            yield block
+
+
+def release_pages(array: np.ndarray) -> None:
+    """Release the pages of the memory-mapped ``array`` from the process (the kernel's page cache keeps them)."""
+    mapped = getattr(array, "_mmap", None)
+    if mapped is not None and hasattr(mapped, "madvise"):
+        mapped.madvise(mmap.MADV_DONTNEED)
+
+
+class ReleasedRows:
+    """Rows of an ``.npy`` file read by index with plain file reads, so no page of it stays resident.
+
+    A page read through a memory map counts in the process's memory, and one fault can map a large folio around it:
+    rows read at random through a map soon hold the whole file. A Fortran-order file is read through its map, whose
+    pages are released after each read.
+
+    Args:
+        rows: the file's memory-mapped array (``np.load(..., mmap_mode="r")``), for its shape, type and offset.
+    """
+
+    def __init__(self, rows: np.memmap):
+        self.rows = rows
+        self.shape, self.dtype = rows.shape, rows.dtype
+        self.row_bytes = int(np.prod(rows.shape[1:], dtype=np.int64)) * rows.dtype.itemsize
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
+        return np.array(self[:], dtype=dtype)
+
+    def __getitem__(self, wanted: np.ndarray | slice) -> np.ndarray:
+        if not self.rows.flags.c_contiguous:
+            out = np.array(self.rows[wanted])
+            release_pages(self.rows)
+            return out
+        index = np.arange(*wanted.indices(len(self))) if isinstance(wanted, slice) else np.asarray(wanted)
+        index = np.flatnonzero(index) if index.dtype == bool else index.astype(np.int64)
+        index = np.where(index < 0, index + len(self), index)
+        if index.size and not (0 <= index.min() and index.max() < len(self)):
+            raise IndexError(f"{self.rows.filename}: rows {wanted} out of 0 .. {len(self) - 1}")
+        out = np.empty((index.size, *self.shape[1:]), dtype=self.dtype)
+        view, size = memoryview(out.reshape(-1).view(np.uint8)), self.row_bytes
+        with open(self.rows.filename, "rb", buffering=0) as handle:
+            for number, row in enumerate(index.reshape(-1).tolist()):
+                at = self.rows.offset + row * size
+                if os.preadv(handle.fileno(), [view[number * size : (number + 1) * size]], at) != size:
+                    raise ValueError(f"{self.rows.filename}: shorter than its header says (row {row})")
+        return out.reshape(*index.shape, *self.shape[1:])
+
+
 #: The files opened in a :func:`files_read` context of this thread (``None``: no context is open).
 _OPENED: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("sciembed_opened", default=None)
 _HOOKED: list[bool] = []
@@ -849,6 +1050,8 @@ def _checked(chunks: Iterable[Chunk], total: int, dim: int) -> Iterator[Chunk]:
             "nothing was written; check the model that made them",
         )
         count += len(ids)
+        if count > total:
+            raise ValueError(f"expected {total} embeddings, got {count} or more")
         yield ids, vectors
     if count != total:
         raise ValueError(f"expected {total} embeddings, got {count}")
@@ -864,20 +1067,20 @@ def _write_jsonl(path: Path, chunks: Iterable[Chunk], total: int, dim: int) -> N
 def _write_npy(path: Path, chunks: Iterable[Chunk], total: int, dim: int) -> None:
     # The ids land first and name the vectors by their hash: whichever of the two renames a crash
     # interrupts, a reader finds either the old pair or a mismatch it reports, never new ids on old vectors.
-    # They are written as they come, so no list of every id is held.
+    # They are written as they come, so no list of every id is held. The vectors are hashed as they are written.
     with atomic_path(path) as temporary, atomic_path(ids_path(path)) as ids_temporary:
-        array = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=(total, dim))
         written = 0
-        with ids_temporary.open("w", encoding="utf-8") as handle:
+        with (
+            NpyRowWriter(temporary, np.float32, (total, dim), hashed=True) as array,
+            ids_temporary.open("w", encoding="utf-8") as handle,
+        ):
             handle.write('{"ids": [')
             for ids, vectors in chunks:
-                array[written : written + len(ids)] = vectors
+                array.write(vectors)
                 if len(ids):
                     handle.write((", " if written else "") + json.dumps(list(ids))[1:-1])
                 written += len(ids)
-            array.flush()
-            del array
-            handle.write(f'], "rows": {json.dumps(total)}, "npy_sha256": {json.dumps(file_sha256(temporary))}}}')
+            handle.write(f'], "rows": {json.dumps(total)}, "npy_sha256": {json.dumps(array.sha256())}}}')
 
 
 def embedding_table(ids: Sequence[str], vectors: np.ndarray):

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..encode import Encoder
-from ..io import atomic_path, file_sha256
+from ..io import NpyRowWriter, atomic_path, file_sha256
 
 logger = logging.getLogger(__name__)
 
@@ -253,18 +253,14 @@ class EmbeddingCache:
         """A new shard of ``keys`` with the rows of ``parts`` in order. The key list is written last, so a
         shard without it is ignored and a crash never half-loads."""
         stem = self.folder / f"shard-{uuid.uuid4().hex}"
-        with atomic_path(stem.with_suffix(".npy")) as temporary:
-            array = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32, shape=(len(keys), *self._shape))
-            start = 0
+        with (
+            atomic_path(stem.with_suffix(".npy")) as temporary,
+            NpyRowWriter(temporary, np.float32, (len(keys), *self._shape), hashed=True) as array,
+        ):
             for part in parts:
-                array[start : start + len(part)] = part
-                start += len(part)
-            array.flush()
-            del array
+                array.write(part)
         with atomic_path(stem.with_suffix(".json")) as temporary:
-            temporary.write_text(
-                json.dumps({"keys": keys, "npy_sha256": file_sha256(stem.with_suffix(".npy"))}), encoding="utf-8"
-            )
+            temporary.write_text(json.dumps({"keys": keys, "npy_sha256": array.sha256()}), encoding="utf-8")
         return stem.with_suffix(".npy")
 
     def _compact(self) -> None:

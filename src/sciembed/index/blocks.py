@@ -25,9 +25,9 @@ from ..io import (
     check_npy_checksum,
     ids_path,
     jsonl_embedding_records,
+    npy_blocks,
     npy_vectors,
 )
-from .rowfiles import npy_blocks
 
 #: Vectors read per block.
 BLOCK_ROWS = 65_536

@@ -21,14 +21,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..io import refuse_replacing, replace_folder
+from ..io import NpyRowWriter, ReleasedRows, refuse_replacing, replace_folder
 from ..quantization import calibration_ranges
 from .blocks import EmbeddingSource, open_embeddings
 from .codes import IndexCodes, int8_codes, nearest_rows, sign_bits
 from .ids import IdTableWriter
 from .manifest import Manifest
 from .model import ModelStamp, read_sidecar, stamp_of
-from .rowfiles import NpyRowWriter, ReleasedRows
 from .settings import (
     IndexKind,
     IndexSettings,

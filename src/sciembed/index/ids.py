@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .rowfiles import NpyRowWriter
+from ..io import NpyRowWriter
 
 BYTES_FILE = "ids.bytes.npy"
 OFFSETS_FILE = "ids.offsets.npy"

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io import refuse_replacing, replace_folder
+from ..io import NpyRowWriter, refuse_replacing, replace_folder
 from .build import INDEX_FILE, REPORT_FILE, STORE_FILE, staging_folder, trained_codes, write_codes
 from .ids import IdTable, IdTableWriter
 from .manifest import Manifest
-from .rowfiles import NpyRowWriter
 from .settings import IndexKind
 
 

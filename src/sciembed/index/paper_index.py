@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..data.knn import unit_rows
-from ..io import replace_folder
+from ..io import NpyRowWriter, ReleasedRows, replace_folder
 from .blocks import EmbeddingSource, open_embeddings
 from .build import (
     INDEX_FILE,
@@ -44,7 +44,6 @@ from .ids import FILES as ID_FILES
 from .ids import IdTable, IdTableWriter
 from .manifest import MANIFEST_FILE, Manifest
 from .model import ModelStamp, stamped_encoder
-from .rowfiles import NpyRowWriter
 from .settings import IndexKind, IndexSettings
 
 if TYPE_CHECKING:
@@ -196,7 +195,8 @@ class PaperIndex:
 
         Args:
             folder: the index folder.
-            mmap: map the faiss codes and the numpy stores rather than read them into memory.
+            mmap: map the faiss codes and the numpy stores rather than read them into memory (the int8 store's
+                rows are then read with plain file reads).
 
         Raises:
             FileNotFoundError: no index there, or a file missing.
@@ -218,10 +218,11 @@ class PaperIndex:
         def optional(name: str) -> np.ndarray | None:
             return np.load(folder / name, mmap_mode=mode) if (folder / name).is_file() else None
 
+        store = optional(STORE_FILE)
         codes = IndexCodes(
             manifest.kind,
             index,
-            store=optional(STORE_FILE),
+            store=ReleasedRows(store) if mmap and store is not None else store,
             ranges=np.load(folder / RANGES_FILE) if (folder / RANGES_FILE).is_file() else None,
             mean=np.load(folder / MEAN_FILE) if (folder / MEAN_FILE).is_file() else None,
             ivf=ivf,
