@@ -56,14 +56,14 @@ VARIANTS = {
     "openvino_int8_throughput": Variant(
         "openvino", "model_int8.xml", {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "THROUGHPUT"}
     ),
-    # ONNX Runtime: another fused attention operator, attention left unfused, static QDQ int8, threads that sleep.
+    # ONNX Runtime: another fused attention operator, attention left unfused, static QDQ int8, threads that spin.
     "onnx_fp32_mha": Variant("onnx", f"mha/{onnx_backend.FP32_FILE}"),
     "onnx_int8_mha": Variant("onnx", f"mha/{onnx_backend.INT8_FILE}"),
     "onnx_fp32_unfused_attention": Variant("onnx", f"unfused_attention/{onnx_backend.FP32_FILE}"),
     "onnx_int8_unfused_attention": Variant("onnx", f"unfused_attention/{onnx_backend.INT8_FILE}"),
     "onnx_int8_static_qdq": Variant("onnx", STATIC_INT8_FILE),
-    "onnx_fp32_no_spinning": Variant("onnx", onnx_backend.FP32_FILE, {"session.intra_op.allow_spinning": "0"}),
-    "onnx_int8_no_spinning": Variant("onnx", onnx_backend.INT8_FILE, {"session.intra_op.allow_spinning": "0"}),
+    "onnx_fp32_spinning": Variant("onnx", onnx_backend.FP32_FILE, {onnx_backend.ALLOW_SPINNING: "1"}),
+    "onnx_int8_spinning": Variant("onnx", onnx_backend.INT8_FILE, {onnx_backend.ALLOW_SPINNING: "1"}),
 }
 #: The fusion settings of the ONNX variants' graphs, each in a folder of its name beside the backend's export.
 ONNX_FUSIONS = {"mha": {"use_multi_head_attention": True}, "unfused_attention": {"enable_attention": False}}
