@@ -2,10 +2,11 @@
 
 Every variant embeds the same distinct real papers through :meth:`sciembed.PaperEncoder.encode`, its engine
 swapped for the variant's session. Each timed run of a variant follows a run of the reference, so each ratio
-is read from neighbouring runs. The int8 models are built as the backends build them; OpenVINO's int8 is
-calibrated on real papers outside the timed set. The JSON records each variant's ratio per round (of wall time and
-of this process's CPU time), the smallest cosine of its vectors to the reference's, the CPU flags and the load
-average. A variant with a bucket pads each batch to a multiple of that length, so fewer shapes are compiled.
+is read from neighbouring runs. The int8 models are built as the backends build them. OpenVINO's int8 and
+ONNX Runtime's static int8 are calibrated on real papers outside the timed set. The JSON records each variant's
+ratio per round (of wall time and of this process's CPU time), the smallest cosine of its vectors to the
+reference's, the CPU flags and the load average. A variant with a bucket pads each batch to a multiple of that
+length, so fewer shapes are compiled.
 
     python benchmarks/int8_variants.py --data ../shared/data --output benchmarks/results/int8_variants.json
 """
@@ -33,6 +34,8 @@ from sciembed import PaperEncoder, onnx_backend, openvino_backend
 from sciembed.onnx_backend import cpu_flags, cpu_threads
 
 Engine = Literal["onnx", "openvino"]
+#: ONNX Runtime's static int8 (QDQ, per-channel weights, uint8 activations) of the fused export.
+STATIC_INT8_FILE = "model_int8_static_qdq.onnx"
 
 
 @dataclass(frozen=True)
@@ -58,13 +61,34 @@ VARIANTS = {
     "openvino_int8_throughput": Variant(
         "openvino", "model_int8.xml", {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "THROUGHPUT"}
     ),
+    # ONNX Runtime: another fused attention operator, attention left unfused, static QDQ int8, threads that spin.
+    "onnx_fp32_mha": Variant("onnx", f"mha/{onnx_backend.FP32_FILE}"),
+    "onnx_int8_mha": Variant("onnx", f"mha/{onnx_backend.INT8_FILE}"),
+    "onnx_fp32_unfused_attention": Variant("onnx", f"unfused_attention/{onnx_backend.FP32_FILE}"),
+    "onnx_int8_unfused_attention": Variant("onnx", f"unfused_attention/{onnx_backend.INT8_FILE}"),
+    "onnx_int8_static_qdq": Variant("onnx", STATIC_INT8_FILE),
+    "onnx_fp32_spinning": Variant("onnx", onnx_backend.FP32_FILE, {onnx_backend.ALLOW_SPINNING: "1"}),
+    "onnx_int8_spinning": Variant("onnx", onnx_backend.INT8_FILE, {onnx_backend.ALLOW_SPINNING: "1"}),
 }
+#: The fusion settings of the ONNX variants' graphs, each in a folder of its name beside the backend's export.
+ONNX_FUSIONS = {"mha": {"use_multi_head_attention": True}, "unfused_attention": {"enable_attention": False}}
 
 
 def session(variant: Variant, folder: Path) -> Callable[[Mapping[str, Any]], np.ndarray]:
     """A session running ``variant``'s model in ``folder``: batch inputs to float32 vectors."""
     if variant.engine == "onnx":
-        return onnx_backend.OnnxSession(folder / variant.model)
+        onnx_session = onnx_backend.OnnxSession(folder / variant.model)
+        if variant.options:  # the backend's session options, with the variant's config entries added
+            import onnxruntime as ort
+
+            options = ort.SessionOptions()
+            options.intra_op_num_threads, options.inter_op_num_threads = cpu_threads(), 1
+            for key, value in variant.options.items():
+                options.add_session_config_entry(key, value)
+            onnx_session.session = ort.InferenceSession(
+                str(folder / variant.model), options, providers=["CPUExecutionProvider"]
+            )
+        return onnx_session
     import openvino as ov
 
     config = {"INFERENCE_NUM_THREADS": cpu_threads(), "PERFORMANCE_HINT": "LATENCY", **variant.options}
@@ -92,13 +116,78 @@ def build(path: str, work: Path, calibration: list[dict], max_length: int) -> di
             path, device="cpu", max_length=max_length, backend="openvino", engine_cache=work
         ),
     }
-    onnx_backend.quantize(onnx_backend.export_folder(encoders["onnx"], work / "onnx"))
+    onnx_folder = onnx_backend.export_folder(encoders["onnx"], work / "onnx")
+    onnx_backend.quantize(onnx_folder)
+    onnx_variant_models(encoders["onnx"], onnx_folder, encoders["onnx"].texts(calibration))
     folder = openvino_backend.model_folder(encoders["openvino"], work / "openvino")
     texts = encoders["openvino"].texts(calibration)
     openvino_backend.quantize(folder, "int8", encoders["openvino"], texts, subset_size=len(texts))
     for encoder in encoders.values():
         encoder.encode(["warm up"], show_progress_bar=False)
     return encoders
+
+
+def onnx_variant_models(encoder: PaperEncoder, folder: Path, calibration: list[str]) -> None:
+    """Write the ONNX variants' models into ``folder``, the backend's export folder of ``encoder``.
+
+    Args:
+        encoder: the ONNX encoder whose export ``folder`` holds.
+        folder: the export folder. Each fusion of :data:`ONNX_FUSIONS` gets a subfolder.
+        calibration: paper texts the static int8 model is calibrated on.
+    """
+    import onnx
+    from onnx import TensorProto
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+    from onnxruntime.transformers.fusion_options import FusionOptions
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    plain = folder / "model_plain.onnx"
+    onnx_backend.export_encoder(encoder, plain, optimize=False)
+    config = encoder.transformer.config
+    for name, settings in ONNX_FUSIONS.items():
+        fusion = FusionOptions("bert")
+        for key, value in settings.items():
+            setattr(fusion, key, value)
+        fused = optimize_model(
+            str(plain),
+            model_type="bert",
+            num_heads=config.num_attention_heads,
+            hidden_size=config.hidden_size,
+            optimization_options=fusion,
+        )
+        (folder / name).mkdir(exist_ok=True)
+        fused.save_model_to_file(str(folder / name / onnx_backend.FP32_FILE))
+        onnx_backend.quantize(folder / name)
+
+    class Papers(CalibrationDataReader):
+        """Length-sorted batches of the calibration papers, as the encoder makes them."""
+
+        def __init__(self, names: list[str]) -> None:
+            ordered = sorted(calibration, key=len)
+            self.batches = iter(
+                {name: encoder.features(ordered[i : i + 16])[name].numpy() for name in names}
+                for i in range(0, len(ordered), 16)
+            )
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.batches, None)
+
+    # The fused operators are outside ONNX's shape inference: without their types the quantiser skips their outputs.
+    typed = folder / "model_typed.onnx"
+    onnx.save(
+        SymbolicShapeInference.infer_shapes(onnx.load(str(folder / onnx_backend.FP32_FILE)), auto_merge=True), typed
+    )
+    quantize_static(
+        typed,
+        folder / STATIC_INT8_FILE,
+        Papers(onnx_backend.OnnxSession(typed).input_names),
+        quant_format=QuantFormat.QDQ,
+        per_channel=True,
+        activation_type=QuantType.QUInt8,
+        weight_type=QuantType.QInt8,
+        extra_options={"DefaultTensorType": TensorProto.FLOAT, "MatMulConstBOnly": True},
+    )
 
 
 def main() -> None:

@@ -95,6 +95,13 @@ def test_a_plain_encoder_gives_pytorch_s_vectors_and_exports_once(tiny_bert, tmp
     )
 
 
+def test_sessions_let_idle_threads_sleep(tiny_bert, tmp_path):
+    _, onnx = both(tiny_bert, tmp_path)
+    onnx.encode(TEXTS, show_progress_bar=False)
+    (session,) = onnx._engine._sessions.values()
+    assert session.session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
 def test_a_sentence_transformers_model_gives_its_own_vectors(tiny_st_base, tmp_path):
     pytorch, onnx = both(tiny_st_base, tmp_path)
     assert_same_vectors(pytorch, onnx)

@@ -56,6 +56,8 @@ EXPORT_TOLERANCE = 1e-4
 OPSET = 17
 #: The opset of the dynamo exporter (it writes opset 18 and later).
 DYNAMO_OPSET = 18
+#: ONNX Runtime's session setting for whether idle intra-op threads spin; sessions set it off.
+ALLOW_SPINNING = "session.intra_op.allow_spinning"
 
 
 class Exporter(StrChoice):
@@ -163,6 +165,8 @@ class OnnxSession:
         options.intra_op_num_threads = threads or cpu_threads()
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # Idle threads sleep rather than spin, so that they leave shared cores to the threads with work.
+        options.add_session_config_entry(ALLOW_SPINNING, "0")
         self.path = Path(path)
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.input_names = [node.name for node in self.session.get_inputs()]
