@@ -12,6 +12,7 @@ alternate so that drift on a noisy machine hits all alike. The paths:
   ``backend="pytorch"`` / ``"onnx"``; int8 only after its quality gate (cite MAP on CACM within 0.5 of fp32);
 - ``sciembed_openvino_fp32``, ``sciembed_openvino_int8``: ``backend="openvino"``, int8 being NNCF's post-training
   quantization calibrated on CACM's papers, behind the same gate.
+- ``sciembed_openvino_bf16``: ``quantization="bf16"``, the fp32 model run in bfloat16, behind the same gate.
 
 Every timed run of a path follows a run of ``st_pytorch``, and its ratio is read against that neighbour.
 Reported: docs/s, the median of those ratios, the smallest cosine of each path's vectors to
@@ -219,6 +220,11 @@ def main() -> None:
         openvino_convert_s = _timed(lambda: openvino.encode(papers[:8], show_progress_bar=False))
         openvino_verdict = check_int8(openvino, args.data / "cacm", benchmark="cacm", batch_size=args.batch_size)
         print("OpenVINO int8 gate:", openvino_verdict.as_dict(), flush=True)
+        openvino_bf16 = PaperEncoder.from_pretrained(
+            path, device="cpu", max_length=args.max_length, backend="openvino", quantization="bf16", engine_cache=work
+        )
+        bf16_verdict = check_int8(openvino_bf16, args.data / "cacm", benchmark="cacm", batch_size=args.batch_size)
+        print("OpenVINO bf16 gate:", bf16_verdict.as_dict(), flush=True)
         st = SentenceTransformer(path, device="cpu")
         st.max_seq_length = args.max_length
         texts = pytorch.texts(papers)
@@ -253,6 +259,10 @@ def main() -> None:
         if openvino_verdict.passed:
             openvino_int8 = openvino.with_quantization("int8")
             runs["sciembed_openvino_int8"] = lambda n: openvino_int8.encode(
+                papers[:n], batch_size=args.batch_size, show_progress_bar=False
+            )
+        if bf16_verdict.passed:
+            runs["sciembed_openvino_bf16"] = lambda n: openvino_bf16.encode(
                 papers[:n], batch_size=args.batch_size, show_progress_bar=False
             )
         for run in runs.values():
@@ -332,9 +342,11 @@ def main() -> None:
             if cpu_has_vnni()
             else None,
             "openvino_int8_gate_passed": openvino_verdict.passed,
+            "openvino_bf16_gate_passed": bf16_verdict.passed,
         },
         "int8_gate": verdict.as_dict(),
         "openvino_int8_gate": openvino_verdict.as_dict(),
+        "openvino_bf16_gate": bf16_verdict.as_dict(),
         "openvino_convert": {"seconds_including_export_and_checks": round(openvino_convert_s, 2)},
         "load_average_1_5_15_min": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
         "st_onnx": st_onnx_status,

@@ -255,7 +255,8 @@ def encode_speed_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
     rows = [[name, values[rate_key], *(values.get(column) for column in columns)] for name, values in paths.items()]
     text = (
         "Each path against `SentenceTransformer.encode` in the same run. The `openvino` rows are sciembed's "
-        '`backend="openvino"`: fp32, and NNCF int8 once it has passed the int8 gate.\n\n'
+        '`backend="openvino"`: fp32, NNCF int8, and the fp32 model run in bfloat16, each lower precision once it '
+        "has passed the int8 gate.\n\n"
         + markdown_table(["path", *(key.replace("_", " ") for key in (rate_key, *columns))], rows)
         + "\n\n"
         + text
@@ -303,7 +304,8 @@ def index_quality_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
     }
     parts = [
         "Each kind of the paper index against exact `IndexFlatIP` on the same vectors and one thread: recall@10 on "
-        "the evaluation queries with its one-sided 95% lower bound, bytes per paper, time ratios, the share of neighbours linked by citation, and the CACM cite MAP change "
+        "the evaluation queries with its one-sided 95% lower bound, bytes per paper, time ratios, the share of "
+        "neighbours linked by citation, and the CACM cite MAP change "
         "against float32, with the machine's load average (1, 5, 15 minutes) when each collection's measures began."
     ]
     collections = report["collections"]
