@@ -307,7 +307,8 @@ class FamilyContract:
                 pytorch, exported = load(run.folder, cache, **selection)
                 assert_same_vectors(pytorch, exported)
                 vectors.append(exported.encode(BACKEND_TEXTS, show_progress_bar=False))
-            assert len(list(cache.iterdir())) == len(vectors)
+            [engine_folder] = cache.iterdir()  # onnx/ or openvino/, one export per selection inside
+            assert len(list(engine_folder.iterdir())) == len(vectors)
             assert all(not np.allclose(a, b) for i, a in enumerate(vectors) for b in vectors[i + 1 :])
 
 

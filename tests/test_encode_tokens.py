@@ -49,9 +49,9 @@ def encoder(request, tiny_bert, tiny_st_base, family_model, tmp_path) -> PaperEn
         return PaperEncoder(AutoModel.from_pretrained(tiny_bert), tokenizer, pooling="mean", device="cpu")
     folder = {"st": tiny_st_base, "onnx-st": tiny_st_base, "multi2spe-facets": family_model}.get(kind, tiny_bert)
     options = {
-        "onnx": {"backend": "onnx", "onnx_cache": tmp_path},
-        "onnx-st": {"backend": "onnx", "onnx_cache": tmp_path},
-        "openvino": {"backend": "openvino", "openvino_cache": tmp_path},
+        "onnx": {"backend": "onnx", "engine_cache": tmp_path},
+        "onnx-st": {"backend": "onnx", "engine_cache": tmp_path},
+        "openvino": {"backend": "openvino", "engine_cache": tmp_path},
         "multi2spe-facets": {"facets": True},
     }.get(kind, {})
     return PaperEncoder.from_pretrained(folder, device="cpu", **options)

@@ -43,6 +43,7 @@ LAYERS = (
             "sciembed.checkpoint_weights",
             "sciembed.io",
             "sciembed.truncation",
+            "sciembed.tokens",
             "sciembed.default_model",
             "sciembed.distributed",
             "sciembed.logs",
