@@ -106,8 +106,12 @@ def inference_precision(quantization: str) -> InferencePrecision:
 
 
 @functools.cache
+@functools.cache
 def cpu_capabilities() -> tuple[str, ...]:
-    """The precisions OpenVINO's CPU plugin can compute in here (``FP32``, ``BF16``, ``INT8``, ...)."""
+    """The precisions OpenVINO's CPU plugin can compute in here (``FP32``, ``BF16``, ``INT8``, ...).
+
+    Read once per process: every int8 fingerprint and session asks.
+    """
     require_openvino()
     import openvino as ov
 

@@ -14,6 +14,15 @@ if TYPE_CHECKING:
 
 #: The measures a BEIR search reports first.
 BEIR_MEASURES = ("ndcg_cut_10", "recall_100")
+#: The example BEIR folder after its first header line, shared by the benchmarks that read one.
+BEIR_FILES = (
+    '{"_id": "d1", "title": "Garbage collection", "text": "We reclaim memory."}\n'
+    "==> queries.jsonl <==\n"
+    '{"_id": "q1", "text": "memory reclamation"}\n'
+    "==> qrels/test.tsv <==\n"
+    "query-id\tcorpus-id\tscore\n"
+    "q1\td1\t1"
+)
 
 
 @dataclass(frozen=True)
@@ -34,13 +43,7 @@ class Beir(Benchmark):
         name="beir",
         title="BEIR",
         reads="a BEIR dataset folder (SciFact, TREC-COVID, NFCorpus, SCIDOCS)",
-        example="==> corpus.jsonl <==\n"
-        '{"_id": "d1", "title": "Garbage collection", "text": "We reclaim memory."}\n'
-        "==> queries.jsonl <==\n"
-        '{"_id": "q1", "text": "memory reclamation"}\n'
-        "==> qrels/test.tsv <==\n"
-        "query-id\tcorpus-id\tscore\n"
-        "q1\td1\t1",
+        example="==> corpus.jsonl <==\n" + BEIR_FILES,
         main_metric="ndcg_cut_10",
     )
     #: ``qrels`` holds one split per ``qrels/<split>.tsv``.

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .base import Benchmark, BenchmarkInfo, Reading, Scored, Scoring, option
+from .beir import BEIR_FILES
 
 if TYPE_CHECKING:
     from ...encode import Encoder
@@ -40,13 +41,7 @@ class Mteb(Benchmark):
         title="MTEB",
         reads="a BEIR folder (as beir's) run offline as an MTEB retrieval task; or none, with --tasks naming MTEB's "
         "tasks (SCIDOCS, SciFact, ...; mteb downloads them from the Hub)",
-        example="==> corpus.jsonl <==  (a BEIR folder; or no --data and --tasks SCIDOCS SciFact)\n"
-        '{"_id": "d1", "title": "Garbage collection", "text": "We reclaim memory."}\n'
-        "==> queries.jsonl <==\n"
-        '{"_id": "q1", "text": "memory reclamation"}\n'
-        "==> qrels/test.tsv <==\n"
-        "query-id\tcorpus-id\tscore\n"
-        "q1\td1\t1",
+        example="==> corpus.jsonl <==  (a BEIR folder; or no --data and --tasks SCIDOCS SciFact)\n" + BEIR_FILES,
         citations=("muennighoff-etal-2023-mteb",),
         main_metric="each task's main score",
     )
