@@ -98,8 +98,9 @@ class BatchPadding:
 
 
 class Encoder(ABC):
-    """What every sciembed encoder offers, whatever it is built from: papers (records or texts) to vectors
-    in a task format. :class:`PaperEncoder` wraps one model. :class:`~sciembed.encoders.EnsembleEncoder`
+    """What every sciembed encoder offers: papers (records or texts) to vectors in a task format.
+
+    :class:`PaperEncoder` wraps one model. :class:`~sciembed.encoders.EnsembleEncoder`
     averages several. The evaluation runner, the embedding cache and the embed job take any encoder.
 
     Every encoder sets ``tokenizer``, ``device``, ``max_length``, ``pooling``, ``normalize``, ``facets``,
@@ -134,11 +135,11 @@ class Encoder(ABC):
 
     @classmethod
     def from_pretrained(cls, name_or_path: str | os.PathLike[str] | None = None, **options: Any) -> Encoder:
-        """Load the encoder a local folder or Hub id holds: every entry point that takes a model name loads it here.
+        """Load the encoder a local folder or Hub id holds.
 
-        A folder or Hub repository (at ``revision``) holding ``sciembed_ensemble.json`` loads as an
-        :class:`~sciembed.encoders.EnsembleEncoder`, its members each with ``options``. Anything else as a
-        :class:`PaperEncoder`.
+        Every entry point that takes a model name loads it here. A folder or Hub repository (at ``revision``) holding
+        ``sciembed_ensemble.json`` loads as an :class:`~sciembed.encoders.EnsembleEncoder`, its members each with
+        ``options``. Anything else loads as a :class:`PaperEncoder`.
 
         Args:
             name_or_path: a local folder or a Hub id (default: the embedded all-MiniLM-L6-v2).
@@ -186,7 +187,7 @@ class Encoder(ABC):
         return PaperEncoder.from_pretrained(name_or_path, **options)
 
     def named_by_hub(self, repo_id: str, snapshot: str) -> Encoder:
-        """This encoder, its parts read from ``snapshot`` named by the Hub id and the snapshot's commit.
+        """This encoder, its parts from ``snapshot`` named by the Hub id and commit.
 
         Args:
             repo_id: the Hub id the user gave.
@@ -295,7 +296,7 @@ class Encoder(ABC):
         return str(self.forward_options.get("task_format") or "")
 
     def calibrate(self, papers: Papers, *, normalize_embeddings: bool = False, **kwargs: Any) -> np.ndarray:
-        """Read int8 / uint8 ranges from the float vectors of ``papers`` and keep them for this task format.
+        """Read int8 and uint8 ranges from the vectors of ``papers``, kept for this task format.
 
         Args:
             papers: papers representative of those to quantize (at least two).
@@ -379,8 +380,10 @@ class Encoder(ABC):
 
     @property
     def default_batch_size(self) -> int:
-        """Texts per forward pass when none is given: :data:`CPU_BATCH_SIZE` on a CPU, :data:`GPU_BATCH_SIZE` on a
-        GPU."""
+        """Texts per forward pass when none is given.
+
+        That is :data:`CPU_BATCH_SIZE` on a CPU and :data:`GPU_BATCH_SIZE` on a GPU.
+        """
         return CPU_BATCH_SIZE if self.device.type == "cpu" else GPU_BATCH_SIZE
 
     @property
@@ -391,9 +394,9 @@ class Encoder(ABC):
     def texts(self, papers: Papers, fields: Sequence[str] = TEXT_FIELDS) -> list[str]:
         """Model texts of ``papers``: records joined into text, strings unchanged.
 
-        Model texts of ``papers`` (as :meth:`encode` takes them, one text or record gives a list of one): paper records
-        through :func:`~sciembed.data.papers.paper_text` (their ``fields`` joined by the separator, SciRepEval's search
-        adds venue and year), strings unchanged.
+        ``papers`` are as :meth:`encode` takes them, and one text or record gives a list of one. Records go through
+        :func:`~sciembed.data.papers.paper_text`, which joins their ``fields`` by the separator. SciRepEval's search
+        adds venue and year.
         """
         items, _ = paper_inputs(papers)
         return [
@@ -402,16 +405,20 @@ class Encoder(ABC):
         ]
 
     def encode_query(self, queries: Papers, **kwargs: Any) -> Any:
-        """Embed search queries: in the ``adhoc_query`` format when the model has one (SciRepEval's
-        ``[QRY]``, SPECTER2's query adapter), else as any text. One query gives one vector. ``kwargs`` as for
-        :meth:`encode`."""
+        """Embed search queries, in the ``adhoc_query`` format when the model has one.
+
+        That format is SciRepEval's ``[QRY]`` or SPECTER2's query adapter. Other models embed queries as any text. One
+        query gives one vector. ``kwargs`` as for :meth:`encode`.
+        """
         items, single = paper_inputs(queries, what="queries")
         vectors = self._in_format(QUERY_FORMAT).encode(items, **kwargs)
         return vectors[0] if single else vectors
 
     def encode_document(self, papers: Papers, **kwargs: Any) -> Any:
-        """Embed search candidates: in the ``proximity`` format when the model has one, else as any
-        paper. One paper gives one vector. ``kwargs`` as for :meth:`encode`."""
+        """Embed search candidates, in the ``proximity`` format when the model has one.
+
+        Other models embed them as any paper. One paper gives one vector. ``kwargs`` as for :meth:`encode`.
+        """
         return self._in_format(DOCUMENT_FORMAT).encode(papers, **kwargs)
 
     def _in_format(self, task_format: str) -> Encoder:
@@ -631,8 +638,10 @@ class PaperEncoder(Encoder):
             return cls(model, device=device, **kwargs)._loaded_from(given, name, resolved)
 
     def save_pretrained(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Save the model, tokenizer, embedding settings and calibrated ranges as a folder that
-        :meth:`from_pretrained` loads as this encoder (a sentence-transformers model as its own modules).
+        """Save the encoder as a folder that :meth:`from_pretrained` loads as this encoder.
+
+        The folder holds the model, tokenizer, embedding settings and calibrated ranges. A sentence-transformers model
+        is saved as its own modules.
 
         Args:
             path: the folder to write. It appears whole or not at all.
@@ -674,14 +683,16 @@ class PaperEncoder(Encoder):
         return (getattr(st, "_similarity_fn_name", None) if st is not None else None) or "cosine"
 
     def _loaded_from(self, given: str, folder: str, revision: str | None) -> PaperEncoder:
-        """This encoder, recording the name it was asked for, its commit and the ranges stored in ``folder``."""
+        """This encoder, noting the name asked for, its commit and the ranges in ``folder``."""
         self.source, self.revision = given, revision
         self.quantization_ranges.update(load_ranges(folder))
         return self
 
     @staticmethod
     def check_checkpoint(name: str, *, trust_remote_code: bool = False, window: bool = True) -> None:
-        """Refuse a model folder or Hub id that would not load as saved, before anything of it runs or loads.
+        """Refuse a model folder or Hub id that would not load as saved.
+
+        The check runs before anything of the model runs or loads.
 
         What :meth:`from_pretrained` checks first: code that is not sciembed's own, a window no paper fits in, a
         tokenizer that would not load or would know no word, and weights that do not cover the config.
@@ -849,8 +860,10 @@ class PaperEncoder(Encoder):
         return hashlib.sha256(label.encode()).hexdigest()
 
     def model_fingerprint(self) -> str:
-        """The fingerprint of the PyTorch encoder (what the ONNX and OpenVINO models are made from and cached
-        under)."""
+        """The fingerprint of the PyTorch encoder.
+
+        The ONNX and OpenVINO models are made from this encoder and cached under its fingerprint.
+        """
         import torch
 
         digest = hashlib.sha256()
@@ -971,7 +984,9 @@ class PaperEncoder(Encoder):
         return batch if same else None
 
     def _padded(self, tokens: TokenIds, rows: np.ndarray, batch: BatchPadding) -> dict[str, Any]:
-        """The stored ids of the texts at ``rows`` as :meth:`_tokenized` gives them: padded tensors on the device.
+        """The stored ids of the texts at ``rows``, as padded tensors on the device.
+
+        They are what :meth:`_tokenized` gives for those texts.
 
         Args:
             tokens: the texts' ids.
@@ -984,12 +999,14 @@ class PaperEncoder(Encoder):
         return {**{key: torch.from_numpy(a).to(self.device) for key, a in arrays.items()}, **batch.extras}
 
     def features(self, texts: list[str]) -> dict[str, Any]:
-        """The model inputs of one batch of ``texts``: tokenized (padded to the batch's longest, truncated to
-        ``max_length``) and routed to the encoder's domain. Tensors on the encoder's device."""
+        """The model inputs of one batch of ``texts``, as tensors on the encoder's device.
+
+        The texts are padded to the batch's longest, truncated to ``max_length`` and routed to the encoder's domain.
+        """
         return self._routed(self._tokenized(texts))
 
     def _tokenized(self, texts: list[str]) -> dict[str, Any]:
-        """One batch of ``texts`` tokenized by the model's own preprocessing, as tensors on the encoder's device."""
+        """One batch of ``texts`` through the model's own preprocessing, as tensors on its device."""
         import torch
 
         if self._sentence_transformer is not None:
@@ -1006,8 +1023,10 @@ class PaperEncoder(Encoder):
         return dict(features)
 
     def forward(self, features: Mapping[str, Any]) -> torch.Tensor:
-        """The PyTorch model on the inputs of :meth:`features`, in the encoder's format: the paper embeddings
-        (facet vectors with ``facets``). The ONNX and OpenVINO backends export exactly this function."""
+        """The paper embeddings of the PyTorch model on :meth:`features`' inputs, in the encoder's format.
+
+        With ``facets`` they are facet vectors. The ONNX and OpenVINO backends export exactly this function.
+        """
         format_options = (
             {} if self._routes else activate_format(self.transformer, self.forward_options.get("task_format"))
         )
@@ -1048,8 +1067,10 @@ def with_domains(features: Mapping[str, Any], config: Any, domain_ids: torch.Ten
 
 
 def default_pooling(model: Any) -> str:
-    """The pooling :class:`PaperEncoder` uses for a transformers ``model`` by default: the family's
-    own embedding for sciembed's families, ``[CLS]`` (SPECTER's choice) for any other encoder."""
+    """The pooling :class:`PaperEncoder` uses by default for a transformers ``model``.
+
+    It is the family's own embedding for sciembed's families, and ``[CLS]`` (SPECTER's choice) for any other encoder.
+    """
     return FAMILY_POOLING if family_of(model) is not None else "cls"
 
 
@@ -1081,8 +1102,9 @@ def encode(
     local_files_only: bool = False,
     model_kwargs: Mapping[str, Any] | None = None,
 ) -> Any:
-    """Embed papers with any supported model, as ``SentenceTransformer.encode`` does: float32 ``(len(inputs), dim)``
-    in input order, ``(dim,)`` for one text or record.
+    """Embed papers with any supported model, as ``SentenceTransformer.encode`` does.
+
+    It returns float32 ``(len(inputs), dim)`` in input order, or ``(dim,)`` for one text or record.
 
     A model given by name is loaded once and kept: a loop of ``sciembed.encode(name, ...)`` with the same name and
     loading options reuses it (the last model only, :func:`clear_model_cache` lets it go).
@@ -1292,8 +1314,10 @@ def check_max_length(max_length: Any, tokenizer: Any, setting: str = "--max-leng
 
 
 def position_limit(model: Any) -> int:
-    """The tokens of text a transformers ``model`` takes: its position embeddings less the tokens a family inserts
-    itself (extra CLS tokens, a control code)."""
+    """The tokens of text a transformers ``model`` takes.
+
+    That is its position embeddings less the tokens a family inserts itself (extra CLS tokens, a control code).
+    """
     return getattr(model.config, "max_position_embeddings", 512) - getattr(model, "num_inserted_tokens", 0)
 
 
@@ -1313,8 +1337,10 @@ ModelArgument = Encoder | str | os.PathLike[str] | Callable[[], Encoder] | None
 
 
 def resolve_encoder(model: ModelArgument) -> Encoder:
-    """The encoder ``model`` stands for: itself, what a loading function returns, or the model of that name loaded
-    with :meth:`Encoder.from_pretrained`'s defaults.
+    """The encoder ``model`` stands for, loaded if need be.
+
+    That is the encoder itself, what a loading function returns, or the model of that name loaded with
+    :meth:`Encoder.from_pretrained`'s defaults.
 
     Args:
         model: an encoder, a name, a function returning an encoder, or ``None`` (the embedded default).
@@ -1353,7 +1379,7 @@ ENCODER_OPTIONS = (
 
 
 def refuse_encoder_options(function: str, given: Mapping[str, Any], *, moved: Mapping[str, str] | None = None) -> None:
-    """Refuse keyword arguments that ``function`` does not take, naming how to give an encoder option now.
+    """Refuse keyword arguments ``function`` does not take, and say how to give encoder options.
 
     Args:
         function: the entry point's name, as the message shows it (``neighbours``, ``evaluate``, ...).
@@ -1377,7 +1403,7 @@ def refuse_encoder_options(function: str, given: Mapping[str, Any], *, moved: Ma
 
 
 def refuse_weight_precision(precision: Any) -> None:
-    """Refuse a ``precision`` given where a model is loaded, where the ONNX weights' precision is ``quantization``.
+    """Refuse a ``precision`` among loading options, where the weights' precision is ``quantization``.
 
     Args:
         precision: what was given (``None``: nothing).

@@ -5,9 +5,9 @@ complete, so an interrupted run never leaves a file that looks finished.
 
 - ``.jsonl``: one ``{"paper_id": ..., "embedding": [...]}`` object a line (the format SciDocs reads).
 - ``.npy``: a float32 ``(n, dim)`` array, with the ids, in row order, in ``<stem>.ids.json``
-  (``{"ids": [...], "rows": n, "npy_sha256": ...}``: the hash ties the ids to the vectors they were written
-  with, so a crash between the two renames, or a file copied over one of them, is an error for a reader
-  rather than ids paired with someone else's vectors, a plain JSON list of ids is read as well).
+  (``{"ids": [...], "rows": n, "npy_sha256": ...}``). The hash ties the ids to the vectors they were written with.
+  A crash between the two renames, or a file copied over one of them, is then an error for a reader, not ids paired
+  with someone else's vectors. A plain JSON list of ids is read as well.
 - ``.parquet``: columns ``paper_id`` (string) and ``embedding`` (fixed-size list of float32).
 """
 
@@ -38,8 +38,11 @@ Chunk = tuple[list[str], np.ndarray]
 
 
 def default_cache_dir() -> Path:
-    """Where sciembed caches what it computes once per encoder (vectors by its fingerprint, ONNX exports
-    under ``onnx/``): ``$SCIEMBED_CACHE``, else ``$HF_HOME/sciembed/embeddings`` (``~/.cache/huggingface/...``)."""
+    """The folder where sciembed caches what it computes once per encoder.
+
+    It holds vectors by the encoder's fingerprint and ONNX exports under ``onnx/``. It is ``$SCIEMBED_CACHE``, else
+    ``$HF_HOME/sciembed/embeddings`` (``~/.cache/huggingface/...``).
+    """
     if os.environ.get("SCIEMBED_CACHE"):
         return Path(os.environ["SCIEMBED_CACHE"]).expanduser()
     from huggingface_hub import constants
@@ -48,7 +51,10 @@ def default_cache_dir() -> Path:
 
 
 class RepeatedKeyError(ValueError):
-    """A JSON object that names one key twice: JSON keeps the last value, so the first would vanish unseen."""
+    """A JSON object that names one key twice.
+
+    JSON keeps the last value, so the first would vanish unseen.
+    """
 
     def __init__(self, key: str, first: Any, last: Any):
         self.key = key
@@ -92,7 +98,7 @@ _JSON_STRUCTURE = re.compile(r'["{}\[\],]')
 
 
 def _repeated_key_line(text: str, key: str) -> int | None:
-    """The line where one object of the JSON ``text`` names ``key`` a second time (``None`` if none does)."""
+    """The line where an object of the JSON ``text`` repeats ``key``, or ``None``."""
     objects: list[set[str] | None] = []  # the keys seen in each open object; None for an open list
     expect_key = False
     found = _JSON_STRUCTURE.search(text)
@@ -141,7 +147,7 @@ def loads_yaml(text: str) -> Any:
 
 
 def json_place(path: str | os.PathLike[str], error: json.JSONDecodeError | RepeatedKeyError) -> str:
-    """``path`` and the line of a whole-file JSON (or YAML) ``error``, where it is known, for an error's message.
+    """``path`` and the line of a whole-file JSON or YAML ``error``, where known, for messages.
 
     Args:
         path: the file that was read.
@@ -169,7 +175,7 @@ def unknown_key(record: dict[str, Any], known: Sequence[str]) -> str | None:
 
 
 def json_error(error: json.JSONDecodeError | RepeatedKeyError) -> str:
-    """What is wrong with a JSON text, for a message that already names the file and line."""
+    """What is wrong with a JSON text, for a message naming the file and line."""
     if isinstance(error, json.JSONDecodeError):
         return f"malformed JSON ({error.msg} at column {error.colno})"
     return str(error)
@@ -243,8 +249,10 @@ def check_finite(vectors: np.ndarray, names: Callable[[np.ndarray], list[str]], 
 
 
 def refuse_replacing(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
-    """``path`` as a Path, refused when something is there and ``overwrite`` is false: a run never replaces
-    earlier results without being asked. Called before any expensive work, so a run never ends on a refusal.
+    """``path`` as a Path, refused when something is there and ``overwrite`` is false.
+
+    A run never replaces earlier results without being asked. Called before any expensive work, so a run never ends
+    on a refusal.
 
     Raises:
         FileExistsError: ``path`` exists and ``overwrite`` is false, or is a symbolic link that leads nowhere. The
@@ -262,8 +270,9 @@ def refuse_replacing(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
 
 
 def refuse_replacing_file(path: str | os.PathLike[str], *, overwrite: bool) -> Path:
-    """``path`` as a Path where an output file may be written: :func:`refuse_replacing`, and refused when a folder
-    is there, which ``overwrite`` does not replace.
+    """``path`` as a Path for an output file, refused where a folder is.
+
+    It is checked as :func:`refuse_replacing` checks it. ``overwrite`` does not replace a folder.
 
     Args:
         path: the output file.
@@ -305,8 +314,11 @@ def check_output_place(path: str | os.PathLike[str]) -> Path:
 
 
 def broken_link(path: str | os.PathLike[str]) -> str | None:
-    """What is wrong with ``path`` when it is a symbolic link that leads nowhere: ``"a symbolic-link loop"`` or
-    ``"a symbolic link to TARGET, which does not exist"``. ``None`` for anything else."""
+    """What is wrong with ``path`` when it is a symbolic link that leads nowhere.
+
+    That is ``"a symbolic-link loop"`` or ``"a symbolic link to TARGET, which does not exist"``. ``None`` for anything
+    else.
+    """
     path = Path(path)
     if not path.is_symlink():
         return None
@@ -371,7 +383,10 @@ def check_writable(path: str | os.PathLike[str]) -> None:
 
 
 def _unwritable(path: Path) -> tuple[type[OSError], int, str] | None:
-    """Why nothing can be written at the absolute ``path`` (the error's type, its errno and the cause), or None."""
+    """Why nothing can be written at the absolute ``path``, or None.
+
+    The reason is the error's type, its errno and the cause.
+    """
     ancestor = path.parent
     while not ancestor.exists() and ancestor != ancestor.parent:
         if (link := broken_link(ancestor)) is not None:
@@ -461,7 +476,10 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 def sync_folder(folder: str | os.PathLike[str]) -> None:
-    """fsync a folder, so that renames into it are on disk (a no-op where folders cannot be opened)."""
+    """fsync a folder, so that renames into it are on disk.
+
+    It does nothing where folders cannot be opened.
+    """
     try:
         descriptor = os.open(folder, os.O_RDONLY)
     except OSError:
@@ -487,7 +505,7 @@ def ids_path(npy_path: str | os.PathLike[str]) -> Path:
 
 
 def check_embedding_path(path: str | os.PathLike[str]) -> Path:
-    """Return ``path`` as a Path, or raise a ValueError if its suffix names no supported format."""
+    """``path`` as a Path, refused with a ValueError if its suffix names no supported format."""
     path = Path(path)
     if path.suffix.lower() not in EMBEDDING_SUFFIXES:
         raise ValueError(f"{path}: unsupported embedding file type; use one of {', '.join(EMBEDDING_SUFFIXES)}")
@@ -544,7 +562,10 @@ def _read_checked(path: Path) -> tuple[list[str], np.ndarray]:
 
 
 def _refuse_repeated_ids(path: str | os.PathLike[str], ids: Sequence[str]) -> None:
-    """Refuse an embedding file that gives one paper two vectors: which one is the paper's is unknown."""
+    """Refuse an embedding file that gives one paper two vectors.
+
+    Which of them is the paper's is unknown.
+    """
     if len(set(ids)) == len(ids):
         return
     first: dict[str, int] = {}
@@ -721,7 +742,7 @@ def _read_npy(path: Path, mmap_mode: str | None = None) -> tuple[list[str], np.n
 
 
 def check_npy_checksum(path: str | os.PathLike[str], stored: dict[str, Any]) -> None:
-    """Refuse an ids file (read as the dict ``stored``) that does not name the vectors of ``path`` by their sha256.
+    """Refuse an ids file that does not name the vectors of ``path`` by their sha256.
 
     Args:
         path: the ``.npy`` file.
@@ -814,7 +835,10 @@ class NpyRowWriter:
         self.rows += len(data)
 
     def copy_from(self, path: str | os.PathLike[str]) -> None:
-        """Append every row of the ``.npy`` file ``path``, copied by the kernel where it can (``copy_file_range``)."""
+        """Append every row of the ``.npy`` file ``path``.
+
+        The kernel copies the rows where it can (``copy_file_range``).
+        """
         previous = np.load(path, mmap_mode="r")
         if previous.dtype != self.dtype or previous.shape[1:] != self.shape[1:] or not previous.flags.c_contiguous:
             raise ValueError(f"{path}: rows of {previous.dtype} {previous.shape}, expected {self.dtype} {self.shape}")
@@ -892,7 +916,7 @@ def _kernel_copy(source: BinaryIO, target: BinaryIO, offset: int, at: int, size:
 
 
 def npy_blocks(matrix: np.memmap, first: int, rows: int) -> Iterator[np.ndarray]:
-    """Rows ``first ..`` of the memory-mapped ``.npy`` ``matrix``, ``rows`` at a time, read with plain file reads.
+    """Blocks of rows of a memory-mapped ``.npy`` matrix, read with plain file reads.
 
     Args:
         matrix: a 2-D array that ``np.load(..., mmap_mode="r")`` opened.
@@ -920,14 +944,17 @@ def npy_blocks(matrix: np.memmap, first: int, rows: int) -> Iterator[np.ndarray]
 
 
 def release_pages(array: np.ndarray) -> None:
-    """Release the pages of the memory-mapped ``array`` from the process (the kernel's page cache keeps them)."""
+    """Release the pages of the memory-mapped ``array`` from the process.
+
+    The kernel's page cache keeps them.
+    """
     mapped = getattr(array, "_mmap", None)
     if mapped is not None and hasattr(mapped, "madvise"):
         mapped.madvise(mmap.MADV_DONTNEED)
 
 
 class ReleasedRows:
-    """Rows of an ``.npy`` file read by index with plain file reads, so no page of it stays resident.
+    """Rows of an ``.npy`` file read by index through plain reads, leaving no page resident.
 
     A page read through a memory map counts in the process's memory, and one fault can map a large folio around it:
     rows read at random through a map soon hold the whole file. A Fortran-order file is read through its map, whose
@@ -981,7 +1008,9 @@ def _note_open(event: str, args: tuple[Any, ...]) -> None:
 
 @contextlib.contextmanager
 def files_read() -> Iterator[set[str]]:
-    """Collect the absolute paths of the files Python opens in this context (its ``open`` audit event).
+    """Collect the absolute paths of the files Python opens in this context.
+
+    Python's ``open`` audit event names them.
 
     Files read by native code (pyarrow's Parquet reader) are not seen: :func:`input_digests` adds those by name.
     """
@@ -1084,8 +1113,10 @@ def _write_npy(path: Path, chunks: Iterable[Chunk], total: int, dim: int) -> Non
 
 
 def embedding_table(ids: Sequence[str], vectors: np.ndarray):
-    """``ids`` and their ``(n, dim)`` vectors as the Arrow table sciembed's Parquet outputs hold: ``paper_id``
-    (string) and ``embedding`` (a fixed-size list of float32)."""
+    """``ids`` and their ``(n, dim)`` vectors as the Arrow table of sciembed's Parquet outputs.
+
+    Its columns are ``paper_id`` (string) and ``embedding`` (a fixed-size list of float32).
+    """
     import pyarrow as pa
 
     dim = vectors.shape[1]

@@ -20,7 +20,7 @@ DTYPES = ("float32", "float16", "bfloat16")
 
 
 class _Renamed(argparse.Action):
-    """An option that has a new name: using the old one stops with a message naming the new one."""
+    """A renamed option: the old name stops with a message naming the new one."""
 
     def __call__(
         self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: Any = None
@@ -310,7 +310,9 @@ def encoder_from_args(args: argparse.Namespace, *, device: str | None = None) ->
 
 
 def check_engine_cache(args: argparse.Namespace) -> None:
-    """With ``--backend onnx`` or ``openvino``: refuse an engine cache that cannot be written, before the model loads.
+    """Refuse an engine cache that cannot be written, before the model loads.
+
+    Only ``--backend onnx`` and ``openvino`` use the cache.
 
     Args:
         args: the parsed options (``--backend``).
@@ -352,8 +354,10 @@ def _with_windows(encoder: Any, args: argparse.Namespace) -> Any:
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Defaults in the help (when there is one), paragraphs wrapped, and text with line breaks (the epilog's examples)
-    kept line by line."""
+    """Help with defaults shown, paragraphs wrapped, and text with line breaks kept line by line.
+
+    A default is shown when there is one and the help does not state it. The epilog's examples keep their lines.
+    """
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         if "\n" in text:

@@ -1,7 +1,8 @@
-"""The row -> paper id table of an index, memory-mapped: no Python list of ids is built when an index opens.
+"""The memory-mapped table from an index's rows to paper ids.
 
-Three ``.npy`` files: ``ids.bytes.npy`` (the ids' UTF-8 bytes, one after another), ``ids.offsets.npy`` (``n + 1``
-int64 offsets into them) and ``ids.order.npy`` (the rows sorted by id, for lookup by binary search).
+No Python list of ids is built when an index opens. Three ``.npy`` files hold it: ``ids.bytes.npy`` (the ids'
+UTF-8 bytes, one after another), ``ids.offsets.npy`` (``n + 1`` int64 offsets into them) and ``ids.order.npy`` (the
+rows sorted by id, for lookup by binary search).
 """
 
 from __future__ import annotations
@@ -53,7 +54,10 @@ class IdTable:
         return int(self.rows_of([paper_id])[0])
 
     def rows_of(self, paper_ids: Sequence[str]) -> np.ndarray:
-        """The rows of ``paper_ids`` (-1 for an id not in the table), found by one binary search of them all."""
+        """The rows of ``paper_ids``, -1 for an id not in the table.
+
+        One binary search finds them all.
+        """
         data, ends = encode_ids([str(paper_id) for paper_id in paper_ids])
         wanted = _keys(data, np.concatenate([[0], ends]))
         low, high = np.zeros(len(wanted), dtype=np.int64), np.full(len(wanted), len(self), dtype=np.int64)
@@ -71,7 +75,9 @@ class IdTable:
 
 
 class IdTableWriter:
-    """The id table of an index written as the ids arrive, block by block: no list of every id is held.
+    """The id table of an index, written block by block as the ids arrive.
+
+    No list of every id is held.
 
     Args:
         folder: the index folder being written.
@@ -135,7 +141,7 @@ class IdTableWriter:
 def refuse_repeated(
     id_bytes: np.ndarray, offsets: np.ndarray, order: np.ndarray, same: np.ndarray, source: str
 ) -> None:
-    """Refuse an id given twice in a table of ``id_bytes`` and ``offsets`` whose rows sorted by id are ``order``.
+    """Refuse an id given twice in an id table.
 
     Args:
         id_bytes: the ids' UTF-8 bytes, one after another.
@@ -168,10 +174,10 @@ def encode_ids(ids: Sequence[str], start: int = 0) -> tuple[np.ndarray, np.ndarr
 
 
 def sorted_rows(id_bytes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows in the byte order of their ids (stable: equal ids keep row order), and which hold the next row's id.
+    """The rows in byte order of their ids, and which repeat the next row's id.
 
-    The rows are sorted by the first :data:`_KEY_BYTES` bytes of their ids. Rows that tie are sorted again by the
-    next bytes, so no id is padded to the longest.
+    The sort is stable: equal ids keep row order. The rows are sorted by the first :data:`_KEY_BYTES` bytes of their
+    ids. Rows that tie are sorted again by the next bytes, so no id is padded to the longest.
 
     Args:
         id_bytes: the ids' UTF-8 bytes, one after another.

@@ -1,4 +1,4 @@
-"""The embed job: papers to embeddings, in shards that survive an interruption and spread over processes.
+"""The embed job: papers to embeddings, in shards that survive interruptions and spread over processes.
 
 Papers are encoded ``shard_size`` at a time. Each finished shard is saved atomically as a Parquet part in
 ``<output>.partial/parts/`` next to a manifest of the run's settings. Shard k belongs to rank ``k mod
@@ -104,7 +104,10 @@ class EmbedReport:
     cached_papers: int = 0
 
     def summary(self) -> str:
-        """One line on what this process did: papers embedded, seconds, papers per second and the output."""
+        """One line on what this process did.
+
+        It names the papers embedded, the seconds, the papers per second and the output.
+        """
         share = (
             f"rank {self.rank} of {self.world_size}: encoded {self.encoded_shards} shard(s), "
             if self.world_size > 1
@@ -139,7 +142,7 @@ def check_output(
     source: str | os.PathLike[str] | None = None,
     option: str = "output",
 ) -> Path:
-    """``output`` as a Path: a file named ``.jsonl`` / ``.npy`` / ``.parquet``, or a folder of Parquet parts.
+    """``output`` as a Path: a ``.jsonl``, ``.npy`` or ``.parquet`` file, or a Parquet folder.
 
     Args:
         output: the output's path (a name without a suffix is a folder of Parquet parts).
@@ -166,7 +169,10 @@ def check_output(
 
 
 def _refuse_holding(output: Path, source: Path, option: str) -> None:
-    """Refuse an output that is the papers' file or a folder holding it (replacing it would delete the papers)."""
+    """Refuse an output that is the papers' file or a folder holding it.
+
+    Replacing it would delete the papers.
+    """
     resolved = source.resolve()
     for path in written_files(output):
         if path.exists() and (path.resolve() == resolved or path.resolve() in resolved.parents):
@@ -363,8 +369,11 @@ def _part(parts: Path, index: int) -> Path:
 
 
 def _open_cache(encoder: Encoder, folder: Path, share: Share) -> EmbeddingCache | None:
-    """The embedding cache of ``encoder`` in ``folder`` (``None`` for an encoder not cached by text), opened by rank 0
-    first. Tasks without a process group open it without compacting it, which they cannot do in turn."""
+    """The embedding cache of ``encoder`` in ``folder``, opened by rank 0 first.
+
+    It is ``None`` for an encoder not cached by text. Tasks without a process group open it without compacting it,
+    which they cannot do in turn.
+    """
     if not caches_by_text(encoder):
         logger.info("%s reads long papers window by window: its vectors are not cached", encoder.name_or_path)
         return None
@@ -416,8 +425,11 @@ def _encode_shards(
 
 
 def _check_part(part: Path, ids: list[str], dim: int | None = None) -> Chunk:
-    """A finished part must hold the shard's ids, in order, with float vectors (of size ``dim``, when given).
-    Anything else is named. Returns its ids and vectors."""
+    """The ids and vectors of a finished part, refused unless they fit the shard.
+
+    The part must hold the shard's ids, in order, with float vectors (of size ``dim``, when given). Anything else is
+    named.
+    """
     try:
         found, vectors = read_embeddings(part)
     except Exception as error:  # pyarrow's errors for a damaged file have no common base below Exception
@@ -515,8 +527,10 @@ def _manifest(encoder: Encoder, papers: Papers | Any, shard_size: int) -> dict[s
 
 
 def _check_partial(folder: Path) -> None:
-    """Refuse an unfinished run's folder whose layout is damaged (a file where a folder belongs, or the reverse),
-    naming what is wrong and the fix."""
+    """Refuse an unfinished run's folder with a damaged layout, naming the fault and the fix.
+
+    A damaged layout has a file where a folder belongs, or the reverse.
+    """
     for path, folder_expected in ((folder, True), (folder / _PARTS, True), (folder / _MANIFEST, False)):
         if (path.exists() or path.is_symlink()) and path.is_dir() != folder_expected:
             kind = "not a folder" if folder_expected else "not a file"
@@ -526,8 +540,10 @@ def _check_partial(folder: Path) -> None:
 
 
 def _check_parts(parts: Path, count: int) -> None:
-    """Refuse a file among the finished parts that is no part of a run of ``count`` shards (it would join a folder
-    output), naming it."""
+    """Refuse a stray file among the finished parts, naming it.
+
+    A stray file is no part of a run of ``count`` shards. It would join a folder output.
+    """
     expected = {_part(parts, index).name for index in range(count)}
     for entry in sorted(parts.iterdir()):
         if entry.name not in expected and not entry.name.startswith("."):  # .name: a part being written

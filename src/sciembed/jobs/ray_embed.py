@@ -76,12 +76,11 @@ def embed_parquet_with_ray(
     num_gpus: float = 0,
     num_blocks: int | None = None,
 ) -> str:
-    """Embed the Parquet papers at ``papers`` (a file or a folder of files) with Ray Data into the new Parquet folder
-    ``output``.
+    """Embed Parquet papers with Ray Data into a new Parquet folder.
 
     Args:
         papers: Parquet with ``paper_id`` and the text columns (``title``, ``abstract``, any the encoder reads): a
-            path or a URL Ray reads (``s3://...``).
+            file or a folder of files, as a path or a URL Ray reads (``s3://...``).
         output: a folder (or URL) that must not exist yet. Ray writes its part files there.
         encoder: a function that loads the encoder, called once per actor.
         concurrency: actors, each holding one encoder.
@@ -184,5 +183,5 @@ def embed_with_ray_tasks(
 
 
 def _plain(value: Any) -> Any:
-    """A Parquet cell as the Python value sciembed's paper records hold (numpy scalars to ``str`` / numbers)."""
+    """A Parquet cell as a paper record's Python value: numpy scalars become ``str`` or numbers."""
     return value.item() if isinstance(value, np.generic) else value
