@@ -1,4 +1,4 @@
-"""Texts tokenized once, kept unpadded, and padded batch by batch as the tokenizer pads a batch.
+"""Texts tokenized once, kept unpadded, and padded batch by batch as the tokenizer would.
 
 :class:`~sciembed.encode.PaperEncoder` measures every text's length to batch texts of similar length. The
 :class:`TokenIds` of that pass keep the token ids too, so no batch is tokenized again: :meth:`TokenIds.padded`
@@ -25,7 +25,7 @@ PaddingSide = Literal["left", "right"]
 
 @dataclass(frozen=True)
 class Padding:
-    """How a tokenizer pads a batch: the value of each input it returns, and the side.
+    """How a tokenizer pads a batch: each input's padding value, and the side.
 
     Args:
         values: the padding value of each input (``input_ids``, ``attention_mask``, ...).

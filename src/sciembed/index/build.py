@@ -57,7 +57,7 @@ _KMEANS_STEPS = 10
 
 @contextlib.contextmanager
 def single_thread() -> Iterator[None]:
-    """faiss on one thread inside the block, so k-means gives the same centroids on every run."""
+    """faiss on one thread inside the block, so k-means gives the same centroids each run."""
     import faiss
 
     threads = faiss.omp_get_max_threads()
@@ -78,7 +78,9 @@ def build_index(
     trained_like: str | os.PathLike[str] | None = None,
     rows: tuple[int, int] | None = None,
 ) -> Path:
-    """Build the index of ``embeddings`` into the folder ``output``, which appears whole or not at all.
+    """Build the index of ``embeddings`` into the folder ``output``.
+
+    The folder appears whole or not at all.
 
     Args:
         embeddings: a ``sciembed embed`` output (``.npy`` + ids, ``.jsonl``, ``.parquet`` or a folder of parts).
@@ -200,7 +202,7 @@ def _check_sizes(kind: IndexKind, source: EmbeddingSource, settings: IndexSettin
 
 
 def staging_folder(output: Path) -> Path:
-    """A new folder beside ``output`` where its next version is written, with the permissions a new folder gets."""
+    """A new folder beside ``output`` for its next version, with a new folder's permissions."""
     output.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=output.parent, prefix=f".{output.name}.building."))
     mask = os.umask(0)
@@ -243,7 +245,10 @@ def _model_stamp(source: EmbeddingSource, model: str | Encoder | None) -> ModelS
 def _first_pass(
     source: EmbeddingSource, staging: Path, sample_rows: np.ndarray, query_rows: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Write the id table block by block (refusing repeated ids) and gather the sample and the held-out queries."""
+    """Write the id table block by block and gather the sample and the held-out queries.
+
+    Repeated ids are refused.
+    """
     table = IdTableWriter(staging, source.count)
     sample = np.empty((len(sample_rows), source.dim), dtype=np.float32)
     queries = np.empty((len(query_rows), source.dim), dtype=np.float32)
@@ -402,7 +407,7 @@ def needs_store(codes: IndexCodes) -> bool:
 
 
 def add_codes(codes: IndexCodes, vectors: np.ndarray, store: NpyRowWriter | None = None) -> None:
-    """Append the unit ``vectors`` to the faiss index of ``codes``, and their int8 codes to ``store`` if given.
+    """Append the unit ``vectors`` to the faiss index, and their int8 codes to any ``store``.
 
     Args:
         codes: the index being built.
@@ -420,9 +425,10 @@ def add_codes(codes: IndexCodes, vectors: np.ndarray, store: NpyRowWriter | None
 
 
 def _add_assigned(index: object, vectors: np.ndarray) -> None:
-    """Add ``vectors`` to the IVF ``index``, each to the cell whose centroid has its largest inner product.
+    """Add ``vectors`` to the IVF ``index``, each to its nearest cell.
 
-    The cells are found by :func:`nearest_rows` (numpy's matrix products), ties by the lower cell.
+    A vector's cell is the one whose centroid has its largest inner product. The cells are found by
+    :func:`nearest_rows` (numpy's matrix products), ties by the lower cell.
     """
     import faiss
     from faiss.contrib.ivf_tools import add_preassigned
@@ -480,7 +486,10 @@ def write_index_file(folder: Path, codes: IndexCodes) -> None:
 
 
 def write_codes(folder: Path, codes: IndexCodes) -> None:
-    """Write the faiss index, the ranges and the mean of ``codes`` into ``folder`` (the store is written apart)."""
+    """Write the faiss index, the ranges and the mean of ``codes`` into ``folder``.
+
+    The store is written apart.
+    """
     write_index_file(folder, codes)
     if codes.ranges is not None:
         np.save(folder / RANGES_FILE, codes.ranges.astype(np.float32))
@@ -489,7 +498,10 @@ def write_codes(folder: Path, codes: IndexCodes) -> None:
 
 
 def _write_report(folder: Path, manifest: Manifest, build_seconds: float, tune_seconds: float) -> None:
-    """The measured report: recall and its lower bound, bytes per paper in RAM and on disk, and timings."""
+    """Write the measured report of a build into ``folder``.
+
+    It holds recall and its lower bound, bytes per paper in RAM and on disk, and timings.
+    """
     report = {
         "kind": manifest.kind,
         "papers": manifest.papers,

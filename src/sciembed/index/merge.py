@@ -1,4 +1,7 @@
-"""Merging index parts that share one training (built with ``trained_like``) into one index folder, on disk."""
+"""Merging index parts that share one training into one index folder, on disk.
+
+The parts are built with ``trained_like``.
+"""
 
 from __future__ import annotations
 

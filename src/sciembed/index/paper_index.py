@@ -162,7 +162,7 @@ class PaperIndex:
         trained_like: PaperIndex | str | os.PathLike[str] | None = None,
         rows: tuple[int, int] | None = None,
     ) -> PaperIndex:
-        """Build the index of a ``sciembed embed`` output block by block, tune it, write it and open it.
+        """Build, tune, write and open the index of a ``sciembed embed`` output, block by block.
 
         Args:
             embeddings: ``.npy`` (+ its ids file), ``.jsonl``, ``.parquet``, or a folder of Parquet parts.
@@ -271,7 +271,9 @@ class PaperIndex:
         return cls.load(merge_indexes(parts, output, overwrite=overwrite))
 
     def check(self) -> None:
-        """Verify the sha256 of every file of the folder (of every part, for shards) against its manifest.
+        """Verify the sha256 of every file of the folder against its manifest.
+
+        A sharded index checks every part.
 
         Raises:
             ValueError: naming the first file whose bytes changed.
@@ -300,7 +302,11 @@ class PaperIndex:
         return ModelStamp.from_dict(self.manifest.model) if self.manifest.model else None
 
     def info(self) -> dict[str, Any]:
-        """Kind, papers, dimension, bytes per paper, the tuned settings, recall and its bound, model and parts."""
+        """What the index is and how it was tuned, as a dict.
+
+        It gives the kind, papers, dimension, bytes per paper, the tuned settings, recall and its bound, the model and
+        the parts.
+        """
         m = self.manifest
         model = self.model
         return {
@@ -395,7 +401,10 @@ class PaperIndex:
         return rows
 
     def _queries(self, queries: Any, ids: Sequence[str] | None, encoder: Encoder | None):
-        """The unit query vectors, a label per query and the row each leaves out (-1 for none)."""
+        """The unit query vectors, a label per query and the row each leaves out.
+
+        The row is -1 for a query that leaves none out.
+        """
         if (queries is None) == (ids is None):
             raise ValueError(
                 "give the queries (vectors, text or paper records) or ids= (papers of the index), one of the two"
@@ -501,7 +510,10 @@ class PaperIndex:
         return AddReport(source.count, len(self), share)
 
     def _write_added_ids(self, source: EmbeddingSource, staging: Path) -> None:
-        """Write the id table of the index and the new papers into ``staging``, refusing ids already indexed."""
+        """Write the id table of the index and the new papers into ``staging``.
+
+        Ids already indexed are refused.
+        """
         table = IdTableWriter(staging, len(self.table) + source.count)
         table.extend(self.table)
         present: list[str] = []

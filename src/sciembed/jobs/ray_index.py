@@ -1,11 +1,12 @@
-"""The paper index built on a Ray cluster (``pip install "sciembed[ray]"``): trained once, parts added by Ray tasks.
+"""The paper index built on a Ray cluster: trained once, parts added by Ray tasks.
 
-:func:`index_with_ray` trains the index once on a seeded sample of the collection, then each of ``parts`` Ray tasks
-indexes its slice of the rows ``trained_like`` that training: part ``p`` holds shard ``p`` of the embed job's split
-with one shard per part (rows ``p * n / parts`` up to the next part's). The parts are merged on disk into one index,
-or kept to be served together (:meth:`~sciembed.index.PaperIndex.load_shards`). Either way a search gives what a
-one-process build ``trained_like`` the same training gives at the same multiplier and probes. The embeddings and the
-output must lie on a file system every node sees. Connect to a cluster (``ray.init(address=...)``) before calling.
+It needs ``pip install "sciembed[ray]"``. :func:`index_with_ray` trains the index once on a seeded sample of the
+collection, then each of ``parts`` Ray tasks indexes its slice of the rows ``trained_like`` that training: part ``p``
+holds shard ``p`` of the embed job's split with one shard per part (rows ``p * n / parts`` up to the next part's).
+The parts are merged on disk into one index, or kept to be served together
+(:meth:`~sciembed.index.PaperIndex.load_shards`). Either way a search gives what a one-process build ``trained_like``
+the same training gives at the same multiplier and probes. The embeddings and the output must lie on a file system
+every node sees. Connect to a cluster (``ray.init(address=...)``) before calling.
 """
 
 from __future__ import annotations
@@ -93,7 +94,10 @@ def index_with_ray(
 
 
 def _training(source, folder: Path, *, kind: str, seed: int, sample_size: int, target: float) -> Path:
-    """An index of a seeded sample of ``source``, whose ranges, mean and quantizers every part reuses."""
+    """An index of a seeded sample of ``source``.
+
+    Every part reuses its ranges, mean and quantizers.
+    """
     rng = np.random.default_rng(seed)
     rows = np.sort(rng.choice(source.count, min(sample_size, source.count), replace=False))
     sample = folder / "sample.npy"
