@@ -8,7 +8,7 @@ from typing import Any
 
 from ..backends import BACKENDS, WEIGHT_QUANTIZATIONS, Backend, WeightQuantization, check_backend
 from ..data.smart import LINK_READINGS
-from ..encode import POOLINGS, Encoder
+from ..encode import CPU_BATCH_SIZE, GPU_BATCH_SIZE, POOLINGS, Encoder
 from ..formats.names import FORMATS
 from ..io import check_input
 
@@ -55,8 +55,7 @@ _OPTIONS: dict[str, tuple[str, dict[str, Any]]] = {
         "--batch-size",
         {
             "type": int,
-            "help": "texts per forward pass (default: 8 on CPU, where smaller batches ran "
-            "fastest in benchmarks/encode_speed.py, 32 on GPU)",
+            "help": f"texts per forward pass (default: {CPU_BATCH_SIZE} on CPU, {GPU_BATCH_SIZE} on GPU)",
         },
     ),
     "device": ("--device", {"help": "cpu, cuda, cuda:1, ... (default: cuda when available, else cpu)"}),
