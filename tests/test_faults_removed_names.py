@@ -80,7 +80,14 @@ def test_an_engine_s_cache_folder_names_the_one_engine_cache(tiny_bert, tmp_path
     assert onnx.engine_cache == tmp_path and encoder.engine_cache is None
 
 
-def test_the_encoder_takes_at_most_13_parameters():
+def test_the_encoder_takes_at_most_12_parameters_and_names_where_precision_went(tiny_bert):
     parameters = inspect.signature(sciembed.PaperEncoder).parameters
-    assert "engine_cache" in parameters and "precision" in parameters  # precision: refused with its new name
-    assert len(parameters) <= 13, list(parameters)
+    assert "engine_cache" in parameters and "precision" not in parameters
+    assert len(parameters) <= 12, list(parameters)
+    message = r"^sciembed.PaperEncoder.precision was removed: use quantization= for the ONNX or OpenVINO weights"
+    with pytest.raises(TypeError, match=message):  # before the (missing) model is looked for
+        sciembed.PaperEncoder.from_pretrained("no-such-model", precision="int8")
+    encoder = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu")
+    with pytest.raises(TypeError, match=message + r".*encode\(precision=\) for the vectors"):
+        sciembed.PaperEncoder(encoder.model, encoder.tokenizer, precision="int8")
+
