@@ -91,3 +91,26 @@ def test_the_encoder_takes_at_most_12_parameters_and_names_where_precision_went(
     with pytest.raises(TypeError, match=message + r".*encode\(precision=\) for the vectors"):
         sciembed.PaperEncoder(encoder.model, encoder.tokenizer, precision="int8")
 
+
+@pytest.mark.parametrize(
+    ("old", "replacement"),
+    [
+        ("pooling", r"embedding=sciembed\.training\.trainers\.PaperEmbedding\(pooling=\.\.\.\)"),
+        ("task_format", r"embedding=sciembed\.training\.trainers\.PaperEmbedding\(task_format=\.\.\.\)"),
+        ("anchor_papers", r"anchoring=sciembed\.training\.trainers\.Anchoring\(papers=\.\.\.\)"),
+        ("anchor_batch_size", r"anchoring=sciembed\.training\.trainers\.Anchoring\(batch_size=\.\.\.\)"),
+    ],
+)
+def test_a_trainer_keyword_moved_into_a_dataclass_names_it(tiny_bert, tmp_path, old, replacement):
+    from transformers import AutoModel, TrainingArguments
+
+    from sciembed.training.trainers import PaperEmbedding, TripletTrainer
+
+    model = AutoModel.from_pretrained(tiny_bert)
+    arguments = TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, save_strategy="no")
+    with pytest.raises(TypeError, match=rf"^sciembed\.training\.trainers\.TripletTrainer\.{old} was removed: use "):
+        TripletTrainer(model, arguments, **{old: None})
+    with pytest.raises(TypeError, match=replacement):
+        TripletTrainer(model, arguments, **{old: None})
+    trainer = TripletTrainer(model, arguments, embedding=PaperEmbedding(pooling="mean"))
+    assert (trainer.pooling, trainer.task_format) == ("mean", "proximity")  # the triplets' format stays the default
