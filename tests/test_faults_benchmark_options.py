@@ -56,6 +56,8 @@ def test_the_python_api_refuses_them_too(tmp_path):
         evaluate(None, "cacm", tmp_path, bogus=1)
     with pytest.raises(TypeError, match="load_tasks\\(\\) got an unexpected keyword argument 'bogus'"):
         load_tasks("cacm", tmp_path, bogus=1)
+    with pytest.raises(TypeError, match=r"load_tasks\(\) does not take cutoffs: .*reading=Reading\(cutoffs="):
+        load_tasks("cacm", tmp_path, cutoffs=[10])
 
 
 @pytest.mark.parametrize(

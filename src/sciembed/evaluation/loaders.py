@@ -36,6 +36,10 @@ __all__ = [
 ]
 
 
+#: What :class:`~.benchmarks.Reading` holds that scoring applies, not reading, and where to give it.
+SCORING_ONLY = {"cutoffs": "the rank cut-offs are scored by evaluate(model, suite, reading=Reading(cutoffs=...))"}
+
+
 def load_tasks(
     benchmark: str,
     data: str | os.PathLike[str] | None,
@@ -73,6 +77,8 @@ def load_tasks(
     chosen = benchmark_named(benchmark)
     chosen.refuse_named_options("load_tasks", removed)
     for name in removed:
+        if name in SCORING_ONLY:
+            raise TypeError(f"load_tasks() does not take {name}: {SCORING_ONLY[name]}")
         raise TypeError(f"load_tasks() got an unexpected keyword argument {name!r}")
     options = chosen.checked_options(options)
     reading = Reading(
