@@ -25,7 +25,7 @@ from sciembed.training.collators import TripletCollator
 from sciembed.training.examples import CitationFiles, read_citation_source, split_queries, triplet_dataset
 from sciembed.training.recipes import LOSSES
 from sciembed.training.run import EVALUATION_FILE, resolved_settings, save_trained
-from sciembed.training.trainers import TripletTrainer
+from sciembed.training.trainers import PaperEmbedding, TripletTrainer
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,9 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         model,
         TrainingArguments(str(args.output), remove_unused_columns=False, **training),
         loss=getattr(losses, LOSSES[loss.pop("name")])(**loss),
-        pooling=embedding["pooling"],
-        normalize=embedding["normalize"],
-        max_length=embedding["max_length"],
+        embedding=PaperEmbedding(embedding["pooling"], embedding["normalize"], max_length=embedding["max_length"]),
         weight_average=settings["model"].get("weight_average", 1.0),
         train_dataset=triplets,
         data_collator=TripletCollator(tokenizer, embedding["max_length"] or min(tokenizer.model_max_length, 512)),

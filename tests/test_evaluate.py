@@ -397,7 +397,7 @@ def test_scirepeval_tasks_use_their_formats(control_code_encoder, scirepeval_sou
     assert "mesh" in report.missing and "trec_covid" in report.missing
 
     # Search: queries in the query format, candidates in the proximity format, −L2, pytrec_eval nDCG.
-    search = load_tasks("scirepeval", meta_dir, test_data=str(test_dir), tasks=["search"]).tasks[0]
+    search = load_tasks("scirepeval", meta_dir, SciRepEvalOptions(test_data=str(test_dir)), tasks=["search"]).tasks[0]
     sep = control_code_encoder.sep_token
     query_vectors = control_code_encoder.with_format("adhoc_query").encode(
         list(search.queries.values()), show_progress_bar=False

@@ -140,7 +140,7 @@ def test_label_rows_naming_missing_papers_are_refused_or_skipped(tiny_encoder, p
     with pytest.raises(
         InvalidPaperError, match=r"labels.csv, line 32 \(paper_id 'ghost'\): paper_id not in papers.jsonl"
     ):
-        load_tasks("classification", labels, papers=papers_file)
+        load_tasks("classification", labels, ClassificationOptions(papers=papers_file))
     report = evaluate(
         tiny_encoder,
         "classification",
@@ -160,8 +160,15 @@ def test_label_rows_naming_missing_papers_are_refused_or_skipped(tiny_encoder, p
     with pytest.raises(
         ValueError, match=r"single.csv, line 32 \(paper_id 'd40'\): label 'biology' has a single paper"
     ):
-        load_tasks("classification", single, papers=papers_file)
-    assert len(load_tasks("classification", single, papers=papers_file, skip_invalid=True).tasks[0].documents) == 30
+        load_tasks("classification", single, ClassificationOptions(papers=papers_file))
+    assert (
+        len(
+            load_tasks("classification", single, ClassificationOptions(papers=papers_file), skip_invalid=True)
+            .tasks[0]
+            .documents
+        )
+        == 30
+    )
 
 
 @pytest.mark.parametrize(
@@ -220,7 +227,7 @@ def test_qrels_with_paper_queries_rank_every_paper_as_pytrec_eval_scores_them(ti
         "# query 0 document relevance\n"
         + "".join(f"{q} 0 {d} {r}\n" for q, ds in qrels.items() for d, r in ds.items())
     )
-    (task,) = load_tasks("retrieval", path, papers=papers_file).tasks
+    (task,) = load_tasks("retrieval", path, RetrievalOptions(papers=papers_file)).tasks
     assert task.query_format is None and task.document_format == "proximity"  # query papers are embedded as papers
     # The same run scored by the task and by pytrec_eval: random vectors, so that no two scores are near a tie.
     vectors = {f"d{i}": v for i, v in enumerate(rng.standard_normal((60, 16)).astype(np.float32))}
@@ -313,7 +320,9 @@ def test_qrels_with_a_queries_file_search_every_paper(tiny_encoder, papers_file,
     qrels = {q: {f"d{3 * i}": 1, f"d{3 * i + 1}": 2} for i, q in enumerate(queries)}
     path = tmp_path / "qrels.csv"
     path.write_text("".join(f"{q},{d},{r}\n" for q, ds in qrels.items() for d, r in ds.items()))
-    (task,) = load_tasks("retrieval", path, papers=papers_file, queries=tmp_path / "queries.jsonl").tasks
+    (task,) = load_tasks(
+        "retrieval", path, RetrievalOptions(papers=papers_file, queries=tmp_path / "queries.jsonl")
+    ).tasks
     assert task.kind == "search" and task.query_format == "adhoc_query" and task.queries == queries
     rng = np.random.default_rng(2)
     vectors = {f"d{i}": v for i, v in enumerate(rng.standard_normal((60, 16)).astype(np.float32))}
@@ -387,10 +396,10 @@ def test_a_facet_query_naming_an_unknown_paper_or_no_facet_is_refused(papers_fil
     lines = queries.read_text().splitlines()
     queries.write_text("\n".join([*lines[:4], lines[4].replace('"paper_id": "d1"', '"paper_id": "x9"'), *lines[5:]]))
     with pytest.raises(ValueError, match=r"queries.jsonl, line 5 \(query 'd1-method'\): paper_id 'x9' is not in"):
-        load_tasks("retrieval", qrels, papers=papers_file, queries=queries)
+        load_tasks("retrieval", qrels, RetrievalOptions(papers=papers_file, queries=queries))
     queries.write_text("\n".join([*lines[:2], lines[2].replace(', "facet": "result"', ""), *lines[3:]]))
     with pytest.raises(ValueError, match=r"line 3 \(query 'd0-result'\): no facet, while line 1 names one"):
-        load_tasks("retrieval", qrels, papers=papers_file, queries=queries)
+        load_tasks("retrieval", qrels, RetrievalOptions(papers=papers_file, queries=queries))
 
 
 @pytest.mark.parametrize(
@@ -451,11 +460,11 @@ def test_qrels_errors_name_the_file_line_and_id(papers_file, tmp_path, caplog):
     path = tmp_path / "qrels.txt"
     path.write_text("d1 0 d2 1\nd1 0 ghost 1\nnobody 0 d3 1\n")
     with pytest.raises(InvalidPaperError) as error:
-        load_tasks("retrieval", path, papers=papers_file)
+        load_tasks("retrieval", path, RetrievalOptions(papers=papers_file))
     assert str(error.value).startswith("2 judgement(s) naming unknown ids:\n")
     assert "qrels.txt, line 2 (document id 'ghost'): not in papers.jsonl" in str(error.value)
     assert "qrels.txt, line 3 (query id 'nobody'): not in papers.jsonl" in str(error.value)
-    suite = load_tasks("retrieval", path, papers=papers_file, skip_invalid=True)
+    suite = load_tasks("retrieval", path, RetrievalOptions(papers=papers_file), skip_invalid=True)
     assert len(suite.skipped) == 2 and suite.tasks[0].qrels == {"d1": {"d2": 1}}
     for text, message in (
         ("d1 0 d2 1\nd1 0 d3 x\n", r"line 2: relevance must be an integer, got 'x'"),

@@ -17,6 +17,7 @@ import pytest
 
 from sciembed.cli import main
 from sciembed.evaluation import evaluate, load_tasks
+from sciembed.evaluation.benchmarks import SciDocsOptions
 
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "sciembed"
 SCRIPTS = Path(__file__).resolve().parents[1] / "datasets_scripts"
@@ -50,9 +51,29 @@ def test_the_python_api_refuses_them_too(tmp_path):
     with pytest.raises(ValueError, match="--queries: not for --benchmark classification"):
         load_tasks("classification", tmp_path / "labels.csv", papers="papers.jsonl", queries="queries.jsonl")
     with pytest.raises(ValueError, match="--proximity-similarity 'cos': one of l2, min_facet_l2"):
-        load_tasks("scidocs", tmp_path, proximity_similarity="cos")
+        load_tasks("scidocs", tmp_path, SciDocsOptions(proximity_similarity="cos"))
     with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
         evaluate(None, "cacm", tmp_path, bogus=1)
+    with pytest.raises(TypeError, match="load_tasks\\(\\) got an unexpected keyword argument 'bogus'"):
+        load_tasks("cacm", tmp_path, bogus=1)
+    with pytest.raises(TypeError, match=r"load_tasks\(\) does not take cutoffs: .*reading=Reading\(cutoffs="):
+        load_tasks("cacm", tmp_path, cutoffs=[10])
+
+
+@pytest.mark.parametrize(
+    ("benchmark", "given", "dataclass"),
+    [
+        ("retrieval", {"papers": "papers.jsonl"}, "RetrievalOptions"),
+        ("classification", {"test_size": 0.3}, "ClassificationOptions"),
+        ("scirepeval", {"few_shot": False}, "SciRepEvalOptions"),
+        ("scidocs", {"proximity_similarity": "l2"}, "SciDocsOptions"),
+    ],
+)
+def test_load_tasks_takes_a_benchmark_s_options_only_as_its_dataclass(tmp_path, benchmark, given, dataclass):
+    (name,) = given
+    message = rf"^load_tasks\(\) takes {name} inside another argument: options=sciembed\.evaluation\.benchmarks\."
+    with pytest.raises(TypeError, match=message + rf"{dataclass}\({name}=\.\.\.\)$"):  # before the data is read
+        load_tasks(benchmark, tmp_path / "absent", **given)
 
 
 def test_every_benchmark_keeps_its_facts_in_its_own_module():

@@ -19,6 +19,7 @@ from sciembed.data.beir import read_beir
 from sciembed.data.scidocs_recomm import Click, SciDocsRecomm
 from sciembed.data.smart import read_smart_qrels
 from sciembed.evaluation import load_tasks
+from sciembed.evaluation.benchmarks import RetrievalOptions
 from sciembed.evaluation.custom import read_qrels
 from sciembed.evaluation.recommendation import evaluate_recommendations
 from sciembed.evaluation.tasks import ProximityTask
@@ -82,7 +83,9 @@ def test_swapped_columns_with_a_queries_file_are_named_not_called_unknown_ids(tm
     assert _evaluate("--data", qrels, "--papers", papers, "--queries", queries) == 2
     assert "qrels.txt: the query and document columns look swapped: 8 of 8 judgements" in caplog.text
     assert "--skip-invalid" not in caplog.text
-    (task,) = load_tasks("retrieval", qrels, papers=papers, queries=queries, qrels_columns="document-query").tasks
+    (task,) = load_tasks(
+        "retrieval", qrels, RetrievalOptions(papers=papers, queries=queries, qrels_columns="document-query")
+    ).tasks
     assert task.qrels == {f"q{i}": {f"d{2 * i}": 1, f"d{2 * i + 1}": 1} for i in range(4)}
 
 
@@ -133,9 +136,9 @@ def test_swapped_columns_of_every_size_and_grading_are_refused(tmp_path, queries
     path = tmp_path / "swapped.qrels"
     path.write_text("".join(f"{d} 0 {q} {r}\n" for q, d, r in rows))
     with pytest.raises(ValueError, match=r"swapped\.qrels: the query and document columns look swapped"):
-        load_tasks("retrieval", path, papers=papers)
+        load_tasks("retrieval", path, RetrievalOptions(papers=papers))
     path.write_text("".join(f"{q} 0 {d} {r}\n" for q, d, r in rows))
-    assert len(load_tasks("retrieval", path, papers=papers).tasks[0].qrels) == queries
+    assert len(load_tasks("retrieval", path, RetrievalOptions(papers=papers)).tasks[0].qrels) == queries
 
 
 @pytest.mark.parametrize(
@@ -154,7 +157,7 @@ def test_small_files_read_backwards_are_refused_before_the_model_loads(tmp_path,
     assert _evaluate("--data", path, "--papers", papers, "--model", tmp_path / "no-model") == 2
     assert "small.qrels: the query and document columns look swapped" in caplog.text
     path.write_text("".join(f"{q} 0 {d} {r}\n" for q, d, r in rows))
-    assert len(load_tasks("retrieval", path, papers=papers).tasks[0].qrels) == 2
+    assert len(load_tasks("retrieval", path, RetrievalOptions(papers=papers)).tasks[0].qrels) == 2
 
 
 @pytest.mark.parametrize(
@@ -171,7 +174,9 @@ def test_small_files_read_backwards_are_refused_before_the_model_loads(tmp_path,
 def test_small_legitimate_files_are_read_as_written(tmp_path, pairs):
     papers, path = _papers(tmp_path / "papers.jsonl"), tmp_path / "small.qrels"
     path.write_text("".join(f"d{q} 0 d{d} 1\n" for q, d in pairs))
-    assert set(load_tasks("retrieval", path, papers=papers).tasks[0].qrels) == {f"d{q}" for q, _ in pairs}
+    assert set(load_tasks("retrieval", path, RetrievalOptions(papers=papers)).tasks[0].qrels) == {
+        f"d{q}" for q, _ in pairs
+    }
 
 
 def test_a_relevance_column_holding_document_ids_is_refused(tmp_path, caplog):
@@ -182,7 +187,7 @@ def test_a_relevance_column_holding_document_ids_is_refused(tmp_path, caplog):
     assert _evaluate("--data", path, "--papers", papers, "--model", tmp_path / "no-model") == 2
     assert "qrels.tsv: the relevance column holds document ids: 9 of 9 relevance values are ids" in caplog.text
     path.write_text("".join(f"{q}\t{20 + 3 * q + k}\t{k % 2}\n" for q in range(3) for k in range(3)))
-    assert len(load_tasks("retrieval", path, papers=papers).tasks[0].qrels) == 3
+    assert len(load_tasks("retrieval", path, RetrievalOptions(papers=papers)).tasks[0].qrels) == 3
 
 
 @pytest.mark.parametrize("grade", ["1_0", "+1", "\u0661"])
@@ -207,10 +212,10 @@ def test_legitimate_shapes_are_not_called_swapped(tmp_path):
     papers = _papers(tmp_path / "papers.jsonl")
     known_item = tmp_path / "known.qrels"  # every query judged once, against documents many and distinct
     known_item.write_text("".join(f"d{i} 0 d{i + 30} 1\n" for i in range(30)))
-    assert len(load_tasks("retrieval", known_item, papers=papers).tasks[0].qrels) == 30
+    assert len(load_tasks("retrieval", known_item, RetrievalOptions(papers=papers)).tasks[0].qrels) == 30
     pool = tmp_path / "pool.qrels"  # ten query papers re-ranking one pool of eight, each with a relevant paper
     pool.write_text("".join(f"d{q} 0 d{50 + d} {int(d == q % 8)}\n" for q in range(10) for d in range(8)))
-    assert len(load_tasks("retrieval", pool, papers=papers).tasks[0].qrels) == 10
+    assert len(load_tasks("retrieval", pool, RetrievalOptions(papers=papers)).tasks[0].qrels) == 10
     cacm = load_tasks("cacm", shared_data("cacm"), tasks=["search"], skip_invalid=True)  # SMART's qrels.text
     assert len(cacm.tasks[0].qrels) == 52
 
@@ -275,7 +280,7 @@ def test_a_query_paper_is_never_its_own_candidate(tmp_path, caplog, candidates):
     vectors = {f"d{i}": v for i, v in enumerate(np.random.default_rng(1).standard_normal((60, 8)).astype(np.float32))}
 
     def scored(path):
-        (task,) = load_tasks("retrieval", path, papers=papers, candidates=candidates).tasks
+        (task,) = load_tasks("retrieval", path, RetrievalOptions(papers=papers, candidates=candidates)).tasks
         return task.evaluate(vectors, {q: vectors[q] for q in task.queries})
 
     expected, result = scored(plain), scored(with_self)

@@ -80,7 +80,37 @@ def test_an_engine_s_cache_folder_names_the_one_engine_cache(tiny_bert, tmp_path
     assert onnx.engine_cache == tmp_path and encoder.engine_cache is None
 
 
-def test_the_encoder_takes_at_most_13_parameters():
+def test_the_encoder_takes_at_most_12_parameters_and_names_where_precision_went(tiny_bert):
     parameters = inspect.signature(sciembed.PaperEncoder).parameters
-    assert "engine_cache" in parameters and "precision" in parameters  # precision: refused with its new name
-    assert len(parameters) <= 13, list(parameters)
+    assert "engine_cache" in parameters and "precision" not in parameters
+    assert len(parameters) <= 12, list(parameters)
+    message = r"^sciembed.PaperEncoder.precision was removed: use quantization= for the ONNX or OpenVINO weights"
+    with pytest.raises(TypeError, match=message):  # before the (missing) model is looked for
+        sciembed.PaperEncoder.from_pretrained("no-such-model", precision="int8")
+    encoder = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu")
+    with pytest.raises(TypeError, match=message + r".*encode\(precision=\) for the vectors"):
+        sciembed.PaperEncoder(encoder.model, encoder.tokenizer, precision="int8")
+
+
+@pytest.mark.parametrize(
+    ("old", "replacement"),
+    [
+        ("pooling", r"embedding=sciembed\.training\.trainers\.PaperEmbedding\(pooling=\.\.\.\)"),
+        ("task_format", r"embedding=sciembed\.training\.trainers\.PaperEmbedding\(task_format=\.\.\.\)"),
+        ("anchor_papers", r"anchoring=sciembed\.training\.trainers\.Anchoring\(papers=\.\.\.\)"),
+        ("anchor_batch_size", r"anchoring=sciembed\.training\.trainers\.Anchoring\(batch_size=\.\.\.\)"),
+    ],
+)
+def test_a_trainer_keyword_moved_into_a_dataclass_names_it(tiny_bert, tmp_path, old, replacement):
+    from transformers import AutoModel, TrainingArguments
+
+    from sciembed.training.trainers import PaperEmbedding, TripletTrainer
+
+    model = AutoModel.from_pretrained(tiny_bert)
+    arguments = TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, save_strategy="no")
+    with pytest.raises(TypeError, match=rf"^sciembed\.training\.trainers\.TripletTrainer\.{old} was removed: use "):
+        TripletTrainer(model, arguments, **{old: None})
+    with pytest.raises(TypeError, match=replacement):
+        TripletTrainer(model, arguments, **{old: None})
+    trainer = TripletTrainer(model, arguments, embedding=PaperEmbedding(pooling="mean"))
+    assert (trainer.pooling, trainer.task_format) == ("mean", "proximity")  # the triplets' format stays the default

@@ -217,7 +217,9 @@ def test_the_top_level_functions_load_a_model_once(tiny_bert, monkeypatch):
 
 
 def test_the_old_precision_spelling_names_the_new_one(tiny_bert, tiny_encoder, tmp_path):
-    with pytest.raises(ValueError, match=r"quantization= \(--onnx-quantization fp32 or int8\)"):
+    with pytest.raises(
+        TypeError, match=r"quantization= for the ONNX or OpenVINO weights \(--onnx-quantization fp32 or"
+    ):
         PaperEncoder.from_pretrained(tiny_bert, precision="int8")
     with pytest.raises(ValueError, match="quantization= \\(--onnx-quantization\\)"):
         sciembed.encode(tiny_encoder, "graph", precision="fp32")

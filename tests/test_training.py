@@ -142,14 +142,14 @@ def test_training_embeds_papers_as_encode_does(tiny_bert, tmp_path):
 
     import sciembed
     from sciembed.training.collators import TripletCollator
-    from sciembed.training.trainers import TripletTrainer
+    from sciembed.training.trainers import PaperEmbedding, TripletTrainer
 
     model, tokenizer = AutoModel.from_pretrained(tiny_bert), AutoTokenizer.from_pretrained(tiny_bert)
     for pooling in ("cls", "mean"):
         trainer = TripletTrainer(
             model,
             tiny_args(tmp_path),
-            pooling=pooling,
+            embedding=PaperEmbedding(pooling=pooling),
             train_dataset=triplet_rows(2),
             data_collator=TripletCollator(tokenizer, 64),
             processing_class=tokenizer,

@@ -429,6 +429,12 @@ class Encoder(ABC):
 ENGINE_CACHE = "engine_cache=, the one folder holding onnx/ and openvino/"
 #: The removed cache keywords of :class:`PaperEncoder` and what replaces them.
 MOVED_ENGINE_CACHES = {"onnx_cache": ENGINE_CACHE, "openvino_cache": ENGINE_CACHE}
+#: The keywords :class:`PaperEncoder` refuses and what replaces them: the weights' precision is ``quantization``.
+MOVED_ENCODER_KEYWORDS = {
+    **MOVED_ENGINE_CACHES,
+    "precision": "quantization= for the ONNX or OpenVINO weights (--onnx-quantization fp32 or int8), "
+    "encode(precision=) for the vectors' precision (float32, int8, uint8, binary, ubinary)",
+}
 
 
 class PaperEncoder(Encoder):
@@ -461,10 +467,9 @@ class PaperEncoder(Encoder):
             vectors' own precision is :meth:`encode`'s ``precision``.
         engine_cache: the folder holding the ONNX exports (``onnx/``) and OpenVINO models (``openvino/``). Defaults
             to :func:`sciembed.io.default_cache_dir`.
-        precision: not taken here. Refused with the name of ``quantization``, its name for the ONNX weights.
     """
 
-    @removed_keywords("sciembed.PaperEncoder", MOVED_ENGINE_CACHES)
+    @removed_keywords("sciembed.PaperEncoder", MOVED_ENCODER_KEYWORDS)
     def __init__(
         self,
         model: PreTrainedModel | SentenceTransformer,
@@ -480,11 +485,9 @@ class PaperEncoder(Encoder):
         backend: Backend | str = Backend.PYTORCH,
         quantization: WeightQuantization | str = WeightQuantization.FP32,
         engine_cache: str | os.PathLike[str] | None = None,
-        precision: Any = None,
     ):
         import torch
 
-        refuse_weight_precision(precision)
         backend = check_backend(backend, quantization, device)
         pytorch = backend is Backend.PYTORCH
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() and pytorch else "cpu"))
@@ -582,7 +585,7 @@ class PaperEncoder(Encoder):
         A local folder with format adapters or PALs saved next to its base gets them attached
         (:func:`sciembed.formats.load_format_modules`).
         """
-        refuse_removed_keywords("sciembed.PaperEncoder", kwargs, MOVED_ENGINE_CACHES)  # before loading
+        refuse_removed_keywords("sciembed.PaperEncoder", kwargs, MOVED_ENCODER_KEYWORDS)  # before loading
         check_backend(kwargs.get("backend", "pytorch"), kwargs.get("quantization", "fp32"), device)
         given = str(name_or_path) if name_or_path is not None else default_model_path()
         name, resolved = resolve_model(
@@ -1399,23 +1402,6 @@ def refuse_encoder_options(function: str, given: Mapping[str, Any], *, moved: Ma
         raise TypeError(
             f"{function}() no longer takes {name}=; load the model with "
             f"sciembed.Encoder.from_pretrained(name, {setting}) and pass it"
-        )
-
-
-def refuse_weight_precision(precision: Any) -> None:
-    """Refuse a ``precision`` among loading options, where the weights' precision is ``quantization``.
-
-    Args:
-        precision: what was given (``None``: nothing).
-
-    Raises:
-        ValueError: naming ``quantization`` and ``encode``'s ``precision``.
-    """
-    if precision is not None:
-        raise ValueError(
-            f"precision={precision!r} is not a loading option: the ONNX model's weights are quantization= "
-            "(--onnx-quantization fp32 or int8); the vectors' precision (float32, int8, uint8, binary, ubinary) is "
-            "an option of encode"
         )
 
 

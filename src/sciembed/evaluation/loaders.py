@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .benchmarks import Reading, benchmark_named
+from .benchmarks import BenchmarkOptions, Reading, benchmark_named
 from .benchmarks.base import papers_named, qrels_of
 from .benchmarks.cacm import cacm_category_task, cacm_cite_task, cite_task
 from .benchmarks.scidocs import SCIDOCS_NAMES
@@ -36,22 +36,26 @@ __all__ = [
 ]
 
 
+#: What :class:`~.benchmarks.Reading` holds that scoring applies, not reading, and where to give it.
+SCORING_ONLY = {"cutoffs": "the rank cut-offs are scored by evaluate(model, suite, reading=Reading(cutoffs=...))"}
+
+
 def load_tasks(
     benchmark: str,
     data: str | os.PathLike[str] | None,
-    options: Any = None,
+    options: BenchmarkOptions | None = None,
     *,
     tasks: Sequence[str] | None = None,
     split: str = "test",
     skip_invalid: bool = False,
     seed: int | None = None,
     text_fields: Sequence[str] | None = None,
-    **given: Any,
+    **removed: Any,
 ) -> TaskSuite | MtebSuite:
     """Read a benchmark and build its tasks.
 
-    A benchmark's own options come as its options dataclass (``options``) or as keywords (``**given``), which build
-    it: ``load_tasks("retrieval", "qrels.txt", papers="papers.jsonl")``.
+    A benchmark's own options come only as its options dataclass:
+    ``load_tasks("retrieval", "qrels.txt", RetrievalOptions(papers="papers.jsonl"))``.
 
     Args:
         benchmark: one of :data:`~.benchmarks.BENCHMARK_NAMES`.
@@ -61,19 +65,21 @@ def load_tasks(
         split: the judged split to score (``test``, or ``val`` to tune).
         skip_invalid: leave out rows naming papers without metadata (counted and reported) instead of failing.
         seed: the seed of what is sampled or trained here (default: each benchmark's own).
-        text_fields: the fields a papers file is checked for (``classification`` / ``retrieval``; default: title
+        text_fields: the fields a papers file is checked for (``classification`` / ``retrieval``, default: title
             and abstract).
-        **given: the benchmark's own options by name (see its options dataclass).
+        removed: refused before anything is read. A benchmark option given by name names its dataclass.
 
     Raises:
         ValueError: an unknown benchmark, or an option of another benchmark (the benchmark and option named).
-        TypeError: an option no benchmark takes, or options of another benchmark's dataclass.
+        TypeError: a benchmark option given by name (naming the dataclass field it goes in), any other keyword, or
+            options of another benchmark's dataclass.
     """
     chosen = benchmark_named(benchmark)
-    if options is None:
-        options = chosen.options(given)
-    elif given:
-        raise TypeError(f"give {chosen.name}'s options as options= or as keywords, not both: {', '.join(given)}")
+    chosen.refuse_named_options("load_tasks", removed)
+    for name in removed:
+        if name in SCORING_ONLY:
+            raise TypeError(f"load_tasks() does not take {name}: {SCORING_ONLY[name]}")
+        raise TypeError(f"load_tasks() got an unexpected keyword argument {name!r}")
     options = chosen.checked_options(options)
     reading = Reading(
         tasks=tasks or None, split=split, skip_invalid=skip_invalid, seed=seed, text_fields=text_fields or None

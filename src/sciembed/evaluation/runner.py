@@ -26,7 +26,7 @@ from ..data.papers import TEXT_FIELDS, text_field_names
 from ..encode import Encoder, ModelArgument, PaperEncoder, refuse_encoder_options, resolve_encoder
 from ..io import atomic_path, default_cache_dir, ids_path, input_digests, vectors_of
 from ..logs import progress_enabled
-from .benchmarks import Benchmark, BenchmarkOptions, Reading, Scoring, benchmark_named, option_flags
+from .benchmarks import Benchmark, BenchmarkOptions, Reading, Scoring, benchmark_named
 from .benchmarks.base import Similarity
 from .cache import EmbeddingCache
 from .loaders import TaskSuite
@@ -231,13 +231,10 @@ def _refuse_keywords(benchmark: Benchmark, given: Mapping[str, Any]) -> None:
     """Refuse options given by name: another benchmark's (ValueError), or where each one goes now (TypeError)."""
     if not given:
         return
-    takers = option_flags()
-    benchmark.options({name: value for name, value in given.items() if name in takers})
+    benchmark.refuse_named_options("evaluate", given)
     moved = {
         name: f"reading=sciembed.evaluation.benchmarks.Reading({name}=...)" for name in Reading.__dataclass_fields__
     }
-    own = benchmark.Options.__name__
-    moved |= {name: f"options=sciembed.evaluation.benchmarks.{own}({name}=...)" for name in takers}
     refuse_encoder_options("evaluate", given, moved=moved)
 
 

@@ -1,7 +1,8 @@
 """Training: the papers' losses, ``transformers.Trainer`` subclasses, their data and recipes.
 
 - :mod:`.losses`: one ``nn.Module`` per paper's loss.
-- :mod:`.trainers`: ``TripletTrainer``, ``PairTrainer``, ``MultiTaskTrainer``, ``PaperClassificationTrainer``.
+- :mod:`.trainers`: ``TripletTrainer``, ``PairTrainer``, ``MultiTaskTrainer``, ``PaperClassificationTrainer``, and
+  their settings ``PaperEmbedding`` and ``Anchoring``.
 - :mod:`.examples` and :mod:`.collators`: training examples from the data layer and their model inputs.
 - :mod:`.task_batches`: task-heterogeneous batches (the multi-task sampler).
 - :mod:`.objectives`: one class per objective (its examples, model, loss, collator and trainer).
@@ -21,6 +22,8 @@ _LAZY = {
     "PairTrainer": "trainers",
     "MultiTaskTrainer": "trainers",
     "PaperClassificationTrainer": "trainers",
+    "PaperEmbedding": "trainers",
+    "Anchoring": "trainers",
     "RECIPES": "recipes",
     "Recipe": "recipes",
     "Departure": "recipes",

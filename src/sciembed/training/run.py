@@ -77,6 +77,7 @@ def prepare(
     from ..default_model import default_model_path
     from ..encode import check_max_length, default_max_length, position_limit
     from ..families import register_families
+    from .trainers import PaperEmbedding
 
     recipe = get_recipe(recipe) if isinstance(recipe, str) else recipe
     recipe, overrides = _dense_variant(recipe, overrides)
@@ -148,18 +149,22 @@ def prepare(
     args = TrainingArguments(output_dir=str(output_dir), remove_unused_columns=False, **training)
     options = objective.trainer_options(typed, model, examples)
     loss = objective.loss(typed, model, examples)
+    paper_embedding = PaperEmbedding(
+        pooling=settings["embedding"]["pooling"],
+        normalize=settings["embedding"]["normalize"],
+        domain=objective.domain(typed),
+        max_length=max_length,
+    )
     trainer = objective.trainer(
         model,
         args,
         loss=loss,
-        max_length=max_length,
+        embedding=paper_embedding,
         train_dataset=examples.train,
         eval_dataset=examples.evaluation,
         data_collator=objective.collator(tokenizer, training_length, model, examples),
         processing_class=tokenizer,
         weight_average=typed.model.weight_average,
-        pooling=settings["embedding"]["pooling"],
-        normalize=settings["embedding"]["normalize"],
         **options,
     )
     counts = {

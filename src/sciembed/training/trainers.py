@@ -24,7 +24,8 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -39,6 +40,7 @@ from ..evaluation.runner import evaluate_suite
 from ..families import family_of
 from ..formats import activate_format, model_formats
 from ..formats.adapters import fusion_regularization_loss, trainable_base_parameters
+from ..removed import refuse_removed_keywords
 from .collators import PaperCollator
 from .losses import (
     Multi2SPELoss,
@@ -72,6 +74,62 @@ def average_weights(model: nn.Module, starting: dict[str, torch.Tensor], share: 
             value.mul_(share).add_(start.to(value.device, value.dtype), alpha=1.0 - share)
 
 
+@dataclass(frozen=True)
+class PaperEmbedding:
+    """How a trainer embeds a paper, in the loss and in evaluation.
+
+    Attributes:
+        pooling: ``cls`` or ``mean`` for a plain encoder (default: :func:`~sciembed.encode.default_pooling`).
+        normalize: L2-normalise the paper embeddings.
+        domain: the domain a mixture-of-experts model with enforced routing is evaluated in.
+        task_format: the format a multi-format model (control codes, format adapters, PALs) embeds papers in.
+            Unset: the trainer's own (``proximity`` for :class:`TripletTrainer`), else the model's default.
+            Ignored by single-format models.
+        max_length: tokens per text when evaluating (default: the model's limit).
+    """
+
+    pooling: Literal["cls", "mean"] | None = None
+    normalize: bool = False
+    domain: str | None = None
+    task_format: str | None = None
+    max_length: int | None = None
+
+
+@dataclass(frozen=True)
+class Anchoring:
+    """Papers outside the training data whose relations training keeps.
+
+    Each training step of the triplet, pair and multi-task objectives adds ``loss`` on ``batch_size`` of the papers,
+    drawn afresh each step. Their targets are their embeddings by the model as the Trainer was built (computed then
+    in evaluation mode and tokenized by the ``data_collator``). The anchor batch is embedded in evaluation mode too,
+    so the term is zero at step 0. A multi-format model keeps them in the trainer's format. Training several
+    (:class:`MultiTaskTrainer`), it keeps them in each of its formats in turn, one per anchor batch. One process
+    only: refused under DDP.
+
+    Attributes:
+        papers: the anchor paper records (e.g. other fields' papers).
+        loss: the anchoring term.
+        batch_size: anchor papers per training step (and per gradient-accumulation micro-batch).
+    """
+
+    papers: Sequence[Mapping[str, Any]]
+    loss: RelationalAnchorLoss
+    batch_size: int = 16
+
+
+#: The keywords :class:`EmbeddingTrainer` took one by one and the dataclass that now holds each.
+MOVED_TRAINER_KEYWORDS = {
+    **{
+        name: f"embedding=sciembed.training.trainers.PaperEmbedding({name}=...)"
+        for name in ("pooling", "normalize", "domain", "task_format", "max_length")
+    },
+    **{
+        f"anchor_{name}": f"anchoring=sciembed.training.trainers.Anchoring({name}=...)"
+        for name in ("papers", "loss", "batch_size")
+    },
+}
+
+
 class EmbeddingTrainer(Trainer):
     """The shared part of sciembed's trainers: embedding, trainable losses and task evaluation.
 
@@ -79,12 +137,8 @@ class EmbeddingTrainer(Trainer):
         model: the encoder being trained (a transformers model, any sciembed family).
         args: ``TrainingArguments``.
         loss: the loss module.
-        pooling: ``cls`` or ``mean`` for a plain encoder (default: :func:`~sciembed.encode.default_pooling`).
-        normalize: L2-normalise the paper embeddings (in the loss and in evaluation).
-        domain: the domain a mixture-of-experts model with enforced routing is evaluated in.
-        task_format: the format a multi-format model (control codes, format adapters, PALs) embeds
-            papers in (e.g. ``proximity`` for citation triplets). Ignored by single-format models.
-        max_length: tokens per text when evaluating (default: the model's limit).
+        embedding: how papers are embedded (:class:`PaperEmbedding`: pooling, normalize, domain, task_format,
+            max_length).
         eval_dataset: a :class:`~sciembed.evaluation.TaskSuite` to evaluate with sciembed's
             evaluators, or anything the plain Trainer evaluates.
         adapter_training: ``adapters`` or ``fusion`` when training format adapters or AdapterFusion
@@ -102,19 +156,13 @@ class EmbeddingTrainer(Trainer):
         loss_learning_rate: the learning rate of the loss's own parameters (the multi-task heads, a learned
             temperature). By default the run's. A multi-task head starts at random: at an encoder's fine-tuning
             rate it barely moves in a short run, and its loss sends the encoder gradients of a head near chance.
-        anchor_papers: paper records outside the training data (e.g. other fields' papers) whose relations the
-            model keeps: each training step of the triplet, pair and multi-task objectives adds ``anchor_loss``
-            (:class:`~.losses.RelationalAnchorLoss`) on ``anchor_batch_size`` of them, drawn afresh each step,
-            against their embeddings by the model as the Trainer was built (computed then, in evaluation mode,
-            tokenized by the ``data_collator``, the anchor batch is embedded in evaluation mode too, so the term
-            is zero at step 0). A multi-format model keeps them in the trainer's format, or, training several
-            (:class:`MultiTaskTrainer`), in each of its formats in turn, one per anchor batch. One process only:
-            refused under DDP.
-        anchor_loss: the anchoring term (needed with ``anchor_papers``).
-        anchor_batch_size: anchor papers per training step (and per gradient-accumulation micro-batch).
+        anchoring: papers whose relations the model keeps (:class:`Anchoring`, default: none).
         kwargs: the rest of ``transformers.Trainer``'s arguments (``train_dataset``, ``data_collator``,
             ``processing_class`` (the tokenizer), ``callbacks``, ...).
     """
+
+    #: The format a multi-format model embeds papers in when ``embedding.task_format`` is unset.
+    default_task_format: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -122,20 +170,26 @@ class EmbeddingTrainer(Trainer):
         args: Any,
         *,
         loss: nn.Module | None = None,
-        pooling: str | None = None,
-        normalize: bool = False,
-        domain: str | None = None,
-        task_format: str | None = None,
-        max_length: int | None = None,
+        embedding: PaperEmbedding | None = None,
         eval_dataset: Any = None,
-        adapter_training: str | None = None,
+        adapter_training: Literal["adapters", "fusion"] | None = None,
         weight_average: float = 1.0,
         loss_learning_rate: float | None = None,
-        anchor_papers: Sequence[Mapping[str, Any]] | None = None,
-        anchor_loss: RelationalAnchorLoss | None = None,
-        anchor_batch_size: int = 16,
+        anchoring: Anchoring | None = None,
         **kwargs: Any,
     ):
+        refuse_removed_keywords(f"sciembed.training.trainers.{type(self).__name__}", kwargs, MOVED_TRAINER_KEYWORDS)
+        embedding = PaperEmbedding() if embedding is None else embedding
+        if not isinstance(embedding, PaperEmbedding):
+            raise TypeError(
+                f"embedding= takes a sciembed.training.trainers.PaperEmbedding(pooling=..., ...), "
+                f"got {type(embedding).__name__}"
+            )
+        if anchoring is not None and not isinstance(anchoring, Anchoring):
+            raise TypeError(
+                "anchoring= takes a sciembed.training.trainers.Anchoring(papers, loss), "
+                f"got {type(anchoring).__name__}"
+            )
         if loss_learning_rate is not None and not loss_learning_rate > 0:
             raise ValueError(f"the loss's learning rate must be positive, got {loss_learning_rate}")
         self.loss_learning_rate = loss_learning_rate
@@ -157,14 +211,14 @@ class EmbeddingTrainer(Trainer):
         if adapter_training is not None:
             self.add_callback(_FrozenBaseCheck())
         self.loss = loss.to(self.args.device) if loss is not None else None
-        self.pooling = pooling or default_pooling(self.model)
-        self.normalize, self.domain = normalize, domain
-        if family_of(self.model) is not None and pooling is not None:
+        self.pooling = embedding.pooling or default_pooling(self.model)
+        self.normalize, self.domain = embedding.normalize, embedding.domain
+        if family_of(self.model) is not None and embedding.pooling is not None:
             raise ValueError(f"a {family_of(self.model)} model gives its own paper embedding: leave pooling unset")
         # Formats matter only to multi-format models (control codes, format adapters, PALs).
         self.formats = model_formats(self.model)
-        self.task_format = task_format
-        self.max_length = max_length
+        self.task_format = embedding.task_format or self.default_task_format
+        self.max_length = embedding.max_length
         # The metrics of the latest evaluation of eval_dataset and the step it scored (see evaluate).
         self.last_metrics: dict[str, float] | None = None
         self.last_metrics_step: int | None = None
@@ -174,7 +228,7 @@ class EmbeddingTrainer(Trainer):
             self.add_callback(_ZeroLossGradients(self.loss))
             if self.args.world_size > 1:
                 _average_gradients_across_processes(self.loss)
-        self._anchor = _Anchor.build(self, anchor_papers, anchor_loss, anchor_batch_size)
+        self._anchor = None if anchoring is None else _Anchor.build(self, anchoring)
 
     def train(self, *args: Any, **kwargs: Any):
         """``transformers.Trainer.train``, then the weight average with the starting weights (``weight_average``)."""
@@ -208,7 +262,7 @@ class EmbeddingTrainer(Trainer):
         return outputs, pool(outputs, features["attention_mask"], self.pooling, normalize=self.normalize)
 
     def _with_anchor(self, model: nn.Module, loss: torch.Tensor) -> torch.Tensor:
-        """``loss`` plus the anchoring term on a fresh batch of anchor papers while training (``anchor_papers``)."""
+        """``loss`` plus the anchoring term on a fresh batch of anchor papers while training (``anchoring``)."""
         if self._anchor is None or not model.training:
             return loss
         return loss + self._anchor.loss_term(self, model)
@@ -379,21 +433,12 @@ class _Anchor:
         self.draws = 0
 
     @classmethod
-    def build(
-        cls,
-        trainer: EmbeddingTrainer,
-        papers: Sequence[Mapping[str, Any]] | None,
-        loss: nn.Module | None,
-        batch_size: int,
-    ) -> _Anchor | None:
-        if papers is None and loss is None:
-            return None
-        if papers is None or loss is None:
-            raise ValueError("anchoring needs both anchor_papers and anchor_loss")
-        papers = list(papers)
+    def build(cls, trainer: EmbeddingTrainer, anchoring: Anchoring) -> _Anchor:
+        papers, loss, batch_size = list(anchoring.papers), anchoring.loss, anchoring.batch_size
         if not 2 <= batch_size <= len(papers):
             raise ValueError(
-                f"anchor_batch_size must be between 2 and the {len(papers)} anchor papers, got {batch_size}"
+                f"the anchor batch size (loss.anchor_batch_size, Anchoring.batch_size) must be between 2 and the "
+                f"{len(papers)} anchor papers, got {batch_size}"
             )
         if not isinstance(trainer.data_collator, PaperCollator):
             raise ValueError(f"anchoring tokenizes papers with a paper collator, not {type(trainer.data_collator)}")
@@ -491,7 +536,8 @@ class TripletTrainer(EmbeddingTrainer):
 
     The collator (:class:`~.collators.TripletCollator`) puts all queries, positives and negatives in one
     batch. The loss is :class:`~.losses.TripletMarginLoss` (default) on the paper embeddings, or
-    :class:`~.losses.Multi2SPELoss` on a Multi2SPEModel's ``cls_embeddings``.
+    :class:`~.losses.Multi2SPELoss` on a Multi2SPEModel's ``cls_embeddings``. A multi-format model embeds papers in
+    ``proximity`` unless ``embedding.task_format`` names another format.
 
     Args:
         micro_batch_size: the texts embedded per forward pass while training. A batch of more is embedded a micro-batch
@@ -501,13 +547,14 @@ class TripletTrainer(EmbeddingTrainer):
         kwargs: as for :class:`EmbeddingTrainer`.
     """
 
+    default_task_format = "proximity"
+
     def __init__(
         self,
         model: nn.Module,
         args: Any,
         *,
         loss: nn.Module | None = None,
-        task_format: str | None = "proximity",
         micro_batch_size: int | str | None = "auto",
         **kwargs: Any,
     ):
@@ -515,7 +562,7 @@ class TripletTrainer(EmbeddingTrainer):
         if isinstance(loss, Multi2SPELoss) and family_of(model) != "multi2spe":
             raise ValueError(f"Multi2SPELoss needs a Multi2SPEModel's cls_embeddings, not a {type(model).__name__}")
         self.micro_batch_size = check_micro_batch_size(micro_batch_size)
-        super().__init__(model, args, loss=loss, task_format=task_format, **kwargs)
+        super().__init__(model, args, loss=loss, **kwargs)
         if self.args.world_size > 1:
             # DistributedDataParallel reduces gradients once per backward pass, not once per micro-batch.
             if isinstance(self.micro_batch_size, int):

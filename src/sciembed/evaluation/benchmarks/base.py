@@ -215,6 +215,27 @@ class Benchmark:
             **_members(self.Options, {name: value for name, value in given.items() if value is not None})
         )
 
+    def refuse_named_options(self, function: str, given: Mapping[str, Any]) -> None:
+        """Refuse benchmark options given by name, naming the options dataclass each goes in.
+
+        Args:
+            function: the function that took them, as the message names it (``evaluate``, ``load_tasks``).
+            given: the keyword arguments the function does not take. Those no benchmark takes are left to the caller.
+
+        Raises:
+            ValueError: an option of another benchmark, naming the benchmarks that take it.
+            TypeError: an option of this benchmark, naming its field of :attr:`Options`.
+        """
+        own = {f.name for f in fields(self.Options)}
+        taken = {f.name for b in _REGISTERED.values() for f in fields(b.Options)}
+        self.options({name: value for name, value in given.items() if name in taken - own})
+        for name in given:
+            if name in own:
+                raise TypeError(
+                    f"{function}() takes {name} inside another argument: "
+                    f"options=sciembed.evaluation.benchmarks.{self.Options.__name__}({name}=...)"
+                )
+
     def checked_options(self, options: object | None) -> Any:
         """This benchmark's options: ``options`` checked (its choices made members), or the defaults.
 

@@ -285,6 +285,14 @@ class Objective:
         """
         return anchoring(settings.loss, examples.anchor_papers)
 
+    def domain(self, settings: RunSettings) -> str | None:
+        """The domain the trainer evaluates a mixture-of-experts model in (``None``: none).
+
+        Args:
+            settings: the run's settings.
+        """
+        return None
+
     def default_pooling(self, model: Mapping[str, Any], published: str | None) -> str | None:
         """The pooling a run uses when ``embedding.pooling`` is unset (``None``: the family's own).
 
@@ -336,13 +344,14 @@ def loss_options(loss: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def anchoring(loss: Mapping[str, Any], papers: list[dict[str, Any]] | None) -> dict[str, Any]:
-    """The trainer's anchoring options from ``data.anchor_papers`` and ``loss.anchor_weight``.
+    """The trainer's ``anchoring`` from ``data.anchor_papers`` and ``loss.anchor_weight``.
 
     Args:
         loss: the loss settings (``anchor_weight``, ``anchor_batch_size``).
         papers: the anchor papers (``None``: no anchoring).
     """
     from ..losses import RelationalAnchorLoss
+    from ..trainers import Anchoring
 
     weight = loss.get("anchor_weight")
     if papers is None and weight is None:
@@ -350,4 +359,4 @@ def anchoring(loss: Mapping[str, Any], papers: list[dict[str, Any]] | None) -> d
     if papers is None or weight is None:
         raise ValueError("anchoring takes both data.anchor_papers (the papers) and loss.anchor_weight (its weight)")
     batch_size = loss.get("anchor_batch_size", 16)
-    return {"anchor_papers": papers, "anchor_loss": RelationalAnchorLoss(weight), "anchor_batch_size": batch_size}
+    return {"anchoring": Anchoring(papers, RelationalAnchorLoss(weight), batch_size)}

@@ -99,7 +99,7 @@ class Pairs(Objective):
         return PairCollator(tokenizer, max_length, domains=getattr(model.config, "domains", None))
 
     def trainer_options(self, settings: RunSettings, model: Any, examples: Any) -> dict[str, Any]:
-        """The router loss (learned routing only), the domain and the anchoring."""
+        """The router loss (learned routing only) and the anchoring."""
         from ..losses import RouterLoss
 
         anchored = anchoring(settings.loss, examples.anchor_papers)
@@ -115,4 +115,12 @@ class Pairs(Objective):
         router = None
         if not enforced and any(weights):
             router = RouterLoss(*weights, top_k=getattr(model.config, "num_experts_per_tok", 1))
-        return {"router_loss": router, "domain": settings.data.domain, **anchored}
+        return {"router_loss": router, **anchored}
+
+    def domain(self, settings: RunSettings) -> str | None:
+        """The domain tag of the pairs (``data.domain``).
+
+        Args:
+            settings: the run's settings.
+        """
+        return settings.data.domain
