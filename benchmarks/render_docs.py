@@ -669,14 +669,28 @@ def encode_gates_text(report: dict[str, Any]) -> str:
 
 def encode_limit_text(limit: dict[str, Any]) -> str:
     """How the share of the peak is counted, and every rate of the machine's limit."""
+    numbers: dict[str, Any] = {}
+    tables: list[str] = []
+    notes: dict[str, Any] = {}
+
+    def walk(value: dict[str, Any], prefix: str) -> None:
+        for key, inner in value.items():
+            if is_records(inner):
+                tables.append(records_table(f"{prefix}{key}", inner))
+            elif isinstance(inner, dict):
+                walk(inner, f"{prefix}{key}.")
+            elif isinstance(inner, (int, float)) and not isinstance(inner, bool):
+                numbers[f"{prefix}{key}"] = inner
+            elif key not in ("flops_model", "matmul"):
+                notes[f"{prefix}{key}"] = inner
+
+    walk(limit, "")
     text = (
         f"The share of the matrix-product peak is a path's useful rate (FLOPs: {limit.get('flops_model')}) over the "
         f"machine's rate for a {limit.get('matmul')}."
     )
-    numbers = {key: value for key, value in limit.items() if isinstance(value, (int, float))}
-    return (
-        text + "\n\n" + markdown_table(["the machine's limit", "value"], [[words(k), v] for k, v in numbers.items()])
-    )
+    table = markdown_table(["the machine's limit", "value"], [[label(k), v] for k, v in numbers.items()])
+    return "\n\n".join(part for part in (text, table, *tables, sentence("Also", notes)) if part)
 
 
 def encode_machine_text(report: dict[str, Any]) -> str:

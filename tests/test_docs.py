@@ -186,12 +186,15 @@ def encode_speed_report(**machine_limit) -> dict:
 
 def test_the_encode_speed_results_read_as_paths_targets_and_gates():
     render_docs = render_docs_module()
-    text, images = render_docs.encode_speed_section(encode_speed_report(model_shape_torch_gflop_per_s=201.5))
+    shapes = {"products": {"qkv": {"shape": [32, 121, 384, 384], "torch_gflop_per_s": 180.2}}, "note": "best of 5"}
+    report = encode_speed_report(model_shape_torch_gflop_per_s=201.5, model_shapes=shapes)
+    text, images = render_docs.encode_speed_section(report)
     assert "| sciembed ONNX int8 | 2.1 | 105 | 1.1 | 0.98 |" in text
     assert "| int8 at least 3.5x `SentenceTransformer.encode` | missed |" in text and "1 of 2 targets hold" in text
     assert "| ONNX int8 | 78.81 | 78.85 | 0.5 | 0.98 |" in text
     # The machine's limit shows every rate it holds, those another script adds too.
     assert "| model shape torch gflop per s | 201.5 |" in text and "| matmul peak gflop per s | 266.7 |" in text
+    assert "| qkv | 32, 121, 384, 384 | 180.2 |" in text and "Also: model shapes note best of 5." in text
     assert (
         "Some Xeon with 2 CPUs (flags: avx2)" in text and "0.5, 1, 1.5 at the start and 2, 2.5, 3 at the end" in text
     )
