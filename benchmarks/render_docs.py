@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import sys
 import textwrap
 from collections.abc import Callable
@@ -20,8 +21,12 @@ from typing import Any
 RESULTS = Path(__file__).parent / "results"
 #: Per-query and per-paper scores: what the intervals resample, far too long for a table.
 BULKY = ("per_query", "per_paper")
-#: Widest table drawn from a results file's rows; more columns than this read better as the JSON itself.
+#: Widest table drawn from a results file's rows: a wider one continues in another table.
 MAX_COLUMNS = 14
+#: Columns that name a row of a list of records, repeated where its table continues.
+KEY_COLUMNS = 3
+#: Columns beyond which records of records read better as one row per inner record.
+SPLIT_COLUMNS = 8
 #: Characters per line of a plot's variant label: longer ones wrap, to keep the bars half of a 9-inch figure.
 LABEL_WIDTH = 60
 
@@ -36,6 +41,8 @@ WHAT_IT_SHOWS = {
     "embed_scale": "Embedding the same papers in one process and over two workers (torchrun, Ray Data, Ray tasks): "
     "time, rate, peak memory, and whether ids and vectors match one process.",
     "encode_speed": "Papers per second of each encode path, against `SentenceTransformer.encode` in the same run.",
+    "int8_variants": "Each int8 and bf16 engine setting on the same papers, against `SentenceTransformer.encode` in "
+    "the same rounds: wall and CPU time ratios, rate, and min cosine to its vectors.",
     "model_overhead": "One forward pass of each model family against the plain `BertModel` it was built from, as "
     "CPU-time ratios.",
     "multiformat_overhead": "One forward pass in each task format of each multi-format method against the plain "
@@ -52,7 +59,7 @@ WHAT_IT_SHOWS = {
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    """``value``'s scalars under dotted keys (``a.b.c``); lists of scalars joined by commas; bulky keys left out."""
+    """``value``'s scalars and lists of scalars under dotted keys (``a.b.c``), bulky keys left out."""
     if isinstance(value, dict):
         flat: dict[str, Any] = {}
         for key, inner in value.items():
@@ -61,35 +68,386 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
         return flat
     if isinstance(value, list):
         if all(not isinstance(item, (dict, list)) for item in value):
-            return {prefix[:-1]: ", ".join(map(str, value))}
+            return {prefix[:-1]: value}
         return {}
     return {prefix[:-1]: value}
 
 
+def label(key: str) -> str:
+    """A flattened JSON key as words: ``median_docs_per_s.fp32`` reads ``median docs per s fp32``."""
+    return words(key).replace(".", " ")
+
+
+def words(key: str) -> str:
+    """One JSON key as words: ``at_least_1.2x`` reads ``at least 1.2x``."""
+    return key.replace("_", " ")
+
+
+def cell_text(value: Any) -> str:
+    """A value as a table cell or in a sentence: floats to four significant digits, booleans as yes or no."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list):
+        return ", ".join(map(cell_text, value))
+    return "" if value is None else str(value)
+
+
 def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
     def cell(value: Any) -> str:
-        text = f"{value:.4g}" if isinstance(value, float) else "" if value is None else str(value)
-        return text.replace("|", "\\|").replace("\n", " ")
+        return cell_text(value).replace("|", "\\|").replace("\n", " ")
 
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
+def phrases(value: Any, key: str = "") -> list[str]:
+    """``value`` as ``key value`` phrases for a sentence: a dict of flags names the ones that are set."""
+    if isinstance(value, dict):
+        if value and all(isinstance(inner, bool) for inner in value.values()):
+            return [f"{key} {' '.join(name for name, on in value.items() if on) or 'none'}".strip()]
+        inner_phrases = (
+            phrases(inner, f"{key} {label(name)}".strip()) for name, inner in value.items() if name not in BULKY
+        )
+        return [phrase for group in inner_phrases for phrase in group]
+    if isinstance(value, list):
+        return [f"{key} ({cell_text(value)})"] if value and not isinstance(value[0], (dict, list)) else []
+    return [f"{key} {cell_text(value)}".strip()] if cell_text(value) else []
+
+
+def sentence(opening: str, fields: dict[str, Any]) -> str:
+    """``fields`` as one sentence after ``opening``, each part named by its key."""
+    parts = [
+        phrase for key, value in fields.items() for phrase in phrases(value, "" if key in BY_PARTS else label(key))
+    ]
+    return f"{opening}: {', '.join(parts)}." if parts else ""
+
+
+#: Fields that say where a run was made and under what load: one sentence under its results.
+CONDITIONS = ("machine", "cpu", "versions", "threads", "torch", "load", "load_average", "load_average_1_5_15_min")
+#: Fields that say what a run measured: one sentence over its results.
+SETTINGS = ("settings", "data", "source", "generator", "model", "base_model", "seed", "seeds")
+#: Fields whose parts' own names say enough in a sentence (``cpus 2``, not ``machine cpus 2``).
+BY_PARTS = ("machine", "cpu", "versions", "settings", "data", "source", "generator")
+
+
+def is_setting(key: str, value: Any) -> bool:
+    """Whether a field says how the run was made: a settings field, a scalar, or a list of scalars."""
+    if isinstance(value, list):
+        return not value or not isinstance(value[0], (dict, list))
+    return key in SETTINGS or not isinstance(value, dict)
+
+
+def is_records(value: Any) -> bool:
+    """Whether ``value`` maps names to dicts: one table row per name."""
+    return isinstance(value, dict) and bool(value) and all(isinstance(inner, dict) for inner in value.values())
+
+
+def is_scalars(value: Any) -> bool:
+    """Whether ``value`` maps names to scalars or lists of scalars: one table column."""
+    return (
+        isinstance(value, dict)
+        and bool(value)
+        and all(not isinstance(inner, dict) and flatten(inner, "x.") for inner in value.values())
+    )
+
+
+def records_table(name: str, records: dict[str, dict[str, Any]] | list[dict[str, Any]]) -> str:
+    """One row per record and one column per field. A table too wide turns, splits its records, or continues.
+
+    Args:
+        name: the JSON field that holds the records, the table's caption.
+        records: named records (each row opens with its name), or a list of records that name themselves.
+    """
+    named = isinstance(records, dict)
+    flat = {row: flatten(value) for row, value in (records.items() if named else enumerate(records))}
+    columns = list(dict.fromkeys(column for record in flat.values() for column in record))
+    if named and len(columns) > SPLIT_COLUMNS and all(is_records(value) for value in records.values()):
+        return records_table(name, {f"{a} / {b}": inner for a, value in records.items() for b, inner in value.items()})
+    if named and len(columns) > MAX_COLUMNS >= len(records):
+        rows = [[label(column), *(flat[row].get(column) for row in flat)] for column in columns]
+        return f"**{label(name)}**\n\n" + markdown_table(["", *flat], rows)
+    keys = [] if named else columns[:KEY_COLUMNS]
+    rest = [column for column in columns if column not in keys]
+    width = MAX_COLUMNS - len(keys)
+    tables = []
+    for start in range(0, max(len(rest), 1), width):
+        shown = [*keys, *rest[start : start + width]]
+        rows = [[*([row] if named else []), *(flat[row].get(column) for column in shown)] for row in flat]
+        tables.append(markdown_table([*([""] if named else []), *map(label, shown)], rows))
+    return f"**{label(name)}**\n\n" + "\n\n".join(tables)
+
+
+def scalar_groups(fields: dict[str, dict[str, Any]]) -> list[list[str]]:
+    """The fields that share most of their names, grouped: each group is one table, a column per field."""
+    groups: list[list[str]] = []
+    for key, value in fields.items():
+        for group in groups:
+            names = {name for member in group for name in fields[member]}
+            if 2 * len(names & set(value)) >= len(value):
+                group.append(key)
+                break
+        else:
+            groups.append([key])
+    return groups
+
+
+def verdicts(value: dict[str, Any], parent: str = "", inside: bool = False) -> dict[str, bool]:
+    """Every boolean about a target in ``value``, by what it judges: its key, or its parent's for a bare verdict."""
+    found: dict[str, bool] = {}
+    for key, inner in value.items():
+        about = inside or "target" in key
+        if isinstance(inner, bool) and about:
+            target = value.get("target")
+            bare = key == "meets_target"
+            found[(target if isinstance(target, str) else words(parent)) if bare else words(key)] = inner
+        elif isinstance(inner, dict):
+            found |= verdicts(inner, key, about)
+    return found
+
+
+def targets_text(report: dict[str, Any]) -> str:
+    """One sentence on the file's targets (booleans under a field about a target): which hold."""
+    found = verdicts(report)
+    missed = [name for name, holds in found.items() if not holds]
+    if not found:
+        return ""
+    if not missed:
+        return "Every target of the file holds."
+    return f"{len(found) - len(missed)} of {len(found)} targets hold. Missed: {', '.join(missed)}."
+
+
 def generic(report: dict[str, Any]) -> tuple[str, list[Image]]:
-    """The file's scalars as a key / value table, and each list of records as a table of their scalars."""
+    """The file's results as tables, with its settings, targets and machine in sentences."""
+    fields = {k: v for k, v in report.items() if k not in ("benchmark", "description") and k not in BULKY}
+    conditions = {k: v for k, v in fields.items() if k in CONDITIONS}
+    settings = {k: v for k, v in fields.items() if k not in conditions and is_setting(k, v)}
+    results = {k: v for k, v in fields.items() if k not in conditions and k not in settings}
+    parts = [sentence("The run", settings), targets_text(report)]
+    columns = {k: v for k, v in results.items() if is_scalars(v)}
+    for group in scalar_groups(columns):
+        names = list(dict.fromkeys(name for member in group for name in columns[member]))
+        rows = [[words(name), *(columns[member].get(name) for member in group)] for name in names]
+        parts.append(markdown_table(["", *map(label, group)], rows))
+    for key, value in results.items():
+        if key in columns:
+            continue
+        if is_records(value):
+            parts.append(records_table(key, value))
+        elif isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+            parts.append(records_table(key, value))
+        elif isinstance(value, dict) and value:
+            flat = flatten(value)
+            parts.append(markdown_table(["", label(key)], [[label(k), v] for k, v in flat.items()]))
+    parts.append(sentence("Measured on", conditions))
+    return "\n\n".join(part for part in parts if part), []
+
+
+def embed_scale_headline(report: dict[str, Any]) -> str:
+    """The fastest way over two workers, its speedup, and whether every way matches one process."""
+    ways = report.get("two_workers", {})
+    if not ways:
+        return ""
+    fastest = max(ways, key=lambda way: ways[way].get("speedup_over_one_process", 0))
+    same = all(way.get("same_ids") and not way.get("max_abs_diff") for way in ways.values())
+    match = "every way returns" if same else "not every way returns"
+    return (
+        f"Over two workers, {fastest} is fastest at {cell_text(ways[fastest].get('speedup_over_one_process'))} times "
+        f"one process's rate, and {match} the same ids and vectors as one process."
+    )
+
+
+def ratio_range_headline(report: dict[str, Any]) -> str:
+    """The range of CPU-time ratios against the plain encoder."""
+    ratios = report.get("median_ratio_over_formats_cpu") or report.get("ratio_to_bert_cpu") or {}
+    if not ratios:
+        return ""
+    low, high = min(ratios, key=ratios.get), max(ratios, key=ratios.get)
+    return (
+        "Against the plain encoder, CPU time per forward pass ranges from "
+        f"{cell_text(ratios[low])} times ({words(low)}) to {cell_text(ratios[high])} times ({words(high)})."
+    )
+
+
+def onnx_exporters_headline(report: dict[str, Any]) -> str:
+    """Each exporter's speed against TorchScript's, in fp32 and int8."""
     parts = []
-    scalars = flatten({k: v for k, v in report.items() if k not in ("benchmark", "description")})
-    if scalars:
-        parts.append(markdown_table(["field", "value"], [[k, v] for k, v in scalars.items()]))
-    for key, value in report.items():
-        if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
-            records = [flatten(item) for item in value]
-            columns = list(dict.fromkeys(column for record in records for column in record))
-            shown = columns[:MAX_COLUMNS]
-            note = f" ({len(columns) - len(shown)} more columns in the JSON)" if len(shown) < len(columns) else ""
-            parts.append(f"**{key}**{note}\n\n" + markdown_table(shown, [[r.get(c) for c in shown] for r in records]))
-    return "\n\n".join(parts), []
+    for name, exporter in report.get("exporters", {}).items():
+        speeds = {key: exporter[key].get("speed_vs_torchscript") for key in ("fp32", "int8") if key in exporter}
+        if speeds and all(isinstance(speed, (int, float)) for speed in speeds.values()):
+            times = " and ".join(f"{cell_text(speed)} times in {key}" for key, speed in speeds.items())
+            parts.append(f"{name}'s model runs at TorchScript's speed {times}")
+    text = ". ".join(parts)
+    return f"{text[:1].upper()}{text[1:]}." if parts else ""
+
+
+def int8_variants_headline(report: dict[str, Any]) -> str:
+    """The fastest engine setting by its median ratio over rounds, and its min cosine."""
+    import statistics
+
+    variants = {
+        name: statistics.median(variant["ratio_to_st_pytorch_by_round"])
+        for name, variant in report.get("variants", {}).items()
+        if variant.get("ratio_to_st_pytorch_by_round")
+    }
+    if not variants:
+        return ""
+    fastest = max(variants, key=variants.get)
+    cosine = report["variants"][fastest].get("min_cosine_to_st_pytorch")
+    return (
+        f"The fastest setting, {words(fastest)}, runs at a median {cell_text(variants[fastest])} times "
+        f"`SentenceTransformer.encode` over the rounds, at min cosine {cell_text(cosine)} to its vectors."
+    )
+
+
+def long_documents_headline(report: dict[str, Any]) -> str:
+    """The best way against truncation on each task: its paired cite MAP change and interval."""
+    parts = []
+    for task, pairs in report.get("paired_map", {}).items():
+        against = {pair: value for pair, value in pairs.items() if pair.endswith(" - truncated")}
+        if against:
+            best = max(against, key=lambda pair: against[pair]["difference"])
+            low, high = against[best]["interval"]
+            parts.append(
+                f"on {task}, {best.removesuffix(' - truncated')} by {cell_text(against[best]['difference'])} "
+                f"(interval {cell_text(low)} to {cell_text(high)})"
+            )
+    return f"Against truncation, the best way raises cite MAP {', and '.join(parts)}." if parts else ""
+
+
+def sampling_scale_headline(report: dict[str, Any]) -> str:
+    """The full-scale run against its targets, and the speed against a dict-of-dicts sampler."""
+    scale, comparison = report.get("scale", {}), report.get("comparison", {})
+    target = scale.get("target", {})
+    if not scale:
+        return ""
+    return (
+        f"{scale.get('papers')} papers are built and sampled in {cell_text(scale.get('build_plus_sample_s'))} s "
+        f"(target {cell_text(target.get('build_plus_sample_s'))} s) at {cell_text(scale.get('peak_memory_gb'))} GB "
+        f"(target {cell_text(target.get('peak_memory_gb'))} GB), {cell_text(comparison.get('speed_ratio'))} times as "
+        f"fast as a dict-of-dicts sampler on {comparison.get('papers')} papers."
+    )
+
+
+def scincl_tradeoff_headline(report: dict[str, Any]) -> str:
+    """IVF's query time and hard-negative distance at its fewest and most probes."""
+    rows = [row for row in report.get("settings", []) if row.get("index") == "ivf"]
+    exact = next((row for row in report.get("settings", []) if row.get("index") == "exact"), None)
+    if not rows or exact is None:
+        return ""
+    few, many = min(rows, key=lambda row: row["nprobe"]), max(rows, key=lambda row: row["nprobe"])
+    share = "hard_negative_median_distance_share_of_rank"
+    return (
+        f"From {few['nprobe']} to {many['nprobe']} probes, IVF takes {cell_text(few['ms_per_query'])} to "
+        f"{cell_text(many['ms_per_query'])} ms per query against exact search's {cell_text(exact['ms_per_query'])}, "
+        f"and its hard negatives' median distance from their range falls from {cell_text(few.get(share))} to "
+        f"{cell_text(many.get(share))} of the rank (target {cell_text(report.get('target', {}).get(share))})."
+    )
+
+
+def scincl_scale_headline(report: dict[str, Any]) -> str:
+    """Triplets per second and peak memory, and the ranks' agreement with an exact float64 ranking."""
+    accuracy = report.get("accuracy_vs_exact", {})
+    if "triplets_per_s" not in report:
+        return ""
+    return (
+        f"{report.get('triplets')} triplets at {cell_text(report['triplets_per_s'])} per second and "
+        f"{cell_text(report.get('peak_memory_gb'))} GB peak. By the exact ranking, a share of "
+        f"{cell_text(accuracy.get('positive_ranks', {}).get('share_in_range'))} of positives and "
+        f"{cell_text(accuracy.get('hard_negative_ranks', {}).get('share_in_range'))} of hard negatives fall in "
+        "their requested rank range."
+    )
+
+
+def train_cacm_headline(report: dict[str, Any]) -> str:
+    """Which systems beat MiniLM as published on held-out CACM cite MAP on every seed."""
+    summary = report.get("summary", {})
+    judged = {
+        name: row["beats_published_on_every_seed"]
+        for name, row in summary.items()
+        if "beats_published_on_every_seed" in row
+    }
+    if not judged:
+        return ""
+    beat = [name for name, holds in judged.items() if holds] or ["none"]
+    rest = [name for name, holds in judged.items() if not holds] or ["none"]
+    return (
+        f"Above MiniLM as published on held-out CACM cite MAP on every seed: {', '.join(beat)}. "
+        f"Not on every seed: {', '.join(rest)}."
+    )
+
+
+def training_speed_headline(report: dict[str, Any]) -> str:
+    """sciembed's step time against the peer's, alone and with anchoring."""
+    ratio, anchored = report.get("ratio_to_peer", {}), report.get("anchored_ratio_to_peer", {})
+    if not ratio:
+        return ""
+    return (
+        f"sciembed's step takes {cell_text(ratio.get('wall'))} times the peer's wall time "
+        f"({cell_text(ratio.get('cpu'))} times its CPU time), and {cell_text(anchored.get('wall'))} times with "
+        "anchoring."
+    )
+
+
+def triplet_positives_headline(report: dict[str, Any]) -> str:
+    """How often each sampler's positive is cited by its query paper."""
+    shares = [
+        f"{cell_text(sampler.get('positive_cited', sampler.get('pair_cited')))} for {name}"
+        for name, sampler in report.get("samplers", {}).items()
+        if "positive_cited" in sampler or "pair_cited" in sampler
+    ]
+    return f"The share of positives (or pairs) that the query paper cites: {', '.join(shares)}." if shares else ""
+
+
+def multi2spe_init_headline(report: dict[str, Any]) -> str:
+    """The initialisations that start highest and lowest, by cite MAP at step 0."""
+    rows = [row for row in report.get("rows", []) if "map" in row]
+    if not rows:
+        return ""
+    best, worst = max(rows, key=lambda row: row["map"]), min(rows, key=lambda row: row["map"])
+
+    def name(row: dict[str, Any]) -> str:
+        return f"{row.get('initialization')} ({'normalised' if row.get('normalize') else 'not normalised'})"
+
+    return (
+        f"{name(best)[:1].upper()}{name(best)[1:]} starts highest at cite MAP {cell_text(best['map'])}, "
+        f"{name(worst)} lowest at {cell_text(worst['map'])}."
+    )
+
+
+def fos_probe_headline(report: dict[str, Any]) -> str:
+    """Each probe's mean macro-F1 of MiniLM as published against the trained models, over the rows."""
+    rows = report.get("rows", [])
+    probes = list(dict.fromkeys(key for row in rows for key, value in row.items() if isinstance(value, dict)))
+    parts = []
+    for probe in probes:
+        published = [row[probe]["f1_macro"] for row in rows if row.get("system") == "MiniLM as published"]
+        trained = [row[probe]["f1_macro"] for row in rows if row.get("system") != "MiniLM as published"]
+        if published and trained:
+            mean_published, mean_trained = sum(published) / len(published), sum(trained) / len(trained)
+            parts.append(f"{cell_text(mean_published)} against {cell_text(mean_trained)} ({words(probe)})")
+    return f"Mean macro-F1, MiniLM as published against the trained models: {', '.join(parts)}." if parts else ""
+
+
+#: One sentence on what a results file shows, written from its numbers, by the file's ``benchmark`` (or its name).
+HEADLINES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "embed_scale": embed_scale_headline,
+    "model_overhead": ratio_range_headline,
+    "multiformat_overhead": ratio_range_headline,
+    "onnx_exporters": onnx_exporters_headline,
+    "int8_variants": int8_variants_headline,
+    "long_documents": long_documents_headline,
+    "sampling_scale": sampling_scale_headline,
+    "scincl_scale_tradeoff": scincl_tradeoff_headline,
+    "scincl_scale": scincl_scale_headline,
+    "train_cacm": train_cacm_headline,
+    "training_speed": training_speed_headline,
+    "triplet_positives": triplet_positives_headline,
+    "multi2spe_init": multi2spe_init_headline,
+    "fos_probe": fos_probe_headline,
+}
 
 
 def figure_png(figure) -> bytes:
@@ -133,14 +491,14 @@ def per_seed_table(rows: list[dict[str, Any]]) -> str:
 
 
 def recipes_section(report: dict[str, Any], image: str) -> tuple[str, list[Image]]:
-    """The ``recipes`` package's own table and plot of its summary, the scores per seed, and the run's settings."""
+    """The ``recipes`` package's table and plot, the scores per seed, and the run's settings."""
     sys.path.insert(0, str(Path(__file__).parent))
     import recipes
 
-    settings = markdown_table(["setting", "value"], [[k, v] for k, v in flatten(report["settings"]).items()])
+    settings = sentence("The run", report["settings"])
     png = figure_png(recipes.figure(report["summary"]))
     seeds = "Each system's scores per seed, and where it started on CACM cite:\n\n" + per_seed_table(report["rows"])
-    return "\n\n".join([recipes.table(report["summary"]), seeds, settings]), [(image, png)]
+    return "\n\n".join([settings, recipes.table(report["summary"]), seeds]), [(image, png)]
 
 
 def variant_label(row: dict[str, Any]) -> str:
@@ -244,30 +602,163 @@ def validation_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
     return table, [("validation_search.png", figure_png(figure))]
 
 
+#: How the encode-speed results name what they compare, as the page names it.
+ENCODE_NAMES = {
+    "st_pytorch": "`SentenceTransformer.encode`",
+    "st_onnx": "sentence-transformers' ONNX backend",
+    "matmul_peak": "the matrix-product peak",
+    "sciembed": "sciembed",
+    "pytorch": "PyTorch",
+    "onnx": "ONNX",
+    "openvino": "OpenVINO",
+    "vnni": "VNNI",
+}
+#: What ``encode_speed.json`` encoded and how: one sentence over its results.
+ENCODE_RUN = ("model", "data", "papers", "mean_tokens", "batch_size", "max_length")
+#: Where ``encode_speed.json`` was measured: one sentence under its results.
+ENCODE_MACHINE = ("cpu", "threads", "load_average_1_5_15_min")
+#: A target on the ratio to ``SentenceTransformer.encode``, such as ``int8_at_least_3.5x_st_pytorch``.
+RATIO_TARGET = re.compile(r"at_least_([0-9.]+)x_st_pytorch")
+
+
+def encode_name(key: str) -> str:
+    """A path or target of ``encode_speed.json`` in words: ``sciembed_onnx_int8`` reads ``sciembed ONNX int8``."""
+    for short, name in ENCODE_NAMES.items():
+        key = re.sub(rf"(^|_){short}(?=_|$)", rf"\g<1>{name}", key)
+    return words(key)
+
+
+def encode_paths_table(paths: dict[str, dict[str, Any]], rate_key: str) -> str:
+    """Each path's ratio to ``SentenceTransformer.encode``, rate, share of the matrix-product peak and min cosine."""
+    header = ["path", "ratio to `SentenceTransformer.encode`", "papers per s", "share of the matrix-product peak"]
+    keys = ("ratio_to_st_pytorch", rate_key, "share_of_matmul_peak", "min_cosine_to_st_pytorch")
+    rows = [[encode_name(name), *(values.get(key) for key in keys)] for name, values in paths.items()]
+    return markdown_table([*header, "min cosine to its vectors"], rows)
+
+
+def encode_gates_text(report: dict[str, Any]) -> str:
+    """The quantized models' gates: cite MAP of fp32 against the lower precision, per backend."""
+    gates = {key: gate for key, gate in report.items() if is_gate(gate)}
+    if not gates:
+        return ""
+    rows = []
+    for gate in gates.values():
+        hint = gate.get("inference_precision")
+        precision = gate.get("quantization", "") + (
+            f", {hint} inference" if hint and hint != gate["quantization"] else ""
+        )
+        rows.append(
+            [
+                f"{ENCODE_NAMES.get(gate.get('backend', ''), gate.get('backend'))} {precision}",
+                gate["fp32_map"],
+                gate["int8_map"],
+                gate.get("tolerance"),
+                gate.get("min_cosine"),
+                gate.get("calibration_papers"),
+                gate.get("queries"),
+                "passed" if gate["passed"] else "failed",
+            ]
+        )
+    first = next(iter(gates.values()))
+    header = ["model", "fp32 cite MAP", "its cite MAP", "tolerance", "min cosine", "calibration papers", "queries"]
+    return (
+        f"A lower precision is used only once it passes its gate: cite MAP on {first.get('benchmark')} within the "
+        "tolerance of the fp32 model's.\n\n" + markdown_table([*header, "gate"], rows)
+    )
+
+
+def encode_limit_text(limit: dict[str, Any]) -> str:
+    """How the share of the peak is counted, and every rate of the machine's limit."""
+    numbers: dict[str, Any] = {}
+    tables: list[str] = []
+    notes: dict[str, Any] = {}
+
+    def walk(value: dict[str, Any], prefix: str) -> None:
+        for key, inner in value.items():
+            if is_records(inner):
+                tables.append(records_table(f"{prefix}{key}", inner))
+            elif isinstance(inner, dict):
+                walk(inner, f"{prefix}{key}.")
+            elif isinstance(inner, (int, float)) and not isinstance(inner, bool):
+                numbers[f"{prefix}{key}"] = inner
+            elif key not in ("flops_model", "matmul"):
+                notes[f"{prefix}{key}"] = inner
+
+    walk(limit, "")
+    text = (
+        f"The share of the matrix-product peak is a path's useful rate (FLOPs: {limit.get('flops_model')}) over the "
+        f"machine's rate for a {limit.get('matmul')}."
+    )
+    table = markdown_table(["the machine's limit", "value"], [[label(k), v] for k, v in numbers.items()])
+    return "\n\n".join(part for part in (text, table, *tables, sentence("Also", notes)) if part)
+
+
+def encode_machine_text(report: dict[str, Any]) -> str:
+    """The CPU, its threads and the load at the start and end."""
+    cpu = report.get("cpu", {})
+    flags = " ".join(name for name, on in cpu.get("flags", {}).items() if on) or "none of the flags checked"
+    threads = ", ".join(f"{words(name)} {count}" for name, count in report.get("threads", {}).items())
+    load = report.get("load_average_1_5_15_min", {})
+    return (
+        f"Measured on {cpu.get('cpu')} with {cpu.get('cpus')} CPUs (flags: {flags}), threads {threads}, load average "
+        f"(1, 5, 15 minutes) {load_text(load.get('start'))} at the start and {load_text(load.get('end'))} at the end."
+    )
+
+
 def encode_speed_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
-    """A table of the encode paths, the generic tables, and the papers per second of each path as bars."""
-    text, _ = generic(report)
+    """The encode paths against ``SentenceTransformer.encode``, the targets, the gates, the machine, and a plot."""
     paths = {name: values for name, values in report["paths"].items() if isinstance(values, dict)}
     rate_key = next((k for k in ("median_docs_per_s", "papers_per_s") if all(k in v for v in paths.values())), None)
-    if rate_key is None:
-        return text, []
-    columns = ("ratio_to_st_pytorch", "min_cosine_to_st_pytorch")
-    rows = [[name, values[rate_key], *(values.get(column) for column in columns)] for name, values in paths.items()]
-    text = (
-        "Each path against `SentenceTransformer.encode` in the same run. The `openvino` rows are sciembed's "
-        '`backend="openvino"`: fp32, NNCF int8, and the fp32 model run in bfloat16, each lower precision once it '
-        "has passed the int8 gate.\n\n"
-        + markdown_table(["path", *(key.replace("_", " ") for key in (rate_key, *columns))], rows)
-        + "\n\n"
-        + text
-    )
+    if rate_key is None or not all("ratio_to_st_pytorch" in values for values in paths.values()):
+        return generic(report)
+    fastest = max(paths, key=lambda name: paths[name]["ratio_to_st_pytorch"])
+    best = paths[fastest]
+    parts = [
+        f"The fastest path, {encode_name(fastest)}, encodes {best['ratio_to_st_pytorch']:g} times as many papers per "
+        "second as `SentenceTransformer.encode` in the same run, at min cosine "
+        f"{cell_text(best.get('min_cosine_to_st_pytorch'))} to its vectors.",
+        sentence("The run", {key: report[key] for key in ENCODE_RUN if key in report}),
+        encode_paths_table(paths, rate_key),
+    ]
+    targets = report.get("targets", {})
+    if targets:
+        held = sum(map(bool, targets.values()))
+        parts.append(
+            f"{held} of {len(targets)} targets hold.\n\n"
+            + markdown_table(
+                ["target", "result"], [[encode_name(k), "holds" if v else "missed"] for k, v in targets.items()]
+            )
+        )
+    parts.append(encode_gates_text(report))
+    if report.get("machine_limit"):
+        parts.append(encode_limit_text(report["machine_limit"]))
+    parts.append(encode_machine_text(report))
+    shown = ("benchmark", "description", "paths", "targets", "machine_limit", *ENCODE_MACHINE, *ENCODE_RUN)
+    for key, value in report.items():
+        if key not in shown and not is_gate(value):
+            name = encode_name(key)
+            parts.append(sentence(name[:1].upper() + name[1:], value if isinstance(value, dict) else {key: value}))
     plt = pyplot()
     figure, axis = plt.subplots(figsize=(7, 1 + 0.4 * len(paths)))
-    axis.barh(range(len(paths)), [v[rate_key] for v in paths.values()], color="tab:blue")
-    axis.set_yticks(range(len(paths)), list(paths))
+    axis.barh(range(len(paths)), [v["ratio_to_st_pytorch"] for v in paths.values()], color="tab:blue")
+    axis.set_yticks(range(len(paths)), [encode_name(name).replace("`", "") for name in paths])
     axis.invert_yaxis()
-    axis.set_xlabel(rate_key.replace("_", " "))
-    return text, [("encode_speed.png", figure_png(figure))]
+    ratios: dict[float, list[str]] = {}
+    for key in targets:
+        if match := RATIO_TARGET.search(key):
+            ratios.setdefault(float(match.group(1)), []).append(encode_name(key[: match.start()].rstrip("_")))
+    for number, (ratio, names) in enumerate(sorted(ratios.items())):
+        axis.axvline(ratio, color=f"C{number + 1}", linestyle="--", label=f"{ratio:g}x: {', '.join(names)}")
+    axis.axvline(1, color="black", linewidth=0.8)
+    if ratios:
+        axis.legend(fontsize=8, title="targets", title_fontsize=8)
+    axis.set_xlabel("ratio to SentenceTransformer.encode in the same run")
+    return "\n\n".join(part for part in parts if part), [("encode_speed.png", figure_png(figure))]
+
+
+def is_gate(value: Any) -> bool:
+    """Whether ``value`` is a quantized model's quality gate (``fp32_map`` against the lower precision's)."""
+    return isinstance(value, dict) and "fp32_map" in value
 
 
 def recall_bytes_axis(axis, kinds: dict[str, dict[str, Any]], title: str) -> None:
@@ -316,13 +807,13 @@ def index_quality_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
         shown = [label for label, key in columns.items() if any(key in row for row in kinds.values())]
         rows = [[kind, *(row.get(columns[label]) for label in shown)] for kind, row in kinds.items()]
         missed = [f"{kind}: {t}" for kind, row in kinds.items() for t, ok in row.get("targets", {}).items() if not ok]
-        note = f"Targets missed: {'; '.join(missed)}." if missed else "Every target of the issue holds."
+        note = f"Targets missed: {', '.join(missed)}." if missed else "Every target of the issue holds."
         members = f", the union of {', '.join(collection['members'])}" if collection.get("members") else ""
         caveat = f" Only {collection['note']}." if collection.get("note") else ""
         if collection.get("kinds_not_measured"):
             caveat += f" Not measured in this run: {', '.join(collection['kinds_not_measured'])}."
         parts.append(
-            f"**{name}** ({collection['papers']} papers{members}, d = {collection['dim']}; load average "
+            f"**{name}** ({collection['papers']} papers{members}, d = {collection['dim']}, load average "
             f"{load_text(collection.get('load_average_start'))}).{caveat} What each kind keeps of exact search on "
             f"these papers, for the bytes it spends. {note}\n\n" + markdown_table(["kind", *shown], rows)
         )
@@ -343,7 +834,8 @@ def union_sources_text(members: dict[str, dict[str, Any]]) -> str:
     ]
     left_out = [f"{name}: {item}" for name, m in members.items() for item in m.get("left_out", [])]
     text = "The union's papers per source, ids prefixed by source and deduplicated within it.\n\n"
-    return text + markdown_table(header, rows) + (f"\n\nLeft out: {'; '.join(left_out)}." if left_out else "")
+    listed = "".join(f"\n- {item}" for item in left_out)
+    return text + markdown_table(header, rows) + (f"\n\nLeft out:\n{listed}" if left_out else "")
 
 
 def load_text(load: list[float] | None) -> str:
@@ -399,7 +891,7 @@ def index_scale_section(report: dict[str, Any], image: str) -> tuple[str, list[I
     if report.get("targets"):
         parts.append(
             "Targets of the issue at this size: "
-            + "; ".join(f"{name}: {'holds' if ok else 'missed'}" for name, ok in report["targets"].items())
+            + ", ".join(f"{name}: {'holds' if ok else 'missed'}" for name, ok in report["targets"].items())
             + "."
         )
     if report.get("dry_run"):
@@ -432,8 +924,8 @@ def memory_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
     ]
     header = ["job", "peak RSS (MB)", "target (MB)", "holds", "seconds", "mean load", "CPUs", "command"]
     text = (
-        "The largest resident set of any process of each command a user runs, in MB, against the issue's target; "
-        "other work on the cores (the mean load) slows a job but does not change its memory.\n\n"
+        "The largest resident set of any process of each command a user runs, in MB, against the issue's target. "
+        "Other work on the cores (the mean load) slows a job but does not change its memory.\n\n"
     )
     return text + markdown_table(header, rows), []
 
@@ -470,6 +962,8 @@ def render(results: Path = RESULTS, image_folder: str = "images/benchmarks") -> 
             text, pictures = index_scale_section(report, f"{path.stem}.png")
         else:
             text, pictures = generic(report)
+            headline = HEADLINES.get(report.get("benchmark", path.stem))
+            text = "\n\n".join(part for part in (headline(report) if headline else "", text) if part)
         lines += ["", f"## `{name}`", ""]
         description = report.get("description") or WHAT_IT_SHOWS.get(report.get("benchmark", path.stem))
         if description:

@@ -156,3 +156,89 @@ def test_the_memory_results_show_each_job_against_its_target():
     )
     assert "| train | 1400 | 1500 | yes | 60 | 2.5 | 2 | sciembed train --recipe specter |" in text
     assert "| evaluate | 1400 |  |  | 60 |" in text
+
+
+def encode_speed_report(**machine_limit) -> dict:
+    """A small ``encode_speed.json``: two paths, two targets, one gate and the machine's limit."""
+    paths = {
+        "st_pytorch": {"median_docs_per_s": 50.0, "ratio_to_st_pytorch": 1.0, "min_cosine_to_st_pytorch": 1.0},
+        "sciembed_onnx_int8": {
+            "median_docs_per_s": 105.0,
+            "ratio_to_st_pytorch": 2.1,
+            "min_cosine_to_st_pytorch": 0.98,
+        },
+    }
+    for path, share in zip(paths.values(), (0.5, 1.1)):
+        path["share_of_matmul_peak"] = share
+    gate = {"passed": True, "fp32_map": 78.81, "int8_map": 78.85, "tolerance": 0.5, "benchmark": "cacm"}
+    return {
+        "benchmark": "encode_speed",
+        "papers": 1000,
+        "paths": paths,
+        "targets": {"int8_at_least_3.5x_st_pytorch": False, "int8_gate_passed": True},
+        "int8_gate": {**gate, "backend": "onnx", "quantization": "int8", "min_cosine": 0.98, "queries": 1749},
+        "machine_limit": {"matmul_peak_gflop_per_s": 266.7, "matmul": "2048x2048 product", **machine_limit},
+        "cpu": {"cpu": "Some Xeon", "cpus": 2, "flags": {"avx2": True, "amx_int8": False}},
+        "load_average_1_5_15_min": {"start": [0.5, 1.0, 1.5], "end": [2.0, 2.5, 3.0]},
+        "st_onnx": {"loaded": False, "error": "Optimum is not installed"},
+    }
+
+
+def test_the_encode_speed_results_read_as_paths_targets_and_gates():
+    render_docs = render_docs_module()
+    shapes = {"products": {"qkv": {"shape": [32, 121, 384, 384], "torch_gflop_per_s": 180.2}}, "note": "best of 5"}
+    report = encode_speed_report(model_shape_torch_gflop_per_s=201.5, model_shapes=shapes)
+    text, images = render_docs.encode_speed_section(report)
+    assert "| sciembed ONNX int8 | 2.1 | 105 | 1.1 | 0.98 |" in text
+    assert "| int8 at least 3.5x `SentenceTransformer.encode` | missed |" in text and "1 of 2 targets hold" in text
+    assert "| ONNX int8 | 78.81 | 78.85 | 0.5 | 0.98 |" in text
+    # The machine's limit shows every rate it holds, those another script adds too.
+    assert "| model shape torch gflop per s | 201.5 |" in text and "| matmul peak gflop per s | 266.7 |" in text
+    assert "| qkv | 32, 121, 384, 384 | 180.2 |" in text and "Also: model shapes note best of 5." in text
+    assert (
+        "Some Xeon with 2 CPUs (flags: avx2)" in text and "0.5, 1, 1.5 at the start and 2, 2.5, 3 at the end" in text
+    )
+    assert "Optimum is not installed" in text and "paths." not in text and "| field | value |" not in text
+    assert [name for name, _ in images] == ["encode_speed.png"]
+
+
+def test_no_results_file_is_dumped_as_its_fields():
+    render_docs = render_docs_module()
+    page, _ = render_docs.render()
+    dotted = re.findall(r"^\| [a-z_]+\.[a-z_.]+ \|", page, flags=re.MULTILINE)
+    assert "| field | value |" not in page and not dotted, dotted[:5]
+    assert "more columns in the JSON" not in page
+
+
+def test_a_results_file_without_a_section_shows_its_settings_records_and_targets():
+    render_docs = render_docs_module()
+    report = {
+        "settings": {"batch": 32, "seeds": [0, 1]},
+        "machine": {"cpus": 2},
+        "ratio_to_bert": {"multi2spe": 1.03, "moe": 1.21},
+        "meets_target": {"multi2spe": True, "moe": False},
+        "workers": {"torchrun": {"seconds": 303.4, "same_ids": True}, "ray": {"seconds": 352.2, "same_ids": True}},
+    }
+    text, _ = render_docs.generic(report)
+    assert "The run: batch 32, seeds (0, 1)." in text and "Measured on: cpus 2." in text
+    assert "1 of 2 targets hold. Missed: moe." in text
+    assert "| multi2spe | 1.03 | yes |" in text and "| moe | 1.21 | no |" in text
+    assert "| torchrun | 303.4 | yes |" in text
+
+
+def test_every_results_file_without_a_section_opens_with_what_it_shows():
+    render_docs = render_docs_module()
+    custom = {"recipes", "index_scale"}
+    for path in sorted((ROOT / "benchmarks" / "results").rglob("*.json")):
+        report = json.loads(path.read_text())
+        if path.name in render_docs.SECTIONS or report.get("benchmark") in custom:
+            continue
+        headline = render_docs.HEADLINES.get(report.get("benchmark", path.stem))
+        assert headline and headline(report), path.name
+    ways = {"torchrun": {"speedup_over_one_process": 2.04, "same_ids": True, "max_abs_diff": 0}}
+    ways["ray"] = {"speedup_over_one_process": 1.76, "same_ids": True, "max_abs_diff": 0.5}
+    text = render_docs.embed_scale_headline({"two_workers": ways})
+    assert text == (
+        "Over two workers, torchrun is fastest at 2.04 times one process's rate, "
+        "and not every way returns the same ids and vectors as one process."
+    )

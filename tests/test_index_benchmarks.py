@@ -138,5 +138,7 @@ def test_the_benchmark_page_shows_the_union_s_papers_per_source():
     union = {"papers": 4114, "dim": 384, "kinds": kinds, "members": members, "kinds_not_measured": ["pq"]}
     text, images = render_docs.index_quality_section({"collections": {"union": union}})
     assert "| arxiv | 4000 | 28 | 0 | 3972 | 500 |" in text and "| cacm | 3203 | 0 | 1 |  | 3203 |" in text
-    assert "Left out: scirepeval: search_small.jsonl: not papers." in text and "Not measured in this run: pq." in text
+    assert (
+        "Left out:\n\n- scirepeval: search_small.jsonl: not papers" in text and "Not measured in this run: pq." in text
+    )
     assert [name for name, _ in images] == ["index_quality.png"]
