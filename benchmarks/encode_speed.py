@@ -71,7 +71,7 @@ def flops_per_text(config, length: int) -> float:
     return 2.0 * layers * length * (4 * h * h + 2 * h * i + 2 * length * h)
 
 
-def matmul_gflops(threads: int, size: int = 2048, repeats: int = 5) -> float:
+def matmul_gflops(threads: int, size: int = 2048, repeats: int = 10) -> float:
     """The best float32 matrix-product rate of torch on ``threads`` threads: the machine's practical peak."""
     torch.set_num_threads(threads)
     a, b = torch.randn(size, size), torch.randn(size, size)
@@ -122,7 +122,7 @@ def model_products(config, batch_size: int, length: int) -> dict[str, Product]:
     }
 
 
-def torch_product_gflops(product: Product, threads: int, repeats: int = 5) -> float:
+def torch_product_gflops(product: Product, threads: int, repeats: int = 20) -> float:
     """Torch's best float32 rate on ``product`` over ``repeats`` runs on ``threads`` threads."""
     torch.set_num_threads(threads)
     a = torch.randn(product.batch, product.m, product.k).squeeze(0)
@@ -132,7 +132,7 @@ def torch_product_gflops(product: Product, threads: int, repeats: int = 5) -> fl
     return product.flops / product.count / best / 1e9
 
 
-def onnxruntime_product_gflops(product: Product, threads: int, repeats: int = 5) -> float:
+def onnxruntime_product_gflops(product: Product, threads: int, repeats: int = 20) -> float:
     """ONNX Runtime's best float32 ``MatMul`` rate on ``product``, in a session as the backend makes them.
 
     Args:
@@ -491,7 +491,7 @@ def main() -> None:
             "model_gflop_on_real_tokens": round(useful_flops / 1e9, 1),
             "flops_model": "2 * layers * tokens * (4h^2 + 2hi + 2 * tokens * h) per text, unpadded",
             "matmul_peak_gflop_per_s": round(peak, 1),
-            "matmul": "torch float32 2048x2048 product, best of 5, same threads",
+            "matmul": "torch float32 2048x2048 product, best of 10, same threads",
             "model_products": ceiling,
         },
         "onnx_fp32_session": {**onnx_session.settings(), "batch_size": args.batch_size, "graph": export["graph"]},
