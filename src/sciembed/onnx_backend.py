@@ -180,7 +180,7 @@ class Parallelism(StrChoice):
 
     #: ONNX Runtime's intra-op threads share each operator.
     OPERATORS = "operators"
-    #: The batch is cut into one part per thread, each part run whole on its thread.
+    #: The batch is cut into parts of at most :data:`PART_ROWS` rows, each run whole on one thread.
     BATCH = "batch"
 
 
