@@ -18,10 +18,13 @@ Every timed run of a path follows a run of ``st_pytorch``, and its ratio is read
 Reported: docs/s, the median of those ratios, the smallest cosine of each path's vectors to
 ``st_pytorch``'s (fp32 PyTorch), the int8 gate, the export time, and the machine's limit: the model's FLOPs on
 the real (unpadded) tokens divided by each path's time, against a float32 matrix product measured in the same
-run, and each operator type's share of ONNX Runtime's kernel time (its profiler). Then per family (Multi2SPE,
-ControlCode, MoE) built from the same MiniLM, the ONNX / PyTorch ratio on a subset of the papers, and sciembed's
-PyTorch and ONNX speed by batch size on that subset (``--family-papers 0`` leaves both out). The JSON records the
-CPU's VNNI and AMX flags and the load average at the start and end: ratios measured beside other work are noisy.
+run, and each operator type's share of ONNX Runtime's kernel time (its profiler). The ceiling beside that
+product is the rate torch and ONNX Runtime reach on the model's own products (its projections, feed-forward
+and per-head attention products at a batch of the mean length), FLOP-weighted: a run with no time outside them.
+Then per family (Multi2SPE, ControlCode, MoE) built from the same MiniLM, the ONNX / PyTorch ratio on a subset
+of the papers, and sciembed's PyTorch and ONNX speed by batch size on that subset (``--family-papers 0`` leaves
+both out). The JSON records the ONNX fp32 session's settings, the CPU's VNNI and AMX flags and the load average
+at the start and end: ratios measured beside other work are noisy.
 
     python benchmarks/encode_speed.py --data ../shared/data --output benchmarks/results/encode_speed.json
 """
@@ -37,6 +40,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
@@ -48,7 +52,7 @@ from real_papers import distinct_papers
 import sciembed
 from sciembed import PaperEncoder
 from sciembed.io import atomic_path
-from sciembed.onnx_backend import cpu_flags, cpu_has_vnni, cpu_threads
+from sciembed.onnx_backend import OPSET, cpu_flags, cpu_has_vnni, cpu_threads, session_options
 
 #: Batch sizes tried for sciembed's paths (on the family subset), to choose the CPU defaults.
 BATCH_SIZES = (4, 8, 16, 32, 64)
@@ -67,7 +71,7 @@ def flops_per_text(config, length: int) -> float:
     return 2.0 * layers * length * (4 * h * h + 2 * h * i + 2 * length * h)
 
 
-def matmul_gflops(threads: int, size: int = 2048, repeats: int = 5) -> float:
+def matmul_gflops(threads: int, size: int = 2048, repeats: int = 10) -> float:
     """The best float32 matrix-product rate of torch on ``threads`` threads: the machine's practical peak."""
     torch.set_num_threads(threads)
     a, b = torch.randn(size, size), torch.randn(size, size)
@@ -80,6 +84,133 @@ def _timed(function) -> float:
     start = time.perf_counter()
     function()
     return time.perf_counter() - start
+
+
+@dataclass(frozen=True)
+class Product:
+    """One matrix product of the model: ``count`` per layer of ``(batch, m, k) @ (batch, k, n)``."""
+
+    batch: int
+    m: int
+    k: int
+    n: int
+    count: int = 1
+    #: The right operand is a weight (ONNX Runtime packs constant weights once).
+    weight: bool = True
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.count * self.batch * self.m * self.k * self.n
+
+
+def model_products(config, batch_size: int, length: int) -> dict[str, Product]:
+    """The products of one layer of a BERT encoder on ``batch_size`` texts of ``length`` tokens.
+
+    Args:
+        config: the model's configuration (hidden size, intermediate size, heads).
+        batch_size: texts per batch.
+        length: tokens per text.
+    """
+    h, i, heads = config.hidden_size, config.intermediate_size, config.num_attention_heads
+    rows, head = batch_size * length, h // heads
+    return {
+        f"projections_{h}x{h}": Product(1, rows, h, h, count=4),
+        f"feed_forward_{h}x{i}": Product(1, rows, h, i),
+        f"feed_forward_{i}x{h}": Product(1, rows, i, h),
+        "attention_scores_per_head": Product(batch_size * heads, length, head, length, weight=False),
+        "attention_values_per_head": Product(batch_size * heads, length, length, head, weight=False),
+    }
+
+
+def torch_product_gflops(product: Product, threads: int, repeats: int = 20) -> float:
+    """Torch's best float32 rate on ``product`` over ``repeats`` runs on ``threads`` threads."""
+    torch.set_num_threads(threads)
+    a = torch.randn(product.batch, product.m, product.k).squeeze(0)
+    b = torch.randn(1 if product.weight else product.batch, product.k, product.n).squeeze(0)
+    a @ b
+    best = min(_timed(lambda: a @ b) for _ in range(repeats))
+    return product.flops / product.count / best / 1e9
+
+
+def onnxruntime_product_gflops(product: Product, threads: int, repeats: int = 20) -> float:
+    """ONNX Runtime's best float32 ``MatMul`` rate on ``product``, in a session as the backend makes them.
+
+    Args:
+        product: the product's shapes. A weight is a constant of the graph, as in the model.
+        threads: intra-op threads.
+        repeats: timed runs, the best kept.
+    """
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    generator = np.random.default_rng(0)
+    left = (product.m, product.k) if product.weight else (product.batch, product.m, product.k)
+    right = (product.k, product.n) if product.weight else (product.batch, product.k, product.n)
+    a = generator.standard_normal(left, dtype=np.float32)
+    b = generator.standard_normal(right, dtype=np.float32)
+    inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, left)]
+    constants = [numpy_helper.from_array(b, "b")] if product.weight else []
+    if not product.weight:
+        inputs.append(helper.make_tensor_value_info("b", TensorProto.FLOAT, right))
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["c"])],
+        "product",
+        inputs,
+        [helper.make_tensor_value_info("c", TensorProto.FLOAT, None)],
+        constants,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    session = ort.InferenceSession(
+        model.SerializeToString(), session_options(threads), providers=["CPUExecutionProvider"]
+    )
+    feed = {"a": a} if product.weight else {"a": a, "b": b}
+    session.run(None, feed)
+    best = min(_timed(lambda: session.run(None, feed)) for _ in range(repeats))
+    return product.flops / product.count / best / 1e9
+
+
+def product_ceiling(config, batch_size: int, length: int, peak: float, threads: int) -> dict:
+    """The rate the model's own products reach in torch and ONNX Runtime, against the 2048^2 ``peak``.
+
+    A perfect run spends no time outside the products: its rate is the FLOP-weighted harmonic mean of theirs.
+
+    Args:
+        config: the model's configuration.
+        batch_size: texts per batch.
+        length: tokens per text (the mean of the real papers).
+        peak: torch's float32 rate on the 2048^2 product (GFLOP/s).
+        threads: threads of both engines.
+    """
+    products = model_products(config, batch_size, length)
+    total = sum(product.flops for product in products.values())
+    rates = {
+        name: {
+            "torch": torch_product_gflops(product, threads),
+            "onnxruntime": onnxruntime_product_gflops(product, threads),
+        }
+        for name, product in products.items()
+    }
+    ceiling = {
+        engine: total / sum(product.flops / rates[name][engine] for name, product in products.items())
+        for engine in ("torch", "onnxruntime")
+    }
+    return {
+        "batch_size": batch_size,
+        "tokens_per_text": length,
+        "products": {
+            name: {
+                "shape": [product.batch, product.m, product.k, product.n],
+                "per_layer": product.count,
+                "flop_share": round(product.flops / total, 3),
+                **{f"{engine}_gflop_per_s": round(rate, 1) for engine, rate in rates[name].items()},
+                **{f"{engine}_share_of_matmul_peak": round(rate / peak, 3) for engine, rate in rates[name].items()},
+            }
+            for name, product in products.items()
+        },
+        **{f"{engine}_ceiling_gflop_per_s": round(rate, 1) for engine, rate in ceiling.items()},
+        **{f"{engine}_ceiling_share_of_matmul_peak": round(rate / peak, 3) for engine, rate in ceiling.items()},
+        "ceiling": "FLOP-weighted harmonic mean of the products' rates: a run with no time outside them",
+    }
 
 
 def min_cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -100,15 +231,15 @@ def sentence_transformers_onnx(path: str, folder: Path, max_length: int):
 
 
 def op_profile(model: Path, encoder: PaperEncoder, papers: list[dict], batch_size: int) -> dict[str, float]:
-    """Where ONNX Runtime's time goes on ``papers`` (length-sorted batches, as encode makes them): each operator
-    type's share of the summed kernel time, from ONNX Runtime's own profile of the export at ``model``."""
+    """Each operator type's share of ONNX Runtime's kernel time on ``papers``, in length-sorted batches.
+
+    From ONNX Runtime's own profile of the export at ``model``, run on one thread.
+    """
     import onnxruntime as ort
 
-    options = ort.SessionOptions()
+    options = session_options(1)  # the fp32 backend runs each part of a batch on one thread
     options.enable_profiling = True
     options.profile_file_prefix = str(model.parent / "profile")
-    options.intra_op_num_threads = cpu_threads()
-    options.inter_op_num_threads = 1
     session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
     names = [node.name for node in session.get_inputs()]
     texts = sorted(encoder.texts(papers), key=len)
@@ -286,6 +417,10 @@ def main() -> None:
         config = pytorch.transformer.config
         useful_flops = sum(flops_per_text(config, n) for n in lengths)
         peak = matmul_gflops(torch.get_num_threads())
+        ceiling = product_ceiling(
+            config, args.batch_size, round(float(np.mean(lengths))), peak, torch.get_num_threads()
+        )
+        onnx_session = next(iter(onnx._engine._sessions.values()))
         profile = op_profile(
             next((work / "onnx").glob("*/model.onnx")), onnx, papers[: args.batch_size * 4], args.batch_size
         )
@@ -356,8 +491,10 @@ def main() -> None:
             "model_gflop_on_real_tokens": round(useful_flops / 1e9, 1),
             "flops_model": "2 * layers * tokens * (4h^2 + 2hi + 2 * tokens * h) per text, unpadded",
             "matmul_peak_gflop_per_s": round(peak, 1),
-            "matmul": "torch float32 2048x2048 product, best of 5, same threads",
+            "matmul": "torch float32 2048x2048 product, best of 10, same threads",
+            "model_products": ceiling,
         },
+        "onnx_fp32_session": {**onnx_session.settings(), "batch_size": args.batch_size, "graph": export["graph"]},
         "docs_per_s_by_batch_size": {"papers": len(subset), **batch_sweep},
         "families_onnx_over_pytorch": families,
         "threads": {"torch": torch.get_num_threads(), "onnxruntime_intra_op": cpu_threads()},

@@ -102,6 +102,26 @@ def test_sessions_let_idle_threads_sleep(tiny_bert, tmp_path):
     assert session.session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
 
 
+def test_fp32_runs_each_batch_as_parts_cut_to_their_own_texts(tiny_bert, tmp_path, monkeypatch):
+    monkeypatch.setenv("SCIEMBED_ONNX_THREADS", "3")
+    pytorch, onnx = both(tiny_bert, tmp_path)
+    for batch_size in (2, 5, len(TEXTS)):
+        expected = pytorch.encode(TEXTS, batch_size=batch_size, show_progress_bar=False)
+        got = onnx.encode(TEXTS, batch_size=batch_size, show_progress_bar=False)
+        np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
+        cosines = (got * expected).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(expected, axis=1)
+        assert cosines.min() >= 0.9999
+    (session,) = onnx._engine._sessions.values()
+    assert session.settings() == {"parallelism": "batch", "threads": 3, "intra_op_threads": 1, "allow_spinning": "0"}
+    shapes, run = [], session.session.run
+    monkeypatch.setattr(
+        session.session, "run", lambda names, feed: shapes.append(feed["input_ids"].shape) or run(names, feed)
+    )
+    onnx.encode(TEXTS, batch_size=len(TEXTS), show_progress_bar=False)
+    assert len(shapes) >= 3 and sum(rows for rows, _ in shapes) == len(TEXTS)
+    assert len({width for _, width in shapes}) > 1  # a part of shorter texts drops the columns only padding fills
+
+
 def test_a_sentence_transformers_model_gives_its_own_vectors(tiny_st_base, tmp_path):
     pytorch, onnx = both(tiny_st_base, tmp_path)
     assert_same_vectors(pytorch, onnx)
@@ -240,6 +260,8 @@ def test_int8_is_refused_until_its_gate_passes(tiny_bert, tmp_path):
     vectors = gated.encode(TEXTS, show_progress_bar=False)
     reference = fp32.encode(TEXTS, show_progress_bar=False)
     assert not np.array_equal(vectors, reference)  # int8 is its own model, close to fp32 but not equal
+    (session,) = gated._engine._sessions.values()
+    assert session.settings()["parallelism"] == "operators"  # int8 scales a whole batch's activations at once
     cosines = (vectors * reference).sum(1) / np.linalg.norm(vectors, axis=1) / np.linalg.norm(reference, axis=1)
     assert cosines.min() > 0.9
 

@@ -33,6 +33,8 @@ import shutil
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -56,6 +58,8 @@ EXPORT_TOLERANCE = 1e-4
 OPSET = 17
 #: The opset of the dynamo exporter (it writes opset 18 and later).
 DYNAMO_OPSET = 18
+#: The most rows of one part of a batch that :attr:`Parallelism.BATCH` cuts.
+PART_ROWS = 4
 #: ONNX Runtime's session setting for whether idle intra-op threads spin; sessions set it off.
 ALLOW_SPINNING = "session.intra_op.allow_spinning"
 
@@ -154,26 +158,116 @@ def cpu_has_vnni() -> bool:
     return flags["avx512_vnni"] or flags["avx_vnni"] or flags["amx_int8"]
 
 
-class OnnxSession:
-    """One ONNX Runtime session of an exported encoder: batch inputs (tensors or arrays) to float32 vectors."""
+def session_options(threads: int | None = None) -> Any:
+    """ONNX Runtime's session options for the backend's sessions.
 
-    def __init__(self, path: str | os.PathLike[str], *, threads: int | None = None):
+    Args:
+        threads: intra-op threads (default: :func:`cpu_threads`).
+    """
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or cpu_threads()
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # Idle threads sleep rather than spin, so that they leave shared cores to the threads with work.
+    options.add_session_config_entry(ALLOW_SPINNING, "0")
+    return options
+
+
+class Parallelism(StrChoice):
+    """How a session spreads one batch over its threads."""
+
+    #: ONNX Runtime's intra-op threads share each operator.
+    OPERATORS = "operators"
+    #: The batch is cut into parts of at most :data:`PART_ROWS` rows, each run whole on one thread.
+    BATCH = "batch"
+
+
+class OnnxSession:
+    """An exported encoder on ONNX Runtime: batch inputs (tensors or arrays) to float32 vectors.
+
+    Args:
+        path: the ONNX file.
+        threads: threads (default: :func:`cpu_threads`).
+        parallelism: how a batch is spread over the threads.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        threads: int | None = None,
+        parallelism: Parallelism = Parallelism.OPERATORS,
+    ):
         require_onnx()
         import onnxruntime as ort
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or cpu_threads()
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # Idle threads sleep rather than spin, so that they leave shared cores to the threads with work.
-        options.add_session_config_entry(ALLOW_SPINNING, "0")
         self.path = Path(path)
+        self.threads = threads or cpu_threads()
+        self.parallelism = parallelism
+        split = parallelism is Parallelism.BATCH and self.threads > 1
+        # ONNX Runtime runs one session from several threads at once: the parts share one copy of the weights.
+        options = session_options(1 if split else self.threads)
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.input_names = [node.name for node in self.session.get_inputs()]
+        self._pool = ThreadPoolExecutor(self.threads) if split else None
+        self.part_rows = PART_ROWS
 
     def __call__(self, features: Mapping[str, Any]) -> np.ndarray:
         feed = {name: _as_numpy(features[name]) for name in self.input_names}
-        return np.asarray(self.session.run(None, feed)[0], dtype=np.float32)
+        rows = len(next(iter(feed.values())))
+        if self._pool is None or rows < 2:
+            return _run(self.session, feed)
+        parts = [
+            _trimmed({name: value[part] for name, value in feed.items()})
+            for part in _parts(rows, self.threads, self.part_rows)
+        ]
+        return np.concatenate(list(self._pool.map(partial(_run, self.session), parts)))
+
+    def settings(self) -> dict[str, Any]:
+        """The session settings, as benchmarks record them."""
+        return {
+            "parallelism": self.parallelism.value,
+            "threads": self.threads,
+            "intra_op_threads": self.session.get_session_options().intra_op_num_threads,
+            "allow_spinning": self.session.get_session_options().get_session_config_entry(ALLOW_SPINNING),
+        }
+
+
+def _run(session: Any, feed: Mapping[str, np.ndarray]) -> np.ndarray:
+    return np.asarray(session.run(None, dict(feed))[0], dtype=np.float32)
+
+
+def _parts(rows: int, threads: int, part_rows: int) -> list[slice]:
+    """Consecutive row ranges of a batch, at least one per thread, none empty.
+
+    Args:
+        rows: the batch's rows.
+        threads: the threads that run the parts.
+        part_rows: the most rows of one part.
+    """
+    count = min(rows, max(threads, -(-rows // part_rows)))
+    bounds = np.linspace(0, rows, count + 1).round().astype(int)
+    return [slice(start, end) for start, end in zip(bounds[:-1], bounds[1:])]
+
+
+def _trimmed(feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``feed`` without the trailing token columns that its ``attention_mask`` masks in every row.
+
+    The part then is the batch its texts make on their own. Left padding keeps every column.
+    """
+    mask = feed.get("attention_mask")
+    if mask is None or mask.ndim != 2:
+        return feed
+    used = np.flatnonzero(mask.any(axis=0))
+    width = int(used[-1]) + 1 if used.size else mask.shape[1]
+    if width == mask.shape[1]:
+        return feed
+    return {
+        name: value[:, :width] if value.ndim == 2 and value.shape[1] == mask.shape[1] else value
+        for name, value in feed.items()
+    }
 
 
 #: A session of an engine: batch inputs to float32 vectors.
@@ -181,7 +275,9 @@ Session = Callable[[Mapping[str, Any]], np.ndarray]
 
 
 class CachedEngine(ABC):
-    """What the ONNX and OpenVINO engines share: a quantization, a cache and one session per format.
+    """What the ONNX and OpenVINO engines share: a quantization, a cache, sessions.
+
+    One session per format.
 
     Args:
         quantization: one of the engine's :attr:`quantizations`.
@@ -234,8 +330,10 @@ ONNX_FILES = {WeightQuantization.FP32: FP32_FILE, WeightQuantization.INT8: INT8_
 
 
 class OnnxBackend(CachedEngine):
-    """The exports and sessions of one :class:`~sciembed.encode.PaperEncoder` (shared by its format copies):
-    one session per format, made (or read from the cache) on first use."""
+    """The exports and sessions of one :class:`~sciembed.encode.PaperEncoder` and its format copies.
+
+    One session per format, made (or read from the cache) on first use.
+    """
 
     quantizations = QUANTIZATIONS
     cache_name = "onnx"
@@ -245,12 +343,21 @@ class OnnxBackend(CachedEngine):
         folder = export_folder(encoder, self.cache_dir)
         if self.quantization == WeightQuantization.INT8 and self.gated:
             refuse_ungated(read_gate(folder), f"int8 for {encoder.name_or_path}")
-        return OnnxSession(folder / ONNX_FILES[self.quantization], threads=self.threads)
+        # int8 quantises each batch's activations with one scale, so its batches stay whole.
+        fp32 = self.quantization == WeightQuantization.FP32
+        parallelism = Parallelism.BATCH if fp32 else Parallelism.OPERATORS
+        return OnnxSession(folder / ONNX_FILES[self.quantization], threads=self.threads, parallelism=parallelism)
 
 
 def export_folder(encoder: PaperEncoder, cache_dir: str | os.PathLike[str]) -> Path:
-    """The cache folder of ``encoder``'s export (``model.onnx`` and ``export.json``), exported and checked
-    if it is not there yet. The folder appears whole or not at all."""
+    """The cache folder of ``encoder``'s export, exported and checked if it is not there yet.
+
+    It holds ``model.onnx`` and ``export.json``, and appears whole or not at all.
+
+    Args:
+        encoder: the encoder, in the format to export.
+        cache_dir: the ONNX folder of the cache.
+    """
 
     def build(staging: Path) -> None:
         report = export_encoder(encoder, staging / FP32_FILE)
@@ -260,7 +367,7 @@ def export_folder(encoder: PaperEncoder, cache_dir: str | os.PathLike[str]) -> P
 
 
 def cached_folder(folder: Path, files: Sequence[str], build: Callable[[Path], None]) -> Path:
-    """``folder`` of the cache, built by ``build`` into a staging folder beside it unless it holds ``files``.
+    """``folder`` of the cache, built beside it by ``build`` unless it holds ``files``.
 
     The folder appears whole or not at all. When another process finishes the same folder first, its copy is kept.
 
@@ -309,8 +416,10 @@ def export_encoder(
     optimize: bool = True,
     exporter: Exporter | str = Exporter.TORCHSCRIPT,
 ) -> dict[str, Any]:
-    """Export ``encoder``'s :meth:`~sciembed.encode.PaperEncoder.forward` (in its current format) to ``path``,
-    fused by ONNX Runtime's transformer optimizer where that keeps the vectors, and checked against PyTorch.
+    """Export ``encoder``'s :meth:`~sciembed.encode.PaperEncoder.forward` to ``path``, checked against PyTorch.
+
+    The graph is of the encoder's current format. ONNX Runtime's transformer optimizer fuses it where that keeps
+    the vectors.
 
     Args:
         encoder: a float32 encoder on CPU, in the format to export.
@@ -460,8 +569,13 @@ def export_transformer(folder: str | os.PathLike[str], path: str | os.PathLike[s
 
 
 def quantize(folder: str | os.PathLike[str]) -> Path:
-    """Write ``model_int8.onnx`` beside the fp32 export in ``folder``: ONNX Runtime's dynamic quantisation
-    (int8 weights, activations quantised per batch), with 7-bit weights on CPUs without VNNI."""
+    """Write ``model_int8.onnx`` beside the fp32 export in ``folder``: ONNX Runtime's dynamic quantisation.
+
+    Weights are int8 (7-bit on CPUs without VNNI), and activations are quantised per batch.
+
+    Args:
+        folder: the export folder.
+    """
     require_onnx()
     from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
