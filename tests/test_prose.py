@@ -32,7 +32,6 @@ MAX_SUMMARY_WORDS = 20
 SUMMARIES_PENDING: tuple[str, ...] = (
     "src/sciembed/commands/options.py",
     "src/sciembed/encode.py",
-    "src/sciembed/index/blocks.py",
     "src/sciembed/index/ids.py",
     "src/sciembed/io.py",
     "src/sciembed/jobs/__init__.py",
