@@ -31,13 +31,24 @@ from typing import Any
 import numpy as np
 from datasets import Dataset, DatasetDict, Value
 
+from ..choices import StrChoice, choices
 from ..io import RepeatedKeyError, json_error, load_json_file, loads_json
 from .hub_datasets import load_hub_dataset
 from .papers import InvalidPaperError, PaperProblem, clean_text
 
 logger = logging.getLogger(__name__)
 
-SAMPLE_FORMATS = ("fos", "mesh", "specter", "search")
+
+class SampleFormat(StrChoice):
+    """The formats of SciRepEval's training-sample files."""
+
+    FOS = "fos"
+    MESH = "mesh"
+    SPECTER = "specter"
+    SEARCH = "search"
+
+
+SAMPLE_FORMATS = choices(SampleFormat)
 META_SOURCE = "allenai/scirepeval"
 TEST_SOURCE = "allenai/scirepeval_test"
 META_SPLIT = "evaluation"
@@ -65,13 +76,13 @@ class SampleFile:
     """One training-sample file as a Dataset, with its format and the records skipped."""
 
     path: str
-    kind: str
+    kind: SampleFormat
     data: Dataset
     skipped: list[PaperProblem] = field(default_factory=list)
 
 
 def read_scirepeval_sample(
-    path: str | os.PathLike[str], *, kind: str | None = None, skip_invalid: bool = False
+    path: str | os.PathLike[str], *, kind: SampleFormat | str | None = None, skip_invalid: bool = False
 ) -> SampleFile:
     """Read a SciRepEval training-sample file (``fos``, ``mesh``, ``specter`` or ``search`` format).
 
@@ -93,6 +104,7 @@ def read_scirepeval_sample(
         kind = next((k for k in SAMPLE_FORMATS if path.name.startswith(k)), None) or _guess_kind(records, path)
     if kind not in SAMPLE_FORMATS:
         raise ValueError(f"{path}: unknown SciRepEval sample format {kind!r}; supported: {', '.join(SAMPLE_FORMATS)}")
+    kind = SampleFormat(kind)
     convert = _CONVERTERS[kind]
     rows: list[dict[str, Any]] = []
     skipped: list[PaperProblem] = []
@@ -134,13 +146,13 @@ def _records(path: Path):
         yield f"record {index}", record
 
 
-def _guess_kind(records: list, path: Path) -> str:
+def _guess_kind(records: list, path: Path) -> SampleFormat:
     first = next((r for _, r in records if isinstance(r, dict)), {})
     for kind, keys in (
-        ("fos", {"labels_text"}),
-        ("mesh", {"descriptor"}),
-        ("specter", {"query", "pos", "neg"}),
-        ("search", {"candidates"}),
+        (SampleFormat.FOS, {"labels_text"}),
+        (SampleFormat.MESH, {"descriptor"}),
+        (SampleFormat.SPECTER, {"query", "pos", "neg"}),
+        (SampleFormat.SEARCH, {"candidates"}),
     ):
         if keys <= first.keys():
             return kind
@@ -245,11 +257,11 @@ def _search(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-_CONVERTERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    "fos": _fos,
-    "mesh": _mesh,
-    "specter": _triplet,
-    "search": _search,
+_CONVERTERS: dict[SampleFormat, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    SampleFormat.FOS: _fos,
+    SampleFormat.MESH: _mesh,
+    SampleFormat.SPECTER: _triplet,
+    SampleFormat.SEARCH: _search,
 }
 
 

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from ..choices import StrChoice
+
 #: Bootstrap resamples of an interval, unless asked otherwise.
 RESAMPLES = 10_000
 #: The settings of a results JSON that describe the model, not what was scored: they differ by design between two
@@ -435,6 +437,38 @@ def _tasks(result: Mapping[str, Any], name: str) -> dict[tuple[str, str, str], M
     return {(str(t.get("benchmark")), str(t.get("task_id")), str(t.get("task"))): t for t in tasks}
 
 
+class ScoreUnit(StrChoice):
+    """The units a result keeps its scores by, each under its key of ``details``."""
+
+    PER_QUERY = "per_query"
+    PER_PAPER = "per_paper"
+    PER_FOLD = "per_fold"
+
+
+@dataclass(frozen=True)
+class _UnitForm:
+    """How a unit's scores are written and named.
+
+    Attributes:
+        plural: the units, as a row names them.
+        single: one unit, as a message names it.
+        shape: the type of one unit's value.
+        shown: that type, as a message describes it.
+    """
+
+    plural: str
+    single: str
+    shape: type
+    shown: str
+
+
+_UNIT_FORMS = {
+    ScoreUnit.PER_QUERY: _UnitForm("queries", "query", Mapping, "a mapping of metric to value"),
+    ScoreUnit.PER_PAPER: _UnitForm("papers", "paper", list, "a [label, prediction] pair"),
+    ScoreUnit.PER_FOLD: _UnitForm("folds", "iteration", list, "a list of one value per iteration"),
+}
+
+
 def _paired(
     a: Mapping[str, Any],
     b: Mapping[str, Any],
@@ -451,7 +485,7 @@ def _paired(
     """
     if not metrics:
         return [], "none of the metrics asked for"
-    for unit in ("per_query", "per_paper", "per_fold"):
+    for unit in ScoreUnit:
         present = [unit in (task.get("details") or {}) for task in (a, b)]
         if all(present):
             break
@@ -463,7 +497,7 @@ def _paired(
     ours, theirs = a["details"][unit], b["details"][unit]
     for held, name in ((ours, names[0]), (theirs, names[1])):
         _check_units(held, unit, f"{name}: task {label}")
-    if unit == "per_fold":  # metric -> one value per iteration, as unit -> metric -> value
+    if unit is ScoreUnit.PER_FOLD:  # metric -> one value per iteration, as unit -> metric -> value
         ours, theirs = (
             {
                 str(i): {m: v[i] for m, v in t.items() if i < len(v)}
@@ -472,12 +506,12 @@ def _paired(
             for t in (ours, theirs)
         )
     shared = [u for u in ours if u in theirs]
-    if unit != "per_fold":  # in the order of their ids, so that swapping the two results only flips the signs
+    if unit is not ScoreUnit.PER_FOLD:  # in the order of their ids, so that swapping the results only flips the signs
         shared.sort(key=str)
-    name = {"per_query": "queries", "per_paper": "papers", "per_fold": "folds"}[unit]
+    name = _UNIT_FORMS[unit].plural
     if not shared:
         return [], f"no {name} in common ({len(ours)} and {len(theirs)})"
-    if unit == "per_paper":
+    if unit is ScoreUnit.PER_PAPER:
         differing = [p for p in shared if ours[p][0] != theirs[p][0]]
         if differing:
             return [], f"{len(differing)} test paper(s) labelled differently, e.g. {differing[0]!r}: not the same task"
@@ -485,7 +519,7 @@ def _paired(
     base = {"benchmark": str(a.get("benchmark")), "task": str(a.get("task")), "task_id": str(a.get("task_id"))}
     rows, missing = [], []
     for metric in metrics:
-        if unit == "per_paper":
+        if unit is ScoreUnit.PER_PAPER:
             scored = _paper_metric(a, b, metric, tuple(shared), papers, resamples)
             if scored is None:
                 missing.append(metric)
@@ -495,7 +529,7 @@ def _paired(
             if any(all(metric not in t[u] for u in shared) for t in (ours, theirs)):
                 missing.append(metric)
                 continue
-            kind = {"per_query": "query", "per_fold": "iteration"}[unit]
+            kind = _UNIT_FORMS[unit].single
             x, y = (
                 np.array([_number(t[u].get(metric), f"{n}: task {label}, {kind} {u!r}, {metric}") for u in shared])
                 for t, n in ((ours, names[0]), (theirs, names[1]))
@@ -518,23 +552,21 @@ def _paired(
     return rows, (f"no per-unit values of {', '.join(missing)}" if missing else None)
 
 
-def _check_units(held: Any, unit: str, where: str) -> None:
+def _check_units(held: Any, unit: ScoreUnit, where: str) -> None:
     """Refuse a task's ``details[unit]`` (named by ``where``) that is not as evaluate writes it.
 
     Evaluate writes per query a mapping of metrics, per fold a list of values per metric, and per paper a
     ``[label, prediction]`` pair of known values."""
-    shapes = {
-        "per_query": (Mapping, "a mapping of metric to value"),
-        "per_fold": (list, "a list of one value per iteration"),
-        "per_paper": (list, "a [label, prediction] pair"),
-    }
-    kind, shown = shapes[unit]
+    form = _UNIT_FORMS[unit]
+    pairs = unit is ScoreUnit.PER_PAPER
     if not isinstance(held, Mapping):
         raise ValueError(f"{where}: {unit} is {type(held).__name__}, not a mapping; evaluate again, or mend the file")
     for key, value in held.items():
-        if not isinstance(value, kind) or (unit == "per_paper" and len(value) != 2):
-            raise ValueError(f"{where}, {unit} {key!r}: {value!r} is not {shown}; evaluate again, or mend the file")
-        if unit == "per_paper":
+        if not isinstance(value, form.shape) or (pairs and len(value) != 2):
+            raise ValueError(
+                f"{where}, {unit} {key!r}: {value!r} is not {form.shown}; evaluate again, or mend the file"
+            )
+        if pairs:
             for part, given in zip(("label", "prediction"), value):
                 flat = given if isinstance(given, list) else [given]
                 if any(v is None or (isinstance(v, float) and not np.isfinite(v)) for v in flat):

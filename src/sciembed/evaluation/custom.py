@@ -53,7 +53,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..data.judgements import check_qrels_columns
+from ..data.judgements import QRELS_COLUMNS, QrelsColumns, check_qrels_columns
 from ..data.papers import TEXT_FIELDS, InvalidPaperError, PaperProblem, read_papers
 from ..io import RepeatedKeyError, json_error, loads_json, unknown_key
 from .benchmarks.base import Candidates, Similarity
@@ -209,6 +209,7 @@ def read_qrels(path: str | os.PathLike[str], *, qrels_columns: str | None = None
     columns: dict[str, list] = {"query_id": [], "cand_id": [], "score": []}
     lines: list[int] = []
     width = header = None
+    document_first = qrels_columns in QRELS_COLUMNS and QrelsColumns(qrels_columns) is QrelsColumns.DOCUMENT_QUERY
     for line_number, text, fields in _qrels_lines(path):
         if len(fields) not in (3, 4) or (width is not None and len(fields) != width):
             expected = (
@@ -221,7 +222,7 @@ def read_qrels(path: str | os.PathLike[str], *, qrels_columns: str | None = None
             )
         query, candidate, relevance = _qrels_columns(fields)
         named = _header_order(fields) if width is None else None
-        if named == "document-query" and qrels_columns is None:
+        if named is QrelsColumns.DOCUMENT_QUERY and qrels_columns is None:
             raise ValueError(
                 f"{path}, line {line_number}: the header names the document column first, {text[:80]!r}: put the "
                 "query column first, or pass --qrels-columns document-query (qrels_columns='document-query')"
@@ -247,7 +248,7 @@ def read_qrels(path: str | os.PathLike[str], *, qrels_columns: str | None = None
     if not lines:
         raise ValueError(f"{path}: no judgements" + (f" ({header})" if header else ""))
     documents = set(columns["cand_id"])
-    if len(documents) == 1 and len(set(columns["query_id"])) > 1 and qrels_columns != "document-query":
+    if len(documents) == 1 and len(set(columns["query_id"])) > 1 and not document_first:
         document = documents.pop()
         field = f"field {width - 1} of {_QRELS_LAYOUTS[width]}"
         same = f"{path}: every judgement names the same document {document!r} ({field})"
@@ -299,7 +300,7 @@ def _qrels_columns(fields: list[str]) -> list[str]:
     return [fields[0], fields[2], fields[3]] if len(fields) == 4 else fields
 
 
-def _header_order(fields: list[str]) -> str | None:
+def _header_order(fields: list[str]) -> QrelsColumns | None:
     """The column order a line names when its fields are column names, else ``None``.
 
     ``query-id corpus-id score`` names ``query-document``, and ``corpus-id query-id score`` names ``document-query``.
@@ -308,9 +309,9 @@ def _header_order(fields: list[str]) -> str | None:
     if relevance not in _QRELS_SCORE_HEADERS:
         return None
     if first in _QRELS_QUERY_HEADERS and second in _QRELS_DOCUMENT_HEADERS:
-        return "query-document"
+        return QrelsColumns.QUERY_DOCUMENT
     if first in _QRELS_DOCUMENT_HEADERS and second in _QRELS_QUERY_HEADERS:
-        return "document-query"
+        return QrelsColumns.DOCUMENT_QUERY
     return None
 
 

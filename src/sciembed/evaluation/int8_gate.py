@@ -25,11 +25,12 @@ from typing import Any
 import numpy as np
 
 from .. import openvino_backend
-from ..backends import ENGINES
+from ..backends import ENGINES, Backend
 from ..encode import PaperEncoder
 from ..io import atomic_path
 from ..logs import progress_enabled
 from ..onnx_backend import GATE_FILE, INT8_FILE, export_folder, quantize
+from ..quantization import WeightQuantization
 from .loaders import load_tasks
 from .tasks import ProximityTask
 
@@ -107,7 +108,8 @@ def check_int8(
     Returns:
         The verdict, also written to ``int8_gate.json`` beside the export (which is what lets int8 load).
     """
-    if encoder.backend not in ("onnx", "openvino"):
+    backend = Backend(encoder.backend)
+    if backend not in ENGINES:
         raise ValueError(
             "the int8 gate checks an ONNX export or OpenVINO model: load the encoder with backend='onnx' or "
             "backend='openvino'"
@@ -121,9 +123,11 @@ def check_int8(
     if not suite.tasks:
         raise ValueError(f"{check_set}: no cite task found for the int8 gate ({benchmark} folder expected)")
     task = suite.tasks[0]
-    kind = "int8" if encoder.quantization == "fp32" else encoder.quantization
-    fp32, int8 = encoder.with_quantization("fp32"), encoder.with_quantization(kind, gated=False)
-    calibrated = encoder.backend == "openvino" and kind == "int8"
+    kind = WeightQuantization(encoder.quantization)
+    kind = WeightQuantization.INT8 if kind is WeightQuantization.FP32 else kind
+    fp32 = encoder.with_quantization(WeightQuantization.FP32)
+    int8 = encoder.with_quantization(kind, gated=False)
+    calibrated = backend is Backend.OPENVINO and kind is WeightQuantization.INT8
     calibration_texts: list[str] = []
     source = ""
     if calibrated and calibration is not None:
@@ -142,7 +146,7 @@ def check_int8(
     ids = list(records)
     texts = fp32.texts(records.values(), task.fields)
     calibration_digest = ""
-    if encoder.backend == "onnx":
+    if backend is Backend.ONNX:
         folder = export_folder(fp32, fp32.engine_cache / ENGINES[fp32.backend].cache_name)
         quantize(folder)
         gate = folder / GATE_FILE
@@ -198,7 +202,7 @@ def check_int8(
         papers_digest=_digest(texts),
         calibration_digest=calibration_digest,
         calibration_source=source,
-        inference_precision=openvino_backend.inference_precision(kind) if encoder.backend == "openvino" else "",
+        inference_precision=openvino_backend.inference_precision(kind) if backend is Backend.OPENVINO else "",
     )
     with atomic_path(gate) as temporary:
         temporary.write_text(json.dumps(verdict.as_dict(), indent=2) + "\n", encoding="utf-8")
@@ -206,7 +210,7 @@ def check_int8(
         "%s gate for %s (%s): %s; min cosine to fp32 %.6f",
         kind,
         encoder.name_or_path,
-        folder / (INT8_FILE if encoder.backend == "onnx" else openvino_backend.model_file(kind)),
+        folder / (INT8_FILE if backend is Backend.ONNX else openvino_backend.model_file(kind)),
         verdict.reason,
         verdict.min_cosine,
     )

@@ -64,14 +64,25 @@ from typing import Any
 import numpy as np
 import pytrec_eval
 
+from ..choices import StrChoice, choices
 from ..data.knn import unit_rows
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
 Vectors = Mapping[str, np.ndarray]
 
-SIMILARITIES = ("l2", "cosine", "dot", "min_facet_l2")
-FULL_CORPUS_SIMILARITIES = ("cosine", "dot")
+
+class RankingSimilarity(StrChoice):
+    """How a candidate's vector is scored against its query's, higher meaning closer."""
+
+    L2 = "l2"
+    COSINE = "cosine"
+    DOT = "dot"
+    MIN_FACET_L2 = "min_facet_l2"
+
+
+SIMILARITIES = choices(RankingSimilarity)
+FULL_CORPUS_SIMILARITIES = (RankingSimilarity.COSINE.value, RankingSimilarity.DOT.value)
 #: BEIR's ``EvaluateRetrieval`` default: the largest of its k values (1, 3, 5, 10, 100, 1000).
 BEIR_TOP_K = 1000
 REVIEWER_MEASURES = ("P_5", "P_10")
@@ -588,7 +599,8 @@ def _judged_run(
 ) -> ScoredRun:
     if similarity not in SIMILARITIES:
         raise ValueError(f"unknown similarity {similarity!r}; use one of {SIMILARITIES}")
-    ndim = 2 if similarity == "min_facet_l2" else 1
+    similarity = RankingSimilarity(similarity)
+    ndim = 2 if similarity is RankingSimilarity.MIN_FACET_L2 else 1
     missing_queries = [query for query in qrels if query not in query_vectors]
     missing_candidates = [c for judged in qrels.values() for c in judged if c not in candidate_vectors]
     missing = list(dict.fromkeys(missing_queries + missing_candidates))
@@ -639,7 +651,9 @@ def _stack(ids: Sequence[str], vectors: Vectors, ndim: int, dtype: type = np.flo
     return np.stack(arrays, dtype=dtype)
 
 
-def _similarities(similarity: str, query: str, query_vector: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+def _similarities(
+    similarity: RankingSimilarity, query: str, query_vector: np.ndarray, candidates: np.ndarray
+) -> np.ndarray:
     """Float64 scores of ``candidates`` for one query, higher meaning closer.
 
     ``candidates`` is ``(n, d)`` or ``(n, K, d)``.
@@ -648,13 +662,32 @@ def _similarities(similarity: str, query: str, query_vector: np.ndarray, candida
         raise ValueError(
             f"query {query!r} has dimension {query_vector.shape[-1]}, its candidates {candidates.shape[-1]}"
         )
-    if similarity == "l2":
-        return -np.sqrt(_squared_norms(candidates - query_vector))
-    if similarity == "cosine":
-        return unit_rows(candidates) @ unit_rows(query_vector[None, :])[0]
-    if similarity == "dot":
-        return candidates @ query_vector
-    return -np.sqrt(_min_facet_squared_distances(query_vector, candidates))
+    return _SCORES[similarity](query_vector, candidates)
+
+
+def _l2_scores(query_vector: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    return -np.sqrt(_squared_norms(candidates - query_vector))
+
+
+def _cosine_scores(query_vector: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    return unit_rows(candidates) @ unit_rows(query_vector[None, :])[0]
+
+
+def _dot_scores(query_vector: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    return candidates @ query_vector
+
+
+def _min_facet_l2_scores(query_facets: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    return -np.sqrt(_min_facet_squared_distances(query_facets, candidates))
+
+
+#: A similarity -> the scores of ``(n, d)`` or ``(n, K, d)`` candidates against one query's vector.
+_SCORES = {
+    RankingSimilarity.L2: _l2_scores,
+    RankingSimilarity.COSINE: _cosine_scores,
+    RankingSimilarity.DOT: _dot_scores,
+    RankingSimilarity.MIN_FACET_L2: _min_facet_l2_scores,
+}
 
 
 def _squared_norms(differences: np.ndarray) -> np.ndarray:
@@ -728,7 +761,7 @@ def _full_corpus_run(
             for i in range(0, len(corpus), corpus_chunk_size)
         ]
     )
-    if similarity == "cosine":
+    if RankingSimilarity(similarity) is RankingSimilarity.COSINE:
         unit_rows(queries, out=queries)
         # 1 / |c| per paper: float32 scores are divided by it, float64 ones use the float64 unit row.
         column_scale = (1.0 / np.maximum(norms, np.finfo(np.float64).tiny)).astype(np.float32)

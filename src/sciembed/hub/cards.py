@@ -32,6 +32,7 @@ from typing import Any
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from ..choices import StrChoice
 from ..default_model import DEFAULT_MODEL_HUB_ID
 from ..evaluation.benchmarks import BENCHMARKS
 from ..families import REGISTRY
@@ -49,7 +50,29 @@ FAMILY_TITLES = {
     "bert": "BERT encoder with SPECTER's [CLS] embedding",
     **{name: family.title for name, family in REGISTRY.items()},
 }
-METHOD_TITLES = {"adapters": "format adapters", "fusion": "format adapters and AdapterFusion", "pals": "PALs"}
+
+
+class FormatMethod(StrChoice):
+    """How a saved model embeds each task format differently: adapters, adapters with fusion, or PALs."""
+
+    ADAPTERS = "adapters"
+    FUSION = "fusion"
+    PALS = "pals"
+
+
+METHOD_TITLES = {
+    FormatMethod.ADAPTERS: "format adapters",
+    FormatMethod.FUSION: "format adapters and AdapterFusion",
+    FormatMethod.PALS: "PALs",
+}
+#: The Hub tag of each method.
+_METHOD_TAGS = {
+    FormatMethod.ADAPTERS: "format-adapters",
+    FormatMethod.FUSION: "adapter-fusion",
+    FormatMethod.PALS: "pals",
+}
+#: The partial (of :data:`PARTIALS`) that describes each method.
+_METHOD_PARTIALS = {FormatMethod.ADAPTERS: "adapters", FormatMethod.FUSION: "adapters", FormatMethod.PALS: "pals"}
 
 #: BibTeX keys (of citations.bib) cited for each family, method, recipe and benchmark.
 _FAMILY_CITATIONS = {
@@ -57,9 +80,9 @@ _FAMILY_CITATIONS = {
     **{name: family.citations for name, family in REGISTRY.items()},
 }
 _METHOD_CITATIONS = {
-    "adapters": ("singh-etal-2023-scirepeval",),
-    "fusion": ("singh-etal-2023-scirepeval", "pfeiffer-etal-2021-adapterfusion"),
-    "pals": ("singh-etal-2023-scirepeval", "stickland-murray-2019-pals"),
+    FormatMethod.ADAPTERS: ("singh-etal-2023-scirepeval",),
+    FormatMethod.FUSION: ("singh-etal-2023-scirepeval", "pfeiffer-etal-2021-adapterfusion"),
+    FormatMethod.PALS: ("singh-etal-2023-scirepeval", "stickland-murray-2019-pals"),
 }
 _RECIPE_CITATIONS = {
     "specter": ("cohan-etal-2020-specter",),
@@ -179,7 +202,7 @@ class ModelFolder:
 
     path: Path
     family: str
-    method: str | None
+    method: FormatMethod | None
     formats: tuple[str, ...]
     classifier: bool
     sentence_transformers: bool
@@ -244,14 +267,14 @@ def inspect_model_folder(model_dir: str | os.PathLike[str]) -> ModelFolder:
     pals_config = path / PALS_FOLDER / PALS_CONFIG_FILE
     adapters = tuple(name for name in FORMATS if (path / name / ADAPTER_CONFIG_FILE).is_file())
     if pals_config.is_file():
-        method = "pals"
+        method = FormatMethod.PALS
         try:
             formats = tuple(json.loads(pals_config.read_text(encoding="utf-8"))["formats"])
         except (json.JSONDecodeError, KeyError, TypeError) as error:
             raise ValueError(f"{pals_config}: not a PALs config with a 'formats' list ({error})") from None
     elif adapters:
         fused = any((path / f"{FUSION_PREFIX}{name}" / FUSION_CONFIG_FILE).is_file() for name in adapters)
-        method, formats = ("fusion" if fused else "adapters"), adapters
+        method, formats = (FormatMethod.FUSION if fused else FormatMethod.ADAPTERS), adapters
     return ModelFolder(path, family, method, formats, classifier, (path / "modules.json").is_file(), config)
 
 
@@ -300,7 +323,8 @@ def usage_embedding(folder: ModelFolder) -> UsageEmbedding:
     else:  # a control-code model's own default code
         task_format = getattr(config, "default_task_format", None) if folder.formats else None
     fused = (
-        folder.method == "fusion" and (folder.path / f"{FUSION_PREFIX}{task_format}" / FUSION_CONFIG_FILE).is_file()
+        folder.method is FormatMethod.FUSION
+        and (folder.path / f"{FUSION_PREFIX}{task_format}" / FUSION_CONFIG_FILE).is_file()
     )
     domain = config.domains[0] if getattr(config, "routing", None) == "enforced" else None
     return UsageEmbedding(pooling, normalize, max_length, task_format, domain, fused, own_limit)
@@ -537,7 +561,7 @@ def render_model_card(
 
     tags = ["sciembed", "scientific-documents", folder.family.replace("_", "-")]
     if folder.method:
-        tags.append({"adapters": "format-adapters", "fusion": "adapter-fusion", "pals": "pals"}[folder.method])
+        tags.append(_METHOD_TAGS[folder.method])
     if folder.classifier:
         tags.append("text-classification")
     if run and run["recipe"]:
@@ -560,7 +584,7 @@ def render_model_card(
     if folder.classifier and folder.family != "spectroid":
         partials.append("spectroid")  # a family with SPECTROID's head on its embedding
     if folder.method:
-        partials.append("pals" if folder.method == "pals" else "adapters")
+        partials.append(_METHOD_PARTIALS[folder.method])
     citations = read_citations(templates)
     keys = [
         key

@@ -1,4 +1,4 @@
-"""Reading any ``sciembed embed`` output block by block, so the float32 matrix is never held whole.
+"""Reads any ``sciembed embed`` output block by block, never holding the whole matrix.
 
 An ``.npy`` file is read with plain file reads and its ids file parsed id by id. Parquet is read batch by batch (a
 folder part by part, in name order) and JSON lines are streamed. Every block is checked (finite values, no zero
@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
 import numpy as np
 
+from ..choices import StrChoice
 from ..data.knn import unit_rows
 from ..io import (
     EMBEDDING_SUFFIXES,
@@ -38,6 +39,34 @@ _ID = re.compile(r'\s*(?:"((?:[^"\\\x00-\x1f]|\\.)*)"|(-?(?:0|[1-9][0-9]*)))\s*(
 _SPACE = re.compile(r"\s*")
 
 Block = tuple[list[str], np.ndarray]
+
+
+class EmbeddingLayout(StrChoice):
+    """The file layouts of an embedding output, named by their suffix."""
+
+    NPY = ".npy"
+    JSONL = ".jsonl"
+    PARQUET = ".parquet"
+
+    @classmethod
+    def of(cls, path: Path) -> EmbeddingLayout:
+        """The layout of ``path``: Parquet parts for a folder, else its suffix's.
+
+        Args:
+            path: an embedding output.
+
+        Raises:
+            ValueError: a file of another suffix.
+        """
+        if path.is_dir():
+            return cls.PARQUET
+        try:
+            return cls(path.suffix.lower())
+        except ValueError:
+            raise ValueError(
+                f"{path}: not an embedding output; give a {', '.join(EMBEDDING_SUFFIXES)} file, or a folder of "
+                "Parquet parts as sciembed embed writes"
+            ) from None
 
 
 @dataclass
@@ -65,9 +94,15 @@ class EmbeddingSource:
             rows: vectors per block (default :data:`BLOCK_ROWS`).
         """
         rows = rows or BLOCK_ROWS
-        start = self.first if self.path.suffix.lower() == ".npy" else 0
+        layout = EmbeddingLayout.of(self.path)
+        start = self.first if layout is EmbeddingLayout.NPY else 0
         stop = self.first + self.count
-        for ids, vectors in self._raw_blocks(rows):
+        raw = {
+            EmbeddingLayout.NPY: self._npy_blocks,
+            EmbeddingLayout.JSONL: self._jsonl_blocks,
+            EmbeddingLayout.PARQUET: self._parquet_blocks,
+        }[layout]
+        for ids, vectors in raw(rows):
             end = start + len(ids)
             if end > self.first and start < stop:
                 lo, hi = max(0, self.first - start), min(len(ids), stop - start)
@@ -76,25 +111,25 @@ class EmbeddingSource:
                 return
             start = end
 
-    def _raw_blocks(self, rows: int) -> Iterator[Block]:
-        suffix = self.path.suffix.lower()
-        if suffix == ".npy":
-            ids, matrix = self.npy or _open_npy(self.path)
-            for block, vectors in zip(ids.blocks(rows, self.first), npy_blocks(matrix, self.first, rows), strict=True):
-                yield block, np.asarray(vectors, dtype=np.float32)
-        elif suffix == ".jsonl":
-            ids, vectors = [], []
-            for _, paper_id, vector in jsonl_embedding_records(self.path):
-                ids.append(paper_id)
-                vectors.append(vector)
-                if len(ids) == rows:
-                    yield ids, _floats(self.path, ids, vectors)
-                    ids, vectors = [], []
-            if ids:
+    def _npy_blocks(self, rows: int) -> Iterator[Block]:
+        ids, matrix = self.npy or _open_npy(self.path)
+        for block, vectors in zip(ids.blocks(rows, self.first), npy_blocks(matrix, self.first, rows), strict=True):
+            yield block, np.asarray(vectors, dtype=np.float32)
+
+    def _jsonl_blocks(self, rows: int) -> Iterator[Block]:
+        ids, vectors = [], []
+        for _, paper_id, vector in jsonl_embedding_records(self.path):
+            ids.append(paper_id)
+            vectors.append(vector)
+            if len(ids) == rows:
                 yield ids, _floats(self.path, ids, vectors)
-        else:
-            for part in _parts(self.path) if self.path.is_dir() else [self.path]:
-                yield from _parquet_blocks(part, rows)
+                ids, vectors = [], []
+        if ids:
+            yield ids, _floats(self.path, ids, vectors)
+
+    def _parquet_blocks(self, rows: int) -> Iterator[Block]:
+        for part in _parts(self.path) if self.path.is_dir() else [self.path]:
+            yield from _parquet_blocks(part, rows)
 
     def _checked(self, ids: list[str], vectors: np.ndarray, start: int) -> np.ndarray:
         if vectors.ndim != 2 or vectors.shape[1] != self.dim:
@@ -148,32 +183,9 @@ def open_embeddings(
         ValueError: another suffix, an empty file, a folder without parts, or parts of differing dimensions.
     """
     path = check_input(path, option, "any")
-    suffix = path.suffix.lower()
-    npy = None
-    if path.is_dir():
-        parts = _parts(path)
-        dims = [(part, _parquet_shape(part)) for part in parts]
-        for part, (_, dim) in dims:
-            if dim != dims[0][1][1]:
-                raise ValueError(
-                    f"{part}: vectors of size {dim}, {parts[0].name} holds size {dims[0][1][1]}: parts of two "
-                    "embedding runs (another model?); embed the papers again into a new folder"
-                )
-        count, dim = sum(n for _, (n, _) in dims), dims[0][1][1]
-    elif suffix == ".npy":
-        npy = _open_npy(path)
-        count, dim = npy[1].shape
-    elif suffix == ".parquet":
-        count, dim = _parquet_shape(path)
-    elif suffix == ".jsonl":
-        count, dim = 0, 0
-        for _, _, vector in jsonl_embedding_records(path):
-            count, dim = count + 1, dim or len(vector)
-    else:
-        raise ValueError(
-            f"{path}: not an embedding output; give a {', '.join(EMBEDDING_SUFFIXES)} file, or a folder of Parquet "
-            "parts as sciembed embed writes"
-        )
+    layout = EmbeddingLayout.of(path)
+    npy = _open_npy(path) if layout is EmbeddingLayout.NPY else None
+    count, dim = npy[1].shape if npy else _SHAPES[layout](path)
     if count == 0:
         raise ValueError(f"{path}: holds no vectors; embed the papers first (sciembed embed)")
     if rows is None:
@@ -184,8 +196,31 @@ def open_embeddings(
     return EmbeddingSource(path, int(stop - start), int(dim), npy, first=int(start))
 
 
+def _parquet_output_shape(path: Path) -> tuple[int, int]:
+    """The vectors and dimension of a Parquet file, or of a folder of matching parts."""
+    if not path.is_dir():
+        return _parquet_shape(path)
+    parts = _parts(path)
+    dims = [(part, _parquet_shape(part)) for part in parts]
+    for part, (_, dim) in dims:
+        if dim != dims[0][1][1]:
+            raise ValueError(
+                f"{part}: vectors of size {dim}, {parts[0].name} holds size {dims[0][1][1]}: parts of two "
+                "embedding runs (another model?); embed the papers again into a new folder"
+            )
+    return sum(n for _, (n, _) in dims), dims[0][1][1]
+
+
+def _jsonl_shape(path: Path) -> tuple[int, int]:
+    """The vectors and dimension of a JSON lines output, read through once."""
+    count, dim = 0, 0
+    for _, _, vector in jsonl_embedding_records(path):
+        count, dim = count + 1, dim or len(vector)
+    return count, dim
+
+
 class NpyIds:
-    """The ids file of an ``.npy`` embedding output, parsed id by id: checked and counted once, never held as a list.
+    """The ids file of an ``.npy`` embedding output, checked and counted once, never held whole.
 
     Args:
         path: the ``.npy`` file, whose ids file (:func:`~sciembed.io.ids_path`) is a JSON list of ids or an object
@@ -236,11 +271,10 @@ class NpyIds:
         others = {} if others is None else others
         with self.file.open(encoding="utf-8", newline="") as handle:
             reader = _JsonReader(handle, self.file)
-            start = reader.next_char()
-            if start == "[":
+            if reader.take("["):
                 others["<list>"] = True
                 yield from self._list(reader)
-            elif start == "{":
+            elif reader.take("{"):
                 others["<object>"] = True
                 yield from self._object(reader, others)
             else:
@@ -249,9 +283,8 @@ class NpyIds:
                 reader.fail("more after the end of the JSON document")
 
     def _object(self, reader: _JsonReader, others: dict[str, object]) -> Iterator[list[str]]:
-        reader.at += 1
-        if reader.next_char() == "}":
-            reader.at += 1
+        """The ids of the object after its ``{``, its other keys put in ``others``."""
+        if reader.take("}"):
             return
         while True:
             if reader.next_char() != '"':
@@ -259,26 +292,19 @@ class NpyIds:
             key = reader.value()
             if key in others:
                 reader.fail(f"the key {key!r} is given twice")
-            if reader.next_char() != ":":
-                reader.fail("expected ':' after a key")
-            reader.at += 1
-            if key == "ids" and reader.next_char() == "[":
+            reader.expect(":", "expected ':' after a key")
+            if key == "ids" and reader.take("["):
                 others["ids"] = others["<list>"] = True
                 yield from self._list(reader)
             else:
                 others[key] = reader.value()
-            after = reader.next_char()
-            reader.at += 1
-            if after == "}":
+            if reader.take("}"):
                 return
-            if after != ",":
-                reader.fail("expected ',' or '}'")
+            reader.expect(",", "expected ',' or '}'")
 
     def _list(self, reader: _JsonReader) -> Iterator[list[str]]:
-        """The ids of the list at the position, a chunk's worth at a time."""
-        reader.at += 1
-        if reader.next_char() == "]":
-            reader.at += 1
+        """The ids of the list after its ``[``, a chunk's worth at a time."""
+        if reader.take("]"):
             return
         number = 0
         while True:
@@ -292,20 +318,20 @@ class NpyIds:
                     reader.fail(f"id #{number} (counted from 0) is not followed by ',' or ']'")
                 reader.fail(f"id #{number} (counted from 0) is {kind}: ids are strings (or integers)")
             closing = [match[3] for match in found]
-            last = closing.index("]") if "]" in closing else len(found) - 1
-            found = found[: last + 1]
+            ended = "]" in closing
+            found = found[: closing.index("]") + 1] if ended else found
             yield [
                 match[1] if match[1] is not None and "\\" not in match[1] else _id_of(match, number + i, reader)
                 for i, match in enumerate(found)
             ]
             reader.at = found[-1].end()
             number += len(found)
-            if found[-1][3] == "]":
+            if ended:
                 return
 
 
 def _id_of(match: re.Match, number: int, reader: _JsonReader) -> str:
-    """The id of a list element matched by :data:`_ID` whose text holds escapes, or that is an integer."""
+    """The id of a matched list element (:data:`_ID`) that holds escapes or is an integer."""
     text, integer, _ = match.groups()
     if text is None:
         return str(int(integer))
@@ -316,7 +342,7 @@ def _id_of(match: re.Match, number: int, reader: _JsonReader) -> str:
 
 
 class _JsonReader:
-    """A JSON text read a chunk at a time: the text held, the position in it, and errors naming the character."""
+    """A JSON text read a chunk at a time, its errors naming the character."""
 
     def __init__(self, handle, file: Path):
         self.handle, self.file = handle, file
@@ -333,13 +359,36 @@ class _JsonReader:
         return True
 
     def next_char(self) -> str:
-        """The next character that is not white space ("" at the end), the position moved to it."""
+        """The next character that is not white space, the position moved to it.
+
+        It is "" at the end of the file.
+        """
         while True:
             self.at = _SPACE.match(self.text, self.at).end()
             if self.at < len(self.text):
                 return self.text[self.at]
             if not self.more():
                 return ""
+
+    def take(self, char: str) -> bool:
+        """Whether the next non-space character is ``char``, moved past it if so.
+
+        Args:
+            char: the character wanted.
+        """
+        found = self.next_char() == char
+        self.at += found
+        return found
+
+    def expect(self, char: str, problem: str) -> None:
+        """Move past the next non-space character, or fail when it is not ``char``.
+
+        Args:
+            char: the character wanted.
+            problem: the error when another character comes.
+        """
+        if not self.take(char):
+            self.fail(problem)
 
     def value(self) -> object:
         """The JSON value at the position, read whole."""
@@ -377,6 +426,13 @@ def _open_npy(path: Path) -> tuple[NpyIds, np.ndarray]:
     if len(ids) != len(vectors):
         raise ValueError(f"{path}: {len(vectors)} vectors but {len(ids)} ids in {ids.file}")
     return ids, vectors
+
+
+#: How many vectors, of what dimension, a file of each layout (but ``.npy``) holds.
+_SHAPES: dict[EmbeddingLayout, Callable[[Path], tuple[int, int]]] = {
+    EmbeddingLayout.JSONL: _jsonl_shape,
+    EmbeddingLayout.PARQUET: _parquet_output_shape,
+}
 
 
 def _parts(folder: Path) -> list[Path]:

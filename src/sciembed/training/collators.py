@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..data.papers import paper_text
 from ..encode import QUERY_FORMAT
 from ..truncation import cut_texts
-from .examples import PAIR_ROLES, TASK_FORMATS, TRIPLET_ROLES
+from .examples import PAIR_ROLES, TASK_FORMATS, TRIPLET_ROLES, TaskKind
 
 if TYPE_CHECKING:
     import torch
@@ -90,7 +90,7 @@ class MultiTaskCollator(PaperCollator):
     its candidates in the proximity format.
     """
 
-    task_kinds: Mapping[str, str] | None = None
+    task_kinds: Mapping[str, TaskKind | str] | None = None
 
     def __call__(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
         import torch
@@ -103,24 +103,27 @@ class MultiTaskCollator(PaperCollator):
             kind = (self.task_kinds or {}).get(name)
             if kind is None:
                 raise ValueError(f"unknown task {name!r} in the batch; known: {', '.join(self.task_kinds or {})}")
+            kind = TaskKind(kind)
             papers = [row["papers"] for row in members]
-            if kind == "search":
-                inputs = [
-                    (QUERY_FORMAT, self.tokenize([p[0] for p in papers])),
-                    (TASK_FORMATS[kind], self.tokenize([p[i] for i in (1, 2) for p in papers])),
-                ]
-            elif kind == "proximity":
-                inputs = [(TASK_FORMATS[kind], self.tokenize([p[i] for i in range(3) for p in papers]))]
-            else:
-                inputs = [(TASK_FORMATS[kind], self.tokenize([p[0] for p in papers]))]
-            labels = (
-                torch.tensor([row["label"] for row in members], dtype=torch.float)
-                if kind not in ("proximity", "search")
-                else None
-            )
-            if kind == "classification":
-                labels = labels[:, 0].long()
-            elif kind == "regression":
-                labels = labels[:, 0]
+            inputs = [(QUERY_FORMAT, self.tokenize([p[0] for p in papers]))] if kind is TaskKind.SEARCH else []
+            inputs.append((TASK_FORMATS[kind], self.tokenize([p[i] for i in _FORMAT_PAPERS[kind] for p in papers])))
+            shape = _LABEL_SHAPES.get(kind)
+            labels = shape(torch.tensor([row["label"] for row in members], dtype=torch.float)) if shape else None
             tasks[name] = {"kind": kind, "inputs": inputs, "labels": labels}
         return {"tasks": tasks}
+
+
+#: A task kind -> the papers of a row embedded in its task format (a search query is in the query format).
+_FORMAT_PAPERS = {
+    TaskKind.CLASSIFICATION: (0,),
+    TaskKind.MULTILABEL: (0,),
+    TaskKind.REGRESSION: (0,),
+    TaskKind.PROXIMITY: (0, 1, 2),
+    TaskKind.SEARCH: (1, 2),
+}
+#: A task kind with a head -> its labels from the rows' float label lists.
+_LABEL_SHAPES = {
+    TaskKind.CLASSIFICATION: lambda labels: labels[:, 0].long(),
+    TaskKind.MULTILABEL: lambda labels: labels,
+    TaskKind.REGRESSION: lambda labels: labels[:, 0],
+}

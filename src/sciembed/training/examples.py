@@ -30,13 +30,40 @@ from typing import Any
 import numpy as np
 from datasets import Dataset, concatenate_datasets
 
+from ..choices import StrChoice, choices
 from ..data.graph import CitationGraph
 from ..data.papers import PaperProblem, paper_id_list, paper_id_order
 from ..data.smart import LINK_READINGS, is_smart_collection
 
 logger = logging.getLogger(__name__)
 
-TRIPLET_SAMPLERS = ("specter", "spectroid", "scincl")
+
+class TripletSampler(StrChoice):
+    """The papers whose rules draw training triplets from a citation graph."""
+
+    SPECTER = "specter"
+    SPECTROID = "spectroid"
+    SCINCL = "scincl"
+
+
+class PairKind(StrChoice):
+    """What :func:`pair_dataset` pairs: papers cited together, or a paper and one it cites."""
+
+    COCITATIONS = "cocitations"
+    CITATIONS = "citations"
+
+
+class TaskKind(StrChoice):
+    """The kinds of a multi-task run's tasks, each with its own head or ranking loss."""
+
+    CLASSIFICATION = "classification"
+    MULTILABEL = "multilabel"
+    REGRESSION = "regression"
+    PROXIMITY = "proximity"
+    SEARCH = "search"
+
+
+TRIPLET_SAMPLERS = choices(TripletSampler)
 #: The roles of a triplet example, in the order they are encoded.
 TRIPLET_ROLES = ("query", "positive", "negative")
 PAIR_ROLES = ("a", "b")
@@ -308,7 +335,7 @@ def split_citation_queries(source: CitationSource, held_out: float, validation: 
 def triplet_dataset(
     source: CitationSource,
     *,
-    sampler: str = "specter",
+    sampler: TripletSampler | str = TripletSampler.SPECTER,
     queries: Iterable[str] | None = None,
     exclude: Iterable[str] = (),
     seed: int = 0,
@@ -335,13 +362,14 @@ def triplet_dataset(
 
     if sampler not in TRIPLET_SAMPLERS:
         raise ValueError(f"unknown triplet sampler {sampler!r}; one of {', '.join(TRIPLET_SAMPLERS)}")
+    sampler = TripletSampler(sampler)
     excluded = set(paper_id_list(exclude, what="exclude"))
     graph = source.graph
-    if excluded and sampler != "scincl":
+    if excluded and sampler is not TripletSampler.SCINCL:
         graph = _without(graph, excluded)
     chosen = paper_id_list(queries, what="queries") if queries is not None else source.linked_queries()
     query_list = [q for q in chosen if q not in excluded]
-    if sampler == "scincl":
+    if sampler is TripletSampler.SCINCL:
         from ..data.scincl import SciNCLConfig, sample_scincl_triplets
 
         try:
@@ -354,7 +382,10 @@ def triplet_dataset(
             graph, query_list, config, exclude=sorted(excluded) or None, seed=seed, rank=rank, world_size=world_size
         )
     else:
-        sample = sample_specter_triplets if sampler == "specter" else sample_spectroid_triplets
+        sample = {
+            TripletSampler.SPECTER: sample_specter_triplets,
+            TripletSampler.SPECTROID: sample_spectroid_triplets,
+        }[sampler]
         in_graph = graph.ids.positions(query_list) >= 0
         triplets = sample(
             graph,
@@ -381,9 +412,9 @@ def _without(graph: CitationGraph, excluded: set[str]) -> CitationGraph:
 
 def scirepeval_triplets(path: str | os.PathLike[str], *, skip_invalid: bool = True) -> Dataset:
     """SciRepEval's ready citation triplets (``specter_small.json``: ``{query, pos, neg}`` papers)."""
-    from ..data.scirepeval import read_scirepeval_sample
+    from ..data.scirepeval import SampleFormat, read_scirepeval_sample
 
-    sample = read_scirepeval_sample(path, kind="specter", skip_invalid=skip_invalid)
+    sample = read_scirepeval_sample(path, kind=SampleFormat.SPECTER, skip_invalid=skip_invalid)
     return Dataset.from_dict(
         {
             "query": [paper_record(r) for r in sample.data["query"]],
@@ -394,7 +425,7 @@ def scirepeval_triplets(path: str | os.PathLike[str], *, skip_invalid: bool = Tr
 
 
 #: What :func:`pair_dataset` pairs: papers cited together (the MoE paper's data), or a paper and one it cites.
-PAIR_KINDS = ("cocitations", "citations")
+PAIR_KINDS = choices(PairKind)
 
 
 def pair_dataset(
@@ -403,7 +434,7 @@ def pair_dataset(
     queries: Iterable[str] | None = None,
     exclude: Iterable[str] = (),
     domain: str | None = None,
-    kind: str = "cocitations",
+    kind: PairKind | str = PairKind.COCITATIONS,
 ) -> Dataset:
     """Positive pairs ``(a, b)`` for in-batch-negatives training.
 
@@ -415,15 +446,17 @@ def pair_dataset(
     """
     if kind not in PAIR_KINDS:
         raise ValueError(f"unknown pair kind {kind!r}; one of {', '.join(PAIR_KINDS)}")
+    kind = PairKind(kind)
     excluded = set(paper_id_list(exclude, what="exclude"))
     allowed = None if queries is None else set(paper_id_list(queries, what="queries"))
-    pairs = (source.cocited or _graph_cocitations(source)) if kind == "cocitations" else _graph_citations(source)
+    cocitations = kind is PairKind.COCITATIONS
+    pairs = (source.cocited or _graph_cocitations(source)) if cocitations else _graph_citations(source)
     rows = [
         (a, b)
         for a, b in pairs
         if a not in excluded and b not in excluded and (allowed is None or a in allowed or b in allowed)
     ]
-    if not rows and kind == "cocitations":
+    if not rows and cocitations:
         raise ValueError(
             f"{source.path}: no co-citation pair among the papers with text (two papers cited by the same paper); "
             "this recipe needs papers that share citing papers (or data.pairs=citations), the triplet recipes "
@@ -479,9 +512,9 @@ def labelled_papers(
         ids, names = list(categories), [str(label) for label in categories.values()]
         records = {p["paper_id"]: p for p in collection.papers}
     else:
-        from ..data.scirepeval import read_scirepeval_sample
+        from ..data.scirepeval import SampleFormat, read_scirepeval_sample
 
-        sample = read_scirepeval_sample(path, kind="mesh", skip_invalid=skip_invalid)
+        sample = read_scirepeval_sample(path, kind=SampleFormat.MESH, skip_invalid=skip_invalid)
         ids, names = list(sample.data["paper_id"]), list(sample.data["descriptor"])
         records = {r["paper_id"]: r for r in sample.data}
     chosen = [(pid, name) for pid, name in zip(ids, names) if allowed is None or pid in allowed]
@@ -502,11 +535,11 @@ def labelled_papers(
 
 #: Task kind -> the format its papers are embedded in (SciRepEval's control codes / adapters).
 TASK_FORMATS = {
-    "classification": "classification",
-    "multilabel": "classification",
-    "regression": "regression",
-    "proximity": "proximity",
-    "search": "proximity",
+    TaskKind.CLASSIFICATION: "classification",
+    TaskKind.MULTILABEL: "classification",
+    TaskKind.REGRESSION: "regression",
+    TaskKind.PROXIMITY: "proximity",
+    TaskKind.SEARCH: "proximity",
 }
 
 
@@ -518,7 +551,7 @@ class MultiTaskData:
     """
 
     dataset: Dataset
-    tasks: dict[str, tuple[str, int]]
+    tasks: dict[str, tuple[TaskKind, int]]
     skipped: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
@@ -535,7 +568,7 @@ class TaskRows:
         skipped: records that gave no row, and why (e.g. a search query whose candidates all score the same).
     """
 
-    kind: str
+    kind: TaskKind
     num_labels: int
     rows: list[dict[str, Any]]
     ids: list[str | None]
@@ -588,35 +621,35 @@ def classification_rows(
 
     The papers come from CACM's CR categories (a SMART collection, :func:`labelled_papers`), a SciRepEval MeSH
     sample (one descriptor per paper) or a fields-of-study sample (multi-label: a multi-hot label)."""
-    from ..data.scirepeval import read_scirepeval_sample
+    from ..data.scirepeval import SampleFormat, read_scirepeval_sample
 
     path = Path(path)
     skipped: dict[str, int] = {}
     if not is_smart_collection(path):
         sample = read_scirepeval_sample(path, skip_invalid=skip_invalid)
         skipped = {"skipped_records": len(sample.skipped)} if sample.skipped else {}
-        if sample.kind == "fos":
+        if sample.kind is SampleFormat.FOS:
             data = sample.data
             size = max(max(labels) for labels in data["labels"]) + 1
             rows = [
                 {"papers": [paper_record(r)], "label": [float(i in set(r["labels"])) for i in range(size)]}
                 for r in data
             ]
-            return TaskRows("multilabel", size, rows, [str(r["paper_id"]) for r in data], skipped)
-        if sample.kind != "mesh":
+            return TaskRows(TaskKind.MULTILABEL, size, rows, [str(r["paper_id"]) for r in data], skipped)
+        if sample.kind is not SampleFormat.MESH:
             raise ValueError(
                 f"{path}: a {sample.kind} sample holds no labels; "
                 "classification takes CACM, a MeSH or a fields-of-study sample"
             )
     data, labels = labelled_papers(path, skip_invalid=skip_invalid, smart_links=smart_links)
     rows = [{"papers": [paper], "label": [float(label)]} for paper, label in zip(data["paper"], data["label"])]
-    return TaskRows("classification", len(labels), rows, list(data["paper_id"]), skipped)
+    return TaskRows(TaskKind.CLASSIFICATION, len(labels), rows, list(data["paper_id"]), skipped)
 
 
 def triplet_rows(triplets: Dataset) -> TaskRows:
     """Citation triplets (:func:`triplet_dataset`, :func:`scirepeval_triplets`) as proximity rows."""
     rows = [{"papers": [r[role] for role in TRIPLET_ROLES], "label": []} for r in triplets]
-    return TaskRows("proximity", 1, rows, [None] * len(rows))
+    return TaskRows(TaskKind.PROXIMITY, 1, rows, [None] * len(rows))
 
 
 def search_rows(path: str | os.PathLike[str], *, skip_invalid: bool = True) -> TaskRows:
@@ -624,9 +657,9 @@ def search_rows(path: str | os.PathLike[str], *, skip_invalid: bool = True) -> T
 
     A row pairs the candidate with the highest click score against the one with the lowest below it. A session
     without two different scores gives no row, and is counted."""
-    from ..data.scirepeval import read_scirepeval_sample
+    from ..data.scirepeval import SampleFormat, read_scirepeval_sample
 
-    sample = read_scirepeval_sample(path, kind="search", skip_invalid=skip_invalid)
+    sample = read_scirepeval_sample(path, kind=SampleFormat.SEARCH, skip_invalid=skip_invalid)
     data = sample.data
     rows, flat = [], 0
     for record in data:
@@ -645,7 +678,11 @@ def search_rows(path: str | os.PathLike[str], *, skip_invalid: bool = True) -> T
         )
     skipped = {"skipped_records": len(sample.skipped)} if sample.skipped else {}
     return TaskRows(
-        "search", 1, rows, [None] * len(rows), {**skipped, **({"sessions_without_two_scores": flat} if flat else {})}
+        TaskKind.SEARCH,
+        1,
+        rows,
+        [None] * len(rows),
+        {**skipped, **({"sessions_without_two_scores": flat} if flat else {})},
     )
 
 
@@ -661,7 +698,7 @@ def tagged_dataset(
     """
     rng = np.random.default_rng(seed)
     parts: list[Dataset] = []
-    kinds: dict[str, tuple[str, int]] = {}
+    kinds: dict[str, tuple[TaskKind, int]] = {}
     for name, task in tasks.items():
         rows = task.rows
         limit = max_per_task.get(name) if isinstance(max_per_task, Mapping) else max_per_task

@@ -53,6 +53,7 @@ from ..io import RepeatedKeyError, json_place, loads_json, loads_yaml
 from .examples import (
     CitationFiles,
     MultiTaskData,
+    TaskKind,
     TaskRows,
     classification_rows,
     exclusion_counts,
@@ -66,9 +67,10 @@ from .examples import (
     triplet_rows,
 )
 
-TASK_TYPES = ("classification", "proximity", "search")
+#: The task kinds a mixture names (a classification task's data tells whether it is multi-label).
+TASK_TYPES = (TaskKind.CLASSIFICATION, TaskKind.PROXIMITY, TaskKind.SEARCH)
 #: SciRepEval's task-configuration names for our types.
-TYPE_ALIASES = {"triplet": "proximity", "ir": "search"}
+TYPE_ALIASES = {"triplet": TaskKind.PROXIMITY, "ir": TaskKind.SEARCH}
 _KEYS = ("name", "type", "data", "sample_size", "exclude", "multi_label", "weight")
 #: Triplets per query paper of a citation graph task (the specter recipe's).
 TRIPLETS_PER_QUERY = 5
@@ -79,7 +81,7 @@ class MixtureTask:
     """One task of a mixture (see the module docstring for each field)."""
 
     name: str
-    type: str
+    type: TaskKind
     data: Path | CitationFiles
     sample_size: int | None = None
     exclude: frozenset[str] = frozenset()
@@ -185,6 +187,7 @@ def _task(entry: Any, number: int, path: Path) -> MixtureTask:
             f"{where}: unknown type {entry['type']!r}; one of {', '.join(TASK_TYPES)} "
             f"(or SciRepEval's {', '.join(TYPE_ALIASES)})"
         )
+    kind = TaskKind(kind)
     data: Path | CitationFiles
     if isinstance(entry["data"], Mapping):
         if set(entry["data"]) != {"papers", "citations"}:
@@ -196,7 +199,7 @@ def _task(entry: Any, number: int, path: Path) -> MixtureTask:
         missing_files = [str(f) for f in (data.papers, data.citations) if not f.is_file()]
         if missing_files:
             raise ValueError(f"{where}: {', '.join(missing_files)} does not exist")
-        if kind != "proximity":
+        if kind is not TaskKind.PROXIMITY:
             raise ValueError(f"{where}: papers and citations make a citation graph, a proximity task, not {kind}")
     else:
         data = path.parent / entry["data"]
@@ -212,7 +215,7 @@ def _task(entry: Any, number: int, path: Path) -> MixtureTask:
         exclude = read_paper_ids(path.parent / exclude, f"{where}: exclude")
     if not isinstance(exclude, list):
         raise ValueError(f"{where}: exclude is a list of paper ids or a file of them, got {type(exclude).__name__}")
-    if exclude and kind == "search":
+    if exclude and kind is TaskKind.SEARCH:
         raise ValueError(
             f"{where}: exclude takes papers out of classification tasks and citation graphs, not search sessions"
         )
@@ -232,6 +235,11 @@ def _is_graph(data: Path | CitationFiles) -> bool:
     )
 
 
+def _is_graph_task(task: MixtureTask) -> bool:
+    """A proximity task whose data is a citation graph."""
+    return task.type is TaskKind.PROXIMITY and _is_graph(task.data)
+
+
 def mixture_examples(
     tasks: list[MixtureTask],
     *,
@@ -249,7 +257,7 @@ def mixture_examples(
     """
     from ..evaluation.loaders import TaskSuite
 
-    graphs = [task.name for task in tasks if task.type == "proximity" and _is_graph(task.data)]
+    graphs = [task.name for task in tasks if _is_graph_task(task)]
     if len(graphs) > 1:
         raise ValueError(
             f"a multi-task mixture takes one citation graph (its held-out queries are the run's cite evaluation); "
@@ -259,23 +267,8 @@ def mixture_examples(
     counts: dict[str, Any] = {}
     evaluation = checking = None
     for task in tasks:
-        if task.type == "classification":
-            task_rows = classification_rows(task.data, skip_invalid=skip_invalid, smart_links=smart_links)
-            if task.multi_label is not None and task.multi_label != (task_rows.kind == "multilabel"):
-                raise ValueError(
-                    f"task {task.name}: multi_label is {str(task.multi_label).lower()}, but {task.data} holds "
-                    f"{'several labels' if task_rows.kind == 'multilabel' else 'one label'} per paper"
-                )
-            task_rows = task_rows.without(set(task.exclude), f"task {task.name}: exclude")
-        elif task.type == "search":
-            task_rows = search_rows(task.data, skip_invalid=skip_invalid)
-        elif not _is_graph(task.data):
-            if task.exclude:
-                raise ValueError(
-                    f"task {task.name}: {task.data} holds ready triplets without paper ids; "
-                    "exclude needs a citation graph"
-                )
-            task_rows = triplet_rows(scirepeval_triplets(task.data, skip_invalid=skip_invalid))
+        if not _is_graph_task(task):
+            task_rows = _TASK_ROWS[task.type](task, skip_invalid, smart_links)
         else:
             source = read_citation_source(task.data, skip_invalid=skip_invalid, smart_links=smart_links)
             split = split_citation_queries(source, held_out, validation, seed)
@@ -304,6 +297,40 @@ def mixture_examples(
     }
     weights = {task.name: task.weight for task in tasks}
     return MixtureExamples(data, counts, evaluation, checking, weights if len(set(weights.values())) > 1 else None)
+
+
+def _classification_task(task: MixtureTask, skip_invalid: bool, smart_links: str) -> TaskRows:
+    """A classification task's rows, checked against its ``multi_label``, its excluded papers left out."""
+    task_rows = classification_rows(task.data, skip_invalid=skip_invalid, smart_links=smart_links)
+    multi_label = task_rows.kind is TaskKind.MULTILABEL
+    if task.multi_label is not None and task.multi_label != multi_label:
+        raise ValueError(
+            f"task {task.name}: multi_label is {str(task.multi_label).lower()}, but {task.data} holds "
+            f"{'several labels' if multi_label else 'one label'} per paper"
+        )
+    return task_rows.without(set(task.exclude), f"task {task.name}: exclude")
+
+
+def _search_task(task: MixtureTask, skip_invalid: bool, smart_links: str) -> TaskRows:
+    """A search task's rows from SciRepEval's search sessions."""
+    return search_rows(task.data, skip_invalid=skip_invalid)
+
+
+def _ready_triplets_task(task: MixtureTask, skip_invalid: bool, smart_links: str) -> TaskRows:
+    """A proximity task's rows from SciRepEval's ready triplets, which name no papers to exclude."""
+    if task.exclude:
+        raise ValueError(
+            f"task {task.name}: {task.data} holds ready triplets without paper ids; exclude needs a citation graph"
+        )
+    return triplet_rows(scirepeval_triplets(task.data, skip_invalid=skip_invalid))
+
+
+#: A task type -> how its rows are read (a citation graph's proximity task is sampled apart).
+_TASK_ROWS = {
+    TaskKind.CLASSIFICATION: _classification_task,
+    TaskKind.SEARCH: _search_task,
+    TaskKind.PROXIMITY: _ready_triplets_task,
+}
 
 
 @dataclass
@@ -347,7 +374,7 @@ def domain_examples(
     from ..evaluation.loaders import TaskSuite
     from .examples import pair_dataset
 
-    others = [task.name for task in tasks if task.type != "proximity" or not _is_graph(task.data)]
+    others = [task.name for task in tasks if not _is_graph_task(task)]
     if others:
         raise ValueError(
             f"a citation recipe's mixture is one citation graph per domain; not a citation graph: {', '.join(others)}"

@@ -21,24 +21,38 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ...choices import StrChoice, choices
+from ..examples import TaskKind
 from .mnr import MultipleNegativesRankingLoss
 from .triplet import TripletMarginLoss
 
-KINDS = ("classification", "multilabel", "regression", "proximity")
-PROXIMITY_LOSSES = ("triplet", "mnr")
+
+class ProximityLoss(StrChoice):
+    """The ranking loss of proximity and search tasks."""
+
+    TRIPLET = "triplet"
+    MNR = "mnr"
+
+
+#: The task kinds a loss takes (search tasks train as proximity).
+KINDS = (TaskKind.CLASSIFICATION, TaskKind.MULTILABEL, TaskKind.REGRESSION, TaskKind.PROXIMITY)
+PROXIMITY_LOSSES = choices(ProximityLoss)
+#: The kinds whose head picks one or more of several labels.
+_LABELLED = frozenset({TaskKind.CLASSIFICATION, TaskKind.MULTILABEL})
 
 
 @dataclass(frozen=True)
 class TaskSpec:
     """One training task: its kind and, for classification, its number of labels."""
 
-    kind: str
+    kind: TaskKind
     num_labels: int = 1
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"unknown task kind {self.kind!r}; one of {', '.join(KINDS)}")
-        if self.kind in ("classification", "multilabel") and self.num_labels < 2:
+        object.__setattr__(self, "kind", TaskKind(self.kind))
+        if self.kind in _LABELLED and self.num_labels < 2:
             raise ValueError(f"a {self.kind} task needs num_labels >= 2, got {self.num_labels}")
 
 
@@ -62,7 +76,7 @@ class MultiTaskLoss(nn.Module):
         hidden_size: int,
         dropout: float = 0.1,
         margin: float = 1.0,
-        proximity: str = "triplet",
+        proximity: ProximityLoss | str = ProximityLoss.TRIPLET,
         temperature: float = 0.05,
     ):
         super().__init__()
@@ -75,12 +89,12 @@ class MultiTaskLoss(nn.Module):
             {
                 name: nn.Sequential(nn.Dropout(dropout), nn.Linear(hidden_size, spec.num_labels))
                 for name, spec in self.tasks.items()
-                if spec.kind != "proximity"
+                if spec.kind is not TaskKind.PROXIMITY
             }
         )
         self.ranking = (
             TripletMarginLoss(margin)
-            if proximity == "triplet"
+            if ProximityLoss(proximity) is ProximityLoss.TRIPLET
             else MultipleNegativesRankingLoss(temperature, similarity="cosine")
         )
 
@@ -89,18 +103,33 @@ class MultiTaskLoss(nn.Module):
         if name not in self.tasks:
             raise ValueError(f"unknown task {name!r}; tasks: {', '.join(self.tasks)}")
         kind = self.tasks[name].kind
-        if kind == "proximity":
+        if kind is TaskKind.PROXIMITY:
             return self.ranking(*inputs)
         embeddings, labels = inputs
-        logits = self.heads[name](embeddings)
-        if kind == "classification":
-            return F.cross_entropy(logits, labels)
-        if kind == "multilabel":
-            return F.binary_cross_entropy_with_logits(logits, labels.float())
-        return F.mse_loss(logits.squeeze(-1), labels.float())
+        return _HEAD_LOSSES[kind](self.heads[name](embeddings), labels)
 
     def forward(self, batch: Mapping[str, tuple[torch.Tensor, ...]]) -> torch.Tensor:
         """Sum of the losses of the tasks in ``batch`` (task name -> inputs of :meth:`task_loss`)."""
         if not batch:
             raise ValueError("empty batch")
         return sum(self.task_loss(name, inputs) for name, inputs in batch.items())
+
+
+def _cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits, labels)
+
+
+def _binary_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return F.binary_cross_entropy_with_logits(logits, labels.float())
+
+
+def _squared_error(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return F.mse_loss(logits.squeeze(-1), labels.float())
+
+
+#: A task kind with a head -> the loss of its logits against its labels.
+_HEAD_LOSSES = {
+    TaskKind.CLASSIFICATION: _cross_entropy,
+    TaskKind.MULTILABEL: _binary_cross_entropy,
+    TaskKind.REGRESSION: _squared_error,
+}
