@@ -39,8 +39,6 @@ SUMMARIES_PENDING: tuple[str, ...] = (
     "src/sciembed/jobs/embed.py",
     "src/sciembed/jobs/ray_embed.py",
     "src/sciembed/onnx_backend.py",
-    "src/sciembed/openvino_backend.py",
-    "src/sciembed/quantization.py",
 )
 PENDING_SUMMARY_WORDS = 25
 
