@@ -113,7 +113,7 @@ DEFAULT_VARIANTS = (
     "openvino_bf16",
     "openvino_int8",
     "openvino_int8_bf16",
-    "openvino_int8_f32_denormals",
+    "openvino_int8_performance_f32",
 )
 #: The fusion settings of the ONNX variants' graphs, each in a folder of its name beside the backend's export.
 ONNX_FUSIONS = {"mha": {"use_multi_head_attention": True}, "unfused_attention": {"enable_attention": False}}
