@@ -6,7 +6,8 @@ is read from neighbouring runs. The int8 models are built as the backends build 
 ONNX Runtime's static int8 are calibrated on real papers outside the timed set. The JSON records each variant's
 ratio per round (of wall time and of this process's CPU time), the smallest cosine of its vectors to the
 reference's, the CPU flags and the load average. A variant with a bucket pads each batch to a multiple of that
-length, so fewer shapes are compiled.
+length, so fewer shapes are compiled. A variant with a recipe runs an OpenVINO int8 model made by that
+post-training quantization recipe. The default run times :data:`DEFAULT_VARIANTS`; ``--variants all`` times all.
 
     python benchmarks/int8_variants.py --data ../shared/data --output benchmarks/results/int8_variants.json
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -47,6 +49,20 @@ class Variant:
     options: Mapping[str, Any] = field(default_factory=dict)
     #: Pad each batch's length to a multiple of this (0: no padding), so that fewer shapes are compiled.
     bucket: int = 0
+    #: Papers per batch (0: ``--batch-size``).
+    batch_size: int = 0
+    #: OpenVINO int8 only: the key in :data:`RECIPES` of the post-training quantization that makes the model.
+    recipe: str = ""
+
+
+#: Post-training quantization recipes of the OpenVINO int8 variants, each made in a folder of its name.
+RECIPES = {
+    "float_attention": openvino_backend.Int8Recipe(float_attention=True),
+    "no_smooth_quant": openvino_backend.Int8Recipe(smooth_quant_alpha=-1),
+    "performance": openvino_backend.Int8Recipe(preset=openvino_backend.Int8Preset.PERFORMANCE),
+}
+BF16 = {"INFERENCE_PRECISION_HINT": "bf16"}
+F32 = {"INFERENCE_PRECISION_HINT": "f32"}
 
 
 VARIANTS = {
@@ -61,6 +77,25 @@ VARIANTS = {
     "openvino_int8_throughput": Variant(
         "openvino", "model_int8.xml", {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "THROUGHPUT"}
     ),
+    # OpenVINO int8: compile options, shapes, weight-only int8 and post-training quantization recipes.
+    "openvino_int8_bf16_denormals": Variant(
+        "openvino", "model_int8.xml", {**BF16, "CPU_DENORMALS_OPTIMIZATION": True}
+    ),
+    "openvino_int8_f32_denormals": Variant("openvino", "model_int8.xml", {**F32, "CPU_DENORMALS_OPTIMIZATION": True}),
+    "openvino_bf16_denormals": Variant("openvino", "model.xml", {**BF16, "CPU_DENORMALS_OPTIMIZATION": True}),
+    "openvino_int8_bf16_unpinned": Variant("openvino", "model_int8.xml", {**BF16, "ENABLE_CPU_PINNING": False}),
+    "openvino_int8_bf16_bucket32": Variant("openvino", "model_int8.xml", BF16, bucket=32),
+    "openvino_int8_bf16_batch64": Variant("openvino", "model_int8.xml", BF16, batch_size=64),
+    "openvino_int8_weights_bf16": Variant("openvino", "model_int8_weights.xml", BF16),
+    "openvino_int8_weights_f32": Variant("openvino", "model_int8_weights.xml", F32),
+    "openvino_int8_weights_f32_no_dynamic_quantization": Variant(
+        "openvino", "model_int8_weights.xml", {**F32, "DYNAMIC_QUANTIZATION_GROUP_SIZE": 0}
+    ),
+    **{
+        f"openvino_int8_{name}_{hint}": Variant("openvino", f"{name}/model_int8.xml", options, recipe=name)
+        for name in RECIPES
+        for hint, options in (("bf16", BF16), ("f32", F32))
+    },
     # ONNX Runtime: another fused attention operator, attention left unfused, static QDQ int8, threads that spin.
     "onnx_fp32_mha": Variant("onnx", f"mha/{onnx_backend.FP32_FILE}"),
     "onnx_int8_mha": Variant("onnx", f"mha/{onnx_backend.INT8_FILE}"),
@@ -70,6 +105,16 @@ VARIANTS = {
     "onnx_fp32_spinning": Variant("onnx", onnx_backend.FP32_FILE, {onnx_backend.ALLOW_SPINNING: "1"}),
     "onnx_int8_spinning": Variant("onnx", onnx_backend.INT8_FILE, {onnx_backend.ALLOW_SPINNING: "1"}),
 }
+#: The variants a run times unless told otherwise: the backends' settings and those that came near them.
+DEFAULT_VARIANTS = (
+    "onnx_fp32",
+    "onnx_int8",
+    "openvino_fp32",
+    "openvino_bf16",
+    "openvino_int8",
+    "openvino_int8_bf16",
+    "openvino_int8_performance_f32",
+)
 #: The fusion settings of the ONNX variants' graphs, each in a folder of its name beside the backend's export.
 ONNX_FUSIONS = {"mha": {"use_multi_head_attention": True}, "unfused_attention": {"enable_attention": False}}
 
@@ -106,25 +151,49 @@ def session(variant: Variant, folder: Path) -> Callable[[Mapping[str, Any]], np.
     return run
 
 
-def build(path: str, work: Path, calibration: list[dict], max_length: int) -> dict[Engine, PaperEncoder]:
-    """The ONNX and OpenVINO encoders of ``path`` with their fp32 and int8 models built in ``work``."""
+def build(
+    path: str, work: Path, calibration: list[dict], max_length: int, variants: list[Variant]
+) -> dict[Engine, PaperEncoder]:
+    """The encoders of ``path`` that ``variants`` run, with the models they need built in ``work``."""
     encoders: dict[Engine, PaperEncoder] = {
-        "onnx": PaperEncoder.from_pretrained(
-            path, device="cpu", max_length=max_length, backend="onnx", engine_cache=work
-        ),
-        "openvino": PaperEncoder.from_pretrained(
-            path, device="cpu", max_length=max_length, backend="openvino", engine_cache=work
-        ),
+        engine: PaperEncoder.from_pretrained(
+            path, device="cpu", max_length=max_length, backend=engine, engine_cache=work
+        )
+        for engine in sorted({variant.engine for variant in variants})
     }
-    onnx_folder = onnx_backend.export_folder(encoders["onnx"], work / "onnx")
-    onnx_backend.quantize(onnx_folder)
-    onnx_variant_models(encoders["onnx"], onnx_folder, encoders["onnx"].texts(calibration))
-    folder = openvino_backend.model_folder(encoders["openvino"], work / "openvino")
-    texts = encoders["openvino"].texts(calibration)
-    openvino_backend.quantize(folder, "int8", encoders["openvino"], texts, subset_size=len(texts))
+    if "onnx" in encoders:
+        onnx_folder = onnx_backend.export_folder(encoders["onnx"], work / "onnx")
+        onnx_backend.quantize(onnx_folder)
+        if any(v.engine == "onnx" and ("/" in v.model or v.model == STATIC_INT8_FILE) for v in variants):
+            onnx_variant_models(encoders["onnx"], onnx_folder, encoders["onnx"].texts(calibration))
+    if "openvino" in encoders:
+        openvino_models(encoders["openvino"], work / "openvino", calibration, variants)
     for encoder in encoders.values():
         encoder.encode(["warm up"], show_progress_bar=False)
     return encoders
+
+
+def openvino_models(encoder: PaperEncoder, cache: Path, calibration: list[dict], variants: list[Variant]) -> None:
+    """Make the OpenVINO int8 models that ``variants`` run, each recipe's in a subfolder of its name.
+
+    Args:
+        encoder: the OpenVINO encoder.
+        cache: the OpenVINO model cache in the work folder.
+        calibration: papers the int8 models are calibrated on.
+        variants: the variants to time.
+    """
+    folder = openvino_backend.model_folder(encoder, cache)
+    texts = encoder.texts(calibration)
+    models = {variant.model for variant in variants if variant.engine == "openvino"}
+    if "model_int8.xml" in models:
+        openvino_backend.quantize(folder, "int8", encoder, texts, subset_size=len(texts))
+    if "model_int8_weights.xml" in models:
+        openvino_backend.quantize(folder, "int8_weights", encoder)
+    for name in sorted({variant.recipe for variant in variants if variant.recipe}):
+        (folder / name).mkdir(exist_ok=True)
+        for path in folder.glob("model.*"):
+            shutil.copy(path, folder / name / path.name)
+        openvino_backend.quantize(folder / name, "int8", encoder, texts, subset_size=len(texts), recipe=RECIPES[name])
 
 
 def onnx_variant_models(encoder: PaperEncoder, folder: Path, calibration: list[str]) -> None:
@@ -198,10 +267,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="timed runs of each variant")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=256)
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated names of VARIANTS")
+    parser.add_argument(
+        "--variants",
+        default=",".join(DEFAULT_VARIANTS),
+        help="comma-separated names of VARIANTS, or all (default: DEFAULT_VARIANTS)",
+    )
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "int8_variants.json")
     args = parser.parse_args()
-    names = args.variants.split(",")
+    names = list(VARIANTS) if args.variants == "all" else args.variants.split(",")
     unknown = sorted(set(names) - set(VARIANTS))
     if unknown:
         parser.error(f"unknown variants {unknown}; choose from {sorted(VARIANTS)}")
@@ -218,8 +291,8 @@ def main() -> None:
     reference = SentenceTransformer(path, device="cpu")
     reference.max_seq_length = args.max_length
     with tempfile.TemporaryDirectory(prefix="int8-variants-") as work:
-        encoders = build(path, Path(work), calibration_papers, args.max_length)
-        texts = encoders["onnx"].texts(papers)
+        encoders = build(path, Path(work), calibration_papers, args.max_length, [VARIANTS[name] for name in names])
+        texts = next(iter(encoders.values())).texts(papers)
 
         def encode_with(name: str) -> Callable[[], np.ndarray]:
             variant = VARIANTS[name]
@@ -232,7 +305,9 @@ def main() -> None:
                 cache = encoder._engine._sessions
                 for key in cache:
                     cache[key] = chosen
-                return encoder.encode(papers, batch_size=args.batch_size, show_progress_bar=False)
+                return encoder.encode(
+                    papers, batch_size=variant.batch_size or args.batch_size, show_progress_bar=False
+                )
 
             return run
 

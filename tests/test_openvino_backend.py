@@ -210,35 +210,23 @@ def test_bf16_runs_bfloat16_products_behind_the_gate_under_its_own_key(tiny_bert
         bf16.with_quantization("int8").encode(TEXTS, show_progress_bar=False)  # each kind has its own verdict
 
 
-@pytest.mark.parametrize(
-    "capabilities",
-    [
-        pytest.param(
-            ("FP32", "BF16", "INT8"),
-            marks=pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no bfloat16 arithmetic"),
-        ),
-        ("FP32", "INT8"),
-    ],
-)
-def test_int8_runs_its_float_operations_in_bf16_where_the_cpu_has_it(tiny_bert, tmp_path, monkeypatch, capabilities):
+@pytest.mark.parametrize("capabilities", [("FP32", "BF16", "INT8"), ("FP32", "INT8")])
+def test_int8_runs_its_float_operations_in_float32_on_every_cpu(tiny_bert, tmp_path, monkeypatch, capabilities):
     monkeypatch.setattr(openvino_backend, "cpu_capabilities", lambda: capabilities, raising=False)
     fp32 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="openvino", engine_cache=tmp_path)
     folder = openvino_backend.model_folder(fp32, tmp_path / "openvino")
     openvino_backend.quantize(folder, "int8", fp32, fp32.texts(TEXTS))
     int8 = fp32.with_quantization("int8", gated=False)
-    int8.encode(TEXTS, show_progress_bar=False)
+    vectors = int8.encode(TEXTS, show_progress_bar=False)
     [model] = int8._engine._sessions.values()
-    hint = "bfloat16" if "BF16" in capabilities else "float32"
-    assert str(model.compiled.get_property("INFERENCE_PRECISION_HINT")) == f"<Type: '{hint}'>"
-    assert ("bf16" in runtime_precisions(int8, "Eltwise")) == ("BF16" in capabilities)
-    # A verdict holds for the arithmetic it was checked in.
+    assert str(model.compiled.get_property("INFERENCE_PRECISION_HINT")) == "<Type: 'float32'>"
+    assert "bf16" not in runtime_precisions(int8, "Eltwise")
+    # A verdict holds for the arithmetic it was checked in: one given in bfloat16 does not admit int8.
+    (folder / "int8_gate.json").write_text(json.dumps({"passed": True, "inference_precision": "bf16"}))
+    with pytest.raises(ValueError, match="OpenVINO int8 for .* is refused: it has not been checked"):
+        fp32.with_quantization("int8").encode(TEXTS, show_progress_bar=False)
     (folder / "int8_gate.json").write_text(json.dumps({"passed": True, "inference_precision": "f32"}))
-    gated = fp32.with_quantization("int8")
-    if "BF16" in capabilities:
-        with pytest.raises(ValueError, match="OpenVINO int8 for .* is refused: it has not been checked"):
-            gated.encode(TEXTS, show_progress_bar=False)
-    else:
-        np.testing.assert_array_equal(gated.encode(TEXTS, show_progress_bar=False), int8.encode(TEXTS))
+    np.testing.assert_array_equal(fp32.with_quantization("int8").encode(TEXTS, show_progress_bar=False), vectors)
 
 
 def test_bf16_is_refused_before_loading_where_the_cpu_lacks_it(tmp_path, monkeypatch, caplog):
@@ -333,13 +321,22 @@ def test_cli_embeds_with_openvino_and_refuses_mismatched_options(tiny_bert, tmp_
     assert not (tmp_path / "refused.npy").exists()
 
 
-def test_int8_vectors_are_cached_apart_by_the_precision_of_their_float_operations(tiny_bert, tmp_path, monkeypatch):
+def fake_quantizers(path) -> int:
+    """How many FakeQuantize layers the IR model at ``path`` holds."""
+    import openvino as ov
+
+    return sum(op.get_type_name() == "FakeQuantize" for op in ov.Core().read_model(str(path)).get_ordered_ops())
+
+
+def test_int8_vectors_are_cached_apart_by_the_recipe_that_made_the_model(tiny_bert, tmp_path):
     fp32 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="openvino", engine_cache=tmp_path)
     folder = openvino_backend.model_folder(fp32, tmp_path / "openvino")
-    openvino_backend.quantize(folder, "int8", fp32, fp32.texts(TEXTS))
     int8 = fp32.with_quantization("int8", gated=False)
-    keys = set()
-    for capabilities in (("FP32", "BF16", "INT8"), ("FP32", "INT8")):
-        monkeypatch.setattr(openvino_backend, "cpu_capabilities", lambda capabilities=capabilities: capabilities)
-        keys.add(int8.fingerprint())
-    assert len(keys) == 2
+    keys, quantizers = [], []
+    for recipe in (openvino_backend.INT8_RECIPE, openvino_backend.Int8Recipe(float_attention=True)):
+        model = openvino_backend.quantize(folder, "int8", fp32, fp32.texts(TEXTS), recipe=recipe)
+        assert json.loads(model.with_suffix(".json").read_text())["recipe"] == recipe.describe()
+        keys.append(int8.fingerprint())
+        quantizers.append(fake_quantizers(model))
+    assert keys[0] != keys[1]  # the same papers through another recipe: other vectors, another key
+    assert quantizers[1] < quantizers[0]  # the attention products stay in float

@@ -27,13 +27,6 @@ MAX_SEMICOLONS_PER_100_WORDS = 0.2
 MAX_README_LINES = 100
 #: A docstring opens with one sentence of about 15 words, and none of more than this.
 MAX_SUMMARY_WORDS = 20
-#: Modules that other branches change while issue 55's item 3 shortens the openings elsewhere. Their openings are held
-#: to ``PENDING_SUMMARY_WORDS`` until they are rewritten after the merge. The lead then empties this tuple.
-SUMMARIES_PENDING: tuple[str, ...] = (
-    "src/sciembed/openvino_backend.py",
-    "src/sciembed/quantization.py",
-)
-PENDING_SUMMARY_WORDS = 25
 
 #: Section headers of Google-style docstrings, and the sections that hold code rather than prose.
 SECTIONS = re.compile(r"^(Args|Arguments|Parameters|Returns|Yields|Raises|Attributes|Examples?|Notes?|See Also):\s*$")
@@ -219,15 +212,10 @@ def test_docstring_sentences_are_short():
     assert median <= MAX_MEDIAN_WORDS, f"median {median} words per docstring sentence; the longest:\n{listing}"
 
 
-def _summary_limit(where: str) -> int:
-    """The most words a docstring at ``where`` (``path:line``) may open with."""
-    return PENDING_SUMMARY_WORDS if where.split(":")[0] in SUMMARIES_PENDING else MAX_SUMMARY_WORDS
-
-
 def test_docstrings_open_with_a_short_sentence():
     summaries = summary_sentences()
     median = statistics.median(s.words for s in summaries)
-    long = [s for s in summaries if s.words > _summary_limit(s.where)]
+    long = [s for s in summaries if s.words > MAX_SUMMARY_WORDS]
     listing = "\n".join(f"{s.where}: ({s.words} words) {s.text}" for s in long)
     assert median <= MAX_MEDIAN_WORDS, f"docstrings open with sentences of {median} words (median)"
     assert not long, f"docstrings that open with more than {MAX_SUMMARY_WORDS} words:\n{listing}"

@@ -1,4 +1,4 @@
-"""The OpenVINO backend of :class:`~sciembed.encode.PaperEncoder`: sciembed's own ONNX export, compiled for CPU.
+"""The OpenVINO backend of :class:`~sciembed.encode.PaperEncoder`: the ONNX export, compiled for CPU.
 
 ``PaperEncoder(..., backend="openvino")`` tokenizes, length-sorts and batches as the PyTorch and ONNX paths do,
 and runs each batch through OpenVINO. The model is the export of :meth:`PaperEncoder.forward` that the ONNX
@@ -10,7 +10,7 @@ Two int8 models can be made beside it, and one more way to run it. Each is refus
 (:func:`sciembed.evaluation.int8_gate.check_int8`) has passed it:
 
 - ``int8``: NNCF's post-training quantization (weights and activations), calibrated on papers of the collection,
-  each tokenized as the encoder tokenizes it.
+  each tokenized as the encoder tokenizes it. :class:`Int8Recipe` says what it quantizes.
 - ``int8_weights``: NNCF's weight-only compression (int8 weights, float activations), which needs no papers.
 - ``bf16``: the float32 model run in bfloat16 arithmetic, on CPUs that have it (AVX-512 BF16 or AMX).
 
@@ -31,6 +31,7 @@ import shutil
 import sys
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -53,6 +54,59 @@ QUANTIZED_MODELS = (WeightQuantization.INT8, WeightQuantization.INT8_WEIGHTS)
 #: Papers NNCF calibrates int8 activations on (one paper per calibration step, without padding).
 CALIBRATION_SIZE = 300
 CONVERT_FILE = "convert.json"
+
+
+class Int8Preset(StrChoice):
+    """NNCF's quantization preset: symmetric activations (performance) or asymmetric ones (mixed)."""
+
+    PERFORMANCE = "performance"
+    MIXED = "mixed"
+
+
+@dataclass(frozen=True)
+class Int8Recipe:
+    """What NNCF's post-training quantization puts in int8, and how.
+
+    Args:
+        preset: symmetric or asymmetric activations (NNCF's default for transformers is mixed).
+        smooth_quant_alpha: SmoothQuant's migration strength for products. A negative value turns it off.
+        float_attention: keep the attention core (QK^T, softmax, AV) in float.
+    """
+
+    preset: Int8Preset = Int8Preset.MIXED
+    smooth_quant_alpha: float = 0.95
+    float_attention: bool = False
+
+    def nncf_options(self, nncf: Any) -> dict[str, Any]:
+        """The keyword arguments of ``nncf.quantize`` for this recipe.
+
+        Args:
+            nncf: the imported nncf module (see :func:`_import_nncf`).
+        """
+        from nncf.quantization.advanced_parameters import (
+            AdvancedQuantizationParameters,
+            AdvancedSmoothQuantParameters,
+        )
+
+        options: dict[str, Any] = {
+            "preset": nncf.QuantizationPreset(self.preset.value),
+            "advanced_parameters": AdvancedQuantizationParameters(
+                smooth_quant_alphas=AdvancedSmoothQuantParameters(matmul=self.smooth_quant_alpha)
+            ),
+        }
+        if self.float_attention:  # the two products between activations in each layer's self-attention
+            options["ignored_scope"] = nncf.IgnoredScope(patterns=[ATTENTION_PRODUCTS], validate=False)
+        return options
+
+    def describe(self) -> dict[str, Any]:
+        """The recipe as JSON values (written beside the model it made)."""
+        return {**asdict(self), "preset": self.preset.value}
+
+
+#: The products between activations (QK^T and AV) in the exported BERT-style graph.
+ATTENTION_PRODUCTS = r".*/attention/self/MatMul(_1)?$"
+#: The recipe of ``quantization="int8"``.
+INT8_RECIPE = Int8Recipe()
 
 
 class OpenVinoError(ValueError):
@@ -92,25 +146,22 @@ def model_file(quantization: str) -> str:
 def inference_precision(quantization: str) -> InferencePrecision:
     """The precision OpenVINO runs a ``quantization``'s float operations in.
 
-    ``bf16`` runs them in bfloat16. So does ``int8`` where the CPU has it: the operations NNCF leaves in float
-    (layer norms, additions, requantization) then run in bfloat16 too. The others run in float32.
+    ``bf16`` runs them in bfloat16. The others run them in float32, ``int8`` included: its float operations (layer
+    norms, additions, requantization) cost as much in bfloat16 and lose more of fp32's vectors.
 
     Args:
         quantization: one of :data:`OPENVINO_QUANTIZATIONS`.
     """
     if quantization == WeightQuantization.BF16:
         return InferencePrecision.BF16
-    if quantization == WeightQuantization.INT8 and "BF16" in cpu_capabilities():
-        return InferencePrecision.BF16
     return InferencePrecision.F32
 
 
 @functools.cache
-@functools.cache
 def cpu_capabilities() -> tuple[str, ...]:
     """The precisions OpenVINO's CPU plugin can compute in here (``FP32``, ``BF16``, ``INT8``, ...).
 
-    Read once per process: every int8 fingerprint and session asks.
+    Read once per process.
     """
     require_openvino()
     import openvino as ov
@@ -140,7 +191,7 @@ def gate_file(quantization: str) -> str:
 
 
 class OpenVinoModel:
-    """One compiled OpenVINO model of an exported encoder: batch inputs (tensors or arrays) to float32 vectors.
+    """One compiled OpenVINO model of an encoder: batch inputs to float32 vectors.
 
     Args:
         path: the model's IR file (``model.xml``, ...).
@@ -176,8 +227,9 @@ class OpenVinoModel:
 
 
 class OpenVinoBackend(onnx_backend.CachedEngine):
-    """The OpenVINO models of one :class:`~sciembed.encode.PaperEncoder` (shared by its format copies): one compiled
-    model per format, converted (or read from the cache) on first use.
+    """The OpenVINO models of one :class:`~sciembed.encode.PaperEncoder`, one compiled model per format.
+
+    Its format copies share it. Each model is converted, or read from the cache, on first use.
 
     Args:
         quantization: ``fp32``, ``int8``, ``int8_weights`` or ``bf16``.
@@ -203,16 +255,28 @@ class OpenVinoBackend(onnx_backend.CachedEngine):
         )
 
     def calibration_digest(self, model_fingerprint: str) -> str:
-        """What the int8 model in the cache was calibrated on (a digest of its papers, empty for other models)."""
+        """What made the cached int8 model: its papers' digest and recipe (empty otherwise).
+
+        Args:
+            model_fingerprint: the PyTorch encoder's fingerprint, which names the model folder.
+        """
         path = self.cache_dir / model_fingerprint[:32] / Path(model_file(self.quantization)).with_suffix(".json")
         if self.quantization != WeightQuantization.INT8 or not path.is_file():
             return ""
-        return json.loads(path.read_text(encoding="utf-8")).get("calibration_digest", "")
+        report = json.loads(path.read_text(encoding="utf-8"))
+        recipe = report.get("recipe")  # a report without one gives the papers' digest alone
+        return report.get("calibration_digest", "") + (json.dumps(recipe, sort_keys=True) if recipe else "")
 
 
 def model_folder(encoder: PaperEncoder, cache_dir: str | os.PathLike[str]) -> Path:
-    """The cache folder of ``encoder``'s OpenVINO model (``model.xml``, ``model.bin``, ``convert.json``), exported,
-    converted and checked if it is not there yet. The folder appears whole or not at all."""
+    """The cache folder of ``encoder``'s OpenVINO model, made if it is not there yet.
+
+    It holds ``model.xml``, ``model.bin`` and ``convert.json``. The folder appears whole or not at all.
+
+    Args:
+        encoder: the encoder whose model the folder holds.
+        cache_dir: the OpenVINO model cache.
+    """
 
     def build(staging: Path) -> None:
         report = convert_encoder(encoder, staging)
@@ -223,7 +287,7 @@ def model_folder(encoder: PaperEncoder, cache_dir: str | os.PathLike[str]) -> Pa
 
 
 def convert_encoder(encoder: PaperEncoder, folder: str | os.PathLike[str]) -> dict[str, Any]:
-    """Export ``encoder``'s forward to ONNX, read it into OpenVINO and save it as ``model.xml`` in ``folder``.
+    """Export ``encoder``'s forward to ONNX and save it as OpenVINO IR (``model.xml``) in ``folder``.
 
     Args:
         encoder: a float32 encoder on CPU, in the format to convert.
@@ -284,8 +348,9 @@ def quantize(
     *,
     subset_size: int = CALIBRATION_SIZE,
     show_progress_bar: bool = False,
+    recipe: Int8Recipe = INT8_RECIPE,
 ) -> Path:
-    """Write the ``quantization`` model beside the fp32 one in ``folder``, with a JSON file saying how it was made.
+    """Write the ``quantization`` model beside the fp32 one, with a JSON file describing it.
 
     Args:
         folder: a model folder of :func:`model_folder`.
@@ -294,6 +359,7 @@ def quantize(
         texts: ``int8`` only: the collection's paper texts. ``subset_size`` of them, spread evenly, calibrate.
         subset_size: the most texts calibration uses.
         show_progress_bar: show NNCF's progress and tables.
+        recipe: ``int8`` only: what post-training quantization puts in int8.
 
     Raises:
         ValueError: an unknown ``quantization``, or ``int8`` without texts.
@@ -318,10 +384,14 @@ def quantize(
             chosen = cut_texts(chosen, encoder.tokenizer, encoder.max_length)
             items = [_tensors(encoder.features([text])) for text in chosen]
             quantized = nncf.quantize(
-                model, nncf.Dataset(items), subset_size=len(items), model_type=nncf.ModelType.TRANSFORMER
+                model,
+                nncf.Dataset(items),
+                subset_size=len(items),
+                model_type=nncf.ModelType.TRANSFORMER,
+                **recipe.nncf_options(nncf),
             )
             digest = hashlib.sha256("\n".join(chosen).encode()).hexdigest()
-            report.update(calibration_papers=len(chosen), calibration_digest=digest)
+            report.update(calibration_papers=len(chosen), calibration_digest=digest, recipe=recipe.describe())
     target = folder / model_file(quantization)
     staging = folder / f".{target.stem}.{uuid.uuid4().hex[:8]}.partial"
     staging.mkdir()
@@ -356,7 +426,10 @@ def read_gate(folder: str | os.PathLike[str], quantization: str) -> dict[str, An
 
 
 def _import_nncf() -> Any:
-    """nncf, imported with its usage reports off (it sends them unless the user has opted out)."""
+    """nncf, imported with its usage reports off.
+
+    nncf sends them unless the user has opted out.
+    """
     if "nncf" not in sys.modules:
         # nncf reads NNCF_CI, and openvino_telemetry reads CI, once, when nncf is first imported.
         saved = {name: os.environ.get(name) for name in ("NNCF_CI", "CI")}

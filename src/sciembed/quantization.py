@@ -98,8 +98,10 @@ def quantize(
     ranges: np.ndarray | None = None,
     calibration_embeddings: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``embeddings`` (float, ``(..., dim)``) in ``precision`` by sentence-transformers' ``quantize_embeddings``,
-    with the ranges resolved first (stored or calibrated ranges, else the vectors themselves, with a warning).
+    """Quantize float ``embeddings`` to ``precision`` by sentence-transformers' ``quantize_embeddings``.
+
+    The int8 / uint8 ranges come from ``ranges``, else ``calibration_embeddings``, else the vectors themselves (with a
+    warning).
 
     Args:
         embeddings: float vectors. The last axis is the dimension.
