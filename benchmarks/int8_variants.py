@@ -53,6 +53,8 @@ class Variant:
     batch_size: int = 0
     #: OpenVINO int8 only: the key in :data:`RECIPES` of the post-training quantization that makes the model.
     recipe: str = ""
+    #: ONNX only: how a session spreads a batch over the threads (the backend's choice for fp32 is by batch).
+    parallelism: onnx_backend.Parallelism = onnx_backend.Parallelism.OPERATORS
 
 
 #: Post-training quantization recipes of the OpenVINO int8 variants, each made in a folder of its name.
@@ -66,7 +68,7 @@ F32 = {"INFERENCE_PRECISION_HINT": "f32"}
 
 
 VARIANTS = {
-    "onnx_fp32": Variant("onnx", onnx_backend.FP32_FILE),
+    "onnx_fp32": Variant("onnx", onnx_backend.FP32_FILE, parallelism=onnx_backend.Parallelism.BATCH),
     "onnx_int8": Variant("onnx", onnx_backend.INT8_FILE),
     "openvino_fp32": Variant("openvino", "model.xml", {"INFERENCE_PRECISION_HINT": "f32"}),
     "openvino_bf16": Variant("openvino", "model.xml", {"INFERENCE_PRECISION_HINT": "bf16"}),
@@ -122,7 +124,7 @@ ONNX_FUSIONS = {"mha": {"use_multi_head_attention": True}, "unfused_attention": 
 def session(variant: Variant, folder: Path) -> Callable[[Mapping[str, Any]], np.ndarray]:
     """A session running ``variant``'s model in ``folder``: batch inputs to float32 vectors."""
     if variant.engine == "onnx":
-        onnx_session = onnx_backend.OnnxSession(folder / variant.model)
+        onnx_session = onnx_backend.OnnxSession(folder / variant.model, parallelism=variant.parallelism)
         if variant.options:  # the backend's session options, with the variant's config entries added
             import onnxruntime as ort
 
