@@ -22,8 +22,8 @@ MAX_MEDIAN_WORDS = 15
 #: Semicolons per 100 docstring words (sentence-transformers has about none).
 MAX_SEMICOLONS_PER_100_WORDS = 0.2
 MAX_README_LINES = 100
-#: A docstring opens with one sentence of about 15 words, and none of more than this.
-MAX_SUMMARY_WORDS = 20
+#: A docstring opens with one sentence of at most this many words.
+MAX_SUMMARY_WORDS = 15
 
 #: Section headers of Google-style docstrings, and the sections that hold code rather than prose.
 SECTIONS = re.compile(r"^(Args|Arguments|Parameters|Returns|Yields|Raises|Attributes|Examples?|Notes?|See Also):\s*$")

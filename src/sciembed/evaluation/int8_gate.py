@@ -1,4 +1,6 @@
-"""The quality gate of int8 and bf16: a lower-precision model is used only when it ranks as fp32 does.
+"""The quality gate of int8 and bf16 models: each must rank papers as fp32 does.
+
+A lower-precision model is used only once it has passed.
 
 :func:`check_int8` quantises an encoder's ONNX export (:func:`sciembed.onnx_backend.quantize`) or OpenVINO model
 (:func:`sciembed.openvino_backend.quantize`), embeds the papers of a held-out citation task (SciDocs' cite

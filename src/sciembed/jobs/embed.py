@@ -201,8 +201,10 @@ def embed_to_file(
     show_progress_bar: bool | None = None,
     **removed: Any,
 ) -> EmbedReport:
-    """Embed ``papers`` into ``output``: a ``.jsonl``, ``.npy`` or ``.parquet`` file, or a folder of Parquet
-    parts (``part-00000.parquet``, ... with columns ``paper_id`` and ``embedding``).
+    """Embed ``papers`` into an embeddings file or a folder of Parquet parts.
+
+    ``output`` is a ``.jsonl``, ``.npy`` or ``.parquet`` file, or a folder of Parquet parts (``part-00000.parquet``,
+    ... with columns ``paper_id`` and ``embedding``).
 
     Args:
         model: a ready :class:`~sciembed.Encoder`, a Hub id or local folder (loaded with
