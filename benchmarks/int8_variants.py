@@ -7,7 +7,9 @@ ONNX Runtime's static int8 are calibrated on real papers outside the timed set. 
 ratio per round (of wall time and of this process's CPU time), the smallest cosine of its vectors to the
 reference's, the CPU flags and the load average. A variant with a bucket pads each batch to a multiple of that
 length, so fewer shapes are compiled. A variant with a recipe runs an OpenVINO int8 model made by that
-post-training quantization recipe. The default run times :data:`DEFAULT_VARIANTS`; ``--variants all`` times all.
+post-training quantization recipe (``openvino_int8`` runs the backend's own recipe). A variant by batch runs
+the backend's OpenVINO model on parts of each batch, one single-thread stream per core. The default run times
+:data:`DEFAULT_VARIANTS`; ``--variants all`` times all.
 
     python benchmarks/int8_variants.py --data ../shared/data --output benchmarks/results/int8_variants.json
 """
@@ -53,18 +55,25 @@ class Variant:
     batch_size: int = 0
     #: OpenVINO int8 only: the key in :data:`RECIPES` of the post-training quantization that makes the model.
     recipe: str = ""
-    #: ONNX only: how a session spreads a batch over the threads (the backend's choice for fp32 is by batch).
+    #: How a session spreads a batch over the threads (ONNX fp32's default is by batch).
     parallelism: onnx_backend.Parallelism = onnx_backend.Parallelism.OPERATORS
+    #: The most rows of one part of a batch, by batch (0: the backend's own).
+    part_rows: int = 0
 
 
 #: Post-training quantization recipes of the OpenVINO int8 variants, each made in a folder of its name.
 RECIPES = {
     "float_attention": openvino_backend.Int8Recipe(float_attention=True),
+    "mixed": openvino_backend.Int8Recipe(preset=openvino_backend.Int8Preset.MIXED),
     "no_smooth_quant": openvino_backend.Int8Recipe(smooth_quant_alpha=-1),
     "performance": openvino_backend.Int8Recipe(preset=openvino_backend.Int8Preset.PERFORMANCE),
+    "performance_no_smooth_quant": openvino_backend.Int8Recipe(
+        preset=openvino_backend.Int8Preset.PERFORMANCE, smooth_quant_alpha=-1
+    ),
 }
 BF16 = {"INFERENCE_PRECISION_HINT": "bf16"}
 F32 = {"INFERENCE_PRECISION_HINT": "f32"}
+BY_BATCH = onnx_backend.Parallelism.BATCH
 
 
 VARIANTS = {
@@ -98,6 +107,23 @@ VARIANTS = {
         for name in RECIPES
         for hint, options in (("bf16", BF16), ("f32", F32))
     },
+    # OpenVINO by batch: parts of a batch, each trimmed to its own texts, on one single-thread stream per core.
+    **{
+        f"openvino_{name}_parts{rows}": Variant("openvino", model, options, parallelism=BY_BATCH, part_rows=rows)
+        for name, model, options in (
+            ("fp32", "model.xml", F32),
+            ("bf16", "model.xml", BF16),
+            ("int8", "model_int8.xml", F32),
+            ("int8_bf16", "model_int8.xml", BF16),
+        )
+        for rows in (4, 8, 16)
+    },
+    **{
+        f"openvino_int8_performance_f32_parts{rows}": Variant(
+            "openvino", "performance/model_int8.xml", F32, recipe="performance", parallelism=BY_BATCH, part_rows=rows
+        )
+        for rows in (4, 8, 16)
+    },
     # ONNX Runtime: another fused attention operator, attention left unfused, static QDQ int8, threads that spin.
     "onnx_fp32_mha": Variant("onnx", f"mha/{onnx_backend.FP32_FILE}"),
     "onnx_int8_mha": Variant("onnx", f"mha/{onnx_backend.INT8_FILE}"),
@@ -112,10 +138,11 @@ DEFAULT_VARIANTS = (
     "onnx_fp32",
     "onnx_int8",
     "openvino_fp32",
+    "openvino_fp32_parts4",
     "openvino_bf16",
     "openvino_int8",
-    "openvino_int8_bf16",
-    "openvino_int8_performance_f32",
+    "openvino_int8_parts8",
+    "openvino_int8_mixed_f32",
 )
 #: The fusion settings of the ONNX variants' graphs, each in a folder of its name beside the backend's export.
 ONNX_FUSIONS = {"mha": {"use_multi_head_attention": True}, "unfused_attention": {"enable_attention": False}}
@@ -136,6 +163,14 @@ def session(variant: Variant, folder: Path) -> Callable[[Mapping[str, Any]], np.
                 str(folder / variant.model), options, providers=["CPUExecutionProvider"]
             )
         return onnx_session
+    if variant.parallelism is BY_BATCH:  # the backend's own model, with its hint and part size
+        model = openvino_backend.OpenVinoModel(
+            folder / variant.model,
+            precision=openvino_backend.InferencePrecision(variant.options["INFERENCE_PRECISION_HINT"]),
+            parallelism=BY_BATCH,
+        )
+        model.part_rows = variant.part_rows or model.part_rows
+        return model
     import openvino as ov
 
     config = {"INFERENCE_NUM_THREADS": cpu_threads(), "PERFORMANCE_HINT": "LATENCY", **variant.options}

@@ -67,6 +67,49 @@ def test_fp32_runs_float32_products_where_the_cpu_has_bf16(tiny_bert, tmp_path):
     assert products and set(products) == {"f32"}
 
 
+def test_fp32_runs_each_batch_as_parts_on_one_stream_per_thread(tiny_bert, tmp_path, monkeypatch):
+    monkeypatch.setenv("SCIEMBED_ONNX_THREADS", "3")
+    pytorch, openvino = both(tiny_bert, tmp_path)
+    widths, cut = [], onnx_backend.batch_parts
+    monkeypatch.setattr(
+        onnx_backend,
+        "batch_parts",
+        lambda *args: [p for p in cut(*args) if widths.append(p["input_ids"].shape)] or cut(*args),
+    )
+    for batch_size in (2, 5, len(TEXTS)):
+        expected = pytorch.encode(TEXTS, batch_size=batch_size, show_progress_bar=False)
+        got = openvino.encode(TEXTS, batch_size=batch_size, show_progress_bar=False)
+        np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
+    [model] = openvino._engine._sessions.values()
+    settings = model.settings()
+    # One thread per stream (OpenVINO keeps to the cores the machine has).
+    assert settings["parallelism"] == "batch" and settings["num_streams"] == settings["inference_num_threads"]
+    assert sum(rows for rows, _ in widths[-3:]) == len(TEXTS)  # the last batch, all texts, in three parts
+    assert len({width for _, width in widths[-3:]}) > 1  # a part of shorter texts drops the columns only padding fills
+
+
+def test_int8_shares_each_operator_between_the_threads(tiny_bert, tmp_path, monkeypatch):
+    monkeypatch.setenv("SCIEMBED_ONNX_THREADS", "2")
+    fp32 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="openvino", engine_cache=tmp_path)
+    folder = openvino_backend.model_folder(fp32, tmp_path / "openvino")
+    model = openvino_backend.quantize(folder, "int8", fp32, fp32.texts(TEXTS))
+    assert json.loads(model.with_suffix(".json").read_text())["recipe"]["preset"] == "performance"
+    int8 = fp32.with_quantization("int8", gated=False)
+    int8.encode(TEXTS, show_progress_bar=False)
+    [session] = int8._engine._sessions.values()
+    assert session.settings()["parallelism"] == "operators"  # int8's kernels are faster on whole batches
+
+
+def test_a_recipe_that_keeps_layers_the_model_lacks_in_float_is_refused(tiny_bert, tmp_path, monkeypatch):
+    monkeypatch.setattr(openvino_backend, "ATTENTION_PRODUCTS", r".*/no_such_layer/MatMul$")
+    fp32 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="openvino", engine_cache=tmp_path)
+    folder = openvino_backend.model_folder(fp32, tmp_path / "openvino")
+    recipe = openvino_backend.Int8Recipe(float_attention=True)
+    with pytest.raises(openvino_backend.OpenVinoError, match="does not fit this model.*float_attention=False"):
+        openvino_backend.quantize(folder, "int8", fp32, fp32.texts(TEXTS), recipe=recipe)
+    assert not (folder / "model_int8.xml").exists()
+
+
 def test_a_sentence_transformers_model_gives_its_own_vectors(tiny_st_base, tmp_path):
     assert_same_vectors(*both(tiny_st_base, tmp_path))
 

@@ -219,11 +219,9 @@ class OnnxSession:
         rows = len(next(iter(feed.values())))
         if self._pool is None or rows < 2:
             return _run(self.session, feed)
-        parts = [
-            _trimmed({name: value[part] for name, value in feed.items()})
-            for part in _parts(rows, self.threads, self.part_rows)
-        ]
-        return np.concatenate(list(self._pool.map(partial(_run, self.session), parts)))
+        return np.concatenate(
+            list(self._pool.map(partial(_run, self.session), batch_parts(feed, self.threads, self.part_rows)))
+        )
 
     def settings(self) -> dict[str, Any]:
         """The session settings, as benchmarks record them."""
@@ -237,6 +235,20 @@ class OnnxSession:
 
 def _run(session: Any, feed: Mapping[str, np.ndarray]) -> np.ndarray:
     return np.asarray(session.run(None, dict(feed))[0], dtype=np.float32)
+
+
+def batch_parts(
+    feed: Mapping[str, np.ndarray], threads: int, part_rows: int = PART_ROWS
+) -> list[dict[str, np.ndarray]]:
+    """A batch cut into consecutive parts, each trimmed to its own longest text.
+
+    Args:
+        feed: the batch's model inputs, rows first.
+        threads: the threads that run the parts (at least one part each).
+        part_rows: the most rows of one part.
+    """
+    rows = len(next(iter(feed.values())))
+    return [_trimmed({name: value[part] for name, value in feed.items()}) for part in _parts(rows, threads, part_rows)]
 
 
 def _parts(rows: int, threads: int, part_rows: int) -> list[slice]:

@@ -95,7 +95,7 @@ class Int8Recipe:
             ),
         }
         if self.float_attention:  # the two products between activations in each layer's self-attention
-            options["ignored_scope"] = nncf.IgnoredScope(patterns=[ATTENTION_PRODUCTS], validate=False)
+            options["ignored_scope"] = nncf.IgnoredScope(patterns=[ATTENTION_PRODUCTS])
         return options
 
     def describe(self) -> dict[str, Any]:
@@ -106,7 +106,7 @@ class Int8Recipe:
 #: The products between activations (QK^T and AV) in the exported BERT-style graph.
 ATTENTION_PRODUCTS = r".*/attention/self/MatMul(_1)?$"
 #: The recipe of ``quantization="int8"``.
-INT8_RECIPE = Int8Recipe()
+INT8_RECIPE = Int8Recipe(preset=Int8Preset.PERFORMANCE)
 
 
 class OpenVinoError(ValueError):
@@ -157,6 +157,19 @@ def inference_precision(quantization: str) -> InferencePrecision:
     return InferencePrecision.F32
 
 
+def parallelism(quantization: str) -> onnx_backend.Parallelism:
+    """How OpenVINO spreads a batch of a ``quantization`` over the threads.
+
+    fp32 runs batch parts side by side, as ONNX fp32 does. The others share each operator between the threads.
+
+    Args:
+        quantization: one of :data:`OPENVINO_QUANTIZATIONS`.
+    """
+    if quantization == WeightQuantization.FP32:
+        return onnx_backend.Parallelism.BATCH
+    return onnx_backend.Parallelism.OPERATORS
+
+
 @functools.cache
 def cpu_capabilities() -> tuple[str, ...]:
     """The precisions OpenVINO's CPU plugin can compute in here (``FP32``, ``BF16``, ``INT8``, ...).
@@ -197,6 +210,7 @@ class OpenVinoModel:
         path: the model's IR file (``model.xml``, ...).
         threads: inference threads (default: the physical cores, or ``$SCIEMBED_ONNX_THREADS``).
         precision: the precision of the float operations. OpenVINO's own default is bf16 where the CPU has it.
+        parallelism: how a batch is spread over the threads. By batch, each thread runs whole parts on its own stream.
     """
 
     def __init__(
@@ -205,25 +219,52 @@ class OpenVinoModel:
         *,
         threads: int | None = None,
         precision: InferencePrecision = InferencePrecision.F32,
+        parallelism: onnx_backend.Parallelism = onnx_backend.Parallelism.OPERATORS,
     ):
         require_openvino()
         import openvino as ov
 
-        core = ov.Core()
-        config = {
-            "INFERENCE_PRECISION_HINT": InferencePrecision(precision).value,
-            "INFERENCE_NUM_THREADS": threads or onnx_backend.cpu_threads(),
-            "PERFORMANCE_HINT": "LATENCY",
-        }
         self.path = Path(path)
-        self.compiled = core.compile_model(core.read_model(str(path)), "CPU", config)
+        self.threads = threads or onnx_backend.cpu_threads()
+        self.parallelism = onnx_backend.Parallelism(parallelism)
+        self.part_rows = onnx_backend.PART_ROWS
+        split = self.parallelism is onnx_backend.Parallelism.BATCH and self.threads > 1
+        config: dict[str, Any] = {
+            "INFERENCE_PRECISION_HINT": InferencePrecision(precision).value,
+            "INFERENCE_NUM_THREADS": self.threads,
+        }
+        # One stream of one thread per part in flight, or one stream whose threads share each operator.
+        config.update({"NUM_STREAMS": self.threads} if split else {"PERFORMANCE_HINT": "LATENCY"})
+        self.compiled = ov.Core().compile_model(ov.Core().read_model(str(path)), "CPU", config)
         self.request = self.compiled.create_infer_request()
         self.input_names = [port.get_any_name() for port in self.compiled.inputs]
+        self._queue = ov.AsyncInferQueue(self.compiled, self.threads) if split else None
 
     def __call__(self, features: Mapping[str, Any]) -> np.ndarray:
         feed = {name: _as_numpy(features[name]) for name in self.input_names}
-        # A copy: the request reuses its output buffer on the next batch.
-        return np.array(self.request.infer(feed)[self.compiled.output(0)], dtype=np.float32)
+        if self._queue is None or len(feed[self.input_names[0]]) < 2:
+            # A copy: the request reuses its output buffer on the next batch.
+            return np.array(self.request.infer(feed)[self.compiled.output(0)], dtype=np.float32)
+        parts = onnx_backend.batch_parts(feed, self.threads, self.part_rows)
+        vectors: list[np.ndarray | None] = [None] * len(parts)
+
+        def keep(request: Any, index: int) -> None:
+            vectors[index] = np.array(request.get_output_tensor(0).data, dtype=np.float32)
+
+        self._queue.set_callback(keep)
+        for index, part in enumerate(parts):
+            self._queue.start_async(part, index)
+        self._queue.wait_all()
+        return np.concatenate(vectors)
+
+    def settings(self) -> dict[str, Any]:
+        """The compiled model's settings, as benchmarks record them."""
+        names = ("INFERENCE_PRECISION_HINT", "INFERENCE_NUM_THREADS", "NUM_STREAMS", "PERFORMANCE_HINT")
+        return {
+            "parallelism": self.parallelism.value,
+            "part_rows": self.part_rows if self._queue is not None else None,
+            **{name.lower(): str(self.compiled.get_property(name)) for name in names},
+        }
 
 
 class OpenVinoBackend(onnx_backend.CachedEngine):
@@ -252,6 +293,7 @@ class OpenVinoBackend(onnx_backend.CachedEngine):
             folder / model_file(self.quantization),
             threads=self.threads,
             precision=inference_precision(self.quantization),
+            parallelism=parallelism(self.quantization),
         )
 
     def calibration_digest(self, model_fingerprint: str) -> str:
@@ -363,6 +405,7 @@ def quantize(
 
     Raises:
         ValueError: an unknown ``quantization``, or ``int8`` without texts.
+        OpenVinoError: a ``recipe`` that keeps layers in float which this model does not have.
     """
     from .truncation import cut_texts
 
@@ -383,13 +426,20 @@ def quantize(
             chosen = list(texts)[:: max(1, len(texts) // subset_size)][:subset_size]
             chosen = cut_texts(chosen, encoder.tokenizer, encoder.max_length)
             items = [_tensors(encoder.features([text])) for text in chosen]
-            quantized = nncf.quantize(
-                model,
-                nncf.Dataset(items),
-                subset_size=len(items),
-                model_type=nncf.ModelType.TRANSFORMER,
-                **recipe.nncf_options(nncf),
-            )
+            try:
+                quantized = nncf.quantize(
+                    model,
+                    nncf.Dataset(items),
+                    subset_size=len(items),
+                    model_type=nncf.ModelType.TRANSFORMER,
+                    **recipe.nncf_options(nncf),
+                )
+            except nncf.ValidationError as error:  # an ignored scope that names no layer of this model
+                reason = " ".join(str(error).split())
+                raise OpenVinoError(
+                    f"{folder}: the int8 recipe {recipe.describe()} does not fit this model: {reason} "
+                    "Use a recipe with float_attention=False"
+                ) from None
             digest = hashlib.sha256("\n".join(chosen).encode()).hexdigest()
             report.update(calibration_papers=len(chosen), calibration_digest=digest, recipe=recipe.describe())
     target = folder / model_file(quantization)
