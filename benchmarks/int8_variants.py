@@ -9,9 +9,12 @@ reference's, the CPU flags and the load average. A variant with a bucket pads ea
 length, so fewer shapes are compiled. A variant with a recipe runs an OpenVINO int8 model made by that
 post-training quantization recipe (``openvino_int8`` runs the backend's own recipe). A variant by batch runs
 the backend's OpenVINO model on parts of each batch, one single-thread stream per core. The default run times
-:data:`DEFAULT_VARIANTS`; ``--variants all`` times all.
+:data:`DEFAULT_VARIANTS`; ``--variants all`` times all. ``--paired`` times variants (:data:`PAIRED_VARIANTS`
+unless told) against the first of them instead, in shuffled order over slices of the papers, without the
+reference: that separates settings a few percent apart on a noisy machine.
 
     python benchmarks/int8_variants.py --data ../shared/data --output benchmarks/results/int8_variants.json
+    python benchmarks/int8_variants.py --data ../shared/data --papers 1000 --rounds 5 --paired
 """
 
 from __future__ import annotations
@@ -143,6 +146,15 @@ DEFAULT_VARIANTS = (
     "openvino_int8",
     "openvino_int8_parts8",
     "openvino_int8_mixed_f32",
+)
+#: The variants ``--paired`` times unless told otherwise: OpenVINO's settings against the backend's int8.
+PAIRED_VARIANTS = (
+    "openvino_int8",
+    "openvino_int8_mixed_f32",
+    "openvino_int8_parts8",
+    "openvino_bf16",
+    "openvino_fp32_parts4",
+    "openvino_fp32",
 )
 #: The fusion settings of the ONNX variants' graphs, each in a folder of its name beside the backend's export.
 ONNX_FUSIONS = {"mha": {"use_multi_head_attention": True}, "unfused_attention": {"enable_attention": False}}
@@ -306,11 +318,24 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument(
         "--variants",
-        default=",".join(DEFAULT_VARIANTS),
-        help="comma-separated names of VARIANTS, or all (default: DEFAULT_VARIANTS)",
+        help="comma-separated names of VARIANTS, or all (default: DEFAULT_VARIANTS, or PAIRED_VARIANTS with --paired)",
     )
-    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "int8_variants.json")
+    parser.add_argument(
+        "--paired",
+        action="store_true",
+        help="time the variants against the first, in shuffled order over slices of the papers, without the "
+        "reference: steadier on a noisy machine",
+    )
+    parser.add_argument("--slices", type=int, default=4, help="--paired: slices of the papers per round")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        help="the JSON file (default: results/int8_variants.json, or results/int8_variants_paired.json with --paired)",
+    )
     args = parser.parse_args()
+    results = Path(__file__).parent / "results"
+    args.output = args.output or results / ("int8_variants_paired.json" if args.paired else "int8_variants.json")
+    args.variants = args.variants or ",".join(PAIRED_VARIANTS if args.paired else DEFAULT_VARIANTS)
     names = list(VARIANTS) if args.variants == "all" else args.variants.split(",")
     unknown = sorted(set(names) - set(VARIANTS))
     if unknown:
@@ -337,13 +362,13 @@ def main() -> None:
             folder = Path(work) / variant.engine / encoder.model_fingerprint()[:32]
             chosen = session(variant, folder)
 
-            def run() -> np.ndarray:
+            def run(chosen_papers: list[dict] = papers) -> np.ndarray:
                 # The variant's session replaces the backend's own (one per format; this encoder has one).
                 cache = encoder._engine._sessions
                 for key in cache:
                     cache[key] = chosen
                 return encoder.encode(
-                    papers, batch_size=variant.batch_size or args.batch_size, show_progress_bar=False
+                    chosen_papers, batch_size=variant.batch_size or args.batch_size, show_progress_bar=False
                 )
 
             return run
@@ -351,6 +376,29 @@ def main() -> None:
         runs = {name: encode_with(name) for name in names}
         for run in runs.values():
             run()
+        if args.paired:
+            reference_vectors = reference.encode(texts, batch_size=args.batch_size)
+            paired = paired_rounds(runs, papers, args.rounds, args.slices)
+            for name in names:
+                paired[name]["min_cosine_to_st_pytorch"] = round(min_cosine(runs[name](), reference_vectors), 6)
+            write(
+                args.output,
+                {
+                    "benchmark": "int8_variants_paired",
+                    "data": source,
+                    "papers": len(papers),
+                    "calibration_papers": args.calibration,
+                    "batch_size": args.batch_size,
+                    "rounds": args.rounds,
+                    "slices": args.slices,
+                    "baseline": names[0],
+                    "variants": paired,
+                    "load_average_1_5_15_min": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
+                    "threads": cpu_threads(),
+                    "cpu": {**machine(), "flags": cpu_flags()},
+                },
+            )
+            return
         times: dict[str, list[float]] = {name: [] for name in ["st_pytorch", *names]}
         cpu_times: dict[str, list[float]] = {name: [] for name in ["st_pytorch", *names]}
         vectors: dict[str, np.ndarray] = {}
@@ -394,8 +442,53 @@ def main() -> None:
         "threads": cpu_threads(),
         "cpu": {**machine(), "flags": cpu_flags()},
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    write(args.output, result)
+
+
+def paired_rounds(
+    runs: Mapping[str, Callable[[list[dict]], np.ndarray]], papers: list[dict], rounds: int, slices: int
+) -> dict[str, dict[str, Any]]:
+    """Time the variants against the first in shuffled order, slice by slice, without the reference.
+
+    Each round embeds each slice of the papers (every ``slices``-th paper, so every slice holds every length)
+    with every variant, in a seeded random order. A variant's speedup over the first is read pair by pair.
+
+    Args:
+        runs: each variant's encode of a list of papers. The first is the baseline.
+        papers: the timed papers.
+        rounds: rounds over all slices.
+        slices: slices of the papers per round.
+    """
+    import random
+
+    parts = [papers[i::slices] for i in range(slices)]
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    shuffle = random.Random(0).shuffle
+    for _ in range(rounds):
+        for part in parts:
+            names = list(runs)
+            shuffle(names)
+            for name in names:
+                start = time.perf_counter()
+                runs[name](part)
+                times[name].append(time.perf_counter() - start)
+    baseline = next(iter(runs))
+    results = {}
+    for name, own in times.items():
+        speedups = [base / mine for base, mine in zip(times[baseline], own)]
+        results[name] = {
+            "pairs": len(own),
+            "seconds_per_slice_median": round(statistics.median(own), 4),
+            f"speedup_over_{baseline}_median": round(statistics.median(speedups), 3),
+            f"faster_than_{baseline}_share": round(sum(value > 1 for value in speedups) / len(speedups), 3),
+        }
+    return results
+
+
+def write(path: Path, result: dict[str, Any]) -> None:
+    """Write ``result`` as JSON to ``path`` and print it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=2, default=str))
 
 

@@ -43,6 +43,9 @@ WHAT_IT_SHOWS = {
     "encode_speed": "Papers per second of each encode path, against `SentenceTransformer.encode` in the same run.",
     "int8_variants": "Each int8 and bf16 engine setting on the same papers, against `SentenceTransformer.encode` in "
     "the same rounds: wall and CPU time ratios, rate, and min cosine to its vectors.",
+    "int8_variants_paired": "Engine settings timed against the first of them in shuffled order, slice by slice, on "
+    "the same papers: each one's median paired speedup, the share of pairs it won, and min cosine to "
+    "`SentenceTransformer.encode`.",
     "model_overhead": "One forward pass of each model family against the plain `BertModel` it was built from, as "
     "CPU-time ratios.",
     "multiformat_overhead": "One forward pass in each task format of each multi-format method against the plain "
@@ -721,13 +724,12 @@ def encode_speed_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
         encode_paths_table(paths, rate_key),
     ]
     targets = report.get("targets", {})
+    judged = {key: held for key, held in targets.items() if held is not None}  # None: not for this CPU
     if targets:
-        held = sum(map(bool, targets.values()))
+        result = {True: "holds", False: "missed", None: "not for this CPU"}
         parts.append(
-            f"{held} of {len(targets)} targets hold.\n\n"
-            + markdown_table(
-                ["target", "result"], [[encode_name(k), "holds" if v else "missed"] for k, v in targets.items()]
-            )
+            f"{sum(judged.values())} of {len(judged)} targets judged on this CPU hold.\n\n"
+            + markdown_table(["target", "result"], [[encode_name(k), result[v]] for k, v in targets.items()])
         )
     parts.append(encode_gates_text(report))
     if report.get("machine_limit"):

@@ -88,16 +88,20 @@ def test_fp32_runs_each_batch_as_parts_on_one_stream_per_thread(tiny_bert, tmp_p
     assert len({width for _, width in widths[-3:]}) > 1  # a part of shorter texts drops the columns only padding fills
 
 
-def test_int8_shares_each_operator_between_the_threads(tiny_bert, tmp_path, monkeypatch):
+def test_int8_runs_batch_parts_with_the_performance_preset(tiny_bert, tmp_path, monkeypatch):
     monkeypatch.setenv("SCIEMBED_ONNX_THREADS", "2")
     fp32 = sciembed.PaperEncoder.from_pretrained(tiny_bert, device="cpu", backend="openvino", engine_cache=tmp_path)
     folder = openvino_backend.model_folder(fp32, tmp_path / "openvino")
     model = openvino_backend.quantize(folder, "int8", fp32, fp32.texts(TEXTS))
     assert json.loads(model.with_suffix(".json").read_text())["recipe"]["preset"] == "performance"
     int8 = fp32.with_quantization("int8", gated=False)
-    int8.encode(TEXTS, show_progress_bar=False)
+    vectors = int8.encode(TEXTS, batch_size=len(TEXTS), show_progress_bar=False)
     [session] = int8._engine._sessions.values()
-    assert session.settings()["parallelism"] == "operators"  # int8's kernels are faster on whole batches
+    assert session.settings()["parallelism"] == "batch"
+    # Its activation ranges are fixed: parts give the vectors of the whole batch.
+    whole = openvino_backend.OpenVinoModel(model, parallelism=onnx_backend.Parallelism.OPERATORS)
+    np.testing.assert_allclose(vectors, whole(fp32.features(fp32.texts(TEXTS))), atol=1e-5, rtol=0)
+    assert {openvino_backend.parallelism(kind) for kind in ("bf16", "int8_weights")} == {"operators"}
 
 
 def test_a_recipe_that_keeps_layers_the_model_lacks_in_float_is_refused(tiny_bert, tmp_path, monkeypatch):
@@ -316,6 +320,29 @@ def test_int8_is_calibrated_on_papers_its_gate_does_not_score(tiny_bert, tmp_pat
     assert calibrated == ["A paper outside the check set"]
     with pytest.raises(ValueError, match="every one of the 5 calibration papers is also in the check set"):
         int8_gate.check_int8(int8, cacm, show_progress_bar=False, calibration=papers[:5])
+
+
+def test_the_gate_s_seeded_draw_is_the_same_in_every_process(tmp_path):
+    folder = tmp_path / "cacm"
+    folder.mkdir()
+    (folder / "cacm.all").write_text(
+        "".join(f".I {i}\n.T\nPaper {i} on lists\n.X\n{i % 40 + 1}\t5\t{i}\n" for i in range(1, 41))
+    )
+    script = (
+        "import sys; from sciembed.evaluation import load_tasks; "
+        "print(list(load_tasks('cacm', sys.argv[1], tasks=['cite']).tasks[0].documents))"
+    )
+    orders = {
+        subprocess.run(
+            [sys.executable, "-c", script, str(folder)],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(orders) == 1  # the order a seeded calibration draw picks from does not move with string hashing
 
 
 def test_nncf_is_imported_with_its_usage_reports_off(tmp_path):

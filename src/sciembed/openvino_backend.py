@@ -51,6 +51,8 @@ OpenVinoQuantization = Literal["fp32", "int8", "int8_weights", "bf16"]
 OPENVINO_QUANTIZATIONS: tuple[OpenVinoQuantization, ...] = ("fp32", "int8", "int8_weights", "bf16")
 #: The quantizations that :func:`quantize` writes a model file for (the others run ``model.xml``).
 QUANTIZED_MODELS = (WeightQuantization.INT8, WeightQuantization.INT8_WEIGHTS)
+#: The quantizations whose batches run as parts, one single-thread stream per core (see :func:`parallelism`).
+BATCH_PARTS = (WeightQuantization.FP32, WeightQuantization.INT8)
 #: Papers NNCF calibrates int8 activations on (one paper per calibration step, without padding).
 CALIBRATION_SIZE = 300
 CONVERT_FILE = "convert.json"
@@ -160,12 +162,13 @@ def inference_precision(quantization: str) -> InferencePrecision:
 def parallelism(quantization: str) -> onnx_backend.Parallelism:
     """How OpenVINO spreads a batch of a ``quantization`` over the threads.
 
-    fp32 runs batch parts side by side, as ONNX fp32 does. The others share each operator between the threads.
+    fp32 and int8 run batch parts side by side, as ONNX fp32 does. bf16 and ``int8_weights`` share each operator
+    between the threads.
 
     Args:
         quantization: one of :data:`OPENVINO_QUANTIZATIONS`.
     """
-    if quantization == WeightQuantization.FP32:
+    if quantization in BATCH_PARTS:
         return onnx_backend.Parallelism.BATCH
     return onnx_backend.Parallelism.OPERATORS
 

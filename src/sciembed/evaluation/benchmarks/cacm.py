@@ -200,7 +200,7 @@ def cite_task(
     return ProximityTask(
         benchmark,
         "cite",
-        {pid: papers[pid] for pid in ids},
+        {pid: record for pid, record in papers.items() if pid in ids},  # the collection's order, in every process
         qrels=qrels,
         similarity=Similarity(similarity).value,
         score_decimals=5 if similarity == Similarity.L2 else None,
