@@ -286,6 +286,22 @@ def onnx_exporters_headline(report: dict[str, Any]) -> str:
     return f"{text[:1].upper()}{text[1:]}." if parts else ""
 
 
+def int8_variants_paired_headline(report: dict[str, Any]) -> str:
+    """The setting with the largest median paired speedup over the first, and the share of pairs it won."""
+    baseline = report.get("baseline", "")
+    key, share = f"speedup_over_{baseline}_median", f"faster_than_{baseline}_share"
+    variants = {name: row for name, row in report.get("variants", {}).items() if name != baseline and key in row}
+    if not variants:
+        return ""
+    fastest = max(variants, key=lambda name: variants[name][key])
+    row = variants[fastest]
+    return (
+        f"Against {words(baseline)} in the same shuffled rounds, the fastest setting, {words(fastest)}, runs "
+        f"{cell_text(row[key])} times its speed on the median of {row.get('pairs')} pairs and was faster in "
+        f"{cell_text(round(100 * row[share]))}% of them."
+    )
+
+
 def int8_variants_headline(report: dict[str, Any]) -> str:
     """The fastest engine setting by its median ratio over rounds, and its min cosine."""
     import statistics
@@ -441,6 +457,7 @@ HEADLINES: dict[str, Callable[[dict[str, Any]], str]] = {
     "multiformat_overhead": ratio_range_headline,
     "onnx_exporters": onnx_exporters_headline,
     "int8_variants": int8_variants_headline,
+    "int8_variants_paired": int8_variants_paired_headline,
     "long_documents": long_documents_headline,
     "sampling_scale": sampling_scale_headline,
     "scincl_scale_tradeoff": scincl_tradeoff_headline,
