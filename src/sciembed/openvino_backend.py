@@ -238,7 +238,7 @@ class OpenVinoModel:
         }
         # One stream of one thread per part in flight, or one stream whose threads share each operator.
         config.update({"NUM_STREAMS": self.threads} if split else {"PERFORMANCE_HINT": "LATENCY"})
-        self.compiled = ov.Core().compile_model(ov.Core().read_model(str(path)), "CPU", config)
+        self.compiled = ov.Core().compile_model(str(path), "CPU", config)
         self.request = self.compiled.create_infer_request()
         self.input_names = [port.get_any_name() for port in self.compiled.inputs]
         self._queue = ov.AsyncInferQueue(self.compiled, self.threads) if split else None
