@@ -1,17 +1,18 @@
 """Engine settings of the ONNX and OpenVINO backends, each timed against ``SentenceTransformer.encode``.
 
 Every variant embeds the same distinct real papers through :meth:`sciembed.PaperEncoder.encode`, its engine
-swapped for the variant's session. Each timed run of a variant follows a run of the reference, so each ratio
-is read from neighbouring runs. The int8 models are built as the backends build them. OpenVINO's int8 and
-ONNX Runtime's static int8 are calibrated on real papers outside the timed set. The JSON records each variant's
-ratio per round (of wall time and of this process's CPU time), the smallest cosine of its vectors to the
-reference's, the CPU flags and the load average. A variant with a bucket pads each batch to a multiple of that
-length, so fewer shapes are compiled. A variant with a recipe runs an OpenVINO int8 model made by that
-post-training quantization recipe (``openvino_int8`` runs the backend's own recipe). A variant by batch runs
-the backend's OpenVINO model on parts of each batch, one single-thread stream per core. The default run times
+swapped for the variant's session. Each timed run of a variant follows a run of the reference, so each ratio is
+read from neighbouring runs. The int8 models are built as the backends build them. OpenVINO's int8 and ONNX
+Runtime's static int8 are calibrated on real papers outside the timed set. The JSON records each variant's ratio
+per round (of wall time and of this process's CPU time), the smallest cosine of its vectors to the reference's,
+the CPU flags and the load average. A variant with a bucket pads each batch (by batch: each part) to a multiple of
+that length, so fewer shapes are compiled. A variant with a recipe runs an OpenVINO int8 model made by that
+post-training quantization recipe (``openvino_int8`` runs the backend's own recipe). A variant by batch runs the
+backend's OpenVINO model on parts of each batch, one single-thread stream per core. The default run times
 :data:`DEFAULT_VARIANTS`; ``--variants all`` times all. ``--paired`` times variants (:data:`PAIRED_VARIANTS`
 unless told) against the first of them instead, in shuffled order over slices of the papers, without the
-reference: that separates settings a few percent apart on a noisy machine.
+reference: that separates settings a few percent apart on a noisy machine. It records each session's first pass over
+the papers too, every input shape new to it, as a user's first collection is.
 
     python benchmarks/int8_variants.py --data ../shared/data --output benchmarks/results/int8_variants.json
     python benchmarks/int8_variants.py --data ../shared/data --papers 1000 --rounds 5 --paired
@@ -121,6 +122,13 @@ VARIANTS = {
         )
         for rows in (4, 8, 16)
     },
+    # The backend's settings: parts of 4, each padded to a multiple of 16 tokens.
+    **{
+        f"openvino_{name}_parts4_bucket16": Variant(
+            "openvino", model, F32, parallelism=BY_BATCH, part_rows=4, bucket=16
+        )
+        for name, model in (("fp32", "model.xml"), ("int8", "model_int8.xml"))
+    },
     **{
         f"openvino_int8_performance_f32_parts{rows}": Variant(
             "openvino", "performance/model_int8.xml", F32, recipe="performance", parallelism=BY_BATCH, part_rows=rows
@@ -160,8 +168,14 @@ PAIRED_VARIANTS = (
 ONNX_FUSIONS = {"mha": {"use_multi_head_attention": True}, "unfused_attention": {"enable_attention": False}}
 
 
-def session(variant: Variant, folder: Path) -> Callable[[Mapping[str, Any]], np.ndarray]:
-    """A session running ``variant``'s model in ``folder``: batch inputs to float32 vectors."""
+def session(variant: Variant, folder: Path, max_length: int) -> Callable[[Mapping[str, Any]], np.ndarray]:
+    """A session running ``variant``'s model in ``folder``: batch inputs to float32 vectors.
+
+    Args:
+        variant: the engine setting.
+        folder: the model folder of the variant's engine.
+        max_length: the encoder's ``max_length``, which no bucket pads past.
+    """
     if variant.engine == "onnx":
         onnx_session = onnx_backend.OnnxSession(folder / variant.model, parallelism=variant.parallelism)
         if variant.options:  # the backend's session options, with the variant's config entries added
@@ -175,11 +189,13 @@ def session(variant: Variant, folder: Path) -> Callable[[Mapping[str, Any]], np.
                 str(folder / variant.model), options, providers=["CPUExecutionProvider"]
             )
         return onnx_session
-    if variant.parallelism is BY_BATCH:  # the backend's own model, with its hint and part size
+    if variant.parallelism is BY_BATCH:  # the backend's own model, with its hint, part size and bucket
         model = openvino_backend.OpenVinoModel(
             folder / variant.model,
             precision=openvino_backend.InferencePrecision(variant.options["INFERENCE_PRECISION_HINT"]),
             parallelism=BY_BATCH,
+            max_width=max_length if variant.bucket else None,
+            bucket=variant.bucket or None,
         )
         model.part_rows = variant.part_rows or model.part_rows
         return model
@@ -360,7 +376,7 @@ def main() -> None:
             variant = VARIANTS[name]
             encoder = encoders[variant.engine]
             folder = Path(work) / variant.engine / encoder.model_fingerprint()[:32]
-            chosen = session(variant, folder)
+            chosen = session(variant, folder, args.max_length)
 
             def run(chosen_papers: list[dict] = papers) -> np.ndarray:
                 # The variant's session replaces the backend's own (one per format; this encoder has one).
@@ -374,13 +390,19 @@ def main() -> None:
             return run
 
         runs = {name: encode_with(name) for name in names}
-        for run in runs.values():
+        # Each session's first pass over the papers, every input shape new to it, warms it up.
+        first_pass: dict[str, float] = {}
+        for name, run in runs.items():
+            start = time.perf_counter()
             run()
+            first_pass[name] = time.perf_counter() - start
         if args.paired:
             reference_vectors = reference.encode(texts, batch_size=args.batch_size)
             paired = paired_rounds(runs, papers, args.rounds, args.slices)
             for name in names:
                 paired[name]["min_cosine_to_st_pytorch"] = round(min_cosine(runs[name](), reference_vectors), 6)
+                paired[name]["first_pass_seconds"] = round(first_pass[name], 3)
+                paired[name][f"first_pass_speedup_over_{names[0]}"] = round(first_pass[names[0]] / first_pass[name], 3)
             write(
                 args.output,
                 {

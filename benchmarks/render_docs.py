@@ -44,8 +44,8 @@ WHAT_IT_SHOWS = {
     "int8_variants": "Each int8 and bf16 engine setting on the same papers, against `SentenceTransformer.encode` in "
     "the same rounds: wall and CPU time ratios, rate, and min cosine to its vectors.",
     "int8_variants_paired": "Engine settings timed against the first of them in shuffled order, slice by slice, on "
-    "the same papers: each one's median paired speedup, the share of pairs it won, and min cosine to "
-    "`SentenceTransformer.encode`.",
+    "the same papers: each one's median paired speedup, the share of pairs it won, its first pass over the papers "
+    "(every input shape new to it), and min cosine to `SentenceTransformer.encode`.",
     "model_overhead": "One forward pass of each model family against the plain `BertModel` it was built from, as "
     "CPU-time ratios.",
     "multiformat_overhead": "One forward pass in each task format of each multi-format method against the plain "

@@ -84,8 +84,38 @@ def test_fp32_runs_each_batch_as_parts_on_one_stream_per_thread(tiny_bert, tmp_p
     settings = model.settings()
     # One thread per stream (OpenVINO keeps to the cores the machine has).
     assert settings["parallelism"] == "batch" and settings["num_streams"] == settings["inference_num_threads"]
+    assert settings["shape_bucket"] is None  # each part runs at its own width
     assert sum(rows for rows, _ in widths[-3:]) == len(TEXTS)  # the last batch, all texts, in three parts
     assert len({width for _, width in widths[-3:]}) > 1  # a part of shorter texts drops the columns only padding fills
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_inputs_are_padded_to_few_widths_within_max_length(tiny_bert, tmp_path, monkeypatch, threads):
+    import openvino as ov
+
+    monkeypatch.setenv("SCIEMBED_ONNX_THREADS", threads)
+    monkeypatch.setattr(openvino_backend, "SHAPE_BUCKET", 8)
+    monkeypatch.setattr(openvino_backend, "BUCKETED", ("fp32",))  # fp32 too: its vectors are PyTorch's
+    pytorch, openvino = both(tiny_bert, tmp_path, max_length=20)
+    openvino.encode(TEXTS[:1], show_progress_bar=False)  # converted (and checked) before the widths are read
+    widths = set()
+
+    def spy(run):
+        def recorded(self, feed, *args):
+            widths.add(feed["input_ids"].shape[1])
+            return run(self, feed, *args)
+
+        return recorded
+
+    monkeypatch.setattr(ov.InferRequest, "infer", spy(ov.InferRequest.infer))
+    monkeypatch.setattr(ov.AsyncInferQueue, "start_async", spy(ov.AsyncInferQueue.start_async))
+    texts = [*TEXTS, "x", "graph", " ".join(["paper"] * 40)]
+    for batch_size in (1, 3, len(texts)):
+        expected = pytorch.encode(texts, batch_size=batch_size, show_progress_bar=False)
+        got = openvino.encode(texts, batch_size=batch_size, show_progress_bar=False)
+        np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
+    # Multiples of the bucket, and the encoder's max_length (20) where the next multiple (24) would pass it.
+    assert widths == {8, 16, 20}
 
 
 def test_int8_runs_batch_parts_with_the_performance_preset(tiny_bert, tmp_path, monkeypatch):
@@ -98,6 +128,8 @@ def test_int8_runs_batch_parts_with_the_performance_preset(tiny_bert, tmp_path, 
     vectors = int8.encode(TEXTS, batch_size=len(TEXTS), show_progress_bar=False)
     [session] = int8._engine._sessions.values()
     assert session.settings()["parallelism"] == "batch"
+    assert session.settings()["shape_bucket"] == openvino_backend.SHAPE_BUCKET
+    assert session.settings()["max_width"] == int8.max_length
     # Its activation ranges are fixed: parts give the vectors of the whole batch.
     whole = openvino_backend.OpenVinoModel(model, parallelism=onnx_backend.Parallelism.OPERATORS)
     np.testing.assert_allclose(vectors, whole(fp32.features(fp32.texts(TEXTS))), atol=1e-5, rtol=0)
