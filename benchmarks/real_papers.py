@@ -89,3 +89,18 @@ def distinct_papers(data: Path, count: int, seed: int = 0) -> tuple[list[dict], 
         "sources": "CACM, SciRepEval samples (fos, mesh, specter, search candidates), S2ORC sample",
     }
     return chosen, description
+
+
+def distinct_titles(data: Path, count: int, seed: int = 0) -> tuple[list[dict], dict]:
+    """``count`` papers with distinct titles, each its title alone, and a description of where they came from."""
+    papers = list({paper["title"]: paper for paper in reversed(real_papers(data))}.values())[::-1]
+    if count > len(papers):
+        raise ValueError(f"{data}: {len(papers)} distinct titles in the shared samples, fewer than the {count} asked")
+    rng = np.random.default_rng(seed)
+    chosen = [papers[i] for i in np.sort(rng.choice(len(papers), count, replace=False))]
+    description = {
+        "papers": count,
+        "distinct_titles_available": len(papers),
+        "sources": "titles of CACM, SciRepEval samples (fos, mesh, specter, search candidates), S2ORC sample",
+    }
+    return [{"paper_id": paper["paper_id"], "title": paper["title"], "abstract": ""} for paper in chosen], description

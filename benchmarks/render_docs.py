@@ -634,7 +634,7 @@ ENCODE_NAMES = {
     "vnni": "VNNI",
 }
 #: What ``encode_speed.json`` encoded and how: one sentence over its results.
-ENCODE_RUN = ("model", "data", "papers", "mean_tokens", "batch_size", "max_length")
+ENCODE_RUN = ("model", "texts", "data", "papers", "mean_tokens", "batch_size", "max_length")
 #: Where ``encode_speed.json`` was measured: one sentence under its results.
 ENCODE_MACHINE = ("cpu", "threads", "load_average_1_5_15_min")
 #: A target on the ratio to ``SentenceTransformer.encode``, such as ``int8_at_least_3.5x_st_pytorch``.
@@ -725,8 +725,13 @@ def encode_machine_text(report: dict[str, Any]) -> str:
     )
 
 
-def encode_speed_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
-    """The encode paths against ``SentenceTransformer.encode``, the targets, the gates, the machine, and a plot."""
+def encode_speed_section(report: dict[str, Any], image: str = "encode_speed.png") -> tuple[str, list[Image]]:
+    """The encode paths against ``SentenceTransformer.encode``, the targets, the gates, the machine, and a plot.
+
+    Args:
+        report: an ``encode_speed`` results file.
+        image: the plot's file name.
+    """
     paths = {name: values for name, values in report["paths"].items() if isinstance(values, dict)}
     rate_key = next((k for k in ("median_docs_per_s", "papers_per_s") if all(k in v for v in paths.values())), None)
     if rate_key is None or not all("ratio_to_st_pytorch" in values for values in paths.values()):
@@ -772,7 +777,7 @@ def encode_speed_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
     if ratios:
         axis.legend(fontsize=8, title="targets", title_fontsize=8)
     axis.set_xlabel("ratio to SentenceTransformer.encode in the same run")
-    return "\n\n".join(part for part in parts if part), [("encode_speed.png", figure_png(figure))]
+    return "\n\n".join(part for part in parts if part), [(image, figure_png(figure))]
 
 
 def is_gate(value: Any) -> bool:
@@ -951,9 +956,17 @@ def memory_section(report: dict[str, Any]) -> tuple[str, list[Image]]:
 
 SECTIONS: dict[str, Callable[[dict[str, Any]], tuple[str, list[Image]]]] = {
     "validation_search.json": validation_section,
-    "encode_speed.json": encode_speed_section,
     "index_quality.json": index_quality_section,
     "memory.json": memory_section,
+}
+
+
+#: The section of every run of a benchmark (by its ``benchmark``: the table's run, another budget's, titles alone),
+#: each with its plot named after its file.
+BENCHMARK_SECTIONS: dict[str, Callable[[dict[str, Any], str], tuple[str, list[Image]]]] = {
+    "recipes": recipes_section,
+    "index_scale": index_scale_section,
+    "encode_speed": encode_speed_section,
 }
 
 
@@ -974,11 +987,8 @@ def render(results: Path = RESULTS, image_folder: str = "images/benchmarks") -> 
         report = json.loads(path.read_text(encoding="utf-8"))
         if name in SECTIONS:
             text, pictures = SECTIONS[name](report)
-        elif report.get("benchmark") == "recipes":
-            # every recipes run (the table's, another budget's or window's): its table and plot, each its own PNG
-            text, pictures = recipes_section(report, f"{path.stem}.png")
-        elif report.get("benchmark") == "index_scale":
-            text, pictures = index_scale_section(report, f"{path.stem}.png")
+        elif report.get("benchmark") in BENCHMARK_SECTIONS:
+            text, pictures = BENCHMARK_SECTIONS[report["benchmark"]](report, f"{path.stem}.png")
         else:
             text, pictures = generic(report)
             headline = HEADLINES.get(report.get("benchmark", path.stem))

@@ -58,6 +58,9 @@ def test_the_benchmark_page_renders_every_results_file_with_its_plots(site):
     runs = [path for path in results if json.loads(path.read_text()).get("benchmark") == "recipes"]
     assert {f"{path.stem}.png" for path in runs} <= {Path(src).name for src in images}
     assert page.count("above its start on every seed</th>") == len(runs)
+    # So does every run of encode_speed.py (papers, or titles alone).
+    speed = [path for path in results if json.loads(path.read_text()).get("benchmark") == "encode_speed"]
+    assert {f"{path.stem}.png" for path in speed} <= {Path(src).name for src in images}
     for src in images:
         png = (site / "benchmarks" / src).resolve()
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", src
@@ -234,10 +237,9 @@ def test_a_results_file_without_a_section_shows_its_settings_records_and_targets
 
 def test_every_results_file_without_a_section_opens_with_what_it_shows():
     render_docs = render_docs_module()
-    custom = {"recipes", "index_scale"}
     for path in sorted((ROOT / "benchmarks" / "results").rglob("*.json")):
         report = json.loads(path.read_text())
-        if path.name in render_docs.SECTIONS or report.get("benchmark") in custom:
+        if path.name in render_docs.SECTIONS or report.get("benchmark") in render_docs.BENCHMARK_SECTIONS:
             continue
         headline = render_docs.HEADLINES.get(report.get("benchmark", path.stem))
         assert headline and headline(report), path.name
