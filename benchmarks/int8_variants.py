@@ -122,7 +122,7 @@ VARIANTS = {
         )
         for rows in (4, 8, 16)
     },
-    # The backend's settings: parts of 4, each padded to a multiple of 16 tokens.
+    # Parts of 4, each padded to a multiple of 16 tokens: the backend's int8 setting, and fp32 so for comparison.
     **{
         f"openvino_{name}_parts4_bucket16": Variant(
             "openvino", model, F32, parallelism=BY_BATCH, part_rows=4, bucket=16
