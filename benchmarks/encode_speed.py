@@ -62,8 +62,8 @@ from sciembed.onnx_backend import OPSET, cpu_flags, cpu_has_vnni, cpu_threads, s
 BATCH_SIZES = (4, 8, 16, 32, 64)
 #: The int8 paths, of which the faster is held to the int8 target.
 INT8_PATHS = ("sciembed_onnx_int8", "sciembed_openvino_int8")
-#: What each paper is embedded as: its title and abstract (``papers``), or its title alone.
-TEXTS = ("papers", "titles")
+#: What each paper is embedded as, and the draw that gives it: its title and abstract, or its title alone.
+TEXTS = {"papers": distinct_papers, "titles": distinct_titles}
 
 FAMILIES = {
     "multi2spe": ({}, {}),
@@ -332,7 +332,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="timed runs of each path, alternating")
     parser.add_argument(
         "--texts",
-        choices=TEXTS,
+        choices=list(TEXTS),
         default="papers",
         help="what each paper is embedded as: its title and abstract, or its title alone (short texts)",
     )
@@ -351,7 +351,7 @@ def main() -> None:
 
     openvino_version, nncf_version = version("openvino"), version("nncf")
     load_start = [round(x, 2) for x in os.getloadavg()]
-    papers, source = (distinct_papers if args.texts == "papers" else distinct_titles)(args.data, args.papers)
+    papers, source = TEXTS[args.texts](args.data, args.papers)
     path = sciembed.default_model_path()
     work = Path(tempfile.mkdtemp(prefix="encode-speed-"))
     try:

@@ -39,6 +39,7 @@ from real_papers import distinct_papers, real_papers
 
 import sciembed
 from sciembed import PaperEncoder, onnx_backend, openvino_backend
+from sciembed.io import atomic_path
 from sciembed.onnx_backend import cpu_flags, cpu_threads
 
 Engine = Literal["onnx", "openvino"]
@@ -508,9 +509,9 @@ def paired_rounds(
 
 
 def write(path: Path, result: dict[str, Any]) -> None:
-    """Write ``result`` as JSON to ``path`` and print it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    """Write ``result`` as JSON to ``path`` (whole or not at all) and print it."""
+    with atomic_path(path) as temporary:
+        temporary.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=2, default=str))
 
 

@@ -93,7 +93,10 @@ def distinct_papers(data: Path, count: int, seed: int = 0) -> tuple[list[dict], 
 
 def distinct_titles(data: Path, count: int, seed: int = 0) -> tuple[list[dict], dict]:
     """``count`` papers with distinct titles, each its title alone, and a description of where they came from."""
-    papers = list({paper["title"]: paper for paper in reversed(real_papers(data))}.values())[::-1]
+    first: dict[str, dict] = {}
+    for paper in real_papers(data):
+        first.setdefault(paper["title"], paper)
+    papers = list(first.values())
     if count > len(papers):
         raise ValueError(f"{data}: {len(papers)} distinct titles in the shared samples, fewer than the {count} asked")
     rng = np.random.default_rng(seed)
